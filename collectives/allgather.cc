@@ -1,0 +1,27 @@
+// Allgather: block r of every rank's output is rank r's input. Ring: each rank forwards the
+// block it received last step, n-1 steps, (n-1)/n of the output through every link.
+#include <cstring>
+
+#include "collectives/communicator.h"
+
+namespace hoop {
+
+Work Communicator::Allgather(const Buffer& in, const Buffer& out, const CallOptions& o) {
+  Op x;
+  x.kind = CollKind::kAllgather;
+  x.in = in;
+  x.out = out;
+  x.algo = o.algo;
+  return Submit(x);
+}
+
+Status Communicator::RunAllgather(const Op& op, uint32_t seq) {
+  HOOP_RETURN_IF_ERROR(Resolve(op).status());
+  size_t block_bytes = op.in.count * DTypeSize(op.in.dtype);
+  char* own = static_cast<char*>(op.out.data) + static_cast<size_t>(opts_.rank) * block_bytes;
+  if (block_bytes > 0 && own != op.in.data) std::memmove(own, op.in.data, block_bytes);
+  if (opts_.size == 1) return Status::Ok();
+  return RunSchedule(op, RingAllgather(opts_.rank, opts_.size, op.in.count), op.in, op.out, seq);
+}
+
+}  // namespace hoop

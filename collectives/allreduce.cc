@@ -1,0 +1,35 @@
+// Allreduce: every rank ends with the elementwise reduction of every rank's input.
+//
+// Ring (large messages): reduce-scatter then allgather around the ring, pipelined in chunks;
+// each rank sends and receives 2(n-1)/n of the data, the bandwidth optimum (schedules/ring.cc).
+// Tree (small messages, more than two ranks): a double binary tree, 2 log2(n) hops instead of
+// the ring's 2(n-1) (schedules/tree.cc). One rank: a copy (and the average divides by 1).
+#include <cstring>
+
+#include "collectives/communicator.h"
+
+namespace hoop {
+
+Work Communicator::Allreduce(const Buffer& in, const Buffer& out, ReduceOp op, const CallOptions& o) {
+  Op x;
+  x.kind = CollKind::kAllreduce;
+  x.in = in;
+  x.out = out;
+  x.op = op;
+  x.algo = o.algo;
+  return Submit(x);
+}
+
+Status Communicator::RunAllreduce(const Op& op, uint32_t seq) {
+  HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
+  if (opts_.size == 1) {
+    if (op.in.data != op.out.data && op.in.count > 0)
+      std::memcpy(op.out.data, op.in.data, op.in.count * DTypeSize(op.in.dtype));
+    return Status::Ok();
+  }
+  Schedule s = algo == Algo::kTree ? TreeAllreduce(opts_.rank, opts_.size, op.in.count)
+                                   : RingAllreduce(opts_.rank, opts_.size, op.in.count);
+  return RunSchedule(op, s, op.in, op.out, seq);
+}
+
+}  // namespace hoop

@@ -1,0 +1,36 @@
+#include "collectives/bootstrap.h"
+
+#include "transport/memory_store.h"
+
+namespace hoop {
+
+StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
+  SetLogLevel(cfg.log_level);
+  SetLogRank(cfg.rank);
+  const std::string ctx = "rank " + std::to_string(cfg.rank) + ": joining the job";
+  auto job = std::make_unique<Job>();
+  Deadline deadline = Deadline::After(cfg.timeout);
+  if (cfg.store.empty()) {
+    if (cfg.size != 1)
+      return InvalidArgument(ctx + ": HOOP_STORE is not set (start the job with hooprun, or set "
+                                   "HOOP_STORE=tcp://HOST:PORT or file:///DIR)");
+    job->store = std::make_unique<MemoryStore>();
+  } else {
+    // A job not started by hooprun has no store server: rank 0 serves a tcp:// store itself.
+    bool serve = cfg.rank == 0 && cfg.store.rfind("tcp://", 0) == 0 &&
+                 (cfg.launcher == Launcher::kMpirun || cfg.launcher == Launcher::kSlurm);
+    if (serve) {
+      HOOP_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(cfg.store.substr(6)));
+      auto server = TcpStoreServer::Start(hp.host, hp.port, cfg.token);
+      if (!server.ok()) return server.status().WithContext(ctx + ": serving the store at " + cfg.store);
+      job->server = std::move(server).value();
+    }
+    auto store = OpenStore(cfg.store, cfg.token, deadline);
+    if (!store.ok()) return store.status().WithContext(ctx);
+    job->store = std::move(store).value();
+  }
+  HOOP_ASSIGN_OR_RETURN(job->comm, Communicator::Create(*job->store, CommOptions::FromConfig(cfg)));
+  return job;
+}
+
+}  // namespace hoop

@@ -1,0 +1,22 @@
+// Joining a job from a Config: open (or, for rank 0 of an mpirun/Slurm job with a tcp:// store,
+// serve) the rendezvous store, then create the communicator. Shared by the C API, hoop-perf and
+// the test programs so they all start the same way.
+#pragma once
+
+#include <memory>
+
+#include "collectives/communicator.h"
+#include "common/config.h"
+#include "transport/tcp_store.h"
+
+namespace hoop {
+
+struct Job {
+  std::unique_ptr<TcpStoreServer> server;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Communicator> comm;
+};
+
+StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg);
+
+}  // namespace hoop

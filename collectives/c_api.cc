@@ -1,0 +1,178 @@
+// The C API (include/hoop/hoop.h) over Communicator. No exception and no C++ type crosses it;
+// every failure becomes a status code plus a per-thread message.
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "collectives/bootstrap.h"
+#include "common/config.h"
+#include "hoop/hoop.h"
+
+struct hoop_comm {
+  std::unique_ptr<hoop::Job> job;
+  hoop::Communicator* operator->() const { return job->comm.get(); }
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+
+hoop_status_t Report(const hoop::Status& s) {
+  if (s.ok()) return HOOP_SUCCESS;
+  t_last_error = s.message();
+  switch (s.code()) {
+    case hoop::Code::kInvalidArgument: return HOOP_ERR_INVALID_ARGUMENT;
+    case hoop::Code::kUnavailable: return HOOP_ERR_UNAVAILABLE;
+    case hoop::Code::kDeadlineExceeded: return HOOP_ERR_TIMEOUT;
+    case hoop::Code::kAborted: return HOOP_ERR_ABORTED;
+    case hoop::Code::kFailedPrecondition: return HOOP_ERR_MISMATCH;
+    case hoop::Code::kPermissionDenied: return HOOP_ERR_PERMISSION;
+    case hoop::Code::kUnimplemented: return HOOP_ERR_UNIMPLEMENTED;
+    default: return HOOP_ERR_INTERNAL;
+  }
+}
+
+hoop_status_t BadArg(const std::string& what) { return Report(hoop::InvalidArgument(what)); }
+
+bool ValidDType(hoop_dtype_t d) { return d >= HOOP_U8 && d <= HOOP_F64; }
+bool ValidOp(hoop_op_t o) { return o >= HOOP_SUM && o <= HOOP_PROD; }
+
+template <class F>
+hoop_status_t Guard(F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return Report(hoop::Internal(std::string("unexpected exception: ") + e.what()));
+  } catch (...) {
+    return Report(hoop::Internal("unexpected exception"));
+  }
+}
+
+hoop_status_t Init(hoop_comm_t* out, const hoop::Config& cfg) {
+  if (!out) return BadArg("hoop_init: comm pointer is NULL");
+  *out = nullptr;
+  auto job = hoop::JoinJob(cfg);
+  if (!job.ok()) return Report(job.status());
+  *out = new hoop_comm{std::move(job).value()};
+  return HOOP_SUCCESS;
+}
+
+hoop::Buffer Buf(const void* p, size_t count, hoop_dtype_t d) {
+  return hoop::Buffer{const_cast<void*>(p), count, static_cast<hoop::DType>(d), hoop::MemKind::kHost};
+}
+
+}  // namespace
+
+extern "C" {
+
+hoop_status_t hoop_init_from_env(hoop_comm_t* comm) {
+  return Guard([&] {
+    auto cfg = hoop::Config::FromProcessEnv();
+    if (!cfg.ok()) return Report(cfg.status().WithContext("hoop_init_from_env"));
+    return Init(comm, *cfg);
+  });
+}
+
+hoop_status_t hoop_init(hoop_comm_t* comm, int rank, int size, const char* store_url, const char* token) {
+  return Guard([&] {
+    auto cfg = hoop::Config::FromProcessEnv();
+    if (!cfg.ok()) return Report(cfg.status().WithContext("hoop_init"));
+    if (size < 1 || rank < 0 || rank >= size)
+      return BadArg("hoop_init: rank " + std::to_string(rank) + " is not in [0, " + std::to_string(size) + ")");
+    cfg->rank = rank;
+    cfg->size = size;
+    cfg->launcher = hoop::Launcher::kNone;
+    cfg->store = store_url ? store_url : "";
+    if (token) cfg->token = token;
+    if (cfg->local_rank >= size) cfg->local_rank = -1;
+    return Init(comm, *cfg);
+  });
+}
+
+hoop_status_t hoop_finalize(hoop_comm_t comm) {
+  return Guard([&] {
+    delete comm;
+    return HOOP_SUCCESS;
+  });
+}
+
+#define HOOP_GETTER(name, expr)                                            \
+  hoop_status_t hoop_##name(hoop_comm_t comm, int* out) {                  \
+    if (!comm || !out) return BadArg("hoop_" #name ": NULL argument");     \
+    *out = (*comm)->expr();                                             \
+    return HOOP_SUCCESS;                                                   \
+  }
+HOOP_GETTER(rank, rank)
+HOOP_GETTER(size, size)
+HOOP_GETTER(local_rank, local_rank)
+HOOP_GETTER(local_size, local_size)
+#undef HOOP_GETTER
+
+hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                             hoop_dtype_t dtype, hoop_op_t op) {
+  return Guard([&] {
+    if (!comm) return BadArg("hoop_allreduce: comm is NULL");
+    if (!ValidDType(dtype) || !ValidOp(op)) return BadArg("hoop_allreduce: unknown dtype or op");
+    return Report((*comm)->Allreduce(Buf(sendbuf, count, dtype), Buf(recvbuf, count, dtype),
+                                        static_cast<hoop::ReduceOp>(op)).Wait());
+  });
+}
+
+hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                             hoop_dtype_t dtype, int root) {
+  return Guard([&] {
+    if (!comm) return BadArg("hoop_broadcast: comm is NULL");
+    if (!ValidDType(dtype)) return BadArg("hoop_broadcast: unknown dtype");
+    bool is_root = (*comm)->rank() == root;
+    return Report((*comm)->Broadcast(Buf(is_root ? sendbuf : nullptr, is_root ? count : 0, dtype),
+                                        Buf(recvbuf, count, dtype), root).Wait());
+  });
+}
+
+hoop_status_t hoop_allgather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount,
+                             hoop_dtype_t dtype) {
+  return Guard([&] {
+    if (!comm) return BadArg("hoop_allgather: comm is NULL");
+    if (!ValidDType(dtype)) return BadArg("hoop_allgather: unknown dtype");
+    size_t n = static_cast<size_t>((*comm)->size());
+    return Report((*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, sendcount * n, dtype)).Wait());
+  });
+}
+
+hoop_status_t hoop_reduce_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
+                                  hoop_dtype_t dtype, hoop_op_t op) {
+  return Guard([&] {
+    if (!comm) return BadArg("hoop_reduce_scatter: comm is NULL");
+    if (!ValidDType(dtype) || !ValidOp(op)) return BadArg("hoop_reduce_scatter: unknown dtype or op");
+    size_t n = static_cast<size_t>((*comm)->size());
+    return Report((*comm)->ReduceScatter(Buf(sendbuf, recvcount * n, dtype), Buf(recvbuf, recvcount, dtype),
+                                            static_cast<hoop::ReduceOp>(op)).Wait());
+  });
+}
+
+hoop_status_t hoop_barrier(hoop_comm_t comm) {
+  return Guard([&] {
+    if (!comm) return BadArg("hoop_barrier: comm is NULL");
+    return Report((*comm)->Barrier().Wait());
+  });
+}
+
+const char* hoop_status_string(hoop_status_t s) {
+  switch (s) {
+    case HOOP_SUCCESS: return "success";
+    case HOOP_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case HOOP_ERR_UNAVAILABLE: return "peer or store unavailable";
+    case HOOP_ERR_TIMEOUT: return "timed out";
+    case HOOP_ERR_ABORTED: return "aborted after an earlier failure";
+    case HOOP_ERR_MISMATCH: return "ranks disagree about the operation";
+    case HOOP_ERR_PERMISSION: return "permission denied (job token)";
+    case HOOP_ERR_UNIMPLEMENTED: return "not implemented";
+    case HOOP_ERR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* hoop_last_error(void) { return t_last_error.c_str(); }
+
+}  // extern "C"

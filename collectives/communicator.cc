@@ -1,0 +1,268 @@
+#include "collectives/communicator.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "common/logging.h"
+
+namespace hoop {
+
+CommOptions CommOptions::FromConfig(const Config& c) {
+  CommOptions o;
+  o.rank = c.rank;
+  o.size = c.size;
+  o.local_rank = c.local_rank;
+  o.local_size = c.local_size;
+  o.host = c.host;
+  o.token = c.token;
+  o.transport = c.transport;
+  o.timeout = c.timeout;
+  o.algo = ParseAlgo(c.algo).value_or(Algo::kAuto);
+  o.chunk_bytes = c.chunk_bytes;
+  o.window = c.window;
+  return o;
+}
+
+// ---- Work ----
+
+Work Work::Finished(Status s) {
+  Work w;
+  w.state_ = std::make_shared<State>();
+  w.state_->done = true;
+  w.state_->status = std::move(s);
+  return w;
+}
+
+Status Work::Wait() { return Wait(Deadline::Never()); }
+
+Status Work::Wait(Deadline deadline) {
+  if (!state_) return InvalidArgument("Wait on an empty Work");
+  std::unique_lock<std::mutex> lock(state_->mu);
+  if (!state_->cv.wait_until(lock, deadline.at(), [&] { return state_->done; }))
+    return DeadlineExceeded("operation still running at the Wait deadline");
+  return state_->status;
+}
+
+bool Work::Done() const {
+  if (!state_) return true;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->done;
+}
+
+// ---- creation: meet through the store, connect a full mesh ----
+
+namespace {
+std::string HostName() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+}  // namespace
+
+StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const CommOptions& in) {
+  CommOptions o = in;
+  if (o.size < 1 || o.rank < 0 || o.rank >= o.size)
+    return InvalidArgument("communicator: rank " + std::to_string(o.rank) + " is not in [0, " +
+                           std::to_string(o.size) + ")");
+  SetLogRank(o.rank);
+  const std::string ctx = "rank " + std::to_string(o.rank) + ": creating communicator '" + o.name + "'";
+  Deadline deadline = Deadline::After(o.timeout);
+  const std::string prefix = "hoop/" + o.name + "/";
+
+  // Host names give the local rank and size, and "same host" for transport selection.
+  std::string me = HostName();
+  HOOP_RETURN_IF_ERROR(store.Set(prefix + "host/" + std::to_string(o.rank), me).WithContext(ctx));
+  std::vector<PeerInfo> peers(static_cast<size_t>(o.size));
+  int local_rank = 0, local_size = 0;
+  for (int r = 0; r < o.size; ++r) {
+    auto h = store.Get(prefix + "host/" + std::to_string(r), deadline);
+    if (!h.ok()) return h.status().WithContext(ctx + ": waiting for rank " + std::to_string(r) + " to join");
+    peers[static_cast<size_t>(r)] = {r, *h};
+    if (*h == me) {
+      ++local_size;
+      if (r < o.rank) ++local_rank;
+    }
+  }
+  if (o.local_rank < 0) o.local_rank = local_rank;
+  if (o.local_size < 0) o.local_size = local_size;
+
+  // Transport: the one named, else the first registered whose CanConnect holds for every peer.
+  TransportOptions topts{o.rank, o.size, o.host, o.token, o.name};
+  std::unique_ptr<Transport> transport;
+  std::vector<std::string> names = o.transport.empty() ? RegisteredTransports()
+                                                       : std::vector<std::string>{o.transport};
+  for (const auto& name : names) {
+    auto t = CreateTransport(name, topts);
+    if (!t.ok()) {
+      if (!o.transport.empty()) return t.status().WithContext(ctx);
+      continue;
+    }
+    bool all = true;
+    for (const auto& p : peers) all &= (*t)->CanConnect(peers[static_cast<size_t>(o.rank)], p);
+    if (all) {
+      transport = std::move(t).value();
+      break;
+    }
+  }
+  if (!transport) return Unavailable(ctx + ": no transport can reach every peer");
+
+  std::ostringstream rec;
+  rec << transport->Name() << " " << o.size << " " << transport->Address();
+  HOOP_RETURN_IF_ERROR(store.Set(prefix + "addr/" + std::to_string(o.rank), rec.str()).WithContext(ctx));
+  // Dial the higher ranks first, then accept the lower ones: rank n-1 only accepts, so the
+  // chain of dials always finds someone accepting.
+  std::vector<std::string> addrs(static_cast<size_t>(o.size));
+  for (int r = 0; r < o.size; ++r) {
+    if (r == o.rank) continue;
+    auto v = store.Get(prefix + "addr/" + std::to_string(r), deadline);
+    if (!v.ok()) return v.status().WithContext(ctx + ": waiting for rank " + std::to_string(r));
+    std::istringstream is(*v);
+    std::string tname, addr;
+    int size = 0;
+    is >> tname >> size >> addr;
+    if (size != o.size)
+      return InvalidArgument(ctx + ": rank " + std::to_string(r) + " was started with size " +
+                             std::to_string(size) + ", this rank with " + std::to_string(o.size));
+    if (tname != transport->Name())
+      return InvalidArgument(ctx + ": rank " + std::to_string(r) + " uses transport " + tname +
+                             ", this rank " + transport->Name());
+    addrs[static_cast<size_t>(r)] = addr;
+  }
+  for (int r = o.rank + 1; r < o.size; ++r)
+    HOOP_RETURN_IF_ERROR(transport->Connect(r, addrs[static_cast<size_t>(r)], deadline).WithContext(ctx));
+  for (int r = o.rank - 1; r >= 0; --r)
+    HOOP_RETURN_IF_ERROR(transport->Connect(r, addrs[static_cast<size_t>(r)], deadline).WithContext(ctx));
+  HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << transport->Name());
+  return std::unique_ptr<Communicator>(new Communicator(o, std::move(transport)));
+}
+
+Communicator::Communicator(CommOptions opts, std::unique_ptr<Transport> transport)
+    : opts_(std::move(opts)), transport_(std::move(transport)) {
+  worker_ = std::thread([this] { WorkerLoop(); });
+}
+
+Communicator::~Communicator() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+std::string Communicator::transport_name() const { return transport_->Name(); }
+
+void Communicator::Abort(const std::string& cause) {
+  Op op;
+  op.kind = CollKind::kBarrier;
+  op.abort = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (poisoned_.ok()) poisoned_ = Aborted("rank " + std::to_string(opts_.rank) + " aborted: " + cause);
+  }
+  Submit(op).Wait();
+}
+
+// ---- the worker ----
+
+Work Communicator::Submit(Op op) {
+  if (!op.abort) {
+    Status s = CheckCall(op);
+    if (!s.ok()) return Work::Finished(s);
+  }
+  Work w;
+  w.state_ = std::make_shared<Work::State>();
+  op.state = w.state_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(op));
+  }
+  cv_.notify_all();
+  return w;
+}
+
+void Communicator::WorkerLoop() {
+  uint32_t seq = 0;
+  bool told_peers = false;
+  while (true) {
+    Op op;
+    Status poisoned;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      op = std::move(queue_.front());
+      queue_.pop_front();
+      poisoned = poisoned_;
+    }
+    Status result;
+    if (!poisoned.ok()) {
+      if (!told_peers) {
+        transport_->Abort(poisoned.message());
+        told_peers = true;
+      }
+      result = op.abort ? Status::Ok()
+                             : Aborted("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
+                                       " refused: the communicator failed earlier: " + poisoned.message());
+    } else {
+      result = RunOp(op, seq++);
+      if (!result.ok() && result.code() != Code::kInvalidArgument) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (poisoned_.ok()) poisoned_ = result;
+        HOOP_LOG(kError, result.message());
+        transport_->Abort(result.message());
+        told_peers = true;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(op.state->mu);
+      op.state->done = true;
+      op.state->status = result;
+    }
+    op.state->cv.notify_all();
+  }
+}
+
+size_t Communicator::DescCount(const Op& op) {
+  // The count every rank passes alike: broadcast's non-roots may pass no input.
+  return op.kind == CollKind::kBroadcast ? op.out.count : op.in.count;
+}
+
+std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo) const {
+  std::ostringstream os;
+  os << "rank " << opts_.rank << ": " << CollKindName(op.kind) << " #" << seq << " (" << AlgoName(algo);
+  if (op.kind != CollKind::kBarrier) os << ", " << DescCount(op) << " x " << DTypeName(op.out.dtype);
+  if (op.kind == CollKind::kAllreduce || op.kind == CollKind::kReduceScatter) os << ", " << ReduceOpName(op.op);
+  if (op.kind == CollKind::kBroadcast) os << ", root " << op.root;
+  os << ")";
+  return os.str();
+}
+
+Status Communicator::RunSchedule(const Op& op, const Schedule& s, const Buffer& in, const Buffer& out,
+                                 uint32_t seq) {
+  Algo algo = ParseAlgo(s.algo).value_or(Algo::kAuto);
+  OpDesc desc{op.kind, op.out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op)};
+  ExecArgs a;
+  a.schedule = &s;
+  size_t esize = DTypeSize(out.dtype);
+  HOOP_ASSIGN_OR_RETURN(a.in, transport_->Register(in.data, in.count * esize, in.kind));
+  HOOP_ASSIGN_OR_RETURN(a.out, transport_->Register(out.data, out.count * esize, out.kind));
+  a.dtype = out.dtype;
+  a.op = op.op;
+  a.nranks = opts_.size;
+  a.seq = seq;
+  a.check = desc.Pack();
+  a.chunk_bytes = opts_.chunk_bytes;
+  a.window = opts_.window;
+  a.deadline = Deadline::After(opts_.timeout);
+  a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
+  a.what = Describe(op, seq, algo);
+  a.explain_mismatch = [desc](uint64_t theirs, int peer) {
+    return desc.DescribeDifference(OpDesc::Unpack(theirs), peer);
+  };
+  return Execute(*transport_, staging_, a);
+}
+
+}  // namespace hoop

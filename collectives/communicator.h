@@ -1,0 +1,149 @@
+// Communicator: a group of ranks that run collectives together. Create() meets the other ranks
+// through a Store, picks a transport, and connects to every peer (full mesh; every rank watches
+// every connection, so the loss of any rank is seen by all at once).
+//
+// Calls return a Work at once; one worker thread per communicator runs the operations in call
+// order (every rank must issue the same collectives in the same order). Work::Wait blocks
+// without spinning. The first failure poisons the communicator: that operation fails with the
+// cause, peers are told (abort frames), and every later operation fails with Aborted carrying
+// the first cause.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "collectives/algo.h"
+#include "collectives/executor.h"
+#include "common/config.h"
+#include "common/dtype.h"
+#include "common/status.h"
+#include "transport/store.h"
+#include "transport/transport.h"
+
+namespace hoop {
+
+// A typed view of caller memory.
+struct Buffer {
+  void* data = nullptr;
+  size_t count = 0;
+  DType dtype = DType::kF32;
+  MemKind kind = MemKind::kHost;
+};
+
+struct CallOptions {
+  Algo algo = Algo::kAuto;
+};
+
+struct CommOptions {
+  std::string name = "world";  // store namespace; distinct communicators need distinct names
+  int rank = 0;
+  int size = 1;
+  int local_rank = -1;  // -1: derive from host names
+  int local_size = -1;
+  std::string host = "127.0.0.1";
+  std::string token;
+  std::string transport;  // empty: first registered back end that can reach every peer
+  std::chrono::milliseconds timeout{300000};
+  Algo algo = Algo::kAuto;  // default when a call says auto
+  size_t chunk_bytes = 512 * 1024;
+  size_t window = 8;
+  static CommOptions FromConfig(const Config& c);
+};
+
+class Work {
+ public:
+  Work() = default;
+  // Completes when the operation finishes (each operation has its own deadline, HOOP_TIMEOUT).
+  Status Wait();
+  // Gives up waiting at `deadline` (the operation itself goes on).
+  Status Wait(Deadline deadline);
+  bool Done() const;
+
+ private:
+  friend class Communicator;
+  struct State {
+    mutable std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    Status status;
+  };
+  static Work Finished(Status s);
+  std::shared_ptr<State> state_;
+};
+
+class Communicator {
+ public:
+  static StatusOr<std::unique_ptr<Communicator>> Create(Store& store, const CommOptions& options);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return opts_.rank; }
+  int size() const { return opts_.size; }
+  int local_rank() const { return opts_.local_rank; }
+  int local_size() const { return opts_.local_size; }
+  std::string transport_name() const;
+  // The algorithm a call of `kind` over `bytes` with `per_call` would run.
+  Algo ChosenAlgo(CollKind kind, size_t bytes, Algo per_call) const {
+    return ChooseAlgo(kind, bytes, opts_.size, per_call, opts_.algo).algo;
+  }
+
+  // in and out have the same count and dtype; they may be the same memory.
+  Work Allreduce(const Buffer& in, const Buffer& out, ReduceOp op, const CallOptions& o = {});
+  // root's in goes to every rank's out (root's in and out may be the same memory; others' in
+  // is ignored and may be empty).
+  Work Broadcast(const Buffer& in, const Buffer& out, int root, const CallOptions& o = {});
+  // in: count elements; out: size*count, block r from rank r. in may be out's own block.
+  Work Allgather(const Buffer& in, const Buffer& out, const CallOptions& o = {});
+  // in: size*count elements; out: count elements, the reduction of block `rank`.
+  Work ReduceScatter(const Buffer& in, const Buffer& out, ReduceOp op, const CallOptions& o = {});
+  Work Barrier(const CallOptions& o = {});
+  // Poisons the communicator and tells the peers.
+  void Abort(const std::string& cause);
+
+ private:
+  struct Op {
+    CollKind kind;
+    Buffer in, out;
+    ReduceOp op = ReduceOp::kSum;
+    int root = -1;
+    Algo algo = Algo::kAuto;
+    bool abort = false;  // Abort(): poisons and tells peers, runs nothing
+    std::shared_ptr<Work::State> state;
+  };
+  Communicator(CommOptions opts, std::unique_ptr<Transport> transport);
+  Work Submit(Op op);
+  void WorkerLoop();
+  Status RunOp(const Op& op, uint32_t seq);
+  // One per collective, each in its own file (allreduce.cc, broadcast.cc, ...).
+  Status RunAllreduce(const Op& op, uint32_t seq);
+  Status RunBroadcast(const Op& op, uint32_t seq);
+  Status RunAllgather(const Op& op, uint32_t seq);
+  Status RunReduceScatter(const Op& op, uint32_t seq);
+  Status RunBarrier(const Op& op, uint32_t seq);
+  Status RunSchedule(const Op& op, const Schedule& s, const Buffer& in, const Buffer& out, uint32_t seq);
+  // Checks that a call is well-formed before it is queued; the error names rank and operation.
+  Status CheckCall(const Op& op) const;
+  StatusOr<Algo> Resolve(const Op& op) const;
+  std::string Describe(const Op& op, uint32_t seq, Algo algo) const;
+  static size_t DescCount(const Op& op);
+
+  CommOptions opts_;
+  std::unique_ptr<Transport> transport_;  // used only by the worker thread
+  StagingPool staging_;
+  std::vector<char> scratch_;  // reduce-scatter's full-size working copy
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Op> queue_;
+  bool stopping_ = false;
+  Status poisoned_;  // first failure; guarded by mu_
+  std::thread worker_;
+};
+
+}  // namespace hoop

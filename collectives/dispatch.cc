@@ -1,0 +1,79 @@
+// What every collective shares before it runs: call checks (before the call is queued, so bad
+// input fails at once with a message naming rank, operation and the offending argument),
+// algorithm resolution, and dispatch to the collective's own file.
+#include <cstring>
+
+#include "collectives/communicator.h"
+
+namespace hoop {
+
+Status Communicator::CheckCall(const Op& op) const {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": " + why);
+  };
+  if (op.kind == CollKind::kBarrier) return Status::Ok();
+  const size_t n = static_cast<size_t>(opts_.size);
+  const bool in_used = op.kind != CollKind::kBroadcast || op.root == opts_.rank;
+  if (in_used && op.in.dtype != op.out.dtype)
+    return bad(std::string("input dtype ") + DTypeName(op.in.dtype) + " differs from output dtype " +
+               DTypeName(op.out.dtype));
+  for (const Buffer* b : {&op.in, &op.out}) {
+    if ((b == &op.out || in_used) && b->kind != MemKind::kHost)
+      return Status(Code::kUnimplemented, "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
+                                              ": " + MemKindName(b->kind) +
+                                              " memory is not supported yet (host memory only)");
+  }
+  auto need_data = [&](const Buffer& b, const char* which) -> Status {
+    if (b.count > 0 && b.data == nullptr) return bad(std::string(which) + " is null with count " + std::to_string(b.count));
+    return Status::Ok();
+  };
+  switch (op.kind) {
+    case CollKind::kAllreduce:
+      if (op.in.count != op.out.count)
+        return bad("input count " + std::to_string(op.in.count) + " differs from output count " + std::to_string(op.out.count));
+      break;
+    case CollKind::kBroadcast:
+      if (op.root < 0 || op.root >= opts_.size)
+        return bad("root " + std::to_string(op.root) + " is not a rank (size " + std::to_string(opts_.size) + ")");
+      if (op.root == opts_.rank && op.in.count != op.out.count)
+        return bad("root's input count " + std::to_string(op.in.count) + " differs from its output count " +
+                   std::to_string(op.out.count));
+      break;
+    case CollKind::kAllgather:
+      if (op.out.count != op.in.count * n)
+        return bad("output count " + std::to_string(op.out.count) + " must be size x input count = " +
+                   std::to_string(op.in.count * n));
+      break;
+    case CollKind::kReduceScatter:
+      if (op.in.count != op.out.count * n)
+        return bad("input count " + std::to_string(op.in.count) + " must be size x output count = " +
+                   std::to_string(op.out.count * n));
+      break;
+    case CollKind::kBarrier: break;
+  }
+  if (in_used) HOOP_RETURN_IF_ERROR(need_data(op.in, "input"));
+  HOOP_RETURN_IF_ERROR(need_data(op.out, "output"));
+  auto algo = Resolve(op);
+  if (!algo.ok()) return bad(algo.status().message());
+  return Status::Ok();
+}
+
+StatusOr<Algo> Communicator::Resolve(const Op& op) const {
+  size_t bytes = op.out.count * DTypeSize(op.out.dtype);
+  AlgoChoice c = ChooseAlgo(op.kind, bytes, opts_.size, op.algo, opts_.algo);
+  if (!c.error.empty()) return InvalidArgument(c.error);
+  return c.algo;
+}
+
+Status Communicator::RunOp(const Op& op, uint32_t seq) {
+  switch (op.kind) {
+    case CollKind::kAllreduce: return RunAllreduce(op, seq);
+    case CollKind::kBroadcast: return RunBroadcast(op, seq);
+    case CollKind::kAllgather: return RunAllgather(op, seq);
+    case CollKind::kReduceScatter: return RunReduceScatter(op, seq);
+    case CollKind::kBarrier: return RunBarrier(op, seq);
+  }
+  return Internal("unknown collective");
+}
+
+}  // namespace hoop

@@ -1,0 +1,63 @@
+// The executor runs one rank's Schedule over a Transport: it cuts steps into chunk units
+// (ExpandUnits), keeps up to `window` receives in flight, reduces each chunk as it lands, and
+// posts the sends that depend on it, so that sending, receiving and reducing overlap.
+//
+// Rules that keep it deadlock-free with bounded memory:
+//  - receives are posted in unit order, at most `window` outstanding; a reduce-receive lands in
+//    a staging chunk that is returned the moment the chunk is reduced (results go to `out`);
+//  - sends to each peer are posted in unit order, so every byte stream carries messages in the
+//    order the receiver posts for them, and the message a receiver waits for is always the next
+//    one on its stream;
+//  - sends never wait for a window slot.
+// The executor is also the single place where an operation's deadline is enforced.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/schedule.h"
+#include "common/deadline.h"
+#include "common/dtype.h"
+#include "transport/transport.h"
+
+namespace hoop {
+
+// Reusable staging chunks, owned by the communicator so they are allocated once.
+class StagingPool {
+ public:
+  Status Reserve(Transport& transport, size_t slots, size_t bytes);
+  size_t Acquire();  // callers keep at most `slots` acquired at once
+  void Release(size_t slot) { free_.push_back(slot); }
+  const Region& region(size_t slot) const { return regions_[slot]; }
+
+ private:
+  size_t bytes_ = 0;
+  std::vector<std::unique_ptr<char[]>> buffers_;
+  std::vector<Region> regions_;
+  std::vector<size_t> free_;
+};
+
+struct ExecArgs {
+  const Schedule* schedule = nullptr;
+  Region in;
+  Region out;
+  DType dtype = DType::kF32;
+  ReduceOp op = ReduceOp::kSum;
+  int nranks = 1;        // the average's divisor
+  uint32_t seq = 0;      // operation sequence number (same on every rank)
+  uint64_t check = 0;    // operation description both ends must agree on
+  size_t chunk_bytes = 512 * 1024;
+  size_t window = 8;
+  Deadline deadline = Deadline::Never();
+  std::string what;      // "rank 0: allreduce #5 (ring, 1000 x f32, sum)" for error messages
+  double timeout_s = 0;  // for the timeout message
+  // Turns a peer's check word into "count 1000 here, 999 on rank 1".
+  std::function<std::string(uint64_t peer_check, int peer)> explain_mismatch;
+};
+
+Status Execute(Transport& transport, StagingPool& staging, const ExecArgs& args);
+
+}  // namespace hoop

@@ -1,0 +1,24 @@
+// Reduction kernels: dst[i] = a[i] op b[i] for every dtype x op, built from one template per
+// element type rather than a macro maze. dst may alias a or b. f16 and bf16 are widened to f32,
+// reduced, and rounded once. Integers wrap on overflow (sum and prod are done in the unsigned
+// type of the same width). `divisor` > 1 makes the call the average's last step: the result is
+// (a op b) / divisor, computed in f32 (f64 for f64; integer division for integers) before the
+// single rounding.
+#pragma once
+
+#include <cstddef>
+
+#include "common/dtype.h"
+#include "common/status.h"
+
+namespace hoop {
+
+using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t n, int divisor);
+
+// nullptr for combinations no kernel serves (device memory before the CUDA kernels land).
+ReduceFn LookupReduce(DType dtype, ReduceOp op, MemKind kind);
+
+// dst[i] /= divisor, for the average when there is a single rank (no reduction happens).
+void DivideInPlace(DType dtype, void* dst, size_t n, int divisor);
+
+}  // namespace hoop

@@ -1,0 +1,57 @@
+#include "collectives/op_desc.h"
+
+#include "collectives/algo.h"
+
+namespace hoop {
+
+const char* CollKindName(CollKind k) {
+  switch (k) {
+    case CollKind::kAllreduce: return "allreduce";
+    case CollKind::kBroadcast: return "broadcast";
+    case CollKind::kAllgather: return "allgather";
+    case CollKind::kReduceScatter: return "reduce_scatter";
+    case CollKind::kBarrier: return "barrier";
+  }
+  return "?";
+}
+
+// Layout: kind 4 | dtype 4 | op 4 | algo 4 | root+1 16 | count 32 (low bits; larger
+// differences also show up as a length mismatch).
+uint64_t OpDesc::Pack() const {
+  return (uint64_t(static_cast<uint8_t>(kind)) << 60) | (uint64_t(static_cast<uint8_t>(dtype)) << 56) |
+         (uint64_t(static_cast<uint8_t>(op)) << 52) | (uint64_t(algo & 0xf) << 48) |
+         (uint64_t((root + 1) & 0xffff) << 32) | (count & 0xffffffffull);
+}
+
+OpDesc OpDesc::Unpack(uint64_t w) {
+  OpDesc d;
+  d.kind = static_cast<CollKind>((w >> 60) & 0xf);
+  d.dtype = static_cast<DType>((w >> 56) & 0xf);
+  d.op = static_cast<ReduceOp>((w >> 52) & 0xf);
+  d.algo = static_cast<uint8_t>((w >> 48) & 0xf);
+  d.root = static_cast<int>((w >> 32) & 0xffff) - 1;
+  d.count = w & 0xffffffffull;
+  return d;
+}
+
+std::string OpDesc::DescribeDifference(const OpDesc& t, int peer) const {
+  std::string on = " on rank " + std::to_string(peer);
+  std::string out;
+  auto add = [&](const std::string& what, const std::string& mine, const std::string& theirs) {
+    if (mine == theirs) return;
+    if (!out.empty()) out += "; ";
+    out += what + " " + mine + " here, " + theirs + on;
+  };
+  add("collective", CollKindName(kind), CollKindName(t.kind));
+  if (kind == t.kind) {
+    add("count", std::to_string(count & 0xffffffffull), std::to_string(t.count));
+    add("dtype", DTypeName(dtype), t.dtype <= DType::kF64 ? DTypeName(t.dtype) : "?");
+    if (kind == CollKind::kAllreduce || kind == CollKind::kReduceScatter)
+      add("op", ReduceOpName(op), t.op <= ReduceOp::kProd ? ReduceOpName(t.op) : "?");
+    if (kind == CollKind::kBroadcast) add("root", std::to_string(root), std::to_string(t.root));
+    add("algorithm", AlgoName(static_cast<Algo>(algo)), AlgoName(static_cast<Algo>(t.algo)));
+  }
+  return out.empty() ? "operation description differs" + on : out;
+}
+
+}  // namespace hoop

@@ -1,0 +1,31 @@
+// OpDesc: what a collective call is, as a 64-bit word that travels in every message header
+// (Tag::check). Ranks that call different things (another count, dtype, op, root, algorithm or
+// collective) find out on their first message and fail with an error that names the difference,
+// instead of hanging or reducing garbage.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/dtype.h"
+
+namespace hoop {
+
+enum class CollKind : uint8_t { kAllreduce = 1, kBroadcast, kAllgather, kReduceScatter, kBarrier };
+const char* CollKindName(CollKind k);
+
+struct OpDesc {
+  CollKind kind = CollKind::kAllreduce;
+  DType dtype = DType::kF32;
+  ReduceOp op = ReduceOp::kSum;
+  uint8_t algo = 0;  // index into AlgoNames
+  int root = -1;
+  uint64_t count = 0;
+
+  uint64_t Pack() const;
+  static OpDesc Unpack(uint64_t word);
+  // "count 1000 here, 999 on rank 1; dtype f32 here, f64 on rank 1"
+  std::string DescribeDifference(const OpDesc& theirs, int peer) const;
+};
+
+}  // namespace hoop

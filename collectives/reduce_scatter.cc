@@ -1,0 +1,37 @@
+// Reduce-scatter: rank r ends with block r of the reduction of every rank's input. The ring's
+// first half: partial sums travel n-1 steps. The partial sums need a full-size working buffer
+// (the caller's output holds one block), kept by the communicator between calls.
+#include <cstring>
+
+#include "collectives/communicator.h"
+
+namespace hoop {
+
+Work Communicator::ReduceScatter(const Buffer& in, const Buffer& out, ReduceOp op, const CallOptions& o) {
+  Op x;
+  x.kind = CollKind::kReduceScatter;
+  x.in = in;
+  x.out = out;
+  x.op = op;
+  x.algo = o.algo;
+  return Submit(x);
+}
+
+Status Communicator::RunReduceScatter(const Op& op, uint32_t seq) {
+  HOOP_RETURN_IF_ERROR(Resolve(op).status());
+  const size_t esize = DTypeSize(op.in.dtype);
+  const size_t block_bytes = op.out.count * esize;
+  const char* in_block = static_cast<const char*>(op.in.data) + static_cast<size_t>(opts_.rank) * block_bytes;
+  if (opts_.size == 1) {
+    if (block_bytes > 0 && in_block != op.out.data) std::memmove(op.out.data, in_block, block_bytes);
+    return Status::Ok();
+  }
+  if (scratch_.size() < op.in.count * esize) scratch_.resize(op.in.count * esize);
+  Buffer work{scratch_.data(), op.in.count, op.in.dtype, MemKind::kHost};
+  HOOP_RETURN_IF_ERROR(RunSchedule(op, RingReduceScatter(opts_.rank, opts_.size, op.out.count), op.in, work, seq));
+  if (block_bytes > 0)
+    std::memcpy(op.out.data, scratch_.data() + static_cast<size_t>(opts_.rank) * block_bytes, block_bytes);
+  return Status::Ok();
+}
+
+}  // namespace hoop

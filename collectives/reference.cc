@@ -1,0 +1,85 @@
+#include "collectives/reference.h"
+
+#include <cstring>
+
+#include "collectives/kernels/reduce.h"
+
+namespace hoop {
+namespace {
+uint64_t SplitMix(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+double ValueFor(DType dtype, ReduceOp op, uint64_t r) {
+  bool is_unsigned = dtype == DType::kU8;
+  switch (op) {
+    case ReduceOp::kProd: {
+      static const double choices[] = {-2, -1, 1, 2};
+      static const double uchoices[] = {1, 2, 1, 2};
+      return is_unsigned ? uchoices[r % 4] : choices[r % 4];
+    }
+    case ReduceOp::kMin:
+    case ReduceOp::kMax:
+      return is_unsigned ? static_cast<double>(r % 256) : static_cast<double>(static_cast<int>(r % 1001) - 500);
+    default:
+      return is_unsigned ? static_cast<double>(r % 17) : static_cast<double>(static_cast<int>(r % 17) - 8);
+  }
+}
+template <class T>
+void Put(void* buf, size_t i, double v) {
+  static_cast<T*>(buf)[i] = static_cast<T>(v);
+}
+}  // namespace
+
+void FillInput(DType dtype, ReduceOp op, void* buf, size_t count, uint64_t seed) {
+  uint64_t s = seed * 0x2545f4914f6cdd1dull + 1;
+  for (size_t i = 0; i < count; ++i) {
+    double v = ValueFor(dtype, op, SplitMix(s));
+    switch (dtype) {
+      case DType::kU8: Put<uint8_t>(buf, i, v); break;
+      case DType::kI32: Put<int32_t>(buf, i, v); break;
+      case DType::kI64: Put<int64_t>(buf, i, v); break;
+      case DType::kF16: static_cast<uint16_t*>(buf)[i] = FloatToHalf(static_cast<float>(v)); break;
+      case DType::kBF16: static_cast<uint16_t*>(buf)[i] = FloatToBF16(static_cast<float>(v)); break;
+      case DType::kF32: Put<float>(buf, i, v); break;
+      case DType::kF64: Put<double>(buf, i, v); break;
+    }
+  }
+}
+
+void ReferenceReduce(DType dtype, ReduceOp op, const std::vector<const void*>& inputs, void* out,
+                     size_t count) {
+  size_t bytes = count * DTypeSize(dtype);
+  if (inputs.empty() || bytes == 0) return;
+  std::memcpy(out, inputs[0], bytes);
+  ReduceFn fn = LookupReduce(dtype, op == ReduceOp::kAvg ? ReduceOp::kSum : op, MemKind::kHost);
+  for (size_t i = 1; i < inputs.size(); ++i) fn(out, out, inputs[i], count, 0);
+  if (op == ReduceOp::kAvg) DivideInPlace(dtype, out, count, static_cast<int>(inputs.size()));
+}
+
+size_t CountMismatches(DType dtype, const void* got, const void* want, size_t count) {
+  size_t bad = 0;
+  for (size_t i = 0; i < count; ++i) {
+    bool same;
+    switch (dtype) {
+      case DType::kF16:
+        same = HalfToFloat(static_cast<const uint16_t*>(got)[i]) == HalfToFloat(static_cast<const uint16_t*>(want)[i]);
+        break;
+      case DType::kBF16:
+        same = BF16ToFloat(static_cast<const uint16_t*>(got)[i]) == BF16ToFloat(static_cast<const uint16_t*>(want)[i]);
+        break;
+      case DType::kF32: same = static_cast<const float*>(got)[i] == static_cast<const float*>(want)[i]; break;
+      case DType::kF64: same = static_cast<const double*>(got)[i] == static_cast<const double*>(want)[i]; break;
+      default: {
+        size_t w = DTypeSize(dtype);
+        same = std::memcmp(static_cast<const char*>(got) + i * w, static_cast<const char*>(want) + i * w, w) == 0;
+      }
+    }
+    bad += same ? 0 : 1;
+  }
+  return bad;
+}
+
+}  // namespace hoop

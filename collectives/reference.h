@@ -1,0 +1,25 @@
+// Reference data and results for checking collectives (the tests and `hoop-perf -c 1`).
+//
+// FillInput makes rank-specific random data whose reductions are exact in every dtype: small
+// integers for sum and avg, +-1 and +-2 for prod (so products of up to 8 ranks stay exact even in
+// bf16), wider ranges for min and max. With exact data the expected result does not depend on
+// the order in which a schedule combines ranks, so results are compared bit for bit.
+// (Rounding behaviour of f16/bf16 reductions on arbitrary data is tested on the kernels.)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/dtype.h"
+
+namespace hoop {
+
+void FillInput(DType dtype, ReduceOp op, void* buf, size_t count, uint64_t seed);
+// out = reduce(inputs) elementwise, in order, with the average's division at the end.
+void ReferenceReduce(DType dtype, ReduceOp op, const std::vector<const void*>& inputs, void* out,
+                     size_t count);
+// Number of elements that differ (compared as values; -0 == +0).
+size_t CountMismatches(DType dtype, const void* got, const void* want, size_t count);
+
+}  // namespace hoop

@@ -1,0 +1,91 @@
+// Schedules: pure data that says, for one rank, what a collective does, and pure functions that
+// build them from rank math alone (no transport, no memory): they are unit-tested by simulating
+// every rank at once and checking that every element is reduced exactly once from every rank.
+//
+// A Schedule is a list of Steps. A step may receive one message (from recv_peer) and then send
+// one message to each of send_peers. What it does with what it receives:
+//   kCopy   - the message lands straight in `out` at out_offset
+//   kReduce - out[out_offset..] = src op message, where src is `in` at in_offset, or `out`
+//             itself when `accumulate` (the tree's second child)
+// and what it sends: `in` at in_offset (send_from_in) or `out` at out_offset. So the classic
+// primitives are: send, recv, recvReduce, recvReduceSend, recvCopySend, recvReduceCopySend.
+//
+// The executor cuts every step into chunks of at most `chunk` elements (all ranks cut the same
+// message the same way, since it depends only on the step's count) and pipelines them. The order
+// in which (step, chunk) units are issued is part of the schedule: step-major for the ring (each
+// step streams all its chunks, and the next step follows right behind), chunk-major for trees
+// (chunk c goes up and comes back down while chunk c+1 follows it up).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hoop {
+
+enum class RecvKind : uint8_t { kNone, kCopy, kReduce };
+
+struct Step {
+  int recv_peer = -1;
+  uint16_t recv_msg = 0;
+  RecvKind recv = RecvKind::kNone;
+  bool accumulate = false;      // kReduce reads `out` instead of `in`
+  bool finalize = false;        // apply the average's division in this reduction
+  bool after_previous = false;  // act only after the previous step's same chunk has acted
+  std::vector<int> send_peers;
+  uint16_t send_msg = 0;
+  bool send_from_in = false;
+  size_t in_offset = 0;   // elements
+  size_t out_offset = 0;  // elements
+  size_t count = 0;       // elements
+};
+
+struct Schedule {
+  std::vector<Step> steps;
+  bool chunk_major = false;
+  std::string algo;  // "ring", "tree", "chain", "binomial", "dissemination"
+};
+
+// Element range [begin, begin + size) of part i when `count` is split into n nearly equal parts.
+struct Range {
+  size_t begin = 0;
+  size_t size = 0;
+};
+Range SplitEven(size_t count, int n, int i);
+inline int Mod(int a, int n) { return ((a % n) + n) % n; }
+
+// Allreduce over `count` elements, in -> out (may alias).
+Schedule RingAllreduce(int rank, int size, size_t count);
+Schedule TreeAllreduce(int rank, int size, size_t count);
+// Reduce-scatter: in holds size*count elements; the reduced block `rank` ends up in out at
+// [rank*count, (rank+1)*count), and out (size*count elements) also takes partial sums.
+Schedule RingReduceScatter(int rank, int size, size_t count);
+// Allgather: in holds count elements, out size*count; block r of out comes from rank r.
+// The caller places the rank's own block.
+Schedule RingAllgather(int rank, int size, size_t count);
+// Broadcast of `count` elements from root's in to every rank's out (root: the caller copies).
+Schedule ChainBroadcast(int rank, int size, int root, size_t count);
+Schedule BinomialBroadcast(int rank, int size, int root, size_t count);
+Schedule DisseminationBarrier(int rank, int size);
+
+// The binary tree used by TreeAllreduce, over positions 0..n-1: in-order and balanced, so half
+// the nodes are leaves. parent[p] is -1 for the root.
+struct BinaryTree {
+  std::vector<int> parent;
+  std::vector<std::vector<int>> children;
+  int root = 0;
+};
+BinaryTree BuildBinaryTree(int n);
+
+// The executor's unit of work: one chunk of one step, in issue order.
+struct Unit {
+  int step = 0;
+  uint32_t chunk = 0;
+  size_t offset = 0;  // elements, relative to the step's in_offset / out_offset
+  size_t count = 0;
+  int dep = -1;  // unit whose action must come first (after_previous), or -1
+};
+std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems);
+
+}  // namespace hoop

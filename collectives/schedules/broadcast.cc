@@ -1,0 +1,81 @@
+// Broadcast schedules. Positions are relative to the root (q = rank - root mod n).
+//
+// Chain (large messages): 0 -> 1 -> ... -> n-1, every rank forwarding each chunk as soon as it
+// has it (recvCopySend), so after the pipeline fills every link carries data at once and the
+// time approaches size / link rate, independent of n.
+//
+// Binomial tree (small messages): in round k every rank that has the data sends it 2^k places
+// on, so all n ranks have it after ceil(log2 n) rounds. Position q receives from q minus its
+// highest set bit and sends to q + 2^k for every 2^k above q's highest bit.
+#include "collectives/schedule.h"
+
+namespace hoop {
+
+Schedule ChainBroadcast(int rank, int n, int root, size_t count) {
+  Schedule s;
+  s.algo = "chain";
+  if (n == 1) return s;
+  int q = Mod(rank - root, n);
+  Step st;
+  st.count = count;
+  if (q == 0) {
+    st.send_from_in = true;
+  } else {
+    st.recv = RecvKind::kCopy;
+    st.recv_peer = Mod(rank - 1, n);
+  }
+  if (q < n - 1) st.send_peers = {Mod(rank + 1, n)};
+  s.steps.push_back(st);
+  return s;
+}
+
+Schedule BinomialBroadcast(int rank, int n, int root, size_t count) {
+  Schedule s;
+  s.algo = "binomial";
+  if (n == 1) return s;
+  int q = Mod(rank - root, n);
+  Step st;
+  st.count = count;
+  int high = 0;  // smallest power of two above q's highest set bit (1 for q = 0)
+  if (q == 0) {
+    st.send_from_in = true;
+    high = 1;
+  } else {
+    int hb = 1;
+    while (hb * 2 <= q) hb *= 2;
+    st.recv = RecvKind::kCopy;
+    st.recv_peer = Mod(q - hb + root, n);
+    high = hb * 2;
+  }
+  for (int b = high; q + b < n; b *= 2) st.send_peers.push_back(Mod(q + b + root, n));
+  s.steps.push_back(st);
+  return s;
+}
+
+// Dissemination barrier: in round k every rank signals rank + 2^k and waits for rank - 2^k;
+// after ceil(log2 n) rounds every rank has heard, directly or not, from every other. Messages
+// are empty. Step k carries round k-1's wait and round k's signal, in that order.
+Schedule DisseminationBarrier(int rank, int n) {
+  Schedule s;
+  s.algo = "dissemination";
+  if (n == 1) return s;
+  int rounds = 0;
+  while ((1 << rounds) < n) ++rounds;
+  for (int k = 0; k <= rounds; ++k) {
+    Step st;
+    st.after_previous = k > 0;
+    if (k > 0) {
+      st.recv = RecvKind::kCopy;
+      st.recv_peer = Mod(rank - (1 << (k - 1)), n);
+      st.recv_msg = static_cast<uint16_t>(k - 1);
+    }
+    if (k < rounds) {
+      st.send_peers = {Mod(rank + (1 << k), n)};
+      st.send_msg = static_cast<uint16_t>(k);
+    }
+    s.steps.push_back(st);
+  }
+  return s;
+}
+
+}  // namespace hoop

@@ -1,0 +1,102 @@
+// Ring schedules: allreduce as reduce-scatter then allgather, and each half on its own.
+//
+// With n ranks the data is cut into n segments. In reduce-scatter step k (k = 0..n-2) rank r
+// sends segment r-k to its right neighbour and receives segment r-k-1 from its left, reducing it
+// into its own copy; the segment it just reduced is the one it sends in the next step. After
+// n-1 steps rank r holds segment r+1 reduced over all ranks. The allgather then passes finished
+// segments around the ring once more. Written as NCCL writes it, rank r runs
+//   send(r), recvReduceSend(r-1) .. recvReduceSend(r-n+2), recvReduceCopySend(r+1),
+//   recvCopySend(r) .. recvCopySend(r+3), recv(r+2)
+// which moves 2(n-1)/n of the data in and out of every rank: the bandwidth optimum.
+// Message k of the ring is what a rank sends in its k-th sending step; its right neighbour
+// receives it in its (k+1)-th step.
+#include "collectives/schedule.h"
+
+namespace hoop {
+
+Schedule RingAllreduce(int rank, int n, size_t count) {
+  Schedule s;
+  s.algo = "ring";
+  if (n == 1) return s;
+  const int left = Mod(rank - 1, n), right = Mod(rank + 1, n);
+  auto seg = [&](int i) { return SplitEven(count, n, Mod(i, n)); };
+  uint16_t msg = 0;
+  auto step = [&](Range r, RecvKind recv, bool send) {
+    Step st;
+    st.in_offset = st.out_offset = r.begin;
+    st.count = r.size;
+    if (recv != RecvKind::kNone) {
+      st.recv = recv;
+      st.recv_peer = left;
+      st.recv_msg = static_cast<uint16_t>(msg - 1);
+    }
+    if (send) {
+      st.send_peers = {right};
+      st.send_msg = msg++;
+    }
+    s.steps.push_back(st);
+    return &s.steps.back();
+  };
+  step(seg(rank), RecvKind::kNone, true)->send_from_in = true;
+  for (int k = 1; k <= n - 2; ++k) step(seg(rank - k), RecvKind::kReduce, true);
+  step(seg(rank + 1), RecvKind::kReduce, true)->finalize = true;
+  for (int k = 1; k <= n - 2; ++k) step(seg(rank + 1 - k), RecvKind::kCopy, true);
+  step(seg(rank + 2), RecvKind::kCopy, false);
+  return s;
+}
+
+Schedule RingReduceScatter(int rank, int n, size_t count) {
+  Schedule s;
+  s.algo = "ring";
+  if (n == 1) return s;
+  const int left = Mod(rank - 1, n), right = Mod(rank + 1, n);
+  auto block = [&](int i) { return static_cast<size_t>(Mod(i, n)) * count; };
+  for (int k = 0; k <= n - 1; ++k) {
+    Step st;
+    st.count = count;
+    // Step k sends block r-k-1 (k < n-1) after reducing into it; the last step receives only.
+    st.in_offset = st.out_offset = block(rank - k - 1);
+    if (k > 0) {
+      st.recv = RecvKind::kReduce;
+      st.recv_peer = left;
+      st.recv_msg = static_cast<uint16_t>(k - 1);
+    }
+    if (k == 0) st.send_from_in = true;
+    if (k < n - 1) {
+      st.send_peers = {right};
+      st.send_msg = static_cast<uint16_t>(k);
+    } else {
+      st.finalize = true;  // block r-n = r: this rank's result
+    }
+    s.steps.push_back(st);
+  }
+  return s;
+}
+
+Schedule RingAllgather(int rank, int n, size_t count) {
+  Schedule s;
+  s.algo = "ring";
+  if (n == 1) return s;
+  const int left = Mod(rank - 1, n), right = Mod(rank + 1, n);
+  for (int k = 0; k <= n - 1; ++k) {
+    Step st;
+    st.count = count;
+    st.out_offset = static_cast<size_t>(Mod(rank - k, n)) * count;  // block received at step k-1
+    if (k == 0) {
+      st.send_from_in = true;
+      st.in_offset = 0;
+    } else {
+      st.recv = RecvKind::kCopy;
+      st.recv_peer = left;
+      st.recv_msg = static_cast<uint16_t>(k - 1);
+    }
+    if (k < n - 1) {
+      st.send_peers = {right};
+      st.send_msg = static_cast<uint16_t>(k);
+    }
+    s.steps.push_back(st);
+  }
+  return s;
+}
+
+}  // namespace hoop

@@ -1,0 +1,53 @@
+// Shared rank math: even splits and the expansion of a schedule into chunked units.
+#include <algorithm>
+
+#include "collectives/schedule.h"
+
+namespace hoop {
+
+Range SplitEven(size_t count, int n, int i) {
+  size_t base = count / static_cast<size_t>(n);
+  size_t extra = count % static_cast<size_t>(n);
+  size_t ui = static_cast<size_t>(i);
+  Range r;
+  r.begin = ui * base + std::min(ui, extra);
+  r.size = base + (ui < extra ? 1 : 0);
+  return r;
+}
+
+std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems) {
+  if (chunk_elems == 0) chunk_elems = 1;
+  std::vector<uint32_t> chunks(s.steps.size());
+  uint32_t max_chunks = 0;
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    size_t c = (s.steps[i].count + chunk_elems - 1) / chunk_elems;
+    chunks[i] = static_cast<uint32_t>(std::max<size_t>(c, 1));  // an empty step still sends its (empty) message
+    max_chunks = std::max(max_chunks, chunks[i]);
+  }
+  std::vector<Unit> units;
+  // index_of[step][chunk] -> unit index, to resolve after_previous.
+  std::vector<std::vector<int>> index_of(s.steps.size());
+  auto add = [&](int step, uint32_t c) {
+    const Step& st = s.steps[static_cast<size_t>(step)];
+    Unit u;
+    u.step = step;
+    u.chunk = c;
+    u.offset = std::min(st.count, static_cast<size_t>(c) * chunk_elems);
+    u.count = std::min(st.count - u.offset, chunk_elems);
+    if (st.after_previous && step > 0 && c < chunks[static_cast<size_t>(step - 1)])
+      u.dep = index_of[static_cast<size_t>(step - 1)][c];
+    index_of[static_cast<size_t>(step)].push_back(static_cast<int>(units.size()));
+    units.push_back(u);
+  };
+  if (s.chunk_major) {
+    for (uint32_t c = 0; c < max_chunks; ++c)
+      for (size_t i = 0; i < s.steps.size(); ++i)
+        if (c < chunks[i]) add(static_cast<int>(i), c);
+  } else {
+    for (size_t i = 0; i < s.steps.size(); ++i)
+      for (uint32_t c = 0; c < chunks[i]; ++c) add(static_cast<int>(i), c);
+  }
+  return units;
+}
+
+}  // namespace hoop

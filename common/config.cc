@@ -1,0 +1,128 @@
+#include "common/config.h"
+
+#include <set>
+
+#include "common/parse.h"
+
+extern char** environ;
+
+namespace hoop {
+
+const char* LauncherName(Launcher l) {
+  switch (l) {
+    case Launcher::kNone: return "none";
+    case Launcher::kHooprun: return "hooprun";
+    case Launcher::kMpirun: return "mpirun";
+    case Launcher::kSlurm: return "slurm";
+  }
+  return "?";
+}
+
+namespace {
+
+const std::set<std::string> kKnown = {
+    "HOOP_RANK", "HOOP_SIZE", "HOOP_LOCAL_RANK", "HOOP_LOCAL_SIZE", "HOOP_STORE",
+    "HOOP_JOB_TOKEN", "HOOP_TIMEOUT", "HOOP_ALGO", "HOOP_TRANSPORT", "HOOP_HOST",
+    "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_LOG_LEVEL"};
+
+class Reader {
+ public:
+  explicit Reader(const std::map<std::string, std::string>& env) : env_(env) {}
+  const std::string* Get(const std::string& k) const {
+    auto it = env_.find(k);
+    return it == env_.end() ? nullptr : &it->second;
+  }
+  Status Int(const std::string& k, int* out, int64_t lo, int64_t hi) const {
+    const std::string* v = Get(k);
+    if (!v) return Status::Ok();
+    auto n = ParseInt(*v);
+    if (!n || *n < lo || *n > hi)
+      return InvalidArgument(k + "='" + *v + "' is not an integer in [" + std::to_string(lo) +
+                             ", " + std::to_string(hi) + "]");
+    *out = static_cast<int>(*n);
+    return Status::Ok();
+  }
+
+ private:
+  const std::map<std::string, std::string>& env_;
+};
+
+}  // namespace
+
+StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) {
+  Config c;
+  Reader r(env);
+  for (const auto& [k, v] : env)
+    if (k.rfind("HOOP_", 0) == 0 && !kKnown.count(k))
+      return InvalidArgument("unknown variable " + k + " (known: HOOP_RANK, HOOP_SIZE, ..., see README)");
+
+  // Rank and size: hooprun's own variables win, then mpirun's, then Slurm's.
+  if (r.Get("HOOP_RANK") || r.Get("HOOP_SIZE")) {
+    if (!r.Get("HOOP_RANK") || !r.Get("HOOP_SIZE"))
+      return InvalidArgument("HOOP_RANK and HOOP_SIZE must be set together");
+    c.launcher = Launcher::kHooprun;
+    HOOP_RETURN_IF_ERROR(r.Int("HOOP_SIZE", &c.size, 1, 1 << 20));
+    HOOP_RETURN_IF_ERROR(r.Int("HOOP_RANK", &c.rank, 0, c.size - 1));
+  } else if (r.Get("OMPI_COMM_WORLD_RANK")) {
+    c.launcher = Launcher::kMpirun;
+    HOOP_RETURN_IF_ERROR(r.Int("OMPI_COMM_WORLD_SIZE", &c.size, 1, 1 << 20));
+    HOOP_RETURN_IF_ERROR(r.Int("OMPI_COMM_WORLD_RANK", &c.rank, 0, c.size - 1));
+    HOOP_RETURN_IF_ERROR(r.Int("OMPI_COMM_WORLD_LOCAL_RANK", &c.local_rank, 0, 1 << 20));
+    HOOP_RETURN_IF_ERROR(r.Int("OMPI_COMM_WORLD_LOCAL_SIZE", &c.local_size, 1, 1 << 20));
+  } else if (r.Get("SLURM_PROCID")) {
+    c.launcher = Launcher::kSlurm;
+    HOOP_RETURN_IF_ERROR(r.Int("SLURM_NTASKS", &c.size, 1, 1 << 20));
+    HOOP_RETURN_IF_ERROR(r.Int("SLURM_PROCID", &c.rank, 0, c.size - 1));
+    HOOP_RETURN_IF_ERROR(r.Int("SLURM_LOCALID", &c.local_rank, 0, 1 << 20));
+  }
+  HOOP_RETURN_IF_ERROR(r.Int("HOOP_LOCAL_RANK", &c.local_rank, 0, 1 << 20));
+  HOOP_RETURN_IF_ERROR(r.Int("HOOP_LOCAL_SIZE", &c.local_size, 1, 1 << 20));
+
+  if (auto* v = r.Get("HOOP_STORE")) c.store = *v;
+  if (auto* v = r.Get("HOOP_JOB_TOKEN")) c.token = *v;
+  if (auto* v = r.Get("HOOP_TRANSPORT")) c.transport = *v;
+  if (auto* v = r.Get("HOOP_HOST")) c.host = *v;
+  if (auto* v = r.Get("HOOP_TIMEOUT")) {
+    auto s = ParseSeconds(*v);
+    if (!s) return InvalidArgument("HOOP_TIMEOUT='" + *v + "' is not a positive number of seconds");
+    c.timeout = std::chrono::milliseconds(static_cast<long long>(*s * 1000));
+  }
+  if (auto* v = r.Get("HOOP_ALGO")) {
+    static const std::set<std::string> algos = {"auto", "ring", "tree", "chain", "binomial"};
+    if (!algos.count(*v))
+      return InvalidArgument("HOOP_ALGO='" + *v + "': expected auto, ring, tree, chain or binomial");
+    c.algo = *v;
+  }
+  if (auto* v = r.Get("HOOP_CHUNK_BYTES")) {
+    auto b = ParseSize(*v);
+    if (!b || *b < 4096 || *b > (1ull << 30))
+      return InvalidArgument("HOOP_CHUNK_BYTES='" + *v + "': expected a size in [4K, 1G]");
+    c.chunk_bytes = *b;
+  }
+  if (auto* v = r.Get("HOOP_WINDOW")) {
+    int w = 0;
+    HOOP_RETURN_IF_ERROR(r.Int("HOOP_WINDOW", &w, 1, 1024));
+    c.window = static_cast<size_t>(w);
+    (void)v;
+  }
+  if (auto* v = r.Get("HOOP_LOG_LEVEL")) {
+    if (*v == "error") c.log_level = LogLevel::kError;
+    else if (*v == "warn") c.log_level = LogLevel::kWarn;
+    else if (*v == "info") c.log_level = LogLevel::kInfo;
+    else if (*v == "debug") c.log_level = LogLevel::kDebug;
+    else return InvalidArgument("HOOP_LOG_LEVEL='" + *v + "': expected error, warn, info or debug");
+  }
+  return c;
+}
+
+StatusOr<Config> Config::FromProcessEnv() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return FromEnv(env);
+}
+
+}  // namespace hoop

@@ -1,0 +1,54 @@
+// Config: every HOOP_* variable (and the launcher variables of mpirun and Slurm) is read here,
+// once, into one value that is passed down. Nothing else in hoop calls getenv.
+//
+// Variables (see README "Configuration"):
+//   HOOP_RANK, HOOP_SIZE, HOOP_LOCAL_RANK, HOOP_LOCAL_SIZE   set by hooprun
+//   OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}         OpenMPI's mpirun
+//   SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID                 Slurm's srun
+//   HOOP_STORE        rendezvous: tcp://HOST:PORT or file:///DIR
+//   HOOP_JOB_TOKEN    the job's secret; every connection must present it
+//   HOOP_TIMEOUT      seconds any operation may wait (default 300)
+//   HOOP_ALGO         auto | ring | tree (allreduce), chain | binomial (broadcast)
+//   HOOP_TRANSPORT    back end to use (default: first that can connect)
+//   HOOP_HOST         address to listen on and advertise (default 127.0.0.1)
+//   HOOP_CHUNK_BYTES  pipeline chunk size (default 512K)
+//   HOOP_WINDOW       chunks in flight per operation (default 8)
+//   HOOP_LOG_LEVEL    error | warn | info | debug (default warn)
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <string>
+
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace hoop {
+
+enum class Launcher { kNone, kHooprun, kMpirun, kSlurm };
+const char* LauncherName(Launcher l);
+
+struct Config {
+  int rank = 0;
+  int size = 1;
+  int local_rank = -1;  // -1: not given; the communicator derives it from host names
+  int local_size = -1;
+  Launcher launcher = Launcher::kNone;
+  std::string store;
+  std::string token;
+  std::chrono::milliseconds timeout{300000};
+  std::string algo = "auto";
+  std::string transport;
+  std::string host = "127.0.0.1";
+  size_t chunk_bytes = 512 * 1024;
+  size_t window = 8;
+  LogLevel log_level = LogLevel::kWarn;
+
+  // Parses a copy of the environment. Unknown HOOP_* names are an error (a typo should not be
+  // silently ignored); malformed values are an error naming the variable.
+  static StatusOr<Config> FromEnv(const std::map<std::string, std::string>& env);
+  static StatusOr<Config> FromProcessEnv();
+};
+
+}  // namespace hoop

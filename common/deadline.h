@@ -1,0 +1,37 @@
+// Deadline: an absolute point on the steady clock. Every blocking wait in hoop takes one, so no
+// wait is ever unbounded; the communicator's single timeout (HOOP_TIMEOUT) becomes a Deadline at
+// the start of each operation.
+#pragma once
+
+#include <chrono>
+#include <climits>
+
+namespace hoop {
+
+class Deadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static Deadline After(std::chrono::milliseconds d) { return Deadline(Clock::now() + d); }
+  static Deadline AfterSeconds(double s) {
+    return After(std::chrono::milliseconds(static_cast<long long>(s * 1000)));
+  }
+  static Deadline Never() { return Deadline(Clock::time_point::max()); }
+
+  bool Expired() const { return Clock::now() >= at_; }
+  bool IsNever() const { return at_ == Clock::time_point::max(); }
+  // Milliseconds left, clamped to [0, cap] (for poll/epoll timeouts).
+  int RemainingMs(int cap = INT_MAX) const {
+    if (IsNever()) return cap;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - Clock::now()).count();
+    if (left < 0) return 0;
+    return left > cap ? cap : static_cast<int>(left);
+  }
+  Clock::time_point at() const { return at_; }
+  Deadline Earlier(const Deadline& o) const { return at_ < o.at_ ? *this : o; }
+
+ private:
+  explicit Deadline(Clock::time_point at) : at_(at) {}
+  Clock::time_point at_;
+};
+
+}  // namespace hoop

@@ -1,0 +1,27 @@
+// Logging with a rank prefix: "hoop[rank 3] WARN: ...". The level and the rank are set once per
+// process (by the communicator, from Config); log lines go to stderr, one write per line so lines
+// from threads never interleave.
+#pragma once
+
+#include <sstream>
+#include <string>
+
+namespace hoop {
+
+enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+
+void SetLogRank(int rank);
+void SetLogLevel(LogLevel level);
+bool LogEnabled(LogLevel level);
+void LogLine(LogLevel level, const std::string& text);
+
+}  // namespace hoop
+
+#define HOOP_LOG(LEVEL, EXPR)                                           \
+  do {                                                                  \
+    if (::hoop::LogEnabled(::hoop::LogLevel::LEVEL)) {                  \
+      std::ostringstream hoop_log_os_;                                  \
+      hoop_log_os_ << EXPR;                                             \
+      ::hoop::LogLine(::hoop::LogLevel::LEVEL, hoop_log_os_.str());     \
+    }                                                                   \
+  } while (0)

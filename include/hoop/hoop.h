@@ -1,0 +1,91 @@
+/* hoop: the stable C API.
+ *
+ * Link with -lhoop. Every function returns a hoop_status_t; HOOP_SUCCESS is 0. After a failure,
+ * hoop_last_error() gives the full message for the calling thread (it names the rank, the
+ * operation and the cause), and hoop_status_string() names the code.
+ *
+ * Thread safety: distinct communicators are independent. Calls on one communicator may come from
+ * any thread and are executed one at a time in the order they arrive; since every rank must
+ * issue the same collectives in the same order, a program that calls from several threads must
+ * order those calls itself. hoop_finalize must not race with other calls on the same
+ * communicator. hoop_last_error is per thread.
+ *
+ * Buffers are host memory in this version (device memory returns HOOP_ERR_UNIMPLEMENTED).
+ * Every call blocks until the operation is complete on this rank, or fails; no call waits
+ * longer than HOOP_TIMEOUT seconds (default 300).
+ */
+#ifndef HOOP_HOOP_H_
+#define HOOP_HOOP_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HOOP_API_VERSION 1
+
+typedef enum {
+  HOOP_SUCCESS = 0,
+  HOOP_ERR_INVALID_ARGUMENT = 1, /* bad call: count, dtype, root, null pointer */
+  HOOP_ERR_UNAVAILABLE = 2,      /* a peer or the store went away */
+  HOOP_ERR_TIMEOUT = 3,          /* HOOP_TIMEOUT passed */
+  HOOP_ERR_ABORTED = 4,          /* the communicator failed earlier; finalize it */
+  HOOP_ERR_MISMATCH = 5,         /* ranks called different collectives/counts/dtypes */
+  HOOP_ERR_PERMISSION = 6,       /* wrong job token */
+  HOOP_ERR_UNIMPLEMENTED = 7,
+  HOOP_ERR_INTERNAL = 8
+} hoop_status_t;
+
+typedef enum {
+  HOOP_U8 = 0,
+  HOOP_I32 = 1,
+  HOOP_I64 = 2,
+  HOOP_F16 = 3,
+  HOOP_BF16 = 4,
+  HOOP_F32 = 5,
+  HOOP_F64 = 6
+} hoop_dtype_t;
+
+typedef enum { HOOP_SUM = 0, HOOP_AVG = 1, HOOP_MIN = 2, HOOP_MAX = 3, HOOP_PROD = 4 } hoop_op_t;
+
+typedef struct hoop_comm* hoop_comm_t;
+
+/* Joins the job described by the environment: HOOP_RANK/HOOP_SIZE (hooprun), or OpenMPI's
+ * OMPI_COMM_WORLD_* or Slurm's SLURM_* variables, with HOOP_STORE (tcp://HOST:PORT or
+ * file:///DIR) and HOOP_JOB_TOKEN. Under mpirun or Slurm with a tcp:// store, rank 0 serves the
+ * store itself. */
+hoop_status_t hoop_init_from_env(hoop_comm_t* comm);
+/* Explicit form: rank, size, store URL and token given by the caller; the other settings still
+ * come from HOOP_* variables. token may be NULL (then HOOP_JOB_TOKEN, else empty). */
+hoop_status_t hoop_init(hoop_comm_t* comm, int rank, int size, const char* store_url, const char* token);
+hoop_status_t hoop_finalize(hoop_comm_t comm);
+
+hoop_status_t hoop_rank(hoop_comm_t comm, int* rank);
+hoop_status_t hoop_size(hoop_comm_t comm, int* size);
+hoop_status_t hoop_local_rank(hoop_comm_t comm, int* local_rank);
+hoop_status_t hoop_local_size(hoop_comm_t comm, int* local_size);
+
+/* sendbuf and recvbuf may be equal (in place). */
+hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                             hoop_dtype_t dtype, hoop_op_t op);
+/* On non-root ranks sendbuf is ignored and may be NULL. */
+hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                             hoop_dtype_t dtype, int root);
+/* recvbuf holds size * sendcount elements. */
+hoop_status_t hoop_allgather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount,
+                             hoop_dtype_t dtype);
+/* sendbuf holds size * recvcount elements. */
+hoop_status_t hoop_reduce_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
+                                  hoop_dtype_t dtype, hoop_op_t op);
+hoop_status_t hoop_barrier(hoop_comm_t comm);
+
+const char* hoop_status_string(hoop_status_t status);
+/* The last failure's message on the calling thread ("" if none). Valid until the next call. */
+const char* hoop_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HOOP_HOOP_H_ */

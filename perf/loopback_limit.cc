@@ -1,0 +1,88 @@
+// loopback-limit: what plain TCP over loopback carries in both directions at once on this
+// machine - the ceiling for any TCP transport here. Two processes joined by one socket each
+// send SIZE bytes and receive SIZE bytes at the same time (a sender and a receiver thread per
+// process, blocking calls, 4 MiB socket buffers like hoop's). Prints the per-direction rate.
+//   usage: loopback-limit [SIZE_MB (default 1024)] [REPEATS (default 3)]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+namespace {
+void Die(const char* what) {
+  std::perror(what);
+  std::exit(1);
+}
+void Tune(int fd) {
+  int buf = 4 << 20, one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+double Exchange(int fd, size_t bytes) {
+  std::vector<char> out(1 << 20, 1), in(1 << 20);
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread sender([&] {
+    for (size_t left = bytes; left > 0;) {
+      ssize_t n = send(fd, out.data(), std::min(left, out.size()), MSG_NOSIGNAL);
+      if (n <= 0) Die("send");
+      left -= static_cast<size_t>(n);
+    }
+  });
+  for (size_t left = bytes; left > 0;) {
+    ssize_t n = recv(fd, in.data(), std::min(left, in.size()), 0);
+    if (n <= 0) Die("recv");
+    left -= static_cast<size_t>(n);
+  }
+  sender.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && (std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help")) {
+    std::puts("usage: loopback-limit [SIZE_MB (default 1024)] [REPEATS (default 3)]\n"
+              "Streams SIZE_MB both ways at once between two processes over TCP loopback and prints\n"
+              "the per-direction rate of each repeat and their median.");
+    return 0;
+  }
+  size_t mb = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1024;
+  int repeats = argc > 2 ? std::atoi(argv[2]) : 3;
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (lfd < 0 || bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(lfd, 1) != 0) Die("listen");
+  socklen_t len = sizeof(a);
+  getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    Tune(fd);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) Die("connect");
+    for (int r = 0; r < repeats; ++r) Exchange(fd, mb << 20);
+    _exit(0);
+  }
+  int fd = accept(lfd, nullptr, nullptr);
+  if (fd < 0) Die("accept");
+  Tune(fd);
+  std::vector<double> rates;
+  for (int r = 0; r < repeats; ++r) {
+    double s = Exchange(fd, mb << 20);
+    rates.push_back(static_cast<double>(mb << 20) / s / 1e9);
+    std::printf("loopback-limit: %zu MiB each way in %.3f s: %.3f GB/s per direction\n", mb, s, rates.back());
+  }
+  waitpid(pid, nullptr, 0);
+  std::sort(rates.begin(), rates.end());
+  std::printf("loopback-limit: median %.3f GB/s per direction\n", rates[rates.size() / 2]);
+  return 0;
+}

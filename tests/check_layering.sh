@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The layering rule of DESIGN.md: common <- transport <- collectives <- tensorfusion <- trainer;
+# tools and perf sit on top. A folder may include only from itself and the folders below it,
+# and collectives/ never includes a transport back end (transport/tcp/, transport/shm/, ...).
+set -u
+root=${1:-$(dirname "$0")/..}
+cd "$root" || exit 2
+fail=0
+allowed() {
+  case $1 in
+    common) echo "common" ;;
+    transport) echo "common transport" ;;
+    collectives) echo "common transport collectives hoop" ;;
+    tensorfusion) echo "common transport collectives tensorfusion hoop" ;;
+    trainer) echo "common transport collectives tensorfusion trainer hoop" ;;
+  esac
+}
+for layer in common transport collectives tensorfusion trainer; do
+  [ -d "$layer" ] || continue
+  ok=$(allowed "$layer")
+  while IFS= read -r line; do
+    file=${line%%:*}
+    inc=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"${line#*:}")
+    top=${inc%%/*}
+    if ! grep -qw -- "$top" <<<"$ok"; then
+      echo "layering: $file includes \"$inc\" ($layer may include only: $ok)"
+      fail=1
+    fi
+    if [ "$layer" = collectives ] && grep -qE '^transport/(tcp|shm|ucx|ofi|cuda)/' <<<"$inc"; then
+      echo "layering: $file includes back end header \"$inc\"; collectives/ must go through transport/transport.h"
+      fail=1
+    fi
+  done < <(grep -rHE '^#include "' "$layer" --include='*.h' --include='*.cc' --include='*.cu' 2>/dev/null)
+done
+[ $fail = 0 ] && echo "layering: ok"
+exit $fail

@@ -1,0 +1,71 @@
+/* The C API from C, including only <hoop/hoop.h>: allreduce, broadcast, allgather,
+ * reduce_scatter and barrier on small data, bad arguments, and error strings. Run as every rank
+ * of a job (hooprun, mpirun, or Slurm-style environment). Prints "c-api ok rank R of N". */
+#include <hoop/hoop.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      fprintf(stdout, "c-api FAIL line %d: ", __LINE__);   \
+      fprintf(stdout, __VA_ARGS__);                        \
+      fprintf(stdout, " (%s)\n", hoop_last_error());       \
+      exit(1);                                             \
+    }                                                      \
+  } while (0)
+
+int main(void) {
+  hoop_comm_t comm = NULL;
+  hoop_status_t s = hoop_init_from_env(&comm);
+  CHECK(s == HOOP_SUCCESS, "init: %s", hoop_status_string(s));
+  int rank = -1, size = -1, lrank = -1, lsize = -1;
+  CHECK(hoop_rank(comm, &rank) == HOOP_SUCCESS && hoop_size(comm, &size) == HOOP_SUCCESS, "rank/size");
+  CHECK(hoop_local_rank(comm, &lrank) == HOOP_SUCCESS && hoop_local_size(comm, &lsize) == HOOP_SUCCESS, "local");
+  CHECK(lrank >= 0 && lrank < lsize, "local rank %d of %d", lrank, lsize);
+
+  enum { N = 1001 };
+  static float in[N], out[N];
+  for (int i = 0; i < N; ++i) in[i] = (float)(rank + i % 7);
+  CHECK(hoop_allreduce(comm, in, out, N, HOOP_F32, HOOP_SUM) == HOOP_SUCCESS, "allreduce");
+  for (int i = 0; i < N; ++i) {
+    float want = (float)(size * (size - 1) / 2 + size * (i % 7));
+    CHECK(out[i] == want, "allreduce[%d] = %f, want %f", i, out[i], want);
+  }
+  CHECK(hoop_allreduce(comm, in, in, N, HOOP_F32, HOOP_MAX) == HOOP_SUCCESS, "allreduce in place");
+  CHECK(in[0] == (float)(size - 1), "max");
+
+  long long b[3] = {0, 0, 0};
+  if (rank == size - 1) b[0] = 42, b[1] = -1, b[2] = 7;
+  CHECK(hoop_broadcast(comm, rank == size - 1 ? b : NULL, b, 3, HOOP_I64, size - 1) == HOOP_SUCCESS, "broadcast");
+  CHECK(b[0] == 42 && b[1] == -1 && b[2] == 7, "broadcast values");
+
+  int mine[2] = {rank, rank * 10};
+  int* all = malloc(sizeof(int) * 2 * (size_t)size);
+  CHECK(hoop_allgather(comm, mine, all, 2, HOOP_I32) == HOOP_SUCCESS, "allgather");
+  for (int r = 0; r < size; ++r) CHECK(all[2 * r] == r && all[2 * r + 1] == r * 10, "allgather block %d", r);
+
+  double* rs_in = malloc(sizeof(double) * 3 * (size_t)size);
+  double rs_out[3];
+  for (int i = 0; i < 3 * size; ++i) rs_in[i] = i;
+  CHECK(hoop_reduce_scatter(comm, rs_in, rs_out, 3, HOOP_F64, HOOP_AVG) == HOOP_SUCCESS, "reduce_scatter");
+  for (int i = 0; i < 3; ++i) CHECK(rs_out[i] == (double)(rank * 3 + i), "reduce_scatter[%d]", i);
+
+  CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier");
+
+  /* Bad input: a clear status and message, nothing sent. */
+  CHECK(hoop_broadcast(comm, b, b, 3, HOOP_I64, size) == HOOP_ERR_INVALID_ARGUMENT, "bad root accepted");
+  CHECK(strstr(hoop_last_error(), "root") != NULL, "message should name the root: %s", hoop_last_error());
+  CHECK(hoop_allreduce(comm, NULL, out, 5, HOOP_F32, HOOP_SUM) == HOOP_ERR_INVALID_ARGUMENT, "NULL accepted");
+  CHECK(hoop_allreduce(comm, in, out, 5, (hoop_dtype_t)99, HOOP_SUM) == HOOP_ERR_INVALID_ARGUMENT, "bad dtype");
+  CHECK(strcmp(hoop_status_string(HOOP_ERR_TIMEOUT), "timed out") == 0, "status string");
+  /* Still usable after rejected calls. */
+  CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier after bad calls");
+
+  free(all);
+  free(rs_in);
+  CHECK(hoop_finalize(comm) == HOOP_SUCCESS, "finalize");
+  printf("c-api ok rank %d of %d\n", rank, size);
+  return 0;
+}

@@ -1,0 +1,69 @@
+// Initialisation from the environment: the C API under hooprun, under OpenMPI's mpirun (rank 0
+// serves the tcp:// store), and with Slurm's variables and a file:// store.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "tests/support/proc.h"
+
+using namespace hoop::test;
+
+TEST_CASE("C API under hooprun", "[env]") {
+  for (int n : {1, 2, 5}) {
+    auto r = RunProc({Bin("hooprun"), "-np", std::to_string(n), Bin("hoop-c-api-test")}, Within(60));
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    for (int k = 0; k < n; ++k)
+      CHECK(r.output.find("c-api ok rank " + std::to_string(k) + " of " + std::to_string(n)) != std::string::npos);
+  }
+}
+
+TEST_CASE("C API under OpenMPI's mpirun", "[env]") {
+  if (access("/usr/bin/mpirun", X_OK) != 0) {
+    WARN("SKIPPED: /usr/bin/mpirun not installed (scripts/setup.sh installs openmpi-bin)");
+    return;
+  }
+  int port = 20000 + static_cast<int>(::getpid() % 20000);
+  ProcOptions o;
+  o.timeout_s = 90;
+  o.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
+  o.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
+  o.env["OMPI_MCA_plm"] = "isolated";  // no ssh/rsh agent needed on one host
+  o.env["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none";
+  auto r = RunProc({"/usr/bin/mpirun", "--oversubscribe", "-np", "3", "-x",
+                    "HOOP_STORE=tcp://127.0.0.1:" + std::to_string(port), "-x", "HOOP_JOB_TOKEN=mpitoken",
+                    Bin("hoop-c-api-test")},
+                   o);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  for (int k = 0; k < 3; ++k) CHECK(r.output.find("c-api ok rank " + std::to_string(k) + " of 3") != std::string::npos);
+}
+
+TEST_CASE("C API with Slurm's variables and a file store", "[env]") {
+  char dir[] = "/tmp/hoop-slurm-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const int n = 3;
+  std::vector<ProcResult> results(n);
+  std::vector<std::thread> ranks;
+  for (int k = 0; k < n; ++k) {
+    ranks.emplace_back([&, k] {
+      ProcOptions o;
+      o.timeout_s = 60;
+      o.env = {{"SLURM_PROCID", std::to_string(k)}, {"SLURM_NTASKS", std::to_string(n)},
+               {"SLURM_LOCALID", std::to_string(k)}, {"HOOP_STORE", std::string("file://") + dir}};
+      o.unset = {"HOOP_RANK", "HOOP_SIZE", "OMPI_COMM_WORLD_RANK"};
+      results[static_cast<size_t>(k)] = RunProc({Bin("hoop-c-api-test")}, o);
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int k = 0; k < n; ++k) {
+    INFO(results[static_cast<size_t>(k)].output);
+    CHECK(results[static_cast<size_t>(k)].exit_code == 0);
+    CHECK(results[static_cast<size_t>(k)].output.find("c-api ok rank " + std::to_string(k) + " of 3") != std::string::npos);
+  }
+  std::string cmd = std::string("rm -rf ") + dir;
+  CHECK(std::system(cmd.c_str()) == 0);
+}

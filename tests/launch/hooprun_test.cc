@@ -1,0 +1,84 @@
+// hooprun as a user meets it: help, bad arguments, the environment it gives ranks, output
+// prefixes, a failing rank, --timeout, Ctrl-C. Every run is time-bounded and must leave no
+// process behind.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include "tests/support/proc.h"
+
+using namespace hoop::test;
+
+TEST_CASE("hooprun --help and argument errors", "[hooprun]") {
+  auto h = RunProc({Bin("hooprun"), "--help"});
+  CHECK(h.exit_code == 0);
+  CHECK(h.output.find("usage: hooprun -np N") != std::string::npos);
+  auto none = RunProc({Bin("hooprun"), "/bin/true"});
+  CHECK(none.exit_code == 2);
+  CHECK(none.output.find("-np N is required") != std::string::npos);
+  auto bad = RunProc({Bin("hooprun"), "-np", "two", "/bin/true"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("-np 'two'") != std::string::npos);
+  auto missing = RunProc({Bin("hooprun"), "-np", "2", "/no/such/program"});
+  CHECK(missing.exit_code == 127);
+  CHECK(missing.output.find("cannot run '/no/such/program'") != std::string::npos);
+}
+
+TEST_CASE("hooprun gives every rank its environment and prefixes its output", "[hooprun]") {
+  ProcOptions o;
+  o.env["FROM_SHELL"] = "shellvalue";
+  auto r = RunProc({Bin("hooprun"), "-np", "3", "-x", "EXTRA=1", "-x", "FROM_SHELL", "/bin/sh", "-c",
+                    "echo rank=$HOOP_RANK size=$HOOP_SIZE local=$HOOP_LOCAL_RANK/$HOOP_LOCAL_SIZE "
+                    "extra=$EXTRA shell=$FROM_SHELL store=${HOOP_STORE%%:*} token=${#HOOP_JOB_TOKEN}; echo err >&2"},
+                   o);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  for (int k = 0; k < 3; ++k) {
+    std::string line = "[" + std::to_string(k) + "] rank=" + std::to_string(k) + " size=3 local=" + std::to_string(k) +
+                       "/3 extra=1 shell=shellvalue store=tcp token=32";
+    CHECK(r.output.find(line) != std::string::npos);
+    CHECK(r.output.find("[" + std::to_string(k) + "] err") != std::string::npos);
+  }
+  auto t = RunProc({Bin("hooprun"), "-np", "1", "--tag-output", "/bin/sh", "-c", "echo out; echo err >&2"});
+  CHECK(t.output.find("[0]<stdout>: out") != std::string::npos);
+  CHECK(t.output.find("[0]<stderr>: err") != std::string::npos);
+}
+
+TEST_CASE("hooprun stops the job when a rank fails and says which", "[hooprun]") {
+  std::string marker = NewMarker();
+  auto r = RunProc({Bin("hooprun"), "-np", "4", "/bin/sh", "-c",
+                    "if [ $HOOP_RANK = 1 ]; then exit 3; fi; sleep 60; : " + marker},
+                   Within(30));
+  INFO(r.output);
+  CHECK(r.exit_code == 3);
+  CHECK(r.seconds < 10);
+  CHECK(r.output.find("hooprun: rank 1 (pid") != std::string::npos);
+  CHECK(r.output.find("exited with code 3; stopped the other ranks") != std::string::npos);
+  CHECK(WaitGone(marker, 5) == 0);
+}
+
+TEST_CASE("hooprun --timeout stops a job that runs too long", "[hooprun]") {
+  std::string marker = NewMarker();
+  auto r = RunProc({Bin("hooprun"), "-np", "2", "--timeout", "1", "/bin/sh", "-c", "sleep 60; : " + marker},
+                   Within(30));
+  INFO(r.output);
+  CHECK(r.exit_code == 124);
+  CHECK(r.seconds < 8);
+  CHECK(r.output.find("ran past --timeout") != std::string::npos);
+  CHECK(WaitGone(marker, 5) == 0);
+}
+
+TEST_CASE("Ctrl-C stops every rank", "[hooprun]") {
+  std::string marker = NewMarker();
+  ProcOptions o;
+  o.timeout_s = 30;
+  o.signal_after_s = 1.0;
+  o.signal = SIGINT;
+  // The ranks ignore SIGINT themselves, so hooprun's SIGTERM (then SIGKILL) is what stops them.
+  auto r = RunProc({Bin("hooprun"), "-np", "3", "/bin/sh", "-c", "trap '' INT; sleep 60; : " + marker}, o);
+  INFO(r.output);
+  CHECK(r.exit_code == 130);
+  CHECK(r.seconds < 8);
+  CHECK(r.output.find("interrupted") != std::string::npos);
+  CHECK(WaitGone(marker, 5) == 0);
+}

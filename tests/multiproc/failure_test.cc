@@ -1,0 +1,68 @@
+// Failures: a rank SIGKILLed in the middle of a large allreduce; ranks that disagree on the
+// count. Nothing may hang; every survivor must say what went wrong and who was lost.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "tests/support/proc.h"
+
+using namespace hoop::test;
+
+namespace {
+std::string LineOf(const std::string& out, const std::string& start) {
+  std::istringstream is(out);
+  std::string line;
+  while (std::getline(is, line))
+    if (line.find(start) != std::string::npos) return line;
+  return "";
+}
+}  // namespace
+
+TEST_CASE("a rank killed mid-allreduce: the others fail fast naming it, hooprun exits", "[multiproc][failure]") {
+  const int n = 4, victim = 2;
+  std::string marker = NewMarker();
+  ProcOptions o;
+  o.timeout_s = 60;
+  o.env["HOOP_TIMEOUT"] = "30";
+  auto r = RunProc({Bin("hooprun"), "-np", std::to_string(n), Bin("hoop-test-rank"), "kill",
+                    std::to_string(victim), marker}, o);
+  INFO(r.output);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.exit_code != 0);
+  // The victim dies ~0.4 s in; set-up takes a moment too. Well within 10 s end to end.
+  CHECK(r.seconds < 10);
+  CHECK(r.output.find("hooprun: rank 2 (pid") != std::string::npos);
+  CHECK(r.output.find("killed by signal 9") != std::string::npos);
+  for (int rank = 0; rank < n; ++rank) {
+    if (rank == victim) continue;
+    std::string line = LineOf(r.output, "rank " + std::to_string(rank) + ": error after");
+    INFO("rank " << rank << ": " << line);
+    CHECK_FALSE(line.empty());
+    // Either it saw the lost connection itself, or a peer's abort that names it.
+    CHECK((line.find("lost peer 2") != std::string::npos || line.find("rank 2") != std::string::npos));
+  }
+  CHECK(WaitGone(marker, 5) == 0);
+}
+
+TEST_CASE("ranks calling allreduce with different counts get an error, not a hang", "[multiproc][failure]") {
+  std::string marker = NewMarker();
+  ProcOptions o;
+  o.timeout_s = 60;
+  o.env["HOOP_TIMEOUT"] = "30";
+  auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-test-rank"), "mismatch", marker}, o);
+  INFO(r.output);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.exit_code != 0);
+  CHECK(r.seconds < 15);
+  // Whoever meets the other count first names the difference; the others hear it through the
+  // abort, so every rank's error carries it.
+  for (int rank = 0; rank < 3; ++rank) {
+    std::string first = LineOf(r.output, "rank " + std::to_string(rank) + ": first:");
+    INFO(first);
+    CHECK(first.find("ranks disagree: count 99") != std::string::npos);
+    CHECK(first.find(" here, ") != std::string::npos);
+  }
+  // A poisoned communicator refuses further calls with the first cause.
+  CHECK(r.output.find("refused: the communicator failed earlier") != std::string::npos);
+  CHECK(WaitGone(marker, 5) == 0);
+}

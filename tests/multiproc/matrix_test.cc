@@ -1,0 +1,27 @@
+// Every collective x dtype x op x count {0, 1, 7, 1000, 100003} x algorithm, against the
+// reference on random data, for 1 to 8 ranks: real hooprun, real processes, TCP.
+#include <catch2/catch.hpp>
+
+#include "tests/support/proc.h"
+
+using namespace hoop::test;
+
+TEST_CASE("every collective matches the reference for 1..8 ranks", "[multiproc][matrix]") {
+  for (int n = 1; n <= 8; ++n) {
+    DYNAMIC_SECTION(n << " ranks") {
+      std::string marker = NewMarker();
+      ProcOptions o;
+      o.timeout_s = 240;
+      o.env["HOOP_TIMEOUT"] = "60";
+      // Small chunks so that even the test's counts are cut into several pipelined chunks.
+      o.env["HOOP_CHUNK_BYTES"] = "64K";
+      auto r = RunProc({Bin("hooprun"), "-np", std::to_string(n), Bin("hoop-test-rank"), "matrix", marker}, o);
+      INFO(r.output);
+      CHECK_FALSE(r.timed_out);
+      CHECK(r.exit_code == 0);
+      for (int rank = 0; rank < n; ++rank)
+        CHECK(r.output.find("rank " + std::to_string(rank) + ": matrix ok") != std::string::npos);
+      CHECK(WaitGone(marker, 5) == 0);
+    }
+  }
+}

@@ -1,0 +1,128 @@
+#include "tests/support/proc.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace hoop::test {
+
+std::string Bin(const std::string& name) { return std::string(HOOP_BIN_DIR) + "/" + name; }
+
+ProcResult RunProc(const std::vector<std::string>& argv, const ProcOptions& opts) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (auto& u : opts.unset) env.erase(u);
+  for (auto& [k, v] : opts.env) env[k] = v;
+  std::vector<std::string> envs;
+  for (auto& [k, v] : env) envs.push_back(k + "=" + v);
+  std::vector<char*> cargv, cenv;
+  for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (auto& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) return {};
+  auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(pipefd[1], 1);
+    ::dup2(pipefd[1], 2);
+    ::execve(cargv[0], cargv.data(), cenv.data());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  ::close(pipefd[1]);
+  ProcResult r;
+  bool signalled = false, exited = false;
+  double exited_at = 0;
+  int status = 0;
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  int fd = pipefd[0];
+  while (fd >= 0 || !exited) {
+    if (fd >= 0) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 50) > 0) {
+        char buf[65536];
+        ssize_t n = ::read(fd, buf, sizeof(buf));
+        if (n > 0) r.output.append(buf, static_cast<size_t>(n));
+        else {
+          ::close(fd);
+          fd = -1;
+        }
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      exited_at = elapsed();
+    }
+    if (opts.signal_after_s > 0 && !signalled && elapsed() > opts.signal_after_s) {
+      ::kill(pid, opts.signal);
+      signalled = true;
+    }
+    if (elapsed() > opts.timeout_s && !r.timed_out) {
+      r.timed_out = true;
+      ::kill(-pid, SIGKILL);
+      if (!exited) ::kill(pid, SIGKILL);
+    }
+    // After the program exits, stragglers holding the pipe (its own children) get one second.
+    if (exited && fd >= 0 && elapsed() > exited_at + 2) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  r.seconds = elapsed();
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  return r;
+}
+
+std::string NewMarker() {
+  std::random_device rd;
+  std::ostringstream os;
+  os << "hoop-test-marker-" << ::getpid() << "-" << rd();
+  return os.str();
+}
+
+int CountProcessesWith(const std::string& marker) {
+  int count = 0;
+  DIR* d = ::opendir("/proc");
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
+    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (cmd.find(marker) != std::string::npos) ++count;
+  }
+  ::closedir(d);
+  return count;
+}
+
+int WaitGone(const std::string& marker, double seconds) {
+  auto t0 = std::chrono::steady_clock::now();
+  while (true) {
+    int n = CountProcessesWith(marker);
+    if (n == 0 || std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > seconds) return n;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace hoop::test

@@ -1,0 +1,43 @@
+// Running real programs from tests: in a fresh process group, with a hard time bound after which
+// the whole group is SIGKILLed, output captured. Also a check that no process carrying a marker
+// argument is left anywhere on the machine.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hoop::test {
+
+struct ProcResult {
+  int exit_code = -1;   // -1 if killed by a signal
+  int signal = 0;
+  bool timed_out = false;
+  double seconds = 0;
+  std::string output;   // stdout and stderr, interleaved as written
+};
+
+struct ProcOptions {
+  std::map<std::string, std::string> env;  // added to (or replacing in) this process's environment
+  std::vector<std::string> unset;          // removed from it
+  double timeout_s = 60;
+  double signal_after_s = 0;               // > 0: send `signal` to the program at this time
+  int signal = 0;
+};
+
+inline ProcOptions Within(double seconds) {
+  ProcOptions o;
+  o.timeout_s = seconds;
+  return o;
+}
+
+ProcResult RunProc(const std::vector<std::string>& argv, const ProcOptions& opts = {});
+// A marker that is unique to this test run; put it in a rank's arguments, then ask whether any
+// process with it in its command line is still alive.
+std::string NewMarker();
+int CountProcessesWith(const std::string& marker);
+// Waits up to `seconds` for every process with the marker to disappear; returns how many remain.
+int WaitGone(const std::string& marker, double seconds);
+std::string Bin(const std::string& name);  // build/bin/NAME
+
+}  // namespace hoop::test

@@ -1,0 +1,192 @@
+// hoop-test-rank: what the multi-process tests run as their ranks (under a real hooprun).
+//
+//   matrix           every collective x dtype x op x count {0, 1, 7, 1000, 100003} x algorithm,
+//                    checked against the reference on rank-specific random data
+//   kill VICTIM      all ranks run large allreduces; VICTIM SIGKILLs itself in the middle of
+//                    one; the others report the error they get and exit 1
+//   mismatch         rank 0 allreduces 1000 elements, the others 999; each reports its error,
+//                    then shows that the communicator refuses the next call
+//   capi             the C API end to end (see c_api_test.c for the header-only C test)
+// Extra arguments (a marker the tests use to find stray processes) are ignored.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/bootstrap.h"
+#include "collectives/reference.h"
+
+namespace hoop {
+namespace {
+
+constexpr size_t kCounts[] = {0, 1, 7, 1000, 100003};
+
+struct Matrix {
+  Communicator& c;
+  int failures = 0;
+  int checks = 0;
+  uint64_t case_id = 0;
+
+  void Expect(const std::string& what, Status s, const std::vector<char>& got, const std::vector<char>& want,
+              DType dt, size_t count) {
+    ++checks;
+    if (!s.ok()) {
+      ++failures;
+      std::printf("FAIL %s: %s\n", what.c_str(), s.ToString().c_str());
+      return;
+    }
+    size_t bad = CountMismatches(dt, got.data(), want.data(), count);
+    if (bad) {
+      ++failures;
+      std::printf("FAIL %s: %zu of %zu elements wrong\n", what.c_str(), bad, count);
+    }
+  }
+
+  // Every rank's input for this case, generated identically on every rank.
+  std::vector<std::vector<char>> Inputs(DType dt, ReduceOp op, size_t count) {
+    std::vector<std::vector<char>> in(static_cast<size_t>(c.size()), std::vector<char>(count * DTypeSize(dt) + 1));
+    for (int r = 0; r < c.size(); ++r)
+      FillInput(dt, op, in[static_cast<size_t>(r)].data(), count, case_id * 131 + static_cast<uint64_t>(r));
+    return in;
+  }
+  static std::vector<const void*> Ptrs(const std::vector<std::vector<char>>& v) {
+    std::vector<const void*> p;
+    for (auto& x : v) p.push_back(x.data());
+    return p;
+  }
+
+  void Run() {
+    const size_t n = static_cast<size_t>(c.size());
+    const size_t me = static_cast<size_t>(c.rank());
+    for (DType dt : kAllDTypes) {
+      const size_t es = DTypeSize(dt);
+      for (size_t count : kCounts) {
+        auto tag = [&](const char* coll, const char* extra) {
+          return std::string(coll) + " " + extra + " " + DTypeName(dt) + " count " + std::to_string(count);
+        };
+        for (ReduceOp op : kAllReduceOps) {
+          for (Algo algo : {Algo::kRing, Algo::kTree}) {
+            ++case_id;
+            auto in = Inputs(dt, op, count);
+            std::vector<char> want(count * es + 1), out(count * es + 1, 0x33);
+            ReferenceReduce(dt, op, Ptrs(in), want.data(), count);
+            Status s = c.Allreduce({in[me].data(), count, dt}, {out.data(), count, dt}, op, {algo}).Wait();
+            Expect(tag("allreduce", (std::string(AlgoName(algo)) + " " + ReduceOpName(op)).c_str()), s, out, want, dt, count);
+            // In place.
+            std::vector<char> buf = in[me];
+            s = c.Allreduce({buf.data(), count, dt}, {buf.data(), count, dt}, op, {algo}).Wait();
+            Expect(tag("allreduce in-place", (std::string(AlgoName(algo)) + " " + ReduceOpName(op)).c_str()), s, buf, want, dt, count);
+          }
+          ++case_id;
+          auto in = Inputs(dt, op, count * n);
+          std::vector<char> full(count * n * es + 1), want(count * es + 1), out(count * es + 1, 0x33);
+          ReferenceReduce(dt, op, Ptrs(in), full.data(), count * n);
+          std::memcpy(want.data(), full.data() + me * count * es, count * es);
+          Status s = c.ReduceScatter({in[me].data(), count * n, dt}, {out.data(), count, dt}, op).Wait();
+          Expect(tag("reduce_scatter", ReduceOpName(op)), s, out, want, dt, count);
+        }
+        for (Algo algo : {Algo::kChain, Algo::kBinomial}) {
+          ++case_id;
+          int root = static_cast<int>(case_id % n);
+          auto in = Inputs(dt, ReduceOp::kSum, count);
+          std::vector<char> out(count * es + 1, 0x33);
+          Status s = c.Broadcast({in[me].data(), count, dt}, {out.data(), count, dt}, root, {algo}).Wait();
+          Expect(tag("broadcast", (std::string(AlgoName(algo)) + " root " + std::to_string(root)).c_str()), s, out,
+                 in[static_cast<size_t>(root)], dt, count);
+        }
+        ++case_id;
+        auto in = Inputs(dt, ReduceOp::kMax, count);
+        std::vector<char> want(count * n * es + 1), out(count * n * es + 1, 0x33);
+        for (size_t r = 0; r < n; ++r) std::memcpy(want.data() + r * count * es, in[r].data(), count * es);
+        Status s = c.Allgather({in[me].data(), count, dt}, {out.data(), count * n, dt}).Wait();
+        Expect(tag("allgather", ""), s, out, want, dt, count * n);
+        // In place: the rank's block already sits in the output.
+        std::vector<char> buf(count * n * es + 1, 0x44);
+        std::memcpy(buf.data() + me * count * es, in[me].data(), count * es);
+        s = c.Allgather({buf.data() + me * count * es, count, dt}, {buf.data(), count * n, dt}).Wait();
+        Expect(tag("allgather in-place", ""), s, buf, want, dt, count * n);
+      }
+    }
+    Status s = c.Barrier().Wait();
+    ++checks;
+    if (!s.ok()) {
+      ++failures;
+      std::printf("FAIL barrier: %s\n", s.ToString().c_str());
+    }
+  }
+};
+
+int RunMatrix(Communicator& c) {
+  Matrix m{c};
+  m.Run();
+  std::printf("rank %d: matrix %s: %d checks, %d failed\n", c.rank(), m.failures ? "FAILED" : "ok", m.checks, m.failures);
+  return m.failures ? 1 : 0;
+}
+
+int RunKill(Communicator& c, int victim) {
+  const size_t count = 8 << 20;  // 32 MiB of f32: each call takes tens of milliseconds
+  std::vector<float> in(count, 1.0f), out(count);
+  if (c.rank() == victim) {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      ::raise(SIGKILL);
+    }).detach();
+  }
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1000; ++i) {
+    Status s = c.Allreduce({in.data(), count, DType::kF32}, {out.data(), count, DType::kF32}, ReduceOp::kSum).Wait();
+    if (!s.ok()) {
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      std::printf("rank %d: error after %.0f ms: %s\n", c.rank(), ms, s.ToString().c_str());
+      std::fflush(stdout);
+      return 1;
+    }
+  }
+  std::printf("rank %d: no error seen\n", c.rank());
+  return 0;
+}
+
+int RunMismatch(Communicator& c) {
+  size_t count = c.rank() == 0 ? 1000 : 999;
+  std::vector<float> in(1000, 1.0f), out(1000);
+  Status s = c.Allreduce({in.data(), count, DType::kF32}, {out.data(), count, DType::kF32}, ReduceOp::kSum).Wait();
+  std::printf("rank %d: first: %s\n", c.rank(), s.ToString().c_str());
+  Status again = c.Allreduce({in.data(), 10, DType::kF32}, {out.data(), 10, DType::kF32}, ReduceOp::kSum).Wait();
+  std::printf("rank %d: second: %s\n", c.rank(), again.ToString().c_str());
+  std::fflush(stdout);
+  return s.ok() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace hoop
+
+int main(int argc, char** argv) {
+  using namespace hoop;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: hoop-test-rank matrix | kill VICTIM | mismatch\n");
+    return 2;
+  }
+  std::string mode = argv[1];
+  auto cfg = Config::FromProcessEnv();
+  if (!cfg.ok()) {
+    std::fprintf(stderr, "hoop-test-rank: %s\n", cfg.status().message().c_str());
+    return 2;
+  }
+  auto job = JoinJob(*cfg);
+  if (!job.ok()) {
+    std::printf("rank %d: join failed: %s\n", cfg->rank, job.status().ToString().c_str());
+    return 1;
+  }
+  Communicator& c = *(*job)->comm;
+  if (mode == "matrix") return RunMatrix(c);
+  if (mode == "kill" && argc > 2) return RunKill(c, std::atoi(argv[2]));
+  if (mode == "mismatch") return RunMismatch(c);
+  std::fprintf(stderr, "hoop-test-rank: unknown mode '%s'\n", mode.c_str());
+  return 2;
+}

@@ -1,0 +1,36 @@
+#include <catch2/catch.hpp>
+
+#include "collectives/algo.h"
+#include "collectives/op_desc.h"
+
+using namespace hoop;
+
+TEST_CASE("an operation description survives the wire and names differences", "[desc]") {
+  OpDesc a{CollKind::kAllreduce, DType::kF32, ReduceOp::kSum, static_cast<uint8_t>(Algo::kRing), -1, 1000};
+  OpDesc b = OpDesc::Unpack(a.Pack());
+  CHECK(b.Pack() == a.Pack());
+  CHECK(b.count == 1000);
+  CHECK(b.root == -1);
+  OpDesc c = a;
+  c.count = 999;
+  c.dtype = DType::kF64;
+  std::string d = a.DescribeDifference(OpDesc::Unpack(c.Pack()), 3);
+  CHECK(d.find("count 1000 here, 999 on rank 3") != std::string::npos);
+  CHECK(d.find("dtype f32 here, f64 on rank 3") != std::string::npos);
+  OpDesc bc{CollKind::kBroadcast, DType::kU8, ReduceOp::kSum, static_cast<uint8_t>(Algo::kChain), 2, 10};
+  OpDesc bc2 = bc;
+  bc2.root = 0;
+  CHECK(bc.DescribeDifference(bc2, 1).find("root 2 here, 0 on rank 1") != std::string::npos);
+  CHECK(a.DescribeDifference(bc, 1).find("collective allreduce here, broadcast on rank 1") != std::string::npos);
+}
+
+TEST_CASE("algorithm choice: per call, then HOOP_ALGO, then by size", "[algo]") {
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 1 << 20, 4, Algo::kAuto, Algo::kAuto).algo == Algo::kRing);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 1024, 4, Algo::kAuto, Algo::kAuto).algo == Algo::kTree);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 1024, 2, Algo::kAuto, Algo::kAuto).algo == Algo::kRing);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 1 << 20, 4, Algo::kAuto, Algo::kTree).algo == Algo::kTree);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 1024, 4, Algo::kRing, Algo::kTree).algo == Algo::kRing);
+  CHECK(ChooseAlgo(CollKind::kBroadcast, 1 << 20, 4, Algo::kAuto, Algo::kTree).algo == Algo::kChain);
+  CHECK(ChooseAlgo(CollKind::kBroadcast, 100, 4, Algo::kAuto, Algo::kAuto).algo == Algo::kBinomial);
+  CHECK_FALSE(ChooseAlgo(CollKind::kAllgather, 100, 4, Algo::kTree, Algo::kAuto).error.empty());
+}

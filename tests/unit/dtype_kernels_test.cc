@@ -1,0 +1,105 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "collectives/kernels/reduce.h"
+#include "collectives/reference.h"
+#include "common/dtype.h"
+
+using namespace hoop;
+
+TEST_CASE("f16 and bf16 round-trip every value through f32", "[dtype]") {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    uint16_t v = static_cast<uint16_t>(h);
+    float f = HalfToFloat(v);
+    if (std::isnan(f)) {
+      CHECK(std::isnan(HalfToFloat(FloatToHalf(f))));
+      continue;
+    }
+    CHECK(FloatToHalf(f) == v);
+    float g = BF16ToFloat(v);
+    if (!std::isnan(g)) CHECK(FloatToBF16(g) == v);
+  }
+}
+
+TEST_CASE("f16 and bf16 conversion rounds to nearest even", "[dtype]") {
+  CHECK(HalfToFloat(FloatToHalf(1.0f + 1.0f / 2048)) == 1.0f);                 // tie -> even
+  CHECK(HalfToFloat(FloatToHalf(1.0f + 3.0f / 2048)) == 1.0f + 2.0f / 1024);   // tie -> even (up)
+  CHECK(HalfToFloat(FloatToHalf(65520.0f)) == INFINITY);
+  CHECK(HalfToFloat(FloatToHalf(65519.0f)) == 65504.0f);
+  CHECK(HalfToFloat(FloatToHalf(1e-8f)) == 0.0f);
+  CHECK(HalfToFloat(FloatToHalf(6e-8f)) == std::ldexp(1.0f, -24));  // smallest subnormal
+  CHECK(BF16ToFloat(FloatToBF16(1.0f + 1.0f / 256)) == 1.0f);
+  CHECK(BF16ToFloat(FloatToBF16(1.0f + 3.0f / 256)) == 1.0f + 2.0f / 128);
+}
+
+TEST_CASE("reduced-precision sums are computed in f32 and rounded once", "[kernels]") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-100, 100);
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    auto load = dt == DType::kF16 ? HalfToFloat : BF16ToFloat;
+    auto store = dt == DType::kF16 ? FloatToHalf : FloatToBF16;
+    std::vector<uint16_t> a(1001), b(1001), d(1001);
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = store(dist(rng));
+      b[i] = store(dist(rng));
+    }
+    LookupReduce(dt, ReduceOp::kSum, MemKind::kHost)(d.data(), a.data(), b.data(), a.size(), 0);
+    for (size_t i = 0; i < a.size(); ++i) CHECK(d[i] == store(load(a[i]) + load(b[i])));
+    LookupReduce(dt, ReduceOp::kAvg, MemKind::kHost)(d.data(), a.data(), b.data(), a.size(), 3);
+    for (size_t i = 0; i < a.size(); ++i) CHECK(d[i] == store((load(a[i]) + load(b[i])) / 3.0f));
+  }
+}
+
+TEST_CASE("every dtype x op kernel agrees with plain arithmetic", "[kernels]") {
+  for (DType dt : kAllDTypes) {
+    for (ReduceOp op : kAllReduceOps) {
+      const size_t n = 257, es = DTypeSize(dt);
+      std::vector<char> a(n * es), b(n * es), d(n * es), want(n * es);
+      FillInput(dt, op, a.data(), n, 1);
+      FillInput(dt, op, b.data(), n, 2);
+      ReduceFn fn = LookupReduce(dt, op, MemKind::kHost);
+      REQUIRE(fn != nullptr);
+      fn(d.data(), a.data(), b.data(), n, op == ReduceOp::kAvg ? 2 : 0);
+      for (size_t i = 0; i < n; ++i) {
+        auto get = [&](const std::vector<char>& v) -> double {
+          const char* p = v.data() + i * es;
+          switch (dt) {
+            case DType::kU8: return *reinterpret_cast<const uint8_t*>(p);
+            case DType::kI32: return *reinterpret_cast<const int32_t*>(p);
+            case DType::kI64: return static_cast<double>(*reinterpret_cast<const int64_t*>(p));
+            case DType::kF16: return HalfToFloat(*reinterpret_cast<const uint16_t*>(p));
+            case DType::kBF16: return BF16ToFloat(*reinterpret_cast<const uint16_t*>(p));
+            case DType::kF32: return *reinterpret_cast<const float*>(p);
+            case DType::kF64: return *reinterpret_cast<const double*>(p);
+          }
+          return 0;
+        };
+        double x = get(a), y = get(b), r = get(d), e = 0;
+        switch (op) {
+          case ReduceOp::kSum: e = x + y; break;
+          case ReduceOp::kProd: e = x * y; break;
+          case ReduceOp::kMin: e = std::min(x, y); break;
+          case ReduceOp::kMax: e = std::max(x, y); break;
+          case ReduceOp::kAvg: e = (dt == DType::kU8 || dt == DType::kI32 || dt == DType::kI64) ? std::trunc((x + y) / 2) : (x + y) / 2; break;
+        }
+        if (dt == DType::kU8) e = static_cast<double>(static_cast<uint8_t>(static_cast<int>(e) & 0xff));
+        INFO(DTypeName(dt) << " " << ReduceOpName(op) << " i=" << i << " x=" << x << " y=" << y);
+        CHECK(r == e);
+      }
+    }
+  }
+}
+
+TEST_CASE("integer sums and products wrap instead of overflowing", "[kernels]") {
+  int32_t a = INT32_MAX, b = 1, d = 0;
+  LookupReduce(DType::kI32, ReduceOp::kSum, MemKind::kHost)(&d, &a, &b, 1, 0);
+  CHECK(d == INT32_MIN);
+  uint8_t x = 200, y = 2, z = 0;
+  LookupReduce(DType::kU8, ReduceOp::kProd, MemKind::kHost)(&z, &x, &y, 1, 0);
+  CHECK(z == 144);
+  CHECK(LookupReduce(DType::kF32, ReduceOp::kSum, MemKind::kCuda) == nullptr);
+}

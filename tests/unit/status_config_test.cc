@@ -1,0 +1,73 @@
+#include <catch2/catch.hpp>
+
+#include "common/config.h"
+#include "common/parse.h"
+#include "common/status.h"
+
+using namespace hoop;
+
+TEST_CASE("Status and StatusOr carry code and message", "[common]") {
+  Status ok;
+  CHECK(ok.ok());
+  Status bad = Unavailable("lost peer 2");
+  CHECK(bad.ToString() == "Unavailable: lost peer 2");
+  CHECK(bad.WithContext("rank 0").message() == "rank 0: lost peer 2");
+  StatusOr<int> v = 5;
+  CHECK(v.ok());
+  CHECK(*v == 5);
+  StatusOr<int> e = InvalidArgument("x");
+  CHECK(e.status().code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("sizes parse with K/M/G suffixes", "[common]") {
+  CHECK(*ParseSize("8") == 8);
+  CHECK(*ParseSize("64K") == 65536);
+  CHECK(*ParseSize("16M") == 16u << 20);
+  CHECK(*ParseSize("1G") == 1u << 30);
+  CHECK_FALSE(ParseSize("12Q"));
+  CHECK_FALSE(ParseSize("-1"));
+  CHECK_FALSE(ParseSize(""));
+  CHECK(FormatBytes(64 << 20) == "64M");
+}
+
+TEST_CASE("Config reads hooprun, mpirun and Slurm environments", "[common]") {
+  auto c = Config::FromEnv({{"HOOP_RANK", "2"}, {"HOOP_SIZE", "4"}, {"HOOP_STORE", "tcp://127.0.0.1:1"},
+                            {"HOOP_TIMEOUT", "2.5"}, {"HOOP_CHUNK_BYTES", "1M"}, {"HOOP_ALGO", "tree"}});
+  REQUIRE(c.ok());
+  CHECK(c->rank == 2);
+  CHECK(c->size == 4);
+  CHECK(c->launcher == Launcher::kHooprun);
+  CHECK(c->timeout.count() == 2500);
+  CHECK(c->chunk_bytes == 1u << 20);
+  CHECK(c->algo == "tree");
+
+  auto m = Config::FromEnv({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "3"},
+                            {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}});
+  REQUIRE(m.ok());
+  CHECK(m->launcher == Launcher::kMpirun);
+  CHECK(m->rank == 1);
+  CHECK(m->local_size == 3);
+
+  auto s = Config::FromEnv({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}});
+  REQUIRE(s.ok());
+  CHECK(s->launcher == Launcher::kSlurm);
+  CHECK(s->rank == 5);
+  CHECK(s->local_rank == 1);
+
+  auto none = Config::FromEnv({});
+  REQUIRE(none.ok());
+  CHECK(none->size == 1);
+}
+
+TEST_CASE("Config rejects bad values with the variable's name", "[common]") {
+  auto bad_rank = Config::FromEnv({{"HOOP_RANK", "4"}, {"HOOP_SIZE", "4"}});
+  CHECK(bad_rank.status().message().find("HOOP_RANK") != std::string::npos);
+  auto typo = Config::FromEnv({{"HOOP_TIMEOUTS", "3"}});
+  CHECK(typo.status().message().find("HOOP_TIMEOUTS") != std::string::npos);
+  auto algo = Config::FromEnv({{"HOOP_ALGO", "fast"}});
+  CHECK(algo.status().code() == Code::kInvalidArgument);
+  auto t = Config::FromEnv({{"HOOP_TIMEOUT", "0"}});
+  CHECK(t.status().message().find("HOOP_TIMEOUT") != std::string::npos);
+  auto half = Config::FromEnv({{"HOOP_RANK", "0"}});
+  CHECK_FALSE(half.ok());
+}

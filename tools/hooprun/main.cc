@@ -1,0 +1,250 @@
+// hooprun: an hvdrun/mpirun-style launcher for hoop jobs on one host.
+//
+// It serves the job's TCP store (in a thread), starts N ranks, relays their output line by line
+// with a rank prefix, and watches them from one poll loop (signalfd for SIGCHLD, SIGINT and
+// SIGTERM). Stopping is one path for every cause - a rank failed, the --timeout passed, Ctrl-C:
+// a short grace period for the other ranks to report their own errors, then SIGTERM to every
+// rank's process group, then SIGKILL. hooprun exits only when every rank is reaped.
+#include <poll.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "common/deadline.h"
+#include "tools/hooprun/options.h"
+#include "tools/hooprun/ranks.h"
+#include "transport/tcp_store.h"
+
+extern char** environ;
+
+namespace hoop::run {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kGrace = std::chrono::seconds(2);    // for the other ranks to report a failure
+constexpr auto kTermWait = std::chrono::seconds(2); // between SIGTERM and SIGKILL
+
+std::string NewToken() {
+  unsigned char raw[16];
+  if (::getrandom(raw, sizeof(raw), 0) != static_cast<ssize_t>(sizeof(raw))) {
+    std::perror("hooprun: getrandom");
+    std::exit(1);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string t;
+  for (unsigned char c : raw) {
+    t += hex[c >> 4];
+    t += hex[c & 15];
+  }
+  return t;
+}
+
+std::vector<std::string> RankEnv(const Options& o, int rank, int port, const std::string& token) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (auto& [k, v] : o.env) env[k] = v;
+  env["HOOP_RANK"] = std::to_string(rank);
+  env["HOOP_SIZE"] = std::to_string(o.np);
+  env["HOOP_LOCAL_RANK"] = std::to_string(rank);
+  env["HOOP_LOCAL_SIZE"] = std::to_string(o.np);
+  env["HOOP_STORE"] = "tcp://127.0.0.1:" + std::to_string(port);
+  env["HOOP_JOB_TOKEN"] = token;
+  std::vector<std::string> out;
+  for (auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+class Job {
+ public:
+  Job(const Options& o, std::vector<Rank> ranks) : o_(o), ranks_(std::move(ranks)) {}
+
+  int Run(int sig_fd) {
+    const auto start = Clock::now();
+    while (!AllDone()) {
+      std::vector<pollfd> fds{{sig_fd, POLLIN, 0}};
+      for (auto& r : ranks_) {
+        if (r.out_fd >= 0) fds.push_back({r.out_fd, POLLIN, 0});
+        if (r.err_fd >= 0) fds.push_back({r.err_fd, POLLIN, 0});
+      }
+      ::poll(fds.data(), fds.size(), 100);
+      if (fds[0].revents & POLLIN) HandleSignals(sig_fd);
+      for (auto& r : ranks_) {
+        Relay(r.out_fd, r.out_buf, Prefix(r.rank, "<stdout>: "), STDOUT_FILENO);
+        Relay(r.err_fd, r.err_buf, Prefix(r.rank, "<stderr>: "), STDERR_FILENO);
+      }
+      Reap();
+      if (o_.timeout_s > 0 && !stopping_ &&
+          Clock::now() - start > std::chrono::duration<double>(o_.timeout_s)) {
+        reason_ = "the job ran past --timeout " + std::to_string(static_cast<int>(o_.timeout_s)) + " s";
+        exit_code_ = 124;
+        BeginStop(false);
+      }
+      Escalate();
+    }
+    ExplainFailure();
+    if (!reason_.empty()) std::fprintf(stderr, "hooprun: %s\n", reason_.c_str());
+    return exit_code_;
+  }
+
+ private:
+  std::string Prefix(int rank, const char* stream) const {
+    std::string p("[");
+    p.append(std::to_string(rank));
+    p.append("]");
+    p.append(o_.tag_output ? stream : " ");
+    return p;
+  }
+
+  bool AllDone() {
+    bool all_exited = true;
+    for (auto& r : ranks_) all_exited &= r.exited;
+    if (!all_exited) return false;
+    // Output still buffered in pipes is relayed first; a grandchild holding a pipe open does
+    // not keep hooprun alive for more than a second.
+    bool open = false;
+    for (auto& r : ranks_) open |= r.out_fd >= 0 || r.err_fd >= 0;
+    if (!open) return true;
+    if (!all_exited_at_) all_exited_at_ = Clock::now();
+    return Clock::now() - *all_exited_at_ > std::chrono::seconds(1);
+  }
+
+  void HandleSignals(int sig_fd) {
+    signalfd_siginfo si;
+    while (::read(sig_fd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
+      if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP) {
+        if (!stopping_) {
+          reason_ = std::string("interrupted by ") + ::strsignal(static_cast<int>(si.ssi_signo)) + "; stopped every rank";
+          exit_code_ = 130;
+        }
+        BeginStop(true);
+      }
+    }
+  }
+
+  void Reap() {
+    int st = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &st, WNOHANG)) > 0) {
+      for (auto& r : ranks_) {
+        if (r.pid != pid) continue;
+        r.exited = true;
+        r.wait_status = st;
+        if (ExitedCleanly(st)) continue;
+        if (!termed_) failed_.push_back(&r);  // failed on its own, not because we stopped it
+        BeginStop(false);
+      }
+    }
+  }
+
+  // The line that says why the job failed. A rank's death makes its peers fail within
+  // milliseconds, so the order in which exits are reaped does not tell cause from effect: a rank
+  // killed by a signal is the likelier cause than one that exited with an error.
+  void ExplainFailure() {
+    if (failed_.empty()) return;
+    const Rank* cause = failed_.front();
+    for (const Rank* r : failed_)
+      if (WIFSIGNALED(r->wait_status)) {
+        cause = r;
+        break;
+      }
+    int st = cause->wait_status;
+    if (exit_code_ == 0 || exit_code_ == 124) {
+      if (exit_code_ == 0) exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      if (reason_.empty())
+        reason_ = "rank " + std::to_string(cause->rank) + " (pid " + std::to_string(cause->pid) + ") " +
+                  DescribeExit(st) + "; stopped the other ranks";
+    }
+  }
+
+  void BeginStop(bool now) {
+    if (!stopping_) {
+      stopping_ = true;
+      stop_at_ = Clock::now();
+    }
+    if (now && !termed_) {
+      Signal(SIGTERM);
+      termed_ = true;
+      term_at_ = Clock::now();
+    }
+  }
+
+  void Escalate() {
+    if (!stopping_) return;
+    auto t = Clock::now();
+    if (!termed_ && t - stop_at_ > kGrace) {
+      Signal(SIGTERM);
+      termed_ = true;
+      term_at_ = t;
+    }
+    if (termed_ && !killed_ && t - term_at_ > kTermWait) {
+      Signal(SIGKILL);
+      killed_ = true;
+    }
+  }
+
+  void Signal(int sig) {
+    for (auto& r : ranks_)
+      if (!r.exited) ::kill(-r.pid, sig);
+  }
+
+  const Options& o_;
+  std::vector<Rank> ranks_;
+  bool stopping_ = false, termed_ = false, killed_ = false;
+  Clock::time_point stop_at_, term_at_;
+  std::optional<Clock::time_point> all_exited_at_;
+  std::vector<const Rank*> failed_;
+  std::string reason_;
+  int exit_code_ = 0;
+};
+
+}  // namespace
+}  // namespace hoop::run
+
+int main(int argc, char** argv) {
+  using namespace hoop::run;
+  auto opts = ParseOptions(argc, argv);
+  if (!opts.ok()) {
+    std::fprintf(stderr, "hooprun: %s\n(run 'hooprun --help' for usage)\n", opts.status().message().c_str());
+    return 2;
+  }
+  if (opts->help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
+  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sig_fd = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  std::string token = NewToken();
+  auto server = hoop::TcpStoreServer::Start("127.0.0.1", 0, token);
+  if (!server.ok()) {
+    std::fprintf(stderr, "hooprun: cannot start the store: %s\n", server.status().message().c_str());
+    return 1;
+  }
+  std::vector<Rank> ranks;
+  for (int r = 0; r < opts->np; ++r) {
+    auto rank = StartRank(r, opts->command, RankEnv(*opts, r, (*server)->port(), token));
+    if (!rank.ok()) {
+      std::fprintf(stderr, "hooprun: cannot start rank %d: %s\n", r, rank.status().message().c_str());
+      for (auto& k : ranks) ::kill(-k.pid, SIGKILL);
+      return 1;
+    }
+    ranks.push_back(std::move(rank).value());
+  }
+  return Job(*opts, std::move(ranks)).Run(sig_fd);
+}

@@ -1,0 +1,24 @@
+// hooprun's command line.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hoop::run {
+
+struct Options {
+  int np = 0;
+  std::vector<std::pair<std::string, std::string>> env;  // -x VAR[=VAL]
+  double timeout_s = 0;                                   // 0: none
+  bool tag_output = false;
+  bool help = false;
+  std::vector<std::string> command;
+};
+
+extern const char* const kUsage;
+StatusOr<Options> ParseOptions(int argc, char** argv);
+
+}  // namespace hoop::run

@@ -1,0 +1,107 @@
+#include "tools/hooprun/ranks.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace hoop::run {
+
+StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env) {
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+    return ErrnoStatus(Code::kInternal, "pipe", errno);
+  std::vector<char*> argv, envp;
+  for (auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) return ErrnoStatus(Code::kInternal, "fork", errno);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // hooprun died before the line above
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    std::string msg = "hooprun: cannot run '" + command[0] + "': " + std::strerror(errno) + "\n";
+    ssize_t ignored = ::write(STDERR_FILENO, msg.data(), msg.size());
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also from the parent, so the group exists before we signal it
+  ::close(out[1]);
+  ::close(err[1]);
+  ::fcntl(out[0], F_SETFL, O_NONBLOCK);
+  ::fcntl(err[0], F_SETFL, O_NONBLOCK);
+  Rank r;
+  r.rank = rank;
+  r.pid = pid;
+  r.out_fd = out[0];
+  r.err_fd = err[0];
+  return r;
+}
+
+namespace {
+void WriteAll(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+}  // namespace
+
+void Relay(int& fd, std::string& buf, const std::string& prefix, int to_fd) {
+  if (fd < 0) return;
+  char chunk[65536];
+  bool eof = false;
+  while (true) {
+    ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n > 0) {
+      buf.append(chunk, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    eof = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+    break;
+  }
+  std::string out;
+  size_t start = 0, nl;
+  while ((nl = buf.find('\n', start)) != std::string::npos) {
+    out += prefix;
+    out.append(buf, start, nl - start + 1);
+    start = nl + 1;
+  }
+  buf.erase(0, start);
+  if (eof) {
+    if (!buf.empty()) out += prefix + buf + "\n";
+    buf.clear();
+    ::close(fd);
+    fd = -1;
+  }
+  if (!out.empty()) WriteAll(to_fd, out);
+}
+
+std::string DescribeExit(int st) {
+  if (WIFEXITED(st)) return "exited with code " + std::to_string(WEXITSTATUS(st));
+  if (WIFSIGNALED(st))
+    return "was killed by signal " + std::to_string(WTERMSIG(st)) + " (" + ::strsignal(WTERMSIG(st)) + ")";
+  return "stopped";
+}
+
+bool ExitedCleanly(int st) { return WIFEXITED(st) && WEXITSTATUS(st) == 0; }
+
+}  // namespace hoop::run

@@ -1,0 +1,37 @@
+// The ranks hooprun starts: fork/exec with the job's environment, each in its own process
+// group (so a rank's own children are stopped with it) and with PR_SET_PDEATHSIG (so a rank
+// never outlives a hooprun that was killed). Their stdout and stderr come back through pipes and
+// are written out whole lines at a time, prefixed with the rank.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hoop::run {
+
+struct Rank {
+  int rank = 0;
+  pid_t pid = -1;
+  int out_fd = -1;  // read ends; -1 once closed
+  int err_fd = -1;
+  std::string out_buf, err_buf;
+  bool exited = false;
+  int wait_status = 0;
+};
+
+// Starts PROGRAM for `rank` with `env` (NAME=VALUE strings).
+StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env);
+
+// Reads what is available on fd and writes out every complete line with the prefix; at EOF,
+// writes the rest and closes fd (sets it to -1).
+void Relay(int& fd, std::string& buf, const std::string& prefix, int to_fd);
+
+// "exited with code 3" / "was killed by signal 9 (Killed)"
+std::string DescribeExit(int wait_status);
+bool ExitedCleanly(int wait_status);
+
+}  // namespace hoop::run

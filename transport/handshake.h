@@ -1,0 +1,32 @@
+// The job token handshake. Every connection a hoop process accepts, from a store client or from
+// a peer rank, must begin with a Hello that carries the job's secret token and says what it is
+// (store client or peer, and which rank). The acceptor answers with one status word; a wrong
+// token or a wrong kind is answered "refused", logged with the caller's address, and closed
+// before any other byte is read.
+//
+// The token travels in the clear: it keeps strangers and stale jobs out, it is not encryption.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/deadline.h"
+#include "common/status.h"
+
+namespace hoop {
+
+enum class HelloKind : uint32_t { kStoreClient = 1, kPeer = 2 };
+
+struct Hello {
+  HelloKind kind = HelloKind::kPeer;
+  int32_t rank = -1;
+  std::string comm;  // peers: the communicator's name, so two communicators never cross wires
+};
+
+// Client side: sends the hello, waits for the answer.
+Status SendHello(int fd, const std::string& token, const Hello& hello, Deadline deadline);
+// Server side: reads and checks a hello; answers it. On refusal the status says why (and the
+// caller logs and closes).
+StatusOr<Hello> AcceptHello(int fd, const std::string& token, HelloKind expected, Deadline deadline);
+
+}  // namespace hoop

@@ -1,0 +1,55 @@
+// The back-end registry: name -> factory, kept in priority order.
+#include <algorithm>
+#include <mutex>
+
+#include "transport/transport.h"
+
+namespace hoop {
+namespace {
+struct Entry {
+  std::string name;
+  int priority;
+  TransportFactory factory;
+};
+struct Registry {
+  std::mutex mu;
+  std::vector<Entry> entries;
+};
+Registry& TheRegistry() {
+  static Registry r;
+  return r;
+}
+}  // namespace
+
+void RegisterTransport(const std::string& name, int priority, TransportFactory factory) {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.entries.push_back({name, priority, std::move(factory)});
+  std::stable_sort(r.entries.begin(), r.entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.priority < b.priority; });
+}
+
+std::vector<std::string> RegisteredTransports() {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> names;
+  for (auto& e : r.entries) names.push_back(e.name);
+  return names;
+}
+
+StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& name, const TransportOptions& opts) {
+  Registry& r = TheRegistry();
+  TransportFactory f;
+  std::string known;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (auto& e : r.entries) {
+      known += (known.empty() ? "" : ", ") + e.name;
+      if (e.name == name) f = e.factory;
+    }
+  }
+  if (!f) return InvalidArgument("transport '" + name + "' is not built in (available: " + known + ")");
+  return f(opts);
+}
+
+}  // namespace hoop

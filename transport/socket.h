@@ -1,0 +1,59 @@
+// Thin, deadline-aware wrappers over POSIX sockets, shared by the store and the TCP back end.
+// Blocking helpers here poll() with the caller's deadline; none of them can wait forever.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "common/deadline.h"
+#include "common/status.h"
+
+namespace hoop {
+
+// An owned file descriptor (closed on destruction).
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+struct HostPort {
+  std::string host;
+  int port = 0;
+  std::string ToString() const { return host + ":" + std::to_string(port); }
+};
+StatusOr<HostPort> ParseHostPort(const std::string& text);  // "127.0.0.1:5000", "[::1]:5000"
+
+// Listens on host:port (port 0 picks a free one); returns the socket and the bound port.
+StatusOr<Fd> Listen(const std::string& host, int port, int* bound_port);
+// Connects, retrying refused connections (the server may not be up yet) until the deadline.
+StatusOr<Fd> ConnectRetry(const HostPort& to, Deadline deadline);
+// Accepts one connection, waiting until the deadline. peer receives "ip:port" of the caller.
+StatusOr<Fd> AcceptOne(int listen_fd, Deadline deadline, std::string* peer);
+
+Status SetNonBlocking(int fd, bool on);
+void SetNoDelay(int fd);
+void SetSocketBuffers(int fd, int bytes);
+std::string PeerName(int fd);
+
+// Blocking exchange with a deadline (used during set-up and by the store; not the data path).
+Status SendAll(int fd, const void* data, size_t len, Deadline deadline);
+Status RecvAll(int fd, void* data, size_t len, Deadline deadline);
+
+}  // namespace hoop

@@ -1,0 +1,144 @@
+#include "transport/tcp/tcp_transport.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/logging.h"
+#include "transport/handshake.h"
+
+namespace hoop {
+namespace {
+constexpr int kSocketBuffer = 4 << 20;
+
+// Registers the back end; lowest priority of all, since every pair of hosts can use TCP.
+const bool kRegistered = [] {
+  RegisterTransport("tcp", 100, &TcpTransport::Create);
+  return true;
+}();
+}  // namespace
+
+StatusOr<std::unique_ptr<Transport>> TcpTransport::Create(const TransportOptions& opts) {
+  (void)kRegistered;
+  int port = 0;
+  HOOP_ASSIGN_OR_RETURN(Fd lfd, Listen(opts.host, 0, &port));
+  Fd ep(::epoll_create1(EPOLL_CLOEXEC));
+  if (!ep.valid()) return ErrnoStatus(Code::kInternal, "epoll_create1", errno);
+  std::string host = opts.host.find(':') != std::string::npos ? "[" + opts.host + "]" : opts.host;
+  std::string address = host + ":" + std::to_string(port);
+  return std::unique_ptr<Transport>(new TcpTransport(opts, std::move(lfd), std::move(ep), address));
+}
+
+TcpTransport::TcpTransport(TransportOptions opts, Fd listen_fd, Fd epoll_fd, std::string address)
+    : opts_(std::move(opts)), listen_fd_(std::move(listen_fd)), epoll_fd_(std::move(epoll_fd)),
+      address_(std::move(address)) {}
+
+Status TcpTransport::Adopt(int peer, Fd fd, const std::string& peer_addr) {
+  HOOP_RETURN_IF_ERROR(SetNonBlocking(fd.get(), true));
+  SetNoDelay(fd.get());
+  SetSocketBuffers(fd.get(), kSocketBuffer);
+  auto conn = std::make_unique<Connection>(peer, std::move(fd), peer_addr);
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+  ev.data.u32 = static_cast<uint32_t>(peer);
+  if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, conn->fd(), &ev) != 0)
+    return ErrnoStatus(Code::kInternal, "epoll_ctl", errno);
+  conns_[peer] = std::move(conn);
+  return Status::Ok();
+}
+
+Status TcpTransport::Connect(int peer, const std::string& address, Deadline deadline) {
+  if (peer == opts_.rank || peer < 0 || peer >= opts_.size)
+    return InvalidArgument("tcp: cannot connect to rank " + std::to_string(peer));
+  if (opts_.rank < peer) {
+    HOOP_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
+    HOOP_ASSIGN_OR_RETURN(Fd fd, ConnectRetry(hp, deadline));
+    Hello hello{HelloKind::kPeer, opts_.rank, opts_.comm};
+    Status s = SendHello(fd.get(), opts_.token, hello, deadline);
+    if (!s.ok()) return s.WithContext("connecting to rank " + std::to_string(peer) + " at " + address);
+    return Adopt(peer, std::move(fd), address);
+  }
+  // The higher rank accepts, until the connection from `peer` arrives; others are kept.
+  while (true) {
+    auto it = early_.find(peer);
+    if (it != early_.end()) {
+      Fd fd = std::move(it->second.first);
+      std::string addr = it->second.second;
+      early_.erase(it);
+      return Adopt(peer, std::move(fd), addr);
+    }
+    std::string from;
+    auto fd = AcceptOne(listen_fd_.get(), deadline, &from);
+    if (!fd.ok())
+      return fd.status().WithContext("waiting for rank " + std::to_string(peer) + " to connect");
+    auto hello = AcceptHello(fd->get(), opts_.token, HelloKind::kPeer,
+                             deadline.Earlier(Deadline::After(std::chrono::seconds(5))));
+    if (!hello.ok()) {
+      ++refused_;
+      HOOP_LOG(kWarn, "tcp: refused connection from " << from << ": " << hello.status().message());
+      continue;
+    }
+    if (hello->comm != opts_.comm || hello->rank < 0 || hello->rank >= opts_.rank ||
+        conns_.count(hello->rank) || early_.count(hello->rank)) {
+      ++refused_;
+      HOOP_LOG(kWarn, "tcp: refused connection from " << from << " claiming rank " << hello->rank
+                                                      << " of communicator '" << hello->comm << "'");
+      continue;
+    }
+    early_[hello->rank] = {std::move(fd).value(), from};
+  }
+}
+
+StatusOr<Region> TcpTransport::Register(void* ptr, size_t bytes, MemKind kind) {
+  if (kind != MemKind::kHost)
+    return Unimplemented("tcp transport: only host memory is supported (got " +
+                         std::string(MemKindName(kind)) + " memory)");
+  return Region{ptr, bytes, kind, 0};
+}
+
+Endpoint* TcpTransport::endpoint(int peer) {
+  auto it = conns_.find(peer);
+  return it == conns_.end() ? nullptr : it->second.get();
+}
+
+Status TcpTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
+  size_t start = out->size();
+  epoll_event events[64];
+  while (true) {
+    for (auto& [peer, c] : conns_) c->Progress(out);
+    if (out->size() > start) return Status::Ok();
+    int n = ::epoll_wait(epoll_fd_.get(), events, 64, deadline.RemainingMs(1000));
+    if (n < 0 && errno != EINTR) return ErrnoStatus(Code::kInternal, "epoll_wait", errno);
+    for (int i = 0; i < n; ++i) {
+      auto it = conns_.find(static_cast<int>(events[i].data.u32));
+      if (it != conns_.end()) it->second->OnEvents(events[i].events);
+    }
+    if (n <= 0 && deadline.Expired()) return DeadlineExceeded("tcp: no progress before the deadline");
+  }
+}
+
+void TcpTransport::Abort(const std::string& cause) {
+  for (auto& [peer, c] : conns_) c->QueueAbort(cause);
+  // Flush the abort frames for a short, bounded time; a peer that is not reading will learn of
+  // the failure from the closed connection instead.
+  Deadline flush = Deadline::After(std::chrono::milliseconds(200));
+  std::vector<Completion> ignored;
+  epoll_event events[64];
+  while (!flush.Expired()) {
+    bool pending = false;
+    for (auto& [peer, c] : conns_) {
+      c->Progress(&ignored);
+      pending |= c->HasPendingSends() && c->can_send();
+    }
+    if (!pending) break;
+    int n = ::epoll_wait(epoll_fd_.get(), events, 64, flush.RemainingMs(50));
+    for (int i = 0; i < n; ++i) {
+      auto it = conns_.find(static_cast<int>(events[i].data.u32));
+      if (it != conns_.end()) it->second->OnEvents(events[i].events);
+    }
+  }
+  for (auto& [peer, c] : conns_) c->Shutdown();
+}
+
+}  // namespace hoop

@@ -1,0 +1,44 @@
+// TcpTransport: the TCP back end. One listening socket per communicator, one connection per
+// peer (the lower rank dials; both ends prove the job token and the communicator name before a
+// byte of data moves), one epoll set over all of them. Progress happens inside Poll() on the
+// caller's thread; waiting blocks in epoll_wait, so ranks that outnumber cores do not starve
+// each other.
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "transport/socket.h"
+#include "transport/tcp/connection.h"
+#include "transport/transport.h"
+
+namespace hoop {
+
+class TcpTransport : public Transport {
+ public:
+  static StatusOr<std::unique_ptr<Transport>> Create(const TransportOptions& opts);
+  std::string Name() const override { return "tcp"; }
+  bool CanConnect(const PeerInfo&, const PeerInfo&) const override { return true; }
+  std::string Address() const override { return address_; }
+  Status Connect(int peer, const std::string& address, Deadline deadline) override;
+  StatusOr<Region> Register(void* ptr, size_t bytes, MemKind kind) override;
+  Endpoint* endpoint(int peer) override;
+  Status Poll(std::vector<Completion>* out, Deadline deadline) override;
+  void Abort(const std::string& cause) override;
+  // Connections refused so far (wrong token, wrong communicator).
+  int refused() const { return refused_; }
+
+ private:
+  TcpTransport(TransportOptions opts, Fd listen_fd, Fd epoll_fd, std::string address);
+  Status Adopt(int peer, Fd fd, const std::string& peer_addr);
+
+  TransportOptions opts_;
+  Fd listen_fd_;
+  Fd epoll_fd_;
+  std::string address_;
+  std::map<int, std::unique_ptr<Connection>> conns_;
+  std::map<int, std::pair<Fd, std::string>> early_;  // accepted from a peer we were not waiting for yet
+  int refused_ = 0;
+};
+
+}  // namespace hoop

@@ -1,0 +1,71 @@
+// The TCP store: a tiny key-value server (run by hooprun, or by rank 0 of an mpirun/Slurm job)
+// and its client. One connection per client; requests are framed
+//   request:  u8 op | u32 key_len | u64 arg | key | value   (arg: value length, Get's timeout in
+//             ms, or Add's delta)
+//   response: u8 status | u64 len | data
+// A Get for a missing key is parked on the server until the key is set or its timeout passes,
+// so waiting costs no polling traffic. Every client must pass the token handshake first.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/socket.h"
+#include "transport/store.h"
+
+namespace hoop {
+
+class TcpStoreServer {
+ public:
+  // Listens on host:port (0: any free port) and serves from a thread until destroyed.
+  static StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port,
+                                                         const std::string& token);
+  ~TcpStoreServer();
+  int port() const { return port_; }
+  // Connections refused so far (wrong token or not a hoop client).
+  int refused() const { return refused_.load(); }
+
+ private:
+  struct Client;
+  struct Parked;
+  TcpStoreServer(Fd listen_fd, int port, std::string token, Fd wake);
+  void Serve();
+  void AcceptClient();
+  bool HandleInput(Client& c);  // false: drop the client
+  void Reply(int fd, uint8_t status, const std::string& data);
+
+  Fd listen_fd_;
+  int port_;
+  std::string token_;
+  Fd wake_;  // eventfd that stops Serve()
+  std::atomic<bool> stop_{false};
+  std::atomic<int> refused_{0};
+  std::map<std::string, std::string> data_;
+  std::vector<std::unique_ptr<Client>> clients_;
+  std::vector<Parked> parked_;
+  std::thread thread_;
+};
+
+class TcpStoreClient : public Store {
+ public:
+  static StatusOr<std::unique_ptr<TcpStoreClient>> Connect(const HostPort& server,
+                                                           const std::string& token, Deadline deadline);
+  Status Set(const std::string& key, const std::string& value) override;
+  StatusOr<std::string> Get(const std::string& key, Deadline deadline) override;
+  StatusOr<int64_t> Add(const std::string& key, int64_t delta) override;
+
+ private:
+  explicit TcpStoreClient(Fd fd, std::string server) : fd_(std::move(fd)), server_(std::move(server)) {}
+  StatusOr<std::string> Call(uint8_t op, const std::string& key, uint64_t arg,
+                             const std::string& value, Deadline deadline);
+  std::mutex mu_;
+  Fd fd_;
+  std::string server_;
+};
+
+}  // namespace hoop

@@ -1,0 +1,96 @@
+// The Transport/Endpoint interface every back end implements (tcp/ now; shm/, ucx/, ofi/, cuda/
+// later). A Transport owns its connections to the other ranks of one communicator and makes
+// progress only inside Poll(), on the caller's thread: no hidden progress threads, no locks on
+// the data path.
+//
+// Messages are tagged. A receive is matched by Tag::match; Tag::check is an opaque word that
+// sender and receiver must agree on (the collectives put a description of the operation in it),
+// and a disagreement completes the receive with FailedPrecondition and the peer's word, so the
+// caller can say exactly how the ranks disagree. A message whose tag no receive is posted for
+// yet is left in the socket (the peer is slowed by TCP, no buffer grows): memory stays bounded.
+//
+// Failure: a lost peer completes every pending operation on its endpoint with
+// Unavailable("lost peer N ..."), and every later one too.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/deadline.h"
+#include "common/dtype.h"
+#include "common/status.h"
+
+namespace hoop {
+
+// Memory that operations refer to. Back ends that need registration (UCX, libfabric) keep their
+// handle in `handle`.
+struct Region {
+  void* base = nullptr;
+  size_t bytes = 0;
+  MemKind kind = MemKind::kHost;
+  uint64_t handle = 0;
+};
+
+struct Tag {
+  uint64_t match = 0;
+  uint64_t check = 0;
+};
+
+struct Completion {
+  uint64_t op_id = 0;
+  int peer = -1;
+  bool is_send = false;
+  Status status;
+  uint64_t peer_check = 0;  // on a check mismatch: the peer's word
+};
+
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  virtual int peer() const = 0;
+  // Both complete through Transport::Poll. Errors are reported as completions, never dropped.
+  virtual void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) = 0;
+  virtual void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) = 0;
+};
+
+struct PeerInfo {
+  int rank = -1;
+  std::string host;  // host name, for "same host" decisions
+};
+
+struct TransportOptions {
+  int rank = 0;
+  int size = 1;
+  std::string host = "127.0.0.1";  // listen/advertise address
+  std::string token;
+  std::string comm;  // communicator name; connections of another communicator are refused
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string Name() const = 0;
+  virtual bool CanConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  // What peers pass to Connect to reach this rank.
+  virtual std::string Address() const = 0;
+  // Establishes the connection to `peer` (the lower rank dials, the higher one accepts).
+  virtual Status Connect(int peer, const std::string& address, Deadline deadline) = 0;
+  virtual StatusOr<Region> Register(void* ptr, size_t bytes, MemKind kind) = 0;
+  virtual Endpoint* endpoint(int peer) = 0;
+  // Makes progress; returns once at least one completion is appended, or DeadlineExceeded.
+  virtual Status Poll(std::vector<Completion>* out, Deadline deadline) = 0;
+  // Tells every peer (best effort, bounded time) that this rank gives up, and why; then closes.
+  virtual void Abort(const std::string& cause) = 0;
+};
+
+// The registry of compiled-in back ends, ordered by priority (lower first). Back ends register
+// themselves from their own translation unit; collectives/ never names one.
+using TransportFactory = std::function<StatusOr<std::unique_ptr<Transport>>(const TransportOptions&)>;
+void RegisterTransport(const std::string& name, int priority, TransportFactory factory);
+std::vector<std::string> RegisteredTransports();
+StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& name, const TransportOptions& opts);
+
+}  // namespace hoop
