@@ -10,7 +10,6 @@
 
 namespace hoop {
 namespace {
-constexpr int kSocketBuffer = 4 << 20;
 
 // Registers the back end; lowest priority of all, since every pair of hosts can use TCP.
 const bool kRegistered = [] {
@@ -37,7 +36,8 @@ TcpTransport::TcpTransport(TransportOptions opts, Fd listen_fd, Fd epoll_fd, std
 Status TcpTransport::Adopt(int peer, Fd fd, const std::string& peer_addr) {
   HOOP_RETURN_IF_ERROR(SetNonBlocking(fd.get(), true));
   SetNoDelay(fd.get());
-  SetSocketBuffers(fd.get(), kSocketBuffer);
+  // Socket buffers are left to Linux's autotuning: fixing them (1-16 MiB tried) measured
+  // slower on loopback (docs/PERF.md).
   auto conn = std::make_unique<Connection>(peer, std::move(fd), peer_addr);
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;

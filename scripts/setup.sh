@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hoop needs to build and test, skipping those already present.
+# Run as root on Debian bookworm (CI and a fresh machine alike).
+#   build:  g++ cmake make pkg-config
+#   tests:  catch2 (v2), procps
+#   peers:  libopenmpi-dev openmpi-bin (mpirun start-up test, MPI_Allreduce comparison)
+set -euo pipefail
+packages=(g++ cmake make pkg-config catch2 procps libopenmpi-dev openmpi-bin)
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: need root to install packages (run as root, or with sudo)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
