@@ -115,14 +115,16 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
   return c;
 }
 
-StatusOr<Config> Config::FromProcessEnv() {
+std::map<std::string, std::string> ProcessEnvironment() {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
     std::string kv(*e);
     auto eq = kv.find('=');
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  return FromEnv(env);
+  return env;
 }
+
+StatusOr<Config> Config::FromProcessEnv() { return FromEnv(ProcessEnvironment()); }
 
 }  // namespace hoop

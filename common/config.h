@@ -26,6 +26,9 @@
 
 namespace hoop {
 
+// This process's environment as a map (what FromProcessEnv parses; what hooprun hands on).
+std::map<std::string, std::string> ProcessEnvironment();
+
 enum class Launcher { kNone, kHooprun, kMpirun, kSlurm };
 const char* LauncherName(Launcher l);
 

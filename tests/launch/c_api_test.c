@@ -1,6 +1,8 @@
 /* The C API from C, including only <hoop/hoop.h>: allreduce, broadcast, allgather,
  * reduce_scatter and barrier on small data, bad arguments, and error strings. Run as every rank
- * of a job (hooprun, mpirun, or Slurm-style environment). Prints "c-api ok rank R of N". */
+ * of a job (hooprun, mpirun, or Slurm-style environment). Prints "c-api ok rank R of N".
+ * With C_API_EXPLICIT=1 it initialises with hoop_init(), passing rank, size, store and token
+ * itself (read here from hooprun's variables, as a framework would pass its own). */
 #include <hoop/hoop.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +20,15 @@
 
 int main(void) {
   hoop_comm_t comm = NULL;
-  hoop_status_t s = hoop_init_from_env(&comm);
+  hoop_status_t s;
+  const char* explicit_init = getenv("C_API_EXPLICIT");
+  if (explicit_init && strcmp(explicit_init, "1") == 0) {
+    CHECK(hoop_init(&comm, 0, 0, "tcp://127.0.0.1:1", NULL) == HOOP_ERR_INVALID_ARGUMENT, "size 0 accepted");
+    s = hoop_init(&comm, atoi(getenv("HOOP_RANK")), atoi(getenv("HOOP_SIZE")), getenv("HOOP_STORE"),
+                  getenv("HOOP_JOB_TOKEN"));
+  } else {
+    s = hoop_init_from_env(&comm);
+  }
   CHECK(s == HOOP_SUCCESS, "init: %s", hoop_status_string(s));
   int rank = -1, size = -1, lrank = -1, lsize = -1;
   CHECK(hoop_rank(comm, &rank) == HOOP_SUCCESS && hoop_size(comm, &size) == HOOP_SUCCESS, "rank/size");

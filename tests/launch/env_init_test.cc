@@ -21,6 +21,13 @@ TEST_CASE("C API under hooprun", "[env]") {
   }
 }
 
+TEST_CASE("C API with explicit hoop_init", "[env]") {
+  auto r = RunProc({Bin("hooprun"), "-np", "3", "-x", "C_API_EXPLICIT=1", Bin("hoop-c-api-test")}, Within(60));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  for (int k = 0; k < 3; ++k) CHECK(r.output.find("c-api ok rank " + std::to_string(k) + " of 3") != std::string::npos);
+}
+
 TEST_CASE("C API under OpenMPI's mpirun", "[env]") {
   if (access("/usr/bin/mpirun", X_OK) != 0) {
     WARN("SKIPPED: /usr/bin/mpirun not installed (scripts/setup.sh installs openmpi-bin)");

@@ -1,5 +1,7 @@
 #include "tests/support/proc.h"
 
+#include "common/config.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -13,19 +15,12 @@
 #include <sstream>
 #include <thread>
 
-extern char** environ;
-
 namespace hoop::test {
 
 std::string Bin(const std::string& name) { return std::string(HOOP_BIN_DIR) + "/" + name; }
 
 ProcResult RunProc(const std::vector<std::string>& argv, const ProcOptions& opts) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  std::map<std::string, std::string> env = ProcessEnvironment();
   for (auto& u : opts.unset) env.erase(u);
   for (auto& [k, v] : opts.env) env[k] = v;
   std::vector<std::string> envs;

@@ -18,12 +18,11 @@
 #include <map>
 #include <optional>
 
+#include "common/config.h"
 #include "common/deadline.h"
 #include "tools/hooprun/options.h"
 #include "tools/hooprun/ranks.h"
 #include "transport/tcp_store.h"
-
-extern char** environ;
 
 namespace hoop::run {
 namespace {
@@ -48,12 +47,7 @@ std::string NewToken() {
 }
 
 std::vector<std::string> RankEnv(const Options& o, int rank, int port, const std::string& token) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  std::map<std::string, std::string> env = ProcessEnvironment();
   for (auto& [k, v] : o.env) env[k] = v;
   env["HOOP_RANK"] = std::to_string(rank);
   env["HOOP_SIZE"] = std::to_string(o.np);
