@@ -29,7 +29,14 @@ StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
     if (!store.ok()) return store.status().WithContext(ctx);
     job->store = std::move(store).value();
   }
-  HOOP_ASSIGN_OR_RETURN(job->comm, Communicator::Create(*job->store, CommOptions::FromConfig(cfg)));
+  CommOptions opts = CommOptions::FromConfig(cfg);
+  if (cfg.host.empty()) {
+    // Advertise the address by which this host reaches the store server: on one host that is
+    // loopback, across hosts the interface on the route to rank 0's host. HOOP_HOST overrides.
+    auto* tcp = dynamic_cast<TcpStoreClient*>(job->store.get());
+    opts.host = tcp && !tcp->local_address().empty() ? tcp->local_address() : "127.0.0.1";
+  }
+  HOOP_ASSIGN_OR_RETURN(job->comm, Communicator::Create(*job->store, opts));
   return job;
 }
 

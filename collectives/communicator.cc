@@ -15,7 +15,7 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.size = c.size;
   o.local_rank = c.local_rank;
   o.local_size = c.local_size;
-  o.host = c.host;
+  if (!c.host.empty()) o.host = c.host;  // empty: JoinJob picks the route to the store
   o.token = c.token;
   o.transport = c.transport;
   o.timeout = c.timeout;
@@ -134,7 +134,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
     HOOP_RETURN_IF_ERROR(transport->Connect(r, addrs[static_cast<size_t>(r)], deadline).WithContext(ctx));
   for (int r = o.rank - 1; r >= 0; --r)
     HOOP_RETURN_IF_ERROR(transport->Connect(r, addrs[static_cast<size_t>(r)], deadline).WithContext(ctx));
-  HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << transport->Name());
+  HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << transport->Name() << ", this rank at " << transport->Address());
   return std::unique_ptr<Communicator>(new Communicator(o, std::move(transport)));
 }
 

@@ -10,7 +10,8 @@
 //   HOOP_TIMEOUT      seconds any operation may wait (default 300)
 //   HOOP_ALGO         auto | ring | tree (allreduce), chain | binomial (broadcast)
 //   HOOP_TRANSPORT    back end to use (default: first that can connect)
-//   HOOP_HOST         address to listen on and advertise (default 127.0.0.1)
+//   HOOP_HOST         address to listen on and advertise (default: this host's address on
+//                     the route to the tcp:// store; 127.0.0.1 with other stores)
 //   HOOP_CHUNK_BYTES  pipeline chunk size (default 512K)
 //   HOOP_WINDOW       chunks in flight per operation (default 8)
 //   HOOP_LOG_LEVEL    error | warn | info | debug (default warn)
@@ -43,7 +44,7 @@ struct Config {
   std::chrono::milliseconds timeout{300000};
   std::string algo = "auto";
   std::string transport;
-  std::string host = "127.0.0.1";
+  std::string host;  // empty: the address on the route to the store server (see JoinJob)
   size_t chunk_bytes = 512 * 1024;
   size_t window = 8;
   LogLevel log_level = LogLevel::kWarn;

@@ -186,6 +186,18 @@ std::string PeerName(int fd) {
   return std::string(host) + ":" + std::to_string(port);
 }
 
+std::string LocalAddressOf(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
+  char host[INET6_ADDRSTRLEN] = "";
+  if (ss.ss_family == AF_INET)
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, host, sizeof(host));
+  else if (ss.ss_family == AF_INET6)
+    ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, host, sizeof(host));
+  return host;
+}
+
 Status SendAll(int fd, const void* data, size_t len, Deadline deadline) {
   const char* p = static_cast<const char*>(data);
   while (len > 0) {

@@ -51,6 +51,8 @@ Status SetNonBlocking(int fd, bool on);
 void SetNoDelay(int fd);
 void SetSocketBuffers(int fd, int bytes);
 std::string PeerName(int fd);
+// The local IP address of a connected socket: the address by which this host reaches that peer.
+std::string LocalAddressOf(int fd);
 
 // Blocking exchange with a deadline (used during set-up and by the store; not the data path).
 Status SendAll(int fd, const void* data, size_t len, Deadline deadline);

@@ -58,14 +58,18 @@ class TcpStoreClient : public Store {
   Status Set(const std::string& key, const std::string& value) override;
   StatusOr<std::string> Get(const std::string& key, Deadline deadline) override;
   StatusOr<int64_t> Add(const std::string& key, int64_t delta) override;
+  // This host's address on the route to the store server: what peers can most likely reach.
+  const std::string& local_address() const { return local_address_; }
 
  private:
-  explicit TcpStoreClient(Fd fd, std::string server) : fd_(std::move(fd)), server_(std::move(server)) {}
+  TcpStoreClient(Fd fd, std::string server)
+      : fd_(std::move(fd)), server_(std::move(server)), local_address_(LocalAddressOf(fd_.get())) {}
   StatusOr<std::string> Call(uint8_t op, const std::string& key, uint64_t arg,
                              const std::string& value, Deadline deadline);
   std::mutex mu_;
   Fd fd_;
   std::string server_;
+  std::string local_address_;
 };
 
 }  // namespace hoop
