@@ -82,3 +82,15 @@ TEST_CASE("Ctrl-C stops every rank", "[hooprun]") {
   CHECK(r.output.find("interrupted") != std::string::npos);
   CHECK(WaitGone(marker, 5) == 0);
 }
+
+TEST_CASE("ranks do not outlive a hooprun that is SIGKILLed", "[hooprun]") {
+  std::string marker = NewMarker();
+  ProcOptions o;
+  o.timeout_s = 30;
+  o.signal_after_s = 1.0;
+  o.signal = SIGKILL;
+  auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-test-rank"), "idle", "60", marker}, o);
+  CHECK(r.signal == SIGKILL);
+  REQUIRE(r.seconds < 20);
+  CHECK(WaitGone(marker, 5) == 0);
+}

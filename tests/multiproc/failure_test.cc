@@ -66,3 +66,22 @@ TEST_CASE("ranks calling allreduce with different counts get an error, not a han
   CHECK(r.output.find("refused: the communicator failed earlier") != std::string::npos);
   CHECK(WaitGone(marker, 5) == 0);
 }
+
+TEST_CASE("a rank that never arrives: the others time out naming it", "[multiproc][failure]") {
+  std::string marker = NewMarker();
+  ProcOptions o;
+  o.timeout_s = 60;
+  o.env["HOOP_TIMEOUT"] = "2";
+  auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-test-rank"), "straggler", "8", marker}, o);
+  INFO(r.output);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.exit_code != 0);
+  CHECK(r.seconds < 10);  // 2 s timeout, then hooprun stops the sleeping rank
+  for (int rank : {0, 2}) {
+    std::string line = LineOf(r.output, "rank " + std::to_string(rank) + ": after");
+    INFO(line);
+    // Either it timed out itself waiting for rank 1, or it heard so from the rank that did.
+    CHECK(line.find("timed out after 2 s (HOOP_TIMEOUT) waiting for rank") != std::string::npos);
+  }
+  CHECK(WaitGone(marker, 5) == 0);
+}

@@ -6,7 +6,9 @@
 //                    one; the others report the error they get and exit 1
 //   mismatch         rank 0 allreduces 1000 elements, the others 999; each reports its error,
 //                    then shows that the communicator refuses the next call
-//   capi             the C API end to end (see c_api_test.c for the header-only C test)
+//   idle S           sleeps S seconds without joining anything (a long-lived rank)
+//   straggler S      rank 1 sleeps S seconds before its allreduce (longer than HOOP_TIMEOUT);
+//                    the others must time out naming it
 // Extra arguments (a marker the tests use to find stray processes) are ignored.
 #include <signal.h>
 #include <unistd.h>
@@ -162,6 +164,16 @@ int RunMismatch(Communicator& c) {
   return s.ok() ? 0 : 1;
 }
 
+int RunStraggler(Communicator& c, int sleep_s) {
+  if (c.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(sleep_s));
+  std::vector<float> in(4096, 1.0f), out(4096);
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = c.Allreduce({in.data(), in.size(), DType::kF32}, {out.data(), out.size(), DType::kF32}, ReduceOp::kSum).Wait();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("rank %d: after %.1f s: %s\n", c.rank(), secs, s.ToString().c_str());
+  return s.ok() ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace hoop
 
@@ -169,10 +181,14 @@ int main(int argc, char** argv) {
   using namespace hoop;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::fprintf(stderr, "usage: hoop-test-rank matrix | kill VICTIM | mismatch\n");
+    std::fprintf(stderr, "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS\n");
     return 2;
   }
   std::string mode = argv[1];
+  if (mode == "idle" && argc > 2) {
+    std::this_thread::sleep_for(std::chrono::seconds(std::atoi(argv[2])));
+    return 0;
+  }
   auto cfg = Config::FromProcessEnv();
   if (!cfg.ok()) {
     std::fprintf(stderr, "hoop-test-rank: %s\n", cfg.status().message().c_str());
@@ -187,6 +203,7 @@ int main(int argc, char** argv) {
   if (mode == "matrix") return RunMatrix(c);
   if (mode == "kill" && argc > 2) return RunKill(c, std::atoi(argv[2]));
   if (mode == "mismatch") return RunMismatch(c);
+  if (mode == "straggler" && argc > 2) return RunStraggler(c, std::atoi(argv[2]));
   std::fprintf(stderr, "hoop-test-rank: unknown mode '%s'\n", mode.c_str());
   return 2;
 }
