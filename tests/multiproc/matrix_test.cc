@@ -25,3 +25,21 @@ TEST_CASE("every collective matches the reference for 1..8 ranks", "[multiproc][
     }
   }
 }
+
+// The executor's tightest setting: one receive in flight and 4 KiB chunks, so every stream is
+// cut into many messages and any ordering mistake between ranks would deadlock or misplace data.
+TEST_CASE("the matrix also passes with a window of one and tiny chunks", "[multiproc][matrix]") {
+  std::string marker = NewMarker();
+  ProcOptions o;
+  o.timeout_s = 240;
+  o.env["HOOP_TIMEOUT"] = "60";
+  o.env["HOOP_CHUNK_BYTES"] = "4K";
+  o.env["HOOP_WINDOW"] = "1";
+  auto r = RunProc({Bin("hooprun"), "-np", "5", Bin("hoop-test-rank"), "matrix", marker}, o);
+  INFO(r.output);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  for (int rank = 0; rank < 5; ++rank)
+    CHECK(r.output.find("rank " + std::to_string(rank) + ": matrix ok") != std::string::npos);
+  CHECK(WaitGone(marker, 5) == 0);
+}

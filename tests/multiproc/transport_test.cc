@@ -105,6 +105,25 @@ TEST_CASE("tcp transport refuses a stranger, then connects the real peer and mov
     CHECK(got[0].peer_check == 222);
   }
 
+  SECTION("a message sent before the peer closed is delivered to a receive posted after") {
+    std::vector<char> x(16, 'q'), y(16, 0);
+    Region rx{x.data(), 16}, ry{y.data(), 16};
+    tb.endpoint(1)->PostSend(rx, 0, 16, Tag{30, 0}, 40);
+    REQUIRE(Collect(tb, 1).size() == 1);
+    b->reset();  // rank 0 finished and went away cleanly
+    std::vector<Completion> none;
+    CHECK(ta.Poll(&none, Deadline::After(std::chrono::milliseconds(200))).code() == Code::kDeadlineExceeded);
+    ta.endpoint(0)->PostRecv(ry, 0, 16, Tag{30, 0}, 41);
+    auto got = Collect(ta, 1);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].status.ok());
+    CHECK(y == x);
+    ta.endpoint(0)->PostRecv(ry, 0, 16, Tag{31, 0}, 42);
+    auto after = Collect(ta, 1);
+    REQUIRE(after.size() == 1);
+    CHECK(after[0].status.code() == Code::kUnavailable);
+  }
+
   SECTION("a lost peer fails pending operations and later ones") {
     std::vector<char> x(16);
     Region rx{x.data(), 16};

@@ -102,7 +102,10 @@ void Connection::Progress(std::vector<Completion>* out) {
   }
   if (writable_ && !sends_.empty()) WriteSome(out);
   if (readable_ && !failed()) ReadSome(out);
-  if (!failed() && peer_closed_ && stalled_)
+  // A peer that closed its end after sending what we are stalled on (say it finished the job)
+  // has done nothing wrong: that message is consumed once its receive is posted. Only a posted
+  // receive that is not the stream's head can never be satisfied any more.
+  if (!failed() && peer_closed_ && stalled_ && !recvs_.empty())
     Fail(Unavailable("lost peer " + std::to_string(peer_) + " (" + peer_addr_ +
                      "): connection closed"), out);
 }
