@@ -44,29 +44,66 @@ Status SendHello(int fd, const std::string& token, const Hello& hello, Deadline 
   return Status::Ok();
 }
 
+namespace {
+// Checks a complete hello; empty string: accepted, else why not.
+std::string CheckHello(const WireHello& w, const std::string& got, const std::string& token, HelloKind expected) {
+  if (!SameSecret(got, token)) return "wrong job token";
+  if (w.kind != static_cast<uint32_t>(expected)) return "wrong kind of connection";
+  return "";
+}
+// Checks the fixed part; empty string: plausible so far.
+std::string CheckHeader(const WireHello& w) {
+  if (w.magic != kMagic) return "not a hoop client (bad magic)";
+  if (w.version != kVersion) return "protocol version " + std::to_string(w.version) + " unsupported";
+  if (w.token_len > kMaxField || w.comm_len > kMaxField) return "oversized hello";
+  return "";
+}
+Hello MakeHello(const WireHello& w, std::string comm) {
+  Hello h;
+  h.kind = static_cast<HelloKind>(w.kind);
+  h.rank = w.rank;
+  h.comm = std::move(comm);
+  return h;
+}
+}  // namespace
+
+std::string HelloAnswer(bool accepted) {
+  uint32_t word = accepted ? kAccepted : kRefused;
+  return std::string(reinterpret_cast<const char*>(&word), sizeof(word));
+}
+
 StatusOr<Hello> AcceptHello(int fd, const std::string& token, HelloKind expected, Deadline deadline) {
   WireHello w{};
   HOOP_RETURN_IF_ERROR(RecvAll(fd, &w, sizeof(w), deadline));
   auto refuse = [&](const std::string& why) -> Status {
-    uint32_t no = kRefused;
-    (void)SendAll(fd, &no, sizeof(no), deadline);
+    std::string no = HelloAnswer(false);
+    (void)SendAll(fd, no.data(), no.size(), deadline);
     return PermissionDenied(why);
   };
-  if (w.magic != kMagic) return refuse("not a hoop client (bad magic)");
-  if (w.version != kVersion) return refuse("protocol version " + std::to_string(w.version) + " unsupported");
-  if (w.token_len > kMaxField || w.comm_len > kMaxField) return refuse("oversized hello");
+  if (std::string why = CheckHeader(w); !why.empty()) return refuse(why);
   std::string got(w.token_len, '\0'), comm(w.comm_len, '\0');
   HOOP_RETURN_IF_ERROR(RecvAll(fd, got.data(), got.size(), deadline));
   HOOP_RETURN_IF_ERROR(RecvAll(fd, comm.data(), comm.size(), deadline));
-  if (!SameSecret(got, token)) return refuse("wrong job token");
-  if (w.kind != static_cast<uint32_t>(expected)) return refuse("wrong kind of connection");
-  uint32_t yes = kAccepted;
-  HOOP_RETURN_IF_ERROR(SendAll(fd, &yes, sizeof(yes), deadline));
-  Hello h;
-  h.kind = static_cast<HelloKind>(w.kind);
-  h.rank = w.rank;
-  h.comm = comm;
-  return h;
+  if (std::string why = CheckHello(w, got, token, expected); !why.empty()) return refuse(why);
+  std::string yes = HelloAnswer(true);
+  HOOP_RETURN_IF_ERROR(SendAll(fd, yes.data(), yes.size(), deadline));
+  return MakeHello(w, comm);
+}
+
+HelloVerdict ParseHello(const std::string& buf, const std::string& token, HelloKind expected, Hello* hello,
+                        size_t* consumed, std::string* why) {
+  if (buf.size() < sizeof(WireHello)) return HelloVerdict::kNeedMore;
+  WireHello w;
+  std::memcpy(&w, buf.data(), sizeof(w));
+  *why = CheckHeader(w);
+  if (!why->empty()) return HelloVerdict::kRefused;
+  size_t total = sizeof(w) + w.token_len + w.comm_len;
+  if (buf.size() < total) return HelloVerdict::kNeedMore;
+  *consumed = total;
+  *why = CheckHello(w, buf.substr(sizeof(w), w.token_len), token, expected);
+  if (!why->empty()) return HelloVerdict::kRefused;
+  *hello = MakeHello(w, buf.substr(sizeof(w) + w.token_len, w.comm_len));
+  return HelloVerdict::kAccepted;
 }
 
 }  // namespace hoop

@@ -29,4 +29,12 @@ Status SendHello(int fd, const std::string& token, const Hello& hello, Deadline 
 // caller logs and closes).
 StatusOr<Hello> AcceptHello(int fd, const std::string& token, HelloKind expected, Deadline deadline);
 
+// The same check for servers that multiplex many clients without blocking: looks at the bytes
+// buffered so far. kNeedMore: not a whole hello yet. Otherwise `consumed` bytes made the hello,
+// and the caller sends HelloAnswer(verdict == kAccepted) (then closes on refusal; `why` says why).
+enum class HelloVerdict { kNeedMore, kAccepted, kRefused };
+HelloVerdict ParseHello(const std::string& buffered, const std::string& token, HelloKind expected, Hello* hello,
+                        size_t* consumed, std::string* why);
+std::string HelloAnswer(bool accepted);
+
 }  // namespace hoop

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/logging.h"
@@ -34,6 +35,9 @@ constexpr uint32_t kMaxKey = 4096;
 struct TcpStoreServer::Client {
   Fd fd;
   std::string in;
+  std::string peer;
+  bool authenticated = false;
+  Deadline hello_by = Deadline::After(std::chrono::seconds(5));  // strangers do not linger
 };
 struct TcpStoreServer::Parked {
   int fd;
@@ -73,19 +77,23 @@ void TcpStoreServer::Reply(int fd, uint8_t status, const std::string& data) {
 }
 
 void TcpStoreServer::AcceptClient() {
+  // The hello is read by the poll loop like any request, so a client that connects and says
+  // nothing delays no one.
   std::string peer;
   auto fd = AcceptOne(listen_fd_.get(), Deadline::After(std::chrono::milliseconds(0)), &peer);
   if (!fd.ok()) return;
-  auto hello = AcceptHello(fd->get(), token_, HelloKind::kStoreClient,
-                           Deadline::After(std::chrono::seconds(2)));
-  if (!hello.ok()) {
-    ++refused_;
-    HOOP_LOG(kWarn, "store: refused connection from " << peer << ": " << hello.status().message());
-    return;
-  }
   auto c = std::make_unique<Client>();
   c->fd = std::move(fd).value();
+  c->peer = peer;
   clients_.push_back(std::move(c));
+}
+
+bool TcpStoreServer::Refuse(Client& c, const std::string& why) {
+  ++refused_;
+  HOOP_LOG(kWarn, "store: refused connection from " << c.peer << ": " << why);
+  std::string no = HelloAnswer(false);
+  (void)::send(c.fd.get(), no.data(), no.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  return false;
 }
 
 bool TcpStoreServer::HandleInput(Client& c) {
@@ -94,6 +102,18 @@ bool TcpStoreServer::HandleInput(Client& c) {
   if (n == 0) return false;
   if (n < 0) return errno == EAGAIN || errno == EINTR;
   c.in.append(buf, static_cast<size_t>(n));
+  if (!c.authenticated) {
+    Hello hello;
+    size_t used = 0;
+    std::string why;
+    HelloVerdict v = ParseHello(c.in, token_, HelloKind::kStoreClient, &hello, &used, &why);
+    if (v == HelloVerdict::kNeedMore) return true;
+    if (v == HelloVerdict::kRefused) return Refuse(c, why);
+    c.in.erase(0, used);
+    c.authenticated = true;
+    std::string yes = HelloAnswer(true);
+    if (!SendAll(c.fd.get(), yes.data(), yes.size(), Deadline::After(std::chrono::seconds(5))).ok()) return false;
+  }
   while (c.in.size() >= sizeof(ReqHeader)) {
     ReqHeader h;
     std::memcpy(&h, c.in.data(), sizeof(h));
@@ -139,6 +159,8 @@ void TcpStoreServer::Serve() {
     for (auto& c : clients_) fds.push_back({c->fd.get(), POLLIN, 0});
     int timeout = 1000;
     for (auto& p : parked_) timeout = std::min(timeout, p.deadline.RemainingMs());
+    for (auto& c : clients_)
+      if (!c->authenticated) timeout = std::min(timeout, c->hello_by.RemainingMs());
     int rc = ::poll(fds.data(), fds.size(), timeout);
     if (rc < 0 && errno != EINTR) break;
     // Expire parked Gets whose time is up.
@@ -150,12 +172,14 @@ void TcpStoreServer::Serve() {
         ++it;
       }
     }
-    if (rc <= 0) continue;
-    if (fds[1].revents & POLLIN) AcceptClient();
     std::vector<int> dropped;
-    for (size_t i = 2; i < fds.size(); ++i) {
+    for (auto& c : clients_)
+      if (!c->authenticated && c->hello_by.Expired() && !Refuse(*c, "no hello within 5 s")) dropped.push_back(c->fd.get());
+    if (rc > 0 && (fds[1].revents & POLLIN)) AcceptClient();
+    for (size_t i = 2; rc > 0 && i < fds.size(); ++i) {
       if (!fds[i].revents) continue;
       Client& c = *clients_[i - 2];
+      if (std::find(dropped.begin(), dropped.end(), c.fd.get()) != dropped.end()) continue;
       if (!HandleInput(c)) dropped.push_back(c.fd.get());
     }
     for (int fd : dropped) {

@@ -37,6 +37,7 @@ class TcpStoreServer {
   void Serve();
   void AcceptClient();
   bool HandleInput(Client& c);  // false: drop the client
+  bool Refuse(Client& c, const std::string& why);  // logs, answers "refused"; returns false
   void Reply(int fd, uint8_t status, const std::string& data);
 
   Fd listen_fd_;

@@ -148,11 +148,16 @@ TEST_CASE("tcp store serves set, get, add, waits for keys and refuses strangers"
   CHECK(stranger.status().code() == Code::kPermissionDenied);
   CHECK((*server)->refused() == 1);
 
+  // A stranger that connects and says nothing delays no one.
+  auto silent = ConnectRetry(hp, Deadline::After(std::chrono::seconds(5)));
+  REQUIRE(silent.ok());
+  auto t0 = std::chrono::steady_clock::now();
   auto c1 = TcpStoreClient::Connect(hp, "tok", Deadline::After(std::chrono::seconds(5)));
   auto c2 = TcpStoreClient::Connect(hp, "tok", Deadline::After(std::chrono::seconds(5)));
   REQUIRE(c1.ok());
   REQUIRE(c2.ok());
   CHECK((*c1)->Set("k", std::string("v\0x", 3)).ok());
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500));
   auto v = (*c2)->Get("k", Deadline::After(std::chrono::seconds(1)));
   REQUIRE(v.ok());
   CHECK(*v == std::string("v\0x", 3));
