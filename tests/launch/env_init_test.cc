@@ -33,7 +33,8 @@ TEST_CASE("C API under OpenMPI's mpirun", "[env]") {
     WARN("SKIPPED: /usr/bin/mpirun not installed (scripts/setup.sh installs openmpi-bin)");
     return;
   }
-  int port = 20000 + static_cast<int>(::getpid() % 20000);
+  int port = FreeLoopbackPort();
+  REQUIRE(port > 0);
   ProcOptions o;
   o.timeout_s = 90;
   o.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";

@@ -39,5 +39,6 @@ int CountProcessesWith(const std::string& marker);
 // Waits up to `seconds` for every process with the marker to disappear; returns how many remain.
 int WaitGone(const std::string& marker, double seconds);
 std::string Bin(const std::string& name);  // build/bin/NAME
+int FreeLoopbackPort();                     // a port nobody listens on right now
 
 }  // namespace hoop::test
