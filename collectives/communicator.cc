@@ -134,7 +134,8 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
     HOOP_RETURN_IF_ERROR(transport->Connect(r, addrs[static_cast<size_t>(r)], deadline).WithContext(ctx));
   for (int r = o.rank - 1; r >= 0; --r)
     HOOP_RETURN_IF_ERROR(transport->Connect(r, addrs[static_cast<size_t>(r)], deadline).WithContext(ctx));
-  HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << transport->Name() << ", this rank at " << transport->Address());
+  HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << transport->Name()
+                                   << ", this rank at " << transport->Address());
   return std::unique_ptr<Communicator>(new Communicator(o, std::move(transport)));
 }
 

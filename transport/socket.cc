@@ -168,34 +168,39 @@ void SetSocketBuffers(int fd, int bytes) {
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
+namespace {
+// "ip" of a socket address (and its port through `port`), for PeerName and LocalAddressOf.
+std::string AddressText(const sockaddr_storage& ss, int* port) {
+  char host[INET6_ADDRSTRLEN] = "";
+  *port = 0;
+  if (ss.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+    *port = ntohs(a->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    *port = ntohs(a->sin6_port);
+  }
+  return host;
+}
+}  // namespace
+
 std::string PeerName(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
-  char host[INET6_ADDRSTRLEN] = "?";
   int port = 0;
-  if (ss.ss_family == AF_INET) {
-    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-    port = ntohs(a->sin_port);
-  } else if (ss.ss_family == AF_INET6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-    port = ntohs(a->sin6_port);
-  }
-  return std::string(host) + ":" + std::to_string(port);
+  std::string host = AddressText(ss, &port);
+  return (host.empty() ? "?" : host) + ":" + std::to_string(port);
 }
 
 std::string LocalAddressOf(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
-  char host[INET6_ADDRSTRLEN] = "";
-  if (ss.ss_family == AF_INET)
-    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, host, sizeof(host));
-  else if (ss.ss_family == AF_INET6)
-    ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, host, sizeof(host));
-  return host;
+  int port = 0;
+  return AddressText(ss, &port);
 }
 
 Status SendAll(int fd, const void* data, size_t len, Deadline deadline) {

@@ -70,10 +70,7 @@ TEST_CASE("hooprun --timeout stops a job that runs too long", "[hooprun]") {
 
 TEST_CASE("Ctrl-C stops every rank", "[hooprun]") {
   std::string marker = NewMarker();
-  ProcOptions o;
-  o.timeout_s = 30;
-  o.signal_after_s = 1.0;
-  o.signal = SIGINT;
+  ProcOptions o = SignalAfter(SIGINT, 1.0, 30);
   // The ranks ignore SIGINT themselves, so hooprun's SIGTERM (then SIGKILL) is what stops them.
   auto r = RunProc({Bin("hooprun"), "-np", "3", "/bin/sh", "-c", "trap '' INT; sleep 60; : " + marker}, o);
   INFO(r.output);
@@ -85,10 +82,7 @@ TEST_CASE("Ctrl-C stops every rank", "[hooprun]") {
 
 TEST_CASE("ranks do not outlive a hooprun that is SIGKILLed", "[hooprun]") {
   std::string marker = NewMarker();
-  ProcOptions o;
-  o.timeout_s = 30;
-  o.signal_after_s = 1.0;
-  o.signal = SIGKILL;
+  ProcOptions o = SignalAfter(SIGKILL, 1.0, 30);
   auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-test-rank"), "idle", "60", marker}, o);
   CHECK(r.signal == SIGKILL);
   REQUIRE(r.seconds < 20);

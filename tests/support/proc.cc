@@ -1,7 +1,5 @@
 #include "tests/support/proc.h"
 
-#include "common/config.h"
-
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -17,6 +15,8 @@
 #include <random>
 #include <sstream>
 #include <thread>
+
+#include "common/config.h"
 
 namespace hoop::test {
 

@@ -31,6 +31,14 @@ inline ProcOptions Within(double seconds) {
   return o;
 }
 
+// Sends `signal` to the program `after` seconds in; the whole run is bounded by `seconds`.
+inline ProcOptions SignalAfter(int signal, double after, double seconds) {
+  ProcOptions o = Within(seconds);
+  o.signal = signal;
+  o.signal_after_s = after;
+  return o;
+}
+
 ProcResult RunProc(const std::vector<std::string>& argv, const ProcOptions& opts = {});
 // A marker that is unique to this test run; put it in a rank's arguments, then ask whether any
 // process with it in its command line is still alive.
