@@ -12,7 +12,7 @@ Work Communicator::Allgather(const Buffer& in, const Buffer& out, const CallOpti
   x.in = in;
   x.out = out;
   x.algo = o.algo;
-  return Submit(x);
+  return Submit(x, o.blocking);
 }
 
 Status Communicator::RunAllgather(const Op& op, uint32_t seq) {

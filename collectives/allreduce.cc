@@ -17,7 +17,7 @@ Work Communicator::Allreduce(const Buffer& in, const Buffer& out, ReduceOp op, c
   x.out = out;
   x.op = op;
   x.algo = o.algo;
-  return Submit(x);
+  return Submit(x, o.blocking);
 }
 
 Status Communicator::RunAllreduce(const Op& op, uint32_t seq) {

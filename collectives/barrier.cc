@@ -9,7 +9,7 @@ Work Communicator::Barrier(const CallOptions& o) {
   x.kind = CollKind::kBarrier;
   x.in.dtype = x.out.dtype = DType::kU8;
   x.algo = o.algo;
-  return Submit(x);
+  return Submit(x, o.blocking);
 }
 
 Status Communicator::RunBarrier(const Op& op, uint32_t seq) {

@@ -14,7 +14,7 @@ Work Communicator::Broadcast(const Buffer& in, const Buffer& out, int root, cons
   x.out = out;
   x.root = root;
   x.algo = o.algo;
-  return Submit(x);
+  return Submit(x, o.blocking);
 }
 
 Status Communicator::RunBroadcast(const Op& op, uint32_t seq) {

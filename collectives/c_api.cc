@@ -34,6 +34,8 @@ hoop_status_t Report(const hoop::Status& s) {
 }
 
 hoop_status_t BadArg(const std::string& what) { return Report(hoop::InvalidArgument(what)); }
+// Every C call waits for its result, so it runs on the calling thread when nothing is queued.
+const hoop::CallOptions kBlocking{hoop::Algo::kAuto, true};
 
 bool ValidDType(hoop_dtype_t d) { return d >= HOOP_U8 && d <= HOOP_F64; }
 bool ValidOp(hoop_op_t o) { return o >= HOOP_SUM && o <= HOOP_PROD; }
@@ -115,7 +117,7 @@ hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbu
     if (!comm) return BadArg("hoop_allreduce: comm is NULL");
     if (!ValidDType(dtype) || !ValidOp(op)) return BadArg("hoop_allreduce: unknown dtype or op");
     return Report((*comm)->Allreduce(Buf(sendbuf, count, dtype), Buf(recvbuf, count, dtype),
-                                        static_cast<hoop::ReduceOp>(op)).Wait());
+                                        static_cast<hoop::ReduceOp>(op), kBlocking).Wait());
   });
 }
 
@@ -126,7 +128,7 @@ hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbu
     if (!ValidDType(dtype)) return BadArg("hoop_broadcast: unknown dtype");
     bool is_root = (*comm)->rank() == root;
     return Report((*comm)->Broadcast(Buf(is_root ? sendbuf : nullptr, is_root ? count : 0, dtype),
-                                        Buf(recvbuf, count, dtype), root).Wait());
+                                        Buf(recvbuf, count, dtype), root, kBlocking).Wait());
   });
 }
 
@@ -136,7 +138,7 @@ hoop_status_t hoop_allgather(hoop_comm_t comm, const void* sendbuf, void* recvbu
     if (!comm) return BadArg("hoop_allgather: comm is NULL");
     if (!ValidDType(dtype)) return BadArg("hoop_allgather: unknown dtype");
     size_t n = static_cast<size_t>((*comm)->size());
-    return Report((*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, sendcount * n, dtype)).Wait());
+    return Report((*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, sendcount * n, dtype), kBlocking).Wait());
   });
 }
 
@@ -147,14 +149,14 @@ hoop_status_t hoop_reduce_scatter(hoop_comm_t comm, const void* sendbuf, void* r
     if (!ValidDType(dtype) || !ValidOp(op)) return BadArg("hoop_reduce_scatter: unknown dtype or op");
     size_t n = static_cast<size_t>((*comm)->size());
     return Report((*comm)->ReduceScatter(Buf(sendbuf, recvcount * n, dtype), Buf(recvbuf, recvcount, dtype),
-                                            static_cast<hoop::ReduceOp>(op)).Wait());
+                                            static_cast<hoop::ReduceOp>(op), kBlocking).Wait());
   });
 }
 
 hoop_status_t hoop_barrier(hoop_comm_t comm) {
   return Guard([&] {
     if (!comm) return BadArg("hoop_barrier: comm is NULL");
-    return Report((*comm)->Barrier().Wait());
+    return Report((*comm)->Barrier(kBlocking).Wait());
   });
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/logging.h"
+#include "transport/select.h"
 
 namespace hoop {
 
@@ -88,55 +89,13 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
   if (o.local_rank < 0) o.local_rank = local_rank;
   if (o.local_size < 0) o.local_size = local_size;
 
-  // Transport: the one named, else the first registered whose CanConnect holds for every peer.
-  TransportOptions topts{o.rank, o.size, o.host, o.token, o.name};
-  std::unique_ptr<Transport> transport;
-  std::vector<std::string> names = o.transport.empty() ? RegisteredTransports()
-                                                       : std::vector<std::string>{o.transport};
-  for (const auto& name : names) {
-    auto t = CreateTransport(name, topts);
-    if (!t.ok()) {
-      if (!o.transport.empty()) return t.status().WithContext(ctx);
-      continue;
-    }
-    bool all = true;
-    for (const auto& p : peers) all &= (*t)->CanConnect(peers[static_cast<size_t>(o.rank)], p);
-    if (all) {
-      transport = std::move(t).value();
-      break;
-    }
-  }
-  if (!transport) return Unavailable(ctx + ": no transport can reach every peer");
-
-  std::ostringstream rec;
-  rec << transport->Name() << " " << o.size << " " << transport->Address();
-  HOOP_RETURN_IF_ERROR(store.Set(prefix + "addr/" + std::to_string(o.rank), rec.str()).WithContext(ctx));
-  // Dial the higher ranks first, then accept the lower ones: rank n-1 only accepts, so the
-  // chain of dials always finds someone accepting.
-  std::vector<std::string> addrs(static_cast<size_t>(o.size));
-  for (int r = 0; r < o.size; ++r) {
-    if (r == o.rank) continue;
-    auto v = store.Get(prefix + "addr/" + std::to_string(r), deadline);
-    if (!v.ok()) return v.status().WithContext(ctx + ": waiting for rank " + std::to_string(r));
-    std::istringstream is(*v);
-    std::string tname, addr;
-    int size = 0;
-    is >> tname >> size >> addr;
-    if (size != o.size)
-      return InvalidArgument(ctx + ": rank " + std::to_string(r) + " was started with size " +
-                             std::to_string(size) + ", this rank with " + std::to_string(o.size));
-    if (tname != transport->Name())
-      return InvalidArgument(ctx + ": rank " + std::to_string(r) + " uses transport " + tname +
-                             ", this rank " + transport->Name());
-    addrs[static_cast<size_t>(r)] = addr;
-  }
-  for (int r = o.rank + 1; r < o.size; ++r)
-    HOOP_RETURN_IF_ERROR(transport->Connect(r, addrs[static_cast<size_t>(r)], deadline).WithContext(ctx));
-  for (int r = o.rank - 1; r >= 0; --r)
-    HOOP_RETURN_IF_ERROR(transport->Connect(r, addrs[static_cast<size_t>(r)], deadline).WithContext(ctx));
-  HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << transport->Name()
-                                   << ", this rank at " << transport->Address());
-  return std::unique_ptr<Communicator>(new Communicator(o, std::move(transport)));
+  // Back ends, per peer: shm on this host, then ucx/ofi/tcp (transport/select.h).
+  TransportOptions topts{o.rank, o.size, o.host, o.token, o.name, peers};
+  auto transport = ConnectPeers(store, prefix, topts, o.transport, deadline);
+  if (!transport.ok()) return transport.status().WithContext(ctx);
+  HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << (*transport)->Name()
+                                   << ", this rank at " << (*transport)->Address());
+  return std::unique_ptr<Communicator>(new Communicator(o, std::move(transport).value()));
 }
 
 Communicator::Communicator(CommOptions opts, std::unique_ptr<Transport> transport)
@@ -163,12 +122,12 @@ void Communicator::Abort(const std::string& cause) {
     std::lock_guard<std::mutex> lock(mu_);
     if (poisoned_.ok()) poisoned_ = Aborted("rank " + std::to_string(opts_.rank) + " aborted: " + cause);
   }
-  Submit(op).Wait();
+  Submit(op, true).Wait();
 }
 
 // ---- the worker ----
 
-Work Communicator::Submit(Op op) {
+Work Communicator::Submit(Op op, bool blocking) {
   if (!op.abort) {
     Status s = CheckCall(op);
     if (!s.ok()) return Work::Finished(s);
@@ -177,7 +136,17 @@ Work Communicator::Submit(Op op) {
   w.state_ = std::make_shared<Work::State>();
   op.state = w.state_;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (blocking && queue_.empty() && !running_ && !stopping_) {
+      // Nothing ahead of it: run it here, sparing the hand-off to the worker and back.
+      running_ = true;
+      lock.unlock();
+      RunOne(op);
+      lock.lock();
+      running_ = false;
+      if (!queue_.empty()) cv_.notify_all();
+      return w;
+    }
     queue_.push_back(std::move(op));
   }
   cv_.notify_all();
@@ -185,45 +154,58 @@ Work Communicator::Submit(Op op) {
 }
 
 void Communicator::WorkerLoop() {
-  uint32_t seq = 0;
-  bool told_peers = false;
   while (true) {
     Op op;
-    Status poisoned;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
+      cv_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !running_); });
+      if (queue_.empty() || running_) return;
       op = std::move(queue_.front());
       queue_.pop_front();
-      poisoned = poisoned_;
+      running_ = true;
     }
-    Status result;
-    if (!poisoned.ok()) {
-      if (!told_peers) {
-        transport_->Abort(poisoned.message());
-        told_peers = true;
-      }
-      result = op.abort ? Status::Ok()
-                             : Aborted("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
-                                       " refused: the communicator failed earlier: " + poisoned.message());
-    } else {
-      result = RunOp(op, seq++);
-      if (!result.ok() && result.code() != Code::kInvalidArgument) {
+    RunOne(op);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_ = false;
+    }
+    cv_.notify_all();
+  }
+}
+
+void Communicator::RunOne(const Op& op) {
+  Status poisoned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    poisoned = poisoned_;
+  }
+  Status result;
+  if (!poisoned.ok()) {
+    if (!told_peers_) {
+      transport_->Abort(poisoned.message());
+      told_peers_ = true;
+    }
+    result = op.abort ? Status::Ok()
+                      : Aborted("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
+                                " refused: the communicator failed earlier: " + poisoned.message());
+  } else {
+    result = RunOp(op, seq_++);
+    if (!result.ok() && result.code() != Code::kInvalidArgument) {
+      {
         std::lock_guard<std::mutex> lock(mu_);
         if (poisoned_.ok()) poisoned_ = result;
-        HOOP_LOG(kError, result.message());
-        transport_->Abort(result.message());
-        told_peers = true;
       }
+      HOOP_LOG(kError, result.message());
+      transport_->Abort(result.message());
+      told_peers_ = true;
     }
-    {
-      std::lock_guard<std::mutex> lock(op.state->mu);
-      op.state->done = true;
-      op.state->status = result;
-    }
-    op.state->cv.notify_all();
   }
+  {
+    std::lock_guard<std::mutex> lock(op.state->mu);
+    op.state->done = true;
+    op.state->status = result;
+  }
+  op.state->cv.notify_all();
 }
 
 size_t Communicator::DescCount(const Op& op) {
@@ -255,13 +237,21 @@ Status Communicator::RunSchedule(const Op& op, const Schedule& s, const Buffer& 
   a.nranks = opts_.size;
   a.seq = seq;
   a.check = desc.Pack();
-  a.chunk_bytes = opts_.chunk_bytes;
+  a.chunk_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
   a.window = opts_.window;
   a.deadline = Deadline::After(opts_.timeout);
   a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
-  a.what = Describe(op, seq, algo);
-  a.explain_mismatch = [desc](uint64_t theirs, int peer) {
-    return desc.DescribeDifference(OpDesc::Unpack(theirs), peer);
+  struct Context {
+    const Communicator* self;
+    const Op* op;
+    uint32_t seq;
+    Algo algo;
+    OpDesc desc;
+  } ctx{this, &op, seq, algo, desc};
+  const Context* c = &ctx;
+  a.what = [c] { return c->self->Describe(*c->op, c->seq, c->algo); };
+  a.explain_mismatch = [c](uint64_t theirs, int peer) {
+    return c->desc.DescribeDifference(OpDesc::Unpack(theirs), peer);
   };
   return Execute(*transport_, staging_, a);
 }

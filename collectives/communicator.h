@@ -3,7 +3,8 @@
 // every connection, so the loss of any rank is seen by all at once).
 //
 // Calls return a Work at once; one worker thread per communicator runs the operations in call
-// order (every rank must issue the same collectives in the same order). Work::Wait blocks
+// order (every rank must issue the same collectives in the same order). A blocking call
+// (CallOptions::blocking) with nothing queued ahead of it runs on the caller's thread instead. Work::Wait blocks
 // without spinning. The first failure poisons the communicator: that operation fails with the
 // cause, peers are told (abort frames), and every later operation fails with Aborted carrying
 // the first cause.
@@ -37,6 +38,10 @@ struct Buffer {
 
 struct CallOptions {
   Algo algo = Algo::kAuto;
+  // Run on the calling thread when no earlier operation is pending (the returned Work is then
+  // already done), instead of handing it to the worker thread: the way to call for the lowest
+  // latency when the caller would wait at once anyway. The C API and hoop-perf call this way.
+  bool blocking = false;
 };
 
 struct CommOptions {
@@ -50,7 +55,7 @@ struct CommOptions {
   std::string transport;  // empty: first registered back end that can reach every peer
   std::chrono::milliseconds timeout{300000};
   Algo algo = Algo::kAuto;  // default when a call says auto
-  size_t chunk_bytes = 512 * 1024;
+  size_t chunk_bytes = 0;  // 0: the transport's preferred chunk
   size_t window = 8;
   static CommOptions FromConfig(const Config& c);
 };
@@ -117,8 +122,9 @@ class Communicator {
     std::shared_ptr<Work::State> state;
   };
   Communicator(CommOptions opts, std::unique_ptr<Transport> transport);
-  Work Submit(Op op);
+  Work Submit(Op op, bool blocking);
   void WorkerLoop();
+  void RunOne(const Op& op);  // runs (or refuses) one operation and completes its Work
   Status RunOp(const Op& op, uint32_t seq);
   // One per collective, each in its own file (allreduce.cc, broadcast.cc, ...).
   Status RunAllreduce(const Op& op, uint32_t seq);
@@ -142,7 +148,10 @@ class Communicator {
   std::condition_variable cv_;
   std::deque<Op> queue_;
   bool stopping_ = false;
+  bool running_ = false;  // an operation is running (on the worker or a blocking caller)
   Status poisoned_;  // first failure; guarded by mu_
+  uint32_t seq_ = 0;         // operation sequence number; used by whoever holds running_
+  bool told_peers_ = false;  // likewise
   std::thread worker_;
 };
 

@@ -17,7 +17,7 @@ Status StagingPool::Reserve(Transport& transport, size_t slots, size_t bytes) {
   }
   while (buffers_.size() < slots) {
     buffers_.push_back(std::make_unique<char[]>(bytes));
-    HOOP_ASSIGN_OR_RETURN(Region r, transport.Register(buffers_.back().get(), bytes, MemKind::kHost));
+    HOOP_ASSIGN_OR_RETURN(Region r, transport.RegisterStaging(buffers_.back().get(), bytes, MemKind::kHost));
     regions_.push_back(r);
     free_.push_back(regions_.size() - 1);
   }
@@ -55,7 +55,7 @@ class Run {
       for (int p : steps_[static_cast<size_t>(units_[u].step)].send_peers) send_order_[p].push_back(static_cast<int>(u));
     }
     reduce_ = LookupReduce(a_.dtype, a_.op, a_.in.kind);
-    if (!reduce_) return Unimplemented(a_.what + ": no reduction kernel for this memory");
+    if (!reduce_) return Unimplemented(a_.what() + ": no reduction kernel for this memory");
     HOOP_RETURN_IF_ERROR(pool_.Reserve(t_, a_.window, chunk_elems * esize_));
 
     std::vector<Completion> done;
@@ -113,7 +113,10 @@ class Run {
         const char* src = st.accumulate ? out : static_cast<const char*>(a_.in.base) + (st.in_offset + un.offset) * esize_;
         size_t slot = static_cast<size_t>(slot_[u]);
         int divisor = st.finalize && a_.op == ReduceOp::kAvg ? a_.nranks : 0;
-        reduce_(out, src, pool_.region(slot).base, un.count, divisor);
+        if (a_.out.bytes >= kStreamingBytes)
+          ReduceStreaming(reduce_, esize_, out, src, pool_.region(slot).base, un.count, divisor);
+        else
+          reduce_(out, src, pool_.region(slot).base, un.count, divisor);
         pool_.Release(slot);
         slot_[u] = -1;
       }
@@ -148,9 +151,9 @@ class Run {
   Status CompletionError(const Completion& c) {
     if (c.status.code() == Code::kFailedPrecondition && c.peer_check != 0 && c.peer_check != a_.check &&
         a_.explain_mismatch)
-      return FailedPrecondition(a_.what + ": ranks disagree: " + a_.explain_mismatch(c.peer_check, c.peer));
+      return FailedPrecondition(a_.what() + ": ranks disagree: " + a_.explain_mismatch(c.peer_check, c.peer));
     std::string dir = c.is_send ? "sending to rank " : "receiving from rank ";
-    return Status(c.status.code(), a_.what + ": " + dir + std::to_string(c.peer) + ": " + c.status.message());
+    return Status(c.status.code(), a_.what() + ": " + dir + std::to_string(c.peer) + ": " + c.status.message());
   }
 
   Status TimeoutError() {
@@ -158,7 +161,7 @@ class Run {
     for (size_t u = 0; u < next_; ++u)
       if (!recv_done_[u]) waiting.insert(StepOf(u).recv_peer);
     std::ostringstream os;
-    os << a_.what << ": timed out after " << a_.timeout_s << " s (HOOP_TIMEOUT)";
+    os << a_.what() << ": timed out after " << a_.timeout_s << " s (HOOP_TIMEOUT)";
     if (!waiting.empty()) {
       os << " waiting for rank";
       if (waiting.size() > 1) os << "s";

@@ -52,9 +52,11 @@ struct ExecArgs {
   size_t chunk_bytes = 512 * 1024;
   size_t window = 8;
   Deadline deadline = Deadline::Never();
-  std::string what;      // "rank 0: allreduce #5 (ring, 1000 x f32, sum)" for error messages
   double timeout_s = 0;  // for the timeout message
-  // Turns a peer's check word into "count 1000 here, 999 on rank 1".
+  // Error text only, so built only on an error (keep the closures pointer-sized: no allocation):
+  // "rank 0: allreduce #5 (ring, 1000 x f32, sum)", and a peer's check word as
+  // "count 1000 here, 999 on rank 1".
+  std::function<std::string()> what;
   std::function<std::string(uint64_t peer_check, int peer)> explain_mismatch;
 };
 

@@ -14,7 +14,7 @@ Work Communicator::ReduceScatter(const Buffer& in, const Buffer& out, ReduceOp o
   x.out = out;
   x.op = op;
   x.algo = o.algo;
-  return Submit(x);
+  return Submit(x, o.blocking);
 }
 
 Status Communicator::RunReduceScatter(const Op& op, uint32_t seq) {

@@ -12,7 +12,7 @@
 //   HOOP_TRANSPORT    back end to use (default: first that can connect)
 //   HOOP_HOST         address to listen on and advertise (default: this host's address on
 //                     the route to the tcp:// store; 127.0.0.1 with other stores)
-//   HOOP_CHUNK_BYTES  pipeline chunk size (default 512K)
+//   HOOP_CHUNK_BYTES  pipeline chunk size (default: the back end's; shm 128K, others 512K)
 //   HOOP_WINDOW       chunks in flight per operation (default 8)
 //   HOOP_LOG_LEVEL    error | warn | info | debug (default warn)
 #pragma once
@@ -45,7 +45,7 @@ struct Config {
   std::string algo = "auto";
   std::string transport;
   std::string host;  // empty: the address on the route to the store server (see JoinJob)
-  size_t chunk_bytes = 512 * 1024;
+  size_t chunk_bytes = 0;  // 0: the back end's preference
   size_t window = 8;
   LogLevel log_level = LogLevel::kWarn;
 

@@ -46,7 +46,7 @@ class Bench {
   Work Launch(std::vector<char>& in, std::vector<char>& out, size_t in_count, size_t out_count) {
     Buffer bi{in.data(), in_count, o_.dtype, MemKind::kHost};
     Buffer bo{out.data(), out_count, o_.dtype, MemKind::kHost};
-    CallOptions co{o_.algo};
+    CallOptions co{o_.algo, true};  // blocking: the caller waits at once anyway
     switch (o_.kind) {
       case CollKind::kAllreduce: return c_.Allreduce(bi, bo, o_.op, co);
       case CollKind::kBroadcast: return c_.Broadcast(bi, bo, o_.root, co);
@@ -54,7 +54,7 @@ class Bench {
       case CollKind::kReduceScatter: return c_.ReduceScatter(bi, bo, o_.op, co);
       case CollKind::kBarrier: break;
     }
-    return c_.Barrier();
+    return c_.Barrier(co);
   }
 
   StatusOr<Row> RunSize(uint64_t bytes, uint64_t seed) {

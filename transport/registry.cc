@@ -10,6 +10,7 @@ struct Entry {
   std::string name;
   int priority;
   TransportFactory factory;
+  TransportDescriber describe;
 };
 struct Registry {
   std::mutex mu;
@@ -21,10 +22,11 @@ Registry& TheRegistry() {
 }
 }  // namespace
 
-void RegisterTransport(const std::string& name, int priority, TransportFactory factory) {
+void RegisterTransport(const std::string& name, int priority, TransportFactory factory,
+                       TransportDescriber describe) {
   Registry& r = TheRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
-  r.entries.push_back({name, priority, std::move(factory)});
+  r.entries.push_back({name, priority, std::move(factory), std::move(describe)});
   std::stable_sort(r.entries.begin(), r.entries.end(),
                    [](const Entry& a, const Entry& b) { return a.priority < b.priority; });
 }
@@ -35,6 +37,17 @@ std::vector<std::string> RegisteredTransports() {
   std::vector<std::string> names;
   for (auto& e : r.entries) names.push_back(e.name);
   return names;
+}
+
+std::string DescribeTransport(const std::string& name) {
+  TransportDescriber d;
+  {
+    Registry& r = TheRegistry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (auto& e : r.entries)
+      if (e.name == name) d = e.describe;
+  }
+  return d ? d() : "";
 }
 
 StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& name, const TransportOptions& opts) {

@@ -67,6 +67,7 @@ struct TransportOptions {
   std::string host = "127.0.0.1";  // listen/advertise address
   std::string token;
   std::string comm;  // communicator name; connections of another communicator are refused
+  std::vector<PeerInfo> peers;  // every rank's host (same-host back ends size themselves by it)
 };
 
 class Transport {
@@ -79,18 +80,28 @@ class Transport {
   // Establishes the connection to `peer` (the lower rank dials, the higher one accepts).
   virtual Status Connect(int peer, const std::string& address, Deadline deadline) = 0;
   virtual StatusOr<Region> Register(void* ptr, size_t bytes, MemKind kind) = 0;
+  // Memory that lives as long as the transport (staging chunks): back ends that register
+  // memory do it once here, and reuse the handle for every message.
+  virtual StatusOr<Region> RegisterStaging(void* ptr, size_t bytes, MemKind kind) { return Register(ptr, bytes, kind); }
   virtual Endpoint* endpoint(int peer) = 0;
   // Makes progress; returns once at least one completion is appended, or DeadlineExceeded.
   virtual Status Poll(std::vector<Completion>* out, Deadline deadline) = 0;
   // Tells every peer (best effort, bounded time) that this rank gives up, and why; then closes.
   virtual void Abort(const std::string& cause) = 0;
+  // The pipeline chunk the collectives use over this back end unless HOOP_CHUNK_BYTES says.
+  virtual size_t PreferredChunkBytes() const { return 512 * 1024; }
 };
 
 // The registry of compiled-in back ends, ordered by priority (lower first). Back ends register
 // themselves from their own translation unit; collectives/ never names one.
 using TransportFactory = std::function<StatusOr<std::unique_ptr<Transport>>(const TransportOptions&)>;
-void RegisterTransport(const std::string& name, int priority, TransportFactory factory);
+// `describe` says what the back end sees on this machine (library version, providers,
+// devices), for hoop-info.
+using TransportDescriber = std::function<std::string()>;
+void RegisterTransport(const std::string& name, int priority, TransportFactory factory,
+                       TransportDescriber describe = nullptr);
 std::vector<std::string> RegisteredTransports();
+std::string DescribeTransport(const std::string& name);
 StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& name, const TransportOptions& opts);
 
 }  // namespace hoop

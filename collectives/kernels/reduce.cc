@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <type_traits>
 
 namespace hoop {
@@ -102,6 +107,37 @@ ReduceFn LookupReduce(DType dtype, ReduceOp op, MemKind kind) {
     case DType::kF64: return ForOp<double, Native<double>>(op);
   }
   return nullptr;
+}
+
+void ReduceStreaming(ReduceFn fn, size_t esize, void* dst, const void* a, const void* b, size_t n, int divisor) {
+#if defined(__SSE2__)
+  constexpr size_t kBlock = 4096;
+  alignas(64) char tmp[kBlock];
+  auto* d = static_cast<char*>(dst);
+  auto* x = static_cast<const char*>(a);
+  auto* y = static_cast<const char*>(b);
+  // Plain stores up to the first 16-byte boundary that is also an element boundary.
+  size_t head = 0;
+  while (head < n && (reinterpret_cast<uintptr_t>(d + head * esize) & 15) != 0) ++head;
+  if (head == n || head * esize >= 16) {
+    fn(dst, a, b, n, divisor);
+    return;
+  }
+  fn(d, x, y, head, divisor);
+  const size_t per = kBlock / esize;
+  size_t i = head;
+  for (; i + per <= n; i += per) {
+    fn(tmp, x + i * esize, y + i * esize, per, divisor);
+    auto* out = reinterpret_cast<__m128i*>(d + i * esize);
+    const auto* in = reinterpret_cast<const __m128i*>(tmp);
+    for (size_t k = 0; k < kBlock / 16; ++k) _mm_stream_si128(out + k, _mm_load_si128(in + k));
+  }
+  _mm_sfence();
+  if (i < n) fn(d + i * esize, x + i * esize, y + i * esize, n - i, divisor);
+#else
+  (void)esize;
+  fn(dst, a, b, n, divisor);
+#endif
 }
 
 void DivideInPlace(DType dtype, void* dst, size_t n, int divisor) {

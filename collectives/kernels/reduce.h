@@ -18,6 +18,13 @@ using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t n, int
 // nullptr for combinations no kernel serves (device memory before the CUDA kernels land).
 ReduceFn LookupReduce(DType dtype, ReduceOp op, MemKind kind);
 
+// The same reduction for outputs far larger than the caches: blocks are reduced into an L1
+// buffer and written to dst with non-temporal stores, so dst's lines are not first read in
+// (which a plain store does) and do not evict the inputs. Any aliasing fn allows is allowed.
+void ReduceStreaming(ReduceFn fn, size_t esize, void* dst, const void* a, const void* b, size_t n, int divisor);
+// Outputs at least this large are worth streaming.
+constexpr size_t kStreamingBytes = 8u << 20;
+
 // dst[i] /= divisor, for the average when there is a single rank (no reduction happens).
 void DivideInPlace(DType dtype, void* dst, size_t n, int divisor);
 

@@ -1,0 +1,59 @@
+// MultiTransport: one Transport over several back ends, each serving some of the peers (shm
+// for the ranks on this host, ucx/ofi/tcp for the others). endpoint(peer) is the chosen back
+// end's own endpoint, except that regions are translated: a region registered here carries,
+// in `handle`, an index into a table of each back end's own registration of it.
+//
+// Poll: each back end is polled without waiting; after a short spin, they are polled in turn
+// with a 1 ms wait each, so a mixed job trades up to a millisecond of latency on an idle link
+// for not spinning.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "transport/transport.h"
+
+namespace hoop {
+
+class MultiTransport : public Transport {
+ public:
+  // `parts` in priority order; `choice[peer]` indexes into parts (-1 for this rank).
+  MultiTransport(std::vector<std::unique_ptr<Transport>> parts, std::vector<int> choice);
+  std::string Name() const override;
+  bool CanConnect(const PeerInfo&, const PeerInfo&) const override { return true; }
+  std::string Address() const override;
+  Status Connect(int, const std::string&, Deadline) override;
+  StatusOr<Region> Register(void* ptr, size_t bytes, MemKind kind) override;
+  StatusOr<Region> RegisterStaging(void* ptr, size_t bytes, MemKind kind) override;
+  Endpoint* endpoint(int peer) override;
+  Status Poll(std::vector<Completion>* out, Deadline deadline) override;
+  void Abort(const std::string& cause) override;
+  size_t PreferredChunkBytes() const override;  // the smallest of the parts'
+
+ private:
+  class Routed : public Endpoint {
+   public:
+    Routed(MultiTransport* owner, size_t part, Endpoint* inner) : owner_(owner), part_(part), inner_(inner) {}
+    int peer() const override { return inner_->peer(); }
+    void PostSend(const Region& r, size_t off, size_t len, Tag tag, uint64_t op_id) override {
+      inner_->PostSend(owner_->Translate(r, part_), off, len, tag, op_id);
+    }
+    void PostRecv(const Region& r, size_t off, size_t len, Tag tag, uint64_t op_id) override {
+      inner_->PostRecv(owner_->Translate(r, part_), off, len, tag, op_id);
+    }
+
+   private:
+    MultiTransport* owner_;
+    size_t part_;
+    Endpoint* inner_;
+  };
+  StatusOr<Region> RegisterWith(void* ptr, size_t bytes, MemKind kind, bool staging);
+  const Region& Translate(const Region& r, size_t part) const { return regs_[r.handle - 1][part]; }
+
+  std::vector<std::unique_ptr<Transport>> parts_;
+  std::vector<int> choice_;
+  std::vector<std::unique_ptr<Routed>> routed_;
+  std::vector<std::vector<Region>> regs_;  // registration i: one Region per part
+};
+
+}  // namespace hoop

@@ -1,0 +1,42 @@
+// PeerWatch: notices that a process on this host has exited. Back ends whose links do not break
+// when a peer dies (shared memory; UCX's and libfabric's shared-memory providers) ask it, so a
+// killed rank surfaces as an error instead of a hang. It holds a pidfd per peer (Linux 5.3+);
+// a pidfd turns readable the moment its process exits, zombie or not.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "transport/socket.h"
+
+namespace hoop {
+
+class PeerWatch {
+ public:
+  // Starts watching `pid` as rank `peer`; an error if that process is already gone.
+  Status Watch(int peer, int pid);
+  // The peers whose processes exited since the last call (each reported once). Cheap enough to
+  // call often, but callers rate-limit it with Due().
+  std::vector<int> Exited();
+  // True at most once per `every`: whether it is time to look again.
+  bool Due(std::chrono::milliseconds every = std::chrono::milliseconds(5));
+  int pid_of(int peer) const;
+
+ private:
+  struct Entry {
+    int peer;
+    int pid;
+    Fd fd;
+    bool reported = false;
+  };
+  std::vector<Entry> entries_;
+  std::chrono::steady_clock::time_point next_{};
+};
+
+// "pid 123 on this host exited" style text for a lost local peer.
+std::string ExitedText(int peer, int pid);
+
+}  // namespace hoop

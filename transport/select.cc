@@ -1,0 +1,150 @@
+#include "transport/select.h"
+
+#include <map>
+#include <sstream>
+
+#include "common/logging.h"
+#include "transport/multi_transport.h"
+
+namespace hoop {
+namespace {
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (auto& x : v) {
+    if (!s.empty()) s += ", ";
+    s += x;
+  }
+  return s.empty() ? "none" : s;
+}
+
+struct Record {
+  int size = 0;
+  std::map<std::string, std::string> addr;  // back end -> address
+  std::vector<std::string> order;
+};
+
+StatusOr<Record> ParseRecord(const std::string& text) {
+  std::istringstream is(text);
+  Record r;
+  if (!(is >> r.size)) return InvalidArgument("malformed address record '" + text + "'");
+  std::string item;
+  while (is >> item) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) return InvalidArgument("malformed address record '" + text + "'");
+    r.addr[item.substr(0, eq)] = item.substr(eq + 1);
+    r.order.push_back(item.substr(0, eq));
+  }
+  return r;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::string& prefix,
+                                                  const TransportOptions& opts, const std::string& forced,
+                                                  Deadline deadline) {
+  const int me = opts.rank;
+  const size_t n = static_cast<size_t>(opts.size);
+  const PeerInfo& self = opts.peers[static_cast<size_t>(me)];
+  std::vector<std::string> names = RegisteredTransports();
+  if (!forced.empty()) {
+    bool known = false;
+    for (auto& x : names) known |= x == forced;
+    if (!known)
+      return InvalidArgument("HOOP_TRANSPORT=" + forced + ": no such back end is built in (built in: " +
+                             Join(names) + ")");
+    names = {forced};
+  }
+
+  // Create back ends in priority order while some peer is not covered.
+  std::vector<std::unique_ptr<Transport>> parts;
+  std::vector<bool> covered(n, false);
+  covered[static_cast<size_t>(me)] = true;
+  std::vector<std::string> skipped;
+  auto all_covered = [&] {
+    for (bool c : covered)
+      if (!c) return false;
+    return true;
+  };
+  for (const auto& name : names) {
+    if (all_covered() && !(opts.size == 1 && parts.empty())) break;
+    auto t = CreateTransport(name, opts);
+    if (!t.ok()) {
+      if (!forced.empty()) return t.status().WithContext("HOOP_TRANSPORT=" + forced + " is unavailable");
+      HOOP_LOG(kInfo, "back end " << name << " unavailable: " << t.status().message());
+      skipped.push_back(name + " (" + t.status().message() + ")");
+      continue;
+    }
+    bool useful = opts.size == 1;
+    for (size_t r = 0; r < n; ++r) {
+      if (covered[r] || !(*t)->CanConnect(self, opts.peers[r])) continue;
+      covered[r] = true;
+      useful = true;
+    }
+    if (!forced.empty() && !all_covered()) {
+      for (size_t r = 0; r < n; ++r)
+        if (!covered[r])
+          return InvalidArgument("HOOP_TRANSPORT=" + forced + " cannot reach rank " + std::to_string(r) + " (on host " +
+                                 opts.peers[r].host + "; this rank is on " + self.host + ")");
+    }
+    if (useful) parts.push_back(std::move(t).value());
+  }
+  if (!all_covered() || parts.empty())
+    return Unavailable("no back end reaches every peer (tried: " + Join(skipped) + ")");
+
+  // Publish what this rank created; read every peer's record.
+  std::ostringstream rec;
+  rec << opts.size;
+  for (auto& p : parts) rec << " " << p->Name() << "=" << p->Address();
+  HOOP_RETURN_IF_ERROR(store.Set(prefix + "addr/" + std::to_string(me), rec.str()));
+  std::vector<int> choice(n, -1);
+  std::vector<std::string> addrs(n);
+  for (size_t r = 0; r < n; ++r) {
+    if (static_cast<int>(r) == me) continue;
+    auto v = store.Get(prefix + "addr/" + std::to_string(r), deadline);
+    if (!v.ok()) return v.status().WithContext("waiting for rank " + std::to_string(r));
+    HOOP_ASSIGN_OR_RETURN(Record peer, ParseRecord(*v));
+    if (peer.size != opts.size)
+      return InvalidArgument("rank " + std::to_string(r) + " was started with size " + std::to_string(peer.size) +
+                             ", this rank with " + std::to_string(opts.size));
+    for (size_t i = 0; i < parts.size() && choice[r] < 0; ++i) {
+      auto it = peer.addr.find(parts[i]->Name());
+      if (it == peer.addr.end() || !parts[i]->CanConnect(self, opts.peers[r])) continue;
+      choice[r] = static_cast<int>(i);
+      addrs[r] = it->second;
+    }
+    if (choice[r] < 0) {
+      std::vector<std::string> mine;
+      for (auto& p : parts) mine.push_back(p->Name());
+      return Unavailable("rank " + std::to_string(r) + " and this rank share no back end (this rank has " +
+                         Join(mine) + "; rank " + std::to_string(r) + " has " + Join(peer.order) + ")");
+    }
+  }
+
+  // Connect, back end by back end: dial the higher ranks first, then accept the lower ones, so
+  // the chain of TCP dials always finds someone accepting (the others do not block).
+  for (size_t i = 0; i < parts.size(); ++i) {
+    for (int r = me + 1; r < opts.size; ++r)
+      if (choice[static_cast<size_t>(r)] == static_cast<int>(i))
+        HOOP_RETURN_IF_ERROR(parts[i]->Connect(r, addrs[static_cast<size_t>(r)], deadline));
+    for (int r = me - 1; r >= 0; --r)
+      if (choice[static_cast<size_t>(r)] == static_cast<int>(i))
+        HOOP_RETURN_IF_ERROR(parts[i]->Connect(r, addrs[static_cast<size_t>(r)], deadline));
+  }
+  // Drop back ends no peer ended up using (a peer may lack one this rank created).
+  std::vector<std::unique_ptr<Transport>> used;
+  std::vector<int> remap(parts.size(), -1);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    bool any = opts.size == 1 && i == 0;
+    for (int c : choice) any |= c == static_cast<int>(i);
+    if (!any) continue;
+    remap[i] = static_cast<int>(used.size());
+    used.push_back(std::move(parts[i]));
+  }
+  if (used.size() == 1) return std::move(used[0]);
+  for (int& c : choice)
+    if (c >= 0) c = remap[static_cast<size_t>(c)];
+  return std::unique_ptr<Transport>(new MultiTransport(std::move(used), std::move(choice)));
+}
+
+}  // namespace hoop

@@ -1,0 +1,81 @@
+// One shared-memory peer: the Endpoint under ShmTransport. Sends go into the ring in the peer's
+// segment, receives come from the ring in ours (segment.h has the layout).
+//
+// Like the TCP back end, a receive is matched by tag against the message at the head of the
+// inbound ring; a head message whose tag has no receive yet stalls the ring (the sender is held
+// back by the ring's fixed size, so memory stays bounded). Sends are published in post order;
+// a message longer than one slot goes as one CMA slot when cross-process reads work, else as
+// consecutive inline fragments.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "transport/shm/segment.h"
+#include "transport/transport.h"
+
+namespace hoop::shm {
+
+class Channel : public Endpoint {
+ public:
+  // `in`: the ring in our segment this peer writes; `out`: the ring in the peer's segment we
+  // write; `peer_bell`: the peer's doorbell; `own_bell`: ours (the peer wakes us through it).
+  Channel(int peer, int pid, RingHeader* in, RingHeader* out, Doorbell* peer_bell, bool cma);
+  int peer() const override { return peer_; }
+  void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
+  void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
+
+  // Moves what can move without waiting; appends completions. True if anything moved.
+  bool Progress(std::vector<Completion>* out);
+  // The peer's process is gone: whatever cannot complete any more fails.
+  void PeerExited(const Status& why, std::vector<Completion>* out);
+  // Tells the peer (through its ring) that this rank gives up.
+  void Abort(const std::string& cause);
+  bool cma() const { return cma_; }
+
+ private:
+  struct SendOp {
+    const char* data;
+    size_t len;
+    size_t sent = 0;
+    Tag tag;
+    uint64_t op_id;
+  };
+  struct RecvOp {
+    char* data;
+    size_t len;
+    Tag tag;
+    uint64_t op_id;
+  };
+  struct Awaiting {
+    uint64_t slot;
+    uint64_t op_id;
+  };
+
+  bool ProgressSends(std::vector<Completion>* out);
+  bool ProgressRecvs(std::vector<Completion>* out);
+  void Fail(const Status& why, std::vector<Completion>* out);
+
+  const int peer_;
+  const int pid_;
+  RingHeader* const in_;
+  RingHeader* const out_;
+  Doorbell* const peer_bell_;
+  const bool cma_;
+
+  std::deque<SendOp> sends_;
+  std::deque<Awaiting> awaiting_;  // CMA sends the peer has not copied yet
+  uint64_t tail_ = 0;              // our copy of out_->tail
+  std::vector<RecvOp> recvs_;
+  uint64_t head_ = 0;  // our copy of in_->head
+  bool in_msg_ = false;
+  RecvOp cur_{};
+  size_t got_ = 0;
+  bool exited_ = false;
+  Status exit_cause_;
+  Status failure_;
+  std::vector<Completion> deferred_;
+};
+
+}  // namespace hoop::shm

@@ -1,0 +1,101 @@
+// The shared-memory segment each rank owns: a header with the rank's doorbell, then one inbound
+// ring per other rank on this host. The sender writes slots and `tail`; the owner (receiver)
+// reads them and writes `head`. Everything a pair needs lives in the receiver's segment, and
+// each rank maps the segments of all its local peers.
+//
+// The segment is a memfd: it has no name, so nothing is ever left in /dev/shm, whatever way a
+// rank ends. Peers open it through /proc/<pid>/fd/<fd> while its owner lives, and keep their
+// mapping after that.
+//
+// A slot carries one message or one fragment of it: inline bytes (small messages, and every
+// message where cross-process reads are not allowed) or, for a large message, the sender's
+// address, which the receiver copies straight into its own buffer with process_vm_readv (CMA):
+// one copy, and the sender's send completes when the receiver has moved `head` past that slot.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+#include "transport/futex.h"
+#include "transport/socket.h"
+
+namespace hoop::shm {
+
+constexpr uint64_t kMagic = 0x686f6f702d73686dULL;  // "hoop-shm"
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kSlots = 16;
+constexpr uint32_t kSlotBytes = 32 * 1024 + 64;  // 64-byte slot header, then the payload
+constexpr size_t kInlineMax = kSlotBytes - 64;
+
+enum SlotKind : uint32_t { kInline = 1, kCma = 2 };
+
+struct SlotHeader {
+  uint64_t match;
+  uint64_t check;
+  uint64_t total;   // message length
+  uint64_t offset;  // of this fragment within the message
+  uint64_t src;     // kCma: the sender's address of the whole message
+  uint32_t len;     // kInline: bytes in this slot
+  uint32_t kind;
+};
+static_assert(sizeof(SlotHeader) <= 64);
+
+struct alignas(64) RingHeader {
+  alignas(64) std::atomic<uint64_t> tail{0};  // slots published (sender)
+  alignas(64) std::atomic<uint64_t> head{0};  // slots consumed (receiver)
+  alignas(64) std::atomic<uint32_t> aborted{0};
+  char cause[252] = {0};
+};
+
+struct alignas(64) SegHeader {
+  uint64_t magic;
+  uint32_t version;
+  int32_t rank;
+  int32_t size;
+  int32_t pid;
+  uint32_t rings;
+  uint32_t pad;
+  uint64_t job_hash;   // token and communicator name: a mix-up is refused
+  uint64_t self_addr;  // where the owner mapped this segment (peers probe CMA against it)
+  Doorbell doorbell;
+};
+
+constexpr size_t RingBytes() { return sizeof(RingHeader) + size_t{kSlots} * kSlotBytes; }
+constexpr size_t SegmentBytes(uint32_t rings) { return sizeof(SegHeader) + rings * RingBytes(); }
+
+// A mapping of one segment (own or a peer's).
+class Segment {
+ public:
+  Segment() = default;
+  Segment(Segment&& o) noexcept;
+  Segment& operator=(Segment&& o) noexcept;
+  ~Segment();
+
+  // Creates and initializes this rank's segment.
+  static StatusOr<Segment> Create(int rank, int size, uint32_t rings, uint64_t job_hash);
+  // Maps a peer's segment, found through its /proc entry, and checks that it is the one expected.
+  static StatusOr<Segment> Open(int pid, int fd, int rank, int size, uint64_t job_hash);
+
+  SegHeader* header() const { return static_cast<SegHeader*>(base_); }
+  RingHeader* ring(uint32_t i) const {
+    return reinterpret_cast<RingHeader*>(static_cast<char*>(base_) + sizeof(SegHeader) + i * RingBytes());
+  }
+  static char* slot(RingHeader* r, uint64_t n) {
+    return reinterpret_cast<char*>(r + 1) + (n % kSlots) * kSlotBytes;
+  }
+  int fd() const { return fd_.get(); }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  Fd fd_;
+};
+
+uint64_t JobHash(const std::string& token, const std::string& comm);
+// Copies `len` bytes at `src` in process `pid` to `dst` (process_vm_readv, looped).
+Status CmaRead(int pid, void* dst, uint64_t src, size_t len);
+
+}  // namespace hoop::shm

@@ -1,0 +1,129 @@
+#include "transport/shm/shm_transport.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "common/logging.h"
+
+namespace hoop {
+namespace {
+
+// Shared memory goes first: nothing is faster between processes on one host.
+const bool kRegistered = [] {
+  RegisterTransport("shm", 10, &ShmTransport::Create);
+  return true;
+}();
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// How long Poll spins before it sleeps: long enough to catch a peer's reply to a small message
+// without a system call, short enough that ranks on shared cores do not starve each other.
+constexpr auto kSpin = std::chrono::microseconds(50);
+}  // namespace
+
+StatusOr<std::unique_ptr<Transport>> ShmTransport::Create(const TransportOptions& opts) {
+  (void)kRegistered;
+  // Ring index of every rank on this host; with no host list, every rank counts as local.
+  std::vector<int> index(static_cast<size_t>(opts.size), -1);
+  int local = 0;
+  for (int r = 0; r < opts.size; ++r) {
+    bool same = opts.peers.empty() || opts.peers[static_cast<size_t>(r)].host == opts.peers[static_cast<size_t>(opts.rank)].host;
+    if (same) index[static_cast<size_t>(r)] = local++;
+  }
+  HOOP_ASSIGN_OR_RETURN(shm::Segment own, shm::Segment::Create(opts.rank, opts.size, static_cast<uint32_t>(local),
+                                                               shm::JobHash(opts.token, opts.comm)));
+  return std::unique_ptr<Transport>(new ShmTransport(opts, std::move(index), std::move(own)));
+}
+
+ShmTransport::ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own)
+    : opts_(std::move(opts)), local_index_(std::move(local_index)), own_(std::move(own)) {
+  by_rank_.resize(static_cast<size_t>(opts_.size));
+}
+
+std::string ShmTransport::Address() const { return std::to_string(::getpid()) + "/" + std::to_string(own_.fd()); }
+
+Status ShmTransport::Connect(int peer, const std::string& address, Deadline) {
+  const std::string ctx = "shm: connecting to rank " + std::to_string(peer);
+  if (peer == opts_.rank || peer < 0 || peer >= opts_.size || local_index_[static_cast<size_t>(peer)] < 0)
+    return InvalidArgument(ctx + ": not a rank on this host");
+  int pid = 0, fd = 0;
+  char extra = 0;
+  if (std::sscanf(address.c_str(), "%d/%d%c", &pid, &fd, &extra) != 2 || pid <= 0 || fd < 0)
+    return InvalidArgument(ctx + ": bad address '" + address + "'");
+  auto seg = shm::Segment::Open(pid, fd, peer, opts_.size, shm::JobHash(opts_.token, opts_.comm));
+  if (!seg.ok()) return seg.status().WithContext(ctx);
+  HOOP_RETURN_IF_ERROR(watch_.Watch(peer, pid).WithContext(ctx));
+  // Large messages are copied with process_vm_readv when the kernel allows it between these
+  // processes (same user, no ptrace lockdown); otherwise they go through the rings in pieces.
+  uint64_t magic = 0;
+  bool cma = shm::CmaRead(pid, &magic, seg->header()->self_addr, sizeof(magic)).ok() && magic == shm::kMagic;
+  if (!cma) HOOP_LOG(kInfo, ctx << ": cross-process reads not permitted; large messages are copied through the rings");
+  auto* in = own_.ring(static_cast<uint32_t>(local_index_[static_cast<size_t>(peer)]));
+  auto* out = seg->ring(static_cast<uint32_t>(local_index_[static_cast<size_t>(opts_.rank)]));
+  auto ch = std::make_unique<shm::Channel>(peer, pid, in, out, &seg->header()->doorbell, cma);
+  active_.push_back(ch.get());
+  by_rank_[static_cast<size_t>(peer)] = std::move(ch);
+  peer_segs_.push_back(std::move(seg).value());
+  return Status::Ok();
+}
+
+StatusOr<Region> ShmTransport::Register(void* ptr, size_t bytes, MemKind kind) {
+  if (kind != MemKind::kHost)
+    return Unimplemented("shm transport: only host memory is supported (got " + std::string(MemKindName(kind)) +
+                         " memory)");
+  return Region{ptr, bytes, kind, 0};
+}
+
+Endpoint* ShmTransport::endpoint(int peer) {
+  if (peer < 0 || peer >= opts_.size) return nullptr;
+  return by_rank_[static_cast<size_t>(peer)].get();
+}
+
+void ShmTransport::CheckPeers(std::vector<Completion>* out) {
+  for (int peer : watch_.Exited())
+    by_rank_[static_cast<size_t>(peer)]->PeerExited(Unavailable(ExitedText(peer, watch_.pid_of(peer))), out);
+}
+
+Status ShmTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
+  const size_t start = out->size();
+  Doorbell& bell = own_.header()->doorbell;
+  auto spin_until = std::chrono::steady_clock::now() + kSpin;
+  for (unsigned iter = 0;; ++iter) {
+    for (shm::Channel* c : active_) c->Progress(out);
+    if (out->size() > start) return Status::Ok();
+    if ((iter & 63) != 63) {
+      CpuRelax();
+      continue;
+    }
+    if (watch_.Due()) {
+      CheckPeers(out);
+      if (out->size() > start) return Status::Ok();
+    }
+    if (std::chrono::steady_clock::now() < spin_until) continue;
+    if (deadline.Expired()) return DeadlineExceeded("shm: no progress before the deadline");
+    // Announce the sleep, look once more, then sleep until a peer rings (or 10 ms pass, to
+    // look at the peers' processes and the deadline).
+    uint32_t seen = bell.bell.load(std::memory_order_acquire);
+    bell.sleeping.store(1, std::memory_order_seq_cst);
+    for (shm::Channel* c : active_) c->Progress(out);
+    if (out->size() == start) FutexWait(&bell.bell, seen, deadline.RemainingMs(10));
+    bell.sleeping.store(0, std::memory_order_relaxed);
+    if (out->size() > start) return Status::Ok();
+    CheckPeers(out);
+    spin_until = std::chrono::steady_clock::now() + kSpin;
+  }
+}
+
+void ShmTransport::Abort(const std::string& cause) {
+  for (shm::Channel* c : active_) c->Abort(cause);
+}
+
+}  // namespace hoop

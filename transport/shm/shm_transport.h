@@ -1,0 +1,49 @@
+// ShmTransport: the back end for ranks on the same host. Each rank owns one memfd segment with
+// an inbound ring per local peer (segment.h) and maps its peers' segments; small messages are
+// copied through the rings, large ones are copied once, receiver-side, straight out of the
+// sender's buffer (CMA). Progress happens in Poll() on the caller's thread: it spins for a few
+// tens of microseconds, then sleeps on this rank's futex doorbell, which peers ring when they
+// publish or consume a slot; so ranks that outnumber cores still make progress.
+//
+// A killed peer is noticed through a pidfd (PeerWatch): its pending operations fail with
+// Unavailable naming the rank, never a hang.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "transport/peer_watch.h"
+#include "transport/shm/channel.h"
+#include "transport/shm/segment.h"
+#include "transport/transport.h"
+
+namespace hoop {
+
+class ShmTransport : public Transport {
+ public:
+  static StatusOr<std::unique_ptr<Transport>> Create(const TransportOptions& opts);
+  std::string Name() const override { return "shm"; }
+  bool CanConnect(const PeerInfo& self, const PeerInfo& peer) const override { return self.host == peer.host; }
+  std::string Address() const override;
+  Status Connect(int peer, const std::string& address, Deadline deadline) override;
+  StatusOr<Region> Register(void* ptr, size_t bytes, MemKind kind) override;
+  Endpoint* endpoint(int peer) override;
+  Status Poll(std::vector<Completion>* out, Deadline deadline) override;
+  void Abort(const std::string& cause) override;
+  // Small enough that a window of staged chunks stays in L2 (docs/PERF.md, shm chunk sizes).
+  size_t PreferredChunkBytes() const override { return 128 * 1024; }
+
+ private:
+  ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own);
+  void CheckPeers(std::vector<Completion>* out);
+
+  TransportOptions opts_;
+  std::vector<int> local_index_;  // rank -> ring index on this host, -1 for other hosts
+  shm::Segment own_;
+  std::vector<shm::Segment> peer_segs_;
+  std::vector<std::unique_ptr<shm::Channel>> by_rank_;
+  std::vector<shm::Channel*> active_;
+  PeerWatch watch_;
+};
+
+}  // namespace hoop

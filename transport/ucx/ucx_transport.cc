@@ -1,0 +1,434 @@
+#include "transport/ucx/ucx_transport.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "common/logging.h"
+
+namespace hoop {
+namespace {
+
+// After shm, before ofi and tcp.
+const bool kRegistered = [] {
+  RegisterTransport("ucx", 20, &UcxTransport::Create, &UcxTransport::Describe);
+  return true;
+}();
+
+constexpr uint16_t kAmId = 0x68;  // 'h'
+constexpr uint32_t kData = 0, kAbort = 1;
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+Status UcsError(const std::string& what, ucs_status_t s) {
+  return Unavailable(what + ": " + ucs_status_string(s));
+}
+
+std::string Hex(const void* p, size_t n) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char c = static_cast<const unsigned char*>(p)[i];
+    s += d[c >> 4];
+    s += d[c & 15];
+  }
+  return s;
+}
+
+bool Unhex(const std::string& s, std::vector<unsigned char>* out) {
+  if (s.size() % 2) return false;
+  auto v = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+  for (size_t i = 0; i < s.size(); i += 2) {
+    int hi = v(s[i]), lo = v(s[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out->push_back(static_cast<unsigned char>(hi * 16 + lo));
+  }
+  return true;
+}
+
+StatusOr<ucp_context_h> MakeContext() {
+  ucp_config_t* cfg = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &cfg);
+  if (st != UCS_OK) return UcsError("ucx: reading UCX_* settings", st);
+  ucp_params_t p{};
+  p.field_mask = UCP_PARAM_FIELD_FEATURES;
+  p.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  ucp_context_h ctx = nullptr;
+  st = ucp_init(&p, cfg, &ctx);
+  ucp_config_release(cfg);
+  if (st != UCS_OK) return UcsError("ucx: ucp_init", st);
+  return ctx;
+}
+}  // namespace
+
+StatusOr<std::unique_ptr<Transport>> UcxTransport::Create(const TransportOptions& opts) {
+  (void)kRegistered;
+  HOOP_ASSIGN_OR_RETURN(ucp_context_h ctx, MakeContext());
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // the worker thread or a blocking caller, one at a time
+  ucp_worker_h worker = nullptr;
+  ucs_status_t st = ucp_worker_create(ctx, &wp, &worker);
+  if (st != UCS_OK) {
+    ucp_cleanup(ctx);
+    return UcsError("ucx: ucp_worker_create", st);
+  }
+  int efd = -1;
+  st = ucp_worker_get_efd(worker, &efd);
+  ucp_address_t* addr = nullptr;
+  size_t addr_len = 0;
+  if (st == UCS_OK) st = ucp_worker_get_address(worker, &addr, &addr_len);
+  if (st != UCS_OK) {
+    ucp_worker_destroy(worker);
+    ucp_cleanup(ctx);
+    return UcsError("ucx: worker event fd and address", st);
+  }
+  std::string address = std::to_string(::getpid()) + ":" + Hex(addr, addr_len);
+  ucp_worker_release_address(worker, addr);
+  std::unique_ptr<UcxTransport> t(new UcxTransport(opts, ctx, worker, efd, address));
+  ucp_am_handler_param_t hp{};
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG |
+                  UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  hp.id = kAmId;
+  hp.cb = &UcxTransport::OnMessage;
+  hp.arg = t.get();
+  hp.flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA;
+  st = ucp_worker_set_am_recv_handler(worker, &hp);
+  if (st != UCS_OK) return UcsError("ucx: setting the message handler", st);
+  return std::unique_ptr<Transport>(std::move(t));
+}
+
+UcxTransport::UcxTransport(TransportOptions opts, ucp_context_h ctx, ucp_worker_h worker, int efd, std::string address)
+    : opts_(std::move(opts)), ctx_(ctx), worker_(worker), efd_(efd), address_(std::move(address)) {
+  peers_.resize(static_cast<size_t>(opts_.size));
+}
+
+UcxTransport::~UcxTransport() {
+  // Close every endpoint, flushing what is still queued to it, for a bounded time.
+  std::vector<void*> closing;
+  for (auto& ps : peers_) {
+    if (!ps.ep) continue;
+    ucp_request_param_t prm{};
+    void* r = ucp_ep_close_nbx(ps.ep, &prm);
+    if (r && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
+  }
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!closing.empty() && std::chrono::steady_clock::now() < until) {
+    ucp_worker_progress(worker_);
+    closing.erase(std::remove_if(closing.begin(), closing.end(),
+                                 [](void* r) {
+                                   if (ucp_request_check_status(r) == UCS_INPROGRESS) return false;
+                                   ucp_request_free(r);
+                                   return true;
+                                 }),
+                  closing.end());
+  }
+  for (auto& ps : peers_)
+    for (auto& [match, e] : ps.early) ucp_am_data_release(worker_, e.data);
+  for (auto& [p, memh] : staging_) ucp_mem_unmap(ctx_, memh);
+  ucp_worker_destroy(worker_);
+  ucp_cleanup(ctx_);
+}
+
+Status UcxTransport::Connect(int peer, const std::string& address, Deadline) {
+  const std::string ctx = "ucx: connecting to rank " + std::to_string(peer);
+  PeerState* ps = state(peer);
+  if (!ps || peer == opts_.rank) return InvalidArgument(ctx + ": no such peer");
+  size_t colon = address.find(':');
+  std::vector<unsigned char> raw;
+  if (colon == std::string::npos || !Unhex(address.substr(colon + 1), &raw) || raw.empty())
+    return InvalidArgument(ctx + ": bad address");
+  ps->pid = std::atoi(address.substr(0, colon).c_str());
+  // A lost peer: UCX's peer error handling sees it on network links, but its shared-memory
+  // transports cannot offer that mode (they would refuse the endpoint), so for ranks on this
+  // host a pidfd tells instead.
+  const bool local = !opts_.peers.empty() &&
+                     opts_.peers[static_cast<size_t>(peer)].host == opts_.peers[static_cast<size_t>(opts_.rank)].host;
+  ucp_ep_params_t ep{};
+  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.address = reinterpret_cast<const ucp_address_t*>(raw.data());
+  ep.err_mode = local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
+  ep.err_handler.cb = &UcxTransport::OnPeerError;
+  ep.err_handler.arg = this;
+  ucs_status_t st = ucp_ep_create(worker_, &ep, &ps->ep);
+  if (st != UCS_OK) return UcsError(ctx, st);
+  ps->endpoint = std::make_unique<Peer>(this, peer);
+  if (local)
+    HOOP_RETURN_IF_ERROR(watch_.Watch(peer, ps->pid).WithContext(ctx));
+  return Status::Ok();
+}
+
+StatusOr<Region> UcxTransport::Register(void* ptr, size_t bytes, MemKind kind) {
+  if (kind != MemKind::kHost)
+    return Unimplemented("ucx transport: only host memory is supported (got " + std::string(MemKindName(kind)) + " memory)");
+  return Region{ptr, bytes, kind, 0};  // UCX's registration cache serves user buffers
+}
+
+StatusOr<Region> UcxTransport::RegisterStaging(void* ptr, size_t bytes, MemKind kind) {
+  HOOP_ASSIGN_OR_RETURN(Region r, Register(ptr, bytes, kind));
+  auto it = staging_.find(ptr);
+  if (it == staging_.end()) {
+    ucp_mem_map_params_t mp{};
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address = ptr;
+    mp.length = bytes;
+    ucp_mem_h memh = nullptr;
+    ucs_status_t st = ucp_mem_map(ctx_, &mp, &memh);
+    if (st != UCS_OK) return UcsError("ucx: registering a staging buffer", st);
+    it = staging_.emplace(ptr, memh).first;
+  }
+  r.handle = reinterpret_cast<uint64_t>(it->second);
+  return r;
+}
+
+Endpoint* UcxTransport::endpoint(int peer) {
+  PeerState* ps = state(peer);
+  return ps ? ps->endpoint.get() : nullptr;
+}
+
+UcxTransport::Op* UcxTransport::NewOp(int peer, bool is_send, uint64_t op_id, const Region& r, size_t offset,
+                                      size_t len, Tag tag) {
+  Op* op;
+  if (free_.empty()) {
+    ops_.push_back(std::make_unique<Op>());
+    op = ops_.back().get();
+  } else {
+    op = free_.back();
+    free_.pop_back();
+  }
+  *op = Op{this, peer, is_send, op_id, static_cast<char*>(r.base) + offset, len, tag,
+           reinterpret_cast<ucp_mem_h>(r.handle), Header{tag.match, tag.check, opts_.rank, kData}};
+  return op;
+}
+
+void UcxTransport::Peer::PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
+  UcxTransport* t = t_;
+  Op* op = t->NewOp(rank_, true, op_id, region, offset, len, tag);
+  PeerState& ps = t->peers_[static_cast<size_t>(rank_)];
+  if (!ps.failure.ok()) return t->Complete(op, ps.failure);
+  ucp_request_param_t prm{};
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.cb.send = &UcxTransport::OnSendDone;
+  prm.user_data = op;
+  if (op->memh) {
+    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+    prm.memh = op->memh;
+  }
+  t->Start(op, ucp_am_send_nbx(ps.ep, kAmId, &op->header, sizeof(Header), op->data, len, &prm), "sending");
+}
+
+void UcxTransport::Peer::PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
+  UcxTransport* t = t_;
+  Op* op = t->NewOp(rank_, false, op_id, region, offset, len, tag);
+  PeerState& ps = t->peers_[static_cast<size_t>(rank_)];
+  if (!ps.failure.ok()) return t->Complete(op, ps.failure);
+  auto it = ps.early.find(tag.match);
+  if (it != ps.early.end()) {
+    Early msg = it->second;
+    ps.early.erase(it);
+    t->Deliver(ps, op, msg);
+  } else {
+    ps.recvs[tag.match] = op;
+  }
+}
+
+void UcxTransport::Start(Op* op, ucs_status_ptr_t r, const char* what) {
+  if (r == nullptr) return Complete(op, Status::Ok());
+  if (UCS_PTR_IS_ERR(r))
+    return Complete(op, UcsError("lost peer " + std::to_string(op->peer) + " (" + what + ")", UCS_PTR_STATUS(r)));
+  op->in_ucx = true;
+  peers_[static_cast<size_t>(op->peer)].inflight.push_back(op);
+}
+
+void UcxTransport::Deliver(PeerState& ps, Op* op, const Early& msg) {
+  if (msg.header.check != op->tag.check || msg.len != op->len) {
+    ucp_am_data_release(worker_, msg.data);
+    Complete(op, FailedPrecondition("peer " + std::to_string(op->peer) + " sent " + std::to_string(msg.len) +
+                                    " bytes where " + std::to_string(op->len) + " were expected"),
+             msg.header.check);
+    FailPeer(op->peer, FailedPrecondition("stream from peer " + std::to_string(op->peer) + " is out of step"));
+    return;
+  }
+  if (!msg.rndv) {
+    if (msg.len) std::memcpy(op->data, msg.data, msg.len);
+    ucp_am_data_release(worker_, msg.data);
+    return Complete(op, Status::Ok());
+  }
+  ucp_request_param_t prm{};
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.cb.recv_am = &UcxTransport::OnRecvDone;
+  prm.user_data = op;
+  if (op->memh) {
+    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+    prm.memh = op->memh;
+  }
+  (void)ps;
+  Start(op, ucp_am_recv_data_nbx(worker_, msg.data, op->data, op->len, &prm), "receiving");
+}
+
+ucs_status_t UcxTransport::OnMessage(void* arg, const void* header, size_t header_len, void* data, size_t len,
+                                     const ucp_am_recv_param_t* param) {
+  auto* t = static_cast<UcxTransport*>(arg);
+  Header h{};
+  if (header_len != sizeof(Header)) return UCS_OK;  // not ours: dropped
+  std::memcpy(&h, header, sizeof(h));
+  PeerState* ps = t->state(h.sender);
+  if (!ps) return UCS_OK;
+  bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+  if (h.kind == kAbort) {
+    if (!rndv) t->FailPeer(h.sender, Aborted("rank " + std::to_string(h.sender) + " aborted: " +
+                                             std::string(static_cast<const char*>(data), len)));
+    return UCS_OK;
+  }
+  // Matched after the progress call returns (no UCX calls from inside its callback).
+  ps->early[h.match] = Early{h, data, len, rndv};
+  t->fresh_.emplace_back(h.sender, h.match);
+  return UCS_INPROGRESS;
+}
+
+void UcxTransport::MatchFresh() {
+  for (auto [peer, match] : fresh_) {
+    PeerState& ps = peers_[static_cast<size_t>(peer)];
+    auto r = ps.recvs.find(match);
+    auto e = ps.early.find(match);
+    if (r == ps.recvs.end() || e == ps.early.end()) continue;
+    Op* op = r->second;
+    Early msg = e->second;
+    ps.recvs.erase(r);
+    ps.early.erase(e);
+    Deliver(ps, op, msg);
+  }
+  fresh_.clear();
+}
+
+void UcxTransport::OnSendDone(void* request, ucs_status_t status, void* user) {
+  auto* op = static_cast<Op*>(user);
+  ucp_request_free(request);
+  op->in_ucx = false;
+  op->owner->Complete(op, status == UCS_OK ? Status::Ok() : UcsError("lost peer " + std::to_string(op->peer), status));
+}
+
+void UcxTransport::OnRecvDone(void* request, ucs_status_t status, size_t, void* user) {
+  auto* op = static_cast<Op*>(user);
+  ucp_request_free(request);
+  op->in_ucx = false;
+  op->owner->Complete(op, status == UCS_OK ? Status::Ok() : UcsError("lost peer " + std::to_string(op->peer), status));
+}
+
+void UcxTransport::OnPeerError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  auto* t = static_cast<UcxTransport*>(arg);
+  for (size_t p = 0; p < t->peers_.size(); ++p)
+    if (t->peers_[p].ep == ep)
+      t->FailPeer(static_cast<int>(p), UcsError("lost peer " + std::to_string(p), status));
+}
+
+void UcxTransport::Complete(Op* op, Status s, uint64_t peer_check) {
+  PeerState& ps = peers_[static_cast<size_t>(op->peer)];
+  if (!op->reported) {
+    op->reported = true;
+    completed_.push_back({op->op_id, op->peer, op->is_send, std::move(s), peer_check});
+    auto it = std::find(ps.inflight.begin(), ps.inflight.end(), op);
+    if (it != ps.inflight.end()) ps.inflight.erase(it);
+  }
+  if (!op->in_ucx) free_.push_back(op);
+}
+
+void UcxTransport::FailPeer(int peer, const Status& why) {
+  PeerState& ps = peers_[static_cast<size_t>(peer)];
+  if (!ps.failure.ok()) return;
+  ps.failure = why;
+  std::vector<Op*> victims = ps.inflight;
+  for (auto& [m, op] : ps.recvs) victims.push_back(op);
+  ps.recvs.clear();
+  for (Op* op : victims) Complete(op, why);
+}
+
+Status UcxTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
+  const size_t start = out->size();
+  auto spin_until = std::chrono::steady_clock::now() + kSpin;
+  for (unsigned iter = 0;; ++iter) {
+    while (ucp_worker_progress(worker_) != 0) {
+    }
+    MatchFresh();
+    if (!completed_.empty()) {
+      out->insert(out->end(), completed_.begin(), completed_.end());
+      completed_.clear();
+    }
+    if (out->size() > start) return Status::Ok();
+    if ((iter & 15) != 15) continue;
+    if (watch_.Due()) {
+      for (int p : watch_.Exited()) FailPeer(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
+      if (!completed_.empty()) continue;
+    }
+    if (std::chrono::steady_clock::now() < spin_until) continue;
+    if (deadline.Expired()) return DeadlineExceeded("ucx: no progress before the deadline");
+    // Sleep until UCX has an event (or 10 ms, to look at the peers and the deadline).
+    ucs_status_t st = ucp_worker_arm(worker_);
+    if (st == UCS_ERR_BUSY) continue;
+    pollfd p{efd_, POLLIN, 0};
+    ::poll(&p, 1, deadline.RemainingMs(10));
+    spin_until = std::chrono::steady_clock::now() + kSpin;
+  }
+}
+
+void UcxTransport::Abort(const std::string& cause) {
+  std::string text = cause.substr(0, 1024);
+  std::vector<void*> pending;
+  Header h{0, 0, opts_.rank, kAbort};
+  for (auto& ps : peers_) {
+    if (!ps.ep || !ps.failure.ok()) continue;
+    ucp_request_param_t prm{};
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    prm.flags = UCP_AM_SEND_FLAG_EAGER;
+    void* r = ucp_am_send_nbx(ps.ep, kAmId, &h, sizeof(h), text.data(), text.size(), &prm);
+    if (r && !UCS_PTR_IS_ERR(r)) pending.push_back(r);
+  }
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  while (!pending.empty() && std::chrono::steady_clock::now() < until) {
+    ucp_worker_progress(worker_);
+    pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                 [](void* r) {
+                                   if (ucp_request_check_status(r) == UCS_INPROGRESS) return false;
+                                   ucp_request_free(r);
+                                   return true;
+                                 }),
+                  pending.end());
+  }
+}
+
+std::string UcxTransport::Describe() {
+  std::string s = std::string("UCX ") + ucp_get_version_string();
+  auto ctx = MakeContext();
+  if (!ctx.ok()) return s + "; unusable here: " + ctx.status().message();
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* f = open_memstream(&buf, &len);
+  if (f) {
+    ucp_context_print_info(*ctx, f);
+    std::fclose(f);
+  }
+  // Keep the resource lines ("#   resource N: md M dev D flags -- tl/dev").
+  std::string info(buf ? buf : "", len);
+  std::free(buf);
+  ucp_cleanup(*ctx);
+  std::string res;
+  size_t pos = 0;
+  while (pos < info.size()) {
+    size_t nl = info.find('\n', pos);
+    std::string line = info.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? info.size() : nl + 1;
+    size_t r = line.find("resource");
+    if (r == std::string::npos) continue;
+    size_t dash = line.find("-- ");
+    if (dash == std::string::npos) continue;
+    if (!res.empty()) res += ", ";
+    res += line.substr(dash + 3);
+  }
+  return s + "; transports: " + (res.empty() ? "(none listed)" : res);
+}
+
+}  // namespace hoop
