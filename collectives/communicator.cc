@@ -93,7 +93,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
   TransportOptions topts{o.rank, o.size, o.host, o.token, o.name, peers};
   auto transport = ConnectPeers(store, prefix, topts, o.transport, deadline);
   if (!transport.ok()) return transport.status().WithContext(ctx);
-  HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << (*transport)->Name()
+  HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << (*transport)->Label()
                                    << ", this rank at " << (*transport)->Address());
   return std::unique_ptr<Communicator>(new Communicator(o, std::move(transport).value()));
 }
@@ -112,7 +112,7 @@ Communicator::~Communicator() {
   if (worker_.joinable()) worker_.join();
 }
 
-std::string Communicator::transport_name() const { return transport_->Name(); }
+std::string Communicator::transport_name() const { return transport_->Label(); }
 
 void Communicator::Abort(const std::string& cause) {
   Op op;

@@ -21,7 +21,7 @@ std::string MultiTransport::Name() const {
   std::string n;
   for (auto& p : parts_) {
     if (!n.empty()) n += '+';
-    n += p->Name();
+    n += p->Label();
   }
   return n;
 }

@@ -74,6 +74,8 @@ class Transport {
  public:
   virtual ~Transport() = default;
   virtual std::string Name() const = 0;
+  // Name() plus what was picked inside it ("ofi/tcp;ofi_rxm"), for reports.
+  virtual std::string Label() const { return Name(); }
   virtual bool CanConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
   // What peers pass to Connect to reach this rank.
   virtual std::string Address() const = 0;

@@ -52,7 +52,7 @@ TEST_CASE("hoop-perf writes JSON and checks every collective", "[perf]") {
       CHECK(r.output.find("Out of bounds values : 0 OK") != std::string::npos);
       std::ifstream f(json);
       std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      for (const char* field : {"\"collective\": ", "\"algo\": ", "\"transport\": \"tcp\"", "\"dtype\": \"bf16\"",
+      for (const char* field : {"\"collective\": ", "\"algo\": ", "\"transport\": \"shm\"", "\"dtype\": \"bf16\"",
                                 "\"op\": \"max\"", "\"ranks\": 3", "\"bytes\": ", "\"time_us\": ", "\"algbw_gbps\": ",
                                 "\"busbw_gbps\": ", "\"wrong\": 0"})
         CHECK(text.find(field) != std::string::npos);

@@ -53,7 +53,7 @@ TEST_CASE("two ranks on two hosts (network namespaces) find each other's address
       o.timeout_s = 60;
       o.env = {{"SLURM_PROCID", std::to_string(k)}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
                {"HOOP_STORE", store}, {"HOOP_JOB_TOKEN", "two-hosts"}, {"HOOP_TIMEOUT", "20"},
-               {"HOOP_LOG_LEVEL", "info"}};
+               {"HOOP_LOG_LEVEL", "info"}, {"HOOP_TRANSPORT", "tcp"}};
       o.unset = {"HOOP_RANK", "HOOP_SIZE", "HOOP_HOST", "OMPI_COMM_WORLD_RANK"};
       results[static_cast<size_t>(k)] =
           RunProc({"/usr/sbin/ip", "netns", "exec", k == 0 ? net.a : net.b, Bin("hoop-c-api-test")}, o);

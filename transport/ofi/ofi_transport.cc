@@ -1,0 +1,364 @@
+#include "transport/ofi/ofi_transport.h"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "common/logging.h"
+
+namespace hoop {
+namespace {
+
+const bool kRegistered = [] {
+  RegisterTransport("ofi", 30, &OfiTransport::Create, &OfiTransport::Describe);
+  return true;
+}();
+
+constexpr uint64_t kAbortTag = ~uint64_t{0};  // no collective's match word is all ones
+constexpr size_t kAbortBytes = 1024;
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+Status FiError(const std::string& what, int rc) {
+  return Unavailable(what + ": " + fi_strerror(rc < 0 ? -rc : rc));
+}
+
+fi_info* Hints() {
+  fi_info* h = fi_allocinfo();
+  h->caps = FI_TAGGED | FI_DIRECTED_RECV;
+  h->mode = FI_CONTEXT;
+  h->ep_attr->type = FI_EP_RDM;
+  h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;  // no FI_MR_LOCAL
+  h->domain_attr->threading = FI_THREAD_DOMAIN;
+  return h;
+}
+
+bool Usable(const fi_info* i) {
+  std::string p = i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "";
+  return p != "sockets" && p.rfind("psm", 0) != 0 && i->domain_attr->cq_data_size >= 8;
+}
+
+std::string Hex(const void* p, size_t n) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char c = static_cast<const unsigned char*>(p)[i];
+    s += d[c >> 4];
+    s += d[c & 15];
+  }
+  return s;
+}
+}  // namespace
+
+StatusOr<std::unique_ptr<Transport>> OfiTransport::Create(const TransportOptions& opts) {
+  (void)kRegistered;
+  fi_info* hints = Hints();
+  fi_info* list = nullptr;
+  // The provider that reaches this rank's own address (loopback on one host, the right
+  // interface across hosts); providers with no IP addressing (shm) answer without a node.
+  int rc = fi_getinfo(FI_VERSION(1, 9), opts.host.c_str(), nullptr, 0, hints, &list);
+  bool any = false;
+  for (fi_info* i = rc == 0 ? list : nullptr; i; i = i->next) any |= Usable(i);
+  if (!any) {
+    if (list) fi_freeinfo(list);
+    list = nullptr;
+    rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &list);
+  }
+  fi_freeinfo(hints);
+  if (rc != 0) return FiError("ofi: no RDM provider with tagged messages (FI_PROVIDER picks one)", rc);
+  fi_info* pick = nullptr;
+  std::string refused;
+  for (fi_info* i = list; i && !pick; i = i->next) {
+    if (Usable(i)) pick = i;
+    else if (refused.empty()) refused = i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "?";
+  }
+  if (!pick) {
+    fi_freeinfo(list);
+    if (refused == "sockets")
+      return FailedPrecondition("ofi: libfabric's sockets provider hangs on this machine and is refused; "
+                                "choose another with FI_PROVIDER ('tcp;ofi_rxm' or 'shm')");
+    return Unavailable("ofi: no usable provider (found only " + refused + ")");
+  }
+  fi_info* mine = fi_dupinfo(pick);
+  fi_freeinfo(list);
+  std::unique_ptr<OfiTransport> t(new OfiTransport(opts, mine));
+  HOOP_RETURN_IF_ERROR(t->Open().WithContext("ofi (" + t->provider_ + ")"));
+  return std::unique_ptr<Transport>(std::move(t));
+}
+
+OfiTransport::OfiTransport(TransportOptions opts, fi_info* info) : opts_(std::move(opts)), info_(info) {
+  provider_ = info_->fabric_attr->prov_name ? info_->fabric_attr->prov_name : "?";
+  shm_only_ = provider_ == "shm";
+  peers_.resize(static_cast<size_t>(opts_.size));
+}
+
+Status OfiTransport::Open() {
+  int rc = fi_fabric(info_->fabric_attr, &fabric_, nullptr);
+  if (rc) return FiError("fi_fabric", rc);
+  if ((rc = fi_domain(fabric_, info_, &domain_, nullptr))) return FiError("fi_domain", rc);
+  fi_av_attr av{};
+  av.type = FI_AV_TABLE;
+  if ((rc = fi_av_open(domain_, &av, &av_, nullptr))) return FiError("fi_av_open", rc);
+  fi_cq_attr cq{};
+  cq.format = FI_CQ_FORMAT_TAGGED;
+  cq.wait_obj = FI_WAIT_NONE;
+  cq.size = 1024;
+  if ((rc = fi_cq_open(domain_, &cq, &cq_, nullptr))) return FiError("fi_cq_open", rc);
+  if ((rc = fi_endpoint(domain_, info_, &ep_, nullptr))) return FiError("fi_endpoint", rc);
+  if ((rc = fi_ep_bind(ep_, &av_->fid, 0))) return FiError("binding the address vector", rc);
+  if ((rc = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV))) return FiError("binding the completion queue", rc);
+  if ((rc = fi_enable(ep_))) return FiError("fi_enable", rc);
+  char name[256];
+  size_t len = sizeof(name);
+  if ((rc = fi_getname(&ep_->fid, name, &len))) return FiError("fi_getname", rc);
+  address_ = std::to_string(::getpid()) + ":" + Hex(name, len);
+  return Status::Ok();
+}
+
+OfiTransport::~OfiTransport() {
+  if (ep_) fi_close(&ep_->fid);
+  if (cq_) fi_close(&cq_->fid);
+  if (av_) fi_close(&av_->fid);
+  if (domain_) fi_close(&domain_->fid);
+  if (fabric_) fi_close(&fabric_->fid);
+  fi_freeinfo(info_);
+}
+
+Status OfiTransport::Connect(int peer, const std::string& address, Deadline) {
+  const std::string ctx = "ofi: connecting to rank " + std::to_string(peer);
+  if (peer < 0 || peer >= opts_.size || peer == opts_.rank) return InvalidArgument(ctx + ": no such peer");
+  size_t colon = address.find(':');
+  std::string hex = colon == std::string::npos ? "" : address.substr(colon + 1);
+  if (hex.empty() || hex.size() % 2) return InvalidArgument(ctx + ": bad address");
+  std::vector<unsigned char> raw(hex.size() / 2);
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  PeerState& ps = peers_[static_cast<size_t>(peer)];
+  int n = fi_av_insert(av_, raw.data(), 1, &ps.addr, 0, nullptr);
+  if (n != 1) return FiError(ctx + ": fi_av_insert", n < 0 ? n : -FI_EINVAL);
+  ps.endpoint = std::make_unique<Peer>(this, peer);
+  // A receive for the peer's abort notice, always posted.
+  abort_bufs_.push_back(std::make_unique<char[]>(kAbortBytes));
+  Op* op = NewOp(peer, false, 0, abort_bufs_.back().get(), kAbortBytes, Tag{kAbortTag, 0});
+  op->is_abort = true;
+  Issue(op);
+  int pid = std::atoi(address.substr(0, colon).c_str());
+  if (!opts_.peers.empty() && opts_.peers[static_cast<size_t>(peer)].host == opts_.peers[static_cast<size_t>(opts_.rank)].host)
+    HOOP_RETURN_IF_ERROR(watch_.Watch(peer, pid).WithContext(ctx));
+  return Status::Ok();
+}
+
+StatusOr<Region> OfiTransport::Register(void* ptr, size_t bytes, MemKind kind) {
+  if (kind != MemKind::kHost)
+    return Unimplemented("ofi transport: only host memory is supported (got " + std::string(MemKindName(kind)) + " memory)");
+  return Region{ptr, bytes, kind, 0};  // the providers used need no local registration
+}
+
+Endpoint* OfiTransport::endpoint(int peer) {
+  if (peer < 0 || peer >= opts_.size) return nullptr;
+  return peers_[static_cast<size_t>(peer)].endpoint.get();
+}
+
+OfiTransport::Op* OfiTransport::NewOp(int peer, bool is_send, uint64_t op_id, char* data, size_t len, Tag tag) {
+  Op* op;
+  if (free_.empty()) {
+    ops_.push_back(std::make_unique<Op>());
+    op = ops_.back().get();
+  } else {
+    op = free_.back();
+    free_.pop_back();
+  }
+  *op = Op{};
+  op->peer = peer;
+  op->is_send = is_send;
+  op->is_abort = false;
+  op->op_id = op_id;
+  op->data = data;
+  op->len = len;
+  op->tag = tag;
+  return op;
+}
+
+void OfiTransport::Peer::PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
+  t_->Issue(t_->NewOp(rank_, true, op_id, static_cast<char*>(region.base) + offset, len, tag));
+}
+
+void OfiTransport::Peer::PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
+  t_->Issue(t_->NewOp(rank_, false, op_id, static_cast<char*>(region.base) + offset, len, tag));
+}
+
+void OfiTransport::Issue(Op* op) {
+  PeerState& ps = peers_[static_cast<size_t>(op->peer)];
+  if (!ps.failure.ok()) return Complete(op, ps.failure);
+  ssize_t rc = op->is_send
+                   ? fi_tsenddata(ep_, op->data, op->len, nullptr, op->tag.check, ps.addr, op->tag.match, &op->ctx)
+                   : fi_trecv(ep_, op->data, op->len, nullptr, ps.addr, op->tag.match, 0, &op->ctx);
+  if (rc == -FI_EAGAIN) {
+    again_.push_back(op);
+    return;
+  }
+  if (rc != 0) return Complete(op, FiError(std::string(op->is_send ? "sending to" : "receiving from") + " rank " +
+                                               std::to_string(op->peer), static_cast<int>(rc)));
+  op->posted = true;
+  ps.posted.push_back(op);
+}
+
+void OfiTransport::Complete(Op* op, Status s, uint64_t peer_check) {
+  PeerState& ps = peers_[static_cast<size_t>(op->peer)];
+  if (op->is_abort) {
+    if (s.ok()) {
+      FailPeer(op->peer, Aborted("rank " + std::to_string(op->peer) + " aborted: " +
+                                 std::string(op->data, strnlen(op->data, kAbortBytes))));
+    }
+  } else if (!op->reported) {
+    completed_.push_back({op->op_id, op->peer, op->is_send, std::move(s), peer_check});
+  }
+  op->reported = true;
+  auto it = std::find(ps.posted.begin(), ps.posted.end(), op);
+  if (it != ps.posted.end() && !op->posted) ps.posted.erase(it);
+  if (!op->posted) free_.push_back(op);
+}
+
+void OfiTransport::FailPeer(int peer, const Status& why) {
+  PeerState& ps = peers_[static_cast<size_t>(peer)];
+  if (!ps.failure.ok()) return;
+  ps.failure = why;
+  // Operations the provider holds are cancelled; they complete here now and are recycled when
+  // the provider hands them back.
+  for (Op* op : ps.posted) {
+    fi_cancel(&ep_->fid, &op->ctx);
+    if (!op->is_abort && !op->reported) completed_.push_back({op->op_id, op->peer, op->is_send, why, 0});
+    op->reported = true;
+  }
+  for (auto it = again_.begin(); it != again_.end();) {
+    if ((*it)->peer == peer) {
+      Complete(*it, why);
+      it = again_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void OfiTransport::DrainCq() {
+  fi_cq_tagged_entry e[16];
+  while (true) {
+    ssize_t n = fi_cq_read(cq_, e, 16);
+    if (n == -FI_EAGAIN) break;
+    if (n == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      if (fi_cq_readerr(cq_, &err, 0) <= 0) break;
+      Op* op = reinterpret_cast<Op*>(err.op_context);
+      if (!op) continue;
+      op->posted = false;
+      if (err.err == FI_ECANCELED) {
+        Complete(op, Aborted("cancelled"));
+        continue;
+      }
+      Status s = err.err == FI_ETRUNC
+                     ? FailedPrecondition("peer " + std::to_string(op->peer) + " sent more than the " +
+                                          std::to_string(op->len) + " bytes expected")
+                     : Unavailable("lost peer " + std::to_string(op->peer) + ": " +
+                                   fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0));
+      int peer = op->peer;
+      Complete(op, s, err.flags & FI_REMOTE_CQ_DATA ? err.data : 0);
+      FailPeer(peer, s);
+      continue;
+    }
+    if (n < 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      Op* op = reinterpret_cast<Op*>(e[i].op_context);
+      op->posted = false;
+      if (op->reported) {  // cancelled earlier, completed anyway
+        Complete(op, Status::Ok());
+        continue;
+      }
+      if (!op->is_send && !op->is_abort && ((e[i].flags & FI_REMOTE_CQ_DATA) && e[i].data != op->tag.check)) {
+        Complete(op, FailedPrecondition("peer " + std::to_string(op->peer) + " is in another operation"), e[i].data);
+        continue;
+      }
+      if (!op->is_send && !op->is_abort && e[i].len != op->len) {
+        Complete(op, FailedPrecondition("peer " + std::to_string(op->peer) + " sent " + std::to_string(e[i].len) +
+                                        " bytes where " + std::to_string(op->len) + " were expected"));
+        continue;
+      }
+      Complete(op, Status::Ok());
+    }
+  }
+  // Retry what the provider refused for lack of room.
+  for (size_t k = again_.size(); k > 0; --k) {
+    Op* op = again_.front();
+    again_.pop_front();
+    Issue(op);
+  }
+}
+
+Status OfiTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
+  const size_t start = out->size();
+  auto spin_until = std::chrono::steady_clock::now() + kSpin;
+  auto nap = std::chrono::microseconds(20);
+  while (true) {
+    DrainCq();
+    if (!completed_.empty()) {
+      out->insert(out->end(), completed_.begin(), completed_.end());
+      completed_.clear();
+    }
+    if (out->size() > start) return Status::Ok();
+    if (watch_.Due())
+      for (int p : watch_.Exited()) FailPeer(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
+    if (!completed_.empty()) continue;
+    if (std::chrono::steady_clock::now() < spin_until) continue;
+    if (deadline.Expired()) return DeadlineExceeded("ofi: no progress before the deadline");
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, std::chrono::microseconds(1000));
+  }
+}
+
+void OfiTransport::Abort(const std::string& cause) {
+  std::string text = cause.substr(0, kAbortBytes - 1);
+  text.push_back('\0');
+  for (size_t p = 0; p < peers_.size(); ++p) {
+    PeerState& ps = peers_[p];
+    if (!ps.endpoint || !ps.failure.ok()) continue;
+    ps.abort_text = text;
+    Op* op = NewOp(static_cast<int>(p), true, 0, ps.abort_text.data(), ps.abort_text.size(), Tag{kAbortTag, 0});
+    op->is_abort = true;
+    Issue(op);
+  }
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  while (std::chrono::steady_clock::now() < until) {
+    DrainCq();
+    bool pending = !again_.empty();
+    for (auto& ps : peers_)
+      for (Op* op : ps.posted) pending |= op->is_send && op->is_abort;
+    if (!pending) break;
+  }
+  completed_.clear();
+}
+
+std::string OfiTransport::Describe() {
+  std::string s = "libfabric " + std::to_string(FI_MAJOR(fi_version())) + "." + std::to_string(FI_MINOR(fi_version()));
+  fi_info* hints = Hints();
+  fi_info* list = nullptr;
+  int rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &list);
+  fi_freeinfo(hints);
+  if (rc != 0) return s + "; no RDM provider with tagged messages: " + fi_strerror(-rc);
+  std::vector<std::string> seen;
+  for (fi_info* i = list; i; i = i->next) {
+    std::string p = i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "?";
+    if (!Usable(i)) p += " (refused)";
+    if (std::find(seen.begin(), seen.end(), p) == seen.end()) seen.push_back(p);
+  }
+  fi_freeinfo(list);
+  std::string ps;
+  for (auto& p : seen) {
+    if (!ps.empty()) ps += ", ";
+    ps += p;
+  }
+  return s + "; RDM providers with tagged messages: " + ps;
+}
+
+}  // namespace hoop

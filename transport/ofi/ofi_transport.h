@@ -1,0 +1,110 @@
+// OfiTransport: the libfabric back end. One reliable-datagram (FI_EP_RDM) endpoint per
+// communicator, an address vector filled from the addresses peers publish through the Store,
+// and tagged messages: the tag is our match word, a receive names its source (directed
+// receive), and the check word travels as the message's remote CQ data, so a mismatch is
+// reported as such. Early messages are held by the provider (rxm keeps only the rendezvous
+// header of a large one), so memory stays bounded by the senders' windows.
+//
+// Provider: FI_PROVIDER picks (libfabric's own variable: "tcp;ofi_rxm", "shm", ...); otherwise
+// the first RDM provider with tagged messages that reaches this rank's address. Debian's
+// `sockets` provider hangs on the machines we test on, so it is refused with a message.
+//
+// Waiting: Poll spins on the completion queue briefly, then sleeps in short, growing naps
+// (20 us up to 1 ms), so ranks that outnumber cores progress. A lost peer: a failed send
+// reports it; a rank on this host is also watched through a pidfd.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_tagged.h>
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "transport/peer_watch.h"
+#include "transport/transport.h"
+
+namespace hoop {
+
+class OfiTransport : public Transport {
+ public:
+  static StatusOr<std::unique_ptr<Transport>> Create(const TransportOptions& opts);
+  ~OfiTransport() override;
+  std::string Name() const override { return "ofi"; }
+  std::string Label() const override { return "ofi/" + provider_; }
+  bool CanConnect(const PeerInfo& self, const PeerInfo& peer) const override {
+    return !shm_only_ || self.host == peer.host;
+  }
+  std::string Address() const override { return address_; }
+  Status Connect(int peer, const std::string& address, Deadline deadline) override;
+  StatusOr<Region> Register(void* ptr, size_t bytes, MemKind kind) override;
+  Endpoint* endpoint(int peer) override;
+  Status Poll(std::vector<Completion>* out, Deadline deadline) override;
+  void Abort(const std::string& cause) override;
+  // The libfabric version and the RDM providers with tagged messages it lists (for hoop-info).
+  static std::string Describe();
+  const std::string& provider() const { return provider_; }
+
+ private:
+  struct Op {
+    fi_context ctx;  // FI_CONTEXT mode: the provider's scratch space, first
+    int peer;
+    bool is_send;
+    bool is_abort;
+    uint64_t op_id;
+    char* data;
+    size_t len;
+    Tag tag;
+    bool posted = false;    // the provider holds it
+    bool reported = false;  // its completion was handed out
+  };
+  class Peer : public Endpoint {
+   public:
+    Peer(OfiTransport* t, int rank) : t_(t), rank_(rank) {}
+    int peer() const override { return rank_; }
+    void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
+    void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
+
+   private:
+    OfiTransport* t_;
+    int rank_;
+  };
+  struct PeerState {
+    fi_addr_t addr = FI_ADDR_UNSPEC;
+    std::unique_ptr<Peer> endpoint;
+    std::vector<Op*> posted;
+    Status failure;
+    std::string abort_text;
+  };
+
+  OfiTransport(TransportOptions opts, fi_info* info);
+  Status Open();
+  Op* NewOp(int peer, bool is_send, uint64_t op_id, char* data, size_t len, Tag tag);
+  void Issue(Op* op);  // posts to the provider, or queues it when the provider says "again"
+  void Complete(Op* op, Status s, uint64_t peer_check = 0);
+  void Release(Op* op);
+  void FailPeer(int peer, const Status& why);
+  void DrainCq();
+
+  TransportOptions opts_;
+  fi_info* info_;
+  std::string provider_;
+  bool shm_only_ = false;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fid_av* av_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_ep* ep_ = nullptr;
+  std::string address_;
+  std::vector<PeerState> peers_;
+  std::vector<std::unique_ptr<Op>> ops_;
+  std::vector<Op*> free_;
+  std::deque<Op*> again_;  // refused with -FI_EAGAIN: retried after the next completions
+  std::vector<Completion> completed_;
+  std::vector<std::unique_ptr<char[]>> abort_bufs_;
+  PeerWatch watch_;
+};
+
+}  // namespace hoop
