@@ -12,7 +12,10 @@ namespace {
 
 // Shared memory goes first: nothing is faster between processes on one host.
 const bool kRegistered = [] {
-  RegisterTransport("shm", 10, &ShmTransport::Create);
+  RegisterTransport("shm", 10, &ShmTransport::Create, [] {
+    return "same host only: memfd rings of " + std::to_string(shm::kSlots) + " x " +
+           std::to_string(shm::kInlineMax / 1024) + " KiB per peer, larger messages copied once (CMA)";
+  });
   return true;
 }();
 

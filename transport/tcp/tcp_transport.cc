@@ -13,7 +13,7 @@ namespace {
 
 // Registers the back end; lowest priority of all, since every pair of hosts can use TCP.
 const bool kRegistered = [] {
-  RegisterTransport("tcp", 100, &TcpTransport::Create);
+  RegisterTransport("tcp", 100, &TcpTransport::Create, [] { return std::string("any host with an IP route"); });
   return true;
 }();
 }  // namespace

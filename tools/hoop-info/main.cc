@@ -1,0 +1,78 @@
+// hoop-info: what this build and this machine offer. Lists the back ends built in (in the
+// order selection tries them), what each one sees here (library version, providers,
+// devices), and which one a job started now would use for a peer on this host and for a peer
+// on another host, honouring HOOP_TRANSPORT and the back ends' own variables (UCX_TLS,
+// FI_PROVIDER). It creates each back end to find out, and connects to nothing.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "common/config.h"
+#include "transport/transport.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: hoop-info [-h|--help]\n"
+    "\n"
+    "Prints the transport back ends built into this hoop, in the order per-peer selection\n"
+    "tries them (shm, ucx, ofi, tcp), what each sees on this machine, and the back end a\n"
+    "job started now would pick for a rank on this host and for a rank on another host.\n"
+    "Honours HOOP_TRANSPORT (force one back end), UCX_TLS and FI_PROVIDER.\n";
+
+// The first back end (in priority order, or the forced one) that can be created here and
+// reaches `peer` from `self`; or why none does.
+std::string Choice(const std::vector<std::string>& names, const hoop::PeerInfo& self, const hoop::PeerInfo& peer) {
+  std::string why;
+  for (const auto& name : names) {
+    hoop::TransportOptions o;
+    o.rank = 0;
+    o.size = 2;
+    o.token = "hoop-info";
+    o.comm = "hoop-info";
+    o.peers = {self, peer};
+    auto t = hoop::CreateTransport(name, o);
+    if (!t.ok()) {
+      why += "\n      " + name + ": " + t.status().message();
+      continue;
+    }
+    if ((*t)->CanConnect(self, peer)) return (*t)->Label();
+    why += "\n      " + name + ": does not reach that host";
+  }
+  return "none" + why;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "hoop-info: unknown argument '%s'\n%s", argv[i], kUsage);
+    return 2;
+  }
+  hoop::SetLogLevel(hoop::LogLevel::kError);
+  auto cfg = hoop::Config::FromProcessEnv();
+  if (!cfg.ok()) {
+    std::fprintf(stderr, "hoop-info: %s\n", cfg.status().message().c_str());
+    return 2;
+  }
+  std::vector<std::string> names = hoop::RegisteredTransports();
+  std::printf("hoop back ends built in (selection order):\n");
+  for (const auto& name : names) {
+    std::string d = hoop::DescribeTransport(name);
+    std::printf("  %-4s %s\n", name.c_str(), d.empty() ? "" : d.c_str());
+  }
+  std::vector<std::string> order = names;
+  if (!cfg->transport.empty()) {
+    order = {cfg->transport};
+    std::printf("HOOP_TRANSPORT=%s forces one back end for every peer\n", cfg->transport.c_str());
+  }
+  hoop::PeerInfo self{0, "this-host"}, local{1, "this-host"}, remote{1, "other-host"};
+  std::printf("a job started now would use:\n");
+  std::printf("  to a rank on this host:    %s\n", Choice(order, self, local).c_str());
+  std::printf("  to a rank on another host: %s\n", Choice(order, self, remote).c_str());
+  return 0;
+}
