@@ -3,9 +3,11 @@
 # Run as root on Debian bookworm (CI and a fresh machine alike).
 #   build:  g++ cmake make pkg-config
 #   tests:  catch2 (v2), procps
+#   back ends: libucx-dev libfabric-dev (the ucx and ofi transports)
 #   peers:  libopenmpi-dev openmpi-bin (mpirun start-up test, MPI_Allreduce comparison)
+#   tests:  iproute2 util-linux (network namespaces, unshare for per-host names)
 set -euo pipefail
-packages=(g++ cmake make pkg-config catch2 procps libopenmpi-dev openmpi-bin)
+packages=(g++ cmake make pkg-config catch2 procps libucx-dev libfabric-dev libopenmpi-dev openmpi-bin iproute2 util-linux)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/backends.h"
 #include "tests/support/proc.h"
 
 using namespace hoop::test;
@@ -38,6 +39,41 @@ TEST_CASE("hoop-perf allreduce sweep is correct at every size, ring and tree", "
       CHECK(r.output.find(std::string(" ") + algo + " ") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("the acceptance sweep is correct over every back end", "[perf][transport]") {
+  for (const Backend& b : Backends()) {
+    DYNAMIC_SECTION(b.label) {
+      ProcOptions o;
+      o.env = b.env;
+      o.timeout_s = 180;
+      auto r = RunProc({Bin("hooprun"), "-np", "4", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "16M", "-f", "4",
+                        "-c", "1", "-n", "3", "-w", "1"},
+                       o);
+      INFO(r.output);
+      CHECK(r.exit_code == 0);
+      CHECK(RowsWithWrong(r.output, "0") == 11);
+      CHECK(r.output.find("Out of bounds values : 0 OK") != std::string::npos);
+      // hoop-perf reports the back end it ran over.
+      CHECK(r.output.find("transport " + b.env.at("HOOP_TRANSPORT")) != std::string::npos);
+    }
+  }
+}
+
+// Eight ranks on two cores: every waiting rank must get off the CPU (spin briefly, then
+// sleep on its futex), or the sweep crawls.
+TEST_CASE("8 ranks on 2 cores over shm: a 16 MiB sweep finishes and is correct", "[perf][transport]") {
+  ProcOptions o;
+  o.env = {{"HOOP_TRANSPORT", "shm"}};
+  o.timeout_s = 240;
+  auto r = RunProc({Bin("hooprun"), "-np", "8", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "16M", "-f", "4",
+                    "-c", "1", "-n", "3", "-w", "1"},
+                   o);
+  INFO(r.output);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  CHECK(RowsWithWrong(r.output, "0") == 11);
+  WARN("8 ranks over shm, 8 B to 8 MiB: " << r.seconds << " s");
 }
 
 TEST_CASE("hoop-perf writes JSON and checks every collective", "[perf]") {

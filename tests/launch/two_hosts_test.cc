@@ -69,3 +69,40 @@ TEST_CASE("two ranks on two hosts (network namespaces) find each other's address
           std::string::npos);
   }
 }
+
+// Per-peer selection across hosts: two ranks in each namespace, each namespace with its own
+// host name (a UTS namespace), so each pair on one "host" talks over shm and each pair across
+// the veth link over a network back end (ucx first). Every rank's C API run checks the results.
+TEST_CASE("two ranks on each of two hosts: shm inside a host, a network back end across", "[env][netns]") {
+  Netns net(static_cast<int>((::getpid() + 5000) % 10000));
+  if (!net.ok) {
+    WARN("SKIPPED: cannot create network namespaces here (needs root and iproute2)");
+    return;
+  }
+  const std::string store = "tcp://" + net.prefix + ".1:29518";
+  std::vector<ProcResult> results(4);
+  std::vector<std::thread> ranks;
+  for (int k = 0; k < 4; ++k) {
+    ranks.emplace_back([&, k] {
+      ProcOptions o;
+      o.timeout_s = 60;
+      o.env = {{"SLURM_PROCID", std::to_string(k)}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", std::to_string(k % 2)},
+               {"HOOP_STORE", store}, {"HOOP_JOB_TOKEN", "two-by-two"}, {"HOOP_TIMEOUT", "20"},
+               {"HOOP_LOG_LEVEL", "info"}};
+      o.unset = {"HOOP_RANK", "HOOP_SIZE", "HOOP_HOST", "HOOP_TRANSPORT", "OMPI_COMM_WORLD_RANK", "UCX_TLS",
+                 "FI_PROVIDER"};
+      const std::string host = k < 2 ? "hoop-host-a" : "hoop-host-b";
+      results[static_cast<size_t>(k)] =
+          RunProc({"/usr/sbin/ip", "netns", "exec", k < 2 ? net.a : net.b, "unshare", "--uts", "sh", "-c",
+                   "hostname " + host + " && exec " + Bin("hoop-c-api-test")},
+                  o);
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int k = 0; k < 4; ++k) {
+    INFO(results[static_cast<size_t>(k)].output);
+    CHECK(results[static_cast<size_t>(k)].exit_code == 0);
+    CHECK(results[static_cast<size_t>(k)].output.find("c-api ok rank " + std::to_string(k) + " of 4") != std::string::npos);
+    CHECK(results[static_cast<size_t>(k)].output.find("4 ranks over shm+ucx") != std::string::npos);
+  }
+}

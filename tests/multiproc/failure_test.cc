@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "tests/support/backends.h"
 #include "tests/support/proc.h"
 
 using namespace hoop::test;
@@ -19,9 +20,12 @@ std::string LineOf(const std::string& out, const std::string& start) {
 }  // namespace
 
 TEST_CASE("a rank killed mid-allreduce: the others fail fast naming it, hooprun exits", "[multiproc][failure]") {
+  for (const Backend& b : Backends()) {
+  DYNAMIC_SECTION(b.label) {
   const int n = 4, victim = 2;
   std::string marker = NewMarker();
   ProcOptions o;
+  o.env = b.env;
   o.timeout_s = 60;
   o.env["HOOP_TIMEOUT"] = "30";
   auto r = RunProc({Bin("hooprun"), "-np", std::to_string(n), Bin("hoop-test-rank"), "kill",
@@ -42,11 +46,16 @@ TEST_CASE("a rank killed mid-allreduce: the others fail fast naming it, hooprun 
     CHECK((line.find("lost peer 2") != std::string::npos || line.find("rank 2") != std::string::npos));
   }
   CHECK(WaitGone(marker, 5) == 0);
+  }
+  }
 }
 
 TEST_CASE("ranks calling allreduce with different counts get an error, not a hang", "[multiproc][failure]") {
+  for (const Backend& b : Backends()) {
+  DYNAMIC_SECTION(b.label) {
   std::string marker = NewMarker();
   ProcOptions o;
+  o.env = b.env;
   o.timeout_s = 60;
   o.env["HOOP_TIMEOUT"] = "30";
   auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-test-rank"), "mismatch", marker}, o);
@@ -65,6 +74,8 @@ TEST_CASE("ranks calling allreduce with different counts get an error, not a han
   // A poisoned communicator refuses further calls with the first cause.
   CHECK(r.output.find("refused: the communicator failed earlier") != std::string::npos);
   CHECK(WaitGone(marker, 5) == 0);
+  }
+  }
 }
 
 TEST_CASE("a rank that never arrives: the others time out naming it", "[multiproc][failure]") {

@@ -1,16 +1,20 @@
 // Every collective x dtype x op x count {0, 1, 7, 1000, 100003} x algorithm, against the
-// reference on random data, for 1 to 8 ranks: real hooprun, real processes, TCP.
+// reference on random data, for 1 to 8 ranks: real hooprun, real processes, over every back
+// end (tests/support/backends.h).
 #include <catch2/catch.hpp>
 
+#include "tests/support/backends.h"
 #include "tests/support/proc.h"
 
 using namespace hoop::test;
 
-TEST_CASE("every collective matches the reference for 1..8 ranks", "[multiproc][matrix]") {
+TEST_CASE("every collective matches the reference for 1..8 ranks on every back end", "[multiproc][matrix]") {
+  for (const Backend& b : Backends()) {
   for (int n = 1; n <= 8; ++n) {
-    DYNAMIC_SECTION(n << " ranks") {
+    DYNAMIC_SECTION(b.label << ", " << n << " ranks") {
       std::string marker = NewMarker();
       ProcOptions o;
+      o.env = b.env;
       o.timeout_s = 240;
       o.env["HOOP_TIMEOUT"] = "60";
       // Small chunks so that even the test's counts are cut into several pipelined chunks.
@@ -24,13 +28,17 @@ TEST_CASE("every collective matches the reference for 1..8 ranks", "[multiproc][
       CHECK(WaitGone(marker, 5) == 0);
     }
   }
+  }
 }
 
 // The executor's tightest setting: one receive in flight and 4 KiB chunks, so every stream is
 // cut into many messages and any ordering mistake between ranks would deadlock or misplace data.
 TEST_CASE("the matrix also passes with a window of one and tiny chunks", "[multiproc][matrix]") {
+  for (const Backend& b : Backends()) {
+  DYNAMIC_SECTION(b.label) {
   std::string marker = NewMarker();
   ProcOptions o;
+  o.env = b.env;
   o.timeout_s = 240;
   o.env["HOOP_TIMEOUT"] = "60";
   o.env["HOOP_CHUNK_BYTES"] = "4K";
@@ -42,4 +50,6 @@ TEST_CASE("the matrix also passes with a window of one and tiny chunks", "[multi
   for (int rank = 0; rank < 5; ++rank)
     CHECK(r.output.find("rank " + std::to_string(rank) + ": matrix ok") != std::string::npos);
   CHECK(WaitGone(marker, 5) == 0);
+}
+  }
 }

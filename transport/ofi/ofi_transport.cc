@@ -192,7 +192,8 @@ void OfiTransport::Peer::PostRecv(const Region& region, size_t offset, size_t le
 
 void OfiTransport::Issue(Op* op) {
   PeerState& ps = peers_[static_cast<size_t>(op->peer)];
-  if (!ps.failure.ok()) return Complete(op, ps.failure);
+  if (!ps.failure.ok() && !(op->is_abort && op->is_send && ps.failure.code() != Code::kUnavailable))
+    return Complete(op, ps.failure);
   ssize_t rc = op->is_send
                    ? fi_tsenddata(ep_, op->data, op->len, nullptr, op->tag.check, ps.addr, op->tag.match, &op->ctx)
                    : fi_trecv(ep_, op->data, op->len, nullptr, ps.addr, op->tag.match, 0, &op->ctx);
@@ -222,13 +223,32 @@ void OfiTransport::Complete(Op* op, Status s, uint64_t peer_check) {
   if (!op->posted) free_.push_back(op);
 }
 
+void OfiTransport::Lost(int peer, const Status& why) {
+  for (auto& l : losses_)
+    if (l.peer == peer) return;
+  losses_.push_back({peer, why, std::chrono::steady_clock::now() + std::chrono::milliseconds(150)});
+}
+
+void OfiTransport::ApplyLosses() {
+  auto now = std::chrono::steady_clock::now();
+  for (auto& l : losses_)
+    if (l.at <= now && l.peer >= 0) {
+      FailPeer(l.peer, l.why);
+      l.peer = -1;
+    }
+}
+
 void OfiTransport::FailPeer(int peer, const Status& why) {
   PeerState& ps = peers_[static_cast<size_t>(peer)];
   if (!ps.failure.ok()) return;
   ps.failure = why;
   // Operations the provider holds are cancelled; they complete here now and are recycled when
   // the provider hands them back.
-  for (Op* op : ps.posted) {
+  for (Op* op : std::vector<Op*>(ps.posted)) {
+    if (!op->posted) {  // its error came back already
+      Complete(op, why);
+      continue;
+    }
     fi_cancel(&ep_->fid, &op->ctx);
     if (!op->is_abort && !op->reported) completed_.push_back({op->op_id, op->peer, op->is_send, why, 0});
     op->reported = true;
@@ -263,9 +283,14 @@ void OfiTransport::DrainCq() {
                                           std::to_string(op->len) + " bytes expected")
                      : Unavailable("lost peer " + std::to_string(op->peer) + ": " +
                                    fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0));
-      int peer = op->peer;
-      Complete(op, s, err.flags & FI_REMOTE_CQ_DATA ? err.data : 0);
-      FailPeer(peer, s);
+      if (err.err == FI_ETRUNC) {
+        int peer = op->peer;
+        Complete(op, s, err.data);  // the sender's check word, which providers fill in here too
+        FailPeer(peer, s);
+      } else {
+        // A broken link: the op fails with the peer, after any abort notice it sent.
+        Lost(op->peer, s);
+      }
       continue;
     }
     if (n < 0) break;
@@ -302,13 +327,14 @@ Status OfiTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
   auto nap = std::chrono::microseconds(20);
   while (true) {
     DrainCq();
+    if (!losses_.empty()) ApplyLosses();
     if (!completed_.empty()) {
       out->insert(out->end(), completed_.begin(), completed_.end());
       completed_.clear();
     }
     if (out->size() > start) return Status::Ok();
     if (watch_.Due())
-      for (int p : watch_.Exited()) FailPeer(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
+      for (int p : watch_.Exited()) Lost(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
     if (!completed_.empty()) continue;
     if (std::chrono::steady_clock::now() < spin_until) continue;
     if (deadline.Expired()) return DeadlineExceeded("ofi: no progress before the deadline");
@@ -322,7 +348,8 @@ void OfiTransport::Abort(const std::string& cause) {
   text.push_back('\0');
   for (size_t p = 0; p < peers_.size(); ++p) {
     PeerState& ps = peers_[p];
-    if (!ps.endpoint || !ps.failure.ok()) continue;
+    // A peer we fell out of step with is still reachable and must hear why.
+    if (!ps.endpoint || ps.failure.code() == Code::kUnavailable) continue;
     ps.abort_text = text;
     Op* op = NewOp(static_cast<int>(p), true, 0, ps.abort_text.data(), ps.abort_text.size(), Tag{kAbortTag, 0});
     op->is_abort = true;

@@ -19,6 +19,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_tagged.h>
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -86,6 +87,10 @@ class OfiTransport : public Transport {
   void Complete(Op* op, Status s, uint64_t peer_check = 0);
   void Release(Op* op);
   void FailPeer(int peer, const Status& why);
+  // A peer lost (its process gone, its link broken) fails a moment later, so that an abort
+  // notice it sent before dying, which names the real cause, is read first.
+  void Lost(int peer, const Status& why);
+  void ApplyLosses();
   void DrainCq();
 
   TransportOptions opts_;
@@ -105,6 +110,12 @@ class OfiTransport : public Transport {
   std::vector<Completion> completed_;
   std::vector<std::unique_ptr<char[]>> abort_bufs_;
   PeerWatch watch_;
+  struct Loss {
+    int peer;
+    Status why;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::vector<Loss> losses_;
 };
 
 }  // namespace hoop

@@ -115,6 +115,8 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
     if (h->kind == kCma) {
       Status s = CmaRead(pid_, cur_.data, h->src, cur_.len);
       if (!s.ok()) {
+        // A peer that gave up may have freed the buffer it offered: its own cause is the news.
+        if (in_->aborted.load(std::memory_order_acquire)) break;
         Fail(Unavailable("lost peer " + std::to_string(peer_) + ": " + s.message()), out);
         return true;
       }

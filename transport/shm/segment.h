@@ -47,7 +47,7 @@ struct alignas(64) RingHeader {
   alignas(64) std::atomic<uint64_t> tail{0};  // slots published (sender)
   alignas(64) std::atomic<uint64_t> head{0};  // slots consumed (receiver)
   alignas(64) std::atomic<uint32_t> aborted{0};
-  char cause[252] = {0};
+  char cause[1020] = {0};  // the sender's abort cause (a chain of ranks' errors can be long)
 };
 
 struct alignas(64) SegHeader {

@@ -309,25 +309,30 @@ void UcxTransport::OnSendDone(void* request, ucs_status_t status, void* user) {
   auto* op = static_cast<Op*>(user);
   ucp_request_free(request);
   op->in_ucx = false;
-  op->owner->Complete(op, status == UCS_OK ? Status::Ok() : UcsError("lost peer " + std::to_string(op->peer), status));
+  if (status == UCS_OK) return op->owner->Complete(op, Status::Ok());
+  // A broken link: the op stays in flight and fails with the peer, after any abort notice.
+  op->owner->Lost(op->peer, UcsError("lost peer " + std::to_string(op->peer), status));
 }
 
 void UcxTransport::OnRecvDone(void* request, ucs_status_t status, size_t, void* user) {
   auto* op = static_cast<Op*>(user);
   ucp_request_free(request);
   op->in_ucx = false;
-  op->owner->Complete(op, status == UCS_OK ? Status::Ok() : UcsError("lost peer " + std::to_string(op->peer), status));
+  if (status == UCS_OK) return op->owner->Complete(op, Status::Ok());
+  // A broken link: the op stays in flight and fails with the peer, after any abort notice.
+  op->owner->Lost(op->peer, UcsError("lost peer " + std::to_string(op->peer), status));
 }
 
 void UcxTransport::OnPeerError(void* arg, ucp_ep_h ep, ucs_status_t status) {
   auto* t = static_cast<UcxTransport*>(arg);
   for (size_t p = 0; p < t->peers_.size(); ++p)
     if (t->peers_[p].ep == ep)
-      t->FailPeer(static_cast<int>(p), UcsError("lost peer " + std::to_string(p), status));
+      t->Lost(static_cast<int>(p), UcsError("lost peer " + std::to_string(p), status));
 }
 
 void UcxTransport::Complete(Op* op, Status s, uint64_t peer_check) {
   PeerState& ps = peers_[static_cast<size_t>(op->peer)];
+  // (An op whose UCX request ended in error but is not reported yet stays in `inflight`.)
   if (!op->reported) {
     op->reported = true;
     completed_.push_back({op->op_id, op->peer, op->is_send, std::move(s), peer_check});
@@ -335,6 +340,21 @@ void UcxTransport::Complete(Op* op, Status s, uint64_t peer_check) {
     if (it != ps.inflight.end()) ps.inflight.erase(it);
   }
   if (!op->in_ucx) free_.push_back(op);
+}
+
+void UcxTransport::Lost(int peer, const Status& why) {
+  for (auto& l : losses_)
+    if (l.peer == peer) return;
+  losses_.push_back({peer, why, std::chrono::steady_clock::now() + std::chrono::milliseconds(150)});
+}
+
+void UcxTransport::ApplyLosses() {
+  auto now = std::chrono::steady_clock::now();
+  for (auto& l : losses_)
+    if (l.at <= now && l.peer >= 0) {
+      FailPeer(l.peer, l.why);
+      l.peer = -1;
+    }
 }
 
 void UcxTransport::FailPeer(int peer, const Status& why) {
@@ -354,6 +374,7 @@ Status UcxTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
     while (ucp_worker_progress(worker_) != 0) {
     }
     MatchFresh();
+    if (!losses_.empty()) ApplyLosses();
     if (!completed_.empty()) {
       out->insert(out->end(), completed_.begin(), completed_.end());
       completed_.clear();
@@ -361,7 +382,7 @@ Status UcxTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
     if (out->size() > start) return Status::Ok();
     if ((iter & 15) != 15) continue;
     if (watch_.Due()) {
-      for (int p : watch_.Exited()) FailPeer(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
+      for (int p : watch_.Exited()) Lost(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
       if (!completed_.empty()) continue;
     }
     if (std::chrono::steady_clock::now() < spin_until) continue;
@@ -380,7 +401,8 @@ void UcxTransport::Abort(const std::string& cause) {
   std::vector<void*> pending;
   Header h{0, 0, opts_.rank, kAbort};
   for (auto& ps : peers_) {
-    if (!ps.ep || !ps.failure.ok()) continue;
+    // A peer we fell out of step with is still reachable and must hear why.
+    if (!ps.ep || ps.failure.code() == Code::kUnavailable) continue;
     ucp_request_param_t prm{};
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     prm.flags = UCP_AM_SEND_FLAG_EAGER;

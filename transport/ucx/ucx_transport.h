@@ -18,6 +18,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
@@ -107,6 +108,10 @@ class UcxTransport : public Transport {
   void Complete(Op* op, Status s, uint64_t peer_check = 0);
   void MatchFresh();
   void FailPeer(int peer, const Status& why);
+  // A peer lost (its process gone, its link broken) fails a moment later, so that an abort
+  // notice it sent before dying, which names the real cause, is read first.
+  void Lost(int peer, const Status& why);
+  void ApplyLosses();
   PeerState* state(int peer) { return peer >= 0 && peer < opts_.size ? &peers_[static_cast<size_t>(peer)] : nullptr; }
 
   TransportOptions opts_;
@@ -121,6 +126,12 @@ class UcxTransport : public Transport {
   std::vector<Completion> completed_;            // filled by callbacks, drained by Poll
   std::map<const void*, ucp_mem_h> staging_;
   PeerWatch watch_;
+  struct Loss {
+    int peer;
+    Status why;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::vector<Loss> losses_;
 };
 
 }  // namespace hoop

@@ -1,0 +1,83 @@
+// Back-end selection as users meet it: hoop-info's report, HOOP_TRANSPORT naming a back end
+// that is not there or cannot be used, and the shared-memory back end leaving nothing behind in
+// /dev/shm, even when a rank is killed.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+
+#include <set>
+
+#include "tests/support/proc.h"
+
+using namespace hoop::test;
+
+namespace {
+std::set<std::string> DevShm() {
+  std::set<std::string> names;
+  if (DIR* d = ::opendir("/dev/shm")) {
+    while (dirent* e = ::readdir(d)) names.insert(e->d_name);
+    ::closedir(d);
+  }
+  return names;
+}
+}  // namespace
+
+TEST_CASE("hoop-info lists the back ends and what a job would pick", "[select]") {
+  auto h = RunProc({Bin("hoop-info"), "--help"});
+  CHECK(h.exit_code == 0);
+  CHECK(h.output.find("usage: hoop-info") != std::string::npos);
+  auto r = RunProc({Bin("hoop-info")}, Within(60));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  size_t shm = r.output.find("  shm "), ucx = r.output.find("  ucx "), ofi = r.output.find("  ofi "),
+         tcp = r.output.find("  tcp ");
+  REQUIRE(shm != std::string::npos);
+  REQUIRE(ucx != std::string::npos);
+  REQUIRE(ofi != std::string::npos);
+  REQUIRE(tcp != std::string::npos);
+  CHECK((shm < ucx && ucx < ofi && ofi < tcp));
+  CHECK(r.output.find("UCX 1.") != std::string::npos);
+  CHECK(r.output.find("tcp;ofi_rxm") != std::string::npos);
+  CHECK(r.output.find("sockets (refused)") != std::string::npos);
+  CHECK(r.output.find("to a rank on this host:    shm") != std::string::npos);
+  CHECK(r.output.find("to a rank on another host: ucx") != std::string::npos);
+  ProcOptions forced = Within(60);
+  forced.env = {{"HOOP_TRANSPORT", "shm"}};
+  auto f = RunProc({Bin("hoop-info")}, forced);
+  INFO(f.output);
+  CHECK(f.output.find("to a rank on another host: none") != std::string::npos);
+  CHECK(f.output.find("shm: does not reach that host") != std::string::npos);
+}
+
+TEST_CASE("HOOP_TRANSPORT naming an unusable back end is an error that says why", "[select]") {
+  ProcOptions o = Within(60);
+  o.env = {{"HOOP_TRANSPORT", "carrier-pigeon"}};
+  auto r = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "8"}, o);
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK(r.output.find("HOOP_TRANSPORT=carrier-pigeon: no such back end is built in (built in: shm, ucx, ofi, tcp)") !=
+        std::string::npos);
+  o.env = {{"HOOP_TRANSPORT", "ofi"}, {"FI_PROVIDER", "sockets"}};
+  auto s = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "8"}, o);
+  INFO(s.output);
+  CHECK(s.exit_code != 0);
+  CHECK(s.output.find("HOOP_TRANSPORT=ofi is unavailable: ofi: libfabric's sockets provider hangs") != std::string::npos);
+}
+
+TEST_CASE("shm leaves nothing in /dev/shm, also when a rank is killed", "[select][shm]") {
+  std::set<std::string> before = DevShm();
+  std::string marker = NewMarker();
+  ProcOptions o = Within(60);
+  o.env = {{"HOOP_TRANSPORT", "shm"}, {"HOOP_TIMEOUT", "30"}};
+  auto r = RunProc({Bin("hooprun"), "-np", "4", Bin("hoop-test-rank"), "kill", "2", marker}, o);
+  INFO(r.output);
+  CHECK(r.output.find("killed by signal 9") != std::string::npos);
+  CHECK(WaitGone(marker, 5) == 0);
+  auto ok = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "allreduce", "-b", "1M", "-e", "1M", "-c", "1"}, o);
+  CHECK(ok.exit_code == 0);
+  std::set<std::string> after = DevShm();
+  for (const auto& name : after) {
+    INFO("new in /dev/shm: " << name);
+    CHECK(before.count(name) == 1);
+  }
+}
