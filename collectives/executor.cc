@@ -92,7 +92,7 @@ class Run {
     Endpoint* ep = t_.endpoint(st.recv_peer);
     Tag tag{MatchTag(a_.seq, un.chunk, st.recv_msg), a_.check};
     size_t len = un.count * esize_;
-    if (st.recv == RecvKind::kCopy) {
+    if (st.recv == RecvKind::kCopy && !(stage_copies_ && a_.out.bytes >= kStreamingBytes)) {
       ep->PostRecv(a_.out, (st.out_offset + un.offset) * esize_, len, tag, u << 1);
     } else {
       size_t slot = pool_.Acquire();
@@ -117,6 +117,12 @@ class Run {
           ReduceStreaming(reduce_, esize_, out, src, pool_.region(slot).base, un.count, divisor);
         else
           reduce_(out, src, pool_.region(slot).base, un.count, divisor);
+        pool_.Release(slot);
+        slot_[u] = -1;
+      } else if (st.recv == RecvKind::kCopy && slot_[u] >= 0) {
+        size_t slot = static_cast<size_t>(slot_[u]);
+        char* out = static_cast<char*>(a_.out.base) + (st.out_offset + un.offset) * esize_;
+        CopyStreaming(out, pool_.region(slot).base, un.count * esize_);
         pool_.Release(slot);
         slot_[u] = -1;
       }
@@ -183,6 +189,7 @@ class Run {
   const std::vector<Step>& steps_;
   const size_t esize_;
   ReduceFn reduce_ = nullptr;
+  const bool stage_copies_ = t_.StageLargeCopies();
   std::vector<Unit> units_;
   std::vector<bool> recv_done_, acted_;
   std::vector<int> slot_, dependent_;

@@ -91,6 +91,12 @@ size_t MultiTransport::PreferredChunkBytes() const {
   return c;
 }
 
+bool MultiTransport::StageLargeCopies() const {
+  for (auto& p : parts_)
+    if (!p->StageLargeCopies()) return false;
+  return true;
+}
+
 void MultiTransport::Abort(const std::string& cause) {
   for (auto& p : parts_) p->Abort(cause);
 }

@@ -29,6 +29,7 @@ class MultiTransport : public Transport {
   Status Poll(std::vector<Completion>* out, Deadline deadline) override;
   void Abort(const std::string& cause) override;
   size_t PreferredChunkBytes() const override;  // the smallest of the parts'
+  bool StageLargeCopies() const override;       // only if every part prefers it
 
  private:
   class Routed : public Endpoint {

@@ -92,6 +92,9 @@ class Transport {
   virtual void Abort(const std::string& cause) = 0;
   // The pipeline chunk the collectives use over this back end unless HOOP_CHUNK_BYTES says.
   virtual size_t PreferredChunkBytes() const { return 512 * 1024; }
+  // Whether large outputs are better received into a (cache-resident) staging chunk and then
+  // streamed into place, than received into place directly (see shm).
+  virtual bool StageLargeCopies() const { return false; }
 };
 
 // The registry of compiled-in back ends, ordered by priority (lower first). Back ends register

@@ -52,6 +52,9 @@ bool Channel::Progress(std::vector<Completion>* out) {
 }
 
 bool Channel::ProgressSends(std::vector<Completion>* out) {
+  // Nothing to send or to hear back about: leave the peer's `head` line alone (reading it on
+  // every spin would pull it across cores each time the peer consumes).
+  if (sends_.empty() && awaiting_.empty()) return false;
   bool moved = false;
   uint64_t head = out_->head.load(std::memory_order_acquire);
   while (!awaiting_.empty() && awaiting_.front().slot < head) {

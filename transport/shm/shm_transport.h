@@ -32,6 +32,9 @@ class ShmTransport : public Transport {
   void Abort(const std::string& cause) override;
   // Small enough that a window of staged chunks stays in L2 (docs/PERF.md, shm chunk sizes).
   size_t PreferredChunkBytes() const override { return 128 * 1024; }
+  // A CMA copy straight into a large output reads every output line before writing it; into
+  // L2-resident staging and then streamed out with non-temporal stores it does not.
+  bool StageLargeCopies() const override { return true; }
 
  private:
   ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own);
