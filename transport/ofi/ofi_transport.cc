@@ -194,9 +194,22 @@ void OfiTransport::Issue(Op* op) {
   PeerState& ps = peers_[static_cast<size_t>(op->peer)];
   if (!ps.failure.ok() && !(op->is_abort && op->is_send && ps.failure.code() != Code::kUnavailable))
     return Complete(op, ps.failure);
-  ssize_t rc = op->is_send
-                   ? fi_tsenddata(ep_, op->data, op->len, nullptr, op->tag.check, ps.addr, op->tag.match, &op->ctx)
-                   : fi_trecv(ep_, op->data, op->len, nullptr, ps.addr, op->tag.match, 0, &op->ctx);
+  ssize_t rc;
+  if (op->is_send && op->is_abort) {
+    // An abort notice completes only once the peer has it (the sender may exit right after).
+    iovec iov{op->data, op->len};
+    fi_msg_tagged m{};
+    m.msg_iov = &iov;
+    m.iov_count = 1;
+    m.addr = ps.addr;
+    m.tag = op->tag.match;
+    m.context = &op->ctx;
+    rc = fi_tsendmsg(ep_, &m, FI_DELIVERY_COMPLETE);
+    if (rc != 0 && rc != -FI_EAGAIN) rc = fi_tsend(ep_, op->data, op->len, nullptr, ps.addr, op->tag.match, &op->ctx);
+  } else {
+    rc = op->is_send ? fi_tsenddata(ep_, op->data, op->len, nullptr, op->tag.check, ps.addr, op->tag.match, &op->ctx)
+                     : fi_trecv(ep_, op->data, op->len, nullptr, ps.addr, op->tag.match, 0, &op->ctx);
+  }
   if (rc == -FI_EAGAIN) {
     again_.push_back(op);
     return;
@@ -210,7 +223,7 @@ void OfiTransport::Issue(Op* op) {
 void OfiTransport::Complete(Op* op, Status s, uint64_t peer_check) {
   PeerState& ps = peers_[static_cast<size_t>(op->peer)];
   if (op->is_abort) {
-    if (s.ok()) {
+    if (s.ok() && !op->is_send) {
       FailPeer(op->peer, Aborted("rank " + std::to_string(op->peer) + " aborted: " +
                                  std::string(op->data, strnlen(op->data, kAbortBytes))));
     }
@@ -226,7 +239,7 @@ void OfiTransport::Complete(Op* op, Status s, uint64_t peer_check) {
 void OfiTransport::Lost(int peer, const Status& why) {
   for (auto& l : losses_)
     if (l.peer == peer) return;
-  losses_.push_back({peer, why, std::chrono::steady_clock::now() + std::chrono::milliseconds(150)});
+  losses_.push_back({peer, why, std::chrono::steady_clock::now() + std::chrono::milliseconds(500)});
 }
 
 void OfiTransport::ApplyLosses() {
@@ -346,6 +359,9 @@ Status OfiTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
 void OfiTransport::Abort(const std::string& cause) {
   std::string text = cause.substr(0, kAbortBytes - 1);
   text.push_back('\0');
+  // A peer whose process is gone gets nothing: a send into a dead process's shared-memory
+  // queue (the shm provider) could wait on a lock it held when it died.
+  for (int p : watch_.Exited()) FailPeer(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
   for (size_t p = 0; p < peers_.size(); ++p) {
     PeerState& ps = peers_[p];
     // A peer we fell out of step with is still reachable and must hear why.
@@ -361,7 +377,9 @@ void OfiTransport::Abort(const std::string& cause) {
     bool pending = !again_.empty();
     for (auto& ps : peers_)
       for (Op* op : ps.posted) pending |= op->is_send && op->is_abort;
-    if (!pending) break;
+    // Done: but keep the provider progressing a little longer, so that what it buffered
+    // (rxm queues small sends) is on the wire before this process may exit.
+    if (!pending && std::chrono::steady_clock::now() + std::chrono::milliseconds(150) >= until) break;
   }
   completed_.clear();
 }

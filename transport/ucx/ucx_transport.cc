@@ -345,7 +345,7 @@ void UcxTransport::Complete(Op* op, Status s, uint64_t peer_check) {
 void UcxTransport::Lost(int peer, const Status& why) {
   for (auto& l : losses_)
     if (l.peer == peer) return;
-  losses_.push_back({peer, why, std::chrono::steady_clock::now() + std::chrono::milliseconds(150)});
+  losses_.push_back({peer, why, std::chrono::steady_clock::now() + std::chrono::milliseconds(500)});
 }
 
 void UcxTransport::ApplyLosses() {
