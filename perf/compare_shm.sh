@@ -25,7 +25,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 for bytes in $sizes; do
   # Enough iterations for a stable mean: many for small messages, a few for large ones.
-  if [ "$bytes" -le 65536 ]; then iters=5000 warmup=500; else iters=6 warmup=2; fi
+  if [ "$bytes" -le 65536 ]; then iters=5000 warmup=500; else iters=10 warmup=3; fi
   ht=() hb=() mt=() mb=()
   for r in $(seq "$repeats"); do
     m=$(mpirun --oversubscribe -np "$np" "$bin/mpi-allreduce" "$bytes" "$iters" "$warmup")
