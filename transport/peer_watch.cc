@@ -43,6 +43,27 @@ int PeerWatch::pid_of(int peer) const {
   return -1;
 }
 
+void DeferredLosses::Add(int peer, const Status& why, std::chrono::milliseconds delay) {
+  for (int p : seen_)
+    if (p == peer) return;
+  seen_.push_back(peer);
+  pending_.push_back({peer, why, std::chrono::steady_clock::now() + delay});
+}
+
+std::vector<std::pair<int, Status>> DeferredLosses::Due() {
+  std::vector<std::pair<int, Status>> due;
+  auto now = std::chrono::steady_clock::now();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->at <= now) {
+      due.emplace_back(it->peer, it->why);
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return due;
+}
+
 std::string ExitedText(int peer, int pid) {
   return "lost peer " + std::to_string(peer) + " (process " + std::to_string(pid) + " on this host exited)";
 }

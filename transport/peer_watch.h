@@ -36,6 +36,26 @@ class PeerWatch {
   std::chrono::steady_clock::time_point next_{};
 };
 
+// Peer losses held back a moment, so that an abort notice a dying peer sent first (which names
+// the real cause) is read before the loss is reported. Used by the ucx and ofi back ends.
+class DeferredLosses {
+ public:
+  // The first report for a peer counts; later ones are ignored.
+  void Add(int peer, const Status& why, std::chrono::milliseconds delay = std::chrono::milliseconds(500));
+  // The losses whose delay has passed, each handed out once.
+  std::vector<std::pair<int, Status>> Due();
+  bool empty() const { return pending_.empty(); }
+
+ private:
+  struct Loss {
+    int peer;
+    Status why;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::vector<Loss> pending_;
+  std::vector<int> seen_;
+};
+
 // "pid 123 on this host exited" style text for a lost local peer.
 std::string ExitedText(int peer, int pid);
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "transport/hex.h"
 
 namespace hoop {
 namespace {
@@ -42,16 +43,6 @@ bool Usable(const fi_info* i) {
   return p != "sockets" && p.rfind("psm", 0) != 0 && i->domain_attr->cq_data_size >= 8;
 }
 
-std::string Hex(const void* p, size_t n) {
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char c = static_cast<const unsigned char*>(p)[i];
-    s += d[c >> 4];
-    s += d[c & 15];
-  }
-  return s;
-}
 }  // namespace
 
 StatusOr<std::unique_ptr<Transport>> OfiTransport::Create(const TransportOptions& opts) {
@@ -236,21 +227,6 @@ void OfiTransport::Complete(Op* op, Status s, uint64_t peer_check) {
   if (!op->posted) free_.push_back(op);
 }
 
-void OfiTransport::Lost(int peer, const Status& why) {
-  for (auto& l : losses_)
-    if (l.peer == peer) return;
-  losses_.push_back({peer, why, std::chrono::steady_clock::now() + std::chrono::milliseconds(500)});
-}
-
-void OfiTransport::ApplyLosses() {
-  auto now = std::chrono::steady_clock::now();
-  for (auto& l : losses_)
-    if (l.at <= now && l.peer >= 0) {
-      FailPeer(l.peer, l.why);
-      l.peer = -1;
-    }
-}
-
 void OfiTransport::FailPeer(int peer, const Status& why) {
   PeerState& ps = peers_[static_cast<size_t>(peer)];
   if (!ps.failure.ok()) return;
@@ -302,7 +278,7 @@ void OfiTransport::DrainCq() {
         FailPeer(peer, s);
       } else {
         // A broken link: the op fails with the peer, after any abort notice it sent.
-        Lost(op->peer, s);
+        losses_.Add(op->peer, s);
       }
       continue;
     }
@@ -340,14 +316,15 @@ Status OfiTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
   auto nap = std::chrono::microseconds(20);
   while (true) {
     DrainCq();
-    if (!losses_.empty()) ApplyLosses();
+    if (!losses_.empty())
+      for (auto& [p, why] : losses_.Due()) FailPeer(p, why);
     if (!completed_.empty()) {
       out->insert(out->end(), completed_.begin(), completed_.end());
       completed_.clear();
     }
     if (out->size() > start) return Status::Ok();
     if (watch_.Due())
-      for (int p : watch_.Exited()) Lost(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
+      for (int p : watch_.Exited()) losses_.Add(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
     if (!completed_.empty()) continue;
     if (std::chrono::steady_clock::now() < spin_until) continue;
     if (deadline.Expired()) return DeadlineExceeded("ofi: no progress before the deadline");

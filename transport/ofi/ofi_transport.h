@@ -87,10 +87,6 @@ class OfiTransport : public Transport {
   void Complete(Op* op, Status s, uint64_t peer_check = 0);
   void Release(Op* op);
   void FailPeer(int peer, const Status& why);
-  // A peer lost (its process gone, its link broken) fails a moment later, so that an abort
-  // notice it sent before dying, which names the real cause, is read first.
-  void Lost(int peer, const Status& why);
-  void ApplyLosses();
   void DrainCq();
 
   TransportOptions opts_;
@@ -110,12 +106,7 @@ class OfiTransport : public Transport {
   std::vector<Completion> completed_;
   std::vector<std::unique_ptr<char[]>> abort_bufs_;
   PeerWatch watch_;
-  struct Loss {
-    int peer;
-    Status why;
-    std::chrono::steady_clock::time_point at;
-  };
-  std::vector<Loss> losses_;
+  DeferredLosses losses_;  // a lost peer fails after its abort notice has had time to arrive
 };
 
 }  // namespace hoop

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/logging.h"
+#include "transport/hex.h"
 
 namespace hoop {
 namespace {
@@ -25,28 +26,6 @@ constexpr auto kSpin = std::chrono::microseconds(50);
 
 Status UcsError(const std::string& what, ucs_status_t s) {
   return Unavailable(what + ": " + ucs_status_string(s));
-}
-
-std::string Hex(const void* p, size_t n) {
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char c = static_cast<const unsigned char*>(p)[i];
-    s += d[c >> 4];
-    s += d[c & 15];
-  }
-  return s;
-}
-
-bool Unhex(const std::string& s, std::vector<unsigned char>* out) {
-  if (s.size() % 2) return false;
-  auto v = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
-  for (size_t i = 0; i < s.size(); i += 2) {
-    int hi = v(s[i]), lo = v(s[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out->push_back(static_cast<unsigned char>(hi * 16 + lo));
-  }
-  return true;
 }
 
 StatusOr<ucp_context_h> MakeContext() {
@@ -311,7 +290,7 @@ void UcxTransport::OnSendDone(void* request, ucs_status_t status, void* user) {
   op->in_ucx = false;
   if (status == UCS_OK) return op->owner->Complete(op, Status::Ok());
   // A broken link: the op stays in flight and fails with the peer, after any abort notice.
-  op->owner->Lost(op->peer, UcsError("lost peer " + std::to_string(op->peer), status));
+  op->owner->losses_.Add(op->peer, UcsError("lost peer " + std::to_string(op->peer), status));
 }
 
 void UcxTransport::OnRecvDone(void* request, ucs_status_t status, size_t, void* user) {
@@ -320,14 +299,14 @@ void UcxTransport::OnRecvDone(void* request, ucs_status_t status, size_t, void* 
   op->in_ucx = false;
   if (status == UCS_OK) return op->owner->Complete(op, Status::Ok());
   // A broken link: the op stays in flight and fails with the peer, after any abort notice.
-  op->owner->Lost(op->peer, UcsError("lost peer " + std::to_string(op->peer), status));
+  op->owner->losses_.Add(op->peer, UcsError("lost peer " + std::to_string(op->peer), status));
 }
 
 void UcxTransport::OnPeerError(void* arg, ucp_ep_h ep, ucs_status_t status) {
   auto* t = static_cast<UcxTransport*>(arg);
   for (size_t p = 0; p < t->peers_.size(); ++p)
     if (t->peers_[p].ep == ep)
-      t->Lost(static_cast<int>(p), UcsError("lost peer " + std::to_string(p), status));
+      t->losses_.Add(static_cast<int>(p), UcsError("lost peer " + std::to_string(p), status));
 }
 
 void UcxTransport::Complete(Op* op, Status s, uint64_t peer_check) {
@@ -340,21 +319,6 @@ void UcxTransport::Complete(Op* op, Status s, uint64_t peer_check) {
     if (it != ps.inflight.end()) ps.inflight.erase(it);
   }
   if (!op->in_ucx) free_.push_back(op);
-}
-
-void UcxTransport::Lost(int peer, const Status& why) {
-  for (auto& l : losses_)
-    if (l.peer == peer) return;
-  losses_.push_back({peer, why, std::chrono::steady_clock::now() + std::chrono::milliseconds(500)});
-}
-
-void UcxTransport::ApplyLosses() {
-  auto now = std::chrono::steady_clock::now();
-  for (auto& l : losses_)
-    if (l.at <= now && l.peer >= 0) {
-      FailPeer(l.peer, l.why);
-      l.peer = -1;
-    }
 }
 
 void UcxTransport::FailPeer(int peer, const Status& why) {
@@ -374,7 +338,8 @@ Status UcxTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
     while (ucp_worker_progress(worker_) != 0) {
     }
     MatchFresh();
-    if (!losses_.empty()) ApplyLosses();
+    if (!losses_.empty())
+      for (auto& [p, why] : losses_.Due()) FailPeer(p, why);
     if (!completed_.empty()) {
       out->insert(out->end(), completed_.begin(), completed_.end());
       completed_.clear();
@@ -382,7 +347,7 @@ Status UcxTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
     if (out->size() > start) return Status::Ok();
     if ((iter & 15) != 15) continue;
     if (watch_.Due()) {
-      for (int p : watch_.Exited()) Lost(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
+      for (int p : watch_.Exited()) losses_.Add(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
       if (!completed_.empty()) continue;
     }
     if (std::chrono::steady_clock::now() < spin_until) continue;

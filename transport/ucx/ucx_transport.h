@@ -108,10 +108,6 @@ class UcxTransport : public Transport {
   void Complete(Op* op, Status s, uint64_t peer_check = 0);
   void MatchFresh();
   void FailPeer(int peer, const Status& why);
-  // A peer lost (its process gone, its link broken) fails a moment later, so that an abort
-  // notice it sent before dying, which names the real cause, is read first.
-  void Lost(int peer, const Status& why);
-  void ApplyLosses();
   PeerState* state(int peer) { return peer >= 0 && peer < opts_.size ? &peers_[static_cast<size_t>(peer)] : nullptr; }
 
   TransportOptions opts_;
@@ -126,12 +122,7 @@ class UcxTransport : public Transport {
   std::vector<Completion> completed_;            // filled by callbacks, drained by Poll
   std::map<const void*, ucp_mem_h> staging_;
   PeerWatch watch_;
-  struct Loss {
-    int peer;
-    Status why;
-    std::chrono::steady_clock::time_point at;
-  };
-  std::vector<Loss> losses_;
+  DeferredLosses losses_;  // a lost peer fails after its abort notice has had time to arrive
 };
 
 }  // namespace hoop
