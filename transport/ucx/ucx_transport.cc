@@ -85,6 +85,20 @@ UcxTransport::UcxTransport(TransportOptions opts, ucp_context_h ctx, ucp_worker_
   peers_.resize(static_cast<size_t>(opts_.size));
 }
 
+void UcxTransport::Settle(std::vector<void*>* requests, std::chrono::milliseconds limit) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (!requests->empty() && std::chrono::steady_clock::now() < until) {
+    ucp_worker_progress(worker_);
+    requests->erase(std::remove_if(requests->begin(), requests->end(),
+                                   [](void* r) {
+                                     if (ucp_request_check_status(r) == UCS_INPROGRESS) return false;
+                                     ucp_request_free(r);
+                                     return true;
+                                   }),
+                    requests->end());
+  }
+}
+
 UcxTransport::~UcxTransport() {
   // Close every endpoint, flushing what is still queued to it, for a bounded time.
   std::vector<void*> closing;
@@ -94,17 +108,7 @@ UcxTransport::~UcxTransport() {
     void* r = ucp_ep_close_nbx(ps.ep, &prm);
     if (r && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
   }
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (!closing.empty() && std::chrono::steady_clock::now() < until) {
-    ucp_worker_progress(worker_);
-    closing.erase(std::remove_if(closing.begin(), closing.end(),
-                                 [](void* r) {
-                                   if (ucp_request_check_status(r) == UCS_INPROGRESS) return false;
-                                   ucp_request_free(r);
-                                   return true;
-                                 }),
-                  closing.end());
-  }
+  Settle(&closing, std::chrono::seconds(2));
   for (auto& ps : peers_)
     for (auto& [match, e] : ps.early) ucp_am_data_release(worker_, e.data);
   for (auto& [p, memh] : staging_) ucp_mem_unmap(ctx_, memh);
@@ -209,7 +213,7 @@ void UcxTransport::Peer::PostRecv(const Region& region, size_t offset, size_t le
   if (it != ps.early.end()) {
     Early msg = it->second;
     ps.early.erase(it);
-    t->Deliver(ps, op, msg);
+    t->Deliver(op, msg);
   } else {
     ps.recvs[tag.match] = op;
   }
@@ -223,7 +227,7 @@ void UcxTransport::Start(Op* op, ucs_status_ptr_t r, const char* what) {
   peers_[static_cast<size_t>(op->peer)].inflight.push_back(op);
 }
 
-void UcxTransport::Deliver(PeerState& ps, Op* op, const Early& msg) {
+void UcxTransport::Deliver(Op* op, const Early& msg) {
   if (msg.header.check != op->tag.check || msg.len != op->len) {
     ucp_am_data_release(worker_, msg.data);
     Complete(op, FailedPrecondition("peer " + std::to_string(op->peer) + " sent " + std::to_string(msg.len) +
@@ -245,7 +249,6 @@ void UcxTransport::Deliver(PeerState& ps, Op* op, const Early& msg) {
     prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
     prm.memh = op->memh;
   }
-  (void)ps;
   Start(op, ucp_am_recv_data_nbx(worker_, msg.data, op->data, op->len, &prm), "receiving");
 }
 
@@ -279,7 +282,7 @@ void UcxTransport::MatchFresh() {
     Early msg = e->second;
     ps.recvs.erase(r);
     ps.early.erase(e);
-    Deliver(ps, op, msg);
+    Deliver(op, msg);
   }
   fresh_.clear();
 }
@@ -374,17 +377,7 @@ void UcxTransport::Abort(const std::string& cause) {
     void* r = ucp_am_send_nbx(ps.ep, kAmId, &h, sizeof(h), text.data(), text.size(), &prm);
     if (r && !UCS_PTR_IS_ERR(r)) pending.push_back(r);
   }
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-  while (!pending.empty() && std::chrono::steady_clock::now() < until) {
-    ucp_worker_progress(worker_);
-    pending.erase(std::remove_if(pending.begin(), pending.end(),
-                                 [](void* r) {
-                                   if (ucp_request_check_status(r) == UCS_INPROGRESS) return false;
-                                   ucp_request_free(r);
-                                   return true;
-                                 }),
-                  pending.end());
-  }
+  Settle(&pending, std::chrono::milliseconds(200));
 }
 
 std::string UcxTransport::Describe() {

@@ -103,7 +103,9 @@ class UcxTransport : public Transport {
   static void OnRecvDone(void* request, ucs_status_t status, size_t len, void* user);
   static void OnPeerError(void* arg, ucp_ep_h ep, ucs_status_t status);
   Op* NewOp(int peer, bool is_send, uint64_t op_id, const Region& r, size_t offset, size_t len, Tag tag);
-  void Deliver(PeerState& ps, Op* op, const Early& msg);
+  void Deliver(Op* op, const Early& msg);
+  // Progresses the worker until `requests` finish (each then freed) or `limit` passes.
+  void Settle(std::vector<void*>* requests, std::chrono::milliseconds limit);
   void Start(Op* op, ucs_status_ptr_t r, const char* what);
   void Complete(Op* op, Status s, uint64_t peer_check = 0);
   void MatchFresh();
