@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "common/dtype.h"
+#include "common/stream_copy.h"
 #include "common/status.h"
 
 namespace hoop {
@@ -22,9 +23,6 @@ ReduceFn LookupReduce(DType dtype, ReduceOp op, MemKind kind);
 // buffer and written to dst with non-temporal stores, so dst's lines are not first read in
 // (which a plain store does) and do not evict the inputs. Any aliasing fn allows is allowed.
 void ReduceStreaming(ReduceFn fn, size_t esize, void* dst, const void* a, const void* b, size_t n, int divisor);
-// memcpy with non-temporal stores (for the same reason), for copies out of a cache-resident
-// staging chunk into a large output.
-void CopyStreaming(void* dst, const void* src, size_t bytes);
 // Outputs at least this large are worth streaming.
 constexpr size_t kStreamingBytes = 8u << 20;
 
