@@ -1,5 +1,6 @@
 #include "collectives/executor.h"
 
+#include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
@@ -49,6 +50,7 @@ class Run {
     recv_done_.assign(n, false);
     acted_.assign(n, false);
     slot_.assign(n, -1);
+    sinks_.assign(n, UnitSink{});
     dependent_.assign(n, -1);
     for (size_t u = 0; u < n; ++u) {
       if (units_[u].dep >= 0) dependent_[static_cast<size_t>(units_[u].dep)] = static_cast<int>(u);
@@ -94,6 +96,8 @@ class Run {
     size_t len = un.count * esize_;
     if (st.recv == RecvKind::kCopy && !(stage_copies_ && a_.out.bytes >= kStreamingBytes)) {
       ep->PostRecv(a_.out, (st.out_offset + un.offset) * esize_, len, tag, u << 1);
+    } else if (PostToSink(ep, u, len, tag)) {
+      // Land() does the unit's work as the pieces arrive; acting on it only releases its sends.
     } else {
       size_t slot = pool_.Acquire();
       slot_[u] = static_cast<int>(slot);
@@ -102,27 +106,23 @@ class Run {
     ++inflight_;
   }
 
+  // A unit that depends on no other's action can have its data reduced or copied into place the
+  // moment it arrives, straight out of the back end's memory, where the back end allows it.
+  bool PostToSink(Endpoint* ep, size_t u, size_t len, Tag tag) {
+    if (units_[u].dep >= 0 || StepOf(u).accumulate) return false;
+    sinks_[u] = UnitSink(this, u);
+    return ep->PostRecvTo(&sinks_[u], len, esize_, tag, u << 1);
+  }
+
   void TryAct(size_t u) {
     while (true) {
       if (acted_[u] || !recv_done_[u]) return;
       const Unit& un = units_[u];
       if (un.dep >= 0 && !acted_[static_cast<size_t>(un.dep)]) return;
       const Step& st = StepOf(u);
-      if (st.recv == RecvKind::kReduce) {
-        char* out = static_cast<char*>(a_.out.base) + (st.out_offset + un.offset) * esize_;
-        const char* src = st.accumulate ? out : static_cast<const char*>(a_.in.base) + (st.in_offset + un.offset) * esize_;
+      if (slot_[u] >= 0) {  // staged: the unit's data waits in a staging chunk
         size_t slot = static_cast<size_t>(slot_[u]);
-        int divisor = st.finalize && a_.op == ReduceOp::kAvg ? a_.nranks : 0;
-        if (a_.out.bytes >= kStreamingBytes)
-          ReduceStreaming(reduce_, esize_, out, src, pool_.region(slot).base, un.count, divisor);
-        else
-          reduce_(out, src, pool_.region(slot).base, un.count, divisor);
-        pool_.Release(slot);
-        slot_[u] = -1;
-      } else if (st.recv == RecvKind::kCopy && slot_[u] >= 0) {
-        size_t slot = static_cast<size_t>(slot_[u]);
-        char* out = static_cast<char*>(a_.out.base) + (st.out_offset + un.offset) * esize_;
-        CopyStreaming(out, pool_.region(slot).base, un.count * esize_);
+        Land(u, 0, pool_.region(slot).base, un.count * esize_);
         pool_.Release(slot);
         slot_[u] = -1;
       }
@@ -136,6 +136,37 @@ class Run {
       u = static_cast<size_t>(dependent_[u]);
     }
   }
+
+  // Does unit u's work on `len` received bytes at byte `off` of its message: reduces them with
+  // the step's source into `out`, or copies them there. Large outputs are written with
+  // non-temporal stores (kernels/reduce.h) unless the result is sent on.
+  void Land(size_t u, size_t off, const void* data, size_t len) {
+    const Step& st = StepOf(u);
+    const Unit& un = units_[u];
+    char* out = static_cast<char*>(a_.out.base) + (st.out_offset + un.offset) * esize_ + off;
+    // A result this rank sends on next is written with plain stores, so the send finds it in cache.
+    const bool sent_on = !st.send_peers.empty() && !st.send_from_in;
+    const bool stream = a_.out.bytes >= kStreamingBytes && !sent_on;
+    if (st.recv == RecvKind::kReduce) {
+      const char* src = st.accumulate ? out : static_cast<const char*>(a_.in.base) + (st.in_offset + un.offset) * esize_ + off;
+      int divisor = st.finalize && a_.op == ReduceOp::kAvg ? a_.nranks : 0;
+      if (stream) ReduceStreaming(reduce_, esize_, out, src, data, len / esize_, divisor);
+      else reduce_(out, src, data, len / esize_, divisor);
+    } else if (stream) {
+      CopyStreaming(out, data, len);
+    } else {
+      std::memcpy(out, data, len);
+    }
+  }
+
+  // Hands a receive's pieces to Land() as the back end delivers them (Endpoint::PostRecvTo).
+  struct UnitSink final : RecvSink {
+    Run* run = nullptr;
+    size_t u = 0;
+    UnitSink() = default;
+    UnitSink(Run* r, size_t unit) : run(r), u(unit) {}
+    void Consume(size_t off, const void* data, size_t len) override { run->Land(u, off, data, len); }
+  };
 
   // Posts, in unit order, every send to `peer` whose data is ready.
   void AdvanceSends(int peer) {
@@ -192,6 +223,7 @@ class Run {
   const bool stage_copies_ = t_.StageLargeCopies();
   std::vector<Unit> units_;
   std::vector<bool> recv_done_, acted_;
+  std::vector<UnitSink> sinks_;
   std::vector<int> slot_, dependent_;
   std::map<int, std::vector<int>> send_order_;
   std::map<int, size_t> send_cursor_;

@@ -42,6 +42,9 @@ class MultiTransport : public Transport {
     void PostRecv(const Region& r, size_t off, size_t len, Tag tag, uint64_t op_id) override {
       inner_->PostRecv(owner_->Translate(r, part_), off, len, tag, op_id);
     }
+    bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override {
+      return inner_->PostRecvTo(sink, len, elem, tag, op_id);
+    }
 
    private:
     MultiTransport* owner_;

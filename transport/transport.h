@@ -47,6 +47,19 @@ struct Completion {
   uint64_t peer_check = 0;  // on a check mismatch: the peer's word
 };
 
+// Takes a receive's bytes where the back end already holds them (in its shared memory), in
+// order, piece by piece, so the caller can reduce or copy each piece straight into its output
+// instead of first receiving into a staging chunk: one pass over the data saved. Consume is
+// called from Poll, before the receive's completion; `data` is valid only during the call, and
+// `offset` (from the message's start) and `len` are multiples of the message's element size.
+class RecvSink {
+ public:
+  virtual void Consume(size_t offset, const void* data, size_t len) = 0;
+
+ protected:
+  ~RecvSink() = default;
+};
+
 class Endpoint {
  public:
   virtual ~Endpoint() = default;
@@ -54,6 +67,13 @@ class Endpoint {
   // Both complete through Transport::Poll. Errors are reported as completions, never dropped.
   virtual void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) = 0;
   virtual void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) = 0;
+  // Like PostRecv, but the bytes go to `sink`. Returns false, posting nothing, where this back
+  // end cannot hand bytes over in place (it has no memory the caller can read); the caller then
+  // posts a PostRecv instead. `elem` is the element size the pieces are cut on.
+  virtual bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) {
+    (void)sink, (void)len, (void)elem, (void)tag, (void)op_id;
+    return false;
+  }
 };
 
 struct PeerInfo {
