@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/stream_copy.h"
+
 namespace hoop::shm {
 
-Channel::Channel(int peer, int pid, RingHeader* in, RingHeader* out, Doorbell* peer_bell, bool cma)
-    : peer_(peer), pid_(pid), in_(in), out_(out), peer_bell_(peer_bell), cma_(cma) {
+Channel::Channel(int peer, RingHeader* in, RingHeader* out, Doorbell* peer_bell)
+    : peer_(peer), in_(in), out_(out), peer_bell_(peer_bell) {
   tail_ = out_->tail.load(std::memory_order_relaxed);
   head_ = in_->head.load(std::memory_order_relaxed);
 }
@@ -25,6 +27,16 @@ void Channel::PostRecv(const Region& region, size_t offset, size_t len, Tag tag,
     return;
   }
   recvs_.push_back({static_cast<char*>(region.base) + offset, len, tag, op_id});
+}
+
+bool Channel::PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) {
+  if (elem == 0 || kInlineMax % elem != 0) return false;  // fragments must end on elements
+  if (!failure_.ok()) {
+    deferred_.push_back({op_id, peer_, false, failure_, 0});
+    return true;
+  }
+  recvs_.push_back({nullptr, len, tag, op_id, sink});
+  return true;
 }
 
 bool Channel::Progress(std::vector<Completion>* out) {
@@ -46,52 +58,45 @@ bool Channel::Progress(std::vector<Completion>* out) {
   if (exited_ && failure_.ok()) {
     // The ring holds all the peer will ever send: a receive it cannot satisfy now never will be.
     bool starving = !recvs_.empty() || in_msg_;
-    if (starving || !sends_.empty() || !awaiting_.empty()) Fail(exit_cause_, out);
+    if (starving || !sends_.empty()) Fail(exit_cause_, out);
   }
   return moved;
 }
 
 bool Channel::ProgressSends(std::vector<Completion>* out) {
-  // Nothing to send or to hear back about: leave the peer's `head` line alone (reading it on
-  // every spin would pull it across cores each time the peer consumes).
-  if (sends_.empty() && awaiting_.empty()) return false;
-  bool moved = false;
+  // Nothing to send: leave the peer's `head` line alone (reading it on every spin would pull it
+  // across cores each time the peer consumes).
+  if (sends_.empty()) return false;
   uint64_t head = out_->head.load(std::memory_order_acquire);
-  while (!awaiting_.empty() && awaiting_.front().slot < head) {
-    out->push_back({awaiting_.front().op_id, peer_, true, Status::Ok(), 0});
-    awaiting_.pop_front();
-    moved = true;
-  }
   bool published = false;
   while (!sends_.empty() && tail_ - head < kSlots) {
     SendOp& s = sends_.front();
     auto* h = reinterpret_cast<SlotHeader*>(Segment::slot(out_, tail_));
+    size_t n = std::min(kInlineMax, s.len - s.sent);
     h->match = s.tag.match;
     h->check = s.tag.check;
     h->total = s.len;
     h->offset = s.sent;
-    if (cma_ && s.len > kInlineMax) {
-      h->kind = kCma;
-      h->src = reinterpret_cast<uint64_t>(s.data);
-      h->len = 0;
-      awaiting_.push_back({tail_, s.op_id});
-      s.sent = s.len;
-    } else {
-      size_t n = std::min(kInlineMax, s.len - s.sent);
-      h->kind = kInline;
-      h->len = static_cast<uint32_t>(n);
-      std::memcpy(reinterpret_cast<char*>(h) + 64, s.data + s.sent, n);
-      s.sent += n;
-      if (s.sent == s.len) out->push_back({s.op_id, peer_, true, Status::Ok(), 0});
-    }
+    h->len = static_cast<uint32_t>(n);
+    // A large message's fragments are streamed in (non-temporal stores, then the fence inside
+    // CopyStreaming): the receiver reads them from memory instead of pulling every line out of
+    // this core's cache, which measured up to 5x slower when the host keeps the two cores far
+    // apart (docs/PERF.md). Small messages stay in cache, where the receiver finds them soonest.
+    char* payload = reinterpret_cast<char*>(h) + 64;
+    if (s.len >= kStreamMin) CopyStreaming(payload, s.data + s.sent, n);
+    else std::memcpy(payload, s.data + s.sent, n);
+    s.sent += n;
     ++tail_;
     out_->tail.store(tail_, std::memory_order_release);
     published = true;
-    if (s.sent == s.len) sends_.pop_front();
+    if (s.sent == s.len) {
+      out->push_back({s.op_id, peer_, true, Status::Ok(), 0});
+      sends_.pop_front();
+    }
     if (tail_ - head >= kSlots) head = out_->head.load(std::memory_order_acquire);
   }
   if (published) Ring(peer_bell_);
-  return moved || published;
+  return published;
 }
 
 bool Channel::ProgressRecvs(std::vector<Completion>* out) {
@@ -115,19 +120,10 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
       in_msg_ = true;
       got_ = 0;
     }
-    if (h->kind == kCma) {
-      Status s = CmaRead(pid_, cur_.data, h->src, cur_.len);
-      if (!s.ok()) {
-        // A peer that gave up may have freed the buffer it offered: its own cause is the news.
-        if (in_->aborted.load(std::memory_order_acquire)) break;
-        Fail(Unavailable("lost peer " + std::to_string(peer_) + ": " + s.message()), out);
-        return true;
-      }
-      got_ = cur_.len;
-    } else {
-      std::memcpy(cur_.data + h->offset, reinterpret_cast<const char*>(h) + 64, h->len);
-      got_ += h->len;
-    }
+    const char* payload = reinterpret_cast<const char*>(h) + 64;
+    if (cur_.sink) cur_.sink->Consume(h->offset, payload, h->len);
+    else std::memcpy(cur_.data + h->offset, payload, h->len);
+    got_ += h->len;
     ++head_;
     in_->head.store(head_, std::memory_order_release);
     consumed = true;
@@ -136,7 +132,7 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
       out->push_back({cur_.op_id, peer_, false, Status::Ok(), 0});
     }
   }
-  // The peer may be waiting for ring space or for a CMA copy to finish.
+  // The peer may be waiting for ring space.
   if (consumed) Ring(peer_bell_);
   return consumed;
 }
@@ -151,11 +147,9 @@ void Channel::Fail(const Status& why, std::vector<Completion>* out) {
   if (!failure_.ok()) return;
   failure_ = why;
   for (auto& s : sends_) out->push_back({s.op_id, peer_, true, why, 0});
-  for (auto& a : awaiting_) out->push_back({a.op_id, peer_, true, why, 0});
   for (auto& r : recvs_) out->push_back({r.op_id, peer_, false, why, 0});
   if (in_msg_) out->push_back({cur_.op_id, peer_, false, why, 0});
   sends_.clear();
-  awaiting_.clear();
   recvs_.clear();
   in_msg_ = false;
 }

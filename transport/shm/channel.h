@@ -3,9 +3,14 @@
 //
 // Like the TCP back end, a receive is matched by tag against the message at the head of the
 // inbound ring; a head message whose tag has no receive yet stalls the ring (the sender is held
-// back by the ring's fixed size, so memory stays bounded). Sends are published in post order;
-// a message longer than one slot goes as one CMA slot when cross-process reads work, else as
-// consecutive inline fragments.
+// back by the ring's fixed size, so memory stays bounded). Sends are published in post order; a
+// message longer than one slot goes as consecutive fragments, so sender and receiver copy
+// concurrently, each at memcpy speed.
+//
+// A receive posted with a sink (PostRecvTo) is handed each fragment where it lies in the ring:
+// the collectives reduce or copy it straight into their output, so a message costs one copy in
+// (by the sender) and one pass out (by the receiver's reduction). docs/PERF.md has the numbers
+// that chose this over a single receiver-side process_vm_readv copy.
 #pragma once
 
 #include <cstdint>
@@ -21,10 +26,11 @@ class Channel : public Endpoint {
  public:
   // `in`: the ring in our segment this peer writes; `out`: the ring in the peer's segment we
   // write; `peer_bell`: the peer's doorbell; `own_bell`: ours (the peer wakes us through it).
-  Channel(int peer, int pid, RingHeader* in, RingHeader* out, Doorbell* peer_bell, bool cma);
+  Channel(int peer, RingHeader* in, RingHeader* out, Doorbell* peer_bell);
   int peer() const override { return peer_; }
   void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
+  bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override;
 
   // Moves what can move without waiting; appends completions. True if anything moved.
   bool Progress(std::vector<Completion>* out);
@@ -32,7 +38,6 @@ class Channel : public Endpoint {
   void PeerExited(const Status& why, std::vector<Completion>* out);
   // Tells the peer (through its ring) that this rank gives up.
   void Abort(const std::string& cause);
-  bool cma() const { return cma_; }
 
  private:
   struct SendOp {
@@ -43,14 +48,11 @@ class Channel : public Endpoint {
     uint64_t op_id;
   };
   struct RecvOp {
-    char* data;
+    char* data;  // nullptr: the bytes go to `sink`
     size_t len;
     Tag tag;
     uint64_t op_id;
-  };
-  struct Awaiting {
-    uint64_t slot;
-    uint64_t op_id;
+    RecvSink* sink = nullptr;
   };
 
   bool ProgressSends(std::vector<Completion>* out);
@@ -58,14 +60,11 @@ class Channel : public Endpoint {
   void Fail(const Status& why, std::vector<Completion>* out);
 
   const int peer_;
-  const int pid_;
   RingHeader* const in_;
   RingHeader* const out_;
   Doorbell* const peer_bell_;
-  const bool cma_;
 
   std::deque<SendOp> sends_;
-  std::deque<Awaiting> awaiting_;  // CMA sends the peer has not copied yet
   uint64_t tail_ = 0;              // our copy of out_->tail
   std::vector<RecvOp> recvs_;
   uint64_t head_ = 0;  // our copy of in_->head

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -52,7 +51,6 @@ StatusOr<Segment> Segment::Create(int rank, int size, uint32_t rings, uint64_t j
   h->pid = static_cast<int32_t>(::getpid());
   h->rings = rings;
   h->job_hash = job_hash;
-  h->self_addr = reinterpret_cast<uint64_t>(p);
   for (uint32_t i = 0; i < rings; ++i) new (s.ring(i)) RingHeader{};
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kMagic;
@@ -76,7 +74,8 @@ StatusOr<Segment> Segment::Open(int pid, int fd_num, int rank, int size, uint64_
   s.bytes_ = bytes;
   s.fd_ = std::move(fd);
   SegHeader* h = s.header();
-  if (h->magic != kMagic || h->version != kVersion) return FailedPrecondition(who + " is not a hoop v1 segment");
+  if (h->magic != kMagic || h->version != kVersion)
+    return FailedPrecondition(who + " is not a hoop shm v" + std::to_string(kVersion) + " segment");
   if (h->rank != rank || h->size != size || h->pid != pid)
     return FailedPrecondition(who + " belongs to rank " + std::to_string(h->rank) + " of " + std::to_string(h->size));
   if (h->job_hash != job_hash) return PermissionDenied(who + " belongs to another job or communicator");
@@ -91,20 +90,6 @@ uint64_t JobHash(const std::string& token, const std::string& comm) {
     h *= 1099511628211ULL;
   }
   return h;
-}
-
-Status CmaRead(int pid, void* dst, uint64_t src, size_t len) {
-  size_t done = 0;
-  while (done < len) {
-    iovec local{static_cast<char*>(dst) + done, len - done};
-    iovec remote{reinterpret_cast<void*>(src + done), len - done};
-    ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ErrnoStatus(n == 0 || errno == ESRCH ? Code::kUnavailable : Code::kInternal,
-                                   "shm: reading from process " + std::to_string(pid), n == 0 ? EIO : errno);
-    done += static_cast<size_t>(n);
-  }
-  return Status::Ok();
 }
 
 }  // namespace hoop::shm

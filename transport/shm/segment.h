@@ -7,10 +7,9 @@
 // rank ends. Peers open it through /proc/<pid>/fd/<fd> while its owner lives, and keep their
 // mapping after that.
 //
-// A slot carries one message or one fragment of it: inline bytes (small messages, and every
-// message where cross-process reads are not allowed) or, for a large message, the sender's
-// address, which the receiver copies straight into its own buffer with process_vm_readv (CMA):
-// one copy, and the sender's send completes when the receiver has moved `head` past that slot.
+// A slot carries one message or one fragment of it (at most kInlineMax bytes, after a 64-byte
+// header). Version 2: messages travel only through the slots (version 1 also passed a large
+// message's address for a process_vm_readv copy, which measured slower; docs/PERF.md).
 #pragma once
 
 #include <atomic>
@@ -25,21 +24,18 @@
 namespace hoop::shm {
 
 constexpr uint64_t kMagic = 0x686f6f702d73686dULL;  // "hoop-shm"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr uint32_t kSlots = 16;
 constexpr uint32_t kSlotBytes = 32 * 1024 + 64;  // 64-byte slot header, then the payload
 constexpr size_t kInlineMax = kSlotBytes - 64;
-
-enum SlotKind : uint32_t { kInline = 1, kCma = 2 };
+constexpr size_t kStreamMin = 2 * kInlineMax;  // messages this long are streamed into the ring
 
 struct SlotHeader {
   uint64_t match;
   uint64_t check;
   uint64_t total;   // message length
   uint64_t offset;  // of this fragment within the message
-  uint64_t src;     // kCma: the sender's address of the whole message
-  uint32_t len;     // kInline: bytes in this slot
-  uint32_t kind;
+  uint32_t len;     // bytes in this slot
 };
 static_assert(sizeof(SlotHeader) <= 64);
 
@@ -58,8 +54,7 @@ struct alignas(64) SegHeader {
   int32_t pid;
   uint32_t rings;
   uint32_t pad;
-  uint64_t job_hash;   // token and communicator name: a mix-up is refused
-  uint64_t self_addr;  // where the owner mapped this segment (peers probe CMA against it)
+  uint64_t job_hash;  // token and communicator name: a mix-up is refused
   Doorbell doorbell;
 };
 
@@ -95,7 +90,5 @@ class Segment {
 };
 
 uint64_t JobHash(const std::string& token, const std::string& comm);
-// Copies `len` bytes at `src` in process `pid` to `dst` (process_vm_readv, looped).
-Status CmaRead(int pid, void* dst, uint64_t src, size_t len);
 
 }  // namespace hoop::shm

@@ -14,7 +14,7 @@ namespace {
 const bool kRegistered = [] {
   RegisterTransport("shm", 10, &ShmTransport::Create, [] {
     return "same host only: memfd rings of " + std::to_string(shm::kSlots) + " x " +
-           std::to_string(shm::kInlineMax / 1024) + " KiB per peer, larger messages copied once (CMA)";
+           std::to_string(shm::kInlineMax / 1024) + " KiB per peer; receivers reduce straight out of the ring";
   });
   return true;
 }();
@@ -64,14 +64,9 @@ Status ShmTransport::Connect(int peer, const std::string& address, Deadline) {
   auto seg = shm::Segment::Open(pid, fd, peer, opts_.size, shm::JobHash(opts_.token, opts_.comm));
   if (!seg.ok()) return seg.status().WithContext(ctx);
   HOOP_RETURN_IF_ERROR(watch_.Watch(peer, pid).WithContext(ctx));
-  // Large messages are copied with process_vm_readv when the kernel allows it between these
-  // processes (same user, no ptrace lockdown); otherwise they go through the rings in pieces.
-  uint64_t magic = 0;
-  bool cma = shm::CmaRead(pid, &magic, seg->header()->self_addr, sizeof(magic)).ok() && magic == shm::kMagic;
-  if (!cma) HOOP_LOG(kInfo, ctx << ": cross-process reads not permitted; large messages are copied through the rings");
   auto* in = own_.ring(static_cast<uint32_t>(local_index_[static_cast<size_t>(peer)]));
   auto* out = seg->ring(static_cast<uint32_t>(local_index_[static_cast<size_t>(opts_.rank)]));
-  auto ch = std::make_unique<shm::Channel>(peer, pid, in, out, &seg->header()->doorbell, cma);
+  auto ch = std::make_unique<shm::Channel>(peer, in, out, &seg->header()->doorbell);
   active_.push_back(ch.get());
   by_rank_[static_cast<size_t>(peer)] = std::move(ch);
   peer_segs_.push_back(std::move(seg).value());

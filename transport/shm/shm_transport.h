@@ -1,7 +1,8 @@
 // ShmTransport: the back end for ranks on the same host. Each rank owns one memfd segment with
-// an inbound ring per local peer (segment.h) and maps its peers' segments; small messages are
-// copied through the rings, large ones are copied once, receiver-side, straight out of the
-// sender's buffer (CMA). Progress happens in Poll() on the caller's thread: it spins for a few
+// an inbound ring per local peer (segment.h) and maps its peers' segments. Every message is
+// copied into the peer's ring by the sender, in 32 KiB fragments, and taken out by the receiver
+// while the sender fills the next: for a collective's receives, reduced or copied straight into
+// the output (Endpoint::PostRecvTo), never staged. Progress happens in Poll() on the caller's thread: it spins for a few
 // tens of microseconds, then sleeps on this rank's futex doorbell, which peers ring when they
 // publish or consume a slot; so ranks that outnumber cores still make progress.
 //
@@ -32,8 +33,8 @@ class ShmTransport : public Transport {
   void Abort(const std::string& cause) override;
   // Small enough that a window of staged chunks stays in L2 (docs/PERF.md, shm chunk sizes).
   size_t PreferredChunkBytes() const override { return 128 * 1024; }
-  // A CMA copy straight into a large output reads every output line before writing it; into
-  // L2-resident staging and then streamed out with non-temporal stores it does not.
+  // A plain copy into a large output reads every output line before writing it; streamed out of
+  // the ring (a sink receive) with non-temporal stores it does not.
   bool StageLargeCopies() const override { return true; }
 
  private:
