@@ -9,7 +9,7 @@
 //   recvCopySend(r) .. recvCopySend(r+3), recv(r+2)
 // which moves 2(n-1)/n of the data in and out of every rank: the bandwidth optimum.
 // Message k of the ring is what a rank sends in its k-th sending step; its right neighbour
-// receives it in its (k+1)-th step.
+// receives it in its (k+1)-th step. Units are issued step by step, except with two ranks (below).
 #include "collectives/schedule.h"
 
 namespace hoop {
@@ -17,6 +17,10 @@ namespace hoop {
 Schedule RingAllreduce(int rank, int n, size_t count) {
   Schedule s;
   s.algo = "ring";
+  // With two ranks each chunk's result goes straight back to the rank it came from: issued chunk
+  // by chunk, it is sent while still in cache instead of after the whole reduce-scatter (docs/PERF.md;
+  // with more ranks the step-major order measured better over TCP).
+  s.chunk_major = n == 2;
   if (n == 1) return s;
   const int left = Mod(rank - 1, n), right = Mod(rank + 1, n);
   auto seg = [&](int i) { return SplitEven(count, n, Mod(i, n)); };
