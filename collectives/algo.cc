@@ -10,12 +10,14 @@ const char* AlgoName(Algo a) {
     case Algo::kChain: return "chain";
     case Algo::kBinomial: return "binomial";
     case Algo::kDissemination: return "dissemination";
+    case Algo::kDoubling: return "doubling";
   }
   return "?";
 }
 
 std::optional<Algo> ParseAlgo(const std::string& name) {
-  for (Algo a : {Algo::kAuto, Algo::kRing, Algo::kTree, Algo::kChain, Algo::kBinomial, Algo::kDissemination})
+  for (Algo a : {Algo::kAuto, Algo::kRing, Algo::kTree, Algo::kDoubling, Algo::kChain, Algo::kBinomial,
+                 Algo::kDissemination})
     if (name == AlgoName(a)) return a;
   return std::nullopt;
 }
@@ -23,7 +25,7 @@ std::optional<Algo> ParseAlgo(const std::string& name) {
 namespace {
 bool Applies(CollKind kind, Algo a) {
   switch (kind) {
-    case CollKind::kAllreduce: return a == Algo::kRing || a == Algo::kTree;
+    case CollKind::kAllreduce: return a == Algo::kRing || a == Algo::kTree || a == Algo::kDoubling;
     case CollKind::kBroadcast: return a == Algo::kChain || a == Algo::kBinomial;
     case CollKind::kAllgather:
     case CollKind::kReduceScatter: return a == Algo::kRing;
@@ -31,8 +33,10 @@ bool Applies(CollKind kind, Algo a) {
   }
   return false;
 }
-// Thresholds measured on loopback TCP (docs/PERF.md): below them, fewer hops beat fewer bytes.
-constexpr size_t kTreeMaxBytes = 64 << 10;
+// Thresholds measured over shm and TCP (docs/PERF.md): below them, fewer hops beat fewer bytes.
+// Recursive doubling beat both the tree and the ring up to 32 KiB for 2 to 8 ranks, and lost to
+// the ring from 512 KiB (it moves log2(n) whole buffers per rank).
+constexpr size_t kDoublingMaxBytes = 64 << 10;
 constexpr size_t kBinomialMaxBytes = 64 << 10;
 }  // namespace
 
@@ -45,7 +49,8 @@ AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Al
   if (env_default != Algo::kAuto && Applies(kind, env_default)) return {env_default, ""};
   switch (kind) {
     case CollKind::kAllreduce:
-      return {nranks > 2 && bytes <= kTreeMaxBytes ? Algo::kTree : Algo::kRing, ""};
+      (void)nranks;  // the same thresholds held for every rank count measured
+      return {bytes <= kDoublingMaxBytes ? Algo::kDoubling : Algo::kRing, ""};
     case CollKind::kBroadcast:
       return {bytes <= kBinomialMaxBytes ? Algo::kBinomial : Algo::kChain, ""};
     case CollKind::kAllgather:

@@ -10,7 +10,7 @@
 
 namespace hoop {
 
-enum class Algo : uint8_t { kAuto = 0, kRing, kTree, kChain, kBinomial, kDissemination };
+enum class Algo : uint8_t { kAuto = 0, kRing, kTree, kChain, kBinomial, kDissemination, kDoubling };
 const char* AlgoName(Algo a);
 std::optional<Algo> ParseAlgo(const std::string& name);
 

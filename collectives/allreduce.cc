@@ -3,7 +3,9 @@
 // Ring (large messages): reduce-scatter then allgather around the ring, pipelined in chunks;
 // each rank sends and receives 2(n-1)/n of the data, the bandwidth optimum (schedules/ring.cc).
 // Tree (small messages, more than two ranks): a double binary tree, 2 log2(n) hops instead of
-// the ring's 2(n-1) (schedules/tree.cc). One rank: a copy (and the average divides by 1).
+// the ring's 2(n-1) (schedules/tree.cc). Doubling (small messages, two ranks): recursive
+// doubling, one exchange per round, log2(n) rounds (schedules/doubling.cc). One rank: a copy
+// (and the average divides by 1).
 #include <cstring>
 
 #include "collectives/communicator.h"
@@ -27,9 +29,7 @@ Status Communicator::RunAllreduce(const Op& op, uint32_t seq) {
       std::memcpy(op.out.data, op.in.data, op.in.count * DTypeSize(op.in.dtype));
     return Status::Ok();
   }
-  Schedule s = algo == Algo::kTree ? TreeAllreduce(opts_.rank, opts_.size, op.in.count)
-                                   : RingAllreduce(opts_.rank, opts_.size, op.in.count);
-  return RunSchedule(op, s, op.in, op.out, seq);
+  return RunSchedule(op, algo, op.in.count, op.in, op.out, seq);
 }
 
 }  // namespace hoop

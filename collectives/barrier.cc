@@ -15,7 +15,7 @@ Work Communicator::Barrier(const CallOptions& o) {
 Status Communicator::RunBarrier(const Op& op, uint32_t seq) {
   if (opts_.size == 1) return Status::Ok();
   Buffer empty{nullptr, 0, DType::kU8, MemKind::kHost};
-  return RunSchedule(op, DisseminationBarrier(opts_.rank, opts_.size), empty, empty, seq);
+  return RunSchedule(op, Algo::kDissemination, 0, empty, empty, seq);
 }
 
 }  // namespace hoop

@@ -23,11 +23,9 @@ Status Communicator::RunBroadcast(const Op& op, uint32_t seq) {
   if (is_root && op.in.data != op.out.data && op.out.count > 0)
     std::memcpy(op.out.data, op.in.data, op.out.count * DTypeSize(op.out.dtype));
   if (opts_.size == 1) return Status::Ok();
-  Schedule s = algo == Algo::kChain ? ChainBroadcast(opts_.rank, opts_.size, op.root, op.out.count)
-                                    : BinomialBroadcast(opts_.rank, opts_.size, op.root, op.out.count);
   // Non-roots have no input: the schedule only ever sends from the root's `in`.
   Buffer in = is_root ? op.in : op.out;
-  return RunSchedule(op, s, in, op.out, seq);
+  return RunSchedule(op, algo, op.out.count, in, op.out, seq);
 }
 
 }  // namespace hoop

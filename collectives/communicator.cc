@@ -99,7 +99,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
 }
 
 Communicator::Communicator(CommOptions opts, std::unique_ptr<Transport> transport)
-    : opts_(std::move(opts)), transport_(std::move(transport)) {
+    : opts_(std::move(opts)), transport_(std::move(transport)), plans_(opts_.rank, opts_.size) {
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
@@ -223,13 +223,13 @@ std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo) const 
   return os.str();
 }
 
-Status Communicator::RunSchedule(const Op& op, const Schedule& s, const Buffer& in, const Buffer& out,
+Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out,
                                  uint32_t seq) {
-  Algo algo = ParseAlgo(s.algo).value_or(Algo::kAuto);
   OpDesc desc{op.kind, op.out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op)};
-  ExecArgs a;
-  a.schedule = &s;
   size_t esize = DTypeSize(out.dtype);
+  ExecArgs a;
+  a.chunk_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
+  a.plan = &plans_.Get({op.kind, algo, op.root, count, std::max<size_t>(1, a.chunk_bytes / esize)});
   HOOP_ASSIGN_OR_RETURN(a.in, transport_->Register(in.data, in.count * esize, in.kind));
   HOOP_ASSIGN_OR_RETURN(a.out, transport_->Register(out.data, out.count * esize, out.kind));
   a.dtype = out.dtype;
@@ -237,7 +237,6 @@ Status Communicator::RunSchedule(const Op& op, const Schedule& s, const Buffer& 
   a.nranks = opts_.size;
   a.seq = seq;
   a.check = desc.Pack();
-  a.chunk_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
   a.window = opts_.window;
   a.deadline = Deadline::After(opts_.timeout);
   a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
@@ -253,7 +252,7 @@ Status Communicator::RunSchedule(const Op& op, const Schedule& s, const Buffer& 
   a.explain_mismatch = [c](uint64_t theirs, int peer) {
     return c->desc.DescribeDifference(OpDesc::Unpack(theirs), peer);
   };
-  return Execute(*transport_, staging_, a);
+  return Execute(*transport_, staging_, exec_, a);
 }
 
 }  // namespace hoop

@@ -132,7 +132,8 @@ class Communicator {
   Status RunAllgather(const Op& op, uint32_t seq);
   Status RunReduceScatter(const Op& op, uint32_t seq);
   Status RunBarrier(const Op& op, uint32_t seq);
-  Status RunSchedule(const Op& op, const Schedule& s, const Buffer& in, const Buffer& out, uint32_t seq);
+  // Runs the plan for (op's collective, algo, count) from in to out; plans are cached (plan.h).
+  Status RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq);
   // Checks that a call is well-formed before it is queued; the error names rank and operation.
   Status CheckCall(const Op& op) const;
   StatusOr<Algo> Resolve(const Op& op) const;
@@ -142,6 +143,8 @@ class Communicator {
   CommOptions opts_;
   std::unique_ptr<Transport> transport_;  // used only by the worker thread
   StagingPool staging_;
+  PlanCache plans_;
+  ExecState exec_;
   std::vector<char> scratch_;  // reduce-scatter's full-size working copy
 
   std::mutex mu_;

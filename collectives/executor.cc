@@ -1,7 +1,6 @@
 #include "collectives/executor.h"
 
 #include <cstring>
-#include <map>
 #include <set>
 #include <sstream>
 
@@ -39,28 +38,26 @@ uint64_t MatchTag(uint32_t seq, uint32_t chunk, uint16_t msg) {
 
 class Run {
  public:
-  Run(Transport& t, StagingPool& pool, const ExecArgs& a)
-      : t_(t), pool_(pool), a_(a), steps_(a.schedule->steps), esize_(DTypeSize(a.dtype)) {}
+  Run(Transport& t, StagingPool& pool, ExecState& st, const ExecArgs& a)
+      : t_(t), pool_(pool), s_(st), a_(a), plan_(*a.plan), units_(plan_.units), steps_(plan_.schedule.steps),
+        esize_(DTypeSize(a.dtype)), aliased_(Overlap(a.in, a.out)) {}
 
   Status Go() {
-    size_t chunk_elems = std::max<size_t>(1, a_.chunk_bytes / esize_);
-    units_ = ExpandUnits(*a_.schedule, chunk_elems);
     const size_t n = units_.size();
     if (n == 0) return Status::Ok();
-    recv_done_.assign(n, false);
-    acted_.assign(n, false);
-    slot_.assign(n, -1);
-    sinks_.assign(n, UnitSink{});
-    dependent_.assign(n, -1);
-    for (size_t u = 0; u < n; ++u) {
-      if (units_[u].dep >= 0) dependent_[static_cast<size_t>(units_[u].dep)] = static_cast<int>(u);
-      for (int p : steps_[static_cast<size_t>(units_[u].step)].send_peers) send_order_[p].push_back(static_cast<int>(u));
-    }
+    s_.recv_done.assign(n, 0);
+    s_.acted.assign(n, 0);
+    s_.slot.assign(n, -1);
+    s_.sinks.resize(n);
+    s_.sends_left.resize(n);
+    for (size_t u = 0; u < n; ++u) s_.sends_left[u] = static_cast<uint32_t>(StepOf(u).send_peers.size());
+    s_.send_cursor.assign(plan_.sends.size(), 0);
     reduce_ = LookupReduce(a_.dtype, a_.op, a_.in.kind);
     if (!reduce_) return Unimplemented(a_.what() + ": no reduction kernel for this memory");
+    const size_t chunk_elems = std::max<size_t>(1, a_.chunk_bytes / esize_);
     HOOP_RETURN_IF_ERROR(pool_.Reserve(t_, a_.window, chunk_elems * esize_));
 
-    std::vector<Completion> done;
+    std::vector<Completion>& done = s_.done;
     while (true) {
       while (next_ < n && inflight_ < a_.window) Start(next_++);
       if (acted_count_ == n && pending_sends_ == 0) return Status::Ok();
@@ -72,8 +69,10 @@ class Run {
         size_t u = static_cast<size_t>(c.op_id >> 1);
         if (c.is_send) {
           --pending_sends_;
+          const int waiter = plan_.send_waiter[u];
+          if (--s_.sends_left[u] == 0 && waiter >= 0) TryAct(static_cast<size_t>(waiter));
         } else {
-          recv_done_[u] = true;
+          s_.recv_done[u] = 1;
           TryAct(u);
         }
       }
@@ -82,25 +81,42 @@ class Run {
 
  private:
   const Step& StepOf(size_t u) const { return steps_[static_cast<size_t>(units_[u].step)]; }
+  static bool Overlap(const Region& a, const Region& b) {
+    const char *x = static_cast<const char*>(a.base), *y = static_cast<const char*>(b.base);
+    return a.bytes > 0 && b.bytes > 0 && x < y + b.bytes && y < x + a.bytes;
+  }
+  // Whether unit u must wait for its own earlier send (after_sent): always, unless that send read
+  // `in` and this run's `in` and `out` are distinct memory.
+  bool WaitsForSend(size_t u) const {
+    const int d = units_[u].sent_dep;
+    return d >= 0 && (aliased_ || !StepOf(static_cast<size_t>(d)).send_from_in);
+  }
+  bool SendPending(size_t u) const {
+    if (!WaitsForSend(u)) return false;
+    const size_t d = static_cast<size_t>(units_[u].sent_dep);
+    return !s_.acted[d] || s_.sends_left[d] > 0;
+  }
 
   void Start(size_t u) {
     const Step& st = StepOf(u);
     const Unit& un = units_[u];
     if (st.recv == RecvKind::kNone) {
-      recv_done_[u] = true;
+      s_.recv_done[u] = 1;
       TryAct(u);
       return;
     }
     Endpoint* ep = t_.endpoint(st.recv_peer);
     Tag tag{MatchTag(a_.seq, un.chunk, st.recv_msg), a_.check};
     size_t len = un.count * esize_;
-    if (st.recv == RecvKind::kCopy && !(stage_copies_ && a_.out.bytes >= kStreamingBytes)) {
+    // In place only once acting: the data could land before our own send of that memory is read.
+    const bool early_ok = !WaitsForSend(u);
+    if (st.recv == RecvKind::kCopy && early_ok && !(stage_copies_ && a_.out.bytes >= kStreamingBytes)) {
       ep->PostRecv(a_.out, (st.out_offset + un.offset) * esize_, len, tag, u << 1);
-    } else if (PostToSink(ep, u, len, tag)) {
+    } else if (early_ok && PostToSink(ep, u, len, tag)) {
       // Land() does the unit's work as the pieces arrive; acting on it only releases its sends.
     } else {
       size_t slot = pool_.Acquire();
-      slot_[u] = static_cast<int>(slot);
+      s_.slot[u] = static_cast<int>(slot);
       ep->PostRecv(pool_.region(slot), 0, len, tag, u << 1);
     }
     ++inflight_;
@@ -110,30 +126,38 @@ class Run {
   // moment it arrives, straight out of the back end's memory, where the back end allows it.
   bool PostToSink(Endpoint* ep, size_t u, size_t len, Tag tag) {
     if (units_[u].dep >= 0 || StepOf(u).accumulate) return false;
-    sinks_[u] = UnitSink(this, u);
-    return ep->PostRecvTo(&sinks_[u], len, esize_, tag, u << 1);
+    UnitSink& sink = s_.sinks[u];
+    sink.land = &Run::LandThunk;
+    sink.run = this;
+    sink.unit = u;
+    return ep->PostRecvTo(&sink, len, esize_, tag, u << 1);
+  }
+  static void LandThunk(void* run, size_t u, size_t off, const void* data, size_t len) {
+    static_cast<Run*>(run)->Land(u, off, data, len);
   }
 
   void TryAct(size_t u) {
     while (true) {
-      if (acted_[u] || !recv_done_[u]) return;
+      if (s_.acted[u] || !s_.recv_done[u]) return;
       const Unit& un = units_[u];
-      if (un.dep >= 0 && !acted_[static_cast<size_t>(un.dep)]) return;
+      if (un.dep >= 0 && !s_.acted[static_cast<size_t>(un.dep)]) return;
+      if (SendPending(u)) return;  // TryAct runs again when that send completes
       const Step& st = StepOf(u);
-      if (slot_[u] >= 0) {  // staged: the unit's data waits in a staging chunk
-        size_t slot = static_cast<size_t>(slot_[u]);
+      if (s_.slot[u] >= 0) {  // staged: the unit's data waits in a staging chunk
+        size_t slot = static_cast<size_t>(s_.slot[u]);
         Land(u, 0, pool_.region(slot).base, un.count * esize_);
         pool_.Release(slot);
-        slot_[u] = -1;
+        s_.slot[u] = -1;
       }
-      acted_[u] = true;
+      s_.acted[u] = 1;
       ++acted_count_;
       // A unit holds its window place (and staging chunk) until it has acted, not merely until
       // its data landed: one waiting on after_previous still holds its staged chunk.
       if (st.recv != RecvKind::kNone) --inflight_;
       for (int p : st.send_peers) AdvanceSends(p);
-      if (dependent_[u] < 0) return;
-      u = static_cast<size_t>(dependent_[u]);
+      const int next = plan_.dependent[u];
+      if (next < 0) return;
+      u = static_cast<size_t>(next);
     }
   }
 
@@ -150,8 +174,10 @@ class Run {
     if (st.recv == RecvKind::kReduce) {
       const char* src = st.accumulate ? out : static_cast<const char*>(a_.in.base) + (st.in_offset + un.offset) * esize_ + off;
       int divisor = st.finalize && a_.op == ReduceOp::kAvg ? a_.nranks : 0;
-      if (stream) ReduceStreaming(reduce_, esize_, out, src, data, len / esize_, divisor);
-      else reduce_(out, src, data, len / esize_, divisor);
+      const void* left = st.recv_left ? data : src;
+      const void* right = st.recv_left ? src : data;
+      if (stream) ReduceStreaming(reduce_, esize_, out, left, right, len / esize_, divisor);
+      else reduce_(out, left, right, len / esize_, divisor);
     } else if (stream) {
       CopyStreaming(out, data, len);
     } else {
@@ -159,21 +185,14 @@ class Run {
     }
   }
 
-  // Hands a receive's pieces to Land() as the back end delivers them (Endpoint::PostRecvTo).
-  struct UnitSink final : RecvSink {
-    Run* run = nullptr;
-    size_t u = 0;
-    UnitSink() = default;
-    UnitSink(Run* r, size_t unit) : run(r), u(unit) {}
-    void Consume(size_t off, const void* data, size_t len) override { run->Land(u, off, data, len); }
-  };
-
   // Posts, in unit order, every send to `peer` whose data is ready.
   void AdvanceSends(int peer) {
-    std::vector<int>& order = send_order_[peer];
-    size_t& cur = send_cursor_[peer];
+    size_t e = 0;
+    while (plan_.sends[e].first != peer) ++e;
+    const std::vector<int>& order = plan_.sends[e].second;
+    size_t& cur = s_.send_cursor[e];
     Endpoint* ep = t_.endpoint(peer);
-    while (cur < order.size() && acted_[static_cast<size_t>(order[cur])]) {
+    while (cur < order.size() && s_.acted[static_cast<size_t>(order[cur])]) {
       size_t u = static_cast<size_t>(order[cur++]);
       const Step& st = StepOf(u);
       const Unit& un = units_[u];
@@ -196,7 +215,7 @@ class Run {
   Status TimeoutError() {
     std::set<int> waiting;
     for (size_t u = 0; u < next_; ++u)
-      if (!recv_done_[u]) waiting.insert(StepOf(u).recv_peer);
+      if (!s_.recv_done[u]) waiting.insert(StepOf(u).recv_peer);
     std::ostringstream os;
     os << a_.what() << ": timed out after " << a_.timeout_s << " s (HOOP_TIMEOUT)";
     if (!waiting.empty()) {
@@ -216,24 +235,22 @@ class Run {
 
   Transport& t_;
   StagingPool& pool_;
+  ExecState& s_;
   const ExecArgs& a_;
+  const Plan& plan_;
+  const std::vector<Unit>& units_;
   const std::vector<Step>& steps_;
   const size_t esize_;
+  const bool aliased_;  // in and out share memory (in place)
   ReduceFn reduce_ = nullptr;
   const bool stage_copies_ = t_.StageLargeCopies();
-  std::vector<Unit> units_;
-  std::vector<bool> recv_done_, acted_;
-  std::vector<UnitSink> sinks_;
-  std::vector<int> slot_, dependent_;
-  std::map<int, std::vector<int>> send_order_;
-  std::map<int, size_t> send_cursor_;
   size_t next_ = 0, inflight_ = 0, acted_count_ = 0, pending_sends_ = 0;
 };
 
 }  // namespace
 
-Status Execute(Transport& transport, StagingPool& staging, const ExecArgs& args) {
-  return Run(transport, staging, args).Go();
+Status Execute(Transport& transport, StagingPool& staging, ExecState& state, const ExecArgs& args) {
+  return Run(transport, staging, state, args).Go();
 }
 
 }  // namespace hoop

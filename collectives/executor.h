@@ -1,6 +1,6 @@
-// The executor runs one rank's Schedule over a Transport: it cuts steps into chunk units
-// (ExpandUnits), keeps up to `window` receives in flight, reduces each chunk as it lands, and
-// posts the sends that depend on it, so that sending, receiving and reducing overlap.
+// The executor runs one rank's Plan (a Schedule cut into chunk units, plan.h) over a Transport:
+// it keeps up to `window` receives in flight, reduces each chunk as it lands, and posts the sends
+// that depend on it, so that sending, receiving and reducing overlap.
 //
 // Rules that keep it deadlock-free with bounded memory:
 //  - receives are posted in unit order, at most `window` outstanding; a reduce-receive lands in
@@ -8,7 +8,9 @@
 //  - sends to each peer are posted in unit order, so every byte stream carries messages in the
 //    order the receiver posts for them, and the message a receiver waits for is always the next
 //    one on its stream;
-//  - sends never wait for a window slot.
+//  - sends never wait for a window slot;
+//  - a unit that writes what its own earlier send reads (after_sent) waits for that send to
+//    complete; its receive is then staged, never landed in place early.
 // The executor is also the single place where an operation's deadline is enforced.
 #pragma once
 
@@ -18,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/schedule.h"
+#include "collectives/plan.h"
 #include "common/deadline.h"
 #include "common/dtype.h"
 #include "transport/transport.h"
@@ -40,8 +42,27 @@ class StagingPool {
   std::vector<size_t> free_;
 };
 
+// Hands a receive's pieces to the run that posted it (Endpoint::PostRecvTo).
+struct UnitSink final : RecvSink {
+  void (*land)(void* run, size_t unit, size_t off, const void* data, size_t len) = nullptr;
+  void* run = nullptr;
+  size_t unit = 0;
+  void Consume(size_t off, const void* data, size_t len) override { land(run, unit, off, data, len); }
+};
+
+// A run's per-unit bookkeeping, owned by the communicator and reused, so that a run allocates
+// nothing once the arrays have grown to its plan's size.
+struct ExecState {
+  std::vector<uint8_t> recv_done, acted;
+  std::vector<int> slot;
+  std::vector<UnitSink> sinks;
+  std::vector<uint32_t> sends_left;  // per unit: its sends not completed yet
+  std::vector<size_t> send_cursor;   // per entry of Plan::sends: the next to post
+  std::vector<Completion> done;      // Poll's output
+};
+
 struct ExecArgs {
-  const Schedule* schedule = nullptr;
+  const Plan* plan = nullptr;
   Region in;
   Region out;
   DType dtype = DType::kF32;
@@ -60,6 +81,6 @@ struct ExecArgs {
   std::function<std::string(uint64_t peer_check, int peer)> explain_mismatch;
 };
 
-Status Execute(Transport& transport, StagingPool& staging, const ExecArgs& args);
+Status Execute(Transport& transport, StagingPool& staging, ExecState& state, const ExecArgs& args);
 
 }  // namespace hoop

@@ -18,7 +18,7 @@ Work Communicator::ReduceScatter(const Buffer& in, const Buffer& out, ReduceOp o
 }
 
 Status Communicator::RunReduceScatter(const Op& op, uint32_t seq) {
-  HOOP_RETURN_IF_ERROR(Resolve(op).status());
+  HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
   const size_t esize = DTypeSize(op.in.dtype);
   const size_t block_bytes = op.out.count * esize;
   const char* in_block = static_cast<const char*>(op.in.data) + static_cast<size_t>(opts_.rank) * block_bytes;
@@ -28,7 +28,7 @@ Status Communicator::RunReduceScatter(const Op& op, uint32_t seq) {
   }
   if (scratch_.size() < op.in.count * esize) scratch_.resize(op.in.count * esize);
   Buffer work{scratch_.data(), op.in.count, op.in.dtype, MemKind::kHost};
-  HOOP_RETURN_IF_ERROR(RunSchedule(op, RingReduceScatter(opts_.rank, opts_.size, op.out.count), op.in, work, seq));
+  HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.out.count, op.in, work, seq));
   if (block_bytes > 0)
     std::memcpy(op.out.data, scratch_.data() + static_cast<size_t>(opts_.rank) * block_bytes, block_bytes);
   return Status::Ok();

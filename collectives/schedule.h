@@ -10,6 +10,18 @@
 // and what it sends: `in` at in_offset (send_from_in) or `out` at out_offset. So the classic
 // primitives are: send, recv, recvReduce, recvReduceSend, recvCopySend, recvReduceCopySend.
 //
+// Reductions are written `out = src op message`, or `out = message op src` with recv_left: a
+// schedule in which two ranks compute the same element themselves (recursive doubling) puts the
+// lower ranks' data on the left on both, so both get the same bits (min/max with a NaN, a NaN's
+// payload, differ with the order).
+//
+// Memory a send reads may be written again later in the schedule only where the data written
+// cannot exist before that send was read: it is the peer's answer to it (the ring's results
+// coming back), or the step says after_sent. In place, `in` and `out` are the same memory, so
+// a step that writes `out` after a send from `in` needs after_sent too; the executor drops the
+// wait when they are distinct. The simulator (tests/unit/schedule_test.cc) reads every message
+// as late as a transport may, in place and not, and catches a missing after_sent.
+//
 // The executor cuts every step into chunks of at most `chunk` elements (all ranks cut the same
 // message the same way, since it depends only on the step's count) and pipelines them. The order
 // in which (step, chunk) units are issued is part of the schedule: step-major for the ring (each
@@ -33,6 +45,8 @@ struct Step {
   bool accumulate = false;      // kReduce reads `out` instead of `in`
   bool finalize = false;        // apply the average's division in this reduction
   bool after_previous = false;  // act only after the previous step's same chunk has acted
+  bool after_sent = false;      // act only after the previous step's same chunk has been sent
+  bool recv_left = false;       // kReduce: out = message op src (else src op message)
   std::vector<int> send_peers;
   uint16_t send_msg = 0;
   bool send_from_in = false;
@@ -44,7 +58,7 @@ struct Step {
 struct Schedule {
   std::vector<Step> steps;
   bool chunk_major = false;
-  std::string algo;  // "ring", "tree", "chain", "binomial", "dissemination"
+  std::string algo;  // "ring", "tree", "doubling", "chain", "binomial", "dissemination"
 };
 
 // Element range [begin, begin + size) of part i when `count` is split into n nearly equal parts.
@@ -58,6 +72,10 @@ inline int Mod(int a, int n) { return ((a % n) + n) % n; }
 // Allreduce over `count` elements, in -> out (may alias).
 Schedule RingAllreduce(int rank, int size, size_t count);
 Schedule TreeAllreduce(int rank, int size, size_t count);
+// Recursive doubling: log2(n) rounds, in each of which a rank swaps its whole partial result with
+// one partner and reduces (ranks beyond a power of two fold in first and get the result last).
+// Two ranks: one exchange, one hand-off each way at once, the fewest hops there are.
+Schedule DoublingAllreduce(int rank, int size, size_t count);
 // Reduce-scatter: in holds size*count elements; the reduced block `rank` ends up in out at
 // [rank*count, (rank+1)*count), and out (size*count elements) also takes partial sums.
 Schedule RingReduceScatter(int rank, int size, size_t count);
@@ -84,7 +102,8 @@ struct Unit {
   uint32_t chunk = 0;
   size_t offset = 0;  // elements, relative to the step's in_offset / out_offset
   size_t count = 0;
-  int dep = -1;  // unit whose action must come first (after_previous), or -1
+  int dep = -1;       // unit whose action must come first (after_previous), or -1
+  int sent_dep = -1;  // unit whose sends must have completed first (after_sent), or -1
 };
 std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems);
 

@@ -8,7 +8,7 @@
 //   HOOP_STORE        rendezvous: tcp://HOST:PORT or file:///DIR
 //   HOOP_JOB_TOKEN    the job's secret; every connection must present it
 //   HOOP_TIMEOUT      seconds any operation may wait (default 300)
-//   HOOP_ALGO         auto | ring | tree (allreduce), chain | binomial (broadcast)
+//   HOOP_ALGO         auto | ring | tree | doubling (allreduce), chain | binomial (broadcast)
 //   HOOP_TRANSPORT    back end to use (default: first that can connect)
 //   HOOP_HOST         address to listen on and advertise (default: this host's address on
 //                     the route to the tcp:// store; 127.0.0.1 with other stores)

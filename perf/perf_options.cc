@@ -16,7 +16,7 @@ const char* const kPerfUsage =
     "  -c, --check 0|1       check every result against a reference, count wrong elements\n"
     "  -d, --datatype T      u8 i32 i64 f16 bf16 f32 f64 (default f32)\n"
     "  -o, --op OP           sum avg min max prod (default sum)\n"
-    "  -a, --algo A          auto ring tree (allreduce), chain binomial (broadcast)\n"
+    "  -a, --algo A          auto ring tree doubling (allreduce), chain binomial (broadcast)\n"
     "  -r, --root R          broadcast root (default 0)\n"
     "  --json FILE           also write the rows as a JSON array to FILE (rank 0)\n"
     "  -h, --help            this text\n"
@@ -74,7 +74,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
       o.op = *op;
     } else if (a == "-a" || a == "--algo") {
       auto al = ParseAlgo(v);
-      if (!al) return bad("expected auto, ring, tree, chain or binomial");
+      if (!al) return bad("expected auto, ring, tree, doubling, chain or binomial");
       o.algo = *al;
     } else if (a == "-r" || a == "--root") {
       auto n = ParseInt(v);

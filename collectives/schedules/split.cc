@@ -34,8 +34,11 @@ std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems) {
     u.chunk = c;
     u.offset = std::min(st.count, static_cast<size_t>(c) * chunk_elems);
     u.count = std::min(st.count - u.offset, chunk_elems);
-    if (st.after_previous && step > 0 && c < chunks[static_cast<size_t>(step - 1)])
-      u.dep = index_of[static_cast<size_t>(step - 1)][c];
+    if (step > 0 && c < chunks[static_cast<size_t>(step - 1)]) {
+      const int prev = index_of[static_cast<size_t>(step - 1)][c];
+      if (st.after_previous) u.dep = prev;
+      if (st.after_sent) u.sent_dep = prev;
+    }
     index_of[static_cast<size_t>(step)].push_back(static_cast<int>(units.size()));
     units.push_back(u);
   };

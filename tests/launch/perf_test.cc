@@ -1,5 +1,5 @@
 // hoop-perf through hooprun: the acceptance sweep (4 ranks, 8 B to 16 MiB, every result
-// checked) for ring and tree, the JSON output, and the other collectives.
+// checked) for ring, tree and doubling, the JSON output, and the other collectives.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -26,8 +26,8 @@ int RowsWithWrong(const std::string& out, const std::string& wrong) {
 }
 }  // namespace
 
-TEST_CASE("hoop-perf allreduce sweep is correct at every size, ring and tree", "[perf]") {
-  for (const char* algo : {"ring", "tree"}) {
+TEST_CASE("hoop-perf allreduce sweep is correct at every size, ring, tree and doubling", "[perf]") {
+  for (const char* algo : {"ring", "tree", "doubling"}) {
     DYNAMIC_SECTION(algo) {
       auto r = RunProc({Bin("hooprun"), "-np", "4", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "16M", "-f", "4",
                         "-c", "1", "-n", "3", "-w", "1", "--algo", algo},

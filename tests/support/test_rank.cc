@@ -72,7 +72,7 @@ struct Matrix {
           return std::string(coll) + " " + extra + " " + DTypeName(dt) + " count " + std::to_string(count);
         };
         for (ReduceOp op : kAllReduceOps) {
-          for (Algo algo : {Algo::kRing, Algo::kTree}) {
+          for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kDoubling}) {
             ++case_id;
             auto in = Inputs(dt, op, count);
             std::vector<char> want(count * es + 1), out(count * es + 1, 0x33);

@@ -26,8 +26,12 @@ TEST_CASE("an operation description survives the wire and names differences", "[
 
 TEST_CASE("algorithm choice: per call, then HOOP_ALGO, then by size", "[algo]") {
   CHECK(ChooseAlgo(CollKind::kAllreduce, 1 << 20, 4, Algo::kAuto, Algo::kAuto).algo == Algo::kRing);
-  CHECK(ChooseAlgo(CollKind::kAllreduce, 1024, 4, Algo::kAuto, Algo::kAuto).algo == Algo::kTree);
-  CHECK(ChooseAlgo(CollKind::kAllreduce, 1024, 2, Algo::kAuto, Algo::kAuto).algo == Algo::kRing);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 1024, 4, Algo::kAuto, Algo::kAuto).algo == Algo::kDoubling);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 64 << 10, 2, Algo::kAuto, Algo::kAuto).algo == Algo::kDoubling);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, (64 << 10) + 4, 2, Algo::kAuto, Algo::kAuto).algo == Algo::kRing);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 1024, 4, Algo::kTree, Algo::kAuto).algo == Algo::kTree);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 1024, 4, Algo::kAuto, Algo::kDoubling).algo == Algo::kDoubling);
+  CHECK(ParseAlgo("doubling") == Algo::kDoubling);
   CHECK(ChooseAlgo(CollKind::kAllreduce, 1 << 20, 4, Algo::kAuto, Algo::kTree).algo == Algo::kTree);
   CHECK(ChooseAlgo(CollKind::kAllreduce, 1024, 4, Algo::kRing, Algo::kTree).algo == Algo::kRing);
   CHECK(ChooseAlgo(CollKind::kBroadcast, 1 << 20, 4, Algo::kAuto, Algo::kTree).algo == Algo::kChain);

@@ -1,8 +1,15 @@
 // Schedules as pure functions: every rank's schedule is run at once in a simulated network where
-// an element is the set of ranks whose input it contains. A reduction must join disjoint sets
-// (nothing counted twice), the average's division must happen exactly once and only on a
-// complete set, every message must be received exactly once, and running each rank's units
-// strictly in order must not deadlock (so the executor, which runs them with a window, cannot).
+// an element is the set of ranks whose input it contains, plus a hash of the expression that
+// combined them (operand order included). A reduction must join disjoint sets (nothing counted
+// twice), the average's division must happen exactly once and only on a complete set, every
+// message must be received exactly once, running each rank's units strictly in order must not
+// deadlock (so the executor, which runs them with a window, cannot), and every rank must end
+// with the same expression for every element (the same bits, whatever the op).
+//
+// The network is as unkind as the transports may be: a message is read from the sender's memory
+// only when the receiver takes it (a rendezvous protocol may read that late), so a schedule that
+// writes memory before its own send of it was read delivers wrong sets; a send counts as
+// completed (after_sent) only once the receiver took it; and allreduce also runs in place.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -17,70 +24,120 @@ namespace {
 constexpr uint64_t kUnset = ~0ull;
 constexpr uint64_t kFinal = 1ull << 63;  // the average's division was applied
 
+struct Elem {
+  uint64_t set = kUnset;  // ranks whose input it holds (| kFinal once divided)
+  uint64_t expr = 0;      // hash of how they were combined, in operand order
+  bool operator==(const Elem&) const = default;
+};
+
+uint64_t Mix(uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+Elem Leaf(int rank) { return {1ull << rank, Mix(static_cast<uint64_t>(rank) + 1)}; }
+
+using Mem = std::vector<Elem>;
+
 struct SimResult {
-  std::vector<std::vector<uint64_t>> out;  // per rank
-  std::vector<uint64_t> heard;             // per rank: ranks it has (transitively) heard from
+  std::vector<Mem> out;            // per rank
+  std::vector<uint64_t> heard;     // per rank: ranks it has (transitively) heard from
   bool ok = true;
   std::string error;
 };
 
-SimResult Simulate(int n, const std::vector<Schedule>& s, const std::vector<std::vector<uint64_t>>& in,
-                   std::vector<std::vector<uint64_t>> out, size_t chunk) {
+// in_place: each rank's `in` is its `out` (allreduce only; `out` starts as `in`).
+SimResult Simulate(int n, const std::vector<Schedule>& s, std::vector<Mem> in, std::vector<Mem> out, size_t chunk,
+                   bool in_place = false) {
   SimResult r;
+  if (in_place) out = in;
+  auto in_of = [&](size_t k) -> Mem& { return in_place ? out[k] : in[k]; };
+  // A message on the wire is where its data lies, not the data: it is read when taken.
+  struct Msg {
+    size_t unit;  // the sender's unit, for after_sent
+    bool from_in;
+    size_t offset, count;
+    uint64_t heard;
+  };
   using Key = std::tuple<int, int, int, uint32_t>;  // src, dst, msg, chunk
-  std::map<Key, std::pair<std::vector<uint64_t>, uint64_t>> wire;
+  std::map<Key, Msg> wire;
   std::vector<std::vector<Unit>> units(static_cast<size_t>(n));
+  std::vector<std::vector<std::vector<Key>>> sent_keys(static_cast<size_t>(n));  // per rank, per unit
   std::vector<size_t> next(static_cast<size_t>(n), 0);
+  std::vector<bool> received(static_cast<size_t>(n), false);  // the next unit took its message
+  std::vector<Mem> staged(static_cast<size_t>(n));
   r.heard.resize(static_cast<size_t>(n));
   for (int k = 0; k < n; ++k) {
     units[static_cast<size_t>(k)] = ExpandUnits(s[static_cast<size_t>(k)], chunk);
+    sent_keys[static_cast<size_t>(k)].resize(units[static_cast<size_t>(k)].size());
     r.heard[static_cast<size_t>(k)] = 1ull << k;
   }
   auto fail = [&](const std::string& e) {
     if (r.ok) r.error = e;
     r.ok = false;
   };
+  const uint64_t complete = n == 64 ? ~0ull : (1ull << n) - 1;
   bool progress = true;
   while (progress && r.ok) {
     progress = false;
     for (int k = 0; k < n && r.ok; ++k) {
       const size_t uk = static_cast<size_t>(k);
       while (next[uk] < units[uk].size() && r.ok) {
-        const Unit& u = units[uk][next[uk]];
+        const size_t ui = next[uk];
+        const Unit& u = units[uk][ui];
         const Step& st = s[uk].steps[static_cast<size_t>(u.step)];
         auto& o = out[uk];
-        if (st.recv != RecvKind::kNone) {
+        if (st.recv != RecvKind::kNone && !received[uk]) {
           Key key{st.recv_peer, k, st.recv_msg, u.chunk};
           auto it = wire.find(key);
           if (it == wire.end()) break;  // not there yet
-          auto [data, heard] = it->second;
+          const Msg m = it->second;
           wire.erase(it);
-          r.heard[uk] |= heard;
-          if (data.size() != u.count) fail("rank " + std::to_string(k) + ": message length differs from the step's");
-          for (size_t i = 0; i < u.count && r.ok; ++i) {
+          progress = true;
+          r.heard[uk] |= m.heard;
+          if (m.count != u.count) fail("rank " + std::to_string(k) + ": message length differs from the step's");
+          const size_t src = static_cast<size_t>(st.recv_peer);
+          Mem& from = m.from_in ? in_of(src) : out[src];
+          staged[uk].assign(from.begin() + static_cast<std::ptrdiff_t>(m.offset),
+                            from.begin() + static_cast<std::ptrdiff_t>(m.offset + std::min(m.count, u.count)));
+          received[uk] = true;
+        }
+        // after_sent: our own earlier message must have been taken by its receiver.
+        if (u.sent_dep >= 0) {
+          bool pending = false;
+          for (const Key& key : sent_keys[uk][static_cast<size_t>(u.sent_dep)]) pending |= wire.count(key) > 0;
+          if (pending) break;
+        }
+        if (st.recv != RecvKind::kNone) {
+          const Mem& data = staged[uk];
+          for (size_t i = 0; i < data.size() && r.ok; ++i) {
             size_t oi = st.out_offset + u.offset + i;
             if (st.recv == RecvKind::kCopy) {
               o[oi] = data[i];
               continue;
             }
-            uint64_t src = st.accumulate ? o[oi] : in[uk][st.in_offset + u.offset + i];
-            if (src == kUnset || data[i] == kUnset) fail("rank " + std::to_string(k) + ": reduces an unset element");
-            if ((src | data[i]) & kFinal) fail("rank " + std::to_string(k) + ": reduces an already divided element");
-            if (src & data[i]) fail("rank " + std::to_string(k) + ": counts a rank twice");
-            o[oi] = src | data[i];
+            Elem src = st.accumulate ? o[oi] : in_of(uk)[st.in_offset + u.offset + i];
+            if (src.set == kUnset || data[i].set == kUnset) fail("rank " + std::to_string(k) + ": reduces an unset element");
+            if ((src.set | data[i].set) & kFinal) fail("rank " + std::to_string(k) + ": reduces an already divided element");
+            if (src.set & data[i].set) fail("rank " + std::to_string(k) + ": counts a rank twice");
+            const Elem& left = st.recv_left ? data[i] : src;
+            const Elem& right = st.recv_left ? src : data[i];
+            Elem res{src.set | data[i].set, Mix(left.expr * 31 + Mix(right.expr))};
             if (st.finalize) {
-              if (o[oi] != (n == 64 ? ~0ull : (1ull << n) - 1)) fail("rank " + std::to_string(k) + ": divides an incomplete sum");
-              o[oi] |= kFinal;
+              if (res.set != complete) fail("rank " + std::to_string(k) + ": divides an incomplete sum");
+              res.set |= kFinal;
             }
+            o[oi] = res;
           }
+          received[uk] = false;
         }
         for (int p : st.send_peers) {
-          std::vector<uint64_t> data(u.count);
-          for (size_t i = 0; i < u.count; ++i)
-            data[i] = st.send_from_in ? in[uk][st.in_offset + u.offset + i] : o[st.out_offset + u.offset + i];
           Key key{k, p, st.send_msg, u.chunk};
           if (wire.count(key)) fail("rank " + std::to_string(k) + " sends the same message twice");
-          wire[key] = {data, r.heard[uk]};
+          size_t off = (st.send_from_in ? st.in_offset : st.out_offset) + u.offset;
+          wire[key] = {ui, st.send_from_in, off, u.count, r.heard[uk]};
+          sent_keys[uk][ui].push_back(key);
         }
         ++next[uk];
         progress = true;
@@ -97,31 +154,76 @@ SimResult Simulate(int n, const std::vector<Schedule>& s, const std::vector<std:
 
 uint64_t All(int n) { return (1ull << n) - 1; }
 
-std::vector<std::vector<uint64_t>> Own(int n, size_t count) {
-  std::vector<std::vector<uint64_t>> v;
-  for (int k = 0; k < n; ++k) v.emplace_back(count, 1ull << k);
+std::vector<Mem> Own(int n, size_t count) {
+  std::vector<Mem> v;
+  for (int k = 0; k < n; ++k) v.emplace_back(count, Leaf(k));
   return v;
 }
+std::vector<Mem> Unset(int n, size_t count) { return std::vector<Mem>(static_cast<size_t>(n), Mem(count)); }
 
 const size_t kCounts[] = {0, 1, 2, 7, 10, 33, 100};
 const size_t kChunks[] = {1, 3, 1000};
 
 }  // namespace
 
-TEST_CASE("ring and tree allreduce reduce every element exactly once from every rank", "[schedule]") {
+TEST_CASE("ring, tree and doubling allreduce reduce every element exactly once, alike on every rank", "[schedule]") {
+  const char* names[] = {"ring", "tree", "doubling"};
+  Schedule (*make[])(int, int, size_t) = {&RingAllreduce, &TreeAllreduce, &DoublingAllreduce};
   for (int n = 1; n <= 9; ++n)
     for (size_t count : kCounts)
       for (size_t chunk : kChunks)
-        for (int tree = 0; tree < 2; ++tree) {
-          std::vector<Schedule> s;
-          for (int k = 0; k < n; ++k) s.push_back(tree ? TreeAllreduce(k, n, count) : RingAllreduce(k, n, count));
-          auto r = Simulate(n, s, Own(n, count), std::vector<std::vector<uint64_t>>(n, std::vector<uint64_t>(count, kUnset)), chunk);
-          INFO((tree ? "tree" : "ring") << " n=" << n << " count=" << count << " chunk=" << chunk << ": " << r.error);
-          REQUIRE(r.ok);
-          if (n == 1) continue;  // one rank: the communicator copies, no schedule
-          for (int k = 0; k < n; ++k)
-            for (uint64_t v : r.out[static_cast<size_t>(k)]) REQUIRE(v == (All(n) | kFinal));
-        }
+        for (int a = 0; a < 3; ++a)
+          for (bool in_place : {false, true}) {
+            std::vector<Schedule> s;
+            for (int k = 0; k < n; ++k) s.push_back(make[a](k, n, count));
+            auto r = Simulate(n, s, Own(n, count), Unset(n, count), chunk, in_place);
+            INFO(names[a] << (in_place ? " in place" : "") << " n=" << n << " count=" << count << " chunk=" << chunk
+                          << ": " << r.error);
+            REQUIRE(r.ok);
+            if (n == 1) continue;  // one rank: the communicator copies, no schedule
+            for (int k = 0; k < n; ++k)
+              for (size_t i = 0; i < count; ++i) {
+                const Elem& e = r.out[static_cast<size_t>(k)][i];
+                REQUIRE(e.set == (All(n) | kFinal));
+                REQUIRE(e.expr == r.out[0][i].expr);  // the same reduction order, so the same bits
+              }
+          }
+}
+
+// The simulator must be able to fail: the properties above are only worth what it catches.
+TEST_CASE("the simulator catches a missing after_sent and a rank-dependent reduction order", "[schedule]") {
+  const int n = 4;
+  auto run = [&](auto mutate, bool in_place) {
+    std::vector<Schedule> s;
+    for (int k = 0; k < n; ++k) {
+      s.push_back(DoublingAllreduce(k, n, 5));
+      for (Step& st : s.back().steps) mutate(st);
+    }
+    return Simulate(n, s, Own(n, 5), Unset(n, 5), 2, in_place);
+  };
+  // The partner reads data that already holds its own contribution (or is already divided).
+  auto hazard = [](const SimResult& r) {
+    return !r.ok && (r.error.find("counts a rank twice") != std::string::npos ||
+                     r.error.find("reduces an already divided element") != std::string::npos);
+  };
+  auto no_wait = [](Step& st) { st.after_sent = false; };
+  auto r = run(no_wait, false);  // round 2 overwrites the partial that round 2's send reads
+  INFO(r.error);
+  CHECK(hazard(r));
+  auto own_first = [](Step& st) { st.recv_left = false; };
+  r = run(own_first, false);
+  REQUIRE(r.ok);
+  bool differs = false;
+  for (int k = 1; k < n; ++k) differs |= r.out[static_cast<size_t>(k)][0].expr != r.out[0][0].expr;
+  CHECK(differs);
+  // Two ranks in place: the one round writes over the input its send reads.
+  std::vector<Schedule> two;
+  for (int k = 0; k < 2; ++k) {
+    two.push_back(DoublingAllreduce(k, 2, 3));
+    for (Step& st : two.back().steps) st.after_sent = false;
+  }
+  CHECK(Simulate(2, two, Own(2, 3), Unset(2, 3), 1, false).ok);  // distinct memory: no hazard
+  CHECK(hazard(Simulate(2, two, Own(2, 3), Unset(2, 3), 1, true)));
 }
 
 TEST_CASE("ring reduce-scatter leaves block r, complete, on rank r", "[schedule]") {
@@ -131,11 +233,11 @@ TEST_CASE("ring reduce-scatter leaves block r, complete, on rank r", "[schedule]
         std::vector<Schedule> s;
         for (int k = 0; k < n; ++k) s.push_back(RingReduceScatter(k, n, count));
         size_t total = count * static_cast<size_t>(n);
-        auto r = Simulate(n, s, Own(n, total), std::vector<std::vector<uint64_t>>(n, std::vector<uint64_t>(total, kUnset)), chunk);
+        auto r = Simulate(n, s, Own(n, total), Unset(n, total), chunk);
         INFO("n=" << n << " count=" << count << " chunk=" << chunk << ": " << r.error);
         REQUIRE(r.ok);
         for (int k = 0; k < n; ++k)
-          for (size_t i = 0; i < count; ++i) REQUIRE(r.out[static_cast<size_t>(k)][static_cast<size_t>(k) * count + i] == (All(n) | kFinal));
+          for (size_t i = 0; i < count; ++i) REQUIRE(r.out[static_cast<size_t>(k)][static_cast<size_t>(k) * count + i].set == (All(n) | kFinal));
       }
 }
 
@@ -144,17 +246,17 @@ TEST_CASE("ring allgather puts rank i's block at block i everywhere", "[schedule
     for (size_t count : kCounts)
       for (size_t chunk : kChunks) {
         std::vector<Schedule> s;
-        std::vector<std::vector<uint64_t>> out(n, std::vector<uint64_t>(count * n, kUnset));
+        std::vector<Mem> out = Unset(n, count * static_cast<size_t>(n));
         for (int k = 0; k < n; ++k) {
           s.push_back(RingAllgather(k, n, count));
-          for (size_t i = 0; i < count; ++i) out[static_cast<size_t>(k)][static_cast<size_t>(k) * count + i] = 1ull << k;  // the caller's copy
+          for (size_t i = 0; i < count; ++i) out[static_cast<size_t>(k)][static_cast<size_t>(k) * count + i] = Leaf(k);  // the caller's copy
         }
         auto r = Simulate(n, s, Own(n, count), out, chunk);
         INFO("n=" << n << " count=" << count << " chunk=" << chunk << ": " << r.error);
         REQUIRE(r.ok);
         for (int k = 0; k < n; ++k)
           for (size_t i = 0; i < count * static_cast<size_t>(n); ++i)
-            REQUIRE(r.out[static_cast<size_t>(k)][i] == 1ull << (i / count));
+            REQUIRE(r.out[static_cast<size_t>(k)][i] == Leaf(static_cast<int>(i / count)));
       }
 }
 
@@ -164,15 +266,15 @@ TEST_CASE("chain and binomial broadcast deliver the root's data to every rank", 
       for (size_t count : {size_t(0), size_t(1), size_t(10)})
         for (int binomial = 0; binomial < 2; ++binomial) {
           std::vector<Schedule> s;
-          std::vector<std::vector<uint64_t>> out(n, std::vector<uint64_t>(count, kUnset));
-          out[static_cast<size_t>(root)].assign(count, 1ull << root);
+          std::vector<Mem> out = Unset(n, count);
+          out[static_cast<size_t>(root)].assign(count, Leaf(root));
           for (int k = 0; k < n; ++k)
             s.push_back(binomial ? BinomialBroadcast(k, n, root, count) : ChainBroadcast(k, n, root, count));
           auto r = Simulate(n, s, Own(n, count), out, 3);
           INFO((binomial ? "binomial" : "chain") << " n=" << n << " root=" << root << ": " << r.error);
           REQUIRE(r.ok);
           for (int k = 0; k < n; ++k)
-            for (uint64_t v : r.out[static_cast<size_t>(k)]) REQUIRE(v == 1ull << root);
+            for (const Elem& v : r.out[static_cast<size_t>(k)]) REQUIRE(v == Leaf(root));
         }
 }
 
@@ -180,7 +282,7 @@ TEST_CASE("dissemination barrier: every rank hears from every rank before it lea
   for (int n = 2; n <= 17; ++n) {
     std::vector<Schedule> s;
     for (int k = 0; k < n; ++k) s.push_back(DisseminationBarrier(k, n));
-    auto r = Simulate(n, s, Own(n, 0), std::vector<std::vector<uint64_t>>(n), 1);
+    auto r = Simulate(n, s, Own(n, 0), std::vector<Mem>(static_cast<size_t>(n)), 1);
     INFO("n=" << n << ": " << r.error);
     REQUIRE(r.ok);
     for (int k = 0; k < n; ++k) REQUIRE(r.heard[static_cast<size_t>(k)] == All(n));

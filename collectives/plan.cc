@@ -1,0 +1,61 @@
+#include "collectives/plan.h"
+
+#include <algorithm>
+
+namespace hoop {
+
+Schedule BuildSchedule(const PlanKey& k, int rank, int size) {
+  switch (k.kind) {
+    case CollKind::kAllreduce:
+      if (k.algo == Algo::kTree) return TreeAllreduce(rank, size, k.count);
+      if (k.algo == Algo::kDoubling) return DoublingAllreduce(rank, size, k.count);
+      return RingAllreduce(rank, size, k.count);
+    case CollKind::kBroadcast:
+      if (k.algo == Algo::kChain) return ChainBroadcast(rank, size, k.root, k.count);
+      return BinomialBroadcast(rank, size, k.root, k.count);
+    case CollKind::kAllgather: return RingAllgather(rank, size, k.count);
+    case CollKind::kReduceScatter: return RingReduceScatter(rank, size, k.count);
+    case CollKind::kBarrier: return DisseminationBarrier(rank, size);
+  }
+  return {};
+}
+
+Plan MakePlan(Schedule schedule, size_t chunk_elems) {
+  Plan p;
+  p.schedule = std::move(schedule);
+  p.units = ExpandUnits(p.schedule, chunk_elems);
+  const size_t n = p.units.size();
+  p.dependent.assign(n, -1);
+  p.send_waiter.assign(n, -1);
+  for (size_t u = 0; u < n; ++u) {
+    const Unit& un = p.units[u];
+    if (un.dep >= 0) p.dependent[static_cast<size_t>(un.dep)] = static_cast<int>(u);
+    if (un.sent_dep >= 0) p.send_waiter[static_cast<size_t>(un.sent_dep)] = static_cast<int>(u);
+    for (int peer : p.schedule.steps[static_cast<size_t>(un.step)].send_peers) {
+      auto it = std::find_if(p.sends.begin(), p.sends.end(), [&](const auto& e) { return e.first == peer; });
+      if (it == p.sends.end()) it = p.sends.insert(p.sends.end(), {peer, {}});
+      it->second.push_back(static_cast<int>(u));
+    }
+  }
+  return p;
+}
+
+size_t PlanCache::Hash::operator()(const PlanKey& k) const {
+  size_t h = std::hash<size_t>()(k.count);
+  auto mix = [&](size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  mix(static_cast<size_t>(k.kind));
+  mix(static_cast<size_t>(k.algo));
+  mix(static_cast<size_t>(k.root + 1));
+  mix(k.chunk_elems);
+  return h;
+}
+
+const Plan& PlanCache::Get(const PlanKey& key) {
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  if (plans_.size() >= kMaxPlans) plans_.clear();
+  auto plan = std::make_unique<Plan>(MakePlan(BuildSchedule(key, rank_, size_), key.chunk_elems));
+  return *plans_.emplace(key, std::move(plan)).first->second;
+}
+
+}  // namespace hoop

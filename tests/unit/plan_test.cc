@@ -1,0 +1,43 @@
+// Plans: a schedule compiled once per call shape, and the cache that keeps them.
+#include <catch2/catch.hpp>
+
+#include "collectives/plan.h"
+
+using namespace hoop;
+
+TEST_CASE("a plan lists each peer's sends in unit order and who waits on whom", "[plan]") {
+  // Rank 0 of 4, recursive doubling, 3 chunks: per round a send then a reduction that waits for it.
+  Plan p = MakePlan(DoublingAllreduce(0, 4, 9), 3);
+  REQUIRE(p.units.size() == 4 * 3);
+  REQUIRE(p.sends.size() == 2);  // partners 1 and 2
+  for (const auto& [peer, order] : p.sends) {
+    REQUIRE(order.size() == 3);
+    for (size_t i = 1; i < order.size(); ++i) CHECK(order[i - 1] < order[i]);
+    for (int u : order) {
+      const Step& st = p.schedule.steps[static_cast<size_t>(p.units[static_cast<size_t>(u)].step)];
+      CHECK(st.send_peers == std::vector<int>{peer});
+      // The round's reduction waits for this send.
+      const int waiter = p.send_waiter[static_cast<size_t>(u)];
+      REQUIRE(waiter >= 0);
+      CHECK(p.units[static_cast<size_t>(waiter)].sent_dep == u);
+    }
+  }
+}
+
+TEST_CASE("the plan cache builds a shape once and stays bounded", "[plan]") {
+  PlanCache cache(1, 4);
+  PlanKey ring{CollKind::kAllreduce, Algo::kRing, -1, 1000, 64};
+  const Plan* a = &cache.Get(ring);
+  CHECK(&cache.Get(ring) == a);
+  CHECK(cache.size() == 1);
+  PlanKey other = ring;
+  other.count = 999;
+  CHECK(cache.Get(other).units.size() > 0);
+  CHECK(cache.size() == 2);
+  PlanKey bcast{CollKind::kBroadcast, Algo::kChain, 2, 1000, 64};
+  CHECK(cache.Get(bcast).schedule.algo == "chain");
+  for (size_t i = 0; i < PlanCache::kMaxPlans + 5; ++i) cache.Get({CollKind::kAllgather, Algo::kRing, -1, i, 8});
+  CHECK(cache.size() <= PlanCache::kMaxPlans);
+  // What the cache returns is what BuildSchedule makes for that shape.
+  CHECK(cache.Get(ring).units.size() == ExpandUnits(RingAllreduce(1, 4, 1000), 64).size());
+}
