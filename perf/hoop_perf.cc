@@ -178,9 +178,9 @@ int Main(int argc, char** argv) {
     std::printf("# hoop-perf %s: %d ranks, transport %s, dtype %s, op %s, algo %s, iters %d, warmup %d, check %d\n",
                 CollKindName(o.kind), c.size(), c.transport_name().c_str(), DTypeName(o.dtype), ReduceOpName(o.op),
                 AlgoName(o.algo), o.iters, o.warmup, o.check ? 1 : 0);
-    std::printf("#%13s %13s %6s %6s %6s %12s %9s %9s %8s\n", "size", "count", "type", "redop", "algo", "time",
+    std::printf("#%13s %13s %6s %6s %8s %12s %9s %9s %8s\n", "size", "count", "type", "redop", "algo", "time",
                 "algbw", "busbw", "#wrong");
-    std::printf("#%13s %13s %6s %6s %6s %12s %9s %9s %8s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
+    std::printf("#%13s %13s %6s %6s %8s %12s %9s %9s %8s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
                 "(GB/s)", "");
     std::fflush(stdout);
   }
@@ -197,7 +197,7 @@ int Main(int argc, char** argv) {
     rows.push_back(*row);
     wrong_total += row->wrong;
     if (lead) {
-      std::printf(" %13llu %13llu %6s %6s %6s %12.1f %9.3f %9.3f %8s\n", static_cast<unsigned long long>(row->bytes),
+      std::printf(" %13llu %13llu %6s %6s %8s %12.2f %9.3f %9.3f %8s\n", static_cast<unsigned long long>(row->bytes),
                   static_cast<unsigned long long>(row->count), DTypeName(o.dtype),
                   o.kind == CollKind::kAllreduce || o.kind == CollKind::kReduceScatter ? ReduceOpName(o.op) : "none",
                   AlgoName(row->algo), row->time_us, row->algbw, row->busbw,

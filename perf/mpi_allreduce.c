@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&us, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0) {
     double algbw = (double)(count * sizeof(float)) / (slowest * 1e3);
-    printf("mpi-allreduce bytes %zu time_us %.1f algbw %.3f busbw %.3f ranks %d\n", count * sizeof(float), slowest,
+    printf("mpi-allreduce bytes %zu time_us %.2f algbw %.3f busbw %.3f ranks %d\n", count * sizeof(float), slowest,
            algbw, algbw * 2.0 * (size - 1) / size, size);
   }
   free(in);
