@@ -1,5 +1,5 @@
 // Back-end selection as users meet it: hoop-info's report, HOOP_TRANSPORT naming a back end
-// that is not there or cannot be used, and the shared-memory back end leaving nothing behind in
+// that is not there or cannot be used, and the shared-memory paths leaving nothing behind in
 // /dev/shm, even when a rank is killed.
 #include <catch2/catch.hpp>
 
@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "tests/support/backends.h"
 #include "tests/support/proc.h"
 
 using namespace hoop::test;
@@ -64,20 +65,28 @@ TEST_CASE("HOOP_TRANSPORT naming an unusable back end is an error that says why"
   CHECK(s.output.find("HOOP_TRANSPORT=ofi is unavailable: ofi: libfabric's sockets provider hangs") != std::string::npos);
 }
 
-TEST_CASE("shm leaves nothing in /dev/shm, also when a rank is killed", "[select][shm]") {
-  std::set<std::string> before = DevShm();
-  std::string marker = NewMarker();
-  ProcOptions o = Within(60);
-  o.env = {{"HOOP_TRANSPORT", "shm"}, {"HOOP_TIMEOUT", "30"}};
-  auto r = RunProc({Bin("hooprun"), "-np", "4", Bin("hoop-test-rank"), "kill", "2", marker}, o);
-  INFO(r.output);
-  CHECK(r.output.find("killed by signal 9") != std::string::npos);
-  CHECK(WaitGone(marker, 5) == 0);
-  auto ok = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "allreduce", "-b", "1M", "-e", "1M", "-c", "1"}, o);
-  CHECK(ok.exit_code == 0);
-  std::set<std::string> after = DevShm();
-  for (const auto& name : after) {
-    INFO("new in /dev/shm: " << name);
-    CHECK(before.count(name) == 1);
+// Every shared-memory path: hoop's shm (memfds: nothing is ever named), UCX's sm transports, and
+// libfabric's shm provider, whose killed rank's region the survivors remove.
+TEST_CASE("shared-memory back ends leave nothing in /dev/shm, also when a rank is killed", "[select][shm]") {
+  for (const Backend& b : Backends()) {
+    if (b.label != "shm" && b.label != "ucx/sm" && b.label != "ofi/shm") continue;
+    DYNAMIC_SECTION(b.label) {
+      std::set<std::string> before = DevShm();
+      std::string marker = NewMarker();
+      ProcOptions o = Within(60);
+      o.env = b.env;
+      o.env["HOOP_TIMEOUT"] = "30";
+      auto r = RunProc({Bin("hooprun"), "-np", "4", Bin("hoop-test-rank"), "kill", "2", marker}, o);
+      INFO(r.output);
+      CHECK(r.output.find("killed by signal 9") != std::string::npos);
+      CHECK(WaitGone(marker, 5) == 0);
+      auto ok = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "allreduce", "-b", "1M", "-e", "1M", "-c", "1"}, o);
+      CHECK(ok.exit_code == 0);
+      std::set<std::string> after = DevShm();
+      for (const auto& name : after) {
+        INFO("new in /dev/shm: " << name);
+        CHECK(before.count(name) == 1);
+      }
+    }
   }
 }

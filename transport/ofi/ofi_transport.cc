@@ -2,6 +2,7 @@
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@ const bool kRegistered = [] {
 
 constexpr uint64_t kAbortTag = ~uint64_t{0};  // no collective's match word is all ones
 constexpr size_t kAbortBytes = 1024;
+constexpr const char* kShmScheme = "fi_shm://";
 constexpr auto kSpin = std::chrono::microseconds(50);
 
 Status FiError(const std::string& what, int rc) {
@@ -129,6 +131,9 @@ Status OfiTransport::Connect(int peer, const std::string& address, Deadline) {
   for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   PeerState& ps = peers_[static_cast<size_t>(peer)];
   int n = fi_av_insert(av_, raw.data(), 1, &ps.addr, 0, nullptr);
+  // The shm provider's address is the name of the peer's region: "fi_shm://<pid>:<n>:<m>".
+  const std::string name(reinterpret_cast<const char*>(raw.data()), strnlen(reinterpret_cast<const char*>(raw.data()), raw.size()));
+  if (name.rfind(kShmScheme, 0) == 0) ps.shm_region = name.substr(std::strlen(kShmScheme));
   if (n != 1) return FiError(ctx + ": fi_av_insert", n < 0 ? n : -FI_EINVAL);
   ps.endpoint = std::make_unique<Peer>(this, peer);
   // A receive for the peer's abort notice, always posted.
@@ -227,6 +232,21 @@ void OfiTransport::Complete(Op* op, Status s, uint64_t peer_check) {
   if (!op->posted) free_.push_back(op);
 }
 
+std::vector<int> OfiTransport::Departed() {
+  std::vector<int> gone = watch_.Exited();
+  for (int p : gone) {
+    const std::string& region = peers_[static_cast<size_t>(p)].shm_region;
+    // Only a name of the dead process's own ("<pid>:..."), and never a path: nothing else is
+    // touched. Every survivor tries; the first removes it.
+    if (region.empty() || region.find('/') != std::string::npos ||
+        region.rfind(std::to_string(watch_.pid_of(p)) + ":", 0) != 0)
+      continue;
+    if (::shm_unlink(("/" + region).c_str()) == 0)
+      HOOP_LOG(kInfo, "ofi: removed /dev/shm/" << region << " left by rank " << p);
+  }
+  return gone;
+}
+
 void OfiTransport::FailPeer(int peer, const Status& why) {
   PeerState& ps = peers_[static_cast<size_t>(peer)];
   if (!ps.failure.ok()) return;
@@ -267,15 +287,23 @@ void OfiTransport::DrainCq() {
         Complete(op, Aborted("cancelled"));
         continue;
       }
-      Status s = err.err == FI_ETRUNC
-                     ? FailedPrecondition("peer " + std::to_string(op->peer) + " sent more than the " +
-                                          std::to_string(op->len) + " bytes expected")
+      // Debian's libfabric 1.17 shm provider reports truncation negated, and with its CQ data
+      // (our check word, never 0) zeroed.
+      const bool truncated = err.err == FI_ETRUNC || err.err == -FI_ETRUNC;
+      const bool has_check = (err.flags & FI_REMOTE_CQ_DATA) && err.data != 0;
+      Status s = truncated
+                     ? FailedPrecondition("peer " + std::to_string(op->peer) + " sent a longer message than the " +
+                                          std::to_string(op->len) + " bytes expected: the ranks disagree on the operation")
                      : Unavailable("lost peer " + std::to_string(op->peer) + ": " +
                                    fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0));
-      if (err.err == FI_ETRUNC) {
+      if (truncated && has_check) {
         int peer = op->peer;
-        Complete(op, s, err.data);  // the sender's check word, which providers fill in here too
+        Complete(op, s, err.data);  // the sender's check word: the caller names the difference
         FailPeer(peer, s);
+      } else if (truncated) {
+        // Without the peer's word we cannot say how the ranks disagree; the peer may (it got a
+        // short message, which carries it), so its abort notice gets the usual time to win.
+        losses_.Add(op->peer, s);
       } else {
         // A broken link: the op fails with the peer, after any abort notice it sent.
         losses_.Add(op->peer, s);
@@ -324,7 +352,7 @@ Status OfiTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
     }
     if (out->size() > start) return Status::Ok();
     if (watch_.Due())
-      for (int p : watch_.Exited()) losses_.Add(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
+      for (int p : Departed()) losses_.Add(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
     if (!completed_.empty()) continue;
     if (std::chrono::steady_clock::now() < spin_until) continue;
     if (deadline.Expired()) return DeadlineExceeded("ofi: no progress before the deadline");
@@ -338,7 +366,7 @@ void OfiTransport::Abort(const std::string& cause) {
   text.push_back('\0');
   // A peer whose process is gone gets nothing: a send into a dead process's shared-memory
   // queue (the shm provider) could wait on a lock it held when it died.
-  for (int p : watch_.Exited()) FailPeer(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
+  for (int p : Departed()) FailPeer(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
   for (size_t p = 0; p < peers_.size(); ++p) {
     PeerState& ps = peers_[p];
     // A peer we fell out of step with is still reachable and must hear why.

@@ -78,6 +78,7 @@ class OfiTransport : public Transport {
     std::vector<Op*> posted;
     Status failure;
     std::string abort_text;
+    std::string shm_region;  // shm provider: the peer's region in /dev/shm, from its address
   };
 
   OfiTransport(TransportOptions opts, fi_info* info);
@@ -87,6 +88,9 @@ class OfiTransport : public Transport {
   void Complete(Op* op, Status s, uint64_t peer_check = 0);
   void Release(Op* op);
   void FailPeer(int peer, const Status& why);
+  // Same-host peers whose processes exited since the last call; removes the shm provider's
+  // region of each (a killed process cannot unlink its own).
+  std::vector<int> Departed();
   void DrainCq();
 
   TransportOptions opts_;
