@@ -131,10 +131,11 @@ Status OfiTransport::Connect(int peer, const std::string& address, Deadline) {
   for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   PeerState& ps = peers_[static_cast<size_t>(peer)];
   int n = fi_av_insert(av_, raw.data(), 1, &ps.addr, 0, nullptr);
-  // The shm provider's address is the name of the peer's region: "fi_shm://<pid>:<n>:<m>".
-  const std::string name(reinterpret_cast<const char*>(raw.data()), strnlen(reinterpret_cast<const char*>(raw.data()), raw.size()));
-  if (name.rfind(kShmScheme, 0) == 0) ps.shm_region = name.substr(std::strlen(kShmScheme));
   if (n != 1) return FiError(ctx + ": fi_av_insert", n < 0 ? n : -FI_EINVAL);
+  // The shm provider's address is the name of the peer's region: "fi_shm://<pid>:<n>:<m>".
+  const auto* text = reinterpret_cast<const char*>(raw.data());
+  const std::string name(text, strnlen(text, raw.size()));
+  if (name.rfind(kShmScheme, 0) == 0) ps.shm_region = name.substr(std::strlen(kShmScheme));
   ps.endpoint = std::make_unique<Peer>(this, peer);
   // A receive for the peer's abort notice, always posted.
   abort_bufs_.push_back(std::make_unique<char[]>(kAbortBytes));
