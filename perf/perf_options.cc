@@ -1,5 +1,7 @@
 #include "perf/perf_options.h"
 
+#include <algorithm>
+
 #include "common/parse.h"
 
 namespace hoop::perf {
@@ -7,24 +9,41 @@ namespace hoop::perf {
 const char* const kPerfUsage =
     "usage: hoop-perf COLLECTIVE [options]       (run it under hooprun, mpirun or srun)\n"
     "\n"
-    "COLLECTIVE: allreduce | broadcast | allgather | reduce_scatter\n"
+    "COLLECTIVE: allreduce | broadcast | allgather | reduce_scatter | barrier\n"
     "  -b, --minbytes SIZE   smallest message (default 8); K/M/G suffixes, powers of 1024\n"
     "  -e, --maxbytes SIZE   largest message (default 64M)\n"
     "  -f, --stepfactor N    multiply the size by N each step (default 2)\n"
-    "  -n, --iters N         timed iterations per size (default 20)\n"
-    "  -w, --warmup N        untimed iterations per size (default 5)\n"
+    "  -n, --iters N         timed calls per repetition (default: scaled by size, enough to move\n"
+    "                        256 MiB, 5 to 1000)\n"
+    "  -w, --warmup N        untimed calls per size (default: a fifth of the timed ones)\n"
+    "  -R, --repeats N       timed repetitions per size (default 3); the median is reported\n"
     "  -c, --check 0|1       check every result against a reference, count wrong elements\n"
     "  -d, --datatype T      u8 i32 i64 f16 bf16 f32 f64 (default f32)\n"
     "  -o, --op OP           sum avg min max prod (default sum)\n"
     "  -a, --algo A          auto ring tree doubling (allreduce), chain binomial (broadcast)\n"
     "  -r, --root R          broadcast root (default 0)\n"
+    "  -t, --transport T     back end for every peer: shm ucx ofi tcp (default: HOOP_TRANSPORT,\n"
+    "                        else per peer the first that reaches it)\n"
+    "  -p, --place P         out (out of place, default), in (in place) or both\n"
     "  --json FILE           also write the rows as a JSON array to FILE (rank 0)\n"
+    "  --csv FILE            also write the rows as CSV with a header line to FILE (rank 0)\n"
     "  -h, --help            this text\n"
     "\n"
     "SIZE is the largest buffer of the operation: allreduce's and broadcast's buffer, allgather's\n"
-    "output, reduce_scatter's input. time is the slowest rank's mean over the timed iterations.\n"
-    "algbw = SIZE / time; busbw = algbw x 2(n-1)/n (allreduce), x (n-1)/n (allgather,\n"
-    "reduce_scatter), x 1 (broadcast): the rate every link must carry, comparable with the link.\n";
+    "output, reduce_scatter's input. In place means allreduce and broadcast with one buffer,\n"
+    "allgather with the input at rank x count in the output, reduce_scatter with the output at\n"
+    "rank x count in the input (as nccl-tests). barrier runs one row with size 0.\n"
+    "time is the median over the repetitions of the slowest rank's mean per call; spread is\n"
+    "(slowest - fastest repetition) / median. algbw = SIZE / time; busbw = algbw x 2(n-1)/n\n"
+    "(allreduce), x (n-1)/n (allgather, reduce_scatter), x 1 (broadcast): the rate every link\n"
+    "must carry, comparable with the link (nccl-tests' definitions).\n";
+
+int AutoIters(uint64_t bytes) {
+  uint64_t n = (256ull << 20) / std::max<uint64_t>(bytes, 1);
+  return static_cast<int>(std::clamp<uint64_t>(n, 5, 1000));
+}
+
+int AutoWarmup(int iters) { return std::max(1, iters / 5); }
 
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   PerfOptions o;
@@ -38,6 +57,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   else if (first == "broadcast") o.kind = CollKind::kBroadcast;
   else if (first == "allgather") o.kind = CollKind::kAllgather;
   else if (first == "reduce_scatter") o.kind = CollKind::kReduceScatter;
+  else if (first == "barrier") o.kind = CollKind::kBarrier;
   else return InvalidArgument("unknown collective '" + first + "'");
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
@@ -61,6 +81,18 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
       bool warm = a == "-w" || a == "--warmup";
       if (!n || *n < (warm ? 0 : 1) || *n > 1000000) return bad("expected a count");
       (warm ? o.warmup : o.iters) = static_cast<int>(*n);
+    } else if (a == "-R" || a == "--repeats") {
+      auto n = ParseInt(v);
+      if (!n || *n < 1 || *n > 1000) return bad("expected a count in [1, 1000]");
+      o.repeats = static_cast<int>(*n);
+    } else if (a == "-t" || a == "--transport") {
+      if (v != "shm" && v != "ucx" && v != "ofi" && v != "tcp") return bad("expected shm, ucx, ofi or tcp");
+      o.transport = v;
+    } else if (a == "-p" || a == "--place") {
+      if (v == "out") o.place = Place::kOut;
+      else if (v == "in") o.place = Place::kIn;
+      else if (v == "both") o.place = Place::kBoth;
+      else return bad("expected out, in or both");
     } else if (a == "-c" || a == "--check") {
       if (v != "0" && v != "1") return bad("expected 0 or 1");
       o.check = v == "1";
@@ -82,6 +114,8 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
       o.root = static_cast<int>(*n);
     } else if (a == "--json") {
       o.json = v;
+    } else if (a == "--csv") {
+      o.csv = v;
     } else {
       return InvalidArgument("unknown option '" + a + "'");
     }

@@ -1,4 +1,5 @@
-// hoop-perf's command line (nccl-tests conventions).
+// hoop-perf's command line (nccl-tests conventions, plus repetitions, in-place runs, the back
+// end, CSV). Parsing is pure: no job is joined here.
 #pragma once
 
 #include <cstdint>
@@ -11,19 +12,31 @@
 
 namespace hoop::perf {
 
+enum class Place : uint8_t { kOut, kIn, kBoth };
+
 struct PerfOptions {
   CollKind kind = CollKind::kAllreduce;
   uint64_t min_bytes = 8, max_bytes = 64 << 20;
   uint64_t factor = 2;
-  int iters = 20, warmup = 5;
+  int iters = 0;    // 0: scaled by size (AutoIters)
+  int warmup = -1;  // -1: scaled by size (AutoWarmup)
+  int repeats = 3;
   bool check = false;
   DType dtype = DType::kF32;
   ReduceOp op = ReduceOp::kSum;
   Algo algo = Algo::kAuto;
+  Place place = Place::kOut;
   int root = 0;
-  std::string json;
+  std::string transport;  // empty: HOOP_TRANSPORT, else per peer
+  std::string json, csv;
   bool help = false;
 };
+
+// Iterations per repetition when -n is not given: enough calls to move about 256 MiB, at least
+// 5 and at most 1000 (so 1000 up to 256 KiB, 16 at 16 MiB, 5 from 64 MiB). perf/compare's MPI and
+// Gloo harnesses use the same rule.
+int AutoIters(uint64_t bytes);
+int AutoWarmup(int iters);  // a fifth of the timed calls, at least 1
 
 extern const char* const kPerfUsage;
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv);

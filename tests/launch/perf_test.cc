@@ -1,6 +1,9 @@
-// hoop-perf through hooprun: the issue's acceptance sweep (4 ranks, 8 B to 16 MiB, every result
-// checked) for ring, tree and doubling, the JSON output, and the other collectives.
+// hoop-perf through hooprun and mpirun: the acceptance sweep (4 ranks, 8 B to 16 MiB, every result
+// checked) for ring, tree and doubling and over every back end, every collective in and out of
+// place, barrier, the JSON and CSV output, iterations scaled by size, and bad options.
 #include <catch2/catch.hpp>
+
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -30,7 +33,7 @@ TEST_CASE("hoop-perf allreduce sweep is correct at every size, ring, tree and do
   for (const char* algo : {"ring", "tree", "doubling"}) {
     DYNAMIC_SECTION(algo) {
       auto r = RunProc({Bin("hooprun"), "-np", "4", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "16M", "-f", "4",
-                        "-c", "1", "-n", "3", "-w", "1", "--algo", algo},
+                        "-c", "1", "-n", "3", "-w", "1", "-R", "1", "--algo", algo},
                        Within(180));
       INFO(r.output);
       CHECK(r.exit_code == 0);
@@ -48,7 +51,7 @@ TEST_CASE("the acceptance sweep is correct over every back end", "[perf][transpo
       o.env = b.env;
       o.timeout_s = 180;
       auto r = RunProc({Bin("hooprun"), "-np", "4", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "16M", "-f", "4",
-                        "-c", "1", "-n", "3", "-w", "1"},
+                        "-c", "1", "-n", "3", "-w", "1", "-R", "1"},
                        o);
       INFO(r.output);
       CHECK(r.exit_code == 0);
@@ -67,7 +70,7 @@ TEST_CASE("8 ranks on 2 cores over shm: a 16 MiB sweep finishes and is correct",
   o.env = {{"HOOP_TRANSPORT", "shm"}};
   o.timeout_s = 240;
   auto r = RunProc({Bin("hooprun"), "-np", "8", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "16M", "-f", "4",
-                    "-c", "1", "-n", "3", "-w", "1"},
+                    "-c", "1", "-n", "3", "-w", "1", "-R", "1"},
                    o);
   INFO(r.output);
   CHECK_FALSE(r.timed_out);
@@ -76,26 +79,82 @@ TEST_CASE("8 ranks on 2 cores over shm: a 16 MiB sweep finishes and is correct",
   WARN("8 ranks over shm, 8 B to 8 MiB: " << r.seconds << " s");
 }
 
-TEST_CASE("hoop-perf writes JSON and checks every collective", "[perf]") {
-  std::string json = "/tmp/hoop-perf-test-" + std::to_string(::getpid()) + ".json";
-  for (const char* coll : {"broadcast", "allgather", "reduce_scatter"}) {
+TEST_CASE("hoop-perf checks every collective in and out of place, and writes JSON and CSV", "[perf]") {
+  const std::string base = "/tmp/hoop-perf-test-" + std::to_string(::getpid());
+  const std::string json = base + ".json", csv = base + ".csv";
+  for (const char* coll : {"allreduce", "broadcast", "allgather", "reduce_scatter"}) {
     DYNAMIC_SECTION(coll) {
       auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), coll, "-b", "1K", "-e", "1M", "-f", "32",
-                        "-c", "1", "-n", "2", "-w", "1", "-d", "bf16", "-o", "max", "--json", json},
+                        "-c", "1", "-n", "2", "-w", "1", "-R", "2", "-d", "bf16", "-o", "max", "-p", "both",
+                        "--json", json, "--csv", csv},
                        Within(120));
       INFO(r.output);
       CHECK(r.exit_code == 0);
       CHECK(r.output.find("Out of bounds values : 0 OK") != std::string::npos);
+      CHECK(RowsWithWrong(r.output, "0") == 6);  // 1K, 32K, 1M, each in and out of place
       std::ifstream f(json);
       std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
       for (const char* field : {"\"collective\": ", "\"algo\": ", "\"transport\": \"shm\"", "\"dtype\": \"bf16\"",
-                                "\"op\": \"max\"", "\"ranks\": 3", "\"bytes\": ", "\"time_us\": ", "\"algbw_gbps\": ",
-                                "\"busbw_gbps\": ", "\"wrong\": 0"})
+                                "\"op\": \"max\"", "\"ranks\": 3", "\"bytes\": ", "\"in_place\": true",
+                                "\"in_place\": false", "\"repeats\": 2", "\"time_us\": ", "\"time_min_us\": ",
+                                "\"time_max_us\": ", "\"algbw_gbps\": ", "\"busbw_gbps\": ", "\"wrong\": 0"})
         CHECK(text.find(field) != std::string::npos);
       CHECK(text.find(std::string("\"collective\": \"") + coll + "\"") != std::string::npos);
+      std::ifstream fc(csv);
+      std::string line;
+      int lines = 0;
+      REQUIRE(std::getline(fc, line));
+      CHECK(line.rfind("collective,algo,transport,dtype,op,ranks,bytes,in_place,", 0) == 0);
+      while (std::getline(fc, line)) {
+        ++lines;
+        CHECK(line.rfind(std::string(coll) + ",", 0) == 0);
+        CHECK(line.substr(line.size() - 2) == ",0");  // wrong = 0
+      }
+      CHECK(lines == 6);
       std::remove(json.c_str());
+      std::remove(csv.c_str());
     }
   }
+}
+
+TEST_CASE("hoop-perf barrier, -t picks the back end, sizes scale the iterations", "[perf]") {
+  auto b = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "barrier", "-t", "tcp", "-R", "1"}, Within(60));
+  INFO(b.output);
+  CHECK(b.exit_code == 0);
+  CHECK(b.output.find("hoop-perf barrier: 3 ranks, transport tcp") != std::string::npos);
+  CHECK(b.output.find(" dissemination ") != std::string::npos);
+  // No -n: 1000 calls up to 256 KiB, fewer above (256 MiB moved per repetition), at least 5.
+  auto a = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "256K", "-e", "64M", "-f", "16",
+                    "-R", "1", "-c", "1"},
+                   Within(120));
+  INFO(a.output);
+  CHECK(a.exit_code == 0);
+  CHECK(a.output.find(" ring  1000 ") != std::string::npos);  // 256 KiB
+  CHECK(a.output.find(" ring    64 ") != std::string::npos);  // 4 MiB
+  CHECK(a.output.find(" ring     5 ") != std::string::npos);  // 64 MiB
+}
+
+TEST_CASE("hoop-perf under OpenMPI's mpirun", "[perf][env]") {
+  if (access("/usr/bin/mpirun", X_OK) != 0) {
+    WARN("SKIPPED: /usr/bin/mpirun not installed (scripts/setup.sh installs openmpi-bin)");
+    return;
+  }
+  int port = FreeLoopbackPort();
+  REQUIRE(port > 0);
+  ProcOptions o;
+  o.timeout_s = 90;
+  o.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
+  o.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
+  o.env["OMPI_MCA_plm"] = "isolated";
+  o.env["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none";
+  auto r = RunProc({"/usr/bin/mpirun", "--oversubscribe", "-np", "3", "-x",
+                    "HOOP_STORE=tcp://127.0.0.1:" + std::to_string(port), "-x", "HOOP_JOB_TOKEN=perftoken",
+                    Bin("hoop-perf"), "allreduce", "-b", "1K", "-e", "1M", "-f", "32", "-c", "1", "-n", "3", "-R", "1"},
+                   o);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("hoop-perf allreduce: 3 ranks") != std::string::npos);
+  CHECK(r.output.find("Out of bounds values : 0 OK") != std::string::npos);
 }
 
 TEST_CASE("hoop-perf --help and bad options", "[perf]") {
@@ -107,4 +166,9 @@ TEST_CASE("hoop-perf --help and bad options", "[perf]") {
   CHECK(bad.output.find("-d 'f128'") != std::string::npos);
   auto coll = RunProc({Bin("hoop-perf"), "alltoall"});
   CHECK(coll.exit_code == 2);
+  auto t = RunProc({Bin("hoop-perf"), "allreduce", "-t", "rdma"});
+  CHECK(t.exit_code == 2);
+  CHECK(t.output.find("-t 'rdma': expected shm, ucx, ofi or tcp") != std::string::npos);
+  auto p = RunProc({Bin("hoop-perf"), "allreduce", "-p", "sideways"});
+  CHECK(p.exit_code == 2);
 }

@@ -1,0 +1,140 @@
+// See bench.h. Every rank runs the same sequence of calls; the only collectives besides the
+// measured one are a barrier before each timed repetition and small max/sum allreduces that
+// gather the slowest rank's time and the wrong count, all outside the timed loop.
+#include "perf/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "collectives/reference.h"
+
+namespace hoop::perf {
+
+double BusFactor(CollKind k, int n) {
+  if (k == CollKind::kAllreduce) return 2.0 * (n - 1) / n;
+  if (k == CollKind::kBroadcast) return 1.0;
+  if (k == CollKind::kBarrier) return 0.0;
+  return static_cast<double>(n - 1) / n;
+}
+
+Bench::Bench(Communicator& c, const PerfOptions& o) : c_(c), o_(o), n_(c.size()), esize_(DTypeSize(o.dtype)) {}
+
+Bench::Layout Bench::MakeLayout(uint64_t bytes, bool in_place) const {
+  Layout l;
+  size_t elems = bytes / esize_, n = static_cast<size_t>(n_), me = static_cast<size_t>(c_.rank());
+  switch (o_.kind) {
+    case CollKind::kAllgather: l.in_count = elems / n, l.out_count = elems / n * n; break;
+    case CollKind::kReduceScatter: l.in_count = elems / n * n, l.out_count = elems / n; break;
+    case CollKind::kBarrier: break;
+    default: l.in_count = l.out_count = elems;
+  }
+  size_t in_b = l.in_count * esize_, out_b = l.out_count * esize_;
+  if (!in_place) {
+    l.a.resize(std::max<size_t>(in_b, 1)), l.b.resize(std::max<size_t>(out_b, 1));
+    l.in = l.a.data(), l.out = l.b.data();
+    return l;
+  }
+  l.a.resize(std::max<size_t>(std::max(in_b, out_b), 1));
+  l.in = l.out = l.a.data();
+  if (o_.kind == CollKind::kAllgather) l.in = l.a.data() + me * in_b;        // own block of the output
+  if (o_.kind == CollKind::kReduceScatter) l.out = l.a.data() + me * out_b;  // own block of the input
+  return l;
+}
+
+// Fresh rank-specific input; in place this also restores what earlier calls overwrote.
+void Bench::Fill(Layout& l, uint64_t seed) const {
+  FillInput(o_.dtype, o_.op, l.in, l.in_count, seed * 1000 + static_cast<uint64_t>(c_.rank()));
+}
+
+Work Bench::Launch(Layout& l) {
+  Buffer bi{l.in, l.in_count, o_.dtype, MemKind::kHost};
+  Buffer bo{l.out, l.out_count, o_.dtype, MemKind::kHost};
+  CallOptions co{o_.algo, true};  // blocking: the caller waits at once anyway
+  switch (o_.kind) {
+    case CollKind::kAllreduce: return c_.Allreduce(bi, bo, o_.op, co);
+    case CollKind::kBroadcast: return c_.Broadcast(bi, bo, o_.root, co);
+    case CollKind::kAllgather: return c_.Allgather(bi, bo, co);
+    case CollKind::kReduceScatter: return c_.ReduceScatter(bi, bo, o_.op, co);
+    case CollKind::kBarrier: break;
+  }
+  return c_.Barrier(co);
+}
+
+StatusOr<double> Bench::SlowestMean(Layout& l, int iters) {
+  HOOP_RETURN_IF_ERROR(c_.Barrier().Wait());
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) HOOP_RETURN_IF_ERROR(Launch(l).Wait());
+  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+  double slowest = 0;
+  Buffer tb{&us, 1, DType::kF64, MemKind::kHost}, sb{&slowest, 1, DType::kF64, MemKind::kHost};
+  HOOP_RETURN_IF_ERROR(c_.Allreduce(tb, sb, ReduceOp::kMax).Wait());
+  return slowest;
+}
+
+StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place) {
+  Layout l = MakeLayout(bytes, in_place);
+  Row row;
+  row.bytes = std::max(l.in_count, l.out_count) * esize_;
+  row.count = std::max(l.in_count, l.out_count);
+  row.in_place = in_place;
+  row.iters = o_.iters > 0 ? o_.iters : AutoIters(row.bytes);
+  row.repeats = o_.repeats;
+  int warmup = o_.warmup >= 0 ? o_.warmup : AutoWarmup(row.iters);
+  Fill(l, seed);
+  for (int i = 0; i < warmup; ++i) HOOP_RETURN_IF_ERROR(Launch(l).Wait());
+  std::vector<double> times;
+  for (int r = 0; r < o_.repeats; ++r) {
+    if (in_place) Fill(l, seed);  // repeated in-place sums would otherwise run into inf
+    HOOP_ASSIGN_OR_RETURN(double t, SlowestMean(l, row.iters));
+    times.push_back(t);
+  }
+  std::sort(times.begin(), times.end());
+  size_t m = times.size();
+  row.time_us = m % 2 ? times[m / 2] : (times[m / 2 - 1] + times[m / 2]) / 2;
+  row.min_us = times.front(), row.max_us = times.back();
+  row.algbw = row.time_us > 0 ? static_cast<double>(row.bytes) / (row.time_us * 1e3) : 0;
+  row.busbw = row.algbw * BusFactor(o_.kind, n_);
+  row.algo = c_.ChosenAlgo(o_.kind, l.out_count * esize_, o_.algo);
+  if (o_.check) {
+    HOOP_ASSIGN_OR_RETURN(int64_t wrong, Check(l, seed + 7777));
+    row.wrong = wrong;
+  }
+  return row;
+}
+
+// One more call on fresh data, compared with the reference; returns the wrong count summed over
+// ranks. Output memory that is not also input is poisoned first, so stale results cannot pass.
+StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed) {
+  size_t in_b = l.in_count * esize_, out_b = l.out_count * esize_, me = static_cast<size_t>(c_.rank());
+  if (l.in != l.out || o_.kind == CollKind::kAllgather) std::memset(l.out, 0x5a, out_b);
+  Fill(l, seed);
+  HOOP_RETURN_IF_ERROR(Launch(l).Wait());
+  std::vector<std::vector<char>> inputs(static_cast<size_t>(n_), std::vector<char>(std::max<size_t>(in_b, 1)));
+  std::vector<const void*> ptrs;
+  for (int r = 0; r < n_; ++r) {
+    FillInput(o_.dtype, o_.op, inputs[static_cast<size_t>(r)].data(), l.in_count, seed * 1000 + static_cast<uint64_t>(r));
+    ptrs.push_back(inputs[static_cast<size_t>(r)].data());
+  }
+  std::vector<char> want(std::max<size_t>(out_b, 1));
+  switch (o_.kind) {
+    case CollKind::kAllreduce: ReferenceReduce(o_.dtype, o_.op, ptrs, want.data(), l.out_count); break;
+    case CollKind::kBroadcast: std::memcpy(want.data(), ptrs[static_cast<size_t>(o_.root)], out_b); break;
+    case CollKind::kAllgather:
+      for (size_t r = 0; r < ptrs.size(); ++r) std::memcpy(want.data() + r * in_b, ptrs[r], in_b);
+      break;
+    case CollKind::kReduceScatter: {
+      std::vector<char> full(std::max<size_t>(in_b, 1));
+      ReferenceReduce(o_.dtype, o_.op, ptrs, full.data(), l.in_count);
+      std::memcpy(want.data(), full.data() + me * out_b, out_b);
+      break;
+    }
+    case CollKind::kBarrier: break;
+  }
+  int64_t wrong = static_cast<int64_t>(CountMismatches(o_.dtype, l.out, want.data(), l.out_count)), total = 0;
+  Buffer wb{&wrong, 1, DType::kI64, MemKind::kHost}, tb{&total, 1, DType::kI64, MemKind::kHost};
+  HOOP_RETURN_IF_ERROR(c_.Allreduce(wb, tb, ReduceOp::kSum).Wait());
+  return total;
+}
+
+}  // namespace hoop::perf
