@@ -78,10 +78,11 @@ StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place) {
   row.bytes = std::max(l.in_count, l.out_count) * esize_;
   row.count = std::max(l.in_count, l.out_count);
   row.in_place = in_place;
-  row.iters = o_.iters > 0 ? o_.iters : AutoIters(row.bytes);
   row.repeats = o_.repeats;
-  int warmup = o_.warmup >= 0 ? o_.warmup : AutoWarmup(row.iters);
   Fill(l, seed);
+  HOOP_ASSIGN_OR_RETURN(double probe_us, SlowestMean(l, 1));  // the first call: sizes the loop
+  row.iters = o_.iters > 0 ? o_.iters : AutoIters(row.bytes, probe_us);
+  int warmup = o_.warmup >= 0 ? o_.warmup : AutoWarmup(row.iters);
   for (int i = 0; i < warmup; ++i) HOOP_RETURN_IF_ERROR(Launch(l).Wait());
   std::vector<double> times;
   for (int r = 0; r < o_.repeats; ++r) {

@@ -1,7 +1,5 @@
 #include "perf/perf_options.h"
 
-#include <algorithm>
-
 #include "common/parse.h"
 
 namespace hoop::perf {
@@ -38,12 +36,6 @@ const char* const kPerfUsage =
     "(allreduce), x (n-1)/n (allgather, reduce_scatter), x 1 (broadcast): the rate every link\n"
     "must carry, comparable with the link (nccl-tests' definitions).\n";
 
-int AutoIters(uint64_t bytes) {
-  uint64_t n = (256ull << 20) / std::max<uint64_t>(bytes, 1);
-  return static_cast<int>(std::clamp<uint64_t>(n, 5, 1000));
-}
-
-int AutoWarmup(int iters) { return std::max(1, iters / 5); }
 
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   PerfOptions o;

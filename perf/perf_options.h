@@ -9,6 +9,7 @@
 #include "collectives/op_desc.h"
 #include "common/dtype.h"
 #include "common/status.h"
+#include "perf/harness.h"  // AutoIters, AutoWarmup
 
 namespace hoop::perf {
 
@@ -18,7 +19,7 @@ struct PerfOptions {
   CollKind kind = CollKind::kAllreduce;
   uint64_t min_bytes = 8, max_bytes = 64 << 20;
   uint64_t factor = 2;
-  int iters = 0;    // 0: scaled by size (AutoIters)
+  int iters = 0;    // 0: scaled by size (AutoIters, harness.h)
   int warmup = -1;  // -1: scaled by size (AutoWarmup)
   int repeats = 3;
   bool check = false;
@@ -32,11 +33,6 @@ struct PerfOptions {
   bool help = false;
 };
 
-// Iterations per repetition when -n is not given: enough calls to move about 256 MiB, at least
-// 5 and at most 1000 (so 1000 up to 256 KiB, 16 at 16 MiB, 5 from 64 MiB). perf/compare's MPI and
-// Gloo harnesses use the same rule.
-int AutoIters(uint64_t bytes);
-int AutoWarmup(int iters);  // a fifth of the timed calls, at least 1
 
 extern const char* const kPerfUsage;
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv);

@@ -1,0 +1,114 @@
+"""perf/compare's output: the Markdown tables (busbw per size per system, hoop/peer ratios, the
+limits, the spread of the runs) and the gnuplot PNG of busbw against size. Pure formatting: the
+runs are measured by perf/compare."""
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+
+
+def size_name(b):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
+
+
+class Report:
+    def __init__(self, runs, systems, labels, pairs, memcpy, loop, lim_before, lim_after, repeats, cmdline):
+        self.runs, self.systems, self.labels, self.pairs = runs, systems, labels, pairs
+        self.memcpy, self.loop, self.lim_before, self.lim_after = memcpy, loop, lim_before, lim_after
+        self.repeats, self.cmdline = repeats, cmdline
+        self.ranks = sorted({r["ranks"] for r in runs})
+        # (system, ranks, bytes) -> busbw of every run
+        self.cells = {}
+        for r in runs:
+            self.cells.setdefault((r["system"], r["ranks"], r["bytes"]), []).append(r["busbw"])
+
+    def sizes(self, n):
+        return sorted({r["bytes"] for r in self.runs if r["ranks"] == n})
+
+    def median(self, s, n, b):
+        v = self.cells.get((s, n, b))
+        return statistics.median(v) if v else None
+
+    def spread(self, s, n):
+        """The largest (max - min) / median over the sizes, in percent."""
+        worst = 0.0
+        for b in self.sizes(n):
+            v = self.cells.get((s, n, b), [])
+            if len(v) > 1 and statistics.median(v) > 0:
+                worst = max(worst, 100 * (max(v) - min(v)) / statistics.median(v))
+        return worst
+
+    def table(self, n):
+        """busbw per size per system (median of the runs)."""
+        head = ["size"] + [self.labels[s] for s in self.systems]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for b in self.sizes(n):
+            cells = [self.median(s, n, b) for s in self.systems]
+            lines.append("| " + " | ".join([size_name(b)] + [f"{m:.3f}" if m is not None else "-" for m in cells])
+                         + " |")
+        return "\n".join(lines)
+
+    def ratios(self, n):
+        """hoop's busbw over each peer's, per size."""
+        head = ["size"] + [f"{self.labels[h]} / {self.labels[p]}" for h, p in self.pairs]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for b in self.sizes(n):
+            row = [size_name(b)]
+            for h, p in self.pairs:
+                a, c = self.median(h, n, b), self.median(p, n, b)
+                row.append(f"{a / c:.2f}x" if a and c else "-")
+            lines.append("| " + " | ".join(row) + " |")
+        return "\n".join(lines)
+
+    def markdown(self, seconds):
+        out = [f"Command: `{self.cmdline}` ({seconds / 60:.1f} min in all). allreduce, f32 sum, out of place "
+               f"(Gloo: in place, its only mode); busbw in GB/s (nccl-tests: algbw x 2(n-1)/n), the median of "
+               f"{self.repeats} interleaved runs per system; ratios are hoop's busbw over the peer's "
+               f"(above 1: hoop is faster).", "",
+               f"Limits measured in the same run (before / after): one core's memcpy "
+               f"{self.lim_before[0]:.2f} / {self.lim_after[0]:.2f} GB/s; plain TCP over loopback, both "
+               f"directions at once, {self.lim_before[1]:.2f} / {self.lim_after[1]:.2f} GB/s per direction."]
+        for n in self.ranks:
+            out += ["", f"#### {n} ranks: busbw (GB/s)", "", self.table(n), ""]
+            if self.pairs:
+                out += [f"#### {n} ranks: hoop / peer (busbw ratio)", "", self.ratios(n), ""]
+            spreads = ", ".join(f"{self.labels[s]} {self.spread(s, n):.0f}%" for s in self.systems)
+            out.append(f"Largest spread of a cell ((max - min) / median over the runs): {spreads}.")
+            for s, limit, what in (("hoop-shm", self.memcpy, "one core's memcpy"),
+                                   ("hoop-tcp", self.loop, "the loopback TCP limit")):
+                best = [(self.median(s, n, b) or 0) for b in self.sizes(n)]
+                if any(best):
+                    out.append(f"{self.labels[s]}'s best busbw: {max(best):.2f} GB/s = {max(best) / limit:.2f} x "
+                               f"{what}.")
+        return "\n".join(out) + "\n"
+
+    def plot(self, n, png):
+        """Writes busbw against size for n ranks; returns None, or why it could not."""
+        if not shutil.which("gnuplot"):
+            return "gnuplot not installed (scripts/setup.sh installs gnuplot-nox)"
+        with tempfile.TemporaryDirectory() as tmp:
+            plots = []
+            for i, s in enumerate(self.systems):
+                data = os.path.join(tmp, f"{i}.dat")
+                with open(data, "w") as f:
+                    for b in self.sizes(n):
+                        m = self.median(s, n, b)
+                        if m:
+                            f.write(f"{b} {m}\n")
+                plots.append(f"'{data}' using 1:2 with linespoints lw 2 title '{self.labels[s]}'")
+            plots.append(f"{self.memcpy} with lines dt 2 lc rgb 'black' title 'memcpy, one core'")
+            plots.append(f"{self.loop} with lines dt 3 lc rgb 'gray40' title 'loopback TCP, per direction'")
+            tics = ", ".join(f'"{size_name(b).replace(" ", "")}" {b}' for b in self.sizes(n))
+            script = "\n".join([
+                "set terminal pngcairo size 1100,650 font ',11'",
+                f"set output '{png}'",
+                f"set title 'allreduce f32 sum, {n} ranks on one host: busbw (median of {self.repeats} runs)'",
+                "set logscale x 2", "set logscale y 10", f"set xtics ({tics})", "set offsets graph 0.03, graph 0.03, 0, 0",
+                "set xlabel 'message size'", "set ylabel 'busbw (GB/s)'", "set grid",
+                "set key outside right top", "plot " + ", \\\n  ".join(plots), ""])
+            r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+            return None if r.returncode == 0 else r.stderr.strip()

@@ -1,0 +1,116 @@
+// See harness.h.
+#include "perf/harness.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "common/parse.h"
+
+namespace hoop::perf {
+
+int AutoIters(uint64_t bytes) {
+  uint64_t n = (256ull << 20) / std::max<uint64_t>(bytes, 1);
+  return static_cast<int>(std::clamp<uint64_t>(n, 5, 1000));
+}
+
+int AutoIters(uint64_t bytes, double probe_us) {
+  int by_time = probe_us > 0 ? static_cast<int>(std::min(2e6 / probe_us, 1e6)) : 1000000;
+  return std::min(AutoIters(bytes), std::max(5, by_time));
+}
+
+int AutoWarmup(int iters) { return std::max(1, iters / 5); }
+
+bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out) {
+  HarnessArgs a;
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    if (k == "-h" || k == "--help") {
+      a.help = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s: %s needs a value (or is unknown)\n", prog, k.c_str());
+      return false;
+    }
+    std::string v = argv[++i];
+    if (k == "-b" || k == "-e") {
+      auto s = ParseSize(v);
+      if (!s || *s == 0) {
+        std::fprintf(stderr, "%s: %s '%s': expected a size like 4K or 64M\n", prog, k.c_str(), v.c_str());
+        return false;
+      }
+      (k == "-b" ? a.min_bytes : a.max_bytes) = *s;
+    } else if (k == "-f") {
+      auto n = ParseInt(v);
+      if (!n || *n < 2) {
+        std::fprintf(stderr, "%s: -f '%s': expected an integer >= 2\n", prog, v.c_str());
+        return false;
+      }
+      a.factor = static_cast<uint64_t>(*n);
+    } else if (k == "-a") {
+      a.algo = v;
+    } else if (k == "--csv") {
+      a.csv = v;
+    } else if (k == "--label") {
+      a.label = v;
+    } else {
+      std::fprintf(stderr, "%s: unknown option '%s'\n", prog, k.c_str());
+      return false;
+    }
+  }
+  if (a.min_bytes > a.max_bytes) {
+    std::fprintf(stderr, "%s: -b is larger than -e\n", prog);
+    return false;
+  }
+  *out = a;
+  return true;
+}
+
+std::vector<uint64_t> HarnessSizes(const HarnessArgs& a) {
+  std::vector<uint64_t> s;
+  for (uint64_t b = a.min_bytes; b <= a.max_bytes; b *= a.factor) s.push_back(b / 4 * 4);
+  return s;
+}
+
+void FillPattern(float* p, size_t count, int rank) {
+  for (size_t i = 0; i < count; ++i) p[i] = static_cast<float>((i + static_cast<size_t>(rank)) % 17) - 8.0f;
+}
+
+size_t CountWrongSum(const float* p, size_t count, int ranks) {
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int r = 0; r < ranks; ++r) want += static_cast<float>((i + static_cast<size_t>(r)) % 17) - 8.0f;
+    wrong += p[i] != want;
+  }
+  return wrong;
+}
+
+void PrintHarnessRow(const char* system, const char* algo, int ranks, const HarnessRow& r) {
+  double algbw = r.time_us > 0 ? static_cast<double>(r.bytes) / (r.time_us * 1e3) : 0;
+  std::printf("%s %s ranks %d bytes %llu iters %d time_us %.2f algbw %.3f busbw %.3f wrong %zu\n", system, algo,
+              ranks, static_cast<unsigned long long>(r.bytes), r.iters, r.time_us, algbw,
+              algbw * 2.0 * (ranks - 1) / ranks, r.wrong);
+  std::fflush(stdout);
+}
+
+bool WriteHarnessCsv(const HarnessArgs& a, const char* algo, int ranks, bool in_place,
+                     const std::vector<HarnessRow>& rows) {
+  if (a.csv.empty()) return true;
+  std::ofstream f(a.csv);
+  f << "collective,algo,transport,dtype,op,ranks,bytes,in_place,iters,repeats,time_us,time_min_us,time_max_us,"
+       "algbw_gbps,busbw_gbps,wrong\n";
+  for (const HarnessRow& r : rows) {
+    double algbw = r.time_us > 0 ? static_cast<double>(r.bytes) / (r.time_us * 1e3) : 0;
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), "allreduce,%s,%s,f32,sum,%d,%llu,%d,%d,1,%.3f,%.3f,%.3f,%.4f,%.4f,%zu\n", algo,
+                  a.label.c_str(), ranks, static_cast<unsigned long long>(r.bytes), in_place ? 1 : 0, r.iters,
+                  r.time_us, r.time_us, r.time_us, algbw, algbw * 2.0 * (ranks - 1) / ranks, r.wrong);
+    f << buf;
+  }
+  return static_cast<bool>(f.flush());
+}
+
+}  // namespace hoop::perf
