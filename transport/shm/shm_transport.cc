@@ -1,5 +1,7 @@
 #include "transport/shm/shm_transport.h"
 
+#include <sched.h>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -43,11 +45,16 @@ StatusOr<std::unique_ptr<Transport>> ShmTransport::Create(const TransportOptions
   }
   HOOP_ASSIGN_OR_RETURN(shm::Segment own, shm::Segment::Create(opts.rank, opts.size, static_cast<uint32_t>(local),
                                                                shm::JobHash(opts.token, opts.comm)));
-  return std::unique_ptr<Transport>(new ShmTransport(opts, std::move(index), std::move(own)));
+  // More ranks here than cores this process may run on: a spinning rank holds a core a peer
+  // needs, so spins hand it over (sched_yield) between looks.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  bool crowded = ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && local > CPU_COUNT(&cpus);
+  return std::unique_ptr<Transport>(new ShmTransport(opts, std::move(index), std::move(own), crowded));
 }
 
-ShmTransport::ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own)
-    : opts_(std::move(opts)), local_index_(std::move(local_index)), own_(std::move(own)) {
+ShmTransport::ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own, bool crowded)
+    : opts_(std::move(opts)), local_index_(std::move(local_index)), own_(std::move(own)), crowded_(crowded) {
   by_rank_.resize(static_cast<size_t>(opts_.size));
 }
 
@@ -101,6 +108,7 @@ Status ShmTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
       CpuRelax();
       continue;
     }
+    if (crowded_) ::sched_yield();
     if (watch_.Due()) {
       CheckPeers(out);
       if (out->size() > start) return Status::Ok();

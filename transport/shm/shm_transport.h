@@ -38,7 +38,7 @@ class ShmTransport : public Transport {
   bool StageLargeCopies() const override { return true; }
 
  private:
-  ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own);
+  ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own, bool crowded);
   void CheckPeers(std::vector<Completion>* out);
 
   TransportOptions opts_;
@@ -48,6 +48,7 @@ class ShmTransport : public Transport {
   std::vector<std::unique_ptr<shm::Channel>> by_rank_;
   std::vector<shm::Channel*> active_;
   PeerWatch watch_;
+  bool crowded_;  // more ranks on this host than cores to run them: yield while spinning
 };
 
 }  // namespace hoop
