@@ -4,10 +4,13 @@
 #   build:  g++ cmake make pkg-config
 #   tests:  catch2 (v2), procps
 #   back ends: libucx-dev libfabric-dev (the ucx and ofi transports)
-#   peers:  libopenmpi-dev openmpi-bin (mpirun start-up test, MPI_Allreduce comparison)
-#   tests:  iproute2 util-linux (network namespaces, unshare for per-host names)
+#   peers:  libopenmpi-dev openmpi-bin libgloo-dev (mpirun start-up test; perf/compare's
+#           MPI_Allreduce and Gloo harnesses)
+#   tests and perf/linktest:  iproute2 util-linux (network namespaces, tc, unshare for host names)
+#   perf/compare:  python3 (Debian's, /usr/bin/python3), gnuplot-nox (the PNG plot)
 set -euo pipefail
-packages=(g++ cmake make pkg-config catch2 procps libucx-dev libfabric-dev libopenmpi-dev openmpi-bin iproute2 util-linux)
+packages=(g++ cmake make pkg-config catch2 procps libucx-dev libfabric-dev libopenmpi-dev openmpi-bin libgloo-dev
+          iproute2 util-linux python3 gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

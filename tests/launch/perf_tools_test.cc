@@ -1,0 +1,105 @@
+// perf/compare and perf/linktest, run for real at small sizes: every system measured and checked,
+// the table and plot written, bad arguments refused; the shaped namespaces built, measured and
+// removed, also when the run is interrupted. (Their figures are benchmarks, docs/PERF.md; no
+// speed is asserted here.)
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/proc.h"
+
+using namespace hoop::test;
+
+namespace {
+std::string Src(const std::string& path) { return std::string(HOOP_SOURCE_DIR) + "/" + path; }
+std::string BuildDir() { return std::string(HOOP_BIN_DIR) + "/.."; }
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+bool Exists(const std::string& p) { return access(p.c_str(), F_OK) == 0; }
+bool CanMakeNamespaces() { return geteuid() == 0 && std::system("ip netns list >/dev/null 2>&1") == 0; }
+// Namespaces perf/linktest made (all its names start with "hlt").
+int LinktestNamespaces() {
+  auto r = RunProc({"/bin/sh", "-c", "ip netns list | grep -c '^hlt' || true"}, Within(10));
+  return std::atoi(r.output.c_str());
+}
+}  // namespace
+
+TEST_CASE("perf/compare measures every system, checks their results, writes table and plot", "[compare]") {
+  if (!Exists(Bin("mpi-allreduce")) || !Exists(Bin("gloo-allreduce")) || !Exists("/usr/bin/python3")) {
+    WARN("SKIPPED: mpi-allreduce/gloo-allreduce not built or no /usr/bin/python3 (scripts/setup.sh installs "
+         "libopenmpi-dev, libgloo-dev, python3)");
+    return;
+  }
+  char dir[] = "/tmp/hoop-compare-test-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  auto r = RunProc({Src("perf/compare"), "--ranks", "2", "--repeats", "1", "-b", "4K", "-e", "4K", "--no-build",
+                    "--build", BuildDir(), "--out", dir},
+                   Within(240));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  std::string md = Slurp(std::string(dir) + "/compare.md");
+  for (const char* s : {"#### 2 ranks: busbw (GB/s)", "| 4 KiB |", "hoop shm / OpenMPI vader", "hoop tcp / OpenMPI tcp",
+                        "hoop tcp / Gloo ring", "hoop tcp / Gloo ring chunked", "hoop tcp / Gloo halving-doubling",
+                        "one core's memcpy", "loopback"})
+    CHECK(md.find(s) != std::string::npos);
+  std::string runs = Slurp(std::string(dir) + "/runs.csv");
+  for (const char* s : {"hoop-shm,2,1,4096,", "mpi-vader,2,1,4096,", "hoop-tcp,2,1,4096,", "mpi-tcp,2,1,4096,",
+                        "gloo-ring,2,1,4096,", "gloo-ring-chunked,2,1,4096,", "gloo-hd,2,1,4096,"})
+    CHECK(runs.find(s) != std::string::npos);
+  if (Exists("/usr/bin/gnuplot")) CHECK(Slurp(std::string(dir) + "/busbw-2ranks.png").substr(1, 3) == "PNG");
+  std::system((std::string("rm -rf ") + dir).c_str());
+}
+
+TEST_CASE("perf/compare refuses what it cannot run", "[compare]") {
+  auto s = RunProc({Src("perf/compare"), "--systems", "hoop-shm,nccl", "--no-build"}, Within(30));
+  CHECK(s.exit_code != 0);
+  CHECK(s.output.find("unknown system 'nccl'") != std::string::npos);
+  auto n = RunProc({Src("perf/compare"), "--ranks", "1", "--no-build"}, Within(30));
+  CHECK(n.exit_code != 0);
+  CHECK(n.output.find("at least 2") != std::string::npos);
+}
+
+TEST_CASE("perf/linktest measures shaped links and removes its namespaces", "[linktest][netns]") {
+  if (!CanMakeNamespaces()) {
+    WARN("SKIPPED: cannot create network namespaces here (needs root and iproute2)");
+    return;
+  }
+  auto r = RunProc({Src("perf/linktest"), "-k", "3", "--rate", "500mbit", "-t", "tcp", "-b", "1M", "-e", "1M", "-R",
+                    "1", "--build", BuildDir()},
+                   Within(180));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("hoop-perf allreduce: 3 ranks, transport tcp") != std::string::npos);
+  CHECK(r.output.find("Out of bounds values : 0 OK") != std::string::npos);
+  CHECK(r.output.find("busbw / link rate (500mbit = 0.0625 GB/s each way), 3 hosts") != std::string::npos);
+  CHECK(r.output.find("  tcp        1048576 ") != std::string::npos);
+  CHECK(LinktestNamespaces() == 0);
+  CHECK(WaitGone("hoop-linktest-", 5) == 0);
+}
+
+TEST_CASE("perf/linktest interrupted mid-run removes everything it made", "[linktest][netns]") {
+  if (!CanMakeNamespaces()) {
+    WARN("SKIPPED: cannot create network namespaces here (needs root and iproute2)");
+    return;
+  }
+  // 64 MiB over 100 Mbit/s links takes seconds per call: the signal lands mid-collective.
+  auto r = RunProc({Src("perf/linktest"), "-k", "3", "--rate", "100mbit", "-b", "64M", "-e", "64M", "--build",
+                    BuildDir()},
+                   SignalAfter(SIGTERM, 4, 60));
+  INFO(r.output);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 130);
+  CHECK(r.output.find("interrupted; removing what it made") != std::string::npos);
+  CHECK(LinktestNamespaces() == 0);
+  CHECK(WaitGone("hoop-linktest-", 5) == 0);
+}
