@@ -90,6 +90,11 @@ struct TransportOptions {
   std::vector<PeerInfo> peers;  // every rank's host (same-host back ends size themselves by it)
 };
 
+// More ranks on this rank's host than cores this process may run on (with no host list, every
+// rank counts as local): a rank that spins while it waits holds a core a peer needs, so back
+// ends spin only when this is false, or hand the core over between looks.
+bool HostCrowded(const TransportOptions& opts);
+
 class Transport {
  public:
   virtual ~Transport() = default;

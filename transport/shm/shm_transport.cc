@@ -45,12 +45,8 @@ StatusOr<std::unique_ptr<Transport>> ShmTransport::Create(const TransportOptions
   }
   HOOP_ASSIGN_OR_RETURN(shm::Segment own, shm::Segment::Create(opts.rank, opts.size, static_cast<uint32_t>(local),
                                                                shm::JobHash(opts.token, opts.comm)));
-  // More ranks here than cores this process may run on: a spinning rank holds a core a peer
-  // needs, so spins hand it over (sched_yield) between looks.
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  bool crowded = ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && local > CPU_COUNT(&cpus);
-  return std::unique_ptr<Transport>(new ShmTransport(opts, std::move(index), std::move(own), crowded));
+  // Ranks outnumbering cores: spins hand the core over (sched_yield) between looks.
+  return std::unique_ptr<Transport>(new ShmTransport(opts, std::move(index), std::move(own), HostCrowded(opts)));
 }
 
 ShmTransport::ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own, bool crowded)

@@ -1,15 +1,20 @@
 #include "transport/tcp/tcp_transport.h"
 
+#include <sched.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 
 #include "common/logging.h"
 #include "transport/handshake.h"
 
 namespace hoop {
 namespace {
+
+// How long Poll looks without sleeping before it blocks in epoll_wait.
+constexpr auto kSpin = std::chrono::microseconds(50);
 
 // Registers the back end; lowest priority of all, since every pair of hosts can use TCP.
 const bool kRegistered = [] {
@@ -31,7 +36,7 @@ StatusOr<std::unique_ptr<Transport>> TcpTransport::Create(const TransportOptions
 
 TcpTransport::TcpTransport(TransportOptions opts, Fd listen_fd, Fd epoll_fd, std::string address)
     : opts_(std::move(opts)), listen_fd_(std::move(listen_fd)), epoll_fd_(std::move(epoll_fd)),
-      address_(std::move(address)) {}
+      address_(std::move(address)), crowded_(HostCrowded(opts_)) {}
 
 Status TcpTransport::Adopt(int peer, Fd fd, const std::string& peer_addr) {
   HOOP_RETURN_IF_ERROR(SetNonBlocking(fd.get(), true));
@@ -105,16 +110,21 @@ Endpoint* TcpTransport::endpoint(int peer) {
 Status TcpTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
   size_t start = out->size();
   epoll_event events[64];
+  // Look without sleeping for a while first (unless ranks outnumber cores): a reply to a small
+  // message comes back within microseconds, and a sleep in epoll_wait costs a wake-up on top.
+  auto spin_until = std::chrono::steady_clock::now() + kSpin;
   while (true) {
     for (auto& [peer, c] : conns_) c->Progress(out);
     if (out->size() > start) return Status::Ok();
-    int n = ::epoll_wait(epoll_fd_.get(), events, 64, deadline.RemainingMs(1000));
+    bool spin = std::chrono::steady_clock::now() < spin_until;
+    if (spin && crowded_) ::sched_yield();
+    int n = ::epoll_wait(epoll_fd_.get(), events, 64, spin ? 0 : deadline.RemainingMs(1000));
     if (n < 0 && errno != EINTR) return ErrnoStatus(Code::kInternal, "epoll_wait", errno);
     for (int i = 0; i < n; ++i) {
       auto it = conns_.find(static_cast<int>(events[i].data.u32));
       if (it != conns_.end()) it->second->OnEvents(events[i].events);
     }
-    if (n <= 0 && deadline.Expired()) return DeadlineExceeded("tcp: no progress before the deadline");
+    if (n <= 0 && !spin && deadline.Expired()) return DeadlineExceeded("tcp: no progress before the deadline");
   }
 }
 

@@ -1,8 +1,8 @@
 // TcpTransport: the TCP back end. One listening socket per communicator, one connection per
 // peer (the lower rank dials; both ends prove the job token and the communicator name before a
 // byte of data moves), one epoll set over all of them. Progress happens inside Poll() on the
-// caller's thread; waiting blocks in epoll_wait, so ranks that outnumber cores do not starve
-// each other.
+// caller's thread; a wait looks without sleeping for 50 us, then blocks in epoll_wait (at once
+// when ranks outnumber cores, so they do not starve each other).
 #pragma once
 
 #include <map>
@@ -39,6 +39,7 @@ class TcpTransport : public Transport {
   std::map<int, std::unique_ptr<Connection>> conns_;
   std::map<int, std::pair<Fd, std::string>> early_;  // accepted from a peer we were not waiting for yet
   int refused_ = 0;
+  bool crowded_;  // ranks outnumber cores on this host: block at once, never spin
 };
 
 }  // namespace hoop
