@@ -70,8 +70,10 @@ class Report:
                f"{self.repeats} interleaved runs per system; ratios are hoop's busbw over the peer's "
                f"(above 1: hoop is faster).", "",
                f"Limits measured in the same run (before / after): one core's memcpy "
-               f"{self.lim_before[0]:.2f} / {self.lim_after[0]:.2f} GB/s; plain TCP over loopback, both "
-               f"directions at once, {self.lim_before[1]:.2f} / {self.lim_after[1]:.2f} GB/s per direction."]
+               f"{self.lim_before[0]:.2f} / {self.lim_after[0]:.2f} GB/s; plain TCP sockets over loopback "
+               f"(loopback-limit), both directions at once, {self.lim_before[1]:.2f} / "
+               f"{self.lim_after[1]:.2f} GB/s per direction (a baseline more than a ceiling: hoop's "
+               f"TCP can pass it)."]
         for n in self.ranks:
             out += ["", f"#### {n} ranks: busbw (GB/s)", "", self.table(n), ""]
             if self.pairs:
@@ -82,7 +84,7 @@ class Report:
             # (a cache-resident size can pass them).
             top = self.sizes(n)[-1]
             for s, limit, what in (("hoop-shm", self.memcpy, "one core's memcpy"),
-                                   ("hoop-tcp", self.loop, "the loopback TCP limit")):
+                                   ("hoop-tcp", self.loop, "plain TCP sockets")):
                 m = self.median(s, n, top)
                 if m:
                     out.append(f"{self.labels[s]} at {size_name(top)}: {m:.2f} GB/s busbw = {m / limit:.2f} x {what}.")

@@ -50,7 +50,7 @@ TEST_CASE("perf/compare measures every system, checks their results, writes tabl
   std::string md = Slurp(std::string(dir) + "/compare.md");
   for (const char* s : {"#### 2 ranks: busbw (GB/s)", "| 4 KiB |", "hoop shm / OpenMPI vader", "hoop tcp / OpenMPI tcp",
                         "hoop tcp / Gloo ring", "hoop tcp / Gloo ring chunked", "hoop tcp / Gloo halving-doubling",
-                        "one core's memcpy", "loopback"})
+                        "one core's memcpy", "plain TCP sockets over loopback"})
     CHECK(md.find(s) != std::string::npos);
   std::string runs = Slurp(std::string(dir) + "/runs.csv");
   for (const char* s : {"hoop-shm,2,1,4096,", "mpi-vader,2,1,4096,", "hoop-tcp,2,1,4096,", "mpi-tcp,2,1,4096,",
