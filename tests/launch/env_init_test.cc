@@ -29,22 +29,11 @@ TEST_CASE("C API with explicit hoop_init", "[env]") {
 }
 
 TEST_CASE("C API under OpenMPI's mpirun", "[env]") {
-  if (access("/usr/bin/mpirun", X_OK) != 0) {
+  if (!HaveMpirun()) {
     WARN("SKIPPED: /usr/bin/mpirun not installed (scripts/setup.sh installs openmpi-bin)");
     return;
   }
-  int port = FreeLoopbackPort();
-  REQUIRE(port > 0);
-  ProcOptions o;
-  o.timeout_s = 90;
-  o.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
-  o.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
-  o.env["OMPI_MCA_plm"] = "isolated";  // no ssh/rsh agent needed on one host
-  o.env["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none";
-  auto r = RunProc({"/usr/bin/mpirun", "--oversubscribe", "-np", "3", "-x",
-                    "HOOP_STORE=tcp://127.0.0.1:" + std::to_string(port), "-x", "HOOP_JOB_TOKEN=mpitoken",
-                    Bin("hoop-c-api-test")},
-                   o);
+  auto r = RunUnderMpirun(3, {Bin("hoop-c-api-test")}, 90);
   INFO(r.output);
   CHECK(r.exit_code == 0);
   for (int k = 0; k < 3; ++k) CHECK(r.output.find("c-api ok rank " + std::to_string(k) + " of 3") != std::string::npos);

@@ -22,6 +22,27 @@ namespace hoop::test {
 
 std::string Bin(const std::string& name) { return std::string(HOOP_BIN_DIR) + "/" + name; }
 
+bool HaveMpirun() { return ::access("/usr/bin/mpirun", X_OK) == 0; }
+
+ProcResult RunUnderMpirun(int np, const std::vector<std::string>& program, double seconds) {
+  ProcOptions o = Within(seconds);
+  o.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
+  o.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
+  o.env["OMPI_MCA_plm"] = "isolated";  // no ssh/rsh agent needed on one host
+  o.env["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none";
+  int port = FreeLoopbackPort();
+  if (port <= 0) {
+    ProcResult failed;
+    failed.output = "no free loopback port for the store";
+    return failed;
+  }
+  std::vector<std::string> argv = {"/usr/bin/mpirun", "--oversubscribe", "-np", std::to_string(np), "-x",
+                                   "HOOP_STORE=tcp://127.0.0.1:" + std::to_string(port), "-x",
+                                   "HOOP_JOB_TOKEN=mpirun-test-token"};
+  argv.insert(argv.end(), program.begin(), program.end());
+  return RunProc(argv, o);
+}
+
 ProcResult RunProc(const std::vector<std::string>& argv, const ProcOptions& opts) {
   std::map<std::string, std::string> env = ProcessEnvironment();
   for (auto& u : opts.unset) env.erase(u);

@@ -47,6 +47,10 @@ int CountProcessesWith(const std::string& marker);
 // Waits up to `seconds` for every process with the marker to disappear; returns how many remain.
 int WaitGone(const std::string& marker, double seconds);
 std::string Bin(const std::string& name);  // build/bin/NAME
+bool HaveMpirun();                          // /usr/bin/mpirun is there
+// Runs `program` as `np` ranks under OpenMPI's mpirun on this host (as root, oversubscribed),
+// with HOOP_STORE on a free loopback port (rank 0 serves it) and a job token; bounded by `seconds`.
+ProcResult RunUnderMpirun(int np, const std::vector<std::string>& program, double seconds);
 int FreeLoopbackPort();                     // a port nobody listens on right now
 
 }  // namespace hoop::test
