@@ -28,7 +28,10 @@ std::optional<ReduceOp> ParseReduceOp(const std::string& name);
 enum class MemKind : uint8_t { kHost = 0, kCuda };
 const char* MemKindName(MemKind k);
 
-inline float HalfToFloat(uint16_t h) {
+// The scalar f16/bf16 conversions, rounding to nearest even. Always inlined: the reduction
+// kernels are compiled once per instruction set, and an out-of-line copy built for AVX-512 must
+// never be the one another file links to.
+[[gnu::always_inline]] inline float HalfToFloat(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;
   uint32_t exp = (h >> 10) & 0x1f;
   uint32_t man = h & 0x3ff;
@@ -52,12 +55,13 @@ inline float HalfToFloat(uint16_t h) {
   return f;
 }
 
-inline uint16_t FloatToHalf(float f) {
+[[gnu::always_inline]] inline uint16_t FloatToHalf(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
   uint32_t sign = (x >> 16) & 0x8000;
   uint32_t ax = x & 0x7fffffff;
-  if (ax >= 0x7f800000u) return uint16_t(sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0));
+  if (ax > 0x7f800000u) return uint16_t(sign | 0x7e00 | ((ax >> 13) & 0x3ff));  // quiet nan, as F16C
+  if (ax == 0x7f800000u) return uint16_t(sign | 0x7c00);
   if (ax >= 0x477ff000u) return uint16_t(sign | 0x7c00);  // rounds to >= 65520: inf
   if (ax < 0x38800000u) {                                // result is subnormal or zero
     if (ax < 0x33000000u) return uint16_t(sign);         // below half the smallest subnormal
@@ -76,14 +80,14 @@ inline uint16_t FloatToHalf(float f) {
   return uint16_t(sign | (r >> 13));
 }
 
-inline float BF16ToFloat(uint16_t b) {
+[[gnu::always_inline]] inline float BF16ToFloat(uint16_t b) {
   uint32_t bits = uint32_t(b) << 16;
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
 }
 
-inline uint16_t FloatToBF16(float f) {
+[[gnu::always_inline]] inline uint16_t FloatToBF16(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
   if ((x & 0x7fffffff) > 0x7f800000u) return uint16_t((x >> 16) | 0x40);  // quiet nan

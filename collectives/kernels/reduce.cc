@@ -1,112 +1,106 @@
+// Dispatch to the kernels of the widest instruction set this CPU runs (reduce_impl.h, compiled
+// per instruction set), the streaming wrapper, and the single-rank average's division.
 #include "collectives/kernels/reduce.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#include <type_traits>
 
 namespace hoop {
+namespace kernels {
+namespace generic {
+ReduceFn Lookup(DType dtype, ReduceOp op);
+}
+#ifdef HOOP_HAVE_AVX2_KERNELS
+namespace avx2 {
+ReduceFn Lookup(DType dtype, ReduceOp op);
+}
+#endif
+#ifdef HOOP_HAVE_AVX512_KERNELS
+namespace avx512 {
+ReduceFn Lookup(DType dtype, ReduceOp op);
+}
+#endif
+}  // namespace kernels
+
 namespace {
 
-// How an element type is stored and computed.
-template <class Storage>
-struct Native {
-  using Compute = std::conditional_t<std::is_same_v<Storage, float> || std::is_same_v<Storage, double>,
-                                     Storage, Storage>;
-  static Compute Load(Storage v) { return v; }
-  static Storage Store(Compute v) { return v; }
-};
+bool CpuRuns(KernelIsa isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  switch (isa) {
+    case KernelIsa::kGeneric: return true;
+    case KernelIsa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case KernelIsa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+  }
+  return false;
+#else
+  return isa == KernelIsa::kGeneric;
+#endif
+}
+
 struct Half {
-  using Compute = float;
   static float Load(uint16_t v) { return HalfToFloat(v); }
   static uint16_t Store(float v) { return FloatToHalf(v); }
 };
 struct BFloat {
-  using Compute = float;
   static float Load(uint16_t v) { return BF16ToFloat(v); }
   static uint16_t Store(float v) { return FloatToBF16(v); }
 };
-
 template <class T>
-T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
-template <class T>
-T WrapMul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    // Promote u8/u16 through unsigned int so the multiply itself cannot overflow a signed int.
-    using P = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
-    return static_cast<T>(static_cast<U>(static_cast<P>(static_cast<U>(a)) * static_cast<P>(static_cast<U>(b))));
-  } else {
-    return a * b;
-  }
-}
-
-template <ReduceOp Op, class C>
-inline C Apply(C a, C b) {
-  if constexpr (Op == ReduceOp::kSum || Op == ReduceOp::kAvg) return WrapAdd(a, b);
-  if constexpr (Op == ReduceOp::kProd) return WrapMul(a, b);
-  if constexpr (Op == ReduceOp::kMin) return std::min(a, b);
-  if constexpr (Op == ReduceOp::kMax) return std::max(a, b);
-}
-
-template <class Storage, class Codec, ReduceOp Op>
-void Kernel(void* dst, const void* a, const void* b, size_t n, int divisor) {
-  auto* d = static_cast<Storage*>(dst);
-  auto* x = static_cast<const Storage*>(a);
-  auto* y = static_cast<const Storage*>(b);
-  using C = typename Codec::Compute;
-  if (Op == ReduceOp::kAvg && divisor > 1) {
-    const C div = static_cast<C>(divisor);
-    for (size_t i = 0; i < n; ++i) d[i] = Codec::Store(Apply<Op, C>(Codec::Load(x[i]), Codec::Load(y[i])) / div);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) d[i] = Codec::Store(Apply<Op, C>(Codec::Load(x[i]), Codec::Load(y[i])));
-}
-
-template <class Storage, class Codec>
-ReduceFn ForOp(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum: return &Kernel<Storage, Codec, ReduceOp::kSum>;
-    case ReduceOp::kAvg: return &Kernel<Storage, Codec, ReduceOp::kAvg>;
-    case ReduceOp::kMin: return &Kernel<Storage, Codec, ReduceOp::kMin>;
-    case ReduceOp::kMax: return &Kernel<Storage, Codec, ReduceOp::kMax>;
-    case ReduceOp::kProd: return &Kernel<Storage, Codec, ReduceOp::kProd>;
-  }
-  return nullptr;
-}
+struct Native {
+  static T Load(T v) { return v; }
+  static T Store(T v) { return v; }
+};
 
 template <class Storage, class Codec>
 void Divide(void* dst, size_t n, int divisor) {
   auto* d = static_cast<Storage*>(dst);
-  using C = typename Codec::Compute;
+  using C = decltype(Codec::Load(d[0]));
   for (size_t i = 0; i < n; ++i) d[i] = Codec::Store(Codec::Load(d[i]) / static_cast<C>(divisor));
 }
 
 }  // namespace
 
+const char* KernelIsaName(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::kGeneric: return "generic";
+    case KernelIsa::kAvx2: return "avx2";
+    case KernelIsa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+ReduceFn LookupReduceIsa(KernelIsa isa, DType dtype, ReduceOp op) {
+  if (!CpuRuns(isa)) return nullptr;
+  switch (isa) {
+    case KernelIsa::kGeneric: return kernels::generic::Lookup(dtype, op);
+#ifdef HOOP_HAVE_AVX2_KERNELS
+    case KernelIsa::kAvx2: return kernels::avx2::Lookup(dtype, op);
+#endif
+#ifdef HOOP_HAVE_AVX512_KERNELS
+    case KernelIsa::kAvx512: return kernels::avx512::Lookup(dtype, op);
+#endif
+    default: return nullptr;
+  }
+}
+
+KernelIsa BestKernelIsa() {
+  static const KernelIsa best = [] {
+    for (KernelIsa isa : {KernelIsa::kAvx512, KernelIsa::kAvx2})
+      if (LookupReduceIsa(isa, DType::kF32, ReduceOp::kSum)) return isa;
+    return KernelIsa::kGeneric;
+  }();
+  return best;
+}
+
 ReduceFn LookupReduce(DType dtype, ReduceOp op, MemKind kind) {
   if (kind != MemKind::kHost) return nullptr;
-  switch (dtype) {
-    case DType::kU8: return ForOp<uint8_t, Native<uint8_t>>(op);
-    case DType::kI32: return ForOp<int32_t, Native<int32_t>>(op);
-    case DType::kI64: return ForOp<int64_t, Native<int64_t>>(op);
-    case DType::kF16: return ForOp<uint16_t, Half>(op);
-    case DType::kBF16: return ForOp<uint16_t, BFloat>(op);
-    case DType::kF32: return ForOp<float, Native<float>>(op);
-    case DType::kF64: return ForOp<double, Native<double>>(op);
-  }
-  return nullptr;
+  return LookupReduceIsa(BestKernelIsa(), dtype, op);
 }
 
 void ReduceStreaming(ReduceFn fn, size_t esize, void* dst, const void* a, const void* b, size_t n, int divisor) {

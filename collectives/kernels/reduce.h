@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "common/dtype.h"
 #include "common/stream_copy.h"
@@ -16,8 +17,18 @@ namespace hoop {
 
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t n, int divisor);
 
-// nullptr for combinations no kernel serves (device memory before the CUDA kernels land).
+// nullptr for combinations no kernel serves (device memory before the CUDA kernels land). Host
+// kernels are those of BestKernelIsa().
 ReduceFn LookupReduce(DType dtype, ReduceOp op, MemKind kind);
+
+// The instruction sets the kernels are compiled for (reduce_impl.h); every one gives the same
+// bits (NaN payloads aside).
+enum class KernelIsa : uint8_t { kGeneric, kAvx2, kAvx512 };
+const char* KernelIsaName(KernelIsa isa);
+KernelIsa BestKernelIsa();  // the widest this build has and this CPU runs, chosen once
+// One instruction set's kernel, for tests and benchmarks: nullptr if the build lacks it or this
+// CPU cannot run it.
+ReduceFn LookupReduceIsa(KernelIsa isa, DType dtype, ReduceOp op);
 
 // The same reduction for outputs far larger than the caches: blocks are reduced into an L1
 // buffer and written to dst with non-temporal stores, so dst's lines are not first read in

@@ -1,0 +1,144 @@
+// kernel-bench: how fast each reduction kernel runs, next to the memory system's limits measured
+// in the same run. Every kernel reads two arrays and writes a third, each larger than the
+// last-level cache (64 MiB by default), so its rate is bytes moved (3 x the array) per second.
+// The limits: one core's memcpy (2 streams), and the 3-stream limit, the best of two plain
+// loops that move the same bytes with no arithmetic (an integer OR of two arrays, with plain and
+// with non-temporal stores). Kernels run as the collectives call them: plain (the kernel
+// alone) and streaming (ReduceStreaming: reduced through L1, non-temporal stores), per
+// instruction set this CPU runs.
+//   usage: kernel-bench [--mib 64] [--repeats 5] [--all-ops]
+#include <emmintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collectives/kernels/reduce.h"
+#include "collectives/reference.h"
+
+using namespace hoop;
+
+namespace {
+
+template <class F>
+double MedianSeconds(int repeats, F&& f) {
+  std::vector<double> t;
+  for (int r = 0; r < repeats; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// d = a | b over `bytes`, 16 bytes at a time, with plain or non-temporal stores.
+void OrPlain(char* d, const char* a, const char* b, size_t bytes) {
+  for (size_t i = 0; i < bytes; i += 16) {
+    __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(a + i));
+    __m128i y = _mm_load_si128(reinterpret_cast<const __m128i*>(b + i));
+    _mm_store_si128(reinterpret_cast<__m128i*>(d + i), _mm_or_si128(x, y));
+  }
+}
+void OrStream(char* d, const char* a, const char* b, size_t bytes) {
+  for (size_t i = 0; i < bytes; i += 16) {
+    __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(a + i));
+    __m128i y = _mm_load_si128(reinterpret_cast<const __m128i*>(b + i));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), _mm_or_si128(x, y));
+  }
+  _mm_sfence();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t mib = 64;
+  int repeats = 5;
+  bool all_ops = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::puts("usage: kernel-bench [--mib 64] [--repeats 5] [--all-ops]\n"
+                "Each reduction kernel (sum, or every op with --all-ops) over arrays of MIB MiB, per instruction\n"
+                "set this CPU runs, plain and streaming, in GB/s of bytes moved (two reads, one write), next to\n"
+                "memcpy and the 3-stream limit measured in the same run; medians of REPEATS runs.");
+      return 0;
+    }
+    if (a == "--all-ops") {
+      all_ops = true;
+    } else if ((a == "--mib" || a == "--repeats") && i + 1 < argc) {
+      int v = std::atoi(argv[++i]);
+      if (v < 1) {
+        std::fprintf(stderr, "kernel-bench: %s needs a positive number\n", a.c_str());
+        return 2;
+      }
+      if (a == "--mib") mib = static_cast<size_t>(v);
+      else repeats = v;
+    } else {
+      std::fprintf(stderr, "kernel-bench: unknown argument '%s' (see --help)\n", a.c_str());
+      return 2;
+    }
+  }
+  const size_t bytes = mib << 20;
+  // 64-byte aligned, touched once so no page fault lands in a timed run.
+  auto alloc = [&] {
+    char* p = static_cast<char*>(std::aligned_alloc(64, bytes));
+    std::memset(p, 0x11, bytes);
+    return p;
+  };
+  char *a = alloc(), *b = alloc(), *d = alloc();
+  auto rate = [&](double s, int streams) { return static_cast<double>(bytes) * streams / s / 1e9; };
+
+  // The limits are measured before and after the kernels; the higher figure counts, so a slow
+  // moment of the machine can only make the kernels look worse.
+  double memcpy_gbs = 0, or_plain = 0, or_stream = 0;
+  auto limits = [&] {
+    memcpy_gbs = std::max(memcpy_gbs, rate(MedianSeconds(repeats, [&] { std::memcpy(d, a, bytes); }), 2));
+    or_plain = std::max(or_plain, rate(MedianSeconds(repeats, [&] { OrPlain(d, a, b, bytes); }), 3));
+    or_stream = std::max(or_stream, rate(MedianSeconds(repeats, [&] { OrStream(d, a, b, bytes); }), 3));
+  };
+  limits();
+  std::printf("# kernel-bench: arrays of %zu MiB, median of %d runs, GB/s of bytes moved; best kernels: %s\n", mib,
+              repeats, KernelIsaName(BestKernelIsa()));
+
+  struct Result {
+    DType dt;
+    ReduceOp op;
+    KernelIsa isa;
+    double plain, stream;
+  };
+  std::vector<Result> rows;
+  std::vector<ReduceOp> ops = {ReduceOp::kSum};
+  if (all_ops) ops.assign(std::begin(kAllReduceOps), std::end(kAllReduceOps));
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64, DType::kI32, DType::kI64, DType::kU8}) {
+    const size_t es = DTypeSize(dt), n = bytes / es;
+    for (ReduceOp op : ops) {
+      // The test suite's data: small integers, exact in every dtype, never subnormal.
+      FillInput(dt, op, a, n, 1);
+      FillInput(dt, op, b, n, 2);
+      for (KernelIsa isa : {KernelIsa::kGeneric, KernelIsa::kAvx2, KernelIsa::kAvx512}) {
+        ReduceFn fn = LookupReduceIsa(isa, dt, op);
+        if (!fn) continue;
+        double plain = rate(MedianSeconds(repeats, [&] { fn(d, a, b, n, 1); }), 3);
+        double stream = rate(MedianSeconds(repeats, [&] { ReduceStreaming(fn, es, d, a, b, n, 1); }), 3);
+        rows.push_back({dt, op, isa, plain, stream});
+      }
+    }
+  }
+  limits();
+  const double limit = std::max(or_plain, or_stream);
+  std::printf("# memcpy (2 streams): %.2f GB/s\n", memcpy_gbs);
+  std::printf("# 3-stream limit: %.2f GB/s (OR of two arrays: plain stores %.2f, non-temporal %.2f; the better of a\n"
+              "# run before and one after the kernels)\n", limit, or_plain, or_stream);
+  std::printf("# %6s %5s %8s %10s %10s %10s\n", "dtype", "op", "isa", "plain", "streaming", "best/limit");
+  for (const Result& r : rows)
+    std::printf("  %6s %5s %8s %10.2f %10.2f %10.2f\n", DTypeName(r.dt), ReduceOpName(r.op), KernelIsaName(r.isa),
+                r.plain, r.stream, std::max(r.plain, r.stream) / limit);
+  std::free(a);
+  std::free(b);
+  std::free(d);
+  return 0;
+}
