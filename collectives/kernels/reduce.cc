@@ -13,6 +13,7 @@ namespace hoop {
 namespace kernels {
 namespace generic {
 ReduceFn Lookup(DType dtype, ReduceOp op);
+void Divide(DType dtype, void* dst, size_t n, int divisor);
 }
 #ifdef HOOP_HAVE_AVX2_KERNELS
 namespace avx2 {
@@ -43,25 +44,18 @@ bool CpuRuns(KernelIsa isa) {
 #endif
 }
 
-struct Half {
-  static float Load(uint16_t v) { return HalfToFloat(v); }
-  static uint16_t Store(float v) { return FloatToHalf(v); }
-};
-struct BFloat {
-  static float Load(uint16_t v) { return BF16ToFloat(v); }
-  static uint16_t Store(float v) { return FloatToBF16(v); }
-};
-template <class T>
-struct Native {
-  static T Load(T v) { return v; }
-  static T Store(T v) { return v; }
-};
-
-template <class Storage, class Codec>
-void Divide(void* dst, size_t n, int divisor) {
-  auto* d = static_cast<Storage*>(dst);
-  using C = decltype(Codec::Load(d[0]));
-  for (size_t i = 0; i < n; ++i) d[i] = Codec::Store(Codec::Load(d[i]) / static_cast<C>(divisor));
+// The kernel of an instruction set known to run here.
+ReduceFn LookupIn(KernelIsa isa, DType dtype, ReduceOp op) {
+  switch (isa) {
+    case KernelIsa::kGeneric: return kernels::generic::Lookup(dtype, op);
+#ifdef HOOP_HAVE_AVX2_KERNELS
+    case KernelIsa::kAvx2: return kernels::avx2::Lookup(dtype, op);
+#endif
+#ifdef HOOP_HAVE_AVX512_KERNELS
+    case KernelIsa::kAvx512: return kernels::avx512::Lookup(dtype, op);
+#endif
+    default: return nullptr;
+  }
 }
 
 }  // namespace
@@ -76,17 +70,7 @@ const char* KernelIsaName(KernelIsa isa) {
 }
 
 ReduceFn LookupReduceIsa(KernelIsa isa, DType dtype, ReduceOp op) {
-  if (!CpuRuns(isa)) return nullptr;
-  switch (isa) {
-    case KernelIsa::kGeneric: return kernels::generic::Lookup(dtype, op);
-#ifdef HOOP_HAVE_AVX2_KERNELS
-    case KernelIsa::kAvx2: return kernels::avx2::Lookup(dtype, op);
-#endif
-#ifdef HOOP_HAVE_AVX512_KERNELS
-    case KernelIsa::kAvx512: return kernels::avx512::Lookup(dtype, op);
-#endif
-    default: return nullptr;
-  }
+  return CpuRuns(isa) ? LookupIn(isa, dtype, op) : nullptr;
 }
 
 KernelIsa BestKernelIsa() {
@@ -100,7 +84,7 @@ KernelIsa BestKernelIsa() {
 
 ReduceFn LookupReduce(DType dtype, ReduceOp op, MemKind kind) {
   if (kind != MemKind::kHost) return nullptr;
-  return LookupReduceIsa(BestKernelIsa(), dtype, op);
+  return LookupIn(BestKernelIsa(), dtype, op);  // chosen once, so no CPU checks per call
 }
 
 void ReduceStreaming(ReduceFn fn, size_t esize, void* dst, const void* a, const void* b, size_t n, int divisor) {
@@ -135,16 +119,7 @@ void ReduceStreaming(ReduceFn fn, size_t esize, void* dst, const void* a, const 
 }
 
 void DivideInPlace(DType dtype, void* dst, size_t n, int divisor) {
-  if (divisor <= 1) return;
-  switch (dtype) {
-    case DType::kU8: return Divide<uint8_t, Native<uint8_t>>(dst, n, divisor);
-    case DType::kI32: return Divide<int32_t, Native<int32_t>>(dst, n, divisor);
-    case DType::kI64: return Divide<int64_t, Native<int64_t>>(dst, n, divisor);
-    case DType::kF16: return Divide<uint16_t, Half>(dst, n, divisor);
-    case DType::kBF16: return Divide<uint16_t, BFloat>(dst, n, divisor);
-    case DType::kF32: return Divide<float, Native<float>>(dst, n, divisor);
-    case DType::kF64: return Divide<double, Native<double>>(dst, n, divisor);
-  }
+  if (divisor > 1) kernels::generic::Divide(dtype, dst, n, divisor);  // not hot: one rank only
 }
 
 }  // namespace hoop

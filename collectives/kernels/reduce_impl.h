@@ -189,7 +189,26 @@ ReduceFn ForOp(ReduceOp op) {
   return nullptr;
 }
 
+template <class Storage, class Codec>
+void DivideAll(void* dst, size_t n, int divisor) {
+  auto* d = static_cast<Storage*>(dst);
+  using C = typename Codec::Compute;
+  for (size_t i = 0; i < n; ++i) d[i] = Codec::Store(Codec::Load(d[i]) / static_cast<C>(divisor));
+}
+
 }  // namespace
+
+void Divide(DType dtype, void* dst, size_t n, int divisor) {
+  switch (dtype) {
+    case DType::kU8: return DivideAll<uint8_t, Native<uint8_t>>(dst, n, divisor);
+    case DType::kI32: return DivideAll<int32_t, Native<int32_t>>(dst, n, divisor);
+    case DType::kI64: return DivideAll<int64_t, Native<int64_t>>(dst, n, divisor);
+    case DType::kF16: return DivideAll<uint16_t, Half>(dst, n, divisor);
+    case DType::kBF16: return DivideAll<uint16_t, BFloat>(dst, n, divisor);
+    case DType::kF32: return DivideAll<float, Native<float>>(dst, n, divisor);
+    case DType::kF64: return DivideAll<double, Native<double>>(dst, n, divisor);
+  }
+}
 
 ReduceFn Lookup(DType dtype, ReduceOp op) {
   switch (dtype) {
