@@ -5,7 +5,8 @@
 // Tree (small messages, more than two ranks): a double binary tree, 2 log2(n) hops instead of
 // the ring's 2(n-1) (schedules/tree.cc). Doubling (small messages, two ranks): recursive
 // doubling, one exchange per round, log2(n) rounds (schedules/doubling.cc). One rank: a copy
-// (and the average divides by 1).
+// (and the average divides by 1). Any of them may be asked to send f32/f64 data compressed to 16
+// bits (kernels/wire.h); that runs the ring, whose hops decode, add and encode.
 #include <cstring>
 
 #include "collectives/communicator.h"
@@ -19,6 +20,8 @@ Work Communicator::Allreduce(const Buffer& in, const Buffer& out, ReduceOp op, c
   x.out = out;
   x.op = op;
   x.algo = o.algo;
+  x.compression = o.compression;
+  x.residual = o.residual;
   return Submit(x, o.blocking);
 }
 
@@ -29,7 +32,9 @@ Status Communicator::RunAllreduce(const Op& op, uint32_t seq) {
       std::memcpy(op.out.data, op.in.data, op.in.count * DTypeSize(op.in.dtype));
     return Status::Ok();
   }
-  return RunSchedule(op, algo, op.in.count, op.in, op.out, seq);
+  HOOP_ASSIGN_OR_RETURN(Compression wire, WireFor(op));
+  if (wire != Compression::kNone) algo = Algo::kRing;  // the codec's hop-by-hop rounding assumes it
+  return RunSchedule(op, algo, op.in.count, op.in, op.out, seq, wire);
 }
 
 }  // namespace hoop

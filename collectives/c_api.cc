@@ -113,12 +113,30 @@ HOOP_GETTER(local_size, local_size)
 
 hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                              hoop_dtype_t dtype, hoop_op_t op) {
+  return hoop_allreduce_ex(comm, sendbuf, recvbuf, count, dtype, op, nullptr);
+}
+
+hoop_status_t hoop_allreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts) {
   return Guard([&] {
     if (!comm) return BadArg("hoop_allreduce: comm is NULL");
     if (!ValidDType(dtype) || !ValidOp(op)) return BadArg("hoop_allreduce: unknown dtype or op");
+    hoop::CallOptions o = kBlocking;
+    if (opts) {
+      if (opts->compression < HOOP_COMPRESSION_DEFAULT || opts->compression > HOOP_COMPRESSION_AUTO)
+        return BadArg("hoop_allreduce: unknown compression " + std::to_string(static_cast<int>(opts->compression)));
+      if (opts->compression != HOOP_COMPRESSION_DEFAULT)
+        o.compression = static_cast<hoop::Compression>(opts->compression);
+      o.residual = opts->residual;
+    }
     return Report((*comm)->Allreduce(Buf(sendbuf, count, dtype), Buf(recvbuf, count, dtype),
-                                        static_cast<hoop::ReduceOp>(op), kBlocking).Wait());
+                                        static_cast<hoop::ReduceOp>(op), o).Wait());
   });
+}
+
+double hoop_compression_error_factor(hoop_compression_t compression, int nranks) {
+  if (compression != HOOP_COMPRESSION_FP16 && compression != HOOP_COMPRESSION_BF16) return 0;
+  return hoop::CompressionErrorFactor(static_cast<hoop::Compression>(compression), nranks);
 }
 
 hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,

@@ -23,6 +23,7 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.algo = ParseAlgo(c.algo).value_or(Algo::kAuto);
   o.chunk_bytes = c.chunk_bytes;
   o.window = c.window;
+  o.compression = ParseCompression(c.compression).value_or(Compression::kNone);
   return o;
 }
 
@@ -213,19 +214,20 @@ size_t Communicator::DescCount(const Op& op) {
   return op.kind == CollKind::kBroadcast ? op.out.count : op.in.count;
 }
 
-std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo) const {
+std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo, Compression wire) const {
   std::ostringstream os;
   os << "rank " << opts_.rank << ": " << CollKindName(op.kind) << " #" << seq << " (" << AlgoName(algo);
   if (op.kind != CollKind::kBarrier) os << ", " << DescCount(op) << " x " << DTypeName(op.out.dtype);
   if (op.kind == CollKind::kAllreduce || op.kind == CollKind::kReduceScatter) os << ", " << ReduceOpName(op.op);
   if (op.kind == CollKind::kBroadcast) os << ", root " << op.root;
+  if (wire != Compression::kNone) os << ", " << CompressionName(wire) << " on the wire";
   os << ")";
   return os.str();
 }
 
 Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out,
-                                 uint32_t seq) {
-  OpDesc desc{op.kind, op.out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op)};
+                                 uint32_t seq, Compression wire) {
+  OpDesc desc{op.kind, op.out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op), static_cast<uint8_t>(wire)};
   size_t esize = DTypeSize(out.dtype);
   ExecArgs a;
   a.chunk_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
@@ -238,6 +240,8 @@ Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Bu
   a.seq = seq;
   a.check = desc.Pack();
   a.window = opts_.window;
+  a.compression = wire;
+  a.residual = wire != Compression::kNone ? op.residual : nullptr;
   a.deadline = Deadline::After(opts_.timeout);
   a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
   struct Context {
@@ -248,7 +252,7 @@ Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Bu
     OpDesc desc;
   } ctx{this, &op, seq, algo, desc};
   const Context* c = &ctx;
-  a.what = [c] { return c->self->Describe(*c->op, c->seq, c->algo); };
+  a.what = [c] { return c->self->Describe(*c->op, c->seq, c->algo, static_cast<Compression>(c->desc.compression)); };
   a.explain_mismatch = [c](uint64_t theirs, int peer) {
     return c->desc.DescribeDifference(OpDesc::Unpack(theirs), peer);
   };

@@ -15,11 +15,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "collectives/algo.h"
 #include "collectives/executor.h"
+#include "collectives/kernels/wire.h"
 #include "common/config.h"
 #include "common/dtype.h"
 #include "common/status.h"
@@ -37,11 +39,20 @@ struct Buffer {
 };
 
 struct CallOptions {
+  CallOptions() = default;
+  CallOptions(Algo a, bool block = false) : algo(a), blocking(block) {}  // NOLINT: `{algo}` at call sites
   Algo algo = Algo::kAuto;
   // Run on the calling thread when no earlier operation is pending (the returned Work is then
   // already done), instead of handing it to the worker thread: the way to call for the lowest
   // latency when the caller would wait at once anyway. The C API and hoop-perf call this way.
   bool blocking = false;
+  // Allreduce only: how f32/f64 sum and avg data travel (kernels/wire.h). Unset: the
+  // communicator's default (HOOP_COMPRESSION, where it applies: f32/f64 sum/avg calls).
+  // Explicit fp16/bf16 on other data is an error; compression runs the ring algorithm.
+  std::optional<Compression> compression;
+  // Error feedback for a compressed allreduce: an array of the call's dtype and count, zero at
+  // first and passed again on every call for the same tensor (kernels/wire.h). Null: off.
+  void* residual = nullptr;
 };
 
 struct CommOptions {
@@ -57,6 +68,7 @@ struct CommOptions {
   Algo algo = Algo::kAuto;  // default when a call says auto
   size_t chunk_bytes = 0;  // 0: the transport's preferred chunk
   size_t window = 8;
+  Compression compression = Compression::kNone;  // default for allreduce calls (HOOP_COMPRESSION)
   static CommOptions FromConfig(const Config& c);
 };
 
@@ -118,6 +130,8 @@ class Communicator {
     ReduceOp op = ReduceOp::kSum;
     int root = -1;
     Algo algo = Algo::kAuto;
+    std::optional<Compression> compression;
+    void* residual = nullptr;
     bool abort = false;  // Abort(): poisons and tells peers, runs nothing
     std::shared_ptr<Work::State> state;
   };
@@ -133,11 +147,15 @@ class Communicator {
   Status RunReduceScatter(const Op& op, uint32_t seq);
   Status RunBarrier(const Op& op, uint32_t seq);
   // Runs the plan for (op's collective, algo, count) from in to out; plans are cached (plan.h).
-  Status RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq);
+  Status RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq,
+                     Compression wire = Compression::kNone);
+  // How an allreduce travels: none, fp16 or bf16, with auto decided (compression_policy.cc).
+  StatusOr<Compression> WireFor(const Op& op);
+  StatusOr<double> ProbeLinkGBps();
   // Checks that a call is well-formed before it is queued; the error names rank and operation.
   Status CheckCall(const Op& op) const;
   StatusOr<Algo> Resolve(const Op& op) const;
-  std::string Describe(const Op& op, uint32_t seq, Algo algo) const;
+  std::string Describe(const Op& op, uint32_t seq, Algo algo, Compression wire = Compression::kNone) const;
   static size_t DescCount(const Op& op);
 
   CommOptions opts_;
@@ -146,6 +164,7 @@ class Communicator {
   PlanCache plans_;
   ExecState exec_;
   std::vector<char> scratch_;  // reduce-scatter's full-size working copy
+  std::optional<double> link_gbps_;  // HOOP_COMPRESSION=auto's measured ring bandwidth
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -28,10 +28,24 @@ Status Communicator::CheckCall(const Op& op) const {
     return Status::Ok();
   };
   switch (op.kind) {
-    case CollKind::kAllreduce:
+    case CollKind::kAllreduce: {
       if (op.in.count != op.out.count)
         return bad("input count " + std::to_string(op.in.count) + " differs from output count " + std::to_string(op.out.count));
+      const Compression c = op.compression.value_or(Compression::kNone);
+      if (c == Compression::kFp16 || c == Compression::kBf16) {
+        if (!Compressible(op.out.dtype, op.op))
+          return bad(std::string("compression ") + CompressionName(c) + " applies to f32 and f64 sum and avg, not " +
+                     DTypeName(op.out.dtype) + " " + ReduceOpName(op.op));
+        if (op.algo != Algo::kAuto && op.algo != Algo::kRing)
+          return bad(std::string("compression runs the ring algorithm, not ") + AlgoName(op.algo));
+      }
+      if (op.residual && op.compression == Compression::kNone)
+        return bad("a residual (error feedback) was given with compression none");
+      if (op.residual && !Compressible(op.out.dtype, op.op))
+        return bad(std::string("a residual (error feedback) applies to compressed f32/f64 sum and avg, not ") +
+                   DTypeName(op.out.dtype) + " " + ReduceOpName(op.op));
       break;
+    }
     case CollKind::kBroadcast:
       if (op.root < 0 || op.root >= opts_.size)
         return bad("root " + std::to_string(op.root) + " is not a rank (size " + std::to_string(opts_.size) + ")");

@@ -1,5 +1,6 @@
 #include "collectives/executor.h"
 
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -9,7 +10,7 @@
 namespace hoop {
 
 Status StagingPool::Reserve(Transport& transport, size_t slots, size_t bytes) {
-  if (bytes != bytes_) {
+  if (bytes > bytes_) {
     buffers_.clear();
     regions_.clear();
     free_.clear();
@@ -22,6 +23,11 @@ Status StagingPool::Reserve(Transport& transport, size_t slots, size_t bytes) {
     free_.push_back(regions_.size() - 1);
   }
   return Status::Ok();
+}
+
+StatusOr<size_t> StagingPool::AcquireOrGrow(Transport& transport) {
+  if (free_.empty()) HOOP_RETURN_IF_ERROR(Reserve(transport, buffers_.size() + 1, bytes_));
+  return Acquire();
 }
 
 size_t StagingPool::Acquire() {
@@ -55,11 +61,18 @@ class Run {
     reduce_ = LookupReduce(a_.dtype, a_.op, a_.in.kind);
     if (!reduce_) return Unimplemented(a_.what() + ": no reduction kernel for this memory");
     const size_t chunk_elems = std::max<size_t>(1, a_.chunk_bytes / esize_);
-    HOOP_RETURN_IF_ERROR(pool_.Reserve(t_, a_.window, chunk_elems * esize_));
+    if (a_.compression != Compression::kNone) {
+      wire_ = a_.in.kind == MemKind::kHost ? LookupWire(a_.dtype, a_.compression) : nullptr;
+      if (!wire_) return Unimplemented(a_.what() + ": no " + CompressionName(a_.compression) + " codec for this data");
+      s_.send_slot.assign(n, -1);
+      HOOP_RETURN_IF_ERROR(s_.wire_sends.Reserve(t_, 0, WireBytes(chunk_elems)));
+    }
+    HOOP_RETURN_IF_ERROR(pool_.Reserve(t_, a_.window, wire_ ? WireBytes(chunk_elems) : chunk_elems * esize_));
 
     std::vector<Completion>& done = s_.done;
     while (true) {
       while (next_ < n && inflight_ < a_.window) Start(next_++);
+      if (!error_.ok()) return error_;
       if (acted_count_ == n && pending_sends_ == 0) return Status::Ok();
       done.clear();
       Status s = t_.Poll(&done, a_.deadline);
@@ -69,13 +82,19 @@ class Run {
         size_t u = static_cast<size_t>(c.op_id >> 1);
         if (c.is_send) {
           --pending_sends_;
+          if (--s_.sends_left[u] > 0) continue;
+          if (wire_ && s_.send_slot[u] >= 0) {
+            s_.wire_sends.Release(static_cast<size_t>(s_.send_slot[u]));
+            s_.send_slot[u] = -1;
+          }
           const int waiter = plan_.send_waiter[u];
-          if (--s_.sends_left[u] == 0 && waiter >= 0) TryAct(static_cast<size_t>(waiter));
+          if (waiter >= 0) TryAct(static_cast<size_t>(waiter));
         } else {
           s_.recv_done[u] = 1;
           TryAct(u);
         }
       }
+      if (!error_.ok()) return error_;
     }
   }
 
@@ -107,9 +126,10 @@ class Run {
     }
     Endpoint* ep = t_.endpoint(st.recv_peer);
     Tag tag{MatchTag(a_.seq, un.chunk, st.recv_msg), a_.check};
-    size_t len = un.count * esize_;
+    size_t len = MessageBytes(un.count);
     // In place only once acting: the data could land before our own send of that memory is read.
-    const bool early_ok = !WaitsForSend(u);
+    // Compressed data is always staged: it is decoded, not landed.
+    const bool early_ok = !WaitsForSend(u) && !wire_;
     if (st.recv == RecvKind::kCopy && early_ok && !(stage_copies_ && a_.out.bytes >= kStreamingBytes)) {
       ep->PostRecv(a_.out, (st.out_offset + un.offset) * esize_, len, tag, u << 1);
     } else if (early_ok && PostToSink(ep, u, len, tag)) {
@@ -145,7 +165,8 @@ class Run {
       const Step& st = StepOf(u);
       if (s_.slot[u] >= 0) {  // staged: the unit's data waits in a staging chunk
         size_t slot = static_cast<size_t>(s_.slot[u]);
-        Land(u, 0, pool_.region(slot).base, un.count * esize_);
+        if (wire_) LandWire(u, static_cast<const char*>(pool_.region(slot).base));
+        else Land(u, 0, pool_.region(slot).base, un.count * esize_);
         pool_.Release(slot);
         s_.slot[u] = -1;
       }
@@ -185,6 +206,63 @@ class Run {
     }
   }
 
+  size_t MessageBytes(size_t count) const { return wire_ ? WireBytes(count) : count * esize_; }
+
+  // Land() for a compressed message (kernels/wire.h): decodes it, adding it to the step's source
+  // (and this rank's residual) or copying it into `out`. A result that is sent on is encoded at
+  // once and `out` gets the rounded values, what every other rank will decode; a copy that is
+  // sent on forwards the message as it came.
+  void LandWire(size_t u, const char* msg) {
+    const Step& st = StepOf(u);
+    const Unit& un = units_[u];
+    WireHeader h;
+    std::memcpy(&h, msg, sizeof h);
+    if (h.count != static_cast<uint32_t>(un.count)) {
+      error_ = Internal(a_.what() + ": a compressed chunk from rank " + std::to_string(st.recv_peer) + " holds " +
+                        std::to_string(h.count) + " values, not " + std::to_string(un.count));
+      return;
+    }
+    const auto* w = reinterpret_cast<const uint16_t*>(msg + sizeof h);
+    const double inv = std::ldexp(1.0, -h.scale_exp);
+    char* out = static_cast<char*>(a_.out.base) + (st.out_offset + un.offset) * esize_;
+    const bool sent_on = !st.send_peers.empty() && !st.send_from_in;
+    if (st.recv == RecvKind::kCopy) {
+      wire_->decode(out, w, un.count, inv);
+      if (!sent_on) return;
+      auto slot = s_.wire_sends.AcquireOrGrow(t_);
+      if (!slot.ok()) {
+        error_ = slot.status().WithContext(a_.what());
+        return;
+      }
+      std::memcpy(s_.wire_sends.region(*slot).base, msg, WireBytes(un.count));
+      s_.send_slot[u] = static_cast<int>(*slot);
+      return;
+    }
+    const size_t in_at = (st.in_offset + un.offset) * esize_;
+    const char* src = st.accumulate ? out : static_cast<const char*>(a_.in.base) + in_at;
+    char* res = residual_ && !st.accumulate ? residual_ + in_at : nullptr;
+    const int divisor = st.finalize && a_.op == ReduceOp::kAvg ? a_.nranks : 0;
+    wire_->decode_add(out, src, res, w, un.count, inv, divisor);
+    if (sent_on) EncodeSend(u, out, nullptr, res, out, divisor > 1 ? divisor : 1);
+    else if (res) std::memset(res, 0, un.count * esize_);  // nothing of this rank's was rounded
+  }
+
+  // Encodes unit u's data x (+ add) into a send chunk; see WireKernels::encode for res/round.
+  void EncodeSend(size_t u, const char* x, const char* add, char* res, char* round, double res_mult) {
+    const size_t count = units_[u].count;
+    auto slot = s_.wire_sends.AcquireOrGrow(t_);
+    if (!slot.ok()) {
+      error_ = slot.status().WithContext(a_.what());
+      return;
+    }
+    char* base = static_cast<char*>(s_.wire_sends.region(*slot).base);
+    const WireHeader h{WireScaleExponent(wire_->absmax(x, add, count), a_.dtype), static_cast<uint32_t>(count)};
+    std::memcpy(base, &h, sizeof h);
+    wire_->encode(reinterpret_cast<uint16_t*>(base + sizeof h), round, x, add, res, count,
+                  std::ldexp(1.0, h.scale_exp), std::ldexp(1.0, -h.scale_exp), res_mult);
+    s_.send_slot[u] = static_cast<int>(*slot);
+  }
+
   // Posts, in unit order, every send to `peer` whose data is ready.
   void AdvanceSends(int peer) {
     size_t e = 0;
@@ -198,7 +276,17 @@ class Run {
       const Unit& un = units_[u];
       Tag tag{MatchTag(a_.seq, un.chunk, st.send_msg), a_.check};
       size_t len = un.count * esize_;
-      if (st.send_from_in) ep->PostSend(a_.in, (st.in_offset + un.offset) * esize_, len, tag, (u << 1) | 1);
+      if (wire_) {
+        if (s_.send_slot[u] < 0) {  // not encoded when it landed: a send of this rank's input
+          char* res = st.send_from_in && residual_ ? residual_ + (st.in_offset + un.offset) * esize_ : nullptr;
+          const Region& src = st.send_from_in ? a_.in : a_.out;
+          const size_t at = (st.send_from_in ? st.in_offset : st.out_offset) + un.offset;
+          EncodeSend(u, static_cast<const char*>(src.base) + at * esize_, res, res, nullptr, 1);
+          if (!error_.ok()) return;
+        }
+        ep->PostSend(s_.wire_sends.region(static_cast<size_t>(s_.send_slot[u])), 0, MessageBytes(un.count), tag,
+                     (u << 1) | 1);
+      } else if (st.send_from_in) ep->PostSend(a_.in, (st.in_offset + un.offset) * esize_, len, tag, (u << 1) | 1);
       else ep->PostSend(a_.out, (st.out_offset + un.offset) * esize_, len, tag, (u << 1) | 1);
       ++pending_sends_;
     }
@@ -243,6 +331,9 @@ class Run {
   const size_t esize_;
   const bool aliased_;  // in and out share memory (in place)
   ReduceFn reduce_ = nullptr;
+  const WireKernels* wire_ = nullptr;  // compression's codec, or null
+  char* const residual_ = static_cast<char*>(a_.residual);
+  Status error_;  // the first failure inside a completion handler
   const bool stage_copies_ = t_.StageLargeCopies();
   size_t next_ = 0, inflight_ = 0, acted_count_ = 0, pending_sends_ = 0;
 };

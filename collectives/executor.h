@@ -12,6 +12,11 @@
 //  - a unit that writes what its own earlier send reads (after_sent) waits for that send to
 //    complete; its receive is then staged, never landed in place early.
 // The executor is also the single place where an operation's deadline is enforced.
+//
+// With wire compression (kernels/wire.h) every message is a chunk encoded in 16 bits: a receive
+// always lands in a staging chunk and is decoded (added to the step's source, or copied) from
+// there, and each send is encoded into a send chunk of its own, taken from a pool that grows to
+// what the run keeps in flight and is released when the send completes.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/kernels/wire.h"
 #include "collectives/plan.h"
 #include "common/deadline.h"
 #include "common/dtype.h"
@@ -30,8 +36,12 @@ namespace hoop {
 // Reusable staging chunks, owned by the communicator so they are allocated once.
 class StagingPool {
  public:
+  // At least `slots` chunks of at least `bytes` (chunks never shrink, so calls that alternate
+  // between sizes do not reallocate).
   Status Reserve(Transport& transport, size_t slots, size_t bytes);
   size_t Acquire();  // callers keep at most `slots` acquired at once
+  // Acquire, adding a chunk when none is free.
+  StatusOr<size_t> AcquireOrGrow(Transport& transport);
   void Release(size_t slot) { free_.push_back(slot); }
   const Region& region(size_t slot) const { return regions_[slot]; }
 
@@ -59,6 +69,8 @@ struct ExecState {
   std::vector<uint32_t> sends_left;  // per unit: its sends not completed yet
   std::vector<size_t> send_cursor;   // per entry of Plan::sends: the next to post
   std::vector<Completion> done;      // Poll's output
+  std::vector<int> send_slot;        // per unit: its encoded send chunk (compression), or -1
+  StagingPool wire_sends;            // encoded send chunks
 };
 
 struct ExecArgs {
@@ -72,6 +84,9 @@ struct ExecArgs {
   uint64_t check = 0;    // operation description both ends must agree on
   size_t chunk_bytes = 512 * 1024;
   size_t window = 8;
+  // kFp16 / kBf16: f32 or f64 data travels encoded (kernels/wire.h); kNone: as it is.
+  Compression compression = Compression::kNone;
+  void* residual = nullptr;  // error feedback: same type and count as `in`, or null
   Deadline deadline = Deadline::Never();
   double timeout_s = 0;  // for the timeout message
   // Error text only, so built only on an error (keep the closures pointer-sized: no allocation):

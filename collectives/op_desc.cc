@@ -1,6 +1,7 @@
 #include "collectives/op_desc.h"
 
 #include "collectives/algo.h"
+#include "collectives/kernels/wire.h"
 
 namespace hoop {
 
@@ -15,12 +16,12 @@ const char* CollKindName(CollKind k) {
   return "?";
 }
 
-// Layout: kind 4 | dtype 4 | op 4 | algo 4 | root+1 16 | count 32 (low bits; larger
-// differences also show up as a length mismatch).
+// Layout: kind 4 | dtype 4 | op 4 | algo 4 | root+1 16 | compression 2 | count 30 (low bits;
+// larger differences also show up as a length mismatch).
 uint64_t OpDesc::Pack() const {
   return (uint64_t(static_cast<uint8_t>(kind)) << 60) | (uint64_t(static_cast<uint8_t>(dtype)) << 56) |
          (uint64_t(static_cast<uint8_t>(op)) << 52) | (uint64_t(algo & 0xf) << 48) |
-         (uint64_t((root + 1) & 0xffff) << 32) | (count & 0xffffffffull);
+         (uint64_t((root + 1) & 0xffff) << 32) | (uint64_t(compression & 3) << 30) | (count & 0x3fffffffull);
 }
 
 OpDesc OpDesc::Unpack(uint64_t w) {
@@ -30,7 +31,8 @@ OpDesc OpDesc::Unpack(uint64_t w) {
   d.op = static_cast<ReduceOp>((w >> 52) & 0xf);
   d.algo = static_cast<uint8_t>((w >> 48) & 0xf);
   d.root = static_cast<int>((w >> 32) & 0xffff) - 1;
-  d.count = w & 0xffffffffull;
+  d.compression = static_cast<uint8_t>((w >> 30) & 3);
+  d.count = w & 0x3fffffffull;
   return d;
 }
 
@@ -44,12 +46,14 @@ std::string OpDesc::DescribeDifference(const OpDesc& t, int peer) const {
   };
   add("collective", CollKindName(kind), CollKindName(t.kind));
   if (kind == t.kind) {
-    add("count", std::to_string(count & 0xffffffffull), std::to_string(t.count));
+    add("count", std::to_string(count & 0x3fffffffull), std::to_string(t.count));
     add("dtype", DTypeName(dtype), t.dtype <= DType::kF64 ? DTypeName(t.dtype) : "?");
     if (kind == CollKind::kAllreduce || kind == CollKind::kReduceScatter)
       add("op", ReduceOpName(op), t.op <= ReduceOp::kProd ? ReduceOpName(t.op) : "?");
     if (kind == CollKind::kBroadcast) add("root", std::to_string(root), std::to_string(t.root));
     add("algorithm", AlgoName(static_cast<Algo>(algo)), AlgoName(static_cast<Algo>(t.algo)));
+    add("compression", CompressionName(static_cast<Compression>(compression)),
+        CompressionName(static_cast<Compression>(t.compression)));
   }
   return out.empty() ? "operation description differs" + on : out;
 }

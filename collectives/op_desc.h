@@ -1,6 +1,6 @@
 // OpDesc: what a collective call is, as a 64-bit word that travels in every message header
-// (Tag::check). Ranks that call different things (another count, dtype, op, root, algorithm or
-// collective) find out on their first message and fail with an error that names the difference,
+// (Tag::check). Ranks that call different things (another count, dtype, op, root, algorithm,
+// compression or collective) find out on their first message and fail with an error that names the difference,
 // instead of hanging or reducing garbage.
 #pragma once
 
@@ -21,6 +21,7 @@ struct OpDesc {
   uint8_t algo = 0;  // index into AlgoNames
   int root = -1;
   uint64_t count = 0;
+  uint8_t compression = 0;  // Compression (kernels/wire.h) the call runs with: none, fp16, bf16
 
   uint64_t Pack() const;
   static OpDesc Unpack(uint64_t word);

@@ -1,5 +1,7 @@
 #include "collectives/reference.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "collectives/kernels/reduce.h"
@@ -80,6 +82,53 @@ size_t CountMismatches(DType dtype, const void* got, const void* want, size_t co
     bad += same ? 0 : 1;
   }
   return bad;
+}
+
+void FillMixed(DType dtype, void* buf, size_t count, uint64_t seed) {
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 3;
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t r = SplitMix(s);
+    const double mant = 1.0 + static_cast<double>(r >> 11 & 0xfffff) / double(1 << 20);
+    const int e = static_cast<int>((r >> 40) % 49) - 24;
+    const double v = (r & 1 ? -1.0 : 1.0) * std::ldexp(mant, e);
+    if (dtype == DType::kF64) static_cast<double*>(buf)[i] = v;
+    else static_cast<float*>(buf)[i] = static_cast<float>(v);
+  }
+}
+
+BoundCheck CheckCompressedBound(DType dtype, ReduceOp op, Compression c, const std::vector<const void*>& inputs,
+                                const void* got, size_t count) {
+  auto at = [&](const void* p, size_t i) {
+    return dtype == DType::kF64 ? static_cast<const double*>(p)[i] : double(static_cast<const float*>(p)[i]);
+  };
+  const int n = static_cast<int>(inputs.size());
+  const double div = op == ReduceOp::kAvg ? n : 1;
+  std::vector<double> exact(count), abs_sum(count);
+  double m = 0;
+  for (size_t i = 0; i < count; ++i) {
+    for (const void* in : inputs) {
+      exact[i] += at(in, i);
+      abs_sum[i] += std::fabs(at(in, i));
+    }
+    if (std::isfinite(abs_sum[i])) m = std::max(m, abs_sum[i]);
+  }
+  const double g = CompressionErrorFactor(c, n);
+  BoundCheck r;
+  for (size_t i = 0; i < count; ++i) {
+    const double want = exact[i] / div, v = at(got, i);
+    if (!std::isfinite(want)) {
+      const bool same = std::isnan(want) ? std::isnan(v) : v == want;
+      r.outside += same ? 0 : 1;
+      if (!same) r.worst = INFINITY;
+      continue;
+    }
+    const double bound = g * (abs_sum[i] + std::ldexp(m, -24)) / div;
+    const double err = std::fabs(v - want);
+    const double ratio = bound > 0 ? err / bound : (err == 0 ? 0 : INFINITY);
+    if (!(ratio <= 1)) ++r.outside;
+    r.worst = std::max(r.worst, std::isnan(ratio) ? INFINITY : ratio);
+  }
+  return r;
 }
 
 }  // namespace hoop

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "collectives/kernels/wire.h"
 #include "common/dtype.h"
 
 namespace hoop {
@@ -21,5 +22,19 @@ void ReferenceReduce(DType dtype, ReduceOp op, const std::vector<const void*>& i
                      size_t count);
 // Number of elements that differ (compared as values; -0 == +0).
 size_t CountMismatches(DType dtype, const void* got, const void* want, size_t count);
+
+// For compressed allreduces (kernels/wire.h), whose results are not exact: f32 or f64 values of
+// mixed magnitude, sign * [1, 2) * 2^e with e uniform in [-24, 24], so that chunks mix values
+// far apart and exceed fp16's range.
+void FillMixed(DType dtype, void* buf, size_t count, uint64_t seed);
+// A compressed sum or avg allreduce's result against the exact one (in f64 from every rank's
+// input) and the bound wire.h states: how many elements fall outside, and the largest
+// |error| / bound. A non-finite exact value must come out as the same inf, or NaN.
+struct BoundCheck {
+  size_t outside = 0;
+  double worst = 0;
+};
+BoundCheck CheckCompressedBound(DType dtype, ReduceOp op, Compression c, const std::vector<const void*>& inputs,
+                                const void* got, size_t count);
 
 }  // namespace hoop

@@ -23,7 +23,7 @@ namespace {
 const std::set<std::string> kKnown = {
     "HOOP_RANK", "HOOP_SIZE", "HOOP_LOCAL_RANK", "HOOP_LOCAL_SIZE", "HOOP_STORE",
     "HOOP_JOB_TOKEN", "HOOP_TIMEOUT", "HOOP_ALGO", "HOOP_TRANSPORT", "HOOP_HOST",
-    "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_LOG_LEVEL"};
+    "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_LOG_LEVEL", "HOOP_COMPRESSION"};
 
 class Reader {
  public:
@@ -104,6 +104,11 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
     HOOP_RETURN_IF_ERROR(r.Int("HOOP_WINDOW", &w, 1, 1024));
     c.window = static_cast<size_t>(w);
     (void)v;
+  }
+  if (auto* v = r.Get("HOOP_COMPRESSION")) {
+    if (*v != "none" && *v != "fp16" && *v != "bf16" && *v != "auto")
+      return InvalidArgument("HOOP_COMPRESSION='" + *v + "': expected none, fp16, bf16 or auto");
+    c.compression = *v;
   }
   if (auto* v = r.Get("HOOP_LOG_LEVEL")) {
     if (*v == "error") c.log_level = LogLevel::kError;

@@ -14,6 +14,8 @@
 //                     the route to the tcp:// store; 127.0.0.1 with other stores)
 //   HOOP_CHUNK_BYTES  pipeline chunk size (default: the back end's; shm 128K, others 512K)
 //   HOOP_WINDOW       chunks in flight per operation (default 8)
+//   HOOP_COMPRESSION  none | fp16 | bf16 | auto: how f32/f64 sum/avg allreduces travel
+//                     (default none; collectives/kernels/wire.h)
 //   HOOP_LOG_LEVEL    error | warn | info | debug (default warn)
 #pragma once
 
@@ -47,6 +49,7 @@ struct Config {
   std::string host;  // empty: the address on the route to the store server (see JoinJob)
   size_t chunk_bytes = 0;  // 0: the back end's preference
   size_t window = 8;
+  std::string compression = "none";
   LogLevel log_level = LogLevel::kWarn;
 
   // Parses a copy of the environment. Unknown HOOP_* names are an error (a typo should not be

@@ -1,3 +1,4 @@
-// The reduction kernels for the build's baseline instruction set (see reduce_impl.h).
+// The reduction and wire codec kernels for the build's baseline instruction set (see reduce_impl.h, wire_impl.h).
 #define HOOP_KERNEL_NS generic
 #include "collectives/kernels/reduce_impl.h"
+#include "collectives/kernels/wire_impl.h"

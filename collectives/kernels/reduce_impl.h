@@ -101,6 +101,11 @@ inline VecF Mul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
 inline VecF Min(VecF a, VecF b) { return _mm512_min_ps(b, a); }  // (b < a) ? b : a
 inline VecF Max(VecF a, VecF b) { return _mm512_max_ps(b, a); }  // (b > a) ? b : a
 inline VecF Div(VecF a, float d) { return _mm512_div_ps(a, _mm512_set1_ps(d)); }
+inline VecF LoadF(const float* p) { return _mm512_loadu_ps(p); }
+inline void StoreF(float* p, VecF v) { _mm512_storeu_ps(p, v); }
+inline VecF Splat(float f) { return _mm512_set1_ps(f); }
+inline VecF Sub(VecF a, VecF b) { return _mm512_sub_ps(a, b); }
+inline VecF ZeroNaN(VecF v) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v); }
 #define HOOP_VEC16 1
 #elif defined(__AVX2__) && defined(__F16C__)
 constexpr size_t kLanes = 8;
@@ -129,6 +134,11 @@ inline VecF Mul(VecF a, VecF b) { return _mm256_mul_ps(a, b); }
 inline VecF Min(VecF a, VecF b) { return _mm256_min_ps(b, a); }
 inline VecF Max(VecF a, VecF b) { return _mm256_max_ps(b, a); }
 inline VecF Div(VecF a, float d) { return _mm256_div_ps(a, _mm256_set1_ps(d)); }
+inline VecF LoadF(const float* p) { return _mm256_loadu_ps(p); }
+inline void StoreF(float* p, VecF v) { _mm256_storeu_ps(p, v); }
+inline VecF Splat(float f) { return _mm256_set1_ps(f); }
+inline VecF Sub(VecF a, VecF b) { return _mm256_sub_ps(a, b); }
+inline VecF ZeroNaN(VecF v) { return _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q)); }
 #define HOOP_VEC16 1
 #endif
 

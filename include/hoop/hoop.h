@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define HOOP_API_VERSION 1
+#define HOOP_API_VERSION 2 /* 2: hoop_allreduce_ex, wire compression */
 
 typedef enum {
   HOOP_SUCCESS = 0,
@@ -79,6 +79,46 @@ hoop_status_t hoop_allgather(hoop_comm_t comm, const void* sendbuf, void* recvbu
 hoop_status_t hoop_reduce_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
                                   hoop_dtype_t dtype, hoop_op_t op);
 hoop_status_t hoop_barrier(hoop_comm_t comm);
+
+/* Wire compression of f32 and f64 sum/avg allreduces: the data travels in 16 bits, and every
+ * hop of the ring decodes what it receives, adds it in the data's own type and encodes again;
+ * every rank ends with the same bits.
+ *
+ * Overflow: fp16 is scaled per chunk. Each message carries a power-of-two scale that puts the
+ * chunk's largest finite magnitude in [2^14, 2^15), so no finite value ever becomes inf (and
+ * small values keep full precision); inf and NaN travel as themselves. Nothing saturates.
+ *
+ * Error bound, for n ranks and element j of a sum (for avg, divide both sides by n):
+ *   |result_j - exact_j| <= g * (A_j + 2^-24 * M)
+ * where A_j = sum over ranks of |x_j|, M = the largest A_j of the call, and
+ * g = hoop_compression_error_factor(c, n) = n u' / (1 - n u'), u' = u + 2^-23, with u = 2^-11 for
+ * fp16 and 2^-8 for bf16: each of the n roundings costs at most u', so the error grows with the
+ * rank count, no faster.
+ *
+ * Error feedback (off unless a residual is given): residual is an array of the call's dtype and
+ * count, zeroed before the first call and passed again on every call for the same tensor. Each
+ * rank adds it to its input and stores there the rounding its own hops made, so errors do not
+ * accumulate over calls. */
+typedef enum {
+  HOOP_COMPRESSION_DEFAULT = -1, /* HOOP_COMPRESSION's setting (default none) */
+  HOOP_COMPRESSION_NONE = 0,
+  HOOP_COMPRESSION_FP16 = 1,
+  HOOP_COMPRESSION_BF16 = 2,
+  HOOP_COMPRESSION_AUTO = 3 /* fp16 across hosts on links slower than 1.5 GB/s, from 1 MiB up */
+} hoop_compression_t;
+
+typedef struct {
+  hoop_compression_t compression;
+  void* residual; /* error feedback, or NULL */
+} hoop_allreduce_opts_t;
+
+/* hoop_allreduce with options; opts may be NULL (then it is hoop_allreduce). FP16 or BF16 on
+ * data other than f32/f64 with sum or avg is HOOP_ERR_INVALID_ARGUMENT; DEFAULT and AUTO leave
+ * such calls uncompressed. Compressed calls run the ring algorithm. */
+hoop_status_t hoop_allreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts);
+/* g of the bound above (0 for NONE or one rank). */
+double hoop_compression_error_factor(hoop_compression_t compression, int nranks);
 
 const char* hoop_status_string(hoop_status_t status);
 /* The last failure's message on the calling thread ("" if none). Valid until the next call. */

@@ -1,5 +1,5 @@
 /* The C API from C, including only <hoop/hoop.h>: allreduce, broadcast, allgather,
- * reduce_scatter and barrier on small data, bad arguments, and error strings. Run as every rank
+ * reduce_scatter and barrier on small data, a compressed allreduce, bad arguments, and error strings. Run as every rank
  * of a job (hooprun, mpirun, or Slurm-style environment). Prints "c-api ok rank R of N".
  * With C_API_EXPLICIT=1 it initialises with hoop_init(), passing rank, size, store and token
  * itself (read here from hooprun's variables, as a framework would pass its own). */
@@ -63,6 +63,29 @@ int main(void) {
   for (int i = 0; i < 3; ++i) CHECK(rs_out[i] == (double)(rank * 3 + i), "reduce_scatter[%d]", i);
 
   CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier");
+
+  /* Compressed allreduce with error feedback: inside the header's bound; bf16 on integers refused. */
+  {
+    static float x[N], y[N], residual[N];
+    for (int i = 0; i < N; ++i) x[i] = (float)((i % 2 ? -1.0 : 1.0) * (1.0 + rank) * (i + 0.3) * 97.1);
+    hoop_allreduce_opts_t zo = {HOOP_COMPRESSION_FP16, residual};
+    CHECK(hoop_allreduce_ex(comm, x, y, N, HOOP_F32, HOOP_SUM, &zo) == HOOP_SUCCESS, "fp16 allreduce");
+    const double g = hoop_compression_error_factor(HOOP_COMPRESSION_FP16, size);
+    CHECK(size == 1 || g > 0, "error factor %g", g);
+    double m = 0;
+    for (int i = 0; i < N; ++i) m = m > (i + 0.3) * 97.1 ? m : (i + 0.3) * 97.1;
+    for (int i = 0; i < N; ++i) {
+      const double a = (i + 0.3) * 97.1 * size * (size + 1) / 2.0; /* sum of |x| over ranks */
+      const double want = (i % 2 ? -a : a), err = y[i] - want;
+      CHECK((err < 0 ? -err : err) <= g * (a + m * size * (size + 1) / 2.0 / 16777216.0) + a * 1e-6,
+            "fp16 allreduce[%d] = %f, want %f", i, y[i], want);
+    }
+    zo.compression = HOOP_COMPRESSION_BF16;
+    zo.residual = NULL;
+    CHECK(hoop_allreduce_ex(comm, mine, mine, 2, HOOP_I32, HOOP_SUM, &zo) == HOOP_ERR_INVALID_ARGUMENT, "bf16 on i32");
+    CHECK(strstr(hoop_last_error(), "compression bf16") != NULL, "message: %s", hoop_last_error());
+    CHECK(hoop_allreduce_ex(comm, x, y, N, HOOP_F32, HOOP_SUM, NULL) == HOOP_SUCCESS, "allreduce_ex without options");
+  }
 
   /* Bad input: a clear status and message, nothing sent. */
   CHECK(hoop_broadcast(comm, b, b, 3, HOOP_I64, size) == HOOP_ERR_INVALID_ARGUMENT, "bad root accepted");

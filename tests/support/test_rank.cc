@@ -9,6 +9,7 @@
 //   idle S           sleeps S seconds without joining anything (a long-lived rank)
 //   straggler S      rank 1 sleeps S seconds before its allreduce (longer than HOOP_TIMEOUT);
 //                    the others must time out naming it
+//   compress, compress_mismatch   wire compression (compress_rank.cc)
 // Extra arguments (a marker the tests use to find stray processes) are ignored.
 #include <signal.h>
 #include <unistd.h>
@@ -175,13 +176,15 @@ int RunStraggler(Communicator& c, int sleep_s) {
 }
 
 }  // namespace
+int RunCompress(Communicator& c);          // compress_rank.cc
+int RunCompressMismatch(Communicator& c);  // compress_rank.cc
 }  // namespace hoop
 
 int main(int argc, char** argv) {
   using namespace hoop;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::fprintf(stderr, "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS\n");
+    std::fprintf(stderr, "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress | compress_mismatch\n");
     return 2;
   }
   std::string mode = argv[1];
@@ -204,6 +207,8 @@ int main(int argc, char** argv) {
   if (mode == "kill" && argc > 2) return RunKill(c, std::atoi(argv[2]));
   if (mode == "mismatch") return RunMismatch(c);
   if (mode == "straggler" && argc > 2) return RunStraggler(c, std::atoi(argv[2]));
+  if (mode == "compress") return RunCompress(c);
+  if (mode == "compress_mismatch") return RunCompressMismatch(c);
   std::fprintf(stderr, "hoop-test-rank: unknown mode '%s'\n", mode.c_str());
   return 2;
 }
