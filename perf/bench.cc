@@ -43,14 +43,24 @@ Bench::Layout Bench::MakeLayout(uint64_t bytes, bool in_place) const {
 }
 
 // Fresh rank-specific input; in place this also restores what earlier calls overwrote.
-void Bench::Fill(Layout& l, uint64_t seed) const {
-  FillInput(o_.dtype, o_.op, l.in, l.in_count, seed * 1000 + static_cast<uint64_t>(c_.rank()));
+// Compressed runs get mixed magnitudes, which their results are checked on.
+void Bench::Fill(Layout& l, uint64_t seed) const { FillFor(l.in, l.in_count, seed, c_.rank()); }
+
+void Bench::FillFor(void* buf, size_t count, uint64_t seed, int rank) const {
+  const uint64_t s = seed * 1000 + static_cast<uint64_t>(rank);
+  if (Compressed()) FillMixed(o_.dtype, buf, count, s);
+  else FillInput(o_.dtype, o_.op, buf, count, s);
+}
+
+bool Bench::Compressed() const {
+  return o_.compression && *o_.compression != Compression::kNone && Compressible(o_.dtype, o_.op);
 }
 
 Work Bench::Launch(Layout& l) {
   Buffer bi{l.in, l.in_count, o_.dtype, MemKind::kHost};
   Buffer bo{l.out, l.out_count, o_.dtype, MemKind::kHost};
   CallOptions co{o_.algo, true};  // blocking: the caller waits at once anyway
+  co.compression = o_.compression;
   switch (o_.kind) {
     case CollKind::kAllreduce: return c_.Allreduce(bi, bo, o_.op, co);
     case CollKind::kBroadcast: return c_.Broadcast(bi, bo, o_.root, co);
@@ -97,8 +107,9 @@ StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place) {
   row.algbw = row.time_us > 0 ? static_cast<double>(row.bytes) / (row.time_us * 1e3) : 0;
   row.busbw = row.algbw * BusFactor(o_.kind, n_);
   row.algo = c_.ChosenAlgo(o_.kind, l.out_count * esize_, o_.algo);
+  if (Compressed() && *o_.compression != Compression::kAuto) row.algo = Algo::kRing;  // what compression runs
   if (o_.check) {
-    HOOP_ASSIGN_OR_RETURN(int64_t wrong, Check(l, seed + 7777));
+    HOOP_ASSIGN_OR_RETURN(int64_t wrong, Check(l, seed + 7777, &row.err_ratio));
     row.wrong = wrong;
   }
   return row;
@@ -106,7 +117,7 @@ StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place) {
 
 // One more call on fresh data, compared with the reference; returns the wrong count summed over
 // ranks. Output memory that is not also input is poisoned first, so stale results cannot pass.
-StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed) {
+StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed, double* err_ratio) {
   size_t in_b = l.in_count * esize_, out_b = l.out_count * esize_, me = static_cast<size_t>(c_.rank());
   if (l.in != l.out || o_.kind == CollKind::kAllgather) std::memset(l.out, 0x5a, out_b);
   Fill(l, seed);
@@ -114,8 +125,18 @@ StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed) {
   std::vector<std::vector<char>> inputs(static_cast<size_t>(n_), std::vector<char>(std::max<size_t>(in_b, 1)));
   std::vector<const void*> ptrs;
   for (int r = 0; r < n_; ++r) {
-    FillInput(o_.dtype, o_.op, inputs[static_cast<size_t>(r)].data(), l.in_count, seed * 1000 + static_cast<uint64_t>(r));
+    FillFor(inputs[static_cast<size_t>(r)].data(), l.in_count, seed, r);
     ptrs.push_back(inputs[static_cast<size_t>(r)].data());
+  }
+  if (Compressed()) {  // within the bound, not exact; auto is held to fp16's, what it picks
+    const Compression z = *o_.compression == Compression::kAuto ? Compression::kFp16 : *o_.compression;
+    BoundCheck b = CheckCompressedBound(o_.dtype, o_.op, z, ptrs, l.out, l.out_count);
+    int64_t outside = static_cast<int64_t>(b.outside), total = 0;
+    Buffer wb{&outside, 1, DType::kI64, MemKind::kHost}, tb{&total, 1, DType::kI64, MemKind::kHost};
+    HOOP_RETURN_IF_ERROR(c_.Allreduce(wb, tb, ReduceOp::kSum).Wait());
+    Buffer rb{&b.worst, 1, DType::kF64, MemKind::kHost}, mb{err_ratio, 1, DType::kF64, MemKind::kHost};
+    HOOP_RETURN_IF_ERROR(c_.Allreduce(rb, mb, ReduceOp::kMax).Wait());
+    return total;
   }
   std::vector<char> want(std::max<size_t>(out_b, 1));
   switch (o_.kind) {

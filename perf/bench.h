@@ -20,6 +20,7 @@ struct Row {
   double time_us = 0, min_us = 0, max_us = 0;  // median, fastest and slowest repetition
   double algbw = 0, busbw = 0;                 // GB/s, from the median
   int64_t wrong = -1;                          // -1: not checked
+  double err_ratio = -1;  // compressed and checked: the worst |error| / bound, else -1
 };
 
 double BusFactor(CollKind k, int n);
@@ -38,7 +39,9 @@ class Bench {
   Layout MakeLayout(uint64_t bytes, bool in_place) const;
   void Fill(Layout& l, uint64_t seed) const;
   Work Launch(Layout& l);
-  StatusOr<int64_t> Check(Layout& l, uint64_t seed);
+  StatusOr<int64_t> Check(Layout& l, uint64_t seed, double* err_ratio);
+  void FillFor(void* buf, size_t count, uint64_t seed, int rank) const;
+  bool Compressed() const;  // -z fp16, bf16 or auto on a call compression serves
   StatusOr<double> SlowestMean(Layout& l, int iters);
 
   Communicator& c_;

@@ -39,7 +39,8 @@ int Main(int argc, char** argv) {
     return 2;
   }
   const bool lead = c.rank() == 0;
-  RunInfo info{&o, c.size(), c.transport_name()};
+  RunInfo info{&o, c.size(), c.transport_name(),
+               o.compression ? CompressionName(*o.compression) : cfg->compression};
   if (lead) PrintHeader(info);
 
   std::vector<bool> places;

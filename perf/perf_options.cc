@@ -23,6 +23,11 @@ const char* const kPerfUsage =
     "  -t, --transport T     back end for every peer: shm ucx ofi tcp (default: HOOP_TRANSPORT,\n"
     "                        else per peer the first that reaches it)\n"
     "  -p, --place P         out (out of place, default), in (in place) or both\n"
+    "  -z, --compression Z   allreduce on the wire: none, fp16, bf16 or auto (default:\n"
+    "                        HOOP_COMPRESSION); fp16/bf16 need -d f32|f64 and -o sum|avg. With\n"
+    "                        -c 1 the check uses mixed-magnitude data and counts the elements\n"
+    "                        outside the error bound (collectives/kernels/wire.h); the err/bnd\n"
+    "                        column is the worst |error| / bound\n"
     "  --json FILE           also write the rows as a JSON array to FILE (rank 0)\n"
     "  --csv FILE            also write the rows as CSV with a header line to FILE (rank 0)\n"
     "  -h, --help            this text\n"
@@ -104,6 +109,10 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
       auto n = ParseInt(v);
       if (!n || *n < 0) return bad("expected a rank");
       o.root = static_cast<int>(*n);
+    } else if (a == "-z" || a == "--compression") {
+      auto z = ParseCompression(v);
+      if (!z) return bad("expected none, fp16, bf16 or auto");
+      o.compression = *z;
     } else if (a == "--json") {
       o.json = v;
     } else if (a == "--csv") {
@@ -113,6 +122,11 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     }
   }
   if (o.min_bytes > o.max_bytes) return InvalidArgument("-b is larger than -e");
+  if (o.compression && o.kind != CollKind::kAllreduce) return InvalidArgument("-z applies to allreduce only");
+  if (o.compression && (*o.compression == Compression::kFp16 || *o.compression == Compression::kBf16) &&
+      !Compressible(o.dtype, o.op))
+    return InvalidArgument(std::string("-z ") + CompressionName(*o.compression) + " needs -d f32 or f64 and -o sum or avg, not " +
+                           DTypeName(o.dtype) + " " + ReduceOpName(o.op));
   return o;
 }
 

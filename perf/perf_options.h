@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "collectives/algo.h"
+#include "collectives/kernels/wire.h"
 #include "collectives/op_desc.h"
 #include "common/dtype.h"
 #include "common/status.h"
@@ -29,6 +31,7 @@ struct PerfOptions {
   Place place = Place::kOut;
   int root = 0;
   std::string transport;  // empty: HOOP_TRANSPORT, else per peer
+  std::optional<Compression> compression;  // -z; unset: HOOP_COMPRESSION's setting
   std::string json, csv;
   bool help = false;
 };

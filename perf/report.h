@@ -12,6 +12,7 @@ struct RunInfo {
   const PerfOptions* o;
   int ranks;
   std::string transport;
+  std::string compression;  // -z, else HOOP_COMPRESSION's setting
 };
 
 void PrintHeader(const RunInfo& info);

@@ -22,9 +22,9 @@ int RowsWithWrong(const std::string& out, const std::string& wrong) {
   while (std::getline(is, line)) {
     if (line.find("[0] ") != 0 || line.find('#') != std::string::npos) continue;
     std::istringstream ls(line.substr(4));
-    std::string f, last;
-    while (ls >> f) last = f;
-    if (last == wrong) ++rows;
+    std::string f[12];  // size count type redop place algo iters time spread algbw busbw #wrong [err/bnd]
+    for (auto& x : f) ls >> x;
+    if (f[11] == wrong) ++rows;
   }
   return rows;
 }
@@ -178,4 +178,26 @@ TEST_CASE("hoop-perf --help and bad options", "[perf]") {
   CHECK(t.output.find("-t 'rdma': expected shm, ucx, ofi or tcp") != std::string::npos);
   auto p = RunProc({Bin("hoop-perf"), "allreduce", "-p", "sideways"});
   CHECK(p.exit_code == 2);
+  auto z = RunProc({Bin("hoop-perf"), "allreduce", "-z", "fp16", "-d", "i32"});
+  CHECK(z.exit_code == 2);
+  CHECK(z.output.find("-z fp16 needs -d f32 or f64 and -o sum or avg, not i32 sum") != std::string::npos);
+  auto zb = RunProc({Bin("hoop-perf"), "broadcast", "-z", "bf16"});
+  CHECK(zb.exit_code == 2);
+  CHECK(zb.output.find("-z applies to allreduce only") != std::string::npos);
+}
+
+TEST_CASE("hoop-perf -z: compressed allreduce, checked against the error bound", "[perf][compression]") {
+  for (const char* z : {"fp16", "bf16"}) {
+    DYNAMIC_SECTION(z) {
+      auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "allreduce", "-b", "4K", "-e", "4M", "-f", "32",
+                        "-z", z, "-c", "1", "-R", "1", "-p", "both", "-d", "f64", "-o", "avg"},
+                       Within(120));
+      INFO(r.output);
+      CHECK(r.exit_code == 0);
+      CHECK(r.output.find(std::string("op avg, algo auto, repeats 1, check 1, compression ") + z) != std::string::npos);
+      CHECK(r.output.find("err/bnd") != std::string::npos);
+      CHECK(r.output.find("Out of bounds values : 0 OK") != std::string::npos);
+      CHECK(RowsWithWrong(r.output, "0") == 6);
+    }
+  }
 }

@@ -74,15 +74,23 @@ TEST_CASE("perf/linktest measures shaped links and removes its namespaces", "[li
     WARN("SKIPPED: cannot create network namespaces here (needs root and iproute2)");
     return;
   }
+  // Uncompressed, bf16, and auto (which must measure the slow ring and pick fp16, as rank 0's
+  // log says at info level).
+  ProcOptions o = Within(240);
+  o.env["HOOP_LOG_LEVEL"] = "info";
   auto r = RunProc({Src("perf/linktest"), "-k", "3", "--rate", "500mbit", "-t", "tcp", "-b", "1M", "-e", "1M", "-R",
-                    "1", "--build", BuildDir()},
-                   Within(180));
+                    "1", "-z", "none,bf16,auto", "--build", BuildDir()},
+                   o);
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("hoop-perf allreduce: 3 ranks, transport tcp") != std::string::npos);
-  CHECK(r.output.find("Out of bounds values : 0 OK") != std::string::npos);
+  size_t ok = 0;
+  for (size_t at = 0; (at = r.output.find("Out of bounds values : 0 OK", at)) != std::string::npos; ++at) ++ok;
+  CHECK(ok == 3);
   CHECK(r.output.find("busbw / link rate (500mbit = 0.0625 GB/s each way), 3 hosts") != std::string::npos);
-  CHECK(r.output.find("  tcp        1048576 ") != std::string::npos);
+  CHECK(r.output.find("  tcp   none       1048576 ") != std::string::npos);
+  CHECK(r.output.find("  tcp   bf16       1048576 ") != std::string::npos);
+  CHECK(r.output.find("allreduces of f32/f64 from 1 MiB up travel in fp16") != std::string::npos);
   CHECK(LinktestNamespaces() == 0);
   CHECK(WaitGone("hoop-linktest-", 5) == 0);
 }
