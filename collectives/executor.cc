@@ -60,6 +60,7 @@ class Run {
     s_.send_cursor.assign(plan_.sends.size(), 0);
     reduce_ = LookupReduce(a_.dtype, a_.op, a_.in.kind);
     if (!reduce_) return Unimplemented(a_.what() + ": no reduction kernel for this memory");
+    stream_ = LookupReduceStreaming(a_.dtype, a_.op, a_.in.kind);
     const size_t chunk_elems = std::max<size_t>(1, a_.chunk_bytes / esize_);
     if (a_.compression != Compression::kNone) {
       wire_ = a_.in.kind == MemKind::kHost ? LookupWire(a_.dtype, a_.compression) : nullptr;
@@ -197,7 +198,8 @@ class Run {
       int divisor = st.finalize && a_.op == ReduceOp::kAvg ? a_.nranks : 0;
       const void* left = st.recv_left ? data : src;
       const void* right = st.recv_left ? src : data;
-      if (stream) ReduceStreaming(reduce_, esize_, out, left, right, len / esize_, divisor);
+      if (stream && stream_) stream_(out, left, right, len / esize_, divisor);
+      else if (stream) ReduceStreaming(reduce_, esize_, out, left, right, len / esize_, divisor);
       else reduce_(out, left, right, len / esize_, divisor);
     } else if (stream) {
       CopyStreaming(out, data, len);
@@ -331,6 +333,7 @@ class Run {
   const size_t esize_;
   const bool aliased_;  // in and out share memory (in place)
   ReduceFn reduce_ = nullptr;
+  ReduceFn stream_ = nullptr;  // the non-temporal variant, where there is one
   const WireKernels* wire_ = nullptr;  // compression's codec, or null
   char* const residual_ = static_cast<char*>(a_.residual);
   Status error_;  // the first failure inside a completion handler

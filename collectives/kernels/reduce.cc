@@ -18,11 +18,13 @@ void Divide(DType dtype, void* dst, size_t n, int divisor);
 #ifdef HOOP_HAVE_AVX2_KERNELS
 namespace avx2 {
 ReduceFn Lookup(DType dtype, ReduceOp op);
+ReduceFn LookupStream(DType dtype, ReduceOp op);
 }
 #endif
 #ifdef HOOP_HAVE_AVX512_KERNELS
 namespace avx512 {
 ReduceFn Lookup(DType dtype, ReduceOp op);
+ReduceFn LookupStream(DType dtype, ReduceOp op);
 }
 #endif
 }  // namespace kernels
@@ -58,6 +60,18 @@ ReduceFn LookupIn(KernelIsa isa, DType dtype, ReduceOp op) {
   }
 }
 
+ReduceFn LookupStreamIn(KernelIsa isa, DType dtype, ReduceOp op) {
+  switch (isa) {
+#ifdef HOOP_HAVE_AVX2_KERNELS
+    case KernelIsa::kAvx2: return kernels::avx2::LookupStream(dtype, op);
+#endif
+#ifdef HOOP_HAVE_AVX512_KERNELS
+    case KernelIsa::kAvx512: return kernels::avx512::LookupStream(dtype, op);
+#endif
+    default: return nullptr;
+  }
+}
+
 }  // namespace
 
 const char* KernelIsaName(KernelIsa isa) {
@@ -85,6 +99,15 @@ KernelIsa BestKernelIsa() {
 ReduceFn LookupReduce(DType dtype, ReduceOp op, MemKind kind) {
   if (kind != MemKind::kHost) return nullptr;
   return LookupIn(BestKernelIsa(), dtype, op);  // chosen once, so no CPU checks per call
+}
+
+ReduceFn LookupStreamIsa(KernelIsa isa, DType dtype, ReduceOp op) {
+  return CpuRuns(isa) ? LookupStreamIn(isa, dtype, op) : nullptr;
+}
+
+ReduceFn LookupReduceStreaming(DType dtype, ReduceOp op, MemKind kind) {
+  if (kind != MemKind::kHost) return nullptr;
+  return LookupStreamIn(BestKernelIsa(), dtype, op);
 }
 
 void ReduceStreaming(ReduceFn fn, size_t esize, void* dst, const void* a, const void* b, size_t n, int divisor) {

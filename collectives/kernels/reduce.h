@@ -34,6 +34,11 @@ ReduceFn LookupReduceIsa(KernelIsa isa, DType dtype, ReduceOp op);
 // buffer and written to dst with non-temporal stores, so dst's lines are not first read in
 // (which a plain store does) and do not evict the inputs. Any aliasing fn allows is allowed.
 void ReduceStreaming(ReduceFn fn, size_t esize, void* dst, const void* a, const void* b, size_t n, int divisor);
+// Kernels that write whole vectors with non-temporal stores themselves, with no copy through
+// L1 (f32, f16 and bf16 sum and avg, on AVX2 and AVX-512): the same bits as LookupReduce's.
+// nullptr where there is none; ReduceStreaming serves those.
+ReduceFn LookupReduceStreaming(DType dtype, ReduceOp op, MemKind kind);
+ReduceFn LookupStreamIsa(KernelIsa isa, DType dtype, ReduceOp op);
 // Outputs at least this large are worth streaming.
 constexpr size_t kStreamingBytes = 8u << 20;
 

@@ -81,21 +81,24 @@ inline C Apply(C a, C b) {
 constexpr size_t kLanes = 16;
 using VecF = __m512;
 inline VecF LoadHalf(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-inline void StoreHalf(uint16_t* p, VecF v) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
+using Bits16 = __m256i;  // kLanes 16-bit values
+inline Bits16 HalfBits(VecF v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 inline VecF LoadBF16(const uint16_t* p) {
   __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
-inline void StoreBF16(uint16_t* p, VecF v) {
+inline Bits16 BF16Bits(VecF v) {
   __m512i x = _mm512_castps_si512(v);
   __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
   __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
   __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
   r = _mm512_mask_blend_epi32(nan, r, _mm512_or_si512(x, _mm512_set1_epi32(0x400000)));  // quiet
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16)));
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
 }
+inline void StoreBits(uint16_t* p, Bits16 b) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), b); }
+// Non-temporal stores; p aligned to the vector's size.
+inline void StreamBits(uint16_t* p, Bits16 b) { _mm256_stream_si256(reinterpret_cast<__m256i*>(p), b); }
+inline void StreamF(float* p, VecF v) { _mm512_stream_ps(p, v); }
 inline VecF Add(VecF a, VecF b) { return _mm512_add_ps(a, b); }
 inline VecF Mul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
 inline VecF Min(VecF a, VecF b) { return _mm512_min_ps(b, a); }  // (b < a) ? b : a
@@ -111,14 +114,13 @@ inline VecF ZeroNaN(VecF v) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v
 constexpr size_t kLanes = 8;
 using VecF = __m256;
 inline VecF LoadHalf(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-inline void StoreHalf(uint16_t* p, VecF v) {
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
+using Bits16 = __m128i;  // kLanes 16-bit values
+inline Bits16 HalfBits(VecF v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 inline VecF LoadBF16(const uint16_t* p) {
   __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
-inline void StoreBF16(uint16_t* p, VecF v) {
+inline Bits16 BF16Bits(VecF v) {
   __m256i x = _mm256_castps_si256(v);
   __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
   __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
@@ -127,8 +129,11 @@ inline void StoreBF16(uint16_t* p, VecF v) {
   r = _mm256_srli_epi32(r, 16);
   // 32 -> 16 bits: pack within 128-bit halves, then bring the two halves' results together.
   __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xd8);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+  return _mm256_castsi256_si128(packed);
 }
+inline void StoreBits(uint16_t* p, Bits16 b) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b); }
+inline void StreamBits(uint16_t* p, Bits16 b) { _mm_stream_si128(reinterpret_cast<__m128i*>(p), b); }
+inline void StreamF(float* p, VecF v) { _mm256_stream_ps(p, v); }
 inline VecF Add(VecF a, VecF b) { return _mm256_add_ps(a, b); }
 inline VecF Mul(VecF a, VecF b) { return _mm256_mul_ps(a, b); }
 inline VecF Min(VecF a, VecF b) { return _mm256_min_ps(b, a); }
@@ -143,6 +148,9 @@ inline VecF ZeroNaN(VecF v) { return _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_O
 #endif
 
 #ifdef HOOP_VEC16
+inline void StoreHalf(uint16_t* p, VecF v) { StoreBits(p, HalfBits(v)); }
+inline void StoreBF16(uint16_t* p, VecF v) { StoreBits(p, BF16Bits(v)); }
+
 template <ReduceOp Op>
 inline VecF VApply(VecF a, VecF b) {
   if constexpr (Op == ReduceOp::kSum || Op == ReduceOp::kAvg) return Add(a, b);
@@ -199,6 +207,38 @@ ReduceFn ForOp(ReduceOp op) {
   return nullptr;
 }
 
+#ifdef HOOP_VEC16
+// The same kernel for outputs far larger than the caches (f32, f16 and bf16 sums and averages):
+// whole vectors are written with non-temporal stores straight from registers, so dst's lines
+// are neither read in first nor left to evict the inputs. Plain stores up to the first aligned
+// vector and for the tail; the same bits as Kernel.
+template <class Storage, class Codec, ReduceOp Op>
+void StreamKernel(void* dst, const void* a, const void* b, size_t n, int divisor) {
+  auto* d = static_cast<Storage*>(dst);
+  auto* x = static_cast<const Storage*>(a);
+  auto* y = static_cast<const Storage*>(b);
+  constexpr size_t kAlign = kLanes * sizeof(Storage);  // one vector of results
+  size_t head = 0;
+  while (head < n && reinterpret_cast<uintptr_t>(d + head) % kAlign != 0) ++head;
+  if (head == n || reinterpret_cast<uintptr_t>(d) % sizeof(Storage) != 0) return Kernel<Storage, Codec, Op>(dst, a, b, n, divisor);
+  Kernel<Storage, Codec, Op>(d, x, y, head, divisor);
+  const bool divide = Op == ReduceOp::kAvg && divisor > 1;
+  size_t i = head;
+  for (; i + kLanes <= n; i += kLanes) {
+    VecF r;
+    if constexpr (std::is_same_v<Codec, Half>) r = VApply<Op>(LoadHalf(x + i), LoadHalf(y + i));
+    else if constexpr (std::is_same_v<Codec, BFloat>) r = VApply<Op>(LoadBF16(x + i), LoadBF16(y + i));
+    else r = VApply<Op>(LoadF(x + i), LoadF(y + i));
+    if (divide) r = Div(r, static_cast<float>(divisor));
+    if constexpr (std::is_same_v<Codec, Half>) StreamBits(d + i, HalfBits(r));
+    else if constexpr (std::is_same_v<Codec, BFloat>) StreamBits(d + i, BF16Bits(r));
+    else StreamF(d + i, r);
+  }
+  _mm_sfence();
+  Kernel<Storage, Codec, Op>(d + i, x + i, y + i, n - i, divisor);
+}
+#endif
+
 template <class Storage, class Codec>
 void DivideAll(void* dst, size_t n, int divisor) {
   auto* d = static_cast<Storage*>(dst);
@@ -218,6 +258,24 @@ void Divide(DType dtype, void* dst, size_t n, int divisor) {
     case DType::kF32: return DivideAll<float, Native<float>>(dst, n, divisor);
     case DType::kF64: return DivideAll<double, Native<double>>(dst, n, divisor);
   }
+}
+
+// The streaming kernels this instruction set has (see StreamKernel), else nullptr.
+ReduceFn LookupStream(DType dtype, ReduceOp op) {
+#ifdef HOOP_VEC16
+  if (op != ReduceOp::kSum && op != ReduceOp::kAvg) return nullptr;
+  const bool sum = op == ReduceOp::kSum;
+  switch (dtype) {
+    case DType::kF32: return sum ? &StreamKernel<float, Native<float>, ReduceOp::kSum> : &StreamKernel<float, Native<float>, ReduceOp::kAvg>;
+    case DType::kF16: return sum ? &StreamKernel<uint16_t, Half, ReduceOp::kSum> : &StreamKernel<uint16_t, Half, ReduceOp::kAvg>;
+    case DType::kBF16: return sum ? &StreamKernel<uint16_t, BFloat, ReduceOp::kSum> : &StreamKernel<uint16_t, BFloat, ReduceOp::kAvg>;
+    default: return nullptr;
+  }
+#else
+  (void)dtype;
+  (void)op;
+  return nullptr;
+#endif
 }
 
 ReduceFn Lookup(DType dtype, ReduceOp op) {

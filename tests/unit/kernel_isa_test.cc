@@ -1,5 +1,5 @@
-// The kernels of every instruction set this CPU runs (generic, AVX2+F16C, AVX-512) give the same
-// bits as the generic ones for every dtype x op, with and without the average's divisor, on
+// The kernels of every instruction set this CPU runs (generic, AVX2+F16C, AVX-512), and their
+// non-temporal variants, give the same bits as the generic ones for every dtype x op, with and without the average's divisor, on
 // random bits (so NaN, inf, subnormals and signed zeros all occur), every length up to 70 (the
 // vector loops' tails) and 1000, at every alignment, in place and not. NaN results need only be
 // NaN on both sides: which operand's payload survives is the compiler's choice.
@@ -57,11 +57,16 @@ TEST_CASE("every instruction set's kernels give the generic kernels' bits", "[ke
             got_fn(got.data() + off * es, pa, pb, n, divisor);
             std::vector<char> inplace(pa, pa + n * es);
             got_fn(inplace.data(), inplace.data(), pb, n, divisor);  // dst aliases a
+            // The non-temporal variant (f32/f16/bf16 sum and avg), where this set has one.
+            ReduceFn stream_fn = LookupStreamIsa(isa, dt, op);
+            std::vector<char> streamed = stream_fn ? std::vector<char>(want.size(), 0x5a) : want;
+            if (stream_fn) stream_fn(streamed.data() + off * es, pa, pb, n, divisor);
             size_t bad = 0;
             for (size_t i = 0; i < n; ++i) {
               const char* w = want.data() + (off + i) * es;
               for (const char* g : {static_cast<const char*>(got.data()) + (off + i) * es,
-                                    static_cast<const char*>(inplace.data()) + i * es})
+                                    static_cast<const char*>(inplace.data()) + i * es,
+                                    static_cast<const char*>(streamed.data()) + (off + i) * es})
                 if (std::memcmp(w, g, es) != 0 && !(IsNan(dt, w) && IsNan(dt, g))) ++bad;
             }
             INFO(KernelIsaName(isa) << " " << DTypeName(dt) << " " << ReduceOpName(op) << " divisor " << divisor
