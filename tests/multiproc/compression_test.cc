@@ -12,12 +12,8 @@ using namespace hoop::test;
 namespace {
 void RunCompress(const Backend& b, int n) {
   std::string marker = NewMarker();
-  ProcOptions o;
-  o.env = b.env;
-  o.timeout_s = 180;
-  o.env["HOOP_TIMEOUT"] = "60";
-  o.env["HOOP_CHUNK_BYTES"] = "64K";  // several chunks, so several scales, per segment
-  auto r = RunProc({Bin("hooprun"), "-np", std::to_string(n), Bin("hoop-test-rank"), "compress", marker}, o);
+  // Small chunks: several chunks, so several scales, per segment.
+  auto r = RunRanks(b, n, {"compress"}, marker, 180, {{"HOOP_TIMEOUT", "60"}, {"HOOP_CHUNK_BYTES", "64K"}});
   INFO(r.output);
   CHECK_FALSE(r.timed_out);
   CHECK(r.exit_code == 0);
@@ -45,11 +41,7 @@ TEST_CASE("ranks that disagree about compression fail naming it", "[multiproc][c
     if (b.label != "tcp" && b.label != "shm") continue;
     DYNAMIC_SECTION(b.label) {
       std::string marker = NewMarker();
-      ProcOptions o;
-      o.env = b.env;
-      o.timeout_s = 60;
-      o.env["HOOP_TIMEOUT"] = "30";
-      auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-test-rank"), "compress_mismatch", marker}, o);
+      auto r = RunRanks(b, 3, {"compress_mismatch"}, marker, 60, {{"HOOP_TIMEOUT", "30"}});
       INFO(r.output);
       REQUIRE_FALSE(r.timed_out);
       CHECK(r.exit_code != 0);

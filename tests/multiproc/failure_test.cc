@@ -64,11 +64,7 @@ TEST_CASE("ranks calling allreduce with different counts get an error, not a han
   for (const Backend& b : Backends()) {
   DYNAMIC_SECTION(b.label) {
   std::string marker = NewMarker();
-  ProcOptions o;
-  o.env = b.env;
-  o.timeout_s = 60;
-  o.env["HOOP_TIMEOUT"] = "30";
-  auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-test-rank"), "mismatch", marker}, o);
+  auto r = RunRanks(b, 3, {"mismatch"}, marker, 60, {{"HOOP_TIMEOUT", "30"}});
   INFO(r.output);
   REQUIRE_FALSE(r.timed_out);
   CHECK(r.exit_code != 0);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/proc.h"
+
 namespace hoop::test {
 
 struct Backend {
@@ -23,6 +25,21 @@ inline const std::vector<Backend>& Backends() {
       {"ofi/shm", {{"HOOP_TRANSPORT", "ofi"}, {"FI_PROVIDER", "shm"}}},
   };
   return all;
+}
+
+// `hooprun -np n hoop-test-rank MODE_ARGS... marker` over back end b, with `env` added
+// (HOOP_TIMEOUT and the like) and a hard bound of timeout_s.
+inline ProcResult RunRanks(const Backend& b, int n, const std::vector<std::string>& mode_args,
+                           const std::string& marker, double timeout_s,
+                           const std::map<std::string, std::string>& env) {
+  ProcOptions o;
+  o.env = b.env;
+  for (const auto& [k, v] : env) o.env[k] = v;
+  o.timeout_s = timeout_s;
+  std::vector<std::string> argv = {Bin("hooprun"), "-np", std::to_string(n), Bin("hoop-test-rank")};
+  argv.insert(argv.end(), mode_args.begin(), mode_args.end());
+  argv.push_back(marker);
+  return RunProc(argv, o);
 }
 
 }  // namespace hoop::test
