@@ -4,6 +4,9 @@
 #include "collectives/kernels/wire.h"
 
 namespace hoop {
+namespace {
+constexpr uint64_t kCountMask = 0x3fffffffull;  // the count's 30 bits in the word
+}  // namespace
 
 const char* CollKindName(CollKind k) {
   switch (k) {
@@ -21,7 +24,7 @@ const char* CollKindName(CollKind k) {
 uint64_t OpDesc::Pack() const {
   return (uint64_t(static_cast<uint8_t>(kind)) << 60) | (uint64_t(static_cast<uint8_t>(dtype)) << 56) |
          (uint64_t(static_cast<uint8_t>(op)) << 52) | (uint64_t(algo & 0xf) << 48) |
-         (uint64_t((root + 1) & 0xffff) << 32) | (uint64_t(compression & 3) << 30) | (count & 0x3fffffffull);
+         (uint64_t((root + 1) & 0xffff) << 32) | (uint64_t(compression & 3) << 30) | (count & kCountMask);
 }
 
 OpDesc OpDesc::Unpack(uint64_t w) {
@@ -32,7 +35,7 @@ OpDesc OpDesc::Unpack(uint64_t w) {
   d.algo = static_cast<uint8_t>((w >> 48) & 0xf);
   d.root = static_cast<int>((w >> 32) & 0xffff) - 1;
   d.compression = static_cast<uint8_t>((w >> 30) & 3);
-  d.count = w & 0x3fffffffull;
+  d.count = w & kCountMask;
   return d;
 }
 
@@ -46,7 +49,7 @@ std::string OpDesc::DescribeDifference(const OpDesc& t, int peer) const {
   };
   add("collective", CollKindName(kind), CollKindName(t.kind));
   if (kind == t.kind) {
-    add("count", std::to_string(count & 0x3fffffffull), std::to_string(t.count));
+    add("count", std::to_string(count & kCountMask), std::to_string(t.count));
     add("dtype", DTypeName(dtype), t.dtype <= DType::kF64 ? DTypeName(t.dtype) : "?");
     if (kind == CollKind::kAllreduce || kind == CollKind::kReduceScatter)
       add("op", ReduceOpName(op), t.op <= ReduceOp::kProd ? ReduceOpName(t.op) : "?");
