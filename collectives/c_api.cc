@@ -5,18 +5,13 @@
 #include <memory>
 #include <string>
 
-#include "collectives/bootstrap.h"
-#include "common/config.h"
-#include "hoop/hoop.h"
-
-struct hoop_comm {
-  std::unique_ptr<hoop::Job> job;
-  hoop::Communicator* operator->() const { return job->comm.get(); }
-};
+#include "collectives/c_api_internal.h"
 
 namespace {
-
 thread_local std::string t_last_error;
+}  // namespace
+
+namespace hoop::capi {
 
 hoop_status_t Report(const hoop::Status& s) {
   if (s.ok()) return HOOP_SUCCESS;
@@ -33,30 +28,37 @@ hoop_status_t Report(const hoop::Status& s) {
   }
 }
 
+}  // namespace hoop::capi
+
+namespace {
+
+using hoop::capi::Guard;
+using hoop::capi::Report;
+
 hoop_status_t BadArg(const std::string& what) { return Report(hoop::InvalidArgument(what)); }
 // Every C call waits for its result, so it runs on the calling thread when nothing is queued.
 const hoop::CallOptions kBlocking{hoop::Algo::kAuto, true};
 
+// A collective may be called on comm: it exists, and no fusion runtime drives it.
+hoop_status_t CheckComm(hoop_comm_t comm, const char* fn) {
+  if (!comm) return BadArg(std::string(fn) + ": comm is NULL");
+  if (comm->fusion_active.load())
+    return BadArg(std::string(fn) + ": a tensor fusion runtime drives this communicator; submit through it "
+                  "(hoop_fusion_*), or stop it first");
+  return HOOP_SUCCESS;
+}
+
 bool ValidDType(hoop_dtype_t d) { return d >= HOOP_U8 && d <= HOOP_F64; }
 bool ValidOp(hoop_op_t o) { return o >= HOOP_SUM && o <= HOOP_PROD; }
-
-template <class F>
-hoop_status_t Guard(F&& f) {
-  try {
-    return f();
-  } catch (const std::exception& e) {
-    return Report(hoop::Internal(std::string("unexpected exception: ") + e.what()));
-  } catch (...) {
-    return Report(hoop::Internal("unexpected exception"));
-  }
-}
 
 hoop_status_t Init(hoop_comm_t* out, const hoop::Config& cfg) {
   if (!out) return BadArg("hoop_init: comm pointer is NULL");
   *out = nullptr;
   auto job = hoop::JoinJob(cfg);
   if (!job.ok()) return Report(job.status());
-  *out = new hoop_comm{std::move(job).value()};
+  *out = new hoop_comm;
+  (*out)->job = std::move(job).value();
+  (*out)->config = cfg;
   return HOOP_SUCCESS;
 }
 
@@ -94,6 +96,8 @@ hoop_status_t hoop_init(hoop_comm_t* comm, int rank, int size, const char* store
 
 hoop_status_t hoop_finalize(hoop_comm_t comm) {
   return Guard([&] {
+    if (comm && comm->fusion_active.load())
+      return BadArg("hoop_finalize: a tensor fusion runtime still drives this communicator; stop it first");
     delete comm;
     return HOOP_SUCCESS;
   });
@@ -119,7 +123,7 @@ hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbu
 hoop_status_t hoop_allreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                                 hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts) {
   return Guard([&] {
-    if (!comm) return BadArg("hoop_allreduce: comm is NULL");
+    if (hoop_status_t bad = CheckComm(comm, "hoop_allreduce")) return bad;
     if (!ValidDType(dtype) || !ValidOp(op)) return BadArg("hoop_allreduce: unknown dtype or op");
     hoop::CallOptions o = kBlocking;
     if (opts) {
@@ -142,7 +146,7 @@ double hoop_compression_error_factor(hoop_compression_t compression, int nranks)
 hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                              hoop_dtype_t dtype, int root) {
   return Guard([&] {
-    if (!comm) return BadArg("hoop_broadcast: comm is NULL");
+    if (hoop_status_t bad = CheckComm(comm, "hoop_broadcast")) return bad;
     if (!ValidDType(dtype)) return BadArg("hoop_broadcast: unknown dtype");
     bool is_root = (*comm)->rank() == root;
     return Report((*comm)->Broadcast(Buf(is_root ? sendbuf : nullptr, is_root ? count : 0, dtype),
@@ -153,7 +157,7 @@ hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbu
 hoop_status_t hoop_allgather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount,
                              hoop_dtype_t dtype) {
   return Guard([&] {
-    if (!comm) return BadArg("hoop_allgather: comm is NULL");
+    if (hoop_status_t bad = CheckComm(comm, "hoop_allgather")) return bad;
     if (!ValidDType(dtype)) return BadArg("hoop_allgather: unknown dtype");
     size_t n = static_cast<size_t>((*comm)->size());
     return Report((*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, sendcount * n, dtype), kBlocking).Wait());
@@ -163,7 +167,7 @@ hoop_status_t hoop_allgather(hoop_comm_t comm, const void* sendbuf, void* recvbu
 hoop_status_t hoop_reduce_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
                                   hoop_dtype_t dtype, hoop_op_t op) {
   return Guard([&] {
-    if (!comm) return BadArg("hoop_reduce_scatter: comm is NULL");
+    if (hoop_status_t bad = CheckComm(comm, "hoop_reduce_scatter")) return bad;
     if (!ValidDType(dtype) || !ValidOp(op)) return BadArg("hoop_reduce_scatter: unknown dtype or op");
     size_t n = static_cast<size_t>((*comm)->size());
     return Report((*comm)->ReduceScatter(Buf(sendbuf, recvcount * n, dtype), Buf(recvbuf, recvcount, dtype),
@@ -173,7 +177,7 @@ hoop_status_t hoop_reduce_scatter(hoop_comm_t comm, const void* sendbuf, void* r
 
 hoop_status_t hoop_barrier(hoop_comm_t comm) {
   return Guard([&] {
-    if (!comm) return BadArg("hoop_barrier: comm is NULL");
+    if (hoop_status_t bad = CheckComm(comm, "hoop_barrier")) return bad;
     return Report((*comm)->Barrier(kBlocking).Wait());
   });
 }

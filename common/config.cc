@@ -23,7 +23,8 @@ namespace {
 const std::set<std::string> kKnown = {
     "HOOP_RANK", "HOOP_SIZE", "HOOP_LOCAL_RANK", "HOOP_LOCAL_SIZE", "HOOP_STORE",
     "HOOP_JOB_TOKEN", "HOOP_TIMEOUT", "HOOP_ALGO", "HOOP_TRANSPORT", "HOOP_HOST",
-    "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_LOG_LEVEL", "HOOP_COMPRESSION"};
+    "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_LOG_LEVEL", "HOOP_COMPRESSION", "HOOP_CYCLE_TIME_MS",
+    "HOOP_FUSION_THRESHOLD", "HOOP_CACHE_CAPACITY", "HOOP_STALL_WARNING_S", "HOOP_TIMELINE"};
 
 class Reader {
  public:
@@ -110,6 +111,27 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
       return InvalidArgument("HOOP_COMPRESSION='" + *v + "': expected none, fp16, bf16 or auto");
     c.compression = *v;
   }
+  if (auto* v = r.Get("HOOP_CYCLE_TIME_MS")) {
+    auto ms = ParseNonNegative(*v);
+    if (!ms || *ms > 10000) return InvalidArgument("HOOP_CYCLE_TIME_MS='" + *v + "': expected milliseconds in [0, 10000]");
+    c.cycle_time_ms = *ms;
+  }
+  if (auto* v = r.Get("HOOP_FUSION_THRESHOLD")) {
+    auto b = ParseSize(*v);
+    if (!b || *b > (4ull << 30)) return InvalidArgument("HOOP_FUSION_THRESHOLD='" + *v + "': expected a size in [0, 4G]");
+    c.fusion_threshold = *b;
+  }
+  if (r.Get("HOOP_CACHE_CAPACITY")) {
+    int n = 0;
+    HOOP_RETURN_IF_ERROR(r.Int("HOOP_CACHE_CAPACITY", &n, 0, 1 << 20));
+    c.cache_capacity = static_cast<size_t>(n);
+  }
+  if (auto* v = r.Get("HOOP_STALL_WARNING_S")) {
+    auto s = ParseNonNegative(*v);
+    if (!s) return InvalidArgument("HOOP_STALL_WARNING_S='" + *v + "': expected seconds (0: never warn)");
+    c.stall_warning_s = *s;
+  }
+  if (auto* v = r.Get("HOOP_TIMELINE")) c.timeline = *v;
   if (auto* v = r.Get("HOOP_LOG_LEVEL")) {
     if (*v == "error") c.log_level = LogLevel::kError;
     else if (*v == "warn") c.log_level = LogLevel::kWarn;

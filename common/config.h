@@ -17,6 +17,13 @@
 //   HOOP_COMPRESSION  none | fp16 | bf16 | auto: how f32/f64 sum/avg allreduces travel
 //                     (default none; collectives/kernels/wire.h)
 //   HOOP_LOG_LEVEL    error | warn | info | debug (default warn)
+// The tensor fusion runtime's (tensorfusion/):
+//   HOOP_CYCLE_TIME_MS      milliseconds between negotiation cycles (default 1)
+//   HOOP_FUSION_THRESHOLD   largest fusion buffer in bytes, K/M/G suffixes (default 64M; 0: off)
+//   HOOP_CACHE_CAPACITY     responses remembered for the one-collective fast path (default 1024)
+//   HOOP_STALL_WARNING_S    warn after this many seconds about tensors some ranks have not
+//                           submitted (default 60; 0: never)
+//   HOOP_TIMELINE           write a Chrome trace of every tensor's phases to this file (rank 0)
 #pragma once
 
 #include <chrono>
@@ -51,6 +58,12 @@ struct Config {
   size_t window = 8;
   std::string compression = "none";
   LogLevel log_level = LogLevel::kWarn;
+  // Tensor fusion (tensorfusion/runtime.h).
+  double cycle_time_ms = 1;
+  size_t fusion_threshold = 64u << 20;
+  size_t cache_capacity = 1024;
+  double stall_warning_s = 60;
+  std::string timeline;
 
   // Parses a copy of the environment. Unknown HOOP_* names are an error (a typo should not be
   // silently ignored); malformed values are an error naming the variable.

@@ -1,6 +1,7 @@
 #include "common/parse.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 namespace hoop {
@@ -31,12 +32,18 @@ std::optional<uint64_t> ParseSize(const std::string& text) {
   return v * mult;
 }
 
-std::optional<double> ParseSeconds(const std::string& text) {
+std::optional<double> ParseNonNegative(const std::string& text) {
   if (text.empty()) return std::nullopt;
   errno = 0;
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !(v > 0)) return std::nullopt;
+  if (errno != 0 || *end != '\0' || !(v >= 0) || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<double> ParseSeconds(const std::string& text) {
+  auto v = ParseNonNegative(text);
+  if (!v || *v == 0) return std::nullopt;
   return v;
 }
 

@@ -1,0 +1,174 @@
+// The tensor fusion runtime's C API (include/hoop/hoop.h, hoop_fusion_*). Handles are numbers
+// that map to Runtime handles until hoop_fusion_wait frees them; no C++ type or exception
+// crosses the boundary.
+#include <mutex>
+#include <unordered_map>
+
+#include "collectives/c_api_internal.h"
+#include "tensorfusion/runtime.h"
+
+struct hoop_fusion {
+  hoop_comm_t comm = nullptr;
+  std::unique_ptr<hoop::fusion::Runtime> rt;
+  std::mutex mu;
+  std::unordered_map<hoop_handle_t, hoop::fusion::Handle> handles;
+  hoop_handle_t next = 1;
+};
+
+namespace {
+
+using hoop::capi::Guard;
+using hoop::capi::Report;
+namespace fu = hoop::fusion;
+
+hoop_status_t BadArg(const std::string& what) { return Report(hoop::InvalidArgument(what)); }
+
+hoop::Buffer Buf(const void* p, size_t count, hoop_dtype_t d) {
+  return hoop::Buffer{const_cast<void*>(p), count, static_cast<hoop::DType>(d), hoop::MemKind::kHost};
+}
+
+hoop_status_t CheckCall(hoop_fusion_t f, const char* fn, const char* name, hoop_dtype_t dtype, hoop_callback_t cb,
+                        hoop_handle_t* handle) {
+  if (!f) return BadArg(std::string(fn) + ": fusion is NULL");
+  if (!name) return BadArg(std::string(fn) + ": name is NULL");
+  if (dtype < HOOP_U8 || dtype > HOOP_F64) return BadArg(std::string(fn) + ": unknown dtype");
+  if (!cb && !handle) return BadArg(std::string(fn) + ": give a handle pointer, a callback, or both");
+  return HOOP_SUCCESS;
+}
+
+fu::Callback Wrap(hoop_callback_t cb, void* user) {
+  if (!cb) return {};
+  return [cb, user](const hoop::Status& s) {
+    hoop_status_t code = s.ok() ? HOOP_SUCCESS : Report(s);
+    cb(code, s.ok() ? "" : s.message().c_str(), user);
+  };
+}
+
+// A call refused at once is reported here, with no handle and no callback; otherwise the
+// callback is attached and the handle handed out.
+hoop_status_t Keep(hoop_fusion_t f, fu::Handle h, hoop_callback_t cb, void* user, hoop_handle_t* handle) {
+  if (h.Test()) {
+    hoop::Status s = h.Wait();
+    if (s.code() == hoop::Code::kInvalidArgument || s.code() == hoop::Code::kUnimplemented) return Report(s);
+  }
+  h.OnComplete(Wrap(cb, user));
+  if (handle) {
+    std::lock_guard<std::mutex> lock(f->mu);
+    *handle = f->next++;
+    f->handles.emplace(*handle, std::move(h));
+  }
+  return HOOP_SUCCESS;
+}
+
+fu::Handle Take(hoop_fusion_t f, hoop_handle_t handle, bool erase) {
+  std::lock_guard<std::mutex> lock(f->mu);
+  auto it = f->handles.find(handle);
+  if (it == f->handles.end()) return {};
+  fu::Handle h = it->second;
+  if (erase) f->handles.erase(it);
+  return h;
+}
+
+}  // namespace
+
+extern "C" {
+
+hoop_status_t hoop_fusion_start(hoop_comm_t comm, hoop_fusion_t* fusion) {
+  return Guard([&] {
+    if (!comm || !fusion) return BadArg("hoop_fusion_start: NULL argument");
+    *fusion = nullptr;
+    bool expected = false;
+    if (!comm->fusion_active.compare_exchange_strong(expected, true))
+      return BadArg("hoop_fusion_start: a tensor fusion runtime already drives this communicator");
+    auto rt = fu::Runtime::Start(*comm->job->comm, fu::FusionOptions::FromConfig(comm->config));
+    if (!rt.ok()) {
+      comm->fusion_active = false;
+      return Report(rt.status().WithContext("hoop_fusion_start"));
+    }
+    auto* f = new hoop_fusion;
+    f->comm = comm;
+    f->rt = std::move(rt).value();
+    *fusion = f;
+    return HOOP_SUCCESS;
+  });
+}
+
+hoop_status_t hoop_fusion_allreduce(hoop_fusion_t f, const char* name, const void* sendbuf, void* recvbuf,
+                                    size_t count, hoop_dtype_t dtype, hoop_op_t op, const hoop_tensor_opts_t* opts,
+                                    hoop_callback_t cb, void* user, hoop_handle_t* handle) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckCall(f, "hoop_fusion_allreduce", name, dtype, cb, handle)) return bad;
+    if (op < HOOP_SUM || op > HOOP_PROD) return BadArg("hoop_fusion_allreduce: unknown op");
+    fu::TensorOptions o;
+    if (opts) {
+      if (opts->compression < HOOP_COMPRESSION_DEFAULT || opts->compression > HOOP_COMPRESSION_AUTO)
+        return BadArg("hoop_fusion_allreduce: unknown compression");
+      if (opts->compression != HOOP_COMPRESSION_DEFAULT) o.compression = static_cast<hoop::Compression>(opts->compression);
+      if (opts->prescale != 0) o.prescale = opts->prescale;
+      if (opts->postscale != 0) o.postscale = opts->postscale;
+    }
+    return Keep(f, f->rt->Allreduce(name, Buf(sendbuf, count, dtype), Buf(recvbuf, count, dtype),
+                                    static_cast<hoop::ReduceOp>(op), std::move(o)), cb, user, handle);
+  });
+}
+
+hoop_status_t hoop_fusion_broadcast(hoop_fusion_t f, const char* name, const void* sendbuf, void* recvbuf,
+                                    size_t count, hoop_dtype_t dtype, int root, hoop_callback_t cb, void* user,
+                                    hoop_handle_t* handle) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckCall(f, "hoop_fusion_broadcast", name, dtype, cb, handle)) return bad;
+    bool is_root = (*f->comm)->rank() == root;
+    return Keep(f, f->rt->Broadcast(name, Buf(is_root ? sendbuf : nullptr, is_root ? count : 0, dtype),
+                                    Buf(recvbuf, count, dtype), root), cb, user, handle);
+  });
+}
+
+hoop_status_t hoop_fusion_allgather(hoop_fusion_t f, const char* name, const void* sendbuf, void* recvbuf,
+                                    size_t sendcount, hoop_dtype_t dtype, hoop_callback_t cb, void* user,
+                                    hoop_handle_t* handle) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckCall(f, "hoop_fusion_allgather", name, dtype, cb, handle)) return bad;
+    size_t n = static_cast<size_t>((*f->comm)->size());
+    return Keep(f, f->rt->Allgather(name, Buf(sendbuf, sendcount, dtype), Buf(recvbuf, sendcount * n, dtype)), cb,
+                user, handle);
+  });
+}
+
+hoop_status_t hoop_fusion_wait(hoop_fusion_t f, hoop_handle_t handle) {
+  return Guard([&] {
+    if (!f) return BadArg("hoop_fusion_wait: fusion is NULL");
+    fu::Handle h = Take(f, handle, true);
+    if (!h.valid()) return BadArg("hoop_fusion_wait: unknown handle " + std::to_string(handle));
+    return Report(h.Wait());
+  });
+}
+
+hoop_status_t hoop_fusion_test(hoop_fusion_t f, hoop_handle_t handle, int* done) {
+  return Guard([&] {
+    if (!f || !done) return BadArg("hoop_fusion_test: NULL argument");
+    fu::Handle h = Take(f, handle, false);
+    if (!h.valid()) return BadArg("hoop_fusion_test: unknown handle " + std::to_string(handle));
+    *done = h.Test() ? 1 : 0;
+    return HOOP_SUCCESS;
+  });
+}
+
+hoop_status_t hoop_fusion_synchronize(hoop_fusion_t f) {
+  return Guard([&] {
+    if (!f) return BadArg("hoop_fusion_synchronize: fusion is NULL");
+    return Report(f->rt->Synchronize());
+  });
+}
+
+hoop_status_t hoop_fusion_stop(hoop_fusion_t f) {
+  return Guard([&] {
+    if (!f) return BadArg("hoop_fusion_stop: fusion is NULL");
+    hoop::Status s = f->rt->Shutdown();
+    f->rt.reset();
+    f->comm->fusion_active = false;
+    delete f;
+    return Report(s);
+  });
+}
+
+}  // extern "C"

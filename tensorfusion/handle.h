@@ -1,0 +1,54 @@
+// A Handle is the caller's end of one submitted tensor: wait for it, test it, or have a callback
+// run when it completes. It completes exactly once, with the tensor's Status: OK when the result
+// is in the caller's output buffer, or the reason it never will be (the ranks disagreed, a peer
+// was lost, the runtime shut down, ...). Until then the caller's buffers belong to the runtime.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/deadline.h"
+#include "common/status.h"
+
+namespace hoop::fusion {
+
+// Runs on the runtime's thread (or on the submitting thread, for a call refused at once); it
+// must not block, but it may submit more tensors.
+using Callback = std::function<void(const Status&)>;
+
+struct HandleState {
+  explicit HandleState(std::string n, Callback cb) : name(std::move(n)), callback(std::move(cb)) {}
+  const std::string name;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
+  Callback callback;
+};
+
+// Completes the handle (once; later calls do nothing) and runs its callback.
+void Complete(HandleState& h, Status s);
+
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(std::shared_ptr<HandleState> s) : s_(std::move(s)) {}
+  // Blocks until the tensor completes, or until `deadline` (DeadlineExceeded; the tensor goes on).
+  // The runtime itself completes every tensor within HOOP_TIMEOUT of its last rank's
+  // submission, so a plain Wait() never hangs on a lost or missing peer.
+  Status Wait(Deadline deadline = Deadline::Never()) const;
+  bool Test() const;  // completed?
+  // Runs `cb` when the tensor completes: at once, on this thread, if it already has. Replaces
+  // a callback given at submission.
+  void OnComplete(Callback cb) const;
+  const std::string& name() const;
+  bool valid() const { return s_ != nullptr; }
+
+ private:
+  std::shared_ptr<HandleState> s_;
+};
+
+}  // namespace hoop::fusion

@@ -1,0 +1,58 @@
+// What the tensor fusion negotiation talks about. A rank that has a named tensor ready sends a
+// Request (the name and the call's parameters); the coordinator answers with a Response once
+// every rank has sent one for that name: the parameters to run with, or an error that fails the
+// tensor on every rank (the ranks disagree, or some never submitted it in time).
+//
+// Lists of both travel as bytes through the communicator's collectives (negotiator.h), so each
+// has a compact little-endian encoding here; decoding checks every length and value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/op_desc.h"
+#include "common/dtype.h"
+#include "common/status.h"
+
+namespace hoop::fusion {
+
+// compression: a Compression value (kernels/wire.h), or this: the communicator's default.
+constexpr uint8_t kDefaultCompression = 0xff;
+
+struct TensorParams {
+  CollKind kind = CollKind::kAllreduce;  // allreduce, broadcast or allgather
+  DType dtype = DType::kF32;
+  ReduceOp op = ReduceOp::kSum;  // allreduce only
+  int32_t root = -1;             // broadcast only
+  uint64_t count = 0;            // elements: the buffer (allgather: this rank's part)
+  uint8_t compression = kDefaultCompression;
+  MemKind mem = MemKind::kHost;
+  double prescale = 1, postscale = 1;  // allreduce of floating-point data only
+
+  bool operator==(const TensorParams&) const = default;
+  // Bytes the tensor takes in a fusion buffer: its buffer, all ranks' parts for allgather.
+  uint64_t FusedBytes(int nranks) const;
+};
+
+// "allreduce 1000 x f32 sum", "broadcast 7 x i64 root 2"
+std::string DescribeParams(const TensorParams& p);
+
+struct Request {
+  std::string name;
+  TensorParams params;
+  uint32_t age_ms = 0;  // how long the tensor has waited on the sending rank
+};
+
+struct Response {
+  std::string name;
+  TensorParams params;
+  std::string error;  // non-empty: fail the tensor with this message (FailedPrecondition)
+};
+
+void EncodeRequests(const std::vector<Request>& list, std::vector<char>* out);
+StatusOr<std::vector<Request>> DecodeRequests(const char* data, size_t size);
+void EncodeResponses(const std::vector<Response>& list, std::vector<char>* out);
+StatusOr<std::vector<Response>> DecodeResponses(const char* data, size_t size);
+
+}  // namespace hoop::fusion

@@ -1,0 +1,330 @@
+#include "tensorfusion/runtime.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "collectives/kernels/wire.h"
+#include "common/logging.h"
+#include "tensorfusion/execute.h"
+#include "tensorfusion/fusion_planner.h"
+
+namespace hoop::fusion {
+
+FusionOptions FusionOptions::FromConfig(const Config& c) {
+  FusionOptions o;
+  o.cycle_time_ms = c.cycle_time_ms;
+  o.fusion_threshold = c.fusion_threshold;
+  o.cache_capacity = c.cache_capacity;
+  o.stall_warning_s = c.stall_warning_s;
+  o.timeline = c.timeline;
+  o.timeout = c.timeout;
+  return o;
+}
+
+StatusOr<std::unique_ptr<Runtime>> Runtime::Start(Communicator& comm, const FusionOptions& o) {
+  std::unique_ptr<Runtime> rt(new Runtime(comm, o));
+  HOOP_RETURN_IF_ERROR(rt->timeline_.Open(o.timeline, comm.rank()));
+  rt->thread_ = std::thread([r = rt.get()] { r->Loop(); });
+  return rt;
+}
+
+Runtime::Runtime(Communicator& comm, const FusionOptions& o)
+    : comm_(comm), opts_(o), cache_(o.cache_capacity), negotiator_(comm, o.timeout, o.stall_warning_s) {
+  // Half the stall warning (or of the timeout): early enough for rank 0 to name the missing
+  // ranks on time, late enough that ranks a little out of step never leave the fast path.
+  double s = std::chrono::duration<double>(o.timeout).count();
+  if (o.stall_warning_s > 0) s = std::min(s, o.stall_warning_s);
+  report_after_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s / 2));
+}
+
+Runtime::~Runtime() { Shutdown(); }
+
+// ---- submission (any thread) ----
+
+Handle Runtime::Allreduce(const std::string& name, const Buffer& in, const Buffer& out, ReduceOp op, TensorOptions o) {
+  TensorParams p;
+  p.kind = CollKind::kAllreduce;
+  p.op = op;
+  p.count = out.count;
+  return Submit(name, p, in, out, std::move(o));
+}
+
+Handle Runtime::Broadcast(const std::string& name, const Buffer& in, const Buffer& out, int root, TensorOptions o) {
+  TensorParams p;
+  p.kind = CollKind::kBroadcast;
+  p.root = root;
+  p.count = out.count;
+  return Submit(name, p, in, out, std::move(o));
+}
+
+Handle Runtime::Allgather(const std::string& name, const Buffer& in, const Buffer& out, TensorOptions o) {
+  TensorParams p;
+  p.kind = CollKind::kAllgather;
+  p.count = in.count;
+  return Submit(name, p, in, out, std::move(o));
+}
+
+Status Runtime::Check(const std::string& name, const TensorParams& p, const Buffer& in, const Buffer& out,
+                      const TensorOptions& o) const {
+  const std::string what = "rank " + std::to_string(comm_.rank()) + ": tensor '" + name + "': " + CollKindName(p.kind);
+  auto bad = [&](const std::string& why) { return InvalidArgument(what + ": " + why); };
+  if (name.empty()) return InvalidArgument("rank " + std::to_string(comm_.rank()) + ": a tensor needs a name");
+  const bool reads_in = p.kind != CollKind::kBroadcast || comm_.rank() == p.root;
+  if (in.kind == MemKind::kCuda || out.kind == MemKind::kCuda)
+    return Unimplemented(what + ": device memory is not served yet (host memory only)");
+  if (reads_in && in.dtype != out.dtype) return bad("input is " + std::string(DTypeName(in.dtype)) + ", output " + DTypeName(out.dtype));
+  size_t want_in = p.kind == CollKind::kAllgather ? in.count : out.count;
+  size_t want_out = p.kind == CollKind::kAllgather ? in.count * static_cast<size_t>(comm_.size()) : out.count;
+  if (reads_in && in.count != want_in) return bad("input has " + std::to_string(in.count) + " elements, output " + std::to_string(out.count));
+  if (out.count != want_out)
+    return bad("output has " + std::to_string(out.count) + " elements, needs " + std::to_string(want_out));
+  if ((reads_in && in.count && !in.data) || (out.count && !out.data)) return bad("buffer is NULL");
+  if (p.kind == CollKind::kBroadcast && (p.root < 0 || p.root >= comm_.size()))
+    return bad("root " + std::to_string(p.root) + " is not a rank (size " + std::to_string(comm_.size()) + ")");
+  const bool is_float = out.dtype == DType::kF16 || out.dtype == DType::kBF16 || out.dtype == DType::kF32 ||
+                        out.dtype == DType::kF64;
+  if (o.prescale != 1 || o.postscale != 1) {
+    if (p.kind != CollKind::kAllreduce) return bad("scale factors apply to allreduce only");
+    if (!is_float) return bad(std::string("scale factors need floating-point data, not ") + DTypeName(out.dtype));
+  }
+  if (o.compression) {
+    if (p.kind != CollKind::kAllreduce) return bad("compression applies to allreduce only");
+    bool explicit16 = *o.compression == Compression::kFp16 || *o.compression == Compression::kBf16;
+    if (explicit16 && !Compressible(out.dtype, p.op))
+      return bad(std::string(CompressionName(*o.compression)) + " compression needs f32 or f64 data with sum or avg, not " +
+                 DTypeName(out.dtype) + " " + ReduceOpName(p.op));
+  }
+  return Status::Ok();
+}
+
+Handle Runtime::Submit(const std::string& name, TensorParams p, const Buffer& in, const Buffer& out, TensorOptions o) {
+  p.dtype = out.dtype;
+  p.mem = out.kind;
+  p.prescale = o.prescale;
+  p.postscale = o.postscale;
+  if (o.compression) p.compression = static_cast<uint8_t>(*o.compression);
+  auto state = std::make_shared<HandleState>(name, std::move(o.callback));
+  Status s = Check(name, p, in, out, o);
+  if (s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_ || shutdown_asked_) {
+      s = Aborted("rank " + std::to_string(comm_.rank()) + ": tensor '" + name + "' refused: " +
+                  (stopped_ ? stop_cause_.message() : std::string("the tensor fusion runtime is shutting down")));
+    } else {
+      Entry e;
+      e.params = p;
+      e.in = in;
+      e.out = out;
+      e.handle = state;
+      e.seq = next_seq_++;
+      e.submitted = Clock::now();
+      outstanding_[e.seq] = state;
+      incoming_.emplace_back(name, std::move(e));
+    }
+  }
+  if (!s.ok()) Complete(*state, s);
+  return Handle(state);
+}
+
+Status Runtime::Synchronize(Deadline deadline) {
+  std::vector<std::shared_ptr<HandleState>> waiting;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [seq, h] : outstanding_) waiting.push_back(h);
+  }
+  Status first;
+  for (auto& h : waiting) {
+    Status s = Handle(h).Wait(deadline);
+    if (!s.ok() && first.ok()) first = s;
+    if (s.code() == Code::kDeadlineExceeded) break;
+  }
+  return first;
+}
+
+Status Runtime::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_asked_ = true;
+  }
+  wake_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(join_mu_);
+    if (thread_.joinable()) thread_.join();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return shut_down_ ? Status::Ok() : stop_cause_;
+}
+
+RuntimeStats Runtime::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+// ---- the background thread ----
+
+void Runtime::Loop() {
+  Status cause;
+  const auto cycle = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(opts_.cycle_time_ms));
+  while (true) {
+    auto start = Clock::now();
+    int shutdown_by = -1;
+    cause = Cycle(&shutdown_by);
+    timeline_.Flush();
+    if (!cause.ok()) break;
+    if (shutdown_by >= 0) {
+      cause = Aborted("the tensor fusion runtime was shut down (asked by rank " + std::to_string(shutdown_by) + ")");
+      std::lock_guard<std::mutex> lock(mu_);
+      shut_down_ = true;
+      break;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    wake_.wait_until(lock, start + cycle, [&] { return shutdown_asked_; });
+  }
+  if (!shut_down_) HOOP_LOG(kError, "tensor fusion stopped: " << cause.message());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    stop_cause_ = cause;
+  }
+  Drain();
+  std::vector<std::string> left;
+  for (auto& [name, e] : pending_) left.push_back(name);
+  for (const std::string& name : left)
+    Finish(name, Aborted("rank " + std::to_string(comm_.rank()) + ": tensor '" + name + "' did not run: " + cause.message()));
+  timeline_.Close();
+}
+
+void Runtime::Drain() {
+  std::vector<std::pair<std::string, Entry>> in;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in.swap(incoming_);
+  }
+  for (auto& [name, e] : in) {
+    auto [it, fresh] = pending_.try_emplace(name, e);
+    if (fresh) continue;
+    Release(e);
+    Complete(*e.handle, InvalidArgument("rank " + std::to_string(comm_.rank()) + ": tensor '" + name +
+                                        "' submitted again while its earlier submission is still pending"));
+  }
+}
+
+Status Runtime::Cycle(int* shutdown_by) {
+  Drain();
+  bool asked;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    asked = shutdown_asked_;
+  }
+  const auto now = Clock::now();
+  bits_.assign(cache_.size(), 0);
+  bool need = comm_.rank() == 0 && negotiator_.Undecided();
+  for (auto& [name, e] : pending_) {
+    if (e.reported) continue;
+    e.slot = now - e.submitted < report_after_ ? cache_.Find(name, e.params) : -1;
+    if (e.slot >= 0) bits_[static_cast<size_t>(e.slot)] = 1;
+    else need = true;
+  }
+  const auto t0 = Clock::now();
+  HOOP_ASSIGN_OR_RETURN(Readiness ready, negotiator_.ExchangeReadiness(need, asked, bits_));
+  auto agreed_at = Clock::now();
+  std::vector<Response> agreed;
+  slot_ready_.assign(cache_.size(), 0);
+  for (size_t s : ready.ready_slots) {
+    agreed.push_back({cache_.name(s), cache_.params(s), ""});
+    slot_ready_[s] = 1;
+    cache_.Touch(s);
+  }
+  const bool coordinate = ready.need_coordinator && ready.shutdown_by < 0;
+  if (coordinate) {
+    std::vector<Request> mine;
+    for (auto& [name, e] : pending_) {
+      if (e.reported || (e.slot >= 0 && slot_ready_[static_cast<size_t>(e.slot)])) continue;
+      auto age = std::chrono::duration_cast<std::chrono::milliseconds>(agreed_at - e.submitted).count();
+      mine.push_back({name, e.params, static_cast<uint32_t>(std::min<int64_t>(age, UINT32_MAX))});
+      e.reported = true;
+    }
+    HOOP_ASSIGN_OR_RETURN(auto decided, negotiator_.Coordinate(mine));
+    for (Response& d : decided) {
+      if (d.error.empty()) cache_.Put(d.name, d.params);
+      agreed.push_back(std::move(d));
+    }
+  }
+  const auto t1 = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.cycles;
+    stats_.readiness_us += std::chrono::duration<double, std::micro>(agreed_at - t0).count();
+    if (coordinate) {
+      ++stats_.coordinated_cycles;
+      stats_.coordinate_us += std::chrono::duration<double, std::micro>(t1 - agreed_at).count();
+    }
+  }
+  HOOP_RETURN_IF_ERROR(RunAgreed(agreed, t1));
+  *shutdown_by = ready.shutdown_by;
+  return Status::Ok();
+}
+
+Status Runtime::RunAgreed(const std::vector<Response>& agreed, Clock::time_point agreed_at) {
+  std::vector<Member> members;
+  std::vector<TensorParams> params;
+  for (const Response& a : agreed) {
+    auto it = pending_.find(a.name);
+    if (!a.error.empty()) {
+      if (it != pending_.end()) Finish(a.name, FailedPrecondition(a.error));
+      continue;
+    }
+    if (it == pending_.end())
+      return Internal("rank " + std::to_string(comm_.rank()) + ": tensor fusion agreed to run tensor '" + a.name +
+                      "', which this rank has not submitted");
+    Entry& e = it->second;
+    e.agreed = agreed_at;
+    timeline_.Span(it->first, "NEGOTIATE", e.submitted, agreed_at);
+    members.push_back({&it->first, &e.params, e.in, e.out});
+    params.push_back(e.params);
+  }
+  for (const FusionGroup& g : PlanFusion(params, opts_.fusion_threshold, comm_.size())) {
+    std::vector<Member> group;
+    for (size_t i : g.members) group.push_back(members[i]);
+    GroupTimes t;
+    Status s = RunGroup(comm_, group, fusion_, &t);
+    if (timeline_.on()) {
+      std::string args = "\"tensors\":" + std::to_string(group.size()) + ",\"bytes\":" + std::to_string(g.bytes);
+      for (const Member& m : group) {
+        timeline_.Span(*m.name, "QUEUE", pending_.at(*m.name).agreed, t.start);
+        if (group.size() > 1) timeline_.Span(*m.name, "MEMCPY_IN_FUSION_BUFFER", t.start, t.packed, args);
+        std::string op = CollKindName(m.params->kind);
+        std::transform(op.begin(), op.end(), op.begin(), ::toupper);
+        timeline_.Span(*m.name, op.c_str(), t.packed, t.reduced, args);
+        if (group.size() > 1) timeline_.Span(*m.name, "MEMCPY_OUT_FUSION_BUFFER", t.reduced, t.end, args);
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.tensors += group.size();
+      ++stats_.groups;
+    }
+    for (const Member& m : group) {
+      std::string name = *m.name;  // Finish erases the entry that holds it
+      Finish(name, s.ok() ? s : Status(s.code(), "tensor '" + name + "': " + s.message()));
+    }
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+void Runtime::Release(const Entry& e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  outstanding_.erase(e.seq);
+}
+
+void Runtime::Finish(const std::string& name, Status s) {
+  auto it = pending_.find(name);
+  if (it == pending_.end()) return;
+  std::shared_ptr<HandleState> h = std::move(it->second.handle);
+  Release(it->second);
+  pending_.erase(it);
+  Complete(*h, std::move(s));
+}
+
+}  // namespace hoop::fusion

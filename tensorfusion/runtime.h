@@ -1,0 +1,141 @@
+// The tensor fusion runtime: Horovod's engine, without its globals.
+//
+// Any thread submits a named tensor (allreduce, broadcast or allgather) and gets a Handle at
+// once. A background thread runs a negotiation cycle every HOOP_CYCLE_TIME_MS: the ranks agree
+// which tensors every one of them has submitted (negotiator.h: one small allreduce in steady
+// state, thanks to the response cache; rank 0's coordinator for anything new), plan fusion
+// groups from the agreed list (fusion_planner.h), and run each group as one collective
+// (execute.h). Ranks may submit in any order, at any time, from any threads: every rank runs
+// the same tensors in the same order.
+//
+// What can go wrong, and what the caller sees:
+//  - a bad call (null buffer, counts that do not fit, a root that is not a rank, scale factors
+//    on integers, device memory, a name already pending here): that handle fails at once;
+//  - ranks submitting one name with different parameters: that tensor fails on every rank with
+//    one message naming it, the ranks and the values; the runtime goes on;
+//  - a name some ranks never submit: rank 0 warns every HOOP_STALL_WARNING_S which ranks are
+//    missing, and after HOOP_TIMEOUT fails it on the ranks that did;
+//  - a lost peer or any failed collective: the tensors of that collective fail with its error,
+//    every other pending and later one with Aborted carrying it;
+//  - Shutdown() on any rank: negotiated, so every rank stops after the same cycle; tensors not
+//    run by then fail with Aborted saying so.
+//
+// The runtime drives the communicator from its own thread: while it runs, nothing else may call
+// collectives on that communicator (their order could not match across ranks). Once every rank
+// has shut it down, the communicator is free again.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "common/config.h"
+#include "tensorfusion/handle.h"
+#include "tensorfusion/negotiator.h"
+#include "tensorfusion/response_cache.h"
+#include "tensorfusion/timeline.h"
+
+namespace hoop::fusion {
+
+struct FusionOptions {
+  double cycle_time_ms = 1;                 // HOOP_CYCLE_TIME_MS
+  uint64_t fusion_threshold = 64u << 20;    // HOOP_FUSION_THRESHOLD (0: no fusion)
+  size_t cache_capacity = 1024;             // HOOP_CACHE_CAPACITY (0: always ask rank 0)
+  double stall_warning_s = 60;              // HOOP_STALL_WARNING_S (0: never warn)
+  std::string timeline;                     // HOOP_TIMELINE (rank 0 writes it)
+  std::chrono::milliseconds timeout{300000};  // HOOP_TIMEOUT
+  static FusionOptions FromConfig(const Config& c);
+};
+
+struct TensorOptions {
+  std::optional<Compression> compression;  // allreduce: as CallOptions::compression
+  double prescale = 1, postscale = 1;      // allreduce of f16/bf16/f32/f64: in * pre, out * post
+  Callback callback;                       // run when the tensor completes (handle.h)
+};
+
+struct RuntimeStats {
+  uint64_t cycles = 0;              // negotiation cycles run
+  uint64_t coordinated_cycles = 0;  // those that also went through rank 0's coordinator
+  double readiness_us = 0;          // time in the one-allreduce exchange, all cycles
+  double coordinate_us = 0;         // time in the coordinator's exchanges
+  uint64_t tensors = 0, groups = 0; // tensors run, and the collectives that ran them
+};
+
+class Runtime {
+ public:
+  // Starts the background thread. Every rank of `comm` must start one.
+  static StatusOr<std::unique_ptr<Runtime>> Start(Communicator& comm, const FusionOptions& options);
+  ~Runtime();  // Shutdown()
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // in and out as Communicator's calls take them (in may equal out). `name` identifies the
+  // tensor across ranks; it may be reused once its earlier submission has completed.
+  Handle Allreduce(const std::string& name, const Buffer& in, const Buffer& out, ReduceOp op, TensorOptions o = {});
+  Handle Broadcast(const std::string& name, const Buffer& in, const Buffer& out, int root, TensorOptions o = {});
+  Handle Allgather(const std::string& name, const Buffer& in, const Buffer& out, TensorOptions o = {});
+
+  // Waits for every tensor this rank submitted before the call; the first failure among them,
+  // or DeadlineExceeded.
+  Status Synchronize(Deadline deadline = Deadline::Never());
+  // Asks every rank to stop (negotiated) and waits for this rank's thread to end. OK when it
+  // stopped that way; the cause when it had stopped on an error before.
+  Status Shutdown();
+  RuntimeStats stats() const;
+
+ private:
+  struct Entry {
+    TensorParams params;
+    Buffer in, out;
+    std::shared_ptr<HandleState> handle;
+    uint64_t seq = 0;  // key in outstanding_
+    std::chrono::steady_clock::time_point submitted, agreed;
+    int slot = -1;          // the cache slot this rank marks ready this cycle, or -1
+    bool reported = false;  // sent to the coordinator
+  };
+  using Clock = std::chrono::steady_clock;
+
+  Runtime(Communicator& comm, const FusionOptions& o);
+  Handle Submit(const std::string& name, TensorParams p, const Buffer& in, const Buffer& out, TensorOptions o);
+  Status Check(const std::string& name, const TensorParams& p, const Buffer& in, const Buffer& out,
+               const TensorOptions& o) const;
+  void Loop();
+  Status Cycle(int* shutdown_by);  // shutdown_by: the rank that asked, once agreed; else -1
+  void Drain();
+  Status RunAgreed(const std::vector<Response>& agreed, Clock::time_point agreed_at);
+  void Finish(const std::string& name, Status s);  // completes and forgets a pending tensor
+  void Release(const Entry& e);
+
+  Communicator& comm_;
+  const FusionOptions opts_;
+  Clock::duration report_after_;  // a cached tensor waiting this long goes to the coordinator
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::vector<std::pair<std::string, Entry>> incoming_;
+  std::map<uint64_t, std::shared_ptr<HandleState>> outstanding_;  // submitted, not completed
+  uint64_t next_seq_ = 0;
+  bool shutdown_asked_ = false;
+  bool stopped_ = false;
+  bool shut_down_ = false;  // stopped by an agreed Shutdown, not by an error
+  Status stop_cause_;       // why the thread ended
+  RuntimeStats stats_;
+  std::mutex join_mu_;
+  std::thread thread_;
+
+  // The thread's own.
+  std::unordered_map<std::string, Entry> pending_;
+  ResponseCache cache_;
+  Negotiator negotiator_;
+  Timeline timeline_;
+  std::vector<uint8_t> bits_, slot_ready_;
+  std::vector<char> fusion_;
+};
+
+}  // namespace hoop::fusion

@@ -1,0 +1,74 @@
+#include "tensorfusion/timeline.h"
+
+#include <cerrno>
+
+namespace hoop::fusion {
+
+namespace {
+// Tensor names are the caller's: escape what JSON needs escaped.
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+}  // namespace
+
+Timeline::~Timeline() { Close(); }
+
+Status Timeline::Open(const std::string& path, int rank) {
+  if (path.empty() || rank != 0) return Status::Ok();
+  file_ = std::fopen(path.c_str(), "w");
+  if (!file_) return ErrnoStatus(Code::kInvalidArgument, "HOOP_TIMELINE: cannot write " + path, errno);
+  pid_ = rank;
+  origin_ = Clock::now();
+  std::fputs("[\n", file_);
+  return Status::Ok();
+}
+
+double Timeline::Micros(Clock::time_point t) const {
+  return std::chrono::duration<double, std::micro>(t - origin_).count();
+}
+
+int Timeline::Row(const std::string& tensor) {
+  auto [it, fresh] = rows_.try_emplace(tensor, static_cast<int>(rows_.size()) + 1);
+  if (fresh) {
+    std::fprintf(file_, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":%s}}",
+                 wrote_ ? ",\n" : "", pid_, it->second, JsonString(tensor).c_str());
+    wrote_ = true;
+  }
+  return it->second;
+}
+
+void Timeline::Span(const std::string& tensor, const char* phase, Clock::time_point start, Clock::time_point end,
+                    const std::string& args) {
+  if (!file_) return;
+  int tid = Row(tensor);
+  std::fprintf(file_, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s}}",
+               phase, pid_, tid, Micros(start), Micros(end) - Micros(start), args.c_str());
+  dirty_ = true;
+}
+
+void Timeline::Flush() {
+  if (file_ && dirty_) std::fflush(file_);
+  dirty_ = false;
+}
+
+void Timeline::Close() {
+  if (!file_) return;
+  std::fputs("\n]\n", file_);
+  std::fclose(file_);
+  file_ = nullptr;
+}
+
+}  // namespace hoop::fusion
