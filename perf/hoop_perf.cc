@@ -2,16 +2,19 @@
 // hooprun, mpirun or srun); rank 0 prints the table and writes --json/--csv. The measurement of
 // one size is in bench.cc, the output formats in report.cc.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "collectives/bootstrap.h"
 #include "perf/bench.h"
+#include "perf/fusion_bench.h"
 #include "perf/report.h"
 
 namespace hoop::perf {
 namespace {
 
 int Main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "fusion") return RunFusionBench(argc, argv);
   auto opts = ParsePerfOptions(argc, argv);
   if (!opts.ok()) {
     std::fprintf(stderr, "hoop-perf: %s\n(run 'hoop-perf --help' for usage)\n", opts.status().message().c_str());

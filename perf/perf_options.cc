@@ -6,6 +6,7 @@ namespace hoop::perf {
 
 const char* const kPerfUsage =
     "usage: hoop-perf COLLECTIVE [options]       (run it under hooprun, mpirun or srun)\n"
+    "       hoop-perf fusion [options]           the tensor fusion runtime ('hoop-perf fusion --help')\n"
     "\n"
     "COLLECTIVE: allreduce | broadcast | allgather | reduce_scatter | barrier\n"
     "  -b, --minbytes SIZE   smallest message (default 8); K/M/G suffixes, powers of 1024\n"

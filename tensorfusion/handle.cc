@@ -2,17 +2,34 @@
 
 namespace hoop::fusion {
 
+namespace {
+// Marks h done; false if it already was. Its callback is moved to *cb.
+bool MarkDone(HandleState& h, Status s, Callback* cb) {
+  std::lock_guard<std::mutex> lock(h.mu);
+  if (h.done) return false;
+  h.done = true;
+  h.finished = true;
+  h.status = std::move(s);
+  *cb = std::move(h.callback);
+  return true;
+}
+}  // namespace
+
 void Complete(HandleState& h, Status s) {
   Callback cb;
-  {
-    std::lock_guard<std::mutex> lock(h.mu);
-    if (h.done) return;
-    h.done = true;
-    h.status = std::move(s);
-    cb = std::move(h.callback);
-  }
+  if (!MarkDone(h, std::move(s), &cb)) return;
   h.cv.notify_all();
   if (cb) cb(h.status);  // status no longer changes once done
+}
+
+void CompleteAll(std::vector<std::pair<std::shared_ptr<HandleState>, Status>>& done) {
+  std::vector<Callback> cbs(done.size());
+  std::vector<bool> fresh(done.size());
+  for (size_t i = 0; i < done.size(); ++i) fresh[i] = MarkDone(*done[i].first, std::move(done[i].second), &cbs[i]);
+  for (size_t i = 0; i < done.size(); ++i)
+    if (fresh[i]) done[i].first->cv.notify_all();
+  for (size_t i = 0; i < done.size(); ++i)
+    if (cbs[i]) cbs[i](done[i].first->status);
 }
 
 Status Handle::Wait(Deadline deadline) const {

@@ -64,37 +64,33 @@ Handle Runtime::Allgather(const std::string& name, const Buffer& in, const Buffe
   return Submit(name, p, in, out, std::move(o));
 }
 
-Status Runtime::Check(const std::string& name, const TensorParams& p, const Buffer& in, const Buffer& out,
-                      const TensorOptions& o) const {
-  const std::string what = "rank " + std::to_string(comm_.rank()) + ": tensor '" + name + "': " + CollKindName(p.kind);
-  auto bad = [&](const std::string& why) { return InvalidArgument(what + ": " + why); };
-  if (name.empty()) return InvalidArgument("rank " + std::to_string(comm_.rank()) + ": a tensor needs a name");
+std::string Runtime::Check(const TensorParams& p, const Buffer& in, const Buffer& out, const TensorOptions& o) const {
   const bool reads_in = p.kind != CollKind::kBroadcast || comm_.rank() == p.root;
-  if (in.kind == MemKind::kCuda || out.kind == MemKind::kCuda)
-    return Unimplemented(what + ": device memory is not served yet (host memory only)");
-  if (reads_in && in.dtype != out.dtype) return bad("input is " + std::string(DTypeName(in.dtype)) + ", output " + DTypeName(out.dtype));
-  size_t want_in = p.kind == CollKind::kAllgather ? in.count : out.count;
-  size_t want_out = p.kind == CollKind::kAllgather ? in.count * static_cast<size_t>(comm_.size()) : out.count;
-  if (reads_in && in.count != want_in) return bad("input has " + std::to_string(in.count) + " elements, output " + std::to_string(out.count));
-  if (out.count != want_out)
-    return bad("output has " + std::to_string(out.count) + " elements, needs " + std::to_string(want_out));
-  if ((reads_in && in.count && !in.data) || (out.count && !out.data)) return bad("buffer is NULL");
+  if (in.kind == MemKind::kCuda || out.kind == MemKind::kCuda) return "device memory is not served yet (host memory only)";
+  if (reads_in && in.dtype != out.dtype)
+    return "input is " + std::string(DTypeName(in.dtype)) + ", output " + DTypeName(out.dtype);
+  const size_t n = static_cast<size_t>(comm_.size());
+  const size_t want_out = p.kind == CollKind::kAllgather ? in.count * n : out.count;
+  if (reads_in && p.kind != CollKind::kAllgather && in.count != out.count)
+    return "input has " + std::to_string(in.count) + " elements, output " + std::to_string(out.count);
+  if (out.count != want_out) return "output has " + std::to_string(out.count) + " elements, needs " + std::to_string(want_out);
+  if ((reads_in && in.count && !in.data) || (out.count && !out.data)) return "buffer is NULL";
   if (p.kind == CollKind::kBroadcast && (p.root < 0 || p.root >= comm_.size()))
-    return bad("root " + std::to_string(p.root) + " is not a rank (size " + std::to_string(comm_.size()) + ")");
+    return "root " + std::to_string(p.root) + " is not a rank (size " + std::to_string(comm_.size()) + ")";
   const bool is_float = out.dtype == DType::kF16 || out.dtype == DType::kBF16 || out.dtype == DType::kF32 ||
                         out.dtype == DType::kF64;
   if (o.prescale != 1 || o.postscale != 1) {
-    if (p.kind != CollKind::kAllreduce) return bad("scale factors apply to allreduce only");
-    if (!is_float) return bad(std::string("scale factors need floating-point data, not ") + DTypeName(out.dtype));
+    if (p.kind != CollKind::kAllreduce) return "scale factors apply to allreduce only";
+    if (!is_float) return std::string("scale factors need floating-point data, not ") + DTypeName(out.dtype);
   }
   if (o.compression) {
-    if (p.kind != CollKind::kAllreduce) return bad("compression applies to allreduce only");
+    if (p.kind != CollKind::kAllreduce) return "compression applies to allreduce only";
     bool explicit16 = *o.compression == Compression::kFp16 || *o.compression == Compression::kBf16;
     if (explicit16 && !Compressible(out.dtype, p.op))
-      return bad(std::string(CompressionName(*o.compression)) + " compression needs f32 or f64 data with sum or avg, not " +
-                 DTypeName(out.dtype) + " " + ReduceOpName(p.op));
+      return std::string(CompressionName(*o.compression)) + " compression needs f32 or f64 data with sum or avg, not " +
+             DTypeName(out.dtype) + " " + ReduceOpName(p.op);
   }
-  return Status::Ok();
+  return "";
 }
 
 Handle Runtime::Submit(const std::string& name, TensorParams p, const Buffer& in, const Buffer& out, TensorOptions o) {
@@ -104,22 +100,27 @@ Handle Runtime::Submit(const std::string& name, TensorParams p, const Buffer& in
   p.postscale = o.postscale;
   if (o.compression) p.compression = static_cast<uint8_t>(*o.compression);
   auto state = std::make_shared<HandleState>(name, std::move(o.callback));
-  Status s = Check(name, p, in, out, o);
-  if (s.ok()) {
+  const std::string who = "rank " + std::to_string(comm_.rank()) + ": tensor '";
+  Status s;
+  if (name.empty()) {
+    s = InvalidArgument("rank " + std::to_string(comm_.rank()) + ": a tensor needs a name");
+  } else if (std::string why = Check(p, in, out, o); !why.empty()) {
+    s = Status(why.rfind("device memory", 0) == 0 ? Code::kUnimplemented : Code::kInvalidArgument,
+               who + name + "': " + CollKindName(p.kind) + ": " + why);
+  } else {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_ || shutdown_asked_) {
-      s = Aborted("rank " + std::to_string(comm_.rank()) + ": tensor '" + name + "' refused: " +
+      s = Aborted(who + name + "' refused: " +
                   (stopped_ ? stop_cause_.message() : std::string("the tensor fusion runtime is shutting down")));
     } else {
-      Entry e;
+      while (!submitted_.empty() && submitted_.front()->finished) submitted_.pop_front();
+      submitted_.push_back(state);
+      Entry& e = incoming_.emplace_back(name, Entry{}).second;
       e.params = p;
       e.in = in;
       e.out = out;
       e.handle = state;
-      e.seq = next_seq_++;
       e.submitted = Clock::now();
-      outstanding_[e.seq] = state;
-      incoming_.emplace_back(name, std::move(e));
     }
   }
   if (!s.ok()) Complete(*state, s);
@@ -130,7 +131,7 @@ Status Runtime::Synchronize(Deadline deadline) {
   std::vector<std::shared_ptr<HandleState>> waiting;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [seq, h] : outstanding_) waiting.push_back(h);
+    waiting.assign(submitted_.begin(), submitted_.end());
   }
   Status first;
   for (auto& h : waiting) {
@@ -201,9 +202,8 @@ void Runtime::Drain() {
     in.swap(incoming_);
   }
   for (auto& [name, e] : in) {
-    auto [it, fresh] = pending_.try_emplace(name, e);
+    auto [it, fresh] = pending_.try_emplace(name, std::move(e));
     if (fresh) continue;
-    Release(e);
     Complete(*e.handle, InvalidArgument("rank " + std::to_string(comm_.rank()) + ": tensor '" + name +
                                         "' submitted again while its earlier submission is still pending"));
   }
@@ -304,25 +304,29 @@ Status Runtime::RunAgreed(const std::vector<Response>& agreed, Clock::time_point
       stats_.tensors += group.size();
       ++stats_.groups;
     }
-    for (const Member& m : group) {
-      std::string name = *m.name;  // Finish erases the entry that holds it
-      Finish(name, s.ok() ? s : Status(s.code(), "tensor '" + name + "': " + s.message()));
-    }
+    std::vector<std::string> names;
+    for (const Member& m : group) names.push_back(*m.name);  // Finish erases the entries that hold them
+    Finish(names, s);
     if (!s.ok()) return s;
   }
   return Status::Ok();
 }
 
-void Runtime::Release(const Entry& e) {
-  std::lock_guard<std::mutex> lock(mu_);
-  outstanding_.erase(e.seq);
+void Runtime::Finish(const std::vector<std::string>& names, const Status& s) {
+  done_.clear();
+  for (const std::string& name : names) {
+    auto it = pending_.find(name);
+    if (it == pending_.end()) continue;
+    done_.emplace_back(std::move(it->second.handle), s.ok() ? s : Status(s.code(), "tensor '" + name + "': " + s.message()));
+    pending_.erase(it);
+  }
+  CompleteAll(done_);
 }
 
 void Runtime::Finish(const std::string& name, Status s) {
   auto it = pending_.find(name);
   if (it == pending_.end()) return;
   std::shared_ptr<HandleState> h = std::move(it->second.handle);
-  Release(it->second);
   pending_.erase(it);
   Complete(*h, std::move(s));
 }

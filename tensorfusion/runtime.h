@@ -26,7 +26,7 @@
 #pragma once
 
 #include <atomic>
-#include <map>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -94,7 +94,6 @@ class Runtime {
     TensorParams params;
     Buffer in, out;
     std::shared_ptr<HandleState> handle;
-    uint64_t seq = 0;  // key in outstanding_
     std::chrono::steady_clock::time_point submitted, agreed;
     int slot = -1;          // the cache slot this rank marks ready this cycle, or -1
     bool reported = false;  // sent to the coordinator
@@ -103,14 +102,15 @@ class Runtime {
 
   Runtime(Communicator& comm, const FusionOptions& o);
   Handle Submit(const std::string& name, TensorParams p, const Buffer& in, const Buffer& out, TensorOptions o);
-  Status Check(const std::string& name, const TensorParams& p, const Buffer& in, const Buffer& out,
-               const TensorOptions& o) const;
+  // Why the call is refused, or "" (Submit turns it into a Status naming rank and tensor).
+  std::string Check(const TensorParams& p, const Buffer& in, const Buffer& out, const TensorOptions& o) const;
   void Loop();
   Status Cycle(int* shutdown_by);  // shutdown_by: the rank that asked, once agreed; else -1
   void Drain();
   Status RunAgreed(const std::vector<Response>& agreed, Clock::time_point agreed_at);
   void Finish(const std::string& name, Status s);  // completes and forgets a pending tensor
-  void Release(const Entry& e);
+  // The same for a group that ran together; a failure's message is prefixed with each name.
+  void Finish(const std::vector<std::string>& names, const Status& s);
 
   Communicator& comm_;
   const FusionOptions opts_;
@@ -119,8 +119,8 @@ class Runtime {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::vector<std::pair<std::string, Entry>> incoming_;
-  std::map<uint64_t, std::shared_ptr<HandleState>> outstanding_;  // submitted, not completed
-  uint64_t next_seq_ = 0;
+  // Submitted in order, for Synchronize; completed ones are dropped from the front.
+  std::deque<std::shared_ptr<HandleState>> submitted_;
   bool shutdown_asked_ = false;
   bool stopped_ = false;
   bool shut_down_ = false;  // stopped by an agreed Shutdown, not by an error
@@ -136,6 +136,7 @@ class Runtime {
   Timeline timeline_;
   std::vector<uint8_t> bits_, slot_ready_;
   std::vector<char> fusion_;
+  std::vector<std::pair<std::shared_ptr<HandleState>, Status>> done_;
 };
 
 }  // namespace hoop::fusion

@@ -1,0 +1,283 @@
+// See fusion_bench.h.
+#include "perf/fusion_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "collectives/bootstrap.h"
+#include "common/parse.h"
+#include "perf/harness.h"
+#include "tensorfusion/runtime.h"
+
+namespace hoop::perf {
+namespace {
+
+const char* const kUsage =
+    "usage: hoop-perf fusion [options]        (run it under hooprun, mpirun or srun)\n"
+    "\n"
+    "Times T named tensors of B bytes (f32 sum) through the tensor fusion runtime, against one\n"
+    "allreduce of T x B bytes and against T separate allreduces, in the same run.\n"
+    "  --tensors T        tensors per round (default 1000)\n"
+    "  --bytes B          bytes per tensor, K/M/G suffixes (default 4K)\n"
+    "  -n, --rounds N     timed rounds per repetition (default 10; the unfused way runs\n"
+    "                     max(2, N/4) rounds of T calls)\n"
+    "  -w, --warmup N     untimed rounds per repetition (default 3)\n"
+    "  -R, --repeats N    repetitions (default 3); medians are reported\n"
+    "  -t, --transport T  back end for every peer: shm ucx ofi tcp\n"
+    "  --json FILE        also write the result as a JSON object (rank 0): fused_us, unfused_us,\n"
+    "                     single_us, negotiation_us, ...\n"
+    "  -h, --help         this text\n"
+    "\n"
+    "fused_us, single_us and unfused_us are per round (all T tensors), the slowest rank's mean,\n"
+    "median over repetitions; negotiation_us is the mean time of one cycle's readiness exchange\n"
+    "(the one small allreduce of the steady state) during the timed fused rounds. The tensor\n"
+    "fusion settings (HOOP_CYCLE_TIME_MS, HOOP_FUSION_THRESHOLD, ...) apply as they are set.\n";
+
+struct Options {
+  size_t tensors = 1000;
+  uint64_t bytes = 4096;
+  int rounds = 10, warmup = 3, repeats = 3;
+  std::string transport, json;
+  bool help = false;
+};
+
+StatusOr<Options> Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+      return o;
+    }
+    if (i + 1 >= argc) return InvalidArgument(a + " needs a value (or is unknown)");
+    std::string v = argv[++i];
+    auto count = [&](int lo, int hi) -> StatusOr<int> {
+      auto n = ParseInt(v);
+      if (!n || *n < lo || *n > hi)
+        return InvalidArgument(a + " '" + v + "': expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      return static_cast<int>(*n);
+    };
+    if (a == "--tensors") {
+      HOOP_ASSIGN_OR_RETURN(int t, count(1, 1000000));
+      o.tensors = static_cast<size_t>(t);
+    } else if (a == "--bytes") {
+      auto b = ParseSize(v);
+      if (!b || *b < 4 || *b % 4 || *b > (1ull << 30)) return InvalidArgument(a + " '" + v + "': expected a multiple of 4 bytes up to 1G");
+      o.bytes = *b;
+    } else if (a == "-n" || a == "--rounds") {
+      HOOP_ASSIGN_OR_RETURN(o.rounds, count(1, 100000));
+    } else if (a == "-w" || a == "--warmup") {
+      HOOP_ASSIGN_OR_RETURN(o.warmup, count(0, 100000));
+    } else if (a == "-R" || a == "--repeats") {
+      HOOP_ASSIGN_OR_RETURN(o.repeats, count(1, 1000));
+    } else if (a == "-t" || a == "--transport") {
+      if (v != "shm" && v != "ucx" && v != "ofi" && v != "tcp") return InvalidArgument(a + " '" + v + "': expected shm, ucx, ofi or tcp");
+      o.transport = v;
+    } else if (a == "--json") {
+      o.json = v;
+    } else {
+      return InvalidArgument("unknown option '" + a + "'");
+    }
+  }
+  if (o.tensors * o.bytes > (4ull << 30)) return InvalidArgument("--tensors x --bytes is over 4 GiB");
+  return o;
+}
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+class FusionBench {
+ public:
+  FusionBench(Communicator& c, const Options& o, const fusion::FusionOptions& fo)
+      : c_(c), o_(o), fo_(fo), count_(o.bytes / 4), tensors_(o.tensors, std::vector<float>(count_)),
+        big_(count_ * o.tensors) {}
+
+  // One repetition: the per-round times of each way on this rank, the negotiation figures.
+  struct Rep {
+    double fused = 0, single = 0, unfused = 0, negotiation = 0, cycles = 0, groups = 0;
+    uint64_t coordinated = 0, wrong = 0;
+  };
+
+  StatusOr<Rep> RunRep() {
+    Rep r;
+    const CallOptions now{Algo::kAuto, true};
+    Buffer big{big_.data(), big_.size(), DType::kF32};
+    for (int i = 0; i < o_.warmup; ++i) HOOP_RETURN_IF_ERROR(c_.Allreduce(big, big, ReduceOp::kSum, now).Wait());
+    HOOP_RETURN_IF_ERROR(c_.Barrier(now).Wait());
+    auto t = Clock::now();
+    for (int i = 0; i < o_.rounds; ++i) HOOP_RETURN_IF_ERROR(c_.Allreduce(big, big, ReduceOp::kSum, now).Wait());
+    r.single = Since(t) / o_.rounds;
+
+    const int unfused_rounds = std::max(2, o_.rounds / 4);
+    HOOP_RETURN_IF_ERROR(Separate());  // warm-up
+    HOOP_RETURN_IF_ERROR(c_.Barrier(now).Wait());
+    t = Clock::now();
+    for (int i = 0; i < unfused_rounds; ++i) HOOP_RETURN_IF_ERROR(Separate());
+    r.unfused = Since(t) / unfused_rounds;
+
+    HOOP_ASSIGN_OR_RETURN(auto rt, fusion::Runtime::Start(c_, fo_));
+    for (int i = 0; i < o_.warmup; ++i) HOOP_RETURN_IF_ERROR(Fused(*rt));
+    float one = 1;
+    HOOP_RETURN_IF_ERROR(rt->Allreduce("barrier", {&one, 1, DType::kF32}, {&one, 1, DType::kF32}, ReduceOp::kSum).Wait());
+    fusion::RuntimeStats before = rt->stats();
+    t = Clock::now();
+    for (int i = 0; i < o_.rounds; ++i) HOOP_RETURN_IF_ERROR(Fused(*rt));
+    r.fused = Since(t) / o_.rounds;
+    fusion::RuntimeStats after = rt->stats();
+    // One more round on fresh data, checked.
+    for (size_t k = 0; k < tensors_.size(); ++k) FillPattern(tensors_[k].data(), count_, c_.rank() + static_cast<int>(k % 7));
+    HOOP_RETURN_IF_ERROR(Fused(*rt));
+    for (size_t k = 0; k < tensors_.size(); ++k) r.wrong += Wrong(tensors_[k], static_cast<int>(k % 7));
+    HOOP_RETURN_IF_ERROR(rt->Shutdown());
+
+    uint64_t cycles = after.cycles - before.cycles;
+    r.cycles = static_cast<double>(cycles) / o_.rounds;
+    r.groups = static_cast<double>(after.groups - before.groups) / o_.rounds;
+    r.coordinated = after.coordinated_cycles - before.coordinated_cycles;
+    r.negotiation = cycles ? (after.readiness_us - before.readiness_us) / static_cast<double>(cycles) : 0;
+    return r;
+  }
+
+  // The slowest rank's value of each time, the sum of wrong elements, the most coordinated cycles.
+  StatusOr<Rep> Combine(Rep r) {
+    const CallOptions now{Algo::kAuto, true};
+    double times[] = {r.fused, r.single, r.unfused, r.negotiation, static_cast<double>(r.coordinated)};
+    HOOP_RETURN_IF_ERROR(c_.Allreduce({times, 5, DType::kF64}, {times, 5, DType::kF64}, ReduceOp::kMax, now).Wait());
+    int64_t wrong = static_cast<int64_t>(r.wrong);
+    HOOP_RETURN_IF_ERROR(c_.Allreduce({&wrong, 1, DType::kI64}, {&wrong, 1, DType::kI64}, ReduceOp::kSum, now).Wait());
+    r.fused = times[0], r.single = times[1], r.unfused = times[2], r.negotiation = times[3];
+    r.coordinated = static_cast<uint64_t>(times[4]);
+    r.wrong = static_cast<uint64_t>(wrong);
+    return r;
+  }
+
+ private:
+  Status Separate() {
+    const CallOptions now{Algo::kAuto, true};
+    for (auto& t : tensors_)
+      HOOP_RETURN_IF_ERROR(c_.Allreduce({t.data(), count_, DType::kF32}, {t.data(), count_, DType::kF32}, ReduceOp::kSum, now).Wait());
+    return Status::Ok();
+  }
+  Status Fused(fusion::Runtime& rt) {
+    handles_.clear();
+    for (size_t k = 0; k < tensors_.size(); ++k) {
+      Buffer b{tensors_[k].data(), count_, DType::kF32};
+      handles_.push_back(rt.Allreduce(names_.size() > k ? names_[k] : Name(k), b, b, ReduceOp::kSum));
+    }
+    for (auto& h : handles_) HOOP_RETURN_IF_ERROR(h.Wait());
+    return Status::Ok();
+  }
+  const std::string& Name(size_t k) {
+    names_.push_back("grad/" + std::to_string(k));
+    return names_[k];
+  }
+  uint64_t Wrong(const std::vector<float>& t, int shift) const {
+    // FillPattern(rank + shift) summed over ranks is the pattern of a job shifted by `shift`:
+    // compare with that sum computed here.
+    std::vector<float> want(count_, 0), part(count_);
+    for (int r = 0; r < c_.size(); ++r) {
+      FillPattern(part.data(), count_, r + shift);
+      for (size_t i = 0; i < count_; ++i) want[i] += part[i];
+    }
+    uint64_t bad = 0;
+    for (size_t i = 0; i < count_; ++i) bad += t[i] != want[i];
+    return bad;
+  }
+
+  Communicator& c_;
+  const Options& o_;
+  const fusion::FusionOptions& fo_;
+  size_t count_;
+  std::vector<std::vector<float>> tensors_;
+  std::vector<float> big_;
+  std::vector<std::string> names_;
+  std::vector<fusion::Handle> handles_;
+};
+
+}  // namespace
+
+int RunFusionBench(int argc, char** argv) {
+  auto opts = Parse(argc, argv);
+  if (!opts.ok()) {
+    std::fprintf(stderr, "hoop-perf fusion: %s\n(run 'hoop-perf fusion --help' for usage)\n", opts.status().message().c_str());
+    return 2;
+  }
+  if (opts->help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  auto cfg = Config::FromProcessEnv();
+  if (!cfg.ok()) {
+    std::fprintf(stderr, "hoop-perf fusion: %s\n", cfg.status().message().c_str());
+    return 2;
+  }
+  if (!opts->transport.empty()) cfg->transport = opts->transport;
+  auto job = JoinJob(*cfg);
+  if (!job.ok()) {
+    std::fprintf(stderr, "hoop-perf fusion: %s\n", job.status().message().c_str());
+    return 1;
+  }
+  Communicator& c = *(*job)->comm;
+  const fusion::FusionOptions fo = fusion::FusionOptions::FromConfig(*cfg);
+  const bool lead = c.rank() == 0;
+  if (lead)
+    std::printf("# hoop-perf fusion: %d ranks over %s, %zu tensors x %s (f32 sum), cycle %g ms, fusion threshold %s\n"
+                "# %4s %12s %12s %12s %10s %10s %14s %8s %8s %6s\n",
+                c.size(), c.transport_name().c_str(), opts->tensors, FormatBytes(opts->bytes).c_str(), fo.cycle_time_ms,
+                FormatBytes(fo.fusion_threshold).c_str(), "rep", "fused_us", "single_us", "unfused_us", "fused/sgl",
+                "unfsd/fsd", "negotiation_us", "cycles", "groups", "wrong");
+  FusionBench bench(c, *opts, fo);
+  std::vector<double> fused, single, unfused, negotiation;
+  uint64_t wrong = 0, coordinated = 0;
+  double cycles = 0, groups = 0;
+  for (int rep = 0; rep < opts->repeats; ++rep) {
+    auto r = bench.RunRep();
+    if (r.ok()) r = bench.Combine(*r);
+    if (!r.ok()) {
+      std::fprintf(stderr, "hoop-perf fusion: rank %d: %s\n", c.rank(), r.status().message().c_str());
+      return 1;
+    }
+    fused.push_back(r->fused), single.push_back(r->single), unfused.push_back(r->unfused);
+    negotiation.push_back(r->negotiation);
+    wrong += r->wrong, coordinated += r->coordinated, cycles = r->cycles, groups = r->groups;
+    if (lead)
+      std::printf("  %4d %12.1f %12.1f %12.1f %10.2f %10.1f %14.2f %8.1f %8.1f %6llu\n", rep + 1, r->fused, r->single,
+                  r->unfused, r->fused / r->single, r->unfused / r->fused, r->negotiation, r->cycles, r->groups,
+                  static_cast<unsigned long long>(r->wrong));
+  }
+  const double f = Median(fused), s = Median(single), u = Median(unfused), n = Median(negotiation);
+  if (lead) {
+    std::printf("# median: fused %.1f us, single %.1f us, unfused %.1f us: fused/single %.2f, unfused/fused %.1f;\n"
+                "# negotiation %.2f us per cycle, %llu cycles needed the coordinator while timed; wrong %llu\n",
+                f, s, u, f / s, u / f, n, static_cast<unsigned long long>(coordinated), static_cast<unsigned long long>(wrong));
+    if (!opts->json.empty()) {
+      std::FILE* out = std::fopen(opts->json.c_str(), "w");
+      if (!out) {
+        std::fprintf(stderr, "hoop-perf fusion: cannot write %s\n", opts->json.c_str());
+        return 1;
+      }
+      std::fprintf(out,
+                   "{\"collective\": \"fusion\", \"ranks\": %d, \"transport\": \"%s\", \"tensors\": %zu, \"bytes\": %llu, "
+                   "\"rounds\": %d, \"repeats\": %d, \"cycle_time_ms\": %g, \"fusion_threshold\": %llu, "
+                   "\"fused_us\": %.3f, \"single_us\": %.3f, \"unfused_us\": %.3f, \"negotiation_us\": %.3f, "
+                   "\"fused_over_single\": %.4f, \"unfused_over_fused\": %.4f, \"cycles_per_round\": %.2f, "
+                   "\"groups_per_round\": %.2f, \"coordinated_cycles\": %llu, \"wrong\": %llu}\n",
+                   c.size(), c.transport_name().c_str(), opts->tensors, static_cast<unsigned long long>(opts->bytes),
+                   opts->rounds, opts->repeats, fo.cycle_time_ms, static_cast<unsigned long long>(fo.fusion_threshold), f, s,
+                   u, n, f / s, u / f, cycles, groups, static_cast<unsigned long long>(coordinated),
+                   static_cast<unsigned long long>(wrong));
+      std::fclose(out);
+    }
+  }
+  return wrong ? 1 : 0;
+}
+
+}  // namespace hoop::perf
