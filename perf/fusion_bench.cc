@@ -52,7 +52,11 @@ StatusOr<Options> Parse(int argc, char** argv) {
       o.help = true;
       return o;
     }
-    if (i + 1 >= argc) return InvalidArgument(a + " needs a value (or is unknown)");
+    static const char* const kKnown[] = {"--tensors", "--bytes", "-n", "--rounds", "-w", "--warmup", "-R",
+                                         "--repeats", "-t", "--transport", "--json"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), a) == std::end(kKnown))
+      return InvalidArgument("unknown option '" + a + "'");
+    if (i + 1 >= argc) return InvalidArgument(a + " needs a value");
     std::string v = argv[++i];
     auto count = [&](int lo, int hi) -> StatusOr<int> {
       auto n = ParseInt(v);
@@ -76,10 +80,8 @@ StatusOr<Options> Parse(int argc, char** argv) {
     } else if (a == "-t" || a == "--transport") {
       if (v != "shm" && v != "ucx" && v != "ofi" && v != "tcp") return InvalidArgument(a + " '" + v + "': expected shm, ucx, ofi or tcp");
       o.transport = v;
-    } else if (a == "--json") {
-      o.json = v;
     } else {
-      return InvalidArgument("unknown option '" + a + "'");
+      o.json = v;
     }
   }
   if (o.tensors * o.bytes > (4ull << 30)) return InvalidArgument("--tensors x --bytes is over 4 GiB");

@@ -27,16 +27,17 @@ inline const std::vector<Backend>& Backends() {
   return all;
 }
 
-// `hooprun -np n hoop-test-rank MODE_ARGS... marker` over back end b, with `env` added
-// (HOOP_TIMEOUT and the like) and a hard bound of timeout_s.
+// `hooprun -np n PROGRAM MODE_ARGS... marker` over back end b, with `env` added (HOOP_TIMEOUT and
+// the like) and a hard bound of timeout_s. PROGRAM: hoop-test-rank, or hoop-fusion-rank.
 inline ProcResult RunRanks(const Backend& b, int n, const std::vector<std::string>& mode_args,
                            const std::string& marker, double timeout_s,
-                           const std::map<std::string, std::string>& env) {
+                           const std::map<std::string, std::string>& env,
+                           const std::string& program = "hoop-test-rank") {
   ProcOptions o;
   o.env = b.env;
   for (const auto& [k, v] : env) o.env[k] = v;
   o.timeout_s = timeout_s;
-  std::vector<std::string> argv = {Bin("hooprun"), "-np", std::to_string(n), Bin("hoop-test-rank")};
+  std::vector<std::string> argv = {Bin("hooprun"), "-np", std::to_string(n), Bin(program)};
   argv.insert(argv.end(), mode_args.begin(), mode_args.end());
   argv.push_back(marker);
   return RunProc(argv, o);

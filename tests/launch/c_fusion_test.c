@@ -1,0 +1,127 @@
+/* The tensor fusion runtime from C, including only <hoop/hoop.h>: allreduce (with scale factors),
+ * broadcast and allgather submitted by name from two threads, completed through callbacks,
+ * hoop_fusion_wait and hoop_fusion_test; synchronize; bad calls; direct collectives refused while
+ * the runtime drives the communicator and accepted again once it is stopped. Run as every rank of
+ * a job. Prints "c-fusion ok rank R of N". */
+#include <hoop/hoop.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(cond, ...)                                    \
+  do {                                                      \
+    if (!(cond)) {                                          \
+      fprintf(stdout, "c-fusion FAIL line %d: ", __LINE__); \
+      fprintf(stdout, __VA_ARGS__);                         \
+      fprintf(stdout, " (%s)\n", hoop_last_error());        \
+      exit(1);                                              \
+    }                                                       \
+  } while (0)
+
+enum { K = 24, N = 257 };
+static hoop_fusion_t fusion;
+static int rank, size;
+static float grads[K][N];
+static hoop_handle_t handles[K];
+static int callbacks_ok, callbacks_failed;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_done(hoop_status_t s, const char* message, void* user) {
+  (void)message;
+  pthread_mutex_lock(&mu);
+  if (s == HOOP_SUCCESS && user == (void*)&callbacks_ok) ++callbacks_ok;
+  else ++callbacks_failed;
+  pthread_mutex_unlock(&mu);
+}
+
+/* Each thread submits half the tensors, in an order that differs per rank. */
+static void* submit(void* arg) {
+  int half = *(int*)arg;
+  for (int j = 0; j < K / 2; ++j) {
+    int k = half * (K / 2) + (j * 5 + rank * 7) % (K / 2);
+    char name[32];
+    snprintf(name, sizeof name, "grad/%d", k);
+    hoop_tensor_opts_t o = {HOOP_COMPRESSION_DEFAULT, 0.5, 0};
+    hoop_status_t s = hoop_fusion_allreduce(fusion, name, grads[k], grads[k], N, HOOP_F32, HOOP_AVG,
+                                            k % 2 ? &o : NULL, on_done, &callbacks_ok, &handles[k]);
+    CHECK(s == HOOP_SUCCESS, "submit %s", name);
+  }
+  return NULL;
+}
+
+int main(void) {
+  hoop_comm_t comm = NULL;
+  CHECK(hoop_init_from_env(&comm) == HOOP_SUCCESS, "init");
+  hoop_rank(comm, &rank);
+  hoop_size(comm, &size);
+  CHECK(hoop_fusion_start(comm, &fusion) == HOOP_SUCCESS, "start");
+  hoop_fusion_t second = NULL;
+  CHECK(hoop_fusion_start(comm, &second) == HOOP_ERR_INVALID_ARGUMENT, "second runtime on one communicator");
+
+  float x[4] = {1, 2, 3, 4};
+  CHECK(hoop_allreduce(comm, x, x, 4, HOOP_F32, HOOP_SUM) == HOOP_ERR_INVALID_ARGUMENT, "direct call while fused");
+  CHECK(strstr(hoop_last_error(), "tensor fusion runtime drives this communicator") != NULL, "message");
+  CHECK(hoop_finalize(comm) == HOOP_ERR_INVALID_ARGUMENT, "finalize while fused");
+
+  for (int k = 0; k < K; ++k)
+    for (int i = 0; i < N; ++i) grads[k][i] = (float)(rank + k + i % 5);
+  pthread_t t[2];
+  int halves[2] = {0, 1};
+  for (int i = 0; i < 2; ++i) pthread_create(&t[i], NULL, submit, &halves[i]);
+  for (int i = 0; i < 2; ++i) pthread_join(t[i], NULL);
+
+  /* Broadcast and allgather, by handle only. */
+  long long b[3] = {0, 0, 0};
+  if (rank == size - 1) b[0] = 42, b[1] = -1, b[2] = 7;
+  hoop_handle_t hb, hg;
+  CHECK(hoop_fusion_broadcast(fusion, "params", rank == size - 1 ? b : NULL, b, 3, HOOP_I64, size - 1, NULL, NULL, &hb) ==
+            HOOP_SUCCESS, "broadcast");
+  int mine[2] = {rank, -rank};
+  int* all = malloc(sizeof(int) * 2 * (size_t)size);
+  CHECK(hoop_fusion_allgather(fusion, "ranks", mine, all, 2, HOOP_I32, NULL, NULL, &hg) == HOOP_SUCCESS, "allgather");
+  int done = 0;
+  while (!done) CHECK(hoop_fusion_test(fusion, hg, &done) == HOOP_SUCCESS, "test");
+  CHECK(hoop_fusion_wait(fusion, hg) == HOOP_SUCCESS, "allgather result");
+  CHECK(hoop_fusion_wait(fusion, hg) == HOOP_ERR_INVALID_ARGUMENT, "a handle is freed by wait");
+  for (int r = 0; r < size; ++r) CHECK(all[2 * r] == r && all[2 * r + 1] == -r, "allgather block %d", r);
+  CHECK(hoop_fusion_wait(fusion, hb) == HOOP_SUCCESS, "broadcast result");
+  CHECK(b[0] == 42 && b[1] == -1 && b[2] == 7, "broadcast values");
+
+  CHECK(hoop_fusion_synchronize(fusion) == HOOP_SUCCESS, "synchronize");
+  for (int k = 0; k < K; ++k) {
+    CHECK(hoop_fusion_wait(fusion, handles[k]) == HOOP_SUCCESS, "grad %d", k);
+    for (int i = 0; i < N; ++i) {
+      /* avg of (r + k + i%5) over ranks, times the prescale 0.5 for odd k */
+      float want = (float)((size - 1) / 2.0 + k + i % 5) * (k % 2 ? 0.5f : 1.0f);
+      CHECK(grads[k][i] == want, "grad %d[%d] = %f, want %f", k, i, grads[k][i], want);
+    }
+  }
+  pthread_mutex_lock(&mu);
+  CHECK(callbacks_ok == K && callbacks_failed == 0, "%d callbacks, %d failed", callbacks_ok, callbacks_failed);
+  pthread_mutex_unlock(&mu);
+
+  /* Bad calls fail at once, with no handle and no callback. */
+  hoop_handle_t h = -1;
+  int ints[2] = {1, 2};
+  hoop_tensor_opts_t scale = {HOOP_COMPRESSION_DEFAULT, 2, 0};
+  CHECK(hoop_fusion_allreduce(fusion, "ints", ints, ints, 2, HOOP_I32, HOOP_SUM, &scale, on_done, NULL, &h) ==
+            HOOP_ERR_INVALID_ARGUMENT, "scale on integers");
+  CHECK(strstr(hoop_last_error(), "scale factors need floating-point data, not i32") != NULL, "scale message");
+  CHECK(hoop_fusion_allreduce(fusion, NULL, x, x, 4, HOOP_F32, HOOP_SUM, NULL, NULL, NULL, &h) == HOOP_ERR_INVALID_ARGUMENT, "no name");
+  CHECK(hoop_fusion_allreduce(fusion, "x", x, x, 4, HOOP_F32, HOOP_SUM, NULL, NULL, NULL, NULL) == HOOP_ERR_INVALID_ARGUMENT,
+        "neither handle nor callback");
+  CHECK(hoop_fusion_broadcast(fusion, "x", x, x, 4, HOOP_F32, size, NULL, NULL, &h) == HOOP_ERR_INVALID_ARGUMENT, "root");
+  CHECK(strstr(hoop_last_error(), "is not a rank") != NULL, "root message");
+  pthread_mutex_lock(&mu);
+  CHECK(callbacks_failed == 0, "a refused call ran its callback");
+  pthread_mutex_unlock(&mu);
+
+  CHECK(hoop_fusion_stop(fusion) == HOOP_SUCCESS, "stop");
+  CHECK(hoop_allreduce(comm, x, x, 4, HOOP_F32, HOOP_SUM) == HOOP_SUCCESS, "direct call after stop");
+  CHECK(x[0] == (float)size, "direct result");
+  free(all);
+  CHECK(hoop_finalize(comm) == HOOP_SUCCESS, "finalize");
+  printf("c-fusion ok rank %d of %d\n", rank, size);
+  return 0;
+}
