@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collectives/bootstrap.h"
@@ -32,9 +33,11 @@ const char* const kUsage =
     "  -h, --help         this text\n"
     "\n"
     "fused_us, single_us and unfused_us are per round (all T tensors), the slowest rank's mean,\n"
-    "median over repetitions; negotiation_us is the mean time of one cycle's readiness exchange\n"
-    "(the one small allreduce of the steady state) during the timed fused rounds. The tensor\n"
-    "fusion settings (HOOP_CYCLE_TIME_MS, HOOP_FUSION_THRESHOLD, ...) apply as they are set.\n";
+    "median over repetitions. negotiation_us is the steady state's cost per cycle: the mean time\n"
+    "of one cycle's readiness exchange (the one small allreduce, a byte per cached name) over idle\n"
+    "cycles after the timed rounds; cycle_wait_us is the same mean during the timed rounds, where\n"
+    "it also holds the wait for the slowest rank to reach the cycle. The tensor fusion settings\n"
+    "(HOOP_CYCLE_TIME_MS, HOOP_FUSION_THRESHOLD, ...) apply as they are set.\n";
 
 struct Options {
   size_t tensors = 1000;
@@ -104,7 +107,7 @@ class FusionBench {
 
   // One repetition: the per-round times of each way on this rank, the negotiation figures.
   struct Rep {
-    double fused = 0, single = 0, unfused = 0, negotiation = 0, cycles = 0, groups = 0;
+    double fused = 0, single = 0, unfused = 0, negotiation = 0, cycle_wait = 0, cycles = 0, groups = 0;
     uint64_t coordinated = 0, wrong = 0;
   };
 
@@ -138,25 +141,36 @@ class FusionBench {
     for (size_t k = 0; k < tensors_.size(); ++k) FillPattern(tensors_[k].data(), count_, c_.rank() + static_cast<int>(k % 7));
     HOOP_RETURN_IF_ERROR(Fused(*rt));
     for (size_t k = 0; k < tensors_.size(); ++k) r.wrong += Wrong(tensors_[k], static_cast<int>(k % 7));
+    // The steady state's own cost: idle cycles, every name still cached (the exchange carries a
+    // byte per cached name), no rank busy with anything else.
+    fusion::RuntimeStats idle0 = rt->stats();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50) +
+                                std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::duration<double, std::milli>(50 * fo_.cycle_time_ms)));
+    fusion::RuntimeStats idle1 = rt->stats();
     HOOP_RETURN_IF_ERROR(rt->Shutdown());
 
-    uint64_t cycles = after.cycles - before.cycles;
-    r.cycles = static_cast<double>(cycles) / o_.rounds;
+    auto per_cycle = [](const fusion::RuntimeStats& a, const fusion::RuntimeStats& b) {
+      return b.cycles > a.cycles ? (b.readiness_us - a.readiness_us) / static_cast<double>(b.cycles - a.cycles) : 0;
+    };
+    r.cycles = static_cast<double>(after.cycles - before.cycles) / o_.rounds;
     r.groups = static_cast<double>(after.groups - before.groups) / o_.rounds;
-    r.coordinated = after.coordinated_cycles - before.coordinated_cycles;
-    r.negotiation = cycles ? (after.readiness_us - before.readiness_us) / static_cast<double>(cycles) : 0;
+    r.coordinated = after.coordinated_cycles - before.coordinated_cycles + idle1.coordinated_cycles - idle0.coordinated_cycles;
+    r.cycle_wait = per_cycle(before, after);
+    r.negotiation = per_cycle(idle0, idle1);
     return r;
   }
 
   // The slowest rank's value of each time, the sum of wrong elements, the most coordinated cycles.
   StatusOr<Rep> Combine(Rep r) {
     const CallOptions now{Algo::kAuto, true};
-    double times[] = {r.fused, r.single, r.unfused, r.negotiation, static_cast<double>(r.coordinated)};
-    HOOP_RETURN_IF_ERROR(c_.Allreduce({times, 5, DType::kF64}, {times, 5, DType::kF64}, ReduceOp::kMax, now).Wait());
+    double times[] = {r.fused, r.single, r.unfused, r.negotiation, static_cast<double>(r.coordinated), r.cycle_wait};
+    HOOP_RETURN_IF_ERROR(c_.Allreduce({times, 6, DType::kF64}, {times, 6, DType::kF64}, ReduceOp::kMax, now).Wait());
     int64_t wrong = static_cast<int64_t>(r.wrong);
     HOOP_RETURN_IF_ERROR(c_.Allreduce({&wrong, 1, DType::kI64}, {&wrong, 1, DType::kI64}, ReduceOp::kSum, now).Wait());
     r.fused = times[0], r.single = times[1], r.unfused = times[2], r.negotiation = times[3];
     r.coordinated = static_cast<uint64_t>(times[4]);
+    r.cycle_wait = times[5];
     r.wrong = static_cast<uint64_t>(wrong);
     return r;
   }
@@ -232,12 +246,12 @@ int RunFusionBench(int argc, char** argv) {
   const bool lead = c.rank() == 0;
   if (lead)
     std::printf("# hoop-perf fusion: %d ranks over %s, %zu tensors x %s (f32 sum), cycle %g ms, fusion threshold %s\n"
-                "# %4s %12s %12s %12s %10s %10s %14s %8s %8s %6s\n",
+                "# %4s %12s %12s %12s %10s %10s %14s %13s %8s %8s %6s\n",
                 c.size(), c.transport_name().c_str(), opts->tensors, FormatBytes(opts->bytes).c_str(), fo.cycle_time_ms,
                 FormatBytes(fo.fusion_threshold).c_str(), "rep", "fused_us", "single_us", "unfused_us", "fused/sgl",
-                "unfsd/fsd", "negotiation_us", "cycles", "groups", "wrong");
+                "unfsd/fsd", "negotiation_us", "cycle_wait_us", "cycles", "groups", "wrong");
   FusionBench bench(c, *opts, fo);
-  std::vector<double> fused, single, unfused, negotiation;
+  std::vector<double> fused, single, unfused, negotiation, cycle_wait;
   uint64_t wrong = 0, coordinated = 0;
   double cycles = 0, groups = 0;
   for (int rep = 0; rep < opts->repeats; ++rep) {
@@ -249,17 +263,20 @@ int RunFusionBench(int argc, char** argv) {
     }
     fused.push_back(r->fused), single.push_back(r->single), unfused.push_back(r->unfused);
     negotiation.push_back(r->negotiation);
+    cycle_wait.push_back(r->cycle_wait);
     wrong += r->wrong, coordinated += r->coordinated, cycles = r->cycles, groups = r->groups;
     if (lead)
-      std::printf("  %4d %12.1f %12.1f %12.1f %10.2f %10.1f %14.2f %8.1f %8.1f %6llu\n", rep + 1, r->fused, r->single,
-                  r->unfused, r->fused / r->single, r->unfused / r->fused, r->negotiation, r->cycles, r->groups,
+      std::printf("  %4d %12.1f %12.1f %12.1f %10.2f %10.1f %14.2f %13.1f %8.1f %8.1f %6llu\n", rep + 1, r->fused, r->single,
+                  r->unfused, r->fused / r->single, r->unfused / r->fused, r->negotiation, r->cycle_wait, r->cycles, r->groups,
                   static_cast<unsigned long long>(r->wrong));
   }
-  const double f = Median(fused), s = Median(single), u = Median(unfused), n = Median(negotiation);
+  const double f = Median(fused), s = Median(single), u = Median(unfused), n = Median(negotiation),
+               w = Median(cycle_wait);
   if (lead) {
     std::printf("# median: fused %.1f us, single %.1f us, unfused %.1f us: fused/single %.2f, unfused/fused %.1f;\n"
-                "# negotiation %.2f us per cycle, %llu cycles needed the coordinator while timed; wrong %llu\n",
-                f, s, u, f / s, u / f, n, static_cast<unsigned long long>(coordinated), static_cast<unsigned long long>(wrong));
+                "# negotiation %.2f us per idle cycle (%.1f us per cycle while busy, waiting for the slowest rank);\n"
+                "# %llu cycles needed the coordinator after warm-up; wrong %llu\n",
+                f, s, u, f / s, u / f, n, w, static_cast<unsigned long long>(coordinated), static_cast<unsigned long long>(wrong));
     if (!opts->json.empty()) {
       std::FILE* out = std::fopen(opts->json.c_str(), "w");
       if (!out) {
@@ -269,12 +286,12 @@ int RunFusionBench(int argc, char** argv) {
       std::fprintf(out,
                    "{\"collective\": \"fusion\", \"ranks\": %d, \"transport\": \"%s\", \"tensors\": %zu, \"bytes\": %llu, "
                    "\"rounds\": %d, \"repeats\": %d, \"cycle_time_ms\": %g, \"fusion_threshold\": %llu, "
-                   "\"fused_us\": %.3f, \"single_us\": %.3f, \"unfused_us\": %.3f, \"negotiation_us\": %.3f, "
+                   "\"fused_us\": %.3f, \"single_us\": %.3f, \"unfused_us\": %.3f, \"negotiation_us\": %.3f, \"cycle_wait_us\": %.3f, "
                    "\"fused_over_single\": %.4f, \"unfused_over_fused\": %.4f, \"cycles_per_round\": %.2f, "
                    "\"groups_per_round\": %.2f, \"coordinated_cycles\": %llu, \"wrong\": %llu}\n",
                    c.size(), c.transport_name().c_str(), opts->tensors, static_cast<unsigned long long>(opts->bytes),
                    opts->rounds, opts->repeats, fo.cycle_time_ms, static_cast<unsigned long long>(fo.fusion_threshold), f, s,
-                   u, n, f / s, u / f, cycles, groups, static_cast<unsigned long long>(coordinated),
+                   u, n, w, f / s, u / f, cycles, groups, static_cast<unsigned long long>(coordinated),
                    static_cast<unsigned long long>(wrong));
       std::fclose(out);
     }

@@ -5,8 +5,9 @@
 //            cycle negotiates; warm-up rounds fill its response cache)
 //   single   one allreduce of T x B bytes: what fused should approach
 //   unfused  T separate allreduces of B bytes, each awaited: what fusion saves
-// plus the negotiation cost: the mean time of one cycle's readiness exchange during the timed
-// fused rounds, and how many cycles needed rank 0's coordinator (0 in steady state).
+// plus the negotiation cost: the mean time of one cycle's readiness exchange over idle cycles
+// with every name cached (and, separately, during the timed rounds, where it includes waiting
+// for the slowest rank), and how many cycles after warm-up needed rank 0's coordinator (0).
 // Times are per round, the slowest rank's mean, the median over repetitions.
 #pragma once
 

@@ -167,7 +167,6 @@ void Runtime::Loop() {
   Status cause;
   const auto cycle = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(opts_.cycle_time_ms));
   while (true) {
-    auto start = Clock::now();
     int shutdown_by = -1;
     cause = Cycle(&shutdown_by);
     timeline_.Flush();
@@ -178,8 +177,11 @@ void Runtime::Loop() {
       shut_down_ = true;
       break;
     }
+    // The next cycle is timed from the end of this one's exchange, a moment every rank shares:
+    // timed from each rank's own start, ranks would keep their phase offsets for ever and every
+    // exchange would wait them out.
     std::unique_lock<std::mutex> lock(mu_);
-    wake_.wait_until(lock, start + cycle, [&] { return shutdown_asked_; });
+    wake_.wait_until(lock, exchanged_ + cycle, [&] { return shutdown_asked_; });
   }
   if (!shut_down_) HOOP_LOG(kError, "tensor fusion stopped: " << cause.message());
   {
@@ -228,6 +230,7 @@ Status Runtime::Cycle(int* shutdown_by) {
   const auto t0 = Clock::now();
   HOOP_ASSIGN_OR_RETURN(Readiness ready, negotiator_.ExchangeReadiness(need, asked, bits_));
   auto agreed_at = Clock::now();
+  exchanged_ = agreed_at;
   std::vector<Response> agreed;
   slot_ready_.assign(cache_.size(), 0);
   for (size_t s : ready.ready_slots) {

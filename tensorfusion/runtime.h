@@ -135,6 +135,7 @@ class Runtime {
   Negotiator negotiator_;
   Timeline timeline_;
   std::vector<uint8_t> bits_, slot_ready_;
+  Clock::time_point exchanged_;  // when the last readiness exchange ended
   std::vector<char> fusion_;
   std::vector<std::pair<std::shared_ptr<HandleState>, Status>> done_;
 };
