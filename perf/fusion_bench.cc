@@ -33,7 +33,8 @@ const char* const kUsage =
     "  -h, --help         this text\n"
     "\n"
     "fused_us, single_us and unfused_us are per round (all T tensors), the slowest rank's mean,\n"
-    "median over repetitions. negotiation_us is the steady state's cost per cycle: the mean time\n"
+    "median over repetitions; the ratios are the medians of each repetition's own ratios.\n"
+    "negotiation_us is the steady state's cost per cycle: the mean time\n"
     "of one cycle's readiness exchange (the one small allreduce, a byte per cached name) over idle\n"
     "cycles after the timed rounds; cycle_wait_us is the same mean during the timed rounds, where\n"
     "it also holds the wait for the slowest rank to reach the cycle. The tensor fusion settings\n"
@@ -251,7 +252,7 @@ int RunFusionBench(int argc, char** argv) {
                 FormatBytes(fo.fusion_threshold).c_str(), "rep", "fused_us", "single_us", "unfused_us", "fused/sgl",
                 "unfsd/fsd", "negotiation_us", "cycle_wait_us", "cycles", "groups", "wrong");
   FusionBench bench(c, *opts, fo);
-  std::vector<double> fused, single, unfused, negotiation, cycle_wait;
+  std::vector<double> fused, single, unfused, negotiation, cycle_wait, f_over_s, u_over_f;
   uint64_t wrong = 0, coordinated = 0;
   double cycles = 0, groups = 0;
   for (int rep = 0; rep < opts->repeats; ++rep) {
@@ -264,6 +265,8 @@ int RunFusionBench(int argc, char** argv) {
     fused.push_back(r->fused), single.push_back(r->single), unfused.push_back(r->unfused);
     negotiation.push_back(r->negotiation);
     cycle_wait.push_back(r->cycle_wait);
+    f_over_s.push_back(r->fused / r->single);  // ratios within one repetition: drift cancels
+    u_over_f.push_back(r->unfused / r->fused);
     wrong += r->wrong, coordinated += r->coordinated, cycles = r->cycles, groups = r->groups;
     if (lead)
       std::printf("  %4d %12.1f %12.1f %12.1f %10.2f %10.1f %14.2f %13.1f %8.1f %8.1f %6llu\n", rep + 1, r->fused, r->single,
@@ -271,12 +274,13 @@ int RunFusionBench(int argc, char** argv) {
                   static_cast<unsigned long long>(r->wrong));
   }
   const double f = Median(fused), s = Median(single), u = Median(unfused), n = Median(negotiation),
-               w = Median(cycle_wait);
+               w = Median(cycle_wait), fs = Median(f_over_s), uf = Median(u_over_f);
   if (lead) {
-    std::printf("# median: fused %.1f us, single %.1f us, unfused %.1f us: fused/single %.2f, unfused/fused %.1f;\n"
+    std::printf("# median: fused %.1f us, single %.1f us, unfused %.1f us; of the repetitions' ratios: fused/single %.2f,"
+                " unfused/fused %.1f;\n"
                 "# negotiation %.2f us per idle cycle (%.1f us per cycle while busy, waiting for the slowest rank);\n"
                 "# %llu cycles needed the coordinator after warm-up; wrong %llu\n",
-                f, s, u, f / s, u / f, n, w, static_cast<unsigned long long>(coordinated), static_cast<unsigned long long>(wrong));
+                f, s, u, fs, uf, n, w, static_cast<unsigned long long>(coordinated), static_cast<unsigned long long>(wrong));
     if (!opts->json.empty()) {
       std::FILE* out = std::fopen(opts->json.c_str(), "w");
       if (!out) {
@@ -291,7 +295,7 @@ int RunFusionBench(int argc, char** argv) {
                    "\"groups_per_round\": %.2f, \"coordinated_cycles\": %llu, \"wrong\": %llu}\n",
                    c.size(), c.transport_name().c_str(), opts->tensors, static_cast<unsigned long long>(opts->bytes),
                    opts->rounds, opts->repeats, fo.cycle_time_ms, static_cast<unsigned long long>(fo.fusion_threshold), f, s,
-                   u, n, w, f / s, u / f, cycles, groups, static_cast<unsigned long long>(coordinated),
+                   u, n, w, fs, uf, cycles, groups, static_cast<unsigned long long>(coordinated),
                    static_cast<unsigned long long>(wrong));
       std::fclose(out);
     }
