@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/bootstrap.h"
 #include "common/parse.h"
 #include "perf/harness.h"
+#include "perf/join.h"
 #include "tensorfusion/runtime.h"
 
 namespace hoop::perf {
@@ -231,19 +231,10 @@ int RunFusionBench(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  auto cfg = Config::FromProcessEnv();
-  if (!cfg.ok()) {
-    std::fprintf(stderr, "hoop-perf fusion: %s\n", cfg.status().message().c_str());
-    return 2;
-  }
-  if (!opts->transport.empty()) cfg->transport = opts->transport;
-  auto job = JoinJob(*cfg);
-  if (!job.ok()) {
-    std::fprintf(stderr, "hoop-perf fusion: %s\n", job.status().message().c_str());
-    return 1;
-  }
-  Communicator& c = *(*job)->comm;
-  const fusion::FusionOptions fo = fusion::FusionOptions::FromConfig(*cfg);
+  PerfJob pj = JoinPerfJob("hoop-perf fusion", opts->transport);
+  if (!pj.job) return pj.exit_code;
+  Communicator& c = *pj.job->comm;
+  const fusion::FusionOptions fo = fusion::FusionOptions::FromConfig(pj.cfg);
   const bool lead = c.rank() == 0;
   if (lead)
     std::printf("# hoop-perf fusion: %d ranks over %s, %zu tensors x %s (f32 sum), cycle %g ms, fusion threshold %s\n"

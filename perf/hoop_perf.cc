@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives/bootstrap.h"
 #include "perf/bench.h"
 #include "perf/fusion_bench.h"
+#include "perf/join.h"
 #include "perf/report.h"
 
 namespace hoop::perf {
@@ -24,26 +24,17 @@ int Main(int argc, char** argv) {
     std::fputs(kPerfUsage, stdout);
     return 0;
   }
-  auto cfg = Config::FromProcessEnv();
-  if (!cfg.ok()) {
-    std::fprintf(stderr, "hoop-perf: %s\n", cfg.status().message().c_str());
-    return 2;
-  }
   const PerfOptions& o = *opts;
-  if (!o.transport.empty()) cfg->transport = o.transport;  // -t wins over HOOP_TRANSPORT
-  auto job = JoinJob(*cfg);
-  if (!job.ok()) {
-    std::fprintf(stderr, "hoop-perf: %s\n", job.status().message().c_str());
-    return 1;
-  }
-  Communicator& c = *(*job)->comm;
+  PerfJob pj = JoinPerfJob("hoop-perf", o.transport);
+  if (!pj.job) return pj.exit_code;
+  Communicator& c = *pj.job->comm;
   if (o.kind == CollKind::kBroadcast && o.root >= c.size()) {
     std::fprintf(stderr, "hoop-perf: --root %d is not a rank (size %d)\n", o.root, c.size());
     return 2;
   }
   const bool lead = c.rank() == 0;
   RunInfo info{&o, c.size(), c.transport_name(),
-               o.compression ? CompressionName(*o.compression) : cfg->compression};
+               o.compression ? CompressionName(*o.compression) : pj.cfg.compression};
   if (lead) PrintHeader(info);
 
   std::vector<bool> places;

@@ -3,33 +3,43 @@
 namespace hoop::fusion {
 
 namespace {
-// Marks h done; false if it already was. Its callback is moved to *cb.
-bool MarkDone(HandleState& h, Status s, Callback* cb) {
+
+// Sets h's final status and takes its callback; false if it was completed already.
+bool Begin(HandleState& h, Status s, Callback* cb) {
   std::lock_guard<std::mutex> lock(h.mu);
-  if (h.done) return false;
-  h.done = true;
-  h.finished = true;
+  if (h.completing) return false;
+  h.completing = true;
   h.status = std::move(s);
   *cb = std::move(h.callback);
   return true;
 }
+
+void MarkDone(HandleState& h) {
+  std::lock_guard<std::mutex> lock(h.mu);
+  h.done = true;
+  h.finished = true;
+}
+
 }  // namespace
 
 void Complete(HandleState& h, Status s) {
   Callback cb;
-  if (!MarkDone(h, std::move(s), &cb)) return;
+  if (!Begin(h, std::move(s), &cb)) return;
+  if (cb) cb(h.status);  // status no longer changes once completing
+  MarkDone(h);
   h.cv.notify_all();
-  if (cb) cb(h.status);  // status no longer changes once done
 }
 
 void CompleteAll(std::vector<std::pair<std::shared_ptr<HandleState>, Status>>& done) {
   std::vector<Callback> cbs(done.size());
   std::vector<bool> fresh(done.size());
-  for (size_t i = 0; i < done.size(); ++i) fresh[i] = MarkDone(*done[i].first, std::move(done[i].second), &cbs[i]);
-  for (size_t i = 0; i < done.size(); ++i)
-    if (fresh[i]) done[i].first->cv.notify_all();
+  for (size_t i = 0; i < done.size(); ++i) fresh[i] = Begin(*done[i].first, std::move(done[i].second), &cbs[i]);
   for (size_t i = 0; i < done.size(); ++i)
     if (cbs[i]) cbs[i](done[i].first->status);
+  for (size_t i = 0; i < done.size(); ++i)
+    if (fresh[i]) MarkDone(*done[i].first);
+  for (size_t i = 0; i < done.size(); ++i)
+    if (fresh[i]) done[i].first->cv.notify_all();
 }
 
 Status Handle::Wait(Deadline deadline) const {
@@ -50,7 +60,7 @@ void Handle::OnComplete(Callback cb) const {
   if (!s_ || !cb) return;
   {
     std::lock_guard<std::mutex> lock(s_->mu);
-    if (!s_->done) {
+    if (!s_->completing) {
       s_->callback = std::move(cb);
       return;
     }

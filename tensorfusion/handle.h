@@ -27,17 +27,19 @@ struct HandleState {
   const std::string name;
   std::mutex mu;
   std::condition_variable cv;
-  bool done = false;
+  bool completing = false;            // status is final; the callback is running or has run
+  bool done = false;                  // ... and has returned: what Wait and Test report
   std::atomic<bool> finished{false};  // done, readable without the lock
   Status status;
   Callback callback;
 };
 
-// Completes the handle (once; later calls do nothing) and runs its callback.
+// Completes the handle (once; later calls do nothing): sets its status, runs its callback, then
+// marks it done, so a waiter that wakes knows the callback has finished.
 void Complete(HandleState& h, Status s);
-// Completes many at once: every one is marked done before any waiter is woken or callback run,
-// so a thread waiting on them one after another sleeps at most once instead of once per handle
-// (on a crowded host each wake-up can cost a context switch).
+// Completes many at once: every callback runs, then every handle is marked done before any
+// waiter is woken, so a thread waiting on them one after another sleeps at most once instead of
+// once per handle (on a crowded host each wake-up can cost a context switch).
 void CompleteAll(std::vector<std::pair<std::shared_ptr<HandleState>, Status>>& done);
 
 class Handle {
@@ -49,8 +51,8 @@ class Handle {
   // submission, so a plain Wait() never hangs on a lost or missing peer.
   Status Wait(Deadline deadline = Deadline::Never()) const;
   bool Test() const;  // completed?
-  // Runs `cb` when the tensor completes: at once, on this thread, if it already has. Replaces
-  // a callback given at submission.
+  // Runs `cb` when the tensor completes: at once, on this thread, if it already has (or is
+  // completing). Replaces a callback given at submission.
   void OnComplete(Callback cb) const;
   const std::string& name() const;
   bool valid() const { return s_ != nullptr; }

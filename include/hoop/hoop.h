@@ -132,7 +132,8 @@ double hoop_compression_error_factor(hoop_compression_t compression, int nranks)
  *
  * A submission returns HOOP_SUCCESS and a handle, or an error at once for a bad call. The
  * tensor's own result comes from hoop_fusion_wait(handle), or from the callback (on the
- * runtime's thread; it must not block, it may submit). handle may be NULL when a callback is
+ * runtime's thread; it must not block, it may submit; it has returned before the tensor's
+ * hoop_fusion_wait or hoop_fusion_test reports it complete). handle may be NULL when a callback is
  * given; otherwise wait on every handle, which frees it. Until a tensor completes its buffers
  * belong to the runtime. A tensor fails, on every rank that submitted it, when the ranks passed
  * different parameters for its name (HOOP_ERR_MISMATCH, naming the ranks and values), when some

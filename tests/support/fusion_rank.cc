@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "collectives/bootstrap.h"
+#include "tests/support/rank_support.h"
 #include "collectives/reference.h"
 #include "tensorfusion/runtime.h"
 #include "tensorfusion/scale.h"
@@ -233,10 +234,7 @@ int RunKill(Communicator& c, Runtime& rt, int victim) {
   const size_t count = 1 << 18;  // 20 tensors of 1 MiB a step
   std::vector<std::vector<float>> bufs(20, std::vector<float>(count, 1.0f));
   if (c.rank() == victim) {
-    std::thread([] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(400));
-      ::raise(SIGKILL);
-    }).detach();
+    test::KillSelfAfter(std::chrono::milliseconds(400));
   }
   auto start = std::chrono::steady_clock::now();
   for (int step = 0; step < 100000; ++step) {
@@ -340,18 +338,12 @@ int main(int argc, char** argv) {
   }
   std::string mode = argv[1];
   std::string arg = argc > 2 ? argv[2] : "";
-  auto cfg = Config::FromProcessEnv();
-  if (!cfg.ok()) {
-    std::fprintf(stderr, "hoop-fusion-rank: %s\n", cfg.status().message().c_str());
-    return 2;
-  }
-  auto job = JoinJob(*cfg);
-  if (!job.ok()) {
-    std::printf("rank %d: join failed: %s\n", cfg->rank, job.status().ToString().c_str());
-    return 1;
-  }
-  Communicator& c = *(*job)->comm;
-  auto rt = fusion::Runtime::Start(c, fusion::FusionOptions::FromConfig(*cfg));
+  Config cfg;
+  int exit_code = 0;
+  auto job = test::JoinTestJob("hoop-fusion-rank", &cfg, &exit_code);
+  if (!job) return exit_code;
+  Communicator& c = *job->comm;
+  auto rt = fusion::Runtime::Start(c, fusion::FusionOptions::FromConfig(cfg));
   if (!rt.ok()) {
     std::printf("rank %d: runtime: %s\n", c.rank(), rt.status().ToString().c_str());
     return 1;

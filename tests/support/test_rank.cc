@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "collectives/bootstrap.h"
+#include "tests/support/rank_support.h"
 #include "collectives/reference.h"
 
 namespace hoop {
@@ -135,10 +136,7 @@ int RunKill(Communicator& c, int victim) {
   const size_t count = 8 << 20;  // 32 MiB of f32: each call takes tens of milliseconds
   std::vector<float> in(count, 1.0f), out(count);
   if (c.rank() == victim) {
-    std::thread([] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(400));
-      ::raise(SIGKILL);
-    }).detach();
+    test::KillSelfAfter(std::chrono::milliseconds(400));
   }
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 1000; ++i) {
@@ -192,17 +190,11 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::seconds(std::atoi(argv[2])));
     return 0;
   }
-  auto cfg = Config::FromProcessEnv();
-  if (!cfg.ok()) {
-    std::fprintf(stderr, "hoop-test-rank: %s\n", cfg.status().message().c_str());
-    return 2;
-  }
-  auto job = JoinJob(*cfg);
-  if (!job.ok()) {
-    std::printf("rank %d: join failed: %s\n", cfg->rank, job.status().ToString().c_str());
-    return 1;
-  }
-  Communicator& c = *(*job)->comm;
+  Config cfg;
+  int exit_code = 0;
+  auto job = test::JoinTestJob("hoop-test-rank", &cfg, &exit_code);
+  if (!job) return exit_code;
+  Communicator& c = *job->comm;
   if (mode == "matrix") return RunMatrix(c);
   if (mode == "kill" && argc > 2) return RunKill(c, std::atoi(argv[2]));
   if (mode == "mismatch") return RunMismatch(c);

@@ -3,12 +3,17 @@
 // settings in Config.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/config.h"
 #include "tensorfusion/fusion_planner.h"
+#include "tensorfusion/handle.h"
 #include "tensorfusion/message_table.h"
 #include "tensorfusion/request.h"
 #include "tensorfusion/response_cache.h"
@@ -237,4 +242,29 @@ TEST_CASE("Config reads the tensor fusion settings and refuses bad ones", "[fusi
   CHECK_FALSE(Config::FromEnv({{"HOOP_FUSION_THRESHOLD", "lots"}}).ok());
   CHECK_FALSE(Config::FromEnv({{"HOOP_CACHE_CAPACITY", "-3"}}).ok());
   CHECK_FALSE(Config::FromEnv({{"HOOP_STALL_WARNING_S", "soon"}}).ok());
+}
+
+TEST_CASE("a handle's callback has finished when Wait returns; OnComplete after completion runs at once", "[fusion]") {
+  std::vector<std::pair<std::shared_ptr<HandleState>, Status>> batch;
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 3; ++i) {
+    auto h = std::make_shared<HandleState>("t" + std::to_string(i), [&ran](const Status& s) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));  // a slow callback
+      if (s.ok()) ++ran;
+    });
+    batch.emplace_back(h, Status::Ok());
+  }
+  Handle first(batch[0].first), last(batch[2].first);
+  CHECK_FALSE(first.Test());
+  CHECK(first.Wait(Deadline::After(std::chrono::milliseconds(1))).code() == Code::kDeadlineExceeded);
+  std::thread completer([&] { CompleteAll(batch); });
+  CHECK(first.Wait().ok());
+  CHECK(ran.load() == 3);  // every callback of the batch ran before any handle showed done
+  CHECK(last.Test());
+  completer.join();
+  int late = 0;
+  last.OnComplete([&](const Status& s) { late += s.ok(); });
+  CHECK(late == 1);
+  Complete(*batch[0].first, Aborted("again"));  // a second completion changes nothing
+  CHECK(first.Wait().ok());
 }
