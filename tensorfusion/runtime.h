@@ -25,7 +25,6 @@
 // has shut it down, the communicator is free again.
 #pragma once
 
-#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
