@@ -1,0 +1,33 @@
+// A chain of layers run in order: forward keeps every activation, backward walks them in reverse
+// and reports each layer as soon as its parameter gradients are final (the trainer hands those to
+// the tensor fusion runtime there, overlapping communication with the rest of backward).
+#pragma once
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "trainer/layer.h"
+
+namespace hoop::train {
+
+class Chain {
+ public:
+  void Add(std::unique_ptr<Layer> layer) { layers_.push_back(std::move(layer)); }
+  bool empty() const { return layers_.empty(); }
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  Shape OutShape(Shape in) const;
+  // The output of the last layer (the input itself for an empty chain); valid until the next call.
+  const Tensor& Forward(const Tensor& in, Mode mode, ThreadPool& pool);
+  // After Forward on the same input: din (when not null) gets the gradient for the input.
+  void Backward(const Tensor& in, const Tensor& dout, Tensor* din, ThreadPool& pool,
+                const std::function<void(Layer&)>& done = nullptr);
+  std::vector<Param*> Params() const;
+  std::vector<std::pair<std::string, Tensor*>> Buffers() const;
+
+ private:
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Tensor> acts_;   // acts_[i]: output of layer i
+  std::vector<Tensor> grads_;  // grads_[i]: gradient for the input of layer i + 1
+};
+
+}  // namespace hoop::train

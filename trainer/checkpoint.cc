@@ -1,0 +1,157 @@
+#include "trainer/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+
+namespace hoop::train {
+
+namespace {
+
+constexpr char kMagic[8] = {'H', 'O', 'O', 'P', 'C', 'K', 'P', 'T'};
+constexpr uint32_t kVersion = 1;
+
+template <class T>
+void Put(std::string& b, T v) {
+  b.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+void PutStr(std::string& b, const std::string& s) {
+  Put<uint32_t>(b, static_cast<uint32_t>(s.size()));
+  b += s;
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::string& b) : b_(b) {}
+  template <class T>
+  bool Get(T* v) {
+    if (b_.size() - at_ < sizeof(T)) return false;
+    std::memcpy(v, b_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+  bool GetStr(std::string* s) {
+    uint32_t n;
+    if (!Get(&n) || b_.size() - at_ < n) return false;
+    s->assign(b_.data() + at_, n);
+    at_ += n;
+    return true;
+  }
+  bool GetFloats(float* out, uint64_t n) {
+    if ((b_.size() - at_) / sizeof(float) < n) return false;
+    std::memcpy(out, b_.data() + at_, n * sizeof(float));
+    at_ += n * sizeof(float);
+    return true;
+  }
+  bool Skip(uint64_t bytes) {
+    if (b_.size() - at_ < bytes) return false;
+    at_ += bytes;
+    return true;
+  }
+
+ private:
+  const std::string& b_;
+  size_t at_ = 0;
+};
+
+uint32_t Crc(const char* p, size_t n) {
+  uLong c = crc32(0L, Z_NULL, 0);
+  while (n > 0) {
+    uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    c = crc32(c, reinterpret_cast<const Bytef*>(p), chunk);
+    p += chunk;
+    n -= chunk;
+  }
+  return static_cast<uint32_t>(c);
+}
+
+}  // namespace
+
+Status SaveCheckpoint(const std::string& path, const CheckpointInfo& info, const NamedTensors& tensors) {
+  std::string b(kMagic, sizeof kMagic);
+  Put(b, kVersion);
+  PutStr(b, info.model);
+  Put(b, info.epochs_done);
+  Put(b, info.steps_done);
+  Put<uint32_t>(b, static_cast<uint32_t>(tensors.size()));
+  for (auto& [name, t] : tensors) {
+    PutStr(b, name);
+    Put<uint64_t>(b, t->size());
+    b.append(reinterpret_cast<const char*>(t->ptr()), t->size() * sizeof(float));
+  }
+  Put(b, Crc(b.data(), b.size()));
+
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(Code::kInvalidArgument, "checkpoint: cannot create " + tmp, errno);
+  size_t done = 0;
+  while (done < b.size()) {
+    ssize_t w = write(fd, b.data() + done, b.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      int err = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      return ErrnoStatus(Code::kInternal, "checkpoint: writing " + tmp, err);
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    int err = errno;
+    unlink(tmp.c_str());
+    return ErrnoStatus(Code::kInternal, "checkpoint: flushing " + tmp, err);
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    unlink(tmp.c_str());
+    return ErrnoStatus(Code::kInternal, "checkpoint: renaming " + tmp + " to " + path, err);
+  }
+  return Status::Ok();
+}
+
+Status LoadCheckpoint(const std::string& path, const std::string& model, const NamedTensors& tensors, CheckpointInfo* info) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ErrnoStatus(Code::kNotFound, "checkpoint: cannot open " + path, errno);
+  std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto bad = [&](const std::string& why) { return InvalidArgument("checkpoint " + path + ": " + why); };
+  if (b.size() < sizeof kMagic + 4 || std::memcmp(b.data(), kMagic, sizeof kMagic) != 0) return bad("not a hoop checkpoint");
+  uint32_t stored;
+  std::memcpy(&stored, b.data() + b.size() - 4, 4);
+  if (Crc(b.data(), b.size() - 4) != stored) return bad("corrupt (checksum mismatch)");
+  b.resize(b.size() - 4);
+  Reader r(b);
+  r.Skip(sizeof kMagic);
+  uint32_t version = 0, count = 0;
+  if (!r.Get(&version) || version != kVersion) return bad("unsupported version " + std::to_string(version));
+  if (!r.GetStr(&info->model) || !r.Get(&info->epochs_done) || !r.Get(&info->steps_done) || !r.Get(&count))
+    return bad("truncated header");
+  if (info->model != model) return bad("holds model '" + info->model + "', but this run trains '" + model + "'");
+  std::map<std::string, Tensor*> want(tensors.begin(), tensors.end());
+  std::set<std::string> loaded;
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string name;
+    uint64_t n;
+    if (!r.GetStr(&name) || !r.Get(&n)) return bad("truncated at tensor " + std::to_string(i));
+    auto it = want.find(name);
+    if (it == want.end()) return bad("holds tensor '" + name + "', which this model does not have");
+    if (n != it->second->size())
+      return bad("tensor '" + name + "' has " + std::to_string(n) + " values, the model " + std::to_string(it->second->size()));
+    if (!r.GetFloats(it->second->ptr(), n)) return bad("truncated in tensor '" + name + "'");
+    if (!loaded.insert(name).second) return bad("holds tensor '" + name + "' twice");
+  }
+  for (auto& [name, t] : tensors)
+    if (!loaded.count(name))
+      return bad("lacks tensor '" + name + "' (holds " + std::to_string(loaded.size()) + " of the model's " +
+                 std::to_string(want.size()) + ")");
+  return Status::Ok();
+}
+
+}  // namespace hoop::train

@@ -1,0 +1,39 @@
+// Data parallelism over the tensor fusion runtime: what makes N ranks train one model.
+//
+//  - Start: rank 0's parameters and buffers are broadcast, so every rank begins identical.
+//  - Backward: as soon as a layer's backward returns, each of its parameter gradients is
+//    submitted as a named sum-allreduce ("grad.<param>"); the runtime fuses whatever is ready
+//    each cycle and reduces it while earlier layers are still computing. The loss gradient is
+//    already scaled by 1 / (the step's images over all ranks), so the sum is the exact mean.
+//  - Before the optimizer: Wait() blocks until every gradient of the step has come back; that
+//    time is what the metrics call waiting on communication.
+//  - Batch norm's running statistics are averaged before evaluation and checkpoints.
+// Every wait is bounded by the runtime (HOOP_TIMEOUT); a failure names the tensor and the cause.
+#pragma once
+#include <vector>
+
+#include "tensorfusion/runtime.h"
+#include "trainer/layer.h"
+
+namespace hoop::train {
+
+class DataParallel {
+ public:
+  explicit DataParallel(fusion::Runtime& rt) : rt_(rt) {}
+  // Broadcasts each tensor from rank 0 (name-tagged; every rank passes the same list).
+  Status Broadcast(const std::vector<std::pair<std::string, Tensor*>>& tensors);
+  // Submits the layer's gradients; returns at once.
+  void GradientsReady(Layer& layer);
+  // Waits for everything GradientsReady submitted since the last Wait.
+  Status Wait();
+  // Replaces each tensor with its mean over the ranks.
+  Status Average(const std::vector<std::pair<std::string, Tensor*>>& tensors, int ranks);
+  // Sums f64 values over the ranks in place (metrics and evaluation counts).
+  Status SumDoubles(const std::string& name, std::vector<double>& values);
+
+ private:
+  fusion::Runtime& rt_;
+  std::vector<fusion::Handle> pending_;
+};
+
+}  // namespace hoop::train

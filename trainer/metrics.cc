@@ -1,0 +1,94 @@
+#include "trainer/metrics.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace hoop::train {
+
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// name, value pairs in column order: the one list both formats print.
+std::vector<std::pair<const char*, double>> Fields(const EpochMetrics& m) {
+  return {{"epoch", m.epoch},
+          {"wall_s", m.wall_s},
+          {"train_s", m.train_s},
+          {"images", static_cast<double>(m.images)},
+          {"images_per_s", m.images_per_s},
+          {"data_s", m.data_s},
+          {"forward_s", m.forward_s},
+          {"backward_s", m.backward_s},
+          {"comm_wait_s", m.comm_wait_s},
+          {"optimizer_s", m.optimizer_s},
+          {"train_loss", m.train_loss},
+          {"train_acc", m.train_acc},
+          {"test_loss", m.test_loss},
+          {"test_acc", m.test_acc},
+          {"lr", m.lr}};
+}
+
+std::string Num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+}  // namespace
+
+std::string FormatEpoch(const EpochMetrics& m, int epochs) {
+  char b[320];
+  std::snprintf(b, sizeof b,
+                "epoch %d/%d: train loss %.4f acc %.2f%% | test loss %.4f acc %.2f%% | %.0f images/s | %.1f s "
+                "(data %.2f, forward %.2f, backward %.2f, comm wait %.2f, optimizer %.2f) | %.1f s elapsed",
+                m.epoch, epochs, m.train_loss, 100 * m.train_acc, m.test_loss, 100 * m.test_acc, m.images_per_s, m.train_s,
+                m.data_s, m.forward_s, m.backward_s, m.comm_wait_s, m.optimizer_s, m.wall_s);
+  return b;
+}
+
+Status WriteMetrics(const std::string& path, const RunInfo& run, const std::vector<EpochMetrics>& epochs) {
+  std::ostringstream o;
+  if (EndsWith(path, ".json")) {
+    o << "{\"model\": \"" << run.model << "\", \"ranks\": " << run.ranks << ", \"batch\": " << run.batch
+      << ", \"threads\": " << run.threads << ", \"transport\": \"" << run.transport << "\", \"epochs\": [";
+    for (size_t i = 0; i < epochs.size(); ++i) {
+      o << (i ? ",\n  {" : "\n  {");
+      bool first = true;
+      for (auto& [k, v] : Fields(epochs[i])) {
+        o << (first ? "" : ", ") << '"' << k << "\": " << Num(v);
+        first = false;
+      }
+      o << "}";
+    }
+    o << "\n]}\n";
+  } else {
+    o << "model,ranks,batch,threads";
+    for (auto& [k, v] : Fields(EpochMetrics{})) o << ',' << k;
+    o << '\n';
+    for (const auto& m : epochs) {
+      o << run.model << ',' << run.ranks << ',' << run.batch << ',' << run.threads;
+      for (auto& [k, v] : Fields(m)) o << ',' << Num(v);
+      o << '\n';
+    }
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << o.str();
+    if (!f.good()) return ErrnoStatus(Code::kInvalidArgument, "metrics: cannot write " + tmp, errno);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    return ErrnoStatus(Code::kInvalidArgument, "metrics: cannot rename " + tmp + " to " + path, err);
+  }
+  return Status::Ok();
+}
+
+}  // namespace hoop::train

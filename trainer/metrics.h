@@ -1,0 +1,39 @@
+// What a training run measures, per epoch: time in each phase of a step (loading the batch,
+// forward, backward, waiting for the gradients' allreduces after backward, the optimizer),
+// images/s over all ranks, the training loss and accuracy, the test loss and accuracy, and
+// the wall-clock time since training began (for accuracy against time).
+//
+// Phase times are each rank's own, averaged over the ranks. Rank 0 prints a line per epoch and
+// a summary, and rewrites the --metrics file after every epoch (atomically), as JSON when its
+// name ends in .json and as CSV otherwise, so a run that is stopped keeps its epochs so far.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hoop::train {
+
+struct EpochMetrics {
+  int epoch = 0;           // 1-based
+  double wall_s = 0;       // since training began, at the end of this epoch's evaluation
+  double train_s = 0;      // this epoch's training steps
+  int64_t images = 0;      // trained on, all ranks
+  double images_per_s = 0; // images / train_s
+  double data_s = 0, forward_s = 0, backward_s = 0, comm_wait_s = 0, optimizer_s = 0;
+  double train_loss = 0, train_acc = 0, test_loss = 0, test_acc = 0;
+  double lr = 0;           // at the epoch's last step
+};
+
+struct RunInfo {
+  std::string model;
+  int ranks = 1, batch = 0, threads = 1;
+  std::string transport;
+};
+
+// One line for the log.
+std::string FormatEpoch(const EpochMetrics& m, int epochs);
+Status WriteMetrics(const std::string& path, const RunInfo& run, const std::vector<EpochMetrics>& epochs);
+
+}  // namespace hoop::train

@@ -1,0 +1,61 @@
+#include "trainer/model.h"
+
+#include "trainer/batchnorm.h"
+#include "trainer/conv2d.h"
+#include "trainer/linear.h"
+#include "trainer/pool.h"
+#include "trainer/relu.h"
+#include "trainer/residual.h"
+
+namespace hoop::train {
+
+namespace {
+
+void LeNet(Chain& c, std::mt19937& rng) {
+  c.Add(std::make_unique<Conv2d>("conv1", ConvSpec{1, 16, 5, 1, 2, true}, rng));
+  c.Add(std::make_unique<Relu>("relu1"));
+  c.Add(std::make_unique<MaxPool>("pool1", 2));
+  c.Add(std::make_unique<Conv2d>("conv2", ConvSpec{16, 32, 5, 1, 0, true}, rng));
+  c.Add(std::make_unique<Relu>("relu2"));
+  c.Add(std::make_unique<MaxPool>("pool2", 2));
+  c.Add(std::make_unique<Linear>("fc1", 32 * 5 * 5, 120, rng));
+  c.Add(std::make_unique<Relu>("relu3"));
+  c.Add(std::make_unique<Linear>("fc2", 120, 84, rng));
+  c.Add(std::make_unique<Relu>("relu4"));
+  c.Add(std::make_unique<Linear>("fc3", 84, 10, rng));
+}
+
+void ResNet(Chain& c, std::mt19937& rng) {
+  c.Add(std::make_unique<Conv2d>("stem.conv", ConvSpec{1, 16, 3, 1, 1, false}, rng));
+  c.Add(std::make_unique<BatchNorm>("stem.bn", 16));
+  c.Add(std::make_unique<Relu>("stem.relu"));
+  c.Add(std::make_unique<Residual>("block1", 16, 16, 1, rng));
+  c.Add(std::make_unique<Residual>("block2", 16, 32, 2, rng));
+  c.Add(std::make_unique<Residual>("block3", 32, 64, 2, rng));
+  c.Add(std::make_unique<GlobalAvgPool>("pool"));
+  c.Add(std::make_unique<Linear>("fc", 64, 10, rng));
+}
+
+}  // namespace
+
+size_t Model::ParamCount() const {
+  size_t n = 0;
+  for (const Param* p : net.Params()) n += p->value.size();
+  return n;
+}
+
+StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed) {
+  auto m = std::make_unique<Model>();
+  m->name = name;
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  if (name == "lenet") {
+    LeNet(m->net, rng);
+  } else if (name == "resnet") {
+    ResNet(m->net, rng);
+  } else {
+    return InvalidArgument("unknown model '" + name + "': expected lenet or resnet");
+  }
+  return m;
+}
+
+}  // namespace hoop::train

@@ -1,0 +1,128 @@
+#include "trainer/options.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+#include "common/parse.h"
+
+namespace hoop::train {
+
+const char* Usage() {
+  return "usage: hoop-train [options]          (run it under hooprun, mpirun or srun; alone it is 1 rank)\n"
+         "\n"
+         "Trains a CNN on Fashion-MNIST with synchronous data-parallel SGD: every rank trains on its\n"
+         "shard of each global batch, and gradients are averaged through hoop's tensor fusion runtime\n"
+         "while backward is still running.\n"
+         "  --model lenet|resnet    the network (default lenet)\n"
+         "  --epochs N              passes over the training set (default: lenet 2, resnet 4)\n"
+         "  --batch N               images per rank per step (default: lenet 32, resnet 64)\n"
+         "  --lr X                  learning rate per rank; the rate used is X times the number of\n"
+         "                          ranks, reached by linear warm-up (default: lenet 0.025, resnet 0.05)\n"
+         "  --momentum X            (default 0.9)\n"
+         "  --weight-decay X        (default 5e-4)\n"
+         "  --warmup-epochs X       length of the warm-up, in epochs (default 0.2; 0: none)\n"
+         "  --schedule cosine|constant\n"
+         "                          after warm-up: decay to 0 along a half cosine (default), or hold\n"
+         "  --seed N                weights and the per-epoch shuffle (default 1)\n"
+         "  --data DIR              Fashion-MNIST's IDX files, gzipped or not (default\n"
+         "                          /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist)\n"
+         "  --metrics FILE          per-epoch metrics, JSON if FILE ends in .json, else CSV (rank 0)\n"
+         "  --checkpoint FILE       written by rank 0 after every epoch, atomically\n"
+         "  --resume                start from --checkpoint's epoch (rank 0 reads it, all ranks get it)\n"
+         "  --threads N             compute threads per rank (default: cores / ranks on this host)\n"
+         "  --train-limit N         train on the first N images only (default: all 60000)\n"
+         "  --test-limit N          evaluate on the first N test images only (default: all 10000)\n"
+         "  -t, --transport T       back end: shm ucx ofi tcp (default: HOOP_TRANSPORT, else per peer)\n"
+         "  -h, --help              this text\n"
+         "\n"
+         "The tensor fusion settings (HOOP_CYCLE_TIME_MS, HOOP_FUSION_THRESHOLD, HOOP_TIMEOUT, ...)\n"
+         "apply as they are set. Example, the main job on one host:\n"
+         "  hooprun -np 2 build/bin/hoop-train --model lenet --epochs 2 --metrics lenet.csv\n";
+}
+
+StatusOr<Options> ParseOptions(int argc, char** argv) {
+  Options o;
+  auto num = [](const std::string& a, const std::string& v, double lo, double hi) -> StatusOr<double> {
+    char* end = nullptr;
+    double d = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(d >= lo && d <= hi))
+      return InvalidArgument(a + " '" + v + "': expected a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return d;
+  };
+  auto count = [](const std::string& a, const std::string& v, int64_t lo, int64_t hi) -> StatusOr<int64_t> {
+    auto n = ParseInt(v);
+    if (!n || *n < lo || *n > hi)
+      return InvalidArgument(a + " '" + v + "': expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return *n;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+      return o;
+    }
+    if (a == "--resume") {
+      o.resume = true;
+      continue;
+    }
+    static const char* const kValued[] = {"--model", "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
+                                          "--warmup-epochs", "--schedule", "--seed", "--data", "--metrics", "--checkpoint",
+                                          "--threads", "--train-limit", "--test-limit", "-t", "--transport"};
+    if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
+      return InvalidArgument("unknown option '" + a + "' (see --help)");
+    if (i + 1 >= argc) return InvalidArgument(a + " needs a value");
+    std::string v = argv[++i];
+    if (a == "--model") {
+      if (v != "lenet" && v != "resnet") return InvalidArgument("--model '" + v + "': expected lenet or resnet");
+      o.model = v;
+    } else if (a == "--epochs") {
+      HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 1, 1000));
+      o.epochs = static_cast<int>(n);
+    } else if (a == "--batch") {
+      HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 1, 65536));
+      o.batch = static_cast<int>(n);
+    } else if (a == "--lr") {
+      HOOP_ASSIGN_OR_RETURN(o.lr, num(a, v, 1e-9, 100));
+    } else if (a == "--momentum") {
+      HOOP_ASSIGN_OR_RETURN(o.momentum, num(a, v, 0, 0.9999));
+    } else if (a == "--weight-decay") {
+      HOOP_ASSIGN_OR_RETURN(o.weight_decay, num(a, v, 0, 1));
+    } else if (a == "--warmup-epochs") {
+      HOOP_ASSIGN_OR_RETURN(o.warmup_epochs, num(a, v, 0, 1000));
+    } else if (a == "--schedule") {
+      if (v != "cosine" && v != "constant") return InvalidArgument("--schedule '" + v + "': expected cosine or constant");
+      o.cosine = v == "cosine";
+    } else if (a == "--seed") {
+      HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 0, INT64_MAX));
+      o.seed = static_cast<uint64_t>(n);
+    } else if (a == "--data") {
+      o.data = v;
+    } else if (a == "--metrics") {
+      o.metrics = v;
+    } else if (a == "--checkpoint") {
+      o.checkpoint = v;
+    } else if (a == "--threads") {
+      HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 1, 256));
+      o.threads = static_cast<int>(n);
+    } else if (a == "--train-limit") {
+      HOOP_ASSIGN_OR_RETURN(o.train_limit, count(a, v, 1, INT64_MAX));
+    } else if (a == "--test-limit") {
+      HOOP_ASSIGN_OR_RETURN(o.test_limit, count(a, v, 1, INT64_MAX));
+    } else {  // -t, --transport
+      static const char* const kBackends[] = {"shm", "ucx", "ofi", "tcp"};
+      if (std::find(std::begin(kBackends), std::end(kBackends), v) == std::end(kBackends))
+        return InvalidArgument(a + " '" + v + "': expected shm, ucx, ofi or tcp");
+      o.transport = v;
+    }
+  }
+  if (o.resume && o.checkpoint.empty()) return InvalidArgument("--resume needs --checkpoint FILE");
+  const bool lenet = o.model == "lenet";
+  if (o.epochs == 0) o.epochs = lenet ? 2 : 4;
+  if (o.batch == 0) o.batch = lenet ? 32 : 64;
+  if (o.lr == 0) o.lr = lenet ? 0.025 : 0.05;
+  return o;
+}
+
+}  // namespace hoop::train

@@ -1,0 +1,32 @@
+// hoop-train's command line. Per-model defaults (batch, learning rate, epochs) apply where an
+// option is not given; see Usage().
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace hoop::train {
+
+struct Options {
+  std::string model = "lenet";
+  int epochs = 0;        // 0: the model's default
+  int batch = 0;         // per rank; 0: the model's default
+  double lr = 0;         // per rank (scaled by the number of ranks); 0: the model's default
+  double momentum = 0.9, weight_decay = 5e-4, warmup_epochs = 0.2;
+  bool cosine = true;
+  uint64_t seed = 1;
+  std::string data;      // empty: kDefaultDataDir
+  std::string metrics, checkpoint;
+  bool resume = false;
+  int threads = 0;       // 0: this host's cores / ranks on it
+  int64_t train_limit = 0, test_limit = 0;  // 0: the whole set
+  std::string transport;
+  bool help = false;
+};
+
+const char* Usage();
+// Parses argv and fills in the model's defaults; InvalidArgument names the bad option.
+StatusOr<Options> ParseOptions(int argc, char** argv);
+
+}  // namespace hoop::train

@@ -1,0 +1,61 @@
+// hoop-train: the reference trainer's command (options.h lists its options, trainer.h its loop).
+// Exit codes: 0 trained; 2 bad options or settings; 1 anything else (data, job, training),
+// always with one line saying which rank and what failed.
+#include <cstdio>
+#include <thread>
+
+#include "collectives/bootstrap.h"
+#include "trainer/gemm.h"
+#include "trainer/trainer.h"
+
+using namespace hoop;
+using namespace hoop::train;
+
+int main(int argc, char** argv) {
+  auto opts = ParseOptions(argc, argv);
+  if (!opts.ok()) {
+    std::fprintf(stderr, "hoop-train: %s\n", opts.status().message().c_str());
+    return 2;
+  }
+  if (opts->help) {
+    std::fputs(Usage(), stdout);
+    return 0;
+  }
+  auto cfg = Config::FromProcessEnv();
+  if (!cfg.ok()) {
+    std::fprintf(stderr, "hoop-train: %s\n", cfg.status().message().c_str());
+    return 2;
+  }
+  if (!opts->transport.empty()) cfg->transport = opts->transport;
+  if (opts->threads == 0) {
+    int cores = static_cast<int>(std::thread::hardware_concurrency());
+    int local = cfg->local_size > 0 ? cfg->local_size : 1;
+    opts->threads = std::max(1, cores / local);
+  }
+  InitBlas();
+  const std::string dir = opts->data.empty() ? kDefaultDataDir : opts->data;
+  auto train = LoadFashionMnist(dir, "train");
+  auto test = train.ok() ? LoadFashionMnist(dir, "t10k") : StatusOr<Dataset>(train.status());
+  if (!test.ok()) {
+    std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, test.status().message().c_str());
+    return 1;
+  }
+  auto job = JoinJob(*cfg);
+  if (!job.ok()) {
+    std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, job.status().message().c_str());
+    return 1;
+  }
+  auto result = Train(*opts, *cfg, *(*job)->comm, *train, *test);
+  if (!result.ok()) {
+    std::string m = result.status().message();
+    if (m.rfind("hoop-train: rank", 0) != 0) m = "hoop-train: rank " + std::to_string(cfg->rank) + ": " + m;
+    std::fprintf(stderr, "%s\n", m.c_str());
+    return 1;
+  }
+  if (cfg->rank == 0 && !result->epochs.empty()) {
+    const auto& last = result->epochs.back();
+    std::printf("hoop-train: done: %s, %d epoch(s), test accuracy %.2f%%, %.1f s\n", opts->model.c_str(),
+                last.epoch, 100 * last.test_acc, last.wall_s);
+  }
+  return 0;
+}
