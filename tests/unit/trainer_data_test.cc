@@ -1,0 +1,268 @@
+// The trainer's logic around the layers: the distributed sampler's rank math, the learning-rate
+// schedule, momentum SGD, checkpoints (round trip, every corruption named), the Fashion-MNIST
+// reader's errors on real gzip files, and the metrics files.
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "trainer/checkpoint.h"
+#include "trainer/metrics.h"
+#include "trainer/mnist.h"
+#include "trainer/options.h"
+#include "trainer/sampler.h"
+#include "trainer/sgd.h"
+
+using namespace hoop::train;
+
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/hoop-trainer-test-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  return tmpl;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void WriteGz(const std::string& path, const std::string& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) == static_cast<int>(bytes.size()));
+  gzclose(f);
+}
+
+std::string Idx(int dims_code, std::vector<uint32_t> dims, size_t payload, uint8_t fill) {
+  std::string b = {0, 0, 8, static_cast<char>(dims_code)};
+  for (uint32_t d : dims)
+    for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<char>((d >> s) & 0xff));
+  b.append(payload, static_cast<char>(fill));
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("sampler: every image once per epoch, same global batches for any rank count", "[trainer]") {
+  for (int64_t images : {1, 7, 100, 1001}) {
+    for (int ranks : {1, 2, 3, 4, 8}) {
+      const int batch = 5;
+      std::vector<std::vector<int64_t>> order_by_step;
+      std::multiset<int64_t> seen;
+      for (int r = 0; r < ranks; ++r) {
+        DistributedSampler s(images, batch, r, ranks, 42);
+        auto perm = s.Shuffle(3);
+        order_by_step.resize(s.steps_per_epoch());
+        for (int64_t step = 0; step < s.steps_per_epoch(); ++step) {
+          Slice sl = s.At(step);
+          REQUIRE(sl.count() >= 0);
+          REQUIRE(sl.count() <= batch);
+          for (int64_t i = sl.begin; i < sl.end; ++i) {
+            seen.insert(perm[i]);
+            order_by_step[step].push_back(perm[i]);
+          }
+        }
+        // step_images is the sum of the ranks' counts.
+        for (int64_t step = 0; step < s.steps_per_epoch(); ++step) {
+          int64_t total = 0;
+          for (int q = 0; q < ranks; ++q) total += DistributedSampler(images, batch, q, ranks, 42).At(step).count();
+          REQUIRE(s.At(step).step_images == total);
+        }
+      }
+      REQUIRE(static_cast<int64_t>(seen.size()) == images);
+      REQUIRE(static_cast<int64_t>(std::set<int64_t>(seen.begin(), seen.end()).size()) == images);
+      // One rank with the global batch visits the same images in the same steps.
+      DistributedSampler one(images, batch * ranks, 0, 1, 42);
+      auto perm = one.Shuffle(3);
+      REQUIRE(one.steps_per_epoch() == static_cast<int64_t>(order_by_step.size()));
+      for (int64_t step = 0; step < one.steps_per_epoch(); ++step) {
+        Slice sl = one.At(step);
+        std::multiset<int64_t> a(perm.begin() + sl.begin, perm.begin() + sl.end);
+        std::multiset<int64_t> b(order_by_step[step].begin(), order_by_step[step].end());
+        REQUIRE(a == b);
+      }
+    }
+  }
+  DistributedSampler s(1000, 10, 0, 1, 1);
+  auto e0 = s.Shuffle(0);
+  auto e1 = s.Shuffle(1);
+  CHECK(e0 != e1);  // a new order every epoch
+  CHECK(DistributedSampler(1000, 10, 0, 1, 1).Shuffle(1) == e1);  // ... the same on every rank
+  int64_t b, e;
+  Shard(10, 2, 3, &b, &e);
+  CHECK((b == 6 && e == 10));
+}
+
+TEST_CASE("learning rate: scaled by ranks, warm-up, cosine", "[trainer]") {
+  LrSchedule s{0.1, 4, 10, 110, true};
+  CHECK(s.At(0) == Approx(0.1 + 0.3 * 1 / 10));
+  CHECK(s.At(9) == Approx(0.4));
+  CHECK(s.At(10) == Approx(0.4));
+  CHECK(s.At(60) == Approx(0.2));
+  CHECK(s.At(110) == Approx(0.0).margin(1e-12));
+  LrSchedule c{0.1, 2, 0, 100, false};
+  CHECK(c.At(0) == Approx(0.2));
+  CHECK(c.At(99) == Approx(0.2));
+}
+
+TEST_CASE("sgd: momentum and weight decay as PyTorch", "[trainer]") {
+  Param p;
+  p.value = Tensor({1});
+  p.grad = Tensor({1});
+  p.value.data = {1.0f};
+  Sgd sgd({&p}, 0.9, 0.1);
+  p.grad.data = {0.5f};
+  sgd.Step(0.1);  // v = 0.5 + 0.1 = 0.6; w = 1 - 0.06
+  CHECK(p.value.data[0] == Approx(0.94));
+  sgd.Step(0.1);  // v = 0.54 + 0.5 + 0.094 = 1.134; w = 0.94 - 0.1134
+  CHECK(p.value.data[0] == Approx(0.8266));
+  CHECK(sgd.State()[0].first == ".momentum");
+}
+
+TEST_CASE("checkpoint: round trip, atomic, and every corruption named", "[trainer]") {
+  const std::string dir = TempDir(), path = dir + "/ck";
+  Tensor a({3}), b({2, 2});
+  a.data = {1, 2, 3};
+  b.data = {4, 5, 6, 7};
+  NamedTensors ts = {{"a", &a}, {"b", &b}};
+  REQUIRE(SaveCheckpoint(path, {"lenet", 2, 1876}, ts).ok());
+  Tensor a2({3}), b2({2, 2});
+  CheckpointInfo info;
+  REQUIRE(LoadCheckpoint(path, "lenet", {{"a", &a2}, {"b", &b2}}, &info).ok());
+  CHECK(a2.data == a.data);
+  CHECK(b2.data == b.data);
+  CHECK(info.epochs_done == 2);
+  CHECK(info.steps_done == 1876);
+  // No temporary file is left behind.
+  std::string listing;
+  for (int i = 0; i < 2; ++i) {
+    struct stat st;
+    CHECK(stat((path + ".tmp." + std::to_string(getpid())).c_str(), &st) != 0);
+  }
+  auto fails = [&](const std::string& bytes, const std::string& model, NamedTensors want, const std::string& text) {
+    std::ofstream(path + ".bad", std::ios::binary) << bytes;
+    auto s = LoadCheckpoint(path + ".bad", model, want, &info);
+    INFO(s.message());
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.message(), Catch::Contains(text));
+  };
+  const std::string good = Slurp(path);
+  std::string flipped = good;
+  flipped[30] ^= 1;
+  fails(flipped, "lenet", ts, "checksum mismatch");
+  fails(good.substr(0, good.size() - 9), "lenet", ts, "checksum mismatch");
+  fails("hello", "lenet", ts, "not a hoop checkpoint");
+  fails(good, "resnet", ts, "holds model 'lenet', but this run trains 'resnet'");
+  Tensor c({3});
+  fails(good, "lenet", {{"a", &a2}, {"b", &b2}, {"c", &c}}, "lacks tensor 'c'");
+  fails(good, "lenet", {{"a", &a2}}, "holds tensor 'b', which this model does not have");
+  Tensor big({4});
+  fails(good, "lenet", {{"a", &big}, {"b", &b2}}, "tensor 'a' has 3 values, the model 4");
+  auto missing = LoadCheckpoint(dir + "/none", "lenet", ts, &info);
+  CHECK_THAT(missing.message(), Catch::Contains("cannot open " + dir + "/none"));
+  auto unwritable = SaveCheckpoint(dir + "/no/such/dir/ck", {"lenet", 1, 1}, ts);
+  CHECK_THAT(unwritable.message(), Catch::Contains("cannot create"));
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST_CASE("fashion-mnist reader: real gzip IDX files and named errors", "[trainer]") {
+  const std::string dir = TempDir();
+  auto write_set = [&](uint32_t images, uint32_t labels, uint8_t label) {
+    WriteGz(dir + "/train-images-idx3-ubyte.gz", Idx(3, {images, 28, 28}, images * 784ul, 255));
+    WriteGz(dir + "/train-labels-idx1-ubyte.gz", Idx(1, {labels}, labels, label));
+  };
+  write_set(3, 3, 9);
+  auto ok = LoadFashionMnist(dir, "train");
+  REQUIRE(ok.ok());
+  CHECK(ok->count == 3);
+  Tensor x;
+  std::vector<uint8_t> y;
+  int64_t idx[] = {2, 0};
+  Gather(*ok, idx, 2, x, y);
+  CHECK(x.shape == Shape{2, 1, 28, 28});
+  CHECK(x.data[5] == Approx((1.0 - 0.2860) / 0.3530));
+  CHECK(y == std::vector<uint8_t>{9, 9});
+
+  auto err = [&](const std::string& text) {
+    auto r = LoadFashionMnist(dir, "train");
+    REQUIRE_FALSE(r.ok());
+    INFO(r.status().message());
+    CHECK_THAT(r.status().message(), Catch::Contains(text));
+  };
+  write_set(3, 2, 1);
+  err("holds 3 images but");
+  write_set(3, 3, 10);
+  err("label 10 of image 0 is not in 0..9");
+  WriteGz(dir + "/train-images-idx3-ubyte.gz", Idx(3, {3, 28, 28}, 100, 0));
+  err("truncated: expected 2352 bytes of data, got 100");
+  WriteGz(dir + "/train-images-idx3-ubyte.gz", Idx(3, {3, 32, 32}, 3 * 1024, 0));
+  err("images are 32x32, expected 28x28");
+  WriteGz(dir + "/train-images-idx3-ubyte.gz", Idx(1, {3}, 3, 0));
+  err("not an IDX file of u8 data with 3 dimension(s)");
+  // A damaged gzip stream: valid header, garbage after it.
+  std::string gz = Slurp(dir + "/train-labels-idx1-ubyte.gz");
+  write_set(3, 3, 1);
+  std::string img = Slurp(dir + "/train-images-idx3-ubyte.gz");
+  for (size_t i = 20; i < img.size() - 8; ++i) img[i] = static_cast<char>(i * 7);
+  std::ofstream(dir + "/train-images-idx3-ubyte.gz", std::ios::binary) << img;
+  err("train-images-idx3-ubyte.gz: ");
+  std::remove((dir + "/train-labels-idx1-ubyte.gz").c_str());
+  err("no train-labels-idx1-ubyte.gz (or train-labels-idx1-ubyte) in " + dir);
+  auto none = LoadFashionMnist(kDefaultDataDir + std::string("-absent"), "train");
+  CHECK_THAT(none.status().message(), Catch::Contains("give --data the directory"));
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST_CASE("metrics: CSV and JSON files", "[trainer]") {
+  const std::string dir = TempDir();
+  EpochMetrics m;
+  m.epoch = 1;
+  m.images = 60000;
+  m.test_acc = 0.8957;
+  RunInfo run{"lenet", 2, 32, 1, "shm"};
+  REQUIRE(WriteMetrics(dir + "/m.csv", run, {m, m}).ok());
+  std::string csv = Slurp(dir + "/m.csv");
+  CHECK(csv.rfind("model,ranks,batch,threads,epoch,wall_s,", 0) == 0);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
+  CHECK_THAT(csv, Catch::Contains("lenet,2,32,1,1,0,0,60000,"));
+  REQUIRE(WriteMetrics(dir + "/m.json", run, {m}).ok());
+  std::string json = Slurp(dir + "/m.json");
+  CHECK_THAT(json, Catch::Contains("\"model\": \"lenet\", \"ranks\": 2"));
+  CHECK_THAT(json, Catch::Contains("\"test_acc\": 0.8957"));
+  CHECK_THAT(FormatEpoch(m, 2), Catch::Contains("epoch 1/2:"));
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
+  auto parse = [](std::vector<const char*> args) {
+    args.insert(args.begin(), "hoop-train");
+    return ParseOptions(static_cast<int>(args.size()), const_cast<char**>(args.data()));
+  };
+  auto d = parse({});
+  REQUIRE(d.ok());
+  CHECK((d->model == "lenet" && d->epochs == 2 && d->batch == 32 && d->lr == 0.025));
+  auto r = parse({"--model", "resnet"});
+  CHECK((r->epochs == 4 && r->batch == 64));
+  auto e = [&](std::vector<const char*> args, const std::string& text) {
+    auto o = parse(args);
+    REQUIRE_FALSE(o.ok());
+    CHECK_THAT(o.status().message(), Catch::Contains(text));
+  };
+  e({"--model", "vgg"}, "--model 'vgg': expected lenet or resnet");
+  e({"--batch", "0"}, "--batch '0': expected an integer in [1, 65536]");
+  e({"--lr", "x"}, "--lr 'x': expected a number");
+  e({"--resume"}, "--resume needs --checkpoint FILE");
+  e({"--epochs"}, "--epochs needs a value");
+  e({"--bogus"}, "unknown option '--bogus'");
+  e({"-t", "ib"}, "expected shm, ucx, ofi or tcp");
+}

@@ -1,0 +1,204 @@
+// The trainer's layers against numerical gradients: for each layer, a random input and random
+// weights, a loss L = sum(out * R) for a fixed random R, and backward's gradients for the input
+// and every parameter compared with central differences (L(x + e) - L(x - e)) / 2e at sampled
+// positions. Inputs of ReLU and max pooling are spaced apart so that no perturbation crosses a
+// kink or changes a window's winner.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <numeric>
+#include <functional>
+#include <random>
+#include <set>
+
+#include "trainer/batchnorm.h"
+#include "trainer/conv2d.h"
+#include "trainer/linear.h"
+#include "trainer/loss.h"
+#include "trainer/model.h"
+#include "trainer/pool.h"
+#include "trainer/relu.h"
+#include "trainer/residual.h"
+
+using namespace hoop::train;
+
+namespace {
+
+void Fill(Tensor& t, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  for (float& v : t.data) v = d(rng);
+}
+
+// Distinct values at least 0.05 apart, in random order, none within 0.025 of 0.
+void FillSpaced(Tensor& t, std::mt19937& rng) {
+  std::vector<int> order(t.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (size_t i = 0; i < t.size(); ++i) t.data[i] = (static_cast<float>(order[i]) - t.size() / 2.0f) * 0.05f + 0.025f;
+}
+
+double Loss(Layer& l, const Tensor& x, const Tensor& r, ThreadPool& pool) {
+  Tensor y;
+  l.Forward(x, y, Mode::kTrain, pool);
+  double s = 0;
+  for (size_t i = 0; i < y.size(); ++i) s += static_cast<double>(y.data[i]) * r.data[i];
+  return s;
+}
+
+// Compares analytic against numerical gradients at up to `samples` positions of `value`. A
+// position passes when the central difference agrees at one of the step sizes eps, eps/10,
+// eps/30: in f32 a large step may cross a ReLU kink somewhere inside a block, a small one is
+// noisy, and a wrong backward agrees at none of them.
+void CheckPositions(const char* what, Tensor& value, const Tensor& grad, const std::function<double()>& loss, float eps,
+                    std::mt19937& rng, int samples = 24) {
+  std::uniform_int_distribution<size_t> pick(0, value.size() - 1);
+  for (int k = 0; k < samples; ++k) {
+    size_t j = pick(rng);
+    const float keep = value.data[j];
+    const double analytic = grad.data[j];
+    std::string tried;
+    bool agrees = false;
+    for (float step : {eps, eps / 10, eps / 30}) {
+      value.data[j] = keep + step;
+      double up = loss();
+      value.data[j] = keep - step;
+      double down = loss();
+      value.data[j] = keep;
+      double numeric = (up - down) / (2.0 * step);
+      tried += " " + std::to_string(numeric);
+      if (std::abs(analytic - numeric) <= 2e-3 + 2e-2 * std::max(std::abs(analytic), std::abs(numeric))) {
+        agrees = true;
+        break;
+      }
+    }
+    INFO(what << "[" << j << "]: analytic " << analytic << ", numerical" << tried);
+    REQUIRE(agrees);
+  }
+}
+
+void CheckLayer(Layer& l, Tensor x, float eps = 1e-2f, int threads = 2) {
+  std::mt19937 rng(7);
+  ThreadPool pool(threads);
+  Tensor y, dx;
+  l.Forward(x, y, Mode::kTrain, pool);
+  Tensor r(y.shape);
+  Fill(r, rng);
+  l.Backward(x, y, r, &dx, pool);
+  REQUIRE(dx.shape == x.shape);
+  // Backward overwrote the gradients; copy them before perturbing anything.
+  std::vector<Tensor> grads;
+  for (Param* p : l.Params()) grads.push_back(p->grad);
+  auto loss = [&] { return Loss(l, x, r, pool); };
+  CheckPositions("input", x, dx, loss, eps, rng);
+  auto params = l.Params();
+  for (size_t i = 0; i < params.size(); ++i) CheckPositions(params[i]->name.c_str(), params[i]->value, grads[i], loss, eps, rng);
+}
+
+Tensor Random(Shape s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Tensor t(s);
+  Fill(t, rng);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d gradients: padding, stride, bias, 1x1", "[trainer][layers]") {
+  std::mt19937 rng(1);
+  Conv2d a("a", ConvSpec{3, 4, 3, 1, 1, true}, rng);
+  for (Param* p : a.Params()) Fill(p->value, rng, 0.5f);
+  CheckLayer(a, Random({2, 3, 7, 6}, 2));
+  Conv2d b("b", ConvSpec{2, 5, 5, 2, 2, false}, rng);
+  CheckLayer(b, Random({3, 2, 9, 9}, 3));
+  Conv2d c("c", ConvSpec{4, 3, 1, 2, 0, false}, rng);
+  CheckLayer(c, Random({2, 4, 8, 8}, 4), 1e-2f, 3);
+}
+
+TEST_CASE("linear gradients", "[trainer][layers]") {
+  std::mt19937 rng(5);
+  Linear l("fc", 2 * 3 * 3, 7, rng);
+  for (Param* p : l.Params()) Fill(p->value, rng, 0.5f);
+  CheckLayer(l, Random({5, 2, 3, 3}, 6));
+}
+
+TEST_CASE("batch norm gradients in training mode", "[trainer][layers]") {
+  std::mt19937 rng(8);
+  BatchNorm bn("bn", 3);
+  for (Param* p : bn.Params()) Fill(p->value, rng, 0.5f);
+  Tensor x = Random({4, 3, 5, 5}, 9);
+  for (float& v : x.data) v = v * 2 + 1;
+  CheckLayer(bn, x);
+}
+
+TEST_CASE("batch norm: running statistics and evaluation", "[trainer][layers]") {
+  BatchNorm bn("bn", 2);
+  ThreadPool pool(1);
+  Tensor x({2, 2, 1, 2}), y;
+  x.data = {1, 3, 10, 10, 5, 7, 10, 10};  // channel 0: 1 3 5 7 (mean 4), channel 1: all 10
+  bn.Forward(x, y, Mode::kTrain, pool);
+  auto bufs = bn.Buffers();
+  CHECK(bufs[0].second->data[0] == Approx(0.1 * 4));
+  CHECK(bufs[1].second->data[0] == Approx(0.9 + 0.1 * (20.0 / 3)));  // unbiased variance 20/3
+  CHECK(y.data[0] == Approx(-3 / std::sqrt(5 + BatchNorm::kEps)));
+  bn.Forward(x, y, Mode::kEval, pool);
+  CHECK(y.data[0] == Approx((1 - 0.4) / std::sqrt(0.9 + 0.1 * 20.0 / 3 + BatchNorm::kEps)));
+}
+
+TEST_CASE("relu, max pool and global average pool gradients", "[trainer][layers]") {
+  std::mt19937 rng(10);
+  Relu relu("relu");
+  Tensor x({2, 3, 4, 4});
+  FillSpaced(x, rng);
+  CheckLayer(relu, x, 1e-2f);
+  MaxPool pool("pool", 2);
+  Tensor p({2, 3, 6, 4});
+  FillSpaced(p, rng);
+  CheckLayer(pool, p, 1e-2f);
+  GlobalAvgPool gap("gap");
+  CheckLayer(gap, Random({3, 4, 3, 5}, 11));
+}
+
+TEST_CASE("residual block gradients, identity and projection shortcuts", "[trainer][layers]") {
+  std::mt19937 rng(12);
+  Residual same("same", 3, 3, 1, rng);
+  CheckLayer(same, Random({3, 3, 6, 6}, 13));
+  Residual down("down", 2, 4, 2, rng);
+  CheckLayer(down, Random({3, 2, 6, 6}, 14));
+}
+
+TEST_CASE("softmax cross-entropy: value, accuracy and scaled gradient", "[trainer][layers]") {
+  Tensor z({3, 4});
+  z.data = {1, 2, 3, 4, 0, 0, 0, 0, 5, -1, 0, 2};
+  std::vector<uint8_t> y = {3, 1, 2};
+  Tensor g;
+  LossResult r = SoftmaxCrossEntropy(z, y, 0.5f, &g);
+  double l0 = std::log(std::exp(1) + std::exp(2) + std::exp(3) + std::exp(4)) - 4;
+  double l1 = std::log(4.0);
+  double l2 = std::log(std::exp(5) + std::exp(-1) + std::exp(0) + std::exp(2)) - 0;
+  CHECK(r.loss_sum == Approx(l0 + l1 + l2));
+  CHECK(r.correct == 1);  // only the first row's argmax is its label
+  std::mt19937 rng(15);
+  auto loss = [&] { return SoftmaxCrossEntropy(z, y, 1.0f, nullptr).loss_sum * 0.5; };
+  CheckPositions("logits", z, g, loss, 1e-2f, rng, 12);
+}
+
+TEST_CASE("models: shapes and parameter counts", "[trainer][layers]") {
+  auto lenet = BuildModel("lenet", 1);
+  REQUIRE(lenet.ok());
+  CHECK((*lenet)->net.OutShape({5, 1, 28, 28}) == Shape{5, 10, 1, 1});
+  CHECK((*lenet)->ParamCount() == 416 + 12832 + 96120 + 10164 + 850);
+  auto resnet = BuildModel("resnet", 1);
+  REQUIRE(resnet.ok());
+  CHECK((*resnet)->net.OutShape({5, 1, 28, 28}) == Shape{5, 10, 1, 1});
+  auto bad = BuildModel("vgg", 1);
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("unknown model 'vgg'"));
+  // The same seed builds the same weights; names are unique.
+  auto again = BuildModel("lenet", 1);
+  auto a = (*lenet)->net.Params(), b = (*again)->net.Params();
+  std::set<std::string> names;
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i]->value.data == b[i]->value.data);
+    CHECK(names.insert(a[i]->name).second);
+  }
+}
