@@ -7,10 +7,21 @@
 #   peers:  libopenmpi-dev openmpi-bin libgloo-dev (mpirun start-up test; perf/compare's
 #           MPI_Allreduce and Gloo harnesses)
 #   tests and perf/linktest:  iproute2 util-linux (network namespaces, tc, unshare for host names)
-#   perf/compare:  python3 (Debian's, /usr/bin/python3), gnuplot-nox (the PNG plot)
+#   perf/compare, perf/train-plot:  python3 (Debian's, /usr/bin/python3), gnuplot-nox (the PNG plots)
+#   trainer (hoop-train and its tests):  libopenblas-dev (GEMM), zlib1g-dev (gzip IDX files),
+#           dataset-fashion-mnist (the data, under /usr/share/datasets/fashion-mnist)
+# With --torch it also installs python3-torch (Debian's PyTorch, for perf/torch_train.py and
+# perf/train-bench's side-by-side comparison; large, and not needed to build or test).
 set -euo pipefail
 packages=(g++ cmake make pkg-config catch2 procps libucx-dev libfabric-dev libopenmpi-dev openmpi-bin libgloo-dev
-          iproute2 util-linux python3 gnuplot-nox)
+          iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist)
+for arg in "$@"; do
+  case "$arg" in
+    --torch) packages+=(python3-torch) ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
+    *) echo "setup: unknown option '$arg' (known: --torch)" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

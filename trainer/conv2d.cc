@@ -30,44 +30,59 @@ std::vector<Param*> Conv2d::Params() {
   return {&weight_};
 }
 
+// The output columns [lo, hi) whose input column ox * stride - pad + kx lies inside [0, w).
+static void ValidColumns(int ow, int w, int stride, int pad, int kx, int* lo, int* hi) {
+  int first = pad - kx;  // input column 0 is output column first / stride
+  *lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+  int last = w - 1 + pad - kx;  // the last input column
+  *hi = last < 0 ? 0 : std::min(ow, last / stride + 1);
+  if (*lo > *hi) *lo = *hi;
+}
+
 void Conv2d::Im2Col(const float* x, int h, int w, float* col) const {
-  const int k = s_.kernel, oh = (h + 2 * s_.pad - k) / s_.stride + 1, ow = (w + 2 * s_.pad - k) / s_.stride + 1;
+  const int k = s_.kernel, st = s_.stride, oh = (h + 2 * s_.pad - k) / st + 1, ow = (w + 2 * s_.pad - k) / st + 1;
   for (int c = 0; c < s_.in; ++c)
     for (int ky = 0; ky < k; ++ky)
       for (int kx = 0; kx < k; ++kx) {
-        float* row = col + ((c * k + ky) * k + kx) * oh * ow;
+        float* __restrict row = col + ((c * k + ky) * k + kx) * oh * ow;
+        int lo, hi;
+        ValidColumns(ow, w, st, s_.pad, kx, &lo, &hi);
         for (int oy = 0; oy < oh; ++oy) {
-          int iy = oy * s_.stride - s_.pad + ky;
-          float* r = row + oy * ow;
+          int iy = oy * st - s_.pad + ky;
+          float* __restrict r = row + oy * ow;
           if (iy < 0 || iy >= h) {
             std::fill(r, r + ow, 0.0f);
             continue;
           }
-          const float* xr = x + (c * h + iy) * w;
-          for (int ox = 0; ox < ow; ++ox) {
-            int ix = ox * s_.stride - s_.pad + kx;
-            r[ox] = (ix >= 0 && ix < w) ? xr[ix] : 0.0f;
+          const float* __restrict xr = x + (c * h + iy) * w;
+          const int off = kx - s_.pad;  // input column of output column 0
+          std::fill(r, r + lo, 0.0f);
+          if (st == 1) {
+            std::copy(xr + lo + off, xr + hi + off, r + lo);
+          } else {
+            for (int ox = lo; ox < hi; ++ox) r[ox] = xr[ox * st + off];
           }
+          std::fill(r + hi, r + ow, 0.0f);
         }
       }
 }
 
 void Conv2d::Col2Im(const float* col, int h, int w, float* x) const {
-  const int k = s_.kernel, oh = (h + 2 * s_.pad - k) / s_.stride + 1, ow = (w + 2 * s_.pad - k) / s_.stride + 1;
+  const int k = s_.kernel, st = s_.stride, oh = (h + 2 * s_.pad - k) / st + 1, ow = (w + 2 * s_.pad - k) / st + 1;
   std::fill(x, x + s_.in * h * w, 0.0f);
   for (int c = 0; c < s_.in; ++c)
     for (int ky = 0; ky < k; ++ky)
       for (int kx = 0; kx < k; ++kx) {
-        const float* row = col + ((c * k + ky) * k + kx) * oh * ow;
+        const float* __restrict row = col + ((c * k + ky) * k + kx) * oh * ow;
+        int lo, hi;
+        ValidColumns(ow, w, st, s_.pad, kx, &lo, &hi);
         for (int oy = 0; oy < oh; ++oy) {
-          int iy = oy * s_.stride - s_.pad + ky;
+          int iy = oy * st - s_.pad + ky;
           if (iy < 0 || iy >= h) continue;
-          float* xr = x + (c * h + iy) * w;
-          const float* r = row + oy * ow;
-          for (int ox = 0; ox < ow; ++ox) {
-            int ix = ox * s_.stride - s_.pad + kx;
-            if (ix >= 0 && ix < w) xr[ix] += r[ox];
-          }
+          float* __restrict xr = x + (c * h + iy) * w;
+          const int off = kx - s_.pad;
+          const float* __restrict r = row + oy * ow;
+          for (int ox = lo; ox < hi; ++ox) xr[ox * st + off] += r[ox];
         }
       }
 }

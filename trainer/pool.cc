@@ -17,18 +17,25 @@ void MaxPool::Forward(const Tensor& in, Tensor& out, Mode, ThreadPool& pool) {
       float* y = out.item(i);
       int* am = argmax_.data() + i * out.shape.per_item();
       for (int ch = 0; ch < c; ++ch)
-        for (int oy = 0; oy < oh; ++oy)
+        for (int oy = 0; oy < oh; ++oy) {
+          const int row0 = (ch * h + oy * k_) * w;
+          float* __restrict yr = y + (ch * oh + oy) * ow;
+          int* __restrict ar = am + (ch * oh + oy) * ow;
           for (int ox = 0; ox < ow; ++ox) {
-            int best = (ch * h + oy * k_) * w + ox * k_;
+            int best = row0 + ox * k_;
+            float v = x[best];
             for (int ky = 0; ky < k_; ++ky)
               for (int kx = 0; kx < k_; ++kx) {
-                int at = (ch * h + oy * k_ + ky) * w + ox * k_ + kx;
-                if (x[at] > x[best]) best = at;
+                int at = row0 + ky * w + ox * k_ + kx;
+                if (x[at] > v) {
+                  v = x[at];
+                  best = at;
+                }
               }
-            int o = (ch * oh + oy) * ow + ox;
-            y[o] = x[best];
-            am[o] = best;
+            yr[ox] = v;
+            ar[ox] = best;
           }
+        }
     }
   });
 }

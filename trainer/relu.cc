@@ -6,7 +6,9 @@ void Relu::Forward(const Tensor& in, Tensor& out, Mode, ThreadPool& pool) {
   out.Resize(in.shape);
   const size_t per = in.shape.per_item();
   pool.For(in.shape.n, [&](int b, int e, int) {
-    for (size_t j = b * per; j < e * per; ++j) out.data[j] = in.data[j] > 0 ? in.data[j] : 0.0f;
+    const float* __restrict x = in.ptr();
+    float* __restrict y = out.ptr();
+    for (size_t j = b * per; j < e * per; ++j) y[j] = x[j] > 0 ? x[j] : 0.0f;
   });
 }
 
@@ -15,7 +17,10 @@ void Relu::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Ten
   din->Resize(in.shape);
   const size_t per = in.shape.per_item();
   pool.For(in.shape.n, [&](int b, int e, int) {
-    for (size_t j = b * per; j < e * per; ++j) din->data[j] = out.data[j] > 0 ? dout.data[j] : 0.0f;
+    const float* __restrict y = out.ptr();
+    const float* __restrict dy = dout.ptr();
+    float* __restrict dx = din->ptr();
+    for (size_t j = b * per; j < e * per; ++j) dx[j] = y[j] > 0 ? dy[j] : 0.0f;
   });
 }
 
