@@ -176,3 +176,28 @@ TEST_CASE("hoop-train: help, bad options, missing data", "[train]") {
         std::string::npos);
   CHECK(m.seconds < 30);
 }
+
+TEST_CASE("perf/train-bench and perf/train-plot draw their PNGs", "[train][perf]") {
+  const std::string out = Tmp("bench");
+  auto b = RunProc({HOOP_SOURCE_DIR "/perf/train-bench", "--repeats", "1", "--train-limit", "300", "--no-torch", "--build",
+                    HOOP_BIN_DIR "/..", "--out", out},
+                   Within(120));
+  INFO(b.output);
+  REQUIRE(b.exit_code == 0);
+  CHECK(b.output.find("Scaling 2 ranks / 1: ") != std::string::npos);
+  CHECK(b.output.find("wrote " + out + "/scaling.png") != std::string::npos);
+  const std::string metrics = out + "/m.json";
+  auto t = Train(2, {"--train-limit", "200", "--test-limit", "50", "--epochs", "2", "--metrics", metrics});
+  REQUIRE(t.exit_code == 0);
+  auto p = RunProc({HOOP_SOURCE_DIR "/perf/train-plot", "accuracy", metrics, "--out", out + "/acc.png"}, Within(60));
+  INFO(p.output);
+  CHECK(p.exit_code == 0);
+  std::ifstream png(out + "/acc.png", std::ios::binary);
+  char sig[4] = {};
+  png.read(sig, 4);
+  CHECK(std::string(sig + 1, 3) == "PNG");
+  auto bad = RunProc({HOOP_SOURCE_DIR "/perf/train-plot", "accuracy", out + "/none.csv", "--out", out + "/x.png"});
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.output.find("no such file") != std::string::npos);
+  RunProc({"rm", "-rf", out});
+}
