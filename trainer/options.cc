@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <functional>
-#include <map>
 
 #include "common/parse.h"
 

@@ -174,7 +174,6 @@ StatusOr<RunResult> Run::Go() {
     m.test_acc = sums[kTestCorrect] / std::max(1.0, sums[kTestImages]);
     m.lr = lr;
     result.epochs.push_back(m);
-    result.final_test_acc = m.test_acc;
     if (rank != 0) continue;
     std::printf("%s\n", FormatEpoch(m, o_.epochs).c_str());
     std::fflush(stdout);

@@ -21,7 +21,6 @@ namespace hoop::train {
 
 struct RunResult {
   std::vector<EpochMetrics> epochs;
-  double final_test_acc = 0;
 };
 
 // Runs the whole training on this rank. Errors carry the rank and what failed.
