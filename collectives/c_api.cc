@@ -6,6 +6,7 @@
 #include <string>
 
 #include "collectives/c_api_internal.h"
+#include "common/extent.h"
 
 namespace {
 thread_local std::string t_last_error;
@@ -49,6 +50,18 @@ hoop_status_t CheckComm(hoop_comm_t comm, const char* fn) {
 }
 
 bool ValidDType(hoop_dtype_t d) { return d >= HOOP_U8 && d <= HOOP_F64; }
+
+// count x the communicator's size, the element count of allgather's output and reduce-scatter's
+// input; refused (naming rank, call and count) where it does not fit in size_t.
+hoop_status_t TimesSize(hoop_comm_t comm, const char* fn, size_t count, size_t* out) {
+  const int size = (*comm)->size();
+  auto n = hoop::CheckedMul(count, static_cast<size_t>(size));
+  if (!n)
+    return BadArg("rank " + std::to_string((*comm)->rank()) + ": " + fn + ": count " + std::to_string(count) + " x " +
+                  std::to_string(size) + " ranks is 2^64 elements or more");
+  *out = *n;
+  return HOOP_SUCCESS;
+}
 bool ValidOp(hoop_op_t o) { return o >= HOOP_SUM && o <= HOOP_PROD; }
 
 hoop_status_t Init(hoop_comm_t* out, const hoop::Config& cfg) {
@@ -159,8 +172,9 @@ hoop_status_t hoop_allgather(hoop_comm_t comm, const void* sendbuf, void* recvbu
   return Guard([&] {
     if (hoop_status_t bad = CheckComm(comm, "hoop_allgather")) return bad;
     if (!ValidDType(dtype)) return BadArg("hoop_allgather: unknown dtype");
-    size_t n = static_cast<size_t>((*comm)->size());
-    return Report((*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, sendcount * n, dtype), kBlocking).Wait());
+    size_t total = 0;
+    if (hoop_status_t bad = TimesSize(comm, "hoop_allgather", sendcount, &total)) return bad;
+    return Report((*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, total, dtype), kBlocking).Wait());
   });
 }
 
@@ -169,8 +183,9 @@ hoop_status_t hoop_reduce_scatter(hoop_comm_t comm, const void* sendbuf, void* r
   return Guard([&] {
     if (hoop_status_t bad = CheckComm(comm, "hoop_reduce_scatter")) return bad;
     if (!ValidDType(dtype) || !ValidOp(op)) return BadArg("hoop_reduce_scatter: unknown dtype or op");
-    size_t n = static_cast<size_t>((*comm)->size());
-    return Report((*comm)->ReduceScatter(Buf(sendbuf, recvcount * n, dtype), Buf(recvbuf, recvcount, dtype),
+    size_t total = 0;
+    if (hoop_status_t bad = TimesSize(comm, "hoop_reduce_scatter", recvcount, &total)) return bad;
+    return Report((*comm)->ReduceScatter(Buf(sendbuf, total, dtype), Buf(recvbuf, recvcount, dtype),
                                             static_cast<hoop::ReduceOp>(op), kBlocking).Wait());
   });
 }

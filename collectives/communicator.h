@@ -122,6 +122,8 @@ class Communicator {
   Work Barrier(const CallOptions& o = {});
   // Poisons the communicator and tells the peers.
   void Abort(const std::string& cause);
+  // The largest buffer, in bytes, one call can take (message tags number at most 2^24 chunks).
+  size_t MaxCallBytes() const;
 
  private:
   struct Op {

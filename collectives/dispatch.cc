@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "collectives/communicator.h"
+#include "common/extent.h"
 
 namespace hoop {
 
@@ -27,6 +28,20 @@ Status Communicator::CheckCall(const Op& op) const {
     if (b.count > 0 && b.data == nullptr) return bad(std::string(which) + " is null with count " + std::to_string(b.count));
     return Status::Ok();
   };
+  // Sizes first: every product below must be known not to wrap before it is compared.
+  const size_t max_bytes = MaxCallBytes();
+  for (const Buffer* b : {&op.in, &op.out}) {
+    if (b == &op.in && !in_used) continue;
+    const char* which = b == &op.in ? "input" : "output";
+    if (std::string why = ExtentProblem(b->data, b->count, b->dtype); !why.empty()) return bad(std::string(which) + " " + why);
+    if (b->count * DTypeSize(b->dtype) > max_bytes)
+      return bad(std::string(which) + " count " + std::to_string(b->count) + " x " + DTypeName(b->dtype) + " is more than the " +
+                 std::to_string(max_bytes) + " bytes one call can address (2^24 chunks of HOOP_CHUNK_BYTES)");
+  }
+  if ((op.kind == CollKind::kAllgather && !CheckedMul(op.in.count, n)) ||
+      (op.kind == CollKind::kReduceScatter && !CheckedMul(op.out.count, n)))
+    return bad("count " + std::to_string(op.kind == CollKind::kAllgather ? op.in.count : op.out.count) + " x " +
+               std::to_string(n) + " ranks is 2^64 elements or more");
   switch (op.kind) {
     case CollKind::kAllreduce: {
       if (op.in.count != op.out.count)
@@ -70,6 +85,13 @@ Status Communicator::CheckCall(const Op& op) const {
   auto algo = Resolve(op);
   if (!algo.ok()) return bad(algo.status().message());
   return Status::Ok();
+}
+
+size_t Communicator::MaxCallBytes() const {
+  // Chunk numbers travel in 24 bits of a message's tag (executor.cc): more chunks than that in
+  // one step would reuse tags. The bound is the same on every rank (the chunk size is).
+  const size_t chunk = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
+  return std::min<size_t>(static_cast<size_t>(PTRDIFF_MAX), chunk << 24);
 }
 
 StatusOr<Algo> Communicator::Resolve(const Op& op) const {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "collectives/c_api_internal.h"
+#include "common/extent.h"
 #include "tensorfusion/runtime.h"
 
 struct hoop_fusion {
@@ -128,9 +129,14 @@ hoop_status_t hoop_fusion_allgather(hoop_fusion_t f, const char* name, const voi
                                     hoop_handle_t* handle) {
   return Guard([&] {
     if (hoop_status_t bad = CheckCall(f, "hoop_fusion_allgather", name, dtype, cb, handle)) return bad;
-    size_t n = static_cast<size_t>((*f->comm)->size());
-    return Keep(f, f->rt->Allgather(name, Buf(sendbuf, sendcount, dtype), Buf(recvbuf, sendcount * n, dtype)), cb,
-                user, handle);
+    const int size = (*f->comm)->size();
+    auto total = hoop::CheckedMul(sendcount, static_cast<size_t>(size));
+    if (!total)
+      return BadArg("rank " + std::to_string((*f->comm)->rank()) + ": hoop_fusion_allgather: tensor '" + name +
+                    "': count " + std::to_string(sendcount) + " x " + std::to_string(size) +
+                    " ranks is 2^64 elements or more");
+    return Keep(f, f->rt->Allgather(name, Buf(sendbuf, sendcount, dtype), Buf(recvbuf, *total, dtype)), cb, user,
+                handle);
   });
 }
 

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "collectives/kernels/wire.h"
+#include "common/extent.h"
 #include "common/logging.h"
 #include "tensorfusion/execute.h"
 #include "tensorfusion/fusion_planner.h"
@@ -70,6 +71,16 @@ std::string Runtime::Check(const TensorParams& p, const Buffer& in, const Buffer
   if (reads_in && in.dtype != out.dtype)
     return "input is " + std::string(DTypeName(in.dtype)) + ", output " + DTypeName(out.dtype);
   const size_t n = static_cast<size_t>(comm_.size());
+  for (const Buffer* b : {&in, &out}) {
+    if (b == &in && !reads_in) continue;
+    const char* which = b == &in ? "input " : "output ";
+    if (std::string why = ExtentProblem(b->data, b->count, b->dtype); !why.empty()) return which + why;
+    if (b->count * DTypeSize(b->dtype) > comm_.MaxCallBytes())
+      return which + ("count " + std::to_string(b->count) + " x " + DTypeName(b->dtype)) + " is more than the " +
+             std::to_string(comm_.MaxCallBytes()) + " bytes one call can address";
+  }
+  if (p.kind == CollKind::kAllgather && !CheckedMul(in.count, n))
+    return "count " + std::to_string(in.count) + " x " + std::to_string(n) + " ranks is 2^64 elements or more";
   const size_t want_out = p.kind == CollKind::kAllgather ? in.count * n : out.count;
   if (reads_in && p.kind != CollKind::kAllgather && in.count != out.count)
     return "input has " + std::to_string(in.count) + " elements, output " + std::to_string(out.count);
