@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "transport/crash_signals.h"
 #include "transport/transport.h"
 
 namespace hoop {
@@ -62,7 +63,10 @@ StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& name, co
     }
   }
   if (!f) return InvalidArgument("transport '" + name + "' is not built in (available: " + known + ")");
-  return f(opts);
+  auto t = f(opts);
+  // A back end may load libraries (providers) that install their own crash handlers.
+  RestoreBackEndSignals();
+  return t;
 }
 
 }  // namespace hoop

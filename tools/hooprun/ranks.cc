@@ -98,7 +98,8 @@ void Relay(int& fd, std::string& buf, const std::string& prefix, int to_fd) {
 std::string DescribeExit(int st) {
   if (WIFEXITED(st)) return "exited with code " + std::to_string(WEXITSTATUS(st));
   if (WIFSIGNALED(st))
-    return "was killed by signal " + std::to_string(WTERMSIG(st)) + " (" + ::strsignal(WTERMSIG(st)) + ")";
+    return "was killed by signal " + std::to_string(WTERMSIG(st)) + " (" + ::strsignal(WTERMSIG(st)) + ")" +
+           (WCOREDUMP(st) ? ", core dumped" : "");
   return "stopped";
 }
 

@@ -1,0 +1,132 @@
+// Hardening: what a careless or unlucky user does, through the C API under a real hooprun
+// (hoop-probe-rank): counts that overflow, broadcast roots that differ, init then finalize at
+// once, two communicators from one job, calls after finalize and after a fusion stop.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <sstream>
+
+#include "tests/support/backends.h"
+#include "tests/support/proc.h"
+
+using namespace hoop::test;
+
+namespace {
+
+const Backend& Named(const std::string& label) {
+  for (const Backend& b : Backends())
+    if (b.label == label) return b;
+  FAIL("no back end " << label);
+  return Backends().front();
+}
+
+std::string LineOf(const std::string& out, const std::string& start) {
+  std::istringstream is(out);
+  std::string line;
+  while (std::getline(is, line))
+    if (line.find(start) != std::string::npos) return line;
+  return "";
+}
+
+std::vector<int> ParseList(const std::string& text) {
+  std::vector<int> v;
+  std::istringstream is(text);
+  std::string item;
+  while (std::getline(is, item, ',')) v.push_back(std::stoi(item));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("counts whose byte size overflows are refused by every entry point, naming rank, call and count",
+          "[multiproc][hardening]") {
+  for (const char* label : {"tcp", "shm"}) {
+    for (int n : {1, 2, 3}) {
+      DYNAMIC_SECTION(label << " x " << n) {
+        std::string marker = NewMarker();
+        auto r = RunRanks(Named(label), n, {"counts"}, marker, 60, {{"HOOP_TIMEOUT", "20"}}, "hoop-probe-rank");
+        INFO(r.output);
+        REQUIRE_FALSE(r.timed_out);
+        CHECK(r.exit_code == 0);
+        CHECK(r.signal == 0);
+        CHECK(r.output.find("FAIL") == std::string::npos);
+        for (int k = 0; k < n; ++k) CHECK(r.output.find("rank " + std::to_string(k) + ": counts ok") != std::string::npos);
+        CHECK(WaitGone(marker, 5) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("ranks passing different broadcast roots fail naming both roots; nothing hangs", "[multiproc][hardening]") {
+  // {ranks, each rank's root (cycled), count}: small counts run the binomial tree, large ones the chain.
+  struct Case {
+    int n;
+    std::string roots;
+    std::string count;
+  };
+  const Case cases[] = {{2, "0,1", "1000"}, {2, "1,0", "100000"}, {3, "0,0,1", "1000"},
+                        {3, "0,1,2", "100000"}, {3, "1,0,0", "7"}, {4, "0,0,2,2", "1000"}};
+  for (const char* label : {"tcp", "shm"}) {
+    for (const Case& c : cases) {
+      DYNAMIC_SECTION(label << " x " << c.n << " roots " << c.roots << " count " << c.count) {
+        std::string marker = NewMarker();
+        auto r = RunRanks(Named(label), c.n, {"roots", c.roots, c.count}, marker, 60, {{"HOOP_TIMEOUT", "30"}},
+                          "hoop-probe-rank");
+        INFO(r.output);
+        REQUIRE_FALSE(r.timed_out);
+        CHECK(r.exit_code != 0);
+        CHECK(r.seconds < 15);  // far below HOOP_TIMEOUT: no rank waits for a message that never comes
+        const std::vector<int> roots = ParseList(c.roots);
+        auto root_of = [&](int k) { return roots[static_cast<size_t>(k) % roots.size()]; };
+        for (int k = 0; k < c.n; ++k) {
+          std::string line = LineOf(r.output, "rank " + std::to_string(k) + ": root ");
+          INFO(line);
+          REQUIRE_FALSE(line.empty());
+          // A rank that succeeded holds its root's data, never another's.
+          if (line.find("success") != std::string::npos) CHECK(line.find("root's data") != std::string::npos);
+          // A rank whose ring neighbour passed another root fails, naming both.
+          const int prev = (k + c.n - 1) % c.n;
+          if (root_of(prev) != root_of(k)) {
+            CHECK(line.find("success") == std::string::npos);
+            CHECK(line.find("ranks disagree: root") != std::string::npos);
+          }
+          // Whatever the first call did, the next one ends, failing: the ranks that saw the
+          // difference poisoned the communicator and told the others.
+          std::string next = LineOf(r.output, "rank " + std::to_string(k) + ": next call:");
+          CHECK_FALSE(next.empty());
+          CHECK(next.find("success") == std::string::npos);
+        }
+        // Some rank that saw the difference itself named both roots and the rank that passed the other.
+        int named = 0;
+        for (int k = 0; k < c.n; ++k) {
+          const int prev = (k + c.n - 1) % c.n;
+          named += r.output.find("root " + std::to_string(root_of(k)) + " here, " + std::to_string(root_of(prev)) +
+                                 " on rank " + std::to_string(prev)) != std::string::npos;
+        }
+        CHECK(named >= 1);
+        CHECK(WaitGone(marker, 5) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("a crash in a program linked with -lhoop is reported as the signal it was", "[multiproc][hardening]") {
+  // The back ends' libraries (UCX's libucs, libfabric's libinfinipath) catch these signals when
+  // loaded and exit(1); libhoop gives them back their default action.
+  for (const auto& [how, sig] : {std::pair<std::string, int>{"segv", SIGSEGV}, {"abort", SIGABRT}}) {
+    DYNAMIC_SECTION(how) {
+      auto alone = RunProc({Bin("hoop-probe-rank"), "crash", how}, Within(30));
+      INFO(alone.output);
+      CHECK(alone.signal == sig);
+      CHECK(alone.exit_code == -1);
+      std::string marker = NewMarker();
+      auto r = RunRanks(Named("shm"), 2, {"crash", how}, marker, 60, {}, "hoop-probe-rank");
+      INFO(r.output);
+      CHECK(r.exit_code == 128 + sig);
+      CHECK(r.output.find("was killed by signal " + std::to_string(sig)) != std::string::npos);
+      CHECK(r.output.find("exited with code 1") == std::string::npos);
+      CHECK(WaitGone(marker, 5) == 0);
+    }
+  }
+}
