@@ -9,6 +9,49 @@
 namespace hoop {
 namespace {
 
+// The match word of the confirmation exchange below (ofi reserves all ones for its aborts; the
+// collectives' words for their first operation are far from this one).
+constexpr uint64_t kConfirmMatch = ~uint64_t{1};
+
+// Every rank sends an empty message to every peer over the connection just made and takes one
+// from each. A rank returns only once every peer has attached to it (to send, a peer must have
+// mapped our segment or created its endpoint) and it to every peer, so no rank can finalize and
+// take its segment or worker away while a peer is still connecting, on any back end.
+Status ConfirmConnections(Transport& t, const TransportOptions& opts, Deadline deadline) {
+  const Region none{nullptr, 0, MemKind::kHost, 0};
+  const Tag tag{kConfirmMatch, 0};
+  size_t pending = 0;
+  std::vector<bool> heard(static_cast<size_t>(opts.size), false);
+  for (int r = 0; r < opts.size; ++r) {
+    if (r == opts.rank) continue;
+    Endpoint* ep = t.endpoint(r);
+    if (!ep) return Internal("no connection to rank " + std::to_string(r) + " after connecting");
+    ep->PostRecv(none, 0, 0, tag, static_cast<uint64_t>(r) << 1);
+    ep->PostSend(none, 0, 0, tag, (static_cast<uint64_t>(r) << 1) | 1);
+    pending += 2;
+  }
+  std::vector<Completion> done;
+  while (pending > 0) {
+    done.clear();
+    Status s = t.Poll(&done, deadline);
+    if (!s.ok()) {
+      std::string missing;
+      for (int r = 0; r < opts.size; ++r)
+        if (r != opts.rank && !heard[static_cast<size_t>(r)]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      return DeadlineExceeded("no word over the new connections from rank(s) " + missing +
+                              " before the deadline (HOOP_TIMEOUT): did they fail to start?");
+    }
+    for (const Completion& c : done) {
+      if (!c.status.ok())
+        return c.status.WithContext(std::string(c.is_send ? "confirming the connection to" : "waiting for word from") +
+                                    " rank " + std::to_string(c.peer));
+      if (!c.is_send) heard[static_cast<size_t>(c.peer)] = true;
+      --pending;
+    }
+  }
+  return Status::Ok();
+}
+
 std::string Join(const std::vector<std::string>& v) {
   std::string s;
   for (auto& x : v) {
@@ -141,10 +184,16 @@ StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::strin
     remap[i] = static_cast<int>(used.size());
     used.push_back(std::move(parts[i]));
   }
-  if (used.size() == 1) return std::move(used[0]);
-  for (int& c : choice)
-    if (c >= 0) c = remap[static_cast<size_t>(c)];
-  return std::unique_ptr<Transport>(new MultiTransport(std::move(used), std::move(choice)));
+  std::unique_ptr<Transport> out;
+  if (used.size() == 1) {
+    out = std::move(used[0]);
+  } else {
+    for (int& c : choice)
+      if (c >= 0) c = remap[static_cast<size_t>(c)];
+    out.reset(new MultiTransport(std::move(used), std::move(choice)));
+  }
+  HOOP_RETURN_IF_ERROR(ConfirmConnections(*out, opts, deadline));
+  return out;
 }
 
 }  // namespace hoop

@@ -4,6 +4,10 @@
 // the first back end both ranks created whose CanConnect holds: both ends of a pair compute
 // the same answer from the same records. HOOP_TRANSPORT (`forced`) makes it one back end for
 // every peer, and an unusable choice is an error that says why.
+//
+// It returns only once every connection works both ways: every rank then exchanges an empty
+// message with every peer, so no rank leaves start-up (and perhaps finalizes at once, taking its
+// shared-memory segment or UCX worker with it) while a peer is still attaching to it.
 #pragma once
 
 #include <memory>
