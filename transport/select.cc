@@ -18,7 +18,7 @@ constexpr uint64_t kConfirmMatch = ~uint64_t{1};
 // mapped our segment or created its endpoint) and it to every peer, so no rank can finalize and
 // take its segment or worker away while a peer is still connecting, on any back end.
 Status ConfirmConnections(Transport& t, const TransportOptions& opts, Deadline deadline) {
-  const Region none{nullptr, 0, MemKind::kHost, 0};
+  HOOP_ASSIGN_OR_RETURN(const Region none, t.Register(nullptr, 0, MemKind::kHost));
   const Tag tag{kConfirmMatch, 0};
   size_t pending = 0;
   std::vector<bool> heard(static_cast<size_t>(opts.size), false);
