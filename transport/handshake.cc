@@ -34,13 +34,20 @@ Status SendHello(int fd, const std::string& token, const Hello& hello, Deadline 
   std::string buf(reinterpret_cast<const char*>(&w), sizeof(w));
   buf += token;
   buf += hello.comm;
-  HOOP_RETURN_IF_ERROR(SendAll(fd, buf.data(), buf.size(), deadline));
+  const std::string who = PeerName(fd);
+  Status sent = SendAll(fd, buf.data(), buf.size(), deadline);
+  if (!sent.ok()) return Status(sent.code(), "sending the hello to " + who + ": " + sent.message());
   uint32_t answer = 0;
   Status s = RecvAll(fd, &answer, sizeof(answer), deadline);
-  if (!s.ok() || answer == kRefused)
-    return PermissionDenied("connection refused by " + PeerName(fd) +
+  // Only an explicit "refused" means the token (or the kind of connection) was wrong; silence
+  // and a closed connection are something else and say so.
+  if (s.code() == Code::kDeadlineExceeded)
+    return DeadlineExceeded("no answer to the hello from " + who + " before the deadline (is it overloaded, or stopped?)");
+  if (!s.ok()) return Unavailable("no answer to the hello from " + who + ": " + s.message());
+  if (answer == kRefused)
+    return PermissionDenied("connection refused by " + who +
                             " (wrong job token or wrong kind of connection; is HOOP_JOB_TOKEN the job's?)");
-  if (answer != kAccepted) return Unavailable("bad handshake answer from " + PeerName(fd));
+  if (answer != kAccepted) return Unavailable("bad handshake answer from " + who);
   return Status::Ok();
 }
 

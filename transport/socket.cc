@@ -80,7 +80,7 @@ StatusOr<Fd> Listen(const std::string& host, int port, int* bound_port) {
   HOOP_ASSIGN_OR_RETURN(addrinfo* res, Resolve(host, port, true));
   Status last = Unavailable("no usable address for " + host);
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0));
+    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd.valid()) continue;
     int one = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -139,15 +139,29 @@ StatusOr<Fd> ConnectRetry(const HostPort& to, Deadline deadline) {
   }
 }
 
-StatusOr<Fd> AcceptOne(int listen_fd, Deadline deadline, std::string* peer) {
-  HOOP_RETURN_IF_ERROR(WaitFd(listen_fd, POLLIN, deadline, "accept"));
-  sockaddr_storage ss{};
-  socklen_t len = sizeof(ss);
-  int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(Code::kUnavailable, "accept", errno);
-  Fd out(fd);
-  if (peer) *peer = PeerName(fd);
-  return out;
+Fd OpenReserve() { return Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC)); }
+
+StatusOr<Fd> AcceptWaiting(int listen_fd, std::string* peer, Fd* reserve) {
+  while (true) {
+    int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      Fd out(fd);
+      if (peer) *peer = PeerName(fd);
+      return out;
+    }
+    const int err = errno;
+    if (err == EINTR || err == ECONNABORTED) continue;
+    if (err == EAGAIN || err == EWOULDBLOCK) return Fd();
+    if ((err == EMFILE || err == ENFILE) && reserve && reserve->valid()) {
+      reserve->reset();
+      Fd shed(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
+      std::string who = shed.valid() ? PeerName(shed.get()) : "?";
+      shed.reset();
+      *reserve = OpenReserve();
+      return ErrnoStatus(Code::kUnavailable, "accept: dropped a connection from " + who, err);
+    }
+    return ErrnoStatus(Code::kUnavailable, "accept", err);
+  }
 }
 
 Status SetNonBlocking(int fd, bool on) {

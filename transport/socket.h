@@ -40,12 +40,19 @@ struct HostPort {
 };
 StatusOr<HostPort> ParseHostPort(const std::string& text);  // "127.0.0.1:5000", "[::1]:5000"
 
-// Listens on host:port (port 0 picks a free one); returns the socket and the bound port.
+// Listens on host:port (port 0 picks a free one); returns the socket (non-blocking: servers
+// accept from their poll loops) and the bound port.
 StatusOr<Fd> Listen(const std::string& host, int port, int* bound_port);
 // Connects, retrying refused connections (the server may not be up yet) until the deadline.
 StatusOr<Fd> ConnectRetry(const HostPort& to, Deadline deadline);
-// Accepts one connection, waiting until the deadline. peer receives "ip:port" of the caller.
-StatusOr<Fd> AcceptOne(int listen_fd, Deadline deadline, std::string* peer);
+// Accepts a connection waiting on listen_fd without blocking: an invalid Fd when none waits.
+// peer receives "ip:port" of the caller. A server out of file descriptors would leave the
+// connection queued and its listening socket readable, so a poll loop would spin on it: instead
+// the spare descriptor `reserve` (see OpenReserve) is given up for a moment to accept the
+// connection and close it, and the error says so.
+StatusOr<Fd> AcceptWaiting(int listen_fd, std::string* peer, Fd* reserve);
+// A spare descriptor for AcceptWaiting (/dev/null).
+Fd OpenReserve();
 
 Status SetNonBlocking(int fd, bool on);
 void SetNoDelay(int fd);

@@ -57,7 +57,8 @@ StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::strin
 }
 
 TcpStoreServer::TcpStoreServer(Fd listen_fd, int port, std::string token, Fd wake)
-    : listen_fd_(std::move(listen_fd)), port_(port), token_(std::move(token)), wake_(std::move(wake)) {}
+    : listen_fd_(std::move(listen_fd)), port_(port), token_(std::move(token)), wake_(std::move(wake)),
+      reserve_(OpenReserve()) {}
 
 TcpStoreServer::~TcpStoreServer() {
   stop_ = true;
@@ -79,13 +80,22 @@ void TcpStoreServer::Reply(int fd, uint8_t status, const std::string& data) {
 void TcpStoreServer::AcceptClient() {
   // The hello is read by the poll loop like any request, so a client that connects and says
   // nothing delays no one.
-  std::string peer;
-  auto fd = AcceptOne(listen_fd_.get(), Deadline::After(std::chrono::milliseconds(0)), &peer);
-  if (!fd.ok()) return;
-  auto c = std::make_unique<Client>();
-  c->fd = std::move(fd).value();
-  c->peer = peer;
-  clients_.push_back(std::move(c));
+  while (true) {
+    std::string peer;
+    auto fd = AcceptWaiting(listen_fd_.get(), &peer, &reserve_);
+    if (!fd.ok()) {
+      // Out of descriptors (the waiting caller was dropped through the reserve) or worse: look
+      // at the listening socket again a little later rather than spin on it.
+      HOOP_LOG(kWarn, "store: " << fd.status().message());
+      listen_again_ = Deadline::After(std::chrono::milliseconds(100));
+      return;
+    }
+    if (!fd->valid()) return;
+    auto c = std::make_unique<Client>();
+    c->fd = std::move(fd).value();
+    c->peer = peer;
+    clients_.push_back(std::move(c));
+  }
 }
 
 bool TcpStoreServer::Refuse(Client& c, const std::string& why) {
@@ -155,9 +165,10 @@ void TcpStoreServer::Serve() {
   while (!stop_) {
     std::vector<pollfd> fds;
     fds.push_back({wake_.get(), POLLIN, 0});
-    fds.push_back({listen_fd_.get(), POLLIN, 0});
+    const bool listening = listen_again_.Expired();
+    fds.push_back({listening ? listen_fd_.get() : -1, POLLIN, 0});
     for (auto& c : clients_) fds.push_back({c->fd.get(), POLLIN, 0});
-    int timeout = 1000;
+    int timeout = listening ? 1000 : listen_again_.RemainingMs(1000);
     for (auto& p : parked_) timeout = std::min(timeout, p.deadline.RemainingMs());
     for (auto& c : clients_)
       if (!c->authenticated) timeout = std::min(timeout, c->hello_by.RemainingMs());

@@ -44,6 +44,8 @@ class TcpStoreServer {
   int port_;
   std::string token_;
   Fd wake_;  // eventfd that stops Serve()
+  Fd reserve_;  // spare descriptor: out of them, a waiting client is dropped, not left queued
+  Deadline listen_again_ = Deadline::After(std::chrono::milliseconds(0));  // accepting paused until
   std::atomic<bool> stop_{false};
   std::atomic<int> refused_{0};
   std::map<std::string, std::string> data_;

@@ -157,3 +157,40 @@ TEST_CASE("init then finalize at once, with no collective, succeeds every time o
     }
   }
 }
+
+namespace {
+int CountOf(const std::string& out, const std::string& what) {
+  int n = 0;
+  for (size_t at = out.find(what); at != std::string::npos; at = out.find(what, at + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("strangers against a rank and the store, during start-up and after: refused, logged, no delay",
+          "[multiproc][hardening]") {
+  // hoop-test-rank strangers: silent connections, garbage, a wrong token, another communicator's
+  // hello, and after start-up a stale peer's hello with the job's own token (hostile_rank.cc).
+  std::string marker = NewMarker();
+  auto r = RunRanks(Named("tcp"), 2, {"strangers"}, marker, 60, {{"HOOP_TIMEOUT", "30"}});
+  INFO(r.output);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  // Three silent strangers cost start-up 15 s before; now nothing.
+  CHECK(r.seconds < 8);
+  for (int k = 0; k < 2; ++k) CHECK(r.output.find("rank " + std::to_string(k) + ": strangers done") != std::string::npos);
+  CHECK(r.output.find("all results right") != std::string::npos);
+  CHECK(r.output.find("ACCEPTED") == std::string::npos);
+  CHECK(r.output.find("FAIL") == std::string::npos);
+  // Rank 1 logs each one it refused: garbage, wrong token and another communicator during
+  // start-up; the same and the stale peer after it.
+  CHECK(CountOf(r.output, "tcp: refused connection from") >= 7);
+  CHECK(r.output.find("not a hoop client (bad magic)") != std::string::npos);
+  CHECK(r.output.find("came after start-up") != std::string::npos);
+  // After start-up every hello is answered at once: refused, not left to time out.
+  CHECK(CountOf(r.output, "stranger stale-peer at") == 1);
+  CHECK(r.output.find("stranger stale-peer at " ) != std::string::npos);
+  CHECK(LineOf(r.output, "stranger stale-peer at").find("connection refused by") != std::string::npos);
+  // The store server (in hooprun) refuses and logs its strangers too.
+  CHECK(CountOf(r.output, "store: refused connection from") >= 4);
+  CHECK(WaitGone(marker, 5) == 0);
+}

@@ -10,6 +10,8 @@
 //   straggler S      rank 1 sleeps S seconds before its allreduce (longer than HOOP_TIMEOUT);
 //                    the others must time out naming it
 //   compress, compress_mismatch   wire compression (compress_rank.cc)
+//   strangers        hostile clients against a rank and the store, during start-up and after
+//                    (hostile_rank.cc)
 // Extra arguments (a marker the tests use to find stray processes) are ignored.
 #include <signal.h>
 #include <unistd.h>
@@ -176,19 +178,28 @@ int RunStraggler(Communicator& c, int sleep_s) {
 }  // namespace
 int RunCompress(Communicator& c);          // compress_rank.cc
 int RunCompressMismatch(Communicator& c);  // compress_rank.cc
+int RunStrangers(const Config& cfg);       // hostile_rank.cc
 }  // namespace hoop
 
 int main(int argc, char** argv) {
   using namespace hoop;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::fprintf(stderr, "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress | compress_mismatch\n");
+    std::fprintf(stderr, "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress | compress_mismatch | strangers\n");
     return 2;
   }
   std::string mode = argv[1];
   if (mode == "idle" && argc > 2) {
     std::this_thread::sleep_for(std::chrono::seconds(std::atoi(argv[2])));
     return 0;
+  }
+  if (mode == "strangers") {
+    auto cfg = Config::FromProcessEnv();
+    if (!cfg.ok()) {
+      std::fprintf(stderr, "hoop-test-rank: %s\n", cfg.status().message().c_str());
+      return 2;
+    }
+    return RunStrangers(*cfg);
   }
   Config cfg;
   int exit_code = 0;

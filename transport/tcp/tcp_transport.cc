@@ -1,5 +1,6 @@
 #include "transport/tcp/tcp_transport.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -15,6 +16,9 @@ namespace {
 
 // How long Poll looks without sleeping before it blocks in epoll_wait.
 constexpr auto kSpin = std::chrono::microseconds(50);
+// The epoll id of the listening socket and of callers still to finish their hello (peers use
+// their rank).
+constexpr uint32_t kDoormanId = ~uint32_t{0};
 
 // Registers the back end; lowest priority of all, since every pair of hosts can use TCP.
 const bool kRegistered = [] {
@@ -31,12 +35,28 @@ StatusOr<std::unique_ptr<Transport>> TcpTransport::Create(const TransportOptions
   if (!ep.valid()) return ErrnoStatus(Code::kInternal, "epoll_create1", errno);
   std::string host = opts.host.find(':') != std::string::npos ? "[" + opts.host + "]" : opts.host;
   std::string address = host + ":" + std::to_string(port);
+  epoll_event lev{};
+  lev.events = EPOLLIN;  // level-triggered: whatever waits is accepted on the next look
+  lev.data.u32 = kDoormanId;
+  if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, lfd.get(), &lev) != 0) return ErrnoStatus(Code::kInternal, "epoll_ctl", errno);
   return std::unique_ptr<Transport>(new TcpTransport(opts, std::move(lfd), std::move(ep), address));
 }
 
 TcpTransport::TcpTransport(TransportOptions opts, Fd listen_fd, Fd epoll_fd, std::string address)
     : opts_(std::move(opts)), listen_fd_(std::move(listen_fd)), epoll_fd_(std::move(epoll_fd)),
-      address_(std::move(address)), crowded_(HostCrowded(opts_)) {}
+      address_(std::move(address)), doorman_(listen_fd_.get(), opts_.token, opts_.comm, opts_.rank, opts_.size),
+      crowded_(HostCrowded(opts_)) {}
+
+void TcpTransport::ServeDoorman() {
+  std::vector<Doorman::Admitted> none;
+  doorman_.Serve(false, &none);
+  for (int fd : doorman_.Watched()) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u32 = kDoormanId;
+    ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev);  // EEXIST for those already watched
+  }
+}
 
 Status TcpTransport::Adopt(int peer, Fd fd, const std::string& peer_addr) {
   HOOP_RETURN_IF_ERROR(SetNonBlocking(fd.get(), true));
@@ -64,8 +84,12 @@ Status TcpTransport::Connect(int peer, const std::string& address, Deadline dead
     if (!s.ok()) return s.WithContext("connecting to rank " + std::to_string(peer) + " at " + address);
     return Adopt(peer, std::move(fd), address);
   }
-  // The higher rank accepts, until the connection from `peer` arrives; others are kept.
+  // The higher rank accepts, until the connection from `peer` arrives; others are kept. Every
+  // caller's hello is read as it arrives, so none can hold up the others.
   while (true) {
+    std::vector<Doorman::Admitted> admitted;
+    doorman_.Serve(true, &admitted);
+    for (auto& a : admitted) early_[a.rank] = {std::move(a.fd), a.address};
     auto it = early_.find(peer);
     if (it != early_.end()) {
       Fd fd = std::move(it->second.first);
@@ -73,25 +97,12 @@ Status TcpTransport::Connect(int peer, const std::string& address, Deadline dead
       early_.erase(it);
       return Adopt(peer, std::move(fd), addr);
     }
-    std::string from;
-    auto fd = AcceptOne(listen_fd_.get(), deadline, &from);
-    if (!fd.ok())
-      return fd.status().WithContext("waiting for rank " + std::to_string(peer) + " to connect");
-    auto hello = AcceptHello(fd->get(), opts_.token, HelloKind::kPeer,
-                             deadline.Earlier(Deadline::After(std::chrono::seconds(5))));
-    if (!hello.ok()) {
-      ++refused_;
-      HOOP_LOG(kWarn, "tcp: refused connection from " << from << ": " << hello.status().message());
-      continue;
-    }
-    if (hello->comm != opts_.comm || hello->rank < 0 || hello->rank >= opts_.rank ||
-        conns_.count(hello->rank) || early_.count(hello->rank)) {
-      ++refused_;
-      HOOP_LOG(kWarn, "tcp: refused connection from " << from << " claiming rank " << hello->rank
-                                                      << " of communicator '" << hello->comm << "'");
-      continue;
-    }
-    early_[hello->rank] = {std::move(fd).value(), from};
+    if (deadline.Expired())
+      return DeadlineExceeded("waiting for rank " + std::to_string(peer) + " to connect: timed out (HOOP_TIMEOUT)");
+    std::vector<pollfd> fds;
+    for (int fd : doorman_.Watched()) fds.push_back({fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), doorman_.NextExpiryMs(deadline.RemainingMs(1000))) < 0 && errno != EINTR)
+      return ErrnoStatus(Code::kInternal, "poll", errno);
   }
 }
 
@@ -118,12 +129,20 @@ Status TcpTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
     if (out->size() > start) return Status::Ok();
     bool spin = std::chrono::steady_clock::now() < spin_until;
     if (spin && crowded_) ::sched_yield();
-    int n = ::epoll_wait(epoll_fd_.get(), events, 64, spin ? 0 : deadline.RemainingMs(1000));
+    const int wait_ms = doorman_.has_callers() ? doorman_.NextExpiryMs(deadline.RemainingMs(1000))
+                                               : deadline.RemainingMs(1000);
+    int n = ::epoll_wait(epoll_fd_.get(), events, 64, spin ? 0 : wait_ms);
     if (n < 0 && errno != EINTR) return ErrnoStatus(Code::kInternal, "epoll_wait", errno);
+    bool doorman = doorman_.has_callers() && doorman_.NextExpiryMs(1) == 0;
     for (int i = 0; i < n; ++i) {
+      if (events[i].data.u32 == kDoormanId) {
+        doorman = true;
+        continue;
+      }
       auto it = conns_.find(static_cast<int>(events[i].data.u32));
       if (it != conns_.end()) it->second->OnEvents(events[i].events);
     }
+    if (doorman) ServeDoorman();
     if (n <= 0 && !spin && deadline.Expired()) return DeadlineExceeded("tcp: no progress before the deadline");
   }
 }

@@ -1,6 +1,8 @@
 // TcpTransport: the TCP back end. One listening socket per communicator, one connection per
 // peer (the lower rank dials; both ends prove the job token and the communicator name before a
-// byte of data moves), one epoll set over all of them. Progress happens inside Poll() on the
+// byte of data moves), one epoll set over all of them. The listening socket is served by a
+// Doorman (doorman.h), during start-up and after it, so strangers are refused and logged and
+// never hold anyone up. Progress happens inside Poll() on the
 // caller's thread; a wait looks without sleeping for 50 us, then blocks in epoll_wait (at once
 // when ranks outnumber cores, so they do not starve each other).
 #pragma once
@@ -10,6 +12,7 @@
 
 #include "transport/socket.h"
 #include "transport/tcp/connection.h"
+#include "transport/tcp/doorman.h"
 #include "transport/transport.h"
 
 namespace hoop {
@@ -25,12 +28,14 @@ class TcpTransport : public Transport {
   Endpoint* endpoint(int peer) override;
   Status Poll(std::vector<Completion>* out, Deadline deadline) override;
   void Abort(const std::string& cause) override;
-  // Connections refused so far (wrong token, wrong communicator).
-  int refused() const { return refused_; }
+  // Connections refused so far (wrong token, wrong communicator, after start-up, silent).
+  int refused() const { return doorman_.refused(); }
 
  private:
   TcpTransport(TransportOptions opts, Fd listen_fd, Fd epoll_fd, std::string address);
   Status Adopt(int peer, Fd fd, const std::string& peer_addr);
+  // After start-up: refuses newcomers, and has epoll watch every caller still to finish its hello.
+  void ServeDoorman();
 
   TransportOptions opts_;
   Fd listen_fd_;
@@ -38,7 +43,7 @@ class TcpTransport : public Transport {
   std::string address_;
   std::map<int, std::unique_ptr<Connection>> conns_;
   std::map<int, std::pair<Fd, std::string>> early_;  // accepted from a peer we were not waiting for yet
-  int refused_ = 0;
+  Doorman doorman_;
   bool crowded_;  // ranks outnumber cores on this host: block at once, never spin
 };
 
