@@ -22,14 +22,23 @@ StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
     if (serve) {
       HOOP_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(cfg.store.substr(6)));
       auto server = TcpStoreServer::Start(hp.host, hp.port, cfg.token);
-      if (!server.ok()) return server.status().WithContext(ctx + ": serving the store at " + cfg.store);
-      job->server = std::move(server).value();
+      // Taken already: by this process's earlier communicator, whose server this one then shares
+      // (the token check below tells), or by a stranger (and then the error says both).
+      if (server.ok()) job->server = std::move(server).value();
+      else if (!OpenStore(cfg.store, cfg.token, Deadline::After(std::chrono::seconds(2))).ok())
+        return server.status().WithContext(ctx + ": serving the store at " + cfg.store);
     }
     auto store = OpenStore(cfg.store, cfg.token, deadline);
     if (!store.ok()) return store.status().WithContext(ctx);
     job->store = std::move(store).value();
   }
   CommOptions opts = CommOptions::FromConfig(cfg);
+  // Every communicator a job makes has a name of its own, by creation order: the ranks create
+  // theirs in the same order, so this rank's n-th is every rank's n-th. A second one from the
+  // same job used to reuse "world" and cross wires with the first.
+  auto nth = job->store->Add("hoop/communicators/" + std::to_string(cfg.rank), 1);
+  if (!nth.ok()) return nth.status().WithContext(ctx + ": numbering the communicator");
+  opts.name = *nth == 1 ? "world" : "world-" + std::to_string(*nth);
   if (cfg.host.empty()) {
     // Advertise the address by which this host reaches the store server: on one host that is
     // loopback, across hosts the interface on the route to rank 0's host. HOOP_HOST overrides.

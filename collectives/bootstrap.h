@@ -1,6 +1,8 @@
 // Joining a job from a Config: open (or, for rank 0 of an mpirun/Slurm job with a tcp:// store,
 // serve) the rendezvous store, then create the communicator. Shared by the C API, hoop-perf and
-// the test programs so they all start the same way.
+// the test programs so they all start the same way. A job may be joined more than once (two
+// communicators over the same ranks): the n-th join on every rank makes the same communicator,
+// named "world" for the first and "world-N" after, and each is independent of the others.
 #pragma once
 
 #include <memory>

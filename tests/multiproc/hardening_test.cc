@@ -194,3 +194,30 @@ TEST_CASE("strangers against a rank and the store, during start-up and after: re
   CHECK(CountOf(r.output, "store: refused connection from") >= 4);
   CHECK(WaitGone(marker, 5) == 0);
 }
+
+TEST_CASE("two communicators from one job are independent", "[multiproc][hardening]") {
+  // Before, both were named "world": both inits succeeded, then one rank got a wrong result
+  // reported as success and the other timed out.
+  for (const char* label : {"tcp", "shm"}) {
+    DYNAMIC_SECTION(label) {
+      std::string marker = NewMarker();
+      auto r = RunRanks(Named(label), 3, {"two_comms"}, marker, 60, {{"HOOP_TIMEOUT", "20"}}, "hoop-probe-rank");
+      INFO(r.output);
+      CHECK(r.exit_code == 0);
+      for (int k = 0; k < 3; ++k)
+        CHECK(r.output.find("rank " + std::to_string(k) + ": two communicators ok") != std::string::npos);
+      CHECK(WaitGone(marker, 5) == 0);
+    }
+  }
+  SECTION("under mpirun, rank 0 serving the store for both") {
+    if (!HaveMpirun()) {
+      WARN("SKIPPED: /usr/bin/mpirun not installed (scripts/setup.sh installs openmpi-bin)");
+      return;
+    }
+    auto r = RunUnderMpirun(2, {Bin("hoop-probe-rank"), "two_comms"}, 90);
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    for (int k = 0; k < 2; ++k)
+      CHECK(r.output.find("rank " + std::to_string(k) + ": two communicators ok") != std::string::npos);
+  }
+}
