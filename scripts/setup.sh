@@ -2,7 +2,7 @@
 # Installs the Debian packages hoop needs to build and test, skipping those already present.
 # Run as root on Debian bookworm (CI and a fresh machine alike).
 #   build:  g++ cmake make pkg-config
-#   tests:  catch2 (v2), procps
+#   tests:  catch2 (v2), procps, valgrind (a job where pidfd_open is refused)
 #   back ends: libucx-dev libfabric-dev (the ucx and ofi transports)
 #   peers:  libopenmpi-dev openmpi-bin libgloo-dev (mpirun start-up test; perf/compare's
 #           MPI_Allreduce and Gloo harnesses)
@@ -13,7 +13,7 @@
 # With --torch it also installs python3-torch (Debian's PyTorch, for perf/torch_train.py and
 # perf/train-bench's side-by-side comparison; large, and not needed to build or test).
 set -euo pipefail
-packages=(g++ cmake make pkg-config catch2 procps libucx-dev libfabric-dev libopenmpi-dev openmpi-bin libgloo-dev
+packages=(g++ cmake make pkg-config catch2 procps valgrind libucx-dev libfabric-dev libopenmpi-dev openmpi-bin libgloo-dev
           iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist)
 for arg in "$@"; do
   case "$arg" in

@@ -2,9 +2,14 @@
 // when a peer dies (shared memory; UCX's and libfabric's shared-memory providers) ask it, so a
 // killed rank surfaces as an error instead of a hang. It holds a pidfd per peer (Linux 5.3+);
 // a pidfd turns readable the moment its process exits, zombie or not.
+//
+// Where pidfd_open is refused (kernels before 5.3, valgrind, some seccomp profiles) it reads the
+// peer's /proc/PID/stat instead, each time it is asked: gone, a zombie, or another process with
+// the same pid (a different start time) all count as exited. Without /proc, kill(pid, 0).
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +21,8 @@ namespace hoop {
 
 class PeerWatch {
  public:
+  enum class Method { kPidfd, kProcStat };  // kPidfd falls back to kProcStat where refused
+  explicit PeerWatch(Method method = Method::kPidfd);
   // Starts watching `pid` as rank `peer`; an error if that process is already gone.
   Status Watch(int peer, int pid);
   // The peers whose processes exited since the last call (each reported once). Cheap enough to
@@ -29,9 +36,12 @@ class PeerWatch {
   struct Entry {
     int peer;
     int pid;
-    Fd fd;
+    Fd fd;                         // the pidfd, or none: /proc (or kill) instead
+    unsigned long long start = 0;  // /proc's start time of the process watched (0: unknown)
     bool reported = false;
   };
+  static bool Gone(const Entry& e);
+  Method method_;
   std::vector<Entry> entries_;
   std::chrono::steady_clock::time_point next_{};
 };

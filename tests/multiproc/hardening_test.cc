@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <sstream>
 
@@ -220,4 +221,30 @@ TEST_CASE("two communicators from one job are independent", "[multiproc][hardeni
     for (int k = 0; k < 2; ++k)
       CHECK(r.output.find("rank " + std::to_string(k) + ": two communicators ok") != std::string::npos);
   }
+}
+
+TEST_CASE("same-host jobs run where pidfd_open is refused: under valgrind", "[multiproc][hardening]") {
+  // valgrind refuses pidfd_open (so do kernels before 5.3 and some seccomp profiles); a killed
+  // peer is then seen through /proc (transport/peer_watch.h). memcheck errors fail the rank.
+  if (::access("/usr/bin/valgrind", X_OK) != 0) {
+    WARN("SKIPPED: valgrind is not installed (scripts/setup.sh installs it)");
+    return;
+  }
+  std::string marker = NewMarker();
+  ProcOptions o;
+  o.env = Named("shm").env;
+  o.env["HOOP_TIMEOUT"] = "60";
+  o.timeout_s = 120;
+  auto r = RunProc({Bin("hooprun"), "-np", "3", "/usr/bin/valgrind", "-q", "--error-exitcode=99", Bin("hoop-probe-rank"),
+                    "two_comms", marker}, o);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  for (int k = 0; k < 3; ++k) CHECK(r.output.find("rank " + std::to_string(k) + ": two communicators ok") != std::string::npos);
+  // A rank killed mid-allreduce is named, not waited for.
+  auto k = RunProc({Bin("hooprun"), "-np", "2", "/usr/bin/valgrind", "-q", Bin("hoop-test-rank"), "kill", "1", marker}, o);
+  INFO(k.output);
+  CHECK(k.output.find("lost peer 1 (process") != std::string::npos);
+  CHECK(k.output.find("hooprun: rank 1 (pid") != std::string::npos);
+  CHECK(k.seconds < 30);
+  CHECK(WaitGone(marker, 5) == 0);
 }
