@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
+#include "collectives/stall.h"
 #include "common/logging.h"
 #include "transport/select.h"
 
@@ -96,11 +98,11 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
   if (!transport.ok()) return transport.status().WithContext(ctx);
   HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << (*transport)->Label()
                                    << ", this rank at " << (*transport)->Address());
-  return std::unique_ptr<Communicator>(new Communicator(o, std::move(transport).value()));
+  return std::unique_ptr<Communicator>(new Communicator(o, &store, std::move(transport).value()));
 }
 
-Communicator::Communicator(CommOptions opts, std::unique_ptr<Transport> transport)
-    : opts_(std::move(opts)), transport_(std::move(transport)), plans_(opts_.rank, opts_.size) {
+Communicator::Communicator(CommOptions opts, Store* store, std::unique_ptr<Transport> transport)
+    : opts_(std::move(opts)), store_(store), transport_(std::move(transport)), plans_(opts_.rank, opts_.size) {
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
@@ -190,7 +192,10 @@ void Communicator::RunOne(const Op& op) {
                       : Aborted("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
                                 " refused: the communicator failed earlier: " + poisoned.message());
   } else {
+    waiting_for_.clear();
     result = RunOp(op, seq_++);
+    // Before telling the peers: they must time out on their own to say whom they wait for.
+    if (result.code() == Code::kDeadlineExceeded) result = ExplainTimeout(result);
     if (!result.ok() && result.code() != Code::kInvalidArgument) {
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -207,6 +212,16 @@ void Communicator::RunOne(const Op& op) {
     op.state->status = result;
   }
   op.state->cv.notify_all();
+}
+
+Status Communicator::ExplainTimeout(const Status& timeout) {
+  if (waiting_for_.empty()) return timeout;
+  // The others time out within moments of this rank when they entered the operation with it;
+  // one that has said nothing after a quarter of the timeout (1 to 10 s) is not waiting in hoop.
+  const auto grace = std::clamp(opts_.timeout / 4, std::chrono::milliseconds(1000), std::chrono::milliseconds(10000));
+  StallVerdict v = FindStalledRanks(*store_, "hoop/" + opts_.name + "/", opts_.rank, waiting_for_, Deadline::After(grace));
+  if (v.explanation.empty()) return DeadlineExceeded(timeout.message() + "; did every rank call the same collectives in the same order?");
+  return DeadlineExceeded(timeout.message() + "; " + v.explanation);
 }
 
 size_t Communicator::DescCount(const Op& op) {
@@ -244,6 +259,7 @@ Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Bu
   a.residual = wire != Compression::kNone ? op.residual : nullptr;
   a.deadline = Deadline::After(opts_.timeout);
   a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
+  a.waiting_for = &waiting_for_;
   struct Context {
     const Communicator* self;
     const Op* op;

@@ -95,6 +95,7 @@ class Work {
 
 class Communicator {
  public:
+  // `store` must outlive the communicator: a timeout uses it to find the rank that stopped.
   static StatusOr<std::unique_ptr<Communicator>> Create(Store& store, const CommOptions& options);
   ~Communicator();
   Communicator(const Communicator&) = delete;
@@ -137,7 +138,7 @@ class Communicator {
     bool abort = false;  // Abort(): poisons and tells peers, runs nothing
     std::shared_ptr<Work::State> state;
   };
-  Communicator(CommOptions opts, std::unique_ptr<Transport> transport);
+  Communicator(CommOptions opts, Store* store, std::unique_ptr<Transport> transport);
   Work Submit(Op op, bool blocking);
   void WorkerLoop();
   void RunOne(const Op& op);  // runs (or refuses) one operation and completes its Work
@@ -160,7 +161,12 @@ class Communicator {
   std::string Describe(const Op& op, uint32_t seq, Algo algo, Compression wire = Compression::kNone) const;
   static size_t DescCount(const Op& op);
 
+  // A timeout's message, completed with who stopped making progress (stall.h).
+  Status ExplainTimeout(const Status& timeout);
+
   CommOptions opts_;
+  Store* store_;  // the job's store, for stall reports; outlives the communicator
+  std::vector<int> waiting_for_;  // the last operation's peers still awaited when it timed out
   std::unique_ptr<Transport> transport_;  // used only by the worker thread
   StagingPool staging_;
   PlanCache plans_;

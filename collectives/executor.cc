@@ -316,10 +316,10 @@ class Run {
         os << sep << p;
         sep = ", ";
       }
-      os << "; did every rank call the same collectives in the same order?";
     } else {
       os << " with sends still queued";
     }
+    if (a_.waiting_for) a_.waiting_for->assign(waiting.begin(), waiting.end());
     return DeadlineExceeded(os.str());
   }
 

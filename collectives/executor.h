@@ -89,6 +89,9 @@ struct ExecArgs {
   void* residual = nullptr;  // error feedback: same type and count as `in`, or null
   Deadline deadline = Deadline::Never();
   double timeout_s = 0;  // for the timeout message
+  // On a timeout: the peers whose messages this rank was still waiting for (collectives/stall.h
+  // follows them to the rank that stopped).
+  std::vector<int>* waiting_for = nullptr;
   // Error text only, so built only on an error (keep the closures pointer-sized: no allocation):
   // "rank 0: allreduce #5 (ring, 1000 x f32, sum)", and a peer's check word as
   // "count 1000 here, 999 on rank 1".

@@ -83,8 +83,10 @@ StatusOr<int64_t> FileStore::Add(const std::string& key, int64_t delta) {
   }
   std::string old;
   ReadFile(PathOf(key), &old);
-  int64_t v = DecodeCounter(old) + delta;
-  Status s = WriteAtomically(PathOf(key), std::to_string(v));
+  auto sum = AddToCounter(old, delta);
+  const int64_t v = sum.value_or(0);
+  Status s = sum ? WriteAtomically(PathOf(key), std::to_string(v))
+                 : InvalidArgument("file store: adding " + std::to_string(delta) + " to '" + key + "' would overflow");
   ::flock(fd, LOCK_UN);
   ::close(fd);
   if (!s.ok()) return s;

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "transport/store.h"
 
@@ -23,5 +24,8 @@ class MemoryStore : public Store {
 
 // Shared helpers for stores that keep counters as decimal text.
 int64_t DecodeCounter(const std::string& value);
+// A counter's stored text plus delta, or nullopt where the sum would overflow (every store's
+// Add refuses that rather than wrap).
+std::optional<int64_t> AddToCounter(const std::string& value, int64_t delta);
 
 }  // namespace hoop

@@ -29,6 +29,7 @@ struct RespHeader {
 };
 #pragma pack(pop)
 constexpr uint64_t kMaxValue = 64ull << 20;
+constexpr uint64_t kMaxWaitMs = uint64_t{7} * 24 * 3600 * 1000;  // a Get parks a week at most
 constexpr uint32_t kMaxKey = 4096;
 }  // namespace
 
@@ -134,6 +135,7 @@ bool TcpStoreServer::HandleInput(Client& c) {
     std::string key = c.in.substr(sizeof(h), h.key_len);
     std::string value = c.in.substr(sizeof(h) + h.key_len, value_len);
     c.in.erase(0, need);
+    std::unique_lock<std::mutex> lock(data_mu_);  // Find() reads from other threads
     if (h.op == kSet) {
       data_[key] = value;
       Reply(c.fd.get(), kOk, "");
@@ -148,9 +150,14 @@ bool TcpStoreServer::HandleInput(Client& c) {
     } else if (h.op == kGet) {
       auto it = data_.find(key);
       if (it != data_.end()) Reply(c.fd.get(), kOk, it->second);
-      else parked_.push_back({c.fd.get(), key, Deadline::After(std::chrono::milliseconds(h.arg))});
+      else parked_.push_back({c.fd.get(), key, Deadline::After(std::chrono::milliseconds(std::min(h.arg, kMaxWaitMs)))});
     } else if (h.op == kAdd) {
-      int64_t v = DecodeCounter(data_[key]) + static_cast<int64_t>(h.arg);
+      auto sum = AddToCounter(data_[key], static_cast<int64_t>(h.arg));
+      if (!sum) {
+        Reply(c.fd.get(), kBad, "");
+        continue;
+      }
+      const int64_t v = *sum;
       data_[key] = std::to_string(v);
       std::string out(reinterpret_cast<const char*>(&v), sizeof(v));
       Reply(c.fd.get(), kOk, out);
@@ -200,6 +207,14 @@ void TcpStoreServer::Serve() {
   }
 }
 
+std::map<std::string, std::string> TcpStoreServer::Find(const std::string& part) const {
+  std::lock_guard<std::mutex> lock(data_mu_);
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : data_)
+    if (k.find(part) != std::string::npos) out.emplace(k, v);
+  return out;
+}
+
 StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(const HostPort& server,
                                                                   const std::string& token,
                                                                   Deadline deadline) {
@@ -230,6 +245,7 @@ StatusOr<std::string> TcpStoreClient::Call(uint8_t op, const std::string& key, u
     return Unavailable("store " + server_ + ": " + s.message());
   }
   if (r.status == kTimeout) return DeadlineExceeded("store: key '" + key + "' did not appear in time");
+  if (r.status == kBad) return InvalidArgument("store " + server_ + ": refused the request on '" + key + "' (a counter would overflow)");
   if (r.status != kOk) return Internal("store " + server_ + ": bad reply");
   return data;
 }

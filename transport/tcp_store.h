@@ -29,6 +29,8 @@ class TcpStoreServer {
   int port() const { return port_; }
   // Connections refused so far (wrong token or not a hoop client).
   int refused() const { return refused_.load(); }
+  // The entries whose key contains `part` (hooprun reads the ranks' stall verdicts this way).
+  std::map<std::string, std::string> Find(const std::string& part) const;
 
  private:
   struct Client;
@@ -48,6 +50,7 @@ class TcpStoreServer {
   Deadline listen_again_ = Deadline::After(std::chrono::milliseconds(0));  // accepting paused until
   std::atomic<bool> stop_{false};
   std::atomic<int> refused_{0};
+  mutable std::mutex data_mu_;
   std::map<std::string, std::string> data_;
   std::vector<std::unique_ptr<Client>> clients_;
   std::vector<Parked> parked_;

@@ -248,3 +248,34 @@ TEST_CASE("same-host jobs run where pidfd_open is refused: under valgrind", "[mu
   CHECK(k.seconds < 30);
   CHECK(WaitGone(marker, 5) == 0);
 }
+
+TEST_CASE("a stopped rank is the one named, by every survivor and by hooprun", "[multiproc][hardening]") {
+  // Rank 1 SIGSTOPs itself before an allreduce. Before, every survivor timed out naming the
+  // peer it waited for directly (a different rank each) and hooprun named a healthy rank.
+  struct Case {
+    const char* label;
+    int n;
+    const char* algo;
+  };
+  for (const Case& c : {Case{"shm", 3, "auto"}, Case{"tcp", 4, "ring"}}) {
+    DYNAMIC_SECTION(c.label << " x " << c.n << " " << c.algo) {
+      std::string marker = NewMarker();
+      auto r = RunRanks(Named(c.label), c.n, {"stop", "1"}, marker, 60, {{"HOOP_TIMEOUT", "2"}, {"HOOP_ALGO", c.algo}},
+                        "hoop-probe-rank");
+      INFO(r.output);
+      REQUIRE_FALSE(r.timed_out);
+      CHECK(r.exit_code != 0);
+      CHECK(r.seconds < 15);
+      for (int k = 0; k < c.n; ++k) {
+        if (k == 1) continue;
+        std::string line = LineOf(r.output, "rank " + std::to_string(k) + ": allreduce:");
+        INFO(line);
+        CHECK(line.find("rank 1 is not making progress") != std::string::npos);
+      }
+      std::string last = r.output.substr(r.output.rfind("hooprun: "));
+      CHECK(last.find("hooprun: rank 1 (pid") == 0);
+      CHECK(last.find("stopped making progress") != std::string::npos);
+      CHECK(WaitGone(marker, 5) == 0);
+    }
+  }
+}

@@ -17,7 +17,9 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 
+#include "collectives/stall.h"
 #include "common/config.h"
 #include "common/deadline.h"
 #include "tools/hooprun/options.h"
@@ -62,7 +64,8 @@ std::vector<std::string> RankEnv(const Options& o, int rank, int port, const std
 
 class Job {
  public:
-  Job(const Options& o, std::vector<Rank> ranks) : o_(o), ranks_(std::move(ranks)) {}
+  Job(const Options& o, std::vector<Rank> ranks, const TcpStoreServer& store)
+      : o_(o), ranks_(std::move(ranks)), store_(store) {}
 
   int Run(int sig_fd) {
     const auto start = Clock::now();
@@ -145,8 +148,39 @@ class Job {
   // The line that says why the job failed. A rank's death makes its peers fail within
   // milliseconds, so the order in which exits are reaped does not tell cause from effect: a rank
   // killed by a signal is the likelier cause than one that exited with an error.
+  // The ranks that timed out name the one that stopped making progress in the store
+  // (collectives/stall.h): "hoop/<comm>/stalled/<rank that timed out>" = its verdict.
+  bool ExplainStall() {
+    std::set<int> stalled, waiters;
+    for (const auto& [key, value] : store_.Find("/stalled/")) {
+      std::vector<int> ranks;
+      if (!ParseRankList(value, &ranks)) continue;
+      stalled.insert(ranks.begin(), ranks.end());
+      waiters.insert(std::atoi(key.substr(key.rfind('/') + 1).c_str()));
+    }
+    if (stalled.empty()) return false;
+    std::string who, by;
+    for (int r : stalled) {
+      const Rank* rank = r >= 0 && r < static_cast<int>(ranks_.size()) ? &ranks_[static_cast<size_t>(r)] : nullptr;
+      who += (who.empty() ? "rank " : ", rank ") + std::to_string(r) +
+             (rank ? " (pid " + std::to_string(rank->pid) + ")" : std::string());
+    }
+    for (int r : waiters) by += (by.empty() ? "" : ", ") + std::to_string(r);
+    reason_ = who + (stalled.size() > 1 ? " stopped" : " stopped") + " making progress (rank" +
+              (waiters.size() > 1 ? "s " : " ") + by + " timed out waiting for " + (stalled.size() > 1 ? "them" : "it") +
+              "); stopped the other ranks";
+    return true;
+  }
+
   void ExplainFailure() {
     if (failed_.empty()) return;
+    if ((exit_code_ == 0 || exit_code_ == 124) && reason_.empty() && ExplainStall()) {
+      if (exit_code_ == 0) {
+        int st = failed_.front()->wait_status;
+        exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      }
+      return;
+    }
     const Rank* cause = failed_.front();
     for (const Rank* r : failed_)
       if (WIFSIGNALED(r->wait_status)) {
@@ -195,6 +229,7 @@ class Job {
 
   const Options& o_;
   std::vector<Rank> ranks_;
+  const TcpStoreServer& store_;
   bool stopping_ = false, termed_ = false, killed_ = false;
   Clock::time_point stop_at_, term_at_;
   std::optional<Clock::time_point> all_exited_at_;
@@ -240,5 +275,5 @@ int main(int argc, char** argv) {
     }
     ranks.push_back(std::move(rank).value());
   }
-  return Job(*opts, std::move(ranks)).Run(sig_fd);
+  return Job(*opts, std::move(ranks), **server).Run(sig_fd);
 }
