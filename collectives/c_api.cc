@@ -29,11 +29,21 @@ hoop_status_t Report(const hoop::Status& s) {
   }
 }
 
+hoop_status_t CheckLive(hoop_comm_t comm, const char* fn) {
+  if (!comm) return Report(hoop::InvalidArgument(std::string(fn) + ": comm is NULL"));
+  if (comm->finalized())
+    return Report(hoop::InvalidArgument("rank " + std::to_string(comm->rank) + ": " + fn +
+                                        ": the communicator was finalized (hoop_finalize)"));
+  return HOOP_SUCCESS;
+}
+
 }  // namespace hoop::capi
 
 namespace {
 
+using hoop::capi::CheckLive;
 using hoop::capi::Guard;
+using hoop::capi::RawEnum;
 using hoop::capi::Report;
 
 hoop_status_t BadArg(const std::string& what) { return Report(hoop::InvalidArgument(what)); }
@@ -42,14 +52,16 @@ const hoop::CallOptions kBlocking{hoop::Algo::kAuto, true};
 
 // A collective may be called on comm: it exists, and no fusion runtime drives it.
 hoop_status_t CheckComm(hoop_comm_t comm, const char* fn) {
-  if (!comm) return BadArg(std::string(fn) + ": comm is NULL");
+  if (hoop_status_t bad = CheckLive(comm, fn)) return bad;
   if (comm->fusion_active.load())
     return BadArg(std::string(fn) + ": a tensor fusion runtime drives this communicator; submit through it "
                   "(hoop_fusion_*), or stop it first");
   return HOOP_SUCCESS;
 }
 
-bool ValidDType(hoop_dtype_t d) { return d >= HOOP_U8 && d <= HOOP_F64; }
+bool ValidDType(const hoop_dtype_t& d) { return RawEnum(d) >= HOOP_U8 && RawEnum(d) <= HOOP_F64; }
+bool ValidOp(const hoop_op_t& o) { return RawEnum(o) >= HOOP_SUM && RawEnum(o) <= HOOP_PROD; }
+std::string Rank(hoop_comm_t comm) { return "rank " + std::to_string((*comm)->rank()) + ": "; }
 
 // count x the communicator's size, the element count of allgather's output and reduce-scatter's
 // input; refused (naming rank, call and count) where it does not fit in size_t.
@@ -62,7 +74,6 @@ hoop_status_t TimesSize(hoop_comm_t comm, const char* fn, size_t count, size_t* 
   *out = *n;
   return HOOP_SUCCESS;
 }
-bool ValidOp(hoop_op_t o) { return o >= HOOP_SUM && o <= HOOP_PROD; }
 
 hoop_status_t Init(hoop_comm_t* out, const hoop::Config& cfg) {
   if (!out) return BadArg("hoop_init: comm pointer is NULL");
@@ -72,6 +83,7 @@ hoop_status_t Init(hoop_comm_t* out, const hoop::Config& cfg) {
   *out = new hoop_comm;
   (*out)->job = std::move(job).value();
   (*out)->config = cfg;
+  (*out)->rank = cfg.rank;
   return HOOP_SUCCESS;
 }
 
@@ -109,16 +121,20 @@ hoop_status_t hoop_init(hoop_comm_t* comm, int rank, int size, const char* store
 
 hoop_status_t hoop_finalize(hoop_comm_t comm) {
   return Guard([&] {
-    if (comm && comm->fusion_active.load())
+    if (!comm) return HOOP_SUCCESS;  // as free(NULL)
+    if (comm->finalized())
+      return BadArg("rank " + std::to_string(comm->rank) + ": hoop_finalize: the communicator was finalized already");
+    if (comm->fusion_active.load())
       return BadArg("hoop_finalize: a tensor fusion runtime still drives this communicator; stop it first");
-    delete comm;
+    comm->job.reset();  // the struct stays, a tombstone (c_api_internal.h)
     return HOOP_SUCCESS;
   });
 }
 
 #define HOOP_GETTER(name, expr)                                            \
   hoop_status_t hoop_##name(hoop_comm_t comm, int* out) {                  \
-    if (!comm || !out) return BadArg("hoop_" #name ": NULL argument");     \
+    if (hoop_status_t bad = CheckLive(comm, "hoop_" #name)) return bad;    \
+    if (!out) return BadArg("hoop_" #name ": NULL argument");              \
     *out = (*comm)->expr();                                             \
     return HOOP_SUCCESS;                                                   \
   }
@@ -137,11 +153,14 @@ hoop_status_t hoop_allreduce_ex(hoop_comm_t comm, const void* sendbuf, void* rec
                                 hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts) {
   return Guard([&] {
     if (hoop_status_t bad = CheckComm(comm, "hoop_allreduce")) return bad;
-    if (!ValidDType(dtype) || !ValidOp(op)) return BadArg("hoop_allreduce: unknown dtype or op");
+    if (!ValidDType(dtype) || !ValidOp(op))
+      return BadArg(Rank(comm) + "hoop_allreduce: unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
+                    std::to_string(RawEnum(op)));
     hoop::CallOptions o = kBlocking;
     if (opts) {
-      if (opts->compression < HOOP_COMPRESSION_DEFAULT || opts->compression > HOOP_COMPRESSION_AUTO)
-        return BadArg("hoop_allreduce: unknown compression " + std::to_string(static_cast<int>(opts->compression)));
+      const int c = RawEnum(opts->compression);
+      if (c < HOOP_COMPRESSION_DEFAULT || c > HOOP_COMPRESSION_AUTO)
+        return BadArg(Rank(comm) + "hoop_allreduce: unknown compression " + std::to_string(c));
       if (opts->compression != HOOP_COMPRESSION_DEFAULT)
         o.compression = static_cast<hoop::Compression>(opts->compression);
       o.residual = opts->residual;
@@ -152,7 +171,7 @@ hoop_status_t hoop_allreduce_ex(hoop_comm_t comm, const void* sendbuf, void* rec
 }
 
 double hoop_compression_error_factor(hoop_compression_t compression, int nranks) {
-  if (compression != HOOP_COMPRESSION_FP16 && compression != HOOP_COMPRESSION_BF16) return 0;
+  if (RawEnum(compression) != HOOP_COMPRESSION_FP16 && RawEnum(compression) != HOOP_COMPRESSION_BF16) return 0;
   return hoop::CompressionErrorFactor(static_cast<hoop::Compression>(compression), nranks);
 }
 
@@ -160,7 +179,7 @@ hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbu
                              hoop_dtype_t dtype, int root) {
   return Guard([&] {
     if (hoop_status_t bad = CheckComm(comm, "hoop_broadcast")) return bad;
-    if (!ValidDType(dtype)) return BadArg("hoop_broadcast: unknown dtype");
+    if (!ValidDType(dtype)) return BadArg(Rank(comm) + "hoop_broadcast: unknown dtype " + std::to_string(RawEnum(dtype)));
     bool is_root = (*comm)->rank() == root;
     return Report((*comm)->Broadcast(Buf(is_root ? sendbuf : nullptr, is_root ? count : 0, dtype),
                                         Buf(recvbuf, count, dtype), root, kBlocking).Wait());
@@ -171,7 +190,7 @@ hoop_status_t hoop_allgather(hoop_comm_t comm, const void* sendbuf, void* recvbu
                              hoop_dtype_t dtype) {
   return Guard([&] {
     if (hoop_status_t bad = CheckComm(comm, "hoop_allgather")) return bad;
-    if (!ValidDType(dtype)) return BadArg("hoop_allgather: unknown dtype");
+    if (!ValidDType(dtype)) return BadArg(Rank(comm) + "hoop_allgather: unknown dtype " + std::to_string(RawEnum(dtype)));
     size_t total = 0;
     if (hoop_status_t bad = TimesSize(comm, "hoop_allgather", sendcount, &total)) return bad;
     return Report((*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, total, dtype), kBlocking).Wait());
@@ -182,7 +201,9 @@ hoop_status_t hoop_reduce_scatter(hoop_comm_t comm, const void* sendbuf, void* r
                                   hoop_dtype_t dtype, hoop_op_t op) {
   return Guard([&] {
     if (hoop_status_t bad = CheckComm(comm, "hoop_reduce_scatter")) return bad;
-    if (!ValidDType(dtype) || !ValidOp(op)) return BadArg("hoop_reduce_scatter: unknown dtype or op");
+    if (!ValidDType(dtype) || !ValidOp(op))
+      return BadArg(Rank(comm) + "hoop_reduce_scatter: unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
+                    std::to_string(RawEnum(op)));
     size_t total = 0;
     if (hoop_status_t bad = TimesSize(comm, "hoop_reduce_scatter", recvcount, &total)) return bad;
     return Report((*comm)->ReduceScatter(Buf(sendbuf, total, dtype), Buf(recvbuf, recvcount, dtype),
@@ -198,7 +219,7 @@ hoop_status_t hoop_barrier(hoop_comm_t comm) {
 }
 
 const char* hoop_status_string(hoop_status_t s) {
-  switch (s) {
+  switch (RawEnum(s)) {
     case HOOP_SUCCESS: return "success";
     case HOOP_ERR_INVALID_ARGUMENT: return "invalid argument";
     case HOOP_ERR_UNAVAILABLE: return "peer or store unavailable";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -11,18 +12,35 @@
 #include "common/status.h"
 #include "hoop/hoop.h"
 
+// hoop_finalize releases everything a communicator holds but keeps this small struct as a
+// tombstone (job == null), so a call on a finalized handle is an error, not a use after free.
 struct hoop_comm {
   std::unique_ptr<hoop::Job> job;
   hoop::Config config;  // what the job was joined with (the fusion runtime's settings too)
+  int rank = -1;        // for messages, also once finalized
   // A tensor fusion runtime drives this communicator: direct collectives are refused meanwhile.
   std::atomic<bool> fusion_active{false};
   hoop::Communicator* operator->() const { return job->comm.get(); }
+  bool finalized() const { return job == nullptr; }
 };
 
 namespace hoop::capi {
 
 // Records s as the calling thread's last error and maps it to a status code.
 hoop_status_t Report(const hoop::Status& s);
+
+// HOOP_SUCCESS if comm can be used by `fn`; else the error (NULL, or finalized), reported.
+hoop_status_t CheckLive(hoop_comm_t comm, const char* fn);
+
+// The value of an enum argument as the caller passed it: a C caller may pass any int, and in C++
+// an out-of-range value must not be read as the enum (undefined behaviour) before it is checked.
+template <class E>
+int RawEnum(const E& e) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
 
 // Runs f, turning any exception into HOOP_ERR_INTERNAL: none crosses the C API.
 template <class F>

@@ -1,6 +1,8 @@
 // The tensor fusion runtime's C API (include/hoop/hoop.h, hoop_fusion_*). Handles are numbers
 // that map to Runtime handles until hoop_fusion_wait frees them; no C++ type or exception
-// crosses the boundary.
+// crosses the boundary. hoop_fusion_stop releases the runtime and its handles but keeps the
+// hoop_fusion struct as a tombstone (rt == null), so a call after the stop is an error, not a
+// use after free.
 #include <mutex>
 #include <unordered_map>
 
@@ -18,7 +20,9 @@ struct hoop_fusion {
 
 namespace {
 
+using hoop::capi::CheckLive;
 using hoop::capi::Guard;
+using hoop::capi::RawEnum;
 using hoop::capi::Report;
 namespace fu = hoop::fusion;
 
@@ -28,11 +32,21 @@ hoop::Buffer Buf(const void* p, size_t count, hoop_dtype_t d) {
   return hoop::Buffer{const_cast<void*>(p), count, static_cast<hoop::DType>(d), hoop::MemKind::kHost};
 }
 
-hoop_status_t CheckCall(hoop_fusion_t f, const char* fn, const char* name, hoop_dtype_t dtype, hoop_callback_t cb,
-                        hoop_handle_t* handle) {
+// f can take calls: not NULL, not stopped.
+hoop_status_t CheckRunning(hoop_fusion_t f, const char* fn) {
   if (!f) return BadArg(std::string(fn) + ": fusion is NULL");
+  if (!f->rt)
+    return BadArg("rank " + std::to_string(f->comm->rank) + ": " + fn +
+                  ": the tensor fusion runtime was stopped (hoop_fusion_stop)");
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t CheckCall(hoop_fusion_t f, const char* fn, const char* name, const hoop_dtype_t& dtype, hoop_callback_t cb,
+                        hoop_handle_t* handle) {
+  if (hoop_status_t bad = CheckRunning(f, fn)) return bad;
   if (!name) return BadArg(std::string(fn) + ": name is NULL");
-  if (dtype < HOOP_U8 || dtype > HOOP_F64) return BadArg(std::string(fn) + ": unknown dtype");
+  if (RawEnum(dtype) < HOOP_U8 || RawEnum(dtype) > HOOP_F64)
+    return BadArg(std::string(fn) + ": tensor '" + name + "': unknown dtype " + std::to_string(RawEnum(dtype)));
   if (!cb && !handle) return BadArg(std::string(fn) + ": give a handle pointer, a callback, or both");
   return HOOP_SUCCESS;
 }
@@ -76,11 +90,13 @@ extern "C" {
 
 hoop_status_t hoop_fusion_start(hoop_comm_t comm, hoop_fusion_t* fusion) {
   return Guard([&] {
-    if (!comm || !fusion) return BadArg("hoop_fusion_start: NULL argument");
-    *fusion = nullptr;
+    // On any failure *fusion is left as it was: it may hold the runtime already running.
+    if (hoop_status_t bad = CheckLive(comm, "hoop_fusion_start")) return bad;
+    if (!fusion) return BadArg("hoop_fusion_start: fusion pointer is NULL");
     bool expected = false;
     if (!comm->fusion_active.compare_exchange_strong(expected, true))
-      return BadArg("hoop_fusion_start: a tensor fusion runtime already drives this communicator");
+      return BadArg("rank " + std::to_string(comm->rank) +
+                    ": hoop_fusion_start: a tensor fusion runtime already drives this communicator");
     auto rt = fu::Runtime::Start(*comm->job->comm, fu::FusionOptions::FromConfig(comm->config));
     if (!rt.ok()) {
       comm->fusion_active = false;
@@ -99,11 +115,13 @@ hoop_status_t hoop_fusion_allreduce(hoop_fusion_t f, const char* name, const voi
                                     hoop_callback_t cb, void* user, hoop_handle_t* handle) {
   return Guard([&] {
     if (hoop_status_t bad = CheckCall(f, "hoop_fusion_allreduce", name, dtype, cb, handle)) return bad;
-    if (op < HOOP_SUM || op > HOOP_PROD) return BadArg("hoop_fusion_allreduce: unknown op");
+    if (RawEnum(op) < HOOP_SUM || RawEnum(op) > HOOP_PROD)
+      return BadArg(std::string("hoop_fusion_allreduce: tensor '") + name + "': unknown op " + std::to_string(RawEnum(op)));
     fu::TensorOptions o;
     if (opts) {
-      if (opts->compression < HOOP_COMPRESSION_DEFAULT || opts->compression > HOOP_COMPRESSION_AUTO)
-        return BadArg("hoop_fusion_allreduce: unknown compression");
+      const int c = RawEnum(opts->compression);
+      if (c < HOOP_COMPRESSION_DEFAULT || c > HOOP_COMPRESSION_AUTO)
+        return BadArg(std::string("hoop_fusion_allreduce: tensor '") + name + "': unknown compression " + std::to_string(c));
       if (opts->compression != HOOP_COMPRESSION_DEFAULT) o.compression = static_cast<hoop::Compression>(opts->compression);
       if (opts->prescale != 0) o.prescale = opts->prescale;
       if (opts->postscale != 0) o.postscale = opts->postscale;
@@ -142,7 +160,7 @@ hoop_status_t hoop_fusion_allgather(hoop_fusion_t f, const char* name, const voi
 
 hoop_status_t hoop_fusion_wait(hoop_fusion_t f, hoop_handle_t handle) {
   return Guard([&] {
-    if (!f) return BadArg("hoop_fusion_wait: fusion is NULL");
+    if (hoop_status_t bad = CheckRunning(f, "hoop_fusion_wait")) return bad;
     fu::Handle h = Take(f, handle, true);
     if (!h.valid()) return BadArg("hoop_fusion_wait: unknown handle " + std::to_string(handle));
     return Report(h.Wait());
@@ -151,7 +169,8 @@ hoop_status_t hoop_fusion_wait(hoop_fusion_t f, hoop_handle_t handle) {
 
 hoop_status_t hoop_fusion_test(hoop_fusion_t f, hoop_handle_t handle, int* done) {
   return Guard([&] {
-    if (!f || !done) return BadArg("hoop_fusion_test: NULL argument");
+    if (hoop_status_t bad = CheckRunning(f, "hoop_fusion_test")) return bad;
+    if (!done) return BadArg("hoop_fusion_test: done is NULL");
     fu::Handle h = Take(f, handle, false);
     if (!h.valid()) return BadArg("hoop_fusion_test: unknown handle " + std::to_string(handle));
     *done = h.Test() ? 1 : 0;
@@ -161,7 +180,7 @@ hoop_status_t hoop_fusion_test(hoop_fusion_t f, hoop_handle_t handle, int* done)
 
 hoop_status_t hoop_fusion_synchronize(hoop_fusion_t f) {
   return Guard([&] {
-    if (!f) return BadArg("hoop_fusion_synchronize: fusion is NULL");
+    if (hoop_status_t bad = CheckRunning(f, "hoop_fusion_synchronize")) return bad;
     return Report(f->rt->Synchronize());
   });
 }
@@ -169,10 +188,15 @@ hoop_status_t hoop_fusion_synchronize(hoop_fusion_t f) {
 hoop_status_t hoop_fusion_stop(hoop_fusion_t f) {
   return Guard([&] {
     if (!f) return BadArg("hoop_fusion_stop: fusion is NULL");
+    if (!f->rt)
+      return BadArg("rank " + std::to_string(f->comm->rank) + ": hoop_fusion_stop: the tensor fusion runtime was stopped already");
     hoop::Status s = f->rt->Shutdown();
     f->rt.reset();
-    f->comm->fusion_active = false;
-    delete f;
+    {
+      std::lock_guard<std::mutex> lock(f->mu);
+      f->handles.clear();
+    }
+    f->comm->fusion_active = false;  // the struct stays, a tombstone (top of this file)
     return Report(s);
   });
 }

@@ -14,6 +14,20 @@
  * The tensor fusion calls (hoop_fusion_*, below) may be made from any threads at once.
  * Every call blocks until the operation is complete on this rank, or fails; no call waits
  * longer than HOOP_TIMEOUT seconds (default 300).
+ *
+ * Bad calls are refused with HOOP_ERR_INVALID_ARGUMENT and a message naming rank, call and
+ * argument, and nothing is sent: counts whose size in bytes (or count x ranks) does not fit in
+ * 64 bits or in memory, unknown dtypes, ops and compressions, roots that are not ranks, NULL
+ * buffers with a count. Each rank of a job may make several communicators (call hoop_init* more
+ * than once); every rank must make them in the same order, and each is independent.
+ *
+ * Lifetimes: hoop_finalize releases everything the communicator holds; the handle itself stays
+ * valid as a tombstone, so every later call on it, hoop_finalize included, is
+ * HOOP_ERR_INVALID_ARGUMENT ("finalized") rather than a crash (hoop_finalize(NULL) does nothing).
+ * The same holds for a hoop_fusion_t after hoop_fusion_stop. Undefined, and not detected: a
+ * handle no hoop_init* or hoop_fusion_start returned (uninitialised or freed memory), a call
+ * racing with hoop_finalize or hoop_fusion_stop on the same handle, and buffers shorter than
+ * their counts say.
  */
 #ifndef HOOP_HOOP_H_
 #define HOOP_HOOP_H_
@@ -156,6 +170,7 @@ typedef struct {
   double postscale;               /* result multiplied by this after it (0 or 1: none) */
 } hoop_tensor_opts_t;
 
+/* On failure *fusion is left as it was (it may hold the runtime already driving comm). */
 hoop_status_t hoop_fusion_start(hoop_comm_t comm, hoop_fusion_t* fusion);
 /* opts may be NULL; scale factors need f16/bf16/f32/f64. */
 hoop_status_t hoop_fusion_allreduce(hoop_fusion_t fusion, const char* name, const void* sendbuf, void* recvbuf,
@@ -174,8 +189,9 @@ hoop_status_t hoop_fusion_wait(hoop_fusion_t fusion, hoop_handle_t handle);
 hoop_status_t hoop_fusion_test(hoop_fusion_t fusion, hoop_handle_t handle, int* done);
 /* Waits for every tensor this rank submitted before the call; the first failure among them. */
 hoop_status_t hoop_fusion_synchronize(hoop_fusion_t fusion);
-/* Stops the runtime on every rank (call it on every rank), fails what has not run, frees
- * fusion and its handles, and gives the communicator back to direct calls. */
+/* Stops the runtime on every rank (call it on every rank), fails what has not run, releases
+ * the runtime and its handles, and gives the communicator back to direct calls. Later calls on
+ * fusion, a second hoop_fusion_stop too, are HOOP_ERR_INVALID_ARGUMENT. */
 hoop_status_t hoop_fusion_stop(hoop_fusion_t fusion);
 
 const char* hoop_status_string(hoop_status_t status);

@@ -279,3 +279,20 @@ TEST_CASE("a stopped rank is the one named, by every survivor and by hooprun", "
     }
   }
 }
+
+TEST_CASE("calls after finalize or after a fusion stop, and twice, are clear errors", "[multiproc][hardening]") {
+  // Each crashed before: a finalized or stopped handle was freed memory. A refused second
+  // hoop_fusion_start also wrote NULL over the caller's running runtime's handle.
+  for (const char* mode : {"after_finalize", "fusion_misuse"}) {
+    DYNAMIC_SECTION(mode) {
+      std::string marker = NewMarker();
+      auto r = RunRanks(Named("shm"), 2, {mode}, marker, 60, {{"HOOP_TIMEOUT", "20"}}, "hoop-probe-rank");
+      INFO(r.output);
+      CHECK(r.exit_code == 0);
+      CHECK(r.output.find("FAIL") == std::string::npos);
+      for (int k = 0; k < 2; ++k)
+        CHECK(r.output.find("rank " + std::to_string(k) + ": " + mode + " ok") != std::string::npos);
+      CHECK(WaitGone(marker, 5) == 0);
+    }
+  }
+}
