@@ -34,4 +34,27 @@ Status ErrnoStatus(Code code, const std::string& what, int err) {
   return Status(code, what + ": " + std::strerror(err));
 }
 
+std::string Escaped(const std::string& text) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7f) {
+      out.push_back(ch);
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else if (c == '\t') {
+      out.append("\\t");
+    } else if (c == '\r') {
+      out.append("\\r");
+    } else {
+      out.append("\\x");
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
 }  // namespace hoop

@@ -55,6 +55,9 @@ inline Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; 
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 // errno-based failure of a system call: "what: strerror(errno)".
 Status ErrnoStatus(Code code, const std::string& what, int err);
+// Text from elsewhere (a peer's abort cause) made safe to print: control characters, which could
+// forge log lines or drive a terminal, become \n, \t, \r and \xNN.
+std::string Escaped(const std::string& text);
 
 template <class T>
 class StatusOr {

@@ -130,6 +130,10 @@ std::vector<std::pair<int, Status>> DeferredLosses::Due() {
   return due;
 }
 
+Status PeerAborted(int peer, const std::string& cause) {
+  return Aborted("rank " + std::to_string(peer) + " aborted: " + Escaped(cause));
+}
+
 std::string ExitedText(int peer, int pid) {
   return "lost peer " + std::to_string(peer) + " (process " + std::to_string(pid) + " on this host exited)";
 }

@@ -68,5 +68,7 @@ class DeferredLosses {
 
 // "pid 123 on this host exited" style text for a lost local peer.
 std::string ExitedText(int peer, int pid);
+// What a peer's abort notice becomes: Aborted("rank N aborted: CAUSE"), the cause escaped.
+Status PeerAborted(int peer, const std::string& cause);
 
 }  // namespace hoop

@@ -71,3 +71,10 @@ TEST_CASE("Config rejects bad values with the variable's name", "[common]") {
   auto half = Config::FromEnv({{"HOOP_RANK", "0"}});
   CHECK_FALSE(half.ok());
 }
+
+TEST_CASE("text from a peer is escaped before it is printed", "[status]") {
+  CHECK(hoop::Escaped("plain text, unchanged") == "plain text, unchanged");
+  CHECK(hoop::Escaped("a\nb\tc\rd") == "a\\nb\\tc\\rd");
+  CHECK(hoop::Escaped(std::string("\x1b[31m\x7f\0x", 8)) == "\\x1b[31m\\x7f\\x00x");
+  CHECK(hoop::Escaped(hoop::Escaped("a\nb")) == "a\\nb");  // escaping twice changes nothing more
+}

@@ -221,8 +221,7 @@ void OfiTransport::Complete(Op* op, Status s, uint64_t peer_check) {
   PeerState& ps = peers_[static_cast<size_t>(op->peer)];
   if (op->is_abort) {
     if (s.ok() && !op->is_send) {
-      FailPeer(op->peer, Aborted("rank " + std::to_string(op->peer) + " aborted: " +
-                                 std::string(op->data, strnlen(op->data, kAbortBytes))));
+      FailPeer(op->peer, PeerAborted(op->peer, std::string(op->data, strnlen(op->data, kAbortBytes))));
     }
   } else if (!op->reported) {
     completed_.push_back({op->op_id, op->peer, op->is_send, std::move(s), peer_check});

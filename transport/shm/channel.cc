@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/stream_copy.h"
+#include "transport/peer_watch.h"
 
 namespace hoop::shm {
 
@@ -51,8 +52,7 @@ bool Channel::Progress(std::vector<Completion>* out) {
   if (!failure_.ok()) return true;
   moved |= ProgressSends(out);
   if (failure_.ok() && in_->aborted.load(std::memory_order_acquire)) {
-    Fail(Aborted("rank " + std::to_string(peer_) + " aborted: " +
-                 std::string(in_->cause, strnlen(in_->cause, sizeof(in_->cause)))), out);
+    Fail(PeerAborted(peer_, std::string(in_->cause, strnlen(in_->cause, sizeof(in_->cause)))), out);
     return true;
   }
   if (exited_ && failure_.ok()) {
@@ -84,7 +84,7 @@ bool Channel::ProgressSends(std::vector<Completion>* out) {
     // apart (docs/PERF.md). Small messages stay in cache, where the receiver finds them soonest.
     char* payload = reinterpret_cast<char*>(h) + 64;
     if (s.len >= kStreamMin) CopyStreaming(payload, s.data + s.sent, n);
-    else std::memcpy(payload, s.data + s.sent, n);
+    else if (n > 0) std::memcpy(payload, s.data + s.sent, n);  // an empty message may have no buffer
     s.sent += n;
     ++tail_;
     out_->tail.store(tail_, std::memory_order_release);
@@ -122,7 +122,7 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
     }
     const char* payload = reinterpret_cast<const char*>(h) + 64;
     if (cur_.sink) cur_.sink->Consume(h->offset, payload, h->len);
-    else std::memcpy(cur_.data + h->offset, payload, h->len);
+    else if (h->len > 0) std::memcpy(cur_.data + h->offset, payload, h->len);
     got_ += h->len;
     ++head_;
     in_->head.store(head_, std::memory_order_release);

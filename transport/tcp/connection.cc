@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "transport/peer_watch.h"
+
 namespace hoop {
 namespace {
 constexpr uint32_t kMagic = 0x48505431;  // "HPT1"
@@ -163,6 +165,11 @@ bool Connection::MatchHeader(std::vector<Completion>* out) {
     Fail(Internal("peer " + std::to_string(peer_) + " sent a corrupt frame"), out);
     return false;
   }
+  if (hdr_.kind != kData && hdr_.kind != kAbort) {
+    Fail(Internal("peer " + std::to_string(peer_) + " (" + peer_addr_ + ") sent a frame of unknown kind " +
+                  std::to_string(hdr_.kind)), out);
+    return false;
+  }
   if (hdr_.kind == kAbort) {
     if (hdr_.len > kMaxAbortText) {
       Fail(Internal("peer " + std::to_string(peer_) + " sent an oversized abort frame"), out);
@@ -242,7 +249,7 @@ void Connection::ReadSome(std::vector<Completion>* out) {
     in_payload_ = false;
     hdr_got_ = 0;
     if (hdr_.kind == kAbort) {
-      Fail(Aborted("rank " + std::to_string(peer_) + " aborted: " + abort_text_), out);
+      Fail(PeerAborted(peer_, abort_text_), out);
       return;
     }
     out->push_back({current_.op_id, peer_, false, Status::Ok(), 0});

@@ -261,9 +261,13 @@ ucs_status_t UcxTransport::OnMessage(void* arg, const void* header, size_t heade
   PeerState* ps = t->state(h.sender);
   if (!ps) return UCS_OK;
   bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+  if (h.kind != kData && h.kind != kAbort) {
+    t->FailPeer(h.sender, Internal("peer " + std::to_string(h.sender) + " sent a message of unknown kind " +
+                                   std::to_string(h.kind)));
+    return UCS_OK;
+  }
   if (h.kind == kAbort) {
-    if (!rndv) t->FailPeer(h.sender, Aborted("rank " + std::to_string(h.sender) + " aborted: " +
-                                             std::string(static_cast<const char*>(data), len)));
+    if (!rndv) t->FailPeer(h.sender, PeerAborted(h.sender, std::string(static_cast<const char*>(data), len)));
     return UCS_OK;
   }
   // Matched after the progress call returns (no UCX calls from inside its callback).
