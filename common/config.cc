@@ -20,6 +20,11 @@ const char* LauncherName(Launcher l) {
 
 namespace {
 
+constexpr double kMaxSeconds = 7 * 24 * 3600;          // HOOP_TIMEOUT, HOOP_STALL_WARNING_S
+constexpr size_t kMaxChunkBytes = size_t{64} << 20;     // HOOP_CHUNK_BYTES
+constexpr size_t kLargestDefaultChunk = 512 * 1024;     // the back ends' own (transport.h)
+constexpr size_t kMaxStagingBytes = size_t{1} << 30;    // HOOP_CHUNK_BYTES x HOOP_WINDOW
+
 const std::set<std::string> kKnown = {
     "HOOP_RANK", "HOOP_SIZE", "HOOP_LOCAL_RANK", "HOOP_LOCAL_SIZE", "HOOP_STORE",
     "HOOP_JOB_TOKEN", "HOOP_TIMEOUT", "HOOP_ALGO", "HOOP_TRANSPORT", "HOOP_HOST",
@@ -84,8 +89,10 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
   if (auto* v = r.Get("HOOP_TRANSPORT")) c.transport = *v;
   if (auto* v = r.Get("HOOP_HOST")) c.host = *v;
   if (auto* v = r.Get("HOOP_TIMEOUT")) {
+    // Bounded so that every deadline (now + timeout, in nanoseconds) is representable.
     auto s = ParseSeconds(*v);
-    if (!s) return InvalidArgument("HOOP_TIMEOUT='" + *v + "' is not a positive number of seconds");
+    if (!s || *s < 0.001 || *s > kMaxSeconds)
+      return InvalidArgument("HOOP_TIMEOUT='" + *v + "': expected seconds in [0.001, 604800] (a week)");
     c.timeout = std::chrono::milliseconds(static_cast<long long>(*s * 1000));
   }
   if (auto* v = r.Get("HOOP_ALGO")) {
@@ -96,16 +103,20 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
   }
   if (auto* v = r.Get("HOOP_CHUNK_BYTES")) {
     auto b = ParseSize(*v);
-    if (!b || *b < 4096 || *b > (1ull << 30))
-      return InvalidArgument("HOOP_CHUNK_BYTES='" + *v + "': expected a size in [4K, 1G]");
+    if (!b || *b < 4096 || *b > kMaxChunkBytes)
+      return InvalidArgument("HOOP_CHUNK_BYTES='" + *v + "': expected a size in [4K, 64M]");
     c.chunk_bytes = *b;
   }
-  if (auto* v = r.Get("HOOP_WINDOW")) {
+  if (r.Get("HOOP_WINDOW")) {
     int w = 0;
-    HOOP_RETURN_IF_ERROR(r.Int("HOOP_WINDOW", &w, 1, 1024));
+    HOOP_RETURN_IF_ERROR(r.Int("HOOP_WINDOW", &w, 1, 256));
     c.window = static_cast<size_t>(w);
-    (void)v;
   }
+  // Every communicator keeps `window` staging chunks (more while compressed sends are in flight).
+  const size_t chunk = c.chunk_bytes ? c.chunk_bytes : kLargestDefaultChunk;
+  if (chunk * c.window > kMaxStagingBytes)
+    return InvalidArgument("HOOP_CHUNK_BYTES x HOOP_WINDOW = " + FormatBytes(chunk) + " x " + std::to_string(c.window) +
+                           " bytes of staging per communicator; at most 1G");
   if (auto* v = r.Get("HOOP_COMPRESSION")) {
     if (*v != "none" && *v != "fp16" && *v != "bf16" && *v != "auto")
       return InvalidArgument("HOOP_COMPRESSION='" + *v + "': expected none, fp16, bf16 or auto");
@@ -128,7 +139,8 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
   }
   if (auto* v = r.Get("HOOP_STALL_WARNING_S")) {
     auto s = ParseNonNegative(*v);
-    if (!s) return InvalidArgument("HOOP_STALL_WARNING_S='" + *v + "': expected seconds (0: never warn)");
+    if (!s || *s > kMaxSeconds)
+      return InvalidArgument("HOOP_STALL_WARNING_S='" + *v + "': expected seconds in [0, 604800] (0: never warn)");
     c.stall_warning_s = *s;
   }
   if (auto* v = r.Get("HOOP_TIMELINE")) c.timeline = *v;

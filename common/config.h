@@ -7,13 +7,15 @@
 //   SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID                 Slurm's srun
 //   HOOP_STORE        rendezvous: tcp://HOST:PORT or file:///DIR
 //   HOOP_JOB_TOKEN    the job's secret; every connection must present it
-//   HOOP_TIMEOUT      seconds any operation may wait (default 300)
+//   HOOP_TIMEOUT      seconds any operation may wait (default 300; 0.001 to 604800, a week)
 //   HOOP_ALGO         auto | ring | tree | doubling (allreduce), chain | binomial (broadcast)
 //   HOOP_TRANSPORT    back end to use (default: first that can connect)
 //   HOOP_HOST         address to listen on and advertise (default: this host's address on
 //                     the route to the tcp:// store; 127.0.0.1 with other stores)
-//   HOOP_CHUNK_BYTES  pipeline chunk size (default: the back end's; shm 128K, others 512K)
-//   HOOP_WINDOW       chunks in flight per operation (default 8)
+//   HOOP_CHUNK_BYTES  pipeline chunk size (default: the back end's; shm 128K, others 512K;
+//                     4K to 64M)
+//   HOOP_WINDOW       chunks in flight per operation (default 8; 1 to 256; chunk x window is
+//                     staging memory per communicator, at most 1G)
 //   HOOP_COMPRESSION  none | fp16 | bf16 | auto: how f32/f64 sum/avg allreduces travel
 //                     (default none; collectives/kernels/wire.h)
 //   HOOP_LOG_LEVEL    error | warn | info | debug (default warn)
@@ -22,7 +24,7 @@
 //   HOOP_FUSION_THRESHOLD   largest fusion buffer in bytes, K/M/G suffixes (default 64M; 0: off)
 //   HOOP_CACHE_CAPACITY     responses remembered for the one-collective fast path (default 1024)
 //   HOOP_STALL_WARNING_S    warn after this many seconds about tensors some ranks have not
-//                           submitted (default 60; 0: never)
+//                           submitted (default 60; 0: never; at most 604800)
 //   HOOP_TIMELINE           write a Chrome trace of every tensor's phases to this file (rank 0)
 #pragma once
 

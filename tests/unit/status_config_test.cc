@@ -78,3 +78,26 @@ TEST_CASE("text from a peer is escaped before it is printed", "[status]") {
   CHECK(hoop::Escaped(std::string("\x1b[31m\x7f\0x", 8)) == "\\x1b[31m\\x7f\\x00x");
   CHECK(hoop::Escaped(hoop::Escaped("a\nb")) == "a\\nb");  // escaping twice changes nothing more
 }
+
+TEST_CASE("settings beyond what the library can hold are refused, saying the bounds", "[config]") {
+  struct Bad {
+    const char* name;
+    const char* value;
+    const char* says;
+  };
+  for (const Bad& b : {Bad{"HOOP_TIMEOUT", "1e10", "604800"}, Bad{"HOOP_TIMEOUT", "inf", "604800"},
+                       Bad{"HOOP_TIMEOUT", "0.0001", "0.001"}, Bad{"HOOP_CHUNK_BYTES", "1G", "64M"},
+                       Bad{"HOOP_WINDOW", "1024", "256"}, Bad{"HOOP_STALL_WARNING_S", "1e12", "604800"}}) {
+    auto c = hoop::Config::FromEnv({{b.name, b.value}});
+    INFO(b.name << "=" << b.value);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.status().message().find(b.name) != std::string::npos);
+    CHECK(c.status().message().find(b.says) != std::string::npos);
+  }
+  // Each alone in bounds, together too much staging memory.
+  auto both = hoop::Config::FromEnv({{"HOOP_CHUNK_BYTES", "64M"}, {"HOOP_WINDOW", "32"}});
+  REQUIRE_FALSE(both.ok());
+  CHECK(both.status().message().find("at most 1G") != std::string::npos);
+  auto fine = hoop::Config::FromEnv({{"HOOP_CHUNK_BYTES", "64M"}, {"HOOP_WINDOW", "16"}, {"HOOP_TIMEOUT", "604800"}});
+  CHECK(fine.ok());
+}
