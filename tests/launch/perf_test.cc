@@ -201,3 +201,26 @@ TEST_CASE("hoop-perf -z: compressed allreduce, checked against the error bound",
     }
   }
 }
+
+TEST_CASE("hoop-perf -b 0 runs an empty call and goes on; sizes beyond memory are refused", "[perf]") {
+  // -b 0 used to loop for ever before its first call (0 x factor), growing memory; -b 2^62 died
+  // on an uncaught std::bad_alloc.
+  auto zero = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "0", "-e", "64", "-c", "1"},
+                      Within(30));
+  INFO(zero.output);
+  CHECK(zero.exit_code == 0);
+  CHECK(zero.output.find("[0]             0            0   f32") != std::string::npos);
+  CHECK(zero.output.find("[0]            64           16   f32") != std::string::npos);
+  for (const char* size : {"4611686018427387904", "16E", "1024G"}) {
+    auto huge = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", size, "-e", size}, Within(30));
+    INFO(huge.output);
+    if (std::string(size) == "16E") {  // not even a size
+      CHECK(huge.exit_code == 2);
+      continue;
+    }
+    CHECK(huge.exit_code == 2);
+    CHECK(huge.signal == 0);
+    CHECK((huge.output.find("one call can address") != std::string::npos ||
+           huge.output.find("share of this host's memory") != std::string::npos));
+  }
+}
