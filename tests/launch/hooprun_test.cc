@@ -1,9 +1,14 @@
 // hooprun as a user meets it: help, bad arguments, the environment it gives ranks, output
-// prefixes, a failing rank, --timeout, Ctrl-C. Every run is time-bounded and must leave no
-// process behind.
+// prefixes, a failing rank, --timeout, Ctrl-C, a SIGKILLed hooprun (ranks wrapped in scripts
+// too), a reader that stops reading. Every run is time-bounded and must leave no process behind.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include "tests/support/proc.h"
 
@@ -86,5 +91,83 @@ TEST_CASE("ranks do not outlive a hooprun that is SIGKILLed", "[hooprun]") {
   auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-test-rank"), "idle", "60", marker}, o);
   CHECK(r.signal == SIGKILL);
   REQUIRE(r.seconds < 20);
+  CHECK(WaitGone(marker, 5) == 0);
+}
+
+TEST_CASE("ranks started through a wrapper script do not outlive a hooprun that is SIGKILLed", "[hooprun]") {
+  // The shell is the rank hooprun knows; the program it starts is a grandchild. Before, hooprun's
+  // SIGKILL took the shell (PR_SET_PDEATHSIG) and left the program running.
+  std::string marker = NewMarker();
+  ProcOptions o = SignalAfter(SIGKILL, 1.0, 30);
+  auto r = RunProc({Bin("hooprun"), "-np", "3", "/bin/sh", "-c", Bin("hoop-test-rank") + " idle 60 " + marker + "; true"},
+                   o);
+  CHECK(r.signal == SIGKILL);
+  CHECK(WaitGone(marker, 5) == 0);
+}
+
+namespace {
+// Runs argv with stdout and stderr on a pipe that nobody reads, as a stopped pager would hold it;
+// returns how long it took to exit and its wait status, or kills it at `bound`.
+std::pair<double, int> RunWithStalledReader(const std::vector<std::string>& argv, double bound) {
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(p[1], 1);
+    ::dup2(p[1], 2);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(p[1]);
+  int status = 0;
+  double secs = 0;
+  while (true) {
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (::waitpid(pid, &status, WNOHANG) == pid) break;
+    if (secs > bound) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::close(p[0]);
+  return {secs, status};
+}
+}  // namespace
+
+TEST_CASE("a reader that stops reading does not stop hooprun: --timeout is on time", "[hooprun]") {
+  // Each rank prints without end; nobody reads hooprun's output. Before, hooprun blocked in its
+  // write and never got to the timeout.
+  std::string marker = NewMarker();
+  auto [secs, status] =
+      RunWithStalledReader({Bin("hooprun"), "-np", "2", "--timeout", "1", "/usr/bin/yes", marker}, 30);
+  CHECK(secs < 10);  // 1 s, the 2 s grace, SIGTERM, then at most 2 s waiting on the reader
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 124);
+  CHECK(WaitGone(marker, 5) == 0);
+}
+
+TEST_CASE("hooprun out of file descriptors sheds store connections instead of spinning", "[hooprun]") {
+  // hooprun's soft limit on descriptors is 40; rank 0 holds ~200 silent connections to its store
+  // and measures hooprun's CPU time meanwhile (hostile_rank.cc). Before: a full core.
+  if (::access("/usr/bin/prlimit", X_OK) != 0) {
+    WARN("SKIPPED: prlimit (util-linux) is not installed");
+    return;
+  }
+  std::string marker = NewMarker();
+  ProcOptions o = Within(60);
+  o.env["HOOP_TRANSPORT"] = "tcp";
+  auto r = RunProc({"/usr/bin/prlimit", "--nofile=40:4096", Bin("hooprun"), "-np", "2", Bin("hoop-test-rank"),
+                    "fd_flood", marker}, o);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("rank 0: fd_flood ok") != std::string::npos);
+  CHECK(r.output.find("Too many open files") != std::string::npos);  // it did run out, and said so
   CHECK(WaitGone(marker, 5) == 0);
 }

@@ -1,4 +1,4 @@
-// hoop-test-rank's hostile clients (mode `strangers`, 2 ranks over tcp). Rank 0 plays a stranger
+// hoop-test-rank's hostile clients. Mode `strangers` (2 ranks over tcp): Rank 0 plays a stranger
 // before it joins: it reads rank 1's listening address from the job's store and sends, to that
 // port and to the store server, connections that say nothing, that send garbage, that present a
 // wrong token, and (to the rank) a right token for another communicator. Rank 1 is by then in
@@ -7,9 +7,18 @@
 // token and communicator as a stale peer would. Every stranger must be refused (the rank and the
 // store server log each), none may delay the job (before, each silent connection cost start-up
 // 5 s), and every result must be right.
+//
+// Mode `fd_flood` (hooprun started with a low soft limit on descriptors): rank 0 opens silent
+// connections to the store until hooprun has no descriptors left, holds them, and measures the
+// CPU time hooprun (its parent) spends meanwhile. A server that cannot accept must not spin on
+// its listening socket (before: 100% of a core); the store must still work afterwards.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -81,7 +90,61 @@ bool Allreduces(Communicator& c, int rounds) {
   return true;
 }
 
+// utime + stime of a process, in seconds.
+double CpuSeconds(int pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t at = stat.rfind(')');
+  if (at == std::string::npos) return -1;
+  std::istringstream is(stat.substr(at + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && is >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
 }  // namespace
+
+int RunFdFlood(const Config& cfg) {
+  auto job = JoinJob(cfg);
+  if (!job.ok()) {
+    std::printf("rank %d: FAIL join: %s\n", cfg.rank, job.status().ToString().c_str());
+    return 1;
+  }
+  Communicator& c = *(*job)->comm;
+  int code = 0;
+  if (cfg.rank == 0) {
+    rlimit lim{};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    lim.rlim_cur = lim.rlim_max;  // ours may be raised; hooprun keeps its low one
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    auto hp = ParseHostPort(cfg.store.substr(6));
+    std::vector<Fd> held;
+    for (int i = 0; i < 200 && hp.ok(); ++i) {
+      auto fd = ConnectRetry(*hp, Deadline::After(std::chrono::seconds(1)));
+      if (fd.ok()) held.push_back(std::move(fd).value());
+    }
+    const int hooprun = ::getppid();
+    const double before = CpuSeconds(hooprun);
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    const double used = CpuSeconds(hooprun) - before;
+    std::printf("rank 0: held %zu connections; hooprun used %.2f s of CPU in 2 s\n", held.size(), used);
+    if (used > 0.5) code = 1;
+    held.clear();
+    // The store serves again once descriptors are free.
+    auto store = OpenStore(cfg.store, cfg.token, Deadline::After(std::chrono::seconds(10)));
+    if (!store.ok() || !(*store)->Set("after-flood", "yes").ok()) {
+      std::printf("rank 0: FAIL the store does not serve after the flood\n");
+      code = 1;
+    }
+  }
+  if (!Allreduces(c, 3)) code = 1;
+  std::printf("rank %d: fd_flood %s\n", cfg.rank, code ? "FAILED" : "ok");
+  return code;
+}
 
 int RunStrangers(const Config& cfg) {
   std::vector<Fd> held;

@@ -12,6 +12,7 @@
 //   compress, compress_mismatch   wire compression (compress_rank.cc)
 //   strangers        hostile clients against a rank and the store, during start-up and after
 //                    (hostile_rank.cc)
+//   fd_flood         hooprun's store flooded while hooprun is out of descriptors (ditto)
 // Extra arguments (a marker the tests use to find stray processes) are ignored.
 #include <signal.h>
 #include <unistd.h>
@@ -179,13 +180,14 @@ int RunStraggler(Communicator& c, int sleep_s) {
 int RunCompress(Communicator& c);          // compress_rank.cc
 int RunCompressMismatch(Communicator& c);  // compress_rank.cc
 int RunStrangers(const Config& cfg);       // hostile_rank.cc
+int RunFdFlood(const Config& cfg);         // hostile_rank.cc
 }  // namespace hoop
 
 int main(int argc, char** argv) {
   using namespace hoop;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::fprintf(stderr, "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress | compress_mismatch | strangers\n");
+    std::fprintf(stderr, "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress | compress_mismatch | strangers | fd_flood\n");
     return 2;
   }
   std::string mode = argv[1];
@@ -193,13 +195,13 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::seconds(std::atoi(argv[2])));
     return 0;
   }
-  if (mode == "strangers") {
+  if (mode == "strangers" || mode == "fd_flood") {
     auto cfg = Config::FromProcessEnv();
     if (!cfg.ok()) {
       std::fprintf(stderr, "hoop-test-rank: %s\n", cfg.status().message().c_str());
       return 2;
     }
-    return RunStrangers(*cfg);
+    return mode == "strangers" ? RunStrangers(*cfg) : RunFdFlood(*cfg);
   }
   Config cfg;
   int exit_code = 0;

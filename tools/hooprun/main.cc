@@ -1,10 +1,12 @@
 // hooprun: an hvdrun/mpirun-style launcher for hoop jobs on one host.
 //
 // It serves the job's TCP store (in a thread), starts N ranks, relays their output line by line
-// with a rank prefix, and watches them from one poll loop (signalfd for SIGCHLD, SIGINT and
+// with a rank prefix (through writer threads, output.h, so a reader that stops reading never
+// stops hooprun), and watches them from one poll loop (signalfd for SIGCHLD, SIGINT and
 // SIGTERM). Stopping is one path for every cause - a rank failed, the --timeout passed, Ctrl-C:
 // a short grace period for the other ranks to report their own errors, then SIGTERM to every
-// rank's process group, then SIGKILL. hooprun exits only when every rank is reaped.
+// rank's process group, then SIGKILL. hooprun exits only when every rank is reaped; if hooprun
+// itself is killed, its sentinel (sentinel.h) kills what is left of every rank's group.
 #include <poll.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -12,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -23,7 +26,9 @@
 #include "common/config.h"
 #include "common/deadline.h"
 #include "tools/hooprun/options.h"
+#include "tools/hooprun/output.h"
 #include "tools/hooprun/ranks.h"
+#include "tools/hooprun/sentinel.h"
 #include "transport/tcp_store.h"
 
 namespace hoop::run {
@@ -64,22 +69,28 @@ std::vector<std::string> RankEnv(const Options& o, int rank, int port, const std
 
 class Job {
  public:
-  Job(const Options& o, std::vector<Rank> ranks, const TcpStoreServer& store)
-      : o_(o), ranks_(std::move(ranks)), store_(store) {}
+  Job(const Options& o, std::vector<Rank> ranks, const TcpStoreServer& store, Sentinel& sentinel, Writer& out,
+      Writer& err)
+      : o_(o), ranks_(std::move(ranks)), store_(store), sentinel_(sentinel), out_(out), err_(err) {}
 
   int Run(int sig_fd) {
     const auto start = Clock::now();
     while (!AllDone()) {
       std::vector<pollfd> fds{{sig_fd, POLLIN, 0}};
+      // A writer with a backlog (its reader is slow or stopped): leave the ranks' pipes unread,
+      // so the ranks wait for the reader, while this loop goes on answering signals and timeouts.
+      const bool relay = !out_.Full() && !err_.Full();
       for (auto& r : ranks_) {
+        if (!relay) break;
         if (r.out_fd >= 0) fds.push_back({r.out_fd, POLLIN, 0});
         if (r.err_fd >= 0) fds.push_back({r.err_fd, POLLIN, 0});
       }
       ::poll(fds.data(), fds.size(), 100);
       if (fds[0].revents & POLLIN) HandleSignals(sig_fd);
       for (auto& r : ranks_) {
-        Relay(r.out_fd, r.out_buf, Prefix(r.rank, "<stdout>: "), STDOUT_FILENO);
-        Relay(r.err_fd, r.err_buf, Prefix(r.rank, "<stderr>: "), STDERR_FILENO);
+        if (!relay) break;
+        out_.Write(Relay(r.out_fd, r.out_buf, Prefix(r.rank, "<stdout>: ")));
+        err_.Write(Relay(r.err_fd, r.err_buf, Prefix(r.rank, "<stderr>: ")));
       }
       Reap();
       if (o_.timeout_s > 0 && !stopping_ &&
@@ -91,8 +102,25 @@ class Job {
       Escalate();
     }
     ExplainFailure();
-    if (!reason_.empty()) std::fprintf(stderr, "hooprun: %s\n", reason_.c_str());
+    if (!reason_.empty()) err_.Write("hooprun: " + reason_ + "\n");
     return exit_code_;
+  }
+
+  // Waits for the output to be written. After --timeout or an interrupt, or on a new signal
+  // meanwhile, only while the reader keeps taking data (2 s without progress: the rest is
+  // abandoned; false).
+  bool Flush(int sig_fd) {
+    bool hurry = exit_code_ == 124 || exit_code_ == 130 || exit_code_ == 143;
+    while (!(out_.Drained(std::chrono::milliseconds(50)) && err_.Drained(std::chrono::milliseconds(50)))) {
+      pollfd p{sig_fd, POLLIN, 0};
+      if (::poll(&p, 1, 0) > 0) {
+        signalfd_siginfo si;
+        while (::read(sig_fd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si)))
+          hurry |= si.ssi_signo != SIGCHLD;
+      }
+      if (hurry && std::max(out_.Stalled(), err_.Stalled()) > std::chrono::seconds(2)) return false;
+    }
+    return true;
   }
 
  private:
@@ -138,6 +166,7 @@ class Job {
         if (r.pid != pid) continue;
         r.exited = true;
         r.wait_status = st;
+        sentinel_.Reaped(r.pid);
         if (ExitedCleanly(st)) continue;
         if (!termed_) failed_.push_back(&r);  // failed on its own, not because we stopped it
         BeginStop(false);
@@ -230,6 +259,8 @@ class Job {
   const Options& o_;
   std::vector<Rank> ranks_;
   const TcpStoreServer& store_;
+  Sentinel& sentinel_;
+  Writer &out_, &err_;
   bool stopping_ = false, termed_ = false, killed_ = false;
   Clock::time_point stop_at_, term_at_;
   std::optional<Clock::time_point> all_exited_at_;
@@ -252,6 +283,9 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  // First, before any thread or descriptor of the job exists: the process that cleans up if
+  // hooprun is killed.
+  Sentinel sentinel;
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
@@ -273,7 +307,17 @@ int main(int argc, char** argv) {
       for (auto& k : ranks) ::kill(-k.pid, SIGKILL);
       return 1;
     }
+    sentinel.Started(rank->pid);
     ranks.push_back(std::move(rank).value());
   }
-  return Job(*opts, std::move(ranks), **server).Run(sig_fd);
+  Writer out(STDOUT_FILENO), err(STDERR_FILENO);
+  Job job(*opts, std::move(ranks), **server, sentinel, out, err);
+  const int code = job.Run(sig_fd);
+  // Every rank is reaped. Output a stopped reader never takes is abandoned, and with it the
+  // writer threads stuck in write(): exit without waiting for them.
+  if (!job.Flush(sig_fd)) {
+    sentinel.Done();
+    std::_Exit(code);
+  }
+  return code;
 }

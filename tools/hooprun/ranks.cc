@@ -52,23 +52,12 @@ StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, cons
   return r;
 }
 
-namespace {
-void WriteAll(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
-}
-}  // namespace
-
-void Relay(int& fd, std::string& buf, const std::string& prefix, int to_fd) {
-  if (fd < 0) return;
+std::string Relay(int& fd, std::string& buf, const std::string& prefix) {
+  if (fd < 0) return "";
   char chunk[65536];
   bool eof = false;
-  while (true) {
+  // A bounded bite per call, so one chatty rank cannot make the loop buffer without limit.
+  for (int bites = 0; bites < 16; ++bites) {
     ssize_t n = ::read(fd, chunk, sizeof(chunk));
     if (n > 0) {
       buf.append(chunk, static_cast<size_t>(n));
@@ -86,13 +75,17 @@ void Relay(int& fd, std::string& buf, const std::string& prefix, int to_fd) {
     start = nl + 1;
   }
   buf.erase(0, start);
+  if (buf.size() > 65536) {  // a "line" this long without its end goes out as it is
+    out += prefix + buf + "\n";
+    buf.clear();
+  }
   if (eof) {
     if (!buf.empty()) out += prefix + buf + "\n";
     buf.clear();
     ::close(fd);
     fd = -1;
   }
-  if (!out.empty()) WriteAll(to_fd, out);
+  return out;
 }
 
 std::string DescribeExit(int st) {

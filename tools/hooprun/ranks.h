@@ -26,9 +26,9 @@ struct Rank {
 // Starts PROGRAM for `rank` with `env` (NAME=VALUE strings).
 StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env);
 
-// Reads what is available on fd and writes out every complete line with the prefix; at EOF,
-// writes the rest and closes fd (sets it to -1).
-void Relay(int& fd, std::string& buf, const std::string& prefix, int to_fd);
+// Reads what is available on fd and returns every complete line with the prefix; at EOF, the
+// rest too, and closes fd (sets it to -1).
+std::string Relay(int& fd, std::string& buf, const std::string& prefix);
 
 // "exited with code 3" / "was killed by signal 9 (Killed)"
 std::string DescribeExit(int wait_status);
