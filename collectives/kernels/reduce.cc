@@ -2,6 +2,10 @@
 // per instruction set), the streaming wrapper, and the single-rank average's division.
 #include "collectives/kernels/reduce.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <cstdint>
 #include <cstring>
 
@@ -31,14 +35,22 @@ ReduceFn LookupStream(DType dtype, ReduceOp op);
 
 namespace {
 
+#if defined(__x86_64__) || defined(__i386__)
+// F16C from CPUID itself: clang's __builtin_cpu_supports does not know the name.
+bool HasF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 bool CpuRuns(KernelIsa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   switch (isa) {
     case KernelIsa::kGeneric: return true;
-    case KernelIsa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case KernelIsa::kAvx2: return __builtin_cpu_supports("avx2") && HasF16c();
     case KernelIsa::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+             __builtin_cpu_supports("avx512vl") && HasF16c();
   }
   return false;
 #else
