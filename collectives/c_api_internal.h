@@ -12,12 +12,24 @@
 #include "common/status.h"
 #include "hoop/hoop.h"
 
-// hoop_finalize releases everything a communicator holds but keeps this small struct as a
-// tombstone (job == null), so a call on a finalized handle is an error, not a use after free.
+#if defined(__SANITIZE_ADDRESS__)
+#define HOOP_LEAK_CHECKED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HOOP_LEAK_CHECKED 1
+#endif
+#endif
+#ifdef HOOP_LEAK_CHECKED
+#include <sanitizer/lsan_interface.h>
+#endif
+
+// hoop_finalize releases everything a communicator holds but keeps this small struct (a few
+// pointers' worth) as a tombstone (job == null), so a call on a finalized handle is an error, not
+// a use after free.
 struct hoop_comm {
   std::unique_ptr<hoop::Job> job;
-  hoop::Config config;  // what the job was joined with (the fusion runtime's settings too)
-  int rank = -1;        // for messages, also once finalized
+  std::unique_ptr<const hoop::Config> config;  // what the job was joined with (fusion settings too)
+  int rank = -1;  // for messages, also once finalized
   // A tensor fusion runtime drives this communicator: direct collectives are refused meanwhile.
   std::atomic<bool> fusion_active{false};
   hoop::Communicator* operator->() const { return job->comm.get(); }
@@ -31,6 +43,16 @@ hoop_status_t Report(const hoop::Status& s);
 
 // HOOP_SUCCESS if comm can be used by `fn`; else the error (NULL, or finalized), reported.
 hoop_status_t CheckLive(hoop_comm_t comm, const char* fn);
+
+// A tombstone is never freed, on purpose; a leak-checking build is told so, and stays strict
+// about everything else.
+inline void KeepAsTombstone(const void* p) {
+#ifdef HOOP_LEAK_CHECKED
+  __lsan_ignore_object(p);
+#else
+  (void)p;
+#endif
+}
 
 // The value of an enum argument as the caller passed it: a C caller may pass any int, and in C++
 // an out-of-range value must not be read as the enum (undefined behaviour) before it is checked.

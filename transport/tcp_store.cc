@@ -128,7 +128,8 @@ bool TcpStoreServer::HandleInput(Client& c) {
   while (c.in.size() >= sizeof(ReqHeader)) {
     ReqHeader h;
     std::memcpy(&h, c.in.data(), sizeof(h));
-    uint64_t value_len = h.op == kSet ? h.arg : 0;
+    const uint64_t arg = h.arg;  // out of the packed header first: no reference may bind to it
+    uint64_t value_len = h.op == kSet ? arg : 0;
     if (h.key_len > kMaxKey || value_len > kMaxValue) return false;
     size_t need = sizeof(h) + h.key_len + value_len;
     if (c.in.size() < need) break;
@@ -150,9 +151,9 @@ bool TcpStoreServer::HandleInput(Client& c) {
     } else if (h.op == kGet) {
       auto it = data_.find(key);
       if (it != data_.end()) Reply(c.fd.get(), kOk, it->second);
-      else parked_.push_back({c.fd.get(), key, Deadline::After(std::chrono::milliseconds(std::min(h.arg, kMaxWaitMs)))});
+      else parked_.push_back({c.fd.get(), key, Deadline::After(std::chrono::milliseconds(std::min(arg, kMaxWaitMs)))});
     } else if (h.op == kAdd) {
-      auto sum = AddToCounter(data_[key], static_cast<int64_t>(h.arg));
+      auto sum = AddToCounter(data_[key], static_cast<int64_t>(arg));
       if (!sum) {
         Reply(c.fd.get(), kBad, "");
         continue;
@@ -238,7 +239,9 @@ StatusOr<std::string> TcpStoreClient::Call(uint8_t op, const std::string& key, u
   RespHeader r{};
   Status s = SendAll(fd_.get(), buf.data(), buf.size(), deadline);
   if (s.ok()) s = RecvAll(fd_.get(), &r, sizeof(r), deadline);
-  std::string data(s.ok() ? r.len : 0, '\0');
+  const uint64_t len = r.len;
+  if (s.ok() && len > kMaxValue) s = Internal("a reply of " + std::to_string(len) + " bytes");
+  std::string data(s.ok() ? len : 0, '\0');
   if (s.ok()) s = RecvAll(fd_.get(), data.data(), data.size(), deadline);
   if (!s.ok()) {
     fd_.reset();  // the stream is out of step now; never reuse it

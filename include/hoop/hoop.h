@@ -40,6 +40,13 @@ extern "C" {
 
 #define HOOP_API_VERSION 3 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*) */
 
+/* Every enum below also has enumerators at the int range's two ends. They are no values of the
+ * API (passing one is refused like any unknown value); they make every int a valid value of the
+ * enum type, so a C caller may pass any int and C++ code (this library's, or a caller's) never
+ * holds an enum value out of its type's range, which would be undefined behaviour there. */
+#define HOOP_ENUM_RANGE_MIN_ (-0x7fffffff - 1)
+#define HOOP_ENUM_RANGE_MAX_ 0x7fffffff
+
 typedef enum {
   HOOP_SUCCESS = 0,
   HOOP_ERR_INVALID_ARGUMENT = 1, /* bad call: count, dtype, root, null pointer */
@@ -49,7 +56,9 @@ typedef enum {
   HOOP_ERR_MISMATCH = 5,         /* ranks called different collectives/counts/dtypes */
   HOOP_ERR_PERMISSION = 6,       /* wrong job token */
   HOOP_ERR_UNIMPLEMENTED = 7,
-  HOOP_ERR_INTERNAL = 8
+  HOOP_ERR_INTERNAL = 8,
+  HOOP_STATUS_RANGE_MIN_ = HOOP_ENUM_RANGE_MIN_, /* not codes: see HOOP_ENUM_RANGE_MIN_ */
+  HOOP_STATUS_RANGE_MAX_ = HOOP_ENUM_RANGE_MAX_
 } hoop_status_t;
 
 typedef enum {
@@ -59,10 +68,20 @@ typedef enum {
   HOOP_F16 = 3,
   HOOP_BF16 = 4,
   HOOP_F32 = 5,
-  HOOP_F64 = 6
+  HOOP_F64 = 6,
+  HOOP_DTYPE_RANGE_MIN_ = HOOP_ENUM_RANGE_MIN_, /* not dtypes: see HOOP_ENUM_RANGE_MIN_ */
+  HOOP_DTYPE_RANGE_MAX_ = HOOP_ENUM_RANGE_MAX_
 } hoop_dtype_t;
 
-typedef enum { HOOP_SUM = 0, HOOP_AVG = 1, HOOP_MIN = 2, HOOP_MAX = 3, HOOP_PROD = 4 } hoop_op_t;
+typedef enum {
+  HOOP_SUM = 0,
+  HOOP_AVG = 1,
+  HOOP_MIN = 2,
+  HOOP_MAX = 3,
+  HOOP_PROD = 4,
+  HOOP_OP_RANGE_MIN_ = HOOP_ENUM_RANGE_MIN_, /* not ops: see HOOP_ENUM_RANGE_MIN_ */
+  HOOP_OP_RANGE_MAX_ = HOOP_ENUM_RANGE_MAX_
+} hoop_op_t;
 
 typedef struct hoop_comm* hoop_comm_t;
 
@@ -119,7 +138,9 @@ typedef enum {
   HOOP_COMPRESSION_NONE = 0,
   HOOP_COMPRESSION_FP16 = 1,
   HOOP_COMPRESSION_BF16 = 2,
-  HOOP_COMPRESSION_AUTO = 3 /* fp16 across hosts on links slower than 1.5 GB/s, from 1 MiB up */
+  HOOP_COMPRESSION_AUTO = 3, /* fp16 across hosts on links slower than 1.5 GB/s, from 1 MiB up */
+  HOOP_COMPRESSION_RANGE_MIN_ = HOOP_ENUM_RANGE_MIN_, /* not compressions: see HOOP_ENUM_RANGE_MIN_ */
+  HOOP_COMPRESSION_RANGE_MAX_ = HOOP_ENUM_RANGE_MAX_
 } hoop_compression_t;
 
 typedef struct {

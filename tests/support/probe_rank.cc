@@ -226,6 +226,7 @@ int Stop(hoop_comm_t c, int who) {
   }
   hoop_status_t s = hoop_allreduce(c, x, x, 1024, HOOP_F32, HOOP_SUM);
   std::printf("rank %d: allreduce: %s: %s\n", g_rank, hoop_status_string(s), hoop_last_error());
+  hoop_finalize(c);
   return s == HOOP_SUCCESS ? 0 : 1;
 }
 

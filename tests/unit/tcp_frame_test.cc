@@ -100,3 +100,24 @@ TEST_CASE("a corrupt header is named as such", "[tcp_frame]") {
   Completion c = p.Receive(3);
   CHECK(c.status.message().find("corrupt frame") != std::string::npos);
 }
+
+TEST_CASE("a connection that ends inside an abort notice completes only the posted receives", "[tcp_frame]") {
+  // Found by fuzz/fuzz_tcp_frames.cc: the abort frame being read was reported as a completion
+  // of operation 0, which nobody had posted.
+  Pair p;
+  WireHeader h;
+  h.kind = 2;
+  h.len = 100;
+  p.Send(h, "only ten b");
+  ::shutdown(p.raw, SHUT_WR);
+  static char buf[8];
+  p.conn->PostRecv(Region{buf, sizeof buf}, 0, 8, Tag{5, 9}, 42);
+  std::vector<Completion> out;
+  for (int i = 0; i < 20; ++i) {
+    p.conn->OnEvents(0x001);
+    p.conn->Progress(&out);
+  }
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].op_id == 42);
+  CHECK(out[0].status.code() == Code::kUnavailable);
+}

@@ -80,7 +80,8 @@ void Connection::Fail(const Status& why, std::vector<Completion>* out) {
   for (auto& s : sends_)
     if (!s.internal) out->push_back({s.op_id, peer_, true, why, 0});
   sends_.clear();
-  if (in_payload_) out->push_back({current_.op_id, peer_, false, why, 0});
+  // An abort frame being read is this connection's own, not a receive anyone posted.
+  if (in_payload_ && hdr_.kind == kData) out->push_back({current_.op_id, peer_, false, why, 0});
   in_payload_ = false;
   for (auto& [tag, r] : recvs_) out->push_back({r.op_id, peer_, false, why, 0});
   recvs_.clear();
