@@ -15,13 +15,6 @@ using namespace hoop::test;
 
 namespace {
 
-const Backend& Named(const std::string& label) {
-  for (const Backend& b : Backends())
-    if (b.label == label) return b;
-  FAIL("no back end " << label);
-  return Backends().front();
-}
-
 std::string LineOf(const std::string& out, const std::string& start) {
   std::istringstream is(out);
   std::string line;
@@ -112,7 +105,7 @@ TEST_CASE("ranks passing different broadcast roots fail naming both roots; nothi
   }
 }
 
-TEST_CASE("a crash in a program linked with -lhoop is reported as the signal it was", "[multiproc][hardening]") {
+TEST_CASE("a crash in a program linked with -lhoop is reported as the signal it was", "[multiproc][hardening][crash]") {
   // The back ends' libraries (UCX's libucs, libfabric's libinfinipath) catch these signals when
   // loaded and exit(1); libhoop gives them back their default action.
   for (const auto& [how, sig] : {std::pair<std::string, int>{"segv", SIGSEGV}, {"abort", SIGABRT}}) {
@@ -223,7 +216,7 @@ TEST_CASE("two communicators from one job are independent", "[multiproc][hardeni
   }
 }
 
-TEST_CASE("same-host jobs run where pidfd_open is refused: under valgrind", "[multiproc][hardening]") {
+TEST_CASE("same-host jobs run where pidfd_open is refused: under valgrind", "[multiproc][hardening][valgrind]") {
   // valgrind refuses pidfd_open (so do kernels before 5.3 and some seccomp profiles); a killed
   // peer is then seen through /proc (transport/peer_watch.h). memcheck errors fail the rank.
   if (::access("/usr/bin/valgrind", X_OK) != 0) {

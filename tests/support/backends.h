@@ -1,8 +1,12 @@
 // The back-end configurations every multi-process test runs over: each back end forced with
 // HOOP_TRANSPORT, and UCX and libfabric each over their TCP and their shared-memory paths.
+// HOOPTEST_BACKENDS=tcp,shm (a comma list of labels) keeps only those: the sanitizer runs use it
+// (scripts/test.sh --sanitize). It is the tests' own variable, not a HOOP_* setting.
 #pragma once
 
+#include <cstdlib>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,15 +20,39 @@ struct Backend {
 };
 
 inline const std::vector<Backend>& Backends() {
-  static const std::vector<Backend> all = {
-      {"tcp", {{"HOOP_TRANSPORT", "tcp"}}},
-      {"shm", {{"HOOP_TRANSPORT", "shm"}}},
-      {"ucx/tcp", {{"HOOP_TRANSPORT", "ucx"}, {"UCX_TLS", "tcp"}}},
-      {"ucx/sm", {{"HOOP_TRANSPORT", "ucx"}, {"UCX_TLS", "sm"}}},
-      {"ofi/tcp", {{"HOOP_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp;ofi_rxm"}}},
-      {"ofi/shm", {{"HOOP_TRANSPORT", "ofi"}, {"FI_PROVIDER", "shm"}}},
-  };
+  static const std::vector<Backend> all = [] {
+    std::vector<Backend> every = {
+        {"tcp", {{"HOOP_TRANSPORT", "tcp"}}},
+        {"shm", {{"HOOP_TRANSPORT", "shm"}}},
+        {"ucx/tcp", {{"HOOP_TRANSPORT", "ucx"}, {"UCX_TLS", "tcp"}}},
+        {"ucx/sm", {{"HOOP_TRANSPORT", "ucx"}, {"UCX_TLS", "sm"}}},
+        {"ofi/tcp", {{"HOOP_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp;ofi_rxm"}}},
+        {"ofi/shm", {{"HOOP_TRANSPORT", "ofi"}, {"FI_PROVIDER", "shm"}}},
+    };
+    const char* only = std::getenv("HOOPTEST_BACKENDS");
+    if (!only) return every;
+    std::vector<Backend> kept;
+    const std::string list = std::string(",") + only + ",";
+    for (auto& b : every)
+      if (list.find("," + b.label + ",") != std::string::npos) kept.push_back(b);
+    return kept;
+  }();
   return all;
+}
+
+// Whether back end `label` is among those this run tests (HOOPTEST_BACKENDS).
+inline bool Selected(const std::string& label) {
+  for (const Backend& b : Backends())
+    if (b.label == label) return true;
+  return false;
+}
+
+// The back end labelled `label` (tcp, shm, ucx/tcp, ...); callers check Selected first where a
+// run may leave it out.
+inline const Backend& Named(const std::string& label) {
+  for (const Backend& b : Backends())
+    if (b.label == label) return b;
+  throw std::runtime_error("no back end " + label + " in this run (HOOPTEST_BACKENDS)");
 }
 
 // `hooprun -np n PROGRAM MODE_ARGS... marker` over back end b, with `env` added (HOOP_TIMEOUT and

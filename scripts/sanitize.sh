@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The sanitizer runs (scripts/test.sh runs them after the normal suite; alone:
+# scripts/sanitize.sh [asan] [tsan]). Both build with clang into their own trees.
+#   asan: AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer (build-asan, which
+#         also carries the fuzzers' coverage, so scripts/fuzz.sh reuses it): every unit test,
+#         then a time-boxed selection of the multi-process tests over tcp and shm, and the C
+#         API programs under hooprun.
+#   tsan: ThreadSanitizer (build-tsan): the tensor fusion runtime's unit and multi-process tests,
+#         hooprun's threads included. UCX's memory hooks are turned off under TSan.
+# Any report fails the run, even in a rank whose test expects it to fail: every sanitizer writes
+# its reports to files under <tree>/sanitizer-reports/, which must be empty at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=("$@")
+[ ${#runs[@]} -eq 0 ] && runs=(asan tsan)
+
+configure() {  # tree, sanitizers, extra cmake flags...
+  local tree=$1 san=$2
+  shift 2
+  CC=clang CXX=clang++ cmake -S . -B "$tree" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOOP_SANITIZE="$san" "$@" >/dev/null
+}
+
+# Runs "$@" with a time bound; the reports directory is checked by reports_clean.
+bounded() {
+  local secs=$1
+  shift
+  echo "sanitize: $*"
+  if ! timeout --kill-after=10 "$secs" "$@"; then
+    echo "sanitize: FAILED (or ran past ${secs} s): $*" >&2
+    return 1
+  fi
+}
+
+reports_clean() {
+  local dir=$1
+  if compgen -G "$dir/*" >/dev/null; then
+    echo "sanitize: sanitizer reports in $dir:" >&2
+    for f in "$dir"/*; do
+      echo "---- $f" >&2
+      head -60 "$f" >&2
+    done
+    return 1
+  fi
+  echo "sanitize: no sanitizer reports"
+}
+
+run_asan() {
+  local tree=build-asan reports
+  configure "$tree" address,undefined -DHOOP_BUILD_FUZZERS=ON
+  cmake --build "$tree" -j2 --target hoop-unit-tests hoop-multiproc-tests hoop-test-rank hoop-probe-rank \
+    hoop-fusion-rank hooprun hoop-c-api-test hoop-c-fusion-test
+  reports=$PWD/$tree/sanitizer-reports
+  rm -rf "$reports" && mkdir -p "$reports"
+  export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1:abort_on_error=0"
+  export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1"
+  export HOOPTEST_BACKENDS=tcp,shm
+  bounded 120 "$tree/bin/hoop-unit-tests"
+  # Not here: valgrind (it cannot run an ASan program) and the crash test (ASan reports the
+  # crash it provokes on purpose).
+  bounded 600 "$tree/bin/hoop-multiproc-tests" \
+    "[hardening]~[valgrind]~[crash],[failure],[transport],[store],[fusion],[compression]"
+  for n in 1 3; do
+    bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-api-test"
+    bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-fusion-test"
+  done
+  unset ASAN_OPTIONS UBSAN_OPTIONS HOOPTEST_BACKENDS
+  reports_clean "$reports"
+}
+
+run_tsan() {
+  local tree=build-tsan reports
+  configure "$tree" thread
+  cmake --build "$tree" -j2 --target hoop-unit-tests hoop-multiproc-tests hoop-fusion-rank hooprun
+  reports=$PWD/$tree/sanitizer-reports
+  rm -rf "$reports" && mkdir -p "$reports"
+  export TSAN_OPTIONS="log_path=$reports/tsan:second_deadlock_stack=1"
+  export UCX_MEM_EVENTS=no UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none
+  export HOOPTEST_BACKENDS=tcp,shm
+  bounded 120 "$tree/bin/hoop-unit-tests" "[fusion]"
+  bounded 600 "$tree/bin/hoop-multiproc-tests" "[fusion]"
+  unset TSAN_OPTIONS UCX_MEM_EVENTS UCX_MEM_MALLOC_HOOKS UCX_MEM_MMAP_HOOK_MODE HOOPTEST_BACKENDS
+  reports_clean "$reports"
+}
+
+for r in "${runs[@]}"; do
+  case "$r" in
+    asan) run_asan ;;
+    tsan) run_tsan ;;
+    *) echo "sanitize: unknown run '$r' (known: asan, tsan)" >&2; exit 2 ;;
+  esac
+done
