@@ -79,24 +79,6 @@ std::string HelloAnswer(bool accepted) {
   return std::string(reinterpret_cast<const char*>(&word), sizeof(word));
 }
 
-StatusOr<Hello> AcceptHello(int fd, const std::string& token, HelloKind expected, Deadline deadline) {
-  WireHello w{};
-  HOOP_RETURN_IF_ERROR(RecvAll(fd, &w, sizeof(w), deadline));
-  auto refuse = [&](const std::string& why) -> Status {
-    std::string no = HelloAnswer(false);
-    (void)SendAll(fd, no.data(), no.size(), deadline);
-    return PermissionDenied(why);
-  };
-  if (std::string why = CheckHeader(w); !why.empty()) return refuse(why);
-  std::string got(w.token_len, '\0'), comm(w.comm_len, '\0');
-  HOOP_RETURN_IF_ERROR(RecvAll(fd, got.data(), got.size(), deadline));
-  HOOP_RETURN_IF_ERROR(RecvAll(fd, comm.data(), comm.size(), deadline));
-  if (std::string why = CheckHello(w, got, token, expected); !why.empty()) return refuse(why);
-  std::string yes = HelloAnswer(true);
-  HOOP_RETURN_IF_ERROR(SendAll(fd, yes.data(), yes.size(), deadline));
-  return MakeHello(w, comm);
-}
-
 HelloVerdict ParseHello(const std::string& buf, const std::string& token, HelloKind expected, Hello* hello,
                         size_t* consumed, std::string* why) {
   if (buf.size() < sizeof(WireHello)) return HelloVerdict::kNeedMore;

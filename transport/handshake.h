@@ -25,12 +25,9 @@ struct Hello {
 
 // Client side: sends the hello, waits for the answer.
 Status SendHello(int fd, const std::string& token, const Hello& hello, Deadline deadline);
-// Server side: reads and checks a hello; answers it. On refusal the status says why (and the
-// caller logs and closes).
-StatusOr<Hello> AcceptHello(int fd, const std::string& token, HelloKind expected, Deadline deadline);
 
-// The same check for servers that multiplex many clients without blocking: looks at the bytes
-// buffered so far. kNeedMore: not a whole hello yet. Otherwise `consumed` bytes made the hello,
+// Server side, for servers that serve many callers at once without blocking on any (the store
+// server; the TCP back end's Doorman): looks at the bytes buffered so far. kNeedMore: not a whole hello yet. Otherwise `consumed` bytes made the hello,
 // and the caller sends HelloAnswer(verdict == kAccepted) (then closes on refusal; `why` says why).
 enum class HelloVerdict { kNeedMore, kAccepted, kRefused };
 HelloVerdict ParseHello(const std::string& buffered, const std::string& token, HelloKind expected, Hello* hello,

@@ -97,6 +97,10 @@ bool MultiTransport::StageLargeCopies() const {
   return true;
 }
 
+void MultiTransport::AllConnected() {
+  for (auto& p : parts_) p->AllConnected();
+}
+
 void MultiTransport::Abort(const std::string& cause) {
   for (auto& p : parts_) p->Abort(cause);
 }

@@ -193,6 +193,7 @@ StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::strin
     out.reset(new MultiTransport(std::move(used), std::move(choice)));
   }
   HOOP_RETURN_IF_ERROR(ConfirmConnections(*out, opts, deadline));
+  out->AllConnected();
   return out;
 }
 

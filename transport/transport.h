@@ -115,6 +115,10 @@ class Transport {
   virtual Status Poll(std::vector<Completion>* out, Deadline deadline) = 0;
   // Tells every peer (best effort, bounded time) that this rank gives up, and why; then closes.
   virtual void Abort(const std::string& cause) = 0;
+  // Called once every connection has carried a message both ways (select.h): every peer has
+  // attached to whatever this rank offered. Back ends whose memory peers find by name drop the
+  // name here, so nothing is left behind however the process ends.
+  virtual void AllConnected() {}
   // The pipeline chunk the collectives use over this back end unless HOOP_CHUNK_BYTES says.
   virtual size_t PreferredChunkBytes() const { return 512 * 1024; }
   // Whether large outputs are better received into a (cache-resident) staging chunk and then

@@ -109,7 +109,17 @@ Status OfiTransport::Open() {
   size_t len = sizeof(name);
   if ((rc = fi_getname(&ep_->fid, name, &len))) return FiError("fi_getname", rc);
   address_ = std::to_string(::getpid()) + ":" + Hex(name, len);
+  const std::string text(name, strnlen(name, len));
+  if (text.rfind(kShmScheme, 0) == 0) own_shm_region_ = text.substr(std::strlen(kShmScheme));
   return Status::Ok();
+}
+
+void OfiTransport::AllConnected() {
+  // Only a name of this process's own ("<pid>:..."), never a path.
+  const std::string& r = own_shm_region_;
+  if (r.empty() || r.find('/') != std::string::npos || r.rfind(std::to_string(::getpid()) + ":", 0) != 0) return;
+  if (::shm_unlink(("/" + r).c_str()) == 0) HOOP_LOG(kDebug, "ofi: unlinked /dev/shm/" << r << ": every peer has it mapped");
+  own_shm_region_.clear();
 }
 
 OfiTransport::~OfiTransport() {

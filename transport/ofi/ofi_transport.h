@@ -44,6 +44,9 @@ class OfiTransport : public Transport {
   Endpoint* endpoint(int peer) override;
   Status Poll(std::vector<Completion>* out, Deadline deadline) override;
   void Abort(const std::string& cause) override;
+  // The shm provider's region is found by name in /dev/shm; once every peer has mapped it the
+  // name goes, so a rank that dies by a signal leaves nothing there.
+  void AllConnected() override;
   // The libfabric version and the RDM providers with tagged messages it lists (for hoop-info).
   static std::string Describe();
   const std::string& provider() const { return provider_; }
@@ -103,6 +106,7 @@ class OfiTransport : public Transport {
   fid_cq* cq_ = nullptr;
   fid_ep* ep_ = nullptr;
   std::string address_;
+  std::string own_shm_region_;  // shm provider: this rank's region name, until AllConnected
   std::vector<PeerState> peers_;
   std::vector<std::unique_ptr<Op>> ops_;
   std::vector<Op*> free_;

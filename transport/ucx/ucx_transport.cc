@@ -208,8 +208,9 @@ void UcxTransport::Peer::PostRecv(const Region& region, size_t offset, size_t le
   UcxTransport* t = t_;
   Op* op = t->NewOp(rank_, false, op_id, region, offset, len, tag);
   PeerState& ps = t->peers_[static_cast<size_t>(rank_)];
-  if (!ps.failure.ok()) return t->Complete(op, ps.failure);
+  // A message that arrived before the peer failed is still delivered.
   auto it = ps.early.find(tag.match);
+  if (!ps.failure.ok() && (it == ps.early.end() || it->second.rndv)) return t->Complete(op, ps.failure);
   if (it != ps.early.end()) {
     Early msg = it->second;
     ps.early.erase(it);
@@ -267,7 +268,9 @@ ucs_status_t UcxTransport::OnMessage(void* arg, const void* header, size_t heade
     return UCS_OK;
   }
   if (h.kind == kAbort) {
-    if (!rndv) t->FailPeer(h.sender, PeerAborted(h.sender, std::string(static_cast<const char*>(data), len)));
+    // Applied after the messages that came before it are matched (MatchFresh): an abort must not
+    // overtake data the peer sent first.
+    if (!rndv) t->aborts_.emplace_back(h.sender, PeerAborted(h.sender, std::string(static_cast<const char*>(data), len)));
     return UCS_OK;
   }
   // Matched after the progress call returns (no UCX calls from inside its callback).
@@ -345,6 +348,8 @@ Status UcxTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
     while (ucp_worker_progress(worker_) != 0) {
     }
     MatchFresh();
+    for (auto& [p, why] : aborts_) FailPeer(p, why);
+    aborts_.clear();
     if (!losses_.empty())
       for (auto& [p, why] : losses_.Due()) FailPeer(p, why);
     if (!completed_.empty()) {

@@ -121,6 +121,7 @@ class UcxTransport : public Transport {
   std::vector<std::unique_ptr<Op>> ops_;  // every Op ever made; reused through free_
   std::vector<Op*> free_;
   std::vector<std::pair<int, uint64_t>> fresh_;  // (peer, match) arrived in the last progress
+  std::vector<std::pair<int, Status>> aborts_;     // abort notices from the last progress
   std::vector<Completion> completed_;            // filled by callbacks, drained by Poll
   std::map<const void*, ucp_mem_h> staging_;
   PeerWatch watch_;
