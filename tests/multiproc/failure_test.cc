@@ -2,22 +2,10 @@
 // count. Nothing may hang; every survivor must say what went wrong and who was lost.
 #include <catch2/catch.hpp>
 
-#include <sstream>
-
 #include "tests/support/backends.h"
 #include "tests/support/proc.h"
 
 using namespace hoop::test;
-
-namespace {
-std::string LineOf(const std::string& out, const std::string& start) {
-  std::istringstream is(out);
-  std::string line;
-  while (std::getline(is, line))
-    if (line.find(start) != std::string::npos) return line;
-  return "";
-}
-}  // namespace
 
 TEST_CASE("a rank killed mid-allreduce: the others fail fast naming it, hooprun exits", "[multiproc][failure]") {
   for (const Backend& b : Backends()) {

@@ -1,6 +1,9 @@
-// Hardening: what a careless or unlucky user does, through the C API under a real hooprun
-// (hoop-probe-rank): counts that overflow, broadcast roots that differ, init then finalize at
-// once, two communicators from one job, calls after finalize and after a fusion stop.
+// Hardening: what a careless, unlucky or hostile user does, under a real hooprun, each once a
+// defect (issue 17) and each failing before its fix. Through the C API alone (hoop-probe-rank):
+// counts that overflow, broadcast roots that differ, init then finalize at once on every back
+// end, two communicators from one job, a crash, a stopped rank, calls after finalize and after a
+// fusion stop. Through hoop-test-rank: strangers against a rank and the store, and a job under
+// valgrind, where pidfd_open is refused.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -14,14 +17,6 @@
 using namespace hoop::test;
 
 namespace {
-
-std::string LineOf(const std::string& out, const std::string& start) {
-  std::istringstream is(out);
-  std::string line;
-  while (std::getline(is, line))
-    if (line.find(start) != std::string::npos) return line;
-  return "";
-}
 
 std::vector<int> ParseList(const std::string& text) {
   std::vector<int> v;

@@ -114,6 +114,14 @@ ProcResult RunProc(const std::vector<std::string>& argv, const ProcOptions& opts
   return r;
 }
 
+std::string LineOf(const std::string& out, const std::string& part) {
+  std::istringstream is(out);
+  std::string line;
+  while (std::getline(is, line))
+    if (line.find(part) != std::string::npos) return line;
+  return "";
+}
+
 int FreeLoopbackPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};

@@ -52,5 +52,7 @@ bool HaveMpirun();                          // /usr/bin/mpirun is there
 // with HOOP_STORE on a free loopback port (rank 0 serves it) and a job token; bounded by `seconds`.
 ProcResult RunUnderMpirun(int np, const std::vector<std::string>& program, double seconds);
 int FreeLoopbackPort();                     // a port nobody listens on right now
+// The first line of `out` that contains `part`, or "".
+std::string LineOf(const std::string& out, const std::string& part);
 
 }  // namespace hoop::test
