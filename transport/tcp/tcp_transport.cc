@@ -47,15 +47,19 @@ TcpTransport::TcpTransport(TransportOptions opts, Fd listen_fd, Fd epoll_fd, std
       address_(std::move(address)), doorman_(listen_fd_.get(), opts_.token, opts_.comm, opts_.rank, opts_.size),
       crowded_(HostCrowded(opts_)) {}
 
-void TcpTransport::ServeDoorman() {
-  std::vector<Doorman::Admitted> none;
-  doorman_.Serve(false, &none);
+void TcpTransport::WatchCallers() {
   for (int fd : doorman_.Watched()) {
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.u32 = kDoormanId;
     ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev);  // EEXIST for those already watched
   }
+}
+
+void TcpTransport::ServeDoorman() {
+  std::vector<Doorman::Admitted> none;
+  doorman_.Serve(false, &none);
+  WatchCallers();
 }
 
 Status TcpTransport::Adopt(int peer, Fd fd, const std::string& peer_addr) {
@@ -67,7 +71,9 @@ Status TcpTransport::Adopt(int peer, Fd fd, const std::string& peer_addr) {
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
   ev.data.u32 = static_cast<uint32_t>(peer);
-  if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, conn->fd(), &ev) != 0)
+  // The descriptor may be watched already, as a caller still saying its hello (WatchCallers).
+  if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, conn->fd(), &ev) != 0 &&
+      (errno != EEXIST || ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, conn->fd(), &ev) != 0))
     return ErrnoStatus(Code::kInternal, "epoll_ctl", errno);
   conns_[peer] = std::move(conn);
   return Status::Ok();
@@ -95,6 +101,9 @@ Status TcpTransport::Connect(int peer, const std::string& address, Deadline dead
       Fd fd = std::move(it->second.first);
       std::string addr = it->second.second;
       early_.erase(it);
+      // Callers still saying their hello are heard from Poll's epoll set from now on (and, once
+      // start-up is over, refused as soon as they have said it).
+      WatchCallers();
       return Adopt(peer, std::move(fd), addr);
     }
     if (deadline.Expired())

@@ -36,6 +36,7 @@ class TcpTransport : public Transport {
   Status Adopt(int peer, Fd fd, const std::string& peer_addr);
   // After start-up: refuses newcomers, and has epoll watch every caller still to finish its hello.
   void ServeDoorman();
+  void WatchCallers();  // the epoll set watches every caller still to finish its hello
 
   TransportOptions opts_;
   Fd listen_fd_;
