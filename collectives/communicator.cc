@@ -220,7 +220,8 @@ Status Communicator::ExplainTimeout(const Status& timeout) {
   // one that has said nothing after a quarter of the timeout (1 to 10 s) is not waiting in hoop.
   const auto grace = std::clamp(opts_.timeout / 4, std::chrono::milliseconds(1000), std::chrono::milliseconds(10000));
   StallVerdict v = FindStalledRanks(*store_, "hoop/" + opts_.name + "/", opts_.rank, waiting_for_, Deadline::After(grace));
-  if (v.explanation.empty()) return DeadlineExceeded(timeout.message() + "; did every rank call the same collectives in the same order?");
+  if (v.explanation.empty())
+    return DeadlineExceeded(timeout.message() + "; did every rank call the same collectives in the same order?");
   return DeadlineExceeded(timeout.message() + "; " + v.explanation);
 }
 

@@ -46,7 +46,8 @@ hoop_status_t CheckCall(hoop_fusion_t f, const char* fn, const char* name, const
   if (hoop_status_t bad = CheckRunning(f, fn)) return bad;
   if (!name) return BadArg(std::string(fn) + ": name is NULL");
   if (RawEnum(dtype) < HOOP_U8 || RawEnum(dtype) > HOOP_F64)
-    return BadArg(std::string(fn) + ": tensor '" + name + "': unknown dtype " + std::to_string(RawEnum(dtype)));
+    return BadArg("rank " + std::to_string(f->comm->rank) + ": " + fn + ": tensor '" + name + "': unknown dtype " +
+                  std::to_string(RawEnum(dtype)));
   if (!cb && !handle) return BadArg(std::string(fn) + ": give a handle pointer, a callback, or both");
   return HOOP_SUCCESS;
 }
@@ -116,12 +117,14 @@ hoop_status_t hoop_fusion_allreduce(hoop_fusion_t f, const char* name, const voi
   return Guard([&] {
     if (hoop_status_t bad = CheckCall(f, "hoop_fusion_allreduce", name, dtype, cb, handle)) return bad;
     if (RawEnum(op) < HOOP_SUM || RawEnum(op) > HOOP_PROD)
-      return BadArg(std::string("hoop_fusion_allreduce: tensor '") + name + "': unknown op " + std::to_string(RawEnum(op)));
+      return BadArg("rank " + std::to_string(f->comm->rank) + ": hoop_fusion_allreduce: tensor '" + name +
+                    "': unknown op " + std::to_string(RawEnum(op)));
     fu::TensorOptions o;
     if (opts) {
       const int c = RawEnum(opts->compression);
       if (c < HOOP_COMPRESSION_DEFAULT || c > HOOP_COMPRESSION_AUTO)
-        return BadArg(std::string("hoop_fusion_allreduce: tensor '") + name + "': unknown compression " + std::to_string(c));
+        return BadArg("rank " + std::to_string(f->comm->rank) + ": hoop_fusion_allreduce: tensor '" + name +
+                      "': unknown compression " + std::to_string(c));
       if (opts->compression != HOOP_COMPRESSION_DEFAULT) o.compression = static_cast<hoop::Compression>(opts->compression);
       if (opts->prescale != 0) o.prescale = opts->prescale;
       if (opts->postscale != 0) o.postscale = opts->postscale;

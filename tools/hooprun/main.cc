@@ -174,9 +174,6 @@ class Job {
     }
   }
 
-  // The line that says why the job failed. A rank's death makes its peers fail within
-  // milliseconds, so the order in which exits are reaped does not tell cause from effect: a rank
-  // killed by a signal is the likelier cause than one that exited with an error.
   // The ranks that timed out name the one that stopped making progress in the store
   // (collectives/stall.h): "hoop/<comm>/stalled/<rank that timed out>" = its verdict.
   bool ExplainStall() {
@@ -195,19 +192,20 @@ class Job {
              (rank ? " (pid " + std::to_string(rank->pid) + ")" : std::string());
     }
     for (int r : waiters) by += (by.empty() ? "" : ", ") + std::to_string(r);
-    reason_ = who + (stalled.size() > 1 ? " stopped" : " stopped") + " making progress (rank" +
-              (waiters.size() > 1 ? "s " : " ") + by + " timed out waiting for " + (stalled.size() > 1 ? "them" : "it") +
-              "); stopped the other ranks";
+    reason_ = who + " stopped making progress (rank" + (waiters.size() > 1 ? "s " : " ") + by +
+              " timed out waiting for " + (stalled.size() > 1 ? "them" : "it") + "); stopped the other ranks";
     return true;
   }
 
+  // The line that says why the job failed. A rank's death makes its peers fail within
+  // milliseconds, so the order in which exits are reaped does not tell cause from effect: a rank
+  // killed by a signal is the likelier cause than one that exited with an error. Ranks that timed
+  // out because another stopped making progress say which one (ExplainStall).
   void ExplainFailure() {
     if (failed_.empty()) return;
-    if ((exit_code_ == 0 || exit_code_ == 124) && reason_.empty() && ExplainStall()) {
-      if (exit_code_ == 0) {
-        int st = failed_.front()->wait_status;
-        exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      }
+    if (exit_code_ == 0 && reason_.empty() && ExplainStall()) {
+      int st = failed_.front()->wait_status;
+      exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
       return;
     }
     const Rank* cause = failed_.front();
