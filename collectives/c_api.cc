@@ -133,6 +133,12 @@ hoop_status_t hoop_finalize(hoop_comm_t comm) {
   });
 }
 
+hoop_status_t hoop_get_version(int* version) {
+  if (!version) return BadArg("hoop_get_version: NULL argument");
+  *version = HOOP_VERSION;  // the header this library was built with, which CMake holds to project()
+  return HOOP_SUCCESS;
+}
+
 #define HOOP_GETTER(name, expr)                                            \
   hoop_status_t hoop_##name(hoop_comm_t comm, int* out) {                  \
     if (hoop_status_t bad = CheckLive(comm, "hoop_" #name)) return bad;    \

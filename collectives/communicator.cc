@@ -97,7 +97,9 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
   auto transport = ConnectPeers(store, prefix, topts, o.transport, deadline);
   if (!transport.ok()) return transport.status().WithContext(ctx);
   HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << (*transport)->Label()
-                                   << ", this rank at " << (*transport)->Address());
+                                   << " (the back ends in use), this rank at " << (*transport)->Address()
+                                   << "; rank " << o.rank << ", " << local_size << " on this host name"
+                                   << " (HOOP_LOG_LEVEL=debug: the back end per peer and the plan per call shape)");
   return std::unique_ptr<Communicator>(new Communicator(o, &store, std::move(transport).value()));
 }
 
@@ -247,7 +249,13 @@ Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Bu
   size_t esize = DTypeSize(out.dtype);
   ExecArgs a;
   a.chunk_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
-  a.plan = &plans_.Get({op.kind, algo, op.root, count, std::max<size_t>(1, a.chunk_bytes / esize)});
+  const PlanKey key{op.kind, algo, op.root, count, std::max<size_t>(1, a.chunk_bytes / esize)};
+  const bool new_shape = LogEnabled(LogLevel::kDebug) && !plans_.Contains(key);
+  a.plan = &plans_.Get(key);
+  if (new_shape)  // as NCCL_DEBUG=INFO: what a call of this shape runs, once per shape
+    HOOP_LOG(kDebug, Describe(op, seq, algo, wire) << ": new call shape: " << AlgoName(algo) << " in "
+                     << a.plan->units.size() << " steps of up to " << a.chunk_bytes << " B chunks, window "
+                     << opts_.window << ", over " << transport_->Label());
   HOOP_ASSIGN_OR_RETURN(a.in, transport_->Register(in.data, in.count * esize, in.kind));
   HOOP_ASSIGN_OR_RETURN(a.out, transport_->Register(out.data, out.count * esize, out.kind));
   a.dtype = out.dtype;

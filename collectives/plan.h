@@ -50,6 +50,7 @@ class PlanCache {
   // The plan for `key`, built on first use. Valid until the next Get.
   const Plan& Get(const PlanKey& key);
   size_t size() const { return plans_.size(); }
+  bool Contains(const PlanKey& key) const { return plans_.count(key) > 0; }
 
  private:
   struct Hash {

@@ -1,8 +1,11 @@
 #include "common/config.h"
 
+#include <algorithm>
 #include <set>
+#include <vector>
 
 #include "common/parse.h"
+#include "common/suggest.h"
 
 extern char** environ;
 
@@ -25,7 +28,7 @@ constexpr size_t kMaxChunkBytes = size_t{64} << 20;     // HOOP_CHUNK_BYTES
 constexpr size_t kLargestDefaultChunk = 512 * 1024;     // the back ends' own (transport.h)
 constexpr size_t kMaxStagingBytes = size_t{1} << 30;    // HOOP_CHUNK_BYTES x HOOP_WINDOW
 
-const std::set<std::string> kKnown = {
+const std::vector<std::string> kKnown = {
     "HOOP_RANK", "HOOP_SIZE", "HOOP_LOCAL_RANK", "HOOP_LOCAL_SIZE", "HOOP_STORE",
     "HOOP_JOB_TOKEN", "HOOP_TIMEOUT", "HOOP_ALGO", "HOOP_TRANSPORT", "HOOP_HOST",
     "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_LOG_LEVEL", "HOOP_COMPRESSION", "HOOP_CYCLE_TIME_MS",
@@ -59,8 +62,13 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
   Config c;
   Reader r(env);
   for (const auto& [k, v] : env)
-    if (k.rfind("HOOP_", 0) == 0 && !kKnown.count(k))
-      return InvalidArgument("unknown variable " + k + " (known: HOOP_RANK, HOOP_SIZE, ..., see README)");
+    if (k.rfind("HOOP_", 0) == 0 && std::find(kKnown.begin(), kKnown.end(), k) == kKnown.end()) {
+      if (std::string near = Nearest(k, kKnown); !near.empty())
+        return InvalidArgument("unknown variable " + k + " (did you mean " + near + "?)");
+      std::string all;
+      for (const auto& n : kKnown) all += (all.empty() ? "" : ", ") + n;
+      return InvalidArgument("unknown variable " + k + " (known: " + all + ")");
+    }
 
   // Rank and size: hooprun's own variables win, then mpirun's, then Slurm's.
   if (r.Get("HOOP_RANK") || r.Get("HOOP_SIZE")) {

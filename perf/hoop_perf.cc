@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/parse.h"
+#include "common/version.h"
 
 #include "perf/bench.h"
 #include "perf/fusion_bench.h"
@@ -47,6 +48,10 @@ int Main(int argc, char** argv) {
   }
   if (opts->help) {
     std::fputs(kPerfUsage, stdout);
+    return 0;
+  }
+  if (opts->version) {
+    std::printf("%s\n", VersionLine("hoop-perf").c_str());
     return 0;
   }
   const PerfOptions& o = *opts;

@@ -51,6 +51,10 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     o.help = true;
     return o;
   }
+  if (first == "--version") {
+    o.version = true;
+    return o;
+  }
   if (first == "allreduce") o.kind = CollKind::kAllreduce;
   else if (first == "broadcast") o.kind = CollKind::kBroadcast;
   else if (first == "allgather") o.kind = CollKind::kAllgather;

@@ -33,7 +33,7 @@ struct PerfOptions {
   std::string transport;  // empty: HOOP_TRANSPORT, else per peer
   std::optional<Compression> compression;  // -z; unset: HOOP_COMPRESSION's setting
   std::string json, csv;
-  bool help = false;
+  bool help = false, version = false;
 };
 
 

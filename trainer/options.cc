@@ -1,6 +1,7 @@
 #include "trainer/options.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "common/parse.h"
@@ -34,6 +35,7 @@ const char* Usage() {
          "  --test-limit N          evaluate on the first N test images only (default: all 10000)\n"
          "  -t, --transport T       back end: shm ucx ofi tcp (default: HOOP_TRANSPORT, else per peer)\n"
          "  -h, --help              this text\n"
+         "  --version               hoop-train's version\n"
          "\n"
          "The tensor fusion settings (HOOP_CYCLE_TIME_MS, HOOP_FUSION_THRESHOLD, HOOP_TIMEOUT, ...)\n"
          "apply as they are set. Example, the main job on one host:\n"
@@ -42,11 +44,16 @@ const char* Usage() {
 
 StatusOr<Options> ParseOptions(int argc, char** argv) {
   Options o;
-  auto num = [](const std::string& a, const std::string& v, double lo, double hi) -> StatusOr<double> {
+  // [lo, hi], or (lo, hi] when lo itself is refused (a learning rate of 0); the message prints
+  // the range exactly as it is checked.
+  auto num = [](const std::string& a, const std::string& v, double lo, double hi, bool lo_open = false) -> StatusOr<double> {
     char* end = nullptr;
     double d = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0' || !(d >= lo && d <= hi))
-      return InvalidArgument(a + " '" + v + "': expected a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    if (v.empty() || *end != '\0' || !(lo_open ? d > lo : d >= lo) || !(d <= hi)) {
+      char range[96];
+      std::snprintf(range, sizeof range, "%s%g, %g]", lo_open ? "(" : "[", lo, hi);
+      return InvalidArgument(a + " '" + v + "': expected a number in " + range);
+    }
     return d;
   };
   auto count = [](const std::string& a, const std::string& v, int64_t lo, int64_t hi) -> StatusOr<int64_t> {
@@ -59,6 +66,10 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       o.help = true;
+      return o;
+    }
+    if (a == "--version") {
+      o.version = true;
       return o;
     }
     if (a == "--resume") {
@@ -82,7 +93,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 1, 65536));
       o.batch = static_cast<int>(n);
     } else if (a == "--lr") {
-      HOOP_ASSIGN_OR_RETURN(o.lr, num(a, v, 1e-9, 100));
+      HOOP_ASSIGN_OR_RETURN(o.lr, num(a, v, 0, 100, true));
     } else if (a == "--momentum") {
       HOOP_ASSIGN_OR_RETURN(o.momentum, num(a, v, 0, 0.9999));
     } else if (a == "--weight-decay") {

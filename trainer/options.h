@@ -22,7 +22,7 @@ struct Options {
   int threads = 0;       // 0: this host's cores / ranks on it
   int64_t train_limit = 0, test_limit = 0;  // 0: the whole set
   std::string transport;
-  bool help = false;
+  bool help = false, version = false;
 };
 
 const char* Usage();

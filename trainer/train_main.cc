@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "collectives/bootstrap.h"
+#include "common/version.h"
 #include "trainer/gemm.h"
 #include "trainer/trainer.h"
 
@@ -19,6 +20,10 @@ int main(int argc, char** argv) {
   }
   if (opts->help) {
     std::fputs(Usage(), stdout);
+    return 0;
+  }
+  if (opts->version) {
+    std::printf("%s\n", VersionLine("hoop-train").c_str());
     return 0;
   }
   auto cfg = Config::FromProcessEnv();

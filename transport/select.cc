@@ -164,6 +164,11 @@ StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::strin
     }
   }
 
+  if (LogEnabled(LogLevel::kDebug))
+    for (size_t r = 0; r < n; ++r)
+      if (choice[r] >= 0)
+        HOOP_LOG(kDebug, "peer rank " << r << " (host " << opts.peers[r].host << "): back end "
+                                      << parts[static_cast<size_t>(choice[r])]->Name() << ", its address " << addrs[r]);
   // Connect, back end by back end: dial the higher ranks first, then accept the lower ones, so
   // the chain of TCP dials always finds someone accepting (the others do not block).
   for (size_t i = 0; i < parts.size(); ++i) {

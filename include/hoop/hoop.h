@@ -38,7 +38,17 @@
 extern "C" {
 #endif
 
-#define HOOP_API_VERSION 3 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*) */
+#define HOOP_API_VERSION 4 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+                              4: hoop_get_version */
+
+/* The release this header belongs to (CMake's project version; the build checks they agree).
+ * hoop_get_version() gives the library's, which may be newer than the header a program was
+ * compiled with: compare HOOP_VERSION_CODE(major, minor, patch) values. */
+#define HOOP_VERSION_MAJOR 0
+#define HOOP_VERSION_MINOR 1
+#define HOOP_VERSION_PATCH 0
+#define HOOP_VERSION_CODE(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
+#define HOOP_VERSION HOOP_VERSION_CODE(HOOP_VERSION_MAJOR, HOOP_VERSION_MINOR, HOOP_VERSION_PATCH)
 
 /* Every enum below also has enumerators at the int range's two ends. They are no values of the
  * API (passing one is refused like any unknown value); they make every int a valid value of the
@@ -94,6 +104,10 @@ hoop_status_t hoop_init_from_env(hoop_comm_t* comm);
  * come from HOOP_* variables. token may be NULL (then HOOP_JOB_TOKEN, else empty). */
 hoop_status_t hoop_init(hoop_comm_t* comm, int rank, int size, const char* store_url, const char* token);
 hoop_status_t hoop_finalize(hoop_comm_t comm);
+
+/* The loaded library's version as HOOP_VERSION_CODE(major, minor, patch), as ncclGetVersion.
+ * Needs no communicator. HOOP_ERR_INVALID_ARGUMENT when version is NULL. */
+hoop_status_t hoop_get_version(int* version);
 
 hoop_status_t hoop_rank(hoop_comm_t comm, int* rank);
 hoop_status_t hoop_size(hoop_comm_t comm, int* size);

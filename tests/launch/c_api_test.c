@@ -21,6 +21,11 @@
 int main(void) {
   hoop_comm_t comm = NULL;
   hoop_status_t s;
+  int version = -1;
+  CHECK(hoop_get_version(&version) == HOOP_SUCCESS && version == HOOP_VERSION, "version %d, header %d", version,
+        HOOP_VERSION);
+  CHECK(HOOP_VERSION == HOOP_VERSION_CODE(HOOP_VERSION_MAJOR, HOOP_VERSION_MINOR, HOOP_VERSION_PATCH), "version code");
+  CHECK(hoop_get_version(NULL) == HOOP_ERR_INVALID_ARGUMENT, "hoop_get_version(NULL) accepted");
   const char* explicit_init = getenv("C_API_EXPLICIT");
   if (explicit_init && strcmp(explicit_init, "1") == 0) {
     CHECK(hoop_init(&comm, 0, 0, "tcp://127.0.0.1:1", NULL) == HOOP_ERR_INVALID_ARGUMENT, "size 0 accepted");

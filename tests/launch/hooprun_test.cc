@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <thread>
 
 #include "tests/support/proc.h"
@@ -24,9 +26,87 @@ TEST_CASE("hooprun --help and argument errors", "[hooprun]") {
   auto bad = RunProc({Bin("hooprun"), "-np", "two", "/bin/true"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.output.find("-np 'two'") != std::string::npos);
-  auto missing = RunProc({Bin("hooprun"), "-np", "2", "/no/such/program"});
+}
+
+namespace {
+size_t Occurrences(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("a program that cannot run is found once, before any rank starts, with mpirun's codes", "[hooprun]") {
+  auto missing = RunProc({Bin("hooprun"), "-np", "3", "/no/such/program"});
+  INFO(missing.output);
   CHECK(missing.exit_code == 127);
-  CHECK(missing.output.find("cannot run '/no/such/program'") != std::string::npos);
+  CHECK(missing.output == "hooprun: /no/such/program: No such file or directory\n");
+  auto unknown = RunProc({Bin("hooprun"), "-np", "3", "no-such-program-anywhere"});
+  CHECK(unknown.exit_code == 127);
+  CHECK(Occurrences(unknown.output, "no-such-program-anywhere: command not found") == 1);
+  // -x PATH=... is the PATH the ranks search, so it is the one checked.
+  auto path = RunProc({Bin("hooprun"), "-np", "2", "-x", "PATH=/nonexistent", "sh", "-c", "true"});
+  CHECK(path.exit_code == 127);
+  const std::string file = "/tmp/hooprun-noexec-" + std::to_string(::getpid());
+  { std::ofstream(file) << "#!/bin/sh\n"; }
+  auto noexec = RunProc({Bin("hooprun"), "-np", "3", file});
+  CHECK(noexec.exit_code == 126);
+  CHECK(noexec.output == "hooprun: " + file + ": Permission denied\n");
+  std::remove(file.c_str());
+  auto dir = RunProc({Bin("hooprun"), "-np", "2", "/tmp"});
+  CHECK(dir.exit_code == 126);
+  CHECK(dir.output.find("/tmp: Is a directory") != std::string::npos);
+}
+
+TEST_CASE("every tool says its version", "[hooprun]") {
+  for (const char* tool : {"hooprun", "hoop-perf", "hoop-info", "hoop-train"}) {
+    auto v = RunProc({Bin(tool), "--version"});
+    CHECK(v.exit_code == 0);
+    CHECK(v.output == std::string(tool) + " (hoop) " HOOP_VERSION_STRING "\n");
+  }
+}
+
+TEST_CASE("more ranks than cores runs with a warning; what cannot work is refused", "[hooprun]") {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  const std::string over = std::to_string(cores + 1);
+  auto w = RunProc({Bin("hooprun"), "-np", over, "/bin/true"}, Within(30));
+  CHECK(w.exit_code == 0);
+  CHECK(w.output.find("hooprun: warning: " + over + " ranks on " + std::to_string(cores) + " core") !=
+        std::string::npos);
+  auto quiet = RunProc({Bin("hooprun"), "-np", over, "--oversubscribe", "/bin/true"}, Within(30));
+  CHECK(quiet.exit_code == 0);
+  CHECK(quiet.output.find("warning") == std::string::npos);
+  auto fits = RunProc({Bin("hooprun"), "-np", "1", "/bin/true"});
+  CHECK(fits.output.empty());
+  // 4096 ranks: 8.6 TB of rings, more than any test machine has.
+  auto huge = RunProc({Bin("hooprun"), "-np", "4096", "/bin/true"}, Within(30));
+  CHECK(huge.exit_code == 2);
+  CHECK(huge.output.find("hooprun: -np 4096: the shared-memory rings between every pair of ranks would need") == 0);
+  const std::string crowd = std::to_string(64 * cores + 1);
+  auto many = RunProc({Bin("hooprun"), "-np", crowd, "/bin/true"}, Within(30));
+  CHECK(many.exit_code == 2);
+  // (On a many-core machine the rings' memory may be what refuses it first.)
+  CHECK((many.output.find("more than 64 ranks per core is not supported") != std::string::npos ||
+         many.output.find("the shared-memory rings") != std::string::npos));
+}
+
+TEST_CASE("horovodrun's tensor fusion flags set the variables for every rank, checked first", "[hooprun]") {
+  auto r = RunProc({Bin("hooprun"), "-np", "2", "--fusion-threshold-mb", "32", "--cycle-time-ms", "5",
+                    "--cache-capacity", "0", "--timeline-filename", "/tmp/tl.json",
+                    "--stall-check-warning-time-seconds", "10", "--log-level", "debug", "/bin/sh", "-c",
+                    "echo $HOOP_FUSION_THRESHOLD $HOOP_CYCLE_TIME_MS $HOOP_CACHE_CAPACITY $HOOP_TIMELINE "
+                    "$HOOP_STALL_WARNING_S $HOOP_LOG_LEVEL"});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("[0] 33554432 5 0 /tmp/tl.json 10 debug") != std::string::npos);
+  CHECK(r.output.find("[1] 33554432 5 0 /tmp/tl.json 10 debug") != std::string::npos);
+  auto bad = RunProc({Bin("hooprun"), "-np", "2", "--log-level", "chatty", "/bin/true"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("--log-level 'chatty': HOOP_LOG_LEVEL='chatty': expected error, warn, info or debug") !=
+        std::string::npos);
+  auto mb = RunProc({Bin("hooprun"), "-np", "2", "--fusion-threshold-mb", "lots", "/bin/true"});
+  CHECK(mb.exit_code == 2);
+  CHECK(mb.output.find("--fusion-threshold-mb 'lots': expected megabytes in [0, 4096]") != std::string::npos);
 }
 
 TEST_CASE("hooprun gives every rank its environment and prefixes its output", "[hooprun]") {
@@ -82,6 +162,17 @@ TEST_CASE("Ctrl-C stops every rank", "[hooprun]") {
   CHECK(r.exit_code == 130);
   CHECK(r.seconds < 8);
   CHECK(r.output.find("interrupted") != std::string::npos);
+  CHECK(WaitGone(marker, 5) == 0);
+}
+
+TEST_CASE("SIGTERM stops every rank and exits 143, as a shell reports a terminated job", "[hooprun]") {
+  std::string marker = NewMarker();
+  ProcOptions o = SignalAfter(SIGTERM, 1.0, 30);
+  auto r = RunProc({Bin("hooprun"), "-np", "3", "/bin/sh", "-c", "trap '' TERM; sleep 60; : " + marker}, o);
+  INFO(r.output);
+  CHECK(r.exit_code == 143);
+  CHECK(r.seconds < 8);
+  CHECK(r.output.find("hooprun: interrupted by Terminated; stopped every rank") != std::string::npos);
   CHECK(WaitGone(marker, 5) == 0);
 }
 

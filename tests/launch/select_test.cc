@@ -50,6 +50,45 @@ TEST_CASE("hoop-info lists the back ends and what a job would pick", "[select]")
   CHECK(f.output.find("shm: does not reach that host") != std::string::npos);
 }
 
+TEST_CASE("HOOP_LOG_LEVEL=debug says the back end per peer and the plan per call shape", "[select]") {
+  ProcOptions o = Within(60);
+  o.env = {{"HOOP_LOG_LEVEL", "debug"}};
+  auto r = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "4K", "-e", "4K", "-R", "1",
+                    "-n", "2", "-w", "0"}, o);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("[0] hoop[rank 0] DEBUG: peer rank 1 (host ") != std::string::npos);
+  CHECK(r.output.find("): back end shm, its address ") != std::string::npos);
+  CHECK(r.output.find("rank 1: allreduce #") != std::string::npos);
+  CHECK(r.output.find("1024 x f32, sum): new call shape: ") != std::string::npos);
+  // info: one line per communicator, saying what it is and where to look for more.
+  o.env = {{"HOOP_LOG_LEVEL", "info"}};
+  auto i = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "barrier", "-R", "1"}, o);
+  CHECK(i.output.find("communicator 'world' up: 2 ranks over shm (the back ends in use), this rank at ") !=
+        std::string::npos);
+  CHECK(i.output.find("; rank 1, 2 on this host name (HOOP_LOG_LEVEL=debug: ") != std::string::npos);
+  CHECK(i.output.find("new call shape") == std::string::npos);
+}
+
+TEST_CASE("hoop-info says its version and kernels, and refuses a back end that is not built in", "[select]") {
+  auto v = RunProc({Bin("hoop-info"), "--version"});
+  CHECK(v.exit_code == 0);
+  CHECK(v.output == "hoop-info (hoop) " HOOP_VERSION_STRING "\n");
+  auto r = RunProc({Bin("hoop-info")}, Within(60));
+  INFO(r.output);
+  CHECK(r.output.find("hoop (hoop) " HOOP_VERSION_STRING "\n") != std::string::npos);
+  // avx2 or avx512 wherever the CPU has AVX2 (this build compiles both), generic elsewhere.
+  CHECK(r.output.find(__builtin_cpu_supports("avx2") ? "reduction kernels: avx" : "reduction kernels: generic") !=
+        std::string::npos);
+  ProcOptions bogus = Within(60);
+  bogus.env = {{"HOOP_TRANSPORT", "bogus"}};
+  auto b = RunProc({Bin("hoop-info")}, bogus);
+  INFO(b.output);
+  CHECK(b.exit_code == 2);
+  CHECK(b.output.find("HOOP_TRANSPORT=bogus: no such back end is built in (built in: shm, ucx, ofi, tcp)") !=
+        std::string::npos);
+}
+
 TEST_CASE("HOOP_TRANSPORT naming an unusable back end is an error that says why", "[select]") {
   ProcOptions o = Within(60);
   o.env = {{"HOOP_TRANSPORT", "carrier-pigeon"}};

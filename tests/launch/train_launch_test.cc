@@ -169,6 +169,12 @@ TEST_CASE("hoop-train: help, bad options, missing data", "[train]") {
   auto b = RunProc({Bin("hoop-train"), "--epochs", "zero"});
   CHECK(b.exit_code == 2);
   CHECK(b.output.find("hoop-train: --epochs 'zero': expected an integer") != std::string::npos);
+  // Ranges are printed as they are checked: 0 is outside the learning rate's.
+  auto lr = RunProc({Bin("hoop-train"), "--lr", "0"});
+  CHECK(lr.exit_code == 2);
+  CHECK(lr.output == "hoop-train: --lr '0': expected a number in (0, 100]\n");
+  auto mom = RunProc({Bin("hoop-train"), "--momentum", "1"});
+  CHECK(mom.output == "hoop-train: --momentum '1': expected a number in [0, 0.9999]\n");
   auto m = Train(2, {"--data", "/nonexistent/fmnist"}, 60);
   INFO(m.output);
   CHECK(m.exit_code == 1);

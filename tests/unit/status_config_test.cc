@@ -3,6 +3,7 @@
 #include "common/config.h"
 #include "common/parse.h"
 #include "common/status.h"
+#include "common/suggest.h"
 
 using namespace hoop;
 
@@ -70,6 +71,19 @@ TEST_CASE("Config rejects bad values with the variable's name", "[common]") {
   CHECK(t.status().message().find("HOOP_TIMEOUT") != std::string::npos);
   auto half = Config::FromEnv({{"HOOP_RANK", "0"}});
   CHECK_FALSE(half.ok());
+}
+
+TEST_CASE("an unknown HOOP_ variable names the nearest known one, or lists them all", "[config]") {
+  auto typo = Config::FromEnv({{"HOOP_TIMOUT", "3"}});
+  CHECK(typo.status().message() == "unknown variable HOOP_TIMOUT (did you mean HOOP_TIMEOUT?)");
+  auto swapped = Config::FromEnv({{"HOOP_TRNASPORT", "tcp"}});
+  CHECK(swapped.status().message() == "unknown variable HOOP_TRNASPORT (did you mean HOOP_TRANSPORT?)");
+  auto far = Config::FromEnv({{"HOOP_GPU_DIRECT", "1"}});
+  CHECK(far.status().message().find("unknown variable HOOP_GPU_DIRECT (known: HOOP_RANK, HOOP_SIZE,") == 0);
+  CHECK(far.status().message().find("HOOP_TIMELINE)") != std::string::npos);
+  CHECK(Nearest("sun", {"sum", "max"}) == "sum");
+  CHECK(Nearest("xyz", {"sum", "max"}).empty());
+  CHECK(Nearest("ALLREDUCE", {"allreduce"}) == "allreduce");
 }
 
 TEST_CASE("text from a peer is escaped before it is printed", "[status]") {

@@ -2,23 +2,30 @@
 // order selection tries them), what each one sees here (library version, providers,
 // devices), and which one a job started now would use for a peer on this host and for a peer
 // on another host, honouring HOOP_TRANSPORT and the back ends' own variables (UCX_TLS,
-// FI_PROVIDER). It creates each back end to find out, and connects to nothing.
+// FI_PROVIDER). It creates each back end to find out, and connects to nothing. It also prints
+// the version and the instruction set of the reduction kernels this CPU runs.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "collectives/kernels/reduce.h"
 #include "common/config.h"
+#include "common/version.h"
 #include "transport/transport.h"
 
 namespace {
 
 const char kUsage[] =
-    "usage: hoop-info [-h|--help]\n"
+    "usage: hoop-info [-h|--help] [--version]\n"
     "\n"
     "Prints the transport back ends built into this hoop, in the order per-peer selection\n"
     "tries them (shm, ucx, ofi, tcp), what each sees on this machine, and the back end a\n"
     "job started now would pick for a rank on this host and for a rank on another host.\n"
-    "Honours HOOP_TRANSPORT (force one back end), UCX_TLS and FI_PROVIDER.\n";
+    "Honours HOOP_TRANSPORT (force one back end), UCX_TLS and FI_PROVIDER. Also prints hoop's\n"
+    "version and the instruction set its reduction kernels use on this CPU (generic, avx2,\n"
+    "avx512). Exits 2 when the settings are invalid (a HOOP_* variable, or HOOP_TRANSPORT naming\n"
+    "a back end not built in).\n";
 
 // The first back end (in priority order, or the forced one) that can be created here and
 // reaches `peer` from `self`; or why none does.
@@ -50,6 +57,10 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
+    if (!std::strcmp(argv[i], "--version")) {
+      std::printf("%s\n", hoop::VersionLine("hoop-info").c_str());
+      return 0;
+    }
     std::fprintf(stderr, "hoop-info: unknown argument '%s'\n%s", argv[i], kUsage);
     return 2;
   }
@@ -60,6 +71,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<std::string> names = hoop::RegisteredTransports();
+  if (!cfg->transport.empty() && std::find(names.begin(), names.end(), cfg->transport) == names.end()) {
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    std::fprintf(stderr, "hoop-info: HOOP_TRANSPORT=%s: no such back end is built in (built in: %s)\n",
+                 cfg->transport.c_str(), known.c_str());
+    return 2;
+  }
+  std::printf("%s\n", hoop::VersionLine("hoop").c_str());
+  std::printf("reduction kernels: %s\n", hoop::KernelIsaName(hoop::BestKernelIsa()));
   std::printf("hoop back ends built in (selection order):\n");
   for (const auto& name : names) {
     std::string d = hoop::DescribeTransport(name);

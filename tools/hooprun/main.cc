@@ -8,6 +8,7 @@
 // rank's process group, then SIGKILL. hooprun exits only when every rank is reaped; if hooprun
 // itself is killed, its sentinel (sentinel.h) kills what is left of every rank's group.
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
@@ -25,10 +26,12 @@
 #include "collectives/stall.h"
 #include "common/config.h"
 #include "common/deadline.h"
+#include "common/version.h"
 #include "tools/hooprun/options.h"
 #include "tools/hooprun/output.h"
 #include "tools/hooprun/ranks.h"
 #include "tools/hooprun/sentinel.h"
+#include "transport/shm/segment.h"
 #include "transport/tcp_store.h"
 
 namespace hoop::run {
@@ -110,7 +113,7 @@ class Job {
   // meanwhile, only while the reader keeps taking data (2 s without progress: the rest is
   // abandoned; false).
   bool Flush(int sig_fd) {
-    bool hurry = exit_code_ == 124 || exit_code_ == 130 || exit_code_ == 143;
+    bool hurry = exit_code_ == 124 || exit_code_ == 129 || exit_code_ == 130 || exit_code_ == 143;
     while (!(out_.Drained(std::chrono::milliseconds(50)) && err_.Drained(std::chrono::milliseconds(50)))) {
       pollfd p{sig_fd, POLLIN, 0};
       if (::poll(&p, 1, 0) > 0) {
@@ -151,7 +154,7 @@ class Job {
       if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP) {
         if (!stopping_) {
           reason_ = std::string("interrupted by ") + ::strsignal(static_cast<int>(si.ssi_signo)) + "; stopped every rank";
-          exit_code_ = 130;
+          exit_code_ = 128 + static_cast<int>(si.ssi_signo);  // as a shell reports it: 130, 143, 129
         }
         BeginStop(true);
       }
@@ -267,6 +270,36 @@ class Job {
   int exit_code_ = 0;
 };
 
+// More ranks than cores: a warning (unless --oversubscribe). A job that cannot work, refused:
+// shm rings beyond this host's memory, or more than kMaxRanksPerCore ranks per core.
+bool CheckCrowding(const Options& o) {
+  constexpr int kMaxRanksPerCore = 64;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cores = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  const double rings = static_cast<double>(o.np) * (o.np - 1) * static_cast<double>(shm::RingBytes());
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  char line[512];
+  if (rings > memory) {
+    std::snprintf(line, sizeof line, "hooprun: -np %d: the shared-memory rings between every pair of ranks would need "
+                  "%.1f GB (N x (N-1) x %zu KiB), more than this host's %.1f GB\n",
+                  o.np, rings / 1e9, shm::RingBytes() / 1024, memory / 1e9);
+    std::fputs(line, stderr);
+    return false;
+  }
+  if (o.np > kMaxRanksPerCore * cores) {
+    std::fprintf(stderr, "hooprun: -np %d on %d core%s: more than %d ranks per core is not supported (ranks that wait "
+                 "long for a core are taken for lost peers); use at most %d\n",
+                 o.np, cores, cores == 1 ? "" : "s", kMaxRanksPerCore, kMaxRanksPerCore * cores);
+    return false;
+  }
+  if (o.np > cores && !o.oversubscribe)
+    std::fprintf(stderr, "hooprun: warning: %d ranks on %d core%s (oversubscribed): ranks share cores and wait for "
+                 "each other's turns; shm rings take up to %.0f MB (--oversubscribe: no warning)\n",
+                 o.np, cores, cores == 1 ? "" : "s", rings / 1e6);
+  return true;
+}
+
 }  // namespace
 }  // namespace hoop::run
 
@@ -281,6 +314,20 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  if (opts->version) {
+    std::printf("%s\n", hoop::VersionLine("hooprun").c_str());
+    return 0;
+  }
+  // Once for the job, before anything starts (the ranks' PATH: -x PATH=... if given).
+  const char* path = std::getenv("PATH");
+  for (auto& [k, v] : opts->env)
+    if (k == "PATH") path = v.c_str();
+  std::string why;
+  if (int code = CheckProgram(opts->command[0], path, &why)) {
+    std::fprintf(stderr, "hooprun: %s\n", why.c_str());
+    return code;
+  }
+  if (!CheckCrowding(*opts)) return 2;
   // First, before any thread or descriptor of the job exists: the process that cleans up if
   // hooprun is killed.
   Sentinel sentinel;

@@ -2,12 +2,14 @@
 
 #include <cstdlib>
 
+#include "common/config.h"
 #include "common/parse.h"
 
 namespace hoop::run {
 
 const char* const kUsage =
-    "usage: hooprun -np N [-x VAR[=VAL]]... [--timeout SECONDS] [--tag-output] PROGRAM [ARGS...]\n"
+    "usage: hooprun -np N [-x VAR[=VAL]]... [--timeout SECONDS] [--tag-output] [--oversubscribe]\n"
+    "               [tensor fusion options] PROGRAM [ARGS...]\n"
     "\n"
     "Starts N ranks of PROGRAM on this host, serves the job's rendezvous store, and gives each\n"
     "rank HOOP_RANK, HOOP_SIZE, HOOP_LOCAL_RANK, HOOP_LOCAL_SIZE, HOOP_STORE and HOOP_JOB_TOKEN.\n"
@@ -16,11 +18,63 @@ const char* const kUsage =
     "  -x VAR[=VAL]         set VAR for every rank (VAR alone: pass this shell's value)\n"
     "  --timeout SECONDS    stop the whole job if it runs longer (exit code 124)\n"
     "  --tag-output         prefix lines with [RANK]<stdout>: / [RANK]<stderr>: instead of [RANK]\n"
+    "  --oversubscribe      more ranks than cores without the warning (as mpirun's flag)\n"
     "  -h, --help           this text\n"
+    "  --version            hooprun's version\n"
+    "\n"
+    "Tensor fusion and logging, as horovodrun's flags; each sets a variable for every rank:\n"
+    "  --fusion-threshold-mb MB               HOOP_FUSION_THRESHOLD (MB x 1 MiB; default 64)\n"
+    "  --cycle-time-ms MS                     HOOP_CYCLE_TIME_MS (default 1)\n"
+    "  --cache-capacity N                     HOOP_CACHE_CAPACITY (default 1024)\n"
+    "  --timeline-filename FILE               HOOP_TIMELINE (a Chrome trace of rank 0)\n"
+    "  --stall-check-warning-time-seconds S   HOOP_STALL_WARNING_S (default 60; 0: never warn)\n"
+    "  --log-level LEVEL                      HOOP_LOG_LEVEL: error, warn, info or debug\n"
     "\n"
     "Every output line is prefixed with its rank. If a rank dies or exits non-zero, the other\n"
     "ranks get a few seconds to report, are then stopped, and hooprun exits non-zero with one\n"
-    "line naming the rank and how it failed. Ctrl-C stops every rank (exit code 130).\n";
+    "line naming the rank and how it failed. Ctrl-C stops every rank (exit code 130), SIGTERM\n"
+    "too (exit code 143). A PROGRAM that is not found exits 127, one that cannot be executed 126,\n"
+    "before any rank starts (as mpirun).\n"
+    "\n"
+    "More ranks than cores runs, with a warning. Every pair of ranks on a host shares a ring of\n"
+    "about 513 KiB (shm), so N ranks need up to N x (N-1) x 513 KiB: hooprun refuses a job whose\n"
+    "rings alone would not fit in this host's memory, or with more than 64 ranks per core (ranks\n"
+    "that wait long for a core are taken for lost peers).\n";
+
+namespace {
+
+// horovodrun's flags for the tensor fusion runtime and logging: each becomes a HOOP_* variable
+// for every rank (the ranks' Config checks the value's range, naming the variable).
+struct Knob {
+  const char* flag;
+  const char* var;
+  StatusOr<std::string> (*convert)(const std::string&);
+};
+
+StatusOr<std::string> AsIs(const std::string& v) { return v; }
+
+StatusOr<std::string> MegabytesToBytes(const std::string& v) {
+  auto mb = ParseNonNegative(v);
+  if (!mb || *mb > 4096) return InvalidArgument("expected megabytes in [0, 4096]");
+  return std::to_string(static_cast<unsigned long long>(*mb * 1048576.0));
+}
+
+constexpr Knob kKnobs[] = {
+    {"--fusion-threshold-mb", "HOOP_FUSION_THRESHOLD", MegabytesToBytes},
+    {"--cycle-time-ms", "HOOP_CYCLE_TIME_MS", AsIs},
+    {"--cache-capacity", "HOOP_CACHE_CAPACITY", AsIs},
+    {"--timeline-filename", "HOOP_TIMELINE", AsIs},
+    {"--stall-check-warning-time-seconds", "HOOP_STALL_WARNING_S", AsIs},
+    {"--log-level", "HOOP_LOG_LEVEL", AsIs},
+};
+
+const Knob* FusionKnob(const std::string& flag) {
+  for (const Knob& k : kKnobs)
+    if (flag == k.flag) return &k;
+  return nullptr;
+}
+
+}  // namespace
 
 StatusOr<Options> ParseOptions(int argc, char** argv) {
   Options o;
@@ -57,6 +111,18 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       o.timeout_s = *s;
     } else if (a == "--tag-output") {
       o.tag_output = true;
+    } else if (a == "--oversubscribe") {
+      o.oversubscribe = true;
+    } else if (a == "--version") {
+      o.version = true;
+      return o;
+    } else if (auto knob = FusionKnob(a)) {
+      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
+      auto value = knob->convert(v);
+      // Checked here, by the ranks' own rules, so a bad value stops the job before it starts.
+      Status ok = value.ok() ? Config::FromEnv({{knob->var, *value}}).status() : value.status();
+      if (!ok.ok()) return InvalidArgument(a + " '" + v + "': " + ok.message());
+      o.env.emplace_back(knob->var, *value);
     } else if (a == "--") {
       ++i;
       break;

@@ -14,7 +14,8 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> env;  // -x VAR[=VAL]
   double timeout_s = 0;                                   // 0: none
   bool tag_output = false;
-  bool help = false;
+  bool oversubscribe = false;  // no warning for more ranks than cores
+  bool help = false, version = false;
   std::vector<std::string> command;
 };
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,43 @@
 #include <cstring>
 
 namespace hoop::run {
+
+int CheckProgram(const std::string& program, const char* path, std::string* why) {
+  auto runnable = [](const std::string& file, int* err) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) return *err = errno, false;
+    if (S_ISDIR(st.st_mode)) return *err = EISDIR, false;
+    if (::access(file.c_str(), X_OK) != 0) return *err = errno, false;
+    return true;
+  };
+  int err = ENOENT;
+  if (program.empty()) {
+    *why = "no PROGRAM given";
+    return 127;
+  }
+  if (program.find('/') != std::string::npos) {
+    if (runnable(program, &err)) return 0;
+    *why = program + ": " + std::strerror(err);
+    return err == ENOENT || err == ENOTDIR ? 127 : 126;
+  }
+  const std::string dirs = path ? path : "/bin:/usr/bin";  // execvp's default path
+  int found_err = 0;  // a file of that name that could not be run
+  for (size_t start = 0;;) {
+    size_t colon = dirs.find(':', start);
+    std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    std::string file = (dir.empty() ? "." : dir) + "/" + program;
+    if (runnable(file, &err)) return 0;
+    if (err != ENOENT && err != ENOTDIR && !found_err) found_err = err;
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  if (found_err) {
+    *why = program + ": " + std::strerror(found_err);
+    return 126;
+  }
+  *why = program + ": command not found (not in PATH)";
+  return 127;
+}
 
 StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env) {
   int out[2], err[2];

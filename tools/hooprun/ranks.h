@@ -23,6 +23,12 @@ struct Rank {
   int wait_status = 0;
 };
 
+// Finds PROGRAM as execvp will (a name with a '/' as it is, else along `path`: the PATH the
+// ranks get, or the default path when unset), once for the whole job. 0 when it can be run,
+// else mpirun's exit code, 127 (not found) or 126 (found but not executable: no permission, a
+// directory), with the line that says so in *why.
+int CheckProgram(const std::string& program, const char* path, std::string* why);
+
 // Starts PROGRAM for `rank` with `env` (NAME=VALUE strings).
 StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env);
 
