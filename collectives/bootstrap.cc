@@ -1,8 +1,19 @@
 #include "collectives/bootstrap.h"
 
+#include "transport/file_store.h"
 #include "transport/memory_store.h"
 
 namespace hoop {
+
+Job::~Job() {
+  auto* files = dynamic_cast<FileStore*>(store.get());
+  if (!files || !comm) return;
+  const bool clean = comm->healthy();
+  comm.reset();  // closes this rank's connections first
+  if (!clean) return;  // a failed job's entries stay: its stall reports are there
+  auto open = files->Add("hoop/open", -1);
+  if (open.ok() && *open == 0) files->RemoveAll();
+}
 
 StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
   SetLogLevel(cfg.log_level);
@@ -31,6 +42,11 @@ StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
     auto store = OpenStore(cfg.store, cfg.token, deadline);
     if (!store.ok()) return store.status().WithContext(ctx);
     job->store = std::move(store).value();
+    if (auto* files = dynamic_cast<FileStore*>(job->store.get())) {
+      HOOP_RETURN_IF_ERROR(files->Claim(cfg.token, cfg.rank).WithContext(ctx));
+      auto open = files->Add("hoop/open", 1);
+      if (!open.ok()) return open.status().WithContext(ctx);
+    }
   }
   CommOptions opts = CommOptions::FromConfig(cfg);
   // Every communicator a job makes has a name of its own, by creation order: the ranks create

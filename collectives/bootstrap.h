@@ -13,7 +13,14 @@
 
 namespace hoop {
 
+// With a file:// store, JoinJob refuses a directory that holds another job's entries, and the
+// last Job of the job to end cleanly, on any rank, empties the directory (every JoinJob counts
+// itself in "hoop/open" and out again when its Job ends with a healthy communicator).
 struct Job {
+  Job() = default;
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+  ~Job();
   std::unique_ptr<TcpStoreServer> server;
   std::unique_ptr<Store> store;
   std::unique_ptr<Communicator> comm;

@@ -119,6 +119,11 @@ Communicator::~Communicator() {
 
 std::string Communicator::transport_name() const { return transport_->Label(); }
 
+bool Communicator::healthy() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return poisoned_.ok();
+}
+
 void Communicator::Abort(const std::string& cause) {
   Op op;
   op.kind = CollKind::kBarrier;

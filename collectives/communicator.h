@@ -123,6 +123,8 @@ class Communicator {
   Work Barrier(const CallOptions& o = {});
   // Poisons the communicator and tells the peers.
   void Abort(const std::string& cause);
+  // No operation has failed (the communicator is not poisoned).
+  bool healthy();
   // The largest buffer, in bytes, one call can take (message tags number at most 2^24 chunks).
   size_t MaxCallBytes() const;
 

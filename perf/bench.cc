@@ -18,7 +18,14 @@ double BusFactor(CollKind k, int n) {
   return static_cast<double>(n - 1) / n;
 }
 
-Bench::Bench(Communicator& c, const PerfOptions& o) : c_(c), o_(o), n_(c.size()), esize_(DTypeSize(o.dtype)) {}
+Bench::Bench(Communicator& c, const PerfOptions& o, DType dtype, ReduceOp op)
+    : c_(c), o_(o), dtype_(dtype), op_(op), n_(c.size()), esize_(DTypeSize(dtype)) {}
+
+size_t Bench::CountFor(uint64_t bytes) const {
+  size_t elems = bytes / esize_, n = static_cast<size_t>(n_);
+  if (o_.kind == CollKind::kAllgather || o_.kind == CollKind::kReduceScatter) return elems / n * n;
+  return o_.kind == CollKind::kBarrier ? 0 : elems;
+}
 
 Bench::Layout Bench::MakeLayout(uint64_t bytes, bool in_place) const {
   Layout l;
@@ -48,56 +55,75 @@ void Bench::Fill(Layout& l, uint64_t seed) const { FillFor(l.in, l.in_count, see
 
 void Bench::FillFor(void* buf, size_t count, uint64_t seed, int rank) const {
   const uint64_t s = seed * 1000 + static_cast<uint64_t>(rank);
-  if (Compressed()) FillMixed(o_.dtype, buf, count, s);
-  else FillInput(o_.dtype, o_.op, buf, count, s);
+  if (Compressed()) FillMixed(dtype_, buf, count, s);
+  else FillInput(dtype_, op_, buf, count, s);
 }
 
 bool Bench::Compressed() const {
-  return o_.compression && *o_.compression != Compression::kNone && Compressible(o_.dtype, o_.op);
+  return o_.compression && *o_.compression != Compression::kNone && Compressible(dtype_, op_);
 }
 
-Work Bench::Launch(Layout& l) {
-  Buffer bi{l.in, l.in_count, o_.dtype, MemKind::kHost};
-  Buffer bo{l.out, l.out_count, o_.dtype, MemKind::kHost};
-  CallOptions co{o_.algo, true};  // blocking: the caller waits at once anyway
-  co.compression = o_.compression;
+Work Bench::Launch(Layout& l, bool blocking) {
+  Buffer bi{l.in, l.in_count, dtype_, MemKind::kHost};
+  Buffer bo{l.out, l.out_count, dtype_, MemKind::kHost};
+  CallOptions co{o_.algo, blocking};  // blocking: on the calling thread, done when it returns
+  // fp16/bf16 only where they apply (-d all / -o all also visit the cases they do not).
+  if (o_.compression && (*o_.compression == Compression::kAuto || *o_.compression == Compression::kNone ||
+                         Compressible(dtype_, op_)))
+    co.compression = o_.compression;
   switch (o_.kind) {
-    case CollKind::kAllreduce: return c_.Allreduce(bi, bo, o_.op, co);
+    case CollKind::kAllreduce: return c_.Allreduce(bi, bo, op_, co);
     case CollKind::kBroadcast: return c_.Broadcast(bi, bo, o_.root, co);
     case CollKind::kAllgather: return c_.Allgather(bi, bo, co);
-    case CollKind::kReduceScatter: return c_.ReduceScatter(bi, bo, o_.op, co);
+    case CollKind::kReduceScatter: return c_.ReduceScatter(bi, bo, op_, co);
     case CollKind::kBarrier: break;
   }
   return c_.Barrier(co);
 }
 
-StatusOr<double> Bench::SlowestMean(Layout& l, int iters) {
+// Every iteration posts -m calls on the same buffers (as nccl-tests' aggregated calls) and waits
+// for them; with -z 1 each runs on the calling thread and is done when posted.
+StatusOr<double> Bench::TimedCalls(Layout& l, int iters) {
   HOOP_RETURN_IF_ERROR(c_.Barrier().Wait());
+  std::vector<Work> calls;
+  calls.reserve(static_cast<size_t>(o_.agg));
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) HOOP_RETURN_IF_ERROR(Launch(l).Wait());
-  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
-  double slowest = 0;
-  Buffer tb{&us, 1, DType::kF64, MemKind::kHost}, sb{&slowest, 1, DType::kF64, MemKind::kHost};
-  HOOP_RETURN_IF_ERROR(c_.Allreduce(tb, sb, ReduceOp::kMax).Wait());
-  return slowest;
+  for (int i = 0; i < iters; ++i) {
+    calls.clear();
+    for (int k = 0; k < o_.agg; ++k) calls.push_back(Launch(l, o_.blocking));
+    for (auto& w : calls) HOOP_RETURN_IF_ERROR(w.Wait());
+  }
+  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+              (static_cast<double>(iters) * o_.agg);
+  double combined = 0;
+  Buffer tb{&us, 1, DType::kF64, MemKind::kHost}, cb{&combined, 1, DType::kF64, MemKind::kHost};
+  switch (o_.average) {
+    case Average::kRank0: HOOP_RETURN_IF_ERROR(c_.Broadcast(tb, cb, 0).Wait()); break;
+    case Average::kMean: HOOP_RETURN_IF_ERROR(c_.Allreduce(tb, cb, ReduceOp::kAvg).Wait()); break;
+    case Average::kMin: HOOP_RETURN_IF_ERROR(c_.Allreduce(tb, cb, ReduceOp::kMin).Wait()); break;
+    case Average::kMax: HOOP_RETURN_IF_ERROR(c_.Allreduce(tb, cb, ReduceOp::kMax).Wait()); break;
+  }
+  return combined;
 }
 
-StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place) {
+StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place, int iters) {
   Layout l = MakeLayout(bytes, in_place);
   Row row;
+  row.dtype = dtype_;
+  row.op = op_;
   row.bytes = std::max(l.in_count, l.out_count) * esize_;
   row.count = std::max(l.in_count, l.out_count);
   row.in_place = in_place;
   row.repeats = o_.repeats;
   Fill(l, seed);
-  HOOP_ASSIGN_OR_RETURN(double probe_us, SlowestMean(l, 1));  // the first call: sizes the loop
-  row.iters = o_.iters > 0 ? o_.iters : AutoIters(row.bytes, probe_us);
+  HOOP_ASSIGN_OR_RETURN(double probe_us, TimedCalls(l, 1));  // the first iteration: sizes the loop
+  row.iters = iters > 0 ? iters : o_.iters > 0 ? o_.iters : AutoIters(row.bytes, probe_us * o_.agg);
   int warmup = o_.warmup >= 0 ? o_.warmup : AutoWarmup(row.iters);
-  for (int i = 0; i < warmup; ++i) HOOP_RETURN_IF_ERROR(Launch(l).Wait());
+  for (int i = 0; i < warmup * o_.agg; ++i) HOOP_RETURN_IF_ERROR(Launch(l).Wait());
   std::vector<double> times;
   for (int r = 0; r < o_.repeats; ++r) {
     if (in_place) Fill(l, seed);  // repeated in-place sums would otherwise run into inf
-    HOOP_ASSIGN_OR_RETURN(double t, SlowestMean(l, row.iters));
+    HOOP_ASSIGN_OR_RETURN(double t, TimedCalls(l, row.iters));
     times.push_back(t);
   }
   std::sort(times.begin(), times.end());
@@ -130,7 +156,7 @@ StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed, double* err_ratio) {
   }
   if (Compressed()) {  // within the bound, not exact; auto is held to fp16's, what it picks
     const Compression z = *o_.compression == Compression::kAuto ? Compression::kFp16 : *o_.compression;
-    BoundCheck b = CheckCompressedBound(o_.dtype, o_.op, z, ptrs, l.out, l.out_count);
+    BoundCheck b = CheckCompressedBound(dtype_, op_, z, ptrs, l.out, l.out_count);
     int64_t outside = static_cast<int64_t>(b.outside), total = 0;
     Buffer wb{&outside, 1, DType::kI64, MemKind::kHost}, tb{&total, 1, DType::kI64, MemKind::kHost};
     HOOP_RETURN_IF_ERROR(c_.Allreduce(wb, tb, ReduceOp::kSum).Wait());
@@ -140,20 +166,20 @@ StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed, double* err_ratio) {
   }
   std::vector<char> want(std::max<size_t>(out_b, 1));
   switch (o_.kind) {
-    case CollKind::kAllreduce: ReferenceReduce(o_.dtype, o_.op, ptrs, want.data(), l.out_count); break;
+    case CollKind::kAllreduce: ReferenceReduce(dtype_, op_, ptrs, want.data(), l.out_count); break;
     case CollKind::kBroadcast: std::memcpy(want.data(), ptrs[static_cast<size_t>(o_.root)], out_b); break;
     case CollKind::kAllgather:
       for (size_t r = 0; r < ptrs.size(); ++r) std::memcpy(want.data() + r * in_b, ptrs[r], in_b);
       break;
     case CollKind::kReduceScatter: {
       std::vector<char> full(std::max<size_t>(in_b, 1));
-      ReferenceReduce(o_.dtype, o_.op, ptrs, full.data(), l.in_count);
+      ReferenceReduce(dtype_, op_, ptrs, full.data(), l.in_count);
       std::memcpy(want.data(), full.data() + me * out_b, out_b);
       break;
     }
     case CollKind::kBarrier: break;
   }
-  int64_t wrong = static_cast<int64_t>(CountMismatches(o_.dtype, l.out, want.data(), l.out_count)), total = 0;
+  int64_t wrong = static_cast<int64_t>(CountMismatches(dtype_, l.out, want.data(), l.out_count)), total = 0;
   Buffer wb{&wrong, 1, DType::kI64, MemKind::kHost}, tb{&total, 1, DType::kI64, MemKind::kHost};
   HOOP_RETURN_IF_ERROR(c_.Allreduce(wb, tb, ReduceOp::kSum).Wait());
   return total;

@@ -1,7 +1,7 @@
-// hoop-perf's measurement of one size of one collective: buffers laid out in place or out of
-// place, warm-up, then R timed repetitions of N calls each, every repetition between barriers and
-// reported as the slowest rank's mean; optionally one more call on fresh data checked element by
-// element against the reference.
+// hoop-perf's measurement of one size of one collective on one dtype and op: buffers laid out in
+// place or out of place, warm-up, then R timed repetitions of N iterations of -m calls each,
+// every repetition between barriers, its per-call time combined across ranks as -a says; then
+// (-c 1) one more call on fresh data checked element by element against the reference.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,8 @@
 namespace hoop::perf {
 
 struct Row {
+  DType dtype = DType::kF32;
+  ReduceOp op = ReduceOp::kSum;  // meaningful where the collective reduces
   uint64_t bytes = 0, count = 0;
   bool in_place = false;
   Algo algo = Algo::kAuto;
@@ -27,8 +29,13 @@ double BusFactor(CollKind k, int n);
 
 class Bench {
  public:
-  Bench(Communicator& c, const PerfOptions& o);
-  StatusOr<Row> RunSize(uint64_t bytes, uint64_t seed, bool in_place);
+  Bench(Communicator& c, const PerfOptions& o, DType dtype, ReduceOp op);
+  // iters > 0: that many timed iterations (out of place and in place of one size share them);
+  // 0: -n, else scaled by the size and the first call's time.
+  StatusOr<Row> RunSize(uint64_t bytes, uint64_t seed, bool in_place, int iters = 0);
+  // The count of elements a call of `bytes` moves (0 when below one element per rank).
+  size_t CountFor(uint64_t bytes) const;
+  bool Compressed() const;  // --compression fp16, bf16 or auto on a call compression serves
 
  private:
   struct Layout {
@@ -38,14 +45,15 @@ class Bench {
   };
   Layout MakeLayout(uint64_t bytes, bool in_place) const;
   void Fill(Layout& l, uint64_t seed) const;
-  Work Launch(Layout& l);
+  Work Launch(Layout& l, bool blocking = true);
   StatusOr<int64_t> Check(Layout& l, uint64_t seed, double* err_ratio);
   void FillFor(void* buf, size_t count, uint64_t seed, int rank) const;
-  bool Compressed() const;  // -z fp16, bf16 or auto on a call compression serves
-  StatusOr<double> SlowestMean(Layout& l, int iters);
+  StatusOr<double> TimedCalls(Layout& l, int iters);  // per call, combined across ranks (-a)
 
   Communicator& c_;
   const PerfOptions& o_;
+  DType dtype_;
+  ReduceOp op_;
   int n_;
   size_t esize_;
 };

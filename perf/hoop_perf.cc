@@ -1,6 +1,7 @@
-// hoop-perf: nccl-tests-style bandwidth sweep of one collective. Every rank runs it (under
-// hooprun, mpirun or srun); rank 0 prints the table and writes --json/--csv. The measurement of
-// one size is in bench.cc, the output formats in report.cc.
+// hoop-perf: nccl-tests-style bandwidth sweep of one collective, over one or every dtype and op.
+// Every rank runs it (under hooprun, mpirun or srun); rank 0 prints the table and writes
+// --json/--csv as each size finishes. The measurement of one size is in bench.cc, the output
+// formats in report.cc, the flags in perf_options.cc.
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +40,35 @@ std::string TooLarge(const Communicator& c, const PerfOptions& o, uint64_t bytes
   return "";
 }
 
+// Every rank's pid, host and back ends, for rank 0's header (as nccl-tests lists its devices).
+StatusOr<std::vector<RankLine>> GatherRanks(Communicator& c) {
+  struct Record {
+    int32_t pid;
+    char host[64], transport[60];
+  };
+  Record me{};
+  me.pid = static_cast<int32_t>(::getpid());
+  ::gethostname(me.host, sizeof me.host - 1);
+  std::snprintf(me.transport, sizeof me.transport, "%s", c.transport_name().c_str());
+  std::vector<Record> all(static_cast<size_t>(c.size()));
+  Buffer in{&me, sizeof me, DType::kU8, MemKind::kHost}, out{all.data(), sizeof me * all.size(), DType::kU8, MemKind::kHost};
+  HOOP_RETURN_IF_ERROR(c.Allgather(in, out).Wait());
+  std::vector<RankLine> lines;
+  for (size_t r = 0; r < all.size(); ++r) {
+    all[r].host[sizeof all[r].host - 1] = all[r].transport[sizeof all[r].transport - 1] = 0;
+    lines.push_back({static_cast<int>(r), all[r].pid, all[r].host, all[r].transport});
+  }
+  return lines;
+}
+
+// Rank 0's verdict (0: go on), given to every rank so that all stop together.
+int Agree(Communicator& c, int verdict) {
+  int32_t v = verdict, out = 0;
+  Buffer in{&v, 1, DType::kI32, MemKind::kHost}, ob{&out, 1, DType::kI32, MemKind::kHost};
+  if (!c.Broadcast(in, ob, 0).Wait().ok()) return 1;
+  return out;
+}
+
 int Main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "fusion") return RunFusionBench(argc, argv);
   auto opts = ParsePerfOptions(argc, argv);
@@ -55,76 +85,98 @@ int Main(int argc, char** argv) {
     return 0;
   }
   const PerfOptions& o = *opts;
-  PerfJob pj = JoinPerfJob("hoop-perf", o.transport);
+  PerfJob pj = JoinPerfJob("hoop-perf", o.transport, o.timeout_s);
   if (!pj.job) return pj.exit_code;
   Communicator& c = *pj.job->comm;
-  if (o.kind == CollKind::kBroadcast && o.root >= c.size()) {
-    std::fprintf(stderr, "hoop-perf: --root %d is not a rank (size %d)\n", o.root, c.size());
+  const bool lead = c.rank() == 0;
+  if (Rooted(o.kind) && o.root >= c.size()) {
+    if (lead) std::fprintf(stderr, "hoop-perf: --root %d is not a rank (size %d)\n", o.root, c.size());
     return 2;
   }
-  const bool lead = c.rank() == 0;
   RunInfo info{&o, c.size(), c.transport_name(),
-               o.compression ? CompressionName(*o.compression) : pj.cfg.compression};
-
-  std::vector<bool> places;
-  if (o.place != Place::kIn) places.push_back(false);
-  if (o.place != Place::kOut && o.kind != CollKind::kBarrier) places.push_back(true);  // a barrier has no buffer
-  if (places.empty()) places.push_back(false);
-  std::vector<uint64_t> sizes;
-  if (o.kind == CollKind::kBarrier) {
-    sizes.push_back(0);
-  } else {
-    uint64_t bytes = o.min_bytes;
-    if (bytes == 0) {  // one empty call, then on from one element (0 x factor stays 0 for ever)
-      sizes.push_back(0);
-      bytes = DTypeSize(o.dtype);
-    }
-    for (; bytes <= o.max_bytes; bytes *= o.factor) {
-      sizes.push_back(bytes);
-      if (bytes > UINT64_MAX / o.factor) break;
-    }
+               o.compression ? CompressionName(*o.compression) : pj.cfg.compression, {}};
+  auto ranks = GatherRanks(c);
+  if (!ranks.ok()) {
+    std::fprintf(stderr, "hoop-perf: rank %d: %s\n", c.rank(), ranks.status().message().c_str());
+    return 1;
   }
-  if (!sizes.empty()) {
-    if (std::string why = TooLarge(c, o, sizes.back()); !why.empty()) {
-      if (lead) std::fprintf(stderr, "hoop-perf: %s\n", why.c_str());
+  info.rank_lines = *ranks;
+
+  // Sizes: every rank reaches the same verdicts, so all stop together.
+  std::vector<uint64_t> sizes = SweepSizes(o);
+  if (std::string why = TooLarge(c, o, sizes.back()); !why.empty()) {
+    if (lead) std::fprintf(stderr, "hoop-perf: %s\n", why.c_str());
+    return 2;
+  }
+  for (DType d : o.dtypes) {
+    Bench probe(c, o, d, o.ops[0]);
+    if (o.min_bytes > 0 && o.kind != CollKind::kBarrier && probe.CountFor(o.min_bytes) == 0) {
+      const bool per_rank = o.kind == CollKind::kAllgather || o.kind == CollKind::kReduceScatter;
+      const uint64_t least = DTypeSize(d) * (per_rank ? static_cast<uint64_t>(c.size()) : 1);
+      if (lead)
+        std::fprintf(stderr, "hoop-perf: -b %llu is less than one %s element%s (%llu bytes): give -b 0 for one empty "
+                     "call, or -b %llu or more\n", static_cast<unsigned long long>(o.min_bytes), DTypeName(d),
+                     per_rank ? " per rank" : "", static_cast<unsigned long long>(least),
+                     static_cast<unsigned long long>(least));
       return 2;
     }
   }
+  RowFiles files;
+  std::string unwritable = lead ? files.Open(info) : "";
+  if (lead && !unwritable.empty()) std::fprintf(stderr, "hoop-perf: %s\n", unwritable.c_str());
+  if (Agree(c, unwritable.empty() ? 0 : 2) != 0) return 2;
+
   if (lead) PrintHeader(info);
-  Bench bench(c, o);
   std::vector<Row> rows;
-  uint64_t step = 0;
-  for (uint64_t bytes : sizes) {
-    ++step;
-    for (bool in_place : places) {
-      StatusOr<Row> row = Internal("not run");
-      try {
-        row = bench.RunSize(bytes, step, in_place);
-      } catch (const std::bad_alloc&) {
-        row = Unavailable("out of memory for its buffers");
+  const bool compressing = o.compression && (*o.compression == Compression::kFp16 || *o.compression == Compression::kBf16);
+  const std::vector<ReduceOp> ops = Reduces(o.kind) ? o.ops : std::vector<ReduceOp>{o.ops[0]};
+  for (DType d : o.dtypes) {
+    for (ReduceOp op : ops) {
+      if (lead && compressing && !Compressible(d, op))
+        PrintCaseNote(std::string(DTypeName(d)) + " " + ReduceOpName(op) + ": uncompressed (" +
+                      CompressionName(*o.compression) + " applies to f32/f64 sum and avg)");
+      Bench bench(c, o, d, op);
+      uint64_t step = 0;
+      bool said_empty = false;
+      for (uint64_t bytes : sizes) {
+        ++step;
+        const size_t count = bench.CountFor(bytes);
+        if (count == 0 && bytes > 0) continue;  // below one element: the 0-byte row covers it
+        if (lead && bytes == 0 && o.kind != CollKind::kBarrier && !said_empty) {
+          PrintCaseNote("size 0: one row of empty calls (count 0), then on from one element");
+          said_empty = true;
+        }
+        SizeRows pair;
+        int iters = 0;
+        for (bool in_place : {false, true}) {
+          if (in_place ? (o.place == Place::kOut || o.kind == CollKind::kBarrier) : o.place == Place::kIn) continue;
+          StatusOr<Row> row = Internal("not run");
+          try {
+            row = bench.RunSize(bytes, step, in_place, iters);
+          } catch (const std::bad_alloc&) {
+            row = Unavailable("out of memory for its buffers");
+          }
+          if (!row.ok()) {
+            std::fprintf(stderr, "hoop-perf: rank %d, %s of %llu bytes (%s): %s\n", c.rank(), CollKindName(o.kind),
+                         static_cast<unsigned long long>(bytes), DTypeName(d), row.status().message().c_str());
+            return 1;
+          }
+          iters = row->iters;
+          rows.push_back(*row);
+          (in_place ? pair.in : pair.out) = *row;
+          std::string why;
+          if (lead && !files.Add(info, *row, &why)) {
+            std::fprintf(stderr, "hoop-perf: %s\n", why.c_str());
+            return 1;
+          }
+        }
+        if (lead) PrintRow(info, pair);
       }
-      if (!row.ok()) {
-        std::fprintf(stderr, "hoop-perf: rank %d, %s of %llu bytes: %s\n", c.rank(), CollKindName(o.kind),
-                     static_cast<unsigned long long>(bytes), row.status().message().c_str());
-        return 1;
-      }
-      rows.push_back(*row);
-      if (lead) PrintRow(info, *row);
     }
   }
   bool wrong = false;
   for (auto& r : rows) wrong |= r.wrong > 0;
-  if (lead) {
-    PrintSummary(info, rows);
-    if (!o.json.empty() && !WriteJson(o.json, info, rows)) {
-      std::fprintf(stderr, "hoop-perf: cannot write %s\n", o.json.c_str());
-      return 1;
-    }
-    if (!o.csv.empty() && !WriteCsv(o.csv, info, rows)) {
-      std::fprintf(stderr, "hoop-perf: cannot write %s\n", o.csv.c_str());
-      return 1;
-    }
-  }
+  if (lead) PrintSummary(info, rows);
   return wrong ? 1 : 0;
 }
 

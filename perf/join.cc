@@ -4,7 +4,7 @@
 
 namespace hoop::perf {
 
-PerfJob JoinPerfJob(const char* prog, const std::string& transport) {
+PerfJob JoinPerfJob(const char* prog, const std::string& transport, double timeout_s) {
   PerfJob p;
   auto cfg = Config::FromProcessEnv();
   if (!cfg.ok()) {
@@ -14,6 +14,7 @@ PerfJob JoinPerfJob(const char* prog, const std::string& transport) {
   }
   p.cfg = *cfg;
   if (!transport.empty()) p.cfg.transport = transport;
+  if (timeout_s > 0) p.cfg.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000 + 0.5));
   auto job = JoinJob(p.cfg);
   if (!job.ok()) {
     std::fprintf(stderr, "%s: %s\n", prog, job.status().message().c_str());

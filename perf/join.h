@@ -1,4 +1,4 @@
-// Joining the job a hoop-perf command runs in: the Config from the environment, `-t` winning over
+// Joining the job a hoop-perf command runs in: the Config from the environment, `--transport` winning over
 // HOOP_TRANSPORT, then JoinJob. On failure it prints "PROG: cause" and gives the exit code: 2 for
 // bad settings, 1 for a job it could not join.
 #pragma once
@@ -16,6 +16,7 @@ struct PerfJob {
   int exit_code = 0;
 };
 
-PerfJob JoinPerfJob(const char* prog, const std::string& transport);
+// timeout_s > 0 replaces HOOP_TIMEOUT (hoop-perf -T).
+PerfJob JoinPerfJob(const char* prog, const std::string& transport, double timeout_s = 0);
 
 }  // namespace hoop::perf

@@ -1,47 +1,120 @@
 #include "perf/perf_options.h"
 
+#include <algorithm>
+
 #include "common/parse.h"
+#include "common/suggest.h"
 
 namespace hoop::perf {
 
 const char* const kPerfUsage =
     "usage: hoop-perf COLLECTIVE [options]       (run it under hooprun, mpirun or srun)\n"
     "       hoop-perf fusion [options]           the tensor fusion runtime ('hoop-perf fusion --help')\n"
+    "       hoop-perf --version\n"
     "\n"
     "COLLECTIVE: allreduce | broadcast | allgather | reduce_scatter | barrier\n"
-    "  -b, --minbytes SIZE   smallest message (default 8); K/M/G suffixes, powers of 1024\n"
-    "  -e, --maxbytes SIZE   largest message (default 64M)\n"
-    "  -f, --stepfactor N    multiply the size by N each step (default 2)\n"
-    "  -n, --iters N         timed calls per repetition (default: scaled by size, enough to move\n"
-    "                        256 MiB, 5 to 1000)\n"
-    "  -w, --warmup N        untimed calls per size (default: a fifth of the timed ones)\n"
-    "  -R, --repeats N       timed repetitions per size (default 3); the median is reported\n"
-    "  -c, --check 0|1       check every result against a reference, count wrong elements\n"
-    "  -d, --datatype T      u8 i32 i64 f16 bf16 f32 f64 (default f32)\n"
-    "  -o, --op OP           sum avg min max prod (default sum)\n"
-    "  -a, --algo A          auto ring tree doubling (allreduce), chain binomial (broadcast)\n"
-    "  -r, --root R          broadcast root (default 0)\n"
-    "  -t, --transport T     back end for every peer: shm ucx ofi tcp (default: HOOP_TRANSPORT,\n"
-    "                        else per peer the first that reaches it)\n"
-    "  -p, --place P         out (out of place, default), in (in place) or both\n"
-    "  -z, --compression Z   allreduce on the wire: none, fp16, bf16 or auto (default:\n"
-    "                        HOOP_COMPRESSION); fp16/bf16 need -d f32|f64 and -o sum|avg. With\n"
-    "                        -c 1 the check uses mixed-magnitude data and counts the elements\n"
-    "                        outside the error bound (collectives/kernels/wire.h); the err/bnd\n"
-    "                        column is the worst |error| / bound\n"
-    "  --json FILE           also write the rows as a JSON array to FILE (rank 0)\n"
-    "  --csv FILE            also write the rows as CSV with a header line to FILE (rank 0)\n"
-    "  -h, --help            this text\n"
+    "nccl-tests' flags, with nccl-tests' meanings:\n"
+    "  -b, --minbytes SIZE      smallest message (default 8); K/M/G suffixes, powers of 1024. -b 0\n"
+    "                           runs one empty call first; a size below one element otherwise is refused\n"
+    "  -e, --maxbytes SIZE      largest message (default 64M)\n"
+    "  -f, --stepfactor N       multiply the size by N each step (default 2)\n"
+    "  -i, --stepbytes SIZE     add SIZE each step instead (linear steps; not with -f)\n"
+    "  -n, --iters N            timed iterations per repetition (default: scaled by size, enough to\n"
+    "                           move 256 MiB, 5 to 1000)\n"
+    "  -w, --warmup_iters N     untimed iterations per size (default: a fifth of the timed ones)\n"
+    "  -m, --agg_iters N        calls per iteration (default 1); the time is per call\n"
+    "  -c, --check 0|1          check every result against a reference (default 1): one more call\n"
+    "                           per size on fresh data, wrong elements counted in #wrong\n"
+    "  -d, --datatype T|all     u8 i32 i64 f16 bf16 f32 f64, or all of them in turn (default f32)\n"
+    "  -o, --op OP|all          sum avg min max prod, or all of them in turn (default sum)\n"
+    "  -r, --root R             root of broadcast (default 0)\n"
+    "  -a, --average 0|1|2|3    the time reported: 0 rank 0's, 1 the mean over ranks, 2 the fastest\n"
+    "                           rank's, 3 the slowest rank's (default 3; nccl-tests' default is 1)\n"
+    "  -z, --blocking 0|1       1: every call runs on the calling thread and returns done (default);\n"
+    "                           0: calls are posted to the communicator's worker and waited for at\n"
+    "                           the end of each iteration\n"
+    "  -T, --timeout SECONDS    fail a call that takes longer (default: HOOP_TIMEOUT, else 300)\n"
+    "  -g, --ngpus 1            ranks per process: always 1 (start N ranks with 'hooprun -np N');\n"
+    "  -t, --nthreads 1         -g will select GPUs once device buffers land\n"
+    "  -p, --parallel_init 0|1  accepted; with one rank per process there is nothing to parallelise\n"
+    "  -F, --csv FILE           also write the rows as CSV with a header line to FILE (rank 0)\n"
+    "hoop's own:\n"
+    "  -R, --repeats N          timed repetitions per size (default 3); the median is reported\n"
+    "  --place out|in|both      out of place, in place, or both side by side (default both)\n"
+    "  --algo A                 auto ring tree doubling (allreduce), chain binomial (broadcast)\n"
+    "                           (default auto: HOOP_ALGO, else chosen per size)\n"
+    "  --transport T            back end for every peer: shm ucx ofi tcp (default: HOOP_TRANSPORT,\n"
+    "                           else per peer the first that reaches it)\n"
+    "  --compression Z          allreduce on the wire: none, fp16, bf16 or auto (default:\n"
+    "                           HOOP_COMPRESSION, else none); fp16/bf16 apply to f32/f64 sum/avg\n"
+    "                           (with -d all or -o all the other cases run uncompressed, saying so).\n"
+    "                           Checked results use mixed-magnitude data and count the elements\n"
+    "                           outside the error bound (collectives/kernels/wire.h); err/bnd is the\n"
+    "                           worst |error| / bound\n"
+    "  --json FILE              also write the rows as a JSON array to FILE (rank 0)\n"
+    "  -h, --help               this text\n"
+    "  --version                hoop-perf's version\n"
     "\n"
+    "--csv and --json files are rewritten as each size finishes, so an interrupted sweep keeps what\n"
+    "it measured; a path that cannot be written is refused before the first measurement.\n"
     "SIZE is the largest buffer of the operation: allreduce's and broadcast's buffer, allgather's\n"
     "output, reduce_scatter's input. In place means allreduce and broadcast with one buffer,\n"
     "allgather with the input at rank x count in the output, reduce_scatter with the output at\n"
     "rank x count in the input (as nccl-tests). barrier runs one row with size 0.\n"
-    "time is the median over the repetitions of the slowest rank's mean per call; spread is\n"
-    "(slowest - fastest repetition) / median. algbw = SIZE / time; busbw = algbw x 2(n-1)/n\n"
-    "(allreduce), x (n-1)/n (allgather, reduce_scatter), x 1 (broadcast): the rate every link\n"
-    "must carry, comparable with the link (nccl-tests' definitions).\n";
+    "time is the median over the repetitions of the per-call time combined across ranks (-a);\n"
+    "spread is (slowest - fastest repetition) / median. algbw = SIZE / time; busbw = algbw x\n"
+    "2(n-1)/n (allreduce), x (n-1)/n (allgather, reduce_scatter), x 1 (broadcast): the rate every\n"
+    "link must carry, comparable with the link (nccl-tests' definitions).\n";
 
+const char* AverageName(Average a) {
+  switch (a) {
+    case Average::kRank0: return "rank 0";
+    case Average::kMean: return "mean";
+    case Average::kMin: return "min";
+    case Average::kMax: return "max";
+  }
+  return "?";
+}
+
+bool Reduces(CollKind k) { return k == CollKind::kAllreduce || k == CollKind::kReduceScatter; }
+bool Rooted(CollKind k) { return k == CollKind::kBroadcast; }
+
+std::vector<uint64_t> SweepSizes(const PerfOptions& o) {
+  std::vector<uint64_t> sizes;
+  if (o.kind == CollKind::kBarrier) return {0};
+  uint64_t bytes = o.min_bytes;
+  if (bytes == 0) {  // one empty call, then on from one step (0 x factor stays 0 for ever)
+    sizes.push_back(0);
+    bytes = o.step_bytes ? o.step_bytes : 1;
+  }
+  for (; bytes <= o.max_bytes;) {
+    sizes.push_back(bytes);
+    if (o.step_bytes) {
+      if (bytes > UINT64_MAX - o.step_bytes) break;
+      bytes += o.step_bytes;
+    } else {
+      if (bytes > UINT64_MAX / o.factor) break;
+      bytes *= o.factor;
+    }
+  }
+  return sizes;
+}
+
+namespace {
+
+const std::vector<std::string> kFlags = {
+    "-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-i", "--stepbytes", "-n", "--iters", "-w",
+    "--warmup_iters", "--warmup", "-m", "--agg_iters", "-c", "--check", "-d", "--datatype", "-o", "--op", "-r",
+    "--root", "-a", "--average", "-z", "--blocking", "-T", "--timeout", "-g", "--ngpus", "-t", "--nthreads",
+    "-p", "--parallel_init", "-F", "--csv", "-R", "--repeats", "--place", "--algo", "--transport",
+    "--compression", "--json", "-h", "--help", "--version"};
+
+Status Unknown(const std::string& a) {
+  std::string near = Nearest(a, kFlags);
+  return InvalidArgument("unknown option '" + a + "'" + (near.empty() ? "" : " (did you mean " + near + "?)"));
+}
+
+}  // namespace
 
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   PerfOptions o;
@@ -61,52 +134,94 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   else if (first == "reduce_scatter") o.kind = CollKind::kReduceScatter;
   else if (first == "barrier") o.kind = CollKind::kBarrier;
   else return InvalidArgument("unknown collective '" + first + "'");
+  bool factor_given = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       o.help = true;
       return o;
     }
-    if (i + 1 >= argc) return InvalidArgument(a + " needs a value (or is unknown)");
+    if (a == "--version") {
+      o.version = true;
+      return o;
+    }
+    if (std::find(kFlags.begin(), kFlags.end(), a) == kFlags.end()) return Unknown(a);
+    if (i + 1 >= argc) return InvalidArgument(a + " needs a value");
     std::string v = argv[++i];
     auto bad = [&](const std::string& what) { return InvalidArgument(a + " '" + v + "': " + what); };
-    if (a == "-b" || a == "--minbytes" || a == "-e" || a == "--maxbytes") {
+    auto flag01 = [&](bool* out) -> Status {
+      if (v != "0" && v != "1") return bad("expected 0 or 1");
+      *out = v == "1";
+      return Status::Ok();
+    };
+    if (a == "-b" || a == "--minbytes" || a == "-e" || a == "--maxbytes" || a == "-i" || a == "--stepbytes") {
       auto s = ParseSize(v);
       if (!s) return bad("expected a size like 8, 64K, 16M");
-      (a == "-b" || a == "--minbytes" ? o.min_bytes : o.max_bytes) = *s;
+      if ((a == "-i" || a == "--stepbytes") && *s == 0) return bad("expected a step of at least 1 byte");
+      (a == "-b" || a == "--minbytes" ? o.min_bytes : a == "-e" || a == "--maxbytes" ? o.max_bytes : o.step_bytes) = *s;
     } else if (a == "-f" || a == "--stepfactor") {
       auto n = ParseInt(v);
       if (!n || *n < 2) return bad("expected an integer >= 2");
       o.factor = static_cast<uint64_t>(*n);
-    } else if (a == "-n" || a == "--iters" || a == "-w" || a == "--warmup") {
+      factor_given = true;
+    } else if (a == "-n" || a == "--iters" || a == "-w" || a == "--warmup_iters" || a == "--warmup") {
       auto n = ParseInt(v);
-      bool warm = a == "-w" || a == "--warmup";
-      if (!n || *n < (warm ? 0 : 1) || *n > 1000000) return bad("expected a count");
+      bool warm = a[1] == 'w' || a == "--warmup_iters" || a == "--warmup";
+      if (!n || *n < (warm ? 0 : 1) || *n > 1000000) return bad(warm ? "expected a count in [0, 1000000]" : "expected a count in [1, 1000000]");
       (warm ? o.warmup : o.iters) = static_cast<int>(*n);
+    } else if (a == "-m" || a == "--agg_iters") {
+      auto n = ParseInt(v);
+      if (!n || *n < 1 || *n > 1024) return bad("expected a count in [1, 1024]");
+      o.agg = static_cast<int>(*n);
     } else if (a == "-R" || a == "--repeats") {
       auto n = ParseInt(v);
       if (!n || *n < 1 || *n > 1000) return bad("expected a count in [1, 1000]");
       o.repeats = static_cast<int>(*n);
-    } else if (a == "-t" || a == "--transport") {
+    } else if (a == "-c" || a == "--check") {
+      HOOP_RETURN_IF_ERROR(flag01(&o.check));
+    } else if (a == "-z" || a == "--blocking") {
+      HOOP_RETURN_IF_ERROR(flag01(&o.blocking));
+    } else if (a == "-p" || a == "--parallel_init") {
+      bool ignored;
+      HOOP_RETURN_IF_ERROR(flag01(&ignored));
+    } else if (a == "-g" || a == "--ngpus" || a == "-t" || a == "--nthreads") {
+      auto n = ParseInt(v);
+      if (!n || *n < 1) return bad("expected 1");
+      if (*n > 1)
+        return bad("hoop-perf runs one rank per process; start " + v + " ranks with 'hooprun -np " + v +
+                   " hoop-perf ...'" + (a[1] == 'g' || a == "--ngpus" ? " (-g selects GPUs once device buffers land)" : ""));
+    } else if (a == "-a" || a == "--average") {
+      if (v != "0" && v != "1" && v != "2" && v != "3") return bad("expected 0 (rank 0), 1 (mean), 2 (min) or 3 (max)");
+      o.average = static_cast<Average>(v[0] - '0');
+    } else if (a == "-T" || a == "--timeout") {
+      auto s = ParseSeconds(v);
+      if (!s || *s > 604800) return bad("expected seconds in (0, 604800]");
+      o.timeout_s = *s;
+    } else if (a == "-d" || a == "--datatype") {
+      if (v == "all") {
+        o.dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
+      } else {
+        auto d = ParseDType(v);
+        if (!d) return bad("expected u8, i32, i64, f16, bf16, f32, f64 or all");
+        o.dtypes = {*d};
+      }
+    } else if (a == "-o" || a == "--op") {
+      if (v == "all") {
+        o.ops.assign(std::begin(kAllReduceOps), std::end(kAllReduceOps));
+      } else {
+        auto op = ParseReduceOp(v);
+        if (!op) return bad("expected sum, avg, min, max, prod or all");
+        o.ops = {*op};
+      }
+    } else if (a == "--transport") {
       if (v != "shm" && v != "ucx" && v != "ofi" && v != "tcp") return bad("expected shm, ucx, ofi or tcp");
       o.transport = v;
-    } else if (a == "-p" || a == "--place") {
+    } else if (a == "--place") {
       if (v == "out") o.place = Place::kOut;
       else if (v == "in") o.place = Place::kIn;
       else if (v == "both") o.place = Place::kBoth;
       else return bad("expected out, in or both");
-    } else if (a == "-c" || a == "--check") {
-      if (v != "0" && v != "1") return bad("expected 0 or 1");
-      o.check = v == "1";
-    } else if (a == "-d" || a == "--datatype") {
-      auto d = ParseDType(v);
-      if (!d) return bad("expected u8, i32, i64, f16, bf16, f32 or f64");
-      o.dtype = *d;
-    } else if (a == "-o" || a == "--op") {
-      auto op = ParseReduceOp(v);
-      if (!op) return bad("expected sum, avg, min, max or prod");
-      o.op = *op;
-    } else if (a == "-a" || a == "--algo") {
+    } else if (a == "--algo") {
       auto al = ParseAlgo(v);
       if (!al) return bad("expected auto, ring, tree, doubling, chain or binomial");
       o.algo = *al;
@@ -114,24 +229,28 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
       auto n = ParseInt(v);
       if (!n || *n < 0) return bad("expected a rank");
       o.root = static_cast<int>(*n);
-    } else if (a == "-z" || a == "--compression") {
+    } else if (a == "--compression") {
       auto z = ParseCompression(v);
       if (!z) return bad("expected none, fp16, bf16 or auto");
       o.compression = *z;
     } else if (a == "--json") {
       o.json = v;
-    } else if (a == "--csv") {
+    } else {  // -F, --csv
       o.csv = v;
-    } else {
-      return InvalidArgument("unknown option '" + a + "'");
     }
   }
   if (o.min_bytes > o.max_bytes) return InvalidArgument("-b is larger than -e");
-  if (o.compression && o.kind != CollKind::kAllreduce) return InvalidArgument("-z applies to allreduce only");
-  if (o.compression && (*o.compression == Compression::kFp16 || *o.compression == Compression::kBf16) &&
-      !Compressible(o.dtype, o.op))
-    return InvalidArgument(std::string("-z ") + CompressionName(*o.compression) + " needs -d f32 or f64 and -o sum or avg, not " +
-                           DTypeName(o.dtype) + " " + ReduceOpName(o.op));
+  if (o.step_bytes && factor_given) return InvalidArgument("-i (linear steps) and -f (a factor) exclude each other");
+  if (o.compression && o.kind != CollKind::kAllreduce) return InvalidArgument("--compression applies to allreduce only");
+  if (o.compression && (*o.compression == Compression::kFp16 || *o.compression == Compression::kBf16)) {
+    bool any = false;
+    for (DType d : o.dtypes)
+      for (ReduceOp op : o.ops) any |= Compressible(d, op);
+    if (!any)
+      return InvalidArgument(std::string("--compression ") + CompressionName(*o.compression) +
+                             " needs -d f32 or f64 and -o sum or avg, not " + DTypeName(o.dtypes[0]) + " " +
+                             ReduceOpName(o.ops[0]));
+  }
   return o;
 }
 

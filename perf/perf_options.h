@@ -1,10 +1,12 @@
-// hoop-perf's command line (nccl-tests conventions, plus repetitions, in-place runs, the back
-// end, CSV). Parsing is pure: no job is joined here.
+// hoop-perf's command line: nccl-tests' flags with nccl-tests' meanings (-b -e -i -f -n -w -m -c
+// -d -o -r -a -z -T -g -t -p), plus hoop's own under long names (--algo, --transport,
+// --place, --compression) and repetitions (-R), CSV and JSON. Parsing is pure: no job is joined.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collectives/algo.h"
 #include "collectives/kernels/wire.h"
@@ -17,27 +19,42 @@ namespace hoop::perf {
 
 enum class Place : uint8_t { kOut, kIn, kBoth };
 
+// -a: how the ranks' times for one size combine into the reported one (nccl-tests' values).
+enum class Average : uint8_t { kRank0 = 0, kMean = 1, kMin = 2, kMax = 3 };
+const char* AverageName(Average a);
+
 struct PerfOptions {
   CollKind kind = CollKind::kAllreduce;
   uint64_t min_bytes = 8, max_bytes = 64 << 20;
-  uint64_t factor = 2;
+  uint64_t factor = 2;      // -f: multiply each step
+  uint64_t step_bytes = 0;  // -i: add each step instead (0: use -f)
   int iters = 0;    // 0: scaled by size (AutoIters, harness.h)
   int warmup = -1;  // -1: scaled by size (AutoWarmup)
+  int agg = 1;      // -m: calls per timed iteration
   int repeats = 3;
-  bool check = false;
-  DType dtype = DType::kF32;
-  ReduceOp op = ReduceOp::kSum;
+  bool check = true;
+  bool blocking = true;  // -z 1: each call on the calling thread; 0: posted, waited per iteration
+  Average average = Average::kMax;
+  double timeout_s = 0;  // -T; 0: HOOP_TIMEOUT's
+  std::vector<DType> dtypes{DType::kF32};      // -d, or every one with -d all
+  std::vector<ReduceOp> ops{ReduceOp::kSum};   // -o, or every one with -o all
   Algo algo = Algo::kAuto;
-  Place place = Place::kOut;
+  Place place = Place::kBoth;
   int root = 0;
   std::string transport;  // empty: HOOP_TRANSPORT, else per peer
-  std::optional<Compression> compression;  // -z; unset: HOOP_COMPRESSION's setting
+  std::optional<Compression> compression;  // --compression; unset: HOOP_COMPRESSION's setting
   std::string json, csv;
   bool help = false, version = false;
 };
 
-
 extern const char* const kPerfUsage;
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv);
+
+// Whether the collective reduces (has an op) and whether it has a root.
+bool Reduces(CollKind k);
+bool Rooted(CollKind k);
+
+// The sizes a sweep visits, in bytes: -b, then times -f (or plus -i) up to -e.
+std::vector<uint64_t> SweepSizes(const PerfOptions& o);
 
 }  // namespace hoop::perf

@@ -1,11 +1,14 @@
 #include "transport/file_store.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -91,6 +94,59 @@ StatusOr<int64_t> FileStore::Add(const std::string& key, int64_t delta) {
   ::close(fd);
   if (!s.ok()) return s;
   return v;
+}
+
+Status FileStore::Claim(const std::string& token, int rank) {
+  // FNV-1a of the token: the directory may be readable by others, the token must not be.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : token) h = (h ^ c) * 1099511628211ull;
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  const std::string mine = std::to_string(h), me = std::string(host) + ":" + std::to_string(::getpid());
+  auto other = [&](const std::string& why) {
+    return Status(Code::kFailedPrecondition,
+                  "file store " + dir_ + " holds another job's entries (" + why +
+                      "); give every job a fresh directory, or empty this one");
+  };
+  std::string job;
+  if (ReadFile(PathOf("hoop/job"), &job) && job != mine) return other("written with another HOOP_JOB_TOKEN");
+  // Owners "host:pid" per rank: this rank's by another process, or any rank's by a process of
+  // this host that has exited, are a finished (or failed) job's.
+  const std::string prefix = "hoop%2fowner%2f";
+  if (DIR* d = ::opendir(dir_.c_str())) {
+    Status found;
+    while (dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind(prefix, 0) != 0 || name.find(".tmp.") != std::string::npos) continue;
+      const std::string r = name.substr(prefix.size());
+      std::string owner;
+      if (!ReadFile(dir_ + "/" + name, &owner) || owner == me) continue;
+      const size_t colon = owner.rfind(':');
+      const bool here = colon != std::string::npos && owner.substr(0, colon) == host;
+      const long pid = here ? std::atol(owner.c_str() + colon + 1) : 0;
+      if (r == std::to_string(rank))
+        found = other("rank " + r + "'s were written by " + owner + ", this rank is " + me);
+      else if (here && pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+        found = other("rank " + r + "'s were written by pid " + std::to_string(pid) + " of this host, which has exited");
+      if (!found.ok()) break;
+    }
+    ::closedir(d);
+    HOOP_RETURN_IF_ERROR(found);
+  }
+  if (job.empty()) HOOP_RETURN_IF_ERROR(Set("hoop/job", mine));
+  return Set("hoop/owner/" + std::to_string(rank), me);
+}
+
+void FileStore::RemoveAll() {
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    // Only what this store writes: escaped keys ("hoop%2f..."), their temporaries, the lock.
+    if (name.rfind("hoop%2f", 0) == 0 || name == ".lock") ::unlink((dir_ + "/" + name).c_str());
+  }
+  ::closedir(d);
+  ::rmdir(dir_.c_str());  // only if nothing else is in it
 }
 
 }  // namespace hoop

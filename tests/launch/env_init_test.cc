@@ -61,6 +61,51 @@ TEST_CASE("C API with Slurm's variables and a file store", "[env]") {
     CHECK(results[static_cast<size_t>(k)].exit_code == 0);
     CHECK(results[static_cast<size_t>(k)].output.find("c-api ok rank " + std::to_string(k) + " of 3") != std::string::npos);
   }
+  // A job that ends cleanly leaves nothing behind.
+  CHECK(::access(dir, F_OK) != 0);
+  std::string cmd = std::string("rm -rf ") + dir;
+  CHECK(std::system(cmd.c_str()) == 0);
+}
+
+TEST_CASE("a file store directory that holds another job's entries is refused, naming it", "[env]") {
+  char dir[] = "/tmp/hoop-reuse-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  auto run = [&](int n, const std::string& token, int only = -1) {
+    std::vector<ProcResult> results(static_cast<size_t>(n));
+    std::vector<std::thread> ranks;
+    for (int k = 0; k < n; ++k) {
+      if (only >= 0 && k != only) continue;
+      ranks.emplace_back([&, k] {
+        ProcOptions o = Within(30);
+        o.env = {{"SLURM_PROCID", std::to_string(k)}, {"SLURM_NTASKS", std::to_string(n)},
+                 {"SLURM_LOCALID", std::to_string(k)}, {"HOOP_STORE", std::string("file://") + dir},
+                 {"HOOP_JOB_TOKEN", token}, {"HOOP_TIMEOUT", "2"}};
+        o.unset = {"HOOP_RANK", "HOOP_SIZE", "OMPI_COMM_WORLD_RANK"};
+        results[static_cast<size_t>(k)] = RunProc({Bin("hoop-c-api-test")}, o);
+      });
+    }
+    for (auto& t : ranks) t.join();
+    return results;
+  };
+  // A job that failed (rank 0 alone, timed out) leaves its entries.
+  auto failed = run(3, "first", 0);
+  CHECK(failed[0].exit_code != 0);
+  REQUIRE(::access(dir, F_OK) == 0);
+  // Another token: every rank refuses at once.
+  for (const auto& r : run(3, "second")) {
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.seconds < 2);
+    CHECK(r.output.find(std::string("file store ") + dir + " holds another job's entries (written with another "
+                        "HOOP_JOB_TOKEN); give every job a fresh directory, or empty this one") != std::string::npos);
+  }
+  // The same token: rank 0's entries are a process's that has exited.
+  for (const auto& r : run(3, "first")) {
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.seconds < 2);
+    CHECK(r.output.find(" holds another job's entries (rank 0's were written by ") != std::string::npos);
+  }
   std::string cmd = std::string("rm -rf ") + dir;
   CHECK(std::system(cmd.c_str()) == 0);
 }
