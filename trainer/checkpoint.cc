@@ -17,7 +17,7 @@ namespace hoop::train {
 namespace {
 
 constexpr char kMagic[8] = {'H', 'O', 'O', 'P', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 template <class T>
 void Put(std::string& b, T v) {
@@ -81,6 +81,14 @@ Status SaveCheckpoint(const std::string& path, const CheckpointInfo& info, const
   PutStr(b, info.model);
   Put(b, info.epochs_done);
   Put(b, info.steps_done);
+  Put(b, info.step_in_epoch);
+  Put(b, info.ranks);
+  Put(b, info.batch);
+  Put(b, info.wall_s);
+  for (const auto* v : {&info.partial, &info.history}) {
+    Put<uint32_t>(b, static_cast<uint32_t>(v->size()));
+    for (double d : *v) Put(b, d);
+  }
   Put<uint32_t>(b, static_cast<uint32_t>(tensors.size()));
   for (auto& [name, t] : tensors) {
     PutStr(b, name);
@@ -130,9 +138,20 @@ Status LoadCheckpoint(const std::string& path, const std::string& model, const N
   Reader r(b);
   r.Skip(sizeof kMagic);
   uint32_t version = 0, count = 0;
-  if (!r.Get(&version) || version != kVersion) return bad("unsupported version " + std::to_string(version));
-  if (!r.GetStr(&info->model) || !r.Get(&info->epochs_done) || !r.Get(&info->steps_done) || !r.Get(&count))
-    return bad("truncated header");
+  if (!r.Get(&version) || version < 1 || version > kVersion) return bad("unsupported version " + std::to_string(version));
+  if (!r.GetStr(&info->model) || !r.Get(&info->epochs_done) || !r.Get(&info->steps_done)) return bad("truncated header");
+  if (version >= 2) {
+    if (!r.Get(&info->step_in_epoch) || !r.Get(&info->ranks) || !r.Get(&info->batch) || !r.Get(&info->wall_s))
+      return bad("truncated header");
+    for (auto* v : {&info->partial, &info->history}) {
+      uint32_t n = 0;
+      if (!r.Get(&n) || n > (1u << 20)) return bad("truncated header");
+      v->resize(n);
+      for (double& d : *v)
+        if (!r.Get(&d)) return bad("truncated header");
+    }
+  }
+  if (!r.Get(&count)) return bad("truncated header");
   if (info->model != model) return bad("holds model '" + info->model + "', but this run trains '" + model + "'");
   std::map<std::string, Tensor*> want(tensors.begin(), tensors.end());
   std::set<std::string> loaded;

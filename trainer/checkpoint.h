@@ -1,11 +1,16 @@
 // Checkpoints: the model's parameters, batch-norm statistics and momentum buffers, with where
-// training stopped, in one file that rank 0 alone writes at the end of each epoch.
+// training stopped, in one file that rank 0 alone writes: at the end of each epoch, every
+// --checkpoint-every steps, and when the job is interrupted. A checkpoint taken mid-epoch also
+// holds the epoch's partial sums, so a resumed run ends as an unbroken one would.
 //
 // Written atomically: to PATH.tmp.PID, flushed and fsync'ed, then renamed over PATH, so a crash
 // leaves the previous checkpoint whole. Format (little-endian): "HOOPCKPT", u32 version, the
-// model's name, u32 epochs done, u64 steps done, u32 tensor count, then per tensor its name,
-// u64 element count and f32 data; last a CRC-32 of everything before it. Loading checks each of
-// these and that every tensor the model expects is there with its size, naming what differs.
+// model's name, u32 epochs done, u64 steps done, and from version 2: u32 steps done in the
+// unfinished epoch, u32 ranks, u32 batch per rank, f64 wall seconds, u32 n and n f64 (the
+// unfinished epoch's partial sums), u32 n and n f64 (the finished epochs' metrics, in
+// metrics.h's field order); then u32 tensor count, per tensor its name, u64 element count and f32
+// data; last a CRC-32 of everything before it. Version 1 files still load. Loading checks each
+// of these and that every tensor the model expects is there with its size, naming what differs.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -19,7 +24,12 @@ namespace hoop::train {
 struct CheckpointInfo {
   std::string model;
   uint32_t epochs_done = 0;
-  uint64_t steps_done = 0;
+  uint64_t steps_done = 0;       // over the whole run
+  uint32_t step_in_epoch = 0;    // steps of the unfinished epoch done (0: at an epoch's end)
+  uint32_t ranks = 0, batch = 0; // the run that wrote it (0: a version 1 file, unknown)
+  double wall_s = 0;             // training time so far
+  std::vector<double> partial;   // the unfinished epoch's sums (trainer.cc's order)
+  std::vector<double> history;   // the finished epochs' metrics, flattened (metrics.h)
 };
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor*>>;

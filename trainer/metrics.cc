@@ -42,6 +42,23 @@ std::string Num(double v) {
 
 }  // namespace
 
+std::vector<double> EpochValues(const EpochMetrics& m) {
+  std::vector<double> v;
+  for (auto& [k, x] : Fields(m)) v.push_back(x);
+  return v;
+}
+
+size_t EpochFieldCount() { return Fields(EpochMetrics{}).size(); }
+
+EpochMetrics EpochFromValues(const double* v) {
+  EpochMetrics m;
+  m.epoch = static_cast<int>(v[0]);
+  m.wall_s = v[1], m.train_s = v[2], m.images = static_cast<int64_t>(v[3]), m.images_per_s = v[4];
+  m.data_s = v[5], m.forward_s = v[6], m.backward_s = v[7], m.comm_wait_s = v[8], m.optimizer_s = v[9];
+  m.train_loss = v[10], m.train_acc = v[11], m.test_loss = v[12], m.test_acc = v[13], m.lr = v[14];
+  return m;
+}
+
 std::string FormatEpoch(const EpochMetrics& m, int epochs) {
   char b[320];
   std::snprintf(b, sizeof b,
@@ -68,11 +85,11 @@ Status WriteMetrics(const std::string& path, const RunInfo& run, const std::vect
     }
     o << "\n]}\n";
   } else {
-    o << "model,ranks,batch,threads";
+    o << "model,ranks,batch,threads,transport";
     for (auto& [k, v] : Fields(EpochMetrics{})) o << ',' << k;
     o << '\n';
     for (const auto& m : epochs) {
-      o << run.model << ',' << run.ranks << ',' << run.batch << ',' << run.threads;
+      o << run.model << ',' << run.ranks << ',' << run.batch << ',' << run.threads << ',' << run.transport;
       for (auto& [k, v] : Fields(m)) o << ',' << Num(v);
       o << '\n';
     }

@@ -29,8 +29,13 @@ struct EpochMetrics {
 struct RunInfo {
   std::string model;
   int ranks = 1, batch = 0, threads = 1;
-  std::string transport;
+  std::string transport;  // the back ends the communicator uses
 };
+
+// An epoch's metrics as numbers in the files' column order, and back (for checkpoints).
+std::vector<double> EpochValues(const EpochMetrics& m);
+EpochMetrics EpochFromValues(const double* v);
+size_t EpochFieldCount();
 
 // One line for the log.
 std::string FormatEpoch(const EpochMetrics& m, int epochs);

@@ -1,5 +1,10 @@
 #include "trainer/model.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
 #include "trainer/batchnorm.h"
 #include "trainer/conv2d.h"
 #include "trainer/linear.h"
@@ -10,6 +15,10 @@
 namespace hoop::train {
 
 namespace {
+
+// Measured bytes per image of a rank's peak memory (BatchTooLarge).
+constexpr double kLenetBytesPerImage = 306e3;   // 299 KiB
+constexpr double kResnetBytesPerImage = 1546e3;  // 1510 KiB
 
 void LeNet(Chain& c, std::mt19937& rng) {
   c.Add(std::make_unique<Conv2d>("conv1", ConvSpec{1, 16, 5, 1, 2, true}, rng));
@@ -56,6 +65,23 @@ StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t se
     return InvalidArgument("unknown model '" + name + "': expected lenet or resnet");
   }
   return m;
+}
+
+std::string BatchTooLarge(const std::string& model, int batch, int local_ranks) {
+  // Peak resident memory of one rank, measured with /usr/bin/time at --batch 500 and 4000:
+  // the difference over 3500 images is the per-image cost, about 70 MB the rest, rounded up to
+  // 100 MB (docs/PERF.md, "hoop-train memory").
+  const double fixed = 100e6, per_image = model == "lenet" ? kLenetBytesPerImage : kResnetBytesPerImage;
+  const double need = fixed + per_image * std::max(batch, 500);
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const double share = memory / std::max(1, local_ranks);
+  if (need <= share) return "";
+  char text[256];
+  std::snprintf(text, sizeof text, "--batch %d: %s needs about %.1f GB per rank (%.0f KB per image), more than this "
+                "host's %.1f GB shared by %d rank(s) allows; the largest that fits is about %d",
+                batch, model.c_str(), need / 1e9, per_image / 1e3, memory / 1e9, local_ranks,
+                static_cast<int>(std::max(0.0, (share - fixed) / per_image)));
+  return text;
 }
 
 }  // namespace hoop::train

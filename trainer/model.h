@@ -25,4 +25,10 @@ struct Model {
 
 StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed);
 
+// Why `batch` images per rank of `model` would not fit in this host's memory shared by
+// `local_ranks` ranks, or "". The estimate is measured (docs/PERF.md): a fixed part (the data
+// sets, the library) plus bytes per image of activations and their gradients; evaluation runs in
+// chunks of 500 images, so a smaller batch costs what 500 do.
+std::string BatchTooLarge(const std::string& model, int batch, int local_ranks);
+
 }  // namespace hoop::train

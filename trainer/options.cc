@@ -28,8 +28,15 @@ const char* Usage() {
          "  --data DIR              Fashion-MNIST's IDX files, gzipped or not (default\n"
          "                          /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist)\n"
          "  --metrics FILE          per-epoch metrics, JSON if FILE ends in .json, else CSV (rank 0)\n"
-         "  --checkpoint FILE       written by rank 0 after every epoch, atomically\n"
-         "  --resume                start from --checkpoint's epoch (rank 0 reads it, all ranks get it)\n"
+         "  --checkpoint FILE       written by rank 0 after every epoch, atomically, and when the job\n"
+         "                          is interrupted (Ctrl-C, SIGTERM: the ranks agree on a step, save it\n"
+         "                          and exit 130/143)\n"
+         "  --checkpoint-every N    also every N steps, mid-epoch (default: epoch ends only)\n"
+         "  --resume                continue from --checkpoint, mid-epoch too, as an unbroken run would\n"
+         "                          (rank 0 reads it, all ranks get it); --metrics keeps the epochs done\n"
+         "  --force                 resume on another rank count (the rate, --lr x ranks, changes)\n"
+         "  --progress SECONDS      a progress line this often within an epoch: step, images/s, time\n"
+         "                          left (default 10; on a terminal a line redrawn in place; 0: none)\n"
          "  --threads N             compute threads per rank (default: cores / ranks on this host)\n"
          "  --train-limit N         train on the first N images only (default: all 60000)\n"
          "  --test-limit N          evaluate on the first N test images only (default: all 10000)\n"
@@ -72,13 +79,14 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       o.version = true;
       return o;
     }
-    if (a == "--resume") {
-      o.resume = true;
+    if (a == "--resume" || a == "--force") {
+      (a == "--resume" ? o.resume : o.force) = true;
       continue;
     }
     static const char* const kValued[] = {"--model", "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
                                           "--warmup-epochs", "--schedule", "--seed", "--data", "--metrics", "--checkpoint",
-                                          "--threads", "--train-limit", "--test-limit", "-t", "--transport"};
+                                          "--threads", "--train-limit", "--test-limit", "-t", "--transport",
+                                          "--checkpoint-every", "--progress"};
     if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
       return InvalidArgument("unknown option '" + a + "' (see --help)");
     if (i + 1 >= argc) return InvalidArgument(a + " needs a value");
@@ -112,6 +120,10 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       o.metrics = v;
     } else if (a == "--checkpoint") {
       o.checkpoint = v;
+    } else if (a == "--checkpoint-every") {
+      HOOP_ASSIGN_OR_RETURN(o.checkpoint_every, count(a, v, 1, INT64_MAX));
+    } else if (a == "--progress") {
+      HOOP_ASSIGN_OR_RETURN(o.progress_s, num(a, v, 0, 86400));
     } else if (a == "--threads") {
       HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 1, 256));
       o.threads = static_cast<int>(n);
@@ -127,6 +139,8 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     }
   }
   if (o.resume && o.checkpoint.empty()) return InvalidArgument("--resume needs --checkpoint FILE");
+  if (o.checkpoint_every && o.checkpoint.empty()) return InvalidArgument("--checkpoint-every needs --checkpoint FILE");
+  if (o.force && !o.resume) return InvalidArgument("--force applies to --resume only");
   const bool lenet = o.model == "lenet";
   if (o.epochs == 0) o.epochs = lenet ? 2 : 4;
   if (o.batch == 0) o.batch = lenet ? 32 : 64;

@@ -19,6 +19,9 @@ struct Options {
   std::string data;      // empty: kDefaultDataDir
   std::string metrics, checkpoint;
   bool resume = false;
+  bool force = false;            // resume on another rank count
+  int64_t checkpoint_every = 0;  // steps; 0: at epoch ends only
+  double progress_s = 10;        // a progress line this often within an epoch; 0: none
   int threads = 0;       // 0: this host's cores / ranks on it
   int64_t train_limit = 0, test_limit = 0;  // 0: the whole set
   std::string transport;

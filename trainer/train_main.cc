@@ -1,16 +1,29 @@
 // hoop-train: the reference trainer's command (options.h lists its options, trainer.h its loop).
 // Exit codes: 0 trained; 2 bad options or settings; 1 anything else (data, job, training),
 // always with one line saying which rank and what failed.
+#include <signal.h>
+
+#include <atomic>
 #include <cstdio>
+#include <new>
 #include <thread>
 
 #include "collectives/bootstrap.h"
 #include "common/version.h"
 #include "trainer/gemm.h"
+#include "trainer/model.h"
 #include "trainer/trainer.h"
 
 using namespace hoop;
 using namespace hoop::train;
+
+namespace {
+// The one process-wide datum of hoop-train: a signal handler can reach nothing else.
+std::atomic<int>& StopFlag() {
+  static std::atomic<int> flag{0};
+  return flag;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   auto opts = ParseOptions(argc, argv);
@@ -26,6 +39,15 @@ int main(int argc, char** argv) {
     std::printf("%s\n", VersionLine("hoop-train").c_str());
     return 0;
   }
+  // Ctrl-C and SIGTERM are noted (StopFlag) until the training loop looks, at a step every rank
+  // agrees on, writes its checkpoint and returns. A handler, not a blocked mask: OpenBLAS starts
+  // its threads when it is loaded, before main, with the signals unblocked.
+  struct sigaction sa {};
+  sa.sa_handler = [](int sig) { StopFlag().store(sig, std::memory_order_relaxed); };
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
   auto cfg = Config::FromProcessEnv();
   if (!cfg.ok()) {
     std::fprintf(stderr, "hoop-train: %s\n", cfg.status().message().c_str());
@@ -50,13 +72,25 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, job.status().message().c_str());
     return 1;
   }
-  auto result = Train(*opts, *cfg, *(*job)->comm, *train, *test);
+  if (std::string why = BatchTooLarge(opts->model, opts->batch, cfg->local_size > 0 ? cfg->local_size : 1); !why.empty()) {
+    std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, why.c_str());
+    return 2;
+  }
+  StatusOr<RunResult> result = Internal("not run");
+  try {
+    result = Train(*opts, *cfg, *(*job)->comm, *train, *test, &StopFlag());
+  } catch (const std::bad_alloc&) {
+    result = Internal("out of memory (--batch " + std::to_string(opts->batch) + " of " + opts->model +
+                      "; try a smaller one)");
+  }
   if (!result.ok()) {
     std::string m = result.status().message();
     if (m.rfind("hoop-train: rank", 0) != 0) m = "hoop-train: rank " + std::to_string(cfg->rank) + ": " + m;
     std::fprintf(stderr, "%s\n", m.c_str());
     return 1;
   }
+  if (result->interrupted) return 128 + result->interrupted;  // as the shell reports it: 130, 143
+  if (result->nothing_left) return 0;
   if (cfg->rank == 0 && !result->epochs.empty()) {
     const auto& last = result->epochs.back();
     std::printf("hoop-train: done: %s, %d epoch(s), test accuracy %.2f%%, %.1f s\n", opts->model.c_str(),

@@ -1,8 +1,14 @@
 #include "trainer/trainer.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "tensorfusion/runtime.h"
 #include "trainer/checkpoint.h"
@@ -24,13 +30,24 @@ enum Sum { kLoss, kCorrect, kImages, kTestLoss, kTestCorrect, kTestImages, kData
 
 class Run {
  public:
-  Run(const Options& o, const Config& cfg, Communicator& comm, const Dataset& train, const Dataset& test)
-      : o_(o), cfg_(cfg), comm_(comm), train_(train), test_(test), pool_(o.threads) {}
+  Run(const Options& o, const Config& cfg, Communicator& comm, const Dataset& train, const Dataset& test,
+      const std::atomic<int>* stop)
+      : o_(o), cfg_(cfg), comm_(comm), train_(train), test_(test), stop_(stop), pool_(o.threads) {}
 
   StatusOr<RunResult> Go();
 
  private:
-  Status Resume(DataParallel& dp, const NamedTensors& state, int* first_epoch, int64_t* step);
+  struct Resumed {  // where a resumed run starts
+    int epoch = 0;
+    int64_t step = 0;         // into that epoch
+    int64_t global_step = 0;  // over the run (the rate schedule's position)
+    double wall_s = 0;
+    std::vector<double> partial;  // the epoch's sums so far (rank 0 adds them in)
+  };
+  Status Preflight(DataParallel& dp);
+  StatusOr<Resumed> Resume(DataParallel& dp, const NamedTensors& state, int64_t steps, RunResult* result);
+  int PendingStop() const;
+  void Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_start, double images, bool final);
   void TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums);
   void Evaluate(std::vector<double>& sums);
   std::string Where() const { return "hoop-train: rank " + std::to_string(comm_.rank()) + ": "; }
@@ -40,26 +57,61 @@ class Run {
   Communicator& comm_;
   const Dataset& train_;
   const Dataset& test_;
+  const std::atomic<int>* stop_;
   ThreadPool pool_;
+  Clock::time_point last_progress_;
+  int64_t resumed_at_ = 0;   // the epoch's first step in this process
+  double images_before_ = 0; // images of the epoch trained before it (a resumed checkpoint's)
+  bool shown_ = false;
   std::unique_ptr<Model> model_;
   Tensor batch_, dlogits_;
   std::vector<uint8_t> labels_;
 };
 
-Status Run::Resume(DataParallel& dp, const NamedTensors& state, int* first_epoch, int64_t* step) {
-  // Rank 0 reads the file; [ok, epochs done, steps done] tells the others what it found.
-  std::vector<double> found(3, 0.0);
+// Rank 0 reads the checkpoint and every rank gets what it found: [ok, epochs done, steps done,
+// steps into the unfinished epoch, its ranks, its batch, wall seconds, the partial sums...]. A
+// checkpoint of another rank count needs --force, and then resumes at the same image of the
+// epoch (the step index depends on the global batch).
+StatusOr<Run::Resumed> Run::Resume(DataParallel& dp, const NamedTensors& state, int64_t steps, RunResult* result) {
+  std::vector<double> found(7 + kSums, 0.0);
   Status cause;
+  CheckpointInfo info;
   if (comm_.rank() == 0) {
-    CheckpointInfo info;
     cause = LoadCheckpoint(o_.checkpoint, model_->name, state, &info);
-    if (cause.ok()) found = {1.0, static_cast<double>(info.epochs_done), static_cast<double>(info.steps_done)};
+    if (cause.ok() && info.ranks && static_cast<int>(info.ranks) != comm_.size() && !o_.force) {
+      char why[512];
+      std::snprintf(why, sizeof why, "%s was written by a %u-rank run; this one has %d ranks: the learning rate "
+                    "(--lr x ranks) would be %g instead of %g, the global batch %d instead of %u; add --force to resume "
+                    "anyway", o_.checkpoint.c_str(), info.ranks, comm_.size(), o_.lr * comm_.size(), o_.lr * info.ranks,
+                    o_.batch * comm_.size(), info.batch * info.ranks);
+      cause = FailedPrecondition(why);
+    }
+    if (cause.ok()) {
+      found = {1.0, static_cast<double>(info.epochs_done), static_cast<double>(info.steps_done),
+               static_cast<double>(info.step_in_epoch), static_cast<double>(info.ranks), static_cast<double>(info.batch),
+               info.wall_s};
+      found.resize(7 + kSums, 0.0);
+      if (info.partial.size() == static_cast<size_t>(kSums)) std::copy(info.partial.begin(), info.partial.end(), found.begin() + 7);
+      const size_t n = EpochFieldCount();
+      for (size_t at = 0; at + n <= info.history.size(); at += n) result->epochs.push_back(EpochFromValues(&info.history[at]));
+    }
   }
   if (Status s = dp.SumDoubles("resume", found); !s.ok()) return s;
   if (found[0] != 1.0) return cause.ok() ? FailedPrecondition("rank 0 could not resume from " + o_.checkpoint + " (see its error)") : cause;
-  *first_epoch = static_cast<int>(found[1]);
-  *step = static_cast<int64_t>(found[2]);
-  return Status::Ok();
+  Resumed r;
+  r.epoch = static_cast<int>(found[1]);
+  r.step = static_cast<int64_t>(found[3]);
+  r.global_step = static_cast<int64_t>(found[2]);
+  r.wall_s = found[6];
+  const int old_ranks = static_cast<int>(found[4]), old_batch = static_cast<int>(found[5]);
+  if (old_ranks && (old_ranks != comm_.size() || old_batch != o_.batch)) {
+    // The same image of the epoch under the new global batch, and the rate schedule from there.
+    const int64_t images_done = r.step * old_batch * old_ranks;
+    r.step = std::min<int64_t>(steps, images_done / (static_cast<int64_t>(o_.batch) * comm_.size()));
+    r.global_step = static_cast<int64_t>(r.epoch) * steps + r.step;
+  }
+  if (r.step > 0) r.partial.assign(found.begin() + 7, found.end());
+  return r;
 }
 
 void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums) {
@@ -105,6 +157,57 @@ void Run::Evaluate(std::vector<double>& sums) {
   }
 }
 
+// rank 0's verdict on the output paths, before any training: a --metrics or --checkpoint that
+// cannot be written stops every rank now, not after the first epoch.
+Status Run::Preflight(DataParallel& dp) {
+  std::vector<double> ok{comm_.rank() == 0 ? 1.0 : 0.0};  // summed over ranks: rank 0's alone
+  Status cause;
+  if (comm_.rank() == 0) {
+    for (const std::string* path : {&o_.metrics, &o_.checkpoint}) {
+      if (path->empty()) continue;
+      const std::string probe = *path + ".tmp." + std::to_string(::getpid());
+      std::FILE* f = std::fopen(probe.c_str(), "w");
+      if (!f) {
+        cause = InvalidArgument(std::string(path == &o_.metrics ? "--metrics " : "--checkpoint ") + *path +
+                                ": cannot write there: " + std::strerror(errno));
+        ok[0] = 0;
+        break;
+      }
+      std::fclose(f);
+      std::remove(probe.c_str());
+    }
+  }
+  HOOP_RETURN_IF_ERROR(dp.SumDoubles("preflight", ok));
+  if (ok[0] != 1.0) return cause.ok() ? FailedPrecondition("rank 0 cannot write its output files (see its error)") : cause;
+  return Status::Ok();
+}
+
+// The stop signal this rank got (hoop-train's handler stores it), or 0.
+int Run::PendingStop() const { return stop_ ? stop_->load(std::memory_order_relaxed) : 0; }
+
+void Run::Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_start, double images, bool final) {
+  if (comm_.rank() != 0 || o_.progress_s <= 0) return;
+  const bool tty = ::isatty(STDOUT_FILENO);
+  if (final) {
+    if (tty && shown_) std::printf("\r\033[K");
+    shown_ = false;
+    return;
+  }
+  const auto now = Clock::now();
+  if (std::chrono::duration<double>(now - last_progress_).count() < (tty ? 0.5 : o_.progress_s)) return;
+  last_progress_ = now;
+  const double t = Since(epoch_start), done = static_cast<double>(s - resumed_at_);
+  const double left = done > 0 ? t / done * static_cast<double>(steps - s) : 0;
+  char line[256];
+  std::snprintf(line, sizeof line, "epoch %d/%d: step %lld/%lld (%.0f%%), %.0f images/s, %.0f s left in the epoch",
+                epoch + 1, o_.epochs, static_cast<long long>(s), static_cast<long long>(steps),
+                100.0 * static_cast<double>(s) / static_cast<double>(steps), t > 0 ? (images - images_before_) * comm_.size() / t : 0, left);
+  if (tty) std::printf("\r\033[K%s", line);
+  else std::printf("%s\n", line);
+  shown_ = tty;
+  std::fflush(stdout);
+}
+
 StatusOr<RunResult> Run::Go() {
   HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed));
   const int ranks = comm_.size(), rank = comm_.rank();
@@ -122,28 +225,66 @@ StatusOr<RunResult> Run::Go() {
 
   HOOP_ASSIGN_OR_RETURN(auto rt, fusion::Runtime::Start(comm_, fusion::FusionOptions::FromConfig(cfg_)));
   DataParallel dp(*rt);
-  int first_epoch = 0;
-  int64_t step = 0;
-  if (o_.resume)
-    if (Status s = Resume(dp, state, &first_epoch, &step); !s.ok()) return s;
+  HOOP_RETURN_IF_ERROR(Preflight(dp));
+  RunResult result;
+  Resumed from;
+  if (o_.resume) {
+    HOOP_ASSIGN_OR_RETURN(from, Resume(dp, state, steps, &result));
+    if (from.epoch >= o_.epochs) {
+      if (rank == 0)
+        std::printf("hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs "
+                    "to go on)\n", o_.checkpoint.c_str(), from.epoch, o_.epochs);
+      (void)rt->Shutdown();
+      result.nothing_left = true;
+      return result;
+    }
+  }
   if (Status s = dp.Broadcast(state); !s.ok()) return s.WithContext(Where() + "broadcasting the initial model");
   if (rank == 0) {
-    const std::string resuming = first_epoch ? ", resuming after epoch " + std::to_string(first_epoch) : "";
-    std::printf("hoop-train: %s (%zu parameters), %d rank(s) x batch %d, %d thread(s) per rank, %lld images, %lld steps per epoch%s\n",
+    std::string resuming;
+    if (o_.resume)
+      resuming = from.step ? ", resuming in epoch " + std::to_string(from.epoch + 1) + " after step " + std::to_string(from.step)
+                         : ", resuming after epoch " + std::to_string(from.epoch);
+    std::printf("hoop-train: %s (%zu parameters), %d rank(s) x batch %d, %d thread(s) per rank, %lld images, %lld steps per epoch, over %s%s\n",
                 o_.model.c_str(), model_->ParamCount(), ranks, o_.batch, pool_.threads(), static_cast<long long>(images),
-                static_cast<long long>(steps),
-                resuming.c_str());
+                static_cast<long long>(steps), comm_.transport_name().c_str(), resuming.c_str());
     std::fflush(stdout);
   }
-  RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), cfg_.transport};
-  RunResult result;
-  const auto begin = Clock::now();
-  for (int epoch = first_epoch; epoch < o_.epochs; ++epoch) {
+  RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
+  const auto begin = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from.wall_s));
+  int64_t step = from.global_step;
+  int64_t check_at = step + 1, check_every = 1;  // when the ranks next agree on whether to stop
+  double step_s = 0;                              // rank 0's mean step time so far, for the cadence
+  int64_t timed_steps = 0;
+
+  // Rank 0 writes the checkpoint; every rank takes part in what it needs (batch-norm statistics
+  // averaged, the unfinished epoch's sums added up), at a step every rank has reached.
+  auto save = [&](int epochs_done, int64_t in_epoch, std::vector<double> partial) -> Status {
+    if (in_epoch > 0) {
+      HOOP_RETURN_IF_ERROR(dp.Average(buffers, ranks));
+      HOOP_RETURN_IF_ERROR(dp.SumDoubles("checkpoint.sums", partial));
+    }
+    if (rank != 0) return Status::Ok();
+    CheckpointInfo ck{o_.model, static_cast<uint32_t>(epochs_done), static_cast<uint64_t>(step),
+                      static_cast<uint32_t>(in_epoch), static_cast<uint32_t>(ranks), static_cast<uint32_t>(o_.batch),
+                      Since(begin), in_epoch > 0 ? partial : std::vector<double>{}, {}};
+    for (const auto& m : result.epochs)
+      for (double v : EpochValues(m)) ck.history.push_back(v);
+    return SaveCheckpoint(o_.checkpoint, ck, state);
+  };
+
+  for (int epoch = from.epoch; epoch < o_.epochs; ++epoch) {
     std::vector<double> sums(kSums, 0.0);
+    const int64_t first = epoch == from.epoch ? from.step : 0;
+    if (first > 0 && rank == 0 && from.partial.size() == static_cast<size_t>(kSums)) sums = from.partial;
     const auto& perm = sampler.Shuffle(epoch);
     const auto epoch_start = Clock::now();
-    double lr = 0;
-    for (int64_t s = 0; s < steps; ++s, ++step) {
+    resumed_at_ = first;
+    images_before_ = sums[kImages];
+    last_progress_ = epoch_start;
+    double lr = sched.At(std::max<int64_t>(0, step - 1));
+    for (int64_t s = first; s < steps; ++s, ++step) {
+      const auto t0 = Clock::now();
       TrainStep(perm, sampler.At(s), dp, sums);
       auto t = Clock::now();
       if (Status st = dp.Wait(); !st.ok()) return st.WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1));
@@ -152,8 +293,46 @@ StatusOr<RunResult> Run::Go() {
       lr = sched.At(step);
       sgd.Step(lr);
       sums[kOpt] += Since(t);
+      step_s += (Since(t0) - step_s) / static_cast<double>(++timed_steps);
+      Progress(epoch, s + 1, steps, epoch_start, sums[kImages], false);
+      const int64_t done = step + 1;  // steps finished over the run
+      if (done == check_at) {
+        // [stop, rank 0's next interval]: about four looks a second, the same steps on every rank
+        // (summed over ranks: any rank's signal stops all; the interval is rank 0's alone).
+        const double interval = std::clamp(std::floor(0.25 / std::max(step_s, 1e-6)), 1.0, 1000.0);
+        std::vector<double> look{static_cast<double>(PendingStop()), rank == 0 ? interval : 0.0};
+        if (Status st = dp.SumDoubles("stop", look); !st.ok()) return st.WithContext(Where() + "agreeing on a stop");
+        check_every = static_cast<int64_t>(look[1]);
+        check_at = done + std::max<int64_t>(1, check_every);
+        if (look[0] > 0 && s + 1 < steps) {
+          Progress(epoch, s + 1, steps, epoch_start, 0, true);
+          const int sig = look[0] >= SIGTERM ? SIGTERM : SIGINT;  // the signal some rank had
+          std::vector<double> partial = sums;
+          partial[kTrainS] += Since(epoch_start);
+          ++step;
+          if (!o_.checkpoint.empty())
+            if (Status st = save(epoch, s + 1, partial); !st.ok()) return st.WithContext(Where() + "checkpoint on interrupt");
+          result.interrupted = sig;
+          if (rank == 0)
+            std::printf("hoop-train: interrupted by %s at epoch %d, step %lld of %lld%s\n", ::strsignal(sig), epoch + 1,
+                        static_cast<long long>(s + 1), static_cast<long long>(steps),
+                        o_.checkpoint.empty() ? " (no --checkpoint: nothing saved)"
+                                              : ("; checkpoint written to " + o_.checkpoint + ", --resume continues from there").c_str());
+          (void)rt->Shutdown();
+          return result;
+        }
+      }
+      if (o_.checkpoint_every > 0 && done % o_.checkpoint_every == 0 && s + 1 < steps) {
+        std::vector<double> partial = sums;
+        partial[kTrainS] += Since(epoch_start);
+        ++step;  // save() records steps done
+        Status st = save(epoch, s + 1, partial);
+        --step;
+        if (!st.ok()) return st.WithContext(Where() + "checkpoint at step " + std::to_string(done));
+      }
     }
-    sums[kTrainS] = Since(epoch_start);
+    Progress(epoch, steps, steps, epoch_start, 0, true);
+    sums[kTrainS] += Since(epoch_start);
     if (Status s = dp.Average(buffers, ranks); !s.ok()) return s.WithContext(Where() + "averaging batch-norm statistics");
     Evaluate(sums);
     if (Status s = dp.SumDoubles("epoch.sums", sums); !s.ok()) return s.WithContext(Where() + "summing the epoch's metrics");
@@ -180,9 +359,7 @@ StatusOr<RunResult> Run::Go() {
     if (!o_.metrics.empty())
       if (Status s = WriteMetrics(o_.metrics, info, result.epochs); !s.ok()) return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
     if (!o_.checkpoint.empty())
-      if (Status s = SaveCheckpoint(o_.checkpoint, {o_.model, static_cast<uint32_t>(m.epoch), static_cast<uint64_t>(step)}, state);
-          !s.ok())
-        return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
+      if (Status s = save(m.epoch, 0, {}); !s.ok()) return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
   }
   if (Status s = rt->Shutdown(); !s.ok()) return s.WithContext(Where() + "stopping the tensor fusion runtime");
   return result;
@@ -190,8 +367,9 @@ StatusOr<RunResult> Run::Go() {
 
 }  // namespace
 
-StatusOr<RunResult> Train(const Options& opts, const Config& cfg, Communicator& comm, const Dataset& train, const Dataset& test) {
-  return Run(opts, cfg, comm, train, test).Go();
+StatusOr<RunResult> Train(const Options& opts, const Config& cfg, Communicator& comm, const Dataset& train, const Dataset& test,
+                          const std::atomic<int>* stop) {
+  return Run(opts, cfg, comm, train, test, stop).Go();
 }
 
 }  // namespace hoop::train

@@ -8,7 +8,12 @@
 //           (data_parallel.h), wait for all of them, then one SGD step with the scheduled rate.
 //   epoch:  average batch-norm statistics, evaluate on this rank's shard of the test set, sum
 //           the counts and timings over ranks; rank 0 logs, writes metrics and the checkpoint.
+//   stop:   about four times a second (the same steps on every rank) the ranks agree whether a
+//           stop signal arrived anywhere; if so they checkpoint that step and return.
+//   mid-epoch checkpoints (--checkpoint-every, interrupts) carry the epoch's sums so far, so a
+//   resumed run ends with the parameters and the metrics an unbroken one has.
 #pragma once
+#include <atomic>
 #include <memory>
 
 #include "collectives/communicator.h"
@@ -20,11 +25,16 @@
 namespace hoop::train {
 
 struct RunResult {
-  std::vector<EpochMetrics> epochs;
+  std::vector<EpochMetrics> epochs;  // with --resume, the checkpoint's finished epochs first
+  int interrupted = 0;               // the signal the run stopped for (after its checkpoint), or 0
+  bool nothing_left = false;         // resumed with every --epochs done already
 };
 
-// Runs the whole training on this rank. Errors carry the rank and what failed.
+// Runs the whole training on this rank. Errors carry the rank and what failed. stop (may be
+// null): a signal number a handler stores; when it turns non-zero on any rank, the ranks agree
+// on a step within about a quarter second, save a checkpoint there (with --checkpoint) and
+// return `interrupted`.
 StatusOr<RunResult> Train(const Options& opts, const Config& cfg, Communicator& comm, const Dataset& train,
-                          const Dataset& test);
+                          const Dataset& test, const std::atomic<int>* stop = nullptr);
 
 }  // namespace hoop::train

@@ -6,8 +6,10 @@
 //    one clear line, never a hang.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -140,6 +142,106 @@ TEST_CASE("a run resumed from its checkpoint ends where an unbroken run does", "
   std::remove(other.c_str());
 }
 
+TEST_CASE("an interrupted run checkpoints mid-epoch and --resume ends where an unbroken run does", "[train]") {
+  const std::vector<std::string> common = {"--model", "lenet", "--train-limit", "30000", "--test-limit", "500",
+                                           "--epochs", "2", "--threads", "1", "--progress", "1"};
+  const std::string straight = Tmp("i-straight"), broken = Tmp("i-broken"), m1 = Tmp("i-m1.csv"), m2 = Tmp("i-m2.csv");
+  auto args = common;
+  args.insert(args.end(), {"--checkpoint", straight, "--metrics", m1});
+  auto a = Train(2, args);
+  INFO(a.output);
+  REQUIRE(a.exit_code == 0);
+  // Progress lines within the epoch (not a terminal: one every --progress seconds).
+  CHECK(a.output.find("[0] epoch 1/2: step ") != std::string::npos);
+  CHECK(a.output.find(" images/s, ") != std::string::npos);
+  CHECK(a.output.find(" s left in the epoch") != std::string::npos);
+  // Ctrl-C to hooprun 3.5 s in (hooprun sends SIGTERM to the ranks): they agree on a step, rank 0
+  // writes the checkpoint there, and the job ends with 130.
+  args = common;
+  args.insert(args.end(), {"--checkpoint", broken, "--metrics", m2});
+  std::vector<std::string> argv = {Bin("hooprun"), "-np", "2", Bin("hoop-train")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto b = RunProc(argv, SignalAfter(SIGINT, 3.5, 120));
+  INFO(b.output);
+  CHECK(b.exit_code == 130);
+  REQUIRE(b.output.find("[0] hoop-train: interrupted by Terminated at epoch ") != std::string::npos);
+  CHECK(b.output.find("checkpoint written to " + broken + ", --resume continues from there") != std::string::npos);
+  Loaded mid = Load(broken, "lenet");
+  CHECK(mid.info.ranks == 2);
+  CHECK(mid.info.wall_s > 0);
+  args.push_back("--resume");
+  auto c = Train(2, args);
+  INFO(c.output);
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.output.find("resuming ") != std::string::npos);
+  Loaded x = Load(straight, "lenet"), y = Load(broken, "lenet");
+  CHECK(y.info.epochs_done == 2);
+  CHECK(x.info.steps_done == y.info.steps_done);
+  CHECK(MaxDiff(x, y) < 1e-5);
+  // The metrics file keeps the epochs before the interruption, and the clock goes on.
+  std::ifstream f1(m1), f2(m2);
+  std::string l1, l2;
+  int rows = 0;
+  while (std::getline(f2, l2)) ++rows;
+  CHECK(rows == 3);  // the header and both epochs
+  auto acc = [](const std::string& path) {  // the last row's test_acc
+    std::ifstream f(path);
+    std::string line, last;
+    while (std::getline(f, line)) last = line;
+    std::vector<std::string> cells;
+    std::istringstream ls(last);
+    for (std::string c; std::getline(ls, c, ',');) cells.push_back(c);
+    return cells.size() > 18 ? std::stod(cells[18]) : -1.0;
+  };
+  CHECK(std::abs(acc(m1) - acc(m2)) < 0.005);
+  // Resuming past --epochs says so and does nothing; another rank count needs --force.
+  auto done = Train(2, args);
+  CHECK(done.exit_code == 0);
+  CHECK(done.output.find("holds 2 finished epoch(s), --epochs is 2: nothing left to train") != std::string::npos);
+  auto other = Train(1, {"--model", "lenet", "--epochs", "3", "--checkpoint", broken, "--resume", "--progress", "0",
+                         "--train-limit", "640", "--test-limit", "10"});
+  INFO(other.output);
+  CHECK(other.exit_code == 1);
+  CHECK(other.output.find("was written by a 2-rank run; this one has 1 ranks: the learning rate (--lr x ranks) would be "
+                          "0.025 instead of 0.05, the global batch 32 instead of 64; add --force") != std::string::npos);
+  auto forced = Train(1, {"--model", "lenet", "--epochs", "3", "--checkpoint", broken, "--resume", "--force",
+                          "--progress", "0", "--train-limit", "640", "--test-limit", "10"});
+  INFO(forced.output);
+  CHECK(forced.exit_code == 0);
+  CHECK(forced.output.find("epoch 3/3:") != std::string::npos);
+  for (auto& f : {straight, broken, m1, m2}) std::remove(f.c_str());
+}
+
+TEST_CASE("--checkpoint-every saves mid-epoch; a SIGKILLed run resumes from the last one", "[train]") {
+  const std::string ck = Tmp("every");
+  std::vector<std::string> argv = {Bin("hooprun"), "-np", "2", Bin("hoop-train"), "--train-limit", "30000",
+                                   "--epochs", "1", "--checkpoint", ck, "--checkpoint-every", "40", "--progress", "0"};
+  auto r = RunProc(argv, SignalAfter(SIGKILL, 4.0, 60));
+  CHECK(r.signal == SIGKILL);
+  Loaded l = Load(ck, "lenet");
+  CHECK(l.info.step_in_epoch > 0);
+  CHECK(l.info.step_in_epoch % 40 == 0);
+  CHECK(l.info.steps_done == l.info.step_in_epoch);
+  std::remove(ck.c_str());
+}
+
+TEST_CASE("hoop-train refuses, before training, paths it cannot write and batches that cannot fit", "[train]") {
+  for (const char* flag : {"--metrics", "--checkpoint"}) {
+    auto r = Train(2, {flag, "/nonexistent/dir/file", "--train-limit", "64"}, 60);
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find(std::string("hoop-train: rank 0: ") + flag + " /nonexistent/dir/file: cannot write there: No such "
+                        "file or directory") != std::string::npos);
+    CHECK(r.output.find("epoch 1/") == std::string::npos);
+    CHECK(r.seconds < 20);
+  }
+  auto big = RunProc({Bin("hoop-train"), "--model", "resnet", "--batch", "65536"});
+  CHECK(big.exit_code == 2);
+  CHECK(big.output.find("hoop-train: rank 0: --batch 65536: resnet needs about ") == 0);
+  CHECK(big.output.find("the largest that fits is about ") != std::string::npos);
+  CHECK(std::count(big.output.begin(), big.output.end(), '\n') == 1);
+}
+
 TEST_CASE("hoop-train learns, and writes CSV metrics", "[train]") {
   std::string csv = Tmp("m.csv");
   auto r = Train(2, {"--train-limit", "6000", "--test-limit", "2000", "--epochs", "1", "--metrics", csv});
@@ -152,14 +254,15 @@ TEST_CASE("hoop-train learns, and writes CSV metrics", "[train]") {
   std::remove(csv.c_str());
   CHECK(header.find("images_per_s,data_s,forward_s,backward_s,comm_wait_s,optimizer_s,train_loss,train_acc,test_loss,test_acc") !=
         std::string::npos);
-  // test_acc is the 15th of the epoch's fields, after model, ranks, batch, threads.
+  // test_acc is the 14th of the epoch's fields, after model, ranks, batch, threads, transport.
   std::vector<std::string> cells;
   std::stringstream rs(row);
   for (std::string c; std::getline(rs, c, ',');) cells.push_back(c);
-  REQUIRE(cells.size() == 19);
+  REQUIRE(cells.size() == 20);
   CHECK(cells[0] == "lenet");
   CHECK(cells[1] == "2");
-  CHECK(std::stod(cells[17]) > 0.7);  // 6000 images, one epoch: well above chance (0.1)
+  CHECK(cells[4] == "shm");  // the back end actually used
+  CHECK(std::stod(cells[18]) > 0.7);  // 6000 images, one epoch: well above chance (0.1)
 }
 
 TEST_CASE("hoop-train: help, bad options, missing data", "[train]") {

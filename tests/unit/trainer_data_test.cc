@@ -135,7 +135,11 @@ TEST_CASE("checkpoint: round trip, atomic, and every corruption named", "[traine
   a.data = {1, 2, 3};
   b.data = {4, 5, 6, 7};
   NamedTensors ts = {{"a", &a}, {"b", &b}};
-  REQUIRE(SaveCheckpoint(path, {"lenet", 2, 1876}, ts).ok());
+  CheckpointInfo saved;
+  saved.model = "lenet", saved.epochs_done = 2, saved.steps_done = 1876;
+  saved.step_in_epoch = 17, saved.ranks = 4, saved.batch = 32, saved.wall_s = 12.5;
+  saved.partial = {1.5, 2.5}, saved.history = {1, 2, 3};
+  REQUIRE(SaveCheckpoint(path, saved, ts).ok());
   Tensor a2({3}), b2({2, 2});
   CheckpointInfo info;
   REQUIRE(LoadCheckpoint(path, "lenet", {{"a", &a2}, {"b", &b2}}, &info).ok());
@@ -143,6 +147,12 @@ TEST_CASE("checkpoint: round trip, atomic, and every corruption named", "[traine
   CHECK(b2.data == b.data);
   CHECK(info.epochs_done == 2);
   CHECK(info.steps_done == 1876);
+  CHECK(info.step_in_epoch == 17);  // where a mid-epoch checkpoint stopped, and the run that wrote it
+  CHECK(info.ranks == 4);
+  CHECK(info.batch == 32);
+  CHECK(info.wall_s == 12.5);
+  CHECK(info.partial == std::vector<double>{1.5, 2.5});
+  CHECK(info.history == std::vector<double>{1, 2, 3});
   // No temporary file is left behind.
   struct stat st;
   CHECK(stat((path + ".tmp." + std::to_string(getpid())).c_str(), &st) != 0);
@@ -167,7 +177,7 @@ TEST_CASE("checkpoint: round trip, atomic, and every corruption named", "[traine
   fails(good, "lenet", {{"a", &big}, {"b", &b2}}, "tensor 'a' has 3 values, the model 4");
   auto missing = LoadCheckpoint(dir + "/none", "lenet", ts, &info);
   CHECK_THAT(missing.message(), Catch::Contains("cannot open " + dir + "/none"));
-  auto unwritable = SaveCheckpoint(dir + "/no/such/dir/ck", {"lenet", 1, 1}, ts);
+  auto unwritable = SaveCheckpoint(dir + "/no/such/dir/ck", saved, ts);
   CHECK_THAT(unwritable.message(), Catch::Contains("cannot create"));
   std::system(("rm -rf " + dir).c_str());
 }
