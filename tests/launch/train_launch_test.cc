@@ -305,6 +305,20 @@ TEST_CASE("perf/train-bench and perf/train-plot draw their PNGs", "[train][perf]
   char sig[4] = {};
   png.read(sig, 4);
   CHECK(std::string(sig + 1, 3) == "PNG");
+  // Loss against epochs, with the legend's labels given.
+  auto l = RunProc({HOOP_SOURCE_DIR "/perf/train-plot", "loss", metrics, metrics, "--x", "epoch", "--label", "first",
+                    "--label", "second", "--out", out + "/loss.png"},
+                   Within(60));
+  INFO(l.output);
+  CHECK(l.exit_code == 0);
+  std::ifstream lpng(out + "/loss.png", std::ios::binary);
+  char lsig[4] = {};
+  lpng.read(lsig, 4);
+  CHECK(std::string(lsig + 1, 3) == "PNG");
+  auto labels = RunProc({HOOP_SOURCE_DIR "/perf/train-plot", "accuracy", metrics, "--label", "a", "--label", "b",
+                         "--out", out + "/y.png"});
+  CHECK(labels.exit_code != 0);
+  CHECK(labels.output.find("2 --label for 1 file(s): give one per file, in order") != std::string::npos);
   auto bad = RunProc({HOOP_SOURCE_DIR "/perf/train-plot", "accuracy", out + "/none.csv", "--out", out + "/x.png"});
   CHECK(bad.exit_code != 0);
   CHECK(bad.output.find("no such file") != std::string::npos);
