@@ -60,9 +60,20 @@ class Report:
             row = [size_name(b)]
             for h, p in self.pairs:
                 a, c = self.median(h, n, b), self.median(p, n, b)
-                row.append(f"{a / c:.2f}x" if a and c else "-")
+                row.append(self.ratio_cell(a, c))
             lines.append("| " + " | ".join(row) + " |")
         return "\n".join(lines)
+
+    # A ratio this large says more about the peer at that size (a pathological path, a stall)
+    # than about hoop: the table flags it rather than let it pass for a speed-up.
+    PATHOLOGY = 100
+
+    @staticmethod
+    def ratio_cell(a, c):
+        if not a or not c:
+            return "-"
+        r = a / c
+        return f"{r:.0f}x (peer pathology?)" if r > Report.PATHOLOGY else f"{r:.2f}x"
 
     def markdown(self, seconds):
         out = [f"Command: `{self.cmdline}` ({seconds / 60:.1f} min in all). allreduce, f32 sum, out of place "
@@ -78,6 +89,9 @@ class Report:
             out += ["", f"#### {n} ranks: busbw (GB/s)", "", self.table(n), ""]
             if self.pairs:
                 out += [f"#### {n} ranks: hoop / peer (busbw ratio)", "", self.ratios(n), ""]
+                if "peer pathology" in self.ratios(n):
+                    out += [f"A ratio above {self.PATHOLOGY}x is marked: the peer was pathologically slow at that "
+                            f"size (look at its spread and its own table row), which is no measure of hoop.", ""]
             spreads = ", ".join(f"{self.labels[s]} {self.spread(s, n):.0f}%" for s in self.systems)
             out.append(f"Largest spread of a cell ((max - min) / median over the runs): {spreads}.")
             # The limits stream far more than any cache holds: compare the largest size with them
@@ -90,29 +104,43 @@ class Report:
                     out.append(f"{self.labels[s]} at {size_name(top)}: {m:.2f} GB/s busbw = {m / limit:.2f} x {what}.")
         return "\n".join(out) + "\n"
 
+    def plot_script(self, n, png, tmp):
+        """The gnuplot script for busbw against size for n ranks (data files written into tmp):
+        hoop's systems solid, the peers dashed, min-max whiskers over the runs, the legend below,
+        and the y axis clipped 20x under hoop's slowest point so one pathological peer does not
+        squeeze the rest into a line."""
+        plots = []
+        hoop_min = None
+        for i, s in enumerate(self.systems):
+            data = os.path.join(tmp, f"{i}.dat")
+            hoop = s.startswith("hoop")
+            with open(data, "w") as f:
+                for b in self.sizes(n):
+                    v = self.cells.get((s, n, b))
+                    if v:
+                        f.write(f"{b} {statistics.median(v)} {min(v)} {max(v)}\n")
+                        if hoop:
+                            hoop_min = min(v) if hoop_min is None else min(hoop_min, min(v))
+            style = "dt 1 lw 2.5 pt 7" if hoop else "dt 2 lw 1.5 pt 6"
+            plots.append(f"'{data}' using 1:2:3:4 with yerrorlines {style} lc {i + 1} title '{self.labels[s]}'")
+        plots.append(f"{self.memcpy} with lines dt 3 lc rgb 'black' title 'memcpy, one core'")
+        plots.append(f"{self.loop} with lines dt 4 lc rgb 'gray40' title 'loopback TCP, per direction'")
+        tics = ", ".join(f'"{size_name(b).replace(" ", "")}" {b}' for b in self.sizes(n))
+        floor = hoop_min / 20 if hoop_min else None
+        return "\n".join([
+            "set terminal pngcairo size 1100,720 font ',11'",
+            f"set output '{png}'",
+            f"set title 'allreduce f32 sum, {n} ranks on one host: busbw, median and min-max of {self.repeats} runs"
+            + (f" (y clipped at {floor:.3g} GB/s)'" if floor else "'"),
+            "set logscale x 2", "set logscale y 10", f"set xtics ({tics})", "set offsets graph 0.03, graph 0.03, 0, 0",
+            f"set yrange [{floor:.6g}:*]" if floor else "set yrange [*:*]",
+            "set xlabel 'message size'", "set ylabel 'busbw (GB/s)'", "set grid",
+            "set key below horizontal maxcols 3", "plot " + ", \\\n  ".join(plots), ""])
+
     def plot(self, n, png):
         """Writes busbw against size for n ranks; returns None, or why it could not."""
         if not shutil.which("gnuplot"):
             return "gnuplot not installed (scripts/setup.sh installs gnuplot-nox)"
         with tempfile.TemporaryDirectory() as tmp:
-            plots = []
-            for i, s in enumerate(self.systems):
-                data = os.path.join(tmp, f"{i}.dat")
-                with open(data, "w") as f:
-                    for b in self.sizes(n):
-                        m = self.median(s, n, b)
-                        if m:
-                            f.write(f"{b} {m}\n")
-                plots.append(f"'{data}' using 1:2 with linespoints lw 2 title '{self.labels[s]}'")
-            plots.append(f"{self.memcpy} with lines dt 2 lc rgb 'black' title 'memcpy, one core'")
-            plots.append(f"{self.loop} with lines dt 3 lc rgb 'gray40' title 'loopback TCP, per direction'")
-            tics = ", ".join(f'"{size_name(b).replace(" ", "")}" {b}' for b in self.sizes(n))
-            script = "\n".join([
-                "set terminal pngcairo size 1100,650 font ',11'",
-                f"set output '{png}'",
-                f"set title 'allreduce f32 sum, {n} ranks on one host: busbw (median of {self.repeats} runs)'",
-                "set logscale x 2", "set logscale y 10", f"set xtics ({tics})", "set offsets graph 0.03, graph 0.03, 0, 0",
-                "set xlabel 'message size'", "set ylabel 'busbw (GB/s)'", "set grid",
-                "set key outside right top", "plot " + ", \\\n  ".join(plots), ""])
-            r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+            r = subprocess.run(["gnuplot"], input=self.plot_script(n, png, tmp), text=True, capture_output=True)
             return None if r.returncode == 0 else r.stderr.strip()

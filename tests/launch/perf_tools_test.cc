@@ -60,6 +60,49 @@ TEST_CASE("perf/compare measures every system, checks their results, writes tabl
   std::system((std::string("rm -rf ") + dir).c_str());
 }
 
+// The report's logic on made-up runs (a fake driving a unit test of formatting, not a
+// measurement): a peer 500x slower is flagged, and the plot draws hoop solid, peers dashed, with
+// whiskers, the legend below and the y axis clipped under hoop's points.
+TEST_CASE("perf/compare's report flags a pathological peer and keeps the plot readable", "[compare]") {
+  if (!Exists("/usr/bin/python3")) {
+    WARN("SKIPPED: no /usr/bin/python3");
+    return;
+  }
+  char dir[] = "/tmp/hoop-report-test-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string script = std::string(R"(
+import sys
+sys.path.insert(0, ")") + Src("perf") + R"(")
+import compare_report
+runs = []
+for rep, f in ((0, 1.0), (1, 1.2)):
+    for b in (4096, 65536):
+        runs.append({"system": "hoop-shm", "ranks": 2, "bytes": b, "busbw": 2.0 * f})
+        runs.append({"system": "mpi-vader", "ranks": 2, "bytes": b, "busbw": 1.0 * f if b == 4096 else 0.002 * f})
+r = compare_report.Report(runs, ["hoop-shm", "mpi-vader"], {"hoop-shm": "hoop shm", "mpi-vader": "OpenMPI vader"},
+                          [("hoop-shm", "mpi-vader")], 10.0, 5.0, (10.0, 5.0), (10.0, 5.0), 2, "test")
+print(r.markdown(60))
+print(r.plot_script(2, sys.argv[1] + "/p.png", sys.argv[1]))
+print("plot:", r.plot(2, sys.argv[1] + "/p.png"))
+)";
+  auto r = RunProc({"/usr/bin/python3", "-c", script, dir}, Within(60));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("| 4 KiB | 2.00x |") != std::string::npos);
+  CHECK(r.output.find("| 64 KiB | 1000x (peer pathology?) |") != std::string::npos);
+  CHECK(r.output.find("A ratio above 100x is marked") != std::string::npos);
+  CHECK(r.output.find("with yerrorlines dt 1 lw 2.5 pt 7 lc 1 title 'hoop shm'") != std::string::npos);
+  CHECK(r.output.find("with yerrorlines dt 2 lw 1.5 pt 6 lc 2 title 'OpenMPI vader'") != std::string::npos);
+  CHECK(r.output.find("set key below") != std::string::npos);
+  CHECK(r.output.find("set yrange [0.1:*]") != std::string::npos);  // hoop's slowest run (2.0) / 20
+  CHECK(r.output.find("y clipped at 0.1 GB/s") != std::string::npos);
+  if (Exists("/usr/bin/gnuplot")) {
+    CHECK(r.output.find("plot: None") != std::string::npos);
+    CHECK(Slurp(std::string(dir) + "/p.png").substr(1, 3) == "PNG");
+  }
+  std::system((std::string("rm -rf ") + dir).c_str());
+}
+
 TEST_CASE("perf/compare refuses what it cannot run", "[compare]") {
   auto s = RunProc({Src("perf/compare"), "--systems", "hoop-shm,nccl", "--no-build"}, Within(30));
   CHECK(s.exit_code != 0);
