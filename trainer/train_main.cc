@@ -25,7 +25,23 @@ std::atomic<int>& StopFlag() {
 }
 }  // namespace
 
+namespace {
+int Main(int argc, char** argv);
+}  // namespace
+
+// No std::bad_alloc leaves hoop-train uncaught: the data, the model or a batch that does not fit
+// ends the rank with one line.
 int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "hoop-train: out of memory (try a smaller --batch, or fewer ranks on this host)\n");
+    return 1;
+  }
+}
+
+namespace {
+int Main(int argc, char** argv) {
   auto opts = ParseOptions(argc, argv);
   if (!opts.ok()) {
     std::fprintf(stderr, "hoop-train: %s\n", opts.status().message().c_str());
@@ -98,3 +114,4 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+}  // namespace
