@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages hoop needs to build and test, skipping those already present.
 # Run as root on Debian bookworm (CI and a fresh machine alike).
-#   build:  g++ cmake make pkg-config
+#   build:  g++ cmake make pkg-config nlohmann-json3-dev (hoop-perf's JSON, the tests' reading of it)
 #   sanitizer and fuzzing runs (scripts/sanitize.sh, scripts/fuzz.sh):  clang, libclang-rt-14-dev
 #           (ASan, TSan, UBSan and libFuzzer runtimes), ninja-build
 #   tests:  catch2 (v2), procps, valgrind (a job where pidfd_open is refused)
@@ -15,7 +15,7 @@
 # With --torch it also installs python3-torch (Debian's PyTorch, for perf/torch_train.py and
 # perf/train-bench's side-by-side comparison; large, and not needed to build or test).
 set -euo pipefail
-packages=(g++ cmake make pkg-config clang libclang-rt-14-dev ninja-build catch2 procps valgrind libucx-dev libfabric-dev libopenmpi-dev openmpi-bin libgloo-dev
+packages=(g++ cmake make pkg-config nlohmann-json3-dev clang libclang-rt-14-dev ninja-build catch2 procps valgrind libucx-dev libfabric-dev libopenmpi-dev openmpi-bin libgloo-dev
           iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist)
 for arg in "$@"; do
   case "$arg" in
