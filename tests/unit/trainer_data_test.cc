@@ -238,9 +238,9 @@ TEST_CASE("metrics: CSV and JSON files", "[trainer]") {
   RunInfo run{"lenet", 2, 32, 1, "shm"};
   REQUIRE(WriteMetrics(dir + "/m.csv", run, {m, m}).ok());
   std::string csv = Slurp(dir + "/m.csv");
-  CHECK(csv.rfind("model,ranks,batch,threads,epoch,wall_s,", 0) == 0);
+  CHECK(csv.rfind("model,ranks,batch,threads,transport,epoch,wall_s,", 0) == 0);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
-  CHECK_THAT(csv, Catch::Contains("lenet,2,32,1,1,0,0,60000,"));
+  CHECK_THAT(csv, Catch::Contains("lenet,2,32,1,shm,1,0,0,60000,"));
   REQUIRE(WriteMetrics(dir + "/m.json", run, {m}).ok());
   std::string json = Slurp(dir + "/m.json");
   CHECK_THAT(json, Catch::Contains("\"model\": \"lenet\", \"ranks\": 2"));
