@@ -47,9 +47,6 @@ using hoop::capi::RawEnum;
 using hoop::capi::Report;
 
 hoop_status_t BadArg(const std::string& what) { return Report(hoop::InvalidArgument(what)); }
-// Every C call waits for its result, so it runs on the calling thread when nothing is queued.
-const hoop::CallOptions kBlocking{hoop::Algo::kAuto, true};
-
 // A collective may be called on comm: it exists, and no fusion runtime drives it.
 hoop_status_t CheckComm(hoop_comm_t comm, const char* fn) {
   if (hoop_status_t bad = CheckLive(comm, fn)) return bad;
@@ -91,6 +88,83 @@ hoop::Buffer Buf(const void* p, size_t count, hoop_dtype_t d) {
   return hoop::Buffer{const_cast<void*>(p), count, static_cast<hoop::DType>(d), hoop::MemKind::kHost};
 }
 
+}  // namespace
+
+namespace hoop::capi {  // the Post* helpers (c_api_internal.h)
+
+hoop_status_t PostAllreduce(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
+                            hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts, bool blocking,
+                            hoop::Work* work) {
+  if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
+  if (!ValidDType(dtype) || !ValidOp(op))
+    return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
+                  std::to_string(RawEnum(op)));
+  hoop::CallOptions o{hoop::Algo::kAuto, blocking};
+  if (opts) {
+    const int c = RawEnum(opts->compression);
+    if (c < HOOP_COMPRESSION_DEFAULT || c > HOOP_COMPRESSION_AUTO)
+      return BadArg(Rank(comm) + fn + ": unknown compression " + std::to_string(c));
+    if (opts->compression != HOOP_COMPRESSION_DEFAULT) o.compression = static_cast<hoop::Compression>(opts->compression);
+    o.residual = opts->residual;
+  }
+  *work = (*comm)->Allreduce(Buf(sendbuf, count, dtype), Buf(recvbuf, count, dtype), static_cast<hoop::ReduceOp>(op), o);
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t PostBroadcast(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
+                            hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work) {
+  if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
+  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  const bool is_root = (*comm)->rank() == root;
+  *work = (*comm)->Broadcast(Buf(is_root ? sendbuf : nullptr, is_root ? count : 0, dtype), Buf(recvbuf, count, dtype),
+                             root, hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t PostAllgather(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
+                            hoop_dtype_t dtype, bool blocking, hoop::Work* work) {
+  if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
+  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  size_t total = 0;
+  if (hoop_status_t bad = TimesSize(comm, fn, sendcount, &total)) return bad;
+  *work = (*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, total, dtype),
+                             hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t PostReduceScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
+                                size_t recvcount, hoop_dtype_t dtype, hoop_op_t op, bool blocking, hoop::Work* work) {
+  if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
+  if (!ValidDType(dtype) || !ValidOp(op))
+    return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
+                  std::to_string(RawEnum(op)));
+  size_t total = 0;
+  if (hoop_status_t bad = TimesSize(comm, fn, recvcount, &total)) return bad;
+  *work = (*comm)->ReduceScatter(Buf(sendbuf, total, dtype), Buf(recvbuf, recvcount, dtype),
+                                 static_cast<hoop::ReduceOp>(op), hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t PostBarrier(hoop_comm_t comm, const char* fn, bool blocking, hoop::Work* work) {
+  if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
+  *work = (*comm)->Barrier(hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
+}  // namespace hoop::capi
+
+namespace {
+using namespace hoop::capi;  // NOLINT: the Post* helpers above
+
+// A blocking C call: post, then wait for the result on this thread.
+template <class PostFn>
+hoop_status_t Blocking(PostFn&& post) {
+  return Guard([&] {
+    hoop::Work w;
+    if (hoop_status_t bad = post(&w)) return bad;
+    return Report(w.Wait());
+  });
+}
 }  // namespace
 
 extern "C" {
@@ -159,22 +233,8 @@ hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbu
 
 hoop_status_t hoop_allreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                                 hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts) {
-  return Guard([&] {
-    if (hoop_status_t bad = CheckComm(comm, "hoop_allreduce")) return bad;
-    if (!ValidDType(dtype) || !ValidOp(op))
-      return BadArg(Rank(comm) + "hoop_allreduce: unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
-                    std::to_string(RawEnum(op)));
-    hoop::CallOptions o = kBlocking;
-    if (opts) {
-      const int c = RawEnum(opts->compression);
-      if (c < HOOP_COMPRESSION_DEFAULT || c > HOOP_COMPRESSION_AUTO)
-        return BadArg(Rank(comm) + "hoop_allreduce: unknown compression " + std::to_string(c));
-      if (opts->compression != HOOP_COMPRESSION_DEFAULT)
-        o.compression = static_cast<hoop::Compression>(opts->compression);
-      o.residual = opts->residual;
-    }
-    return Report((*comm)->Allreduce(Buf(sendbuf, count, dtype), Buf(recvbuf, count, dtype),
-                                        static_cast<hoop::ReduceOp>(op), o).Wait());
+  return Blocking([&](hoop::Work* w) {
+    return PostAllreduce(comm, "hoop_allreduce", sendbuf, recvbuf, count, dtype, op, opts, true, w);
   });
 }
 
@@ -185,45 +245,27 @@ double hoop_compression_error_factor(hoop_compression_t compression, int nranks)
 
 hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                              hoop_dtype_t dtype, int root) {
-  return Guard([&] {
-    if (hoop_status_t bad = CheckComm(comm, "hoop_broadcast")) return bad;
-    if (!ValidDType(dtype)) return BadArg(Rank(comm) + "hoop_broadcast: unknown dtype " + std::to_string(RawEnum(dtype)));
-    bool is_root = (*comm)->rank() == root;
-    return Report((*comm)->Broadcast(Buf(is_root ? sendbuf : nullptr, is_root ? count : 0, dtype),
-                                        Buf(recvbuf, count, dtype), root, kBlocking).Wait());
+  return Blocking([&](hoop::Work* w) {
+    return PostBroadcast(comm, "hoop_broadcast", sendbuf, recvbuf, count, dtype, root, true, w);
   });
 }
 
 hoop_status_t hoop_allgather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount,
                              hoop_dtype_t dtype) {
-  return Guard([&] {
-    if (hoop_status_t bad = CheckComm(comm, "hoop_allgather")) return bad;
-    if (!ValidDType(dtype)) return BadArg(Rank(comm) + "hoop_allgather: unknown dtype " + std::to_string(RawEnum(dtype)));
-    size_t total = 0;
-    if (hoop_status_t bad = TimesSize(comm, "hoop_allgather", sendcount, &total)) return bad;
-    return Report((*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, total, dtype), kBlocking).Wait());
+  return Blocking([&](hoop::Work* w) {
+    return PostAllgather(comm, "hoop_allgather", sendbuf, recvbuf, sendcount, dtype, true, w);
   });
 }
 
 hoop_status_t hoop_reduce_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
                                   hoop_dtype_t dtype, hoop_op_t op) {
-  return Guard([&] {
-    if (hoop_status_t bad = CheckComm(comm, "hoop_reduce_scatter")) return bad;
-    if (!ValidDType(dtype) || !ValidOp(op))
-      return BadArg(Rank(comm) + "hoop_reduce_scatter: unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
-                    std::to_string(RawEnum(op)));
-    size_t total = 0;
-    if (hoop_status_t bad = TimesSize(comm, "hoop_reduce_scatter", recvcount, &total)) return bad;
-    return Report((*comm)->ReduceScatter(Buf(sendbuf, total, dtype), Buf(recvbuf, recvcount, dtype),
-                                            static_cast<hoop::ReduceOp>(op), kBlocking).Wait());
+  return Blocking([&](hoop::Work* w) {
+    return PostReduceScatter(comm, "hoop_reduce_scatter", sendbuf, recvbuf, recvcount, dtype, op, true, w);
   });
 }
 
 hoop_status_t hoop_barrier(hoop_comm_t comm) {
-  return Guard([&] {
-    if (hoop_status_t bad = CheckComm(comm, "hoop_barrier")) return bad;
-    return Report((*comm)->Barrier(kBlocking).Wait());
-  });
+  return Blocking([&](hoop::Work* w) { return PostBarrier(comm, "hoop_barrier", true, w); });
 }
 
 const char* hoop_status_string(hoop_status_t s) {

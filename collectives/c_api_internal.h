@@ -64,6 +64,20 @@ int RawEnum(const E& e) {
   return v;
 }
 
+// The collectives' C calls, blocking (hoop_allreduce) and not (hoop_iallreduce), share these: each
+// checks the C arguments and queues the call (on the calling thread when `blocking` and nothing
+// is queued ahead). A bad call is reported (named `fn`) and returned; *work is then untouched.
+hoop_status_t PostAllreduce(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
+                            hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts, bool blocking,
+                            hoop::Work* work);
+hoop_status_t PostBroadcast(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
+                            hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work);
+hoop_status_t PostAllgather(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
+                            hoop_dtype_t dtype, bool blocking, hoop::Work* work);
+hoop_status_t PostReduceScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
+                                size_t recvcount, hoop_dtype_t dtype, hoop_op_t op, bool blocking, hoop::Work* work);
+hoop_status_t PostBarrier(hoop_comm_t comm, const char* fn, bool blocking, hoop::Work* work);
+
 // Runs f, turning any exception into HOOP_ERR_INTERNAL: none crosses the C API.
 template <class F>
 hoop_status_t Guard(F&& f) {

@@ -31,10 +31,11 @@ CommOptions CommOptions::FromConfig(const Config& c) {
 
 // ---- Work ----
 
-Work Work::Finished(Status s) {
+Work Work::MakeRefused(Status s) {
   Work w;
   w.state_ = std::make_shared<State>();
   w.state_->done = true;
+  w.state_->refused = true;
   w.state_->status = std::move(s);
   return w;
 }
@@ -48,6 +49,8 @@ Status Work::Wait(Deadline deadline) {
     return DeadlineExceeded("operation still running at the Wait deadline");
   return state_->status;
 }
+
+bool Work::Refused() const { return state_ && state_->refused; }  // set once, before the Work is shared
 
 bool Work::Done() const {
   if (!state_) return true;
@@ -140,7 +143,7 @@ void Communicator::Abort(const std::string& cause) {
 Work Communicator::Submit(Op op, bool blocking) {
   if (!op.abort) {
     Status s = CheckCall(op);
-    if (!s.ok()) return Work::Finished(s);
+    if (!s.ok()) return Work::MakeRefused(s);
   }
   Work w;
   w.state_ = std::make_shared<Work::State>();

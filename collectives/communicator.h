@@ -80,6 +80,8 @@ class Work {
   // Gives up waiting at `deadline` (the operation itself goes on).
   Status Wait(Deadline deadline);
   bool Done() const;
+  // The call was refused before it was queued (a bad argument): it never ran, on any rank.
+  bool Refused() const;
 
  private:
   friend class Communicator;
@@ -87,9 +89,10 @@ class Work {
     mutable std::mutex mu;
     std::condition_variable cv;
     bool done = false;
+    bool refused = false;
     Status status;
   };
-  static Work Finished(Status s);
+  static Work MakeRefused(Status s);
   std::shared_ptr<State> state_;
 };
 

@@ -12,8 +12,9 @@
  *
  * Buffers are host memory in this version (device memory returns HOOP_ERR_UNIMPLEMENTED).
  * The tensor fusion calls (hoop_fusion_*, below) may be made from any threads at once.
- * Every call blocks until the operation is complete on this rank, or fails; no call waits
- * longer than HOOP_TIMEOUT seconds (default 300).
+ * Every call without an i (hoop_allreduce) blocks until the operation is complete on this rank,
+ * or fails; no operation takes longer than HOOP_TIMEOUT seconds (default 300). The nonblocking
+ * forms (hoop_iallreduce, below) return a request at once.
  *
  * Bad calls are refused with HOOP_ERR_INVALID_ARGUMENT and a message naming rank, call and
  * argument, and nothing is sent: counts whose size in bytes (or count x ranks) does not fit in
@@ -38,8 +39,8 @@
 extern "C" {
 #endif
 
-#define HOOP_API_VERSION 4 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
-                              4: hoop_get_version */
+#define HOOP_API_VERSION 5 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+                              4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait) */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -128,6 +129,40 @@ hoop_status_t hoop_reduce_scatter(hoop_comm_t comm, const void* sendbuf, void* r
                                   hoop_dtype_t dtype, hoop_op_t op);
 hoop_status_t hoop_barrier(hoop_comm_t comm);
 
+/* ---- Nonblocking calls ----
+ *
+ * hoop_iallreduce and the other hoop_i* calls take the blocking form's arguments plus a request
+ * pointer, check the arguments (a bad call is refused at once, as the blocking form would be, and
+ * *request is set to NULL), and return with the operation queued. Operations on one communicator
+ * run in the order they were posted, blocking ones included, one at a time; every rank must post
+ * the same operations in the same order. Many may be in flight; the buffers belong to the
+ * operation until it completes.
+ *
+ * hoop_test sets *done to 1 once the operation completed (then hoop_wait returns at once), else
+ * 0; it does not free the request. hoop_wait blocks until it completes, returns its status (its
+ * failure's message in hoop_last_error) and frees the request. hoop_wait_all does so for n
+ * requests (NULL entries count as complete), returns the first failure in array order, frees them
+ * all and sets the entries to NULL; a freed or repeated entry makes it refuse the whole array,
+ * waiting for none. hoop_request_free frees a request without waiting: the operation still runs.
+ * A request used after it was freed is HOOP_ERR_INVALID_ARGUMENT, not a crash (requests are ids,
+ * never reused). hoop_finalize first completes every operation still queued on the
+ * communicator; their requests then report how they ended. */
+typedef struct hoop_request* hoop_request_t;
+
+hoop_status_t hoop_iallreduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                              hoop_op_t op, hoop_request_t* request);
+hoop_status_t hoop_ibroadcast(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                              int root, hoop_request_t* request);
+hoop_status_t hoop_iallgather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount,
+                              hoop_dtype_t dtype, hoop_request_t* request);
+hoop_status_t hoop_ireduce_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
+                                   hoop_dtype_t dtype, hoop_op_t op, hoop_request_t* request);
+hoop_status_t hoop_ibarrier(hoop_comm_t comm, hoop_request_t* request);
+hoop_status_t hoop_test(hoop_request_t request, int* done);
+hoop_status_t hoop_wait(hoop_request_t request);
+hoop_status_t hoop_wait_all(hoop_request_t* requests, int n);
+hoop_status_t hoop_request_free(hoop_request_t request);
+
 /* Wire compression of f32 and f64 sum/avg allreduces: the data travels in 16 bits, and every
  * hop of the ring decodes what it receives, adds it in the data's own type and encodes again;
  * every rank ends with the same bits.
@@ -167,6 +202,10 @@ typedef struct {
  * such calls uncompressed. Compressed calls run the ring algorithm. */
 hoop_status_t hoop_allreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                                 hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts);
+/* hoop_allreduce_ex's nonblocking form. */
+hoop_status_t hoop_iallreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                 hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts,
+                                 hoop_request_t* request);
 /* g of the bound above (0 for NONE or one rank). */
 double hoop_compression_error_factor(hoop_compression_t compression, int nranks);
 
