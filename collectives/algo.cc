@@ -1,3 +1,4 @@
+// Algorithm names and the choice among the table's rows (algo_table.cc).
 #include "collectives/algo.h"
 
 namespace hoop {
@@ -11,53 +12,41 @@ const char* AlgoName(Algo a) {
     case Algo::kBinomial: return "binomial";
     case Algo::kDissemination: return "dissemination";
     case Algo::kDoubling: return "doubling";
+    case Algo::kFlat: return "flat";
+    case Algo::kPairwise: return "pairwise";
   }
   return "?";
 }
 
+std::vector<std::string> AlgoNames() {
+  std::vector<std::string> names;
+  for (int a = 0; a <= static_cast<int>(Algo::kPairwise); ++a) names.push_back(AlgoName(static_cast<Algo>(a)));
+  return names;
+}
+
 std::optional<Algo> ParseAlgo(const std::string& name) {
-  for (Algo a : {Algo::kAuto, Algo::kRing, Algo::kTree, Algo::kDoubling, Algo::kChain, Algo::kBinomial,
-                 Algo::kDissemination})
-    if (name == AlgoName(a)) return a;
+  for (int a = 0; a <= static_cast<int>(Algo::kPairwise); ++a)
+    if (name == AlgoName(static_cast<Algo>(a))) return static_cast<Algo>(a);
   return std::nullopt;
 }
 
-namespace {
-bool Applies(CollKind kind, Algo a) {
-  switch (kind) {
-    case CollKind::kAllreduce: return a == Algo::kRing || a == Algo::kTree || a == Algo::kDoubling;
-    case CollKind::kBroadcast: return a == Algo::kChain || a == Algo::kBinomial;
-    case CollKind::kAllgather:
-    case CollKind::kReduceScatter: return a == Algo::kRing;
-    case CollKind::kBarrier: return a == Algo::kDissemination;
-  }
-  return false;
+const AlgoRow* FindAlgo(CollKind kind, Algo algo) {
+  for (const AlgoRow& r : AlgoTable())
+    if (r.kind == kind && r.algo == algo) return &r;
+  return nullptr;
 }
-// Thresholds measured over shm and TCP (docs/PERF.md): below them, fewer hops beat fewer bytes.
-// Recursive doubling beat both the tree and the ring up to 32 KiB for 2 to 8 ranks, and lost to
-// the ring from 512 KiB (it moves log2(n) whole buffers per rank).
-constexpr size_t kDoublingMaxBytes = 64 << 10;
-constexpr size_t kBinomialMaxBytes = 64 << 10;
-}  // namespace
 
 AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Algo env_default) {
+  (void)nranks;  // the thresholds measured held for every rank count (docs/PERF.md)
   if (per_call != Algo::kAuto) {
-    if (!Applies(kind, per_call))
+    if (!FindAlgo(kind, per_call))
       return {Algo::kAuto, std::string("algorithm '") + AlgoName(per_call) + "' does not apply to " + CollKindName(kind)};
     return {per_call, ""};
   }
-  if (env_default != Algo::kAuto && Applies(kind, env_default)) return {env_default, ""};
-  switch (kind) {
-    case CollKind::kAllreduce:
-      (void)nranks;  // the same thresholds held for every rank count measured
-      return {bytes <= kDoublingMaxBytes ? Algo::kDoubling : Algo::kRing, ""};
-    case CollKind::kBroadcast:
-      return {bytes <= kBinomialMaxBytes ? Algo::kBinomial : Algo::kChain, ""};
-    case CollKind::kAllgather:
-    case CollKind::kReduceScatter: return {Algo::kRing, ""};
-    case CollKind::kBarrier: return {Algo::kDissemination, ""};
-  }
-  return {Algo::kRing, ""};
+  if (env_default != Algo::kAuto && FindAlgo(kind, env_default)) return {env_default, ""};
+  for (const AlgoRow& r : AlgoTable())
+    if (r.kind == kind && bytes >= r.auto_min_bytes && bytes <= r.auto_max_bytes) return {r.algo, ""};
+  return {Algo::kAuto, std::string("no algorithm runs ") + CollKindName(kind) + " of " + std::to_string(bytes) + " bytes"};
 }
 
 }  // namespace hoop

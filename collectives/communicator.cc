@@ -236,16 +236,18 @@ Status Communicator::ExplainTimeout(const Status& timeout) {
 }
 
 size_t Communicator::DescCount(const Op& op) {
-  // The count every rank passes alike: broadcast's non-roots may pass no input.
-  return op.kind == CollKind::kBroadcast ? op.out.count : op.in.count;
+  // The count every rank passes alike: broadcast's and scatter's non-roots may pass no input.
+  return op.kind == CollKind::kBroadcast || op.kind == CollKind::kScatter ? op.out.count : op.in.count;
 }
 
 std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo, Compression wire) const {
   std::ostringstream os;
   os << "rank " << opts_.rank << ": " << CollKindName(op.kind) << " #" << seq << " (" << AlgoName(algo);
-  if (op.kind != CollKind::kBarrier) os << ", " << DescCount(op) << " x " << DTypeName(op.out.dtype);
-  if (op.kind == CollKind::kAllreduce || op.kind == CollKind::kReduceScatter) os << ", " << ReduceOpName(op.op);
-  if (op.kind == CollKind::kBroadcast) os << ", root " << op.root;
+  if (op.kind != CollKind::kBarrier)
+    os << ", " << DescCount(op) << " x " << DTypeName(UsesOut(op) ? op.out.dtype : op.in.dtype);
+  if (op.kind == CollKind::kAllreduce || op.kind == CollKind::kReduceScatter || op.kind == CollKind::kReduce)
+    os << ", " << ReduceOpName(op.op);
+  if (Rooted(op.kind)) os << ", root " << op.root;
   if (wire != Compression::kNone) os << ", " << CompressionName(wire) << " on the wire";
   os << ")";
   return os.str();
@@ -253,7 +255,7 @@ std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo, Compre
 
 Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out,
                                  uint32_t seq, Compression wire) {
-  OpDesc desc{op.kind, op.out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op), static_cast<uint8_t>(wire)};
+  OpDesc desc{op.kind, out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op), static_cast<uint8_t>(wire)};
   size_t esize = DTypeSize(out.dtype);
   ExecArgs a;
   a.chunk_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();

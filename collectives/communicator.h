@@ -124,6 +124,18 @@ class Communicator {
   // in: size*count elements; out: count elements, the reduction of block `rank`.
   Work ReduceScatter(const Buffer& in, const Buffer& out, ReduceOp op, const CallOptions& o = {});
   Work Barrier(const CallOptions& o = {});
+  // The reduction of every rank's in (count elements) lands in root's out (count elements);
+  // others' out is ignored and may be empty.
+  Work Reduce(const Buffer& in, const Buffer& out, ReduceOp op, int root, const CallOptions& o = {});
+  // in: count elements from every rank; root's out: size*count, block r from rank r (others'
+  // out is ignored). Root's in may be its own block of out.
+  Work Gather(const Buffer& in, const Buffer& out, int root, const CallOptions& o = {});
+  // root's in: size*count elements, block r to rank r's out (count elements); others' in is
+  // ignored. Root's out may be its own block of in.
+  Work Scatter(const Buffer& in, const Buffer& out, int root, const CallOptions& o = {});
+  // in and out: size*count elements; block p of in goes to rank p, block p of out comes from
+  // rank p. in and out may be the same memory.
+  Work Alltoall(const Buffer& in, const Buffer& out, const CallOptions& o = {});
   // Poisons the communicator and tells the peers.
   void Abort(const std::string& cause);
   // No operation has failed (the communicator is not poisoned).
@@ -154,6 +166,12 @@ class Communicator {
   Status RunAllgather(const Op& op, uint32_t seq);
   Status RunReduceScatter(const Op& op, uint32_t seq);
   Status RunBarrier(const Op& op, uint32_t seq);
+  Status RunReduce(const Op& op, uint32_t seq);
+  Status RunGather(const Op& op, uint32_t seq);
+  Status RunScatter(const Op& op, uint32_t seq);
+  Status RunAlltoall(const Op& op, uint32_t seq);
+  // Queues a collective of `kind` (the shared body of the calls above).
+  Work Post(CollKind kind, const Buffer& in, const Buffer& out, ReduceOp op, int root, const CallOptions& o);
   // Runs the plan for (op's collective, algo, count) from in to out; plans are cached (plan.h).
   Status RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq,
                      Compression wire = Compression::kNone);
@@ -165,6 +183,11 @@ class Communicator {
   StatusOr<Algo> Resolve(const Op& op) const;
   std::string Describe(const Op& op, uint32_t seq, Algo algo, Compression wire = Compression::kNone) const;
   static size_t DescCount(const Op& op);
+  // Whether this rank reads op's in / writes op's out (a rooted collective's other ranks may not).
+  bool UsesIn(const Op& op) const;
+  bool UsesOut(const Op& op) const;
+  // A scratch_ buffer of `count` elements of `dtype` (grown, never shrunk).
+  Buffer Scratch(size_t count, DType dtype);
 
   // A timeout's message, completed with who stopped making progress (stall.h).
   Status ExplainTimeout(const Status& timeout);
@@ -176,7 +199,7 @@ class Communicator {
   StagingPool staging_;
   PlanCache plans_;
   ExecState exec_;
-  std::vector<char> scratch_;  // reduce-scatter's full-size working copy
+  std::vector<char> scratch_;  // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's
   std::optional<double> link_gbps_;  // HOOP_COMPRESSION=auto's measured ring bandwidth
 
   std::mutex mu_;

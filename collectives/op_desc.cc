@@ -15,6 +15,10 @@ const char* CollKindName(CollKind k) {
     case CollKind::kAllgather: return "allgather";
     case CollKind::kReduceScatter: return "reduce_scatter";
     case CollKind::kBarrier: return "barrier";
+    case CollKind::kReduce: return "reduce";
+    case CollKind::kGather: return "gather";
+    case CollKind::kScatter: return "scatter";
+    case CollKind::kAlltoall: return "alltoall";
   }
   return "?";
 }
@@ -51,9 +55,9 @@ std::string OpDesc::DescribeDifference(const OpDesc& t, int peer) const {
   if (kind == t.kind) {
     add("count", std::to_string(count & kCountMask), std::to_string(t.count));
     add("dtype", DTypeName(dtype), t.dtype <= DType::kF64 ? DTypeName(t.dtype) : "?");
-    if (kind == CollKind::kAllreduce || kind == CollKind::kReduceScatter)
+    if (kind == CollKind::kAllreduce || kind == CollKind::kReduceScatter || kind == CollKind::kReduce)
       add("op", ReduceOpName(op), t.op <= ReduceOp::kProd ? ReduceOpName(t.op) : "?");
-    if (kind == CollKind::kBroadcast) add("root", std::to_string(root), std::to_string(t.root));
+    if (Rooted(kind)) add("root", std::to_string(root), std::to_string(t.root));
     add("algorithm", AlgoName(static_cast<Algo>(algo)), AlgoName(static_cast<Algo>(t.algo)));
     add("compression", CompressionName(static_cast<Compression>(compression)),
         CompressionName(static_cast<Compression>(t.compression)));

@@ -11,7 +11,21 @@
 
 namespace hoop {
 
-enum class CollKind : uint8_t { kAllreduce = 1, kBroadcast, kAllgather, kReduceScatter, kBarrier };
+enum class CollKind : uint8_t {
+  kAllreduce = 1,
+  kBroadcast,
+  kAllgather,
+  kReduceScatter,
+  kBarrier,
+  kReduce,
+  kGather,
+  kScatter,
+  kAlltoall,
+};
+// Collectives with a root: the root's buffers differ from the others' (which may pass none).
+inline bool Rooted(CollKind k) {
+  return k == CollKind::kBroadcast || k == CollKind::kReduce || k == CollKind::kGather || k == CollKind::kScatter;
+}
 const char* CollKindName(CollKind k);
 
 struct OpDesc {

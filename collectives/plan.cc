@@ -5,19 +5,9 @@
 namespace hoop {
 
 Schedule BuildSchedule(const PlanKey& k, int rank, int size) {
-  switch (k.kind) {
-    case CollKind::kAllreduce:
-      if (k.algo == Algo::kTree) return TreeAllreduce(rank, size, k.count);
-      if (k.algo == Algo::kDoubling) return DoublingAllreduce(rank, size, k.count);
-      return RingAllreduce(rank, size, k.count);
-    case CollKind::kBroadcast:
-      if (k.algo == Algo::kChain) return ChainBroadcast(rank, size, k.root, k.count);
-      return BinomialBroadcast(rank, size, k.root, k.count);
-    case CollKind::kAllgather: return RingAllgather(rank, size, k.count);
-    case CollKind::kReduceScatter: return RingReduceScatter(rank, size, k.count);
-    case CollKind::kBarrier: return DisseminationBarrier(rank, size);
-  }
-  return {};
+  const AlgoRow* row = FindAlgo(k.kind, k.algo);
+  if (!row) return {};  // ChooseAlgo never resolves to an algorithm without a row
+  return row->build(ScheduleArgs{rank, size, k.root, k.count});
 }
 
 Plan MakePlan(Schedule schedule, size_t chunk_elems) {

@@ -26,11 +26,10 @@ Status Communicator::RunReduceScatter(const Op& op, uint32_t seq) {
     if (block_bytes > 0 && in_block != op.out.data) std::memmove(op.out.data, in_block, block_bytes);
     return Status::Ok();
   }
-  if (scratch_.size() < op.in.count * esize) scratch_.resize(op.in.count * esize);
-  Buffer work{scratch_.data(), op.in.count, op.in.dtype, MemKind::kHost};
+  Buffer work = Scratch(op.in.count, op.in.dtype);
   HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.out.count, op.in, work, seq));
   if (block_bytes > 0)
-    std::memcpy(op.out.data, scratch_.data() + static_cast<size_t>(opts_.rank) * block_bytes, block_bytes);
+    std::memcpy(op.out.data, static_cast<const char*>(work.data) + static_cast<size_t>(opts_.rank) * block_bytes, block_bytes);
   return Status::Ok();
 }
 

@@ -58,7 +58,7 @@ struct Step {
 struct Schedule {
   std::vector<Step> steps;
   bool chunk_major = false;
-  std::string algo;  // "ring", "tree", "doubling", "chain", "binomial", "dissemination"
+  std::string algo;  // the algorithm's name (algo.h)
 };
 
 // Element range [begin, begin + size) of part i when `count` is split into n nearly equal parts.
@@ -86,6 +86,22 @@ Schedule RingAllgather(int rank, int size, size_t count);
 Schedule ChainBroadcast(int rank, int size, int root, size_t count);
 Schedule BinomialBroadcast(int rank, int size, int root, size_t count);
 Schedule DisseminationBarrier(int rank, int size);
+// Reduce to root's out: a binomial tree (log2 n rounds; chunks flow up it one behind another)
+// or a chain (every rank receives, reduces and sends on each chunk once: size / link rate).
+// Non-roots' out is a working buffer of `count` elements.
+Schedule BinomialReduce(int rank, int size, int root, size_t count);
+Schedule ChainReduce(int rank, int size, int root, size_t count);
+// Gather: every rank's `count` elements of in go straight into block r of root's out (the root
+// places its own). Scatter: block r of root's in goes straight to rank r's out.
+Schedule FlatGather(int rank, int size, int root, size_t count);
+Schedule FlatScatter(int rank, int size, int root, size_t count);
+// Alltoall, `count` elements per pair: block p of in goes to rank p, block p of out comes from
+// rank p (the caller places the rank's own). n-1 rounds: send to rank+k, receive from rank-k.
+Schedule PairwiseAlltoall(int rank, int size, size_t count);
+
+// Steps that open every rooted collective: each rank sends an empty message to the next and
+// takes one from the previous (schedules/broadcast.cc says why). The data's steps follow.
+void AppendRollCall(Schedule& s, int rank, int n);
 
 // The binary tree used by TreeAllreduce, over positions 0..n-1: in-order and balanced, so half
 // the nodes are leaves. parent[p] is -1 for the root.

@@ -13,7 +13,7 @@ namespace hoop::perf {
 
 double BusFactor(CollKind k, int n) {
   if (k == CollKind::kAllreduce) return 2.0 * (n - 1) / n;
-  if (k == CollKind::kBroadcast) return 1.0;
+  if (k == CollKind::kBroadcast || k == CollKind::kReduce) return 1.0;
   if (k == CollKind::kBarrier) return 0.0;
   return static_cast<double>(n - 1) / n;
 }
@@ -23,7 +23,7 @@ Bench::Bench(Communicator& c, const PerfOptions& o, DType dtype, ReduceOp op)
 
 size_t Bench::CountFor(uint64_t bytes) const {
   size_t elems = bytes / esize_, n = static_cast<size_t>(n_);
-  if (o_.kind == CollKind::kAllgather || o_.kind == CollKind::kReduceScatter) return elems / n * n;
+  if (PerRankBlocks(o_.kind)) return elems / n * n;
   return o_.kind == CollKind::kBarrier ? 0 : elems;
 }
 
@@ -31,8 +31,11 @@ Bench::Layout Bench::MakeLayout(uint64_t bytes, bool in_place) const {
   Layout l;
   size_t elems = bytes / esize_, n = static_cast<size_t>(n_), me = static_cast<size_t>(c_.rank());
   switch (o_.kind) {
-    case CollKind::kAllgather: l.in_count = elems / n, l.out_count = elems / n * n; break;
-    case CollKind::kReduceScatter: l.in_count = elems / n * n, l.out_count = elems / n; break;
+    case CollKind::kAllgather:
+    case CollKind::kGather: l.in_count = elems / n, l.out_count = elems / n * n; break;
+    case CollKind::kReduceScatter:
+    case CollKind::kScatter: l.in_count = elems / n * n, l.out_count = elems / n; break;
+    case CollKind::kAlltoall: l.in_count = l.out_count = elems / n * n; break;
     case CollKind::kBarrier: break;
     default: l.in_count = l.out_count = elems;
   }
@@ -44,8 +47,8 @@ Bench::Layout Bench::MakeLayout(uint64_t bytes, bool in_place) const {
   }
   l.a.resize(std::max<size_t>(std::max(in_b, out_b), 1));
   l.in = l.out = l.a.data();
-  if (o_.kind == CollKind::kAllgather) l.in = l.a.data() + me * in_b;        // own block of the output
-  if (o_.kind == CollKind::kReduceScatter) l.out = l.a.data() + me * out_b;  // own block of the input
+  if (o_.kind == CollKind::kAllgather || o_.kind == CollKind::kGather) l.in = l.a.data() + me * in_b;  // own block of out
+  if (o_.kind == CollKind::kReduceScatter || o_.kind == CollKind::kScatter) l.out = l.a.data() + me * out_b;  // of in
   return l;
 }
 
@@ -76,6 +79,10 @@ Work Bench::Launch(Layout& l, bool blocking) {
     case CollKind::kBroadcast: return c_.Broadcast(bi, bo, o_.root, co);
     case CollKind::kAllgather: return c_.Allgather(bi, bo, co);
     case CollKind::kReduceScatter: return c_.ReduceScatter(bi, bo, op_, co);
+    case CollKind::kReduce: return c_.Reduce(bi, bo, op_, o_.root, co);
+    case CollKind::kGather: return c_.Gather(bi, bo, o_.root, co);
+    case CollKind::kScatter: return c_.Scatter(bi, bo, o_.root, co);
+    case CollKind::kAlltoall: return c_.Alltoall(bi, bo, co);
     case CollKind::kBarrier: break;
   }
   return c_.Barrier(co);
@@ -132,7 +139,9 @@ StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place, int i
   row.min_us = times.front(), row.max_us = times.back();
   row.algbw = row.time_us > 0 ? static_cast<double>(row.bytes) / (row.time_us * 1e3) : 0;
   row.busbw = row.algbw * BusFactor(o_.kind, n_);
-  row.algo = c_.ChosenAlgo(o_.kind, l.out_count * esize_, o_.algo);
+  // The count every rank passes alike decides the algorithm (Communicator::Resolve).
+  const size_t desc_count = o_.kind == CollKind::kScatter ? l.out_count : l.in_count;
+  row.algo = c_.ChosenAlgo(o_.kind, desc_count * esize_, o_.algo);
   if (Compressed() && *o_.compression != Compression::kAuto) row.algo = Algo::kRing;  // what compression runs
   if (o_.check) {
     HOOP_ASSIGN_OR_RETURN(int64_t wrong, Check(l, seed + 7777, &row.err_ratio));
@@ -145,7 +154,7 @@ StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place, int i
 // ranks. Output memory that is not also input is poisoned first, so stale results cannot pass.
 StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed, double* err_ratio) {
   size_t in_b = l.in_count * esize_, out_b = l.out_count * esize_, me = static_cast<size_t>(c_.rank());
-  if (l.in != l.out || o_.kind == CollKind::kAllgather) std::memset(l.out, 0x5a, out_b);
+  if (l.in != l.out || o_.kind == CollKind::kAllgather || o_.kind == CollKind::kGather) std::memset(l.out, 0x5a, out_b);
   Fill(l, seed);
   HOOP_RETURN_IF_ERROR(Launch(l).Wait());
   std::vector<std::vector<char>> inputs(static_cast<size_t>(n_), std::vector<char>(std::max<size_t>(in_b, 1)));
@@ -165,12 +174,25 @@ StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed, double* err_ratio) {
     return total;
   }
   std::vector<char> want(std::max<size_t>(out_b, 1));
+  // Rooted collectives that deliver to the root alone: the others' output is not checked.
+  const bool checked = !((o_.kind == CollKind::kReduce || o_.kind == CollKind::kGather) && o_.root != c_.rank());
   switch (o_.kind) {
-    case CollKind::kAllreduce: ReferenceReduce(dtype_, op_, ptrs, want.data(), l.out_count); break;
+    case CollKind::kAllreduce:
+    case CollKind::kReduce: ReferenceReduce(dtype_, op_, ptrs, want.data(), l.out_count); break;
     case CollKind::kBroadcast: std::memcpy(want.data(), ptrs[static_cast<size_t>(o_.root)], out_b); break;
     case CollKind::kAllgather:
+    case CollKind::kGather:
       for (size_t r = 0; r < ptrs.size(); ++r) std::memcpy(want.data() + r * in_b, ptrs[r], in_b);
       break;
+    case CollKind::kScatter:
+      std::memcpy(want.data(), static_cast<const char*>(ptrs[static_cast<size_t>(o_.root)]) + me * out_b, out_b);
+      break;
+    case CollKind::kAlltoall: {
+      const size_t block = out_b / static_cast<size_t>(n_);
+      for (size_t r = 0; r < ptrs.size(); ++r)
+        std::memcpy(want.data() + r * block, static_cast<const char*>(ptrs[r]) + me * block, block);
+      break;
+    }
     case CollKind::kReduceScatter: {
       std::vector<char> full(std::max<size_t>(in_b, 1));
       ReferenceReduce(dtype_, op_, ptrs, full.data(), l.in_count);
@@ -179,7 +201,8 @@ StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed, double* err_ratio) {
     }
     case CollKind::kBarrier: break;
   }
-  int64_t wrong = static_cast<int64_t>(CountMismatches(dtype_, l.out, want.data(), l.out_count)), total = 0;
+  int64_t wrong = checked ? static_cast<int64_t>(CountMismatches(dtype_, l.out, want.data(), l.out_count)) : 0;
+  int64_t total = 0;
   Buffer wb{&wrong, 1, DType::kI64, MemKind::kHost}, tb{&total, 1, DType::kI64, MemKind::kHost};
   HOOP_RETURN_IF_ERROR(c_.Allreduce(wb, tb, ReduceOp::kSum).Wait());
   return total;

@@ -111,7 +111,7 @@ int Main(int argc, char** argv) {
   for (DType d : o.dtypes) {
     Bench probe(c, o, d, o.ops[0]);
     if (o.min_bytes > 0 && o.kind != CollKind::kBarrier && probe.CountFor(o.min_bytes) == 0) {
-      const bool per_rank = o.kind == CollKind::kAllgather || o.kind == CollKind::kReduceScatter;
+      const bool per_rank = PerRankBlocks(o.kind);
       const uint64_t least = DTypeSize(d) * (per_rank ? static_cast<uint64_t>(c.size()) : 1);
       if (lead)
         std::fprintf(stderr, "hoop-perf: -b %llu is less than one %s element%s (%llu bytes): give -b 0 for one empty "

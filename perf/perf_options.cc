@@ -12,7 +12,8 @@ const char* const kPerfUsage =
     "       hoop-perf fusion [options]           the tensor fusion runtime ('hoop-perf fusion --help')\n"
     "       hoop-perf --version\n"
     "\n"
-    "COLLECTIVE: allreduce | broadcast | allgather | reduce_scatter | barrier\n"
+    "COLLECTIVE: allreduce | broadcast | allgather | reduce_scatter | barrier | reduce | gather |\n"
+    "            scatter | alltoall\n"
     "nccl-tests' flags, with nccl-tests' meanings:\n"
     "  -b, --minbytes SIZE      smallest message (default 8); K/M/G suffixes, powers of 1024. -b 0\n"
     "                           runs one empty call first; a size below one element otherwise is refused\n"
@@ -27,7 +28,7 @@ const char* const kPerfUsage =
     "                           per size on fresh data, wrong elements counted in #wrong\n"
     "  -d, --datatype T|all     u8 i32 i64 f16 bf16 f32 f64, or all of them in turn (default f32)\n"
     "  -o, --op OP|all          sum avg min max prod, or all of them in turn (default sum)\n"
-    "  -r, --root R             root of broadcast (default 0)\n"
+    "  -r, --root R             root of broadcast, reduce, gather, scatter (default 0)\n"
     "  -a, --average 0|1|2|3    the time reported: 0 rank 0's, 1 the mean over ranks, 2 the fastest\n"
     "                           rank's, 3 the slowest rank's (default 3; nccl-tests' default is 1)\n"
     "  -z, --blocking 0|1       1: every call runs on the calling thread and returns done (default);\n"
@@ -41,7 +42,8 @@ const char* const kPerfUsage =
     "hoop's own:\n"
     "  -R, --repeats N          timed repetitions per size (default 3); the median is reported\n"
     "  --place out|in|both      out of place, in place, or both side by side (default both)\n"
-    "  --algo A                 auto ring tree doubling (allreduce), chain binomial (broadcast)\n"
+    "  --algo A                 auto ring tree doubling (allreduce), chain binomial (broadcast,\n"
+    "                           reduce), flat (gather, scatter), pairwise (alltoall)\n"
     "                           (default auto: HOOP_ALGO, else chosen per size)\n"
     "  --transport T            back end for every peer: shm ucx ofi tcp (default: HOOP_TRANSPORT,\n"
     "                           else per peer the first that reaches it)\n"
@@ -57,14 +59,16 @@ const char* const kPerfUsage =
     "\n"
     "--csv and --json files are rewritten as each size finishes, so an interrupted sweep keeps what\n"
     "it measured; a path that cannot be written is refused before the first measurement.\n"
-    "SIZE is the largest buffer of the operation: allreduce's and broadcast's buffer, allgather's\n"
-    "output, reduce_scatter's input. In place means allreduce and broadcast with one buffer,\n"
-    "allgather with the input at rank x count in the output, reduce_scatter with the output at\n"
+    "SIZE is the largest buffer of the operation: allreduce's, broadcast's, reduce's and\n"
+    "alltoall's buffer, allgather's and gather's output, reduce_scatter's and scatter's input. In\n"
+    "place means allreduce, broadcast, reduce and alltoall with one buffer, allgather and gather\n"
+    "with the input at rank x count in the output, reduce_scatter and scatter with the output at\n"
     "rank x count in the input (as nccl-tests). barrier runs one row with size 0.\n"
     "time is the median over the repetitions of the per-call time combined across ranks (-a);\n"
     "spread is (slowest - fastest repetition) / median. algbw = SIZE / time; busbw = algbw x\n"
-    "2(n-1)/n (allreduce), x (n-1)/n (allgather, reduce_scatter), x 1 (broadcast): the rate every\n"
-    "link must carry, comparable with the link (nccl-tests' definitions).\n";
+    "2(n-1)/n (allreduce), x (n-1)/n (allgather, reduce_scatter, gather, scatter, alltoall), x 1\n"
+    "(broadcast, reduce): the rate every link must carry, comparable with the link (nccl-tests'\n"
+    "definitions).\n";
 
 const char* AverageName(Average a) {
   switch (a) {
@@ -76,8 +80,14 @@ const char* AverageName(Average a) {
   return "?";
 }
 
-bool Reduces(CollKind k) { return k == CollKind::kAllreduce || k == CollKind::kReduceScatter; }
-bool Rooted(CollKind k) { return k == CollKind::kBroadcast; }
+bool Reduces(CollKind k) {
+  return k == CollKind::kAllreduce || k == CollKind::kReduceScatter || k == CollKind::kReduce;
+}
+
+bool PerRankBlocks(CollKind k) {
+  return k == CollKind::kAllgather || k == CollKind::kReduceScatter || k == CollKind::kGather ||
+         k == CollKind::kScatter || k == CollKind::kAlltoall;
+}
 
 std::vector<uint64_t> SweepSizes(const PerfOptions& o) {
   std::vector<uint64_t> sizes;
@@ -133,7 +143,16 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   else if (first == "allgather") o.kind = CollKind::kAllgather;
   else if (first == "reduce_scatter") o.kind = CollKind::kReduceScatter;
   else if (first == "barrier") o.kind = CollKind::kBarrier;
-  else return InvalidArgument("unknown collective '" + first + "'");
+  else if (first == "reduce") o.kind = CollKind::kReduce;
+  else if (first == "gather") o.kind = CollKind::kGather;
+  else if (first == "scatter") o.kind = CollKind::kScatter;
+  else if (first == "alltoall") o.kind = CollKind::kAlltoall;
+  else {
+    static const std::vector<std::string> kCollectives = {"allreduce", "broadcast", "allgather", "reduce_scatter",
+                                                         "barrier", "reduce", "gather", "scatter", "alltoall"};
+    std::string near = Nearest(first, kCollectives);
+    return InvalidArgument("unknown collective '" + first + "'" + (near.empty() ? "" : " (did you mean " + near + "?)"));
+  }
   bool factor_given = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];

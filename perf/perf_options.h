@@ -50,9 +50,10 @@ struct PerfOptions {
 extern const char* const kPerfUsage;
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv);
 
-// Whether the collective reduces (has an op) and whether it has a root.
+// Whether the collective reduces (has an op); Rooted (op_desc.h) says whether it has a root.
 bool Reduces(CollKind k);
-bool Rooted(CollKind k);
+// Per-rank blocks of SIZE / ranks elements (allgather, reduce_scatter, gather, scatter, alltoall).
+bool PerRankBlocks(CollKind k);
 
 // The sizes a sweep visits, in bytes: -b, then times -f (or plus -i) up to -e.
 std::vector<uint64_t> SweepSizes(const PerfOptions& o);

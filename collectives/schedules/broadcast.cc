@@ -8,7 +8,7 @@
 // on, so all n ranks have it after ceil(log2 n) rounds. Position q receives from q minus its
 // highest set bit and sends to q + 2^k for every 2^k above q's highest bit.
 //
-// Both start with a roll call (RollCall below): every rank sends an empty message to the next
+// Both start with a roll call (AppendRollCall, schedules/split.cc): every rank sends an empty message to the next
 // rank and takes one from the previous. A rank's own view of the root decides whom it sends to
 // and hears from, so without it ranks that pass different roots could each send as the root and
 // receive nothing, all "succeed" with different data, and leave their messages to stall the next
@@ -19,33 +19,12 @@
 #include "collectives/schedule.h"
 
 namespace hoop {
-namespace {
-
-constexpr uint16_t kRollCallMsg = 0xffff;  // the data's messages are numbered from 0
-
-// Steps 0 and 1 of a broadcast: send the empty roll-call message on, take the previous rank's.
-// The data's step comes after them, so its first message to the next rank follows the roll
-// call's on that stream, but depends on neither step.
-void RollCall(Schedule& s, int rank, int n) {
-  Step send;
-  send.send_peers = {Mod(rank + 1, n)};
-  send.send_msg = kRollCallMsg;
-  send.send_from_in = true;
-  s.steps.push_back(send);
-  Step recv;
-  recv.recv = RecvKind::kCopy;
-  recv.recv_peer = Mod(rank - 1, n);
-  recv.recv_msg = kRollCallMsg;
-  s.steps.push_back(recv);
-}
-
-}  // namespace
 
 Schedule ChainBroadcast(int rank, int n, int root, size_t count) {
   Schedule s;
   s.algo = "chain";
   if (n == 1) return s;
-  RollCall(s, rank, n);
+  AppendRollCall(s, rank, n);
   int q = Mod(rank - root, n);
   Step st;
   st.count = count;
@@ -64,7 +43,7 @@ Schedule BinomialBroadcast(int rank, int n, int root, size_t count) {
   Schedule s;
   s.algo = "binomial";
   if (n == 1) return s;
-  RollCall(s, rank, n);
+  AppendRollCall(s, rank, n);
   int q = Mod(rank - root, n);
   Step st;
   st.count = count;

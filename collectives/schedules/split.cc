@@ -1,4 +1,5 @@
-// Shared rank math: even splits and the expansion of a schedule into chunked units.
+// Shared rank math: even splits, the rooted collectives' roll call, and the expansion of a
+// schedule into chunked units.
 #include <algorithm>
 
 #include "collectives/schedule.h"
@@ -13,6 +14,26 @@ Range SplitEven(size_t count, int n, int i) {
   r.begin = ui * base + std::min(ui, extra);
   r.size = base + (ui < extra ? 1 : 0);
   return r;
+}
+
+namespace {
+constexpr uint16_t kRollCallMsg = 0xffff;  // the data's messages are numbered from 0
+}  // namespace
+
+// Steps 0 and 1 of a rooted collective: send the empty roll-call message on, take the previous
+// rank's. The data's steps come after them, so a first message to the next rank follows the
+// roll call's on that stream, but depends on neither step.
+void AppendRollCall(Schedule& s, int rank, int n) {
+  Step send;
+  send.send_peers = {Mod(rank + 1, n)};
+  send.send_msg = kRollCallMsg;
+  send.send_from_in = true;
+  s.steps.push_back(send);
+  Step recv;
+  recv.recv = RecvKind::kCopy;
+  recv.recv_peer = Mod(rank - 1, n);
+  recv.recv_msg = kRollCallMsg;
+  s.steps.push_back(recv);
 }
 
 std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems) {

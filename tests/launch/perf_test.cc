@@ -103,10 +103,15 @@ TEST_CASE("8 ranks on 2 cores over shm: a 16 MiB sweep finishes and is correct",
 TEST_CASE("hoop-perf checks every collective in and out of place, and writes JSON and CSV", "[perf]") {
   const std::string base = "/tmp/hoop-perf-test-" + std::to_string(::getpid());
   const std::string json = base + ".json", csv = base + ".csv";
-  for (const char* coll : {"allreduce", "broadcast", "allgather", "reduce_scatter"}) {
+  for (const char* coll : {"allreduce", "broadcast", "allgather", "reduce_scatter", "reduce", "gather", "scatter",
+                           "alltoall"}) {
     DYNAMIC_SECTION(coll) {
+      const std::string c = coll;
+      const bool rooted = c == "broadcast" || c == "reduce" || c == "gather" || c == "scatter";
+      const bool reduces = c == "allreduce" || c == "reduce_scatter" || c == "reduce";
+      const std::string root = c == "broadcast" ? "0" : "2";  // the last rank: not where rank 0 reports from
       auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), coll, "-b", "1K", "-e", "1M", "-f", "32",
-                        "-n", "2", "-w", "1", "-R", "2", "-d", "bf16", "-o", "max", "--json", json, "-F", csv},
+                        "-n", "2", "-w", "1", "-R", "2", "-d", "bf16", "-o", "max", "-r", root, "--json", json, "-F", csv},
                        Within(120));
       INFO(r.output);
       CHECK(r.exit_code == 0);
@@ -120,9 +125,9 @@ TEST_CASE("hoop-perf checks every collective in and out of place, and writes JSO
         CHECK(j["collective"] == coll);
         CHECK(j["transport"] == "shm");
         CHECK(j["dtype"] == "bf16");
-        // Only the reducing collectives have an op; only broadcast a root.
-        CHECK(j["op"] == (std::string(coll) == "broadcast" || std::string(coll) == "allgather" ? "none" : "max"));
-        CHECK(j["root"] == (std::string(coll) == "broadcast" ? 0 : -1));
+        // Only the reducing collectives have an op; only the rooted ones a root.
+        CHECK(j["op"] == (reduces ? "max" : "none"));
+        CHECK(j["root"] == (rooted ? std::stoi(root) : -1));
         CHECK(j["ranks"] == 3);
         CHECK(j["repeats"] == 2);
         CHECK(j["wrong"] == 0);
@@ -146,7 +151,7 @@ TEST_CASE("hoop-perf checks every collective in and out of place, and writes JSO
         for (std::string c; std::getline(ls, c, ',');) cells.push_back(c);
         REQUIRE(cells.size() == 19);
         CHECK(cells[17] == "0");  // wrong
-        CHECK(cells[18] == (std::string(coll) == "broadcast" ? "0" : "-1"));  // root
+        CHECK(cells[18] == (rooted ? root : "-1"));  // root
       }
       CHECK(lines == 6);
       std::remove(json.c_str());
@@ -211,8 +216,9 @@ TEST_CASE("hoop-perf --help and bad options", "[perf]") {
   auto bad = RunProc({Bin("hoop-perf"), "allreduce", "-d", "f128"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.output.find("-d 'f128'") != std::string::npos);
-  auto coll = RunProc({Bin("hoop-perf"), "alltoall"});
+  auto coll = RunProc({Bin("hoop-perf"), "alltoallv"});
   CHECK(coll.exit_code == 2);
+  CHECK(coll.output.find("unknown collective 'alltoallv' (did you mean alltoall?)") != std::string::npos);
   auto t = RunProc({Bin("hoop-perf"), "allreduce", "--transport", "rdma"});
   CHECK(t.exit_code == 2);
   CHECK(t.output.find("--transport 'rdma': expected shm, ucx, ofi or tcp") != std::string::npos);

@@ -1,6 +1,8 @@
 // hoop-test-rank: what the multi-process tests run as their ranks (under a real hooprun).
 //
-//   matrix           every collective x dtype x op x count {0, 1, 7, 1000, 100003} x algorithm,
+//   matrix           every collective (allreduce, broadcast, allgather, reduce_scatter, reduce,
+//                    gather, scatter, alltoall, barrier) x dtype x op x count {0, 1, 7, 1000,
+//                    100003} x algorithm, roots moving, in place and not,
 //                    checked against the reference on rank-specific random data
 //   kill VICTIM      all ranks run large allreduces; VICTIM SIGKILLs itself in the middle of
 //                    one; the others report the error they get and exit 1
@@ -96,6 +98,21 @@ struct Matrix {
           std::memcpy(want.data(), full.data() + me * count * es, count * es);
           Status s = c.ReduceScatter({in[me].data(), count * n, dt}, {out.data(), count, dt}, op).Wait();
           Expect(tag("reduce_scatter", ReduceOpName(op)), s, out, want, dt, count);
+          for (Algo algo : {Algo::kBinomial, Algo::kChain}) {
+            ++case_id;
+            const int root = static_cast<int>(case_id % n);
+            auto rin = Inputs(dt, op, count);
+            std::vector<char> rwant(count * es + 1), rout(count * es + 1, 0x33);
+            ReferenceReduce(dt, op, Ptrs(rin), rwant.data(), count);
+            const bool is_root = static_cast<int>(me) == root;
+            // Non-roots pass no output at all.
+            s = c.Reduce({rin[me].data(), count, dt}, is_root ? Buffer{rout.data(), count, dt} : Buffer{}, op, root,
+                         {algo}).Wait();
+            if (is_root) rwant.back() = rout.back();  // the guard byte past the end is not compared
+            Expect(tag("reduce", (std::string(AlgoName(algo)) + " " + ReduceOpName(op) + " root " +
+                                  std::to_string(root)).c_str()),
+                   s, is_root ? rout : rwant, rwant, dt, count);
+          }
         }
         for (Algo algo : {Algo::kChain, Algo::kBinomial}) {
           ++case_id;
@@ -117,6 +134,38 @@ struct Matrix {
         std::memcpy(buf.data() + me * count * es, in[me].data(), count * es);
         s = c.Allgather({buf.data() + me * count * es, count, dt}, {buf.data(), count * n, dt}).Wait();
         Expect(tag("allgather in-place", ""), s, buf, want, dt, count * n);
+
+        // Gather and scatter, the root moving with the case; the root's own block in place too.
+        ++case_id;
+        const int root = static_cast<int>(case_id % n);
+        const bool is_root = static_cast<int>(me) == root;
+        std::vector<char> g(count * n * es + 1, 0x55);
+        s = c.Gather({in[me].data(), count, dt}, is_root ? Buffer{g.data(), count * n, dt} : Buffer{}, root).Wait();
+        Expect(tag("gather", ("root " + std::to_string(root)).c_str()), s, is_root ? g : want, want, dt, count * n);
+        std::vector<char> g2(count * n * es + 1, 0x56);
+        if (is_root) std::memcpy(g2.data() + me * count * es, in[me].data(), count * es);
+        s = c.Gather({is_root ? g2.data() + me * count * es : in[me].data(), count, dt},
+                     is_root ? Buffer{g2.data(), count * n, dt} : Buffer{}, root).Wait();
+        Expect(tag("gather in-place", ("root " + std::to_string(root)).c_str()), s, is_root ? g2 : want, want, dt,
+               count * n);
+        // Scatter: the root's input is `want` (every rank's block), rank r gets block r.
+        std::vector<char> sc(count * es + 1, 0x57);
+        s = c.Scatter(is_root ? Buffer{want.data(), count * n, dt} : Buffer{}, {sc.data(), count, dt}, root).Wait();
+        Expect(tag("scatter", ("root " + std::to_string(root)).c_str()), s, sc, in[me], dt, count);
+
+        // Alltoall: rank k's block p is its own input block; out block p is rank p's block me.
+        // The large count is split among the ranks (still odd): every rank generates every
+        // rank's input, n x n blocks.
+        ++case_id;
+        const size_t per = count > 1000 ? (count / n) | 1 : count, all = per * n;
+        auto a = Inputs(dt, ReduceOp::kMax, all);
+        std::vector<char> awant(all * es + 1), aout(all * es + 1, 0x58);
+        for (size_t p = 0; p < n; ++p) std::memcpy(awant.data() + p * per * es, a[p].data() + me * per * es, per * es);
+        s = c.Alltoall({a[me].data(), all, dt}, {aout.data(), all, dt}).Wait();
+        Expect(tag("alltoall", ""), s, aout, awant, dt, all);
+        std::vector<char> abuf = a[me];
+        s = c.Alltoall({abuf.data(), all, dt}, {abuf.data(), all, dt}).Wait();
+        Expect(tag("alltoall in-place", ""), s, abuf, awant, dt, all);
       }
     }
     Status s = c.Barrier().Wait();

@@ -1,0 +1,44 @@
+// The table of algorithms: one row per (collective, algorithm), with the function that builds
+// its schedule (schedules/) and the message sizes auto picks it for. Rows of one collective are
+// tried in order; the first whose range holds the call's bytes wins.
+//
+// Thresholds measured over shm and TCP (docs/PERF.md): below them, fewer hops beat fewer bytes.
+// Recursive doubling beat both the tree and the ring up to 32 KiB for 2 to 8 ranks, and lost to
+// the ring from 512 KiB (it moves log2(n) whole buffers per rank). The binomial trees of
+// broadcast and reduce take log2(n) rounds, the chains n-1 hops but every link busy at once.
+// Gather and scatter send every block straight between its rank and the root; alltoall
+// exchanges pairwise, n-1 rounds, each rank sending to rank+k while it receives from rank-k.
+#include <cstdint>
+
+#include "collectives/algo.h"
+
+namespace hoop {
+namespace {
+
+constexpr size_t kAll = SIZE_MAX;
+constexpr size_t kSmall = 64 << 10;  // doubling and binomial up to here, ring and chain above
+// A row auto never picks: it runs only when asked for by name.
+constexpr size_t kNamedMin = 1, kNamedMax = 0;
+
+}  // namespace
+
+const std::vector<AlgoRow>& AlgoTable() {
+  static const std::vector<AlgoRow> table = {
+      {CollKind::kAllreduce, Algo::kDoubling, [](const ScheduleArgs& a) { return DoublingAllreduce(a.rank, a.size, a.count); }, 0, kSmall},
+      {CollKind::kAllreduce, Algo::kRing, [](const ScheduleArgs& a) { return RingAllreduce(a.rank, a.size, a.count); }, 0, kAll},
+      {CollKind::kAllreduce, Algo::kTree, [](const ScheduleArgs& a) { return TreeAllreduce(a.rank, a.size, a.count); }, kNamedMin, kNamedMax},
+      {CollKind::kBroadcast, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialBroadcast(a.rank, a.size, a.root, a.count); }, 0, kSmall},
+      {CollKind::kBroadcast, Algo::kChain, [](const ScheduleArgs& a) { return ChainBroadcast(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kReduce, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialReduce(a.rank, a.size, a.root, a.count); }, 0, kSmall},
+      {CollKind::kReduce, Algo::kChain, [](const ScheduleArgs& a) { return ChainReduce(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kAllgather, Algo::kRing, [](const ScheduleArgs& a) { return RingAllgather(a.rank, a.size, a.count); }, 0, kAll},
+      {CollKind::kReduceScatter, Algo::kRing, [](const ScheduleArgs& a) { return RingReduceScatter(a.rank, a.size, a.count); }, 0, kAll},
+      {CollKind::kGather, Algo::kFlat, [](const ScheduleArgs& a) { return FlatGather(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kScatter, Algo::kFlat, [](const ScheduleArgs& a) { return FlatScatter(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kAlltoall, Algo::kPairwise, [](const ScheduleArgs& a) { return PairwiseAlltoall(a.rank, a.size, a.count); }, 0, kAll},
+      {CollKind::kBarrier, Algo::kDissemination, [](const ScheduleArgs& a) { return DisseminationBarrier(a.rank, a.size); }, 0, kAll},
+  };
+  return table;
+}
+
+}  // namespace hoop
