@@ -151,17 +151,69 @@ hoop_status_t PostBarrier(hoop_comm_t comm, const char* fn, bool blocking, hoop:
   return HOOP_SUCCESS;
 }
 
+// Rooted calls: the root's other buffer holds size x count elements; others pass none (their
+// pointer is ignored and may be NULL). A root out of range still reaches the communicator's
+// check, which names it.
+hoop_status_t PostReduce(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
+                         hoop_dtype_t dtype, hoop_op_t op, int root, bool blocking, hoop::Work* work) {
+  if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
+  if (!ValidDType(dtype) || !ValidOp(op))
+    return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
+                  std::to_string(RawEnum(op)));
+  const bool is_root = (*comm)->rank() == root;
+  *work = (*comm)->Reduce(Buf(sendbuf, count, dtype), Buf(is_root ? recvbuf : nullptr, is_root ? count : 0, dtype),
+                          static_cast<hoop::ReduceOp>(op), root, hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t PostGather(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
+                         hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work) {
+  if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
+  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  size_t total = 0;
+  if (hoop_status_t bad = TimesSize(comm, fn, sendcount, &total)) return bad;
+  const bool is_root = (*comm)->rank() == root;
+  *work = (*comm)->Gather(Buf(sendbuf, sendcount, dtype), Buf(is_root ? recvbuf : nullptr, is_root ? total : 0, dtype),
+                          root, hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t PostScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t recvcount,
+                          hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work) {
+  if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
+  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  size_t total = 0;
+  if (hoop_status_t bad = TimesSize(comm, fn, recvcount, &total)) return bad;
+  const bool is_root = (*comm)->rank() == root;
+  *work = (*comm)->Scatter(Buf(is_root ? sendbuf : nullptr, is_root ? total : 0, dtype), Buf(recvbuf, recvcount, dtype),
+                           root, hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t PostAlltoall(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
+                           size_t count_per_rank, hoop_dtype_t dtype, bool blocking, hoop::Work* work) {
+  if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
+  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  size_t total = 0;
+  if (hoop_status_t bad = TimesSize(comm, fn, count_per_rank, &total)) return bad;
+  *work = (*comm)->Alltoall(Buf(sendbuf, total, dtype), Buf(recvbuf, total, dtype),
+                            hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
 }  // namespace hoop::capi
 
 namespace {
 using namespace hoop::capi;  // NOLINT: the Post* helpers above
 
-// A blocking C call: post, then wait for the result on this thread.
+// A blocking C call `fn`: post, then wait for the result on this thread. A call the
+// communicator refused before queueing it is reported under the C function's name.
 template <class PostFn>
-hoop_status_t Blocking(PostFn&& post) {
+hoop_status_t Blocking(const char* fn, PostFn&& post) {
   return Guard([&] {
     hoop::Work w;
     if (hoop_status_t bad = post(&w)) return bad;
+    if (w.Refused()) return Report(w.Wait().WithContext(fn));
     return Report(w.Wait());
   });
 }
@@ -233,7 +285,7 @@ hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbu
 
 hoop_status_t hoop_allreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                                 hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts) {
-  return Blocking([&](hoop::Work* w) {
+  return Blocking("hoop_allreduce", [&](hoop::Work* w) {
     return PostAllreduce(comm, "hoop_allreduce", sendbuf, recvbuf, count, dtype, op, opts, true, w);
   });
 }
@@ -245,27 +297,55 @@ double hoop_compression_error_factor(hoop_compression_t compression, int nranks)
 
 hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                              hoop_dtype_t dtype, int root) {
-  return Blocking([&](hoop::Work* w) {
+  return Blocking("hoop_broadcast", [&](hoop::Work* w) {
     return PostBroadcast(comm, "hoop_broadcast", sendbuf, recvbuf, count, dtype, root, true, w);
   });
 }
 
 hoop_status_t hoop_allgather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount,
                              hoop_dtype_t dtype) {
-  return Blocking([&](hoop::Work* w) {
+  return Blocking("hoop_allgather", [&](hoop::Work* w) {
     return PostAllgather(comm, "hoop_allgather", sendbuf, recvbuf, sendcount, dtype, true, w);
   });
 }
 
 hoop_status_t hoop_reduce_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
                                   hoop_dtype_t dtype, hoop_op_t op) {
-  return Blocking([&](hoop::Work* w) {
+  return Blocking("hoop_reduce_scatter", [&](hoop::Work* w) {
     return PostReduceScatter(comm, "hoop_reduce_scatter", sendbuf, recvbuf, recvcount, dtype, op, true, w);
   });
 }
 
 hoop_status_t hoop_barrier(hoop_comm_t comm) {
-  return Blocking([&](hoop::Work* w) { return PostBarrier(comm, "hoop_barrier", true, w); });
+  return Blocking("hoop_barrier", [&](hoop::Work* w) { return PostBarrier(comm, "hoop_barrier", true, w); });
+}
+
+hoop_status_t hoop_reduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                          hoop_op_t op, int root) {
+  return Blocking("hoop_reduce", [&](hoop::Work* w) {
+    return PostReduce(comm, "hoop_reduce", sendbuf, recvbuf, count, dtype, op, root, true, w);
+  });
+}
+
+hoop_status_t hoop_gather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount, hoop_dtype_t dtype,
+                          int root) {
+  return Blocking("hoop_gather", [&](hoop::Work* w) {
+    return PostGather(comm, "hoop_gather", sendbuf, recvbuf, sendcount, dtype, root, true, w);
+  });
+}
+
+hoop_status_t hoop_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
+                           hoop_dtype_t dtype, int root) {
+  return Blocking("hoop_scatter", [&](hoop::Work* w) {
+    return PostScatter(comm, "hoop_scatter", sendbuf, recvbuf, recvcount, dtype, root, true, w);
+  });
+}
+
+hoop_status_t hoop_alltoall(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count_per_rank,
+                            hoop_dtype_t dtype) {
+  return Blocking("hoop_alltoall", [&](hoop::Work* w) {
+    return PostAlltoall(comm, "hoop_alltoall", sendbuf, recvbuf, count_per_rank, dtype, true, w);
+  });
 }
 
 const char* hoop_status_string(hoop_status_t s) {

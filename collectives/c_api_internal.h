@@ -77,6 +77,14 @@ hoop_status_t PostAllgather(hoop_comm_t comm, const char* fn, const void* sendbu
 hoop_status_t PostReduceScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
                                 size_t recvcount, hoop_dtype_t dtype, hoop_op_t op, bool blocking, hoop::Work* work);
 hoop_status_t PostBarrier(hoop_comm_t comm, const char* fn, bool blocking, hoop::Work* work);
+hoop_status_t PostReduce(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
+                         hoop_dtype_t dtype, hoop_op_t op, int root, bool blocking, hoop::Work* work);
+hoop_status_t PostGather(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
+                         hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work);
+hoop_status_t PostScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t recvcount,
+                          hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work);
+hoop_status_t PostAlltoall(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
+                           size_t count_per_rank, hoop_dtype_t dtype, bool blocking, hoop::Work* work);
 
 // Runs f, turning any exception into HOOP_ERR_INTERNAL: none crosses the C API.
 template <class F>

@@ -67,7 +67,7 @@ hoop_status_t Nonblocking(hoop_comm_t comm, const char* fn, hoop_request_t* requ
     *request = nullptr;
     hoop::Work w;
     if (hoop_status_t bad = post(&w)) return bad;
-    if (w.Refused()) return Report(w.Wait());  // checked before queueing: nothing ran anywhere
+    if (w.Refused()) return Report(w.Wait().WithContext(fn));  // checked before queueing: nothing ran
     *request = Requests().Add(std::move(w), comm->rank, fn);
     return HOOP_SUCCESS;
   });
@@ -117,6 +117,34 @@ hoop_status_t hoop_ireduce_scatter(hoop_comm_t comm, const void* sendbuf, void* 
 hoop_status_t hoop_ibarrier(hoop_comm_t comm, hoop_request_t* request) {
   return Nonblocking(comm, "hoop_ibarrier", request,
                      [&](hoop::Work* w) { return hoop::capi::PostBarrier(comm, "hoop_ibarrier", false, w); });
+}
+
+hoop_status_t hoop_ireduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                           hoop_op_t op, int root, hoop_request_t* request) {
+  return Nonblocking(comm, "hoop_ireduce", request, [&](hoop::Work* w) {
+    return hoop::capi::PostReduce(comm, "hoop_ireduce", sendbuf, recvbuf, count, dtype, op, root, false, w);
+  });
+}
+
+hoop_status_t hoop_igather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount, hoop_dtype_t dtype,
+                           int root, hoop_request_t* request) {
+  return Nonblocking(comm, "hoop_igather", request, [&](hoop::Work* w) {
+    return hoop::capi::PostGather(comm, "hoop_igather", sendbuf, recvbuf, sendcount, dtype, root, false, w);
+  });
+}
+
+hoop_status_t hoop_iscatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
+                            hoop_dtype_t dtype, int root, hoop_request_t* request) {
+  return Nonblocking(comm, "hoop_iscatter", request, [&](hoop::Work* w) {
+    return hoop::capi::PostScatter(comm, "hoop_iscatter", sendbuf, recvbuf, recvcount, dtype, root, false, w);
+  });
+}
+
+hoop_status_t hoop_ialltoall(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count_per_rank,
+                             hoop_dtype_t dtype, hoop_request_t* request) {
+  return Nonblocking(comm, "hoop_ialltoall", request, [&](hoop::Work* w) {
+    return hoop::capi::PostAlltoall(comm, "hoop_ialltoall", sendbuf, recvbuf, count_per_rank, dtype, false, w);
+  });
 }
 
 hoop_status_t hoop_test(hoop_request_t request, int* done) {

@@ -39,8 +39,9 @@
 extern "C" {
 #endif
 
-#define HOOP_API_VERSION 5 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
-                              4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait) */
+#define HOOP_API_VERSION 6 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+                              4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
+                              6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -129,6 +130,26 @@ hoop_status_t hoop_reduce_scatter(hoop_comm_t comm, const void* sendbuf, void* r
                                   hoop_dtype_t dtype, hoop_op_t op);
 hoop_status_t hoop_barrier(hoop_comm_t comm);
 
+/* Rooted collectives. On ranks other than the root the root-only buffer (reduce's and gather's
+ * recvbuf, scatter's sendbuf) is ignored and may be NULL; every rank passes the same count,
+ * dtype, op and root. Reduce: the reduction of every rank's count elements lands in root's
+ * recvbuf (count elements); sendbuf may equal recvbuf on the root. Gather: root's recvbuf holds
+ * size * sendcount elements, block r from rank r; root's sendbuf may be its own block. Scatter:
+ * root's sendbuf holds size * recvcount elements, block r to rank r; root's recvbuf may be its
+ * own block. Algorithms: reduce runs a binomial tree up to 64 KiB and a pipelined chain above;
+ * gather and scatter move each block straight between its rank and the root. */
+hoop_status_t hoop_reduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                          hoop_op_t op, int root);
+hoop_status_t hoop_gather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount, hoop_dtype_t dtype,
+                          int root);
+hoop_status_t hoop_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
+                           hoop_dtype_t dtype, int root);
+/* sendbuf and recvbuf hold size * count_per_rank elements: block p of sendbuf goes to rank p, block
+ * p of recvbuf comes from rank p. They may be the same memory (then exchanged from a copy).
+ * Pairwise exchange: n-1 rounds, sending to rank+k while receiving from rank-k. */
+hoop_status_t hoop_alltoall(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count_per_rank,
+                            hoop_dtype_t dtype);
+
 /* ---- Nonblocking calls ----
  *
  * hoop_iallreduce and the other hoop_i* calls take the blocking form's arguments plus a request
@@ -158,6 +179,14 @@ hoop_status_t hoop_iallgather(hoop_comm_t comm, const void* sendbuf, void* recvb
 hoop_status_t hoop_ireduce_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
                                    hoop_dtype_t dtype, hoop_op_t op, hoop_request_t* request);
 hoop_status_t hoop_ibarrier(hoop_comm_t comm, hoop_request_t* request);
+hoop_status_t hoop_ireduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                           hoop_op_t op, int root, hoop_request_t* request);
+hoop_status_t hoop_igather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount, hoop_dtype_t dtype,
+                           int root, hoop_request_t* request);
+hoop_status_t hoop_iscatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
+                            hoop_dtype_t dtype, int root, hoop_request_t* request);
+hoop_status_t hoop_ialltoall(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count_per_rank,
+                             hoop_dtype_t dtype, hoop_request_t* request);
 hoop_status_t hoop_test(hoop_request_t request, int* done);
 hoop_status_t hoop_wait(hoop_request_t request);
 hoop_status_t hoop_wait_all(hoop_request_t* requests, int n);

@@ -1,0 +1,160 @@
+/* The C API's reduce, gather, scatter and alltoall from C, including only <hoop/hoop.h>: every
+ * root in turn, counts 0, 1, 7 and a large odd one, non-roots passing NULL for the buffers they do
+ * not use, the in-place forms, the nonblocking forms completed with hoop_wait_all, and bad calls
+ * (root out of range, a root's NULL buffer, an alltoall count that is not a multiple of the ranks)
+ * refused with a message naming the call. Run as every rank of a job (hooprun).
+ * Prints "c-more-collectives ok rank R of N". */
+#include <hoop/hoop.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(cond, ...)                                              \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      fprintf(stdout, "c-more-collectives FAIL line %d: ", __LINE__); \
+      fprintf(stdout, __VA_ARGS__);                                   \
+      fprintf(stdout, " (%s)\n", hoop_last_error());                  \
+      exit(1);                                                        \
+    }                                                                 \
+  } while (0)
+
+/* Rank r's element i of call c: distinct per rank and element, exact in i64 and f64. */
+static long long Value(int rank, size_t i, int c) { return (long long)rank * 1000003 + (long long)(i % 9973) * 7 + c; }
+
+static const size_t kCounts[] = {0, 1, 7, 50001};
+enum { kNumCounts = sizeof kCounts / sizeof kCounts[0] };
+
+static void Reduce(hoop_comm_t comm, int rank, int size, int root, size_t n, int c) {
+  long long* in = malloc(sizeof(long long) * (n + 1));
+  long long* out = malloc(sizeof(long long) * (n + 1));
+  for (size_t i = 0; i < n; ++i) in[i] = Value(rank, i, c), out[i] = -1;
+  /* Non-roots pass NULL for the output they do not get. */
+  CHECK(hoop_reduce(comm, in, rank == root ? out : NULL, n, HOOP_I64, HOOP_MAX, root) == HOOP_SUCCESS,
+        "reduce count %zu root %d", n, root);
+  if (rank == root)
+    for (size_t i = 0; i < n; ++i) CHECK(out[i] == Value(size - 1, i, c), "reduce element %zu: %lld", i, out[i]);
+  /* In place at the root. */
+  for (size_t i = 0; i < n; ++i) in[i] = Value(rank, i, c);
+  CHECK(hoop_reduce(comm, in, rank == root ? in : NULL, n, HOOP_I64, HOOP_SUM, root) == HOOP_SUCCESS,
+        "in-place reduce count %zu root %d", n, root);
+  if (rank == root)
+    for (size_t i = 0; i < n; ++i) {
+      long long want = 0;
+      for (int r = 0; r < size; ++r) want += Value(r, i, c);
+      CHECK(in[i] == want, "in-place reduce element %zu: %lld, want %lld", i, in[i], want);
+    }
+  free(in);
+  free(out);
+}
+
+static void GatherScatter(hoop_comm_t comm, int rank, int size, int root, size_t n, int c) {
+  size_t all = n * (size_t)size;
+  double* mine = malloc(sizeof(double) * (n + 1));
+  double* whole = malloc(sizeof(double) * (all + 1));
+  for (size_t i = 0; i < n; ++i) mine[i] = (double)Value(rank, i, c);
+  for (size_t i = 0; i < all; ++i) whole[i] = -1;
+  CHECK(hoop_gather(comm, mine, rank == root ? whole : NULL, n, HOOP_F64, root) == HOOP_SUCCESS,
+        "gather count %zu root %d", n, root);
+  if (rank == root)
+    for (int r = 0; r < size; ++r)
+      for (size_t i = 0; i < n; ++i)
+        CHECK(whole[(size_t)r * n + i] == (double)Value(r, i, c), "gather block %d element %zu", r, i);
+  /* Scatter the root's gathered blocks back: each rank gets its own input again, in place at the
+   * root (its output is its own block of the input); non-roots pass NULL as the input. */
+  for (size_t i = 0; i < n; ++i) mine[i] = -1;
+  double* dst = rank == root ? whole + (size_t)rank * n : mine;
+  CHECK(hoop_scatter(comm, rank == root ? whole : NULL, dst, n, HOOP_F64, root) == HOOP_SUCCESS,
+        "scatter count %zu root %d", n, root);
+  for (size_t i = 0; i < n; ++i) CHECK(dst[i] == (double)Value(rank, i, c), "scatter element %zu: %f", i, dst[i]);
+  free(mine);
+  free(whole);
+}
+
+static void Alltoall(hoop_comm_t comm, int rank, int size, size_t n, int c) {
+  size_t all = n * (size_t)size;
+  int* in = malloc(sizeof(int) * (all + 1));
+  int* out = malloc(sizeof(int) * (all + 1));
+  /* Block p of rank r's input, element i: r * 100000 + p * 1000 + i % 1000. */
+  for (int p = 0; p < size; ++p)
+    for (size_t i = 0; i < n; ++i) in[(size_t)p * n + i] = rank * 100000 + p * 1000 + (int)(i % 1000) + c;
+  CHECK(hoop_alltoall(comm, in, out, n, HOOP_I32) == HOOP_SUCCESS, "alltoall count %zu", n);
+  for (int r = 0; r < size; ++r)
+    for (size_t i = 0; i < n; ++i)
+      CHECK(out[(size_t)r * n + i] == r * 100000 + rank * 1000 + (int)(i % 1000) + c, "alltoall block %d element %zu", r, i);
+  CHECK(hoop_alltoall(comm, in, in, n, HOOP_I32) == HOOP_SUCCESS, "in-place alltoall count %zu", n);
+  CHECK(all == 0 || memcmp(in, out, sizeof(int) * all) == 0, "in-place alltoall differs from out of place");
+  free(in);
+  free(out);
+}
+
+int main(void) {
+  hoop_comm_t comm = NULL;
+  CHECK(hoop_init_from_env(&comm) == HOOP_SUCCESS, "init");
+  int rank = -1, size = -1;
+  CHECK(hoop_rank(comm, &rank) == HOOP_SUCCESS && hoop_size(comm, &size) == HOOP_SUCCESS, "rank/size");
+
+  int c = 0;
+  for (int k = 0; k < kNumCounts; ++k) {
+    for (int root = 0; root < size; ++root, ++c) {
+      Reduce(comm, rank, size, root, kCounts[k], c);
+      GatherScatter(comm, rank, size, root, kCounts[k], c);
+    }
+    Alltoall(comm, rank, size, kCounts[k], c++);
+  }
+
+  /* The nonblocking forms, all in flight at once, completed together. */
+  {
+    const int root = size / 2;
+    float x = (float)(rank + 1), sum = 0;
+    short* g = malloc(sizeof(short) * 2 * (size_t)size);
+    short mine[2] = {(short)rank, (short)-rank};
+    unsigned char* s_in = malloc((size_t)size * 3);
+    for (int i = 0; i < size * 3; ++i) s_in[i] = (unsigned char)i;
+    unsigned char s_out[3] = {0, 0, 0};
+    long long* a_in = malloc(sizeof(long long) * (size_t)size);
+    long long* a_out = malloc(sizeof(long long) * (size_t)size);
+    for (int p = 0; p < size; ++p) a_in[p] = (long long)rank * size + p;
+    hoop_request_t rq[4] = {NULL, NULL, NULL, NULL};
+    CHECK(hoop_ireduce(comm, &x, &sum, 1, HOOP_F32, HOOP_SUM, root, &rq[0]) == HOOP_SUCCESS, "ireduce");
+    CHECK(hoop_igather(comm, mine, g, 2, HOOP_F16, root, &rq[1]) == HOOP_SUCCESS, "igather");
+    CHECK(hoop_iscatter(comm, s_in, s_out, 3, HOOP_U8, root, &rq[2]) == HOOP_SUCCESS, "iscatter");
+    CHECK(hoop_ialltoall(comm, a_in, a_out, 1, HOOP_I64, &rq[3]) == HOOP_SUCCESS, "ialltoall");
+    CHECK(hoop_wait_all(rq, 4) == HOOP_SUCCESS, "wait_all");
+    if (rank == root) {
+      CHECK(sum == (float)(size * (size + 1) / 2), "ireduce %f", sum);
+      for (int r = 0; r < size; ++r) CHECK(g[2 * r] == r && g[2 * r + 1] == -r, "igather block %d (f16 moved bit for bit)", r);
+    }
+    for (int i = 0; i < 3; ++i) CHECK(s_out[i] == (unsigned char)(rank * 3 + i), "iscatter element %d", i);
+    for (int r = 0; r < size; ++r) CHECK(a_out[r] == (long long)r * size + rank, "ialltoall block %d", r);
+    free(g);
+    free(s_in);
+    free(a_in);
+    free(a_out);
+  }
+
+  /* Bad calls: refused on every rank alike, naming the call and the argument. */
+  {
+    int x[64] = {0}, y[64] = {0};
+    CHECK(hoop_reduce(comm, x, y, 1, HOOP_I32, HOOP_SUM, size) == HOOP_ERR_INVALID_ARGUMENT, "root = size");
+    CHECK(strstr(hoop_last_error(), "hoop_reduce") != NULL && strstr(hoop_last_error(), "root") != NULL,
+          "message: %s", hoop_last_error());
+    CHECK(hoop_gather(comm, x, y, 1, HOOP_I32, -1) == HOOP_ERR_INVALID_ARGUMENT, "root -1");
+    CHECK(strstr(hoop_last_error(), "hoop_gather") != NULL, "message: %s", hoop_last_error());
+    if (rank == 0) {  /* a root's NULL buffer is the root's own error */
+      CHECK(hoop_scatter(comm, NULL, y, 1, HOOP_I32, 0) == HOOP_ERR_INVALID_ARGUMENT, "root's NULL input");
+      CHECK(strstr(hoop_last_error(), "hoop_scatter") != NULL && strstr(hoop_last_error(), "input") != NULL,
+            "message: %s", hoop_last_error());
+    }
+    CHECK(hoop_alltoall(comm, x, y, (size_t)-1 / 2, HOOP_I32) == HOOP_ERR_INVALID_ARGUMENT, "huge alltoall");
+    hoop_request_t r = (hoop_request_t)1;
+    CHECK(hoop_igather(comm, x, y, 1, HOOP_I32, size, &r) == HOOP_ERR_INVALID_ARGUMENT && r == NULL,
+          "igather root = size");
+    CHECK(strstr(hoop_last_error(), "hoop_igather") != NULL, "message: %s", hoop_last_error());
+    /* The communicator still works after refused calls. */
+    CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier after bad calls");
+  }
+  CHECK(hoop_finalize(comm) == HOOP_SUCCESS, "finalize");
+  printf("c-more-collectives ok rank %d of %d\n", rank, size);
+  return 0;
+}
