@@ -149,8 +149,15 @@ int CountProcessesWith(const std::string& marker) {
   if (!d) return 0;
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
-    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    // Plain read(2): a process that exits while we read makes read fail with ESRCH, which
+    // libstdc++'s filebuf turns into an exception; here it only means "not there any more".
+    int fd = ::open((std::string("/proc/") + e->d_name + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::string cmd;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) cmd.append(buf, size_t(n));
+    ::close(fd);
     if (cmd.find(marker) != std::string::npos) ++count;
   }
   ::closedir(d);
