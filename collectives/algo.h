@@ -39,6 +39,7 @@ struct ScheduleArgs {
   int size = 1;
   int root = -1;     // rooted collectives
   size_t count = 0;  // the collective's own count (Communicator::DescCount)
+  const VBlocks* v = nullptr;  // the v-collectives' per-rank layouts
 };
 using ScheduleBuilder = Schedule (*)(const ScheduleArgs& a);
 

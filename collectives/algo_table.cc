@@ -8,6 +8,8 @@
 // broadcast and reduce take log2(n) rounds, the chains n-1 hops but every link busy at once.
 // Gather and scatter send every block straight between its rank and the root; alltoall
 // exchanges pairwise, n-1 rounds, each rank sending to rank+k while it receives from rank-k.
+// The v-collectives (per-rank counts) run the same ring and pairwise exchange, one whole block
+// per step; their plans depend on the counts and are built per call, not cached.
 #include <cstdint>
 
 #include "collectives/algo.h"
@@ -35,6 +37,9 @@ const std::vector<AlgoRow>& AlgoTable() {
       {CollKind::kReduceScatter, Algo::kRing, [](const ScheduleArgs& a) { return RingReduceScatter(a.rank, a.size, a.count); }, 0, kAll},
       {CollKind::kGather, Algo::kFlat, [](const ScheduleArgs& a) { return FlatGather(a.rank, a.size, a.root, a.count); }, 0, kAll},
       {CollKind::kScatter, Algo::kFlat, [](const ScheduleArgs& a) { return FlatScatter(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kAllgatherv, Algo::kRing, [](const ScheduleArgs& a) { return RingAllgatherv(a.rank, a.size, a.v->recv); }, 0, kAll},
+      {CollKind::kReduceScatterv, Algo::kRing, [](const ScheduleArgs& a) { return RingReduceScatterv(a.rank, a.size, a.v->recv); }, 0, kAll},
+      {CollKind::kAlltoallv, Algo::kPairwise, [](const ScheduleArgs& a) { return PairwiseAlltoallv(a.rank, a.size, a.v->send, a.v->recv); }, 0, kAll},
       {CollKind::kAlltoall, Algo::kPairwise, [](const ScheduleArgs& a) { return PairwiseAlltoall(a.rank, a.size, a.count); }, 0, kAll},
       {CollKind::kBarrier, Algo::kDissemination, [](const ScheduleArgs& a) { return DisseminationBarrier(a.rank, a.size); }, 0, kAll},
   };

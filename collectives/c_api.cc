@@ -1,5 +1,6 @@
 // The C API (include/hoop/hoop.h) over Communicator. No exception and no C++ type crosses it;
 // every failure becomes a status code plus a per-thread message.
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -56,8 +57,13 @@ hoop_status_t CheckComm(hoop_comm_t comm, const char* fn) {
   return HOOP_SUCCESS;
 }
 
-bool ValidDType(const hoop_dtype_t& d) { return RawEnum(d) >= HOOP_U8 && RawEnum(d) <= HOOP_F64; }
-bool ValidOp(const hoop_op_t& o) { return RawEnum(o) >= HOOP_SUM && RawEnum(o) <= HOOP_PROD; }
+// The C enums are the C++ ones' values, cast straight across.
+static_assert(HOOP_U8 == static_cast<int>(hoop::DType::kU8) && HOOP_F64 == static_cast<int>(hoop::DType::kF64) &&
+              HOOP_I8 == static_cast<int>(hoop::DType::kI8) && HOOP_BOOL == static_cast<int>(hoop::DType::kBool));
+static_assert(HOOP_PROD == static_cast<int>(hoop::ReduceOp::kProd) && HOOP_BAND == static_cast<int>(hoop::ReduceOp::kBand) &&
+              HOOP_BXOR == static_cast<int>(hoop::ReduceOp::kBxor));
+bool ValidDType(const hoop_dtype_t& d) { return RawEnum(d) >= HOOP_U8 && RawEnum(d) <= HOOP_BOOL; }
+bool ValidOp(const hoop_op_t& o) { return RawEnum(o) >= HOOP_SUM && RawEnum(o) <= HOOP_BXOR; }
 std::string Rank(hoop_comm_t comm) { return "rank " + std::to_string((*comm)->rank()) + ": "; }
 
 // count x the communicator's size, the element count of allgather's output and reduce-scatter's
@@ -86,6 +92,34 @@ hoop_status_t Init(hoop_comm_t* out, const hoop::Config& cfg) {
 
 hoop::Buffer Buf(const void* p, size_t count, hoop_dtype_t d) {
   return hoop::Buffer{const_cast<void*>(p), count, static_cast<hoop::DType>(d), hoop::MemKind::kHost};
+}
+
+// A v-collective's counts and displacements, copied from the caller's arrays (one entry per
+// rank; displs NULL: back to back), and the extent they need of their buffer in *extent.
+hoop_status_t ReadBlocks(hoop_comm_t comm, const char* fn, const char* what, const size_t* counts,
+                         const size_t* displs, bool need_displs, hoop::Blocks* out, size_t* extent) {
+  if (!counts) return BadArg(Rank(comm) + fn + ": " + what + "counts is NULL");
+  if (need_displs && !displs) return BadArg(Rank(comm) + fn + ": " + what + "displs is NULL");
+  const size_t n = static_cast<size_t>((*comm)->size());
+  out->counts.assign(counts, counts + n);
+  if (displs) {
+    out->displs.assign(displs, displs + n);
+  } else {
+    out->displs.clear();
+    size_t at = 0;
+    for (size_t c : out->counts) {
+      out->displs.push_back(at);
+      if (c > SIZE_MAX - at) return BadArg(Rank(comm) + fn + ": " + what + "counts add up to 2^64 elements or more");
+      at += c;
+    }
+  }
+  *extent = 0;
+  for (size_t r = 0; r < n; ++r) {
+    if (out->displs[r] > SIZE_MAX - out->counts[r])
+      return BadArg(Rank(comm) + fn + ": " + what + "block " + std::to_string(r) + " ends past 2^64 elements");
+    if (out->counts[r]) *extent = std::max(*extent, out->displs[r] + out->counts[r]);
+  }
+  return HOOP_SUCCESS;
 }
 
 }  // namespace
@@ -198,6 +232,49 @@ hoop_status_t PostAlltoall(hoop_comm_t comm, const char* fn, const void* sendbuf
   if (hoop_status_t bad = TimesSize(comm, fn, count_per_rank, &total)) return bad;
   *work = (*comm)->Alltoall(Buf(sendbuf, total, dtype), Buf(recvbuf, total, dtype),
                             hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t PostAllgatherv(hoop_comm_t comm, const char* fn, const void* sendbuf, size_t sendcount, void* recvbuf,
+                             const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype, bool blocking,
+                             hoop::Work* work) {
+  if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
+  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  hoop::Blocks b;
+  size_t extent = 0;
+  if (hoop_status_t bad = ReadBlocks(comm, fn, "recv", recvcounts, displs, true, &b, &extent)) return bad;
+  *work = (*comm)->Allgatherv(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, extent, dtype), std::move(b),
+                              hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t PostReduceScatterv(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
+                                 const size_t* recvcounts, hoop_dtype_t dtype, hoop_op_t op, bool blocking,
+                                 hoop::Work* work) {
+  if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
+  if (!ValidDType(dtype) || !ValidOp(op))
+    return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
+                  std::to_string(RawEnum(op)));
+  hoop::Blocks b;
+  size_t total = 0;
+  if (hoop_status_t bad = ReadBlocks(comm, fn, "recv", recvcounts, nullptr, false, &b, &total)) return bad;
+  const size_t mine = b.counts[static_cast<size_t>((*comm)->rank())];
+  *work = (*comm)->ReduceScatterv(Buf(sendbuf, total, dtype), Buf(recvbuf, mine, dtype), std::move(b.counts),
+                                  static_cast<hoop::ReduceOp>(op), hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t PostAlltoallv(hoop_comm_t comm, const char* fn, const void* sendbuf, const size_t* sendcounts,
+                            const size_t* sdispls, void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
+                            hoop_dtype_t dtype, bool blocking, hoop::Work* work) {
+  if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
+  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  hoop::Blocks send, recv;
+  size_t in_extent = 0, out_extent = 0;
+  if (hoop_status_t bad = ReadBlocks(comm, fn, "send", sendcounts, sdispls, true, &send, &in_extent)) return bad;
+  if (hoop_status_t bad = ReadBlocks(comm, fn, "recv", recvcounts, rdispls, true, &recv, &out_extent)) return bad;
+  *work = (*comm)->Alltoallv(Buf(sendbuf, in_extent, dtype), std::move(send), Buf(recvbuf, out_extent, dtype),
+                             std::move(recv), hoop::CallOptions{hoop::Algo::kAuto, blocking});
   return HOOP_SUCCESS;
 }
 
@@ -345,6 +422,28 @@ hoop_status_t hoop_alltoall(hoop_comm_t comm, const void* sendbuf, void* recvbuf
                             hoop_dtype_t dtype) {
   return Blocking("hoop_alltoall", [&](hoop::Work* w) {
     return PostAlltoall(comm, "hoop_alltoall", sendbuf, recvbuf, count_per_rank, dtype, true, w);
+  });
+}
+
+hoop_status_t hoop_allgatherv(hoop_comm_t comm, const void* sendbuf, size_t sendcount, void* recvbuf,
+                              const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype) {
+  return Blocking("hoop_allgatherv", [&](hoop::Work* w) {
+    return PostAllgatherv(comm, "hoop_allgatherv", sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, true, w);
+  });
+}
+
+hoop_status_t hoop_reduce_scatterv(hoop_comm_t comm, const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                   hoop_dtype_t dtype, hoop_op_t op) {
+  return Blocking("hoop_reduce_scatterv", [&](hoop::Work* w) {
+    return PostReduceScatterv(comm, "hoop_reduce_scatterv", sendbuf, recvbuf, recvcounts, dtype, op, true, w);
+  });
+}
+
+hoop_status_t hoop_alltoallv(hoop_comm_t comm, const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
+                             void* recvbuf, const size_t* recvcounts, const size_t* rdispls, hoop_dtype_t dtype) {
+  return Blocking("hoop_alltoallv", [&](hoop::Work* w) {
+    return PostAlltoallv(comm, "hoop_alltoallv", sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype,
+                         true, w);
   });
 }
 

@@ -77,6 +77,15 @@ hoop_status_t PostAllgather(hoop_comm_t comm, const char* fn, const void* sendbu
 hoop_status_t PostReduceScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
                                 size_t recvcount, hoop_dtype_t dtype, hoop_op_t op, bool blocking, hoop::Work* work);
 hoop_status_t PostBarrier(hoop_comm_t comm, const char* fn, bool blocking, hoop::Work* work);
+hoop_status_t PostAllgatherv(hoop_comm_t comm, const char* fn, const void* sendbuf, size_t sendcount, void* recvbuf,
+                             const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype, bool blocking,
+                             hoop::Work* work);
+hoop_status_t PostReduceScatterv(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
+                                 const size_t* recvcounts, hoop_dtype_t dtype, hoop_op_t op, bool blocking,
+                                 hoop::Work* work);
+hoop_status_t PostAlltoallv(hoop_comm_t comm, const char* fn, const void* sendbuf, const size_t* sendcounts,
+                            const size_t* sdispls, void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
+                            hoop_dtype_t dtype, bool blocking, hoop::Work* work);
 hoop_status_t PostReduce(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
                          hoop_dtype_t dtype, hoop_op_t op, int root, bool blocking, hoop::Work* work);
 hoop_status_t PostGather(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,

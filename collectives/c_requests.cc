@@ -147,6 +147,31 @@ hoop_status_t hoop_ialltoall(hoop_comm_t comm, const void* sendbuf, void* recvbu
   });
 }
 
+hoop_status_t hoop_iallgatherv(hoop_comm_t comm, const void* sendbuf, size_t sendcount, void* recvbuf,
+                               const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype,
+                               hoop_request_t* request) {
+  return Nonblocking(comm, "hoop_iallgatherv", request, [&](hoop::Work* w) {
+    return hoop::capi::PostAllgatherv(comm, "hoop_iallgatherv", sendbuf, sendcount, recvbuf, recvcounts, displs, dtype,
+                                      false, w);
+  });
+}
+
+hoop_status_t hoop_ireduce_scatterv(hoop_comm_t comm, const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                    hoop_dtype_t dtype, hoop_op_t op, hoop_request_t* request) {
+  return Nonblocking(comm, "hoop_ireduce_scatterv", request, [&](hoop::Work* w) {
+    return hoop::capi::PostReduceScatterv(comm, "hoop_ireduce_scatterv", sendbuf, recvbuf, recvcounts, dtype, op, false, w);
+  });
+}
+
+hoop_status_t hoop_ialltoallv(hoop_comm_t comm, const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
+                              void* recvbuf, const size_t* recvcounts, const size_t* rdispls, hoop_dtype_t dtype,
+                              hoop_request_t* request) {
+  return Nonblocking(comm, "hoop_ialltoallv", request, [&](hoop::Work* w) {
+    return hoop::capi::PostAlltoallv(comm, "hoop_ialltoallv", sendbuf, sendcounts, sdispls, recvbuf, recvcounts,
+                                     rdispls, dtype, false, w);
+  });
+}
+
 hoop_status_t hoop_test(hoop_request_t request, int* done) {
   return Guard([&] {
     if (!done) return BadArg("hoop_test: done pointer is NULL");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "collectives/stall.h"
@@ -236,7 +237,14 @@ Status Communicator::ExplainTimeout(const Status& timeout) {
 }
 
 size_t Communicator::DescCount(const Op& op) {
-  // The count every rank passes alike: broadcast's and scatter's non-roots may pass no input.
+  // The count every rank passes alike: broadcast's and scatter's non-roots may pass no input;
+  // allgatherv's whole output; none for alltoallv, whose counts differ between ranks.
+  if (op.kind == CollKind::kAlltoallv) return 0;
+  if (op.kind == CollKind::kAllgatherv) {
+    size_t total = 0;
+    for (size_t c : op.v->recv.counts) total += c;  // checked not to wrap (CheckBlocks)
+    return total;
+  }
   return op.kind == CollKind::kBroadcast || op.kind == CollKind::kScatter ? op.out.count : op.in.count;
 }
 
@@ -245,7 +253,8 @@ std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo, Compre
   os << "rank " << opts_.rank << ": " << CollKindName(op.kind) << " #" << seq << " (" << AlgoName(algo);
   if (op.kind != CollKind::kBarrier)
     os << ", " << DescCount(op) << " x " << DTypeName(UsesOut(op) ? op.out.dtype : op.in.dtype);
-  if (op.kind == CollKind::kAllreduce || op.kind == CollKind::kReduceScatter || op.kind == CollKind::kReduce)
+  if (op.kind == CollKind::kAllreduce || op.kind == CollKind::kReduceScatter || op.kind == CollKind::kReduce ||
+      op.kind == CollKind::kReduceScatterv)
     os << ", " << ReduceOpName(op.op);
   if (Rooted(op.kind)) os << ", root " << op.root;
   if (wire != Compression::kNone) os << ", " << CompressionName(wire) << " on the wire";
@@ -260,8 +269,13 @@ Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Bu
   ExecArgs a;
   a.chunk_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
   const PlanKey key{op.kind, algo, op.root, count, std::max<size_t>(1, a.chunk_bytes / esize)};
-  const bool new_shape = LogEnabled(LogLevel::kDebug) && !plans_.Contains(key);
-  a.plan = &plans_.Get(key);
+  // The v-collectives' plans depend on their counts: built for the call, never cached.
+  std::optional<Plan> own;
+  if (op.v)
+    own.emplace(MakePlan(FindAlgo(op.kind, algo)->build(ScheduleArgs{opts_.rank, opts_.size, op.root, count, op.v.get()}),
+                         key.chunk_elems));
+  const bool new_shape = LogEnabled(LogLevel::kDebug) && (op.v || !plans_.Contains(key));
+  a.plan = op.v ? &*own : &plans_.Get(key);
   if (new_shape)  // as NCCL_DEBUG=INFO: what a call of this shape runs, once per shape
     HOOP_LOG(kDebug, Describe(op, seq, algo, wire) << ": new call shape: " << AlgoName(algo) << " in "
                      << a.plan->units.size() << " steps of up to " << a.chunk_bytes << " B chunks, window "

@@ -136,6 +136,18 @@ class Communicator {
   // in and out: size*count elements; block p of in goes to rank p, block p of out comes from
   // rank p. in and out may be the same memory.
   Work Alltoall(const Buffer& in, const Buffer& out, const CallOptions& o = {});
+  // The v-collectives, MPI's meanings; Blocks hold one count and displacement per rank, in
+  // elements (schedule.h). Allgatherv: in (the rank's own block, may be it in out) goes into
+  // block `rank` of every rank's out, laid out by `out_blocks`, the same on every rank.
+  Work Allgatherv(const Buffer& in, const Buffer& out, Blocks out_blocks, const CallOptions& o = {});
+  // ReduceScatterv: in holds every block back to back (counts[r] elements for rank r); out gets
+  // the reduction of block `rank` (counts[rank] elements).
+  Work ReduceScatterv(const Buffer& in, const Buffer& out, std::vector<size_t> counts, ReduceOp op,
+                      const CallOptions& o = {});
+  // Alltoallv: block p of in (laid out by `send`) goes to rank p, block p of out (laid out by
+  // `recv`) comes from rank p; send.counts[p] here must be recv.counts[me] on rank p. in and
+  // out may overlap (exchanged from a copy).
+  Work Alltoallv(const Buffer& in, Blocks send, const Buffer& out, Blocks recv, const CallOptions& o = {});
   // Poisons the communicator and tells the peers.
   void Abort(const std::string& cause);
   // No operation has failed (the communicator is not poisoned).
@@ -152,6 +164,7 @@ class Communicator {
     Algo algo = Algo::kAuto;
     std::optional<Compression> compression;
     void* residual = nullptr;
+    std::shared_ptr<const VBlocks> v;  // the v-collectives' layouts
     bool abort = false;  // Abort(): poisons and tells peers, runs nothing
     std::shared_ptr<Work::State> state;
   };
@@ -170,6 +183,11 @@ class Communicator {
   Status RunGather(const Op& op, uint32_t seq);
   Status RunScatter(const Op& op, uint32_t seq);
   Status RunAlltoall(const Op& op, uint32_t seq);
+  Status RunAllgatherv(const Op& op, uint32_t seq);
+  Status RunReduceScatterv(const Op& op, uint32_t seq);
+  Status RunAlltoallv(const Op& op, uint32_t seq);
+  // The v-collectives' layout checks (vectored.cc); "" when the call is well-formed.
+  std::string CheckBlocks(const Op& op) const;
   // Queues a collective of `kind` (the shared body of the calls above).
   Work Post(CollKind kind, const Buffer& in, const Buffer& out, ReduceOp op, int root, const CallOptions& o);
   // Runs the plan for (op's collective, algo, count) from in to out; plans are cached (plan.h).

@@ -17,6 +17,11 @@ Status Communicator::CheckCall(const Op& op) const {
   if (Rooted(op.kind) && (op.root < 0 || op.root >= opts_.size))
     return bad("root " + std::to_string(op.root) + " is not a rank (size " + std::to_string(opts_.size) + ")");
   const bool in_used = UsesIn(op), out_used = UsesOut(op);
+  const bool reduces = op.kind == CollKind::kAllreduce || op.kind == CollKind::kReduceScatter ||
+                       op.kind == CollKind::kReduce || op.kind == CollKind::kReduceScatterv;
+  if (reduces) {
+    if (std::string why = OpMismatch(op.in.dtype, op.op); !why.empty()) return bad(why);
+  }
   if (in_used && out_used && op.in.dtype != op.out.dtype)
     return bad(std::string("input dtype ") + DTypeName(op.in.dtype) + " differs from output dtype " +
                DTypeName(op.out.dtype));
@@ -97,6 +102,11 @@ Status Communicator::CheckCall(const Op& op) const {
       if (op.in.count % n != 0)
         return bad("count " + std::to_string(op.in.count) + " is not a multiple of the " + std::to_string(n) + " ranks");
       break;
+    case CollKind::kAllgatherv:
+    case CollKind::kReduceScatterv:
+    case CollKind::kAlltoallv:
+      if (std::string why = CheckBlocks(op); !why.empty()) return bad(why);
+      break;
     case CollKind::kBarrier: break;
   }
   if (in_used) HOOP_RETURN_IF_ERROR(need_data(op.in, "input"));
@@ -164,6 +174,9 @@ Status Communicator::RunOp(const Op& op, uint32_t seq) {
     case CollKind::kGather: return RunGather(op, seq);
     case CollKind::kScatter: return RunScatter(op, seq);
     case CollKind::kAlltoall: return RunAlltoall(op, seq);
+    case CollKind::kAllgatherv: return RunAllgatherv(op, seq);
+    case CollKind::kReduceScatterv: return RunReduceScatterv(op, seq);
+    case CollKind::kAlltoallv: return RunAlltoallv(op, seq);
   }
   return Internal("unknown collective");
 }

@@ -1,5 +1,6 @@
 #include "collectives/executor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -58,9 +59,14 @@ class Run {
     s_.sends_left.resize(n);
     for (size_t u = 0; u < n; ++u) s_.sends_left[u] = static_cast<uint32_t>(StepOf(u).send_peers.size());
     s_.send_cursor.assign(plan_.sends.size(), 0);
-    reduce_ = LookupReduce(a_.dtype, a_.op, a_.in.kind);
-    if (!reduce_) return Unimplemented(a_.what() + ": no reduction kernel for this memory");
-    stream_ = LookupReduceStreaming(a_.dtype, a_.op, a_.in.kind);
+    // Only schedules that reduce need a kernel (a bool broadcast carries op sum, which has none).
+    const bool reduces = std::any_of(plan_.schedule.steps.begin(), plan_.schedule.steps.end(),
+                                     [](const Step& st) { return st.recv == RecvKind::kReduce; });
+    if (reduces) {
+      reduce_ = LookupReduce(a_.dtype, a_.op, a_.in.kind);
+      if (!reduce_) return Unimplemented(a_.what() + ": no reduction kernel for this memory");
+      stream_ = LookupReduceStreaming(a_.dtype, a_.op, a_.in.kind);
+    }
     const size_t chunk_elems = std::max<size_t>(1, a_.chunk_bytes / esize_);
     if (a_.compression != Compression::kNone) {
       wire_ = a_.in.kind == MemKind::kHost ? LookupWire(a_.dtype, a_.compression) : nullptr;

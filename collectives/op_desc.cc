@@ -19,6 +19,9 @@ const char* CollKindName(CollKind k) {
     case CollKind::kGather: return "gather";
     case CollKind::kScatter: return "scatter";
     case CollKind::kAlltoall: return "alltoall";
+    case CollKind::kAllgatherv: return "allgatherv";
+    case CollKind::kReduceScatterv: return "reduce_scatterv";
+    case CollKind::kAlltoallv: return "alltoallv";
   }
   return "?";
 }

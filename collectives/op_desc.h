@@ -21,6 +21,9 @@ enum class CollKind : uint8_t {
   kGather,
   kScatter,
   kAlltoall,
+  kAllgatherv,
+  kReduceScatterv,
+  kAlltoallv,
 };
 // Collectives with a root: the root's buffers differ from the others' (which may pass none).
 inline bool Rooted(CollKind k) {

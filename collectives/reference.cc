@@ -16,7 +16,14 @@ uint64_t SplitMix(uint64_t& s) {
 }
 double ValueFor(DType dtype, ReduceOp op, uint64_t r) {
   bool is_unsigned = dtype == DType::kU8;
+  if (dtype == DType::kBool) return static_cast<double>(r & 1);
   switch (op) {
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:  // random bits, the sign bit among them for the signed types
+      if (dtype == DType::kU8) return static_cast<double>(r & 0xff);
+      if (dtype == DType::kI8) return static_cast<double>(static_cast<int>(r & 0xff) - 128);
+      return static_cast<double>(static_cast<int64_t>(r & 0xfffff) - (1 << 19));
     case ReduceOp::kProd: {
       static const double choices[] = {-2, -1, 1, 2};
       static const double uchoices[] = {1, 2, 1, 2};
@@ -24,6 +31,7 @@ double ValueFor(DType dtype, ReduceOp op, uint64_t r) {
     }
     case ReduceOp::kMin:
     case ReduceOp::kMax:
+      if (dtype == DType::kI8) return static_cast<double>(static_cast<int>(r % 256) - 128);
       return is_unsigned ? static_cast<double>(r % 256) : static_cast<double>(static_cast<int>(r % 1001) - 500);
     default:
       return is_unsigned ? static_cast<double>(r % 17) : static_cast<double>(static_cast<int>(r % 17) - 8);
@@ -47,6 +55,8 @@ void FillInput(DType dtype, ReduceOp op, void* buf, size_t count, uint64_t seed)
       case DType::kBF16: static_cast<uint16_t*>(buf)[i] = FloatToBF16(static_cast<float>(v)); break;
       case DType::kF32: Put<float>(buf, i, v); break;
       case DType::kF64: Put<double>(buf, i, v); break;
+      case DType::kI8: Put<int8_t>(buf, i, v); break;
+      case DType::kBool: Put<uint8_t>(buf, i, v); break;
     }
   }
 }

@@ -69,6 +69,20 @@ struct Range {
 Range SplitEven(size_t count, int n, int i);
 inline int Mod(int a, int n) { return ((a % n) + n) % n; }
 
+// Block r of a buffer: counts[r] elements from displs[r] (the v-collectives' layouts, MPI's).
+struct Blocks {
+  std::vector<size_t> counts;
+  std::vector<size_t> displs;
+};
+Blocks EvenBlocks(int n, size_t count);                      // count elements each, back to back
+Blocks PackedBlocks(const std::vector<size_t>& counts);      // back to back: displs are prefix sums
+// A v-collective's layouts: allgatherv's out (recv), reduce_scatterv's in and working buffer
+// (recv), alltoallv's in (send) and out (recv).
+struct VBlocks {
+  Blocks send;
+  Blocks recv;
+};
+
 // Allreduce over `count` elements, in -> out (may alias).
 Schedule RingAllreduce(int rank, int size, size_t count);
 Schedule TreeAllreduce(int rank, int size, size_t count);
@@ -82,6 +96,11 @@ Schedule RingReduceScatter(int rank, int size, size_t count);
 // Allgather: in holds count elements, out size*count; block r of out comes from rank r.
 // The caller places the rank's own block.
 Schedule RingAllgather(int rank, int size, size_t count);
+// The same with block r of out laid out by `out` (allgatherv); in holds the rank's own block.
+Schedule RingAllgatherv(int rank, int size, const Blocks& out);
+// Reduce-scatter with blocks laid out by `b` in both in and out (reduce_scatterv); the reduced
+// block `rank` ends up in out at its displacement.
+Schedule RingReduceScatterv(int rank, int size, const Blocks& b);
 // Broadcast of `count` elements from root's in to every rank's out (root: the caller copies).
 Schedule ChainBroadcast(int rank, int size, int root, size_t count);
 Schedule BinomialBroadcast(int rank, int size, int root, size_t count);
@@ -98,6 +117,8 @@ Schedule FlatScatter(int rank, int size, int root, size_t count);
 // Alltoall, `count` elements per pair: block p of in goes to rank p, block p of out comes from
 // rank p (the caller places the rank's own). n-1 rounds: send to rank+k, receive from rank-k.
 Schedule PairwiseAlltoall(int rank, int size, size_t count);
+// The same with each peer's block of in laid out by `send` and of out by `recv` (alltoallv).
+Schedule PairwiseAlltoallv(int rank, int size, const Blocks& send, const Blocks& recv);
 
 // Steps that open every rooted collective: each rank sends an empty message to the next and
 // takes one from the previous (schedules/broadcast.cc says why). The data's steps follow.

@@ -10,19 +10,31 @@
 
 namespace hoop {
 
-enum class DType : uint8_t { kU8 = 0, kI32, kI64, kF16, kBF16, kF32, kF64 };
-inline constexpr DType kAllDTypes[] = {DType::kU8,  DType::kI32, DType::kI64, DType::kF16,
-                                       DType::kBF16, DType::kF32, DType::kF64};
+// New types are appended: the values are the C API's (include/hoop/hoop.h). Bool elements are
+// one byte, 0 or 1.
+enum class DType : uint8_t { kU8 = 0, kI32, kI64, kF16, kBF16, kF32, kF64, kI8, kBool };
+inline constexpr DType kAllDTypes[] = {DType::kU8,  DType::kI8,  DType::kI32, DType::kI64, DType::kF16,
+                                       DType::kBF16, DType::kF32, DType::kF64, DType::kBool};
+inline constexpr DType kLastDType = DType::kBool;  // the highest value: decoders range-check with it
 
 size_t DTypeSize(DType t);
 const char* DTypeName(DType t);  // "f32", "bf16", ...
 std::optional<DType> ParseDType(const std::string& name);
 
-enum class ReduceOp : uint8_t { kSum = 0, kAvg, kMin, kMax, kProd };
-inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin,
-                                             ReduceOp::kMax, ReduceOp::kProd};
+// Bitwise and, or and xor (kBand, kBor, kBxor) apply to the integer types and bool only.
+enum class ReduceOp : uint8_t { kSum = 0, kAvg, kMin, kMax, kProd, kBand, kBor, kBxor };
+inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kAvg,  ReduceOp::kMin, ReduceOp::kMax,
+                                             ReduceOp::kProd, ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
+inline constexpr ReduceOp kLastReduceOp = ReduceOp::kBxor;  // the highest value
 const char* ReduceOpName(ReduceOp op);
 std::optional<ReduceOp> ParseReduceOp(const std::string& name);
+
+bool IsFloat(DType t);  // f16, bf16, f32, f64
+// Whether `op` reduces `t`: the bitwise ops take no floats; bool takes min, max (and, or) and
+// the bitwise ops, not sum, avg or prod.
+bool OpApplies(DType t, ReduceOp op);
+// Why `op` does not reduce `t`, for an error message ("" when it does).
+std::string OpMismatch(DType t, ReduceOp op);
 
 // Where a buffer lives. Only host memory is served by the back ends of issue 2.
 enum class MemKind : uint8_t { kHost = 0, kCuda };

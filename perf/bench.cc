@@ -32,10 +32,13 @@ Bench::Layout Bench::MakeLayout(uint64_t bytes, bool in_place) const {
   size_t elems = bytes / esize_, n = static_cast<size_t>(n_), me = static_cast<size_t>(c_.rank());
   switch (o_.kind) {
     case CollKind::kAllgather:
+    case CollKind::kAllgatherv:
     case CollKind::kGather: l.in_count = elems / n, l.out_count = elems / n * n; break;
     case CollKind::kReduceScatter:
+    case CollKind::kReduceScatterv:
     case CollKind::kScatter: l.in_count = elems / n * n, l.out_count = elems / n; break;
-    case CollKind::kAlltoall: l.in_count = l.out_count = elems / n * n; break;
+    case CollKind::kAlltoall:
+    case CollKind::kAlltoallv: l.in_count = l.out_count = elems / n * n; break;
     case CollKind::kBarrier: break;
     default: l.in_count = l.out_count = elems;
   }
@@ -47,8 +50,10 @@ Bench::Layout Bench::MakeLayout(uint64_t bytes, bool in_place) const {
   }
   l.a.resize(std::max<size_t>(std::max(in_b, out_b), 1));
   l.in = l.out = l.a.data();
-  if (o_.kind == CollKind::kAllgather || o_.kind == CollKind::kGather) l.in = l.a.data() + me * in_b;  // own block of out
-  if (o_.kind == CollKind::kReduceScatter || o_.kind == CollKind::kScatter) l.out = l.a.data() + me * out_b;  // of in
+  if (o_.kind == CollKind::kAllgather || o_.kind == CollKind::kAllgatherv || o_.kind == CollKind::kGather)
+    l.in = l.a.data() + me * in_b;  // own block of out
+  if (o_.kind == CollKind::kReduceScatter || o_.kind == CollKind::kReduceScatterv || o_.kind == CollKind::kScatter)
+    l.out = l.a.data() + me * out_b;  // own block of in
   return l;
 }
 
@@ -83,6 +88,14 @@ Work Bench::Launch(Layout& l, bool blocking) {
     case CollKind::kGather: return c_.Gather(bi, bo, o_.root, co);
     case CollKind::kScatter: return c_.Scatter(bi, bo, o_.root, co);
     case CollKind::kAlltoall: return c_.Alltoall(bi, bo, co);
+    // The v-forms with every rank's count alike (as OSU's osu_allgatherv and osu_alltoallv).
+    case CollKind::kAllgatherv: return c_.Allgatherv(bi, bo, EvenBlocks(n_, l.in_count), co);
+    case CollKind::kReduceScatterv:
+      return c_.ReduceScatterv(bi, bo, std::vector<size_t>(static_cast<size_t>(n_), l.out_count), op_, co);
+    case CollKind::kAlltoallv: {
+      const Blocks even = EvenBlocks(n_, l.in_count / static_cast<size_t>(n_));
+      return c_.Alltoallv(bi, even, bo, even, co);
+    }
     case CollKind::kBarrier: break;
   }
   return c_.Barrier(co);
@@ -154,7 +167,8 @@ StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place, int i
 // ranks. Output memory that is not also input is poisoned first, so stale results cannot pass.
 StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed, double* err_ratio) {
   size_t in_b = l.in_count * esize_, out_b = l.out_count * esize_, me = static_cast<size_t>(c_.rank());
-  if (l.in != l.out || o_.kind == CollKind::kAllgather || o_.kind == CollKind::kGather) std::memset(l.out, 0x5a, out_b);
+  if (l.in != l.out || o_.kind == CollKind::kAllgather || o_.kind == CollKind::kAllgatherv || o_.kind == CollKind::kGather)
+    std::memset(l.out, 0x5a, out_b);
   Fill(l, seed);
   HOOP_RETURN_IF_ERROR(Launch(l).Wait());
   std::vector<std::vector<char>> inputs(static_cast<size_t>(n_), std::vector<char>(std::max<size_t>(in_b, 1)));
@@ -181,19 +195,22 @@ StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed, double* err_ratio) {
     case CollKind::kReduce: ReferenceReduce(dtype_, op_, ptrs, want.data(), l.out_count); break;
     case CollKind::kBroadcast: std::memcpy(want.data(), ptrs[static_cast<size_t>(o_.root)], out_b); break;
     case CollKind::kAllgather:
+    case CollKind::kAllgatherv:
     case CollKind::kGather:
       for (size_t r = 0; r < ptrs.size(); ++r) std::memcpy(want.data() + r * in_b, ptrs[r], in_b);
       break;
     case CollKind::kScatter:
       std::memcpy(want.data(), static_cast<const char*>(ptrs[static_cast<size_t>(o_.root)]) + me * out_b, out_b);
       break;
-    case CollKind::kAlltoall: {
+    case CollKind::kAlltoall:
+    case CollKind::kAlltoallv: {
       const size_t block = out_b / static_cast<size_t>(n_);
       for (size_t r = 0; r < ptrs.size(); ++r)
         std::memcpy(want.data() + r * block, static_cast<const char*>(ptrs[r]) + me * block, block);
       break;
     }
-    case CollKind::kReduceScatter: {
+    case CollKind::kReduceScatter:
+    case CollKind::kReduceScatterv: {
       std::vector<char> full(std::max<size_t>(in_b, 1));
       ReferenceReduce(dtype_, op_, ptrs, full.data(), l.in_count);
       std::memcpy(want.data(), full.data() + me * out_b, out_b);

@@ -130,8 +130,16 @@ int Main(int argc, char** argv) {
   std::vector<Row> rows;
   const bool compressing = o.compression && (*o.compression == Compression::kFp16 || *o.compression == Compression::kBf16);
   const std::vector<ReduceOp> ops = Reduces(o.kind) ? o.ops : std::vector<ReduceOp>{o.ops[0]};
+  if (lead && Reduces(o.kind)) {  // -d all / -o all: say once which pairs have no meaning
+    std::string skipped;
+    for (DType d : o.dtypes)
+      for (ReduceOp op : ops)
+        if (!OpApplies(d, op)) skipped += std::string(skipped.empty() ? "" : ", ") + DTypeName(d) + " " + ReduceOpName(op);
+    if (!skipped.empty()) PrintCaseNote("skipped, no such reduction: " + skipped);
+  }
   for (DType d : o.dtypes) {
     for (ReduceOp op : ops) {
+      if (Reduces(o.kind) && !OpApplies(d, op)) continue;
       if (lead && compressing && !Compressible(d, op))
         PrintCaseNote(std::string(DTypeName(d)) + " " + ReduceOpName(op) + ": uncompressed (" +
                       CompressionName(*o.compression) + " applies to f32/f64 sum and avg)");

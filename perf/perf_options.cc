@@ -13,7 +13,8 @@ const char* const kPerfUsage =
     "       hoop-perf --version\n"
     "\n"
     "COLLECTIVE: allreduce | broadcast | allgather | reduce_scatter | barrier | reduce | gather |\n"
-    "            scatter | alltoall\n"
+    "            scatter | alltoall | allgatherv | reduce_scatterv | alltoallv (the v-forms with\n"
+    "            every rank's count alike, as OSU's benchmarks run them)\n"
     "nccl-tests' flags, with nccl-tests' meanings:\n"
     "  -b, --minbytes SIZE      smallest message (default 8); K/M/G suffixes, powers of 1024. -b 0\n"
     "                           runs one empty call first; a size below one element otherwise is refused\n"
@@ -26,8 +27,10 @@ const char* const kPerfUsage =
     "  -m, --agg_iters N        calls per iteration (default 1); the time is per call\n"
     "  -c, --check 0|1          check every result against a reference (default 1): one more call\n"
     "                           per size on fresh data, wrong elements counted in #wrong\n"
-    "  -d, --datatype T|all     u8 i32 i64 f16 bf16 f32 f64, or all of them in turn (default f32)\n"
-    "  -o, --op OP|all          sum avg min max prod, or all of them in turn (default sum)\n"
+    "  -d, --datatype T|all     u8 i8 i32 i64 f16 bf16 f32 f64 bool, or all of them in turn (default f32)\n"
+    "  -o, --op OP|all          sum avg min max prod band bor bxor, or all of them in turn (default sum);\n"
+    "                           band/bor/bxor take integers and bool, bool takes min max band bor bxor\n"
+    "                           (with all, the pairs that do not apply are skipped, saying so)\n"
     "  -r, --root R             root of broadcast, reduce, gather, scatter (default 0)\n"
     "  -a, --average 0|1|2|3    the time reported: 0 rank 0's, 1 the mean over ranks, 2 the fastest\n"
     "                           rank's, 3 the slowest rank's (default 3; nccl-tests' default is 1)\n"
@@ -60,15 +63,16 @@ const char* const kPerfUsage =
     "--csv and --json files are rewritten as each size finishes, so an interrupted sweep keeps what\n"
     "it measured; a path that cannot be written is refused before the first measurement.\n"
     "SIZE is the largest buffer of the operation: allreduce's, broadcast's, reduce's and\n"
-    "alltoall's buffer, allgather's and gather's output, reduce_scatter's and scatter's input. In\n"
-    "place means allreduce, broadcast, reduce and alltoall with one buffer, allgather and gather\n"
-    "with the input at rank x count in the output, reduce_scatter and scatter with the output at\n"
-    "rank x count in the input (as nccl-tests). barrier runs one row with size 0.\n"
+    "alltoall's buffer, allgather's and gather's output, reduce_scatter's and scatter's input (a\n"
+    "v-form's, its cousin's). In place means allreduce, broadcast, reduce and alltoall with one\n"
+    "buffer, allgather and gather with the input at rank x count in the output, reduce_scatter and\n"
+    "scatter with the output at rank x count in the input (as nccl-tests). barrier runs one row\n"
+    "with size 0.\n"
     "time is the median over the repetitions of the per-call time combined across ranks (-a);\n"
     "spread is (slowest - fastest repetition) / median. algbw = SIZE / time; busbw = algbw x\n"
-    "2(n-1)/n (allreduce), x (n-1)/n (allgather, reduce_scatter, gather, scatter, alltoall), x 1\n"
-    "(broadcast, reduce): the rate every link must carry, comparable with the link (nccl-tests'\n"
-    "definitions).\n";
+    "2(n-1)/n (allreduce), x (n-1)/n (allgather, reduce_scatter, gather, scatter, alltoall and the\n"
+    "v-forms), x 1 (broadcast, reduce): the rate every link must carry, comparable with the link\n"
+    "(nccl-tests' definitions).\n";
 
 const char* AverageName(Average a) {
   switch (a) {
@@ -81,12 +85,14 @@ const char* AverageName(Average a) {
 }
 
 bool Reduces(CollKind k) {
-  return k == CollKind::kAllreduce || k == CollKind::kReduceScatter || k == CollKind::kReduce;
+  return k == CollKind::kAllreduce || k == CollKind::kReduceScatter || k == CollKind::kReduce ||
+         k == CollKind::kReduceScatterv;
 }
 
 bool PerRankBlocks(CollKind k) {
   return k == CollKind::kAllgather || k == CollKind::kReduceScatter || k == CollKind::kGather ||
-         k == CollKind::kScatter || k == CollKind::kAlltoall;
+         k == CollKind::kScatter || k == CollKind::kAlltoall || k == CollKind::kAllgatherv ||
+         k == CollKind::kReduceScatterv || k == CollKind::kAlltoallv;
 }
 
 std::vector<uint64_t> SweepSizes(const PerfOptions& o) {
@@ -147,9 +153,13 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   else if (first == "gather") o.kind = CollKind::kGather;
   else if (first == "scatter") o.kind = CollKind::kScatter;
   else if (first == "alltoall") o.kind = CollKind::kAlltoall;
+  else if (first == "allgatherv") o.kind = CollKind::kAllgatherv;
+  else if (first == "reduce_scatterv") o.kind = CollKind::kReduceScatterv;
+  else if (first == "alltoallv") o.kind = CollKind::kAlltoallv;
   else {
     static const std::vector<std::string> kCollectives = {"allreduce", "broadcast", "allgather", "reduce_scatter",
-                                                         "barrier", "reduce", "gather", "scatter", "alltoall"};
+                                                         "barrier", "reduce", "gather", "scatter", "alltoall",
+                                                         "allgatherv", "reduce_scatterv", "alltoallv"};
     std::string near = Nearest(first, kCollectives);
     return InvalidArgument("unknown collective '" + first + "'" + (near.empty() ? "" : " (did you mean " + near + "?)"));
   }
@@ -221,7 +231,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
         o.dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
       } else {
         auto d = ParseDType(v);
-        if (!d) return bad("expected u8, i32, i64, f16, bf16, f32, f64 or all");
+        if (!d) return bad("expected u8, i8, i32, i64, f16, bf16, f32, f64, bool or all");
         o.dtypes = {*d};
       }
     } else if (a == "-o" || a == "--op") {
@@ -229,7 +239,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
         o.ops.assign(std::begin(kAllReduceOps), std::end(kAllReduceOps));
       } else {
         auto op = ParseReduceOp(v);
-        if (!op) return bad("expected sum, avg, min, max, prod or all");
+        if (!op) return bad("expected sum, avg, min, max, prod, band, bor, bxor or all");
         o.ops = {*op};
       }
     } else if (a == "--transport") {
@@ -242,7 +252,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
       else return bad("expected out, in or both");
     } else if (a == "--algo") {
       auto al = ParseAlgo(v);
-      if (!al) return bad("expected auto, ring, tree, doubling, chain or binomial");
+      if (!al) return bad("expected auto, ring, tree, doubling, chain, binomial, flat or pairwise");
       o.algo = *al;
     } else if (a == "-r" || a == "--root") {
       auto n = ParseInt(v);
@@ -261,6 +271,14 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   if (o.min_bytes > o.max_bytes) return InvalidArgument("-b is larger than -e");
   if (o.step_bytes && factor_given) return InvalidArgument("-i (linear steps) and -f (a factor) exclude each other");
   if (o.compression && o.kind != CollKind::kAllreduce) return InvalidArgument("--compression applies to allreduce only");
+  if (Reduces(o.kind)) {  // some pair must apply; -d all / -o all skip the others
+    bool any = false;
+    for (DType d : o.dtypes)
+      for (ReduceOp op : o.ops) any |= OpApplies(d, op);
+    if (!any)
+      return InvalidArgument("-d " + std::string(DTypeName(o.dtypes[0])) + " -o " + ReduceOpName(o.ops[0]) + ": " +
+                             OpMismatch(o.dtypes[0], o.ops[0]));
+  }
   if (o.compression && (*o.compression == Compression::kFp16 || *o.compression == Compression::kBf16)) {
     bool any = false;
     for (DType d : o.dtypes)

@@ -48,7 +48,7 @@ run_asan() {
   local tree=build-asan reports
   configure "$tree" address,undefined -DHOOP_BUILD_FUZZERS=ON
   cmake --build "$tree" -j2 --target hoop-unit-tests hoop-multiproc-tests hoop-test-rank hoop-probe-rank \
-    hoop-fusion-rank hooprun hoop-c-api-test hoop-c-fusion-test
+    hoop-fusion-rank hooprun hoop-c-api-test hoop-c-fusion-test hoop-c-nonblocking-test hoop-c-more-collectives-test
   reports=$PWD/$tree/sanitizer-reports
   rm -rf "$reports" && mkdir -p "$reports"
   export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1:abort_on_error=0"
@@ -61,6 +61,8 @@ run_asan() {
     "[hardening]~[valgrind]~[crash],[failure],[transport],[store],[fusion],[compression]"
   for n in 1 3; do
     bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-api-test"
+    bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-nonblocking-test"
+    bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-more-collectives-test"
     bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-fusion-test"
   done
   unset ASAN_OPTIONS UBSAN_OPTIONS HOOPTEST_BACKENDS

@@ -45,7 +45,7 @@ hoop_status_t CheckCall(hoop_fusion_t f, const char* fn, const char* name, const
                         hoop_handle_t* handle) {
   if (hoop_status_t bad = CheckRunning(f, fn)) return bad;
   if (!name) return BadArg(std::string(fn) + ": name is NULL");
-  if (RawEnum(dtype) < HOOP_U8 || RawEnum(dtype) > HOOP_F64)
+  if (RawEnum(dtype) < HOOP_U8 || RawEnum(dtype) > HOOP_BOOL)
     return BadArg("rank " + std::to_string(f->comm->rank) + ": " + fn + ": tensor '" + name + "': unknown dtype " +
                   std::to_string(RawEnum(dtype)));
   if (!cb && !handle) return BadArg(std::string(fn) + ": give a handle pointer, a callback, or both");
@@ -116,7 +116,7 @@ hoop_status_t hoop_fusion_allreduce(hoop_fusion_t f, const char* name, const voi
                                     hoop_callback_t cb, void* user, hoop_handle_t* handle) {
   return Guard([&] {
     if (hoop_status_t bad = CheckCall(f, "hoop_fusion_allreduce", name, dtype, cb, handle)) return bad;
-    if (RawEnum(op) < HOOP_SUM || RawEnum(op) > HOOP_PROD)
+    if (RawEnum(op) < HOOP_SUM || RawEnum(op) > HOOP_BXOR)
       return BadArg("rank " + std::to_string(f->comm->rank) + ": hoop_fusion_allreduce: tensor '" + name +
                     "': unknown op " + std::to_string(RawEnum(op)));
     fu::TensorOptions o;

@@ -78,7 +78,7 @@ class Reader {
         !Get(&p->count) || !Get(&p->prescale) || !Get(&p->postscale))
       return false;
     if (kind < static_cast<uint8_t>(CollKind::kAllreduce) || kind > static_cast<uint8_t>(CollKind::kAllgather) ||
-        dtype > static_cast<uint8_t>(DType::kF64) || op > static_cast<uint8_t>(ReduceOp::kProd) ||
+        dtype > static_cast<uint8_t>(kLastDType) || op > static_cast<uint8_t>(kLastReduceOp) ||
         mem > static_cast<uint8_t>(MemKind::kCuda) ||
         (p->compression != kDefaultCompression && p->compression > static_cast<uint8_t>(Compression::kAuto)))
       return false;

@@ -88,8 +88,10 @@ std::string Runtime::Check(const TensorParams& p, const Buffer& in, const Buffer
   if ((reads_in && in.count && !in.data) || (out.count && !out.data)) return "buffer is NULL";
   if (p.kind == CollKind::kBroadcast && (p.root < 0 || p.root >= comm_.size()))
     return "root " + std::to_string(p.root) + " is not a rank (size " + std::to_string(comm_.size()) + ")";
-  const bool is_float = out.dtype == DType::kF16 || out.dtype == DType::kBF16 || out.dtype == DType::kF32 ||
-                        out.dtype == DType::kF64;
+  if (p.kind == CollKind::kAllreduce) {
+    if (std::string why = OpMismatch(out.dtype, p.op); !why.empty()) return why;
+  }
+  const bool is_float = IsFloat(out.dtype);
   if (o.prescale != 1 || o.postscale != 1) {
     if (p.kind != CollKind::kAllreduce) return "scale factors apply to allreduce only";
     if (!is_float) return std::string("scale factors need floating-point data, not ") + DTypeName(out.dtype);

@@ -3,7 +3,8 @@
 // reduced, and rounded once. Integers wrap on overflow (sum and prod are done in the unsigned
 // type of the same width). `divisor` > 1 makes the call the average's last step: the result is
 // (a op b) / divisor, computed in f32 (f64 for f64; integer division for integers) before the
-// single rounding.
+// single rounding. Bitwise and, or and xor exist for the integer types and bool alone
+// (OpApplies); LookupReduce gives nullptr for the combinations that do not apply.
 #pragma once
 
 #include <cstddef>

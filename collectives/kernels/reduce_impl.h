@@ -74,6 +74,9 @@ inline C Apply(C a, C b) {
   if constexpr (Op == ReduceOp::kProd) return WrapMul(a, b);
   if constexpr (Op == ReduceOp::kMin) return b < a ? b : a;
   if constexpr (Op == ReduceOp::kMax) return a < b ? b : a;
+  if constexpr (Op == ReduceOp::kBand) return static_cast<C>(a & b);
+  if constexpr (Op == ReduceOp::kBor) return static_cast<C>(a | b);
+  if constexpr (Op == ReduceOp::kBxor) return static_cast<C>(a ^ b);
 }
 
 // ---- f16/bf16 eight (AVX2) or sixteen (AVX-512) at a time ----
@@ -203,6 +206,15 @@ ReduceFn ForOp(ReduceOp op) {
     case ReduceOp::kMin: return &Kernel<Storage, Codec, ReduceOp::kMin>;
     case ReduceOp::kMax: return &Kernel<Storage, Codec, ReduceOp::kMax>;
     case ReduceOp::kProd: return &Kernel<Storage, Codec, ReduceOp::kProd>;
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      if constexpr (std::is_integral_v<typename Codec::Compute>) {  // no bitwise ops on floats
+        if (op == ReduceOp::kBand) return &Kernel<Storage, Codec, ReduceOp::kBand>;
+        if (op == ReduceOp::kBor) return &Kernel<Storage, Codec, ReduceOp::kBor>;
+        return &Kernel<Storage, Codec, ReduceOp::kBxor>;
+      }
+      return nullptr;
   }
   return nullptr;
 }
@@ -257,6 +269,8 @@ void Divide(DType dtype, void* dst, size_t n, int divisor) {
     case DType::kBF16: return DivideAll<uint16_t, BFloat>(dst, n, divisor);
     case DType::kF32: return DivideAll<float, Native<float>>(dst, n, divisor);
     case DType::kF64: return DivideAll<double, Native<double>>(dst, n, divisor);
+    case DType::kI8: return DivideAll<int8_t, Native<int8_t>>(dst, n, divisor);
+    case DType::kBool: return;  // bool has no average (OpApplies)
   }
 }
 
@@ -287,6 +301,8 @@ ReduceFn Lookup(DType dtype, ReduceOp op) {
     case DType::kBF16: return ForOp<uint16_t, BFloat>(op);
     case DType::kF32: return ForOp<float, Native<float>>(op);
     case DType::kF64: return ForOp<double, Native<double>>(op);
+    case DType::kI8: return ForOp<int8_t, Native<int8_t>>(op);
+    case DType::kBool: return OpApplies(dtype, op) ? ForOp<uint8_t, Native<uint8_t>>(op) : nullptr;
   }
   return nullptr;
 }

@@ -49,17 +49,20 @@ Schedule RingAllreduce(int rank, int n, size_t count) {
   return s;
 }
 
-Schedule RingReduceScatter(int rank, int n, size_t count) {
+// Reduce-scatter over blocks of any sizes (reduce_scatterv): in and out both hold every block at
+// its displacement; step k reduces block r-k-1 into out and sends it on, so every step moves one
+// whole block and each message's length is that block's, the same on both ends.
+Schedule RingReduceScatterv(int rank, int n, const Blocks& b) {
   Schedule s;
   s.algo = "ring";
   if (n == 1) return s;
   const int left = Mod(rank - 1, n), right = Mod(rank + 1, n);
-  auto block = [&](int i) { return static_cast<size_t>(Mod(i, n)) * count; };
   for (int k = 0; k <= n - 1; ++k) {
     Step st;
-    st.count = count;
+    const int blk = Mod(rank - k - 1, n);
+    st.count = b.counts[static_cast<size_t>(blk)];
     // Step k sends block r-k-1 (k < n-1) after reducing into it; the last step receives only.
-    st.in_offset = st.out_offset = block(rank - k - 1);
+    st.in_offset = st.out_offset = b.displs[static_cast<size_t>(blk)];
     if (k > 0) {
       st.recv = RecvKind::kReduce;
       st.recv_peer = left;
@@ -77,15 +80,20 @@ Schedule RingReduceScatter(int rank, int n, size_t count) {
   return s;
 }
 
-Schedule RingAllgather(int rank, int n, size_t count) {
+Schedule RingReduceScatter(int rank, int n, size_t count) { return RingReduceScatterv(rank, n, EvenBlocks(n, count)); }
+
+// Allgather over blocks of any sizes (allgatherv): the rank's own block goes out from in, then
+// every step receives block r-k into out at its displacement and passes it on.
+Schedule RingAllgatherv(int rank, int n, const Blocks& b) {
   Schedule s;
   s.algo = "ring";
   if (n == 1) return s;
   const int left = Mod(rank - 1, n), right = Mod(rank + 1, n);
   for (int k = 0; k <= n - 1; ++k) {
     Step st;
-    st.count = count;
-    st.out_offset = static_cast<size_t>(Mod(rank - k, n)) * count;  // block received at step k-1
+    const size_t blk = static_cast<size_t>(Mod(rank - k, n));  // block received at step k-1
+    st.count = b.counts[blk];
+    st.out_offset = b.displs[blk];
     if (k == 0) {
       st.send_from_in = true;
       st.in_offset = 0;
@@ -102,5 +110,7 @@ Schedule RingAllgather(int rank, int n, size_t count) {
   }
   return s;
 }
+
+Schedule RingAllgather(int rank, int n, size_t count) { return RingAllgatherv(rank, n, EvenBlocks(n, count)); }
 
 }  // namespace hoop

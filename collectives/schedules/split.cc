@@ -1,4 +1,4 @@
-// Shared rank math: even splits, the rooted collectives' roll call, and the expansion of a
+// Shared rank math: even splits, block layouts, the rooted collectives' roll call, and the expansion of a
 // schedule into chunked units.
 #include <algorithm>
 
@@ -14,6 +14,26 @@ Range SplitEven(size_t count, int n, int i) {
   r.begin = ui * base + std::min(ui, extra);
   r.size = base + (ui < extra ? 1 : 0);
   return r;
+}
+
+Blocks EvenBlocks(int n, size_t count) {
+  Blocks b;
+  for (int r = 0; r < n; ++r) {
+    b.counts.push_back(count);
+    b.displs.push_back(static_cast<size_t>(r) * count);
+  }
+  return b;
+}
+
+Blocks PackedBlocks(const std::vector<size_t>& counts) {
+  Blocks b;
+  b.counts = counts;
+  size_t at = 0;
+  for (size_t c : counts) {
+    b.displs.push_back(at);
+    at += c;
+  }
+  return b;
 }
 
 namespace {

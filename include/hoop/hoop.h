@@ -39,9 +39,11 @@
 extern "C" {
 #endif
 
-#define HOOP_API_VERSION 6 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+#define HOOP_API_VERSION 7 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
-                              6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall */
+                              6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
+                              7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
+                                 hoop_reduce_scatterv, hoop_alltoallv */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -81,6 +83,8 @@ typedef enum {
   HOOP_BF16 = 4,
   HOOP_F32 = 5,
   HOOP_F64 = 6,
+  HOOP_I8 = 7,
+  HOOP_BOOL = 8, /* one byte per element, 0 or 1 */
   HOOP_DTYPE_RANGE_MIN_ = HOOP_ENUM_RANGE_MIN_, /* not dtypes: see HOOP_ENUM_RANGE_MIN_ */
   HOOP_DTYPE_RANGE_MAX_ = HOOP_ENUM_RANGE_MAX_
 } hoop_dtype_t;
@@ -91,6 +95,12 @@ typedef enum {
   HOOP_MIN = 2,
   HOOP_MAX = 3,
   HOOP_PROD = 4,
+  /* Bitwise and, or, xor: on the integer types and HOOP_BOOL only. HOOP_BOOL takes HOOP_MIN,
+   * HOOP_MAX and these three (not sum, avg or prod: HOOP_BOR is its logical or, HOOP_BAND its
+   * logical and). A combination that does not apply is HOOP_ERR_INVALID_ARGUMENT. */
+  HOOP_BAND = 5,
+  HOOP_BOR = 6,
+  HOOP_BXOR = 7,
   HOOP_OP_RANGE_MIN_ = HOOP_ENUM_RANGE_MIN_, /* not ops: see HOOP_ENUM_RANGE_MIN_ */
   HOOP_OP_RANGE_MAX_ = HOOP_ENUM_RANGE_MAX_
 } hoop_op_t;
@@ -150,6 +160,25 @@ hoop_status_t hoop_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf,
 hoop_status_t hoop_alltoall(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count_per_rank,
                             hoop_dtype_t dtype);
 
+/* The v-collectives, MPI's meanings and argument order. Counts and displacements are in
+ * elements, one entry per rank (size entries are read; the arrays are copied, so they may be
+ * freed once the call returns, nonblocking forms included). Blocks of a receive buffer may not
+ * overlap. Allgatherv: sendcount must be recvcounts[rank]; block r (recvcounts[r] elements at
+ * displs[r]) comes from rank r; every rank passes the same recvcounts and displs; sendbuf may be
+ * the rank's own block of recvbuf. Reduce_scatterv: sendbuf holds every block back to back
+ * (recvcounts[0] elements for rank 0, then rank 1's, ...); recvbuf gets the reduction of block
+ * rank (recvcounts[rank] elements). Alltoallv: block p of sendbuf (sendcounts[p] at sdispls[p])
+ * goes to rank p, block p of recvbuf (recvcounts[p] at rdispls[p]) comes from rank p;
+ * sendcounts[p] on this rank must be recvcounts[rank] on rank p (where they differ, both ranks'
+ * calls fail naming both lengths); sendbuf and recvbuf may overlap. Algorithms: the ring
+ * (allgatherv, reduce_scatterv) and the pairwise exchange (alltoallv), one whole block a step. */
+hoop_status_t hoop_allgatherv(hoop_comm_t comm, const void* sendbuf, size_t sendcount, void* recvbuf,
+                              const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype);
+hoop_status_t hoop_reduce_scatterv(hoop_comm_t comm, const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                   hoop_dtype_t dtype, hoop_op_t op);
+hoop_status_t hoop_alltoallv(hoop_comm_t comm, const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
+                             void* recvbuf, const size_t* recvcounts, const size_t* rdispls, hoop_dtype_t dtype);
+
 /* ---- Nonblocking calls ----
  *
  * hoop_iallreduce and the other hoop_i* calls take the blocking form's arguments plus a request
@@ -187,6 +216,14 @@ hoop_status_t hoop_iscatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf
                             hoop_dtype_t dtype, int root, hoop_request_t* request);
 hoop_status_t hoop_ialltoall(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count_per_rank,
                              hoop_dtype_t dtype, hoop_request_t* request);
+hoop_status_t hoop_iallgatherv(hoop_comm_t comm, const void* sendbuf, size_t sendcount, void* recvbuf,
+                               const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype,
+                               hoop_request_t* request);
+hoop_status_t hoop_ireduce_scatterv(hoop_comm_t comm, const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                    hoop_dtype_t dtype, hoop_op_t op, hoop_request_t* request);
+hoop_status_t hoop_ialltoallv(hoop_comm_t comm, const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
+                              void* recvbuf, const size_t* recvcounts, const size_t* rdispls, hoop_dtype_t dtype,
+                              hoop_request_t* request);
 hoop_status_t hoop_test(hoop_request_t request, int* done);
 hoop_status_t hoop_wait(hoop_request_t request);
 hoop_status_t hoop_wait_all(hoop_request_t* requests, int n);

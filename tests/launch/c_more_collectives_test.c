@@ -1,6 +1,8 @@
 /* The C API's reduce, gather, scatter and alltoall from C, including only <hoop/hoop.h>: every
  * root in turn, counts 0, 1, 7 and a large odd one, non-roots passing NULL for the buffers they do
- * not use, the in-place forms, the nonblocking forms completed with hoop_wait_all, and bad calls
+ * not use, the in-place forms, the nonblocking forms completed with hoop_wait_all, HOOP_I8 and
+ * HOOP_BOOL and the bitwise ops (and what they refuse), allgatherv, reduce_scatterv and alltoallv
+ * with uneven counts and gapped layouts, and bad calls
  * (root out of range, a root's NULL buffer, an alltoall count that is not a multiple of the ranks)
  * refused with a message naming the call. Run as every rank of a job (hooprun).
  * Prints "c-more-collectives ok rank R of N". */
@@ -131,6 +133,118 @@ int main(void) {
     free(s_in);
     free(a_in);
     free(a_out);
+  }
+
+  /* allgatherv, reduce_scatterv, alltoallv: uneven counts (every third rank's block empty), the
+   * receive blocks in reverse rank order with gaps, and their nonblocking forms. */
+  {
+    size_t* counts = malloc(sizeof(size_t) * (size_t)size);
+    size_t* displs = malloc(sizeof(size_t) * (size_t)size);
+    size_t extent = 0, total = 0;
+    for (int r = size - 1; r >= 0; --r) {
+      counts[r] = r % 3 == 1 ? 0 : (size_t)(2 * r + 1);
+      displs[r] = extent + 1;
+      extent += counts[r] + 1;
+      total += counts[r];
+    }
+    /* allgatherv: rank r's block holds r * 100 + i. */
+    int* mine = malloc(sizeof(int) * (counts[rank] + 1));
+    int* all = malloc(sizeof(int) * (extent + 1));
+    for (size_t i = 0; i < counts[rank]; ++i) mine[i] = rank * 100 + (int)i;
+    for (size_t i = 0; i <= extent; ++i) all[i] = -7;
+    CHECK(hoop_allgatherv(comm, mine, counts[rank], all, counts, displs, HOOP_I32) == HOOP_SUCCESS, "allgatherv");
+    for (int r = 0; r < size; ++r)
+      for (size_t i = 0; i < counts[r]; ++i)
+        CHECK(all[displs[r] + i] == r * 100 + (int)i, "allgatherv block %d element %zu: %d", r, i, all[displs[r] + i]);
+    CHECK(all[0] == -7, "allgatherv wrote a gap");
+    /* reduce_scatterv: every rank sends element j = rank + j; rank r gets its block summed. */
+    long long* rs_in = malloc(sizeof(long long) * (total + 1));
+    long long* rs_out = malloc(sizeof(long long) * (counts[rank] + 1));
+    for (size_t j = 0; j < total; ++j) rs_in[j] = rank + (long long)j;
+    hoop_request_t rq[2] = {NULL, NULL};
+    CHECK(hoop_ireduce_scatterv(comm, rs_in, rs_out, counts, HOOP_I64, HOOP_SUM, &rq[0]) == HOOP_SUCCESS, "ireduce_scatterv");
+    /* alltoallv: rank k sends rank p (k + p) % 4 elements, k * 1000 + p * 10 + i, packed. */
+    size_t* sc = malloc(sizeof(size_t) * (size_t)size);
+    size_t* sd = malloc(sizeof(size_t) * (size_t)size);
+    size_t* rc = malloc(sizeof(size_t) * (size_t)size);
+    size_t* rd = malloc(sizeof(size_t) * (size_t)size);
+    size_t s_total = 0, r_total = 0;
+    for (int p = 0; p < size; ++p) {
+      sc[p] = (size_t)((rank + p) % 4), sd[p] = s_total, s_total += sc[p];
+      rc[p] = (size_t)((p + rank) % 4), rd[p] = r_total + 3, r_total += rc[p] + 3;  /* gaps of 3 */
+    }
+    int* a_in = malloc(sizeof(int) * (s_total + 1));
+    int* a_out = malloc(sizeof(int) * (r_total + 1));
+    for (int p = 0; p < size; ++p)
+      for (size_t i = 0; i < sc[p]; ++i) a_in[sd[p] + i] = rank * 1000 + p * 10 + (int)i;
+    CHECK(hoop_ialltoallv(comm, a_in, sc, sd, a_out, rc, rd, HOOP_I32, &rq[1]) == HOOP_SUCCESS, "ialltoallv");
+    CHECK(hoop_wait_all(rq, 2) == HOOP_SUCCESS, "wait_all v");
+    size_t at = 0;
+    for (int r = 0; r < rank; ++r) at += counts[r];
+    for (size_t i = 0; i < counts[rank]; ++i) {
+      long long want = 0;
+      for (int r = 0; r < size; ++r) want += r + (long long)(at + i);
+      CHECK(rs_out[i] == want, "reduce_scatterv element %zu: %lld, want %lld", i, rs_out[i], want);
+    }
+    for (int k = 0; k < size; ++k)
+      for (size_t i = 0; i < rc[k]; ++i)
+        CHECK(a_out[rd[k] + i] == k * 1000 + rank * 10 + (int)i, "alltoallv from %d element %zu: %d", k, i, a_out[rd[k] + i]);
+    /* Bad layouts are refused, naming the call and the argument. */
+    CHECK(hoop_allgatherv(comm, mine, counts[rank], all, NULL, displs, HOOP_I32) == HOOP_ERR_INVALID_ARGUMENT, "NULL counts");
+    CHECK(strstr(hoop_last_error(), "hoop_allgatherv") != NULL && strstr(hoop_last_error(), "recvcounts is NULL") != NULL,
+          "message: %s", hoop_last_error());
+    int q = size - 1;
+    while (q > 0 && counts[q] == 0) --q;  /* an empty block overlaps nothing */
+    if (q > 0 && counts[0] > 0) {
+      size_t save = displs[0];
+      displs[0] = displs[q];  /* rank 0's block onto rank q's */
+      CHECK(hoop_allgatherv(comm, mine, counts[rank], all, counts, displs, HOOP_I32) == HOOP_ERR_INVALID_ARGUMENT,
+            "overlapping blocks accepted");
+      CHECK(strstr(hoop_last_error(), "overlap") != NULL, "message: %s", hoop_last_error());
+      displs[0] = save;
+    }
+    CHECK(hoop_allgatherv(comm, mine, counts[rank] + 1, all, counts, displs, HOOP_I32) == HOOP_ERR_INVALID_ARGUMENT,
+          "sendcount differing from recvcounts[rank] accepted");
+    CHECK(strstr(hoop_last_error(), "differs from this rank's count") != NULL, "message: %s", hoop_last_error());
+    free(counts), free(displs), free(mine), free(all), free(rs_in), free(rs_out);
+    free(sc), free(sd), free(rc), free(rd), free(a_in), free(a_out);
+  }
+
+  /* i8 and bool, and the bitwise ops on the integer types. */
+  {
+    signed char i8[3] = {(signed char)(rank - 1), (signed char)(100 + rank), (signed char)-rank}, i8_out[3];
+    CHECK(hoop_allreduce(comm, i8, i8_out, 3, HOOP_I8, HOOP_MIN) == HOOP_SUCCESS, "i8 min");
+    CHECK(i8_out[0] == -1 && i8_out[1] == 100 && i8_out[2] == (signed char)-(size - 1), "i8 min values %d %d %d",
+          i8_out[0], i8_out[1], i8_out[2]);
+    CHECK(hoop_allreduce(comm, i8, i8_out, 3, HOOP_I8, HOOP_SUM) == HOOP_SUCCESS, "i8 sum");
+    int want1 = 0;
+    for (int r = 0; r < size; ++r) want1 += 100 + r;
+    CHECK(i8_out[1] == (signed char)want1, "i8 sum wraps: %d, want %d", i8_out[1], (signed char)want1);
+    /* bool: rank 0 alone holds a true in [0]; every rank holds one in [1]; [2] alternates. */
+    unsigned char b[3] = {(unsigned char)(rank == 0), 1, (unsigned char)(rank % 2)}, any[3], all[3], odd[3];
+    CHECK(hoop_allreduce(comm, b, any, 3, HOOP_BOOL, HOOP_BOR) == HOOP_SUCCESS, "bool bor");
+    CHECK(hoop_allreduce(comm, b, all, 3, HOOP_BOOL, HOOP_BAND) == HOOP_SUCCESS, "bool band");
+    CHECK(hoop_allreduce(comm, b, odd, 3, HOOP_BOOL, HOOP_BXOR) == HOOP_SUCCESS, "bool bxor");
+    CHECK(any[0] == 1 && any[1] == 1 && any[2] == (size > 1), "bool bor %d %d %d", any[0], any[1], any[2]);
+    CHECK(all[0] == (size == 1) && all[1] == 1 && all[2] == 0, "bool band %d %d %d", all[0], all[1], all[2]);
+    CHECK(odd[0] == 1 && odd[1] == (size % 2) && odd[2] == ((size / 2) % 2), "bool bxor %d %d %d", odd[0], odd[1], odd[2]);
+    /* Bitwise on i64 and i32: bit r set by rank r. */
+    long long bit = 1LL << (40 + rank), bits = 0;
+    CHECK(hoop_reduce(comm, &bit, &bits, 1, HOOP_I64, HOOP_BOR, 0) == HOOP_SUCCESS, "i64 bor reduce");
+    if (rank == 0) CHECK(bits == (((1LL << size) - 1) << 40), "i64 bor %llx", (unsigned long long)bits);
+    int mask = ~(1 << rank), masked = 0;
+    CHECK(hoop_allreduce(comm, &mask, &masked, 1, HOOP_I32, HOOP_BAND) == HOOP_SUCCESS, "i32 band");
+    CHECK(masked == ~((1 << size) - 1), "i32 band %x", (unsigned)masked);
+    /* What does not apply is refused, naming the op and the type. */
+    float f = 1;
+    CHECK(hoop_allreduce(comm, &f, &f, 1, HOOP_F32, HOOP_BXOR) == HOOP_ERR_INVALID_ARGUMENT, "f32 bxor accepted");
+    CHECK(strstr(hoop_last_error(), "bxor takes integer and bool elements, not f32") != NULL, "message: %s",
+          hoop_last_error());
+    CHECK(hoop_allreduce(comm, b, any, 3, HOOP_BOOL, HOOP_SUM) == HOOP_ERR_INVALID_ARGUMENT, "bool sum accepted");
+    CHECK(strstr(hoop_last_error(), "bool takes min, max, band, bor and bxor, not sum") != NULL, "message: %s",
+          hoop_last_error());
+    CHECK(hoop_allreduce(comm, &f, &f, 1, HOOP_F32, (hoop_op_t)8) == HOOP_ERR_INVALID_ARGUMENT, "op 8 accepted");
+    CHECK(hoop_allreduce(comm, &f, &f, 1, (hoop_dtype_t)9, HOOP_SUM) == HOOP_ERR_INVALID_ARGUMENT, "dtype 9 accepted");
   }
 
   /* Bad calls: refused on every rank alike, naming the call and the argument. */

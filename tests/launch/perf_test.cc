@@ -104,11 +104,11 @@ TEST_CASE("hoop-perf checks every collective in and out of place, and writes JSO
   const std::string base = "/tmp/hoop-perf-test-" + std::to_string(::getpid());
   const std::string json = base + ".json", csv = base + ".csv";
   for (const char* coll : {"allreduce", "broadcast", "allgather", "reduce_scatter", "reduce", "gather", "scatter",
-                           "alltoall"}) {
+                           "alltoall", "allgatherv", "reduce_scatterv", "alltoallv"}) {
     DYNAMIC_SECTION(coll) {
       const std::string c = coll;
       const bool rooted = c == "broadcast" || c == "reduce" || c == "gather" || c == "scatter";
-      const bool reduces = c == "allreduce" || c == "reduce_scatter" || c == "reduce";
+      const bool reduces = c == "allreduce" || c == "reduce_scatter" || c == "reduce" || c == "reduce_scatterv";
       const std::string root = c == "broadcast" ? "0" : "2";  // the last rank: not where rank 0 reports from
       auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), coll, "-b", "1K", "-e", "1M", "-f", "32",
                         "-n", "2", "-w", "1", "-R", "2", "-d", "bf16", "-o", "max", "-r", root, "--json", json, "-F", csv},
@@ -216,9 +216,9 @@ TEST_CASE("hoop-perf --help and bad options", "[perf]") {
   auto bad = RunProc({Bin("hoop-perf"), "allreduce", "-d", "f128"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.output.find("-d 'f128'") != std::string::npos);
-  auto coll = RunProc({Bin("hoop-perf"), "alltoallv"});
+  auto coll = RunProc({Bin("hoop-perf"), "alltoallw"});
   CHECK(coll.exit_code == 2);
-  CHECK(coll.output.find("unknown collective 'alltoallv' (did you mean alltoall?)") != std::string::npos);
+  CHECK(coll.output.find("unknown collective 'alltoallw' (did you mean alltoall?)") != std::string::npos);
   auto t = RunProc({Bin("hoop-perf"), "allreduce", "--transport", "rdma"});
   CHECK(t.exit_code == 2);
   CHECK(t.output.find("--transport 'rdma': expected shm, ucx, ofi or tcp") != std::string::npos);
@@ -260,14 +260,19 @@ TEST_CASE("hoop-perf takes nccl-tests' flags: -g 1 -t 1 -p, -d all -o all, -i, -
                      Within(120));
   INFO(all.output);
   CHECK(all.exit_code == 0);
-  CHECK(Rows(all.output).size() == 35);  // 7 dtypes x 5 ops, each checked in and out of place
-  CHECK(RowsWithWrong(all.output, "0") == 70);
-  CHECK(all.output.find("#  type: u8,i32,i64,f16,bf16,f32,f64 op: sum,avg,min,max,prod") != std::string::npos);
+  // 8 dtypes x sum/avg/min/max/prod, 4 integer dtypes x band/bor/bxor, bool x min/max/band/bor/bxor:
+  // 57 rows, each checked in and out of place; the pairs that are no reduction are named, not run.
+  CHECK(Rows(all.output).size() == 57);
+  CHECK(RowsWithWrong(all.output, "0") == 114);
+  CHECK(all.output.find("#  type: u8,i8,i32,i64,f16,bf16,f32,f64,bool op: sum,avg,min,max,prod,band,bor,bxor") !=
+        std::string::npos);
+  CHECK(all.output.find("# skipped, no such reduction: f16 band, ") != std::string::npos);
+  CHECK(all.output.find(", bool sum, bool avg, bool prod\n") != std::string::npos);
   // -o all on a collective without an op: one pass per dtype.
   auto ag = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allgather", "-b", "64", "-e", "64", "-d", "all",
                      "-o", "all", "-R", "1", "-n", "2"},
                     Within(60));
-  CHECK(Rows(ag.output).size() == 7);
+  CHECK(Rows(ag.output).size() == 9);
   auto lin = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "1K", "-e", "4K", "-i", "1K",
                       "-R", "1", "-n", "2", "-m", "4", "-z", "0", "-a", "1"},
                      Within(60));

@@ -72,8 +72,9 @@ std::vector<Tensor> MakeTensors(int n) {
   const size_t counts[] = {0, 1, 7, 1000, 100003};
   int k = 0;
   for (DType dt : kAllDTypes) {
-    bool fp = dt == DType::kF16 || dt == DType::kBF16 || dt == DType::kF32 || dt == DType::kF64;
+    bool fp = IsFloat(dt);
     for (ReduceOp op : kAllReduceOps) {
+      if (!OpApplies(dt, op)) continue;
       Tensor t = Make("ar/" + std::string(DTypeName(dt)) + "/" + ReduceOpName(op), CollKind::kAllreduce, dt, op, 0,
                       counts[k++ % 5]);
       ts.push_back(t);

@@ -1,8 +1,10 @@
 // hoop-test-rank: what the multi-process tests run as their ranks (under a real hooprun).
 //
 //   matrix           every collective (allreduce, broadcast, allgather, reduce_scatter, reduce,
-//                    gather, scatter, alltoall, barrier) x dtype x op x count {0, 1, 7, 1000,
-//                    100003} x algorithm, roots moving, in place and not,
+//                    gather, scatter, alltoall, allgatherv, reduce_scatterv, alltoallv,
+//                    barrier) x dtype x op x count {0, 1, 7, 1000,
+//                    100003} x algorithm, roots moving, in place and not (a dtype x op that
+//                    does not apply is checked to be refused),
 //                    checked against the reference on rank-specific random data
 //   kill VICTIM      all ranks run large allreduces; VICTIM SIGKILLs itself in the middle of
 //                    one; the others report the error they get and exit 1
@@ -56,6 +58,19 @@ struct Matrix {
     }
   }
 
+  void Fail(const std::string& what, const std::string& why) {
+    ++checks;
+    ++failures;
+    std::printf("FAIL %s: %s\n", what.c_str(), why.c_str());
+  }
+
+  // The v-collectives' per-rank counts around `count`: uneven, every third one empty.
+  std::vector<size_t> VCounts(size_t count) const {
+    std::vector<size_t> v;
+    for (int r = 0; r < c.size(); ++r) v.push_back(r % 3 == 1 ? 0 : count + static_cast<size_t>(r));
+    return v;
+  }
+
   // Every rank's input for this case, generated identically on every rank.
   std::vector<std::vector<char>> Inputs(DType dt, ReduceOp op, size_t count) {
     std::vector<std::vector<char>> in(static_cast<size_t>(c.size()), std::vector<char>(count * DTypeSize(dt) + 1));
@@ -79,6 +94,15 @@ struct Matrix {
           return std::string(coll) + " " + extra + " " + DTypeName(dt) + " count " + std::to_string(count);
         };
         for (ReduceOp op : kAllReduceOps) {
+          if (!OpApplies(dt, op)) {  // refused on every rank before anything is sent
+            std::vector<char> x(count * es + 1);
+            Status s = c.Allreduce({x.data(), count, dt}, {x.data(), count, dt}, op).Wait();
+            if (s.code() != Code::kInvalidArgument || s.message().find(OpMismatch(dt, op)) == std::string::npos)
+              Fail(tag("allreduce refused", ReduceOpName(op)), "got: " + s.ToString());
+            else
+              ++checks;
+            continue;
+          }
           for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kDoubling}) {
             ++case_id;
             auto in = Inputs(dt, op, count);
@@ -98,6 +122,20 @@ struct Matrix {
           std::memcpy(want.data(), full.data() + me * count * es, count * es);
           Status s = c.ReduceScatter({in[me].data(), count * n, dt}, {out.data(), count, dt}, op).Wait();
           Expect(tag("reduce_scatter", ReduceOpName(op)), s, out, want, dt, count);
+          {  // reduce_scatterv: uneven blocks, some empty
+            ++case_id;
+            const std::vector<size_t> counts = VCounts(count);
+            size_t total = 0;
+            for (size_t k : counts) total += k;
+            auto vin = Inputs(dt, op, total);
+            std::vector<char> vfull(total * es + 1), vwant(counts[me] * es + 1), vout(counts[me] * es + 1, 0x34);
+            ReferenceReduce(dt, op, Ptrs(vin), vfull.data(), total);
+            size_t at = 0;
+            for (size_t r = 0; r < me; ++r) at += counts[r];
+            std::memcpy(vwant.data(), vfull.data() + at * es, counts[me] * es);
+            s = c.ReduceScatterv({vin[me].data(), total, dt}, {vout.data(), counts[me], dt}, counts, op).Wait();
+            Expect(tag("reduce_scatterv", ReduceOpName(op)), s, vout, vwant, dt, counts[me]);
+          }
           for (Algo algo : {Algo::kBinomial, Algo::kChain}) {
             ++case_id;
             const int root = static_cast<int>(case_id % n);
@@ -166,6 +204,45 @@ struct Matrix {
         std::vector<char> abuf = a[me];
         s = c.Alltoall({abuf.data(), all, dt}, {abuf.data(), all, dt}).Wait();
         Expect(tag("alltoall in-place", ""), s, abuf, awant, dt, all);
+
+        // allgatherv: uneven blocks, some empty, laid out in reverse rank order with gaps.
+        {
+          ++case_id;
+          const std::vector<size_t> counts = VCounts(count);
+          Blocks b{counts, std::vector<size_t>(n)};
+          size_t at = 0;
+          for (size_t r = n; r-- > 0;) b.displs[r] = (at += 1), at += counts[r];
+          const size_t extent = at;
+          auto g = Inputs(dt, ReduceOp::kMax, *std::max_element(counts.begin(), counts.end()));
+          std::vector<char> vwant(extent * es + 1, 0x35), vout(extent * es + 1, 0x35);
+          for (size_t r = 0; r < n; ++r) std::memcpy(vwant.data() + b.displs[r] * es, g[r].data(), counts[r] * es);
+          s = c.Allgatherv({g[me].data(), counts[me], dt}, {vout.data(), extent, dt}, b).Wait();
+          Expect(tag("allgatherv", ""), s, vout, vwant, dt, extent);
+        }
+        // alltoallv: rank k sends rank p VCounts(count + k)[p] elements; blocks packed on the
+        // way out, reversed with gaps on the way in.
+        {
+          ++case_id;
+          std::vector<Blocks> send(n);
+          for (size_t k = 0; k < n; ++k) send[k] = PackedBlocks(VCounts(count + k));
+          Blocks recv{std::vector<size_t>(n), std::vector<size_t>(n)};
+          size_t at = 0;
+          for (size_t k = n; k-- > 0;) recv.counts[k] = send[k].counts[me], recv.displs[k] = (at += 2), at += recv.counts[k];
+          const size_t extent = at;
+          std::vector<std::vector<char>> ins;
+          for (size_t k = 0; k < n; ++k) {
+            size_t total = 0;
+            for (size_t x : send[k].counts) total += x;
+            std::vector<char> v(total * es + 1);
+            FillInput(dt, ReduceOp::kMax, v.data(), total, case_id * 131 + k);
+            ins.push_back(std::move(v));
+          }
+          std::vector<char> vwant(extent * es + 1, 0x36), vout(extent * es + 1, 0x36);
+          for (size_t k = 0; k < n; ++k)
+            std::memcpy(vwant.data() + recv.displs[k] * es, ins[k].data() + send[k].displs[me] * es, recv.counts[k] * es);
+          s = c.Alltoallv({ins[me].data(), ins[me].size() / es, dt}, send[me], {vout.data(), extent, dt}, recv).Wait();
+          Expect(tag("alltoallv", ""), s, vout, vwant, dt, extent);
+        }
       }
     }
     Status s = c.Barrier().Wait();

@@ -62,6 +62,12 @@ TEST_CASE("every dtype x op kernel agrees with plain arithmetic", "[kernels]") {
       FillInput(dt, op, a.data(), n, 1);
       FillInput(dt, op, b.data(), n, 2);
       ReduceFn fn = LookupReduce(dt, op, MemKind::kHost);
+      INFO(DTypeName(dt) << " " << ReduceOpName(op));
+      if (!OpApplies(dt, op)) {  // bitwise ops on floats; bool sum, avg, prod
+        CHECK(fn == nullptr);
+        CHECK_FALSE(OpMismatch(dt, op).empty());
+        continue;
+      }
       REQUIRE(fn != nullptr);
       fn(d.data(), a.data(), b.data(), n, op == ReduceOp::kAvg ? 2 : 0);
       for (size_t i = 0; i < n; ++i) {
@@ -75,18 +81,25 @@ TEST_CASE("every dtype x op kernel agrees with plain arithmetic", "[kernels]") {
             case DType::kBF16: return BF16ToFloat(*reinterpret_cast<const uint16_t*>(p));
             case DType::kF32: return *reinterpret_cast<const float*>(p);
             case DType::kF64: return *reinterpret_cast<const double*>(p);
+            case DType::kI8: return *reinterpret_cast<const int8_t*>(p);
+            case DType::kBool: return *reinterpret_cast<const uint8_t*>(p);
           }
           return 0;
         };
+        const bool integer = !IsFloat(dt);
         double x = get(a), y = get(b), r = get(d), e = 0;
         switch (op) {
           case ReduceOp::kSum: e = x + y; break;
           case ReduceOp::kProd: e = x * y; break;
           case ReduceOp::kMin: e = std::min(x, y); break;
           case ReduceOp::kMax: e = std::max(x, y); break;
-          case ReduceOp::kAvg: e = (dt == DType::kU8 || dt == DType::kI32 || dt == DType::kI64) ? std::trunc((x + y) / 2) : (x + y) / 2; break;
+          case ReduceOp::kAvg: e = integer ? std::trunc((x + y) / 2) : (x + y) / 2; break;
+          case ReduceOp::kBand: e = static_cast<double>(static_cast<int64_t>(x) & static_cast<int64_t>(y)); break;
+          case ReduceOp::kBor: e = static_cast<double>(static_cast<int64_t>(x) | static_cast<int64_t>(y)); break;
+          case ReduceOp::kBxor: e = static_cast<double>(static_cast<int64_t>(x) ^ static_cast<int64_t>(y)); break;
         }
         if (dt == DType::kU8) e = static_cast<double>(static_cast<uint8_t>(static_cast<int>(e) & 0xff));
+        if (dt == DType::kI8) e = static_cast<double>(static_cast<int8_t>(static_cast<int>(e) & 0xff));
         INFO(DTypeName(dt) << " " << ReduceOpName(op) << " i=" << i << " x=" << x << " y=" << y);
         CHECK(r == e);
       }
@@ -101,5 +114,8 @@ TEST_CASE("integer sums and products wrap instead of overflowing", "[kernels]") 
   uint8_t x = 200, y = 2, z = 0;
   LookupReduce(DType::kU8, ReduceOp::kProd, MemKind::kHost)(&z, &x, &y, 1, 0);
   CHECK(z == 144);
+  int8_t p = 100, q = 100, r = 0;
+  LookupReduce(DType::kI8, ReduceOp::kSum, MemKind::kHost)(&r, &p, &q, 1, 0);
+  CHECK(r == -56);
   CHECK(LookupReduce(DType::kF32, ReduceOp::kSum, MemKind::kCuda) == nullptr);
 }

@@ -41,13 +41,15 @@ TEST_CASE("requests and responses survive their encoding; malformed lists are re
   s.prescale = 0.5;
   s.postscale = 2;
   s.compression = 1;
-  std::vector<Request> reqs = {{"a", b, 12}, {"grad/conv1.weight", s, 0}, {"", Ar(0), 99}};
+  // The last dtype and op pass too (the decoder once stopped at f64 and prod).
+  std::vector<Request> reqs = {{"a", b, 12}, {"grad/conv1.weight", s, 0}, {"", Ar(0), 99},
+                               {"mask", Ar(5, kLastDType, kLastReduceOp), 1}};
   std::vector<char> bytes;
   EncodeRequests(reqs, &bytes);
   auto back = DecodeRequests(bytes.data(), bytes.size());
   REQUIRE(back.ok());
-  REQUIRE(back->size() == 3);
-  for (size_t i = 0; i < 3; ++i) {
+  REQUIRE(back->size() == reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
     CHECK((*back)[i].name == reqs[i].name);
     CHECK((*back)[i].params == reqs[i].params);
     CHECK((*back)[i].age_ms == reqs[i].age_ms);

@@ -397,3 +397,104 @@ TEST_CASE("even splits cover the range without gaps", "[schedule]") {
       REQUIRE(next == count);
     }
 }
+
+namespace {
+
+// Per-rank counts with zeros among them, and a layout that puts the blocks in a shuffled order
+// with gaps between them (MPI allows any displacements).
+Blocks RandomBlocks(int n, uint64_t seed, size_t* extent) {
+  Blocks b;
+  for (int r = 0; r < n; ++r) b.counts.push_back(Mix(seed * 31 + static_cast<uint64_t>(r)) % 6);  // 0..5
+  std::vector<int> order;
+  for (int r = 0; r < n; ++r) order.push_back(r);
+  for (int i = n - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[Mix(seed + static_cast<uint64_t>(i)) % static_cast<uint64_t>(i + 1)]);
+  b.displs.assign(static_cast<size_t>(n), 0);
+  size_t at = 0;
+  for (int r : order) {
+    at += Mix(seed ^ static_cast<uint64_t>(r)) % 3;  // a gap of 0..2
+    b.displs[static_cast<size_t>(r)] = at;
+    at += b.counts[static_cast<size_t>(r)];
+  }
+  *extent = at + 1;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("ring allgatherv and reduce_scatterv move blocks of any sizes, laid out anywhere", "[schedule]") {
+  for (int n = 2; n <= 9; ++n)
+    for (uint64_t seed = 1; seed <= 6; ++seed)
+      for (size_t chunk : kChunks) {
+        size_t extent = 0;
+        const Blocks b = RandomBlocks(n, seed, &extent);
+        INFO("n=" << n << " seed=" << seed << " chunk=" << chunk);
+        // allgatherv: rank k's own block (its whole input) lands at block k everywhere.
+        std::vector<Schedule> s;
+        std::vector<Mem> in, out = Unset(n, extent);
+        for (int k = 0; k < n; ++k) {
+          const size_t uk = static_cast<size_t>(k);
+          s.push_back(RingAllgatherv(k, n, b));
+          in.emplace_back(b.counts[uk], Leaf(k));
+          for (size_t i = 0; i < b.counts[uk]; ++i) out[uk][b.displs[uk] + i] = Leaf(k);  // the caller's copy
+        }
+        auto r = Simulate(n, s, in, out, chunk);
+        INFO(r.error);
+        REQUIRE(r.ok);
+        for (int k = 0; k < n; ++k)
+          for (int p = 0; p < n; ++p)
+            for (size_t i = 0; i < b.counts[static_cast<size_t>(p)]; ++i)
+              REQUIRE(r.out[static_cast<size_t>(k)][b.displs[static_cast<size_t>(p)] + i] == Leaf(p));
+        // reduce_scatterv: blocks back to back; block k complete and divided on rank k.
+        const Blocks packed = PackedBlocks(b.counts);
+        size_t total = 0;
+        for (size_t c : b.counts) total += c;
+        std::vector<Schedule> rs;
+        for (int k = 0; k < n; ++k) rs.push_back(RingReduceScatterv(k, n, packed));
+        auto q = Simulate(n, rs, Own(n, total), Unset(n, total), chunk);
+        INFO(q.error);
+        REQUIRE(q.ok);
+        for (int k = 0; k < n; ++k)
+          for (size_t i = 0; i < packed.counts[static_cast<size_t>(k)]; ++i)
+            REQUIRE(q.out[static_cast<size_t>(k)][packed.displs[static_cast<size_t>(k)] + i].set == (All(n) | kFinal));
+      }
+}
+
+TEST_CASE("pairwise alltoallv delivers each pair's block, whatever its size and place", "[schedule]") {
+  for (int n = 2; n <= 9; ++n)
+    for (uint64_t seed = 1; seed <= 6; ++seed)
+      for (size_t chunk : kChunks) {
+        // counts[k][p]: what rank k sends rank p; rank k's send layout and rank p's receive layout.
+        std::vector<Blocks> send(static_cast<size_t>(n)), recv(static_cast<size_t>(n));
+        std::vector<size_t> in_extent(static_cast<size_t>(n)), out_extent(static_cast<size_t>(n));
+        for (int k = 0; k < n; ++k) send[static_cast<size_t>(k)] = RandomBlocks(n, seed * 100 + static_cast<uint64_t>(k), &in_extent[static_cast<size_t>(k)]);
+        for (int p = 0; p < n; ++p) {
+          std::vector<size_t> from;
+          for (int k = 0; k < n; ++k) from.push_back(send[static_cast<size_t>(k)].counts[static_cast<size_t>(p)]);
+          Blocks b = PackedBlocks(from);
+          for (auto& d : b.displs) d = d * 2 + 1;  // gaps, and not where the sender had them
+          recv[static_cast<size_t>(p)] = b;
+          size_t end = 0;
+          for (int k = 0; k < n; ++k) end = std::max(end, b.displs[static_cast<size_t>(k)] + b.counts[static_cast<size_t>(k)]);
+          out_extent[static_cast<size_t>(p)] = end + 1;
+        }
+        std::vector<Schedule> s;
+        std::vector<Mem> in, out;
+        auto tag = [&](int k, int p, size_t i) { return Elem{1ull << k, Mix(static_cast<uint64_t>((k * n + p) * 64) + i)}; };
+        for (int k = 0; k < n; ++k) {
+          const size_t uk = static_cast<size_t>(k);
+          s.push_back(PairwiseAlltoallv(k, n, send[uk], recv[uk]));
+          in.emplace_back(in_extent[uk]);
+          out.emplace_back(out_extent[uk]);
+          for (int p = 0; p < n; ++p)
+            for (size_t i = 0; i < send[uk].counts[static_cast<size_t>(p)]; ++i) in[uk][send[uk].displs[static_cast<size_t>(p)] + i] = tag(k, p, i);
+          for (size_t i = 0; i < send[uk].counts[uk]; ++i) out[uk][recv[uk].displs[uk] + i] = tag(k, k, i);  // the caller's copy
+        }
+        auto r = Simulate(n, s, in, out, chunk);
+        INFO("n=" << n << " seed=" << seed << " chunk=" << chunk << ": " << r.error);
+        REQUIRE(r.ok);
+        for (int p = 0; p < n; ++p)
+          for (int k = 0; k < n; ++k)
+            for (size_t i = 0; i < recv[static_cast<size_t>(p)].counts[static_cast<size_t>(k)]; ++i)
+              REQUIRE(r.out[static_cast<size_t>(p)][recv[static_cast<size_t>(p)].displs[static_cast<size_t>(k)] + i] == tag(k, p, i));
+      }
+}
