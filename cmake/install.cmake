@@ -1,0 +1,27 @@
+# `cmake --install BUILD --prefix P`: libhoop.so, the public headers (hoop/hoop.h, hoop/hoop.hpp),
+# hooprun, hoop-perf and hoop-info, a CMake package (find_package(hoop) gives hoop::hoop) and
+# hoop.pc for pkg-config. Both the package and hoop.pc find the prefix from where they lie, so
+# the tree works wherever it is installed. Included from the top CMakeLists.txt after the targets.
+include(CMakePackageConfigHelpers)
+
+target_include_directories(hoop INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+set_target_properties(hoop PROPERTIES INSTALL_RPATH "")  # only the tools look for it next door
+install(TARGETS hoop EXPORT hoopTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES include/hoop/hoop.h include/hoop/hoop.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hoop)
+install(TARGETS hooprun hoop-perf hoop-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+set(hoop_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/hoop)
+install(EXPORT hoopTargets NAMESPACE hoop:: DESTINATION ${hoop_cmake_dir})
+configure_package_config_file(cmake/hoopConfig.cmake.in ${CMAKE_BINARY_DIR}/hoopConfig.cmake
+  INSTALL_DESTINATION ${hoop_cmake_dir})
+# 0.x releases change the API between minors: a request for 0.1 is met by 0.1.* only.
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/hoopConfigVersion.cmake COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/hoopConfig.cmake ${CMAKE_BINARY_DIR}/hoopConfigVersion.cmake
+  DESTINATION ${hoop_cmake_dir})
+
+# hoop.pc: the prefix relative to the .pc file's own folder.
+file(RELATIVE_PATH hoop_pc_to_prefix /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+string(REGEX REPLACE "/$" "" hoop_pc_to_prefix "${hoop_pc_to_prefix}")
+configure_file(cmake/hoop.pc.in ${CMAKE_BINARY_DIR}/hoop.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/hoop.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,31 @@
+// Built against an installed hoop by the install test, through the public C++ header alone:
+// a blocking and a nonblocking allreduce, and a refused call caught as hoop::api::Error.
+#include <hoop/hoop.hpp>
+
+#include <cstdio>
+#include <vector>
+
+int main() {
+  try {
+    hoop::api::Comm comm = hoop::api::Comm::FromEnv();
+    const int n = comm.size();
+    std::vector<float> grad(1001, float(comm.rank() + 1));
+    comm.Allreduce<float>(grad, grad, HOOP_AVG);
+    std::vector<std::int32_t> in(7, comm.rank()), out(7);
+    hoop::api::Request r = comm.Iallreduce<std::int32_t>(in, out, HOOP_MAX);
+    r.Wait();
+    bool refused = false;
+    try {
+      comm.Broadcast<float>(grad, n);  // root out of range
+    } catch (const hoop::api::Error& e) {
+      refused = e.status() == HOOP_ERR_INVALID_ARGUMENT;
+    }
+    bool ok = grad[0] == float(n + 1) / 2 && grad[1000] == grad[0] && out[6] == n - 1 && refused;
+    std::printf("consumer-cxx rank %d of %d: avg %g, max %d, bad root refused %d: %s\n", comm.rank(), n, grad[0],
+                out[6], refused, ok ? "ok" : "WRONG");
+    return ok ? 0 : 1;
+  } catch (const hoop::api::Error& e) {
+    std::fprintf(stderr, "consumer-cxx: %s\n", e.what());
+    return 1;
+  }
+}
