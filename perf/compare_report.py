@@ -16,8 +16,10 @@ def size_name(b):
 
 
 class Report:
-    def __init__(self, runs, systems, labels, pairs, memcpy, loop, lim_before, lim_after, repeats, cmdline):
+    def __init__(self, runs, systems, labels, pairs, memcpy, loop, lim_before, lim_after, repeats, cmdline,
+                 collective="allreduce"):
         self.runs, self.systems, self.labels, self.pairs = runs, systems, labels, pairs
+        self.collective = collective
         self.memcpy, self.loop, self.lim_before, self.lim_after = memcpy, loop, lim_before, lim_after
         self.repeats, self.cmdline = repeats, cmdline
         self.ranks = sorted({r["ranks"] for r in runs})
@@ -75,9 +77,20 @@ class Report:
         r = a / c
         return f"{r:.0f}x (peer pathology?)" if r > Report.PATHOLOGY else f"{r:.2f}x"
 
+    def what(self):
+        """The measured call, for titles."""
+        return {"allreduce": "allreduce, f32 sum", "reduce": "reduce to root 0, f32 sum",
+                "gather": "gather to root 0, f32", "scatter": "scatter from root 0, f32"}.get(
+                    self.collective, f"{self.collective}, f32")
+
+    def factor(self):
+        """nccl-tests' busbw factor of the collective, as text."""
+        return {"allreduce": "2(n-1)/n", "reduce": "1"}.get(self.collective, "(n-1)/n")
+
     def markdown(self, seconds):
-        out = [f"Command: `{self.cmdline}` ({seconds / 60:.1f} min in all). allreduce, f32 sum, out of place "
-               f"(Gloo: in place, its only mode); busbw in GB/s (nccl-tests: algbw x 2(n-1)/n), the median of "
+        out = [f"Command: `{self.cmdline}` ({seconds / 60:.1f} min in all). {self.what()}, out of place "
+               f"{'(Gloo: in place, its only mode)' if self.collective == 'allreduce' else ''}; busbw in GB/s "
+               f"(nccl-tests: algbw x {self.factor()}), the median of "
                f"{self.repeats} interleaved runs per system; ratios are hoop's busbw over the peer's "
                f"(above 1: hoop is faster).", "",
                f"Limits measured in the same run (before / after): one core's memcpy "
@@ -130,7 +143,7 @@ class Report:
         return "\n".join([
             "set terminal pngcairo size 1100,720 font ',11'",
             f"set output '{png}'",
-            f"set title 'allreduce f32 sum, {n} ranks on one host: busbw, median and min-max of {self.repeats} runs"
+            f"set title '{self.what()}, {n} ranks on one host: busbw, median and min-max of {self.repeats} runs"
             + (f" (y clipped at {floor:.3g} GB/s)'" if floor else "'"),
             "set logscale x 2", "set logscale y 10", f"set xtics ({tics})", "set offsets graph 0.03, graph 0.03, 0, 0",
             f"set yrange [{floor:.6g}:*]" if floor else "set yrange [*:*]",

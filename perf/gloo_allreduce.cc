@@ -53,6 +53,10 @@ int main(int argc, char** argv) {
   }
   HarnessArgs a;
   if (!ParseHarnessArgs(static_cast<int>(rest.size()), rest.data(), "gloo-allreduce", &a)) return 2;
+  if (a.coll != "allreduce") {
+    std::fprintf(stderr, "gloo-allreduce: --coll '%s': Gloo is measured on allreduce only\n", a.coll.c_str());
+    return 2;
+  }
   if (a.help) {
     std::puts("usage: hooprun -np N gloo-allreduce --store DIR [-a ring|ring_chunked|halving_doubling] [-b MIN]\n"
               "       [-e MAX] [-f FACTOR] [--csv FILE] [--host ADDR]");
@@ -108,7 +112,7 @@ int main(int argc, char** argv) {
       wrongs[0] = static_cast<double>(wrong);
       sum_wrong.run();
       rows.push_back({bytes, iters, slowest, static_cast<size_t>(wrongs[0])});
-      if (rank == 0) PrintHarnessRow("gloo-allreduce", a.algo.c_str(), size, rows.back());
+      if (rank == 0) PrintHarnessRow("gloo-allreduce", a, a.algo.c_str(), size, rows.back());
     }
     if (rank == 0 && !WriteHarnessCsv(a, ("gloo_" + a.algo).c_str(), size, true, rows)) {
       std::fprintf(stderr, "gloo-allreduce: cannot write %s\n", a.csv.c_str());

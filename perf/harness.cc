@@ -49,6 +49,13 @@ bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out)
         return false;
       }
       a.factor = static_cast<uint64_t>(*n);
+    } else if (k == "--coll") {
+      if (v != "allreduce" && v != "alltoall" && v != "reduce" && v != "gather" && v != "scatter") {
+        std::fprintf(stderr, "%s: --coll '%s': expected allreduce, alltoall, reduce, gather or scatter\n", prog,
+                     v.c_str());
+        return false;
+      }
+      a.coll = v;
     } else if (k == "-a") {
       a.algo = v;
     } else if (k == "--csv") {
@@ -88,11 +95,63 @@ size_t CountWrongSum(const float* p, size_t count, int ranks) {
   return wrong;
 }
 
-void PrintHarnessRow(const char* system, const char* algo, int ranks, const HarnessRow& r) {
+CallShape ShapeOf(const std::string& coll, uint64_t bytes, int ranks) {
+  CallShape s;
+  const size_t elems = bytes / sizeof(float), n = static_cast<size_t>(ranks);
+  if (coll == "allreduce" || coll == "reduce") {
+    s.in = s.out = elems;
+    s.bytes = elems * sizeof(float);
+    return s;
+  }
+  s.per_rank = elems / n;
+  s.bytes = s.per_rank * n * sizeof(float);
+  s.in = coll == "gather" ? s.per_rank : s.per_rank * n;
+  s.out = coll == "scatter" ? s.per_rank : s.per_rank * n;
+  return s;
+}
+
+double BusFactor(const std::string& coll, int ranks) {
+  if (coll == "allreduce") return 2.0 * (ranks - 1) / ranks;
+  if (coll == "reduce") return 1.0;
+  return static_cast<double>(ranks - 1) / ranks;
+}
+
+namespace {
+// The element `i` of the block `src` sends to `dst`: small integers, exact in f32.
+float Value(int src, int dst, size_t i) { return static_cast<float>((i + size_t(src) * 7 + size_t(dst) * 3) % 17) - 8.0f; }
+}  // namespace
+
+void FillFor(const std::string& coll, const CallShape& s, int rank, int ranks, float* in) {
+  if (coll == "allreduce" || coll == "reduce") return FillPattern(in, s.in, rank);
+  if (coll == "gather") {
+    for (size_t i = 0; i < s.in; ++i) in[i] = Value(rank, 0, i);
+    return;
+  }
+  if (coll == "scatter" && rank != 0) return;  // only the root's input is read
+  for (int p = 0; p < ranks; ++p)
+    for (size_t i = 0; i < s.per_rank; ++i) in[size_t(p) * s.per_rank + i] = Value(rank, p, i);
+}
+
+size_t CountWrongFor(const std::string& coll, const CallShape& s, int rank, int ranks, const float* out) {
+  if (coll == "allreduce") return CountWrongSum(out, s.out, ranks);
+  if ((coll == "reduce" || coll == "gather") && rank != 0) return 0;
+  if (coll == "reduce") return CountWrongSum(out, s.out, ranks);
+  size_t wrong = 0;
+  if (coll == "scatter") {
+    for (size_t i = 0; i < s.out; ++i) wrong += out[i] != Value(0, rank, i);
+    return wrong;
+  }
+  for (int p = 0; p < ranks; ++p)  // alltoall: block p from rank p; gather: block p is rank p's
+    for (size_t i = 0; i < s.per_rank; ++i)
+      wrong += out[size_t(p) * s.per_rank + i] != Value(p, coll == "gather" ? 0 : rank, i);
+  return wrong;
+}
+
+void PrintHarnessRow(const char* system, const HarnessArgs& a, const char* algo, int ranks, const HarnessRow& r) {
   double algbw = r.time_us > 0 ? static_cast<double>(r.bytes) / (r.time_us * 1e3) : 0;
-  std::printf("%s %s ranks %d bytes %llu iters %d time_us %.2f algbw %.3f busbw %.3f wrong %zu\n", system, algo,
-              ranks, static_cast<unsigned long long>(r.bytes), r.iters, r.time_us, algbw,
-              algbw * 2.0 * (ranks - 1) / ranks, r.wrong);
+  std::printf("%s %s %s ranks %d bytes %llu iters %d time_us %.2f algbw %.3f busbw %.3f wrong %zu\n", system,
+              a.coll.c_str(), algo, ranks, static_cast<unsigned long long>(r.bytes), r.iters, r.time_us, algbw,
+              algbw * BusFactor(a.coll, ranks), r.wrong);
   std::fflush(stdout);
 }
 
@@ -105,9 +164,11 @@ bool WriteHarnessCsv(const HarnessArgs& a, const char* algo, int ranks, bool in_
   for (const HarnessRow& r : rows) {
     double algbw = r.time_us > 0 ? static_cast<double>(r.bytes) / (r.time_us * 1e3) : 0;
     char buf[512];
-    std::snprintf(buf, sizeof(buf), "allreduce,%s,%s,f32,sum,%d,%llu,%d,%d,1,%.3f,%.3f,%.3f,%.4f,%.4f,%zu\n", algo,
-                  a.label.c_str(), ranks, static_cast<unsigned long long>(r.bytes), in_place ? 1 : 0, r.iters,
-                  r.time_us, r.time_us, r.time_us, algbw, algbw * 2.0 * (ranks - 1) / ranks, r.wrong);
+    const bool reduces = a.coll == "allreduce" || a.coll == "reduce";
+    std::snprintf(buf, sizeof(buf), "%s,%s,%s,f32,%s,%d,%llu,%d,%d,1,%.3f,%.3f,%.3f,%.4f,%.4f,%zu\n",
+                  a.coll.c_str(), algo, a.label.c_str(), reduces ? "sum" : "none", ranks,
+                  static_cast<unsigned long long>(r.bytes), in_place ? 1 : 0, r.iters, r.time_us, r.time_us,
+                  r.time_us, algbw, algbw * BusFactor(a.coll, ranks), r.wrong);
     f << buf;
   }
   return static_cast<bool>(f.flush());

@@ -1,8 +1,10 @@
-// What perf/compare's peer harnesses (mpi-allreduce: OpenMPI's MPI_Allreduce; gloo-allreduce:
-// Gloo's ring, chunked ring and halving-doubling) share with hoop-perf, so every system is timed
-// the same way: the same sizes, the same iteration rule (AutoIters), warm-up, one timed loop
-// between barriers reported as the slowest rank's mean, one checked call, and rows written in
-// hoop-perf's CSV schema. Only f32 sum is measured: every peer has it.
+// What perf/compare's peer harnesses (mpi-collective: OpenMPI's MPI_Allreduce, MPI_Alltoall,
+// MPI_Reduce, MPI_Gather, MPI_Scatter; gloo-allreduce: Gloo's ring, chunked ring and
+// halving-doubling allreduce) share with hoop-perf, so every system is timed the same way: the
+// same sizes, the same iteration rule (AutoIters), warm-up, one timed loop between barriers
+// reported as the slowest rank's mean, one checked call, rows written in hoop-perf's CSV schema
+// with hoop-perf's (nccl-tests') busbw factors. Only f32 (sum where it reduces) is measured:
+// every peer has it.
 #pragma once
 
 #include <cstdint>
@@ -22,14 +24,15 @@ int AutoWarmup(int iters);
 
 struct HarnessArgs {
   uint64_t min_bytes = 4096, max_bytes = 64 << 20, factor = 4;
+  std::string coll = "allreduce";  // --coll: allreduce, alltoall, reduce, gather or scatter (root 0)
   std::string algo;  // gloo-allreduce: ring | ring_chunked | halving_doubling
   std::string csv;   // write the rows here (rank 0)
   std::string label; // the transport column, e.g. "vader" or "tcp"
   bool help = false;
 };
 
-// -b MIN -e MAX -f FACTOR [-a ALGO] [--csv FILE] [--label L] [-h]; on a bad argument prints
-// "PROG: ..." to stderr and returns false.
+// -b MIN -e MAX -f FACTOR [--coll NAME] [-a ALGO] [--csv FILE] [--label L] [-h]; on a bad
+// argument prints "PROG: ..." to stderr and returns false.
 bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out);
 std::vector<uint64_t> HarnessSizes(const HarnessArgs& a);
 
@@ -37,6 +40,22 @@ std::vector<uint64_t> HarnessSizes(const HarnessArgs& a);
 // that differ from that sum.
 void FillPattern(float* p, size_t count, int rank);
 size_t CountWrongSum(const float* p, size_t count, int ranks);
+
+// The buffers of one call of a.coll at `bytes` on `ranks` ranks, as hoop-perf lays them out:
+// `per_rank` elements per block where the collective has blocks (alltoall, gather, scatter: the
+// size is the whole block-divided buffer), `in`/`out` the element counts, `bytes` what the row
+// reports (rounded down to whole blocks).
+struct CallShape {
+  size_t per_rank = 0, in = 0, out = 0;
+  uint64_t bytes = 0;
+};
+CallShape ShapeOf(const std::string& coll, uint64_t bytes, int ranks);
+// nccl-tests' busbw factor, as hoop-perf's: 2(n-1)/n allreduce, 1 reduce, (n-1)/n the others.
+double BusFactor(const std::string& coll, int ranks);
+// Input for `rank` and the count of wrong elements in its result (root 0 for the rooted ones;
+// ranks that get no result count 0).
+void FillFor(const std::string& coll, const CallShape& s, int rank, int ranks, float* in);
+size_t CountWrongFor(const std::string& coll, const CallShape& s, int rank, int ranks, const float* out);
 
 struct HarnessRow {
   uint64_t bytes;
@@ -47,7 +66,7 @@ struct HarnessRow {
 
 // Rank 0: one table line per row on stdout, and the CSV file if asked for. Returns false when
 // the file cannot be written.
-void PrintHarnessRow(const char* system, const char* algo, int ranks, const HarnessRow& r);
+void PrintHarnessRow(const char* system, const HarnessArgs& a, const char* algo, int ranks, const HarnessRow& r);
 bool WriteHarnessCsv(const HarnessArgs& a, const char* algo, int ranks, bool in_place,
                      const std::vector<HarnessRow>& rows);
 

@@ -35,8 +35,8 @@ int LinktestNamespaces() {
 }  // namespace
 
 TEST_CASE("perf/compare measures every system, checks their results, writes table and plot", "[compare]") {
-  if (!Exists(Bin("mpi-allreduce")) || !Exists(Bin("gloo-allreduce")) || !Exists("/usr/bin/python3")) {
-    WARN("SKIPPED: mpi-allreduce/gloo-allreduce not built or no /usr/bin/python3 (scripts/setup.sh installs "
+  if (!Exists(Bin("mpi-collective")) || !Exists(Bin("gloo-allreduce")) || !Exists("/usr/bin/python3")) {
+    WARN("SKIPPED: mpi-collective/gloo-allreduce not built or no /usr/bin/python3 (scripts/setup.sh installs "
          "libopenmpi-dev, libgloo-dev, python3)");
     return;
   }
@@ -57,6 +57,46 @@ TEST_CASE("perf/compare measures every system, checks their results, writes tabl
                         "gloo-ring,2,1,4096,", "gloo-ring-chunked,2,1,4096,", "gloo-hd,2,1,4096,"})
     CHECK(runs.find(s) != std::string::npos);
   if (Exists("/usr/bin/gnuplot")) CHECK(Slurp(std::string(dir) + "/busbw-2ranks.png").substr(1, 3) == "PNG");
+  std::system((std::string("rm -rf ") + dir).c_str());
+}
+
+TEST_CASE("perf/compare --collective measures alltoall, reduce, gather and scatter against OpenMPI", "[compare]") {
+  if (!Exists(Bin("mpi-collective")) || !Exists("/usr/bin/python3") || !HaveMpirun()) {
+    WARN("SKIPPED: mpi-collective or mpirun not built or no /usr/bin/python3 (scripts/setup.sh installs "
+         "libopenmpi-dev, openmpi-bin, python3)");
+    return;
+  }
+  // The OpenMPI harness checks every collective's result on odd sizes and 1..3 ranks (its own
+  // check must hold, or the comparison's "0 wrong" means nothing).
+  for (const char* coll : {"allreduce", "alltoall", "reduce", "gather", "scatter"})
+    for (int n : {1, 3}) {
+      auto m = RunUnderMpirun(n, {Bin("mpi-collective"), "--coll", coll, "-b", "12", "-e", "12K", "-f", "31"}, 60);
+      INFO(coll << " on " << n << " ranks: " << m.output);
+      CHECK(m.exit_code == 0);
+      CHECK(m.output.find(std::string("mpi-collective ") + coll + " default ranks " + std::to_string(n)) !=
+            std::string::npos);
+      CHECK(m.output.find("wrong 0") != std::string::npos);
+    }
+  char dir[] = "/tmp/hoop-compare-test-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  auto r = RunProc({Src("perf/compare"), "--collective", "alltoall", "--ranks", "2", "--repeats", "1", "-b", "64K",
+                    "-e", "64K", "--no-build", "--build", BuildDir(), "--out", dir},
+                   Within(180));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  std::string md = Slurp(std::string(dir) + "/compare.md");
+  for (const char* s : {"alltoall, f32, out of place", "algbw x (n-1)/n", "| 64 KiB |", "hoop shm / OpenMPI vader",
+                        "hoop tcp / OpenMPI tcp"})
+    CHECK(md.find(s) != std::string::npos);
+  CHECK(md.find("Gloo") == std::string::npos);
+  std::string runs = Slurp(std::string(dir) + "/runs.csv");
+  for (const char* s : {"hoop-shm,2,1,65536,", "mpi-vader,2,1,65536,", "hoop-tcp,2,1,65536,", "mpi-tcp,2,1,65536,"})
+    CHECK(runs.find(s) != std::string::npos);
+  auto gloo = RunProc({Src("perf/compare"), "--collective", "gather", "--systems", "hoop-tcp,gloo-ring", "--no-build",
+                       "--build", BuildDir(), "--out", dir},
+                      Within(30));
+  CHECK(gloo.exit_code == 1);
+  CHECK(gloo.output.find("system 'gloo-ring': Gloo is measured on allreduce only, not gather") != std::string::npos);
   std::system((std::string("rm -rf ") + dir).c_str());
 }
 
