@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "collectives/kernels/reduce.h"
 #include "collectives/stall.h"
 #include "common/logging.h"
 #include "transport/select.h"
@@ -282,6 +283,7 @@ Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Bu
                      << opts_.window << ", over " << transport_->Label());
   HOOP_ASSIGN_OR_RETURN(a.in, transport_->Register(in.data, in.count * esize, in.kind));
   HOOP_ASSIGN_OR_RETURN(a.out, transport_->Register(out.data, out.count * esize, out.kind));
+  a.in.large = a.out.large = std::max(in.count, out.count) * esize >= kStreamingBytes;
   a.dtype = out.dtype;
   a.op = op.op;
   a.nranks = opts_.size;

@@ -88,8 +88,8 @@ class Report:
         return {"allreduce": "2(n-1)/n", "reduce": "1"}.get(self.collective, "(n-1)/n")
 
     def markdown(self, seconds):
-        out = [f"Command: `{self.cmdline}` ({seconds / 60:.1f} min in all). {self.what()}, out of place "
-               f"{'(Gloo: in place, its only mode)' if self.collective == 'allreduce' else ''}; busbw in GB/s "
+        out = [f"Command: `{self.cmdline}` ({seconds / 60:.1f} min in all). {self.what()}, out of place"
+               f"{' (Gloo: in place, its only mode); ' if self.collective == 'allreduce' else '; '}busbw in GB/s "
                f"(nccl-tests: algbw x {self.factor()}), the median of "
                f"{self.repeats} interleaved runs per system; ratios are hoop's busbw over the peer's "
                f"(above 1: hoop is faster).", "",

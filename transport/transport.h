@@ -32,6 +32,10 @@ struct Region {
   size_t bytes = 0;
   MemKind kind = MemKind::kHost;
   uint64_t handle = 0;
+  // The operation this memory belongs to outgrows the caches (the collectives set it from
+  // kStreamingBytes): a back end may then write its copies of it around the cache (shm's
+  // non-temporal stores into the ring). Unset, copies stay in cache, where the peer finds them.
+  bool large = false;
 };
 
 struct Tag {

@@ -19,7 +19,7 @@ void Channel::PostSend(const Region& region, size_t offset, size_t len, Tag tag,
     deferred_.push_back({op_id, peer_, true, failure_, 0});
     return;
   }
-  sends_.push_back({static_cast<const char*>(region.base) + offset, len, 0, tag, op_id});
+  sends_.push_back({static_cast<const char*>(region.base) + offset, len, 0, tag, op_id, region.large && len >= kStreamMin});
 }
 
 void Channel::PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
@@ -78,12 +78,14 @@ bool Channel::ProgressSends(std::vector<Completion>* out) {
     h->total = s.len;
     h->offset = s.sent;
     h->len = static_cast<uint32_t>(n);
-    // A large message's fragments are streamed in (non-temporal stores, then the fence inside
-    // CopyStreaming): the receiver reads them from memory instead of pulling every line out of
-    // this core's cache, which measured up to 5x slower when the host keeps the two cores far
-    // apart (docs/PERF.md). Small messages stay in cache, where the receiver finds them soonest.
+    // A large message of an operation that outgrows the caches (Region::large) is streamed in
+    // (non-temporal stores, then the fence inside CopyStreaming): the receiver reads it from
+    // memory instead of pulling every line out of this core's cache, which measured up to 5x
+    // slower when the host keeps the two cores far apart. Everything else stays in cache, where
+    // the receiver finds it soonest: streaming the messages of a 1 MiB allreduce or alltoall
+    // measured 1.5x slower (docs/PERF.md).
     char* payload = reinterpret_cast<char*>(h) + 64;
-    if (s.len >= kStreamMin) CopyStreaming(payload, s.data + s.sent, n);
+    if (s.stream) CopyStreaming(payload, s.data + s.sent, n);
     else if (n > 0) std::memcpy(payload, s.data + s.sent, n);  // an empty message may have no buffer
     s.sent += n;
     ++tail_;

@@ -46,6 +46,7 @@ class Channel : public Endpoint {
     size_t sent = 0;
     Tag tag;
     uint64_t op_id;
+    bool stream;  // written into the ring with non-temporal stores
   };
   struct RecvOp {
     char* data;  // nullptr: the bytes go to `sink`

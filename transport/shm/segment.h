@@ -28,7 +28,7 @@ constexpr uint32_t kVersion = 2;
 constexpr uint32_t kSlots = 16;
 constexpr uint32_t kSlotBytes = 32 * 1024 + 64;  // 64-byte slot header, then the payload
 constexpr size_t kInlineMax = kSlotBytes - 64;
-constexpr size_t kStreamMin = 2 * kInlineMax;  // messages this long are streamed into the ring
+constexpr size_t kStreamMin = 2 * kInlineMax;  // of a large operation, messages this long are streamed into the ring
 
 struct SlotHeader {
   uint64_t match;
