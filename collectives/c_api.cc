@@ -65,6 +65,16 @@ static_assert(HOOP_PROD == static_cast<int>(hoop::ReduceOp::kProd) && HOOP_BAND 
 bool ValidDType(const hoop_dtype_t& d) { return RawEnum(d) >= HOOP_U8 && RawEnum(d) <= HOOP_BOOL; }
 bool ValidOp(const hoop_op_t& o) { return RawEnum(o) >= HOOP_SUM && RawEnum(o) <= HOOP_BXOR; }
 std::string Rank(hoop_comm_t comm) { return "rank " + std::to_string((*comm)->rank()) + ": "; }
+// An out-of-range dtype (and op, for the calls that reduce), refused naming rank and call.
+hoop_status_t CheckDType(hoop_comm_t comm, const char* fn, hoop_dtype_t dtype) {
+  if (ValidDType(dtype)) return HOOP_SUCCESS;
+  return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+}
+hoop_status_t CheckDTypeOp(hoop_comm_t comm, const char* fn, hoop_dtype_t dtype, hoop_op_t op) {
+  if (ValidDType(dtype) && ValidOp(op)) return HOOP_SUCCESS;
+  return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
+                std::to_string(RawEnum(op)));
+}
 
 // count x the communicator's size, the element count of allgather's output and reduce-scatter's
 // input; refused (naming rank, call and count) where it does not fit in size_t.
@@ -130,9 +140,7 @@ hoop_status_t PostAllreduce(hoop_comm_t comm, const char* fn, const void* sendbu
                             hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts, bool blocking,
                             hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
-  if (!ValidDType(dtype) || !ValidOp(op))
-    return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
-                  std::to_string(RawEnum(op)));
+  if (hoop_status_t bad = CheckDTypeOp(comm, fn, dtype, op)) return bad;
   hoop::CallOptions o{hoop::Algo::kAuto, blocking};
   if (opts) {
     const int c = RawEnum(opts->compression);
@@ -148,7 +156,7 @@ hoop_status_t PostAllreduce(hoop_comm_t comm, const char* fn, const void* sendbu
 hoop_status_t PostBroadcast(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
                             hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
-  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   const bool is_root = (*comm)->rank() == root;
   *work = (*comm)->Broadcast(Buf(is_root ? sendbuf : nullptr, is_root ? count : 0, dtype), Buf(recvbuf, count, dtype),
                              root, hoop::CallOptions{hoop::Algo::kAuto, blocking});
@@ -158,7 +166,7 @@ hoop_status_t PostBroadcast(hoop_comm_t comm, const char* fn, const void* sendbu
 hoop_status_t PostAllgather(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
                             hoop_dtype_t dtype, bool blocking, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
-  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   size_t total = 0;
   if (hoop_status_t bad = TimesSize(comm, fn, sendcount, &total)) return bad;
   *work = (*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, total, dtype),
@@ -169,9 +177,7 @@ hoop_status_t PostAllgather(hoop_comm_t comm, const char* fn, const void* sendbu
 hoop_status_t PostReduceScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
                                 size_t recvcount, hoop_dtype_t dtype, hoop_op_t op, bool blocking, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
-  if (!ValidDType(dtype) || !ValidOp(op))
-    return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
-                  std::to_string(RawEnum(op)));
+  if (hoop_status_t bad = CheckDTypeOp(comm, fn, dtype, op)) return bad;
   size_t total = 0;
   if (hoop_status_t bad = TimesSize(comm, fn, recvcount, &total)) return bad;
   *work = (*comm)->ReduceScatter(Buf(sendbuf, total, dtype), Buf(recvbuf, recvcount, dtype),
@@ -191,9 +197,7 @@ hoop_status_t PostBarrier(hoop_comm_t comm, const char* fn, bool blocking, hoop:
 hoop_status_t PostReduce(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
                          hoop_dtype_t dtype, hoop_op_t op, int root, bool blocking, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
-  if (!ValidDType(dtype) || !ValidOp(op))
-    return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
-                  std::to_string(RawEnum(op)));
+  if (hoop_status_t bad = CheckDTypeOp(comm, fn, dtype, op)) return bad;
   const bool is_root = (*comm)->rank() == root;
   *work = (*comm)->Reduce(Buf(sendbuf, count, dtype), Buf(is_root ? recvbuf : nullptr, is_root ? count : 0, dtype),
                           static_cast<hoop::ReduceOp>(op), root, hoop::CallOptions{hoop::Algo::kAuto, blocking});
@@ -203,7 +207,7 @@ hoop_status_t PostReduce(hoop_comm_t comm, const char* fn, const void* sendbuf, 
 hoop_status_t PostGather(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
                          hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
-  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   size_t total = 0;
   if (hoop_status_t bad = TimesSize(comm, fn, sendcount, &total)) return bad;
   const bool is_root = (*comm)->rank() == root;
@@ -215,7 +219,7 @@ hoop_status_t PostGather(hoop_comm_t comm, const char* fn, const void* sendbuf, 
 hoop_status_t PostScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t recvcount,
                           hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
-  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   size_t total = 0;
   if (hoop_status_t bad = TimesSize(comm, fn, recvcount, &total)) return bad;
   const bool is_root = (*comm)->rank() == root;
@@ -227,7 +231,7 @@ hoop_status_t PostScatter(hoop_comm_t comm, const char* fn, const void* sendbuf,
 hoop_status_t PostAlltoall(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
                            size_t count_per_rank, hoop_dtype_t dtype, bool blocking, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
-  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   size_t total = 0;
   if (hoop_status_t bad = TimesSize(comm, fn, count_per_rank, &total)) return bad;
   *work = (*comm)->Alltoall(Buf(sendbuf, total, dtype), Buf(recvbuf, total, dtype),
@@ -239,7 +243,7 @@ hoop_status_t PostAllgatherv(hoop_comm_t comm, const char* fn, const void* sendb
                              const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype, bool blocking,
                              hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
-  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   hoop::Blocks b;
   size_t extent = 0;
   if (hoop_status_t bad = ReadBlocks(comm, fn, "recv", recvcounts, displs, true, &b, &extent)) return bad;
@@ -252,9 +256,7 @@ hoop_status_t PostReduceScatterv(hoop_comm_t comm, const char* fn, const void* s
                                  const size_t* recvcounts, hoop_dtype_t dtype, hoop_op_t op, bool blocking,
                                  hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
-  if (!ValidDType(dtype) || !ValidOp(op))
-    return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)) + " or op " +
-                  std::to_string(RawEnum(op)));
+  if (hoop_status_t bad = CheckDTypeOp(comm, fn, dtype, op)) return bad;
   hoop::Blocks b;
   size_t total = 0;
   if (hoop_status_t bad = ReadBlocks(comm, fn, "recv", recvcounts, nullptr, false, &b, &total)) return bad;
@@ -268,7 +270,7 @@ hoop_status_t PostAlltoallv(hoop_comm_t comm, const char* fn, const void* sendbu
                             const size_t* sdispls, void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
                             hoop_dtype_t dtype, bool blocking, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
-  if (!ValidDType(dtype)) return BadArg(Rank(comm) + fn + ": unknown dtype " + std::to_string(RawEnum(dtype)));
+  if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   hoop::Blocks send, recv;
   size_t in_extent = 0, out_extent = 0;
   if (hoop_status_t bad = ReadBlocks(comm, fn, "send", sendcounts, sdispls, true, &send, &in_extent)) return bad;
