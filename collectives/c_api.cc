@@ -280,6 +280,28 @@ hoop_status_t PostAlltoallv(hoop_comm_t comm, const char* fn, const void* sendbu
   return HOOP_SUCCESS;
 }
 
+// Point-to-point needs no agreement on call order between ranks, so a fusion runtime driving
+// the communicator does not stand in its way.
+hoop_status_t PostSend(hoop_comm_t comm, const char* fn, const void* buf, size_t count, hoop_dtype_t dtype, int peer,
+                       int tag, bool blocking, hoop::Work* work) {
+  if (hoop_status_t bad = CheckLive(comm, fn)) return bad;
+  if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
+  *work = (*comm)->Send(Buf(buf, count, dtype), peer, tag, hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t PostRecv(hoop_comm_t comm, const char* fn, void* buf, size_t count, hoop_dtype_t dtype, int peer,
+                       int tag, std::shared_ptr<hoop::RecvInfo> info, bool blocking, hoop::Work* work) {
+  if (hoop_status_t bad = CheckLive(comm, fn)) return bad;
+  if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
+  *work = (*comm)->Recv(Buf(buf, count, dtype), peer, tag, std::move(info), hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  return HOOP_SUCCESS;
+}
+
+void CopyInfo(const hoop::RecvInfo& from, hoop_recv_info_t* to) {
+  if (to) *to = hoop_recv_info_t{from.source, from.tag, from.count};
+}
+
 }  // namespace hoop::capi
 
 namespace {
@@ -465,5 +487,20 @@ const char* hoop_status_string(hoop_status_t s) {
 }
 
 const char* hoop_last_error(void) { return t_last_error.c_str(); }
+
+hoop_status_t hoop_send(hoop_comm_t comm, const void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag) {
+  return Blocking("hoop_send",
+                  [&](hoop::Work* w) { return PostSend(comm, "hoop_send", buf, count, dtype, peer, tag, true, w); });
+}
+
+hoop_status_t hoop_recv(hoop_comm_t comm, void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
+                        hoop_recv_info_t* info) {
+  auto got = std::make_shared<hoop::RecvInfo>();
+  hoop_status_t s = Blocking("hoop_recv", [&](hoop::Work* w) {
+    return PostRecv(comm, "hoop_recv", buf, count, dtype, peer, tag, got, true, w);
+  });
+  if (got->source >= 0) CopyInfo(*got, info);
+  return s;
+}
 
 }  // extern "C"

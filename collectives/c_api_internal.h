@@ -94,6 +94,12 @@ hoop_status_t PostScatter(hoop_comm_t comm, const char* fn, const void* sendbuf,
                           hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work);
 hoop_status_t PostAlltoall(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
                            size_t count_per_rank, hoop_dtype_t dtype, bool blocking, hoop::Work* work);
+hoop_status_t PostSend(hoop_comm_t comm, const char* fn, const void* buf, size_t count, hoop_dtype_t dtype, int peer,
+                       int tag, bool blocking, hoop::Work* work);
+hoop_status_t PostRecv(hoop_comm_t comm, const char* fn, void* buf, size_t count, hoop_dtype_t dtype, int peer,
+                       int tag, std::shared_ptr<hoop::RecvInfo> info, bool blocking, hoop::Work* work);
+// The C form of a receive's result.
+void CopyInfo(const hoop::RecvInfo& from, hoop_recv_info_t* to);
 
 // Runs f, turning any exception into HOOP_ERR_INTERNAL: none crosses the C API.
 template <class F>

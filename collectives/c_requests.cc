@@ -11,10 +11,11 @@
 
 namespace hoop::capi {
 
-hoop_request_t RequestTable::Add(Work work, int rank, const char* call) {
+hoop_request_t RequestTable::Add(Work work, int rank, const char* call, std::shared_ptr<RecvInfo> info,
+                                 hoop_recv_info_t* user_info) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t id = next_++;
-  live_.emplace(id, Request{std::move(work), rank, call, id});
+  live_.emplace(id, Request{std::move(work), rank, call, id, std::move(info), user_info});
   return reinterpret_cast<hoop_request_t>(static_cast<uintptr_t>(id));
 }
 
@@ -58,7 +59,8 @@ std::string Unknown(const char* fn, hoop_request_t r) {
 
 // A nonblocking C call: post without waiting and hand back a request.
 template <class PostFn>
-hoop_status_t Nonblocking(hoop_comm_t comm, const char* fn, hoop_request_t* request, PostFn&& post) {
+hoop_status_t Nonblocking(hoop_comm_t comm, const char* fn, hoop_request_t* request, PostFn&& post,
+                          std::shared_ptr<hoop::RecvInfo> info = nullptr, hoop_recv_info_t* user_info = nullptr) {
   return Guard([&] {
     if (!request) {
       const std::string who = comm && !comm->finalized() ? "rank " + std::to_string(comm->rank) + ": " : "";
@@ -68,9 +70,14 @@ hoop_status_t Nonblocking(hoop_comm_t comm, const char* fn, hoop_request_t* requ
     hoop::Work w;
     if (hoop_status_t bad = post(&w)) return bad;
     if (w.Refused()) return Report(w.Wait().WithContext(fn));  // checked before queueing: nothing ran
-    *request = Requests().Add(std::move(w), comm->rank, fn);
+    *request = Requests().Add(std::move(w), comm->rank, fn, std::move(info), user_info);
     return HOOP_SUCCESS;
   });
+}
+
+// A completed hoop_irecv's result, to where its caller asked for it.
+void Deliver(const hoop::capi::Request& r) {
+  if (r.info && r.info->source >= 0) hoop::capi::CopyInfo(*r.info, r.user_info);
 }
 
 }  // namespace
@@ -179,6 +186,7 @@ hoop_status_t hoop_test(hoop_request_t request, int* done) {
     auto r = Requests().Find(request);
     if (!r) return BadArg(Unknown("hoop_test", request));
     *done = r->work.Done() ? 1 : 0;
+    if (*done) Deliver(*r);
     return HOOP_SUCCESS;
   });
 }
@@ -189,6 +197,7 @@ hoop_status_t hoop_wait(hoop_request_t request) {
     auto r = Requests().Find(request);
     if (!r) return BadArg(Unknown("hoop_wait", request));
     hoop::Status s = r->work.Wait();
+    Deliver(*r);
     Requests().Remove(request);
     return Report(s);
   });
@@ -213,6 +222,7 @@ hoop_status_t hoop_wait_all(hoop_request_t* requests, int n) {
     hoop::Status first;
     for (auto& r : found) {
       hoop::Status s = r.work.Wait();
+      Deliver(r);
       if (first.ok() && !s.ok()) first = s;
       Requests().Remove(reinterpret_cast<hoop_request_t>(static_cast<uintptr_t>(r.id)));
     }
@@ -229,6 +239,22 @@ hoop_status_t hoop_request_free(hoop_request_t request) {
     Requests().Remove(request);  // the operation itself goes on; its buffers stay in use until it ends
     return HOOP_SUCCESS;
   });
+}
+
+hoop_status_t hoop_isend(hoop_comm_t comm, const void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
+                         hoop_request_t* request) {
+  return Nonblocking(comm, "hoop_isend", request, [&](hoop::Work* w) {
+    return hoop::capi::PostSend(comm, "hoop_isend", buf, count, dtype, peer, tag, false, w);
+  });
+}
+
+hoop_status_t hoop_irecv(hoop_comm_t comm, void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
+                         hoop_recv_info_t* info, hoop_request_t* request) {
+  auto got = info ? std::make_shared<hoop::RecvInfo>() : nullptr;
+  return Nonblocking(
+      comm, "hoop_irecv", request,
+      [&](hoop::Work* w) { return hoop::capi::PostRecv(comm, "hoop_irecv", buf, count, dtype, peer, tag, got, false, w); },
+      got, info);
 }
 
 }  // extern "C"

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -23,11 +24,15 @@ struct Request {
   int rank = -1;     // for messages
   const char* call;  // "hoop_iallreduce"
   uint64_t id = 0;
+  // hoop_irecv's result, shared with the receive, and where the caller wants it.
+  std::shared_ptr<RecvInfo> info;
+  hoop_recv_info_t* user_info = nullptr;
 };
 
 class RequestTable {
  public:
-  hoop_request_t Add(Work work, int rank, const char* call);
+  hoop_request_t Add(Work work, int rank, const char* call, std::shared_ptr<RecvInfo> info = nullptr,
+                     hoop_recv_info_t* user_info = nullptr);
   // A copy of the request (Work shares its state), or none: freed, or never issued.
   std::optional<Request> Find(hoop_request_t r) const;
   void Remove(hoop_request_t r);

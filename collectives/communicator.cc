@@ -28,6 +28,7 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.chunk_bytes = c.chunk_bytes;
   o.window = c.window;
   o.compression = ParseCompression(c.compression).value_or(Compression::kNone);
+  o.unexpected_bytes = c.unexpected_bytes;
   return o;
 }
 
@@ -105,11 +106,21 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
                                    << " (the back ends in use), this rank at " << (*transport)->Address()
                                    << "; rank " << o.rank << ", " << local_size << " on this host name"
                                    << " (HOOP_LOG_LEVEL=debug: the back end per peer and the plan per call shape)");
-  return std::unique_ptr<Communicator>(new Communicator(o, &store, std::move(transport).value()));
+  std::unique_ptr<Communicator> comm(new Communicator(o, &store, std::move(transport).value()));
+  // Nothing is queued yet, so this thread may use the transport.
+  HOOP_RETURN_IF_ERROR(comm->mailbox_->Start().WithContext(ctx));
+  return comm;
 }
 
 Communicator::Communicator(CommOptions opts, Store* store, std::unique_ptr<Transport> transport)
     : opts_(std::move(opts)), store_(store), transport_(std::move(transport)), plans_(opts_.rank, opts_.size) {
+  Mailbox::Options mo;
+  mo.rank = opts_.rank;
+  mo.size = opts_.size;
+  mo.unexpected_bytes = opts_.unexpected_bytes;
+  mo.piece_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
+  mo.timeout = opts_.timeout;
+  mailbox_ = std::make_unique<Mailbox>(*transport_, mo);
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
@@ -120,6 +131,8 @@ Communicator::~Communicator() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  // Sends and receives nobody waited for: their Works complete, the transport goes.
+  mailbox_->FailAll(Aborted("the communicator was destroyed with the call pending"));
 }
 
 std::string Communicator::transport_name() const { return transport_->Label(); }
@@ -144,7 +157,7 @@ void Communicator::Abort(const std::string& cause) {
 
 Work Communicator::Submit(Op op, bool blocking) {
   if (!op.abort) {
-    Status s = CheckCall(op);
+    Status s = op.p2p ? CheckP2p(*op.p2p) : CheckCall(op);
     if (!s.ok()) return Work::MakeRefused(s);
   }
   Work w;
@@ -152,14 +165,16 @@ Work Communicator::Submit(Op op, bool blocking) {
   op.state = w.state_;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    if (blocking && queue_.empty() && !running_ && !stopping_) {
-      // Nothing ahead of it: run it here, sparing the hand-off to the worker and back.
+    // Nothing ahead of it: run it here, sparing the hand-off to the worker and back. A send or
+    // receive is only posted to the mailbox, which never waits, unless the caller will.
+    if ((blocking || op.p2p) && queue_.empty() && !running_ && !stopping_) {
       running_ = true;
       lock.unlock();
-      RunOne(op);
+      RunOne(op, blocking);
+      AfterTurn();
       lock.lock();
       running_ = false;
-      if (!queue_.empty()) cv_.notify_all();
+      if (!queue_.empty() || p2p_busy_) cv_.notify_all();
       return w;
     }
     queue_.push_back(std::move(op));
@@ -169,17 +184,24 @@ Work Communicator::Submit(Op op, bool blocking) {
 }
 
 void Communicator::WorkerLoop() {
+  // The wait between looks for sends and receives in flight when nothing is queued: a queued
+  // call starts at most this late.
+  constexpr auto kSlice = std::chrono::milliseconds(1);
   while (true) {
-    Op op;
+    std::optional<Op> op;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !running_); });
-      if (queue_.empty() || running_) return;
-      op = std::move(queue_.front());
-      queue_.pop_front();
+      cv_.wait(lock, [&] { return stopping_ || (!running_ && (!queue_.empty() || p2p_busy_)); });
+      if (running_ || (queue_.empty() && (stopping_ || !p2p_busy_))) return;
+      if (!queue_.empty()) {
+        op = std::move(queue_.front());
+        queue_.pop_front();
+      }
       running_ = true;
     }
-    RunOne(op);
+    if (op) RunOne(*op, false);
+    else mailbox_->Progress(Deadline::After(kSlice));
+    AfterTurn();
     {
       std::lock_guard<std::mutex> lock(mu_);
       running_ = false;
@@ -188,7 +210,31 @@ void Communicator::WorkerLoop() {
   }
 }
 
-void Communicator::RunOne(const Op& op) {
+void Communicator::Poison(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (poisoned_.ok()) poisoned_ = why;
+  }
+  HOOP_LOG(kError, why.message());
+  if (!told_peers_) {
+    transport_->Abort(why.message());
+    told_peers_ = true;
+  }
+}
+
+void Communicator::AfterTurn() {
+  if (!mailbox_->fatal().ok()) Poison(mailbox_->fatal());
+  Status poisoned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    poisoned = poisoned_;
+  }
+  if (!poisoned.ok() && mailbox_->Busy()) mailbox_->FailAll(Aborted("the communicator failed: " + poisoned.message()));
+  std::lock_guard<std::mutex> lock(mu_);
+  p2p_busy_ = mailbox_->Busy();
+}
+
+void Communicator::RunOne(const Op& op, bool caller_waits) {
   Status poisoned;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -200,23 +246,18 @@ void Communicator::RunOne(const Op& op) {
       transport_->Abort(poisoned.message());
       told_peers_ = true;
     }
+    const std::string what = op.p2p ? (op.p2p->is_send ? "send" : "receive") : CollKindName(op.kind);
     result = op.abort ? Status::Ok()
-                      : Aborted("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
+                      : Aborted("rank " + std::to_string(opts_.rank) + ": " + what +
                                 " refused: the communicator failed earlier: " + poisoned.message());
+  } else if (op.p2p) {
+    return RunP2p(op, caller_waits);
   } else {
     waiting_for_.clear();
     result = RunOp(op, seq_++);
     // Before telling the peers: they must time out on their own to say whom they wait for.
     if (result.code() == Code::kDeadlineExceeded) result = ExplainTimeout(result);
-    if (!result.ok() && result.code() != Code::kInvalidArgument) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (poisoned_.ok()) poisoned_ = result;
-      }
-      HOOP_LOG(kError, result.message());
-      transport_->Abort(result.message());
-      told_peers_ = true;
-    }
+    if (!result.ok() && result.code() != Code::kInvalidArgument) Poison(result);
   }
   {
     std::lock_guard<std::mutex> lock(op.state->mu);
@@ -295,6 +336,8 @@ Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Bu
   a.deadline = Deadline::After(opts_.timeout);
   a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
   a.waiting_for = &waiting_for_;
+  Mailbox* mailbox = mailbox_.get();
+  a.foreign = [mailbox](const Completion& c) { mailbox->Handle(c); };
   struct Context {
     const Communicator* self;
     const Op* op;

@@ -22,6 +22,7 @@
 #include "collectives/algo.h"
 #include "collectives/executor.h"
 #include "collectives/kernels/wire.h"
+#include "collectives/mailbox.h"
 #include "common/config.h"
 #include "common/dtype.h"
 #include "common/status.h"
@@ -69,6 +70,7 @@ struct CommOptions {
   size_t chunk_bytes = 0;  // 0: the transport's preferred chunk
   size_t window = 8;
   Compression compression = Compression::kNone;  // default for allreduce calls (HOOP_COMPRESSION)
+  size_t unexpected_bytes = 64u << 20;  // point-to-point messages held unreceived (HOOP_UNEXPECTED_BYTES)
   static CommOptions FromConfig(const Config& c);
 };
 
@@ -148,6 +150,15 @@ class Communicator {
   // `recv`) comes from rank p; send.counts[p] here must be recv.counts[me] on rank p. in and
   // out may overlap (exchanged from a copy).
   Work Alltoallv(const Buffer& in, Blocks send, const Buffer& out, Blocks recv, const CallOptions& o = {});
+
+  // Point-to-point (mailbox.h): `in` to rank `peer` with `tag` (>= 0); a receive takes the first
+  // message from `peer` (or kAnySource) with `tag`, into `out`, which may be longer than the
+  // message; `info` (may be null) gets its source, tag and count before the Work completes.
+  // Between one pair with one tag, messages are received in the order sent. Sends and receives
+  // are queued in call order like the collectives, but do not hold up what is called after
+  // them: they complete whenever their peer does its part. Sends to self are allowed.
+  Work Send(const Buffer& in, int peer, int tag, const CallOptions& o = {});
+  Work Recv(const Buffer& out, int peer, int tag, std::shared_ptr<RecvInfo> info = nullptr, const CallOptions& o = {});
   // Poisons the communicator and tells the peers.
   void Abort(const std::string& cause);
   // No operation has failed (the communicator is not poisoned).
@@ -166,12 +177,21 @@ class Communicator {
     void* residual = nullptr;
     std::shared_ptr<const VBlocks> v;  // the v-collectives' layouts
     bool abort = false;  // Abort(): poisons and tells peers, runs nothing
+    std::shared_ptr<P2pCall> p2p;  // a send or receive (kind is then meaningless)
     std::shared_ptr<Work::State> state;
   };
   Communicator(CommOptions opts, Store* store, std::unique_ptr<Transport> transport);
   Work Submit(Op op, bool blocking);
   void WorkerLoop();
-  void RunOne(const Op& op);  // runs (or refuses) one operation and completes its Work
+  void RunOne(const Op& op, bool caller_waits);  // runs (or refuses) one operation and completes its Work
+  // Hands a send or receive to the mailbox; with `caller_waits`, drives progress until it is done.
+  void RunP2p(const Op& op, bool caller_waits);
+  Status CheckP2p(const P2pCall& c) const;
+  // After every turn on the transport: a mailbox failure poisons the communicator; a poisoned
+  // one fails the mailbox's calls. Then publishes whether the mailbox has calls in flight.
+  void AfterTurn();
+  // Poisons the communicator with `why` (first failure wins) and tells the peers.
+  void Poison(const Status& why);
   Status RunOp(const Op& op, uint32_t seq);
   // One per collective, each in its own file (allreduce.cc, broadcast.cc, ...).
   Status RunAllreduce(const Op& op, uint32_t seq);
@@ -213,7 +233,8 @@ class Communicator {
   CommOptions opts_;
   Store* store_;  // the job's store, for stall reports; outlives the communicator
   std::vector<int> waiting_for_;  // the last operation's peers still awaited when it timed out
-  std::unique_ptr<Transport> transport_;  // used only by the worker thread
+  std::unique_ptr<Mailbox> mailbox_;  // destroyed after the transport that holds its memory
+  std::unique_ptr<Transport> transport_;  // used only by whoever holds running_
   StagingPool staging_;
   PlanCache plans_;
   ExecState exec_;
@@ -225,6 +246,7 @@ class Communicator {
   std::deque<Op> queue_;
   bool stopping_ = false;
   bool running_ = false;  // an operation is running (on the worker or a blocking caller)
+  bool p2p_busy_ = false;  // the mailbox has calls in flight: the idle worker drives progress
   Status poisoned_;  // first failure; guarded by mu_
   uint32_t seq_ = 0;         // operation sequence number; used by whoever holds running_
   bool told_peers_ = false;  // likewise

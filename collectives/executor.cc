@@ -39,8 +39,10 @@ size_t StagingPool::Acquire() {
 
 namespace {
 
+// A collective message's match word: sequence (23 bits), chunk (24), message within the chunk's
+// step (16). Bit 63 stays clear: it marks point-to-point traffic (mailbox.h).
 uint64_t MatchTag(uint32_t seq, uint32_t chunk, uint16_t msg) {
-  return (uint64_t(seq & 0xffffff) << 40) | (uint64_t(chunk & 0xffffff) << 16) | msg;
+  return (uint64_t(seq & 0x7fffff) << 40) | (uint64_t(chunk & 0xffffff) << 16) | msg;
 }
 
 class Run {
@@ -85,6 +87,10 @@ class Run {
       Status s = t_.Poll(&done, a_.deadline);
       if (!s.ok()) return TimeoutError();
       for (const Completion& c : done) {
+        if (c.op_id >> 63) {  // point-to-point traffic (mailbox.h)
+          if (a_.foreign) a_.foreign(c);
+          continue;
+        }
         if (!c.status.ok()) return CompletionError(c);
         size_t u = static_cast<size_t>(c.op_id >> 1);
         if (c.is_send) {

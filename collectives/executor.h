@@ -97,6 +97,9 @@ struct ExecArgs {
   // "count 1000 here, 999 on rank 1".
   std::function<std::string()> what;
   std::function<std::string(uint64_t peer_check, int peer)> explain_mismatch;
+  // Completions of point-to-point traffic (op ids with mailbox.h's kP2pBit) that arrive while
+  // the collective runs go here.
+  std::function<void(const Completion&)> foreign;
 };
 
 Status Execute(Transport& transport, StagingPool& staging, ExecState& state, const ExecArgs& args);

@@ -32,7 +32,8 @@ const std::vector<std::string> kKnown = {
     "HOOP_RANK", "HOOP_SIZE", "HOOP_LOCAL_RANK", "HOOP_LOCAL_SIZE", "HOOP_STORE",
     "HOOP_JOB_TOKEN", "HOOP_TIMEOUT", "HOOP_ALGO", "HOOP_TRANSPORT", "HOOP_HOST",
     "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_LOG_LEVEL", "HOOP_COMPRESSION", "HOOP_CYCLE_TIME_MS",
-    "HOOP_FUSION_THRESHOLD", "HOOP_CACHE_CAPACITY", "HOOP_STALL_WARNING_S", "HOOP_TIMELINE"};
+    "HOOP_FUSION_THRESHOLD", "HOOP_CACHE_CAPACITY", "HOOP_STALL_WARNING_S", "HOOP_TIMELINE",
+    "HOOP_UNEXPECTED_BYTES"};
 
 class Reader {
  public:
@@ -129,6 +130,12 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
     if (*v != "none" && *v != "fp16" && *v != "bf16" && *v != "auto")
       return InvalidArgument("HOOP_COMPRESSION='" + *v + "': expected none, fp16, bf16 or auto");
     c.compression = *v;
+  }
+  if (auto* v = r.Get("HOOP_UNEXPECTED_BYTES")) {
+    auto b = ParseSize(*v);
+    if (!b || *b < 4096 || *b > (size_t{1} << 40))
+      return InvalidArgument("HOOP_UNEXPECTED_BYTES='" + *v + "': expected a size in [4K, 1T]");
+    c.unexpected_bytes = *b;
   }
   if (auto* v = r.Get("HOOP_CYCLE_TIME_MS")) {
     auto ms = ParseNonNegative(*v);

@@ -19,6 +19,9 @@
 //   HOOP_COMPRESSION  none | fp16 | bf16 | auto: how f32/f64 sum/avg allreduces travel
 //                     (default none; collectives/kernels/wire.h)
 //   HOOP_LOG_LEVEL    error | warn | info | debug (default warn)
+//   HOOP_UNEXPECTED_BYTES  point-to-point messages a rank holds that no receive has taken yet,
+//                     per communicator (default 64M; 4K to 1T; each peer's share is this over
+//                     ranks - 1, at least 256 bytes); past it, senders wait
 // The tensor fusion runtime's (tensorfusion/):
 //   HOOP_CYCLE_TIME_MS      milliseconds between negotiation cycles (default 1)
 //   HOOP_FUSION_THRESHOLD   largest fusion buffer in bytes, K/M/G suffixes (default 64M; 0: off)
@@ -60,6 +63,7 @@ struct Config {
   size_t window = 8;
   std::string compression = "none";
   LogLevel log_level = LogLevel::kWarn;
+  size_t unexpected_bytes = 64u << 20;
   // Tensor fusion (tensorfusion/runtime.h).
   double cycle_time_ms = 1;
   size_t fusion_threshold = 64u << 20;

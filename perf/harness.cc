@@ -10,6 +10,17 @@
 
 namespace hoop::perf {
 
+int PingPongIters(uint64_t bytes) {
+  const uint64_t base = bytes <= 8192 ? 10000 : 1000;
+  const uint64_t cap = bytes ? (uint64_t{1} << 30) / (2 * bytes) : base;
+  return static_cast<int>(std::max<uint64_t>(20, std::min(base, cap)));
+}
+
+int BandwidthIters(uint64_t bytes) {
+  const uint64_t cap = bytes ? (uint64_t{1} << 30) / (kBandwidthWindow * bytes) : 1000;
+  return static_cast<int>(std::max<uint64_t>(5, std::min<uint64_t>(static_cast<uint64_t>(PingPongIters(bytes)) / 10, cap)));
+}
+
 int AutoIters(uint64_t bytes) {
   uint64_t n = (256ull << 20) / std::max<uint64_t>(bytes, 1);
   return static_cast<int>(std::clamp<uint64_t>(n, 5, 1000));
@@ -50,8 +61,8 @@ bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out)
       }
       a.factor = static_cast<uint64_t>(*n);
     } else if (k == "--coll") {
-      if (v != "allreduce" && v != "alltoall" && v != "reduce" && v != "gather" && v != "scatter") {
-        std::fprintf(stderr, "%s: --coll '%s': expected allreduce, alltoall, reduce, gather or scatter\n", prog,
+      if (v != "allreduce" && v != "alltoall" && v != "reduce" && v != "gather" && v != "scatter" && v != "sendrecv") {
+        std::fprintf(stderr, "%s: --coll '%s': expected allreduce, alltoall, reduce, gather, scatter or sendrecv\n", prog,
                      v.c_str());
         return false;
       }

@@ -22,9 +22,18 @@ int AutoIters(uint64_t bytes);
 int AutoIters(uint64_t bytes, double probe_us);
 int AutoWarmup(int iters);
 
+// Point-to-point (hoop-perf sendrecv, mpi-collective --coll sendrecv), as the OSU benchmarks
+// measure it between ranks 0 and 1: latency is half a ping-pong's round trip (osu_latency);
+// bandwidth is kBandwidthWindow sends in flight, then one 4-byte reply (osu_bw). Iterations:
+// 10000 round trips up to 8 KiB and 1000 above (osu_latency's), fewer where that would move
+// more than 1 GiB (at least 20); bandwidth windows: a tenth of that, at least 5.
+inline constexpr int kBandwidthWindow = 64;
+int PingPongIters(uint64_t bytes);
+int BandwidthIters(uint64_t bytes);
+
 struct HarnessArgs {
   uint64_t min_bytes = 4096, max_bytes = 64 << 20, factor = 4;
-  std::string coll = "allreduce";  // --coll: allreduce, alltoall, reduce, gather or scatter (root 0)
+  std::string coll = "allreduce";  // --coll: allreduce, alltoall, reduce, gather, scatter (root 0), sendrecv
   std::string algo;  // gloo-allreduce: ring | ring_chunked | halving_doubling
   std::string csv;   // write the rows here (rank 0)
   std::string label; // the transport column, e.g. "vader" or "tcp"

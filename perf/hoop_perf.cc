@@ -17,6 +17,7 @@
 #include "perf/fusion_bench.h"
 #include "perf/join.h"
 #include "perf/report.h"
+#include "perf/sendrecv_bench.h"
 
 namespace hoop::perf {
 namespace {
@@ -71,6 +72,7 @@ int Agree(Communicator& c, int verdict) {
 
 int Main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "fusion") return RunFusionBench(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "sendrecv") return RunSendRecvBench(argc, argv);
   auto opts = ParsePerfOptions(argc, argv);
   if (!opts.ok()) {
     std::fprintf(stderr, "hoop-perf: %s\n(run 'hoop-perf --help' for usage)\n", opts.status().message().c_str());

@@ -1,6 +1,8 @@
 // mpi-collective: one of OpenMPI's collectives (MPI_Allreduce, MPI_Alltoall, MPI_Reduce,
 // MPI_Gather, MPI_Scatter; f32, sum where it reduces, root 0, out of place) over a size sweep,
-// timed and laid out the way hoop-perf times and lays out hoop's (harness.h), for perf/compare.
+// timed and laid out the way hoop-perf times and lays out hoop's (harness.h), for perf/compare;
+// or (--coll sendrecv) MPI_Send/MPI_Recv between ranks 0 and 1 timed as hoop-perf sendrecv
+// times hoop's: osu_latency's ping-pong and osu_bw's window (harness.h).
 // The BTL is mpirun's choice: by default vader (shared memory) on one host, `--mca btl tcp,self`
 // for TCP.
 //   usage: mpirun -np N mpi-collective [--coll allreduce] [-b 4K] [-e 64M] [-f 4] [--csv FILE] [--label L]
@@ -8,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <vector>
 
 #include "perf/harness.h"
@@ -31,6 +34,94 @@ void Call(const std::string& coll, const CallShape& s, const float* in, float* o
   }
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size();
+  return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+}
+
+// Half a round trip, in us (rank 0's clock).
+double PingPong(int rank, std::vector<char>& out, std::vector<char>& in, int bytes, int iters) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    if (rank == 0) {
+      MPI_Send(out.data(), bytes, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+      MPI_Recv(in.data(), bytes, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+      MPI_Recv(in.data(), bytes, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(out.data(), bytes, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+    }
+  }
+  double us = (MPI_Wtime() - t0) * 1e6 / (2.0 * iters);
+  MPI_Bcast(&us, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return us;
+}
+
+// kBandwidthWindow sends in flight, then a 4-byte reply; GB/s (rank 0's clock).
+double Bandwidth(int rank, std::vector<char>& out, std::vector<char>& in, int bytes, int iters) {
+  std::vector<MPI_Request> req(kBandwidthWindow);
+  char ack[4] = {};
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    if (rank == 0) {
+      for (auto& r : req) MPI_Isend(out.data(), bytes, MPI_CHAR, 1, 2, MPI_COMM_WORLD, &r);
+      MPI_Waitall(kBandwidthWindow, req.data(), MPI_STATUSES_IGNORE);
+      MPI_Recv(ack, 4, MPI_CHAR, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+      for (auto& r : req) MPI_Irecv(in.data(), bytes, MPI_CHAR, 0, 2, MPI_COMM_WORLD, &r);
+      MPI_Waitall(kBandwidthWindow, req.data(), MPI_STATUSES_IGNORE);
+      MPI_Send(ack, 4, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
+    }
+  }
+  const double us = (MPI_Wtime() - t0) * 1e6;
+  double gbs = us > 0 ? static_cast<double>(bytes) * kBandwidthWindow * iters / (us * 1e3) : 0;
+  MPI_Bcast(&gbs, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return gbs;
+}
+
+int RunSendRecv(const HarnessArgs& a, int rank, int size) {
+  if (size < 2) {
+    if (rank == 0) std::fprintf(stderr, "mpi-collective: --coll sendrecv needs 2 ranks or more\n");
+    return 2;
+  }
+  std::ofstream csv;
+  if (rank == 0 && !a.csv.empty()) {
+    csv.open(a.csv);
+    csv << "collective,transport,ranks,bytes,lat_iters,lat_us,bw_windows,bw_GBps,wrong\n";
+  }
+  int rc = 0;
+  for (uint64_t b : HarnessSizes(a)) {
+    const int bytes = static_cast<int>(b), lat_iters = PingPongIters(b), bw_iters = BandwidthIters(b);
+    std::vector<char> out(b + 1), in(b + 1);
+    for (uint64_t j = 0; j < b; ++j) out[j] = static_cast<char>(b * 7 + static_cast<uint64_t>(rank) * 101 + j % 249);
+    PingPong(rank, out, in, bytes, std::max(1, lat_iters / 10));  // warm-up
+    std::vector<double> lat, bw;
+    for (int r = 0; r < 3; ++r) {
+      lat.push_back(PingPong(rank, out, in, bytes, lat_iters));
+      bw.push_back(Bandwidth(rank, out, in, bytes, bw_iters));
+    }
+    PingPong(rank, out, in, bytes, 1);  // the checked message
+    unsigned long long wrong = 0, total = 0;
+    if (rank <= 1)
+      for (uint64_t j = 0; j < b; ++j)
+        wrong += in[j] != static_cast<char>(b * 7 + static_cast<uint64_t>(1 - rank) * 101 + j % 249);
+    MPI_Allreduce(&wrong, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    rc |= total ? 1 : 0;
+    if (rank == 0) {
+      std::printf("mpi-collective sendrecv %s ranks %d bytes %llu lat_iters %d lat_us %.3f bw_windows %d bw_GBps %.4f "
+                  "wrong %llu\n", a.label.c_str(), size, static_cast<unsigned long long>(b), lat_iters, Median(lat),
+                  bw_iters, Median(bw), total);
+      std::fflush(stdout);
+      if (csv.is_open())
+        csv << "sendrecv," << a.label << "," << size << "," << b << "," << lat_iters << "," << Median(lat) << ","
+            << bw_iters << "," << Median(bw) << "," << total << "\n";
+    }
+  }
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,12 +133,17 @@ int main(int argc, char** argv) {
   if (!ParseHarnessArgs(argc, argv, "mpi-collective", &a) || a.help) {
     if (rank == 0 && a.help)
       std::puts(
-          "usage: mpirun -np N mpi-collective [--coll allreduce|alltoall|reduce|gather|scatter] [-b MIN] [-e MAX]\n"
-          "       [-f FACTOR] [--csv FILE] [--label L]");
+          "usage: mpirun -np N mpi-collective [--coll allreduce|alltoall|reduce|gather|scatter|sendrecv] [-b MIN]\n"
+          "       [-e MAX] [-f FACTOR] [--csv FILE] [--label L]");
     MPI_Finalize();
     return a.help ? 0 : 2;
   }
   if (a.label.empty()) a.label = "mpi";
+  if (a.coll == "sendrecv") {
+    const int rc = RunSendRecv(a, rank, size);
+    MPI_Finalize();
+    return rc;
+  }
   std::vector<HarnessRow> rows;
   for (uint64_t want : HarnessSizes(a)) {
     CallShape s = ShapeOf(a.coll, want, size);

@@ -10,6 +10,8 @@ namespace hoop::perf {
 const char* const kPerfUsage =
     "usage: hoop-perf COLLECTIVE [options]       (run it under hooprun, mpirun or srun)\n"
     "       hoop-perf fusion [options]           the tensor fusion runtime ('hoop-perf fusion --help')\n"
+    "       hoop-perf sendrecv [options]         point-to-point latency and bandwidth, as osu_latency\n"
+    "                                            and osu_bw ('hoop-perf sendrecv --help')\n"
     "       hoop-perf --version\n"
     "\n"
     "COLLECTIVE: allreduce | broadcast | allgather | reduce_scatter | barrier | reduce | gather |\n"
@@ -159,7 +161,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   else {
     static const std::vector<std::string> kCollectives = {"allreduce", "broadcast", "allgather", "reduce_scatter",
                                                          "barrier", "reduce", "gather", "scatter", "alltoall",
-                                                         "allgatherv", "reduce_scatterv", "alltoallv"};
+                                                         "allgatherv", "reduce_scatterv", "alltoallv", "fusion", "sendrecv"};
     std::string near = Nearest(first, kCollectives);
     return InvalidArgument("unknown collective '" + first + "'" + (near.empty() ? "" : " (did you mean " + near + "?)"));
   }

@@ -6,7 +6,8 @@
 #         then a time-boxed selection of the multi-process tests over tcp and shm, and the C
 #         API programs under hooprun.
 #   tsan: ThreadSanitizer (build-tsan): the tensor fusion runtime's unit and multi-process tests,
-#         hooprun's threads included. UCX's memory hooks are turned off under TSan.
+#         hooprun's threads included, and the point-to-point C program (its calls' threads and
+#         the communicator's worker share the transport). UCX's memory hooks are turned off.
 # Any report fails the run, even in a rank whose test expects it to fail: every sanitizer writes
 # its reports to files under <tree>/sanitizer-reports/, which must be empty at the end.
 set -euo pipefail
@@ -48,7 +49,8 @@ run_asan() {
   local tree=build-asan reports
   configure "$tree" address,undefined -DHOOP_BUILD_FUZZERS=ON
   cmake --build "$tree" -j2 --target hoop-unit-tests hoop-multiproc-tests hoop-test-rank hoop-probe-rank \
-    hoop-fusion-rank hooprun hoop-c-api-test hoop-c-fusion-test hoop-c-nonblocking-test hoop-c-more-collectives-test
+    hoop-fusion-rank hooprun hoop-c-api-test hoop-c-fusion-test hoop-c-nonblocking-test hoop-c-more-collectives-test \
+    hoop-c-p2p-test
   reports=$PWD/$tree/sanitizer-reports
   rm -rf "$reports" && mkdir -p "$reports"
   export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1:abort_on_error=0"
@@ -64,7 +66,9 @@ run_asan() {
     bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-nonblocking-test"
     bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-more-collectives-test"
     bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-fusion-test"
+    bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-p2p-test"
   done
+  bounded 60 "$tree/bin/hooprun" -np 3 -x HOOP_UNEXPECTED_BYTES=4K "$tree/bin/hoop-c-p2p-test" credit
   unset ASAN_OPTIONS UBSAN_OPTIONS HOOPTEST_BACKENDS
   reports_clean "$reports"
 }
@@ -72,7 +76,7 @@ run_asan() {
 run_tsan() {
   local tree=build-tsan reports
   configure "$tree" thread
-  cmake --build "$tree" -j2 --target hoop-unit-tests hoop-multiproc-tests hoop-fusion-rank hooprun
+  cmake --build "$tree" -j2 --target hoop-unit-tests hoop-multiproc-tests hoop-fusion-rank hooprun hoop-c-p2p-test
   reports=$PWD/$tree/sanitizer-reports
   rm -rf "$reports" && mkdir -p "$reports"
   export TSAN_OPTIONS="log_path=$reports/tsan:second_deadlock_stack=1"
@@ -80,6 +84,8 @@ run_tsan() {
   export HOOPTEST_BACKENDS=tcp,shm
   bounded 120 "$tree/bin/hoop-unit-tests" "[fusion]"
   bounded 600 "$tree/bin/hoop-multiproc-tests" "[fusion]"
+  # Point-to-point: the caller's thread and the communicator's worker both drive the transport.
+  bounded 120 "$tree/bin/hooprun" -np 3 "$tree/bin/hoop-c-p2p-test"
   unset TSAN_OPTIONS UCX_MEM_EVENTS UCX_MEM_MALLOC_HOOKS UCX_MEM_MMAP_HOOK_MODE HOOPTEST_BACKENDS
   reports_clean "$reports"
 }

@@ -39,11 +39,12 @@
 extern "C" {
 #endif
 
-#define HOOP_API_VERSION 7 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+#define HOOP_API_VERSION 8 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
                               6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
                               7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
-                                 hoop_reduce_scatterv, hoop_alltoallv */
+                                 hoop_reduce_scatterv, hoop_alltoallv;
+                              8: point-to-point (hoop_send, hoop_recv, hoop_isend, hoop_irecv) */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -228,6 +229,39 @@ hoop_status_t hoop_test(hoop_request_t request, int* done);
 hoop_status_t hoop_wait(hoop_request_t request);
 hoop_status_t hoop_wait_all(hoop_request_t* requests, int n);
 hoop_status_t hoop_request_free(hoop_request_t request);
+
+/* ---- Point-to-point ----
+ *
+ * hoop_send sends count elements to rank `peer` with `tag` (>= 0); hoop_recv receives the first
+ * message from `peer` (or from any rank: HOOP_ANY_SOURCE) with `tag` into buf, which may be
+ * longer than the message (a shorter one is an error naming both sizes; the dtypes must agree).
+ * `info` (may be NULL) gets the sender, the tag and the element count; for hoop_irecv it is
+ * written by the time hoop_test reports done or hoop_wait/hoop_wait_all return, while the request
+ * lives. Between one pair with one tag, messages are received in the order they were sent; a
+ * rank may send to itself.
+ *
+ * Receives may be posted in any order, and after the message arrived: a message no receive has
+ * taken yet is held by its receiver, up to HOOP_UNEXPECTED_BYTES per communicator (default 64M,
+ * shared out over the senders); past that its sender waits. A call that its peer does not match
+ * within HOOP_TIMEOUT fails naming peer and tag. Sends and receives are queued behind earlier
+ * calls like collectives, but nothing posted after them waits for them: they complete when the
+ * peer does its part, while the rank is inside any hoop call (or a hoop_i* call is in flight).
+ * Point-to-point calls and collectives interleave freely. hoop_finalize fails the sends and
+ * receives still in flight (HOOP_ERR_ABORTED). */
+#define HOOP_ANY_SOURCE (-1)
+typedef struct {
+  int source;
+  int tag;
+  size_t count;
+} hoop_recv_info_t;
+
+hoop_status_t hoop_send(hoop_comm_t comm, const void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag);
+hoop_status_t hoop_recv(hoop_comm_t comm, void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
+                        hoop_recv_info_t* info);
+hoop_status_t hoop_isend(hoop_comm_t comm, const void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
+                         hoop_request_t* request);
+hoop_status_t hoop_irecv(hoop_comm_t comm, void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
+                         hoop_recv_info_t* info, hoop_request_t* request);
 
 /* Wire compression of f32 and f64 sum/avg allreduces: the data travels in 16 bits, and every
  * hop of the ring decodes what it receives, adds it in the data's own type and encodes again;

@@ -184,6 +184,32 @@ class Comm {
     return Request(r);
   }
 
+  // Point-to-point (hoop.h says how messages match and when they complete). Recv's span may be
+  // longer than the message; the returned info says how many elements came, and from whom.
+  template <class T>
+  void Send(std::span<const T> buf, int peer, int tag) {
+    Check(hoop_send(c_, buf.data(), buf.size(), DTypeOf<T>::value, peer, tag));
+  }
+  template <class T>
+  hoop_recv_info_t Recv(std::span<T> buf, int peer, int tag) {
+    hoop_recv_info_t info{};
+    Check(hoop_recv(c_, buf.data(), buf.size(), DTypeOf<T>::value, peer, tag, &info));
+    return info;
+  }
+  template <class T>
+  Request Isend(std::span<const T> buf, int peer, int tag) {
+    hoop_request_t r = nullptr;
+    Check(hoop_isend(c_, buf.data(), buf.size(), DTypeOf<T>::value, peer, tag, &r));
+    return Request(r);
+  }
+  // `info` (may be null) is written by the time the request's Test() or Wait() sees it done.
+  template <class T>
+  Request Irecv(std::span<T> buf, int peer, int tag, hoop_recv_info_t* info = nullptr) {
+    hoop_request_t r = nullptr;
+    Check(hoop_irecv(c_, buf.data(), buf.size(), DTypeOf<T>::value, peer, tag, info, &r));
+    return Request(r);
+  }
+
  private:
   explicit Comm(hoop_comm_t c) : c_(c) {}
   int Get(hoop_status_t (*f)(hoop_comm_t, int*)) const {

@@ -1,5 +1,6 @@
 // Built against an installed hoop by the install test, through the public C++ header alone:
-// a blocking and a nonblocking allreduce, and a refused call caught as hoop::api::Error.
+// a blocking and a nonblocking allreduce, a send/receive around a ring, and a refused call caught
+// as hoop::api::Error.
 #include <hoop/hoop.hpp>
 
 #include <cstdio>
@@ -14,15 +15,22 @@ int main() {
     std::vector<std::int32_t> in(7, comm.rank()), out(7);
     hoop::api::Request r = comm.Iallreduce<std::int32_t>(in, out, HOOP_MAX);
     r.Wait();
+    // Around the ring: receive from the left, send to the right.
+    std::vector<double> mine(5, comm.rank() * 10.0), left(8, -1.0);
+    hoop_recv_info_t info{};
+    hoop::api::Request rr = comm.Irecv<double>(left, (comm.rank() + n - 1) % n, 4, &info);
+    comm.Send<double>(mine, (comm.rank() + 1) % n, 4);
+    rr.Wait();
+    const bool ring = info.count == 5 && info.source == (comm.rank() + n - 1) % n && left[4] == info.source * 10.0;
     bool refused = false;
     try {
       comm.Broadcast<float>(grad, n);  // root out of range
     } catch (const hoop::api::Error& e) {
       refused = e.status() == HOOP_ERR_INVALID_ARGUMENT;
     }
-    bool ok = grad[0] == float(n + 1) / 2 && grad[1000] == grad[0] && out[6] == n - 1 && refused;
-    std::printf("consumer-cxx rank %d of %d: avg %g, max %d, bad root refused %d: %s\n", comm.rank(), n, grad[0],
-                out[6], refused, ok ? "ok" : "WRONG");
+    bool ok = grad[0] == float(n + 1) / 2 && grad[1000] == grad[0] && out[6] == n - 1 && ring && refused;
+    std::printf("consumer-cxx rank %d of %d: avg %g, max %d, ring %d, bad root refused %d: %s\n", comm.rank(), n,
+                grad[0], out[6], ring, refused, ok ? "ok" : "WRONG");
     return ok ? 0 : 1;
   } catch (const hoop::api::Error& e) {
     std::fprintf(stderr, "consumer-cxx: %s\n", e.what());

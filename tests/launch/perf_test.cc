@@ -421,3 +421,38 @@ TEST_CASE("hoop-perf -b 0 runs an empty call and goes on, saying so; below one e
            huge.output.find("share of this host's memory") != std::string::npos));
   }
 }
+
+TEST_CASE("hoop-perf sendrecv: ping-pong latency and windowed bandwidth, checked, over shm and tcp", "[perf][p2p]") {
+  for (const char* label : {"shm", "tcp"}) {
+    if (!Selected(label)) continue;
+    const std::string json = "/tmp/hoop-sendrecv-" + std::to_string(::getpid()) + ".json";
+    std::vector<std::string> cmd = {Bin("hooprun"), "-np", "3", "--oversubscribe"};
+    for (const auto& [k, v] : Named(label).env) cmd.insert(cmd.end(), {"-x", k + "=" + v});
+    // Sizes on both sides of the eager limit (64 KiB) and past one piece; the third rank idles.
+    cmd.insert(cmd.end(), {Bin("hoop-perf"), "sendrecv", "-b", "0", "-e", "1M", "-f", "32", "-n", "40", "-R", "2",
+                           "--json", json});
+    auto r = RunProc(cmd, Within(120));
+    INFO(label << "\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("ranks 0 and 1 of 3 over ") != std::string::npos);
+    CHECK(r.output.find("all messages checked: no wrong bytes") != std::string::npos);
+    auto rows = nlohmann::json::parse(Slurp(json));
+    ::unlink(json.c_str());
+    REQUIRE(rows.size() == 6);  // 0, 1, 32, 1K, 32K, 1M
+    for (const auto& row : rows) {
+      CHECK(row["wrong"] == 0);
+      CHECK(row["lat_us"].get<double>() > 0);
+      if (row["bytes"].get<uint64_t>() > 0) CHECK(row["bw_GBps"].get<double>() > 0);
+    }
+    CHECK(rows[5]["bytes"] == 1048576);
+  }
+  auto one = RunProc({Bin("hooprun"), "-np", "1", Bin("hoop-perf"), "sendrecv"}, Within(60));
+  CHECK(one.exit_code == 2);
+  CHECK(one.output.find("needs 2 ranks or more") != std::string::npos);
+  auto bad = RunProc({Bin("hoop-perf"), "sendrecv", "--window", "8"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("unknown option '--window'") != std::string::npos);
+  auto h = RunProc({Bin("hoop-perf"), "sendrecv", "--help"});
+  CHECK(h.exit_code == 0);
+  CHECK(h.output.find("osu_latency") != std::string::npos);
+}

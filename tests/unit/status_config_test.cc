@@ -71,6 +71,14 @@ TEST_CASE("Config rejects bad values with the variable's name", "[common]") {
   CHECK(t.status().message().find("HOOP_TIMEOUT") != std::string::npos);
   auto half = Config::FromEnv({{"HOOP_RANK", "0"}});
   CHECK_FALSE(half.ok());
+  auto room = Config::FromEnv({{"HOOP_UNEXPECTED_BYTES", "16M"}});
+  REQUIRE(room.ok());
+  CHECK(room->unexpected_bytes == (16u << 20));
+  CHECK(Config::FromEnv({}).value().unexpected_bytes == (64u << 20));
+  for (const char* bad : {"1K", "2T", "lots"}) {
+    auto b = Config::FromEnv({{"HOOP_UNEXPECTED_BYTES", bad}});
+    CHECK(b.status().message().find("HOOP_UNEXPECTED_BYTES='" + std::string(bad) + "': expected a size in [4K, 1T]") == 0);
+  }
 }
 
 TEST_CASE("an unknown HOOP_ variable names the nearest known one, or lists them all", "[config]") {
@@ -80,7 +88,7 @@ TEST_CASE("an unknown HOOP_ variable names the nearest known one, or lists them 
   CHECK(swapped.status().message() == "unknown variable HOOP_TRNASPORT (did you mean HOOP_TRANSPORT?)");
   auto far = Config::FromEnv({{"HOOP_GPU_DIRECT", "1"}});
   CHECK(far.status().message().find("unknown variable HOOP_GPU_DIRECT (known: HOOP_RANK, HOOP_SIZE,") == 0);
-  CHECK(far.status().message().find("HOOP_TIMELINE)") != std::string::npos);
+  CHECK(far.status().message().find("HOOP_TIMELINE, HOOP_UNEXPECTED_BYTES)") != std::string::npos);
   CHECK(Nearest("sun", {"sum", "max"}) == "sum");
   CHECK(Nearest("xyz", {"sum", "max"}).empty());
   CHECK(Nearest("ALLREDUCE", {"allreduce"}) == "allreduce");

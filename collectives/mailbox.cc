@@ -1,0 +1,623 @@
+// The mailbox's protocol (mailbox.h says what travels and why): frames, credit, eager and
+// rendezvous payloads, matching, expiry.
+#include "collectives/mailbox.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "common/logging.h"
+
+namespace hoop {
+
+namespace {
+constexpr size_t kFrameBytes = 64;
+constexpr size_t kInlineBytes = 24;
+constexpr size_t kFramesPerBlock = 256;
+constexpr uint64_t kFrameCheck = 0x6672616d65703270;  // "p2pframe": both ends must agree
+constexpr uint64_t kDataCheck = 0x6461746170327000;
+constexpr uint64_t kDataBit = uint64_t{1} << 62;
+constexpr uint64_t kIdMask = (uint64_t{1} << 56) - 1;
+enum FrameKind : uint32_t { kEager = 1, kRts, kCts, kCredit, kNack };
+
+std::string Seconds(std::chrono::milliseconds t) {
+  std::ostringstream os;
+  os << static_cast<double>(t.count()) / 1000.0 << " s";
+  return os.str();
+}
+}  // namespace
+
+struct Mailbox::Frame {
+  uint32_t kind = 0;
+  int32_t tag = 0;
+  uint64_t bytes = 0;   // the message's
+  uint64_t msg = 0;     // the message's number on its sender's count to this receiver
+  uint64_t credit = 0;  // returned to the frame's receiver
+  uint32_t piece = 0;   // payload piece size
+  uint8_t dtype = 0;
+  uint8_t pad[3] = {};
+  char data[kInlineBytes] = {};
+};
+
+struct Mailbox::Arrival {
+  uint64_t id = 0;
+  int peer = -1;
+  int tag = 0;
+  uint64_t msg = 0;
+  uint64_t bytes = 0;
+  DType dtype = DType::kU8;
+  bool rndv = false;
+  uint32_t piece = 0;
+  uint64_t cost = 0;  // credit its sender spent on it
+  char small[kInlineBytes] = {};
+  std::unique_ptr<char[]> own;  // an unexpected payload, or a refused one's landing piece
+  const char* from = nullptr;   // where the delivered bytes are (small, own, or a send to self)
+  std::shared_ptr<P2pCall> self_send;  // a send to self held by reference
+  size_t pieces_left = 0;
+  bool posted = false;  // its payload's receives are posted (or it had none to post)
+  bool landed = false;
+  std::shared_ptr<P2pCall> call;  // the receive it matched
+  Status refused;                 // why the receive cannot take it (the payload is drained)
+  Status nack;                    // its sender gave up on it
+};
+
+struct Mailbox::Send {
+  uint64_t id = 0;
+  std::shared_ptr<P2pCall> call;  // null: the zero payload answering a late CTS
+  int peer = -1;
+  uint64_t msg = 0;
+  uint64_t bytes = 0;
+  Region region;
+  std::unique_ptr<char[]> own;
+  uint32_t piece = 0;
+  size_t pieces_left = 0;
+  enum { kWaiting, kAwaitingCts, kSending } state = kWaiting;
+};
+
+struct Mailbox::PeerState {
+  uint64_t next_in = 0, next_out = 0, next_msg = 0;
+  uint64_t credit = 0, owed = 0;
+  std::deque<uint64_t> waiting;  // send ids, in post order
+  Status lost;  // the peer is gone
+};
+
+Mailbox::Mailbox(Transport& t, Options o)
+    : t_(t), o_(o),
+      credit_(std::max<uint64_t>(o.unexpected_bytes / static_cast<uint64_t>(std::max(1, o.size - 1)), 4 * kFrameBytes)) {
+  for (int p = 0; p < o_.size; ++p) {
+    peers_.push_back(std::make_unique<PeerState>());
+    peers_.back()->credit = credit_;
+  }
+}
+
+Mailbox::~Mailbox() = default;
+
+uint64_t Mailbox::FrameMatch(uint64_t n) const { return kP2pBit | (n & ((uint64_t{1} << 48) - 1)); }
+uint64_t Mailbox::DataMatch(uint64_t msg, uint64_t piece) const {
+  return kP2pBit | kDataBit | ((msg & 0xffffffff) << 24) | (piece & 0xffffff);
+}
+
+Status Mailbox::Start() {
+  static_assert(sizeof(Frame) == kFrameBytes);
+  in_mem_ = std::make_unique<char[]>(kFrameBytes * static_cast<size_t>(o_.size));
+  HOOP_ASSIGN_OR_RETURN(in_frames_, t_.RegisterStaging(in_mem_.get(), kFrameBytes * static_cast<size_t>(o_.size),
+                                                        MemKind::kHost));
+  for (int p = 0; p < o_.size; ++p)
+    if (p != o_.rank) PostFrameRecv(p);
+  return Status::Ok();
+}
+
+void Mailbox::PostFrameRecv(int peer) {
+  PeerState& ps = *peers_[static_cast<size_t>(peer)];
+  t_.endpoint(peer)->PostRecv(in_frames_, kFrameBytes * static_cast<size_t>(peer), kFrameBytes,
+                              Tag{FrameMatch(ps.next_in), kFrameCheck}, OpId(Kind::kFrameIn, static_cast<uint64_t>(peer)));
+}
+
+StatusOr<uint64_t> Mailbox::FrameSlot() {
+  if (free_frames_.empty()) {
+    auto mem = std::make_unique<char[]>(kFrameBytes * kFramesPerBlock);
+    HOOP_ASSIGN_OR_RETURN(Region r, t_.RegisterStaging(mem.get(), kFrameBytes * kFramesPerBlock, MemKind::kHost));
+    const uint64_t base = frame_blocks_.size() * kFramesPerBlock;
+    frame_blocks_.push_back(std::move(mem));
+    frame_regions_.push_back(r);
+    for (uint64_t i = kFramesPerBlock; i-- > 0;) free_frames_.push_back(base + i);
+  }
+  const uint64_t slot = free_frames_.back();
+  free_frames_.pop_back();
+  return slot;
+}
+
+void Mailbox::SendFrame(int peer, Frame f) {
+  PeerState& ps = *peers_[static_cast<size_t>(peer)];
+  f.credit = ps.owed;
+  ps.owed = 0;
+  auto slot = FrameSlot();
+  if (!slot.ok()) {
+    if (fatal_.ok()) fatal_ = slot.status().WithContext("rank " + std::to_string(o_.rank) + ": point-to-point");
+    return;
+  }
+  const Region& r = frame_regions_[*slot / kFramesPerBlock];
+  const size_t off = (*slot % kFramesPerBlock) * kFrameBytes;
+  std::memcpy(static_cast<char*>(r.base) + off, &f, kFrameBytes);
+  t_.endpoint(peer)->PostSend(r, off, kFrameBytes, Tag{FrameMatch(ps.next_out++), kFrameCheck}, OpId(Kind::kFrameOut, *slot));
+}
+
+std::string Mailbox::Describe(const P2pCall& c) const {
+  std::ostringstream os;
+  os << "rank " << o_.rank << ": " << (c.is_send ? "send to rank " : "receive from ");
+  if (c.is_send) os << c.peer;
+  else if (c.peer == kAnySource) os << "any rank";
+  else os << "rank " << c.peer;
+  os << ", tag " << c.tag << " (" << c.count << " x " << DTypeName(c.dtype) << ")";
+  return os.str();
+}
+
+void Mailbox::Complete(const std::shared_ptr<P2pCall>& call, const Status& s) {
+  if (!call) return;
+  --live_;
+  call->complete(s);
+}
+
+// ---- posting ----
+
+void Mailbox::Post(std::shared_ptr<P2pCall> call) {
+  ++live_;
+  call->deadline = Deadline::After(o_.timeout);
+  if (closed_ || !fatal_.ok()) {
+    Complete(call, Aborted(Describe(*call) + ": the communicator failed earlier: " +
+                           (fatal_.ok() ? std::string("closed") : fatal_.message())));
+    return;
+  }
+  if (call->peer >= 0 && call->peer != o_.rank) {
+    const Status& lost = peers_[static_cast<size_t>(call->peer)]->lost;
+    if (!lost.ok()) return Complete(call, Status(lost.code(), Describe(*call) + ": lost " + lost.message()));
+  }
+  if (call->is_send) PostSend(std::move(call));
+  else PostRecv(std::move(call));
+}
+
+void Mailbox::PostSend(std::shared_ptr<P2pCall> call) {
+  if (call->peer == o_.rank) return SendToSelf(std::move(call));
+  const uint64_t bytes = call->count * DTypeSize(call->dtype);
+  auto region = t_.Register(call->data, bytes, call->kind);
+  if (!region.ok()) return Complete(call, region.status().WithContext(Describe(*call)));
+  PeerState& ps = *peers_[static_cast<size_t>(call->peer)];
+  auto s = std::make_unique<Send>();
+  s->id = next_id_++;
+  s->peer = call->peer;
+  s->msg = ps.next_msg++;
+  s->bytes = bytes;
+  s->region = *region;
+  s->piece = static_cast<uint32_t>(o_.piece_bytes);
+  s->call = std::move(call);
+  ps.waiting.push_back(s->id);
+  const int peer = s->peer;
+  sends_.emplace(s->id, std::move(s));
+  Launch(peer);
+}
+
+void Mailbox::Launch(int peer) {
+  PeerState& ps = *peers_[static_cast<size_t>(peer)];
+  while (!ps.waiting.empty()) {
+    auto it = sends_.find(ps.waiting.front());
+    if (it == sends_.end()) {  // expired while waiting
+      ps.waiting.pop_front();
+      continue;
+    }
+    Send& s = *it->second;
+    const bool eager = s.bytes <= kEagerMax && ps.credit >= kFrameBytes + s.bytes;
+    if (!eager && ps.credit < kFrameBytes) return;  // the receiver holds all it may: wait
+    ps.waiting.pop_front();
+    Frame f;
+    f.kind = eager ? kEager : kRts;
+    f.tag = s.call->tag;
+    f.bytes = s.bytes;
+    f.msg = s.msg;
+    f.piece = s.piece;
+    f.dtype = static_cast<uint8_t>(s.call->dtype);
+    ps.credit -= kFrameBytes + (eager ? s.bytes : 0);
+    if (eager && s.bytes <= kInlineBytes) {
+      if (s.bytes) std::memcpy(f.data, s.call->data, s.bytes);
+      SendFrame(peer, f);
+      auto done = std::move(s.call);
+      sends_.erase(it);
+      Complete(done, Status::Ok());  // the frame carries a copy
+      continue;
+    }
+    SendFrame(peer, f);
+    if (eager) {
+      PostPayload(s);
+    } else {
+      s.state = Send::kAwaitingCts;
+      awaiting_cts_[{peer, s.msg}] = s.id;
+    }
+  }
+}
+
+void Mailbox::PostPayload(Send& s) {
+  s.state = Send::kSending;
+  const uint64_t n = (s.bytes + s.piece - 1) / s.piece;
+  s.pieces_left = n;
+  Endpoint* ep = t_.endpoint(s.peer);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t off = i * s.piece, len = std::min<uint64_t>(s.piece, s.bytes - off);
+    ep->PostSend(s.region, s.own ? 0 : off, len, Tag{DataMatch(s.msg, i), kDataCheck}, OpId(Kind::kDataOut, s.id));
+  }
+}
+
+void Mailbox::SendToSelf(std::shared_ptr<P2pCall> call) {
+  auto a = std::make_unique<Arrival>();
+  a->id = next_id_++;
+  a->peer = o_.rank;
+  a->tag = call->tag;
+  a->msg = self_msg_++;
+  a->bytes = call->count * DTypeSize(call->dtype);
+  a->dtype = call->dtype;
+  a->posted = a->landed = true;
+  if (a->bytes <= kEagerMax && self_held_ + a->bytes <= credit_) {
+    a->own = std::make_unique<char[]>(a->bytes);
+    if (a->bytes) std::memcpy(a->own.get(), call->data, a->bytes);
+    a->from = a->own.get();
+    a->cost = a->bytes;
+    self_held_ += a->bytes;
+    Complete(call, Status::Ok());
+  } else {  // held by reference: the send completes when a receive takes it
+    a->from = static_cast<const char*>(call->data);
+    a->self_send = std::move(call);
+  }
+  Arrive(std::move(a));
+}
+
+namespace {
+bool Matches(const P2pCall& recv, int peer, int tag) {
+  return (recv.peer == kAnySource || recv.peer == peer) && recv.tag == tag;
+}
+}  // namespace
+
+void Mailbox::PostRecv(std::shared_ptr<P2pCall> call) {
+  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+    const Arrival& a = *arrivals_.at(*it);
+    if (!Matches(*call, a.peer, a.tag)) continue;
+    const uint64_t id = *it;
+    unexpected_.erase(it);
+    return Match(std::move(call), id);
+  }
+  posted_.push_back(std::move(call));
+}
+
+// ---- arriving ----
+
+void Mailbox::OnFrame(int peer, const Frame& f) {
+  PeerState& ps = *peers_[static_cast<size_t>(peer)];
+  if (f.credit) {
+    ps.credit += f.credit;
+    Launch(peer);
+  }
+  switch (f.kind) {
+    case kCredit: return;
+    case kEager:
+    case kRts: {
+      auto a = std::make_unique<Arrival>();
+      a->id = next_id_++;
+      a->peer = peer;
+      a->tag = f.tag;
+      a->msg = f.msg;
+      a->bytes = f.bytes;
+      a->dtype = f.dtype <= static_cast<uint8_t>(kLastDType) ? static_cast<DType>(f.dtype) : DType::kU8;
+      a->rndv = f.kind == kRts;
+      a->piece = std::max<uint32_t>(1, f.piece);
+      a->cost = kFrameBytes + (a->rndv ? 0 : f.bytes);
+      if (!a->rndv && f.bytes <= kInlineBytes) {
+        std::memcpy(a->small, f.data, f.bytes);
+        a->from = a->small;
+        a->posted = a->landed = true;
+      }
+      if (a->rndv) rndv_by_msg_[{peer, a->msg}] = a->id;
+      return Arrive(std::move(a));
+    }
+    case kCts: {
+      auto it = awaiting_cts_.find({peer, f.msg});
+      if (it != awaiting_cts_.end()) {
+        auto s = sends_.find(it->second);
+        awaiting_cts_.erase(it);
+        if (s != sends_.end()) PostPayload(*s->second);
+        return;
+      }
+      // The send expired before the receive came: say so, then drain the receive with zeros.
+      Frame nack;
+      nack.kind = kNack;
+      nack.msg = f.msg;
+      SendFrame(peer, nack);
+      auto z = std::make_unique<Send>();
+      z->id = next_id_++;
+      z->peer = peer;
+      z->msg = f.msg;
+      z->bytes = f.bytes;
+      z->piece = std::max<uint32_t>(1, f.piece);
+      const size_t zb = static_cast<size_t>(std::min<uint64_t>(f.bytes, z->piece));
+      z->own = std::make_unique<char[]>(std::max<size_t>(1, zb));
+      std::memset(z->own.get(), 0, std::max<size_t>(1, zb));
+      auto r = t_.Register(z->own.get(), zb, MemKind::kHost);
+      if (!r.ok()) {
+        if (fatal_.ok()) fatal_ = r.status();
+        return;
+      }
+      z->region = *r;
+      Send& ref = *z;
+      sends_.emplace(z->id, std::move(z));
+      PostPayload(ref);
+      if (ref.pieces_left == 0) sends_.erase(ref.id);
+      return;
+    }
+    case kNack: {
+      auto it = rndv_by_msg_.find({peer, f.msg});
+      if (it == rndv_by_msg_.end()) return;
+      auto a = arrivals_.find(it->second);
+      if (a != arrivals_.end())
+        a->second->nack = DeadlineExceeded("rank " + std::to_string(peer) + " gave up its send (tag " +
+                                           std::to_string(a->second->tag) + ", " + std::to_string(a->second->bytes) +
+                                           " B) at its HOOP_TIMEOUT, before this receive was posted");
+      return;
+    }
+    default:
+      if (fatal_.ok())
+        fatal_ = Internal("rank " + std::to_string(o_.rank) + ": point-to-point: frame of unknown kind " +
+                          std::to_string(f.kind) + " from rank " + std::to_string(peer));
+  }
+}
+
+void Mailbox::Arrive(std::unique_ptr<Arrival> a) {
+  const uint64_t id = a->id;
+  Arrival& ref = *a;
+  arrivals_.emplace(id, std::move(a));
+  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+    if (!Matches(**it, ref.peer, ref.tag)) continue;
+    auto call = std::move(*it);
+    posted_.erase(it);
+    return Match(std::move(call), id);
+  }
+  unexpected_.push_back(id);
+  if (!ref.posted) {
+    if (ref.rndv) return;  // its payload waits at the sender until a receive clears it
+    ref.own = std::make_unique<char[]>(ref.bytes);
+    ref.from = ref.own.get();
+    ReceivePayload(ref, ref.own.get(), false);
+  }
+}
+
+void Mailbox::Match(std::shared_ptr<P2pCall> call, uint64_t id) {
+  Arrival& a = *arrivals_.at(id);
+  const size_t esize = DTypeSize(call->dtype);
+  const uint64_t capacity = call->count * esize;
+  if (a.dtype != call->dtype)
+    a.refused = InvalidArgument(Describe(*call) + ": the message from rank " + std::to_string(a.peer) + " is " +
+                                std::to_string(a.bytes / DTypeSize(a.dtype)) + " x " + DTypeName(a.dtype) +
+                                ", not " + DTypeName(call->dtype));
+  else if (a.bytes > capacity)
+    a.refused = InvalidArgument(Describe(*call) + ": the message from rank " + std::to_string(a.peer) + " is " +
+                                std::to_string(a.bytes) + " bytes, longer than the receive's " +
+                                std::to_string(capacity) + " bytes");
+  if (call->info) *call->info = RecvInfo{a.peer, a.tag, a.bytes / DTypeSize(a.dtype)};
+  a.call = std::move(call);
+  if (a.landed) return Finish(id);
+  if (a.posted) return;  // arriving into its own buffer: Finish delivers
+  if (a.rndv) {
+    Frame cts;
+    cts.kind = kCts;
+    cts.msg = a.msg;
+    cts.bytes = a.bytes;
+    cts.piece = a.piece;
+    SendFrame(a.peer, cts);
+  }
+  if (a.refused.ok()) {
+    ReceivePayload(a, static_cast<char*>(a.call->data), false);
+  } else {  // drained into one piece's worth of memory, overwritten piece after piece
+    a.own = std::make_unique<char[]>(std::max<uint64_t>(1, std::min<uint64_t>(a.bytes, a.piece)));
+    ReceivePayload(a, a.own.get(), true);
+  }
+}
+
+void Mailbox::ReceivePayload(Arrival& a, char* dest, bool one_piece_buffer) {
+  a.posted = true;
+  const uint64_t n = (a.bytes + a.piece - 1) / a.piece;
+  const uint64_t span = one_piece_buffer ? std::min<uint64_t>(a.bytes, a.piece) : a.bytes;
+  auto region = t_.Register(dest, span, a.call ? a.call->kind : MemKind::kHost);
+  if (!region.ok()) {
+    if (fatal_.ok()) fatal_ = region.status().WithContext("rank " + std::to_string(o_.rank) + ": point-to-point");
+    return;
+  }
+  a.pieces_left = n;
+  Endpoint* ep = t_.endpoint(a.peer);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t off = i * a.piece, len = std::min<uint64_t>(a.piece, a.bytes - off);
+    ep->PostRecv(*region, one_piece_buffer ? 0 : off, len, Tag{DataMatch(a.msg, i), kDataCheck}, OpId(Kind::kDataIn, a.id));
+  }
+  if (n == 0) Finish(a.id);
+}
+
+void Mailbox::Finish(uint64_t id) {
+  auto it = arrivals_.find(id);
+  Arrival& a = *it->second;
+  a.landed = true;
+  if (!a.call) return;  // held until a receive matches it
+  Status s = !a.refused.ok() ? a.refused : a.nack;
+  if (s.ok() && a.from && a.from != a.call->data && a.bytes) std::memcpy(a.call->data, a.from, a.bytes);
+  auto call = std::move(a.call);
+  auto self_send = std::move(a.self_send);
+  const int peer = a.peer;
+  const uint64_t cost = a.cost;
+  if (a.rndv) rndv_by_msg_.erase({a.peer, a.msg});
+  arrivals_.erase(it);
+  ReturnCredit(peer, cost);
+  Complete(call, s);
+  Complete(self_send, Status::Ok());
+}
+
+void Mailbox::ReturnCredit(int peer, uint64_t bytes) {
+  if (peer == o_.rank) {
+    self_held_ -= bytes;
+    return;
+  }
+  PeerState& ps = *peers_[static_cast<size_t>(peer)];
+  ps.owed += bytes;
+  if (ps.owed >= credit_ / 2) {
+    Frame f;
+    f.kind = kCredit;
+    SendFrame(peer, f);
+  }
+}
+
+// ---- completions ----
+
+void Mailbox::Handle(const Completion& c) {
+  const Kind kind = static_cast<Kind>((c.op_id >> 56) & 0x7f);
+  const uint64_t id = c.op_id & kIdMask;
+  if (!c.status.ok()) return LosePeer(c.peer, c.status);
+  switch (kind) {
+    case Kind::kFrameIn: {
+      const int peer = static_cast<int>(id);
+      Frame f;
+      std::memcpy(&f, static_cast<const char*>(in_frames_.base) + kFrameBytes * id, kFrameBytes);
+      ++peers_[id]->next_in;
+      if (!closed_) PostFrameRecv(peer);
+      return OnFrame(peer, f);
+    }
+    case Kind::kFrameOut: free_frames_.push_back(id); return;
+    case Kind::kDataOut: {
+      auto it = sends_.find(id);
+      if (it == sends_.end() || --it->second->pieces_left > 0) return;
+      auto call = std::move(it->second->call);
+      sends_.erase(it);
+      return Complete(call, Status::Ok());
+    }
+    case Kind::kDataIn: {
+      auto it = arrivals_.find(id);
+      if (it == arrivals_.end() || --it->second->pieces_left > 0) return;
+      return Finish(id);
+    }
+  }
+}
+
+void Mailbox::LosePeer(int peer, const Status& why) {
+  PeerState& ps = *peers_[static_cast<size_t>(peer)];
+  if (!ps.lost.ok()) return;
+  ps.lost = Status(why.code(), "rank " + std::to_string(peer) + ": " + why.message());
+  // Its frame receive is always posted, so a peer's exit always shows, also when it just ended
+  // its job: only the calls that needed it fail (the transport has given back their memory);
+  // messages it sent in full stay receivable. A collective that needs it fails on its own.
+  auto fail = [&](std::shared_ptr<P2pCall> call) {
+    if (call) Complete(call, Status(ps.lost.code(), Describe(*call) + ": lost " + ps.lost.message()));
+  };
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    if (it->second->peer != peer) {
+      ++it;
+      continue;
+    }
+    awaiting_cts_.erase({peer, it->second->msg});
+    auto call = std::move(it->second->call);
+    it = sends_.erase(it);
+    fail(std::move(call));
+  }
+  ps.waiting.clear();
+  for (auto it = posted_.begin(); it != posted_.end();) {
+    if ((*it)->peer != peer) {
+      ++it;
+      continue;
+    }
+    auto call = std::move(*it);
+    it = posted_.erase(it);
+    fail(std::move(call));
+  }
+  for (auto it = arrivals_.begin(); it != arrivals_.end();) {
+    Arrival& a = *it->second;
+    if (a.peer != peer || a.landed) {
+      ++it;
+      continue;
+    }
+    unexpected_.remove(a.id);
+    if (a.rndv) rndv_by_msg_.erase({a.peer, a.msg});
+    auto call = std::move(a.call);
+    it = arrivals_.erase(it);
+    fail(std::move(call));
+  }
+}
+
+void Mailbox::Progress(Deadline deadline) {
+  done_.clear();
+  (void)t_.Poll(&done_, deadline);  // nothing by the deadline is no failure here
+  for (const Completion& c : done_)
+    if (c.op_id & kP2pBit) Handle(c);
+  // Deadlines are seconds long: looking every 10 ms keeps the scan off the fast path.
+  const auto now = Deadline::Clock::now();
+  if (now >= next_expire_) {
+    next_expire_ = now + std::chrono::milliseconds(10);
+    Expire();
+  }
+}
+
+void Mailbox::Expire() {
+  if (live_ == 0) return;
+  const auto now = Deadline::Clock::now();
+  auto late = [&](const P2pCall& c) { return c.deadline.at() <= now; };
+  const auto limit = [&] { return Seconds(o_.timeout) + " (HOOP_TIMEOUT)"; };
+  for (auto it = posted_.begin(); it != posted_.end();) {
+    if (!late(**it)) {
+      ++it;
+      continue;
+    }
+    auto call = std::move(*it);
+    it = posted_.erase(it);
+    Complete(call, DeadlineExceeded(Describe(*call) + ": no matching message came within " + limit()));
+  }
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    Send& s = *it->second;
+    if (!s.call || !late(*s.call)) {
+      ++it;
+      continue;
+    }
+    const std::string who = Describe(*s.call);
+    if (s.state == Send::kSending) {  // the transport reads the caller's memory still
+      if (fatal_.ok())
+        fatal_ = DeadlineExceeded(who + ": its payload stopped moving for " + limit() + "; rank " +
+                                  std::to_string(s.peer) + " stopped reading");
+      ++it;
+      continue;
+    }
+    Status why = s.state == Send::kWaiting
+                     ? DeadlineExceeded(who + ": rank " + std::to_string(s.peer) + " held this rank's unreceived messages "
+                                        "up to HOOP_UNEXPECTED_BYTES / (ranks - 1) = " + std::to_string(credit_) +
+                                        " bytes and received none of them within " + limit())
+                     : DeadlineExceeded(who + ": rank " + std::to_string(s.peer) +
+                                        " posted no matching receive within " + limit());
+    if (s.state == Send::kAwaitingCts) awaiting_cts_.erase({s.peer, s.msg});
+    auto call = std::move(s.call);
+    it = sends_.erase(it);
+    Complete(call, why);
+  }
+  for (auto& [id, a] : arrivals_) {
+    if (a->call && a->posted && !a->landed && late(*a->call) && fatal_.ok())
+      fatal_ = DeadlineExceeded(Describe(*a->call) + ": its payload stopped moving for " + limit() + "; rank " +
+                                std::to_string(a->peer) + " stopped sending");
+  }
+}
+
+void Mailbox::FailAll(const Status& why) {
+  closed_ = true;
+  std::vector<std::shared_ptr<P2pCall>> calls;
+  for (auto& c : posted_) calls.push_back(std::move(c));
+  posted_.clear();
+  for (auto& [id, s] : sends_)
+    if (s->call) calls.push_back(std::move(s->call));
+  sends_.clear();
+  awaiting_cts_.clear();
+  for (auto& [id, a] : arrivals_) {
+    if (a->call) calls.push_back(std::move(a->call));
+    if (a->self_send) calls.push_back(std::move(a->self_send));
+  }
+  arrivals_.clear();
+  unexpected_.clear();
+  rndv_by_msg_.clear();
+  for (auto& c : calls) Complete(c, Status(why.code(), Describe(*c) + ": " + why.message()));
+}
+
+}  // namespace hoop

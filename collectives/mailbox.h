@@ -1,0 +1,165 @@
+// Mailbox: point-to-point messages (send/recv with a peer and a tag) over the communicator's
+// transport, beside its collectives.
+//
+// The transports match a receive by an exact tag and leave a message nobody posted for at the
+// head of its stream, which is right for the collectives (every rank knows what comes next) and
+// wrong for point-to-point (receives come in any order, any source, late). So every message
+// travels behind a 64-byte frame on a stream of frames between each pair, and every rank always
+// keeps a receive posted for the next frame from every peer: a frame never stalls a link.
+//
+//  - eager (up to kEagerMax bytes, as far as credit allows): the frame, then the payload (in the
+//    frame itself up to 24 bytes). The receiver posts the payload's receive on seeing the frame:
+//    into the matching receive's buffer when one is posted, else into a buffer of its own, held
+//    until a receive matches it (an "unexpected" message).
+//  - rendezvous (larger, or out of credit): the frame alone (RTS); the receiver answers with a
+//    CTS frame once a matching receive is posted, and the payload then goes straight into it.
+//  - credit bounds what a receiver holds: each sender may have HOOP_UNEXPECTED_BYTES / (ranks-1)
+//    bytes of frames and eager payloads unreturned at a receiver; the receiver returns credit in
+//    the frames it sends anyway, or in a credit frame once half is owed. Out of credit, a send
+//    waits (in order behind earlier ones to that peer) until credit comes back.
+//
+// Payloads travel in pieces of at most the frame's `piece` bytes, each its own tagged message.
+// Frames and pieces from one sender arrive in the order sent, and receives match in post order,
+// arrivals in arrival order: two messages between one pair with one tag are received in the
+// order they were sent.
+//
+// Threading: the transport's owner only (the communicator's worker, or a blocking caller holding
+// it). Completions of point-to-point traffic (op ids with kP2pBit) reach Handle() from the
+// collectives' executor while a collective runs, and from Progress() otherwise.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/deadline.h"
+#include "common/dtype.h"
+#include "common/status.h"
+#include "transport/transport.h"
+
+namespace hoop {
+
+inline constexpr uint64_t kP2pBit = uint64_t{1} << 63;  // in op ids and match words of this traffic
+inline constexpr int kAnySource = -1;
+inline constexpr size_t kEagerMax = 64 * 1024;
+
+// What a receive got: the sender, its tag and the element count (of the receive's dtype).
+struct RecvInfo {
+  int source = -1;
+  int tag = -1;
+  size_t count = 0;
+};
+
+// One send or receive of the API.
+struct P2pCall {
+  bool is_send = false;
+  int peer = -1;  // a receive may say kAnySource
+  int tag = 0;
+  void* data = nullptr;
+  size_t count = 0;
+  DType dtype = DType::kU8;
+  MemKind kind = MemKind::kHost;
+  std::shared_ptr<RecvInfo> info;  // a receive's result, written before `complete` (may be null)
+  std::function<void(const Status&)> complete;  // called once
+  Deadline deadline = Deadline::Never();        // set by Post: now + HOOP_TIMEOUT
+};
+
+class Mailbox {
+ public:
+  struct Options {
+    int rank = 0;
+    int size = 1;
+    size_t unexpected_bytes = 64u << 20;  // HOOP_UNEXPECTED_BYTES
+    size_t piece_bytes = 512 * 1024;      // payload pieces this rank sends
+    std::chrono::milliseconds timeout{300000};
+  };
+  Mailbox(Transport& t, Options o);
+  ~Mailbox();
+  Mailbox(const Mailbox&) = delete;
+  Mailbox& operator=(const Mailbox&) = delete;
+
+  // Posts the first frame receive from every peer; once, before any traffic.
+  Status Start();
+  // Starts a send or a receive (checked by the caller); `call->complete` runs when it is done.
+  void Post(std::shared_ptr<P2pCall> call);
+  // A completion whose op id carries kP2pBit.
+  void Handle(const Completion& c);
+  // Polls the transport until something completes or `deadline` (no collective running).
+  void Progress(Deadline deadline);
+  // Fails the calls past their deadline that the transport holds nothing of; one that it does
+  // (a payload half sent or received) makes fatal() non-OK instead.
+  void Expire();
+  // Calls posted and not complete.
+  bool Busy() const { return live_ > 0; }
+  // A payload that stopped moving, or memory that could not be had: the communicator cannot go
+  // on. (A lost peer fails only the calls that need it.)
+  const Status& fatal() const { return fatal_; }
+  // Completes every pending call with `why`; the mailbox takes nothing more after it.
+  void FailAll(const Status& why);
+
+ private:
+  struct Frame;
+  struct Arrival;
+  struct Send;
+  struct PeerState;
+  enum class Kind : uint64_t { kFrameIn = 0, kFrameOut, kDataOut, kDataIn };
+
+  static uint64_t OpId(Kind k, uint64_t id) { return kP2pBit | (static_cast<uint64_t>(k) << 56) | id; }
+  uint64_t FrameMatch(uint64_t n) const;
+  uint64_t DataMatch(uint64_t msg, uint64_t piece) const;
+
+  void PostSend(std::shared_ptr<P2pCall> call);
+  void PostRecv(std::shared_ptr<P2pCall> call);
+  void SendToSelf(std::shared_ptr<P2pCall> call);
+  void Launch(int peer);  // starts the waiting sends to `peer` that credit allows
+  void SendFrame(int peer, Frame f);
+  StatusOr<uint64_t> FrameSlot();
+  void PostFrameRecv(int peer);
+  void PostPayload(Send& s);
+  void OnFrame(int peer, const Frame& f);
+  // A message has come (its frame, or a send to self): to the first posted receive it matches,
+  // else to the unexpected list.
+  void Arrive(std::unique_ptr<Arrival> a);
+  // Pairs a receive with a message.
+  void Match(std::shared_ptr<P2pCall> call, uint64_t arrival);
+  void ReceivePayload(Arrival& a, char* dest, bool one_piece_buffer);  // posts the pieces
+  void Finish(uint64_t arrival);  // the payload is in: deliver once matched, return credit
+  void ReturnCredit(int peer, uint64_t bytes);
+  void Complete(const std::shared_ptr<P2pCall>& call, const Status& s);
+  void LosePeer(int peer, const Status& why);
+  std::string Describe(const P2pCall& c) const;
+
+  Transport& t_;
+  const Options o_;
+  const uint64_t credit_;  // per peer
+  std::vector<std::unique_ptr<PeerState>> peers_;
+  std::unique_ptr<char[]> in_mem_;  // one landing frame per peer
+  Region in_frames_;
+  std::vector<std::unique_ptr<char[]>> frame_blocks_;  // frames being sent
+  std::vector<Region> frame_regions_;
+  std::vector<uint64_t> free_frames_;
+  uint64_t next_id_ = 1;
+  std::unordered_map<uint64_t, std::unique_ptr<Send>> sends_;       // by id: posted, not complete
+  std::map<std::pair<int, uint64_t>, uint64_t> awaiting_cts_;       // (peer, msg) -> send id
+  std::unordered_map<uint64_t, std::unique_ptr<Arrival>> arrivals_;  // by id: messages not delivered
+  std::map<std::pair<int, uint64_t>, uint64_t> rndv_by_msg_;          // (peer, msg) -> arrival id
+  std::list<uint64_t> unexpected_;                   // arrivals no receive matched yet, in order
+  std::list<std::shared_ptr<P2pCall>> posted_;       // receives no message matched yet, in order
+  uint64_t self_msg_ = 0;
+  uint64_t self_held_ = 0;  // bytes of sends to self held unreceived
+  size_t live_ = 0;
+  Status fatal_;
+  bool closed_ = false;
+  std::vector<Completion> done_;
+  Deadline::Clock::time_point next_expire_{};
+};
+
+}  // namespace hoop
