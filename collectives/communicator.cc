@@ -187,6 +187,7 @@ void Communicator::WorkerLoop() {
   // The wait between looks for sends and receives in flight when nothing is queued: a queued
   // call starts at most this late.
   constexpr auto kSlice = std::chrono::milliseconds(1);
+  SetThreadLogRank(opts_.rank);
   while (true) {
     std::optional<Op> op;
     {

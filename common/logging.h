@@ -1,6 +1,7 @@
 // Logging with a rank prefix: "hoop[rank 3] WARN: ...". The level and the rank are set once per
-// process (by the communicator, from Config); log lines go to stderr, one write per line so lines
-// from threads never interleave.
+// process (by the communicator, from Config); a thread may say its own rank (the communicator's
+// worker does), for processes that hold several ranks' communicators (the in-process tests).
+// Log lines go to stderr, one write per line so lines from threads never interleave.
 #pragma once
 
 #include <sstream>
@@ -10,7 +11,8 @@ namespace hoop {
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
-void SetLogRank(int rank);
+void SetLogRank(int rank);        // the process's, and the calling thread's
+void SetThreadLogRank(int rank);  // the calling thread's only
 void SetLogLevel(LogLevel level);
 bool LogEnabled(LogLevel level);
 void LogLine(LogLevel level, const std::string& text);
