@@ -1,85 +1,13 @@
 // The mailbox's protocol (mailbox.h says what travels and why): frames, credit, eager and
-// rendezvous payloads, matching, expiry.
-#include "collectives/mailbox.h"
-
+// rendezvous payloads, matching, completions. Timeouts, lost peers and shutdown are in
+// mailbox_failure.cc.
 #include <algorithm>
 #include <cstring>
 #include <sstream>
 
-#include "common/logging.h"
+#include "collectives/mailbox_internal.h"
 
 namespace hoop {
-
-namespace {
-constexpr size_t kFrameBytes = 64;
-constexpr size_t kInlineBytes = 24;
-constexpr size_t kFramesPerBlock = 256;
-constexpr uint64_t kFrameCheck = 0x6672616d65703270;  // "p2pframe": both ends must agree
-constexpr uint64_t kDataCheck = 0x6461746170327000;
-constexpr uint64_t kDataBit = uint64_t{1} << 62;
-constexpr uint64_t kIdMask = (uint64_t{1} << 56) - 1;
-enum FrameKind : uint32_t { kEager = 1, kRts, kCts, kCredit, kNack };
-
-std::string Seconds(std::chrono::milliseconds t) {
-  std::ostringstream os;
-  os << static_cast<double>(t.count()) / 1000.0 << " s";
-  return os.str();
-}
-}  // namespace
-
-struct Mailbox::Frame {
-  uint32_t kind = 0;
-  int32_t tag = 0;
-  uint64_t bytes = 0;   // the message's
-  uint64_t msg = 0;     // the message's number on its sender's count to this receiver
-  uint64_t credit = 0;  // returned to the frame's receiver
-  uint32_t piece = 0;   // payload piece size
-  uint8_t dtype = 0;
-  uint8_t pad[3] = {};
-  char data[kInlineBytes] = {};
-};
-
-struct Mailbox::Arrival {
-  uint64_t id = 0;
-  int peer = -1;
-  int tag = 0;
-  uint64_t msg = 0;
-  uint64_t bytes = 0;
-  DType dtype = DType::kU8;
-  bool rndv = false;
-  uint32_t piece = 0;
-  uint64_t cost = 0;  // credit its sender spent on it
-  char small[kInlineBytes] = {};
-  std::unique_ptr<char[]> own;  // an unexpected payload, or a refused one's landing piece
-  const char* from = nullptr;   // where the delivered bytes are (small, own, or a send to self)
-  std::shared_ptr<P2pCall> self_send;  // a send to self held by reference
-  size_t pieces_left = 0;
-  bool posted = false;  // its payload's receives are posted (or it had none to post)
-  bool landed = false;
-  std::shared_ptr<P2pCall> call;  // the receive it matched
-  Status refused;                 // why the receive cannot take it (the payload is drained)
-  Status nack;                    // its sender gave up on it
-};
-
-struct Mailbox::Send {
-  uint64_t id = 0;
-  std::shared_ptr<P2pCall> call;  // null: the zero payload answering a late CTS
-  int peer = -1;
-  uint64_t msg = 0;
-  uint64_t bytes = 0;
-  Region region;
-  std::unique_ptr<char[]> own;
-  uint32_t piece = 0;
-  size_t pieces_left = 0;
-  enum { kWaiting, kAwaitingCts, kSending } state = kWaiting;
-};
-
-struct Mailbox::PeerState {
-  uint64_t next_in = 0, next_out = 0, next_msg = 0;
-  uint64_t credit = 0, owed = 0;
-  std::deque<uint64_t> waiting;  // send ids, in post order
-  Status lost;  // the peer is gone
-};
 
 Mailbox::Mailbox(Transport& t, Options o)
     : t_(t), o_(o),
@@ -498,50 +426,6 @@ void Mailbox::Handle(const Completion& c) {
   }
 }
 
-void Mailbox::LosePeer(int peer, const Status& why) {
-  PeerState& ps = *peers_[static_cast<size_t>(peer)];
-  if (!ps.lost.ok()) return;
-  ps.lost = Status(why.code(), "rank " + std::to_string(peer) + ": " + why.message());
-  // Its frame receive is always posted, so a peer's exit always shows, also when it just ended
-  // its job: only the calls that needed it fail (the transport has given back their memory);
-  // messages it sent in full stay receivable. A collective that needs it fails on its own.
-  auto fail = [&](std::shared_ptr<P2pCall> call) {
-    if (call) Complete(call, Status(ps.lost.code(), Describe(*call) + ": lost " + ps.lost.message()));
-  };
-  for (auto it = sends_.begin(); it != sends_.end();) {
-    if (it->second->peer != peer) {
-      ++it;
-      continue;
-    }
-    awaiting_cts_.erase({peer, it->second->msg});
-    auto call = std::move(it->second->call);
-    it = sends_.erase(it);
-    fail(std::move(call));
-  }
-  ps.waiting.clear();
-  for (auto it = posted_.begin(); it != posted_.end();) {
-    if ((*it)->peer != peer) {
-      ++it;
-      continue;
-    }
-    auto call = std::move(*it);
-    it = posted_.erase(it);
-    fail(std::move(call));
-  }
-  for (auto it = arrivals_.begin(); it != arrivals_.end();) {
-    Arrival& a = *it->second;
-    if (a.peer != peer || a.landed) {
-      ++it;
-      continue;
-    }
-    unexpected_.remove(a.id);
-    if (a.rndv) rndv_by_msg_.erase({a.peer, a.msg});
-    auto call = std::move(a.call);
-    it = arrivals_.erase(it);
-    fail(std::move(call));
-  }
-}
-
 void Mailbox::Progress(Deadline deadline) {
   done_.clear();
   (void)t_.Poll(&done_, deadline);  // nothing by the deadline is no failure here
@@ -553,71 +437,6 @@ void Mailbox::Progress(Deadline deadline) {
     next_expire_ = now + std::chrono::milliseconds(10);
     Expire();
   }
-}
-
-void Mailbox::Expire() {
-  if (live_ == 0) return;
-  const auto now = Deadline::Clock::now();
-  auto late = [&](const P2pCall& c) { return c.deadline.at() <= now; };
-  const auto limit = [&] { return Seconds(o_.timeout) + " (HOOP_TIMEOUT)"; };
-  for (auto it = posted_.begin(); it != posted_.end();) {
-    if (!late(**it)) {
-      ++it;
-      continue;
-    }
-    auto call = std::move(*it);
-    it = posted_.erase(it);
-    Complete(call, DeadlineExceeded(Describe(*call) + ": no matching message came within " + limit()));
-  }
-  for (auto it = sends_.begin(); it != sends_.end();) {
-    Send& s = *it->second;
-    if (!s.call || !late(*s.call)) {
-      ++it;
-      continue;
-    }
-    const std::string who = Describe(*s.call);
-    if (s.state == Send::kSending) {  // the transport reads the caller's memory still
-      if (fatal_.ok())
-        fatal_ = DeadlineExceeded(who + ": its payload stopped moving for " + limit() + "; rank " +
-                                  std::to_string(s.peer) + " stopped reading");
-      ++it;
-      continue;
-    }
-    Status why = s.state == Send::kWaiting
-                     ? DeadlineExceeded(who + ": rank " + std::to_string(s.peer) + " held this rank's unreceived messages "
-                                        "up to HOOP_UNEXPECTED_BYTES / (ranks - 1) = " + std::to_string(credit_) +
-                                        " bytes and received none of them within " + limit())
-                     : DeadlineExceeded(who + ": rank " + std::to_string(s.peer) +
-                                        " posted no matching receive within " + limit());
-    if (s.state == Send::kAwaitingCts) awaiting_cts_.erase({s.peer, s.msg});
-    auto call = std::move(s.call);
-    it = sends_.erase(it);
-    Complete(call, why);
-  }
-  for (auto& [id, a] : arrivals_) {
-    if (a->call && a->posted && !a->landed && late(*a->call) && fatal_.ok())
-      fatal_ = DeadlineExceeded(Describe(*a->call) + ": its payload stopped moving for " + limit() + "; rank " +
-                                std::to_string(a->peer) + " stopped sending");
-  }
-}
-
-void Mailbox::FailAll(const Status& why) {
-  closed_ = true;
-  std::vector<std::shared_ptr<P2pCall>> calls;
-  for (auto& c : posted_) calls.push_back(std::move(c));
-  posted_.clear();
-  for (auto& [id, s] : sends_)
-    if (s->call) calls.push_back(std::move(s->call));
-  sends_.clear();
-  awaiting_cts_.clear();
-  for (auto& [id, a] : arrivals_) {
-    if (a->call) calls.push_back(std::move(a->call));
-    if (a->self_send) calls.push_back(std::move(a->self_send));
-  }
-  arrivals_.clear();
-  unexpected_.clear();
-  rndv_by_msg_.clear();
-  for (auto& c : calls) Complete(c, Status(why.code(), Describe(*c) + ": " + why.message()));
 }
 
 }  // namespace hoop

@@ -31,33 +31,32 @@ Status Communicator::CheckP2p(const P2pCall& c) const {
   return Status::Ok();
 }
 
-Work Communicator::Send(const Buffer& in, int peer, int tag, const CallOptions& o) {
+namespace {
+std::shared_ptr<P2pCall> MakeCall(bool is_send, const Buffer& b, int peer, int tag, std::shared_ptr<RecvInfo> info) {
   auto c = std::make_shared<P2pCall>();
-  c->is_send = true;
+  c->is_send = is_send;
   c->peer = peer;
   c->tag = tag;
-  c->data = in.data;
-  c->count = in.count;
-  c->dtype = in.dtype;
-  c->kind = in.kind;
+  c->data = b.data;
+  c->count = b.count;
+  c->dtype = b.dtype;
+  c->kind = b.kind;
+  c->info = std::move(info);
+  return c;
+}
+}  // namespace
+
+Work Communicator::Send(const Buffer& in, int peer, int tag, const CallOptions& o) {
   Op op;
   op.kind = CollKind::kBarrier;
-  op.p2p = std::move(c);
+  op.p2p = MakeCall(true, in, peer, tag, nullptr);
   return Submit(std::move(op), o.blocking);
 }
 
 Work Communicator::Recv(const Buffer& out, int peer, int tag, std::shared_ptr<RecvInfo> info, const CallOptions& o) {
-  auto c = std::make_shared<P2pCall>();
-  c->peer = peer;
-  c->tag = tag;
-  c->data = out.data;
-  c->count = out.count;
-  c->dtype = out.dtype;
-  c->kind = out.kind;
-  c->info = std::move(info);
   Op op;
   op.kind = CollKind::kBarrier;
-  op.p2p = std::move(c);
+  op.p2p = MakeCall(false, out, peer, tag, std::move(info));
   return Submit(std::move(op), o.blocking);
 }
 

@@ -11,6 +11,7 @@
 #include "common/parse.h"
 #include "perf/harness.h"
 #include "perf/join.h"
+#include "perf/sub_flags.h"
 #include "tensorfusion/runtime.h"
 
 namespace hoop::perf {
@@ -50,45 +51,32 @@ struct Options {
 
 StatusOr<Options> Parse(int argc, char** argv) {
   Options o;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-      return o;
-    }
-    static const char* const kKnown[] = {"--tensors", "--bytes", "-n", "--rounds", "-w", "--warmup", "-R",
-                                         "--repeats", "-t", "--transport", "--json"};
-    if (std::find(std::begin(kKnown), std::end(kKnown), a) == std::end(kKnown))
-      return InvalidArgument("unknown option '" + a + "'");
-    if (i + 1 >= argc) return InvalidArgument(a + " needs a value");
-    std::string v = argv[++i];
-    auto count = [&](int lo, int hi) -> StatusOr<int> {
-      auto n = ParseInt(v);
-      if (!n || *n < lo || *n > hi)
-        return InvalidArgument(a + " '" + v + "': expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-      return static_cast<int>(*n);
-    };
-    if (a == "--tensors") {
-      HOOP_ASSIGN_OR_RETURN(int t, count(1, 1000000));
-      o.tensors = static_cast<size_t>(t);
-    } else if (a == "--bytes") {
-      auto b = ParseSize(v);
-      if (!b || *b < 4 || *b % 4 || *b > (1ull << 30)) return InvalidArgument(a + " '" + v + "': expected a multiple of 4 bytes up to 1G");
-      o.bytes = *b;
-    } else if (a == "-n" || a == "--rounds") {
-      HOOP_ASSIGN_OR_RETURN(o.rounds, count(1, 100000));
-    } else if (a == "-w" || a == "--warmup") {
-      HOOP_ASSIGN_OR_RETURN(o.warmup, count(0, 100000));
-    } else if (a == "-R" || a == "--repeats") {
-      HOOP_ASSIGN_OR_RETURN(o.repeats, count(1, 1000));
-    } else if (a == "-t" || a == "--transport") {
-      if (v != "shm" && v != "ucx" && v != "ofi" && v != "tcp") return InvalidArgument(a + " '" + v + "': expected shm, ucx, ofi or tcp");
-      o.transport = v;
-    } else {
-      o.json = v;
-    }
-  }
-  if (o.tensors * o.bytes > (4ull << 30)) return InvalidArgument("--tensors x --bytes is over 4 GiB");
+  HOOP_RETURN_IF_ERROR(ReadSubFlags(
+      argc, argv,
+      {"--tensors", "--bytes", "-n", "--rounds", "-w", "--warmup", "-R", "--repeats", "-t", "--transport", "--json"},
+      &o.help, [&](const std::string& a, const std::string& v) -> Status {
+        if (a == "--tensors") {
+          HOOP_ASSIGN_OR_RETURN(int t, FlagInt(a, v, 1, 1000000));
+          o.tensors = static_cast<size_t>(t);
+        } else if (a == "--bytes") {
+          auto b = ParseSize(v);
+          if (!b || *b < 4 || *b % 4 || *b > (1ull << 30))
+            return InvalidArgument(a + " '" + v + "': expected a multiple of 4 bytes up to 1G");
+          o.bytes = *b;
+        } else if (a == "-n" || a == "--rounds") {
+          HOOP_ASSIGN_OR_RETURN(o.rounds, FlagInt(a, v, 1, 100000));
+        } else if (a == "-w" || a == "--warmup") {
+          HOOP_ASSIGN_OR_RETURN(o.warmup, FlagInt(a, v, 0, 100000));
+        } else if (a == "-R" || a == "--repeats") {
+          HOOP_ASSIGN_OR_RETURN(o.repeats, FlagInt(a, v, 1, 1000));
+        } else if (a == "-t" || a == "--transport") {
+          return FlagTransport(a, v, &o.transport);
+        } else {
+          o.json = v;
+        }
+        return Status::Ok();
+      }));
+  if (!o.help && o.tensors * o.bytes > (4ull << 30)) return InvalidArgument("--tensors x --bytes is over 4 GiB");
   return o;
 }
 

@@ -10,6 +10,7 @@
 #include "common/parse.h"
 #include "perf/harness.h"
 #include "perf/join.h"
+#include "perf/sub_flags.h"
 
 namespace hoop::perf {
 namespace {
@@ -43,45 +44,30 @@ struct Options {
 
 StatusOr<Options> Parse(int argc, char** argv) {
   Options o;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-      return o;
-    }
-    static const char* const kKnown[] = {"-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-n", "--iters",
-                                         "-R", "--repeats", "-t", "--transport", "--json"};
-    if (std::find(std::begin(kKnown), std::end(kKnown), a) == std::end(kKnown))
-      return InvalidArgument("unknown option '" + a + "'");
-    if (i + 1 >= argc) return InvalidArgument(a + " needs a value");
-    std::string v = argv[++i];
-    auto count = [&](int lo, int hi) -> StatusOr<int> {
-      auto n = ParseInt(v);
-      if (!n || *n < lo || *n > hi)
-        return InvalidArgument(a + " '" + v + "': expected an integer in [" + std::to_string(lo) + ", " +
-                               std::to_string(hi) + "]");
-      return static_cast<int>(*n);
-    };
-    if (a == "-b" || a == "--minbytes" || a == "-e" || a == "--maxbytes") {
-      auto b = ParseSize(v);
-      if (!b || *b > (1ull << 30)) return InvalidArgument(a + " '" + v + "': expected a size up to 1G");
-      (a == "-b" || a == "--minbytes" ? o.min_bytes : o.max_bytes) = *b;
-    } else if (a == "-f" || a == "--stepfactor") {
-      HOOP_ASSIGN_OR_RETURN(int f, count(2, 1024));
-      o.factor = static_cast<uint64_t>(f);
-    } else if (a == "-n" || a == "--iters") {
-      HOOP_ASSIGN_OR_RETURN(o.iters, count(10, 10000000));
-    } else if (a == "-R" || a == "--repeats") {
-      HOOP_ASSIGN_OR_RETURN(o.repeats, count(1, 1000));
-    } else if (a == "-t" || a == "--transport") {
-      if (v != "shm" && v != "ucx" && v != "ofi" && v != "tcp")
-        return InvalidArgument(a + " '" + v + "': expected shm, ucx, ofi or tcp");
-      o.transport = v;
-    } else {
-      o.json = v;
-    }
-  }
-  if (o.min_bytes > o.max_bytes) return InvalidArgument("-b is larger than -e");
+  HOOP_RETURN_IF_ERROR(ReadSubFlags(
+      argc, argv,
+      {"-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-n", "--iters", "-R", "--repeats", "-t",
+       "--transport", "--json"},
+      &o.help, [&](const std::string& a, const std::string& v) -> Status {
+        if (a == "-b" || a == "--minbytes" || a == "-e" || a == "--maxbytes") {
+          auto b = ParseSize(v);
+          if (!b || *b > (1ull << 30)) return InvalidArgument(a + " '" + v + "': expected a size up to 1G");
+          (a == "-b" || a == "--minbytes" ? o.min_bytes : o.max_bytes) = *b;
+        } else if (a == "-f" || a == "--stepfactor") {
+          HOOP_ASSIGN_OR_RETURN(int f, FlagInt(a, v, 2, 1024));
+          o.factor = static_cast<uint64_t>(f);
+        } else if (a == "-n" || a == "--iters") {
+          HOOP_ASSIGN_OR_RETURN(o.iters, FlagInt(a, v, 10, 10000000));
+        } else if (a == "-R" || a == "--repeats") {
+          HOOP_ASSIGN_OR_RETURN(o.repeats, FlagInt(a, v, 1, 1000));
+        } else if (a == "-t" || a == "--transport") {
+          return FlagTransport(a, v, &o.transport);
+        } else {
+          o.json = v;
+        }
+        return Status::Ok();
+      }));
+  if (!o.help && o.min_bytes > o.max_bytes) return InvalidArgument("-b is larger than -e");
   return o;
 }
 
