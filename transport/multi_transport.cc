@@ -70,19 +70,27 @@ Endpoint* MultiTransport::endpoint(int peer) {
 }
 
 Status MultiTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
+  return ProgressLoop(*this, WaitStyle{"multi", std::chrono::microseconds(50), 0, false}, out, deadline);
+}
+
+// Each part's own loop does the spinning and sleeping; here they take turns: a look at each
+// without waiting, and a sleep of at most 1 ms in each.
+Status MultiTransport::Progress(std::vector<Completion>* out) { return Each(out, Deadline::After(std::chrono::milliseconds(0))); }
+
+void MultiTransport::Watch(std::vector<Completion>*) {}  // each part watches its own peers
+
+Status MultiTransport::Sleep(std::vector<Completion>* out, Deadline deadline) {
+  return Each(out, deadline.Earlier(Deadline::After(std::chrono::milliseconds(1))));
+}
+
+Status MultiTransport::Each(std::vector<Completion>* out, Deadline deadline) {
   const size_t start = out->size();
-  auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-  while (true) {
-    for (auto& p : parts_) {
-      bool waiting = std::chrono::steady_clock::now() >= spin_until;
-      Deadline d = waiting ? deadline.Earlier(Deadline::After(std::chrono::milliseconds(1)))
-                           : Deadline::After(std::chrono::milliseconds(0));
-      Status s = p->Poll(out, d);
-      if (!s.ok() && s.code() != Code::kDeadlineExceeded) return s;
-      if (out->size() > start) return Status::Ok();
-    }
-    if (deadline.Expired()) return DeadlineExceeded("no progress before the deadline");
+  for (auto& p : parts_) {
+    Status s = p->Poll(out, deadline);
+    if (!s.ok() && s.code() != Code::kDeadlineExceeded) return s;
+    if (out->size() > start) break;
   }
+  return Status::Ok();
 }
 
 size_t MultiTransport::PreferredChunkBytes() const {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "transport/progress_loop.h"
 #include "transport/transport.h"
 
 namespace hoop {
@@ -33,6 +34,13 @@ class MultiTransport : public Transport {
   bool StageLargeCopies() const override;       // only if every part prefers it
 
  private:
+  // ProgressLoop's parts (progress_loop.h).
+  template <class B>
+  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline);
+  Status Progress(std::vector<Completion>* out);
+  void Watch(std::vector<Completion>* out);
+  Status Sleep(std::vector<Completion>* out, Deadline deadline);
+  Status Each(std::vector<Completion>* out, Deadline deadline);  // polls the parts in turn until one completes
   class Routed : public Endpoint {
    public:
     Routed(MultiTransport* owner, size_t part, Endpoint* inner) : owner_(owner), part_(part), inner_(inner) {}

@@ -349,26 +349,32 @@ void OfiTransport::DrainCq() {
 }
 
 Status OfiTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
-  const size_t start = out->size();
-  auto spin_until = std::chrono::steady_clock::now() + kSpin;
-  auto nap = std::chrono::microseconds(20);
-  while (true) {
-    DrainCq();
-    if (!losses_.empty())
-      for (auto& [p, why] : losses_.Due()) FailPeer(p, why);
-    if (!completed_.empty()) {
-      out->insert(out->end(), completed_.begin(), completed_.end());
-      completed_.clear();
-    }
-    if (out->size() > start) return Status::Ok();
-    if (watch_.Due())
-      for (int p : Departed()) losses_.Add(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
-    if (!completed_.empty()) continue;
-    if (std::chrono::steady_clock::now() < spin_until) continue;
-    if (deadline.Expired()) return DeadlineExceeded("ofi: no progress before the deadline");
-    std::this_thread::sleep_for(nap);
-    nap = std::min(nap * 2, std::chrono::microseconds(1000));
+  nap_ = std::chrono::microseconds(20);
+  return ProgressLoop(*this, WaitStyle{"ofi", kSpin, 0, false}, out, deadline);
+}
+
+Status OfiTransport::Progress(std::vector<Completion>* out) {
+  DrainCq();
+  if (!losses_.empty())
+    for (auto& [p, why] : losses_.Due()) FailPeer(p, why);
+  if (!completed_.empty()) {
+    out->insert(out->end(), completed_.begin(), completed_.end());
+    completed_.clear();
   }
+  return Status::Ok();
+}
+
+void OfiTransport::Watch(std::vector<Completion>*) {
+  if (watch_.Due())
+    for (int p : Departed()) losses_.Add(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
+}
+
+Status OfiTransport::Sleep(std::vector<Completion>*, Deadline deadline) {
+  // libfabric's providers here offer no wait object worth having: nap, longer each time.
+  std::this_thread::sleep_for(std::min<std::chrono::microseconds>(
+      nap_, std::chrono::duration_cast<std::chrono::microseconds>(deadline.at() - Deadline::Clock::now())));
+  nap_ = std::min(nap_ * 2, std::chrono::microseconds(1000));
+  return Status::Ok();
 }
 
 void OfiTransport::Abort(const std::string& cause) {

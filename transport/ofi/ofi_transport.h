@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "transport/peer_watch.h"
+#include "transport/progress_loop.h"
 #include "transport/transport.h"
 
 namespace hoop {
@@ -52,6 +53,13 @@ class OfiTransport : public Transport {
   const std::string& provider() const { return provider_; }
 
  private:
+  // ProgressLoop's parts (progress_loop.h).
+  template <class B>
+  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline);
+  Status Progress(std::vector<Completion>* out);
+  void Watch(std::vector<Completion>* out);
+  Status Sleep(std::vector<Completion>* out, Deadline deadline);
+  std::chrono::microseconds nap_{20};  // Sleep's, doubling to 1 ms within one Poll
   struct Op {
     fi_context ctx;  // FI_CONTEXT mode: the provider's scratch space, first
     int peer;

@@ -21,14 +21,6 @@ const bool kRegistered = [] {
   return true;
 }();
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 // How long Poll spins before it sleeps: long enough to catch a peer's reply to a small message
 // without a system call, short enough that ranks on shared cores do not starve each other.
 constexpr auto kSpin = std::chrono::microseconds(50);
@@ -94,34 +86,31 @@ void ShmTransport::CheckPeers(std::vector<Completion>* out) {
 }
 
 Status ShmTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
-  const size_t start = out->size();
+  // A turn is a few loads from the rings: the slower look comes every 64.
+  return ProgressLoop(*this, WaitStyle{"shm", kSpin, 63, crowded_}, out, deadline);
+}
+
+Status ShmTransport::Progress(std::vector<Completion>* out) {
+  for (shm::Channel* c : active_) c->Progress(out);
+  return Status::Ok();
+}
+
+void ShmTransport::Watch(std::vector<Completion>* out) {
+  if (watch_.Due()) CheckPeers(out);
+}
+
+Status ShmTransport::Sleep(std::vector<Completion>* out, Deadline deadline) {
+  // Announce the sleep, look once more, then sleep until a peer rings (or 10 ms pass, to look at
+  // the peers' processes and the deadline).
   Doorbell& bell = own_.header()->doorbell;
-  auto spin_until = std::chrono::steady_clock::now() + kSpin;
-  for (unsigned iter = 0;; ++iter) {
-    for (shm::Channel* c : active_) c->Progress(out);
-    if (out->size() > start) return Status::Ok();
-    if ((iter & 63) != 63) {
-      CpuRelax();
-      continue;
-    }
-    if (crowded_) ::sched_yield();
-    if (watch_.Due()) {
-      CheckPeers(out);
-      if (out->size() > start) return Status::Ok();
-    }
-    if (std::chrono::steady_clock::now() < spin_until) continue;
-    if (deadline.Expired()) return DeadlineExceeded("shm: no progress before the deadline");
-    // Announce the sleep, look once more, then sleep until a peer rings (or 10 ms pass, to
-    // look at the peers' processes and the deadline).
-    uint32_t seen = bell.bell.load(std::memory_order_acquire);
-    bell.sleeping.store(1, std::memory_order_seq_cst);
-    for (shm::Channel* c : active_) c->Progress(out);
-    if (out->size() == start) FutexWait(&bell.bell, seen, deadline.RemainingMs(10));
-    bell.sleeping.store(0, std::memory_order_relaxed);
-    if (out->size() > start) return Status::Ok();
-    CheckPeers(out);
-    spin_until = std::chrono::steady_clock::now() + kSpin;
-  }
+  const size_t start = out->size();
+  uint32_t seen = bell.bell.load(std::memory_order_acquire);
+  bell.sleeping.store(1, std::memory_order_seq_cst);
+  for (shm::Channel* c : active_) c->Progress(out);
+  if (out->size() == start) FutexWait(&bell.bell, seen, deadline.RemainingMs(10));
+  bell.sleeping.store(0, std::memory_order_relaxed);
+  if (out->size() == start) CheckPeers(out);
+  return Status::Ok();
 }
 
 void ShmTransport::Abort(const std::string& cause) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "transport/peer_watch.h"
+#include "transport/progress_loop.h"
 #include "transport/shm/channel.h"
 #include "transport/shm/segment.h"
 #include "transport/transport.h"
@@ -40,6 +41,12 @@ class ShmTransport : public Transport {
  private:
   ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own, bool crowded);
   void CheckPeers(std::vector<Completion>* out);
+  // ProgressLoop's parts (progress_loop.h).
+  template <class B>
+  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline);
+  Status Progress(std::vector<Completion>* out);
+  void Watch(std::vector<Completion>* out);
+  Status Sleep(std::vector<Completion>* out, Deadline deadline);  // on this rank's doorbell
 
   TransportOptions opts_;
   std::vector<int> local_index_;  // rank -> ring index on this host, -1 for other hosts

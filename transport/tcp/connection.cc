@@ -11,15 +11,12 @@
 
 namespace hoop {
 namespace {
-constexpr uint32_t kMagic = 0x48505431;  // "HPT1"
-constexpr uint32_t kData = 1;
-constexpr uint32_t kAbort = 2;
-constexpr size_t kMaxAbortText = 4096;
 constexpr int kMaxIov = 32;
+constexpr size_t kReadAhead = 16 * 1024;
 }  // namespace
 
 Connection::Connection(int peer, Fd fd, std::string peer_addr)
-    : peer_(peer), fd_(std::move(fd)), peer_addr_(std::move(peer_addr)) {}
+    : peer_(peer), fd_(std::move(fd)), peer_addr_(std::move(peer_addr)), ahead_(kReadAhead) {}
 
 void Connection::PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
   if (failed()) {
@@ -67,9 +64,8 @@ void Connection::FailSocket(const std::string& what, std::vector<Completion>* ou
   // Whatever the peer managed to send before the connection broke is read first: an abort
   // frame there names the real cause, which beats "broken pipe".
   readable_ = true;
-  ReadSome(out);
-  if (!failed())
-    Fail(Unavailable("lost peer " + std::to_string(peer_) + " (" + peer_addr_ + "): " + what), out);
+  if (!reading_rest_) ReadSome(out);
+  if (!failed()) Fail(Lost(what), out);
   send_ok_ = false;
 }
 
@@ -104,13 +100,15 @@ void Connection::Progress(std::vector<Completion>* out) {
     return;
   }
   if (writable_ && !sends_.empty()) WriteSome(out);
-  if (readable_ && !failed()) ReadSome(out);
+  if (!reading_rest_ && HasInput() && !failed()) ReadSome(out);
   // A peer that closed its end after sending what we are stalled on (say it finished the job)
-  // has done nothing wrong: that message is consumed once its receive is posted. Only a posted
-  // receive that is not the stream's head can never be satisfied any more.
-  if (!failed() && peer_closed_ && stalled_ && !recvs_.empty())
-    Fail(Unavailable("lost peer " + std::to_string(peer_) + " (" + peer_addr_ +
-                     "): connection closed"), out);
+  // has done nothing wrong: the rest of what it sent is read and kept for its receives.
+  if (!failed() && peer_closed_ && stalled_) reading_rest_ = true;
+  if (reading_rest_ && !failed()) TakeRest(out);
+}
+
+Status Connection::Lost(const std::string& what) const {
+  return Unavailable("lost peer " + std::to_string(peer_) + " (" + peer_addr_ + "): " + what);
 }
 
 void Connection::WriteSome(std::vector<Completion>* out) {
@@ -203,49 +201,62 @@ bool Connection::MatchHeader(std::vector<Completion>* out) {
   return true;
 }
 
+size_t Connection::RecvInto(char* dst, size_t cap, std::vector<Completion>* out) {
+  while (true) {
+    ssize_t n = ::recv(fd_.get(), dst, cap, MSG_DONTWAIT);
+    if (n > 0) {
+      // Short: the socket is empty now, and edge-triggered epoll reports whatever comes next;
+      // but a close it reported already must still be read (recv's 0) to be noticed.
+      if (static_cast<size_t>(n) < cap && !peer_closed_) readable_ = false;
+      return static_cast<size_t>(n);
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      readable_ = false;
+      return 0;
+    }
+    Fail(Lost(n == 0 ? std::string("connection closed") : std::strerror(errno)), out);
+    return 0;
+  }
+}
+
+bool Connection::ReadAhead(std::vector<Completion>* out) {
+  ahead_pos_ = ahead_end_ = 0;
+  if (!readable_) return false;
+  ahead_end_ = RecvInto(ahead_.data(), ahead_.size(), out);
+  return ahead_end_ > 0;
+}
+
 void Connection::ReadSome(std::vector<Completion>* out) {
   while (!failed()) {
     if (!in_payload_) {
-      if (stalled_ || hdr_got_ == sizeof(Header)) {
-        if (!MatchHeader(out)) return;
-      } else {
-        ssize_t n = ::recv(fd_.get(), reinterpret_cast<char*>(&hdr_) + hdr_got_,
-                           sizeof(Header) - hdr_got_, MSG_DONTWAIT);
-        if (n == 0) {
-          Fail(Unavailable("lost peer " + std::to_string(peer_) + " (" + peer_addr_ +
-                           "): connection closed"), out);
-          return;
-        }
-        if (n < 0) {
-          if (errno == EINTR) continue;
-          if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            readable_ = false;
-            return;
-          }
-          Fail(Unavailable("lost peer " + std::to_string(peer_) + " (" + peer_addr_ + "): " +
-                           std::strerror(errno)), out);
-          return;
-        }
-        hdr_got_ += static_cast<size_t>(n);
-        if (hdr_got_ < sizeof(Header)) continue;
-        if (!MatchHeader(out)) return;
+      while (hdr_got_ < sizeof(Header)) {
+        if (ahead_pos_ == ahead_end_ && !ReadAhead(out)) return;
+        const size_t take = std::min(sizeof(Header) - hdr_got_, ahead_end_ - ahead_pos_);
+        std::memcpy(reinterpret_cast<char*>(&hdr_) + hdr_got_, ahead_.data() + ahead_pos_, take);
+        ahead_pos_ += take;
+        hdr_got_ += take;
       }
+      if (!MatchHeader(out)) return;
     }
-    // In a payload: read straight into the posted buffer.
+    // In a payload: first what was read ahead, then (if much is left) straight into the buffer.
     while (payload_got_ < current_.len) {
-      ssize_t n = ::recv(fd_.get(), current_.data + payload_got_, current_.len - payload_got_, MSG_DONTWAIT);
-      if (n > 0) {
-        payload_got_ += static_cast<size_t>(n);
+      const size_t left = current_.len - payload_got_;
+      if (ahead_pos_ < ahead_end_) {
+        const size_t take = std::min(left, ahead_end_ - ahead_pos_);
+        std::memcpy(current_.data + payload_got_, ahead_.data() + ahead_pos_, take);
+        ahead_pos_ += take;
+        payload_got_ += take;
         continue;
       }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        readable_ = false;
-        return;
+      if (left >= ahead_.size()) {
+        if (!readable_) return;
+        const size_t n = RecvInto(current_.data + payload_got_, left, out);
+        if (n == 0) return;
+        payload_got_ += n;
+        continue;
       }
-      Fail(Unavailable("lost peer " + std::to_string(peer_) + " (" + peer_addr_ + "): " +
-                       (n == 0 ? std::string("connection closed") : std::strerror(errno))), out);
-      return;
+      if (!ReadAhead(out)) return;
     }
     in_payload_ = false;
     hdr_got_ = 0;

@@ -3,9 +3,17 @@
 // Wire format: every message is a 32-byte header {magic, kind, tag, length, check} and then
 // `length` payload bytes. Sends are queued and written with sendmsg (several messages per call
 // when they are small). Receives are posted by tag; when a header arrives, its tag is looked up
-// and the payload is read straight into the posted buffer (no copy). A header whose tag has no
+// and the payload goes into the posted buffer. Reads take up to kReadAhead bytes at once, so a
+// header and a small payload (and what follows them) cost one recv; a payload of kReadAhead or
+// more still left to come is read straight into the posted buffer (no copy). A read that comes
+// back short means the socket is empty: no recv is spent to hear EAGAIN. A header whose tag has no
 // receive yet "stalls" the connection: nothing more is read from it until one is posted, so an
 // early sender is held back by TCP flow control instead of by our memory.
+//
+// A peer that closes while the stream's head still waits for its receive (it finished and left
+// before we were ready for its last messages) is not lost: the rest of its stream is read at once
+// and kept, each message goes to its receive whenever that is posted, in any order, and only a
+// receive for something it never sent fails (connection_closed.cc).
 //
 // Readiness is edge-triggered: `readable_`/`writable_` record what epoll last said and are
 // cleared when a call returns EAGAIN.
@@ -43,6 +51,11 @@ class Connection : public Endpoint {
   void Shutdown();
 
  private:
+  static constexpr uint32_t kMagic = 0x48505431;  // "HPT1"
+  static constexpr uint32_t kData = 1;
+  static constexpr uint32_t kAbort = 2;
+  static constexpr size_t kMaxAbortText = 4096;
+
   struct Header {
     uint32_t magic;
     uint32_t kind;
@@ -69,7 +82,21 @@ class Connection : public Endpoint {
   void WriteSome(std::vector<Completion>* out);
   void ReadSome(std::vector<Completion>* out);
   bool MatchHeader(std::vector<Completion>* out);  // false: stalled or failed
+  // Reads what the socket has into ahead_: true if it got bytes; false if it would block
+  // (readable_ cleared) or the connection failed (reported).
+  bool ReadAhead(std::vector<Completion>* out);
+  // One recv into `dst` (up to `cap`): bytes read, or 0 when it would block or failed.
+  size_t RecvInto(char* dst, size_t cap, std::vector<Completion>* out);
+  // Something to parse: the socket has bytes, some were read ahead, or a stalled header waits.
+  bool HasInput() const { return readable_ || ahead_pos_ < ahead_end_ || (!in_payload_ && hdr_got_ == sizeof(Header)); }
   void Fail(const Status& why, std::vector<Completion>* out);
+  // The peer closed behind a stalled head (connection_closed.cc): read the rest to the end,
+  // split it into messages, and answer posted receives from them.
+  void TakeRest(std::vector<Completion>* out);
+  bool ReadRest(std::vector<Completion>* out);  // true once the close was read
+  void ParseRest(std::vector<Completion>* out);
+  void AnswerFromRest(std::vector<Completion>* out);
+  Status Lost(const std::string& what) const;
   void FailSocket(const std::string& what, std::vector<Completion>* out);
 
   int peer_;
@@ -81,11 +108,23 @@ class Connection : public Endpoint {
 
   Header hdr_{};
   size_t hdr_got_ = 0;
+  std::vector<char> ahead_;  // bytes read, not yet parsed: [ahead_pos_, ahead_end_)
+  size_t ahead_pos_ = 0, ahead_end_ = 0;
   bool stalled_ = false;
   bool in_payload_ = false;
   RecvOp current_{};
   size_t payload_got_ = 0;
   std::string abort_text_;
+
+  struct Parked {
+    uint64_t tag;
+    uint64_t check;
+    std::string payload;
+  };
+  bool reading_rest_ = false;  // the peer closed behind a stalled head: ReadSome is done with
+  bool rest_known_ = false;    // everything it sent is in parked_
+  std::string rest_;           // bytes after the stalled header, up to the close
+  std::deque<Parked> parked_;
 
   bool readable_ = true;
   bool writable_ = true;

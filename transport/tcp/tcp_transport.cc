@@ -128,32 +128,39 @@ Endpoint* TcpTransport::endpoint(int peer) {
 }
 
 Status TcpTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
-  size_t start = out->size();
+  return ProgressLoop(*this, WaitStyle{"tcp", kSpin, 0, crowded_}, out, deadline);
+}
+
+Status TcpTransport::Progress(std::vector<Completion>* out) {
+  // What the connections can finish without a system call first: a reply to a small message
+  // often is already read.
+  const size_t start = out->size();
+  for (auto& [peer, c] : conns_) c->Progress(out);
+  return out->size() > start ? Status::Ok() : Events(out, 0);
+}
+
+Status TcpTransport::Sleep(std::vector<Completion>* out, Deadline deadline) {
+  const int wait_ms = doorman_.has_callers() ? doorman_.NextExpiryMs(deadline.RemainingMs(1000))
+                                             : deadline.RemainingMs(1000);
+  return Events(out, wait_ms);
+}
+
+Status TcpTransport::Events(std::vector<Completion>* out, int wait_ms) {
   epoll_event events[64];
-  // Look without sleeping for a while first (unless ranks outnumber cores): a reply to a small
-  // message comes back within microseconds, and a sleep in epoll_wait costs a wake-up on top.
-  auto spin_until = std::chrono::steady_clock::now() + kSpin;
-  while (true) {
-    for (auto& [peer, c] : conns_) c->Progress(out);
-    if (out->size() > start) return Status::Ok();
-    bool spin = std::chrono::steady_clock::now() < spin_until;
-    if (spin && crowded_) ::sched_yield();
-    const int wait_ms = doorman_.has_callers() ? doorman_.NextExpiryMs(deadline.RemainingMs(1000))
-                                               : deadline.RemainingMs(1000);
-    int n = ::epoll_wait(epoll_fd_.get(), events, 64, spin ? 0 : wait_ms);
-    if (n < 0 && errno != EINTR) return ErrnoStatus(Code::kInternal, "epoll_wait", errno);
-    bool doorman = doorman_.has_callers() && doorman_.NextExpiryMs(1) == 0;
-    for (int i = 0; i < n; ++i) {
-      if (events[i].data.u32 == kDoormanId) {
-        doorman = true;
-        continue;
-      }
-      auto it = conns_.find(static_cast<int>(events[i].data.u32));
-      if (it != conns_.end()) it->second->OnEvents(events[i].events);
+  int n = ::epoll_wait(epoll_fd_.get(), events, 64, wait_ms);
+  if (n < 0 && errno != EINTR) return ErrnoStatus(Code::kInternal, "epoll_wait", errno);
+  bool doorman = doorman_.has_callers() && doorman_.NextExpiryMs(1) == 0;
+  for (int i = 0; i < n; ++i) {
+    if (events[i].data.u32 == kDoormanId) {
+      doorman = true;
+      continue;
     }
-    if (doorman) ServeDoorman();
-    if (n <= 0 && !spin && deadline.Expired()) return DeadlineExceeded("tcp: no progress before the deadline");
+    auto it = conns_.find(static_cast<int>(events[i].data.u32));
+    if (it != conns_.end()) it->second->OnEvents(events[i].events);
   }
+  if (doorman) ServeDoorman();
+  for (auto& [peer, c] : conns_) c->Progress(out);
+  return Status::Ok();
 }
 
 void TcpTransport::Abort(const std::string& cause) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "transport/progress_loop.h"
 #include "transport/socket.h"
 #include "transport/tcp/connection.h"
 #include "transport/tcp/doorman.h"
@@ -37,6 +38,14 @@ class TcpTransport : public Transport {
   // After start-up: refuses newcomers, and has epoll watch every caller still to finish its hello.
   void ServeDoorman();
   void WatchCallers();  // the epoll set watches every caller still to finish its hello
+  // ProgressLoop's parts (progress_loop.h): a turn is an epoll_wait without waiting, a sleep one
+  // that waits (up to a second, or until the doorman's next caller expires).
+  template <class B>
+  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline);
+  Status Progress(std::vector<Completion>* out);
+  void Watch(std::vector<Completion>*) {}  // a dead peer's socket says so itself
+  Status Sleep(std::vector<Completion>* out, Deadline deadline);
+  Status Events(std::vector<Completion>* out, int wait_ms);  // one epoll_wait, then every connection
 
   TransportOptions opts_;
   Fd listen_fd_;

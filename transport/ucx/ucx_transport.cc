@@ -342,35 +342,35 @@ void UcxTransport::FailPeer(int peer, const Status& why) {
 }
 
 Status UcxTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
-  const size_t start = out->size();
-  auto spin_until = std::chrono::steady_clock::now() + kSpin;
-  for (unsigned iter = 0;; ++iter) {
-    while (ucp_worker_progress(worker_) != 0) {
-    }
-    MatchFresh();
-    for (auto& [p, why] : aborts_) FailPeer(p, why);
-    aborts_.clear();
-    if (!losses_.empty())
-      for (auto& [p, why] : losses_.Due()) FailPeer(p, why);
-    if (!completed_.empty()) {
-      out->insert(out->end(), completed_.begin(), completed_.end());
-      completed_.clear();
-    }
-    if (out->size() > start) return Status::Ok();
-    if ((iter & 15) != 15) continue;
-    if (watch_.Due()) {
-      for (int p : watch_.Exited()) losses_.Add(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
-      if (!completed_.empty()) continue;
-    }
-    if (std::chrono::steady_clock::now() < spin_until) continue;
-    if (deadline.Expired()) return DeadlineExceeded("ucx: no progress before the deadline");
-    // Sleep until UCX has an event (or 10 ms, to look at the peers and the deadline).
-    ucs_status_t st = ucp_worker_arm(worker_);
-    if (st == UCS_ERR_BUSY) continue;
-    pollfd p{efd_, POLLIN, 0};
-    ::poll(&p, 1, deadline.RemainingMs(10));
-    spin_until = std::chrono::steady_clock::now() + kSpin;
+  return ProgressLoop(*this, WaitStyle{"ucx", kSpin, 15, false}, out, deadline);
+}
+
+Status UcxTransport::Progress(std::vector<Completion>* out) {
+  while (ucp_worker_progress(worker_) != 0) {
   }
+  MatchFresh();
+  for (auto& [p, why] : aborts_) FailPeer(p, why);
+  aborts_.clear();
+  if (!losses_.empty())
+    for (auto& [p, why] : losses_.Due()) FailPeer(p, why);
+  if (!completed_.empty()) {
+    out->insert(out->end(), completed_.begin(), completed_.end());
+    completed_.clear();
+  }
+  return Status::Ok();
+}
+
+void UcxTransport::Watch(std::vector<Completion>*) {
+  if (watch_.Due())
+    for (int p : watch_.Exited()) losses_.Add(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
+}
+
+Status UcxTransport::Sleep(std::vector<Completion>*, Deadline deadline) {
+  // Until UCX has an event (or 10 ms, to look at the peers and the deadline).
+  if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) return Status::Ok();
+  pollfd p{efd_, POLLIN, 0};
+  ::poll(&p, 1, deadline.RemainingMs(10));
+  return Status::Ok();
 }
 
 void UcxTransport::Abort(const std::string& cause) {

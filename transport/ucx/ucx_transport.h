@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "transport/peer_watch.h"
+#include "transport/progress_loop.h"
 #include "transport/transport.h"
 
 namespace hoop {
@@ -48,6 +49,12 @@ class UcxTransport : public Transport {
   static std::string Describe();
 
  private:
+  // ProgressLoop's parts (progress_loop.h).
+  template <class B>
+  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline);
+  Status Progress(std::vector<Completion>* out);
+  void Watch(std::vector<Completion>* out);
+  Status Sleep(std::vector<Completion>* out, Deadline deadline);
   struct Header {
     uint64_t match;
     uint64_t check;

@@ -1,0 +1,72 @@
+// The one wait behind every back end's Poll (shm, tcp, ucx, ofi, multi).
+//
+// Make progress and return as soon as something completed. Otherwise spin for a short while (a
+// reply to a small message comes back within microseconds, and a sleep costs a wake-up on top),
+// taking a slower look every few turns: hand the core over where ranks outnumber cores
+// (HostCrowded), ask whether a peer's process has exited, read the clock. Past the spin and
+// short of the deadline, sleep until the back end has news or a short while has passed (to look
+// at the peers and the deadline again), then spin again.
+//
+// A back end brings the three things that differ between them, as methods of `B`:
+//   Status Progress(std::vector<Completion>* out);  never blocks; appends what completed
+//   void Watch(std::vector<Completion>* out);       peers' processes (rate-limited by itself)
+//   Status Sleep(std::vector<Completion>* out, Deadline deadline);
+//                                                    blocks until news, a back end's short while,
+//                                                    or the deadline
+// A Progress or Sleep that fails (not a deadline) ends the wait with its error.
+#pragma once
+
+#include <sched.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/deadline.h"
+#include "common/status.h"
+#include "transport/transport.h"
+
+namespace hoop {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+struct WaitStyle {
+  const char* name = "";
+  std::chrono::microseconds spin{50};
+  // The slower look comes every (look_mask + 1) turns: 0 for a back end whose Progress is a
+  // system call anyway, more where a turn is a few loads from memory.
+  unsigned look_mask = 0;
+  bool crowded = false;  // HostCrowded: yield the core at every look while spinning
+};
+
+template <class B>
+Status ProgressLoop(B& b, const WaitStyle& style, std::vector<Completion>* out, Deadline deadline) {
+  const size_t start = out->size();
+  auto spin_until = std::chrono::steady_clock::now() + style.spin;
+  for (unsigned turn = 0;; ++turn) {
+    Status s = b.Progress(out);
+    if (!s.ok()) return s;
+    if (out->size() > start) return Status::Ok();
+    if ((turn & style.look_mask) != style.look_mask) {
+      CpuRelax();
+      continue;
+    }
+    if (style.crowded) ::sched_yield();
+    b.Watch(out);
+    if (out->size() > start) return Status::Ok();
+    if (std::chrono::steady_clock::now() < spin_until) continue;
+    if (deadline.Expired()) return DeadlineExceeded(std::string(style.name) + ": no progress before the deadline");
+    s = b.Sleep(out, deadline);
+    if (!s.ok()) return s;
+    if (out->size() > start) return Status::Ok();
+    spin_until = std::chrono::steady_clock::now() + style.spin;
+  }
+}
+
+}  // namespace hoop
