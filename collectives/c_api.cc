@@ -95,7 +95,7 @@ hoop_status_t Init(hoop_comm_t* out, const hoop::Config& cfg) {
   if (!job.ok()) return Report(job.status());
   *out = new hoop_comm;
   (*out)->job = std::move(job).value();
-  (*out)->config = std::make_unique<const hoop::Config>(cfg);
+  (*out)->config = std::make_shared<const hoop::Config>(cfg);
   (*out)->rank = cfg.rank;
   return HOOP_SUCCESS;
 }
@@ -353,6 +353,7 @@ hoop_status_t hoop_finalize(hoop_comm_t comm) {
       return BadArg("rank " + std::to_string(comm->rank) + ": hoop_finalize: the communicator was finalized already");
     if (comm->fusion_active.load())
       return BadArg("hoop_finalize: a tensor fusion runtime still drives this communicator; stop it first");
+    comm->own.reset();
     comm->job.reset();  // the struct stays, a tombstone (c_api_internal.h)
     comm->config.reset();
     hoop::capi::KeepAsTombstone(comm);

@@ -23,16 +23,20 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-// hoop_finalize releases everything a communicator holds but keeps this small struct (a few
-// pointers' worth) as a tombstone (job == null), so a call on a finalized handle is an error, not
-// a use after free.
+// hoop_finalize (hoop_comm_free) releases everything a communicator holds but keeps this small
+// struct (a few pointers' worth) as a tombstone (job == null), so a call on a finalized handle is
+// an error, not a use after free. A split's or dup's handle shares the job (the store, and the
+// connections of the communicator it came from) and holds its own communicator: the job's
+// communicator and connections stay until the last communicator using them is freed.
 struct hoop_comm {
-  std::unique_ptr<hoop::Job> job;
-  std::unique_ptr<const hoop::Config> config;  // what the job was joined with (fusion settings too)
+  std::shared_ptr<hoop::Job> job;
+  std::unique_ptr<hoop::Communicator> own;  // a split's or dup's; null: the job's own
+  std::shared_ptr<const hoop::Config> config;  // what the job was joined with (fusion settings too)
   int rank = -1;  // for messages, also once finalized
   // A tensor fusion runtime drives this communicator: direct collectives are refused meanwhile.
   std::atomic<bool> fusion_active{false};
-  hoop::Communicator* operator->() const { return job->comm.get(); }
+  hoop::Communicator& get() const { return own ? *own : *job->comm; }
+  hoop::Communicator* operator->() const { return &get(); }
   bool finalized() const { return job == nullptr; }
 };
 

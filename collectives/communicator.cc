@@ -106,14 +106,26 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
                                    << " (the back ends in use), this rank at " << (*transport)->Address()
                                    << "; rank " << o.rank << ", " << local_size << " on this host name"
                                    << " (HOOP_LOG_LEVEL=debug: the back end per peer and the plan per call shape)");
-  std::unique_ptr<Communicator> comm(new Communicator(o, &store, std::move(transport).value()));
+  Membership m;
+  m.hub = TransportHub::Make(std::move(transport).value());
+  for (const PeerInfo& p : peers) {
+    m.members.push_back(p.rank);
+    m.hosts.push_back(p.host);
+  }
+  auto view = m.hub->View(0, m.members, o.rank);
+  if (!view.ok()) return view.status().WithContext(ctx);
+  std::unique_ptr<Communicator> comm(new Communicator(o, &store, std::move(m), std::move(view).value()));
   // Nothing is queued yet, so this thread may use the transport.
   HOOP_RETURN_IF_ERROR(comm->mailbox_->Start().WithContext(ctx));
   return comm;
 }
 
-Communicator::Communicator(CommOptions opts, Store* store, std::unique_ptr<Transport> transport)
-    : opts_(std::move(opts)), store_(store), transport_(std::move(transport)), plans_(opts_.rank, opts_.size) {
+Communicator::Communicator(CommOptions opts, Store* store, Membership m, std::unique_ptr<Transport> transport)
+    : opts_(std::move(opts)),
+      store_(store),
+      membership_(std::move(m)),
+      transport_(std::move(transport)),
+      plans_(opts_.rank, opts_.size) {
   Mailbox::Options mo;
   mo.rank = opts_.rank;
   mo.size = opts_.size;
@@ -132,7 +144,29 @@ Communicator::~Communicator() {
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
   // Sends and receives nobody waited for: their Works complete, the transport goes.
-  mailbox_->FailAll(Aborted("the communicator was destroyed with the call pending"));
+  const Status pending = Aborted("the communicator was destroyed with the call pending");
+  TransportHub& hub = *membership_.hub;
+  if (hub.open_views() == 1 || !healthy()) {
+    mailbox_->FailAll(pending);
+    return;
+  }
+  // Other communicators go on over these connections: payloads already moving finish (the
+  // transport holds their memory), calls that never matched fail, and the mailbox stays with the
+  // hub, answering its peers, until each has said goodbye; only then is the id used again.
+  const Deadline deadline = Deadline::After(opts_.timeout);
+  while (mailbox_->Moving() && !deadline.Expired()) {
+    mailbox_->Progress(Deadline::After(std::chrono::milliseconds(10)));
+    AfterTurn();
+  }
+  if (mailbox_->Moving()) {  // a peer stopped halfway: the connections cannot be trusted
+    Poison(Aborted("rank " + std::to_string(opts_.rank) + ": freeing communicator '" + opts_.name +
+                   "': point-to-point payloads stopped moving (HOOP_TIMEOUT)"));
+    mailbox_->FailAll(pending);
+    return;
+  }
+  mailbox_->FailAll(pending);
+  mailbox_->Retire();
+  hub.Retire(std::move(transport_), std::move(mailbox_));
 }
 
 std::string Communicator::transport_name() const { return transport_->Label(); }
@@ -187,7 +221,7 @@ void Communicator::WorkerLoop() {
   // The wait between looks for sends and receives in flight when nothing is queued: a queued
   // call starts at most this late.
   constexpr auto kSlice = std::chrono::milliseconds(1);
-  SetThreadLogRank(opts_.rank);
+  SetThreadLogRank(membership_.members[static_cast<size_t>(opts_.rank)]);  // the job's rank, in a split too
   while (true) {
     std::optional<Op> op;
     {
@@ -293,7 +327,14 @@ size_t Communicator::DescCount(const Op& op) {
 
 std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo, Compression wire) const {
   std::ostringstream os;
-  os << "rank " << opts_.rank << ": " << CollKindName(op.kind) << " #" << seq << " (" << AlgoName(algo);
+  os << "rank " << opts_.rank;
+  if (membership_.id != 0) {  // a split's ranks are not the job's: say which they are
+    os << " of '" << opts_.name << "' (its ranks are ranks ";
+    for (size_t r = 0; r < membership_.members.size() && r < 8; ++r) os << (r ? "," : "") << membership_.members[r];
+    if (membership_.members.size() > 8) os << ",...";
+    os << " of the job)";
+  }
+  os << ": " << CollKindName(op.kind) << " #" << seq << " (" << AlgoName(algo);
   if (op.kind != CollKind::kBarrier)
     os << ", " << DescCount(op) << " x " << DTypeName(UsesOut(op) ? op.out.dtype : op.in.dtype);
   if (op.kind == CollKind::kAllreduce || op.kind == CollKind::kReduceScatter || op.kind == CollKind::kReduce ||

@@ -26,6 +26,7 @@
 #include "common/config.h"
 #include "common/dtype.h"
 #include "common/status.h"
+#include "transport/shared_transport.h"
 #include "transport/store.h"
 #include "transport/transport.h"
 
@@ -98,6 +99,8 @@ class Work {
   std::shared_ptr<State> state_;
 };
 
+inline constexpr int kUndefined = -1;  // Split's color for "no communicator" (HOOP_UNDEFINED)
+
 class Communicator {
  public:
   // `store` must outlive the communicator: a timeout uses it to find the rank that stopped.
@@ -159,6 +162,15 @@ class Communicator {
   // them: they complete whenever their peer does its part. Sends to self are allowed.
   Work Send(const Buffer& in, int peer, int tag, const CallOptions& o = {});
   Work Recv(const Buffer& out, int peer, int tag, std::shared_ptr<RecvInfo> info = nullptr, const CallOptions& o = {});
+  // Sub-communicators (split.cc), MPI_Comm_split's meaning: every rank calls it (a collective on
+  // this communicator); ranks with one color make one communicator, ordered by key, ties by rank
+  // here; kUndefined gives none (null). The new one talks over this one's connections
+  // (transport/shared_transport.h), in its own tag space, with its own worker and sequence, and
+  // may be used at the same time as this one. Arguments that disagree (a negative color, a rank
+  // that calls something else) fail on every rank. Connections are shared, and so is failure:
+  // one that poisons either poisons both, on every rank. Dup: Split(0, rank()).
+  StatusOr<std::unique_ptr<Communicator>> Split(int color, int key);
+  StatusOr<std::unique_ptr<Communicator>> Dup();
   // Poisons the communicator and tells the peers.
   void Abort(const std::string& cause);
   // No operation has failed (the communicator is not poisoned).
@@ -180,7 +192,14 @@ class Communicator {
     std::shared_ptr<P2pCall> p2p;  // a send or receive (kind is then meaningless)
     std::shared_ptr<Work::State> state;
   };
-  Communicator(CommOptions opts, Store* store, std::unique_ptr<Transport> transport);
+  // Where a communicator sits among those sharing its connections.
+  struct Membership {
+    std::shared_ptr<TransportHub> hub;
+    int id = 0;                      // its view's id (0: the communicator that made the connections)
+    std::vector<int> members;        // its rank r is the connections' rank members[r]
+    std::vector<std::string> hosts;  // by rank
+  };
+  Communicator(CommOptions opts, Store* store, Membership m, std::unique_ptr<Transport> transport);
   Work Submit(Op op, bool blocking);
   void WorkerLoop();
   void RunOne(const Op& op, bool caller_waits);  // runs (or refuses) one operation and completes its Work
@@ -232,8 +251,10 @@ class Communicator {
 
   CommOptions opts_;
   Store* store_;  // the job's store, for stall reports; outlives the communicator
+  uint32_t splits_ = 0;  // splits made from this communicator, which name the new ones
   std::vector<int> waiting_for_;  // the last operation's peers still awaited when it timed out
   std::unique_ptr<Mailbox> mailbox_;  // destroyed after the transport that holds its memory
+  Membership membership_;  // the hub: the back end goes with its last communicator
   std::unique_ptr<Transport> transport_;  // used only by whoever holds running_
   StagingPool staging_;
   PlanCache plans_;

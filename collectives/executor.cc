@@ -39,10 +39,12 @@ size_t StagingPool::Acquire() {
 
 namespace {
 
-// A collective message's match word: sequence (23 bits), chunk (24), message within the chunk's
-// step (16). Bit 63 stays clear: it marks point-to-point traffic (mailbox.h).
+// A collective message's match word: sequence (15 bits: links keep order, so a rank at most
+// a few operations ahead of its peer never aliases), chunk (24), message within the chunk's step
+// (16). Bits 55-62 are the communicator's (transport/shared_transport.h); bit 63 marks
+// point-to-point traffic (mailbox.h).
 uint64_t MatchTag(uint32_t seq, uint32_t chunk, uint16_t msg) {
-  return (uint64_t(seq & 0x7fffff) << 40) | (uint64_t(chunk & 0xffffff) << 16) | msg;
+  return (uint64_t(seq & 0x7fff) << 40) | (uint64_t(chunk & 0xffffff) << 16) | msg;
 }
 
 class Run {
@@ -85,7 +87,8 @@ class Run {
       if (acted_count_ == n && pending_sends_ == 0) return Status::Ok();
       done.clear();
       Status s = t_.Poll(&done, a_.deadline);
-      if (!s.ok()) return TimeoutError();
+      if (s.code() == Code::kDeadlineExceeded) return TimeoutError();
+      if (!s.ok()) return s;  // the connections failed under another communicator (shared_transport.h)
       for (const Completion& c : done) {
         if (c.op_id >> 63) {  // point-to-point traffic (mailbox.h)
           if (a_.foreign) a_.foreign(c);

@@ -22,7 +22,7 @@ Mailbox::~Mailbox() = default;
 
 uint64_t Mailbox::FrameMatch(uint64_t n) const { return kP2pBit | (n & ((uint64_t{1} << 48) - 1)); }
 uint64_t Mailbox::DataMatch(uint64_t msg, uint64_t piece) const {
-  return kP2pBit | kDataBit | ((msg & 0xffffffff) << 24) | (piece & 0xffffff);
+  return kP2pBit | kDataBit | ((msg & 0x3fffffff) << 24) | (piece & 0xffffff);
 }
 
 Status Mailbox::Start() {
@@ -67,6 +67,7 @@ void Mailbox::SendFrame(int peer, Frame f) {
   const Region& r = frame_regions_[*slot / kFramesPerBlock];
   const size_t off = (*slot % kFramesPerBlock) * kFrameBytes;
   std::memcpy(static_cast<char*>(r.base) + off, &f, kFrameBytes);
+  ++frames_out_;
   t_.endpoint(peer)->PostSend(r, off, kFrameBytes, Tag{FrameMatch(ps.next_out++), kFrameCheck}, OpId(Kind::kFrameOut, *slot));
 }
 
@@ -223,8 +224,10 @@ void Mailbox::OnFrame(int peer, const Frame& f) {
   }
   switch (f.kind) {
     case kCredit: return;
+    case kBye: return LosePeer(peer, FailedPrecondition("freed the communicator"));
     case kEager:
     case kRts: {
+      if (retiring_) return;  // sent to a communicator this rank freed: nobody will receive it
       auto a = std::make_unique<Arrival>();
       a->id = next_id_++;
       a->peer = peer;
@@ -400,17 +403,23 @@ void Mailbox::ReturnCredit(int peer, uint64_t bytes) {
 void Mailbox::Handle(const Completion& c) {
   const Kind kind = static_cast<Kind>((c.op_id >> 56) & 0x7f);
   const uint64_t id = c.op_id & kIdMask;
+  if (kind == Kind::kFrameOut) {  // done with the frame either way
+    --frames_out_;
+    free_frames_.push_back(id);
+  }
   if (!c.status.ok()) return LosePeer(c.peer, c.status);
   switch (kind) {
     case Kind::kFrameIn: {
       const int peer = static_cast<int>(id);
       Frame f;
       std::memcpy(&f, static_cast<const char*>(in_frames_.base) + kFrameBytes * id, kFrameBytes);
-      ++peers_[id]->next_in;
-      if (!closed_) PostFrameRecv(peer);
+      PeerState& ps = *peers_[id];
+      ++ps.next_in;
+      if (f.kind == kBye) ps.bye = true;  // its last frame
+      else if (!closed_ || retiring_) PostFrameRecv(peer);
       return OnFrame(peer, f);
     }
-    case Kind::kFrameOut: free_frames_.push_back(id); return;
+    case Kind::kFrameOut: return;
     case Kind::kDataOut: {
       auto it = sends_.find(id);
       if (it == sends_.end() || --it->second->pieces_left > 0) return;
@@ -428,7 +437,9 @@ void Mailbox::Handle(const Completion& c) {
 
 void Mailbox::Progress(Deadline deadline) {
   done_.clear();
-  (void)t_.Poll(&done_, deadline);  // nothing by the deadline is no failure here
+  Status s = t_.Poll(&done_, deadline);  // nothing by the deadline is no failure here
+  if (!s.ok() && s.code() != Code::kDeadlineExceeded && fatal_.ok())
+    fatal_ = s.WithContext("rank " + std::to_string(o_.rank) + ": point-to-point");  // the connections failed
   for (const Completion& c : done_)
     if (c.op_id & kP2pBit) Handle(c);
   // Deadlines are seconds long: looking every 10 ms keeps the scan off the fast path.

@@ -43,6 +43,7 @@
 #include "common/deadline.h"
 #include "common/dtype.h"
 #include "common/status.h"
+#include "transport/shared_transport.h"
 #include "transport/transport.h"
 
 namespace hoop {
@@ -72,7 +73,9 @@ struct P2pCall {
   Deadline deadline = Deadline::Never();        // set by Post: now + HOOP_TIMEOUT
 };
 
-class Mailbox {
+// A Leftover (shared_transport.h) once retired: a freed communicator's mailbox stays with the hub
+// until every peer has said goodbye.
+class Mailbox : public Leftover {
  public:
   struct Options {
     int rank = 0;
@@ -82,7 +85,7 @@ class Mailbox {
     std::chrono::milliseconds timeout{300000};
   };
   Mailbox(Transport& t, Options o);
-  ~Mailbox();
+  ~Mailbox() override;
   Mailbox(const Mailbox&) = delete;
   Mailbox& operator=(const Mailbox&) = delete;
 
@@ -91,7 +94,7 @@ class Mailbox {
   // Starts a send or a receive (checked by the caller); `call->complete` runs when it is done.
   void Post(std::shared_ptr<P2pCall> call);
   // A completion whose op id carries kP2pBit.
-  void Handle(const Completion& c);
+  void Handle(const Completion& c) override;
   // Polls the transport until something completes or `deadline` (no collective running).
   void Progress(Deadline deadline);
   // Fails the calls past their deadline that the transport holds nothing of; one that it does
@@ -104,6 +107,14 @@ class Mailbox {
   const Status& fatal() const { return fatal_; }
   // Completes every pending call with `why`; the mailbox takes nothing more after it.
   void FailAll(const Status& why);
+  // The transport holds memory of a call: a payload is being sent or received.
+  bool Moving() const;
+  // After FailAll, its communicator freed while others go on over the same connections: says
+  // goodbye to every peer (a frame after all this rank sent it) and from then on only answers
+  // (a late CTS gets its NACK) and reposts frame receives, until Done(): every peer has said
+  // goodbye or is gone, and every frame and payload this rank sent is out.
+  void Retire();
+  bool Done() const override;
 
  private:
   struct Frame;
@@ -158,6 +169,8 @@ class Mailbox {
   size_t live_ = 0;
   Status fatal_;
   bool closed_ = false;
+  bool retiring_ = false;
+  size_t frames_out_ = 0;  // frame sends not yet complete
   std::vector<Completion> done_;
   Deadline::Clock::time_point next_expire_{};
 };

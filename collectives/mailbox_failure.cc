@@ -126,4 +126,32 @@ void Mailbox::FailAll(const Status& why) {
   for (auto& c : calls) Complete(c, Status(why.code(), Describe(*c) + ": " + why.message()));
 }
 
+bool Mailbox::Moving() const {
+  for (const auto& [id, s] : sends_)
+    if (s->state == Send::kSending) return true;
+  for (const auto& [id, a] : arrivals_)
+    if (a->posted && !a->landed) return true;
+  return false;
+}
+
+void Mailbox::Retire() {
+  retiring_ = true;
+  for (int p = 0; p < o_.size; ++p) {
+    const PeerState& ps = *peers_[static_cast<size_t>(p)];
+    if (p == o_.rank || (!ps.lost.ok() && !ps.bye)) continue;  // gone; one that said goodbye first waits for ours
+    Frame bye;
+    bye.kind = kBye;
+    SendFrame(p, bye);
+  }
+}
+
+bool Mailbox::Done() const {
+  if (frames_out_ > 0 || !sends_.empty()) return false;  // a frame, or a NACK's zero payload, still going
+  for (int p = 0; p < o_.size; ++p) {
+    const PeerState& ps = *peers_[static_cast<size_t>(p)];
+    if (p != o_.rank && !ps.bye && ps.lost.ok()) return false;
+  }
+  return true;
+}
+
 }  // namespace hoop

@@ -18,9 +18,12 @@ inline constexpr size_t kInlineBytes = 24;
 inline constexpr size_t kFramesPerBlock = 256;
 inline constexpr uint64_t kFrameCheck = 0x6672616d65703270;  // "p2pframe": both ends must agree
 inline constexpr uint64_t kDataCheck = 0x6461746170327000;
-inline constexpr uint64_t kDataBit = uint64_t{1} << 62;
-inline constexpr uint64_t kIdMask = (uint64_t{1} << 56) - 1;
-enum FrameKind : uint32_t { kEager = 1, kRts, kCts, kCredit, kNack };
+// Match words: bit 63 (kP2pBit), then the communicator's bits 55-62 (shared_transport.h), so a
+// payload piece's word is kDataBit, 30 bits of message number and 24 of piece; a frame's is its
+// 48-bit number. Op ids: kind in bits 56-62, the communicator's bits 48-55, then the 48-bit id.
+inline constexpr uint64_t kDataBit = uint64_t{1} << 54;
+inline constexpr uint64_t kIdMask = (uint64_t{1} << 48) - 1;
+enum FrameKind : uint32_t { kEager = 1, kRts, kCts, kCredit, kNack, kBye };
 }  // namespace mailbox_wire
 using namespace mailbox_wire;  // NOLINT: the mailbox's files only include this header
 
@@ -76,6 +79,7 @@ struct Mailbox::PeerState {
   uint64_t credit = 0, owed = 0;
   std::deque<uint64_t> waiting;  // send ids, in post order
   Status lost;  // the peer is gone
+  bool bye = false;  // the peer freed the communicator: no more frames come from it
 };
 
 }  // namespace hoop

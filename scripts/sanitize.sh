@@ -25,11 +25,13 @@ configure() {  # tree, sanitizers, extra cmake flags...
 bounded() {
   local secs=$1
   shift
+  local start=$SECONDS
   echo "sanitize: $*"
   if ! timeout --kill-after=10 "$secs" "$@"; then
     echo "sanitize: FAILED (or ran past ${secs} s): $*" >&2
     return 1
   fi
+  echo "sanitize: ($((SECONDS - start)) s)"
 }
 
 reports_clean() {
@@ -47,10 +49,12 @@ reports_clean() {
 
 run_asan() {
   local tree=build-asan reports
+  local start=$SECONDS
   configure "$tree" address,undefined -DHOOP_BUILD_FUZZERS=ON
   cmake --build "$tree" -j2 --target hoop-unit-tests hoop-multiproc-tests hoop-test-rank hoop-probe-rank \
     hoop-fusion-rank hooprun hoop-c-api-test hoop-c-fusion-test hoop-c-nonblocking-test hoop-c-more-collectives-test \
-    hoop-c-p2p-test
+    hoop-c-p2p-test hoop-c-split-test
+  echo "sanitize: built $tree ($((SECONDS - start)) s)"
   reports=$PWD/$tree/sanitizer-reports
   rm -rf "$reports" && mkdir -p "$reports"
   export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1:abort_on_error=0"
@@ -67,6 +71,7 @@ run_asan() {
     bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-more-collectives-test"
     bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-fusion-test"
     bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-p2p-test"
+    bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-split-test"
   done
   bounded 60 "$tree/bin/hooprun" -np 3 -x HOOP_UNEXPECTED_BYTES=4K "$tree/bin/hoop-c-p2p-test" credit
   unset ASAN_OPTIONS UBSAN_OPTIONS HOOPTEST_BACKENDS
@@ -75,17 +80,22 @@ run_asan() {
 
 run_tsan() {
   local tree=build-tsan reports
+  local start=$SECONDS
   configure "$tree" thread
-  cmake --build "$tree" -j2 --target hoop-unit-tests hoop-multiproc-tests hoop-fusion-rank hooprun hoop-c-p2p-test
+  cmake --build "$tree" -j2 --target hoop-unit-tests hoop-multiproc-tests hoop-fusion-rank hooprun hoop-c-p2p-test \
+    hoop-c-split-test
+  echo "sanitize: built $tree ($((SECONDS - start)) s)"
   reports=$PWD/$tree/sanitizer-reports
   rm -rf "$reports" && mkdir -p "$reports"
   export TSAN_OPTIONS="log_path=$reports/tsan:second_deadlock_stack=1"
   export UCX_MEM_EVENTS=no UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none
   export HOOPTEST_BACKENDS=tcp,shm
-  bounded 120 "$tree/bin/hoop-unit-tests" "[fusion]"
+  # [split]: a split, a dup and their parent driven from several threads over shared connections.
+  bounded 120 "$tree/bin/hoop-unit-tests" "[fusion],[split]"
   bounded 600 "$tree/bin/hoop-multiproc-tests" "[fusion]"
   # Point-to-point: the caller's thread and the communicator's worker both drive the transport.
   bounded 120 "$tree/bin/hooprun" -np 3 "$tree/bin/hoop-c-p2p-test"
+  bounded 120 "$tree/bin/hooprun" -np 3 "$tree/bin/hoop-c-split-test"
   unset TSAN_OPTIONS UCX_MEM_EVENTS UCX_MEM_MALLOC_HOOKS UCX_MEM_MMAP_HOOK_MODE HOOPTEST_BACKENDS
   reports_clean "$reports"
 }

@@ -98,7 +98,7 @@ hoop_status_t hoop_fusion_start(hoop_comm_t comm, hoop_fusion_t* fusion) {
     if (!comm->fusion_active.compare_exchange_strong(expected, true))
       return BadArg("rank " + std::to_string(comm->rank) +
                     ": hoop_fusion_start: a tensor fusion runtime already drives this communicator");
-    auto rt = fu::Runtime::Start(*comm->job->comm, fu::FusionOptions::FromConfig(*comm->config));
+    auto rt = fu::Runtime::Start(comm->get(), fu::FusionOptions::FromConfig(*comm->config));
     if (!rt.ok()) {
       comm->fusion_active = false;
       return Report(rt.status().WithContext("hoop_fusion_start"));

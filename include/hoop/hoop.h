@@ -39,12 +39,13 @@
 extern "C" {
 #endif
 
-#define HOOP_API_VERSION 8 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+#define HOOP_API_VERSION 9 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
                               6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
                               7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
                                  hoop_reduce_scatterv, hoop_alltoallv;
-                              8: point-to-point (hoop_send, hoop_recv, hoop_isend, hoop_irecv) */
+                              8: point-to-point (hoop_send, hoop_recv, hoop_isend, hoop_irecv);
+                              9: sub-communicators (hoop_comm_split, hoop_comm_dup, hoop_comm_free) */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -262,6 +263,33 @@ hoop_status_t hoop_isend(hoop_comm_t comm, const void* buf, size_t count, hoop_d
                          hoop_request_t* request);
 hoop_status_t hoop_irecv(hoop_comm_t comm, void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
                          hoop_recv_info_t* info, hoop_request_t* request);
+
+/* ---- Sub-communicators ----
+ *
+ * hoop_comm_split, MPI_Comm_split's meaning: every rank of comm calls it (a collective on comm);
+ * the ranks passing one color (>= 0) make one new communicator, ranked by key (ties: by rank in
+ * comm); a rank passing HOOP_UNDEFINED gets none (*newcomm is NULL). hoop_comm_dup is a split
+ * with one color and keys in comm's order. A new communicator opens no connections: it talks
+ * over comm's, in its own tag space with its own order of calls, so communicators of disjoint
+ * groups (and, from different threads, overlapping ones) run their calls at the same time. Ranks
+ * that share two communicators should issue their calls on them in the same order: a message of
+ * one waits on the link behind an earlier one of the other (as with NCCL's communicators). Up to
+ * 255 communicators may share one set of connections on a rank.
+ *
+ * Arguments that disagree fail on every rank, not one: a negative color other than HOOP_UNDEFINED,
+ * a rank that calls another collective instead (the error names both calls), a rank that never
+ * calls (HOOP_TIMEOUT, naming it). Communicators sharing connections share failure: a call that
+ * fails one (a lost rank, a timeout) fails all of them, on every rank.
+ *
+ * hoop_comm_free releases a communicator (hoop_finalize does the same; either works on any
+ * communicator, the one from hoop_init* included): a freed split waits for payloads already
+ * moving, fails sends and receives never matched, and its id is reused once every member freed
+ * it. The connections, and the communicator they were made for, stay until the last communicator
+ * using them is freed. */
+#define HOOP_UNDEFINED (-1)
+hoop_status_t hoop_comm_split(hoop_comm_t comm, int color, int key, hoop_comm_t* newcomm);
+hoop_status_t hoop_comm_dup(hoop_comm_t comm, hoop_comm_t* newcomm);
+hoop_status_t hoop_comm_free(hoop_comm_t comm);
 
 /* Wire compression of f32 and f64 sum/avg allreduces: the data travels in 16 bits, and every
  * hop of the ring decodes what it receives, adds it in the data's own type and encodes again;

@@ -184,6 +184,20 @@ class Comm {
     return Request(r);
   }
 
+  // Sub-communicators (hoop.h: hoop_comm_split). Split with HOOP_UNDEFINED gives an empty Comm
+  // (valid() false); the others are freed when the Comm goes.
+  Comm Split(int color, int key) const {
+    hoop_comm_t c = nullptr;
+    Check(hoop_comm_split(c_, color, key, &c));
+    return Comm(c);
+  }
+  Comm Dup() const {
+    hoop_comm_t c = nullptr;
+    Check(hoop_comm_dup(c_, &c));
+    return Comm(c);
+  }
+  bool valid() const noexcept { return c_ != nullptr; }
+
   // Point-to-point (hoop.h says how messages match and when they complete). Recv's span may be
   // longer than the message; the returned info says how many elements came, and from whom.
   template <class T>

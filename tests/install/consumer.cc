@@ -1,6 +1,6 @@
 // Built against an installed hoop by the install test, through the public C++ header alone:
-// a blocking and a nonblocking allreduce, a send/receive around a ring, and a refused call caught
-// as hoop::api::Error.
+// a blocking and a nonblocking allreduce, a send/receive around a ring, a split in halves, and a
+// refused call caught as hoop::api::Error.
 #include <hoop/hoop.hpp>
 
 #include <cstdio>
@@ -22,15 +22,21 @@ int main() {
     comm.Send<double>(mine, (comm.rank() + 1) % n, 4);
     rr.Wait();
     const bool ring = info.count == 5 && info.source == (comm.rank() + n - 1) % n && left[4] == info.source * 10.0;
+    // Halves: each sums its ranks.
+    hoop::api::Comm half = comm.Split(comm.rank() * 2 / n, comm.rank());
+    std::vector<std::int64_t> one(1, comm.rank()), sum(1);
+    half.Allreduce<std::int64_t>(one, sum, HOOP_SUM);
+    const int lo = comm.rank() * 2 / n == 0 ? 0 : (n + 1) / 2, hi = comm.rank() * 2 / n == 0 ? (n + 1) / 2 : n;
+    const bool split = half.size() == hi - lo && sum[0] == std::int64_t(hi - 1 + lo) * (hi - lo) / 2;
     bool refused = false;
     try {
       comm.Broadcast<float>(grad, n);  // root out of range
     } catch (const hoop::api::Error& e) {
       refused = e.status() == HOOP_ERR_INVALID_ARGUMENT;
     }
-    bool ok = grad[0] == float(n + 1) / 2 && grad[1000] == grad[0] && out[6] == n - 1 && ring && refused;
-    std::printf("consumer-cxx rank %d of %d: avg %g, max %d, ring %d, bad root refused %d: %s\n", comm.rank(), n,
-                grad[0], out[6], ring, refused, ok ? "ok" : "WRONG");
+    bool ok = grad[0] == float(n + 1) / 2 && grad[1000] == grad[0] && out[6] == n - 1 && ring && split && refused;
+    std::printf("consumer-cxx rank %d of %d: avg %g, max %d, ring %d, split %d, bad root refused %d: %s\n", comm.rank(),
+                n, grad[0], out[6], ring, split, refused, ok ? "ok" : "WRONG");
     return ok ? 0 : 1;
   } catch (const hoop::api::Error& e) {
     std::fprintf(stderr, "consumer-cxx: %s\n", e.what());

@@ -2,7 +2,8 @@
 // the nonblocking calls (tests/launch/c_nonblocking_test.c: requests in flight, waited out of
 // order, tested until done, freed early, pending at finalize, refused when bad) and reduce,
 // gather, scatter and alltoall (tests/launch/c_more_collectives_test.c), point-to-point
-// (tests/launch/c_p2p_test.c; also with a tiny HOOP_UNEXPECTED_BYTES, and a receive that times out).
+// (tests/launch/c_p2p_test.c; also with a tiny HOOP_UNEXPECTED_BYTES, and a receive that times out),
+// sub-communicators (tests/launch/c_split_test.c; also a split one rank does not call).
 #include <catch2/catch.hpp>
 
 #include "tests/support/backends.h"
@@ -67,5 +68,26 @@ TEST_CASE("C point-to-point: a receive nobody sends to fails at HOOP_TIMEOUT nam
     CHECK(r.exit_code == 0);
     CHECK(r.output.find("c-p2p ok rank 0 of 2") != std::string::npos);
     CHECK(r.output.find("c-p2p ok rank 1 of 2") != std::string::npos);
+  }
+}
+
+TEST_CASE("C sub-communicators over every back end", "[split]") {
+  RunEverywhere("hoop-c-split-test", "c-split");
+}
+
+TEST_CASE("C split that one rank does not call: every rank gets an error, none hangs", "[split]") {
+  for (const char* label : {"shm", "tcp"}) {
+    if (!Selected(label)) continue;
+    std::vector<std::string> cmd = {Bin("hooprun"), "-np", "4", "--oversubscribe", "-x", "HOOP_TIMEOUT=20"};
+    for (const auto& [k, v] : Named(label).env) cmd.insert(cmd.end(), {"-x", k + "=" + v});
+    cmd.insert(cmd.end(), {Bin("hoop-c-split-test"), "missing"});
+    auto r = RunProc(cmd, Within(60));
+    INFO(label << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.seconds < 15);  // the disagreement is seen at once, not at HOOP_TIMEOUT
+    for (int k = 0; k < 4; ++k) CHECK(r.output.find("c-split ok rank " + std::to_string(k) + " of 4") != std::string::npos);
+    // Whichever side meets the other's call first names both.
+    CHECK((r.output.find("collective allgather here, barrier on rank 3") != std::string::npos ||
+           r.output.find("collective barrier here, allgather on rank") != std::string::npos));
   }
 }

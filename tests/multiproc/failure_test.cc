@@ -48,6 +48,37 @@ TEST_CASE("a rank killed mid-allreduce: the others fail fast naming it, hooprun 
   }
 }
 
+TEST_CASE("a rank killed inside a sub-communicator's allreduce: every rank of every communicator learns of it",
+          "[multiproc][failure][split]") {
+  for (const char* label : {"shm", "tcp"}) {
+    if (!Selected(label)) continue;
+    DYNAMIC_SECTION(label) {
+      // Halves {0,1,2,3} and {4,5,6,7}, each running its own allreduces; rank 6 dies.
+      const int n = 8, victim = 6;
+      std::string marker = NewMarker();
+      ProcOptions o;
+      o.env = Named(label).env;
+      o.timeout_s = 60;
+      o.env["HOOP_TIMEOUT"] = "30";
+      auto r = RunProc({Bin("hooprun"), "-np", std::to_string(n), "--oversubscribe", Bin("hoop-test-rank"),
+                        "split_kill", std::to_string(victim), marker}, o);
+      INFO(r.output);
+      REQUIRE_FALSE(r.timed_out);
+      CHECK(r.exit_code != 0);
+      CHECK(r.seconds < 15);
+      for (int rank = 0; rank < n; ++rank) {
+        if (rank == victim) continue;
+        std::string line = LineOf(r.output, "rank " + std::to_string(rank) + ": error after");
+        INFO("rank " << rank << ": " << line);
+        CHECK_FALSE(line.empty());
+        // Its half saw the lost connection; the other half heard the abort that names it.
+        CHECK(line.find("lost peer 6") != std::string::npos);
+      }
+      CHECK(WaitGone(marker, 5) == 0);
+    }
+  }
+}
+
 TEST_CASE("ranks calling allreduce with different counts get an error, not a hang", "[multiproc][failure]") {
   for (const Backend& b : Backends()) {
   DYNAMIC_SECTION(b.label) {

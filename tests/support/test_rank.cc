@@ -18,6 +18,7 @@
 //                    (hostile_rank.cc)
 //   fd_flood         hooprun's store flooded while hooprun is out of descriptors (ditto)
 // Extra arguments (a marker the tests use to find stray processes) are ignored.
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -255,30 +256,48 @@ struct Matrix {
 };
 
 int RunMatrix(Communicator& c) {
+  // The matrix allocates and frees megabytes per case: keep them in the heap instead of mapping
+  // fresh (zeroed) pages every time, which cost as much as the checks.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   Matrix m{c};
   m.Run();
   std::printf("rank %d: matrix %s: %d checks, %d failed\n", c.rank(), m.failures ? "FAILED" : "ok", m.checks, m.failures);
   return m.failures ? 1 : 0;
 }
 
-int RunKill(Communicator& c, int victim) {
-  const size_t count = 8 << 20;  // 32 MiB of f32: each call takes tens of milliseconds
+// Runs allreduces of `count` floats on `on` (up to `calls`), `victim` (a rank of `job`) dying
+// 0.4 s in; prints the first error with the time it took to see it, or that none came.
+int AllreduceUntilError(Communicator& job, Communicator& on, int victim, size_t count, int calls) {
   std::vector<float> in(count, 1.0f), out(count);
-  if (c.rank() == victim) {
-    test::KillSelfAfter(std::chrono::milliseconds(400));
-  }
+  if (job.rank() == victim) test::KillSelfAfter(std::chrono::milliseconds(400));
   auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < 1000; ++i) {
-    Status s = c.Allreduce({in.data(), count, DType::kF32}, {out.data(), count, DType::kF32}, ReduceOp::kSum).Wait();
+  for (int i = 0; i < calls; ++i) {
+    Status s = on.Allreduce({in.data(), count, DType::kF32}, {out.data(), count, DType::kF32}, ReduceOp::kSum).Wait();
     if (!s.ok()) {
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      std::printf("rank %d: error after %.0f ms: %s\n", c.rank(), ms, s.ToString().c_str());
+      std::printf("rank %d: error after %.0f ms: %s\n", job.rank(), ms, s.ToString().c_str());
       std::fflush(stdout);
       return 1;
     }
   }
-  std::printf("rank %d: no error seen\n", c.rank());
+  std::printf("rank %d: no error seen\n", job.rank());
   return 0;
+}
+
+// 32 MiB of f32 per call: each takes tens of milliseconds.
+int RunKill(Communicator& c, int victim) { return AllreduceUntilError(c, c, victim, 8 << 20, 1000); }
+
+// Halves of the job (split), each running allreduces on its own communicator; `victim`, in the
+// second half, dies 0.4 s in. Every survivor, in either half, must fail naming it: its half's
+// ranks see the lost connection, the other half hears their abort over the shared connections.
+int RunSplitKill(Communicator& c, int victim) {
+  auto half = c.Split(c.rank() * 2 / c.size(), c.rank());
+  if (!half.ok()) {
+    std::printf("rank %d: split failed: %s\n", c.rank(), half.status().ToString().c_str());
+    return 1;
+  }
+  return AllreduceUntilError(c, **half, victim, 1 << 20, 100000);
 }
 
 int RunMismatch(Communicator& c) {
@@ -337,6 +356,7 @@ int main(int argc, char** argv) {
   if (mode == "matrix") return RunMatrix(c);
   if (mode == "kill" && argc > 2) return RunKill(c, std::atoi(argv[2]));
   if (mode == "mismatch") return RunMismatch(c);
+  if (mode == "split_kill" && argc > 2) return RunSplitKill(c, std::atoi(argv[2]));
   if (mode == "straggler" && argc > 2) return RunStraggler(c, std::atoi(argv[2]));
   if (mode == "compress") return RunCompress(c);
   if (mode == "compress_mismatch") return RunCompressMismatch(c);
