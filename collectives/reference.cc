@@ -14,50 +14,87 @@ uint64_t SplitMix(uint64_t& s) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
-double ValueFor(DType dtype, ReduceOp op, uint64_t r) {
-  bool is_unsigned = dtype == DType::kU8;
-  if (dtype == DType::kBool) return static_cast<double>(r & 1);
+// A uniform integer in [0, span) from the top 32 bits of r (multiply and shift: no division).
+uint32_t Below(uint64_t r, uint32_t span) { return static_cast<uint32_t>(((r >> 32) * span) >> 32); }
+
+// The values one (dtype, op) draws from: `span` equally likely ones, lo, lo + 1, ..., or the
+// entries of `choices` where the set is not a range.
+struct Draw {
+  int64_t lo = 0;
+  uint32_t span = 1;
+  const int64_t* choices = nullptr;
+  int64_t at(uint32_t k) const { return choices ? choices[k] : lo + k; }
+};
+
+Draw DrawFor(DType dtype, ReduceOp op) {
+  static const int64_t kProdChoices[] = {-2, -1, 1, 2};
+  const bool is_unsigned = dtype == DType::kU8;
+  if (dtype == DType::kBool) return {0, 2};
   switch (op) {
     case ReduceOp::kBand:
     case ReduceOp::kBor:
     case ReduceOp::kBxor:  // random bits, the sign bit among them for the signed types
-      if (dtype == DType::kU8) return static_cast<double>(r & 0xff);
-      if (dtype == DType::kI8) return static_cast<double>(static_cast<int>(r & 0xff) - 128);
-      return static_cast<double>(static_cast<int64_t>(r & 0xfffff) - (1 << 19));
-    case ReduceOp::kProd: {
-      static const double choices[] = {-2, -1, 1, 2};
-      static const double uchoices[] = {1, 2, 1, 2};
-      return is_unsigned ? uchoices[r % 4] : choices[r % 4];
-    }
+      if (dtype == DType::kU8) return {0, 256};
+      if (dtype == DType::kI8) return {-128, 256};
+      return {-(1 << 19), 1 << 20};
+    case ReduceOp::kProd:
+      return is_unsigned ? Draw{1, 2} : Draw{0, 4, kProdChoices};
     case ReduceOp::kMin:
     case ReduceOp::kMax:
-      if (dtype == DType::kI8) return static_cast<double>(static_cast<int>(r % 256) - 128);
-      return is_unsigned ? static_cast<double>(r % 256) : static_cast<double>(static_cast<int>(r % 1001) - 500);
+      if (dtype == DType::kI8) return {-128, 256};
+      return is_unsigned ? Draw{0, 256} : Draw{-500, 1001};
     default:
-      return is_unsigned ? static_cast<double>(r % 17) : static_cast<double>(static_cast<int>(r % 17) - 8);
+      return is_unsigned ? Draw{0, 17} : Draw{-8, 17};
+  }
+}
+
+// One loop per element type: small sets are converted once into a table (so f16 and bf16 cost
+// a lookup, not a conversion, per element); the one wide set (bits for i32/i64) converts directly.
+template <class T, class Conv>
+void FillAs(void* buf, size_t count, uint64_t s, const Draw& d, Conv conv) {
+  T* out = static_cast<T*>(buf);
+  constexpr uint32_t kTable = 1024;
+  if (d.span <= kTable) {
+    T table[kTable];
+    for (uint32_t k = 0; k < d.span; ++k) table[k] = conv(d.at(k));
+    // Four draws from each random word, 16 bits apiece (a bias of under 2^-6 is no matter here).
+    const uint64_t span = d.span;
+    size_t i = 0;
+    for (; i + 4 <= count; i += 4) {
+      const uint64_t r = SplitMix(s);
+      out[i] = table[((r & 0xffff) * span) >> 16];
+      out[i + 1] = table[((r >> 16 & 0xffff) * span) >> 16];
+      out[i + 2] = table[((r >> 32 & 0xffff) * span) >> 16];
+      out[i + 3] = table[((r >> 48) * span) >> 16];
+    }
+    for (; i < count; ++i) out[i] = table[Below(SplitMix(s), d.span)];
+  } else {
+    for (size_t i = 0; i < count; ++i) out[i] = conv(d.at(Below(SplitMix(s), d.span)));
   }
 }
 template <class T>
-void Put(void* buf, size_t i, double v) {
-  static_cast<T*>(buf)[i] = static_cast<T>(v);
+T Cast(int64_t v) {
+  return static_cast<T>(v);
 }
 }  // namespace
 
 void FillInput(DType dtype, ReduceOp op, void* buf, size_t count, uint64_t seed) {
-  uint64_t s = seed * 0x2545f4914f6cdd1dull + 1;
-  for (size_t i = 0; i < count; ++i) {
-    double v = ValueFor(dtype, op, SplitMix(s));
-    switch (dtype) {
-      case DType::kU8: Put<uint8_t>(buf, i, v); break;
-      case DType::kI32: Put<int32_t>(buf, i, v); break;
-      case DType::kI64: Put<int64_t>(buf, i, v); break;
-      case DType::kF16: static_cast<uint16_t*>(buf)[i] = FloatToHalf(static_cast<float>(v)); break;
-      case DType::kBF16: static_cast<uint16_t*>(buf)[i] = FloatToBF16(static_cast<float>(v)); break;
-      case DType::kF32: Put<float>(buf, i, v); break;
-      case DType::kF64: Put<double>(buf, i, v); break;
-      case DType::kI8: Put<int8_t>(buf, i, v); break;
-      case DType::kBool: Put<uint8_t>(buf, i, v); break;
-    }
+  const uint64_t s = seed * 0x2545f4914f6cdd1dull + 1;
+  const Draw d = DrawFor(dtype, op);
+  switch (dtype) {
+    case DType::kU8:
+    case DType::kBool: FillAs<uint8_t>(buf, count, s, d, Cast<uint8_t>); break;
+    case DType::kI8: FillAs<int8_t>(buf, count, s, d, Cast<int8_t>); break;
+    case DType::kI32: FillAs<int32_t>(buf, count, s, d, Cast<int32_t>); break;
+    case DType::kI64: FillAs<int64_t>(buf, count, s, d, Cast<int64_t>); break;
+    case DType::kF32: FillAs<float>(buf, count, s, d, Cast<float>); break;
+    case DType::kF64: FillAs<double>(buf, count, s, d, Cast<double>); break;
+    case DType::kF16:
+      FillAs<uint16_t>(buf, count, s, d, [](int64_t v) { return FloatToHalf(static_cast<float>(v)); });
+      break;
+    case DType::kBF16:
+      FillAs<uint16_t>(buf, count, s, d, [](int64_t v) { return FloatToBF16(static_cast<float>(v)); });
+      break;
   }
 }
 

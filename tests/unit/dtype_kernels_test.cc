@@ -119,3 +119,56 @@ TEST_CASE("integer sums and products wrap instead of overflowing", "[kernels]") 
   CHECK(r == -56);
   CHECK(LookupReduce(DType::kF32, ReduceOp::kSum, MemKind::kCuda) == nullptr);
 }
+
+// The reference's data (reference.h): exact small integers whose whole range turns up, so that
+// reductions are exact and every value an op can meet is met; and another seed, other data.
+TEST_CASE("FillInput draws every value of its range for each dtype and op", "[reference]") {
+  auto value = [](DType dt, const std::vector<char>& v, size_t i) -> double {
+    const char* p = v.data() + i * DTypeSize(dt);
+    switch (dt) {
+      case DType::kU8:
+      case DType::kBool: return *reinterpret_cast<const uint8_t*>(p);
+      case DType::kI8: return *reinterpret_cast<const int8_t*>(p);
+      case DType::kI32: return *reinterpret_cast<const int32_t*>(p);
+      case DType::kI64: return static_cast<double>(*reinterpret_cast<const int64_t*>(p));
+      case DType::kF16: return HalfToFloat(*reinterpret_cast<const uint16_t*>(p));
+      case DType::kBF16: return BF16ToFloat(*reinterpret_cast<const uint16_t*>(p));
+      case DType::kF32: return *reinterpret_cast<const float*>(p);
+      case DType::kF64: return *reinterpret_cast<const double*>(p);
+    }
+    return 0;
+  };
+  for (DType dt : kAllDTypes) {
+    for (ReduceOp op : kAllReduceOps) {
+      if (!OpApplies(dt, op)) continue;
+      const bool bitwise = op == ReduceOp::kBand || op == ReduceOp::kBor || op == ReduceOp::kBxor;
+      double lo = -8, hi = 8;
+      if (dt == DType::kBool) lo = 0, hi = 1;
+      else if (bitwise) lo = dt == DType::kU8 ? 0 : dt == DType::kI8 ? -128 : -(1 << 19), hi = lo + (dt == DType::kU8 || dt == DType::kI8 ? 255 : (1 << 20) - 1);
+      else if (op == ReduceOp::kProd) lo = dt == DType::kU8 ? 1 : -2, hi = 2;
+      else if (op == ReduceOp::kMin || op == ReduceOp::kMax) lo = dt == DType::kU8 ? 0 : dt == DType::kI8 ? -128 : -500, hi = dt == DType::kU8 || dt == DType::kI8 ? lo + 255 : 500;
+      else if (dt == DType::kU8) lo = 0, hi = 16;
+      // Odd counts, so the tail is drawn too; 2^20 values need a few million draws to show both ends.
+      const bool wide = bitwise && (dt == DType::kI32 || dt == DType::kI64);
+      const size_t count = wide ? 4000003 : 20011;
+      std::vector<char> a(count * DTypeSize(dt)), b(a.size());
+      FillInput(dt, op, a.data(), count, 7);
+      FillInput(dt, op, b.data(), count, 8);
+      INFO(DTypeName(dt) << " " << ReduceOpName(op));
+      double min = 1e300, max = -1e300;
+      bool integral = true, zero_prod = false;
+      for (size_t i = 0; i < count; ++i) {
+        const double x = value(dt, a, i);
+        min = std::min(min, x);
+        max = std::max(max, x);
+        integral = integral && x == std::trunc(x);
+        zero_prod = zero_prod || (op == ReduceOp::kProd && x == 0);
+      }
+      CHECK(integral);
+      CHECK_FALSE(zero_prod);
+      CHECK(min == lo);
+      CHECK(max == hi);
+      CHECK(a != b);
+    }
+  }
+}
