@@ -23,16 +23,19 @@ class Report:
         self.memcpy, self.loop, self.lim_before, self.lim_after = memcpy, loop, lim_before, lim_after
         self.repeats, self.cmdline = repeats, cmdline
         self.ranks = sorted({r["ranks"] for r in runs})
-        # (system, ranks, bytes) -> busbw of every run
-        self.cells = {}
+        # (system, ranks, bytes) -> busbw of every run (sendrecv: osu_bw's bandwidth), and the
+        # time of a call (sendrecv: osu_latency's one-way latency)
+        self.cells, self.times = {}, {}
         for r in runs:
             self.cells.setdefault((r["system"], r["ranks"], r["bytes"]), []).append(r["busbw"])
+            if "time_us" in r:
+                self.times.setdefault((r["system"], r["ranks"], r["bytes"]), []).append(r["time_us"])
 
     def sizes(self, n):
         return sorted({r["bytes"] for r in self.runs if r["ranks"] == n})
 
-    def median(self, s, n, b):
-        v = self.cells.get((s, n, b))
+    def median(self, s, n, b, cells=None):
+        v = (self.cells if cells is None else cells).get((s, n, b))
         return statistics.median(v) if v else None
 
     def spread(self, s, n):
@@ -44,24 +47,28 @@ class Report:
                 worst = max(worst, 100 * (max(v) - min(v)) / statistics.median(v))
         return worst
 
-    def table(self, n):
-        """busbw per size per system (median of the runs)."""
+    def table(self, n, cells=None):
+        """busbw (or, given self.times, the time) per size per system (median of the runs)."""
         head = ["size"] + [self.labels[s] for s in self.systems]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for b in self.sizes(n):
-            cells = [self.median(s, n, b) for s in self.systems]
-            lines.append("| " + " | ".join([size_name(b)] + [f"{m:.3f}" if m is not None else "-" for m in cells])
+            row = [self.median(s, n, b, cells) for s in self.systems]
+            lines.append("| " + " | ".join([size_name(b)] + [f"{m:.3f}" if m is not None else "-" for m in row])
                          + " |")
         return "\n".join(lines)
 
-    def ratios(self, n):
-        """hoop's busbw over each peer's, per size."""
+    def ratios(self, n, times=False):
+        """hoop's busbw over each peer's, per size; with times, the peer's time over hoop's (so
+        above 1 is always hoop ahead)."""
         head = ["size"] + [f"{self.labels[h]} / {self.labels[p]}" for h, p in self.pairs]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for b in self.sizes(n):
             row = [size_name(b)]
             for h, p in self.pairs:
-                a, c = self.median(h, n, b), self.median(p, n, b)
+                if times:
+                    a, c = self.median(p, n, b, self.times), self.median(h, n, b, self.times)
+                else:
+                    a, c = self.median(h, n, b), self.median(p, n, b)
                 row.append(self.ratio_cell(a, c))
             lines.append("| " + " | ".join(row) + " |")
         return "\n".join(lines)
@@ -80,6 +87,7 @@ class Report:
     def what(self):
         """The measured call, for titles."""
         return {"allreduce": "allreduce, f32 sum", "reduce": "reduce to root 0, f32 sum",
+                "sendrecv": "send/receive between ranks 0 and 1 (osu_latency ping-pong, osu_bw window of 64)",
                 "gather": "gather to root 0, f32", "scatter": "scatter from root 0, f32"}.get(
                     self.collective, f"{self.collective}, f32")
 
@@ -98,8 +106,19 @@ class Report:
                f"(loopback-limit), both directions at once, {self.lim_before[1]:.2f} / "
                f"{self.lim_after[1]:.2f} GB/s per direction (a baseline more than a ceiling: hoop's "
                f"TCP can pass it)."]
+        if self.collective == "sendrecv":
+            out[0] = (f"Command: `{self.cmdline}` ({seconds / 60:.1f} min in all). {self.what()}; latency in us "
+                      f"(half a round trip), bandwidth in GB/s, the median of {self.repeats} interleaved runs per "
+                      f"system; ratios: the peer's latency over hoop's, hoop's bandwidth over the peer's (above 1: "
+                      f"hoop is faster).")
         for n in self.ranks:
-            out += ["", f"#### {n} ranks: busbw (GB/s)", "", self.table(n), ""]
+            if self.collective == "sendrecv":
+                out += ["", f"#### {n} ranks: latency (us)", "", self.table(n, self.times), ""]
+                if self.pairs:
+                    out += [f"#### {n} ranks: peer / hoop (latency ratio)", "", self.ratios(n, times=True), ""]
+                out += ["", f"#### {n} ranks: bandwidth (GB/s)", "", self.table(n), ""]
+            else:
+                out += ["", f"#### {n} ranks: busbw (GB/s)", "", self.table(n), ""]
             if self.pairs:
                 out += [f"#### {n} ranks: hoop / peer (busbw ratio)", "", self.ratios(n), ""]
                 if "peer pathology" in self.ratios(n):

@@ -100,6 +100,30 @@ TEST_CASE("perf/compare --collective measures alltoall, reduce, gather and scatt
   std::system((std::string("rm -rf ") + dir).c_str());
 }
 
+TEST_CASE("perf/compare --collective sendrecv: latency and bandwidth against OpenMPI", "[compare][p2p]") {
+  if (!Exists(Bin("mpi-collective")) || !Exists("/usr/bin/python3") || !HaveMpirun()) {
+    WARN("SKIPPED: mpi-collective or mpirun not built or no /usr/bin/python3 (scripts/setup.sh installs "
+         "libopenmpi-dev, openmpi-bin, python3)");
+    return;
+  }
+  char dir[] = "/tmp/hoop-compare-test-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  auto r = RunProc({Src("perf/compare"), "--collective", "sendrecv", "--ranks", "2", "--repeats", "1", "-b", "8",
+                    "-e", "8K", "-f", "1024", "--no-build", "--build", BuildDir(), "--out", dir},
+                   Within(180));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  std::string md = Slurp(std::string(dir) + "/compare.md");
+  for (const char* s : {"osu_latency ping-pong", "2 ranks: latency (us)", "2 ranks: peer / hoop (latency ratio)",
+                        "2 ranks: bandwidth (GB/s)", "| 8 B |", "| 8 KiB |", "hoop shm / OpenMPI vader",
+                        "hoop tcp / OpenMPI tcp"})
+    CHECK(md.find(s) != std::string::npos);
+  std::string runs = Slurp(std::string(dir) + "/runs.csv");
+  for (const char* s : {"hoop-shm,2,1,8,", "mpi-vader,2,1,8,", "hoop-tcp,2,1,8192,", "mpi-tcp,2,1,8192,"})
+    CHECK(runs.find(s) != std::string::npos);
+  std::system((std::string("rm -rf ") + dir).c_str());
+}
+
 // The report's logic on made-up runs (a fake driving a unit test of formatting, not a
 // measurement): a peer 500x slower is flagged, and the plot draws hoop solid, peers dashed, with
 // whiskers, the legend below and the y axis clipped under hoop's points.
