@@ -48,7 +48,9 @@ struct WaitStyle {
 template <class B>
 Status ProgressLoop(B& b, const WaitStyle& style, std::vector<Completion>* out, Deadline deadline) {
   const size_t start = out->size();
-  auto spin_until = std::chrono::steady_clock::now() + style.spin;
+  // The spin is timed from the first slower look: what completes within the first turns never
+  // reads the clock.
+  std::chrono::steady_clock::time_point spin_until{};
   for (unsigned turn = 0;; ++turn) {
     Status s = b.Progress(out);
     if (!s.ok()) return s;
@@ -60,7 +62,9 @@ Status ProgressLoop(B& b, const WaitStyle& style, std::vector<Completion>* out, 
     if (style.crowded) ::sched_yield();
     b.Watch(out);
     if (out->size() > start) return Status::Ok();
-    if (std::chrono::steady_clock::now() < spin_until) continue;
+    const auto now = std::chrono::steady_clock::now();
+    if (spin_until == std::chrono::steady_clock::time_point{}) spin_until = now + style.spin;
+    if (now < spin_until) continue;
     if (deadline.Expired()) return DeadlineExceeded(std::string(style.name) + ": no progress before the deadline");
     s = b.Sleep(out, deadline);
     if (!s.ok()) return s;

@@ -1,7 +1,7 @@
 // The Transport/Endpoint interface every back end implements (tcp/ now; shm/, ucx/, ofi/, cuda/
 // later). A Transport owns its connections to the other ranks of one communicator and makes
-// progress only inside Poll(), on the caller's thread: no hidden progress threads, no locks on
-// the data path.
+// progress inside Poll() (shm also starts a one-slot send inside PostSend), always on the
+// caller's thread: no hidden progress threads, no locks on the data path.
 //
 // Messages are tagged. A receive is matched by Tag::match; Tag::check is an opaque word that
 // sender and receiver must agree on (the collectives put a description of the operation in it),

@@ -11,6 +11,7 @@ namespace hoop::shm {
 Channel::Channel(int peer, RingHeader* in, RingHeader* out, Doorbell* peer_bell)
     : peer_(peer), in_(in), out_(out), peer_bell_(peer_bell) {
   tail_ = out_->tail.load(std::memory_order_relaxed);
+  peer_head_ = out_->head.load(std::memory_order_relaxed);
   head_ = in_->head.load(std::memory_order_relaxed);
 }
 
@@ -20,6 +21,9 @@ void Channel::PostSend(const Region& region, size_t offset, size_t len, Tag tag,
     return;
   }
   sends_.push_back({static_cast<const char*>(region.base) + offset, len, 0, tag, op_id, region.large && len >= kStreamMin});
+  // Nothing ahead of it and one slot long: into the ring now, where the peer may be looking for
+  // it already, instead of at this rank's next Poll (the completion waits there in deferred_).
+  if (sends_.size() == 1 && len <= kInlineMax) ProgressSends(&deferred_);
 }
 
 void Channel::PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
@@ -67,9 +71,11 @@ bool Channel::ProgressSends(std::vector<Completion>* out) {
   // Nothing to send: leave the peer's `head` line alone (reading it on every spin would pull it
   // across cores each time the peer consumes).
   if (sends_.empty()) return false;
-  uint64_t head = out_->head.load(std::memory_order_acquire);
+  // The peer's `head` is read again only when the ring looks full by the last value read: each
+  // read pulls the line back from the peer's core.
+  if (tail_ - peer_head_ >= kSlots) peer_head_ = out_->head.load(std::memory_order_acquire);
   bool published = false;
-  while (!sends_.empty() && tail_ - head < kSlots) {
+  while (!sends_.empty() && tail_ - peer_head_ < kSlots) {
     SendOp& s = sends_.front();
     auto* h = reinterpret_cast<SlotHeader*>(Segment::slot(out_, tail_));
     size_t n = std::min(kInlineMax, s.len - s.sent);
@@ -88,6 +94,7 @@ bool Channel::ProgressSends(std::vector<Completion>* out) {
     if (s.stream) CopyStreaming(payload, s.data + s.sent, n);
     else if (n > 0) std::memcpy(payload, s.data + s.sent, n);  // an empty message may have no buffer
     s.sent += n;
+    h->seq.store(tail_ + 1, std::memory_order_release);
     ++tail_;
     out_->tail.store(tail_, std::memory_order_release);
     published = true;
@@ -95,7 +102,7 @@ bool Channel::ProgressSends(std::vector<Completion>* out) {
       out->push_back({s.op_id, peer_, true, Status::Ok(), 0});
       sends_.pop_front();
     }
-    if (tail_ - head >= kSlots) head = out_->head.load(std::memory_order_acquire);
+    if (tail_ - peer_head_ >= kSlots) peer_head_ = out_->head.load(std::memory_order_acquire);
   }
   if (published) Ring(peer_bell_);
   return published;
@@ -103,9 +110,9 @@ bool Channel::ProgressSends(std::vector<Completion>* out) {
 
 bool Channel::ProgressRecvs(std::vector<Completion>* out) {
   bool consumed = false;
-  uint64_t tail = in_->tail.load(std::memory_order_acquire);
-  while (head_ != tail) {
+  while (true) {
     auto* h = reinterpret_cast<const SlotHeader*>(Segment::slot(in_, head_));
+    if (h->seq.load(std::memory_order_acquire) != head_ + 1) break;  // not written yet
     if (!in_msg_) {
       auto it = std::find_if(recvs_.begin(), recvs_.end(), [&](const RecvOp& r) { return r.tag.match == h->match; });
       if (it == recvs_.end()) break;  // stalled until a receive for this message is posted

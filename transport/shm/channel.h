@@ -3,7 +3,8 @@
 //
 // Like the TCP back end, a receive is matched by tag against the message at the head of the
 // inbound ring; a head message whose tag has no receive yet stalls the ring (the sender is held
-// back by the ring's fixed size, so memory stays bounded). Sends are published in post order; a
+// back by the ring's fixed size, so memory stays bounded). Sends are published in post order (a
+// one-slot message posted with nothing queued ahead of it at once, inside PostSend); a
 // message longer than one slot goes as consecutive fragments, so sender and receiver copy
 // concurrently, each at memcpy speed.
 //
@@ -67,6 +68,7 @@ class Channel : public Endpoint {
 
   std::deque<SendOp> sends_;
   uint64_t tail_ = 0;              // our copy of out_->tail
+  uint64_t peer_head_ = 0;         // out_->head as last read (it only grows)
   std::vector<RecvOp> recvs_;
   uint64_t head_ = 0;  // our copy of in_->head
   bool in_msg_ = false;

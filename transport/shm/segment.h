@@ -8,7 +8,11 @@
 // mapping after that.
 //
 // A slot carries one message or one fragment of it (at most kInlineMax bytes, after a 64-byte
-// header). Version 2: messages travel only through the slots (version 1 also passed a large
+// header). The sender writes the header and payload, then the header's `seq` (the slot's number
+// on the ring's count, plus one) with release order; the receiver waits on the `seq` of the
+// next slot it expects, not on `tail`, so a message reaches it in the lines it has to read
+// anyway (the header's, the payload's) without a third, tail's, crossing between cores.
+// Version 3: `seq` (version 2 published through `tail` alone; version 1 also passed a large
 // message's address for a process_vm_readv copy, which measured slower; docs/PERF.md).
 #pragma once
 
@@ -24,13 +28,14 @@
 namespace hoop::shm {
 
 constexpr uint64_t kMagic = 0x686f6f702d73686dULL;  // "hoop-shm"
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 constexpr uint32_t kSlots = 16;
 constexpr uint32_t kSlotBytes = 32 * 1024 + 64;  // 64-byte slot header, then the payload
 constexpr size_t kInlineMax = kSlotBytes - 64;
 constexpr size_t kStreamMin = 2 * kInlineMax;  // of a large operation, messages this long are streamed into the ring
 
 struct SlotHeader {
+  std::atomic<uint64_t> seq;  // written last: the slot's number plus one once it is full
   uint64_t match;
   uint64_t check;
   uint64_t total;   // message length
@@ -40,7 +45,7 @@ struct SlotHeader {
 static_assert(sizeof(SlotHeader) <= 64);
 
 struct alignas(64) RingHeader {
-  alignas(64) std::atomic<uint64_t> tail{0};  // slots published (sender)
+  alignas(64) std::atomic<uint64_t> tail{0};  // slots published (sender; receivers wait on a slot's seq)
   alignas(64) std::atomic<uint64_t> head{0};  // slots consumed (receiver)
   alignas(64) std::atomic<uint32_t> aborted{0};
   char cause[1020] = {0};  // the sender's abort cause (a chain of ranks' errors can be long)
