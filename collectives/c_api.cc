@@ -489,19 +489,28 @@ const char* hoop_status_string(hoop_status_t s) {
 
 const char* hoop_last_error(void) { return t_last_error.c_str(); }
 
+// The blocking point-to-point calls run on the caller's thread with no Work (SendNow/RecvNow).
 hoop_status_t hoop_send(hoop_comm_t comm, const void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag) {
-  return Blocking("hoop_send",
-                  [&](hoop::Work* w) { return PostSend(comm, "hoop_send", buf, count, dtype, peer, tag, true, w); });
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_send")) return bad;
+    if (hoop_status_t bad = CheckDType(comm, "hoop_send", dtype)) return bad;
+    bool refused = false;
+    hoop::Status s = (*comm)->SendNow(Buf(buf, count, dtype), peer, tag, &refused);
+    return Report(refused ? s.WithContext("hoop_send") : s);
+  });
 }
 
 hoop_status_t hoop_recv(hoop_comm_t comm, void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
                         hoop_recv_info_t* info) {
-  auto got = std::make_shared<hoop::RecvInfo>();
-  hoop_status_t s = Blocking("hoop_recv", [&](hoop::Work* w) {
-    return PostRecv(comm, "hoop_recv", buf, count, dtype, peer, tag, got, true, w);
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_recv")) return bad;
+    if (hoop_status_t bad = CheckDType(comm, "hoop_recv", dtype)) return bad;
+    bool refused = false;
+    hoop::RecvInfo got;
+    hoop::Status s = (*comm)->RecvNow(Buf(buf, count, dtype), peer, tag, &got, &refused);
+    if (got.source >= 0) CopyInfo(got, info);
+    return Report(refused ? s.WithContext("hoop_recv") : s);
   });
-  if (got->source >= 0) CopyInfo(*got, info);
-  return s;
 }
 
 }  // extern "C"

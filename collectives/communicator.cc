@@ -205,10 +205,7 @@ Work Communicator::Submit(Op op, bool blocking) {
       running_ = true;
       lock.unlock();
       RunOne(op, blocking);
-      AfterTurn();
-      lock.lock();
-      running_ = false;
-      if (!queue_.empty() || p2p_busy_) cv_.notify_all();
+      EndTurn();
       return w;
     }
     queue_.push_back(std::move(op));
@@ -267,6 +264,26 @@ void Communicator::AfterTurn() {
   if (!poisoned.ok() && mailbox_->Busy()) mailbox_->FailAll(Aborted("the communicator failed: " + poisoned.message()));
   std::lock_guard<std::mutex> lock(mu_);
   p2p_busy_ = mailbox_->Busy();
+}
+
+void Communicator::EndTurn() {
+  bool wake = false, released = false;
+  if (mailbox_->fatal().ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (poisoned_.ok()) {  // the common case: nothing to fail, one hold of the lock
+      p2p_busy_ = mailbox_->Busy();
+      running_ = false;
+      released = true;
+      wake = !queue_.empty() || p2p_busy_;
+    }
+  }
+  if (!released) {  // something failed: AfterTurn words it and fails what is pending
+    AfterTurn();
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ = false;
+    wake = !queue_.empty() || p2p_busy_;
+  }
+  if (wake) cv_.notify_all();
 }
 
 void Communicator::RunOne(const Op& op, bool caller_waits) {

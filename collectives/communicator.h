@@ -162,6 +162,12 @@ class Communicator {
   // them: they complete whenever their peer does its part. Sends to self are allowed.
   Work Send(const Buffer& in, int peer, int tag, const CallOptions& o = {});
   Work Recv(const Buffer& out, int peer, int tag, std::shared_ptr<RecvInfo> info = nullptr, const CallOptions& o = {});
+  // Blocking forms that make no Work: with nothing queued or running, the call runs on this
+  // thread from post to completion (the point-to-point fast path: no queue, no hand-off, no
+  // shared state); otherwise it is queued like Send/Recv and waited for. `refused` (may be null)
+  // is set when the call was refused before it was posted (a bad argument).
+  Status SendNow(const Buffer& in, int peer, int tag, bool* refused = nullptr);
+  Status RecvNow(const Buffer& out, int peer, int tag, RecvInfo* info = nullptr, bool* refused = nullptr);
   // Sub-communicators (split.cc), MPI_Comm_split's meaning: every rank calls it (a collective on
   // this communicator); ranks with one color make one communicator, ordered by key, ties by rank
   // here; kUndefined gives none (null). The new one talks over this one's connections
@@ -205,10 +211,15 @@ class Communicator {
   void RunOne(const Op& op, bool caller_waits);  // runs (or refuses) one operation and completes its Work
   // Hands a send or receive to the mailbox; with `caller_waits`, drives progress until it is done.
   void RunP2p(const Op& op, bool caller_waits);
+  // SendNow/RecvNow's shared body.
+  Status RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused);
   Status CheckP2p(const P2pCall& c) const;
   // After every turn on the transport: a mailbox failure poisons the communicator; a poisoned
   // one fails the mailbox's calls. Then publishes whether the mailbox has calls in flight.
   void AfterTurn();
+  // AfterTurn, then gives the transport back (running_) and wakes the worker if it has work:
+  // the end of a call run on the caller's thread, in one hold of mu_ when nothing failed.
+  void EndTurn();
   // Poisons the communicator with `why` (first failure wins) and tells the peers.
   void Poison(const Status& why);
   Status RunOp(const Op& op, uint32_t seq);
@@ -272,6 +283,7 @@ class Communicator {
   uint32_t seq_ = 0;         // operation sequence number; used by whoever holds running_
   bool told_peers_ = false;  // likewise
   std::thread worker_;
+  std::shared_ptr<P2pCall> now_call_;  // reused by SendNow/RecvNow; touched only by the holder of running_
 };
 
 }  // namespace hoop

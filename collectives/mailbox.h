@@ -71,6 +71,10 @@ struct P2pCall {
   std::shared_ptr<RecvInfo> info;  // a receive's result, written before `complete` (may be null)
   std::function<void(const Status&)> complete;  // called once
   Deadline deadline = Deadline::Never();        // set by Post: now + HOOP_TIMEOUT
+  // Where a caller that waits on its own thread keeps the result (Communicator::SendNow):
+  // `complete` then only writes these, and needs no state of its own.
+  bool done = false;
+  Status status;
 };
 
 // A Leftover (shared_transport.h) once retired: a freed communicator's mailbox stays with the hub
@@ -95,13 +99,17 @@ class Mailbox : public Leftover {
   void Post(std::shared_ptr<P2pCall> call);
   // A completion whose op id carries kP2pBit.
   void Handle(const Completion& c) override;
-  // Polls the transport until something completes or `deadline` (no collective running).
-  void Progress(Deadline deadline);
+  // Polls the transport until something completes or `deadline` (no collective running);
+  // false if nothing came by the deadline.
+  bool Progress(Deadline deadline);
   // Fails the calls past their deadline that the transport holds nothing of; one that it does
   // (a payload half sent or received) makes fatal() non-OK instead.
   void Expire();
-  // Calls posted and not complete.
-  bool Busy() const { return live_ > 0; }
+  // Calls posted and not complete, or frames not yet taken by the transport (a small send
+  // completes at once, its copy inside a frame that must still be written out): someone must
+  // go on polling.
+  bool Busy() const { return live_ > 0 || (FramesOut() && fatal_.ok() && !closed_); }
+  bool FramesOut() const { return frames_out_ > 0; }
   // A payload that stopped moving, or memory that could not be had: the communicator cannot go
   // on. (A lost peer fails only the calls that need it.)
   const Status& fatal() const { return fatal_; }
@@ -135,6 +143,13 @@ class Mailbox : public Leftover {
   StatusOr<uint64_t> FrameSlot();
   void PostFrameRecv(int peer);
   void PostPayload(Send& s);
+  // Sends message `msg` of `call` (at most kInlineBytes) inside an eager frame, spending credit.
+  void SendInline(int peer, const P2pCall& call, uint64_t msg, uint64_t bytes);
+  // A message inside its frame handed straight to a posted receive that matches it; false if
+  // none does (it then arrives as any other).
+  bool DeliverInline(int peer, const Frame& f);
+  // Why `call` cannot take a message of `bytes` in `dtype` from `peer`; OK if it can.
+  Status Refusal(const P2pCall& call, int peer, uint64_t bytes, DType dtype) const;
   void OnFrame(int peer, const Frame& f);
   // A message has come (its frame, or a send to self): to the first posted receive it matches,
   // else to the unexpected list.
@@ -173,6 +188,7 @@ class Mailbox : public Leftover {
   size_t frames_out_ = 0;  // frame sends not yet complete
   std::vector<Completion> done_;
   Deadline::Clock::time_point next_expire_{};
+  unsigned turns_ = 0;  // Progress calls, to space out the clock reads
 };
 
 }  // namespace hoop

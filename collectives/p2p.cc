@@ -1,6 +1,8 @@
 // Communicator::Send and Recv: checked here, queued like the collectives, then handed to the
 // mailbox (mailbox.h), which completes them whenever the peer does its part. A blocking call
 // with nothing queued ahead drives the transport on the caller's thread until it is done.
+// SendNow and RecvNow are that blocking call without a Work: the C API's hoop_send/hoop_recv,
+// where a ping-pong's every microsecond is the caller's.
 #include <string>
 
 #include "collectives/communicator.h"
@@ -9,7 +11,7 @@
 namespace hoop {
 
 Status Communicator::CheckP2p(const P2pCall& c) const {
-  const std::string call = c.is_send ? "send" : "receive";
+  const char* call = c.is_send ? "send" : "receive";
   auto bad = [&](const std::string& why) {
     return InvalidArgument("rank " + std::to_string(opts_.rank) + ": " + call + ": " + why);
   };
@@ -60,6 +62,79 @@ Work Communicator::Recv(const Buffer& out, int peer, int tag, std::shared_ptr<Re
   return Submit(std::move(op), o.blocking);
 }
 
+Status Communicator::SendNow(const Buffer& in, int peer, int tag, bool* refused) {
+  return RunNow(true, in, peer, tag, nullptr, refused);
+}
+
+Status Communicator::RecvNow(const Buffer& out, int peer, int tag, RecvInfo* info, bool* refused) {
+  return RunNow(false, out, peer, tag, info, refused);
+}
+
+Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused) {
+  // The caller's RecvInfo, without a copy or an allocation: the call ends before this returns.
+  std::shared_ptr<RecvInfo> at = info ? std::shared_ptr<RecvInfo>(std::shared_ptr<void>(), info) : nullptr;
+  std::shared_ptr<P2pCall> call;
+  bool here = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    here = queue_.empty() && !running_ && !stopping_ && poisoned_.ok();
+    if (here) {
+      running_ = true;
+      // The last such call's object, unless something still holds it: no allocation per call.
+      if (now_call_.use_count() == 1) call = now_call_;
+    }
+  }
+  if (call) {
+    *call = P2pCall{};
+    call->is_send = is_send;
+    call->peer = peer;
+    call->tag = tag;
+    call->data = b.data;
+    call->count = b.count;
+    call->dtype = b.dtype;
+    call->kind = b.kind;
+    call->info = std::move(at);
+  } else {
+    call = MakeCall(is_send, b, peer, tag, std::move(at));
+    if (here) now_call_ = call;
+  }
+  if (Status bad = CheckP2p(*call); !bad.ok()) {
+    if (here) EndTurn();
+    if (refused) *refused = true;
+    return bad;
+  }
+  if (!here) {
+    // Something is ahead of it (or the communicator failed, which RunOne words): the queue.
+    Op op;
+    op.kind = CollKind::kBarrier;
+    op.p2p = std::move(call);
+    return Submit(std::move(op), true).Wait();
+  }
+  // The call owns its result, and the mailbox holds the call until it completes, so this
+  // completion captures nothing it could outlive.
+  P2pCall* c = call.get();
+  c->complete = [c](const Status& s) {
+    c->status = s;
+    c->done = true;
+  };
+  mailbox_->Post(std::move(call));
+  // Expire() fails the call at its deadline, or the mailbox turns fatal; EndTurn then fails
+  // every call still pending, this one included: either way it is done before this returns.
+  // Polls wait 100 ms at most, the first until 100 ms after the post (found from the call's
+  // deadline: no clock read on the way), each later one 100 ms from when the last came back empty.
+  constexpr auto kSlice = std::chrono::milliseconds(100);
+  Deadline slice = Deadline::At(c->deadline.at() - opts_.timeout + kSlice);
+  while (!c->done && mailbox_->fatal().ok())
+    if (!mailbox_->Progress(slice)) slice = Deadline::After(kSlice);
+  // A small send is done at once, inside a frame the transport may not have taken yet: it is
+  // polled out before this returns, within the call's deadline (past it, the worker goes on).
+  while (mailbox_->FramesOut() && mailbox_->fatal().ok() && mailbox_->Progress(c->deadline)) {
+  }
+  EndTurn();
+  if (!c->done) return Internal("rank " + std::to_string(opts_.rank) + ": point-to-point call left pending");
+  return c->status;
+}
+
 void Communicator::RunP2p(const Op& op, bool caller_waits) {
   std::shared_ptr<Work::State> state = op.state;
   op.p2p->complete = [state](const Status& s) {
@@ -76,8 +151,11 @@ void Communicator::RunP2p(const Op& op, bool caller_waits) {
     std::lock_guard<std::mutex> lock(state->mu);
     return state->done;
   };
-  // Expire() fails the call at its deadline, or the mailbox turns fatal: either ends this.
+  // Expire() fails the call at its deadline, or the mailbox turns fatal: either ends this. Its
+  // frames are polled out as in RunNow.
   while (!done() && mailbox_->fatal().ok()) mailbox_->Progress(Deadline::After(std::chrono::milliseconds(100)));
+  while (mailbox_->FramesOut() && mailbox_->fatal().ok() && !op.p2p->deadline.Expired())
+    mailbox_->Progress(op.p2p->deadline);
 }
 
 }  // namespace hoop

@@ -16,6 +16,7 @@ class Deadline {
     return After(std::chrono::milliseconds(static_cast<long long>(s * 1000)));
   }
   static Deadline Never() { return Deadline(Clock::time_point::max()); }
+  static Deadline At(Clock::time_point at) { return Deadline(at); }
 
   bool Expired() const { return Clock::now() >= at_; }
   bool IsNever() const { return at_ == Clock::time_point::max(); }

@@ -11,14 +11,15 @@ std::optional<size_t> CheckedMul(size_t a, size_t b) {
 }
 
 std::string ExtentProblem(const void* data, size_t count, DType dtype) {
-  const std::string what = "count " + std::to_string(count) + " x " + DTypeName(dtype);
+  // The words are made only for a problem: this runs on every call of every collective.
+  auto what = [&] { return "count " + std::to_string(count) + " x " + DTypeName(dtype); };
   auto bytes = CheckedMul(count, DTypeSize(dtype));
-  if (!bytes) return what + " is 2^64 bytes or more";
+  if (!bytes) return what() + " is 2^64 bytes or more";
   if (*bytes > static_cast<size_t>(PTRDIFF_MAX))
-    return what + " = " + std::to_string(*bytes) + " bytes is larger than any object can be (2^63 - 1 bytes)";
+    return what() + " = " + std::to_string(*bytes) + " bytes is larger than any object can be (2^63 - 1 bytes)";
   const uintptr_t at = reinterpret_cast<uintptr_t>(data);
   if (data && *bytes > UINTPTR_MAX - at)
-    return what + " = " + std::to_string(*bytes) + " bytes runs past the end of the address space from the buffer";
+    return what() + " = " + std::to_string(*bytes) + " bytes runs past the end of the address space from the buffer";
   return "";
 }
 

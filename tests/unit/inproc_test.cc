@@ -1,7 +1,9 @@
 // Exact values through the in-process harness (tests/support/thread_ranks.h): ranks as threads
 // over real tcp and shm back ends. Collectives against the reference on every dtype and op at
 // counts 0, 1, 7 and a large odd one; 16 nonblocking allreduces waited in reverse; point-to-point
-// between random pairs received out of order, any-source, info, and ordering within one tag.
+// between random pairs received out of order, any-source, info, and ordering within one tag; the
+// blocking calls without a Work (SendNow, RecvNow) at every size class, refusals of a message
+// handed to a receive already posted, and behind a nonblocking collective.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -150,6 +152,76 @@ TEST_CASE("in-process: point-to-point between random pairs, any source, in order
       }
       HOOP_RETURN_IF_ERROR(a.Wait());
       return b.Wait();
+    });
+    INFO(transport << ": " << s.message());
+    CHECK(s.ok());
+  }
+}
+
+TEST_CASE("in-process: blocking sends and receives without a Work (SendNow, RecvNow)", "[inproc][p2p]") {
+  for (const char* transport : {"tcp", "shm"}) {
+    const int n = 3;
+    auto ranks = Ranks(n, transport);
+    Status s = ranks->Run([&](int rank, Communicator& c) -> Status {
+      const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+      // A ring of every size class: empty, inside the frame (up to 24 bytes), just past it, eager
+      // and rendezvous; each value names sender, size and element.
+      for (size_t count : {size_t{0}, size_t{1}, size_t{6}, size_t{7}, size_t{1000}, size_t{40001}}) {
+        auto value = [&](int from, size_t i) { return static_cast<int32_t>(from * 1000003 + count * 7 + i); };
+        std::vector<int32_t> out(count), in(count + 2, -1);
+        for (size_t i = 0; i < count; ++i) out[i] = value(rank, i);
+        Buffer ob{out.data(), count, DType::kI32, MemKind::kHost}, ib{in.data(), count + 2, DType::kI32, MemKind::kHost};
+        RecvInfo info;
+        const std::string what = "count " + std::to_string(count) + " rank " + std::to_string(rank);
+        if (rank % 2 == 0) {  // even ranks send first, odd ones receive first
+          HOOP_RETURN_IF_ERROR(c.SendNow(ob, next, 3));
+          HOOP_RETURN_IF_ERROR(c.RecvNow(ib, prev, 3, &info));
+        } else {
+          HOOP_RETURN_IF_ERROR(c.RecvNow(ib, prev, 3, &info));
+          HOOP_RETURN_IF_ERROR(c.SendNow(ob, next, 3));
+        }
+        HOOP_RETURN_IF_ERROR(Expect(info.source == prev && info.tag == 3 && info.count == count, "info, " + what));
+        for (size_t i = 0; i < count; ++i) HOOP_RETURN_IF_ERROR(Expect(in[i] == value(prev, i), "value, " + what));
+        HOOP_RETURN_IF_ERROR(Expect(in[count] == -1, "overrun, " + what));
+      }
+      // A receive posted before its message comes (the barrier orders them): a small message is
+      // handed straight to it, and one it cannot take is refused naming both sides.
+      int32_t one = -1, three[3] = {rank, rank + 1, rank + 2};
+      float f = 0;
+      Work fits = c.Recv(Buffer{&one, 1, DType::kI32, MemKind::kHost}, prev, 20);
+      Work short_recv = c.Recv(Buffer{&one, 1, DType::kI32, MemKind::kHost}, prev, 21);
+      Work wrong_type = c.Recv(Buffer{&f, 1, DType::kF32, MemKind::kHost}, prev, 22);
+      HOOP_RETURN_IF_ERROR(c.Barrier().Wait());
+      HOOP_RETURN_IF_ERROR(c.SendNow(Buffer{three, 1, DType::kI32, MemKind::kHost}, next, 20));
+      HOOP_RETURN_IF_ERROR(c.SendNow(Buffer{three, 3, DType::kI32, MemKind::kHost}, next, 21));
+      HOOP_RETURN_IF_ERROR(c.SendNow(Buffer{three, 1, DType::kI32, MemKind::kHost}, next, 22));
+      HOOP_RETURN_IF_ERROR(fits.Wait());
+      HOOP_RETURN_IF_ERROR(Expect(one == prev, "posted receive got " + std::to_string(one)));
+      Status sr = short_recv.Wait(), wt = wrong_type.Wait();
+      HOOP_RETURN_IF_ERROR(Expect(sr.code() == Code::kInvalidArgument && sr.message().find("12 bytes") != std::string::npos &&
+                                      sr.message().find("4 bytes") != std::string::npos,
+                                  "short receive: " + sr.message()));
+      HOOP_RETURN_IF_ERROR(Expect(wt.code() == Code::kInvalidArgument && wt.message().find("i32, not f32") != std::string::npos,
+                                  "dtype mismatch: " + wt.message()));
+      // Behind a nonblocking collective the blocking call waits its turn and still completes.
+      std::vector<int32_t> sum_in(5, rank + 1), sum_out(5, 0);
+      Work ar = c.Allreduce(Buffer{sum_in.data(), 5, DType::kI32, MemKind::kHost},
+                            Buffer{sum_out.data(), 5, DType::kI32, MemKind::kHost}, ReduceOp::kSum);
+      int32_t token = rank * 10, got = -1;
+      if (rank % 2 == 0) {
+        HOOP_RETURN_IF_ERROR(c.SendNow(Buffer{&token, 1, DType::kI32, MemKind::kHost}, next, 30));
+        HOOP_RETURN_IF_ERROR(c.RecvNow(Buffer{&got, 1, DType::kI32, MemKind::kHost}, prev, 30));
+      } else {
+        HOOP_RETURN_IF_ERROR(c.RecvNow(Buffer{&got, 1, DType::kI32, MemKind::kHost}, prev, 30));
+        HOOP_RETURN_IF_ERROR(c.SendNow(Buffer{&token, 1, DType::kI32, MemKind::kHost}, next, 30));
+      }
+      HOOP_RETURN_IF_ERROR(ar.Wait());
+      HOOP_RETURN_IF_ERROR(Expect(got == prev * 10 && sum_out[4] == n * (n + 1) / 2, "behind an allreduce"));
+      // Bad arguments are refused before anything is posted, and say so.
+      bool refused = false;
+      Status bad = c.SendNow(Buffer{three, 1, DType::kI32, MemKind::kHost}, n, 0, &refused);
+      return Expect(refused && bad.code() == Code::kInvalidArgument && bad.message().find("peer") != std::string::npos,
+                    "bad peer: " + bad.message());
     });
     INFO(transport << ": " << s.message());
     CHECK(s.ok());
