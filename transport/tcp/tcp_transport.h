@@ -38,8 +38,9 @@ class TcpTransport : public Transport {
   // After start-up: refuses newcomers, and has epoll watch every caller still to finish its hello.
   void ServeDoorman();
   void WatchCallers();  // the epoll set watches every caller still to finish its hello
-  // ProgressLoop's parts (progress_loop.h): a turn is an epoll_wait without waiting, a sleep one
-  // that waits (up to a second, or until the doorman's next caller expires).
+  // ProgressLoop's parts (progress_loop.h): a turn is an epoll_wait without waiting (with a single
+  // peer, mostly a recv on its socket instead), a sleep one that waits (up to a second, or until
+  // the doorman's next caller expires).
   template <class B>
   friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline);
   Status Progress(std::vector<Completion>* out);
@@ -55,6 +56,7 @@ class TcpTransport : public Transport {
   std::map<int, std::pair<Fd, std::string>> early_;  // accepted from a peer we were not waiting for yet
   Doorman doorman_;
   bool crowded_;  // ranks outnumber cores on this host: block at once, never spin
+  unsigned turns_ = 0;  // Progress calls that found nothing, to space out epoll_wait (one peer)
 };
 
 }  // namespace hoop
