@@ -211,6 +211,9 @@ class Communicator {
   void RunOne(const Op& op, bool caller_waits);  // runs (or refuses) one operation and completes its Work
   // Hands a send or receive to the mailbox; with `caller_waits`, drives progress until it is done.
   void RunP2p(const Op& op, bool caller_waits);
+  // After a blocking send or receive: polls until the transport has taken the mailbox's frames
+  // (a small send completes inside one), for the call's HOOP_TIMEOUT at most.
+  void FlushFrames(const P2pCall& c);
   // SendNow/RecvNow's shared body.
   Status RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused);
   Status CheckP2p(const P2pCall& c) const;

@@ -91,7 +91,6 @@ void Mailbox::Complete(const std::shared_ptr<P2pCall>& call, const Status& s) {
 
 void Mailbox::Post(std::shared_ptr<P2pCall> call) {
   ++live_;
-  call->deadline = Deadline::After(o_.timeout);
   if (closed_ || !fatal_.ok()) {
     Complete(call, Aborted(Describe(*call) + ": the communicator failed earlier: " +
                            (fatal_.ok() ? std::string("closed") : fatal_.message())));
@@ -101,6 +100,18 @@ void Mailbox::Post(std::shared_ptr<P2pCall> call) {
     const Status& lost = peers_[static_cast<size_t>(call->peer)]->lost;
     if (!lost.ok()) return Complete(call, Status(lost.code(), Describe(*call) + ": lost " + lost.message()));
   }
+  const uint64_t bytes = call->count * DTypeSize(call->dtype);
+  if (call->is_send && call->peer != o_.rank) {
+    // The fast path: a message small enough to ride in its frame, with nothing waiting ahead of
+    // it and credit for it, goes at once and is done (no Send kept, no memory registered, no
+    // deadline read from the clock).
+    PeerState& ps = *peers_[static_cast<size_t>(call->peer)];
+    if (bytes <= kInlineBytes && ps.waiting.empty() && ps.credit >= kFrameBytes + bytes) {
+      SendInline(call->peer, *call, ps.next_msg++, bytes);
+      return Complete(call, Status::Ok());
+    }
+  }
+  call->deadline = Deadline::After(o_.timeout);
   if (call->is_send) PostSend(std::move(call));
   else PostRecv(std::move(call));
 }
@@ -109,12 +120,6 @@ void Mailbox::PostSend(std::shared_ptr<P2pCall> call) {
   if (call->peer == o_.rank) return SendToSelf(std::move(call));
   const uint64_t bytes = call->count * DTypeSize(call->dtype);
   PeerState& ps = *peers_[static_cast<size_t>(call->peer)];
-  // The fast path: a message small enough to ride in its frame, with nothing waiting ahead of it
-  // and credit for it, goes at once and is done (no Send kept, no memory registered).
-  if (bytes <= kInlineBytes && ps.waiting.empty() && ps.credit >= kFrameBytes + bytes) {
-    SendInline(call->peer, *call, ps.next_msg++, bytes);
-    return Complete(call, Status::Ok());
-  }
   auto region = t_.Register(call->data, bytes, call->kind);
   if (!region.ok()) return Complete(call, region.status().WithContext(Describe(*call)));
   auto s = std::make_unique<Send>();

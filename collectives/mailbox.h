@@ -70,7 +70,7 @@ struct P2pCall {
   MemKind kind = MemKind::kHost;
   std::shared_ptr<RecvInfo> info;  // a receive's result, written before `complete` (may be null)
   std::function<void(const Status&)> complete;  // called once
-  Deadline deadline = Deadline::Never();        // set by Post: now + HOOP_TIMEOUT
+  Deadline deadline = Deadline::Never();        // set by Post (now + HOOP_TIMEOUT) unless done at once
   // Where a caller that waits on its own thread keeps the result (Communicator::SendNow):
   // `complete` then only writes these, and needs no state of its own.
   bool done = false;

@@ -84,8 +84,7 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
       if (now_call_.use_count() == 1) call = now_call_;
     }
   }
-  if (call) {
-    *call = P2pCall{};
+  if (call) {  // as MakeCall leaves a new one; `complete` stays as set when it was made
     call->is_send = is_send;
     call->peer = peer;
     call->tag = tag;
@@ -94,8 +93,18 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
     call->dtype = b.dtype;
     call->kind = b.kind;
     call->info = std::move(at);
+    call->deadline = Deadline::Never();
+    call->done = false;
+    call->status = Status::Ok();
   } else {
     call = MakeCall(is_send, b, peer, tag, std::move(at));
+    // The call owns its result, and the mailbox holds the call until it completes, so this
+    // completion captures nothing it could outlive.
+    P2pCall* c = call.get();
+    c->complete = [c](const Status& s) {
+      c->status = s;
+      c->done = true;
+    };
     if (here) now_call_ = call;
   }
   if (Status bad = CheckP2p(*call); !bad.ok()) {
@@ -110,26 +119,22 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
     op.p2p = std::move(call);
     return Submit(std::move(op), true).Wait();
   }
-  // The call owns its result, and the mailbox holds the call until it completes, so this
-  // completion captures nothing it could outlive.
   P2pCall* c = call.get();
-  c->complete = [c](const Status& s) {
-    c->status = s;
-    c->done = true;
-  };
   mailbox_->Post(std::move(call));
   // Expire() fails the call at its deadline, or the mailbox turns fatal; EndTurn then fails
   // every call still pending, this one included: either way it is done before this returns.
   // Polls wait 100 ms at most, the first until 100 ms after the post (found from the call's
   // deadline: no clock read on the way), each later one 100 ms from when the last came back empty.
   constexpr auto kSlice = std::chrono::milliseconds(100);
-  Deadline slice = Deadline::At(c->deadline.at() - opts_.timeout + kSlice);
-  while (!c->done && mailbox_->fatal().ok())
-    if (!mailbox_->Progress(slice)) slice = Deadline::After(kSlice);
-  // A small send is done at once, inside a frame the transport may not have taken yet: it is
-  // polled out before this returns, within the call's deadline (past it, the worker goes on).
-  while (mailbox_->FramesOut() && mailbox_->fatal().ok() && mailbox_->Progress(c->deadline)) {
+  if (!c->done) {
+    Deadline slice = Deadline::At(c->deadline.at() - opts_.timeout + kSlice);
+    while (!c->done && mailbox_->fatal().ok())
+      if (!mailbox_->Progress(slice)) slice = Deadline::After(kSlice);
   }
+  // A small send is done at once (with no deadline), inside a frame the transport may not have
+  // taken yet: it is polled out before this returns, for HOOP_TIMEOUT at most (past it, the
+  // worker goes on). The message is on its way already: the clock is read off its path.
+  FlushFrames(*c);
   EndTurn();
   if (!c->done) return Internal("rank " + std::to_string(opts_.rank) + ": point-to-point call left pending");
   return c->status;
@@ -154,8 +159,14 @@ void Communicator::RunP2p(const Op& op, bool caller_waits) {
   // Expire() fails the call at its deadline, or the mailbox turns fatal: either ends this. Its
   // frames are polled out as in RunNow.
   while (!done() && mailbox_->fatal().ok()) mailbox_->Progress(Deadline::After(std::chrono::milliseconds(100)));
-  while (mailbox_->FramesOut() && mailbox_->fatal().ok() && !op.p2p->deadline.Expired())
-    mailbox_->Progress(op.p2p->deadline);
+  FlushFrames(*op.p2p);
+}
+
+void Communicator::FlushFrames(const P2pCall& c) {
+  if (!mailbox_->FramesOut() || !mailbox_->fatal().ok()) return;
+  const Deadline flush = c.deadline.IsNever() ? Deadline::After(opts_.timeout) : c.deadline;
+  while (mailbox_->FramesOut() && mailbox_->fatal().ok() && mailbox_->Progress(flush)) {
+  }
 }
 
 }  // namespace hoop
