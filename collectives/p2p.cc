@@ -34,16 +34,25 @@ Status Communicator::CheckP2p(const P2pCall& c) const {
 }
 
 namespace {
+// What a send or receive of `b` asks for, in a call that is new or done with (its completion is
+// left as it is).
+void Prepare(P2pCall& c, bool is_send, const Buffer& b, int peer, int tag, std::shared_ptr<RecvInfo> info) {
+  c.is_send = is_send;
+  c.peer = peer;
+  c.tag = tag;
+  c.data = b.data;
+  c.count = b.count;
+  c.dtype = b.dtype;
+  c.kind = b.kind;
+  c.info = std::move(info);
+  c.deadline = Deadline::Never();
+  c.done = false;
+  c.status = Status::Ok();
+}
+
 std::shared_ptr<P2pCall> MakeCall(bool is_send, const Buffer& b, int peer, int tag, std::shared_ptr<RecvInfo> info) {
   auto c = std::make_shared<P2pCall>();
-  c->is_send = is_send;
-  c->peer = peer;
-  c->tag = tag;
-  c->data = b.data;
-  c->count = b.count;
-  c->dtype = b.dtype;
-  c->kind = b.kind;
-  c->info = std::move(info);
+  Prepare(*c, is_send, b, peer, tag, std::move(info));
   return c;
 }
 }  // namespace
@@ -84,18 +93,8 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
       if (now_call_.use_count() == 1) call = now_call_;
     }
   }
-  if (call) {  // as MakeCall leaves a new one; `complete` stays as set when it was made
-    call->is_send = is_send;
-    call->peer = peer;
-    call->tag = tag;
-    call->data = b.data;
-    call->count = b.count;
-    call->dtype = b.dtype;
-    call->kind = b.kind;
-    call->info = std::move(at);
-    call->deadline = Deadline::Never();
-    call->done = false;
-    call->status = Status::Ok();
+  if (call) {  // `complete` stays as set when it was made
+    Prepare(*call, is_send, b, peer, tag, std::move(at));
   } else {
     call = MakeCall(is_send, b, peer, tag, std::move(at));
     // The call owns its result, and the mailbox holds the call until it completes, so this
