@@ -6,8 +6,14 @@
 // Recursive doubling beat both the tree and the ring up to 32 KiB for 2 to 8 ranks, and lost to
 // the ring from 512 KiB (it moves log2(n) whole buffers per rank). The binomial trees of
 // broadcast and reduce take log2(n) rounds, the chains n-1 hops but every link busy at once.
-// Gather and scatter send every block straight between its rank and the root; alltoall
-// exchanges pairwise, n-1 rounds, each rank sending to rank+k while it receives from rank-k.
+// Gather and scatter send every block straight between its rank and the root (the root's link
+// carries each block once, the least it can); their binomial trees (the root takes log2(n)
+// messages, not n-1, but a block travels log2(n) hops) run when asked for by name: with 4 and 8
+// ranks on 2 cores they measured level with flat at best (4-rank shm gather of blocks up to
+// 64 B) and up to 2.6x slower, over shm and tcp, blocks of 8 B to 32 KiB (docs/PERF.md), so auto
+// waits for a measurement with a core per rank.
+// Alltoall exchanges pairwise, n-1 rounds, each rank sending to rank+k while it receives from
+// rank-k.
 // The v-collectives (per-rank counts) run the same ring and pairwise exchange, one whole block
 // per step; their plans depend on the counts and are built per call, not cached.
 #include <cstdint>
@@ -35,7 +41,9 @@ const std::vector<AlgoRow>& AlgoTable() {
       {CollKind::kReduce, Algo::kChain, [](const ScheduleArgs& a) { return ChainReduce(a.rank, a.size, a.root, a.count); }, 0, kAll},
       {CollKind::kAllgather, Algo::kRing, [](const ScheduleArgs& a) { return RingAllgather(a.rank, a.size, a.count); }, 0, kAll},
       {CollKind::kReduceScatter, Algo::kRing, [](const ScheduleArgs& a) { return RingReduceScatter(a.rank, a.size, a.count); }, 0, kAll},
+      {CollKind::kGather, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialGather(a.rank, a.size, a.root, a.count); }, kNamedMin, kNamedMax},
       {CollKind::kGather, Algo::kFlat, [](const ScheduleArgs& a) { return FlatGather(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kScatter, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialScatter(a.rank, a.size, a.root, a.count); }, kNamedMin, kNamedMax},
       {CollKind::kScatter, Algo::kFlat, [](const ScheduleArgs& a) { return FlatScatter(a.rank, a.size, a.root, a.count); }, 0, kAll},
       {CollKind::kAllgatherv, Algo::kRing, [](const ScheduleArgs& a) { return RingAllgatherv(a.rank, a.size, a.v->recv); }, 0, kAll},
       {CollKind::kReduceScatterv, Algo::kRing, [](const ScheduleArgs& a) { return RingReduceScatterv(a.rank, a.size, a.v->recv); }, 0, kAll},

@@ -1,11 +1,30 @@
-// Gather: block r of the root's output is rank r's input; scatter is its mirror image. Both send
-// every block straight between its rank and the root (schedules/flat.cc); the root places its
-// own block with a copy.
+// Gather: block r of the root's output is rank r's input; scatter is its mirror image. Small
+// blocks go up (down) a binomial tree (schedules/binomial_gather.cc), larger ones straight
+// between their rank and the root (schedules/flat.cc); the root places its own block with a copy.
+//
+// The trees work in buffers laid out relative to the root (block j: rank + j's); here they are
+// filled and emptied: a rank's own block goes in at block 0 (gather) or comes out from there
+// (scatter), in a working buffer on ranks other than the root, and the root's buffer is its own
+// output (input) when it is rank 0, else a working copy rotated into rank order after (before).
 #include <cstring>
 
 #include "collectives/communicator.h"
 
 namespace hoop {
+namespace {
+// Block j of `rel` (relative to `root`) is block root + j mod n of `abs`; `to_abs` says which way.
+void Rotate(char* abs, char* rel, size_t block_bytes, int root, int n, bool to_abs) {
+  const size_t head = static_cast<size_t>(n - root) * block_bytes, tail = static_cast<size_t>(root) * block_bytes;
+  char* a_head = abs + tail;  // blocks root..n-1 of abs are blocks 0..n-root-1 of rel
+  if (to_abs) {
+    std::memcpy(a_head, rel, head);
+    std::memcpy(abs, rel + head, tail);
+  } else {
+    std::memcpy(rel, a_head, head);
+    std::memcpy(rel + head, abs, tail);
+  }
+}
+}  // namespace
 
 Work Communicator::Gather(const Buffer& in, const Buffer& out, int root, const CallOptions& o) {
   return Post(CollKind::kGather, in, out, ReduceOp::kSum, root, o);
@@ -24,6 +43,16 @@ Status Communicator::RunGather(const Op& op, uint32_t seq) {
     if (own != op.in.data) std::memmove(own, op.in.data, block_bytes);
   }
   if (opts_.size == 1) return Status::Ok();
+  if (algo == Algo::kBinomial) {
+    const int n = opts_.size, q = ((opts_.rank - op.root) % n + n) % n;
+    if (is_root && op.root == 0) return RunSchedule(op, algo, op.in.count, op.in, op.out, seq);
+    Buffer rel = Scratch(static_cast<size_t>(BinomialSpan(q, n)) * op.in.count, op.in.dtype);
+    if (block_bytes > 0) std::memcpy(rel.data, op.in.data, block_bytes);
+    HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.in.count, op.in, rel, seq));
+    if (is_root && block_bytes > 0)
+      Rotate(static_cast<char*>(op.out.data), static_cast<char*>(rel.data), block_bytes, op.root, n, true);
+    return Status::Ok();
+  }
   // Non-roots write nothing: their schedule only sends from in.
   return RunSchedule(op, algo, op.in.count, op.in, is_root ? op.out : op.in, seq);
 }
@@ -37,6 +66,17 @@ Status Communicator::RunScatter(const Op& op, uint32_t seq) {
     if (own != op.out.data) std::memmove(op.out.data, own, block_bytes);
   }
   if (opts_.size == 1) return Status::Ok();
+  if (algo == Algo::kBinomial) {
+    const int n = opts_.size, q = ((opts_.rank - op.root) % n + n) % n;
+    if (is_root && op.root == 0) return RunSchedule(op, algo, op.out.count, op.in, op.out, seq);
+    Buffer rel = Scratch(static_cast<size_t>(BinomialSpan(q, n)) * op.out.count, op.out.dtype);
+    if (is_root && block_bytes > 0)
+      Rotate(static_cast<char*>(op.in.data), static_cast<char*>(rel.data), block_bytes, op.root, n, false);
+    // The root sends from its (rotated) input; the others receive into `rel` and send from it.
+    HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.out.count, rel, is_root ? op.out : rel, seq));
+    if (!is_root && block_bytes > 0) std::memcpy(op.out.data, rel.data, block_bytes);
+    return Status::Ok();
+  }
   // Non-roots read nothing: their schedule only receives into out.
   return RunSchedule(op, algo, op.out.count, is_root ? op.in : op.out, op.out, seq);
 }

@@ -58,6 +58,9 @@ struct Step {
 struct Schedule {
   std::vector<Step> steps;
   bool chunk_major = false;
+  // Every unit acts only after the one issued before it (ExpandUnits): a send that gathers what
+  // several earlier receives of other lengths brought waits for all of them.
+  bool serial = false;
   std::string algo;  // the algorithm's name (algo.h)
 };
 
@@ -114,6 +117,14 @@ Schedule ChainReduce(int rank, int size, int root, size_t count);
 // places its own). Scatter: block r of root's in goes straight to rank r's out.
 Schedule FlatGather(int rank, int size, int root, size_t count);
 Schedule FlatScatter(int rank, int size, int root, size_t count);
+// Binomial gather and scatter (schedules/binomial_gather.cc): every rank's buffer (root's out for
+// gather, root's in for scatter, a working buffer elsewhere) holds the blocks of its subtree in
+// order relative to the root: block j is rank (rank + j) mod size's, BinomialSpan(q, size) blocks
+// for q = rank - root mod size (size for the root); the caller places the rank's own block at
+// block 0 (gather) or takes it from there (scatter), and rotates the root's buffer.
+Schedule BinomialGather(int rank, int size, int root, size_t count);
+Schedule BinomialScatter(int rank, int size, int root, size_t count);
+int BinomialSpan(int q, int size);
 // Alltoall, `count` elements per pair: block p of in goes to rank p, block p of out comes from
 // rank p (the caller places the rank's own). n-1 rounds: send to rank+k, receive from rank-k.
 Schedule PairwiseAlltoall(int rank, int size, size_t count);

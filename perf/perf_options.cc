@@ -48,7 +48,7 @@ const char* const kPerfUsage =
     "  -R, --repeats N          timed repetitions per size (default 3); the median is reported\n"
     "  --place out|in|both      out of place, in place, or both side by side (default both)\n"
     "  --algo A                 auto ring tree doubling (allreduce), chain binomial (broadcast,\n"
-    "                           reduce), flat (gather, scatter), pairwise (alltoall)\n"
+    "                           reduce), flat binomial (gather, scatter), pairwise (alltoall)\n"
     "                           (default auto: HOOP_ALGO, else chosen per size)\n"
     "  --transport T            back end for every peer: shm ucx ofi tcp (default: HOOP_TRANSPORT,\n"
     "                           else per peer the first that reaches it)\n"

@@ -174,23 +174,29 @@ struct Matrix {
         s = c.Allgather({buf.data() + me * count * es, count, dt}, {buf.data(), count * n, dt}).Wait();
         Expect(tag("allgather in-place", ""), s, buf, want, dt, count * n);
 
-        // Gather and scatter, the root moving with the case; the root's own block in place too.
-        ++case_id;
-        const int root = static_cast<int>(case_id % n);
-        const bool is_root = static_cast<int>(me) == root;
-        std::vector<char> g(count * n * es + 1, 0x55);
-        s = c.Gather({in[me].data(), count, dt}, is_root ? Buffer{g.data(), count * n, dt} : Buffer{}, root).Wait();
-        Expect(tag("gather", ("root " + std::to_string(root)).c_str()), s, is_root ? g : want, want, dt, count * n);
-        std::vector<char> g2(count * n * es + 1, 0x56);
-        if (is_root) std::memcpy(g2.data() + me * count * es, in[me].data(), count * es);
-        s = c.Gather({is_root ? g2.data() + me * count * es : in[me].data(), count, dt},
-                     is_root ? Buffer{g2.data(), count * n, dt} : Buffer{}, root).Wait();
-        Expect(tag("gather in-place", ("root " + std::to_string(root)).c_str()), s, is_root ? g2 : want, want, dt,
-               count * n);
-        // Scatter: the root's input is `want` (every rank's block), rank r gets block r.
-        std::vector<char> sc(count * es + 1, 0x57);
-        s = c.Scatter(is_root ? Buffer{want.data(), count * n, dt} : Buffer{}, {sc.data(), count, dt}, root).Wait();
-        Expect(tag("scatter", ("root " + std::to_string(root)).c_str()), s, sc, in[me], dt, count);
+        // Gather and scatter by each algorithm, the root moving with the case; the root's own
+        // block in place too.
+        for (Algo algo : {Algo::kFlat, Algo::kBinomial}) {
+          ++case_id;
+          const int root = static_cast<int>(case_id % n);
+          const bool is_root = static_cast<int>(me) == root;
+          const std::string how = std::string(AlgoName(algo)) + " root " + std::to_string(root);
+          std::vector<char> g(count * n * es + 1, 0x55);
+          s = c.Gather({in[me].data(), count, dt}, is_root ? Buffer{g.data(), count * n, dt} : Buffer{}, root, {algo})
+                  .Wait();
+          Expect(tag("gather", how.c_str()), s, is_root ? g : want, want, dt, count * n);
+          std::vector<char> g2(count * n * es + 1, 0x56);
+          if (is_root) std::memcpy(g2.data() + me * count * es, in[me].data(), count * es);
+          s = c.Gather({is_root ? g2.data() + me * count * es : in[me].data(), count, dt},
+                       is_root ? Buffer{g2.data(), count * n, dt} : Buffer{}, root, {algo})
+                  .Wait();
+          Expect(tag("gather in-place", how.c_str()), s, is_root ? g2 : want, want, dt, count * n);
+          // Scatter: the root's input is `want` (every rank's block), rank r gets block r.
+          std::vector<char> sc(count * es + 1, 0x57);
+          s = c.Scatter(is_root ? Buffer{want.data(), count * n, dt} : Buffer{}, {sc.data(), count, dt}, root, {algo})
+                  .Wait();
+          Expect(tag("scatter", how.c_str()), s, sc, in[me], dt, count);
+        }
 
         // Alltoall: rank k's block p is its own input block; out block p is rank p's block me.
         // The large count is split among the ranks (still odd): every rank generates every

@@ -327,6 +327,46 @@ TEST_CASE("flat gather and scatter move block r between rank r and the root", "[
         }
 }
 
+TEST_CASE("binomial gather and scatter move every block through subtrees laid out relative to the root", "[schedule]") {
+  for (int n = 2; n <= 9; ++n)
+    for (int root = 0; root < n; ++root)
+      for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(10)})
+        for (size_t chunk : kChunks) {
+          // Every rank's buffer holds its subtree's blocks in order relative to the root: block j
+          // is rank (k + j) mod n's. The caller put its own block at 0 (gather).
+          std::vector<Schedule> g, sc;
+          std::vector<Mem> gout(static_cast<size_t>(n)), sin(static_cast<size_t>(n)), sout(static_cast<size_t>(n));
+          for (int k = 0; k < n; ++k) {
+            g.push_back(BinomialGather(k, n, root, count));
+            sc.push_back(BinomialScatter(k, n, root, count));
+            const size_t span = static_cast<size_t>(BinomialSpan(Mod(k - root, n), n));
+            gout[static_cast<size_t>(k)] = Unset(1, span * count)[0];
+            for (size_t i = 0; i < count; ++i) gout[static_cast<size_t>(k)][i] = Leaf(k);
+            sout[static_cast<size_t>(k)] = Unset(1, span * count)[0];
+            sin[static_cast<size_t>(k)] = sout[static_cast<size_t>(k)];
+          }
+          REQUIRE(BinomialSpan(0, n) == n);
+          auto r = Simulate(n, g, Own(n, count), gout, chunk);
+          INFO("n=" << n << " root=" << root << " count=" << count << " chunk=" << chunk << ": " << r.error);
+          REQUIRE(r.ok);
+          for (size_t i = 0; i < count * static_cast<size_t>(n); ++i)
+            REQUIRE(r.out[static_cast<size_t>(root)][i] == Leaf(Mod(root + static_cast<int>(i / count), n)));
+          // Scatter: the root's input holds block j as "rank root + j's" data, so where it lands shows.
+          for (size_t i = 0; i < count * static_cast<size_t>(n); ++i)
+            sin[static_cast<size_t>(root)][i] = Leaf(Mod(root + static_cast<int>(i / count), n));
+          auto q = Simulate(n, sc, sin, sout, chunk);
+          INFO(q.error);
+          REQUIRE(q.ok);
+          for (int k = 0; k < n; ++k) {
+            if (k == root) continue;  // its own block is the caller's copy
+            for (size_t i = 0; i < count; ++i) REQUIRE(q.out[static_cast<size_t>(k)][i] == Leaf(k));
+          }
+          // Serial: every unit waits for the one issued before it.
+          const auto units = ExpandUnits(g[static_cast<size_t>(root)], chunk);
+          for (size_t u = 1; u < units.size(); ++u) REQUIRE(units[u].dep == static_cast<int>(u) - 1);
+        }
+}
+
 TEST_CASE("pairwise alltoall delivers block p of rank k to block k of rank p", "[schedule]") {
   for (int n = 2; n <= 9; ++n)
     for (size_t count : {size_t(0), size_t(1), size_t(7)})
