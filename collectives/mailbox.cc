@@ -59,6 +59,12 @@ void Mailbox::SendFrame(int peer, Frame f) {
   PeerState& ps = *peers_[static_cast<size_t>(peer)];
   f.credit = ps.owed;
   ps.owed = 0;
+  const Tag tag{FrameMatch(ps.next_out), kFrameCheck};
+  // Copied out at once where the back end can: no frame slot, and no completion to poll for.
+  if (t_.endpoint(peer)->SendCopy(&f, kFrameBytes, tag)) {
+    ++ps.next_out;
+    return;
+  }
   auto slot = FrameSlot();
   if (!slot.ok()) {
     if (fatal_.ok()) fatal_ = slot.status().WithContext("rank " + std::to_string(o_.rank) + ": point-to-point");
@@ -68,7 +74,8 @@ void Mailbox::SendFrame(int peer, Frame f) {
   const size_t off = (*slot % kFramesPerBlock) * kFrameBytes;
   std::memcpy(static_cast<char*>(r.base) + off, &f, kFrameBytes);
   ++frames_out_;
-  t_.endpoint(peer)->PostSend(r, off, kFrameBytes, Tag{FrameMatch(ps.next_out++), kFrameCheck}, OpId(Kind::kFrameOut, *slot));
+  ++ps.next_out;
+  t_.endpoint(peer)->PostSend(r, off, kFrameBytes, tag, OpId(Kind::kFrameOut, *slot));
 }
 
 std::string Mailbox::Describe(const P2pCall& c) const {

@@ -54,6 +54,7 @@ class MultiTransport : public Transport {
     bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override {
       return inner_->PostRecvTo(sink, len, elem, tag, op_id);
     }
+    bool SendCopy(const void* data, size_t len, Tag tag) override { return inner_->SendCopy(data, len, tag); }
 
    private:
     MultiTransport* owner_;

@@ -49,7 +49,9 @@ void TransportHub::Enter() {
 void TransportHub::Leave() {
   if (--depth_ > 0) return;
   owner_.store(std::thread::id(), std::memory_order_relaxed);
-  const uint32_t now = serving_.fetch_add(1, std::memory_order_release) + 1;
+  // Only the holder moves serving_: a plain store hands over, no locked instruction.
+  const uint32_t now = serving_.load(std::memory_order_relaxed) + 1;
+  serving_.store(now, std::memory_order_release);
   if (next_.load(std::memory_order_relaxed) != now) serving_.notify_all();
 }
 
@@ -62,6 +64,7 @@ class ViewEndpoint : public Endpoint {
   void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override;
+  bool SendCopy(const void* data, size_t len, Tag tag) override;
 
  private:
   friend class HubView;
@@ -144,6 +147,11 @@ bool ViewEndpoint::PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, 
   TransportHub::Lock l(*hub_);
   if (!hub_->failed_.ok()) return false;  // the caller posts a PostRecv, which fails at once
   return base_->PostRecvTo(sink, len, elem, Stamp(tag), Stamp(op_id));
+}
+
+bool ViewEndpoint::SendCopy(const void* data, size_t len, Tag tag) {
+  TransportHub::Lock l(*hub_);
+  return hub_->failed_.ok() && base_->SendCopy(data, len, Stamp(tag));  // failed: PostSend says why
 }
 
 Status HubView::Poll(std::vector<Completion>* out, Deadline deadline) {

@@ -78,6 +78,15 @@ class Endpoint {
     (void)sink, (void)len, (void)elem, (void)tag, (void)op_id;
     return false;
   }
+  // Sends a copy of a small message at once, where the back end can without waiting and with
+  // nothing of its own queued ahead of it: true when the bytes are copied out (`data` may be
+  // reused at once) and on their way; no completion follows. False, nothing sent, otherwise: the
+  // caller posts a PostSend instead. For the point-to-point frames, whose every nanosecond is a
+  // ping-pong's; a back end without such a path keeps the default.
+  virtual bool SendCopy(const void* data, size_t len, Tag tag) {
+    (void)data, (void)len, (void)tag;
+    return false;
+  }
 };
 
 struct PeerInfo {

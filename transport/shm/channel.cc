@@ -77,26 +77,9 @@ bool Channel::ProgressSends(std::vector<Completion>* out) {
   bool published = false;
   while (!sends_.empty() && tail_ - peer_head_ < kSlots) {
     SendOp& s = sends_.front();
-    auto* h = reinterpret_cast<SlotHeader*>(Segment::slot(out_, tail_));
     size_t n = std::min(kInlineMax, s.len - s.sent);
-    h->match = s.tag.match;
-    h->check = s.tag.check;
-    h->total = s.len;
-    h->offset = s.sent;
-    h->len = static_cast<uint32_t>(n);
-    // A large message of an operation that outgrows the caches (Region::large) is streamed in
-    // (non-temporal stores, then the fence inside CopyStreaming): the receiver reads it from
-    // memory instead of pulling every line out of this core's cache, which measured up to 5x
-    // slower when the host keeps the two cores far apart. Everything else stays in cache, where
-    // the receiver finds it soonest: streaming the messages of a 1 MiB allreduce or alltoall
-    // measured 1.5x slower (docs/PERF.md).
-    char* payload = reinterpret_cast<char*>(h) + 64;
-    if (s.stream) CopyStreaming(payload, s.data + s.sent, n);
-    else if (n > 0) std::memcpy(payload, s.data + s.sent, n);  // an empty message may have no buffer
+    WriteSlot(s.data + s.sent, s.len, s.sent, n, s.tag, s.stream);
     s.sent += n;
-    h->seq.store(tail_ + 1, std::memory_order_release);
-    ++tail_;
-    out_->tail.store(tail_, std::memory_order_release);
     published = true;
     if (s.sent == s.len) {
       out->push_back({s.op_id, peer_, true, Status::Ok(), 0});
@@ -106,6 +89,38 @@ bool Channel::ProgressSends(std::vector<Completion>* out) {
   }
   if (published) Ring(peer_bell_);
   return published;
+}
+
+void Channel::WriteSlot(const char* data, size_t total, size_t offset, size_t n, Tag tag, bool stream) {
+  auto* h = reinterpret_cast<SlotHeader*>(Segment::slot(out_, tail_));
+  h->match = tag.match;
+  h->check = tag.check;
+  h->total = total;
+  h->offset = offset;
+  h->len = static_cast<uint32_t>(n);
+  // A large message of an operation that outgrows the caches (Region::large) is streamed in
+  // (non-temporal stores, then the fence inside CopyStreaming): the receiver reads it from
+  // memory instead of pulling every line out of this core's cache, which measured up to 5x
+  // slower when the host keeps the two cores far apart. Everything else stays in cache, where
+  // the receiver finds it soonest: streaming the messages of a 1 MiB allreduce or alltoall
+  // measured 1.5x slower (docs/PERF.md).
+  char* payload = reinterpret_cast<char*>(h) + 64;
+  if (stream) CopyStreaming(payload, data, n);
+  else if (n > 0) std::memcpy(payload, data, n);  // an empty message may have no buffer
+  h->seq.store(tail_ + 1, std::memory_order_release);
+  ++tail_;
+  out_->tail.store(tail_, std::memory_order_release);
+}
+
+bool Channel::SendCopy(const void* data, size_t len, Tag tag) {
+  if (!failure_.ok() || exited_ || !sends_.empty() || len > kInlineMax) return false;
+  if (tail_ - peer_head_ >= kSlots) {
+    peer_head_ = out_->head.load(std::memory_order_acquire);
+    if (tail_ - peer_head_ >= kSlots) return false;
+  }
+  WriteSlot(static_cast<const char*>(data), len, 0, len, tag, false);
+  Ring(peer_bell_);
+  return true;
 }
 
 bool Channel::ProgressRecvs(std::vector<Completion>* out) {

@@ -32,6 +32,8 @@ class Channel : public Endpoint {
   void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override;
+  // A one-slot message with no send queued ahead and a free slot: into the ring now.
+  bool SendCopy(const void* data, size_t len, Tag tag) override;
 
   // Moves what can move without waiting; appends completions. True if anything moved.
   bool Progress(std::vector<Completion>* out);
@@ -58,6 +60,8 @@ class Channel : public Endpoint {
   };
 
   bool ProgressSends(std::vector<Completion>* out);
+  // Writes one slot at tail_ and publishes it (the caller has checked for room).
+  void WriteSlot(const char* data, size_t total, size_t offset, size_t n, Tag tag, bool stream);
   bool ProgressRecvs(std::vector<Completion>* out);
   void Fail(const Status& why, std::vector<Completion>* out);
 
