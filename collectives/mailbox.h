@@ -178,7 +178,7 @@ class Mailbox : public Leftover {
   std::unordered_map<uint64_t, std::unique_ptr<Arrival>> arrivals_;  // by id: messages not delivered
   std::map<std::pair<int, uint64_t>, uint64_t> rndv_by_msg_;          // (peer, msg) -> arrival id
   std::list<uint64_t> unexpected_;                   // arrivals no receive matched yet, in order
-  std::list<std::shared_ptr<P2pCall>> posted_;       // receives no message matched yet, in order
+  std::deque<std::shared_ptr<P2pCall>> posted_;      // receives no message matched yet, in order
   uint64_t self_msg_ = 0;
   uint64_t self_held_ = 0;  // bytes of sends to self held unreceived
   size_t live_ = 0;

@@ -10,7 +10,7 @@ std::optional<size_t> CheckedMul(size_t a, size_t b) {
   return out;
 }
 
-std::string ExtentProblem(const void* data, size_t count, DType dtype) {
+std::string ExtentProblemSlow(const void* data, size_t count, DType dtype) {
   // The words are made only for a problem: this runs on every call of every collective.
   auto what = [&] { return "count " + std::to_string(count) + " x " + DTypeName(dtype); };
   auto bytes = CheckedMul(count, DTypeSize(dtype));
