@@ -486,6 +486,16 @@ void Mailbox::Handle(const Completion& c) {
   }
 }
 
+bool Mailbox::TakeFrame(int peer, unsigned spins) {
+  if (closed_ || !fatal_.ok() || peer < 0 || peer >= o_.size || peer == o_.rank) return false;
+  const PeerState& ps = *peers_[static_cast<size_t>(peer)];
+  if (ps.bye || !ps.lost.ok()) return false;
+  const uint64_t op = OpId(Kind::kFrameIn, static_cast<uint64_t>(peer));
+  if (!t_.endpoint(peer)->TakeNow(Tag{FrameMatch(ps.next_in), kFrameCheck}, op, spins)) return false;
+  Handle(Completion{op, peer, false, Status::Ok(), 0});  // as if the poll had brought it
+  return true;
+}
+
 bool Mailbox::Progress(Deadline deadline) {
   done_.clear();
   Status s = t_.Poll(&done_, deadline);  // nothing by the deadline is no failure here

@@ -102,6 +102,11 @@ class Mailbox : public Leftover {
   // Polls the transport until something completes or `deadline` (no collective running);
   // false if nothing came by the deadline.
   bool Progress(Deadline deadline);
+  // Takes the next frame from `peer` where it lies, on this thread and without a poll, if it
+  // comes within `spins` looks (Endpoint::TakeNow; no collective running): a blocking receive's
+  // message, handed over without the transport's Poll and the hub's routing. False if it did not
+  // come, or the back end has no such path.
+  bool TakeFrame(int peer, unsigned spins);
   // Fails the calls past their deadline that the transport holds nothing of; one that it does
   // (a payload half sent or received) makes fatal() non-OK instead.
   void Expire();

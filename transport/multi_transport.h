@@ -55,6 +55,7 @@ class MultiTransport : public Transport {
       return inner_->PostRecvTo(sink, len, elem, tag, op_id);
     }
     bool SendCopy(const void* data, size_t len, Tag tag) override { return inner_->SendCopy(data, len, tag); }
+    bool TakeNow(Tag tag, uint64_t op_id, unsigned spins) override { return inner_->TakeNow(tag, op_id, spins); }
 
    private:
     MultiTransport* owner_;

@@ -65,6 +65,7 @@ class ViewEndpoint : public Endpoint {
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override;
   bool SendCopy(const void* data, size_t len, Tag tag) override;
+  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins) override;
 
  private:
   friend class HubView;
@@ -152,6 +153,12 @@ bool ViewEndpoint::PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, 
 bool ViewEndpoint::SendCopy(const void* data, size_t len, Tag tag) {
   TransportHub::Lock l(*hub_);
   return hub_->failed_.ok() && base_->SendCopy(data, len, Stamp(tag));  // failed: PostSend says why
+}
+
+// Holds the hub for the spin: a few microseconds at most, where a Poll holds it up to a turn.
+bool ViewEndpoint::TakeNow(Tag tag, uint64_t op_id, unsigned spins) {
+  TransportHub::Lock l(*hub_);
+  return hub_->failed_.ok() && base_->TakeNow(Stamp(tag), Stamp(op_id), spins);
 }
 
 Status HubView::Poll(std::vector<Completion>* out, Deadline deadline) {

@@ -87,6 +87,16 @@ class Endpoint {
     (void)data, (void)len, (void)tag;
     return false;
   }
+  // Completes the receive posted here with `tag` and `op_id` on the caller's thread, without a
+  // Poll, if its message is next on this peer's stream and has come whole: waits for it up to
+  // `spins` looks where the back end spins at all (not on a crowded host). True: the bytes are
+  // in the receive's memory and no completion follows for it. False: nothing changed, the
+  // receive completes through Poll as ever. For the point-to-point frames a blocking receive
+  // waits on; a back end without such a path keeps the default.
+  virtual bool TakeNow(Tag tag, uint64_t op_id, unsigned spins) {
+    (void)tag, (void)op_id, (void)spins;
+    return false;
+  }
 };
 
 struct PeerInfo {

@@ -8,8 +8,8 @@
 
 namespace hoop::shm {
 
-Channel::Channel(int peer, RingHeader* in, RingHeader* out, Doorbell* peer_bell)
-    : peer_(peer), in_(in), out_(out), peer_bell_(peer_bell) {
+Channel::Channel(int peer, RingHeader* in, RingHeader* out, Doorbell* peer_bell, bool crowded)
+    : peer_(peer), in_(in), out_(out), peer_bell_(peer_bell), crowded_(crowded) {
   tail_ = out_->tail.load(std::memory_order_relaxed);
   peer_head_ = out_->head.load(std::memory_order_relaxed);
   head_ = in_->head.load(std::memory_order_relaxed);
@@ -120,6 +120,24 @@ bool Channel::SendCopy(const void* data, size_t len, Tag tag) {
   }
   WriteSlot(static_cast<const char*>(data), len, 0, len, tag, false);
   Ring(peer_bell_);
+  return true;
+}
+
+bool Channel::TakeNow(Tag tag, uint64_t op_id, unsigned spins) {
+  if (!failure_.ok() || in_msg_) return false;
+  auto* h = reinterpret_cast<const SlotHeader*>(Segment::slot(in_, head_));
+  // Only the seq word is read while waiting: the line stays in this core's cache until the
+  // peer writes it.
+  for (unsigned turn = crowded_ ? 0 : spins; h->seq.load(std::memory_order_acquire) != head_ + 1; --turn)
+    if (turn == 0) return false;
+  if (h->match != tag.match || h->check != tag.check || h->offset != 0 || h->len != h->total) return false;
+  auto it = std::find_if(recvs_.begin(), recvs_.end(), [&](const RecvOp& r) { return r.op_id == op_id; });
+  if (it == recvs_.end() || it->sink || it->tag.match != tag.match || it->len != h->total) return false;
+  if (h->len > 0) std::memcpy(it->data, reinterpret_cast<const char*>(h) + 64, h->len);
+  recvs_.erase(it);
+  ++head_;
+  in_->head.store(head_, std::memory_order_release);
+  Ring(peer_bell_);  // the peer may be waiting for ring space
   return true;
 }
 

@@ -27,13 +27,16 @@ class Channel : public Endpoint {
  public:
   // `in`: the ring in our segment this peer writes; `out`: the ring in the peer's segment we
   // write; `peer_bell`: the peer's doorbell; `own_bell`: ours (the peer wakes us through it).
-  Channel(int peer, RingHeader* in, RingHeader* out, Doorbell* peer_bell);
+  // `crowded`: more ranks than cores on this host (TakeNow does not spin then).
+  Channel(int peer, RingHeader* in, RingHeader* out, Doorbell* peer_bell, bool crowded);
   int peer() const override { return peer_; }
   void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override;
   // A one-slot message with no send queued ahead and a free slot: into the ring now.
   bool SendCopy(const void* data, size_t len, Tag tag) override;
+  // A one-slot message at the head of the ring, for a receive posted with exactly its length.
+  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins) override;
 
   // Moves what can move without waiting; appends completions. True if anything moved.
   bool Progress(std::vector<Completion>* out);
@@ -69,6 +72,7 @@ class Channel : public Endpoint {
   RingHeader* const in_;
   RingHeader* const out_;
   Doorbell* const peer_bell_;
+  const bool crowded_;
 
   std::deque<SendOp> sends_;
   uint64_t tail_ = 0;              // our copy of out_->tail

@@ -61,7 +61,7 @@ Status ShmTransport::Connect(int peer, const std::string& address, Deadline) {
   HOOP_RETURN_IF_ERROR(watch_.Watch(peer, pid).WithContext(ctx));
   auto* in = own_.ring(static_cast<uint32_t>(local_index_[static_cast<size_t>(peer)]));
   auto* out = seg->ring(static_cast<uint32_t>(local_index_[static_cast<size_t>(opts_.rank)]));
-  auto ch = std::make_unique<shm::Channel>(peer, in, out, &seg->header()->doorbell);
+  auto ch = std::make_unique<shm::Channel>(peer, in, out, &seg->header()->doorbell, crowded_);
   active_.push_back(ch.get());
   by_rank_[static_cast<size_t>(peer)] = std::move(ch);
   peer_segs_.push_back(std::move(seg).value());

@@ -1,0 +1,104 @@
+// The shared-memory back end's two calls without a poll (Endpoint::SendCopy and TakeNow), on a
+// real pair of segments in one process: a small message copied into the ring and taken where it
+// lies, and each stepping aside (false, nothing changed) whenever the ordinary path must act:
+// nothing there yet, another message at the head of the ring, a length the receive does not
+// expect, a full ring, a send queued ahead.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <numeric>
+
+#include "transport/shm/shm_transport.h"
+
+using namespace hoop;
+
+namespace {
+TransportOptions Opts(int rank) {
+  TransportOptions o;
+  o.rank = rank;
+  o.size = 2;
+  o.token = "express";
+  o.comm = "express-test";
+  return o;
+}
+std::vector<Completion> Collect(Transport& t, size_t want, std::chrono::milliseconds wait) {
+  std::vector<Completion> all;
+  Deadline d = Deadline::After(wait);
+  while (all.size() < want && t.Poll(&all, d).ok()) {
+  }
+  return all;
+}
+}  // namespace
+
+TEST_CASE("shm: a small message copied into the ring and taken where it lies, or left to the poll", "[transport]") {
+  auto a = ShmTransport::Create(Opts(0));
+  auto b = ShmTransport::Create(Opts(1));
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  Transport& ta = **a;  // sends
+  Transport& tb = **b;  // receives
+  REQUIRE(ta.Connect(1, tb.Address(), Deadline::After(std::chrono::seconds(5))).ok());
+  REQUIRE(tb.Connect(0, ta.Address(), Deadline::After(std::chrono::seconds(5))).ok());
+  Endpoint* to_b = ta.endpoint(1);
+  Endpoint* from_a = tb.endpoint(0);
+  std::vector<char> msg(64), got(64, 0);
+  std::iota(msg.begin(), msg.end(), 1);
+  Region rgot{got.data(), got.size()};
+  constexpr auto kShort = std::chrono::milliseconds(50);
+
+  SECTION("taken whole, with no completion after it") {
+    from_a->PostRecv(rgot, 0, 16, Tag{7, 1}, 11);
+    CHECK_FALSE(from_a->TakeNow(Tag{7, 1}, 11, 1000));  // nothing sent yet
+    REQUIRE(to_b->SendCopy(msg.data(), 16, Tag{7, 1}));
+    msg[0] = 99;  // the copy is out: the caller's buffer is free at once
+    REQUIRE(from_a->TakeNow(Tag{7, 1}, 11, 1000));
+    CHECK(std::memcmp(got.data() + 1, msg.data() + 1, 15) == 0);
+    CHECK(got[0] == 1);
+    CHECK(Collect(tb, 1, kShort).empty());
+    CHECK(Collect(ta, 1, kShort).empty());  // and none for the send either
+  }
+
+  SECTION("another message at the head of the ring is left to the poll") {
+    from_a->PostRecv(rgot, 0, 16, Tag{8, 1}, 12);
+    REQUIRE(to_b->SendCopy(msg.data(), 16, Tag{8, 1}));
+    CHECK_FALSE(from_a->TakeNow(Tag{7, 1}, 13, 100));  // waits for tag 7: not this one
+    CHECK_FALSE(from_a->TakeNow(Tag{8, 1}, 13, 100));  // right tag, but no such receive posted
+    auto done = Collect(tb, 1, std::chrono::seconds(5));
+    REQUIRE(done.size() == 1);
+    CHECK(done[0].op_id == 12);
+    CHECK(done[0].status.ok());
+    CHECK(std::memcmp(got.data(), msg.data(), 16) == 0);
+  }
+
+  SECTION("a length the receive does not expect is the poll's to report") {
+    from_a->PostRecv(rgot, 0, 32, Tag{9, 1}, 14);
+    REQUIRE(to_b->SendCopy(msg.data(), 16, Tag{9, 1}));
+    CHECK_FALSE(from_a->TakeNow(Tag{9, 1}, 14, 100));
+    auto done = Collect(tb, 1, std::chrono::seconds(5));
+    REQUIRE(done.size() == 1);
+    CHECK(done[0].status.code() == Code::kFailedPrecondition);
+  }
+
+  SECTION("a full ring, or a send queued ahead, makes SendCopy step aside") {
+    int copied = 0;
+    while (copied < 100 && to_b->SendCopy(msg.data(), 8, Tag{10, 1})) ++copied;
+    CHECK(copied == static_cast<int>(shm::kSlots));
+    for (int i = 0; i < copied; ++i) {
+      from_a->PostRecv(rgot, 0, 8, Tag{10, 1}, 100 + static_cast<uint64_t>(i));
+      REQUIRE(from_a->TakeNow(Tag{10, 1}, 100 + static_cast<uint64_t>(i), 0));
+    }
+    CHECK(to_b->SendCopy(msg.data(), 8, Tag{10, 1}));  // room again
+    from_a->PostRecv(rgot, 0, 8, Tag{10, 1}, 200);
+    REQUIRE(from_a->TakeNow(Tag{10, 1}, 200, 0));
+
+    // A message of several slots, posted: the rest of it waits in the channel, and a small
+    // message must not overtake it.
+    const size_t big = 4 * shm::kInlineMax;
+    std::vector<char> large(big, 'x'), large_in(big);
+    Region rl{large.data(), big}, rli{large_in.data(), big};
+    for (int i = 0; i < 40; ++i) to_b->PostSend(rl, 0, big, Tag{11, 1}, 300 + static_cast<uint64_t>(i));
+    CHECK_FALSE(to_b->SendCopy(msg.data(), 8, Tag{12, 1}));
+    from_a->PostRecv(rli, 0, big, Tag{11, 1}, 400);
+    CHECK_FALSE(from_a->TakeNow(Tag{11, 1}, 400, 0));  // several slots: the poll's
+  }
+}
