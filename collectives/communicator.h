@@ -213,10 +213,13 @@ class Communicator {
   void RunP2p(const Op& op, bool caller_waits);
   // After a blocking send or receive: polls until the transport has taken the mailbox's frames
   // (a small send completes inside one), for the call's HOOP_TIMEOUT at most.
-  void FlushFrames(const P2pCall& c);
+  void FlushFrames(Deadline flush);
   // SendNow/RecvNow's shared body.
   Status RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused);
-  Status CheckP2p(const P2pCall& c) const;
+  Status CheckP2p(bool is_send, const Buffer& b, int peer, int tag) const;
+  Status CheckP2p(const P2pCall& c) const {
+    return CheckP2p(c.is_send, Buffer{c.data, c.count, c.dtype, c.kind}, c.peer, c.tag);
+  }
   // After every turn on the transport: a mailbox failure poisons the communicator; a poisoned
   // one fails the mailbox's calls. Then publishes whether the mailbox has calls in flight.
   void AfterTurn();

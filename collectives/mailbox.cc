@@ -107,20 +107,20 @@ void Mailbox::Post(std::shared_ptr<P2pCall> call) {
     const Status& lost = peers_[static_cast<size_t>(call->peer)]->lost;
     if (!lost.ok()) return Complete(call, Status(lost.code(), Describe(*call) + ": lost " + lost.message()));
   }
-  const uint64_t bytes = call->count * DTypeSize(call->dtype);
-  if (call->is_send && call->peer != o_.rank) {
-    // The fast path: a message small enough to ride in its frame, with nothing waiting ahead of
-    // it and credit for it, goes at once and is done (no Send kept, no memory registered, no
-    // deadline read from the clock).
-    PeerState& ps = *peers_[static_cast<size_t>(call->peer)];
-    if (bytes <= kInlineBytes && ps.waiting.empty() && ps.credit >= kFrameBytes + bytes) {
-      SendInline(call->peer, *call, ps.next_msg++, bytes);
-      return Complete(call, Status::Ok());
-    }
-  }
+  // The fast path: no Send kept, no memory registered, no deadline read from the clock.
+  if (call->is_send && SendSmall(call->peer, call->tag, call->data, call->count * DTypeSize(call->dtype), call->dtype))
+    return Complete(call, Status::Ok());
   call->deadline = Deadline::After(o_.timeout);
   if (call->is_send) PostSend(std::move(call));
   else PostRecv(std::move(call));
+}
+
+bool Mailbox::SendSmall(int peer, int tag, const void* data, uint64_t bytes, DType dtype) {
+  if (bytes > kInlineBytes || peer == o_.rank || closed_ || !fatal_.ok()) return false;
+  PeerState& ps = *peers_[static_cast<size_t>(peer)];
+  if (!ps.lost.ok() || !ps.waiting.empty() || ps.credit < kFrameBytes + bytes) return false;
+  SendInline(peer, tag, dtype, data, ps.next_msg++, bytes);
+  return true;
 }
 
 void Mailbox::PostSend(std::shared_ptr<P2pCall> call) {
@@ -156,7 +156,7 @@ void Mailbox::Launch(int peer) {
     if (!eager && ps.credit < kFrameBytes) return;  // the receiver holds all it may: wait
     ps.waiting.pop_front();
     if (eager && s.bytes <= kInlineBytes) {
-      SendInline(peer, *s.call, s.msg, s.bytes);
+      SendInline(peer, s.call->tag, s.call->dtype, s.call->data, s.msg, s.bytes);
       auto done = std::move(s.call);
       sends_.erase(it);
       Complete(done, Status::Ok());  // the frame carries a copy
@@ -180,15 +180,15 @@ void Mailbox::Launch(int peer) {
   }
 }
 
-void Mailbox::SendInline(int peer, const P2pCall& call, uint64_t msg, uint64_t bytes) {
+void Mailbox::SendInline(int peer, int tag, DType dtype, const void* data, uint64_t msg, uint64_t bytes) {
   Frame f;
   f.kind = kEager;
-  f.tag = call.tag;
+  f.tag = tag;
   f.bytes = bytes;
   f.msg = msg;
   f.piece = static_cast<uint32_t>(o_.piece_bytes);
-  f.dtype = static_cast<uint8_t>(call.dtype);
-  if (bytes) std::memcpy(f.data, call.data, bytes);
+  f.dtype = static_cast<uint8_t>(dtype);
+  if (bytes) std::memcpy(f.data, data, bytes);
   peers_[static_cast<size_t>(peer)]->credit -= kFrameBytes + bytes;
   SendFrame(peer, f);
 }
@@ -366,7 +366,8 @@ bool Mailbox::DeliverInline(int peer, const Frame& f) {
   auto it = std::find_if(posted_.begin(), posted_.end(), [&](const auto& c) { return Matches(*c, peer, f.tag); });
   if (it == posted_.end()) return false;
   auto call = std::move(*it);
-  posted_.erase(it);
+  if (it == posted_.begin()) posted_.pop_front();  // the usual one, without the deque's general erase
+  else posted_.erase(it);
   const DType dtype = f.dtype <= static_cast<uint8_t>(kLastDType) ? static_cast<DType>(f.dtype) : DType::kU8;
   Status s = Refusal(*call, peer, f.bytes, dtype);
   if (call->info) *call->info = RecvInfo{peer, f.tag, f.bytes / DTypeSize(dtype)};

@@ -97,6 +97,11 @@ class Mailbox : public Leftover {
   Status Start();
   // Starts a send or a receive (checked by the caller); `call->complete` runs when it is done.
   void Post(std::shared_ptr<P2pCall> call);
+  // Sends `bytes` at `data` to another rank at once, inside its frame, if they fit (kInlineBytes)
+  // with credit to spare and nothing waiting ahead to that peer: true, and the send is done.
+  // False: nothing happened (Post it). Checked by the caller.
+  bool SendSmall(int peer, int tag, const void* data, uint64_t bytes, DType dtype);
+  size_t piece_bytes() const { return o_.piece_bytes; }
   // A completion whose op id carries kP2pBit.
   void Handle(const Completion& c) override;
   // Polls the transport until something completes or `deadline` (no collective running);
@@ -148,8 +153,8 @@ class Mailbox : public Leftover {
   StatusOr<uint64_t> FrameSlot();
   void PostFrameRecv(int peer);
   void PostPayload(Send& s);
-  // Sends message `msg` of `call` (at most kInlineBytes) inside an eager frame, spending credit.
-  void SendInline(int peer, const P2pCall& call, uint64_t msg, uint64_t bytes);
+  // Sends message `msg` (at most kInlineBytes) inside an eager frame, spending credit.
+  void SendInline(int peer, int tag, DType dtype, const void* data, uint64_t msg, uint64_t bytes);
   // A message inside its frame handed straight to a posted receive that matches it; false if
   // none does (it then arrives as any other).
   bool DeliverInline(int peer, const Frame& f);

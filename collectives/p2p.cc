@@ -10,25 +10,25 @@
 
 namespace hoop {
 
-Status Communicator::CheckP2p(const P2pCall& c) const {
-  const char* call = c.is_send ? "send" : "receive";
+Status Communicator::CheckP2p(bool is_send, const Buffer& b, int peer, int tag) const {
+  const char* call = is_send ? "send" : "receive";
   auto bad = [&](const std::string& why) {
     return InvalidArgument("rank " + std::to_string(opts_.rank) + ": " + call + ": " + why);
   };
-  const bool any_ok = !c.is_send;
-  if (c.peer < (any_ok ? kAnySource : 0) || c.peer >= opts_.size)
-    return bad("peer " + std::to_string(c.peer) + " is not a rank (size " + std::to_string(opts_.size) + ")" +
+  const bool any_ok = !is_send;
+  if (peer < (any_ok ? kAnySource : 0) || peer >= opts_.size)
+    return bad("peer " + std::to_string(peer) + " is not a rank (size " + std::to_string(opts_.size) + ")" +
                (any_ok ? " nor HOOP_ANY_SOURCE (-1)" : ""));
-  if (c.tag < 0) return bad("tag " + std::to_string(c.tag) + " is negative");
-  if (c.kind != MemKind::kHost)
-    return Status(Code::kUnimplemented, "rank " + std::to_string(opts_.rank) + ": " + call + ": " + MemKindName(c.kind) +
+  if (tag < 0) return bad("tag " + std::to_string(tag) + " is negative");
+  if (b.kind != MemKind::kHost)
+    return Status(Code::kUnimplemented, "rank " + std::to_string(opts_.rank) + ": " + call + ": " + MemKindName(b.kind) +
                                             " memory is not supported yet (host memory only)");
-  if (c.count > 0 && c.data == nullptr) return bad("buffer is null with count " + std::to_string(c.count));
-  if (std::string why = ExtentProblem(c.data, c.count, c.dtype); !why.empty()) return bad("buffer " + why);
+  if (b.count > 0 && b.data == nullptr) return bad("buffer is null with count " + std::to_string(b.count));
+  if (std::string why = ExtentProblem(b.data, b.count, b.dtype); !why.empty()) return bad("buffer " + why);
   // Pieces are numbered in 24 bits (mailbox.h).
-  const size_t piece = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
-  if (c.count * DTypeSize(c.dtype) / piece >= (size_t{1} << 24))
-    return bad("count " + std::to_string(c.count) + " x " + DTypeName(c.dtype) + " is more than the " +
+  const size_t piece = mailbox_->piece_bytes();
+  if (b.count * DTypeSize(b.dtype) / piece >= (size_t{1} << 24))
+    return bad("count " + std::to_string(b.count) + " x " + DTypeName(b.dtype) + " is more than the " +
                std::to_string(piece << 24) + " bytes one message can carry (2^24 pieces of HOOP_CHUNK_BYTES)");
   return Status::Ok();
 }
@@ -90,8 +90,24 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
     if (here) {
       running_ = true;
       // The last such call's object, unless something still holds it: no allocation per call.
-      if (now_call_.use_count() == 1) call = now_call_;
+      // A small send may need none at all.
+      if (!is_send && now_call_.use_count() == 1) call = now_call_;
     }
+  }
+  if (here && is_send) {
+    // Small enough to ride in its frame, with credit and nothing ahead of it: sent here, with
+    // no call object, and done.
+    if (Status bad = CheckP2p(true, b, peer, tag); !bad.ok()) {
+      EndTurn();
+      if (refused) *refused = true;
+      return bad;
+    }
+    if (mailbox_->SendSmall(peer, tag, b.data, b.count * DTypeSize(b.dtype), b.dtype)) {
+      FlushFrames(Deadline::Never());
+      EndTurn();
+      return Status::Ok();
+    }
+    if (now_call_.use_count() == 1) call = now_call_;
   }
   if (call) {  // `complete` stays as set when it was made
     Prepare(*call, is_send, b, peer, tag, std::move(at));
@@ -140,7 +156,7 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
   // A small send is done at once (with no deadline), inside a frame the transport may not have
   // taken yet: it is polled out before this returns, for HOOP_TIMEOUT at most (past it, the
   // worker goes on). The message is on its way already: the clock is read off its path.
-  FlushFrames(*c);
+  FlushFrames(c->deadline);
   EndTurn();
   if (!c->done) return Internal("rank " + std::to_string(opts_.rank) + ": point-to-point call left pending");
   return c->status;
@@ -165,12 +181,12 @@ void Communicator::RunP2p(const Op& op, bool caller_waits) {
   // Expire() fails the call at its deadline, or the mailbox turns fatal: either ends this. Its
   // frames are polled out as in RunNow.
   while (!done() && mailbox_->fatal().ok()) mailbox_->Progress(Deadline::After(std::chrono::milliseconds(100)));
-  FlushFrames(*op.p2p);
+  FlushFrames(op.p2p->deadline);
 }
 
-void Communicator::FlushFrames(const P2pCall& c) {
+void Communicator::FlushFrames(Deadline flush) {
   if (!mailbox_->FramesOut() || !mailbox_->fatal().ok()) return;
-  const Deadline flush = c.deadline.IsNever() ? Deadline::After(opts_.timeout) : c.deadline;
+  if (flush.IsNever()) flush = Deadline::After(opts_.timeout);
   while (mailbox_->FramesOut() && mailbox_->fatal().ok() && mailbox_->Progress(flush)) {
   }
 }
