@@ -97,9 +97,10 @@ class Mailbox : public Leftover {
   Status Start();
   // Starts a send or a receive (checked by the caller); `call->complete` runs when it is done.
   void Post(std::shared_ptr<P2pCall> call);
-  // Sends `bytes` at `data` to another rank at once, inside its frame, if they fit (kInlineBytes)
-  // with credit to spare and nothing waiting ahead to that peer: true, and the send is done.
-  // False: nothing happened (Post it). Checked by the caller.
+  // Sends `bytes` at `data` to another rank at once, with credit to spare and nothing waiting
+  // ahead to that peer: inside its frame if they fit (kInlineBytes), else as its eager frame and
+  // one payload piece copied out together where the back end can (Endpoint::SendCopies): true,
+  // and the send is done. False: nothing happened (Post it). Checked by the caller.
   bool SendSmall(int peer, int tag, const void* data, uint64_t bytes, DType dtype);
   size_t piece_bytes() const { return o_.piece_bytes; }
   // A completion whose op id carries kP2pBit.
@@ -199,6 +200,12 @@ class Mailbox : public Leftover {
   std::vector<Completion> done_;
   Deadline::Clock::time_point next_expire_{};
   unsigned turns_ = 0;  // Progress calls, to space out the clock reads
+  // The last payload of one piece whose receive was posted (TakeFrame takes it after its frame).
+  struct OnePiece {
+    int peer = -1;
+    uint64_t msg = 0;
+    uint64_t arrival = 0;
+  } one_piece_;
 };
 
 }  // namespace hoop

@@ -54,7 +54,7 @@ class MultiTransport : public Transport {
     bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override {
       return inner_->PostRecvTo(sink, len, elem, tag, op_id);
     }
-    bool SendCopy(const void* data, size_t len, Tag tag) override { return inner_->SendCopy(data, len, tag); }
+    bool SendCopies(const Copy* msgs, size_t n) override { return inner_->SendCopies(msgs, n); }
     bool TakeNow(Tag tag, uint64_t op_id, unsigned spins) override { return inner_->TakeNow(tag, op_id, spins); }
 
    private:

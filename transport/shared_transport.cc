@@ -64,7 +64,7 @@ class ViewEndpoint : public Endpoint {
   void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override;
-  bool SendCopy(const void* data, size_t len, Tag tag) override;
+  bool SendCopies(const Copy* msgs, size_t n) override;
   bool TakeNow(Tag tag, uint64_t op_id, unsigned spins) override;
 
  private:
@@ -150,9 +150,13 @@ bool ViewEndpoint::PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, 
   return base_->PostRecvTo(sink, len, elem, Stamp(tag), Stamp(op_id));
 }
 
-bool ViewEndpoint::SendCopy(const void* data, size_t len, Tag tag) {
+bool ViewEndpoint::SendCopies(const Copy* msgs, size_t n) {
+  constexpr size_t kMost = 4;  // the mailbox sends a frame and at most its payload
+  if (n > kMost) return false;
+  Copy stamped[kMost];
+  for (size_t i = 0; i < n; ++i) stamped[i] = {msgs[i].data, msgs[i].len, Stamp(msgs[i].tag)};
   TransportHub::Lock l(*hub_);
-  return hub_->failed_.ok() && base_->SendCopy(data, len, Stamp(tag));  // failed: PostSend says why
+  return hub_->failed_.ok() && base_->SendCopies(stamped, n);  // failed: PostSend says why
 }
 
 // Holds the hub for the spin: a few microseconds at most, where a Poll holds it up to a turn.

@@ -78,14 +78,24 @@ class Endpoint {
     (void)sink, (void)len, (void)elem, (void)tag, (void)op_id;
     return false;
   }
-  // Sends a copy of a small message at once, where the back end can without waiting and with
-  // nothing of its own queued ahead of it: true when the bytes are copied out (`data` may be
-  // reused at once) and on their way; no completion follows. False, nothing sent, otherwise: the
-  // caller posts a PostSend instead. For the point-to-point frames, whose every nanosecond is a
-  // ping-pong's; a back end without such a path keeps the default.
-  virtual bool SendCopy(const void* data, size_t len, Tag tag) {
-    (void)data, (void)len, (void)tag;
+  // Sends copies of small messages at once, in order, all or none, where the back end can
+  // without waiting and with nothing of its own queued ahead of them: true when the bytes are
+  // copied out (the memory may be reused at once) and on their way; no completion follows. False,
+  // nothing sent, otherwise: the caller posts PostSends instead. For the point-to-point frames
+  // (and a small payload behind its frame), whose every nanosecond is a ping-pong's; a back end
+  // without such a path keeps the default.
+  struct Copy {
+    const void* data;
+    size_t len;
+    Tag tag;
+  };
+  virtual bool SendCopies(const Copy* msgs, size_t n) {
+    (void)msgs, (void)n;
     return false;
+  }
+  bool SendCopy(const void* data, size_t len, Tag tag) {
+    const Copy one{data, len, tag};
+    return SendCopies(&one, 1);
   }
   // Completes the receive posted here with `tag` and `op_id` on the caller's thread, without a
   // Poll, if its message is next on this peer's stream and has come whole: waits for it up to

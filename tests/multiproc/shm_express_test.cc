@@ -1,4 +1,4 @@
-// The shared-memory back end's two calls without a poll (Endpoint::SendCopy and TakeNow), on a
+// The shared-memory back end's two calls without a poll (Endpoint::SendCopies and TakeNow), on a
 // real pair of segments in one process: a small message copied into the ring and taken where it
 // lies, and each stepping aside (false, nothing changed) whenever the ordinary path must act:
 // nothing there yet, another message at the head of the ring, a length the receive does not
@@ -77,6 +77,24 @@ TEST_CASE("shm: a small message copied into the ring and taken where it lies, or
     auto done = Collect(tb, 1, std::chrono::seconds(5));
     REQUIRE(done.size() == 1);
     CHECK(done[0].status.code() == Code::kFailedPrecondition);
+  }
+
+  SECTION("two copies go together or not at all") {
+    for (uint32_t i = 0; i + 1 < shm::kSlots; ++i) REQUIRE(to_b->SendCopy(msg.data(), 8, Tag{20, 1}));
+    const Endpoint::Copy two[2] = {{msg.data(), 8, Tag{21, 1}}, {msg.data(), 8, Tag{22, 1}}};
+    CHECK_FALSE(to_b->SendCopies(two, 2));  // one slot left: neither goes
+    CHECK(to_b->SendCopy(msg.data(), 8, Tag{23, 1}));  // that slot is still free
+    for (uint32_t i = 0; i + 1 < shm::kSlots; ++i) {
+      from_a->PostRecv(rgot, 0, 8, Tag{20, 1}, 500 + i);
+      REQUIRE(from_a->TakeNow(Tag{20, 1}, 500 + i, 0));
+    }
+    from_a->PostRecv(rgot, 0, 8, Tag{23, 1}, 600);  // next after the 15: the single copy, not a pair's
+    CHECK(from_a->TakeNow(Tag{23, 1}, 600, 0));
+    CHECK(to_b->SendCopies(two, 2));
+    from_a->PostRecv(rgot, 0, 8, Tag{21, 1}, 601);
+    from_a->PostRecv(rgot, 0, 8, Tag{22, 1}, 602);
+    CHECK(from_a->TakeNow(Tag{21, 1}, 601, 0));
+    CHECK(from_a->TakeNow(Tag{22, 1}, 602, 0));
   }
 
   SECTION("a full ring, or a send queued ahead, makes SendCopy step aside") {

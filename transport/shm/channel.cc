@@ -112,13 +112,16 @@ void Channel::WriteSlot(const char* data, size_t total, size_t offset, size_t n,
   out_->tail.store(tail_, std::memory_order_release);
 }
 
-bool Channel::SendCopy(const void* data, size_t len, Tag tag) {
-  if (!failure_.ok() || exited_ || !sends_.empty() || len > kInlineMax) return false;
-  if (tail_ - peer_head_ >= kSlots) {
+bool Channel::SendCopies(const Copy* msgs, size_t n) {
+  if (!failure_.ok() || exited_ || !sends_.empty() || n > kSlots) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (msgs[i].len > kInlineMax) return false;
+  if (tail_ - peer_head_ + n > kSlots) {
     peer_head_ = out_->head.load(std::memory_order_acquire);
-    if (tail_ - peer_head_ >= kSlots) return false;
+    if (tail_ - peer_head_ + n > kSlots) return false;
   }
-  WriteSlot(static_cast<const char*>(data), len, 0, len, tag, false);
+  for (size_t i = 0; i < n; ++i)
+    WriteSlot(static_cast<const char*>(msgs[i].data), msgs[i].len, 0, msgs[i].len, msgs[i].tag, false);
   Ring(peer_bell_);
   return true;
 }

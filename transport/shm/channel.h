@@ -33,8 +33,8 @@ class Channel : public Endpoint {
   void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override;
-  // A one-slot message with no send queued ahead and a free slot: into the ring now.
-  bool SendCopy(const void* data, size_t len, Tag tag) override;
+  // One-slot messages with no send queued ahead and a free slot each: into the ring now.
+  bool SendCopies(const Copy* msgs, size_t n) override;
   // A one-slot message at the head of the ring, for a receive posted with exactly its length.
   bool TakeNow(Tag tag, uint64_t op_id, unsigned spins) override;
 
