@@ -3,9 +3,9 @@
 // Make progress and return as soon as something completed. Otherwise spin for a short while (a
 // reply to a small message comes back within microseconds, and a sleep costs a wake-up on top),
 // taking a slower look every few turns: hand the core over where ranks outnumber cores
-// (HostCrowded), ask whether a peer's process has exited, read the clock. Past the spin and
-// short of the deadline, sleep until the back end has news or a short while has passed (to look
-// at the peers and the deadline again), then spin again.
+// (HostCrowded), ask whether a peer's process has exited, read the clock (a passed deadline ends
+// the wait there). Past the spin, sleep until the back end has news or a short while has passed
+// (to look at the peers and the deadline again), then spin again.
 //
 // A back end brings the three things that differ between them, as methods of `B`:
 //   Status Progress(std::vector<Completion>* out);  never blocks; appends what completed
@@ -63,9 +63,11 @@ Status ProgressLoop(B& b, const WaitStyle& style, std::vector<Completion>* out, 
     b.Watch(out);
     if (out->size() > start) return Status::Ok();
     const auto now = std::chrono::steady_clock::now();
+    // A deadline ends the spin too: a caller asking for one look (MultiTransport, every part in
+    // turn) gets it, not the whole spin.
+    if (now >= deadline.at()) return DeadlineExceeded(std::string(style.name) + ": no progress before the deadline");
     if (spin_until == std::chrono::steady_clock::time_point{}) spin_until = now + style.spin;
     if (now < spin_until) continue;
-    if (deadline.Expired()) return DeadlineExceeded(std::string(style.name) + ": no progress before the deadline");
     s = b.Sleep(out, deadline);
     if (!s.ok()) return s;
     if (out->size() > start) return Status::Ok();
