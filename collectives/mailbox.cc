@@ -125,13 +125,7 @@ bool Mailbox::SendSmall(int peer, int tag, const void* data, uint64_t bytes, DTy
   }
   // Its eager frame and its payload (one piece), both copied out at once where the back end
   // can: no Send kept, nothing to wait for. Else the caller posts it.
-  Frame f;
-  f.kind = kEager;
-  f.tag = tag;
-  f.bytes = bytes;
-  f.msg = ps.next_msg;
-  f.piece = static_cast<uint32_t>(o_.piece_bytes);
-  f.dtype = static_cast<uint8_t>(dtype);
+  Frame f = MessageFrame(kEager, tag, dtype, bytes, ps.next_msg);
   f.credit = ps.owed;
   const Endpoint::Copy both[2] = {{&f, kFrameBytes, Tag{FrameMatch(ps.next_out), kFrameCheck}},
                                   {data, bytes, Tag{DataMatch(ps.next_msg, 0), kDataCheck}}};
@@ -182,13 +176,7 @@ void Mailbox::Launch(int peer) {
       Complete(done, Status::Ok());  // the frame carries a copy
       continue;
     }
-    Frame f;
-    f.kind = eager ? kEager : kRts;
-    f.tag = s.call->tag;
-    f.bytes = s.bytes;
-    f.msg = s.msg;
-    f.piece = s.piece;
-    f.dtype = static_cast<uint8_t>(s.call->dtype);
+    Frame f = MessageFrame(eager ? kEager : kRts, s.call->tag, s.call->dtype, s.bytes, s.msg);
     ps.credit -= kFrameBytes + (eager ? s.bytes : 0);
     SendFrame(peer, f);
     if (eager) {
@@ -200,14 +188,19 @@ void Mailbox::Launch(int peer) {
   }
 }
 
-void Mailbox::SendInline(int peer, int tag, DType dtype, const void* data, uint64_t msg, uint64_t bytes) {
+Mailbox::Frame Mailbox::MessageFrame(uint32_t kind, int tag, DType dtype, uint64_t bytes, uint64_t msg) const {
   Frame f;
-  f.kind = kEager;
+  f.kind = kind;
   f.tag = tag;
   f.bytes = bytes;
   f.msg = msg;
   f.piece = static_cast<uint32_t>(o_.piece_bytes);
   f.dtype = static_cast<uint8_t>(dtype);
+  return f;
+}
+
+void Mailbox::SendInline(int peer, int tag, DType dtype, const void* data, uint64_t msg, uint64_t bytes) {
+  Frame f = MessageFrame(kEager, tag, dtype, bytes, msg);
   if (bytes) std::memcpy(f.data, data, bytes);
   peers_[static_cast<size_t>(peer)]->credit -= kFrameBytes + bytes;
   SendFrame(peer, f);

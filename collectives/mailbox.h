@@ -154,6 +154,8 @@ class Mailbox : public Leftover {
   StatusOr<uint64_t> FrameSlot();
   void PostFrameRecv(int peer);
   void PostPayload(Send& s);
+  // The frame announcing message `msg` (eager or RTS), with this rank's piece size.
+  Frame MessageFrame(uint32_t kind, int tag, DType dtype, uint64_t bytes, uint64_t msg) const;
   // Sends message `msg` (at most kInlineBytes) inside an eager frame, spending credit.
   void SendInline(int peer, int tag, DType dtype, const void* data, uint64_t msg, uint64_t bytes);
   // A message inside its frame handed straight to a posted receive that matches it; false if

@@ -95,8 +95,8 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
     }
   }
   if (here && is_send) {
-    // Small enough to ride in its frame, with credit and nothing ahead of it: sent here, with
-    // no call object, and done.
+    // Small enough to ride in its frame, or to go with it as one piece the back end copies out
+    // at once, with credit and nothing ahead of it: sent here, with no call object, and done.
     if (Status bad = CheckP2p(true, b, peer, tag); !bad.ok()) {
       EndTurn();
       if (refused) *refused = true;
