@@ -475,16 +475,7 @@ void Mailbox::Handle(const Completion& c) {
   }
   if (!c.status.ok()) return LosePeer(c.peer, c.status);
   switch (kind) {
-    case Kind::kFrameIn: {
-      const int peer = static_cast<int>(id);
-      Frame f;
-      std::memcpy(&f, static_cast<const char*>(in_frames_.base) + kFrameBytes * id, kFrameBytes);
-      PeerState& ps = *peers_[id];
-      ++ps.next_in;
-      if (f.kind == kBye) ps.bye = true;  // its last frame
-      else if (!closed_ || retiring_) PostFrameRecv(peer);
-      return OnFrame(peer, f);
-    }
+    case Kind::kFrameIn: return FrameIn(static_cast<int>(id), false);
     case Kind::kFrameOut: return;
     case Kind::kDataOut: {
       auto it = sends_.find(id);
@@ -501,20 +492,36 @@ void Mailbox::Handle(const Completion& c) {
   }
 }
 
+void Mailbox::FrameIn(int peer, bool posted_again) {
+  Frame f;
+  std::memcpy(&f, static_cast<const char*>(in_frames_.base) + kFrameBytes * static_cast<size_t>(peer), kFrameBytes);
+  PeerState& ps = *peers_[static_cast<size_t>(peer)];
+  ++ps.next_in;
+  if (f.kind == kBye) ps.bye = true;  // its last frame
+  const bool more = f.kind != kBye && (!closed_ || retiring_);
+  if (more && !posted_again) PostFrameRecv(peer);
+  // A receive left posted for a frame that never comes would outlive this mailbox, and could
+  // take a frame of a later communicator given this one's view id.
+  if (!more && posted_again) t_.endpoint(peer)->Withdraw(OpId(Kind::kFrameIn, static_cast<uint64_t>(peer)));
+  OnFrame(peer, f);
+}
+
 bool Mailbox::TakeFrame(int peer, unsigned spins) {
   if (closed_ || !fatal_.ok() || peer < 0 || peer >= o_.size || peer == o_.rank) return false;
   const PeerState& ps = *peers_[static_cast<size_t>(peer)];
   if (ps.bye || !ps.lost.ok()) return false;
   Endpoint* ep = t_.endpoint(peer);
   const uint64_t op = OpId(Kind::kFrameIn, static_cast<uint64_t>(peer));
-  if (!ep->TakeNow(Tag{FrameMatch(ps.next_in), kFrameCheck}, op, spins)) return false;
+  // The frame receive stays posted for the next frame (no post through the hub per frame).
+  const Tag next{FrameMatch(ps.next_in + 1), kFrameCheck};
+  if (!ep->TakeNow(Tag{FrameMatch(ps.next_in), kFrameCheck}, op, spins, &next)) return false;
   one_piece_ = {};
-  Handle(Completion{op, peer, false, Status::Ok(), 0});  // as if the poll had brought it
+  FrameIn(peer, true);  // as if the poll had brought it
   // An eager payload of one piece, posted for that frame just now, is next on the stream: taken
   // the same way when it has come (or comes within the spin).
   if (one_piece_.peer == peer) {
     const uint64_t data_op = OpId(Kind::kDataIn, one_piece_.arrival);
-    if (ep->TakeNow(Tag{DataMatch(one_piece_.msg, 0), kDataCheck}, data_op, spins))
+    if (ep->TakeNow(Tag{DataMatch(one_piece_.msg, 0), kDataCheck}, data_op, spins, nullptr))
       Handle(Completion{data_op, peer, false, Status::Ok(), 0});
   }
   return true;

@@ -163,6 +163,9 @@ class Mailbox : public Leftover {
   bool DeliverInline(int peer, const Frame& f);
   // Why `call` cannot take a message of `bytes` in `dtype` from `peer`; OK if it can.
   Status Refusal(const P2pCall& call, int peer, uint64_t bytes, DType dtype) const;
+  // The frame from `peer` has landed in its receive, which the back end posted again for the
+  // next frame (`posted_again`, TakeFrame) or completed (the poll's).
+  void FrameIn(int peer, bool posted_again);
   void OnFrame(int peer, const Frame& f);
   // A message has come (its frame, or a send to self): to the first posted receive it matches,
   // else to the unexpected list.

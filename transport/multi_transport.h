@@ -55,7 +55,10 @@ class MultiTransport : public Transport {
       return inner_->PostRecvTo(sink, len, elem, tag, op_id);
     }
     bool SendCopies(const Copy* msgs, size_t n) override { return inner_->SendCopies(msgs, n); }
-    bool TakeNow(Tag tag, uint64_t op_id, unsigned spins) override { return inner_->TakeNow(tag, op_id, spins); }
+    bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) override {
+      return inner_->TakeNow(tag, op_id, spins, then);
+    }
+    bool Withdraw(uint64_t op_id) override { return inner_->Withdraw(op_id); }
 
    private:
     MultiTransport* owner_;

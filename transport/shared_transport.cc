@@ -65,7 +65,8 @@ class ViewEndpoint : public Endpoint {
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override;
   bool SendCopies(const Copy* msgs, size_t n) override;
-  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins) override;
+  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) override;
+  bool Withdraw(uint64_t op_id) override;
 
  private:
   friend class HubView;
@@ -160,9 +161,15 @@ bool ViewEndpoint::SendCopies(const Copy* msgs, size_t n) {
 }
 
 // Holds the hub for the spin: a few microseconds at most, where a Poll holds it up to a turn.
-bool ViewEndpoint::TakeNow(Tag tag, uint64_t op_id, unsigned spins) {
+bool ViewEndpoint::TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) {
+  const Tag next = then ? Stamp(*then) : Tag{};
   TransportHub::Lock l(*hub_);
-  return hub_->failed_.ok() && base_->TakeNow(Stamp(tag), Stamp(op_id), spins);
+  return hub_->failed_.ok() && base_->TakeNow(Stamp(tag), Stamp(op_id), spins, then ? &next : nullptr);
+}
+
+bool ViewEndpoint::Withdraw(uint64_t op_id) {
+  TransportHub::Lock l(*hub_);
+  return base_->Withdraw(Stamp(op_id));
 }
 
 Status HubView::Poll(std::vector<Completion>* out, Deadline deadline) {

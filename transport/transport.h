@@ -101,10 +101,18 @@ class Endpoint {
   // Poll, if its message is next on this peer's stream and has come whole: waits for it up to
   // `spins` looks where the back end spins at all (not on a crowded host). True: the bytes are
   // in the receive's memory and no completion follows for it. False: nothing changed, the
-  // receive completes through Poll as ever. For the point-to-point frames a blocking receive
-  // waits on; a back end without such a path keeps the default.
-  virtual bool TakeNow(Tag tag, uint64_t op_id, unsigned spins) {
-    (void)tag, (void)op_id, (void)spins;
+  // receive completes through Poll as ever. With `then`, a receive taken stays posted, in its
+  // place and with the same memory and op id, for the message tagged `*then`: a stream of frames
+  // keeps its receive without posting a new one (Withdraw ends it). For the point-to-point frames
+  // a blocking receive waits on; a back end without such a path keeps the default.
+  virtual bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) {
+    (void)tag, (void)op_id, (void)spins, (void)then;
+    return false;
+  }
+  // Removes the receive posted with `op_id` if no byte of its message has come: true, and no
+  // completion follows for it. False: nothing changed. Back ends with TakeNow's `then` have it.
+  virtual bool Withdraw(uint64_t op_id) {
+    (void)op_id;
     return false;
   }
 };

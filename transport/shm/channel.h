@@ -36,7 +36,8 @@ class Channel : public Endpoint {
   // One-slot messages with no send queued ahead and a free slot each: into the ring now.
   bool SendCopies(const Copy* msgs, size_t n) override;
   // A one-slot message at the head of the ring, for a receive posted with exactly its length.
-  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins) override;
+  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) override;
+  bool Withdraw(uint64_t op_id) override;
 
   // Moves what can move without waiting; appends completions. True if anything moved.
   bool Progress(std::vector<Completion>* out);
