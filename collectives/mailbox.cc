@@ -96,6 +96,12 @@ void Mailbox::Complete(const std::shared_ptr<P2pCall>& call, const Status& s) {
 
 // ---- posting ----
 
+namespace {
+bool Matches(const P2pCall& recv, int peer, int tag) {
+  return (recv.peer == kAnySource || recv.peer == peer) && recv.tag == tag;
+}
+}  // namespace
+
 void Mailbox::Post(std::shared_ptr<P2pCall> call) {
   ++live_;
   if (closed_ || !fatal_.ok()) {
@@ -110,7 +116,7 @@ void Mailbox::Post(std::shared_ptr<P2pCall> call) {
   // The fast path: no Send kept, no memory registered, no deadline read from the clock.
   if (call->is_send && SendSmall(call->peer, call->tag, call->data, call->count * DTypeSize(call->dtype), call->dtype))
     return Complete(call, Status::Ok());
-  call->deadline = Deadline::After(o_.timeout);
+  if (call->deadline.IsNever()) call->deadline = Deadline::After(o_.timeout);
   if (call->is_send) PostSend(std::move(call));
   else PostRecv(std::move(call));
 }
@@ -239,12 +245,6 @@ void Mailbox::SendToSelf(std::shared_ptr<P2pCall> call) {
   }
   Arrive(std::move(a));
 }
-
-namespace {
-bool Matches(const P2pCall& recv, int peer, int tag) {
-  return (recv.peer == kAnySource || recv.peer == peer) && recv.tag == tag;
-}
-}  // namespace
 
 void Mailbox::PostRecv(std::shared_ptr<P2pCall> call) {
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
@@ -506,25 +506,61 @@ void Mailbox::FrameIn(int peer, bool posted_again) {
   OnFrame(peer, f);
 }
 
-bool Mailbox::TakeFrame(int peer, unsigned spins) {
+bool Mailbox::TakeNextFrame(int peer, unsigned spins) {
   if (closed_ || !fatal_.ok() || peer < 0 || peer >= o_.size || peer == o_.rank) return false;
   const PeerState& ps = *peers_[static_cast<size_t>(peer)];
   if (ps.bye || !ps.lost.ok()) return false;
-  Endpoint* ep = t_.endpoint(peer);
-  const uint64_t op = OpId(Kind::kFrameIn, static_cast<uint64_t>(peer));
   // The frame receive stays posted for the next frame (no post through the hub per frame).
   const Tag next{FrameMatch(ps.next_in + 1), kFrameCheck};
-  if (!ep->TakeNow(Tag{FrameMatch(ps.next_in), kFrameCheck}, op, spins, &next)) return false;
+  return t_.endpoint(peer)->TakeNow(Tag{FrameMatch(ps.next_in), kFrameCheck},
+                                    OpId(Kind::kFrameIn, static_cast<uint64_t>(peer)), spins, &next);
+}
+
+void Mailbox::HandleTaken(int peer, unsigned spins) {
   one_piece_ = {};
   FrameIn(peer, true);  // as if the poll had brought it
   // An eager payload of one piece, posted for that frame just now, is next on the stream: taken
   // the same way when it has come (or comes within the spin).
   if (one_piece_.peer == peer) {
     const uint64_t data_op = OpId(Kind::kDataIn, one_piece_.arrival);
-    if (ep->TakeNow(Tag{DataMatch(one_piece_.msg, 0), kDataCheck}, data_op, spins, nullptr))
+    if (t_.endpoint(peer)->TakeNow(Tag{DataMatch(one_piece_.msg, 0), kDataCheck}, data_op, spins, nullptr))
       Handle(Completion{data_op, peer, false, Status::Ok(), 0});
   }
+}
+
+bool Mailbox::TakeFrame(int peer, unsigned spins) {
+  if (!TakeNextFrame(peer, spins)) return false;
+  HandleTaken(peer, spins);
   return true;
+}
+
+Mailbox::Taken Mailbox::TakeInline(int peer, int tag, void* data, uint64_t capacity, DType dtype, RecvInfo* info,
+                                   unsigned spins) {
+  // The message must be the first this receive may take: no receive posted ahead that it could
+  // match, and none held from that peer with that tag.
+  for (const auto& c : posted_)
+    if (Matches(*c, peer, tag)) return Taken::kNothing;
+  for (uint64_t id : unexpected_) {
+    const Arrival& a = *arrivals_.at(id);
+    if (a.peer == peer && a.tag == tag) return Taken::kNothing;
+  }
+  if (!TakeNextFrame(peer, spins)) return Taken::kNothing;
+  Frame f;
+  std::memcpy(&f, static_cast<const char*>(in_frames_.base) + kFrameBytes * static_cast<size_t>(peer), kFrameBytes);
+  if (f.kind != kEager || f.tag != tag || f.bytes > kInlineBytes || f.dtype != static_cast<uint8_t>(dtype) ||
+      f.bytes > capacity)
+    return Taken::kOther;  // anything else goes the ordinary way, once the receive is posted
+  // What FrameIn, OnFrame and DeliverInline do for such a frame, without the receive's post.
+  PeerState& ps = *peers_[static_cast<size_t>(peer)];
+  ++ps.next_in;
+  if (f.credit) {
+    ps.credit += f.credit;
+    Launch(peer);
+  }
+  if (f.bytes) std::memcpy(data, f.data, f.bytes);
+  if (info) *info = RecvInfo{peer, tag, f.bytes / DTypeSize(dtype)};
+  ReturnCredit(peer, kFrameBytes + f.bytes);
+  return Taken::kMine;
 }
 
 bool Mailbox::Progress(Deadline deadline) {

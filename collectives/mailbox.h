@@ -70,7 +70,7 @@ struct P2pCall {
   MemKind kind = MemKind::kHost;
   std::shared_ptr<RecvInfo> info;  // a receive's result, written before `complete` (may be null)
   std::function<void(const Status&)> complete;  // called once
-  Deadline deadline = Deadline::Never();        // set by Post (now + HOOP_TIMEOUT) unless done at once
+  Deadline deadline = Deadline::Never();  // set by Post (now + HOOP_TIMEOUT) unless done at once or set before
   // Where a caller that waits on its own thread keeps the result (Communicator::SendNow):
   // `complete` then only writes these, and needs no state of its own.
   bool done = false;
@@ -113,6 +113,18 @@ class Mailbox : public Leftover {
   // message, handed over without the transport's Poll and the hub's routing. False if it did not
   // come, or the back end has no such path.
   bool TakeFrame(int peer, unsigned spins);
+  // A blocking receive from `peer` (checked, no collective running), before it is posted: takes
+  // the peer's next frame as TakeFrame does and, when it carries a message for this receive
+  // inside it (at most kInlineBytes, of `dtype`, within `capacity` bytes) and no receive posted
+  // or message held comes first, delivers it into `data` and `info` (may be null) at once:
+  // kMine, the receive is done. kOther: another frame came; post the receive, then hand the
+  // frame to HandleTaken at once (a larger message's payload then goes straight into the
+  // receive). kNothing: none came within `spins` looks, or it could not look.
+  enum class Taken { kNothing, kOther, kMine };
+  Taken TakeInline(int peer, int tag, void* data, uint64_t capacity, DType dtype, RecvInfo* info, unsigned spins);
+  // Handles the frame TakeInline took (kOther) as the poll would have, and takes a payload of one
+  // piece posted for it where it lies, as TakeFrame does.
+  void HandleTaken(int peer, unsigned spins);
   // Fails the calls past their deadline that the transport holds nothing of; one that it does
   // (a payload half sent or received) makes fatal() non-OK instead.
   void Expire();
@@ -166,6 +178,9 @@ class Mailbox : public Leftover {
   // The frame from `peer` has landed in its receive, which the back end posted again for the
   // next frame (`posted_again`, TakeFrame) or completed (the poll's).
   void FrameIn(int peer, bool posted_again);
+  // TakeFrame's first half: the frame into its receive (posted again for the next); HandleTaken
+  // is the second.
+  bool TakeNextFrame(int peer, unsigned spins);
   void OnFrame(int peer, const Frame& f);
   // A message has come (its frame, or a send to self): to the first posted receive it matches,
   // else to the unexpected list.

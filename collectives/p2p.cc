@@ -109,6 +109,31 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
     }
     if (now_call_.use_count() == 1) call = now_call_;
   }
+  // A receive from one peer first waits on that peer's frame stream alone (tens of microseconds,
+  // where the back end spins at all): a ping-pong's reply is taken where it lies, without the
+  // transport's poll loop and the hub's routing, and one inside its frame is delivered with no
+  // post at all. Whatever else comes, or nothing, goes on below.
+  constexpr unsigned kTakeSpins = 1u << 16;  // tens of microseconds: a look is a load from L1
+  bool looked = false, taken = false;
+  Deadline due = Deadline::Never();
+  if (here && !is_send && peer >= 0) {
+    if (Status bad = CheckP2p(false, b, peer, tag); !bad.ok()) {
+      EndTurn();
+      if (refused) *refused = true;
+      return bad;
+    }
+    // The deadline, read before the spin, where it costs nothing: the post may follow the
+    // message's arrival.
+    due = Deadline::After(opts_.timeout);
+    const auto got = mailbox_->TakeInline(peer, tag, b.data, b.count * DTypeSize(b.dtype), b.dtype, info, kTakeSpins);
+    if (got == Mailbox::Taken::kMine) {
+      FlushFrames(Deadline::Never());  // a credit frame it may have sent
+      EndTurn();
+      return Status::Ok();
+    }
+    looked = got == Mailbox::Taken::kNothing;
+    taken = got == Mailbox::Taken::kOther;  // handled once the receive is posted
+  }
   if (call) {  // `complete` stays as set when it was made
     Prepare(*call, is_send, b, peer, tag, std::move(at));
   } else {
@@ -122,8 +147,9 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
     };
     if (here) now_call_ = call;
   }
-  // (A send run here was checked above already.)
-  if (Status bad = here && is_send ? Status::Ok() : CheckP2p(*call); !bad.ok()) {
+  call->deadline = due;  // Never: Post sets it
+  // (A call run here was checked above already, but for a receive from any rank.)
+  if (Status bad = here && (is_send || peer >= 0) ? Status::Ok() : CheckP2p(*call); !bad.ok()) {
     if (here) EndTurn();
     if (refused) *refused = true;
     return bad;
@@ -137,17 +163,14 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
   }
   P2pCall* c = call.get();
   mailbox_->Post(std::move(call));
+  if (taken) mailbox_->HandleTaken(peer, kTakeSpins);  // after the post: a payload goes straight in
   // Expire() fails the call at its deadline, or the mailbox turns fatal; EndTurn then fails
   // every call still pending, this one included: either way it is done before this returns.
   // Polls wait 100 ms at most, the first until 100 ms after the post (found from the call's
   // deadline: no clock read on the way), each later one 100 ms from when the last came back empty.
   constexpr auto kSlice = std::chrono::milliseconds(100);
-  // A receive from one peer first waits on that peer's frame stream alone (tens of microseconds,
-  // where the back end spins at all): a ping-pong's reply is taken where it lies, without the
-  // transport's poll loop and the hub's routing. Whatever else comes, or nothing, goes on below.
-  constexpr unsigned kTakeSpins = 1u << 16;  // tens of microseconds: a look is a load from L1
   if (!c->done && !is_send && peer >= 0)
-    while (!c->done && mailbox_->TakeFrame(peer, kTakeSpins)) {
+    while (!c->done && mailbox_->TakeFrame(peer, looked ? 0 : kTakeSpins)) {
     }
   if (!c->done) {
     Deadline slice = Deadline::At(c->deadline.at() - opts_.timeout + kSlice);

@@ -1,7 +1,8 @@
 /* Point-to-point from C, including only <hoop/hoop.h>: every dtype at counts 0, 1, 7 and a large
  * odd one around a ring; 1000 messages of random sizes between random pairs, received in reverse
  * order of sending (most arrive before their receive); any-source receives; one pair and one tag
- * keeping its order across eager and rendezvous sizes; sends and receives in flight across
+ * keeping its order across eager and rendezvous sizes; a ping-pong of messages inside their frames
+ * (info, a receive posted ahead, refusals); sends and receives in flight across
  * collectives; sends to self; bad calls (peer, tag, short receive, dtype, freed request).
  * Modes: (none) all of that; "credit" the same traffic, meant to run with a tiny
  * HOOP_UNEXPECTED_BYTES (senders wait for credit); "timeout" a receive nobody sends to, meant to
@@ -177,6 +178,61 @@ static void Order(hoop_comm_t comm, int rank, int size) {
   free(in);
 }
 
+/* Ping-pong of messages that ride inside their frame (up to 24 bytes), where a blocking receive
+ * takes them as they come (shm): what info says, a receive posted ahead keeping its place, and
+ * the refusals (too long, another dtype) worded as for any message. */
+static void Inline(hoop_comm_t comm, int rank, int size) {
+  const int other = 1 - rank;
+  const int rounds = size >= 2 && rank <= 1 ? 300 : 0;  /* ranks 0 and 1; the others wait in the barriers */
+  int32_t out[6], in[6];
+  for (int round = 0; round < rounds; ++round) {
+    const size_t n = (size_t)(round % 7);  /* 0 to 6 i32: 0 to 24 bytes */
+    for (size_t i = 0; i < n; ++i) out[i] = round * 10 + (int)i + rank * 1000;
+    for (int turn = 0; turn < 2; ++turn) {
+      if (turn == rank) {
+        CHECK(hoop_send(comm, out, n, HOOP_I32, other, 14) == HOOP_SUCCESS, "send round %d", round);
+      } else {
+        hoop_recv_info_t info = {-1, -1, 99};
+        memset(in, 0xff, sizeof in);
+        CHECK(hoop_recv(comm, in, 6, HOOP_I32, other, 14, &info) == HOOP_SUCCESS, "recv round %d", round);
+        CHECK(info.source == other && info.tag == 14 && info.count == n, "round %d info {%d, %d, %zu}", round,
+              info.source, info.tag, info.count);
+        for (size_t i = 0; i < n; ++i)
+          CHECK(in[i] == round * 10 + (int)i + other * 1000, "round %d element %zu: %d", round, i, in[i]);
+        CHECK(n == 6 || in[n] == -1, "round %d: written past the message", round);
+      }
+    }
+  }
+  /* A receive posted ahead takes the first of two messages with its tag, the blocking one the second. */
+  hoop_request_t first = NULL;
+  int32_t a = 0, b = 0;
+  if (rank == 1 && rounds) CHECK(hoop_irecv(comm, &a, 1, HOOP_I32, 0, 15, NULL, &first) == HOOP_SUCCESS, "irecv");
+  CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier");
+  if (rank == 0 && rounds) {
+    const int32_t x = 111, y = 222;
+    CHECK(hoop_send(comm, &x, 1, HOOP_I32, 1, 15) == HOOP_SUCCESS && hoop_send(comm, &y, 1, HOOP_I32, 1, 15) == HOOP_SUCCESS,
+          "sends");
+  } else if (rank == 1 && rounds) {
+    CHECK(hoop_recv(comm, &b, 1, HOOP_I32, 0, 15, NULL) == HOOP_SUCCESS && hoop_wait(first) == HOOP_SUCCESS, "receives");
+    CHECK(a == 111 && b == 222, "posted ahead got %d, the blocking one %d", a, b);
+  }
+  /* Refused as any message is: too long for the receive, and another dtype. */
+  CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier");
+  if (rank == 0 && rounds) {
+    const int32_t v[6] = {1, 2, 3, 4, 5, 6};
+    const float f = 1.5f;
+    CHECK(hoop_send(comm, v, 6, HOOP_I32, 1, 16) == HOOP_SUCCESS && hoop_send(comm, &f, 1, HOOP_F32, 1, 17) == HOOP_SUCCESS,
+          "sends to be refused");
+  } else if (rank == 1 && rounds) {
+    CHECK(hoop_recv(comm, in, 5, HOOP_I32, 0, 16, NULL) == HOOP_ERR_INVALID_ARGUMENT, "short receive accepted");
+    CHECK(strstr(hoop_last_error(), "24 bytes") && strstr(hoop_last_error(), "20 bytes"), "message: %s",
+          hoop_last_error());
+    CHECK(hoop_recv(comm, in, 1, HOOP_I32, 0, 17, NULL) == HOOP_ERR_INVALID_ARGUMENT, "dtype mismatch accepted");
+    CHECK(strstr(hoop_last_error(), "f32") && strstr(hoop_last_error(), "i32"), "message: %s", hoop_last_error());
+  }
+  CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier after the inline ping-pong");
+}
+
 /* Sends and receives in flight while collectives run. */
 static void Interleave(hoop_comm_t comm, int rank, int size) {
   enum { N = 200001 };
@@ -260,6 +316,7 @@ int main(int argc, char** argv) {
     Random(comm, rank, size);
     AnySource(comm, rank, size);
     Order(comm, rank, size);
+    Inline(comm, rank, size);
     Interleave(comm, rank, size);
     if (strcmp(mode, "all") == 0) BadCalls(comm, rank, size);
   }
