@@ -3,6 +3,7 @@
 // with nothing queued ahead drives the transport on the caller's thread until it is done.
 // SendNow and RecvNow are that blocking call without a Work: the C API's hoop_send/hoop_recv,
 // where a ping-pong's every microsecond is the caller's.
+#include <cstdint>
 #include <string>
 
 #include "collectives/communicator.h"
@@ -25,9 +26,11 @@ Status Communicator::CheckP2p(bool is_send, const Buffer& b, int peer, int tag) 
                                             " memory is not supported yet (host memory only)");
   if (b.count > 0 && b.data == nullptr) return bad("buffer is null with count " + std::to_string(b.count));
   if (std::string why = ExtentProblem(b.data, b.count, b.dtype); !why.empty()) return bad("buffer " + why);
-  // Pieces are numbered in 24 bits (mailbox.h).
+  // Pieces are numbered in 24 bits (mailbox.h). (A product, not a division: this is on every
+  // small send's path. ExtentProblem bounded the byte count below 2^59.)
   const size_t piece = mailbox_->piece_bytes();
-  if (b.count * DTypeSize(b.dtype) / piece >= (size_t{1} << 24))
+  const size_t most = piece < (size_t{1} << 39) ? piece << 24 : SIZE_MAX;
+  if (b.count * DTypeSize(b.dtype) >= most)
     return bad("count " + std::to_string(b.count) + " x " + DTypeName(b.dtype) + " is more than the " +
                std::to_string(piece << 24) + " bytes one message can carry (2^24 pieces of HOOP_CHUNK_BYTES)");
   return Status::Ok();

@@ -2,21 +2,6 @@
 
 namespace hoop {
 
-size_t DTypeSize(DType t) {
-  switch (t) {
-    case DType::kU8:
-    case DType::kI8:
-    case DType::kBool: return 1;
-    case DType::kF16:
-    case DType::kBF16: return 2;
-    case DType::kI32:
-    case DType::kF32: return 4;
-    case DType::kI64:
-    case DType::kF64: return 8;
-  }
-  return 0;
-}
-
 const char* DTypeName(DType t) {
   switch (t) {
     case DType::kU8: return "u8";

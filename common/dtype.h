@@ -17,7 +17,21 @@ inline constexpr DType kAllDTypes[] = {DType::kU8,  DType::kI8,  DType::kI32, DT
                                        DType::kBF16, DType::kF32, DType::kF64, DType::kBool};
 inline constexpr DType kLastDType = DType::kBool;  // the highest value: decoders range-check with it
 
-size_t DTypeSize(DType t);
+// Bytes per element (0 for a value outside the enum). Inline: every call's checks ask it.
+constexpr size_t DTypeSize(DType t) {
+  switch (t) {
+    case DType::kU8:
+    case DType::kI8:
+    case DType::kBool: return 1;
+    case DType::kF16:
+    case DType::kBF16: return 2;
+    case DType::kI32:
+    case DType::kF32: return 4;
+    case DType::kI64:
+    case DType::kF64: return 8;
+  }
+  return 0;
+}
 const char* DTypeName(DType t);  // "f32", "bf16", ...
 std::optional<DType> ParseDType(const std::string& name);
 
