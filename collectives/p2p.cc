@@ -90,12 +90,7 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
   {
     std::lock_guard<std::mutex> lock(mu_);
     here = queue_.empty() && !running_ && !stopping_ && poisoned_.ok();
-    if (here) {
-      running_ = true;
-      // The last such call's object, unless something still holds it: no allocation per call.
-      // A small send may need none at all.
-      if (!is_send && now_call_.use_count() == 1) call = now_call_;
-    }
+    if (here) running_ = true;
   }
   if (here && is_send) {
     // Small enough to ride in its frame, or to go with it as one piece the back end copies out
@@ -110,7 +105,6 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
       EndTurn();
       return Status::Ok();
     }
-    if (now_call_.use_count() == 1) call = now_call_;
   }
   // A receive from one peer first waits on that peer's frame stream alone (tens of microseconds,
   // where the back end spins at all): a ping-pong's reply is taken where it lies, without the
@@ -137,6 +131,9 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
     looked = got == Mailbox::Taken::kNothing;
     taken = got == Mailbox::Taken::kOther;  // handled once the receive is posted
   }
+  // The last such call's object, unless something still holds it: no allocation per call (only
+  // the turn's holder touches it). A small send, or a receive taken inline, needed none at all.
+  if (here && now_call_.use_count() == 1) call = now_call_;
   if (call) {  // `complete` stays as set when it was made
     Prepare(*call, is_send, b, peer, tag, std::move(at));
   } else {
