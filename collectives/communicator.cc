@@ -140,6 +140,7 @@ Communicator::~Communicator() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    Blocked();
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
@@ -183,6 +184,7 @@ void Communicator::Abort(const std::string& cause) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (poisoned_.ok()) poisoned_ = Aborted("rank " + std::to_string(opts_.rank) + " aborted: " + cause);
+    Blocked();
   }
   Submit(op, true).Wait();
 }
@@ -201,17 +203,30 @@ Work Communicator::Submit(Op op, bool blocking) {
     std::unique_lock<std::mutex> lock(mu_);
     // Nothing ahead of it: run it here, sparing the hand-off to the worker and back. A send or
     // receive is only posted to the mailbox, which never waits, unless the caller will.
-    if ((blocking || op.p2p) && queue_.empty() && !running_ && !stopping_) {
-      running_ = true;
+    if ((blocking || op.p2p) && queue_.empty() && !stopping_ && ClaimLocked()) {
       lock.unlock();
       RunOne(op, blocking);
       EndTurn();
       return w;
     }
     queue_.push_back(std::move(op));
+    Blocked();
   }
   cv_.notify_all();
   return w;
+}
+
+bool Communicator::ClaimLocked() {
+  // A blocking send or receive may take a free turn without mu_ (TryTurn): compare and swap.
+  uint32_t now = turn_.load(std::memory_order_relaxed);
+  while (!(now & kHeld))
+    if (turn_.compare_exchange_weak(now, now | kHeld, std::memory_order_acquire, std::memory_order_relaxed)) return true;
+  return false;
+}
+
+void Communicator::Blocked() {
+  if (!queue_.empty() || stopping_ || !poisoned_.ok()) turn_.fetch_or(kBlocked, std::memory_order_relaxed);
+  else turn_.fetch_and(~kBlocked, std::memory_order_relaxed);
 }
 
 void Communicator::WorkerLoop() {
@@ -223,20 +238,23 @@ void Communicator::WorkerLoop() {
     std::optional<Op> op;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || (!running_ && (!queue_.empty() || p2p_busy_)); });
-      if (running_ || (queue_.empty() && (stopping_ || !p2p_busy_))) return;
+      cv_.wait(lock, [&] { return stopping_ || (!Held() && (!queue_.empty() || p2p_busy_)); });
+      if (Held() && stopping_) return;
+      if (queue_.empty() && (stopping_ || !p2p_busy_)) return;
+      // A blocking send or receive may have taken the turn since (TryTurn): wait again.
+      if (!ClaimLocked()) continue;
       if (!queue_.empty()) {
         op = std::move(queue_.front());
         queue_.pop_front();
+        Blocked();
       }
-      running_ = true;
     }
     if (op) RunOne(*op, false);
     else mailbox_->Progress(Deadline::After(kSlice));
     AfterTurn();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      running_ = false;
+      ReleaseLocked();
     }
     cv_.notify_all();
   }
@@ -246,6 +264,7 @@ void Communicator::Poison(const Status& why) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (poisoned_.ok()) poisoned_ = why;
+    Blocked();
   }
   HOOP_LOG(kError, why.message());
   if (!told_peers_) {
@@ -267,12 +286,18 @@ void Communicator::AfterTurn() {
 }
 
 void Communicator::EndTurn() {
+  // Nothing in flight before or now, nothing failed, and (the swap checks it) nothing queued,
+  // stopping or poisoned: nobody needs waking. (p2p_busy_ is written only by the turn's holder.)
+  if (!p2p_busy_ && mailbox_->fatal().ok() && !mailbox_->Busy()) {
+    uint32_t held = kHeld;
+    if (turn_.compare_exchange_strong(held, 0, std::memory_order_release, std::memory_order_relaxed)) return;
+  }
   bool wake = false, released = false;
   if (mailbox_->fatal().ok()) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (poisoned_.ok()) {  // the common case: nothing to fail, one hold of the lock
+    if (poisoned_.ok()) {  // nothing to fail: one hold of the lock
       p2p_busy_ = mailbox_->Busy();
-      running_ = false;
+      ReleaseLocked();
       released = true;
       wake = !queue_.empty() || p2p_busy_;
     }
@@ -280,7 +305,7 @@ void Communicator::EndTurn() {
   if (!released) {  // something failed: AfterTurn words it and fails what is pending
     AfterTurn();
     std::lock_guard<std::mutex> lock(mu_);
-    running_ = false;
+    ReleaseLocked();
     wake = !queue_.empty() || p2p_busy_;
   }
   if (wake) cv_.notify_all();

@@ -10,6 +10,7 @@
 // the first cause.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -223,9 +224,21 @@ class Communicator {
   // After every turn on the transport: a mailbox failure poisons the communicator; a poisoned
   // one fails the mailbox's calls. Then publishes whether the mailbox has calls in flight.
   void AfterTurn();
-  // AfterTurn, then gives the transport back (running_) and wakes the worker if it has work:
-  // the end of a call run on the caller's thread, in one hold of mu_ when nothing failed.
+  // AfterTurn, then gives the transport back (the turn) and wakes the worker if it has work:
+  // the end of a call run on the caller's thread; one compare-and-swap when nothing is queued,
+  // failed or in flight, else one hold of mu_ when nothing failed.
   void EndTurn();
+  // The turn on the transport (turn_): taken without mu_ when it is free and nothing is queued,
+  // stopping or failed (a blocking send or receive); under mu_ otherwise. Blocked() recomputes
+  // kBlocked after any change of queue_, stopping_ or poisoned_ (under mu_).
+  bool TryTurn() {
+    uint32_t free = 0;
+    return turn_.compare_exchange_strong(free, kHeld, std::memory_order_acquire, std::memory_order_relaxed);
+  }
+  bool ClaimLocked();
+  bool Held() const { return turn_.load(std::memory_order_relaxed) & kHeld; }
+  void ReleaseLocked() { turn_.fetch_and(~kHeld, std::memory_order_release); }
+  void Blocked();
   // Poisons the communicator with `why` (first failure wins) and tells the peers.
   void Poison(const Status& why);
   Status RunOp(const Op& op, uint32_t seq);
@@ -272,7 +285,7 @@ class Communicator {
   std::vector<int> waiting_for_;  // the last operation's peers still awaited when it timed out
   std::unique_ptr<Mailbox> mailbox_;  // destroyed after the transport that holds its memory
   Membership membership_;  // the hub: the back end goes with its last communicator
-  std::unique_ptr<Transport> transport_;  // used only by whoever holds running_
+  std::unique_ptr<Transport> transport_;  // used only by whoever holds the turn
   StagingPool staging_;
   PlanCache plans_;
   ExecState exec_;
@@ -283,13 +296,16 @@ class Communicator {
   std::condition_variable cv_;
   std::deque<Op> queue_;
   bool stopping_ = false;
-  bool running_ = false;  // an operation is running (on the worker or a blocking caller)
+  // kHeld: an operation is running (on the worker or a blocking caller); kBlocked: something is
+  // queued, the communicator is stopping or failed, so the turn is not to be taken without mu_.
+  static constexpr uint32_t kHeld = 1, kBlocked = 2;
+  std::atomic<uint32_t> turn_{0};
   bool p2p_busy_ = false;  // the mailbox has calls in flight: the idle worker drives progress
   Status poisoned_;  // first failure; guarded by mu_
-  uint32_t seq_ = 0;         // operation sequence number; used by whoever holds running_
+  uint32_t seq_ = 0;         // operation sequence number; used by whoever holds the turn
   bool told_peers_ = false;  // likewise
   std::thread worker_;
-  std::shared_ptr<P2pCall> now_call_;  // reused by SendNow/RecvNow; touched only by the holder of running_
+  std::shared_ptr<P2pCall> now_call_;  // reused by SendNow/RecvNow; touched only by the turn's holder
 };
 
 }  // namespace hoop

@@ -86,12 +86,8 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
   // The caller's RecvInfo, without a copy or an allocation: the call ends before this returns.
   std::shared_ptr<RecvInfo> at = info ? std::shared_ptr<RecvInfo>(std::shared_ptr<void>(), info) : nullptr;
   std::shared_ptr<P2pCall> call;
-  bool here = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    here = queue_.empty() && !running_ && !stopping_ && poisoned_.ok();
-    if (here) running_ = true;
-  }
+  // The turn, free and with nothing queued, stopping or failed: no lock. Else the queue.
+  const bool here = TryTurn();
   if (here && is_send) {
     // Small enough to ride in its frame, or to go with it as one piece the back end copies out
     // at once, with credit and nothing ahead of it: sent here, with no call object, and done.
