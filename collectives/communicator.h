@@ -218,6 +218,14 @@ class Communicator {
   // SendNow/RecvNow's shared body.
   Status RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused);
   Status CheckP2p(bool is_send, const Buffer& b, int peer, int tag) const;
+  // A send or receive of at most one piece of host memory that CheckP2p would pass, told at a
+  // glance (no Status, no string): false means only "ask CheckP2p". On a ping-pong's path.
+  bool PlainP2p(bool is_send, const Buffer& b, int peer, int tag) const {
+    const size_t bytes = b.count * DTypeSize(b.dtype);  // count is bounded below first
+    return peer >= (is_send ? 0 : kAnySource) && peer < opts_.size && tag >= 0 && b.kind == MemKind::kHost &&
+           DTypeSize(b.dtype) != 0 && b.count < (size_t{1} << 40) && (b.data != nullptr || b.count == 0) &&
+           reinterpret_cast<uintptr_t>(b.data) < (uintptr_t{1} << 62) && bytes <= mailbox_->piece_bytes();
+  }
   Status CheckP2p(const P2pCall& c) const {
     return CheckP2p(c.is_send, Buffer{c.data, c.count, c.dtype, c.kind}, c.peer, c.tag);
   }

@@ -55,7 +55,7 @@ StatusOr<uint64_t> Mailbox::FrameSlot() {
   return slot;
 }
 
-void Mailbox::SendFrame(int peer, Frame f) {
+void Mailbox::SendFrame(int peer, Frame& f) {
   PeerState& ps = *peers_[static_cast<size_t>(peer)];
   f.credit = ps.owed;
   ps.owed = 0;

@@ -162,7 +162,7 @@ class Mailbox : public Leftover {
   void PostRecv(std::shared_ptr<P2pCall> call);
   void SendToSelf(std::shared_ptr<P2pCall> call);
   void Launch(int peer);  // starts the waiting sends to `peer` that credit allows
-  void SendFrame(int peer, Frame f);
+  void SendFrame(int peer, Frame& f);  // fills in f.credit
   StatusOr<uint64_t> FrameSlot();
   void PostFrameRecv(int peer);
   void PostPayload(Send& s);

@@ -91,11 +91,12 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
   if (here && is_send) {
     // Small enough to ride in its frame, or to go with it as one piece the back end copies out
     // at once, with credit and nothing ahead of it: sent here, with no call object, and done.
-    if (Status bad = CheckP2p(true, b, peer, tag); !bad.ok()) {
-      EndTurn();
-      if (refused) *refused = true;
-      return bad;
-    }
+    if (!PlainP2p(true, b, peer, tag))
+      if (Status bad = CheckP2p(true, b, peer, tag); !bad.ok()) {
+        EndTurn();
+        if (refused) *refused = true;
+        return bad;
+      }
     if (mailbox_->SendSmall(peer, tag, b.data, b.count * DTypeSize(b.dtype), b.dtype)) {
       FlushFrames(Deadline::Never());
       EndTurn();
@@ -110,11 +111,12 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
   bool looked = false, taken = false;
   Deadline due = Deadline::Never();
   if (here && !is_send && peer >= 0) {
-    if (Status bad = CheckP2p(false, b, peer, tag); !bad.ok()) {
-      EndTurn();
-      if (refused) *refused = true;
-      return bad;
-    }
+    if (!PlainP2p(false, b, peer, tag))
+      if (Status bad = CheckP2p(false, b, peer, tag); !bad.ok()) {
+        EndTurn();
+        if (refused) *refused = true;
+        return bad;
+      }
     // The deadline, read before the spin, where it costs nothing: the post may follow the
     // message's arrival.
     due = Deadline::After(opts_.timeout);
