@@ -12,20 +12,11 @@
 #include <vector>
 
 #include "collectives/mailbox.h"
-#include "transport/shm/shm_transport.h"
+#include "tests/support/shm_pair.h"
 
 using namespace hoop;
 
 namespace {
-TransportOptions Opts(int rank) {
-  TransportOptions o;
-  o.rank = rank;
-  o.size = 2;
-  o.token = "take-inline";
-  o.comm = "take-inline-test";
-  return o;
-}
-
 Mailbox::Options Box(int rank) {
   Mailbox::Options o;
   o.rank = rank;
@@ -66,14 +57,9 @@ bool PollOnce(Mailbox& m) {
 
 TEST_CASE("shm: a blocking receive takes a message inside its frame at once, and only when it is the one to take",
           "[transport]") {
-  auto ta = ShmTransport::Create(Opts(0));
-  auto tb = ShmTransport::Create(Opts(1));
-  REQUIRE(ta.ok());
-  REQUIRE(tb.ok());
-  REQUIRE((*ta)->Connect(1, (*tb)->Address(), Deadline::After(std::chrono::seconds(5))).ok());
-  REQUIRE((*tb)->Connect(0, (*ta)->Address(), Deadline::After(std::chrono::seconds(5))).ok());
-  Mailbox a(**ta, Box(0));  // sends
-  Mailbox b(**tb, Box(1));  // receives
+  auto pair = test::ConnectedShmPair("take-inline");
+  Mailbox a(*pair[0], Box(0));  // sends
+  Mailbox b(*pair[1], Box(1));  // receives
   REQUIRE(a.Start().ok());
   REQUIRE(b.Start().ok());
   constexpr unsigned kSpins = 1u << 22;

@@ -8,19 +8,11 @@
 #include <cstring>
 #include <numeric>
 
-#include "transport/shm/shm_transport.h"
+#include "tests/support/shm_pair.h"
 
 using namespace hoop;
 
 namespace {
-TransportOptions Opts(int rank) {
-  TransportOptions o;
-  o.rank = rank;
-  o.size = 2;
-  o.token = "express";
-  o.comm = "express-test";
-  return o;
-}
 std::vector<Completion> Collect(Transport& t, size_t want, std::chrono::milliseconds wait) {
   std::vector<Completion> all;
   Deadline d = Deadline::After(wait);
@@ -31,14 +23,9 @@ std::vector<Completion> Collect(Transport& t, size_t want, std::chrono::millisec
 }  // namespace
 
 TEST_CASE("shm: a small message copied into the ring and taken where it lies, or left to the poll", "[transport]") {
-  auto a = ShmTransport::Create(Opts(0));
-  auto b = ShmTransport::Create(Opts(1));
-  REQUIRE(a.ok());
-  REQUIRE(b.ok());
-  Transport& ta = **a;  // sends
-  Transport& tb = **b;  // receives
-  REQUIRE(ta.Connect(1, tb.Address(), Deadline::After(std::chrono::seconds(5))).ok());
-  REQUIRE(tb.Connect(0, ta.Address(), Deadline::After(std::chrono::seconds(5))).ok());
+  auto pair = test::ConnectedShmPair("express");
+  Transport& ta = *pair[0];  // sends
+  Transport& tb = *pair[1];  // receives
   Endpoint* to_b = ta.endpoint(1);
   Endpoint* from_a = tb.endpoint(0);
   std::vector<char> msg(64), got(64, 0);
