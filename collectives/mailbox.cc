@@ -260,11 +260,7 @@ void Mailbox::PostRecv(std::shared_ptr<P2pCall> call) {
 // ---- arriving ----
 
 void Mailbox::OnFrame(int peer, const Frame& f) {
-  PeerState& ps = *peers_[static_cast<size_t>(peer)];
-  if (f.credit) {
-    ps.credit += f.credit;
-    Launch(peer);
-  }
+  TakeCredit(peer, f.credit);
   switch (f.kind) {
     case kCredit: return;
     case kBye: return LosePeer(peer, FailedPrecondition("freed the communicator"));
@@ -492,9 +488,20 @@ void Mailbox::Handle(const Completion& c) {
   }
 }
 
-void Mailbox::FrameIn(int peer, bool posted_again) {
+Mailbox::Frame Mailbox::Landed(int peer) const {
   Frame f;
   std::memcpy(&f, static_cast<const char*>(in_frames_.base) + kFrameBytes * static_cast<size_t>(peer), kFrameBytes);
+  return f;
+}
+
+void Mailbox::TakeCredit(int peer, uint64_t credit) {
+  if (!credit) return;
+  peers_[static_cast<size_t>(peer)]->credit += credit;
+  Launch(peer);  // sends waiting for it
+}
+
+void Mailbox::FrameIn(int peer, bool posted_again) {
+  const Frame f = Landed(peer);
   PeerState& ps = *peers_[static_cast<size_t>(peer)];
   ++ps.next_in;
   if (f.kind == kBye) ps.bye = true;  // its last frame
@@ -545,18 +552,13 @@ Mailbox::Taken Mailbox::TakeInline(int peer, int tag, void* data, uint64_t capac
     if (a.peer == peer && a.tag == tag) return Taken::kNothing;
   }
   if (!TakeNextFrame(peer, spins)) return Taken::kNothing;
-  Frame f;
-  std::memcpy(&f, static_cast<const char*>(in_frames_.base) + kFrameBytes * static_cast<size_t>(peer), kFrameBytes);
+  const Frame f = Landed(peer);
   if (f.kind != kEager || f.tag != tag || f.bytes > kInlineBytes || f.dtype != static_cast<uint8_t>(dtype) ||
       f.bytes > capacity)
     return Taken::kOther;  // anything else goes the ordinary way, once the receive is posted
   // What FrameIn, OnFrame and DeliverInline do for such a frame, without the receive's post.
-  PeerState& ps = *peers_[static_cast<size_t>(peer)];
-  ++ps.next_in;
-  if (f.credit) {
-    ps.credit += f.credit;
-    Launch(peer);
-  }
+  ++peers_[static_cast<size_t>(peer)]->next_in;
+  TakeCredit(peer, f.credit);
   if (f.bytes) std::memcpy(data, f.data, f.bytes);
   if (info) *info = RecvInfo{peer, tag, f.bytes / DTypeSize(dtype)};
   ReturnCredit(peer, kFrameBytes + f.bytes);

@@ -178,6 +178,8 @@ class Mailbox : public Leftover {
   // The frame from `peer` has landed in its receive, which the back end posted again for the
   // next frame (`posted_again`, TakeFrame) or completed (the poll's).
   void FrameIn(int peer, bool posted_again);
+  Frame Landed(int peer) const;  // a copy of the frame in `peer`'s landing slot
+  void TakeCredit(int peer, uint64_t credit);  // credit a frame returned, and the sends it frees
   // TakeFrame's first half: the frame into its receive (posted again for the next); HandleTaken
   // is the second.
   bool TakeNextFrame(int peer, unsigned spins);
