@@ -60,8 +60,13 @@ bool Channel::Progress(std::vector<Completion>* out) {
     return true;
   }
   if (exited_ && failure_.ok()) {
-    // The ring holds all the peer will ever send: a receive it cannot satisfy now never will be.
-    bool starving = !recvs_.empty() || in_msg_;
+    // The ring holds all the peer will ever send. A message left at its head waits for its own
+    // receive, which may not be posted yet (a collective posts in order, and the receives posted
+    // now may be for the messages behind it): only once the ring is empty can a receive still
+    // posted never be satisfied. A send never completes: nobody reads it.
+    auto* h = reinterpret_cast<const SlotHeader*>(Segment::slot(in_, head_));
+    bool empty = h->seq.load(std::memory_order_acquire) != head_ + 1;
+    bool starving = empty && (!recvs_.empty() || in_msg_);
     if (starving || !sends_.empty()) Fail(exit_cause_, out);
   }
   return moved;
