@@ -65,6 +65,14 @@ std::optional<ReduceOp> ParseReduceOp(const std::string& name) {
   return std::nullopt;
 }
 
-const char* MemKindName(MemKind k) { return k == MemKind::kHost ? "host" : "cuda"; }
+const char* MemKindName(MemKind k) {
+  switch (k) {
+    case MemKind::kHost: return "host";
+    case MemKind::kCuda: return "cuda";
+    case MemKind::kCudaPinned: return "cuda-pinned";
+    case MemKind::kCudaManaged: return "cuda-managed";
+  }
+  return "unknown";
+}
 
 }  // namespace hoop

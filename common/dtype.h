@@ -50,9 +50,12 @@ bool OpApplies(DType t, ReduceOp op);
 // Why `op` does not reduce `t`, for an error message ("" when it does).
 std::string OpMismatch(DType t, ReduceOp op);
 
-// Where a buffer lives. Only host memory is served by the back ends of issue 2.
-enum class MemKind : uint8_t { kHost = 0, kCuda };
-const char* MemKindName(MemKind k);
+// Where a buffer lives: host memory, CUDA device memory, or CUDA's host-visible kinds (pinned
+// host memory, managed memory), which the host reads and writes like its own.
+enum class MemKind : uint8_t { kHost = 0, kCuda, kCudaPinned, kCudaManaged };
+const char* MemKindName(MemKind k);  // "host", "cuda", "cuda-pinned", "cuda-managed"
+inline constexpr MemKind kLastMemKind = MemKind::kCudaManaged;  // the highest value: decoders range-check with it
+constexpr bool HostVisible(MemKind k) { return k != MemKind::kCuda; }
 
 // The scalar f16/bf16 conversions, rounding to nearest even. Always inlined: the reduction
 // kernels are compiled once per instruction set, and an out-of-line copy built for AVX-512 must

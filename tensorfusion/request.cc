@@ -79,7 +79,7 @@ class Reader {
       return false;
     if (kind < static_cast<uint8_t>(CollKind::kAllreduce) || kind > static_cast<uint8_t>(CollKind::kAllgather) ||
         dtype > static_cast<uint8_t>(kLastDType) || op > static_cast<uint8_t>(kLastReduceOp) ||
-        mem > static_cast<uint8_t>(MemKind::kCuda) ||
+        mem > static_cast<uint8_t>(kLastMemKind) ||
         (p->compression != kDefaultCompression && p->compression > static_cast<uint8_t>(Compression::kAuto)))
       return false;
     p->kind = static_cast<CollKind>(kind);

@@ -159,7 +159,7 @@ Status OfiTransport::Connect(int peer, const std::string& address, Deadline) {
 }
 
 StatusOr<Region> OfiTransport::Register(void* ptr, size_t bytes, MemKind kind) {
-  if (kind != MemKind::kHost)
+  if (!HostVisible(kind))
     return Unimplemented("ofi transport: only host memory is supported (got " + std::string(MemKindName(kind)) + " memory)");
   return Region{ptr, bytes, kind, 0};  // the providers used need no local registration
 }

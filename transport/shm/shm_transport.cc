@@ -69,7 +69,7 @@ Status ShmTransport::Connect(int peer, const std::string& address, Deadline) {
 }
 
 StatusOr<Region> ShmTransport::Register(void* ptr, size_t bytes, MemKind kind) {
-  if (kind != MemKind::kHost)
+  if (!HostVisible(kind))
     return Unimplemented("shm transport: only host memory is supported (got " + std::string(MemKindName(kind)) +
                          " memory)");
   return Region{ptr, bytes, kind, 0};

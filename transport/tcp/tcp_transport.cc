@@ -116,7 +116,7 @@ Status TcpTransport::Connect(int peer, const std::string& address, Deadline dead
 }
 
 StatusOr<Region> TcpTransport::Register(void* ptr, size_t bytes, MemKind kind) {
-  if (kind != MemKind::kHost)
+  if (!HostVisible(kind))
     return Unimplemented("tcp transport: only host memory is supported (got " +
                          std::string(MemKindName(kind)) + " memory)");
   return Region{ptr, bytes, kind, 0};

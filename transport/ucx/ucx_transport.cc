@@ -146,7 +146,7 @@ Status UcxTransport::Connect(int peer, const std::string& address, Deadline) {
 }
 
 StatusOr<Region> UcxTransport::Register(void* ptr, size_t bytes, MemKind kind) {
-  if (kind != MemKind::kHost)
+  if (!HostVisible(kind))
     return Unimplemented("ucx transport: only host memory is supported (got " + std::string(MemKindName(kind)) + " memory)");
   return Region{ptr, bytes, kind, 0};  // UCX's registration cache serves user buffers
 }
