@@ -11,6 +11,7 @@
 
 #include "collectives/kernels/reduce.h"
 #include "common/config.h"
+#include "common/device.h"
 #include "common/version.h"
 #include "transport/transport.h"
 
@@ -24,8 +25,10 @@ const char kUsage[] =
     "job started now would pick for a rank on this host and for a rank on another host.\n"
     "Honours HOOP_TRANSPORT (force one back end), UCX_TLS and FI_PROVIDER. Also prints hoop's\n"
     "version and the instruction set its reduction kernels use on this CPU (generic, avx2,\n"
-    "avx512). Exits 2 when the settings are invalid (a HOOP_* variable, or HOOP_TRANSPORT naming\n"
-    "a back end not built in).\n";
+    "avx512), and whether CUDA is built in: the devices it sees (PCI bus ids) and the pairs of\n"
+    "devices between which local ranks can use CUDA IPC, or why there are none. Exits 2 when\n"
+    "the settings are invalid (a HOOP_* variable, or HOOP_TRANSPORT naming a back end not\n"
+    "built in).\n";
 
 // The first back end (in priority order, or the forced one) that can be created here and
 // reaches `peer` from `self`; or why none does.
@@ -47,6 +50,37 @@ std::string Choice(const std::vector<std::string>& names, const hoop::PeerInfo& 
     why += "\n      " + name + ": does not reach that host";
   }
   return "none" + why;
+}
+
+// Whether this build has CUDA, and what it sees: the devices with their PCI bus ids, and which
+// pairs of devices can map each other's memory (local ranks on such a pair, or on one device,
+// can use CUDA IPC; ranks take devices by local rank modulo the count).
+void PrintCuda() {
+  if (!hoop::BuiltWithCuda()) {
+    std::printf("cuda: not built in (HOOP_WITH_CUDA=OFF)\n");
+    return;
+  }
+#ifdef HOOP_CUDA_ARCHS
+  const char* archs = HOOP_CUDA_ARCHS;
+#else
+  const char* archs = "?";
+#endif
+  std::printf("cuda: built in (runtime %s, kernels for architectures %s)\n", hoop::CudaRuntimeVersion().c_str(), archs);
+  auto devices = hoop::CudaDevices();
+  if (!devices.ok()) {
+    std::printf("  no devices here: %s\n", devices.status().message().c_str());
+    return;
+  }
+  for (const hoop::CudaDevice& d : *devices)
+    std::printf("  device %d: %s, PCI %s, %.1f GiB, sm_%d%d\n", d.ordinal, d.name.c_str(), d.pci_bus_id.c_str(),
+                static_cast<double>(d.memory_bytes) / (1u << 30), d.cc_major, d.cc_minor);
+  std::string pairs;
+  for (size_t a = 0; a < devices->size(); ++a)
+    for (size_t b = a; b < devices->size(); ++b) {
+      auto can = hoop::CudaPeerAccess(static_cast<int>(a), static_cast<int>(b));
+      if (can.ok() && *can) pairs += (pairs.empty() ? "" : ", ") + std::to_string(a) + "-" + std::to_string(b);
+    }
+  std::printf("  CUDA IPC between local ranks on devices: %s\n", pairs.empty() ? "none" : pairs.c_str());
 }
 
 }  // namespace
@@ -80,6 +114,7 @@ int main(int argc, char** argv) {
   }
   std::printf("%s\n", hoop::VersionLine("hoop").c_str());
   std::printf("reduction kernels: %s\n", hoop::KernelIsaName(hoop::BestKernelIsa()));
+  PrintCuda();
   std::printf("hoop back ends built in (selection order):\n");
   for (const auto& name : names) {
     std::string d = hoop::DescribeTransport(name);
