@@ -7,7 +7,9 @@
 // alone) and streaming (for outputs beyond kStreamingBytes: the kernel's own non-temporal
 // variant where it has one, else ReduceStreaming, reduced through L1 and streamed out), per
 // instruction set this CPU runs.
-//   usage: kernel-bench [--mib 64] [--repeats 5] [--all-ops]
+// With --device cuda[:N] it measures the GPU kernels instead, against a device-to-device copy
+// (kernel_bench_cuda.cc).
+//   usage: kernel-bench [--mib 64] [--repeats 5] [--all-ops] [--device cpu|cuda[:N]]
 #include <immintrin.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 
 #include "collectives/kernels/reduce.h"
 #include "collectives/reference.h"
+#include "perf/kernel_bench_cuda.h"
 
 using namespace hoop;
 
@@ -78,17 +81,32 @@ int main(int argc, char** argv) {
   size_t mib = 64;
   int repeats = 5;
   bool all_ops = false;
+  int device = -1;  // -1: the CPU's kernels
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
-      std::puts("usage: kernel-bench [--mib 64] [--repeats 5] [--all-ops]\n"
+      std::puts("usage: kernel-bench [--mib 64] [--repeats 5] [--all-ops] [--device cpu|cuda[:N]]\n"
                 "Each reduction kernel (sum, or every op with --all-ops) over arrays of MIB MiB, per instruction\n"
                 "set this CPU runs, plain and streaming, in GB/s of bytes moved (two reads, one write), next to\n"
-                "memcpy and the 3-stream limit measured in the same run; medians of REPEATS runs.");
+                "memcpy and the 3-stream limit measured in the same run; medians of REPEATS runs.\n"
+                "--device cuda[:N]: the GPU kernels on device N (default 0) instead, next to a device-to-device\n"
+                "copy of the same array timed alternately with each kernel; exits 1 where there is no device.");
       return 0;
     }
     if (a == "--all-ops") {
       all_ops = true;
+    } else if (a == "--device" && i + 1 < argc) {
+      std::string v = argv[++i];
+      if (v == "cpu") {
+        device = -1;
+      } else if (v == "cuda") {
+        device = 0;
+      } else if (v.rfind("cuda:", 0) == 0 && v.size() > 5 && v.find_first_not_of("0123456789", 5) == std::string::npos) {
+        device = std::atoi(v.c_str() + 5);
+      } else {
+        std::fprintf(stderr, "kernel-bench: --device '%s': expected cpu, cuda or cuda:N\n", v.c_str());
+        return 2;
+      }
     } else if ((a == "--mib" || a == "--repeats") && i + 1 < argc) {
       int v = std::atoi(argv[++i]);
       if (v < 1) {
@@ -102,6 +120,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (device >= 0) return RunDeviceKernelBench(device, mib, repeats, all_ops);
   const size_t bytes = mib << 20;
   // 64-byte aligned, touched once so no page fault lands in a timed run.
   auto alloc = [&] {

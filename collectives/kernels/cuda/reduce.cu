@@ -1,0 +1,185 @@
+// The reduction kernels on a CUDA device (kernels/device_reduce.h): one template per element
+// type and op, as the host kernels (kernels/reduce_impl.h), giving the same bits.
+//
+// Memory-bound, so the kernel is about moving bytes: each thread loads 16 bytes of each input
+// (one uint4: 4 f32, 8 bf16, 16 i8...), reduces them in registers and stores 16 bytes, in a
+// grid-stride loop. The elements before the first 16-byte boundary and after the last one are
+// done one at a time by the same launch (one launch per call, whatever the alignment), as long
+// as the three pointers are equally misaligned; otherwise every element goes one at a time.
+//
+// f16 and bf16 use the hardware conversions (exact widening; narrowing rounds to nearest even
+// like the host code, subnormals kept), except for NaN, where the host code keeps the payload
+// and the hardware does not: there the host's bits are built explicitly. Arithmetic is IEEE
+// (nvcc's defaults: no flush to zero, correctly rounded division), as on the host.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "collectives/kernels/device_reduce.h"
+
+namespace hoop {
+namespace {
+
+template <class T>
+struct Native {
+  using Compute = T;
+  __device__ static T Load(T v) { return v; }
+  __device__ static T Store(T v) { return v; }
+};
+struct Half {
+  using Compute = float;
+  __device__ static float Load(uint16_t v) { return __half2float(__ushort_as_half(v)); }
+  __device__ static uint16_t Store(float f) {
+    const uint32_t x = __float_as_uint(f), ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    return __half_as_ushort(__float2half_rn(f));
+  }
+};
+struct BFloat {
+  using Compute = float;
+  __device__ static float Load(uint16_t v) { return __uint_as_float(static_cast<uint32_t>(v) << 16); }
+  __device__ static uint16_t Store(float f) {
+    const uint32_t x = __float_as_uint(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+  }
+};
+
+template <class T>
+__device__ T WrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <class T>
+__device__ T WrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    using P = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
+    return static_cast<T>(static_cast<U>(static_cast<P>(static_cast<U>(a)) * static_cast<P>(static_cast<U>(b))));
+  } else {
+    return a * b;
+  }
+}
+
+// min and max exactly as the host writes them (a NaN in b loses).
+template <ReduceOp Op, class C>
+__device__ __forceinline__ C Apply(C a, C b) {
+  if constexpr (Op == ReduceOp::kSum || Op == ReduceOp::kAvg) return WrapAdd(a, b);
+  if constexpr (Op == ReduceOp::kProd) return WrapMul(a, b);
+  if constexpr (Op == ReduceOp::kMin) return b < a ? b : a;
+  if constexpr (Op == ReduceOp::kMax) return a < b ? b : a;
+  if constexpr (Op == ReduceOp::kBand) return static_cast<C>(a & b);
+  if constexpr (Op == ReduceOp::kBor) return static_cast<C>(a | b);
+  if constexpr (Op == ReduceOp::kBxor) return static_cast<C>(a ^ b);
+}
+
+template <class S, class Codec, ReduceOp Op>
+__device__ __forceinline__ S One(S x, S y, int divisor) {
+  using C = typename Codec::Compute;
+  C r = Apply<Op, C>(Codec::Load(x), Codec::Load(y));
+  if constexpr (Op == ReduceOp::kAvg) {
+    if (divisor > 1) r = static_cast<C>(r / static_cast<C>(divisor));
+  }
+  return Codec::Store(r);
+}
+
+constexpr unsigned kThreads = 256;
+constexpr size_t kVecBytes = 16;
+
+// Elements [0, head) and [head + nvec * per, n) one at a time; the 16-byte vectors between.
+template <class S, class Codec, ReduceOp Op>
+__global__ void __launch_bounds__(kThreads) Reduce(S* d, const S* a, const S* b, size_t head, size_t nvec, size_t n, int divisor) {
+  constexpr size_t kPer = kVecBytes / sizeof(S);
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t tail = head + nvec * kPer;
+  const size_t loose = head + (n - tail);
+  for (size_t i = first; i < loose; i += stride) {
+    const size_t j = i < head ? i : tail + (i - head);
+    d[j] = One<S, Codec, Op>(a[j], b[j], divisor);
+  }
+  const uint4* va = reinterpret_cast<const uint4*>(a + head);
+  const uint4* vb = reinterpret_cast<const uint4*>(b + head);
+  uint4* vd = reinterpret_cast<uint4*>(d + head);
+  for (size_t v = first; v < nvec; v += stride) {
+    uint4 xa = va[v], xb = vb[v], r;
+    const S* pa = reinterpret_cast<const S*>(&xa);
+    const S* pb = reinterpret_cast<const S*>(&xb);
+    S* pr = reinterpret_cast<S*>(&r);
+#pragma unroll
+    for (size_t k = 0; k < kPer; ++k) pr[k] = One<S, Codec, Op>(pa[k], pb[k], divisor);
+    vd[v] = r;
+  }
+}
+
+template <class S, class Codec, ReduceOp Op>
+Status Launch(void* dst, const void* a, const void* b, size_t n, int divisor, void* stream) {
+  if (n == 0) return Status::Ok();
+  constexpr size_t kPer = kVecBytes / sizeof(S);
+  const auto at = [](const void* p) { return reinterpret_cast<uintptr_t>(p); };
+  size_t head = n, nvec = 0;  // no common alignment: every element one at a time
+  if (at(dst) % kVecBytes == at(a) % kVecBytes && at(dst) % kVecBytes == at(b) % kVecBytes && at(dst) % sizeof(S) == 0) {
+    head = ((kVecBytes - at(dst) % kVecBytes) % kVecBytes) / sizeof(S);
+    if (head > n) head = n;
+    nvec = (n - head) / kPer;
+  }
+  const size_t work = nvec + kPer;  // threads wanted: one per vector, and the loose elements
+  const unsigned blocks = static_cast<unsigned>(std::min<size_t>((work + kThreads - 1) / kThreads, 32768));
+  Reduce<S, Codec, Op><<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<S*>(dst), static_cast<const S*>(a), static_cast<const S*>(b), head, nvec, n, divisor);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return Internal(std::string("launching a reduction kernel: ") + cudaGetErrorString(e) + " (error " +
+                    std::to_string(static_cast<int>(e)) + ")");
+  return Status::Ok();
+}
+
+template <class S, class Codec>
+DeviceReduceFn ForOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return &Launch<S, Codec, ReduceOp::kSum>;
+    case ReduceOp::kAvg: return &Launch<S, Codec, ReduceOp::kAvg>;
+    case ReduceOp::kMin: return &Launch<S, Codec, ReduceOp::kMin>;
+    case ReduceOp::kMax: return &Launch<S, Codec, ReduceOp::kMax>;
+    case ReduceOp::kProd: return &Launch<S, Codec, ReduceOp::kProd>;
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      if constexpr (std::is_integral_v<typename Codec::Compute>) {
+        if (op == ReduceOp::kBand) return &Launch<S, Codec, ReduceOp::kBand>;
+        if (op == ReduceOp::kBor) return &Launch<S, Codec, ReduceOp::kBor>;
+        return &Launch<S, Codec, ReduceOp::kBxor>;
+      }
+      return nullptr;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+DeviceReduceFn LookupDeviceReduce(DType dtype, ReduceOp op) {
+  if (!OpApplies(dtype, op)) return nullptr;
+  switch (dtype) {
+    case DType::kU8: return ForOp<uint8_t, Native<uint8_t>>(op);
+    case DType::kI8: return ForOp<int8_t, Native<int8_t>>(op);
+    case DType::kI32: return ForOp<int32_t, Native<int32_t>>(op);
+    case DType::kI64: return ForOp<int64_t, Native<int64_t>>(op);
+    case DType::kF16: return ForOp<uint16_t, Half>(op);
+    case DType::kBF16: return ForOp<uint16_t, BFloat>(op);
+    case DType::kF32: return ForOp<float, Native<float>>(op);
+    case DType::kF64: return ForOp<double, Native<double>>(op);
+    case DType::kBool: return ForOp<uint8_t, Native<uint8_t>>(op);
+  }
+  return nullptr;
+}
+
+}  // namespace hoop
