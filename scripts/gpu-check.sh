@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The GPU check (issue 20): on a machine with an NVIDIA GPU, from a clean clone, builds hoop with
+# CUDA, runs the GPU tests and the GPU benchmarks, and writes every figure to a summary file.
+#   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N]
+#     --out DIR   where the logs and summary.txt go (default build-gpu/check)
+#     --debs DIR  .deb files to unpack into build-gpu/prefix for headers this machine lacks
+#                 (default .debs, when it exists)
+#     --mib N     array size of the kernel benchmark (default 256)
+#   scripts/gpu-check.sh --fetch-debs DIR
+#     run where Debian's apt works: downloads the .deb files the check needs (the header-only
+#     catch2 and nlohmann-json3-dev), to carry to a GPU machine that has no network.
+#
+# The GPU machine needs CUDA (nvcc), CMake, ninja and a C++20 compiler, nothing from Debian's -dev
+# packages: the build leaves out UCX, libfabric, OpenMPI, Gloo and the trainer (OpenBLAS, zlib),
+# and finds Catch2 and nlohmann-json in the unpacked .debs when the machine has no copy of its own.
+# Fails (exit 1) when a step fails or when a GPU test skipped although a device is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=build-gpu/check
+debs=.debs
+mib=256
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --debs) debs=$2; shift 2 ;;
+    --mib) mib=$2; shift 2 ;;
+    --fetch-debs)
+      mkdir -p "$2"
+      (cd "$2" && apt-get download catch2 nlohmann-json3-dev)
+      ls -l "$2"
+      exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
+    *) echo "gpu-check: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+summary=$out/summary.txt
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+note "# hoop GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+if command -v nvidia-smi > /dev/null; then
+  note "# $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
+fi
+
+# Headers this machine lacks, from .deb files unpacked into a prefix of our own (never into /).
+prefix=$PWD/build-gpu/prefix
+if [ -d "$debs" ] && ls "$debs"/*.deb > /dev/null 2>&1; then
+  mkdir -p "$prefix"
+  for f in "$debs"/*.deb; do dpkg-deb -x "$f" "$prefix"; done
+fi
+nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+generator=()
+command -v ninja > /dev/null && generator=(-G Ninja)
+step() {  # name, command...: runs it with its output in $out/<name>.log
+  local name=$1 start=$SECONDS
+  shift
+  if "$@" > "$out/$name.log" 2>&1; then
+    note "ok   $name ($((SECONDS - start)) s)"
+  else
+    note "FAIL $name ($((SECONDS - start)) s): see $out/$name.log"
+    tail -30 "$out/$name.log"
+    exit 1
+  fi
+}
+step configure cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
+  -DHOOP_WITH_CUDA=ON -DHOOP_WITH_UCX=OFF -DHOOP_WITH_OFI=OFF -DHOOP_BUILD_TRAINER=OFF \
+  -DCMAKE_PREFIX_PATH="$prefix/usr;$prefix/usr/share" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DCMAKE_DISABLE_FIND_PACKAGE_Gloo=ON
+step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests hoop-info kernel-bench
+
+step hoop-info build-gpu/bin/hoop-info
+sed -n '/^cuda:/,/^hoop back ends/p' "$out/hoop-info.log" | sed '$d' | tee -a "$summary"
+
+step gpu-tests build-gpu/bin/hoop-gpu-tests
+grep -E "^(All tests passed|test cases)" "$out/gpu-tests.log" | tee -a "$summary"
+if command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 && grep -q "^SKIPPED" "$out/gpu-tests.log"; then
+  note "FAIL gpu-tests: a device is here, yet GPU tests skipped:"
+  grep "^SKIPPED" "$out/gpu-tests.log" | tee -a "$summary"
+  exit 1
+fi
+
+step kernel-bench build-gpu/bin/kernel-bench --device cuda --mib "$mib" --repeats 9 --all-ops
+note "# kernel-bench --device cuda --mib $mib --repeats 9 --all-ops"
+cat "$out/kernel-bench.log" >> "$summary"
+cat "$out/kernel-bench.log"
+note "gpu-check: all passed; figures in $summary"
