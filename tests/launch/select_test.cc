@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "common/device.h"
 #include "tests/support/backends.h"
 #include "tests/support/proc.h"
 
@@ -87,6 +88,30 @@ TEST_CASE("hoop-info says its version and kernels, and refuses a back end that i
   CHECK(b.exit_code == 2);
   CHECK(b.output.find("HOOP_TRANSPORT=bogus: no such back end is built in (built in: shm, ucx, ofi, tcp)") !=
         std::string::npos);
+}
+
+TEST_CASE("hoop-info and kernel-bench --device cuda say what this machine has for CUDA", "[select][gpu]") {
+  auto r = RunProc({Bin("hoop-info")}, Within(60));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  auto n = hoop::CudaDeviceCount();
+  if (!hoop::BuiltWithCuda()) {
+    CHECK(r.output.find("cuda: not built in (HOOP_WITH_CUDA=OFF)\n") != std::string::npos);
+  } else {
+    CHECK(r.output.find("cuda: built in (runtime ") != std::string::npos);
+    if (n.ok()) CHECK(r.output.find("  device 0: ") != std::string::npos);
+    else CHECK(r.output.find("  no devices here: " + n.status().message() + "\n") != std::string::npos);
+  }
+  // Without a device the benchmark refuses with the reason, at once; a bad device is a usage error.
+  if (!n.ok()) {
+    auto k = RunProc({Bin("kernel-bench"), "--device", "cuda", "--mib", "1"}, Within(30));
+    INFO(k.output);
+    CHECK(k.exit_code == 1);
+    CHECK(k.output.find("kernel-bench: --device cuda: " + n.status().message()) != std::string::npos);
+  }
+  auto bad = RunProc({Bin("kernel-bench"), "--device", "gpu0"}, Within(30));
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("kernel-bench: --device 'gpu0': expected cpu, cuda or cuda:N") != std::string::npos);
 }
 
 TEST_CASE("HOOP_TRANSPORT naming an unusable back end is an error that says why", "[select]") {
