@@ -7,6 +7,7 @@
 #include <string>
 
 #include "collectives/c_api_internal.h"
+#include "common/device.h"
 #include "common/extent.h"
 
 namespace {
@@ -100,8 +101,10 @@ hoop_status_t Init(hoop_comm_t* out, const hoop::Config& cfg) {
   return HOOP_SUCCESS;
 }
 
+// The memory kind is found from the pointer (common/device.h): plain host memory wherever CUDA
+// is not built in or has no device, at the cost of one cached check.
 hoop::Buffer Buf(const void* p, size_t count, hoop_dtype_t d) {
-  return hoop::Buffer{const_cast<void*>(p), count, static_cast<hoop::DType>(d), hoop::MemKind::kHost};
+  return hoop::Buffer{const_cast<void*>(p), count, static_cast<hoop::DType>(d), hoop::QueryMemory(p).kind};
 }
 
 // A v-collective's counts and displacements, copied from the caller's arrays (one entry per

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "collectives/algo.h"
+#include "collectives/device_staging.h"
 #include "collectives/executor.h"
 #include "collectives/kernels/wire.h"
 #include "collectives/mailbox.h"
@@ -222,7 +223,7 @@ class Communicator {
   // glance (no Status, no string): false means only "ask CheckP2p". On a ping-pong's path.
   bool PlainP2p(bool is_send, const Buffer& b, int peer, int tag) const {
     const size_t bytes = b.count * DTypeSize(b.dtype);  // count is bounded below first
-    return peer >= (is_send ? 0 : kAnySource) && peer < opts_.size && tag >= 0 && b.kind == MemKind::kHost &&
+    return peer >= (is_send ? 0 : kAnySource) && peer < opts_.size && tag >= 0 && HostVisible(b.kind) &&
            DTypeSize(b.dtype) != 0 && b.count < (size_t{1} << 40) && (b.data != nullptr || b.count == 0) &&
            reinterpret_cast<uintptr_t>(b.data) < (uintptr_t{1} << 62) && bytes <= mailbox_->piece_bytes();
   }
@@ -250,6 +251,10 @@ class Communicator {
   // Poisons the communicator with `why` (first failure wins) and tells the peers.
   void Poison(const Status& why);
   Status RunOp(const Op& op, uint32_t seq);
+  // Device buffers: whether op has any this rank uses, and the run through pinned host staging
+  // (device_staging.h).
+  bool OnDevice(const Op& op) const;
+  Status RunStaged(const Op& op, uint32_t seq);
   // One per collective, each in its own file (allreduce.cc, broadcast.cc, ...).
   Status RunAllreduce(const Op& op, uint32_t seq);
   Status RunBroadcast(const Op& op, uint32_t seq);
@@ -295,6 +300,7 @@ class Communicator {
   Membership membership_;  // the hub: the back end goes with its last communicator
   std::unique_ptr<Transport> transport_;  // used only by whoever holds the turn
   StagingPool staging_;
+  PinnedStaging device_staging_;  // host copies of device buffers (RunStaged)
   PlanCache plans_;
   ExecState exec_;
   std::vector<char> scratch_;  // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's

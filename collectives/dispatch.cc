@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "collectives/communicator.h"
+#include "common/device.h"
 #include "common/extent.h"
 
 namespace hoop {
@@ -25,12 +26,19 @@ Status Communicator::CheckCall(const Op& op) const {
   if (in_used && out_used && op.in.dtype != op.out.dtype)
     return bad(std::string("input dtype ") + DTypeName(op.in.dtype) + " differs from output dtype " +
                DTypeName(op.out.dtype));
+  // Device memory is staged through pinned host memory (device_staging.h): it needs a device.
   for (const Buffer* b : {&op.in, &op.out}) {
-    if ((b == &op.out ? out_used : in_used) && b->kind != MemKind::kHost)
-      return Status(Code::kUnimplemented, "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
-                                              ": " + MemKindName(b->kind) +
-                                              " memory is not supported yet (host memory only)");
+    if ((b == &op.out ? out_used : in_used) && b->kind == MemKind::kCuda) {
+      auto devices = CudaDeviceCount();
+      if (!devices.ok())
+        return Status(devices.status().code(), "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": " +
+                                                   (b == &op.in ? "input" : "output") +
+                                                   " is CUDA device memory, but: " + devices.status().message());
+    }
   }
+  if (op.residual && QueryMemory(op.residual).kind == MemKind::kCuda)
+    return Status(Code::kUnimplemented, "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
+                                            ": a residual (error feedback) in CUDA device memory is not supported yet");
   auto need_data = [&](const Buffer& b, const char* which) -> Status {
     if (b.count > 0 && b.data == nullptr) return bad(std::string(which) + " is null with count " + std::to_string(b.count));
     return Status::Ok();
@@ -164,6 +172,7 @@ StatusOr<Algo> Communicator::Resolve(const Op& op) const {
 }
 
 Status Communicator::RunOp(const Op& op, uint32_t seq) {
+  if (OnDevice(op)) return RunStaged(op, seq);
   switch (op.kind) {
     case CollKind::kAllreduce: return RunAllreduce(op, seq);
     case CollKind::kBroadcast: return RunBroadcast(op, seq);

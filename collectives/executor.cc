@@ -73,7 +73,7 @@ class Run {
     }
     const size_t chunk_elems = std::max<size_t>(1, a_.chunk_bytes / esize_);
     if (a_.compression != Compression::kNone) {
-      wire_ = a_.in.kind == MemKind::kHost ? LookupWire(a_.dtype, a_.compression) : nullptr;
+      wire_ = HostVisible(a_.in.kind) ? LookupWire(a_.dtype, a_.compression) : nullptr;
       if (!wire_) return Unimplemented(a_.what() + ": no " + CompressionName(a_.compression) + " codec for this data");
       s_.send_slot.assign(n, -1);
       HOOP_RETURN_IF_ERROR(s_.wire_sends.Reserve(t_, 0, WireBytes(chunk_elems)));

@@ -21,7 +21,7 @@ Status Communicator::CheckP2p(bool is_send, const Buffer& b, int peer, int tag) 
     return bad("peer " + std::to_string(peer) + " is not a rank (size " + std::to_string(opts_.size) + ")" +
                (any_ok ? " nor HOOP_ANY_SOURCE (-1)" : ""));
   if (tag < 0) return bad("tag " + std::to_string(tag) + " is negative");
-  if (b.kind != MemKind::kHost)
+  if (!HostVisible(b.kind))
     return Status(Code::kUnimplemented, "rank " + std::to_string(opts_.rank) + ": " + call + ": " + MemKindName(b.kind) +
                                             " memory is not supported yet (host memory only)");
   if (b.count > 0 && b.data == nullptr) return bad("buffer is null with count " + std::to_string(b.count));

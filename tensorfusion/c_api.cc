@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "collectives/c_api_internal.h"
+#include "common/device.h"
 #include "common/extent.h"
 #include "tensorfusion/runtime.h"
 
@@ -28,8 +29,10 @@ namespace fu = hoop::fusion;
 
 hoop_status_t BadArg(const std::string& what) { return Report(hoop::InvalidArgument(what)); }
 
+// The memory kind is found from the pointer (common/device.h): plain host memory wherever CUDA
+// is not built in or has no device, at the cost of one cached check.
 hoop::Buffer Buf(const void* p, size_t count, hoop_dtype_t d) {
-  return hoop::Buffer{const_cast<void*>(p), count, static_cast<hoop::DType>(d), hoop::MemKind::kHost};
+  return hoop::Buffer{const_cast<void*>(p), count, static_cast<hoop::DType>(d), hoop::QueryMemory(p).kind};
 }
 
 // f can take calls: not NULL, not stopped.

@@ -109,7 +109,7 @@ KernelIsa BestKernelIsa() {
 }
 
 ReduceFn LookupReduce(DType dtype, ReduceOp op, MemKind kind) {
-  if (kind != MemKind::kHost) return nullptr;
+  if (!HostVisible(kind)) return nullptr;
   return LookupIn(BestKernelIsa(), dtype, op);  // chosen once, so no CPU checks per call
 }
 
@@ -118,7 +118,7 @@ ReduceFn LookupStreamIsa(KernelIsa isa, DType dtype, ReduceOp op) {
 }
 
 ReduceFn LookupReduceStreaming(DType dtype, ReduceOp op, MemKind kind) {
-  if (kind != MemKind::kHost) return nullptr;
+  if (!HostVisible(kind)) return nullptr;
   return LookupStreamIn(BestKernelIsa(), dtype, op);
 }
 

@@ -1,0 +1,73 @@
+// Communicator::RunStaged and PinnedStaging (device_staging.h).
+#include "collectives/device_staging.h"
+
+#include "collectives/communicator.h"
+#include "common/device.h"
+
+namespace hoop {
+
+PinnedStaging::~PinnedStaging() {
+  for (char* p : buf_) CudaFree(p, MemKind::kCudaPinned);
+}
+
+StatusOr<char*> PinnedStaging::Get(int which, size_t bytes) {
+  const size_t w = static_cast<size_t>(which);
+  if (bytes_[w] < bytes || buf_[w] == nullptr) {
+    CudaFree(buf_[w], MemKind::kCudaPinned);
+    buf_[w] = nullptr;
+    bytes_[w] = 0;
+    HOOP_ASSIGN_OR_RETURN(void* p, CudaAllocPinned(bytes));
+    buf_[w] = static_cast<char*>(p);
+    bytes_[w] = bytes;
+  }
+  return buf_[w];
+}
+
+bool Communicator::OnDevice(const Op& op) const {
+  return (UsesIn(op) && op.in.kind == MemKind::kCuda) || (UsesOut(op) && op.out.kind == MemKind::kCuda);
+}
+
+Status Communicator::RunStaged(const Op& op, uint32_t seq) {
+  const auto ctx = [&](const Status& s) {
+    return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": staging device memory");
+  };
+  Op host = op;
+  const bool out_dev = UsesOut(op) && op.out.kind == MemKind::kCuda;
+  const bool in_dev = UsesIn(op) && op.in.kind == MemKind::kCuda;
+  const size_t in_bytes = op.in.count * DTypeSize(op.in.dtype);
+  const size_t out_bytes = op.out.count * DTypeSize(op.out.dtype);
+  const auto* out_lo = static_cast<const char*>(op.out.data);
+  const auto* in_lo = static_cast<const char*>(op.in.data);
+  // The input lies inside the output (in place): one staging copy of the output serves both.
+  const bool inside = in_dev && out_dev && in_lo >= out_lo && in_lo + in_bytes <= out_lo + out_bytes;
+  if (out_dev) {
+    auto p = device_staging_.Get(1, out_bytes);
+    if (!p.ok()) return ctx(p.status());
+    host.out.data = *p;
+    host.out.kind = MemKind::kCudaPinned;
+    if (inside) {  // the output's current contents are (part of) the input
+      Status s = CopyMem(*p, MemKind::kCudaPinned, op.out.data, MemKind::kCuda, out_bytes, nullptr);
+      if (!s.ok()) return ctx(s);
+      host.in.data = *p + (in_lo - out_lo);
+      host.in.kind = MemKind::kCudaPinned;
+    }
+  }
+  if (in_dev && !inside) {
+    auto p = device_staging_.Get(0, in_bytes);
+    if (!p.ok()) return ctx(p.status());
+    Status s = CopyMem(*p, MemKind::kCudaPinned, op.in.data, MemKind::kCuda, in_bytes, nullptr);
+    if (!s.ok()) return ctx(s);
+    host.in.data = *p;
+    host.in.kind = MemKind::kCudaPinned;
+  }
+  if (Status s = CudaStreamSync(nullptr); !s.ok()) return ctx(s);
+  HOOP_RETURN_IF_ERROR(RunOp(host, seq));
+  if (out_dev) {
+    Status s = CopyMem(op.out.data, MemKind::kCuda, host.out.data, MemKind::kCudaPinned, out_bytes, nullptr);
+    if (s.ok()) s = CudaStreamSync(nullptr);
+    if (!s.ok()) return ctx(s);
+  }
+  return Status::Ok();
+}
+
+}  // namespace hoop

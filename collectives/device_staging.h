@@ -1,0 +1,36 @@
+// Device buffers in a collective, the plain (synchronising) way: through pinned host memory.
+// The communicator's RunOp sends an operation with CUDA device buffers here (RunStaged, in
+// device_staging.cc): the device input is copied into pinned host staging, the collective runs on
+// the host copies like any other, and the output is copied back to the device before the call
+// completes. Every copy goes on CUDA's legacy default stream, which orders it after the caller's
+// work queued on any blocking stream, and is waited for, so the call behaves as the plain form of
+// ncclAllReduce used with a synchronised stream. An input inside the output buffer (an in-place
+// allgather's own block) keeps its place in the output's staging.
+//
+// The pipelined path (chunk k+1 copied while chunk k is on the wire) and CUDA IPC between ranks
+// on one host come next (issue 20); this is the correct, simple baseline they are measured
+// against.
+#pragma once
+
+#include <cstddef>
+
+#include "common/status.h"
+
+namespace hoop {
+
+// Two pinned host buffers (input and output side), grown on demand, never shrunk, freed with it.
+class PinnedStaging {
+ public:
+  PinnedStaging() = default;
+  ~PinnedStaging();
+  PinnedStaging(const PinnedStaging&) = delete;
+  PinnedStaging& operator=(const PinnedStaging&) = delete;
+  // At least `bytes` of pinned memory for side `which` (0: input, 1: output).
+  StatusOr<char*> Get(int which, size_t bytes);
+
+ private:
+  char* buf_[2] = {nullptr, nullptr};
+  size_t bytes_[2] = {0, 0};
+};
+
+}  // namespace hoop

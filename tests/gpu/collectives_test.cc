@@ -1,0 +1,130 @@
+// Collectives on CUDA device buffers (collectives/device_staging.h), 1 to 4 ranks sharing one
+// GPU as threads of this process over the shm back end (tests/support/thread_ranks.h): every
+// collective x dtype (x op where it reduces) x count {0, 1, 7, 1000, 100003}, out of place and
+// in place, must give exactly the bytes the same call gives on host buffers, which the rest of
+// the suite checks against the reference. A device pointer in a call with no device is refused
+// (the case that runs without a GPU).
+#include "tests/gpu/gpu_support.h"
+
+#include "collectives/reference.h"
+#include "tests/support/thread_ranks.h"
+
+using namespace hoop;
+
+namespace {
+
+enum class Coll { kAllreduce, kBroadcast, kAllgather, kReduceScatter, kReduce, kGather, kScatter, kAlltoall };
+constexpr Coll kColls[] = {Coll::kAllreduce, Coll::kBroadcast, Coll::kAllgather, Coll::kReduceScatter,
+                           Coll::kReduce,    Coll::kGather,    Coll::kScatter,   Coll::kAlltoall};
+const char* Name(Coll c) {
+  static const char* names[] = {"allreduce", "broadcast", "allgather", "reduce_scatter", "reduce", "gather", "scatter", "alltoall"};
+  return names[static_cast<int>(c)];
+}
+bool Reduces(Coll c) { return c == Coll::kAllreduce || c == Coll::kReduceScatter || c == Coll::kReduce; }
+
+Work Call(Communicator& comm, Coll c, const Buffer& in, const Buffer& out, ReduceOp op, int root) {
+  switch (c) {
+    case Coll::kAllreduce: return comm.Allreduce(in, out, op);
+    case Coll::kBroadcast: return comm.Broadcast(in, out, root);
+    case Coll::kAllgather: return comm.Allgather(in, out);
+    case Coll::kReduceScatter: return comm.ReduceScatter(in, out, op);
+    case Coll::kReduce: return comm.Reduce(in, out, op, root);
+    case Coll::kGather: return comm.Gather(in, out, root);
+    case Coll::kScatter: return comm.Scatter(in, out, root);
+    case Coll::kAlltoall: return comm.Alltoall(in, out);
+  }
+  return comm.Barrier();
+}
+
+// Device memory freed on scope exit.
+struct Dev {
+  void* p = nullptr;
+  ~Dev() { CudaFree(p, MemKind::kCuda); }
+};
+
+// One call on host buffers, then on device buffers; the outputs must be the same bytes.
+Status Compare(Communicator& comm, int rank, int n, Coll c, DType d, ReduceOp op, size_t count, bool in_place) {
+  const size_t es = DTypeSize(d), un = static_cast<size_t>(n);
+  const bool wide_in = c == Coll::kReduceScatter || c == Coll::kScatter || c == Coll::kAlltoall;
+  const bool wide_out = c == Coll::kAllgather || c == Coll::kGather || c == Coll::kAlltoall;
+  const size_t in_count = wide_in ? count * un : count, out_count = wide_out ? count * un : count;
+  const int root = n - 1;
+  const bool rooted = c == Coll::kBroadcast || c == Coll::kReduce || c == Coll::kGather || c == Coll::kScatter;
+  const bool writes_out = !(rooted && (c == Coll::kReduce || c == Coll::kGather) && rank != root);
+  // In place: the input is the output (allgather: this rank's block of it).
+  const size_t in_at = c == Coll::kAllgather ? static_cast<size_t>(rank) * count * es : 0;
+  std::vector<char> input(in_count * es + 1);
+  FillInput(d, op, input.data(), in_count, 7919 * count + static_cast<uint64_t>(rank));
+  std::vector<char> host_out(out_count * es + 1, 0);
+  if (in_place) std::memcpy(host_out.data() + in_at, input.data(), in_count * es);
+  Buffer hin{in_place ? host_out.data() + in_at : input.data(), in_count, d, MemKind::kHost};
+  Buffer hout{host_out.data(), out_count, d, MemKind::kHost};
+  HOOP_RETURN_IF_ERROR(Call(comm, c, hin, hout, op, root).Wait());
+
+  // (No Catch assertion in here: this runs on the ranks' threads.)
+  Dev din, dout;
+  HOOP_ASSIGN_OR_RETURN(din.p, CudaAlloc(0, in_count * es + 16));
+  HOOP_ASSIGN_OR_RETURN(dout.p, CudaAlloc(0, out_count * es + 16));
+  HOOP_RETURN_IF_ERROR(CudaMemset(dout.p, 0, out_count * es + 16, nullptr));
+  char* dst = in_place ? static_cast<char*>(dout.p) + in_at : static_cast<char*>(din.p);
+  HOOP_RETURN_IF_ERROR(CopyMem(dst, MemKind::kCuda, input.data(), MemKind::kHost, in_count * es, nullptr));
+  HOOP_RETURN_IF_ERROR(CudaStreamSync(nullptr));
+  Buffer din_b{dst, in_count, d, MemKind::kCuda};
+  Buffer dout_b{dout.p, out_count, d, MemKind::kCuda};
+  HOOP_RETURN_IF_ERROR(Call(comm, c, din_b, dout_b, op, root).Wait());
+  if (!writes_out) return Status::Ok();
+  std::vector<char> got(out_count * es);
+  HOOP_RETURN_IF_ERROR(CopyMem(got.data(), MemKind::kHost, dout.p, MemKind::kCuda, out_count * es, nullptr));
+  HOOP_RETURN_IF_ERROR(CudaStreamSync(nullptr));
+  if (std::memcmp(got.data(), host_out.data(), out_count * es) != 0)
+    return Internal(std::string(Name(c)) + " " + DTypeName(d) + " " + ReduceOpName(op) + " count " + std::to_string(count) +
+                    (in_place ? " in place" : "") + " rank " + std::to_string(rank) + ": device result differs from host result");
+  return Status::Ok();
+}
+
+}  // namespace
+
+TEST_CASE("gpu: every collective on device buffers gives the host result, 1-4 ranks on one GPU", "[gpu]") {
+  if (!test::HaveGpu()) return;
+  for (int n : {1, 2, 3, 4}) {
+    auto ranks = test::ThreadRanks::Start(n, "shm");
+    REQUIRE(ranks.ok());
+    Status s = (*ranks)->Run(
+        [&](int rank, Communicator& comm) -> Status {
+          HOOP_RETURN_IF_ERROR(CudaSetDevice(0));
+          for (Coll c : kColls) {
+            for (DType d : kAllDTypes) {
+              for (ReduceOp op : kAllReduceOps) {
+                if (Reduces(c) ? !OpApplies(d, op) : op != ReduceOp::kSum) continue;
+                for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{100003}}) {
+                  HOOP_RETURN_IF_ERROR(Compare(comm, rank, n, c, d, op, count, false));
+                  const bool can_in_place = c == Coll::kAllreduce || c == Coll::kBroadcast || c == Coll::kAllgather ||
+                                            c == Coll::kAlltoall;
+                  if (can_in_place) HOOP_RETURN_IF_ERROR(Compare(comm, rank, n, c, d, op, count, true));
+                }
+              }
+            }
+          }
+          return Status::Ok();
+        },
+        std::chrono::seconds(600));
+    INFO(n << " ranks: " << s.message());
+    CHECK(s.ok());
+  }
+}
+
+TEST_CASE("cuda: device memory in a collective where there is no device is refused, naming the reason", "[gpu][nodevice]") {
+  auto n = CudaDeviceCount();
+  if (n.ok()) return;  // a device is here: the case above covers device memory
+  auto ranks = test::ThreadRanks::Start(1, "shm");
+  REQUIRE(ranks.ok());
+  std::vector<float> a(8, 1.0f), b(8, 0.0f);
+  Buffer in{a.data(), a.size(), DType::kF32, MemKind::kCuda};  // claims to be device memory
+  Buffer out{b.data(), b.size(), DType::kF32, MemKind::kHost};
+  Status s = (*ranks)->comm(0).Allreduce(in, out, ReduceOp::kSum).Wait();
+  INFO(s.ToString());
+  CHECK(s.code() == n.status().code());
+  CHECK_THAT(s.message(), Catch::StartsWith("rank 0: allreduce: input is CUDA device memory, but: ") &&
+                              Catch::Contains(n.status().message()));
+  CHECK(b == std::vector<float>(8, 0.0f));  // untouched
+}
