@@ -12,6 +12,7 @@ Work Communicator::Allgather(const Buffer& in, const Buffer& out, const CallOpti
   x.in = in;
   x.out = out;
   x.algo = o.algo;
+  x.stream = o.stream;
   return Submit(x, o.blocking);
 }
 

@@ -22,6 +22,7 @@ Work Communicator::Allreduce(const Buffer& in, const Buffer& out, ReduceOp op, c
   x.algo = o.algo;
   x.compression = o.compression;
   x.residual = o.residual;
+  x.stream = o.stream;
   return Submit(x, o.blocking);
 }
 

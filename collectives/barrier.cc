@@ -9,6 +9,7 @@ Work Communicator::Barrier(const CallOptions& o) {
   x.kind = CollKind::kBarrier;
   x.in.dtype = x.out.dtype = DType::kU8;
   x.algo = o.algo;
+  x.stream = o.stream;
   return Submit(x, o.blocking);
 }
 

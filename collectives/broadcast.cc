@@ -14,6 +14,7 @@ Work Communicator::Broadcast(const Buffer& in, const Buffer& out, int root, cons
   x.out = out;
   x.root = root;
   x.algo = o.algo;
+  x.stream = o.stream;
   return Submit(x, o.blocking);
 }
 

@@ -140,11 +140,11 @@ hoop_status_t ReadBlocks(hoop_comm_t comm, const char* fn, const char* what, con
 namespace hoop::capi {  // the Post* helpers (c_api_internal.h)
 
 hoop_status_t PostAllreduce(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
-                            hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts, bool blocking,
+                            hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts, Mode mode,
                             hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDTypeOp(comm, fn, dtype, op)) return bad;
-  hoop::CallOptions o{hoop::Algo::kAuto, blocking};
+  hoop::CallOptions o = mode.Options();
   if (opts) {
     const int c = RawEnum(opts->compression);
     if (c < HOOP_COMPRESSION_DEFAULT || c > HOOP_COMPRESSION_AUTO)
@@ -157,40 +157,40 @@ hoop_status_t PostAllreduce(hoop_comm_t comm, const char* fn, const void* sendbu
 }
 
 hoop_status_t PostBroadcast(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
-                            hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work) {
+                            hoop_dtype_t dtype, int root, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   const bool is_root = (*comm)->rank() == root;
   *work = (*comm)->Broadcast(Buf(is_root ? sendbuf : nullptr, is_root ? count : 0, dtype), Buf(recvbuf, count, dtype),
-                             root, hoop::CallOptions{hoop::Algo::kAuto, blocking});
+                             root, mode.Options());
   return HOOP_SUCCESS;
 }
 
 hoop_status_t PostAllgather(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
-                            hoop_dtype_t dtype, bool blocking, hoop::Work* work) {
+                            hoop_dtype_t dtype, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   size_t total = 0;
   if (hoop_status_t bad = TimesSize(comm, fn, sendcount, &total)) return bad;
   *work = (*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, total, dtype),
-                             hoop::CallOptions{hoop::Algo::kAuto, blocking});
+                             mode.Options());
   return HOOP_SUCCESS;
 }
 
 hoop_status_t PostReduceScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
-                                size_t recvcount, hoop_dtype_t dtype, hoop_op_t op, bool blocking, hoop::Work* work) {
+                                size_t recvcount, hoop_dtype_t dtype, hoop_op_t op, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDTypeOp(comm, fn, dtype, op)) return bad;
   size_t total = 0;
   if (hoop_status_t bad = TimesSize(comm, fn, recvcount, &total)) return bad;
   *work = (*comm)->ReduceScatter(Buf(sendbuf, total, dtype), Buf(recvbuf, recvcount, dtype),
-                                 static_cast<hoop::ReduceOp>(op), hoop::CallOptions{hoop::Algo::kAuto, blocking});
+                                 static_cast<hoop::ReduceOp>(op), mode.Options());
   return HOOP_SUCCESS;
 }
 
-hoop_status_t PostBarrier(hoop_comm_t comm, const char* fn, bool blocking, hoop::Work* work) {
+hoop_status_t PostBarrier(hoop_comm_t comm, const char* fn, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
-  *work = (*comm)->Barrier(hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  *work = (*comm)->Barrier(mode.Options());
   return HOOP_SUCCESS;
 }
 
@@ -198,52 +198,52 @@ hoop_status_t PostBarrier(hoop_comm_t comm, const char* fn, bool blocking, hoop:
 // pointer is ignored and may be NULL). A root out of range still reaches the communicator's
 // check, which names it.
 hoop_status_t PostReduce(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
-                         hoop_dtype_t dtype, hoop_op_t op, int root, bool blocking, hoop::Work* work) {
+                         hoop_dtype_t dtype, hoop_op_t op, int root, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDTypeOp(comm, fn, dtype, op)) return bad;
   const bool is_root = (*comm)->rank() == root;
   *work = (*comm)->Reduce(Buf(sendbuf, count, dtype), Buf(is_root ? recvbuf : nullptr, is_root ? count : 0, dtype),
-                          static_cast<hoop::ReduceOp>(op), root, hoop::CallOptions{hoop::Algo::kAuto, blocking});
+                          static_cast<hoop::ReduceOp>(op), root, mode.Options());
   return HOOP_SUCCESS;
 }
 
 hoop_status_t PostGather(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
-                         hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work) {
+                         hoop_dtype_t dtype, int root, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   size_t total = 0;
   if (hoop_status_t bad = TimesSize(comm, fn, sendcount, &total)) return bad;
   const bool is_root = (*comm)->rank() == root;
   *work = (*comm)->Gather(Buf(sendbuf, sendcount, dtype), Buf(is_root ? recvbuf : nullptr, is_root ? total : 0, dtype),
-                          root, hoop::CallOptions{hoop::Algo::kAuto, blocking});
+                          root, mode.Options());
   return HOOP_SUCCESS;
 }
 
 hoop_status_t PostScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t recvcount,
-                          hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work) {
+                          hoop_dtype_t dtype, int root, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   size_t total = 0;
   if (hoop_status_t bad = TimesSize(comm, fn, recvcount, &total)) return bad;
   const bool is_root = (*comm)->rank() == root;
   *work = (*comm)->Scatter(Buf(is_root ? sendbuf : nullptr, is_root ? total : 0, dtype), Buf(recvbuf, recvcount, dtype),
-                           root, hoop::CallOptions{hoop::Algo::kAuto, blocking});
+                           root, mode.Options());
   return HOOP_SUCCESS;
 }
 
 hoop_status_t PostAlltoall(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
-                           size_t count_per_rank, hoop_dtype_t dtype, bool blocking, hoop::Work* work) {
+                           size_t count_per_rank, hoop_dtype_t dtype, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   size_t total = 0;
   if (hoop_status_t bad = TimesSize(comm, fn, count_per_rank, &total)) return bad;
   *work = (*comm)->Alltoall(Buf(sendbuf, total, dtype), Buf(recvbuf, total, dtype),
-                            hoop::CallOptions{hoop::Algo::kAuto, blocking});
+                            mode.Options());
   return HOOP_SUCCESS;
 }
 
 hoop_status_t PostAllgatherv(hoop_comm_t comm, const char* fn, const void* sendbuf, size_t sendcount, void* recvbuf,
-                             const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype, bool blocking,
+                             const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype, Mode mode,
                              hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
@@ -251,12 +251,12 @@ hoop_status_t PostAllgatherv(hoop_comm_t comm, const char* fn, const void* sendb
   size_t extent = 0;
   if (hoop_status_t bad = ReadBlocks(comm, fn, "recv", recvcounts, displs, true, &b, &extent)) return bad;
   *work = (*comm)->Allgatherv(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, extent, dtype), std::move(b),
-                              hoop::CallOptions{hoop::Algo::kAuto, blocking});
+                              mode.Options());
   return HOOP_SUCCESS;
 }
 
 hoop_status_t PostReduceScatterv(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
-                                 const size_t* recvcounts, hoop_dtype_t dtype, hoop_op_t op, bool blocking,
+                                 const size_t* recvcounts, hoop_dtype_t dtype, hoop_op_t op, Mode mode,
                                  hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDTypeOp(comm, fn, dtype, op)) return bad;
@@ -265,13 +265,13 @@ hoop_status_t PostReduceScatterv(hoop_comm_t comm, const char* fn, const void* s
   if (hoop_status_t bad = ReadBlocks(comm, fn, "recv", recvcounts, nullptr, false, &b, &total)) return bad;
   const size_t mine = b.counts[static_cast<size_t>((*comm)->rank())];
   *work = (*comm)->ReduceScatterv(Buf(sendbuf, total, dtype), Buf(recvbuf, mine, dtype), std::move(b.counts),
-                                  static_cast<hoop::ReduceOp>(op), hoop::CallOptions{hoop::Algo::kAuto, blocking});
+                                  static_cast<hoop::ReduceOp>(op), mode.Options());
   return HOOP_SUCCESS;
 }
 
 hoop_status_t PostAlltoallv(hoop_comm_t comm, const char* fn, const void* sendbuf, const size_t* sendcounts,
                             const size_t* sdispls, void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
-                            hoop_dtype_t dtype, bool blocking, hoop::Work* work) {
+                            hoop_dtype_t dtype, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   hoop::Blocks send, recv;
@@ -279,25 +279,25 @@ hoop_status_t PostAlltoallv(hoop_comm_t comm, const char* fn, const void* sendbu
   if (hoop_status_t bad = ReadBlocks(comm, fn, "send", sendcounts, sdispls, true, &send, &in_extent)) return bad;
   if (hoop_status_t bad = ReadBlocks(comm, fn, "recv", recvcounts, rdispls, true, &recv, &out_extent)) return bad;
   *work = (*comm)->Alltoallv(Buf(sendbuf, in_extent, dtype), std::move(send), Buf(recvbuf, out_extent, dtype),
-                             std::move(recv), hoop::CallOptions{hoop::Algo::kAuto, blocking});
+                             std::move(recv), mode.Options());
   return HOOP_SUCCESS;
 }
 
 // Point-to-point needs no agreement on call order between ranks, so a fusion runtime driving
 // the communicator does not stand in its way.
 hoop_status_t PostSend(hoop_comm_t comm, const char* fn, const void* buf, size_t count, hoop_dtype_t dtype, int peer,
-                       int tag, bool blocking, hoop::Work* work) {
+                       int tag, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckLive(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
-  *work = (*comm)->Send(Buf(buf, count, dtype), peer, tag, hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  *work = (*comm)->Send(Buf(buf, count, dtype), peer, tag, mode.Options());
   return HOOP_SUCCESS;
 }
 
 hoop_status_t PostRecv(hoop_comm_t comm, const char* fn, void* buf, size_t count, hoop_dtype_t dtype, int peer,
-                       int tag, std::shared_ptr<hoop::RecvInfo> info, bool blocking, hoop::Work* work) {
+                       int tag, std::shared_ptr<hoop::RecvInfo> info, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckLive(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
-  *work = (*comm)->Recv(Buf(buf, count, dtype), peer, tag, std::move(info), hoop::CallOptions{hoop::Algo::kAuto, blocking});
+  *work = (*comm)->Recv(Buf(buf, count, dtype), peer, tag, std::move(info), mode.Options());
   return HOOP_SUCCESS;
 }
 

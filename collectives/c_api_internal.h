@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "collectives/bootstrap.h"
@@ -68,40 +69,59 @@ int RawEnum(const E& e) {
   return v;
 }
 
-// The collectives' C calls, blocking (hoop_allreduce) and not (hoop_iallreduce), share these: each
-// checks the C arguments and queues the call (on the calling thread when `blocking` and nothing
-// is queued ahead). A bad call is reported (named `fn`) and returned; *work is then untouched.
+// How a C call runs: blocking (hoop_allreduce), nonblocking (hoop_iallreduce), or ordered on a
+// CUDA stream (hoop_allreduce_stream; never blocking).
+struct Mode {
+  Mode(bool blocking) : blocking(blocking) {}  // NOLINT: true and false at the call sites
+  static Mode OnStream(void* stream) {
+    Mode m(false);
+    m.stream = stream;
+    return m;
+  }
+  hoop::CallOptions Options() const {
+    hoop::CallOptions o{hoop::Algo::kAuto, blocking};
+    o.stream = stream;
+    return o;
+  }
+  bool blocking;
+  std::optional<void*> stream;
+};
+
+// The collectives' C calls, blocking (hoop_allreduce), not (hoop_iallreduce) and on a stream
+// (hoop_allreduce_stream), share these: each checks the C arguments and queues the call (on the
+// calling thread when blocking and nothing is queued ahead). A bad call is reported (named `fn`)
+// and returned; *work is then untouched.
 hoop_status_t PostAllreduce(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
-                            hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts, bool blocking,
+                            hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts, Mode mode,
                             hoop::Work* work);
 hoop_status_t PostBroadcast(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
-                            hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work);
+                            hoop_dtype_t dtype, int root, Mode mode, hoop::Work* work);
 hoop_status_t PostAllgather(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
-                            hoop_dtype_t dtype, bool blocking, hoop::Work* work);
+                            hoop_dtype_t dtype, Mode mode, hoop::Work* work);
 hoop_status_t PostReduceScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
-                                size_t recvcount, hoop_dtype_t dtype, hoop_op_t op, bool blocking, hoop::Work* work);
-hoop_status_t PostBarrier(hoop_comm_t comm, const char* fn, bool blocking, hoop::Work* work);
+                                size_t recvcount, hoop_dtype_t dtype, hoop_op_t op, Mode mode, hoop::Work* work);
+hoop_status_t PostBarrier(hoop_comm_t comm, const char* fn, Mode mode, hoop::Work* work);
 hoop_status_t PostAllgatherv(hoop_comm_t comm, const char* fn, const void* sendbuf, size_t sendcount, void* recvbuf,
-                             const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype, bool blocking,
+                             const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype, Mode mode,
                              hoop::Work* work);
 hoop_status_t PostReduceScatterv(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
-                                 const size_t* recvcounts, hoop_dtype_t dtype, hoop_op_t op, bool blocking,
+                                 const size_t* recvcounts, hoop_dtype_t dtype, hoop_op_t op, Mode mode,
                                  hoop::Work* work);
 hoop_status_t PostAlltoallv(hoop_comm_t comm, const char* fn, const void* sendbuf, const size_t* sendcounts,
                             const size_t* sdispls, void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
-                            hoop_dtype_t dtype, bool blocking, hoop::Work* work);
+                            hoop_dtype_t dtype, Mode mode, hoop::Work* work);
 hoop_status_t PostReduce(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count,
-                         hoop_dtype_t dtype, hoop_op_t op, int root, bool blocking, hoop::Work* work);
+                         hoop_dtype_t dtype, hoop_op_t op, int root, Mode mode, hoop::Work* work);
 hoop_status_t PostGather(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
-                         hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work);
+                         hoop_dtype_t dtype, int root, Mode mode, hoop::Work* work);
 hoop_status_t PostScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t recvcount,
-                          hoop_dtype_t dtype, int root, bool blocking, hoop::Work* work);
+                          hoop_dtype_t dtype, int root, Mode mode, hoop::Work* work);
 hoop_status_t PostAlltoall(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
-                           size_t count_per_rank, hoop_dtype_t dtype, bool blocking, hoop::Work* work);
+                           size_t count_per_rank, hoop_dtype_t dtype, Mode mode, hoop::Work* work);
 hoop_status_t PostSend(hoop_comm_t comm, const char* fn, const void* buf, size_t count, hoop_dtype_t dtype, int peer,
-                       int tag, bool blocking, hoop::Work* work);
+                       int tag, Mode mode, hoop::Work* work);
 hoop_status_t PostRecv(hoop_comm_t comm, const char* fn, void* buf, size_t count, hoop_dtype_t dtype, int peer,
-                       int tag, std::shared_ptr<hoop::RecvInfo> info, bool blocking, hoop::Work* work);
+                       int tag, std::shared_ptr<hoop::RecvInfo> info, Mode mode, hoop::Work* work);
 // The C form of a receive's result.
 void CopyInfo(const hoop::RecvInfo& from, hoop_recv_info_t* to);
 

@@ -203,6 +203,16 @@ Work Communicator::Submit(Op op, bool blocking) {
     std::unique_lock<std::mutex> lock(mu_);
     // Nothing ahead of it: run it here, sparing the hand-off to the worker and back. A send or
     // receive is only posted to the mailbox, which never waits, unless the caller will.
+    // A call on a CUDA stream takes its place on the stream here, in queue order, and never
+    // runs on the caller's thread (the caller does not wait for it).
+    if (op.stream) {
+      blocking = false;
+      auto t = stream_order_.Enter(*op.stream);
+      if (!t.ok())
+        return Work::MakeRefused(t.status().WithContext("rank " + std::to_string(opts_.rank) + ": " +
+                                                        CollKindName(op.kind) + ": ordering on the CUDA stream"));
+      op.ticket = *t;
+    }
     if ((blocking || op.p2p) && queue_.empty() && !stopping_ && ClaimLocked()) {
       lock.unlock();
       RunOne(op, blocking);
@@ -336,6 +346,7 @@ void Communicator::RunOne(const Op& op, bool caller_waits) {
     if (result.code() == Code::kDeadlineExceeded) result = ExplainTimeout(result);
     if (!result.ok() && result.code() != Code::kInvalidArgument) Poison(result);
   }
+  if (op.ticket.seq != 0) stream_order_.Release(op.ticket);  // done or failed: the stream goes on
   {
     std::lock_guard<std::mutex> lock(op.state->mu);
     op.state->done = true;

@@ -25,6 +25,7 @@
 #include "collectives/executor.h"
 #include "collectives/kernels/wire.h"
 #include "collectives/mailbox.h"
+#include "collectives/stream_order.h"
 #include "common/config.h"
 #include "common/dtype.h"
 #include "common/status.h"
@@ -57,6 +58,11 @@ struct CallOptions {
   // Error feedback for a compressed allreduce: an array of the call's dtype and count, zero at
   // first and passed again on every call for the same tensor (kernels/wire.h). Null: off.
   void* residual = nullptr;
+  // A CUDA stream (a cudaStream_t; nullptr is the legacy default stream) to order the call on,
+  // as NCCL's calls are: it starts after the work queued on the stream before it, the stream's
+  // later work waits for it, and the call never blocks the caller (stream_order.h). Collectives
+  // only. Unset: the call is ordered by the caller's thread alone.
+  std::optional<void*> stream;
 };
 
 struct CommOptions {
@@ -199,6 +205,8 @@ class Communicator {
     bool abort = false;  // Abort(): poisons and tells peers, runs nothing
     std::shared_ptr<P2pCall> p2p;  // a send or receive (kind is then meaningless)
     std::shared_ptr<Work::State> state;
+    std::optional<void*> stream;  // CallOptions::stream
+    StreamTicket ticket;          // its place on that stream (seq 0: none), taken when queued
   };
   // Where a communicator sits among those sharing its connections.
   struct Membership {
@@ -219,6 +227,7 @@ class Communicator {
   // SendNow/RecvNow's shared body.
   Status RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused);
   Status CheckP2p(bool is_send, const Buffer& b, int peer, int tag) const;
+  Status StreamRefused(const char* call) const;  // a send or receive given a CUDA stream
   // A send or receive of at most one piece of host memory that CheckP2p would pass, told at a
   // glance (no Status, no string): false means only "ask CheckP2p". On a ping-pong's path.
   bool PlainP2p(bool is_send, const Buffer& b, int peer, int tag) const {
@@ -301,6 +310,7 @@ class Communicator {
   std::unique_ptr<Transport> transport_;  // used only by whoever holds the turn
   StagingPool staging_;
   PinnedStaging device_staging_;  // host copies of device buffers (RunStaged)
+  StreamOrder stream_order_;      // calls on CUDA streams (after the worker, which releases them)
   PlanCache plans_;
   ExecState exec_;
   std::vector<char> scratch_;  // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's

@@ -32,6 +32,7 @@ Status Communicator::RunStaged(const Op& op, uint32_t seq) {
     return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": staging device memory");
   };
   Op host = op;
+  host.ticket = {};  // the stream's input wait happens here, once
   const bool out_dev = UsesOut(op) && op.out.kind == MemKind::kCuda;
   const bool in_dev = UsesIn(op) && op.in.kind == MemKind::kCuda;
   const size_t in_bytes = op.in.count * DTypeSize(op.in.dtype);
@@ -40,14 +41,24 @@ Status Communicator::RunStaged(const Op& op, uint32_t seq) {
   const auto* in_lo = static_cast<const char*>(op.in.data);
   // The input lies inside the output (in place): one staging copy of the output serves both.
   const bool inside = in_dev && out_dev && in_lo >= out_lo && in_lo + in_bytes <= out_lo + out_bytes;
+  // The copies' stream: the legacy default one for a plain call (ordered after the caller's work
+  // on every blocking stream); for a call on a stream, hoop's own, made to wait for the input.
+  void* s = nullptr;
+  if (op.ticket.seq != 0) {
+    const int device = QueryMemory(out_dev ? op.out.data : op.in.data).device;
+    auto staging = stream_order_.Staging(device < 0 ? 0 : device);
+    if (!staging.ok()) return ctx(staging.status());
+    s = *staging;
+    if (Status w = stream_order_.WaitInput(op.ticket, s); !w.ok()) return ctx(w);
+  }
   if (out_dev) {
     auto p = device_staging_.Get(1, out_bytes);
     if (!p.ok()) return ctx(p.status());
     host.out.data = *p;
     host.out.kind = MemKind::kCudaPinned;
     if (inside) {  // the output's current contents are (part of) the input
-      Status s = CopyMem(*p, MemKind::kCudaPinned, op.out.data, MemKind::kCuda, out_bytes, nullptr);
-      if (!s.ok()) return ctx(s);
+      Status c = CopyMem(*p, MemKind::kCudaPinned, op.out.data, MemKind::kCuda, out_bytes, s);
+      if (!c.ok()) return ctx(c);
       host.in.data = *p + (in_lo - out_lo);
       host.in.kind = MemKind::kCudaPinned;
     }
@@ -55,17 +66,17 @@ Status Communicator::RunStaged(const Op& op, uint32_t seq) {
   if (in_dev && !inside) {
     auto p = device_staging_.Get(0, in_bytes);
     if (!p.ok()) return ctx(p.status());
-    Status s = CopyMem(*p, MemKind::kCudaPinned, op.in.data, MemKind::kCuda, in_bytes, nullptr);
-    if (!s.ok()) return ctx(s);
+    Status c = CopyMem(*p, MemKind::kCudaPinned, op.in.data, MemKind::kCuda, in_bytes, s);
+    if (!c.ok()) return ctx(c);
     host.in.data = *p;
     host.in.kind = MemKind::kCudaPinned;
   }
-  if (Status s = CudaStreamSync(nullptr); !s.ok()) return ctx(s);
+  if (Status c = CudaStreamSync(s); !c.ok()) return ctx(c);
   HOOP_RETURN_IF_ERROR(RunOp(host, seq));
   if (out_dev) {
-    Status s = CopyMem(op.out.data, MemKind::kCuda, host.out.data, MemKind::kCudaPinned, out_bytes, nullptr);
-    if (s.ok()) s = CudaStreamSync(nullptr);
-    if (!s.ok()) return ctx(s);
+    Status c = CopyMem(op.out.data, MemKind::kCuda, host.out.data, MemKind::kCudaPinned, out_bytes, s);
+    if (c.ok()) c = CudaStreamSync(s);
+    if (!c.ok()) return ctx(c);
   }
   return Status::Ok();
 }

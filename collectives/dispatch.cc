@@ -36,6 +36,12 @@ Status Communicator::CheckCall(const Op& op) const {
                                                    " is CUDA device memory, but: " + devices.status().message());
     }
   }
+  if (op.stream) {
+    auto devices = CudaDeviceCount();
+    if (!devices.ok())
+      return Status(devices.status().code(), "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
+                                                 ": a CUDA stream was given, but: " + devices.status().message());
+  }
   if (op.residual && QueryMemory(op.residual).kind == MemKind::kCuda)
     return Status(Code::kUnimplemented, "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
                                             ": a residual (error feedback) in CUDA device memory is not supported yet");
@@ -143,6 +149,7 @@ Work Communicator::Post(CollKind kind, const Buffer& in, const Buffer& out, Redu
   x.op = op;
   x.root = root;
   x.algo = o.algo;
+  x.stream = o.stream;
   return Submit(x, o.blocking);
 }
 
@@ -173,6 +180,8 @@ StatusOr<Algo> Communicator::Resolve(const Op& op) const {
 
 Status Communicator::RunOp(const Op& op, uint32_t seq) {
   if (OnDevice(op)) return RunStaged(op, seq);
+  // On a stream with host buffers: the input is ready when the stream's work before the call is.
+  if (op.ticket.seq != 0) HOOP_RETURN_IF_ERROR(stream_order_.WaitInputHere(op.ticket));
   switch (op.kind) {
     case CollKind::kAllreduce: return RunAllreduce(op, seq);
     case CollKind::kBroadcast: return RunBroadcast(op, seq);

@@ -60,10 +60,16 @@ std::shared_ptr<P2pCall> MakeCall(bool is_send, const Buffer& b, int peer, int t
 }
 }  // namespace
 
+Status Communicator::StreamRefused(const char* call) const {
+  return Unimplemented("rank " + std::to_string(opts_.rank) + ": " + call +
+                       ": on a CUDA stream is not supported yet (collectives only)");
+}
+
 Work Communicator::Send(const Buffer& in, int peer, int tag, const CallOptions& o) {
   Op op;
   op.kind = CollKind::kBarrier;
   op.p2p = MakeCall(true, in, peer, tag, nullptr);
+  if (o.stream) return Work::MakeRefused(StreamRefused("send"));
   return Submit(std::move(op), o.blocking);
 }
 
@@ -71,6 +77,7 @@ Work Communicator::Recv(const Buffer& out, int peer, int tag, std::shared_ptr<Re
   Op op;
   op.kind = CollKind::kBarrier;
   op.p2p = MakeCall(false, out, peer, tag, std::move(info));
+  if (o.stream) return Work::MakeRefused(StreamRefused("receive"));
   return Submit(std::move(op), o.blocking);
 }
 

@@ -14,6 +14,7 @@ Work Communicator::ReduceScatter(const Buffer& in, const Buffer& out, ReduceOp o
   x.out = out;
   x.op = op;
   x.algo = o.algo;
+  x.stream = o.stream;
   return Submit(x, o.blocking);
 }
 

@@ -52,6 +52,7 @@ Work Communicator::Allgatherv(const Buffer& in, const Buffer& out, Blocks out_bl
   x.out = out;
   x.algo = o.algo;
   x.v = std::make_shared<const VBlocks>(VBlocks{{}, std::move(out_blocks)});
+  x.stream = o.stream;
   return Submit(x, o.blocking);
 }
 
@@ -65,6 +66,7 @@ Work Communicator::ReduceScatterv(const Buffer& in, const Buffer& out, std::vect
   x.algo = o.algo;
   // Displacements as prefix sums; a total that wraps is caught by CheckBlocks first.
   x.v = std::make_shared<const VBlocks>(VBlocks{{}, PackedBlocks(counts)});
+  x.stream = o.stream;
   return Submit(x, o.blocking);
 }
 
@@ -75,6 +77,7 @@ Work Communicator::Alltoallv(const Buffer& in, Blocks send, const Buffer& out, B
   x.out = out;
   x.algo = o.algo;
   x.v = std::make_shared<const VBlocks>(VBlocks{std::move(send), std::move(recv)});
+  x.stream = o.stream;
   return Submit(x, o.blocking);
 }
 

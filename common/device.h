@@ -75,6 +75,8 @@ Status CudaEventRecord(void* event, void* stream);
 // True once the work before the event has finished; never blocks.
 StatusOr<bool> CudaEventDone(void* event);
 Status CudaStreamWaitEvent(void* stream, void* event);
+// Blocks the calling thread until the work before the event has finished.
+Status CudaEventSync(void* event);
 // Milliseconds between two recorded timing events (after both have finished).
 StatusOr<float> CudaEventMs(void* start, void* end);
 

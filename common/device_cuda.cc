@@ -204,6 +204,11 @@ Status CudaStreamWaitEvent(void* stream, void* event) {
   return Status::Ok();
 }
 
+Status CudaEventSync(void* event) {
+  HOOP_CUDA_RETURN(cudaEventSynchronize(E(event)));
+  return Status::Ok();
+}
+
 StatusOr<float> CudaEventMs(void* start, void* end) {
   float ms = 0;
   HOOP_CUDA_RETURN(cudaEventElapsedTime(&ms, E(start), E(end)));

@@ -231,6 +231,45 @@ hoop_status_t hoop_wait(hoop_request_t request);
 hoop_status_t hoop_wait_all(hoop_request_t* requests, int n);
 hoop_status_t hoop_request_free(hoop_request_t request);
 
+/* ---- Calls on a CUDA stream ----
+ *
+ * hoop_allreduce_stream and the other *_stream calls take the blocking form's arguments plus a
+ * CUDA stream (a cudaStream_t passed as void*; NULL is the legacy default stream) and behave as
+ * NCCL's calls do: the operation starts after the work queued on the stream before the call,
+ * work queued on the stream after the call waits for it, and the calling thread does not block.
+ * The buffers may be device memory or host memory. A bad call is refused at once, as the
+ * blocking form would be; so is any call where CUDA is not built in or there is no device. A
+ * failure once the call is queued poisons the communicator, as for any call: the stream still
+ * goes on (the output is then undefined) and the next call on the communicator fails naming
+ * the cause. Queued in order with the communicator's other calls. Point-to-point calls have no
+ * stream form yet. */
+hoop_status_t hoop_allreduce_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                    hoop_dtype_t dtype, hoop_op_t op, void* cuda_stream);
+hoop_status_t hoop_broadcast_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                    hoop_dtype_t dtype, int root, void* cuda_stream);
+hoop_status_t hoop_allgather_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount,
+                                    hoop_dtype_t dtype, void* cuda_stream);
+hoop_status_t hoop_reduce_scatter_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
+                                         hoop_dtype_t dtype, hoop_op_t op, void* cuda_stream);
+hoop_status_t hoop_barrier_stream(hoop_comm_t comm, void* cuda_stream);
+hoop_status_t hoop_reduce_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                 hoop_dtype_t dtype, hoop_op_t op, int root, void* cuda_stream);
+hoop_status_t hoop_gather_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount,
+                                 hoop_dtype_t dtype, int root, void* cuda_stream);
+hoop_status_t hoop_scatter_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
+                                  hoop_dtype_t dtype, int root, void* cuda_stream);
+hoop_status_t hoop_alltoall_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count_per_rank,
+                                   hoop_dtype_t dtype, void* cuda_stream);
+hoop_status_t hoop_allgatherv_stream(hoop_comm_t comm, const void* sendbuf, size_t sendcount, void* recvbuf,
+                                     const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype,
+                                     void* cuda_stream);
+hoop_status_t hoop_reduce_scatterv_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf,
+                                          const size_t* recvcounts, hoop_dtype_t dtype, hoop_op_t op,
+                                          void* cuda_stream);
+hoop_status_t hoop_alltoallv_stream(hoop_comm_t comm, const void* sendbuf, const size_t* sendcounts,
+                                    const size_t* sdispls, void* recvbuf, const size_t* recvcounts,
+                                    const size_t* rdispls, hoop_dtype_t dtype, void* cuda_stream);
+
 /* ---- Point-to-point ----
  *
  * hoop_send sends count elements to rank `peer` with `tag` (>= 0); hoop_recv receives the first

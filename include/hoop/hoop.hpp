@@ -164,6 +164,28 @@ class Comm {
   }
   void Barrier() { Check(hoop_barrier(c_)); }
 
+  // On a CUDA stream (a cudaStream_t passed as void*): ordered with the stream's work, the way
+  // NCCL's calls are, and never blocking (hoop.h's *_stream calls). The spans may be device memory.
+  template <class T>
+  void AllreduceOn(void* stream, std::span<const T> in, std::span<T> out, hoop_op_t op = HOOP_SUM) {
+    Same(in.size(), out.size(), "AllreduceOn");
+    Check(hoop_allreduce_stream(c_, in.data(), out.data(), out.size(), DTypeOf<T>::value, op, stream));
+  }
+  template <class T>
+  void BroadcastOn(void* stream, std::span<T> buf, int root) {
+    Check(hoop_broadcast_stream(c_, buf.data(), buf.data(), buf.size(), DTypeOf<T>::value, root, stream));
+  }
+  template <class T>
+  void AllgatherOn(void* stream, std::span<const T> in, std::span<T> out) {
+    Same(in.size() * size_t(size()), out.size(), "AllgatherOn");
+    Check(hoop_allgather_stream(c_, in.data(), out.data(), in.size(), DTypeOf<T>::value, stream));
+  }
+  template <class T>
+  void ReduceScatterOn(void* stream, std::span<const T> in, std::span<T> out, hoop_op_t op = HOOP_SUM) {
+    Same(in.size(), out.size() * size_t(size()), "ReduceScatterOn");
+    Check(hoop_reduce_scatter_stream(c_, in.data(), out.data(), out.size(), DTypeOf<T>::value, op, stream));
+  }
+
   // Nonblocking forms: they run in the order posted, the same on every rank.
   template <class T>
   Request Iallreduce(std::span<const T> in, std::span<T> out, hoop_op_t op = HOOP_SUM) {

@@ -6,6 +6,7 @@
 // (the case that runs without a GPU).
 #include "tests/gpu/gpu_support.h"
 
+#include "collectives/kernels/device_reduce.h"
 #include "collectives/reference.h"
 #include "tests/support/thread_ranks.h"
 
@@ -127,4 +128,69 @@ TEST_CASE("cuda: device memory in a collective where there is no device is refus
   CHECK_THAT(s.message(), Catch::StartsWith("rank 0: allreduce: input is CUDA device memory, but: ") &&
                               Catch::Contains(n.status().message()));
   CHECK(b == std::vector<float>(8, 0.0f));  // untouched
+}
+
+TEST_CASE("gpu: a collective on a CUDA stream is ordered with the stream's work, the host never waiting", "[gpu]") {
+  if (!test::HaveGpu()) return;
+  for (int n : {1, 2, 4}) {
+    auto ranks = test::ThreadRanks::Start(n, "shm");
+    REQUIRE(ranks.ok());
+    Status s = (*ranks)->Run([&](int rank, Communicator& comm) -> Status {
+      HOOP_RETURN_IF_ERROR(CudaSetDevice(0));
+      HOOP_ASSIGN_OR_RETURN(void* stream, CudaStreamCreate(0));
+      const size_t bytes = (size_t{8} << 20) + 5;
+      Dev in, out, twice;
+      HOOP_ASSIGN_OR_RETURN(in.p, CudaAlloc(0, bytes));
+      HOOP_ASSIGN_OR_RETURN(out.p, CudaAlloc(0, bytes));
+      HOOP_ASSIGN_OR_RETURN(twice.p, CudaAlloc(0, bytes));
+      std::vector<uint8_t> got(bytes, 0);
+      const int want = 2 * n * (n + 1) / 2;  // twice the sum of 1..n
+      for (int round = 0; round < 3; ++round) {
+        // Queued on the stream, in order, with no wait in between: the input written, the
+        // allreduce, a kernel reading its output, the copy back. One wait at the end.
+        HOOP_RETURN_IF_ERROR(CudaMemset(in.p, rank + 1, bytes, stream));
+        CallOptions o;
+        o.stream = stream;
+        Work w = comm.Allreduce(Buffer{in.p, bytes, DType::kU8, MemKind::kCuda},
+                                Buffer{out.p, bytes, DType::kU8, MemKind::kCuda}, ReduceOp::kSum, o);
+        if (w.Refused()) return w.Wait();
+        HOOP_RETURN_IF_ERROR(LookupDeviceReduce(DType::kU8, ReduceOp::kSum)(twice.p, out.p, out.p, bytes, 1, stream));
+        HOOP_RETURN_IF_ERROR(CopyMem(got.data(), MemKind::kHost, twice.p, MemKind::kCuda, bytes, stream));
+        HOOP_RETURN_IF_ERROR(CudaStreamSync(stream));
+        HOOP_RETURN_IF_ERROR(w.Wait());  // done by now, and it succeeded
+        for (size_t i = 0; i < bytes; ++i)
+          if (got[i] != want)
+            return Internal("rank " + std::to_string(rank) + " round " + std::to_string(round) + ": byte " +
+                            std::to_string(i) + " is " + std::to_string(got[i]) + ", not " + std::to_string(want));
+      }
+      CudaStreamDestroy(stream);
+      return Status::Ok();
+    });
+    INFO(n << " ranks: " << s.message());
+    CHECK(s.ok());
+  }
+}
+
+TEST_CASE("cuda: a call on a stream where there is no device is refused at once, naming the reason", "[gpu][nodevice]") {
+  auto n = CudaDeviceCount();
+  if (n.ok()) return;
+  auto ranks = test::ThreadRanks::Start(1, "shm");
+  REQUIRE(ranks.ok());
+  std::vector<float> a(8, 1.0f), b(8, 0.0f);
+  CallOptions o;
+  o.stream = nullptr;  // the legacy default stream
+  Work w = (*ranks)->comm(0).Allreduce(Buffer{a.data(), 8, DType::kF32, MemKind::kHost},
+                                       Buffer{b.data(), 8, DType::kF32, MemKind::kHost}, ReduceOp::kSum, o);
+  CHECK(w.Refused());
+  Status s = w.Wait();
+  CHECK_THAT(s.message(), Catch::StartsWith("rank 0: allreduce: a CUDA stream was given, but: ") &&
+                              Catch::Contains(n.status().message()));
+  // Point-to-point has no stream form yet: refused as such.
+  Work send = (*ranks)->comm(0).Send(Buffer{a.data(), 8, DType::kF32, MemKind::kHost}, 0, 1, o);
+  CHECK(send.Refused());
+  CHECK_THAT(send.Wait().message(), Catch::Contains("send: on a CUDA stream is not supported yet"));
+  // The communicator is not poisoned by a refusal: a plain call still runs.
+  REQUIRE((*ranks)->comm(0).Allreduce(Buffer{a.data(), 8, DType::kF32, MemKind::kHost},
+                                      Buffer{b.data(), 8, DType::kF32, MemKind::kHost}, ReduceOp::kSum).Wait().ok());
+  CHECK(b == std::vector<float>(8, 1.0f));
 }

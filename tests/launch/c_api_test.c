@@ -92,6 +92,23 @@ int main(void) {
     CHECK(hoop_allreduce_ex(comm, x, y, N, HOOP_F32, HOOP_SUM, NULL) == HOOP_SUCCESS, "allreduce_ex without options");
   }
 
+  /* A call on a CUDA stream (host memory, the legacy default stream): where there is a device it
+   * is queued and a later blocking call finds it done; where there is none, or no CUDA in the
+   * build, it is refused at once, naming why. */
+  {
+    float sx[3] = {1, 2, 3}, sy[3] = {0, 0, 0};
+    hoop_status_t st = hoop_allreduce_stream(comm, sx, sy, 3, HOOP_F32, HOOP_SUM, NULL);
+    if (st == HOOP_SUCCESS) {
+      CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier after a stream call");
+      CHECK(sy[0] == (float)size && sy[2] == (float)(3 * size), "stream allreduce: %f %f", sy[0], sy[2]);
+    } else {
+      CHECK(strstr(hoop_last_error(), "hoop_allreduce_stream") != NULL &&
+                strstr(hoop_last_error(), "a CUDA stream was given, but: ") != NULL,
+            "stream refusal: %s", hoop_last_error());
+      CHECK(sy[0] == 0, "a refused stream call wrote its output");
+    }
+  }
+
   /* Bad input: a clear status and message, nothing sent. */
   CHECK(hoop_broadcast(comm, b, b, 3, HOOP_I64, size) == HOOP_ERR_INVALID_ARGUMENT, "bad root accepted");
   CHECK(strstr(hoop_last_error(), "root") != NULL, "message should name the root: %s", hoop_last_error());
