@@ -1,6 +1,8 @@
 // Communicator::RunStaged and PinnedStaging (device_staging.h).
 #include "collectives/device_staging.h"
 
+#include <algorithm>
+
 #include "collectives/communicator.h"
 #include "common/device.h"
 
@@ -8,17 +10,18 @@ namespace hoop {
 
 PinnedStaging::~PinnedStaging() {
   for (char* p : buf_) CudaFree(p, MemKind::kCudaPinned);
+  for (char* p : retired_) CudaFree(p, MemKind::kCudaPinned);
 }
 
 StatusOr<char*> PinnedStaging::Get(int which, size_t bytes) {
   const size_t w = static_cast<size_t>(which);
   if (bytes_[w] < bytes || buf_[w] == nullptr) {
-    CudaFree(buf_[w], MemKind::kCudaPinned);
-    buf_[w] = nullptr;
-    bytes_[w] = 0;
-    HOOP_ASSIGN_OR_RETURN(void* p, CudaAllocPinned(bytes));
+    // At least doubled, so the retired buffers together stay smaller than the current one.
+    const size_t want = std::max(bytes, 2 * bytes_[w]);
+    HOOP_ASSIGN_OR_RETURN(void* p, CudaAllocPinned(want));
+    if (buf_[w] != nullptr) retired_.push_back(buf_[w]);
     buf_[w] = static_cast<char*>(p);
-    bytes_[w] = bytes;
+    bytes_[w] = want;
   }
   return buf_[w];
 }
