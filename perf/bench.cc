@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "collectives/reference.h"
+#include "common/device.h"
 
 namespace hoop::perf {
 
@@ -57,6 +58,36 @@ Bench::Layout Bench::MakeLayout(uint64_t bytes, bool in_place) const {
   return l;
 }
 
+Bench::DeviceMem::~DeviceMem() { CudaFree(p, MemKind::kCuda); }
+
+Status Bench::Mirror(Layout& l) const {
+  if (!o_.cuda) return Status::Ok();
+  HOOP_ASSIGN_OR_RETURN(l.da.p, CudaAlloc(o_.cuda_device, l.a.size()));
+  char* base_a = static_cast<char*>(l.da.p);
+  char* base_b = base_a;
+  if (!l.b.empty()) {
+    HOOP_ASSIGN_OR_RETURN(l.db.p, CudaAlloc(o_.cuda_device, l.b.size()));
+    base_b = static_cast<char*>(l.db.p);
+  }
+  auto at = [&](char* p) { return p >= l.a.data() && p < l.a.data() + l.a.size() ? base_a + (p - l.a.data()) : base_b + (p - l.b.data()); };
+  l.din = at(l.in);
+  l.dout = at(l.out);
+  return Status::Ok();
+}
+
+Status Bench::Upload(Layout& l) const {
+  if (!o_.cuda) return Status::Ok();
+  HOOP_RETURN_IF_ERROR(CopyMem(l.da.p, MemKind::kCuda, l.a.data(), MemKind::kHost, l.a.size(), nullptr));
+  if (l.db.p) HOOP_RETURN_IF_ERROR(CopyMem(l.db.p, MemKind::kCuda, l.b.data(), MemKind::kHost, l.b.size(), nullptr));
+  return CudaStreamSync(nullptr);
+}
+
+Status Bench::Download(Layout& l) const {
+  if (!o_.cuda) return Status::Ok();
+  HOOP_RETURN_IF_ERROR(CopyMem(l.out, MemKind::kHost, l.dout, MemKind::kCuda, l.out_count * esize_, nullptr));
+  return CudaStreamSync(nullptr);
+}
+
 // Fresh rank-specific input; in place this also restores what earlier calls overwrote.
 // Compressed runs get mixed magnitudes, which their results are checked on.
 void Bench::Fill(Layout& l, uint64_t seed) const { FillFor(l.in, l.in_count, seed, c_.rank()); }
@@ -72,8 +103,9 @@ bool Bench::Compressed() const {
 }
 
 Work Bench::Launch(Layout& l, bool blocking) {
-  Buffer bi{l.in, l.in_count, dtype_, MemKind::kHost};
-  Buffer bo{l.out, l.out_count, dtype_, MemKind::kHost};
+  const MemKind kind = o_.cuda ? MemKind::kCuda : MemKind::kHost;
+  Buffer bi{o_.cuda ? l.din : l.in, l.in_count, dtype_, kind};
+  Buffer bo{o_.cuda ? l.dout : l.out, l.out_count, dtype_, kind};
   CallOptions co{o_.algo, blocking};  // blocking: on the calling thread, done when it returns
   // fp16/bf16 only where they apply (-d all / -o all also visit the cases they do not).
   if (o_.compression && (*o_.compression == Compression::kAuto || *o_.compression == Compression::kNone ||
@@ -135,14 +167,19 @@ StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place, int i
   row.count = std::max(l.in_count, l.out_count);
   row.in_place = in_place;
   row.repeats = o_.repeats;
+  HOOP_RETURN_IF_ERROR(Mirror(l));
   Fill(l, seed);
+  HOOP_RETURN_IF_ERROR(Upload(l));
   HOOP_ASSIGN_OR_RETURN(double probe_us, TimedCalls(l, 1));  // the first iteration: sizes the loop
   row.iters = iters > 0 ? iters : o_.iters > 0 ? o_.iters : AutoIters(row.bytes, probe_us * o_.agg);
   int warmup = o_.warmup >= 0 ? o_.warmup : AutoWarmup(row.iters);
   for (int i = 0; i < warmup * o_.agg; ++i) HOOP_RETURN_IF_ERROR(Launch(l).Wait());
   std::vector<double> times;
   for (int r = 0; r < o_.repeats; ++r) {
-    if (in_place) Fill(l, seed);  // repeated in-place sums would otherwise run into inf
+    if (in_place) {  // repeated in-place sums would otherwise run into inf
+      Fill(l, seed);
+      HOOP_RETURN_IF_ERROR(Upload(l));
+    }
     HOOP_ASSIGN_OR_RETURN(double t, TimedCalls(l, row.iters));
     times.push_back(t);
   }
@@ -170,7 +207,9 @@ StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed, double* err_ratio) {
   if (l.in != l.out || o_.kind == CollKind::kAllgather || o_.kind == CollKind::kAllgatherv || o_.kind == CollKind::kGather)
     std::memset(l.out, 0x5a, out_b);
   Fill(l, seed);
+  HOOP_RETURN_IF_ERROR(Upload(l));
   HOOP_RETURN_IF_ERROR(Launch(l).Wait());
+  HOOP_RETURN_IF_ERROR(Download(l));
   std::vector<std::vector<char>> inputs(static_cast<size_t>(n_), std::vector<char>(std::max<size_t>(in_b, 1)));
   std::vector<const void*> ptrs;
   for (int r = 0; r < n_; ++r) {

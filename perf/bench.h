@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "collectives/communicator.h"
@@ -38,13 +39,31 @@ class Bench {
   bool Compressed() const;  // --compression fp16, bf16 or auto on a call compression serves
 
  private:
+  // Device memory, freed with its layout.
+  struct DeviceMem {
+    void* p = nullptr;
+    DeviceMem() = default;
+    DeviceMem(DeviceMem&& o) noexcept : p(o.p) { o.p = nullptr; }
+    DeviceMem& operator=(DeviceMem&& o) noexcept {
+      std::swap(p, o.p);
+      return *this;
+    }
+    ~DeviceMem();
+  };
   struct Layout {
     size_t in_count = 0, out_count = 0;
     std::vector<char> a, b;  // out of place: in = a, out = b; in place: both inside a
     char *in = nullptr, *out = nullptr;
+    // --device cuda: a and b mirrored on the device; din and dout at in's and out's offsets.
+    DeviceMem da, db;
+    char *din = nullptr, *dout = nullptr;
   };
   Layout MakeLayout(uint64_t bytes, bool in_place) const;
   void Fill(Layout& l, uint64_t seed) const;
+  // --device cuda: allocates the device mirrors; copies the host buffers up, and the output down.
+  Status Mirror(Layout& l) const;
+  Status Upload(Layout& l) const;
+  Status Download(Layout& l) const;
   Work Launch(Layout& l, bool blocking = true);
   StatusOr<int64_t> Check(Layout& l, uint64_t seed, double* err_ratio);
   void FillFor(void* buf, size_t count, uint64_t seed, int rank) const;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/device.h"
 #include "common/parse.h"
 #include "common/version.h"
 
@@ -86,7 +87,7 @@ int Main(int argc, char** argv) {
     std::printf("%s\n", VersionLine("hoop-perf").c_str());
     return 0;
   }
-  const PerfOptions& o = *opts;
+  PerfOptions& o = *opts;
   PerfJob pj = JoinPerfJob("hoop-perf", o.transport, o.timeout_s);
   if (!pj.job) return pj.exit_code;
   Communicator& c = *pj.job->comm;
@@ -94,6 +95,21 @@ int Main(int argc, char** argv) {
   if (Rooted(o.kind) && o.root >= c.size()) {
     if (lead) std::fprintf(stderr, "hoop-perf: --root %d is not a rank (size %d)\n", o.root, c.size());
     return 2;
+  }
+  if (o.cuda) {
+    // Each rank takes a device by its local rank; every rank learns whether all of them could.
+    std::string why;
+    auto n = CudaDeviceCount();
+    if (!n.ok()) {
+      why = n.status().message();
+    } else {
+      o.cuda_device = (c.local_rank() >= 0 ? c.local_rank() : c.rank()) % *n;
+      if (Status s = CudaSetDevice(o.cuda_device); !s.ok()) why = s.message();
+    }
+    if (!why.empty()) std::fprintf(stderr, "hoop-perf: rank %d: --device cuda: %s\n", c.rank(), why.c_str());
+    int32_t mine = why.empty() ? 0 : 1, any = 0;
+    Buffer mb{&mine, 1, DType::kI32, MemKind::kHost}, ab{&any, 1, DType::kI32, MemKind::kHost};
+    if (!c.Allreduce(mb, ab, ReduceOp::kMax).Wait().ok() || any != 0) return 2;
   }
   RunInfo info{&o, c.size(), c.transport_name(),
                o.compression ? CompressionName(*o.compression) : pj.cfg.compression, {}};
@@ -129,6 +145,9 @@ int Main(int argc, char** argv) {
   if (Agree(c, unwritable.empty() ? 0 : 2) != 0) return 2;
 
   if (lead) PrintHeader(info);
+  if (lead && o.cuda)
+    PrintCaseNote("buffers: CUDA device memory, each rank on device (local rank mod " +
+                  std::to_string(CudaDeviceCount().value()) + "); rank 0 on device " + std::to_string(o.cuda_device));
   std::vector<Row> rows;
   const bool compressing = o.compression && (*o.compression == Compression::kFp16 || *o.compression == Compression::kBf16);
   const std::vector<ReduceOp> ops = Reduces(o.kind) ? o.ops : std::vector<ReduceOp>{o.ops[0]};

@@ -41,12 +41,14 @@ const char* const kPerfUsage =
     "                           the end of each iteration\n"
     "  -T, --timeout SECONDS    fail a call that takes longer (default: HOOP_TIMEOUT, else 300)\n"
     "  -g, --ngpus 1            ranks per process: always 1 (start N ranks with 'hooprun -np N');\n"
-    "  -t, --nthreads 1         -g will select GPUs once device buffers land\n"
+    "  -t, --nthreads 1         GPUs: --device cuda\n"
     "  -p, --parallel_init 0|1  accepted; with one rank per process there is nothing to parallelise\n"
     "  -F, --csv FILE           also write the rows as CSV with a header line to FILE (rank 0)\n"
     "hoop's own:\n"
     "  -R, --repeats N          timed repetitions per size (default 3); the median is reported\n"
     "  --place out|in|both      out of place, in place, or both side by side (default both)\n"
+    "  --device host|cuda       where the buffers live (default host); cuda: device memory on GPU\n"
+    "                           (local rank mod the device count), results checked after copying back\n"
     "  --algo A                 auto ring tree doubling (allreduce), chain binomial (broadcast,\n"
     "                           reduce), flat binomial (gather, scatter), pairwise (alltoall)\n"
     "                           (default auto: HOOP_ALGO, else chosen per size)\n"
@@ -124,7 +126,7 @@ const std::vector<std::string> kFlags = {
     "-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-i", "--stepbytes", "-n", "--iters", "-w",
     "--warmup_iters", "--warmup", "-m", "--agg_iters", "-c", "--check", "-d", "--datatype", "-o", "--op", "-r",
     "--root", "-a", "--average", "-z", "--blocking", "-T", "--timeout", "-g", "--ngpus", "-t", "--nthreads",
-    "-p", "--parallel_init", "-F", "--csv", "-R", "--repeats", "--place", "--algo", "--transport",
+    "-p", "--parallel_init", "-F", "--csv", "-R", "--repeats", "--place", "--device", "--algo", "--transport",
     "--compression", "--json", "-h", "--help", "--version"};
 
 Status Unknown(const std::string& a) {
@@ -220,7 +222,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
       if (!n || *n < 1) return bad("expected 1");
       if (*n > 1)
         return bad("hoop-perf runs one rank per process; start " + v + " ranks with 'hooprun -np " + v +
-                   " hoop-perf ...'" + (a[1] == 'g' || a == "--ngpus" ? " (-g selects GPUs once device buffers land)" : ""));
+                   " hoop-perf ...'" + (a[1] == 'g' || a == "--ngpus" ? " (device buffers: --device cuda)" : ""));
     } else if (a == "-a" || a == "--average") {
       if (v != "0" && v != "1" && v != "2" && v != "3") return bad("expected 0 (rank 0), 1 (mean), 2 (min) or 3 (max)");
       o.average = static_cast<Average>(v[0] - '0');
@@ -244,6 +246,9 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
         if (!op) return bad("expected sum, avg, min, max, prod, band, bor, bxor or all");
         o.ops = {*op};
       }
+    } else if (a == "--device") {
+      if (v != "host" && v != "cuda") return bad("expected host or cuda");
+      o.cuda = v == "cuda";
     } else if (a == "--transport") {
       if (v != "shm" && v != "ucx" && v != "ofi" && v != "tcp") return bad("expected shm, ucx, ofi or tcp");
       o.transport = v;

@@ -43,6 +43,8 @@ struct PerfOptions {
   int root = 0;
   std::string transport;  // empty: HOOP_TRANSPORT, else per peer
   std::optional<Compression> compression;  // --compression; unset: HOOP_COMPRESSION's setting
+  bool cuda = false;     // --device cuda: every call on CUDA device buffers
+  int cuda_device = -1;  // the device this rank uses (set by hoop-perf once joined, not parsed)
   std::string json, csv;
   bool help = false, version = false;
 };

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/device.h"
 #include "tests/support/backends.h"
 #include "tests/support/proc.h"
 
@@ -455,4 +456,28 @@ TEST_CASE("hoop-perf sendrecv: ping-pong latency and windowed bandwidth, checked
   auto h = RunProc({Bin("hoop-perf"), "sendrecv", "--help"});
   CHECK(h.exit_code == 0);
   CHECK(h.output.find("osu_latency") != std::string::npos);
+}
+
+// --device cuda: every collective on device buffers where there is a GPU (scripts/gpu-check.sh
+// runs that); here, every rank says why not and all stop with exit 2, and a bad value is a usage
+// error.
+TEST_CASE("hoop-perf --device cuda runs on device buffers, or every rank says why it cannot", "[perf][gpu]") {
+  auto n = hoop::CudaDeviceCount();
+  auto r = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "--device", "cuda", "-b", "8", "-e", "64K",
+                    "-c", "1"},
+                   Within(120));
+  INFO(r.output);
+  if (n.ok()) {
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("# buffers: CUDA device memory") != std::string::npos);
+    CHECK(r.output.find("# Out of bounds values : 0 OK") != std::string::npos);
+  } else {
+    CHECK(r.exit_code == 2);
+    for (int rank = 0; rank < 2; ++rank)
+      CHECK(r.output.find("hoop-perf: rank " + std::to_string(rank) + ": --device cuda: " + n.status().message()) !=
+            std::string::npos);
+  }
+  auto bad = RunProc({Bin("hoop-perf"), "allreduce", "--device", "gpu"}, Within(30));
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("--device 'gpu': expected host or cuda") != std::string::npos);
 }
