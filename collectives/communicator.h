@@ -228,6 +228,11 @@ class Communicator {
   Status RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused);
   Status CheckP2p(bool is_send, const Buffer& b, int peer, int tag) const;
   Status StreamRefused(const char* call) const;  // a send or receive given a CUDA stream
+  // A send or receive of device memory (p2p_device.cc): its host copy (a send's filled), and the
+  // host buffer to run the call on; an error naming rank and call where it cannot be staged.
+  StatusOr<std::shared_ptr<std::vector<char>>> StageP2p(bool is_send, const Buffer& b) const;
+  // Copies a staged receive's `bytes` back to the device buffer.
+  Status UnstageP2p(const Buffer& b, const std::vector<char>& host, size_t bytes) const;
   // A send or receive of at most one piece of host memory that CheckP2p would pass, told at a
   // glance (no Status, no string): false means only "ask CheckP2p". On a ping-pong's path.
   bool PlainP2p(bool is_send, const Buffer& b, int peer, int tag) const {

@@ -75,6 +75,11 @@ struct P2pCall {
   // `complete` then only writes these, and needs no state of its own.
   bool done = false;
   Status status;
+  // A call on device memory staged through host memory (p2p_device.cc): the host copy, held
+  // until the call completes, and for a receive the copy back, run once it succeeded and before
+  // `complete` (its failure is the call's).
+  std::shared_ptr<std::vector<char>> staged;
+  std::function<Status()> after;
 };
 
 // A Leftover (shared_transport.h) once retired: a freed communicator's mailbox stays with the hub

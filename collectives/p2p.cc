@@ -68,24 +68,60 @@ Status Communicator::StreamRefused(const char* call) const {
 Work Communicator::Send(const Buffer& in, int peer, int tag, const CallOptions& o) {
   Op op;
   op.kind = CollKind::kBarrier;
-  op.p2p = MakeCall(true, in, peer, tag, nullptr);
   if (o.stream) return Work::MakeRefused(StreamRefused("send"));
+  if (in.kind == MemKind::kCuda) {
+    auto host = StageP2p(true, in);
+    if (!host.ok()) return Work::MakeRefused(host.status());
+    op.p2p = MakeCall(true, Buffer{(*host)->data(), in.count, in.dtype, MemKind::kHost}, peer, tag, nullptr);
+    op.p2p->staged = std::move(*host);
+    return Submit(std::move(op), o.blocking);
+  }
+  op.p2p = MakeCall(true, in, peer, tag, nullptr);
   return Submit(std::move(op), o.blocking);
 }
 
 Work Communicator::Recv(const Buffer& out, int peer, int tag, std::shared_ptr<RecvInfo> info, const CallOptions& o) {
   Op op;
   op.kind = CollKind::kBarrier;
-  op.p2p = MakeCall(false, out, peer, tag, std::move(info));
   if (o.stream) return Work::MakeRefused(StreamRefused("receive"));
+  if (out.kind == MemKind::kCuda) {
+    auto host = StageP2p(false, out);
+    if (!host.ok()) return Work::MakeRefused(host.status());
+    if (!info) info = std::make_shared<RecvInfo>();  // the received length, for the copy back
+    op.p2p = MakeCall(false, Buffer{(*host)->data(), out.count, out.dtype, MemKind::kHost}, peer, tag, info);
+    op.p2p->staged = std::move(*host);
+    P2pCall* c = op.p2p.get();
+    op.p2p->after = [this, c, out] { return UnstageP2p(out, *c->staged, c->info->count * DTypeSize(out.dtype)); };
+    return Submit(std::move(op), o.blocking);
+  }
+  op.p2p = MakeCall(false, out, peer, tag, std::move(info));
   return Submit(std::move(op), o.blocking);
 }
 
 Status Communicator::SendNow(const Buffer& in, int peer, int tag, bool* refused) {
+  if (in.kind == MemKind::kCuda) {
+    auto host = StageP2p(true, in);
+    if (!host.ok()) {
+      if (refused) *refused = true;
+      return host.status();
+    }
+    return RunNow(true, Buffer{(*host)->data(), in.count, in.dtype, MemKind::kHost}, peer, tag, nullptr, refused);
+  }
   return RunNow(true, in, peer, tag, nullptr, refused);
 }
 
 Status Communicator::RecvNow(const Buffer& out, int peer, int tag, RecvInfo* info, bool* refused) {
+  if (out.kind == MemKind::kCuda) {
+    auto host = StageP2p(false, out);
+    if (!host.ok()) {
+      if (refused) *refused = true;
+      return host.status();
+    }
+    RecvInfo got;
+    HOOP_RETURN_IF_ERROR(RunNow(false, Buffer{(*host)->data(), out.count, out.dtype, MemKind::kHost}, peer, tag, &got, refused));
+    if (info) *info = got;
+    return UnstageP2p(out, **host, got.count * DTypeSize(out.dtype));
+  }
   return RunNow(false, out, peer, tag, info, refused);
 }
 
@@ -193,11 +229,13 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
 
 void Communicator::RunP2p(const Op& op, bool caller_waits) {
   std::shared_ptr<Work::State> state = op.state;
-  op.p2p->complete = [state](const Status& s) {
+  P2pCall* call = op.p2p.get();  // owns this completion: a raw pointer outlives nothing
+  op.p2p->complete = [state, call](const Status& s) {
+    const Status result = s.ok() && call->after ? call->after() : s;
     {
       std::lock_guard<std::mutex> lock(state->mu);
       state->done = true;
-      state->status = s;
+      state->status = result;
     }
     state->cv.notify_all();
   };

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check (issue 20): on a machine with an NVIDIA GPU, from a clean clone, builds hoop with
-# CUDA, runs the GPU tests and the GPU benchmarks, and writes every figure to a summary file.
+# CUDA, runs the GPU tests (tests/gpu, and the launch tests tagged [gpu]) and the GPU benchmarks
+# (kernel-bench --device cuda; hoop-perf --device cuda on 2 and 4 ranks sharing the GPU, and
+# device against host buffers over tcp), and writes every figure to a summary file.
 #   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N]
 #     --out DIR   where the logs and summary.txt go (default build-gpu/check)
 #     --debs DIR  .deb files to unpack into build-gpu/prefix for headers this machine lacks
@@ -66,7 +68,7 @@ step() {  # name, command...: runs it with its output in $out/<name>.log
 step configure cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
   -DHOOP_WITH_CUDA=ON -DHOOP_WITH_UCX=OFF -DHOOP_WITH_OFI=OFF -DHOOP_BUILD_TRAINER=OFF \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$prefix/usr/share" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DCMAKE_DISABLE_FIND_PACKAGE_Gloo=ON
-step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests hoop-info kernel-bench
+step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests hoop-launch-tests hoop-info kernel-bench hoop-perf hooprun
 
 step hoop-info build-gpu/bin/hoop-info
 sed -n '/^cuda:/,/^hoop back ends/p' "$out/hoop-info.log" | sed '$d' | tee -a "$summary"
@@ -79,8 +81,25 @@ if command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 && grep -
   exit 1
 fi
 
+step launch-gpu-tests build-gpu/bin/hoop-launch-tests "[gpu]"
+grep -E "^(All tests passed|test cases)" "$out/launch-gpu-tests.log" | tee -a "$summary"
+
 step kernel-bench build-gpu/bin/kernel-bench --device cuda --mib "$mib" --repeats 9 --all-ops
 note "# kernel-bench --device cuda --mib $mib --repeats 9 --all-ops"
 cat "$out/kernel-bench.log" >> "$summary"
 cat "$out/kernel-bench.log"
+
+# Device allreduces, 2 and 4 ranks on one GPU (shm between them), up to 256 MiB; then device
+# against host buffers over tcp at 64 MiB, 2 ranks, in one run each after the other.
+perf() {  # name, hooprun arguments...
+  local name=$1
+  shift
+  step "$name" build-gpu/bin/hooprun "$@"
+  note "# hooprun $*"
+  grep -vE "^\[[0-9]+\] #  Rank|^$" "$out/$name.log" | tee -a "$summary" > /dev/null
+}
+perf perf-device-2 -np 2 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
+perf perf-device-4 -np 4 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
+perf perf-tcp-host -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce -b 64M -e 64M -c 1
+perf perf-tcp-device -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -c 1
 note "gpu-check: all passed; figures in $summary"

@@ -10,7 +10,11 @@
  * order those calls itself. hoop_finalize must not race with other calls on the same
  * communicator. hoop_last_error is per thread.
  *
- * Buffers are host memory in this version (device memory returns HOOP_ERR_UNIMPLEMENTED).
+ * Buffers may be host memory or, where hoop is built with CUDA and a device is present, CUDA
+ * device memory (found from the pointer): the collectives and the point-to-point calls copy it
+ * through host memory in this version; the tensor fusion calls refuse it (HOOP_ERR_UNIMPLEMENTED).
+ * A plain call on device memory completes with the output in device memory; the *_stream calls
+ * order a collective on a CUDA stream instead (below).
  * The tensor fusion calls (hoop_fusion_*, below) may be made from any threads at once.
  * Every call without an i (hoop_allreduce) blocks until the operation is complete on this rank,
  * or fails; no operation takes longer than HOOP_TIMEOUT seconds (default 300). The nonblocking

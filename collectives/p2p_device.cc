@@ -1,0 +1,35 @@
+// Point-to-point calls on CUDA device memory, staged through host memory: a send copies the
+// device buffer to a host copy before it is posted (so the caller may reuse its buffer once the
+// call completes, as with host memory); a receive lands in a host copy and is copied to the
+// device buffer once it succeeded, before the call completes. The copies run on CUDA's legacy
+// default stream and are waited for. The baseline a direct path (CUDA IPC) will replace.
+#include "collectives/communicator.h"
+#include "common/device.h"
+
+namespace hoop {
+
+StatusOr<std::shared_ptr<std::vector<char>>> Communicator::StageP2p(bool is_send, const Buffer& b) const {
+  const std::string call = "rank " + std::to_string(opts_.rank) + ": " + (is_send ? "send" : "receive");
+  auto devices = CudaDeviceCount();
+  if (!devices.ok())
+    return Status(devices.status().code(), call + ": the buffer is CUDA device memory, but: " + devices.status().message());
+  const size_t esize = DTypeSize(b.dtype);
+  // What the host copy would hide: the checks of the buffer itself, worded as for host memory.
+  if (esize == 0 || (b.count > 0 && b.data == nullptr) || b.count > (size_t{1} << 40))
+    return CheckP2p(is_send, Buffer{b.data, b.count, b.dtype, MemKind::kHost}, 0, 0);
+  auto host = std::make_shared<std::vector<char>>(b.count * esize);
+  if (is_send) {
+    Status s = CopyMem(host->data(), MemKind::kHost, b.data, MemKind::kCuda, host->size(), nullptr);
+    if (s.ok()) s = CudaStreamSync(nullptr);
+    if (!s.ok()) return s.WithContext(call + ": copying the device buffer out");
+  }
+  return host;
+}
+
+Status Communicator::UnstageP2p(const Buffer& b, const std::vector<char>& host, size_t bytes) const {
+  Status s = CopyMem(b.data, MemKind::kCuda, host.data(), MemKind::kHost, std::min(bytes, host.size()), nullptr);
+  if (s.ok()) s = CudaStreamSync(nullptr);
+  return s.ok() ? s : s.WithContext("rank " + std::to_string(opts_.rank) + ": receive: copying into the device buffer");
+}
+
+}  // namespace hoop
