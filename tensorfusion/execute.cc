@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "collectives/kernels/wire.h"
+#include "common/device.h"
 #include "tensorfusion/scale.h"
 
 namespace hoop::fusion {
@@ -40,11 +41,17 @@ Status RunAlone(Communicator& c, const Member& m) {
   }
 }
 
+bool OnDevice(const Member& m) { return m.in.kind == MemKind::kCuda || m.out.kind == MemKind::kCuda; }
+
+// Device tensors go through the (host) fusion buffer: copied in, scaled there, copied out. The
+// copies of a group are queued on CUDA's legacy default stream and waited for once.
+Status Synced(bool any_device) { return any_device ? CudaStreamSync(nullptr) : Status::Ok(); }
+
 }  // namespace
 
 Status RunGroup(Communicator& c, const std::vector<Member>& members, std::vector<char>& fusion, GroupTimes* t) {
   t->start = t->packed = Clock::now();
-  if (members.size() == 1) {
+  if (members.size() == 1 && !OnDevice(members[0])) {
     Status s = RunAlone(c, members[0]);
     t->reduced = t->end = Clock::now();
     return s;
@@ -58,15 +65,28 @@ Status RunGroup(Communicator& c, const std::vector<Member>& members, std::vector
   const size_t blocks = p.kind == CollKind::kAllgather ? n : 1;
   if (fusion.size() < total * es * blocks) fusion.resize(total * es * blocks);
   char* f = fusion.data();
-  Buffer whole{f, total * blocks, p.dtype, p.mem};
+  Buffer whole{f, total * blocks, p.dtype, MemKind::kHost};
   CallOptions o = OptionsFor(p);
+  bool any_device = false;
+  for (const Member& m : members) any_device |= OnDevice(m);
 
   // Pack.
   char* mine = f + (p.kind == CollKind::kAllgather ? me * total * es : 0);
   if (p.kind != CollKind::kBroadcast || c.rank() == p.root) {
     size_t off = 0;
     for (const Member& m : members) {
-      ScaledCopy(p.dtype, mine + off * es, m.in.data, m.params->count, m.params->prescale);
+      const size_t bytes = m.params->count * es;
+      if (m.in.kind == MemKind::kCuda)
+        HOOP_RETURN_IF_ERROR(CopyMem(mine + off * es, MemKind::kHost, m.in.data, MemKind::kCuda, bytes, nullptr));
+      else
+        ScaledCopy(p.dtype, mine + off * es, m.in.data, m.params->count, m.params->prescale);
+      off += m.params->count;
+    }
+    HOOP_RETURN_IF_ERROR(Synced(any_device));
+    off = 0;
+    for (const Member& m : members) {  // device tensors are scaled once in the buffer
+      if (m.in.kind == MemKind::kCuda && m.params->prescale != 1)
+        ScaledCopy(p.dtype, mine + off * es, mine + off * es, m.params->count, m.params->prescale);
       off += m.params->count;
     }
   }
@@ -76,7 +96,7 @@ Status RunGroup(Communicator& c, const std::vector<Member>& members, std::vector
   switch (p.kind) {
     case CollKind::kAllreduce: s = c.Allreduce(whole, whole, p.op, o).Wait(); break;
     case CollKind::kBroadcast: s = c.Broadcast(whole, whole, p.root, o).Wait(); break;
-    case CollKind::kAllgather: s = c.Allgather({mine, total, p.dtype, p.mem}, whole, o).Wait(); break;
+    case CollKind::kAllgather: s = c.Allgather({mine, total, p.dtype, MemKind::kHost}, whole, o).Wait(); break;
     default: s = Internal("tensor fusion: unexpected collective");
   }
   t->reduced = Clock::now();
@@ -92,12 +112,17 @@ Status RunGroup(Communicator& c, const std::vector<Member>& members, std::vector
     if (count == 0) continue;
     if (p.kind == CollKind::kAllgather) {
       for (size_t r = 0; r < n; ++r)
-        std::memcpy(static_cast<char*>(m.out.data) + r * count * es, f + (r * total + off) * es, count * es);
+        HOOP_RETURN_IF_ERROR(CopyMem(static_cast<char*>(m.out.data) + r * count * es, m.out.kind,
+                                     f + (r * total + off) * es, MemKind::kHost, count * es, nullptr));
+    } else if (m.out.kind == MemKind::kCuda) {
+      if (m.params->postscale != 1) ScaledCopy(p.dtype, f + off * es, f + off * es, count, m.params->postscale);
+      HOOP_RETURN_IF_ERROR(CopyMem(m.out.data, MemKind::kCuda, f + off * es, MemKind::kHost, count * es, nullptr));
     } else {
       ScaledCopy(p.dtype, m.out.data, f + off * es, count, m.params->postscale);
     }
     off += count;
   }
+  HOOP_RETURN_IF_ERROR(Synced(any_device));
   t->end = Clock::now();
   return Status::Ok();
 }

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "collectives/kernels/wire.h"
+#include "common/device.h"
 #include "common/extent.h"
 #include "common/logging.h"
 #include "tensorfusion/execute.h"
@@ -67,7 +68,11 @@ Handle Runtime::Allgather(const std::string& name, const Buffer& in, const Buffe
 
 std::string Runtime::Check(const TensorParams& p, const Buffer& in, const Buffer& out, const TensorOptions& o) const {
   const bool reads_in = p.kind != CollKind::kBroadcast || comm_.rank() == p.root;
-  if (in.kind == MemKind::kCuda || out.kind == MemKind::kCuda) return "device memory is not served yet (host memory only)";
+  if (in.kind == MemKind::kCuda || out.kind == MemKind::kCuda) {
+    // Staged through the host fusion buffer (execute.cc): it needs a device.
+    auto devices = CudaDeviceCount();
+    if (!devices.ok()) return "the tensor is CUDA device memory, but: " + devices.status().message();
+  }
   if (reads_in && in.dtype != out.dtype)
     return "input is " + std::string(DTypeName(in.dtype)) + ", output " + DTypeName(out.dtype);
   const size_t n = static_cast<size_t>(comm_.size());

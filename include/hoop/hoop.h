@@ -11,8 +11,8 @@
  * communicator. hoop_last_error is per thread.
  *
  * Buffers may be host memory or, where hoop is built with CUDA and a device is present, CUDA
- * device memory (found from the pointer): the collectives and the point-to-point calls copy it
- * through host memory in this version; the tensor fusion calls refuse it (HOOP_ERR_UNIMPLEMENTED).
+ * device memory (found from the pointer): the collectives, the point-to-point calls and the
+ * tensor fusion calls copy it through host memory in this version.
  * A plain call on device memory completes with the output in device memory; the *_stream calls
  * order a collective on a CUDA stream instead (below).
  * The tensor fusion calls (hoop_fusion_*, below) may be made from any threads at once.
