@@ -1,9 +1,11 @@
 // Wire compression's shared parts (wire.h): names, the bound's factor, the per-chunk scale, and
 // dispatch to the codec kernels of the instruction set the reduction kernels use.
 #include "collectives/kernels/wire.h"
+#include "collectives/kernels/device_wire.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace hoop {
 namespace kernels {
@@ -78,5 +80,17 @@ const WireKernels* LookupWireIsa(KernelIsa isa, DType data, Compression c) {
 }
 
 const WireKernels* LookupWire(DType data, Compression c) { return LookupWireIsa(BestKernelIsa(), data, c); }
+
+double AbsMaxFromBits(DType data, uint64_t bits) {
+  if (data == DType::kF32) {
+    const uint32_t b = static_cast<uint32_t>(bits);
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+  double d;
+  std::memcpy(&d, &bits, 8);
+  return d;
+}
 
 }  // namespace hoop

@@ -7,12 +7,8 @@
 // done one at a time by the same launch (one launch per call, whatever the alignment), as long
 // as the three pointers are equally misaligned; otherwise every element goes one at a time.
 //
-// f16 and bf16 use the hardware conversions (exact widening; narrowing rounds to nearest even
-// like the host code, subnormals kept), except for NaN, where the host code keeps the payload
-// and the hardware does not: there the host's bits are built explicitly. Arithmetic is IEEE
+// f16 and bf16 go through cuda/codecs.cuh (the host's bits, NaNs included). Arithmetic is IEEE
 // (nvcc's defaults: no flush to zero, correctly rounded division), as on the host.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -20,35 +16,15 @@
 #include <string>
 #include <type_traits>
 
+#include "collectives/kernels/cuda/codecs.cuh"
 #include "collectives/kernels/device_reduce.h"
 
 namespace hoop {
 namespace {
 
-template <class T>
-struct Native {
-  using Compute = T;
-  __device__ static T Load(T v) { return v; }
-  __device__ static T Store(T v) { return v; }
-};
-struct Half {
-  using Compute = float;
-  __device__ static float Load(uint16_t v) { return __half2float(__ushort_as_half(v)); }
-  __device__ static uint16_t Store(float f) {
-    const uint32_t x = __float_as_uint(f), ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7e00u | ((ax >> 13) & 0x3ffu));
-    return __half_as_ushort(__float2half_rn(f));
-  }
-};
-struct BFloat {
-  using Compute = float;
-  __device__ static float Load(uint16_t v) { return __uint_as_float(static_cast<uint32_t>(v) << 16); }
-  __device__ static uint16_t Store(float f) {
-    const uint32_t x = __float_as_uint(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
-  }
-};
+using cuda::BFloat;
+using cuda::Half;
+using cuda::Native;
 
 template <class T>
 __device__ T WrapAdd(T a, T b) {
