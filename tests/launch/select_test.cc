@@ -102,6 +102,8 @@ TEST_CASE("hoop-info and kernel-bench --device cuda say what this machine has fo
     if (n.ok()) CHECK(r.output.find("  device 0: ") != std::string::npos);
     else CHECK(r.output.find("  no devices here: " + n.status().message() + "\n") != std::string::npos);
   }
+  // UCX says whether it moves device memory itself (Debian's does not).
+  if (r.output.find("  ucx  UCX ") != std::string::npos) CHECK(r.output.find("; CUDA-capable transports: ") != std::string::npos);
   // Without a device the benchmark refuses with the reason, at once; a bad device is a usage error.
   if (!n.ok()) {
     auto k = RunProc({Bin("kernel-bench"), "--device", "cuda", "--mib", "1"}, Within(30));

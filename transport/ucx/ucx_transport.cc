@@ -404,7 +404,7 @@ std::string UcxTransport::Describe() {
   std::string info(buf ? buf : "", len);
   std::free(buf);
   ucp_cleanup(*ctx);
-  std::string res;
+  std::string res, cuda;
   size_t pos = 0;
   while (pos < info.size()) {
     size_t nl = info.find('\n', pos);
@@ -415,9 +415,13 @@ std::string UcxTransport::Describe() {
     size_t dash = line.find("-- ");
     if (dash == std::string::npos) continue;
     if (!res.empty()) res += ", ";
-    res += line.substr(dash + 3);
+    const std::string tl = line.substr(dash + 3);
+    res += tl;
+    // Transports that move CUDA device memory themselves (UCX built with CUDA).
+    if (tl.rfind("cuda_", 0) == 0 || tl.rfind("gdr_copy", 0) == 0) cuda += (cuda.empty() ? "" : ", ") + tl;
   }
-  return s + "; transports: " + (res.empty() ? "(none listed)" : res);
+  return s + "; transports: " + (res.empty() ? "(none listed)" : res) + "; CUDA-capable transports: " +
+         (cuda.empty() ? "none (this UCX was built without CUDA)" : cuda + " (hoop stages device buffers through host memory all the same, for now)");
 }
 
 }  // namespace hoop
