@@ -32,6 +32,7 @@
 #include "collectives/bootstrap.h"
 #include "tests/support/rank_support.h"
 #include "collectives/reference.h"
+#include "common/device.h"
 
 namespace hoop {
 namespace {
@@ -274,12 +275,27 @@ int RunMatrix(Communicator& c) {
 
 // Runs allreduces of `count` floats on `on` (up to `calls`), `victim` (a rank of `job`) dying
 // 0.4 s in; prints the first error with the time it took to see it, or that none came.
-int AllreduceUntilError(Communicator& job, Communicator& on, int victim, size_t count, int calls) {
+int AllreduceUntilError(Communicator& job, Communicator& on, int victim, size_t count, int calls,
+                        MemKind kind = MemKind::kHost) {
   std::vector<float> in(count, 1.0f), out(count);
+  float* pin = in.data();
+  float* pout = out.data();
+  if (kind == MemKind::kCuda) {  // device buffers (of 1.0 and garbage), freed at exit
+    auto a = CudaAlloc(0, count * 4), b = CudaAlloc(0, count * 4);
+    Status up = a.ok() && b.ok() ? CopyMem(*a, MemKind::kCuda, in.data(), MemKind::kHost, count * 4, nullptr)
+                                 : (a.ok() ? b.status() : a.status());
+    if (up.ok()) up = CudaStreamSync(nullptr);
+    if (!up.ok()) {
+      std::printf("rank %d: device buffers: %s\n", job.rank(), up.ToString().c_str());
+      return 3;
+    }
+    pin = static_cast<float*>(*a);
+    pout = static_cast<float*>(*b);
+  }
   if (job.rank() == victim) test::KillSelfAfter(std::chrono::milliseconds(400));
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < calls; ++i) {
-    Status s = on.Allreduce({in.data(), count, DType::kF32}, {out.data(), count, DType::kF32}, ReduceOp::kSum).Wait();
+    Status s = on.Allreduce({pin, count, DType::kF32, kind}, {pout, count, DType::kF32, kind}, ReduceOp::kSum).Wait();
     if (!s.ok()) {
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       std::printf("rank %d: error after %.0f ms: %s\n", job.rank(), ms, s.ToString().c_str());
@@ -361,6 +377,8 @@ int main(int argc, char** argv) {
   Communicator& c = *job->comm;
   if (mode == "matrix") return RunMatrix(c);
   if (mode == "kill" && argc > 2) return RunKill(c, std::atoi(argv[2]));
+  // The same on CUDA device buffers (tests/gpu/kill_test.cc).
+  if (mode == "device_kill" && argc > 2) return AllreduceUntilError(c, c, std::atoi(argv[2]), 8 << 20, 1000, MemKind::kCuda);
   if (mode == "mismatch") return RunMismatch(c);
   if (mode == "split_kill" && argc > 2) return RunSplitKill(c, std::atoi(argv[2]));
   if (mode == "straggler" && argc > 2) return RunStraggler(c, std::atoi(argv[2]));
