@@ -33,7 +33,7 @@ const std::vector<std::string> kKnown = {
     "HOOP_JOB_TOKEN", "HOOP_TIMEOUT", "HOOP_ALGO", "HOOP_TRANSPORT", "HOOP_HOST",
     "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_LOG_LEVEL", "HOOP_COMPRESSION", "HOOP_CYCLE_TIME_MS",
     "HOOP_FUSION_THRESHOLD", "HOOP_CACHE_CAPACITY", "HOOP_STALL_WARNING_S", "HOOP_TIMELINE",
-    "HOOP_UNEXPECTED_BYTES"};
+    "HOOP_UNEXPECTED_BYTES", "HOOP_CROSS_RANK", "HOOP_CROSS_SIZE"};
 
 class Reader {
  public:
@@ -92,6 +92,8 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
   }
   HOOP_RETURN_IF_ERROR(r.Int("HOOP_LOCAL_RANK", &c.local_rank, 0, 1 << 20));
   HOOP_RETURN_IF_ERROR(r.Int("HOOP_LOCAL_SIZE", &c.local_size, 1, 1 << 20));
+  HOOP_RETURN_IF_ERROR(r.Int("HOOP_CROSS_SIZE", &c.cross_size, 1, 1 << 20));
+  HOOP_RETURN_IF_ERROR(r.Int("HOOP_CROSS_RANK", &c.cross_rank, 0, (c.cross_size > 0 ? c.cross_size : 1 << 20) - 1));
 
   if (auto* v = r.Get("HOOP_STORE")) c.store = *v;
   if (auto* v = r.Get("HOOP_JOB_TOKEN")) c.token = *v;

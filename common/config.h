@@ -52,6 +52,10 @@ struct Config {
   int size = 1;
   int local_rank = -1;  // -1: not given; the communicator derives it from host names
   int local_size = -1;
+  // Horovod's cross rank and size (hooprun sets them): this rank's place among the ranks of the
+  // same local rank on the job's hosts, and how many hosts have such a rank. -1: not given.
+  int cross_rank = -1;
+  int cross_size = -1;
   Launcher launcher = Launcher::kNone;
   std::string store;
   std::string token;

@@ -262,3 +262,47 @@ TEST_CASE("hooprun out of file descriptors sheds store connections instead of sp
   CHECK(r.output.find("Too many open files") != std::string::npos);  // it did run out, and said so
   CHECK(WaitGone(marker, 5) == 0);
 }
+
+// -H and --hostfile with this host (ranks start here only for now): the slots bound -np and are
+// its default, every rank gets its local and cross rank, and what cannot be run is refused before
+// anything starts, naming the host or the file's line.
+TEST_CASE("hooprun -H and --hostfile on this host: slots, -np, the ranks' places, refusals", "[hooprun][hosts]") {
+  const std::string show = "echo rank=$HOOP_RANK/$HOOP_SIZE local=$HOOP_LOCAL_RANK/$HOOP_LOCAL_SIZE "
+                           "cross=$HOOP_CROSS_RANK/$HOOP_CROSS_SIZE";
+  auto three = RunProc({Bin("hooprun"), "-H", "localhost:3", "sh", "-c", show}, Within(60));
+  INFO(three.output);
+  CHECK(three.exit_code == 0);
+  for (int r = 0; r < 3; ++r)
+    CHECK(three.output.find("[" + std::to_string(r) + "] rank=" + std::to_string(r) + "/3 local=" + std::to_string(r) +
+                            "/3 cross=0/1") != std::string::npos);
+  const std::string file = "/tmp/hooprun-hosts-" + std::to_string(::getpid());
+  { std::ofstream(file) << "# this machine\n127.0.0.1 slots=4   # all of it\n"; }
+  auto fewer = RunProc({Bin("hooprun"), "--hostfile", file, "-np", "2", "sh", "-c", show}, Within(60));
+  INFO(fewer.output);
+  CHECK(fewer.exit_code == 0);
+  CHECK(fewer.output.find("[1] rank=1/2 local=1/2 cross=0/1") != std::string::npos);
+  auto over = RunProc({Bin("hooprun"), "--hostfile", file, "-np", "5", "/bin/true"}, Within(30));
+  CHECK(over.exit_code == 2);
+  CHECK(over.output == "hooprun: -np 5 is more ranks than the 4 slots of the host given\n");
+  { std::ofstream(file) << "localhost slots=2\nnode-x max_slots=4\n"; }
+  auto badfile = RunProc({Bin("hooprun"), "--hostfile", file, "/bin/true"}, Within(30));
+  CHECK(badfile.exit_code == 2);
+  CHECK(badfile.output.find("hooprun: " + file + ":2: unexpected 'max_slots=4'") != std::string::npos);
+  std::remove(file.c_str());
+  auto missing = RunProc({Bin("hooprun"), "--hostfile", file, "/bin/true"}, Within(30));
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.output.find("--hostfile " + file + ": cannot read it") != std::string::npos);
+  auto remote = RunProc({Bin("hooprun"), "-H", "localhost:1,far-away-host:2", "/bin/true"}, Within(30));
+  CHECK(remote.exit_code == 2);
+  CHECK(remote.output.find("host 'far-away-host' is not this host") != std::string::npos);
+  CHECK(remote.output.find("over ssh is not built yet") != std::string::npos);
+  auto twice = RunProc({Bin("hooprun"), "-H", "localhost:1,127.0.0.1:1", "/bin/true"}, Within(30));
+  CHECK(twice.exit_code == 2);
+  CHECK(twice.output.find("are both this host") != std::string::npos);
+  auto both = RunProc({Bin("hooprun"), "-H", "localhost", "--hostfile", file, "/bin/true"}, Within(30));
+  CHECK(both.exit_code == 2);
+  CHECK(both.output.find("-H and --hostfile: give one of them") != std::string::npos);
+  auto map = RunProc({Bin("hooprun"), "-H", "localhost:2", "--map-by", "core", "/bin/true"}, Within(30));
+  CHECK(map.exit_code == 2);
+  CHECK(map.output.find("--map-by 'core': expected slot or node") != std::string::npos);
+}

@@ -88,7 +88,7 @@ TEST_CASE("an unknown HOOP_ variable names the nearest known one, or lists them 
   CHECK(swapped.status().message() == "unknown variable HOOP_TRNASPORT (did you mean HOOP_TRANSPORT?)");
   auto far = Config::FromEnv({{"HOOP_GPU_DIRECT", "1"}});
   CHECK(far.status().message().find("unknown variable HOOP_GPU_DIRECT (known: HOOP_RANK, HOOP_SIZE,") == 0);
-  CHECK(far.status().message().find("HOOP_TIMELINE, HOOP_UNEXPECTED_BYTES)") != std::string::npos);
+  CHECK(far.status().message().find("HOOP_UNEXPECTED_BYTES, HOOP_CROSS_RANK, HOOP_CROSS_SIZE)") != std::string::npos);
   CHECK(Nearest("sun", {"sum", "max"}) == "sum");
   CHECK(Nearest("xyz", {"sum", "max"}).empty());
   CHECK(Nearest("ALLREDUCE", {"allreduce"}) == "allreduce");
@@ -122,4 +122,16 @@ TEST_CASE("settings beyond what the library can hold are refused, saying the bou
   CHECK(both.status().message().find("at most 1G") != std::string::npos);
   auto fine = hoop::Config::FromEnv({{"HOOP_CHUNK_BYTES", "64M"}, {"HOOP_WINDOW", "16"}, {"HOOP_TIMEOUT", "604800"}});
   CHECK(fine.ok());
+}
+
+TEST_CASE("HOOP_CROSS_RANK and HOOP_CROSS_SIZE (hooprun's) are read and bounded", "[config]") {
+  auto c = Config::FromEnv({{"HOOP_CROSS_RANK", "1"}, {"HOOP_CROSS_SIZE", "2"}});
+  REQUIRE(c.ok());
+  CHECK(c->cross_rank == 1);
+  CHECK(c->cross_size == 2);
+  auto none = Config::FromEnv({});
+  REQUIRE(none.ok());
+  CHECK(none->cross_rank == -1);
+  auto past = Config::FromEnv({{"HOOP_CROSS_RANK", "2"}, {"HOOP_CROSS_SIZE", "2"}});
+  CHECK(past.status().message() == "HOOP_CROSS_RANK='2' is not an integer in [0, 1]");
 }

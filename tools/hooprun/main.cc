@@ -18,10 +18,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "collectives/stall.h"
 #include "common/config.h"
@@ -56,18 +59,50 @@ std::string NewToken() {
   return t;
 }
 
-std::vector<std::string> RankEnv(const Options& o, int rank, int port, const std::string& token) {
+std::vector<std::string> RankEnv(const Options& o, int rank, const Placement& at, int port, const std::string& token) {
   std::map<std::string, std::string> env = ProcessEnvironment();
   for (auto& [k, v] : o.env) env[k] = v;
   env["HOOP_RANK"] = std::to_string(rank);
   env["HOOP_SIZE"] = std::to_string(o.np);
-  env["HOOP_LOCAL_RANK"] = std::to_string(rank);
-  env["HOOP_LOCAL_SIZE"] = std::to_string(o.np);
+  env["HOOP_LOCAL_RANK"] = std::to_string(at.local_rank);
+  env["HOOP_LOCAL_SIZE"] = std::to_string(at.local_size);
+  env["HOOP_CROSS_RANK"] = std::to_string(at.cross_rank);
+  env["HOOP_CROSS_SIZE"] = std::to_string(at.cross_size);
   env["HOOP_STORE"] = "tcp://127.0.0.1:" + std::to_string(port);
   env["HOOP_JOB_TOKEN"] = token;
   std::vector<std::string> out;
   for (auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
+}
+
+// The hosts (-H, --hostfile, or this one with -np slots) and every rank's place on them; sets
+// opts.np where hosts gave it. Hosts other than this one are refused: ranks start here only.
+StatusOr<std::vector<Placement>> PlanRanks(Options& opts) {
+  std::vector<HostSlots> hosts;
+  if (!opts.hostfile.empty()) {
+    std::ifstream f(opts.hostfile);
+    if (!f) return InvalidArgument("--hostfile " + opts.hostfile + ": cannot read it (" + std::strerror(errno) + ")");
+    std::stringstream text;
+    text << f.rdbuf();
+    HOOP_ASSIGN_OR_RETURN(hosts, ParseHostfile(text.str(), opts.hostfile));
+  } else if (!opts.hosts.empty()) {
+    HOOP_ASSIGN_OR_RETURN(hosts, ParseHostList(opts.hosts));
+  } else {
+    hosts.push_back({"localhost", opts.np});
+  }
+  char self[256] = {0};
+  if (::gethostname(self, sizeof self - 1) != 0) self[0] = '\0';
+  for (const HostSlots& h : hosts)
+    if (!IsThisHost(h.host, self))
+      return Unimplemented("host '" + h.host + "' is not this host (" + self +
+                           "): starting ranks on other hosts over ssh is not built yet; list this host only "
+                           "(localhost), or start the job with mpirun or Slurm");
+  if (hosts.size() > 1)  // two names for one machine would split its ranks into two "hosts"
+    return InvalidArgument("hosts '" + hosts[0].host + "' and '" + hosts[1].host + "' are both this host (" + self +
+                           "): list it once, with all its slots");
+  HOOP_ASSIGN_OR_RETURN(auto placed, PlaceRanks(hosts, opts.np, opts.map_by));
+  opts.np = static_cast<int>(placed.size());
+  return placed;
 }
 
 class Job {
@@ -318,6 +353,12 @@ int main(int argc, char** argv) {
     std::printf("%s\n", hoop::VersionLine("hooprun").c_str());
     return 0;
   }
+  // Where every rank goes: -H or --hostfile, else -np ranks on this host.
+  auto placed = PlanRanks(*opts);
+  if (!placed.ok()) {
+    std::fprintf(stderr, "hooprun: %s\n", placed.status().message().c_str());
+    return 2;
+  }
   // Once for the job, before anything starts (the ranks' PATH: -x PATH=... if given).
   const char* path = std::getenv("PATH");
   for (auto& [k, v] : opts->env)
@@ -346,7 +387,7 @@ int main(int argc, char** argv) {
   }
   std::vector<Rank> ranks;
   for (int r = 0; r < opts->np; ++r) {
-    auto rank = StartRank(r, opts->command, RankEnv(*opts, r, (*server)->port(), token));
+    auto rank = StartRank(r, opts->command, RankEnv(*opts, r, (*placed)[static_cast<size_t>(r)], (*server)->port(), token));
     if (!rank.ok()) {
       std::fprintf(stderr, "hooprun: cannot start rank %d: %s\n", r, rank.status().message().c_str());
       for (auto& k : ranks) ::kill(-k.pid, SIGKILL);

@@ -8,13 +8,23 @@
 namespace hoop::run {
 
 const char* const kUsage =
-    "usage: hooprun -np N [-x VAR[=VAL]]... [--timeout SECONDS] [--tag-output] [--oversubscribe]\n"
+    "usage: hooprun -np N [-H HOST:SLOTS,... | --hostfile FILE] [--map-by slot|node]\n"
+    "               [-x VAR[=VAL]]... [--timeout SECONDS] [--tag-output] [--oversubscribe]\n"
     "               [tensor fusion options] PROGRAM [ARGS...]\n"
     "\n"
-    "Starts N ranks of PROGRAM on this host, serves the job's rendezvous store, and gives each\n"
-    "rank HOOP_RANK, HOOP_SIZE, HOOP_LOCAL_RANK, HOOP_LOCAL_SIZE, HOOP_STORE and HOOP_JOB_TOKEN.\n"
+    "Starts N ranks of PROGRAM, serves the job's rendezvous store, and gives each rank HOOP_RANK,\n"
+    "HOOP_SIZE, HOOP_LOCAL_RANK, HOOP_LOCAL_SIZE, HOOP_CROSS_RANK, HOOP_CROSS_SIZE, HOOP_STORE and\n"
+    "HOOP_JOB_TOKEN.\n"
     "\n"
-    "  -np N, -n N          number of ranks (required)\n"
+    "  -np N, -n N          number of ranks (required without hosts; with them, at most the sum\n"
+    "                       of their slots, which is the default)\n"
+    "  -H HOST[:SLOTS],...  the hosts and their slots (default 1 each), as horovodrun's -H\n"
+    "  --hostfile FILE      the same from a file: one 'HOST [slots=N]' per line, '#' comments\n"
+    "  --map-by slot|node   fill each host's slots in turn (slot, the default) or deal ranks\n"
+    "                       round-robin over the hosts (node)\n"
+    "                       Hosts must be this host for now (localhost, 127.x.x.x or its name):\n"
+    "                       starting ranks on other hosts over ssh is not built yet; use mpirun\n"
+    "                       or Slurm across hosts\n"
     "  -x VAR[=VAL]         set VAR for every rank (VAR alone: pass this shell's value)\n"
     "  --timeout SECONDS    stop the whole job if it runs longer (exit code 124)\n"
     "  --tag-output         prefix lines with [RANK]<stdout>: / [RANK]<stderr>: instead of [RANK]\n"
@@ -93,6 +103,14 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       auto n = ParseInt(v);
       if (!n || *n < 1 || *n > 4096) return InvalidArgument(a + " '" + v + "': expected a rank count in [1, 4096]");
       o.np = static_cast<int>(*n);
+    } else if (a == "-H" || a == "--host" || a == "--hosts") {
+      HOOP_ASSIGN_OR_RETURN(o.hosts, need(a));
+    } else if (a == "--hostfile" || a == "-hostfile") {
+      HOOP_ASSIGN_OR_RETURN(o.hostfile, need(a));
+    } else if (a == "--map-by") {
+      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
+      if (v != "slot" && v != "node") return InvalidArgument("--map-by '" + v + "': expected slot or node");
+      o.map_by = v == "slot" ? MapBy::kSlot : MapBy::kNode;
     } else if (a == "-x") {
       HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
       auto eq = v.find('=');
@@ -133,7 +151,8 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     }
   }
   for (; i < argc; ++i) o.command.push_back(argv[i]);
-  if (o.np == 0) return InvalidArgument("-np N is required");
+  if (!o.hosts.empty() && !o.hostfile.empty()) return InvalidArgument("-H and --hostfile: give one of them");
+  if (o.np == 0 && o.hosts.empty() && o.hostfile.empty()) return InvalidArgument("-np N is required");
   if (o.command.empty()) return InvalidArgument("no PROGRAM given");
   return o;
 }

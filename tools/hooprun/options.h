@@ -6,11 +6,15 @@
 #include <vector>
 
 #include "common/status.h"
+#include "tools/hooprun/hosts.h"
 
 namespace hoop::run {
 
 struct Options {
-  int np = 0;
+  int np = 0;                 // 0 with hosts given: the sum of their slots
+  std::string hosts;          // -H HOST[:SLOTS],...
+  std::string hostfile;       // --hostfile FILE
+  MapBy map_by = MapBy::kSlot;
   std::vector<std::pair<std::string, std::string>> env;  // -x VAR[=VAL]
   double timeout_s = 0;                                   // 0: none
   bool tag_output = false;

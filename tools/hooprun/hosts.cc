@@ -1,0 +1,143 @@
+#include "tools/hooprun/hosts.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "common/parse.h"
+
+namespace hoop::run {
+namespace {
+
+constexpr int kMaxSlots = 4096;
+
+// A host name or address as ssh takes it: letters, digits, '.', '-', '_' (no ':' or spaces).
+bool PlainHost(const std::string& h) {
+  if (h.empty() || h.size() > 255 || h[0] == '-') return false;
+  return std::all_of(h.begin(), h.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+  });
+}
+
+Status Add(std::vector<HostSlots>* hosts, const std::string& host, int slots, const std::string& where) {
+  for (const HostSlots& h : *hosts)
+    if (h.host == host) return InvalidArgument(where + "host '" + host + "' is listed twice");
+  hosts->push_back({host, slots});
+  return Status::Ok();
+}
+
+StatusOr<int> Slots(const std::string& v, const std::string& where) {
+  auto n = ParseInt(v);
+  if (!n || *n < 1 || *n > kMaxSlots)
+    return InvalidArgument(where + "slots '" + v + "': expected a number in [1, " + std::to_string(kMaxSlots) + "]");
+  return static_cast<int>(*n);
+}
+
+}  // namespace
+
+StatusOr<std::vector<HostSlots>> ParseHostList(const std::string& spec) {
+  std::vector<HostSlots> hosts;
+  if (spec.empty()) return InvalidArgument("-H: no hosts given (expected HOST[:SLOTS],...)");
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string where = "-H '" + item + "': ";
+    size_t colon = item.rfind(':');
+    std::string host = item.substr(0, colon);
+    int slots = 1;
+    if (colon != std::string::npos) {
+      HOOP_ASSIGN_OR_RETURN(slots, Slots(item.substr(colon + 1), where));
+    }
+    if (!PlainHost(host)) return InvalidArgument(where + "expected HOST[:SLOTS] (a host name or IPv4 address)");
+    HOOP_RETURN_IF_ERROR(Add(&hosts, host, slots, where));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return hosts;
+}
+
+StatusOr<std::vector<HostSlots>> ParseHostfile(const std::string& text, const std::string& name) {
+  std::vector<HostSlots> hosts;
+  std::istringstream in(text);
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    const std::string where = name + ":" + std::to_string(no) + ": ";
+    if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    std::string host, word;
+    if (!(words >> host)) continue;  // blank or a comment
+    if (!PlainHost(host)) return InvalidArgument(where + "'" + host + "' is not a host name or IPv4 address");
+    int slots = 1;
+    bool said = false;
+    while (words >> word) {
+      // slots=N (mpirun also reads max_slots=, which hooprun does not use: refused, not ignored).
+      if (word.rfind("slots=", 0) != 0 || said)
+        return InvalidArgument(where + "unexpected '" + word + "' (expected HOST [slots=N])");
+      HOOP_ASSIGN_OR_RETURN(slots, Slots(word.substr(6), where));
+      said = true;
+    }
+    HOOP_RETURN_IF_ERROR(Add(&hosts, host, slots, where));
+  }
+  if (hosts.empty()) return InvalidArgument(name + ": no hosts in it");
+  return hosts;
+}
+
+StatusOr<std::vector<Placement>> PlaceRanks(const std::vector<HostSlots>& hosts, int np, MapBy map) {
+  if (hosts.empty()) return InvalidArgument("no hosts");
+  int total = 0;
+  for (const HostSlots& h : hosts) total += h.slots;
+  if (np == 0) np = total;
+  if (np > total)
+    return InvalidArgument("-np " + std::to_string(np) + " is more ranks than the " + std::to_string(total) +
+                           " slots of the host" + (hosts.size() > 1 ? "s" : "") + " given");
+  std::vector<int> host_of(static_cast<size_t>(np));
+  std::vector<int> used(hosts.size(), 0);
+  if (map == MapBy::kSlot) {
+    size_t h = 0;
+    for (int r = 0; r < np; ++r) {
+      while (used[h] == hosts[h].slots) ++h;
+      host_of[static_cast<size_t>(r)] = static_cast<int>(h);
+      ++used[h];
+    }
+  } else {
+    size_t h = 0;
+    for (int r = 0; r < np; ++r) {
+      while (used[h] == hosts[h].slots) h = (h + 1) % hosts.size();
+      host_of[static_cast<size_t>(r)] = static_cast<int>(h);
+      ++used[h];
+      h = (h + 1) % hosts.size();
+    }
+  }
+  std::vector<Placement> out(static_cast<size_t>(np));
+  std::vector<int> seen(hosts.size(), 0);
+  std::map<int, int> hosts_with_local;  // local rank -> hosts that have it so far
+  for (int r = 0; r < np; ++r) {
+    const size_t h = static_cast<size_t>(host_of[static_cast<size_t>(r)]);
+    Placement& p = out[static_cast<size_t>(r)];
+    p.host = hosts[h].host;
+    p.local_rank = seen[h]++;
+    p.local_size = used[h];
+  }
+  // Cross ranks in host order: the hosts listed first come first.
+  for (size_t h = 0; h < hosts.size(); ++h)
+    for (int r = 0; r < np; ++r)
+      if (static_cast<size_t>(host_of[static_cast<size_t>(r)]) == h) {
+        Placement& p = out[static_cast<size_t>(r)];
+        p.cross_rank = hosts_with_local[p.local_rank]++;
+      }
+  for (Placement& p : out) p.cross_size = hosts_with_local[p.local_rank];
+  return out;
+}
+
+bool IsThisHost(const std::string& host, const std::string& self) {
+  const bool loopback = host.rfind("127.", 0) == 0 && host.find_first_not_of("0123456789.") == std::string::npos;
+  if (host == "localhost" || loopback) return true;
+  if (self.empty()) return false;
+  if (host == self) return true;
+  // "node1" and "node1.cluster.example": one is the other's short form.
+  auto shortname = [](const std::string& s) { return s.substr(0, s.find('.')); };
+  return shortname(host) == shortname(self) && (host.find('.') == std::string::npos || self.find('.') == std::string::npos);
+}
+
+}  // namespace hoop::run

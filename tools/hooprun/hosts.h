@@ -1,0 +1,46 @@
+// The hosts a job runs on and where each rank goes, as horovodrun's -H and --hostfile and
+// mpirun's --map-by say: pure functions, so the unit tests check the arithmetic and the error
+// messages without starting anything.
+//
+// Placement: --map-by slot (the default) fills each host's slots in the order the hosts are
+// listed; --map-by node deals ranks round-robin over the hosts that still have a free slot. A
+// rank's local rank counts the ranks before it on its host; its cross rank counts the hosts
+// before its own that have a rank of the same local rank (Horovod's HOROVOD_CROSS_RANK), and the
+// cross size is how many hosts have one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hoop::run {
+
+struct HostSlots {
+  std::string host;
+  int slots = 1;
+};
+
+// "-H a:2,b:2,c" (a host without ":N" has one slot).
+StatusOr<std::vector<HostSlots>> ParseHostList(const std::string& spec);
+// A hostfile's text: one "HOST [slots=N]" per line, '#' starts a comment, blank lines are
+// skipped. `name` is the file's name, for the messages (which give the line number).
+StatusOr<std::vector<HostSlots>> ParseHostfile(const std::string& text, const std::string& name);
+
+enum class MapBy { kSlot, kNode };
+
+struct Placement {
+  std::string host;
+  int local_rank = 0, local_size = 0;
+  int cross_rank = 0, cross_size = 0;
+};
+
+// Where each of `np` ranks goes (np 0: the sum of the slots). More ranks than slots is an error
+// naming both numbers.
+StatusOr<std::vector<Placement>> PlaceRanks(const std::vector<HostSlots>& hosts, int np, MapBy map);
+
+// Whether `host` names this machine: localhost, a loopback address, or this host's own name
+// (`self`, as gethostname gives it; a short name matches its fully qualified form).
+bool IsThisHost(const std::string& host, const std::string& self);
+
+}  // namespace hoop::run
