@@ -66,7 +66,7 @@ step() {  # name, command...: runs it with its output in $out/<name>.log
   fi
 }
 step configure cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
-  -DHOOP_WITH_CUDA=ON -DHOOP_WITH_UCX=OFF -DHOOP_WITH_OFI=OFF -DHOOP_BUILD_TRAINER=OFF \
+  -DHOOP_WITH_CUDA=ON -DHOOP_WITH_UCX=OFF -DHOOP_WITH_OFI=OFF -DHOOP_WITH_HWLOC=OFF -DHOOP_BUILD_TRAINER=OFF \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$prefix/usr/share" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DCMAKE_DISABLE_FIND_PACKAGE_Gloo=ON
 step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests hoop-launch-tests hoop-info kernel-bench hoop-perf hooprun
 

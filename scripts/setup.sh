@@ -6,6 +6,7 @@
 #           (ASan, TSan, UBSan and libFuzzer runtimes), ninja-build
 #   tests:  catch2 (v2), procps, valgrind (a job where pidfd_open is refused)
 #   back ends: libucx-dev libfabric-dev (the ucx and ofi transports)
+#   topology:  libhwloc-dev (hoop-info --topology, hooprun --bind-to)
 #   peers:  libopenmpi-dev openmpi-bin libgloo-dev (mpirun start-up test; perf/compare's
 #           MPI_Allreduce and Gloo harnesses)
 #   tests and perf/linktest:  iproute2 util-linux (network namespaces, tc, unshare for host names)
@@ -15,7 +16,7 @@
 # With --torch it also installs python3-torch (Debian's PyTorch, for perf/torch_train.py and
 # perf/train-bench's side-by-side comparison; large, and not needed to build or test).
 set -euo pipefail
-packages=(g++ cmake make pkg-config nlohmann-json3-dev clang libclang-rt-14-dev ninja-build catch2 procps valgrind libucx-dev libfabric-dev libopenmpi-dev openmpi-bin libgloo-dev
+packages=(g++ cmake make pkg-config nlohmann-json3-dev clang libclang-rt-14-dev ninja-build catch2 procps valgrind libucx-dev libfabric-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev
           iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist)
 for arg in "$@"; do
   case "$arg" in

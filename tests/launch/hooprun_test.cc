@@ -306,3 +306,41 @@ TEST_CASE("hooprun -H and --hostfile on this host: slots, -np, the ranks' places
   CHECK(map.exit_code == 2);
   CHECK(map.output.find("--map-by 'core': expected slot or node") != std::string::npos);
 }
+
+// --bind-to and --report-bindings on this host (hwloc's view of it), and hoop-info --topology.
+TEST_CASE("hooprun binds ranks as OpenMPI does and says where; hoop-info --topology", "[hooprun][topology]") {
+  auto info = RunProc({Bin("hoop-info"), "--topology"}, Within(30));
+  INFO(info.output);
+  if (info.exit_code != 0) {  // a build without hwloc says so, and binds nothing
+    CHECK(info.output.find("built without hwloc") != std::string::npos);
+    return;
+  }
+  CHECK(info.output.find("topology: ") == 0);
+  CHECK(info.output.find("  core 0: cpus ") != std::string::npos);
+  const std::string show = "grep Cpus_allowed_list /proc/self/status";
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  auto two = RunProc({Bin("hooprun"), "-np", "2", "--report-bindings", "sh", "-c", show}, Within(60));
+  INFO(two.output);
+  CHECK(two.exit_code == 0);
+  if (cores >= 2) {  // the default for 2 ranks: a core each, rank i on core i
+    CHECK(two.output.find("hooprun: rank 0 bound to core: cpus ") != std::string::npos);
+    CHECK(two.output.find("hooprun: rank 1 bound to core: cpus ") != std::string::npos);
+    const std::string line0 = LineOf(two.output, "[0] Cpus_allowed_list:");
+    const std::string line1 = LineOf(two.output, "[1] Cpus_allowed_list:");
+    CHECK(line0 != line1);
+    CHECK(line0.find('-') == std::string::npos);  // one core's processors (one per core here)
+  }
+  auto none = RunProc({Bin("hooprun"), "-np", "2", "--bind-to", "none", "--report-bindings", "sh", "-c", show}, Within(60));
+  CHECK(none.exit_code == 0);
+  CHECK(none.output.find("hooprun: rank 1 not bound (--bind-to none)") == std::string::npos);  // none: nothing to say
+  const std::string all = LineOf(none.output, "[0] Cpus_allowed_list:");
+  const std::string all1 = LineOf(none.output, "[1] Cpus_allowed_list:");
+  REQUIRE(all.size() > 4);
+  CHECK(all.substr(4) == all1.substr(std::min<size_t>(4, all1.size())));  // the same set, past "[r] "
+  auto over = RunProc({Bin("hooprun"), "-np", std::to_string(cores + 1), "--bind-to", "core", "/bin/true"}, Within(30));
+  CHECK(over.exit_code == 2);
+  CHECK(over.output.find("--bind-to core: " + std::to_string(cores + 1) + " ranks on this host's") != std::string::npos);
+  auto bad = RunProc({Bin("hooprun"), "-np", "1", "--bind-to", "hwthread", "/bin/true"}, Within(30));
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("--bind-to 'hwthread': expected none, core, numa or socket") != std::string::npos);
+}

@@ -12,13 +12,14 @@
 #include "collectives/kernels/reduce.h"
 #include "common/config.h"
 #include "common/device.h"
+#include "common/topology.h"
 #include "common/version.h"
 #include "transport/transport.h"
 
 namespace {
 
 const char kUsage[] =
-    "usage: hoop-info [-h|--help] [--version]\n"
+    "usage: hoop-info [-h|--help] [--version] [--topology]\n"
     "\n"
     "Prints the transport back ends built into this hoop, in the order per-peer selection\n"
     "tries them (shm, ucx, ofi, tcp), what each sees on this machine, and the back end a\n"
@@ -28,7 +29,11 @@ const char kUsage[] =
     "avx512), and whether CUDA is built in: the devices it sees (PCI bus ids) and the pairs of\n"
     "devices between which local ranks can use CUDA IPC, or why there are none. Exits 2 when\n"
     "the settings are invalid (a HOOP_* variable, or HOOP_TRANSPORT naming a back end not\n"
-    "built in).\n";
+    "built in).\n"
+    "\n"
+    "--topology prints this host as hwloc sees it instead: packages, NUMA nodes, cores and their\n"
+    "processors, and the network and GPU devices with the processors nearest them (exit 1\n"
+    "without hwloc).\n";
 
 // The first back end (in priority order, or the forced one) that can be created here and
 // reaches `peer` from `self`; or why none does.
@@ -83,6 +88,30 @@ void PrintCuda() {
   std::printf("  CUDA IPC between local ranks on devices: %s\n", pairs.empty() ? "none" : pairs.c_str());
 }
 
+// hoop-info --topology.
+int PrintTopology() {
+  auto t = hoop::LoadTopology();
+  if (!t.ok()) {
+    std::fprintf(stderr, "hoop-info: --topology: %s\n", t.status().message().c_str());
+    return 1;
+  }
+  std::printf("topology: %zu package%s, %zu NUMA node%s, %zu core%s, %d processor%s\n", t->packages.size(),
+              t->packages.size() == 1 ? "" : "s", t->numa_nodes.size(), t->numa_nodes.size() == 1 ? "" : "s",
+              t->cores.size(), t->cores.size() == 1 ? "" : "s", t->pus, t->pus == 1 ? "" : "s");
+  auto units = [](const char* what, const std::vector<hoop::Topology::Unit>& us) {
+    for (size_t i = 0; i < us.size(); ++i) std::printf("  %s %zu: cpus %s\n", what, i, hoop::CpuList(us[i].cpus).c_str());
+  };
+  units("package", t->packages);
+  units("numa", t->numa_nodes);
+  units("core", t->cores);
+  if (t->devices.empty()) std::printf("  no network or GPU devices seen\n");
+  for (const auto& d : t->devices)
+    std::printf("  %s %s%s: near cpus %s\n", d.kind.c_str(), d.name.c_str(),
+                d.detail.empty() || d.detail == d.name ? "" : (" (" + d.detail + ")").c_str(),
+                d.near.empty() ? "unknown" : hoop::CpuList(d.near).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,6 +120,7 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
+    if (!std::strcmp(argv[i], "--topology")) return PrintTopology();
     if (!std::strcmp(argv[i], "--version")) {
       std::printf("%s\n", hoop::VersionLine("hoop-info").c_str());
       return 0;

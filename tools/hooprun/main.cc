@@ -105,6 +105,30 @@ StatusOr<std::vector<Placement>> PlanRanks(Options& opts) {
   return placed;
 }
 
+// Where each rank is bound (--bind-to, common/topology.h), said with --report-bindings. Without
+// hwloc nothing is bound, and asking for a binding is an error.
+StatusOr<std::vector<std::vector<int>>> BindRanks(const Options& opts) {
+  std::vector<std::vector<int>> none(static_cast<size_t>(opts.np));
+  if (opts.bind_to == BindTo::kNone) return none;
+  auto topo = LoadTopology();
+  if (!topo.ok()) {
+    if (opts.bind_to == BindTo::kDefault) {
+      if (opts.report_bindings) std::fprintf(stderr, "hooprun: ranks not bound: %s\n", topo.status().message().c_str());
+      return none;
+    }
+    return Status(topo.status().code(), std::string("--bind-to ") + BindToName(opts.bind_to) + ": " + topo.status().message());
+  }
+  const BindTo policy = opts.bind_to == BindTo::kDefault ? DefaultBinding(*topo, opts.np) : opts.bind_to;
+  HOOP_ASSIGN_OR_RETURN(auto sets, Bindings(*topo, opts.np, policy));
+  if (opts.report_bindings)
+    for (int r = 0; r < opts.np; ++r) {
+      const auto& cpus = sets[static_cast<size_t>(r)];
+      if (cpus.empty()) std::fprintf(stderr, "hooprun: rank %d not bound (--bind-to %s)\n", r, BindToName(policy));
+      else std::fprintf(stderr, "hooprun: rank %d bound to %s: cpus %s\n", r, BindToName(policy), CpuList(cpus).c_str());
+    }
+  return sets;
+}
+
 class Job {
  public:
   Job(const Options& o, std::vector<Rank> ranks, const TcpStoreServer& store, Sentinel& sentinel, Writer& out,
@@ -359,6 +383,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hooprun: %s\n", placed.status().message().c_str());
     return 2;
   }
+  // Each rank's processors (all ranks are on this host).
+  auto bound = BindRanks(*opts);
+  if (!bound.ok()) {
+    std::fprintf(stderr, "hooprun: %s\n", bound.status().message().c_str());
+    return 2;
+  }
   // Once for the job, before anything starts (the ranks' PATH: -x PATH=... if given).
   const char* path = std::getenv("PATH");
   for (auto& [k, v] : opts->env)
@@ -387,7 +417,8 @@ int main(int argc, char** argv) {
   }
   std::vector<Rank> ranks;
   for (int r = 0; r < opts->np; ++r) {
-    auto rank = StartRank(r, opts->command, RankEnv(*opts, r, (*placed)[static_cast<size_t>(r)], (*server)->port(), token));
+    auto rank = StartRank(r, opts->command, RankEnv(*opts, r, (*placed)[static_cast<size_t>(r)], (*server)->port(), token),
+                          (*bound)[static_cast<size_t>(r)]);
     if (!rank.ok()) {
       std::fprintf(stderr, "hooprun: cannot start rank %d: %s\n", r, rank.status().message().c_str());
       for (auto& k : ranks) ::kill(-k.pid, SIGKILL);

@@ -25,6 +25,11 @@ const char* const kUsage =
     "                       Hosts must be this host for now (localhost, 127.x.x.x or its name):\n"
     "                       starting ranks on other hosts over ssh is not built yet; use mpirun\n"
     "                       or Slurm across hosts\n"
+    "  --bind-to none|core|numa|socket\n"
+    "                       bind each rank to a core (rank i to core i), or to the NUMA node or\n"
+    "                       package holding it (default, as OpenMPI: core up to 2 ranks on the\n"
+    "                       host, numa above, none when the ranks outnumber the cores; hwloc)\n"
+    "  --report-bindings    print each rank's binding before it starts\n"
     "  -x VAR[=VAL]         set VAR for every rank (VAR alone: pass this shell's value)\n"
     "  --timeout SECONDS    stop the whole job if it runs longer (exit code 124)\n"
     "  --tag-output         prefix lines with [RANK]<stdout>: / [RANK]<stderr>: instead of [RANK]\n"
@@ -111,6 +116,15 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
       if (v != "slot" && v != "node") return InvalidArgument("--map-by '" + v + "': expected slot or node");
       o.map_by = v == "slot" ? MapBy::kSlot : MapBy::kNode;
+    } else if (a == "--bind-to") {
+      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
+      if (v == "none") o.bind_to = BindTo::kNone;
+      else if (v == "core") o.bind_to = BindTo::kCore;
+      else if (v == "numa") o.bind_to = BindTo::kNuma;
+      else if (v == "socket" || v == "package") o.bind_to = BindTo::kSocket;
+      else return InvalidArgument("--bind-to '" + v + "': expected none, core, numa or socket");
+    } else if (a == "--report-bindings") {
+      o.report_bindings = true;
     } else if (a == "-x") {
       HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
       auto eq = v.find('=');

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/topology.h"
 #include "tools/hooprun/hosts.h"
 
 namespace hoop::run {
@@ -15,6 +16,8 @@ struct Options {
   std::string hosts;          // -H HOST[:SLOTS],...
   std::string hostfile;       // --hostfile FILE
   MapBy map_by = MapBy::kSlot;
+  BindTo bind_to = BindTo::kDefault;  // --bind-to
+  bool report_bindings = false;
   std::vector<std::pair<std::string, std::string>> env;  // -x VAR[=VAL]
   double timeout_s = 0;                                   // 0: none
   bool tag_output = false;

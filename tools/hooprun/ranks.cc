@@ -1,6 +1,7 @@
 #include "tools/hooprun/ranks.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -49,7 +50,12 @@ int CheckProgram(const std::string& program, const char* path, std::string* why)
   return 127;
 }
 
-StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env) {
+StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env,
+                         const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
     return ErrnoStatus(Code::kInternal, "pipe", errno);
@@ -69,6 +75,13 @@ StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, cons
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::signal(SIGPIPE, SIG_DFL);
+    // Threads the rank starts inherit the binding: its progress threads stay inside it.
+    if (!cpus.empty() && ::sched_setaffinity(0, sizeof set, &set) != 0) {
+      std::string msg = "hooprun: cannot bind rank " + std::to_string(rank) + ": " + std::strerror(errno) + "\n";
+      ssize_t ignored = ::write(err[1], msg.data(), msg.size());
+      (void)ignored;
+      ::_exit(127);
+    }
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
     ::execvpe(argv[0], argv.data(), envp.data());

@@ -29,8 +29,10 @@ struct Rank {
 // directory), with the line that says so in *why.
 int CheckProgram(const std::string& program, const char* path, std::string* why);
 
-// Starts PROGRAM for `rank` with `env` (NAME=VALUE strings).
-StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env);
+// Starts PROGRAM for `rank` with `env` (NAME=VALUE strings), bound to the processors `cpus`
+// (none: not bound).
+StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env,
+                         const std::vector<int>& cpus = {});
 
 // Reads what is available on fd and returns every complete line with the prefix; at EOF, the
 // rest too, and closes fd (sets it to -1).

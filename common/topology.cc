@@ -1,0 +1,72 @@
+// common/topology.h's policy part, the same with or without hwloc: default bindings and the
+// processor sets each rank gets.
+#include <algorithm>
+
+#include "common/topology.h"
+
+namespace hoop {
+
+const char* BindToName(BindTo b) {
+  switch (b) {
+    case BindTo::kDefault: return "default";
+    case BindTo::kNone: return "none";
+    case BindTo::kCore: return "core";
+    case BindTo::kNuma: return "numa";
+    case BindTo::kSocket: return "socket";
+  }
+  return "?";
+}
+
+BindTo DefaultBinding(const Topology& t, int ranks) {
+  if (t.cores.empty() || ranks > static_cast<int>(t.cores.size())) return BindTo::kNone;
+  if (ranks <= 2) return BindTo::kCore;
+  return t.numa_nodes.empty() ? BindTo::kSocket : BindTo::kNuma;
+}
+
+namespace {
+// The unit of `units` that holds processor `cpu` (the last one if none does).
+const Topology::Unit* Holding(const std::vector<Topology::Unit>& units, int cpu) {
+  for (const Topology::Unit& u : units)
+    if (std::find(u.cpus.begin(), u.cpus.end(), cpu) != u.cpus.end()) return &u;
+  return nullptr;
+}
+}  // namespace
+
+StatusOr<std::vector<std::vector<int>>> Bindings(const Topology& t, int ranks, BindTo policy) {
+  if (policy == BindTo::kDefault) policy = DefaultBinding(t, ranks);
+  std::vector<std::vector<int>> out(static_cast<size_t>(std::max(ranks, 0)));
+  if (policy == BindTo::kNone) return out;
+  if (t.cores.empty()) return FailedPrecondition("--bind-to " + std::string(BindToName(policy)) + ": hwloc found no cores");
+  if (policy == BindTo::kCore && ranks > static_cast<int>(t.cores.size()))
+    return InvalidArgument("--bind-to core: " + std::to_string(ranks) + " ranks on this host's " +
+                           std::to_string(t.cores.size()) + " cores (bind to numa, socket or none)");
+  for (int r = 0; r < ranks; ++r) {
+    const Topology::Unit& core = t.cores[static_cast<size_t>(r) % t.cores.size()];
+    const int first = core.cpus.empty() ? -1 : core.cpus.front();
+    const Topology::Unit* unit = &core;
+    if (policy == BindTo::kNuma) unit = Holding(t.numa_nodes, first);
+    if (policy == BindTo::kSocket || (policy == BindTo::kNuma && !unit)) unit = Holding(t.packages, first);
+    out[static_cast<size_t>(r)] = unit ? unit->cpus : core.cpus;
+  }
+  return out;
+}
+
+std::string CpuList(const std::vector<int>& cpus) {
+  std::vector<int> c = cpus;
+  std::sort(c.begin(), c.end());
+  std::string s;
+  for (size_t i = 0; i < c.size();) {
+    size_t j = i;
+    while (j + 1 < c.size() && c[j + 1] == c[j] + 1) ++j;
+    if (!s.empty()) s += ',';
+    s += std::to_string(c[i]);
+    if (j > i) {
+      s += '-';
+      s += std::to_string(c[j]);
+    }
+    i = j + 1;
+  }
+  return s;
+}
+
+}  // namespace hoop

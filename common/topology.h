@@ -1,0 +1,50 @@
+// This host's processors, memory and devices as hwloc sees them (Debian's libhwloc 2.9), and
+// where hooprun binds its ranks (--bind-to). Built from topology_hwloc.cc where hwloc is found,
+// else from topology_none.cc (every answer: built without hwloc).
+//
+// Binding, as OpenMPI's: rank i of a host is placed on core i (round-robin over the cores) and
+// bound to that core, or to the NUMA node or the package (socket) that holds it. The default:
+// core for up to 2 ranks on the host, NUMA node above (package where hwloc sees no NUMA node),
+// none when the host's ranks outnumber its cores. Binding more ranks than cores to cores is
+// refused.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hoop {
+
+struct Topology {
+  struct Unit {
+    std::vector<int> cpus;  // the logical processors (OS numbering) it holds
+  };
+  struct Device {
+    std::string kind;   // "nic" or "gpu"
+    std::string name;   // "eth0", "ib0", "cuda0", or the PCI address
+    std::string detail;  // PCI address and vendor/device ids, where known
+    std::vector<int> near;  // the processors closest to it (its non-I/O ancestor's); empty: unknown
+  };
+  std::vector<Unit> packages, numa_nodes, cores;
+  int pus = 0;
+  std::vector<Device> devices;
+};
+
+// Whether this build has hwloc (HOOP_WITH_HWLOC).
+bool BuiltWithHwloc();
+// This host's topology (hwloc's, I/O devices included). Unimplemented without hwloc.
+StatusOr<Topology> LoadTopology();
+
+enum class BindTo { kDefault, kNone, kCore, kNuma, kSocket };
+const char* BindToName(BindTo b);  // "default", "none", "core", "numa", "socket"
+// The policy kDefault stands for with `ranks` ranks on this host.
+BindTo DefaultBinding(const Topology& t, int ranks);
+// The processors each of `ranks` local ranks is bound to (an empty set: not bound), under
+// `policy` (kDefault resolved as above). Refuses core binding of more ranks than cores.
+StatusOr<std::vector<std::vector<int>>> Bindings(const Topology& t, int ranks, BindTo policy);
+
+// "0-3,8,10-11"
+std::string CpuList(const std::vector<int>& cpus);
+
+}  // namespace hoop

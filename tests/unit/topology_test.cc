@@ -1,0 +1,60 @@
+// hooprun's binding policy (common/topology.h) on a made-up host of 2 packages x 2 NUMA nodes x
+// 2 cores x 2 hardware threads: OpenMPI's defaults, every policy's sets, and the refusals.
+#include <catch2/catch.hpp>
+
+#include "common/topology.h"
+
+using namespace hoop;
+
+namespace {
+Topology Host() {
+  Topology t;
+  t.pus = 16;
+  for (int p = 0; p < 2; ++p) t.packages.push_back({{p * 8, p * 8 + 1, p * 8 + 2, p * 8 + 3, p * 8 + 4, p * 8 + 5, p * 8 + 6, p * 8 + 7}});
+  for (int n = 0; n < 4; ++n) t.numa_nodes.push_back({{n * 4, n * 4 + 1, n * 4 + 2, n * 4 + 3}});
+  for (int c = 0; c < 8; ++c) t.cores.push_back({{c * 2, c * 2 + 1}});
+  return t;
+}
+}  // namespace
+
+TEST_CASE("binding: OpenMPI's default, core, numa and socket sets, and what is refused", "[topology]") {
+  const Topology t = Host();
+  CHECK(DefaultBinding(t, 1) == BindTo::kCore);
+  CHECK(DefaultBinding(t, 2) == BindTo::kCore);
+  CHECK(DefaultBinding(t, 3) == BindTo::kNuma);
+  CHECK(DefaultBinding(t, 8) == BindTo::kNuma);
+  CHECK(DefaultBinding(t, 9) == BindTo::kNone);  // more ranks than cores
+  Topology flat = t;
+  flat.numa_nodes.clear();
+  CHECK(DefaultBinding(flat, 4) == BindTo::kSocket);
+
+  auto core = Bindings(t, 3, BindTo::kCore);
+  REQUIRE(core.ok());
+  CHECK((*core)[2] == std::vector<int>{4, 5});
+  auto numa = Bindings(t, 6, BindTo::kNuma);  // rank i on core i, bound to its NUMA node
+  REQUIRE(numa.ok());
+  CHECK((*numa)[1] == std::vector<int>{0, 1, 2, 3});
+  CHECK((*numa)[2] == std::vector<int>{4, 5, 6, 7});
+  CHECK((*numa)[5] == std::vector<int>{8, 9, 10, 11});
+  auto socket = Bindings(t, 8, BindTo::kSocket);
+  REQUIRE(socket.ok());
+  CHECK((*socket)[3] == t.packages[0].cpus);
+  CHECK((*socket)[4] == t.packages[1].cpus);
+  auto def = Bindings(t, 9, BindTo::kDefault);  // none: every set empty
+  REQUIRE(def.ok());
+  REQUIRE(def->size() == 9);
+  CHECK((*def)[8].empty());
+  auto over = Bindings(t, 9, BindTo::kCore);
+  CHECK_FALSE(over.ok());
+  CHECK(over.status().message() == "--bind-to core: 9 ranks on this host's 8 cores (bind to numa, socket or none)");
+  auto numa_over = Bindings(t, 12, BindTo::kNuma);  // round-robin over the cores, so allowed
+  REQUIRE(numa_over.ok());
+  CHECK((*numa_over)[8] == t.numa_nodes[0].cpus);
+}
+
+TEST_CASE("processor lists are written as ranges", "[topology]") {
+  CHECK(CpuList({}).empty());
+  CHECK(CpuList({3}) == "3");
+  CHECK(CpuList({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11");
+  CHECK(CpuList({5, 4, 1}) == "1,4-5");
+}
