@@ -344,3 +344,32 @@ TEST_CASE("hooprun binds ranks as OpenMPI does and says where; hoop-info --topol
   CHECK(bad.exit_code == 2);
   CHECK(bad.output.find("--bind-to 'hwthread': expected none, core, numa or socket") != std::string::npos);
 }
+
+// --output-filename: each rank's lines, unprefixed, in DIR/rank.N/{stdout,stderr} (N padded so
+// the folders sort), the terminal unchanged; a folder that cannot be made stops the job first.
+TEST_CASE("hooprun --output-filename writes every rank's output to its own files", "[hooprun][output]") {
+  const std::string dir = "/tmp/hooprun-out-" + std::to_string(::getpid());
+  auto r = RunProc({Bin("hooprun"), "-np", "11", "--oversubscribe", "--output-filename", dir, "sh", "-c",
+                    "echo out $HOOP_RANK; echo err $HOOP_RANK >&2; printf unfinished"},
+                   Within(60));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("[10] out 10") != std::string::npos);  // the terminal still gets it all
+  auto read = [](const std::string& file) {
+    std::ifstream f(file);
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  };
+  CHECK(read(dir + "/rank.03/stdout") == "out 3\nunfinished\n");
+  CHECK(read(dir + "/rank.03/stderr") == "err 3\n");
+  CHECK(read(dir + "/rank.10/stdout") == "out 10\nunfinished\n");
+  // Run again: the files are truncated, not appended to.
+  auto again = RunProc({Bin("hooprun"), "-np", "1", "--output-filename", dir, "sh", "-c", "echo second"}, Within(60));
+  CHECK(again.exit_code == 0);
+  CHECK(read(dir + "/rank.0/stdout") == "second\n");
+  std::system(("rm -rf " + dir).c_str());
+  auto bad = RunProc({Bin("hooprun"), "-np", "2", "--output-filename", "/proc/no/such/dir", "sh", "-c", "echo ran"},
+                     Within(30));
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("hooprun: --output-filename /proc/no/such/dir: cannot create it") != std::string::npos);
+  CHECK(bad.output.find("ran") == std::string::npos);
+}

@@ -7,11 +7,13 @@
 // a short grace period for the other ranks to report their own errors, then SIGTERM to every
 // rank's process group, then SIGKILL. hooprun exits only when every rank is reaped; if hooprun
 // itself is killed, its sentinel (sentinel.h) kills what is left of every rank's group.
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +107,31 @@ StatusOr<std::vector<Placement>> PlanRanks(Options& opts) {
   return placed;
 }
 
+// --output-filename DIR: DIR/rank.N/stdout and stderr for every rank (N zero-padded to the
+// width of the last rank, so the folders sort in rank order), truncated; (-1, -1) each without it.
+StatusOr<std::vector<std::pair<int, int>>> OutputFiles(const Options& opts) {
+  std::vector<std::pair<int, int>> fds(static_cast<size_t>(opts.np), {-1, -1});
+  if (opts.output_dir.empty()) return fds;
+  const size_t width = std::to_string(opts.np - 1).size();
+  auto make = [](const std::string& dir) {
+    return ::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST;
+  };
+  if (!make(opts.output_dir))
+    return InvalidArgument("--output-filename " + opts.output_dir + ": cannot create it (" + std::strerror(errno) + ")");
+  for (int r = 0; r < opts.np; ++r) {
+    std::string n = std::to_string(r);
+    const std::string dir = opts.output_dir + "/rank." + std::string(width - n.size(), '0') + n;
+    if (!make(dir)) return InvalidArgument("--output-filename: cannot create " + dir + " (" + std::strerror(errno) + ")");
+    for (int k = 0; k < 2; ++k) {
+      const std::string file = dir + (k == 0 ? "/stdout" : "/stderr");
+      int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0) return InvalidArgument("--output-filename: cannot write " + file + " (" + std::strerror(errno) + ")");
+      (k == 0 ? fds[static_cast<size_t>(r)].first : fds[static_cast<size_t>(r)].second) = fd;
+    }
+  }
+  return fds;
+}
+
 // Where each rank is bound (--bind-to, common/topology.h), said with --report-bindings. Without
 // hwloc nothing is bound, and asking for a binding is an error.
 StatusOr<std::vector<std::vector<int>>> BindRanks(const Options& opts) {
@@ -151,8 +178,8 @@ class Job {
       if (fds[0].revents & POLLIN) HandleSignals(sig_fd);
       for (auto& r : ranks_) {
         if (!relay) break;
-        out_.Write(Relay(r.out_fd, r.out_buf, Prefix(r.rank, "<stdout>: ")));
-        err_.Write(Relay(r.err_fd, r.err_buf, Prefix(r.rank, "<stderr>: ")));
+        out_.Write(Relay(r.out_fd, r.out_buf, Prefix(r.rank, "<stdout>: "), r.out_copy));
+        err_.Write(Relay(r.err_fd, r.err_buf, Prefix(r.rank, "<stderr>: "), r.err_copy));
       }
       Reap();
       if (o_.timeout_s > 0 && !stopping_ &&
@@ -383,6 +410,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hooprun: %s\n", placed.status().message().c_str());
     return 2;
   }
+  // --output-filename: every rank's files, made before anything starts.
+  auto copies = OutputFiles(*opts);
+  if (!copies.ok()) {
+    std::fprintf(stderr, "hooprun: %s\n", copies.status().message().c_str());
+    return 2;
+  }
   // Each rank's processors (all ranks are on this host).
   auto bound = BindRanks(*opts);
   if (!bound.ok()) {
@@ -425,6 +458,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     sentinel.Started(rank->pid);
+    rank->out_copy = (*copies)[static_cast<size_t>(r)].first;
+    rank->err_copy = (*copies)[static_cast<size_t>(r)].second;
     ranks.push_back(std::move(rank).value());
   }
   Writer out(STDOUT_FILENO), err(STDERR_FILENO);

@@ -32,7 +32,8 @@ const char* const kUsage =
     "  --report-bindings    print each rank's binding before it starts\n"
     "  -x VAR[=VAL]         set VAR for every rank (VAR alone: pass this shell's value)\n"
     "  --timeout SECONDS    stop the whole job if it runs longer (exit code 124)\n"
-    "  --tag-output         prefix lines with [RANK]<stdout>: / [RANK]<stderr>: instead of [RANK]\n"
+    "  --tag-output         prefix lines with [RANK]<stdout>: / [RANK]<stderr>: instead of [RANK]\n"    "  --output-filename DIR  also write each rank's output, unprefixed, to DIR/rank.N/stdout\n"
+    "                       and DIR/rank.N/stderr (N zero-padded; made or truncated at start)\n"
     "  --oversubscribe      more ranks than cores without the warning (as mpirun's flag)\n"
     "  -h, --help           this text\n"
     "  --version            hooprun's version\n"
@@ -123,6 +124,9 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       else if (v == "numa") o.bind_to = BindTo::kNuma;
       else if (v == "socket" || v == "package") o.bind_to = BindTo::kSocket;
       else return InvalidArgument("--bind-to '" + v + "': expected none, core, numa or socket");
+    } else if (a == "--output-filename") {
+      HOOP_ASSIGN_OR_RETURN(o.output_dir, need(a));
+      if (o.output_dir.empty()) return InvalidArgument("--output-filename: an empty folder name");
     } else if (a == "--report-bindings") {
       o.report_bindings = true;
     } else if (a == "-x") {

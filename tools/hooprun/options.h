@@ -18,6 +18,7 @@ struct Options {
   MapBy map_by = MapBy::kSlot;
   BindTo bind_to = BindTo::kDefault;  // --bind-to
   bool report_bindings = false;
+  std::string output_dir;  // --output-filename DIR
   std::vector<std::pair<std::string, std::string>> env;  // -x VAR[=VAL]
   double timeout_s = 0;                                   // 0: none
   bool tag_output = false;

@@ -103,7 +103,20 @@ StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, cons
   return r;
 }
 
-std::string Relay(int& fd, std::string& buf, const std::string& prefix) {
+namespace {
+// The whole of `text` to a file (a rank's --output-filename copy); errors are the caller's to
+// notice later, never a reason to stop relaying to the terminal.
+void WriteAll(int fd, const std::string& text) {
+  for (size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+}  // namespace
+
+std::string Relay(int& fd, std::string& buf, const std::string& prefix, int copy_fd) {
   if (fd < 0) return "";
   char chunk[65536];
   bool eof = false;
@@ -118,24 +131,26 @@ std::string Relay(int& fd, std::string& buf, const std::string& prefix) {
     eof = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
     break;
   }
-  std::string out;
+  std::string out, raw;
   size_t start = 0, nl;
   while ((nl = buf.find('\n', start)) != std::string::npos) {
     out += prefix;
     out.append(buf, start, nl - start + 1);
+    if (copy_fd >= 0) raw.append(buf, start, nl - start + 1);
     start = nl + 1;
   }
   buf.erase(0, start);
-  if (buf.size() > 65536) {  // a "line" this long without its end goes out as it is
+  // A "line" this long without its end goes out as it is; so does an unfinished one at the end.
+  if (buf.size() > 65536 || (eof && !buf.empty())) {
     out += prefix + buf + "\n";
+    if (copy_fd >= 0) raw += buf + "\n";
     buf.clear();
   }
   if (eof) {
-    if (!buf.empty()) out += prefix + buf + "\n";
-    buf.clear();
     ::close(fd);
     fd = -1;
   }
+  if (copy_fd >= 0 && !raw.empty()) WriteAll(copy_fd, raw);
   return out;
 }
 

@@ -19,6 +19,7 @@ struct Rank {
   int out_fd = -1;  // read ends; -1 once closed
   int err_fd = -1;
   std::string out_buf, err_buf;
+  int out_copy = -1, err_copy = -1;  // --output-filename's files for this rank (-1: none)
   bool exited = false;
   int wait_status = 0;
 };
@@ -35,8 +36,9 @@ StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, cons
                          const std::vector<int>& cpus = {});
 
 // Reads what is available on fd and returns every complete line with the prefix; at EOF, the
-// rest too, and closes fd (sets it to -1).
-std::string Relay(int& fd, std::string& buf, const std::string& prefix);
+// rest too, and closes fd (sets it to -1). copy_fd >= 0: the same lines, without the prefix,
+// are also written there (--output-filename).
+std::string Relay(int& fd, std::string& buf, const std::string& prefix, int copy_fd = -1);
 
 // "exited with code 3" / "was killed by signal 9 (Killed)"
 std::string DescribeExit(int wait_status);
