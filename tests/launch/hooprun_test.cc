@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -372,4 +373,31 @@ TEST_CASE("hooprun --output-filename writes every rank's output to its own files
   CHECK(bad.exit_code == 2);
   CHECK(bad.output.find("hooprun: --output-filename /proc/no/such/dir: cannot create it") != std::string::npos);
   CHECK(bad.output.find("ran") == std::string::npos);
+}
+
+// --wdir runs the ranks in a folder (a relative program found from there) and --verbose says
+// the plan, never the job token.
+TEST_CASE("hooprun --wdir and --verbose", "[hooprun][output]") {
+  const std::string dir = "/tmp/hooprun-wdir-" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0755);
+  { std::ofstream(dir + "/prog") << "#!/bin/sh\necho here: $(pwd) token: ${#HOOP_JOB_TOKEN}\n"; }
+  ::chmod((dir + "/prog").c_str(), 0755);
+  auto r = RunProc({Bin("hooprun"), "-np", "2", "--verbose", "--wdir", dir, "./prog"}, Within(60));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("[1] here: " + dir + " token: 32") != std::string::npos);
+  CHECK(r.output.find("hooprun: plan: 2 ranks on 1 host; store tcp://127.0.0.1:") != std::string::npos);
+  CHECK(r.output.find("hooprun: rank 1: host localhost, local rank 1 of 2, cross rank 0 of 1, ") != std::string::npos);
+  CHECK(r.output.find("./prog in " + dir) != std::string::npos);
+  CHECK(r.output.find("hooprun: started rank 0 (pid ") != std::string::npos);
+  // The token itself (32 hex digits) appears nowhere in what hooprun printed.
+  const std::string text = r.output;
+  bool token_shown = false;
+  for (size_t i = 0; i + 32 <= text.size() && !token_shown; ++i)
+    token_shown = text.find_first_not_of("0123456789abcdef", i) >= i + 32;
+  CHECK_FALSE(token_shown);
+  auto missing = RunProc({Bin("hooprun"), "-np", "1", "--wdir", dir + "/nope", "/bin/true"}, Within(30));
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.output == "hooprun: --wdir " + dir + "/nope: No such file or directory\n");
+  std::system(("rm -rf " + dir).c_str());
 }

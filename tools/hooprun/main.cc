@@ -132,6 +132,24 @@ StatusOr<std::vector<std::pair<int, int>>> OutputFiles(const Options& opts) {
   return fds;
 }
 
+// --verbose: what hooprun is about to do, before it does it. The job token is never printed.
+void PrintPlan(const Options& opts, const std::vector<Placement>& placed, const std::vector<std::vector<int>>& bound,
+               int port) {
+  std::string command;
+  for (const std::string& a : opts.command) command += (command.empty() ? "" : " ") + a;
+  std::map<std::string, int> per_host;
+  for (const Placement& p : placed) ++per_host[p.host];
+  std::fprintf(stderr, "hooprun: plan: %d rank%s on %zu host%s; store tcp://127.0.0.1:%d (job token not shown)\n",
+               opts.np, opts.np == 1 ? "" : "s", per_host.size(), per_host.size() == 1 ? "" : "s", port);
+  for (size_t r = 0; r < placed.size(); ++r) {
+    const Placement& p = placed[r];
+    std::fprintf(stderr, "hooprun: rank %zu: host %s, local rank %d of %d, cross rank %d of %d, %s%s: %s%s%s\n", r,
+                 p.host.c_str(), p.local_rank, p.local_size, p.cross_rank, p.cross_size,
+                 bound[r].empty() ? "not bound" : "cpus ", bound[r].empty() ? "" : CpuList(bound[r]).c_str(),
+                 command.c_str(), opts.wdir.empty() ? "" : " in ", opts.wdir.c_str());
+  }
+}
+
 // Where each rank is bound (--bind-to, common/topology.h), said with --report-bindings. Without
 // hwloc nothing is bound, and asking for a binding is an error.
 StatusOr<std::vector<std::vector<int>>> BindRanks(const Options& opts) {
@@ -427,7 +445,19 @@ int main(int argc, char** argv) {
   for (auto& [k, v] : opts->env)
     if (k == "PATH") path = v.c_str();
   std::string why;
-  if (int code = CheckProgram(opts->command[0], path, &why)) {
+  if (!opts->wdir.empty()) {
+    struct stat st {};
+    const bool there = ::stat(opts->wdir.c_str(), &st) == 0;
+    if (!there || !S_ISDIR(st.st_mode)) {
+      std::fprintf(stderr, "hooprun: --wdir %s: %s\n", opts->wdir.c_str(), there ? "not a folder" : std::strerror(errno));
+      return 2;
+    }
+  }
+  // A relative path with a '/' is found from where the ranks will run.
+  const std::string& prog = opts->command[0];
+  const std::string checked = !opts->wdir.empty() && prog.find('/') != std::string::npos && prog[0] != '/'
+                                  ? opts->wdir + "/" + prog : prog;
+  if (int code = CheckProgram(checked, path, &why)) {
     std::fprintf(stderr, "hooprun: %s\n", why.c_str());
     return code;
   }
@@ -448,16 +478,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hooprun: cannot start the store: %s\n", server.status().message().c_str());
     return 1;
   }
+  if (opts->verbose) PrintPlan(*opts, *placed, *bound, (*server)->port());
   std::vector<Rank> ranks;
   for (int r = 0; r < opts->np; ++r) {
     auto rank = StartRank(r, opts->command, RankEnv(*opts, r, (*placed)[static_cast<size_t>(r)], (*server)->port(), token),
-                          (*bound)[static_cast<size_t>(r)]);
+                          (*bound)[static_cast<size_t>(r)], opts->wdir);
     if (!rank.ok()) {
       std::fprintf(stderr, "hooprun: cannot start rank %d: %s\n", r, rank.status().message().c_str());
       for (auto& k : ranks) ::kill(-k.pid, SIGKILL);
       return 1;
     }
     sentinel.Started(rank->pid);
+    if (opts->verbose) std::fprintf(stderr, "hooprun: started rank %d (pid %d)\n", r, static_cast<int>(rank->pid));
     rank->out_copy = (*copies)[static_cast<size_t>(r)].first;
     rank->err_copy = (*copies)[static_cast<size_t>(r)].second;
     ranks.push_back(std::move(rank).value());

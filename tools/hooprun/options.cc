@@ -33,7 +33,10 @@ const char* const kUsage =
     "  -x VAR[=VAL]         set VAR for every rank (VAR alone: pass this shell's value)\n"
     "  --timeout SECONDS    stop the whole job if it runs longer (exit code 124)\n"
     "  --tag-output         prefix lines with [RANK]<stdout>: / [RANK]<stderr>: instead of [RANK]\n"    "  --output-filename DIR  also write each rank's output, unprefixed, to DIR/rank.N/stdout\n"
-    "                       and DIR/rank.N/stderr (N zero-padded; made or truncated at start)\n"
+    "                       and DIR/rank.N/stderr (N zero-padded; made or truncated at start)\n"    "  --wdir DIR           the ranks' working folder (default: hooprun's); a relative PROGRAM\n"
+    "                       path is found from there\n"
+    "  --verbose            print the plan (hosts, slots, each rank's place, binding and command,\n"
+    "                       the store's address; never the job token) and each start\n"
     "  --oversubscribe      more ranks than cores without the warning (as mpirun's flag)\n"
     "  -h, --help           this text\n"
     "  --version            hooprun's version\n"
@@ -127,6 +130,11 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     } else if (a == "--output-filename") {
       HOOP_ASSIGN_OR_RETURN(o.output_dir, need(a));
       if (o.output_dir.empty()) return InvalidArgument("--output-filename: an empty folder name");
+    } else if (a == "--wdir") {
+      HOOP_ASSIGN_OR_RETURN(o.wdir, need(a));
+      if (o.wdir.empty()) return InvalidArgument("--wdir: an empty folder name");
+    } else if (a == "--verbose" || a == "-v") {
+      o.verbose = true;
     } else if (a == "--report-bindings") {
       o.report_bindings = true;
     } else if (a == "-x") {

@@ -19,6 +19,8 @@ struct Options {
   BindTo bind_to = BindTo::kDefault;  // --bind-to
   bool report_bindings = false;
   std::string output_dir;  // --output-filename DIR
+  std::string wdir;        // --wdir DIR: the ranks' working folder
+  bool verbose = false;    // --verbose: the plan and each start
   std::vector<std::pair<std::string, std::string>> env;  // -x VAR[=VAL]
   double timeout_s = 0;                                   // 0: none
   bool tag_output = false;

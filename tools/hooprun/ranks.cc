@@ -51,7 +51,7 @@ int CheckProgram(const std::string& program, const char* path, std::string* why)
 }
 
 StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env,
-                         const std::vector<int>& cpus) {
+                         const std::vector<int>& cpus, const std::string& wdir) {
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int c : cpus)
@@ -78,6 +78,12 @@ StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, cons
     // Threads the rank starts inherit the binding: its progress threads stay inside it.
     if (!cpus.empty() && ::sched_setaffinity(0, sizeof set, &set) != 0) {
       std::string msg = "hooprun: cannot bind rank " + std::to_string(rank) + ": " + std::strerror(errno) + "\n";
+      ssize_t ignored = ::write(err[1], msg.data(), msg.size());
+      (void)ignored;
+      ::_exit(127);
+    }
+    if (!wdir.empty() && ::chdir(wdir.c_str()) != 0) {
+      std::string msg = "hooprun: rank " + std::to_string(rank) + ": cannot enter " + wdir + ": " + std::strerror(errno) + "\n";
       ssize_t ignored = ::write(err[1], msg.data(), msg.size());
       (void)ignored;
       ::_exit(127);

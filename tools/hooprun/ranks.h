@@ -31,9 +31,9 @@ struct Rank {
 int CheckProgram(const std::string& program, const char* path, std::string* why);
 
 // Starts PROGRAM for `rank` with `env` (NAME=VALUE strings), bound to the processors `cpus`
-// (none: not bound).
+// (none: not bound), in the folder `wdir` (empty: hooprun's own).
 StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env,
-                         const std::vector<int>& cpus = {});
+                         const std::vector<int>& cpus = {}, const std::string& wdir = "");
 
 // Reads what is available on fd and returns every complete line with the prefix; at EOF, the
 // rest too, and closes fd (sets it to -1). copy_fd >= 0: the same lines, without the prefix,
