@@ -33,8 +33,11 @@ struct Topology {
 
 // Whether this build has hwloc (HOOP_WITH_HWLOC).
 bool BuiltWithHwloc();
-// This host's topology (hwloc's, I/O devices included). Unimplemented without hwloc.
-StatusOr<Topology> LoadTopology();
+// This host's topology (hwloc's), with the network and GPU devices when `devices` (their
+// discovery goes through hwloc's PCI plugin, which leaks a little memory: LeakSanitizer sees it
+// in any program that asks, so hooprun's binding, which needs none, does not ask).
+// Unimplemented without hwloc.
+StatusOr<Topology> LoadTopology(bool devices);
 
 enum class BindTo { kDefault, kNone, kCore, kNuma, kSocket };
 const char* BindToName(BindTo b);  // "default", "none", "core", "numa", "socket"

@@ -36,10 +36,10 @@ std::vector<int> Near(hwloc_topology_t topo, hwloc_obj_t o) {
 
 bool BuiltWithHwloc() { return true; }
 
-StatusOr<Topology> LoadTopology() {
+StatusOr<Topology> LoadTopology(bool devices) {
   hwloc_topology_t topo;
   if (hwloc_topology_init(&topo) != 0) return Internal(std::string("hwloc_topology_init: ") + std::strerror(errno));
-  hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  hwloc_topology_set_io_types_filter(topo, devices ? HWLOC_TYPE_FILTER_KEEP_IMPORTANT : HWLOC_TYPE_FILTER_KEEP_NONE);
   if (hwloc_topology_load(topo) != 0) {
     const int e = errno;
     hwloc_topology_destroy(topo);

@@ -4,6 +4,6 @@
 namespace hoop {
 
 bool BuiltWithHwloc() { return false; }
-StatusOr<Topology> LoadTopology() { return Unimplemented("this hoop was built without hwloc (libhwloc-dev)"); }
+StatusOr<Topology> LoadTopology(bool) { return Unimplemented("this hoop was built without hwloc (libhwloc-dev)"); }
 
 }  // namespace hoop

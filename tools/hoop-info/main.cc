@@ -90,7 +90,7 @@ void PrintCuda() {
 
 // hoop-info --topology.
 int PrintTopology() {
-  auto t = hoop::LoadTopology();
+  auto t = hoop::LoadTopology(true);
   if (!t.ok()) {
     std::fprintf(stderr, "hoop-info: --topology: %s\n", t.status().message().c_str());
     return 1;

@@ -155,7 +155,7 @@ void PrintPlan(const Options& opts, const std::vector<Placement>& placed, const 
 StatusOr<std::vector<std::vector<int>>> BindRanks(const Options& opts) {
   std::vector<std::vector<int>> none(static_cast<size_t>(opts.np));
   if (opts.bind_to == BindTo::kNone) return none;
-  auto topo = LoadTopology();
+  auto topo = LoadTopology(false);
   if (!topo.ok()) {
     if (opts.bind_to == BindTo::kDefault) {
       if (opts.report_bindings) std::fprintf(stderr, "hooprun: ranks not bound: %s\n", topo.status().message().c_str());
