@@ -19,7 +19,6 @@ const char* BindToName(BindTo b) {
 
 BindTo DefaultBinding(const Topology& t, int ranks) {
   if (t.cores.empty() || ranks > static_cast<int>(t.cores.size())) return BindTo::kNone;
-  if (ranks <= 2) return BindTo::kCore;
   return t.numa_nodes.empty() ? BindTo::kSocket : BindTo::kNuma;
 }
 

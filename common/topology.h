@@ -2,11 +2,13 @@
 // where hooprun binds its ranks (--bind-to). Built from topology_hwloc.cc where hwloc is found,
 // else from topology_none.cc (every answer: built without hwloc).
 //
-// Binding, as OpenMPI's: rank i of a host is placed on core i (round-robin over the cores) and
-// bound to that core, or to the NUMA node or the package (socket) that holds it. The default:
-// core for up to 2 ranks on the host, NUMA node above (package where hwloc sees no NUMA node),
-// none when the host's ranks outnumber its cores. Binding more ranks than cores to cores is
-// refused.
+// Binding: rank i of a host is placed on core i (round-robin over the cores) and bound to that
+// core, or to the NUMA node or the package (socket) that holds it. The default is the NUMA node
+// (the package where hwloc sees none), and none when the host's ranks outnumber its cores. Not
+// OpenMPI's core binding for up to 2 ranks: a hoop rank runs a worker thread beside its caller,
+// and pinned to one core the two take turns (2 ranks on the CI machine, 8 B ping-pong: 0.21-0.45
+// us and 0.002 GB/s bound to cores against 0.12-0.13 us and 0.009 GB/s bound to the NUMA node;
+// docs/PERF.md). Binding more ranks than cores to cores is refused.
 #pragma once
 
 #include <string>

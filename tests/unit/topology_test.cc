@@ -1,5 +1,5 @@
 // hooprun's binding policy (common/topology.h) on a made-up host of 2 packages x 2 NUMA nodes x
-// 2 cores x 2 hardware threads: OpenMPI's defaults, every policy's sets, and the refusals.
+// 2 cores x 2 hardware threads: the defaults, every policy's sets, and the refusals.
 #include <catch2/catch.hpp>
 
 #include "common/topology.h"
@@ -17,10 +17,10 @@ Topology Host() {
 }
 }  // namespace
 
-TEST_CASE("binding: OpenMPI's default, core, numa and socket sets, and what is refused", "[topology]") {
+TEST_CASE("binding: the default, core, numa and socket sets, and what is refused", "[topology]") {
   const Topology t = Host();
-  CHECK(DefaultBinding(t, 1) == BindTo::kCore);
-  CHECK(DefaultBinding(t, 2) == BindTo::kCore);
+  CHECK(DefaultBinding(t, 1) == BindTo::kNuma);  // never a core by default: see topology.h
+  CHECK(DefaultBinding(t, 2) == BindTo::kNuma);
   CHECK(DefaultBinding(t, 3) == BindTo::kNuma);
   CHECK(DefaultBinding(t, 8) == BindTo::kNuma);
   CHECK(DefaultBinding(t, 9) == BindTo::kNone);  // more ranks than cores
