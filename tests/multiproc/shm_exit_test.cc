@@ -16,9 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/shm_pair.h"
 #include "transport/shm/shm_transport.h"
 
 using namespace hoop;
+using test::Collect;
 
 namespace {
 
@@ -45,21 +47,10 @@ constexpr int kFirst = 5, kSecond = 6;  // the two tags the child sends, in this
   Endpoint* to0 = (*t)->endpoint(0);
   to0->PostSend(ra, 0, a.size(), Tag{kFirst, 1}, 1);
   to0->PostSend(rb, 0, b.size(), Tag{kSecond, 1}, 2);
-  std::vector<Completion> done;
-  Deadline d = Deadline::After(std::chrono::seconds(10));
-  while (done.size() < 2 && (*t)->Poll(&done, d).ok()) {
-  }
+  std::vector<Completion> done = Collect(**t, 2, std::chrono::seconds(10));
   for (const Completion& c : done)
     if (!c.status.ok()) _exit(4);
   _exit(done.size() == 2 ? 0 : 5);
-}
-
-std::vector<Completion> Collect(Transport& t, size_t want, std::chrono::milliseconds wait) {
-  std::vector<Completion> all;
-  Deadline d = Deadline::After(wait);
-  while (all.size() < want && t.Poll(&all, d).ok()) {
-  }
-  return all;
 }
 
 }  // namespace

@@ -12,15 +12,7 @@
 
 using namespace hoop;
 
-namespace {
-std::vector<Completion> Collect(Transport& t, size_t want, std::chrono::milliseconds wait) {
-  std::vector<Completion> all;
-  Deadline d = Deadline::After(wait);
-  while (all.size() < want && t.Poll(&all, d).ok()) {
-  }
-  return all;
-}
-}  // namespace
+using test::Collect;
 
 TEST_CASE("shm: a small message copied into the ring and taken where it lies, or left to the poll", "[transport]") {
   auto pair = test::ConnectedShmPair("express");

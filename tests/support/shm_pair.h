@@ -1,5 +1,6 @@
 // Two shared-memory transports in one process, ranks 0 and 1 of a job named `name`, connected to
-// each other: a real pair of segments for tests of the shm back end and of what runs on it.
+// each other: a real pair of segments for tests of the shm back end and of what runs on it; and
+// the completions a transport's poll gives within a time.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "transport/shm/shm_transport.h"
 
@@ -28,6 +30,15 @@ inline std::array<std::unique_ptr<Transport>, 2> ConnectedShmPair(const std::str
   REQUIRE(t[0]->Connect(1, t[1]->Address(), Deadline::After(std::chrono::seconds(5))).ok());
   REQUIRE(t[1]->Connect(0, t[0]->Address(), Deadline::After(std::chrono::seconds(5))).ok());
   return t;
+}
+
+// Polls `t` until `want` completions came or `wait` passed; what came.
+inline std::vector<Completion> Collect(Transport& t, size_t want, std::chrono::milliseconds wait) {
+  std::vector<Completion> all;
+  Deadline d = Deadline::After(wait);
+  while (all.size() < want && t.Poll(&all, d).ok()) {
+  }
+  return all;
 }
 
 }  // namespace hoop::test
