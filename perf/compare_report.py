@@ -22,7 +22,7 @@ class Report:
         self.collective = collective
         self.memcpy, self.loop, self.lim_before, self.lim_after = memcpy, loop, lim_before, lim_after
         self.repeats, self.cmdline = repeats, cmdline
-        self.ranks = sorted({r["ranks"] for r in runs})
+        self.ranks = sorted({r["ranks"] for r in runs if r["system"] != "floor"})
         # (system, ranks, bytes) -> busbw of every run (sendrecv: osu_bw's bandwidth), and the
         # time of a call (sendrecv: osu_latency's one-way latency)
         self.cells, self.times = {}, {}
@@ -32,7 +32,7 @@ class Report:
                 self.times.setdefault((r["system"], r["ranks"], r["bytes"]), []).append(r["time_us"])
 
     def sizes(self, n):
-        return sorted({r["bytes"] for r in self.runs if r["ranks"] == n})
+        return sorted({r["bytes"] for r in self.runs if r["ranks"] == n and r["system"] != "floor"})
 
     def median(self, s, n, b, cells=None):
         v = (self.cells if cells is None else cells).get((s, n, b))
@@ -134,7 +134,35 @@ class Report:
                 m = self.median(s, n, top)
                 if m:
                     out.append(f"{self.labels[s]} at {size_name(top)}: {m:.2f} GB/s busbw = {m / limit:.2f} x {what}.")
+            out += self.floor_lines(n)
         return "\n".join(out) + "\n"
+
+    def floor_lines(self, n):
+        """sendrecv: the smallest size's latency against the floor measured in the same repetition
+        (pingpong-limit), and hoop shm against vader repetition by repetition."""
+        floor = {r["rep"]: r["time_us"] for r in self.runs if r["system"] == "floor" and r["ranks"] == n}
+        if not floor:
+            return []
+        low = self.sizes(n)[0]
+        at = {}
+        for r in self.runs:
+            if r["ranks"] == n and r["bytes"] == low and r["system"] in ("hoop-shm", "mpi-vader"):
+                at.setdefault(r["system"], {})[r["rep"]] = r["time_us"]
+        out = [f"The floor of a small message between two processes (pingpong-limit: 8 bytes and a sequence word "
+               f"in one shared cache line each way, no library), measured in every repetition: median "
+               f"{statistics.median(floor.values()):.3f} us one way, {min(floor.values()):.3f} to "
+               f"{max(floor.values()):.3f}."]
+        for s in ("hoop-shm", "mpi-vader"):
+            ratios = [t / floor[k] for k, t in at.get(s, {}).items() if floor.get(k)]
+            if ratios:
+                out.append(f"{self.labels[s]} at {size_name(low)}: {statistics.median(ratios):.2f} x the floor of "
+                           f"its repetition (median over {len(ratios)}).")
+        both = [k for k in at.get("hoop-shm", {}) if k in at.get("mpi-vader", {})]
+        if both:
+            won = sum(at["hoop-shm"][k] <= at["mpi-vader"][k] for k in both)
+            out.append(f"{self.labels['hoop-shm']} at {size_name(low)} was at most {self.labels['mpi-vader']}'s latency "
+                       f"in {won} of {len(both)} repetitions.")
+        return out
 
     def plot_script(self, n, png, tmp):
         """The gnuplot script for busbw against size for n ranks (data files written into tmp):

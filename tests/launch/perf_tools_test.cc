@@ -116,10 +116,12 @@ TEST_CASE("perf/compare --collective sendrecv: latency and bandwidth against Ope
   std::string md = Slurp(std::string(dir) + "/compare.md");
   for (const char* s : {"osu_latency ping-pong", "2 ranks: latency (us)", "2 ranks: peer / hoop (latency ratio)",
                         "2 ranks: bandwidth (GB/s)", "| 8 B |", "| 8 KiB |", "hoop shm / OpenMPI vader",
-                        "hoop tcp / OpenMPI tcp"})
+                        "hoop tcp / OpenMPI tcp", "(pingpong-limit: 8 bytes", "hoop shm at 8 B: ",
+                        "OpenMPI vader at 8 B: ", "x the floor of its repetition (median over 1)",
+                        "hoop shm at 8 B was at most OpenMPI vader's latency in "})
     CHECK(md.find(s) != std::string::npos);
   std::string runs = Slurp(std::string(dir) + "/runs.csv");
-  for (const char* s : {"hoop-shm,2,1,8,", "mpi-vader,2,1,8,", "hoop-tcp,2,1,8192,", "mpi-tcp,2,1,8192,"})
+  for (const char* s : {"hoop-shm,2,1,8,", "mpi-vader,2,1,8,", "hoop-tcp,2,1,8192,", "mpi-tcp,2,1,8192,", "floor,2,1,8,"})
     CHECK(runs.find(s) != std::string::npos);
   std::system((std::string("rm -rf ") + dir).c_str());
 }
