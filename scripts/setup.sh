@@ -10,6 +10,8 @@
 #   peers:  libopenmpi-dev openmpi-bin libgloo-dev (mpirun start-up test; perf/compare's
 #           MPI_Allreduce and Gloo harnesses)
 #   tests and perf/linktest:  iproute2 util-linux (network namespaces, tc, unshare for host names)
+#   hooprun over ssh (its tests):  openssh-server openssh-client (each test host runs its own sshd
+#           inside its network namespace; the package is kept from starting one on this host)
 #   perf/compare, perf/train-plot:  python3 (Debian's, /usr/bin/python3), gnuplot-nox (the PNG plots)
 #   trainer (hoop-train and its tests):  libopenblas-dev (GEMM), zlib1g-dev (gzip IDX files),
 #           dataset-fashion-mnist (the data, under /usr/share/datasets/fashion-mnist)
@@ -17,7 +19,8 @@
 # perf/train-bench's side-by-side comparison; large, and not needed to build or test).
 set -euo pipefail
 packages=(g++ cmake make pkg-config nlohmann-json3-dev clang libclang-rt-14-dev ninja-build catch2 procps valgrind libucx-dev libfabric-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev
-          iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist)
+          iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist openssh-server
+          openssh-client)
 for arg in "$@"; do
   case "$arg" in
     --torch) packages+=(python3-torch) ;;
@@ -42,4 +45,13 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# openssh-server is for the tests, which run their own sshd inside network namespaces: its
+# package must not start one on this host's addresses. A policy-rc.d that refuses every service
+# start does that (kept if the machine has one already).
+made_policy=
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made_policy=1
+fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+[ -n "$made_policy" ] && rm -f /usr/sbin/policy-rc.d
+true
