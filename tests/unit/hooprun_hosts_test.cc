@@ -117,4 +117,6 @@ TEST_CASE("hooprun knows this host by name, short name, localhost and loopback",
   CHECK_FALSE(IsThisHost("node2", "node1"));
   CHECK_FALSE(IsThisHost("127.evil.example", "node1"));
   CHECK_FALSE(IsThisHost("node1.other", "node1.cluster.example"));
+  CHECK(IsThisHost("10.1.2.3", "node1", {"10.9.9.9", "10.1.2.3"}));
+  CHECK_FALSE(IsThisHost("10.1.2.4", "node1", {"10.1.2.3"}));
 }

@@ -130,9 +130,11 @@ StatusOr<std::vector<Placement>> PlaceRanks(const std::vector<HostSlots>& hosts,
   return out;
 }
 
-bool IsThisHost(const std::string& host, const std::string& self) {
+bool IsThisHost(const std::string& host, const std::string& self, const std::vector<std::string>& addresses) {
   const bool loopback = host.rfind("127.", 0) == 0 && host.find_first_not_of("0123456789.") == std::string::npos;
   if (host == "localhost" || loopback) return true;
+  for (const auto& a : addresses)
+    if (host == a) return true;
   if (self.empty()) return false;
   if (host == self) return true;
   // "node1" and "node1.cluster.example": one is the other's short form.

@@ -39,8 +39,9 @@ struct Placement {
 // naming both numbers.
 StatusOr<std::vector<Placement>> PlaceRanks(const std::vector<HostSlots>& hosts, int np, MapBy map);
 
-// Whether `host` names this machine: localhost, a loopback address, or this host's own name
-// (`self`, as gethostname gives it; a short name matches its fully qualified form).
-bool IsThisHost(const std::string& host, const std::string& self);
+// Whether `host` names this machine: localhost, a loopback address, one of this host's own
+// `addresses`, or its own name (`self`, as gethostname gives it; a short name matches its fully
+// qualified form). Any other host is remote: its ranks start over ssh.
+bool IsThisHost(const std::string& host, const std::string& self, const std::vector<std::string>& addresses = {});
 
 }  // namespace hoop::run

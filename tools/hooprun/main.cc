@@ -1,4 +1,4 @@
-// hooprun: an hvdrun/mpirun-style launcher for hoop jobs on one host.
+// hooprun: an hvdrun/mpirun-style launcher for hoop jobs, on this host and on others over ssh.
 //
 // It serves the job's TCP store (in a thread), starts N ranks, relays their output line by line
 // with a rank prefix (through writer threads, output.h, so a reader that stops reading never
@@ -7,6 +7,9 @@
 // a short grace period for the other ranks to report their own errors, then SIGTERM to every
 // rank's process group, then SIGKILL. hooprun exits only when every rank is reaped; if hooprun
 // itself is killed, its sentinel (sentinel.h) kills what is left of every rank's group.
+// Ranks on other hosts run under one agent per host, reached over ssh (remote.h): the loop reads
+// the agents' output and control lines as it reads local ranks' pipes, and stopping reaches them
+// through the agents' standard input (and, last, by killing their ssh).
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -24,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -35,6 +39,7 @@
 #include "tools/hooprun/options.h"
 #include "tools/hooprun/output.h"
 #include "tools/hooprun/ranks.h"
+#include "tools/hooprun/remote.h"
 #include "tools/hooprun/sentinel.h"
 #include "transport/shm/segment.h"
 #include "transport/tcp_store.h"
@@ -61,25 +66,17 @@ std::string NewToken() {
   return t;
 }
 
-std::vector<std::string> RankEnv(const Options& o, int rank, const Placement& at, int port, const std::string& token) {
-  std::map<std::string, std::string> env = ProcessEnvironment();
-  for (auto& [k, v] : o.env) env[k] = v;
-  env["HOOP_RANK"] = std::to_string(rank);
-  env["HOOP_SIZE"] = std::to_string(o.np);
-  env["HOOP_LOCAL_RANK"] = std::to_string(at.local_rank);
-  env["HOOP_LOCAL_SIZE"] = std::to_string(at.local_size);
-  env["HOOP_CROSS_RANK"] = std::to_string(at.cross_rank);
-  env["HOOP_CROSS_SIZE"] = std::to_string(at.cross_size);
-  env["HOOP_STORE"] = "tcp://127.0.0.1:" + std::to_string(port);
-  env["HOOP_JOB_TOKEN"] = token;
-  std::vector<std::string> out;
-  for (auto& [k, v] : env) out.push_back(k + "=" + v);
-  return out;
-}
+// Where the job runs: every rank's place, whether its host is this one, and the other hosts in
+// the order they were listed (each gets an agent over ssh).
+struct JobPlan {
+  std::vector<Placement> placed;
+  std::vector<bool> here;
+  std::vector<std::string> remote;
+};
 
 // The hosts (-H, --hostfile, or this one with -np slots) and every rank's place on them; sets
-// opts.np where hosts gave it. Hosts other than this one are refused: ranks start here only.
-StatusOr<std::vector<Placement>> PlanRanks(Options& opts) {
+// opts.np where hosts gave it.
+StatusOr<JobPlan> PlanRanks(Options& opts) {
   std::vector<HostSlots> hosts;
   if (!opts.hostfile.empty()) {
     std::ifstream f(opts.hostfile);
@@ -94,22 +91,30 @@ StatusOr<std::vector<Placement>> PlanRanks(Options& opts) {
   }
   char self[256] = {0};
   if (::gethostname(self, sizeof self - 1) != 0) self[0] = '\0';
-  for (const HostSlots& h : hosts)
-    if (!IsThisHost(h.host, self))
-      return Unimplemented("host '" + h.host + "' is not this host (" + self +
-                           "): starting ranks on other hosts over ssh is not built yet; list this host only "
-                           "(localhost), or start the job with mpirun or Slurm");
-  if (hosts.size() > 1)  // two names for one machine would split its ranks into two "hosts"
-    return InvalidArgument("hosts '" + hosts[0].host + "' and '" + hosts[1].host + "' are both this host (" + self +
-                           "): list it once, with all its slots");
-  HOOP_ASSIGN_OR_RETURN(auto placed, PlaceRanks(hosts, opts.np, opts.map_by));
-  opts.np = static_cast<int>(placed.size());
-  return placed;
+  const auto addresses = LocalAddresses();
+  std::string here;
+  for (const HostSlots& h : hosts) {
+    if (!IsThisHost(h.host, self, addresses)) continue;
+    if (!here.empty())  // two names for one machine would split its ranks into two "hosts"
+      return InvalidArgument("hosts '" + here + "' and '" + h.host + "' are both this host (" + self +
+                             "): list it once, with all its slots");
+    here = h.host;
+  }
+  JobPlan plan;
+  HOOP_ASSIGN_OR_RETURN(plan.placed, PlaceRanks(hosts, opts.np, opts.map_by));
+  opts.np = static_cast<int>(plan.placed.size());
+  for (const Placement& p : plan.placed) {
+    plan.here.push_back(p.host == here);
+    if (p.host != here && std::find(plan.remote.begin(), plan.remote.end(), p.host) == plan.remote.end())
+      plan.remote.push_back(p.host);
+  }
+  return plan;
 }
 
 // --output-filename DIR: DIR/rank.N/stdout and stderr for every rank (N zero-padded to the
 // width of the last rank, so the folders sort in rank order), truncated; (-1, -1) each without it.
-StatusOr<std::vector<std::pair<int, int>>> OutputFiles(const Options& opts) {
+// Ranks on other hosts have theirs written there, by their agent.
+StatusOr<std::vector<std::pair<int, int>>> OutputFiles(const Options& opts, const std::vector<bool>& here) {
   std::vector<std::pair<int, int>> fds(static_cast<size_t>(opts.np), {-1, -1});
   if (opts.output_dir.empty()) return fds;
   const size_t width = std::to_string(opts.np - 1).size();
@@ -119,6 +124,7 @@ StatusOr<std::vector<std::pair<int, int>>> OutputFiles(const Options& opts) {
   if (!make(opts.output_dir))
     return InvalidArgument("--output-filename " + opts.output_dir + ": cannot create it (" + std::strerror(errno) + ")");
   for (int r = 0; r < opts.np; ++r) {
+    if (!here[static_cast<size_t>(r)]) continue;  // its host's agent writes them there
     std::string n = std::to_string(r);
     const std::string dir = opts.output_dir + "/rank." + std::string(width - n.size(), '0') + n;
     if (!make(dir)) return InvalidArgument("--output-filename: cannot create " + dir + " (" + std::strerror(errno) + ")");
@@ -133,52 +139,67 @@ StatusOr<std::vector<std::pair<int, int>>> OutputFiles(const Options& opts) {
 }
 
 // --verbose: what hooprun is about to do, before it does it. The job token is never printed.
-void PrintPlan(const Options& opts, const std::vector<Placement>& placed, const std::vector<std::vector<int>>& bound,
-               int port) {
+void PrintPlan(const Options& opts, const JobPlan& plan, const std::vector<std::vector<int>>& bound,
+               const std::string& store) {
   std::string command;
   for (const std::string& a : opts.command) command += (command.empty() ? "" : " ") + a;
   std::map<std::string, int> per_host;
-  for (const Placement& p : placed) ++per_host[p.host];
-  std::fprintf(stderr, "hooprun: plan: %d rank%s on %zu host%s; store tcp://127.0.0.1:%d (job token not shown)\n",
-               opts.np, opts.np == 1 ? "" : "s", per_host.size(), per_host.size() == 1 ? "" : "s", port);
-  for (size_t r = 0; r < placed.size(); ++r) {
-    const Placement& p = placed[r];
+  for (const Placement& p : plan.placed) ++per_host[p.host];
+  std::fprintf(stderr, "hooprun: plan: %d rank%s on %zu host%s; store %s (job token not shown)\n", opts.np,
+               opts.np == 1 ? "" : "s", per_host.size(), per_host.size() == 1 ? "" : "s", store.c_str());
+  for (const std::string& h : plan.remote) {
+    std::string ssh;
+    for (const std::string& a : SshCommand(opts.ssh, h, "exec <this hooprun> --agent", 10)) ssh += " " + a;
+    std::fprintf(stderr, "hooprun: host %s: %d rank%s through an agent started by:%s\n", h.c_str(), per_host[h],
+                 per_host[h] == 1 ? "" : "s", ssh.c_str());
+  }
+  for (size_t r = 0; r < plan.placed.size(); ++r) {
+    const Placement& p = plan.placed[r];
+    const bool here = plan.here[r];
     std::fprintf(stderr, "hooprun: rank %zu: host %s, local rank %d of %d, cross rank %d of %d, %s%s: %s%s%s\n", r,
                  p.host.c_str(), p.local_rank, p.local_size, p.cross_rank, p.cross_size,
-                 bound[r].empty() ? "not bound" : "cpus ", bound[r].empty() ? "" : CpuList(bound[r]).c_str(),
-                 command.c_str(), opts.wdir.empty() ? "" : " in ", opts.wdir.c_str());
+                 !here ? "bound there" : bound[r].empty() ? "not bound" : "cpus ",
+                 here && !bound[r].empty() ? CpuList(bound[r]).c_str() : "", command.c_str(),
+                 opts.wdir.empty() ? "" : " in ", opts.wdir.c_str());
   }
 }
 
-// Where each rank is bound (--bind-to, common/topology.h), said with --report-bindings. Without
-// hwloc nothing is bound, and asking for a binding is an error.
-StatusOr<std::vector<std::vector<int>>> BindRanks(const Options& opts) {
-  std::vector<std::vector<int>> none(static_cast<size_t>(opts.np));
-  if (opts.bind_to == BindTo::kNone) return none;
-  auto topo = LoadTopology(false);
-  if (!topo.ok()) {
-    if (opts.bind_to == BindTo::kDefault) {
-      if (opts.report_bindings) std::fprintf(stderr, "hooprun: ranks not bound: %s\n", topo.status().message().c_str());
-      return none;
-    }
-    return Status(topo.status().code(), std::string("--bind-to ") + BindToName(opts.bind_to) + ": " + topo.status().message());
+// The plan an agent reads (remote.h): its host's ranks and everything they need. Holds the job
+// token: it goes to the agent on ssh's standard input only.
+std::string AgentPlan(const Options& o, const JobPlan& plan, const std::string& host, const std::string& store,
+                      const std::string& token, const std::string& wdir) {
+  nlohmann::json j;
+  j["host"] = host;
+  j["store"] = store;
+  j["token"] = token;
+  j["np"] = o.np;
+  j["command"] = o.command;
+  j["env"] = nlohmann::json::array();
+  for (auto& [k, v] : o.env) j["env"].push_back({k, v});
+  j["wdir"] = wdir;
+  j["output_dir"] = o.output_dir;
+  j["width"] = std::to_string(o.np - 1).size();
+  j["tag_output"] = o.tag_output;
+  j["report_bindings"] = o.report_bindings;
+  j["bind_to"] = BindToName(o.bind_to);
+  j["ranks"] = nlohmann::json::array();
+  for (size_t r = 0; r < plan.placed.size(); ++r) {
+    const Placement& p = plan.placed[r];
+    if (p.host != host) continue;
+    j["ranks"].push_back({{"rank", r}, {"local_rank", p.local_rank}, {"local_size", p.local_size},
+                          {"cross_rank", p.cross_rank}, {"cross_size", p.cross_size}});
   }
-  const BindTo policy = opts.bind_to == BindTo::kDefault ? DefaultBinding(*topo, opts.np) : opts.bind_to;
-  HOOP_ASSIGN_OR_RETURN(auto sets, Bindings(*topo, opts.np, policy));
-  if (opts.report_bindings)
-    for (int r = 0; r < opts.np; ++r) {
-      const auto& cpus = sets[static_cast<size_t>(r)];
-      if (cpus.empty()) std::fprintf(stderr, "hooprun: rank %d not bound (--bind-to %s)\n", r, BindToName(policy));
-      else std::fprintf(stderr, "hooprun: rank %d bound to %s: cpus %s\n", r, BindToName(policy), CpuList(cpus).c_str());
-    }
-  return sets;
+  return j.dump();
 }
 
 class Job {
  public:
-  Job(const Options& o, std::vector<Rank> ranks, const TcpStoreServer& store, Sentinel& sentinel, Writer& out,
-      Writer& err)
-      : o_(o), ranks_(std::move(ranks)), store_(store), sentinel_(sentinel), out_(out), err_(err) {}
+  Job(const Options& o, std::vector<Rank> ranks, std::vector<Agent> agents, const TcpStoreServer& store,
+      Sentinel& sentinel, Writer& out, Writer& err)
+      : o_(o), ranks_(std::move(ranks)), agents_(std::move(agents)), store_(store), sentinel_(sentinel), out_(out),
+        err_(err) {
+    for (const auto& r : ranks_) multi_host_ |= r.remote;
+  }
 
   int Run(int sig_fd) {
     const auto start = Clock::now();
@@ -192,13 +213,20 @@ class Job {
         if (r.out_fd >= 0) fds.push_back({r.out_fd, POLLIN, 0});
         if (r.err_fd >= 0) fds.push_back({r.err_fd, POLLIN, 0});
       }
+      for (auto& a : agents_) {
+        if (!relay) break;
+        if (a.out_fd >= 0) fds.push_back({a.out_fd, POLLIN, 0});
+        if (a.err_fd >= 0) fds.push_back({a.err_fd, POLLIN, 0});
+      }
       ::poll(fds.data(), fds.size(), 100);
       if (fds[0].revents & POLLIN) HandleSignals(sig_fd);
       for (auto& r : ranks_) {
         if (!relay) break;
-        out_.Write(Relay(r.out_fd, r.out_buf, Prefix(r.rank, "<stdout>: "), r.out_copy));
-        err_.Write(Relay(r.err_fd, r.err_buf, Prefix(r.rank, "<stderr>: "), r.err_copy));
+        out_.Write(Relay(r.out_fd, r.out_buf, Prefix(r, "<stdout>: "), r.out_copy));
+        err_.Write(Relay(r.err_fd, r.err_buf, Prefix(r, "<stderr>: "), r.err_copy));
       }
+      for (auto& a : agents_)
+        if (relay) ReadAgent(a);
       Reap();
       if (o_.timeout_s > 0 && !stopping_ &&
           Clock::now() - start > std::chrono::duration<double>(o_.timeout_s)) {
@@ -231,9 +259,10 @@ class Job {
   }
 
  private:
-  std::string Prefix(int rank, const char* stream) const {
+  std::string Prefix(const Rank& r, const char* stream) const {
     std::string p("[");
-    p.append(std::to_string(rank));
+    if (multi_host_) p.append(r.host + ":");  // [host:rank] when the job spans hosts
+    p.append(std::to_string(r.rank));
     p.append("]");
     p.append(o_.tag_output ? stream : " ");
     return p;
@@ -242,11 +271,13 @@ class Job {
   bool AllDone() {
     bool all_exited = true;
     for (auto& r : ranks_) all_exited &= r.exited;
+    for (auto& a : agents_) all_exited &= a.exited;
     if (!all_exited) return false;
     // Output still buffered in pipes is relayed first; a grandchild holding a pipe open does
     // not keep hooprun alive for more than a second.
     bool open = false;
     for (auto& r : ranks_) open |= r.out_fd >= 0 || r.err_fd >= 0;
+    for (auto& a : agents_) open |= a.out_fd >= 0 || a.err_fd >= 0;
     if (!open) return true;
     if (!all_exited_at_) all_exited_at_ = Clock::now();
     return Clock::now() - *all_exited_at_ > std::chrono::seconds(1);
@@ -269,8 +300,10 @@ class Job {
     int st = 0;
     pid_t pid;
     while ((pid = ::waitpid(-1, &st, WNOHANG)) > 0) {
+      for (auto& a : agents_)
+        if (a.pid == pid) AgentEnded(a, st);
       for (auto& r : ranks_) {
-        if (r.pid != pid) continue;
+        if (r.remote || r.pid != pid) continue;
         r.exited = true;
         r.wait_status = st;
         sentinel_.Reaped(r.pid);
@@ -295,8 +328,7 @@ class Job {
     std::string who, by;
     for (int r : stalled) {
       const Rank* rank = r >= 0 && r < static_cast<int>(ranks_.size()) ? &ranks_[static_cast<size_t>(r)] : nullptr;
-      who += (who.empty() ? "rank " : ", rank ") + std::to_string(r) +
-             (rank ? " (pid " + std::to_string(rank->pid) + ")" : std::string());
+      who += (who.empty() ? "" : ", ") + (rank ? Who(*rank) : "rank " + std::to_string(r));
     }
     for (int r : waiters) by += (by.empty() ? "" : ", ") + std::to_string(r);
     reason_ = who + " stopped making progress (rank" + (waiters.size() > 1 ? "s " : " ") + by +
@@ -315,18 +347,21 @@ class Job {
       exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
       return;
     }
+    // SIGKILL comes from outside (the OOM killer, a user, a scheduler): the likeliest cause of
+    // all. Then any other signal; then an exit with an error. A remote rank's report comes over
+    // ssh, later than a local rank's that failed because of it: order of arrival says little.
     const Rank* cause = failed_.front();
+    auto weight = [](const Rank* r) {
+      const int st = r->wait_status;
+      return WIFSIGNALED(st) ? (WTERMSIG(st) == SIGKILL ? 2 : 1) : 0;
+    };
     for (const Rank* r : failed_)
-      if (WIFSIGNALED(r->wait_status)) {
-        cause = r;
-        break;
-      }
+      if (weight(r) > weight(cause)) cause = r;
     int st = cause->wait_status;
     if (exit_code_ == 0 || exit_code_ == 124) {
       if (exit_code_ == 0) exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
       if (reason_.empty())
-        reason_ = "rank " + std::to_string(cause->rank) + " (pid " + std::to_string(cause->pid) + ") " +
-                  DescribeExit(st) + "; stopped the other ranks";
+        reason_ = Who(*cause) + " " + DescribeExit(st) + "; stopped the other ranks";
     }
   }
 
@@ -354,15 +389,126 @@ class Job {
       Signal(SIGKILL);
       killed_ = true;
     }
+    if (killed_ && !ssh_killed_ && t - kill_at_ > kTermWait) {
+      for (auto& a : agents_)
+        if (!a.exited) ::kill(-a.pid, SIGKILL);
+      ssh_killed_ = true;
+    }
   }
 
   void Signal(int sig) {
     for (auto& r : ranks_)
-      if (!r.exited) ::kill(-r.pid, sig);
+      if (!r.exited && !r.remote) ::kill(-r.pid, sig);
+    // Remote ranks: their agent signals them. SIGKILL also ends its input (the agent then
+    // stops whatever is left and exits), and if even the agent does not go within kTermWait,
+    // its ssh is killed: the session's end reaches it, and its ranks die with it.
+    for (auto& a : agents_) {
+      if (a.exited || a.in_fd < 0) continue;
+      const char* line = sig == SIGKILL ? "kill\n" : "term\n";
+      ssize_t ignored = ::write(a.in_fd, line, std::strlen(line));
+      (void)ignored;
+      if (sig == SIGKILL) {
+        ::close(a.in_fd);
+        a.in_fd = -1;
+      }
+    }
+    if (sig == SIGKILL) kill_at_ = Clock::now();
+  }
+
+  // "rank 3 (pid 123)", or "rank 3 on host node2 (pid 123)" for a remote one.
+  std::string Who(const Rank& r) const {
+    return "rank " + std::to_string(r.rank) + (r.remote ? " on host " + r.host : std::string()) +
+           (r.pid > 0 ? " (pid " + std::to_string(r.pid) + ")" : std::string());
+  }
+
+  // A rank's end, reported by this process (a local rank) or by its agent.
+  void RankEnded(Rank& r, int st) {
+    r.exited = true;
+    r.wait_status = st;
+    if (ExitedCleanly(st)) return;
+    if (!termed_) failed_.push_back(&r);  // failed on its own, not because we stopped it
+    BeginStop(false);
+  }
+
+  // The agent's output: its ranks' lines (already prefixed) go out as they are; its control
+  // lines say which rank started and ended; anything else on its stderr is ssh's or the agent's
+  // own and goes out under the host's name.
+  void ReadAgent(Agent& a) {
+    std::string lines = Relay(a.out_fd, a.out_buf, "");
+    for (size_t start = 0, nl; (nl = lines.find('\n', start)) != std::string::npos; start = nl + 1) {
+      std::string line = lines.substr(start, nl - start);
+      if (!line.empty() && line[0] == kControl) Control(a, line.substr(1));
+      else out_.Write(line + "\n");
+    }
+    lines = Relay(a.err_fd, a.err_buf, "");
+    for (size_t start = 0, nl; (nl = lines.find('\n', start)) != std::string::npos; start = nl + 1) {
+      std::string line = lines.substr(start, nl - start);
+      if (!line.empty() && line[0] == '[') {
+        err_.Write(line + "\n");
+      } else if (!line.empty()) {
+        a.last_err = line;
+        err_.Write("[" + a.host + "] " + line + "\n");
+      }
+    }
+  }
+
+  void Control(Agent& a, const std::string& line) {
+    std::istringstream in(line);
+    std::string what;
+    in >> what;
+    int rank = -1;
+    long value = 0;
+    if (what == "started" && (in >> rank >> value) && rank >= 0 && rank < static_cast<int>(ranks_.size())) {
+      ranks_[static_cast<size_t>(rank)].pid = static_cast<pid_t>(value);
+      if (o_.verbose)
+        err_.Write("hooprun: started rank " + std::to_string(rank) + " on host " + a.host + " (pid " +
+                   std::to_string(value) + ")\n");
+    } else if (what == "exit" && (in >> rank >> value) && rank >= 0 && rank < static_cast<int>(ranks_.size())) {
+      Rank& r = ranks_[static_cast<size_t>(rank)];
+      if (!r.exited) RankEnded(r, static_cast<int>(value));
+    } else if (what == "fail" && (in >> value)) {
+      std::string why;
+      std::getline(in, why);
+      if (!why.empty() && why[0] == ' ') why.erase(0, 1);
+      if (!stopping_) {
+        reason_ = "host " + a.host + ": " + why + "; stopped the other ranks";
+        exit_code_ = value > 0 && value < 256 ? static_cast<int>(value) : 1;
+      }
+      BeginStop(true);
+    }
+  }
+
+  // The agent's ssh ended. With every one of its ranks reported, that is the normal end; else
+  // the connection or the agent was lost, and so were the ranks it still ran.
+  void AgentEnded(Agent& a, int st) {
+    a.exited = true;
+    a.wait_status = st;
+    sentinel_.Reaped(a.pid);
+    if (a.in_fd >= 0) ::close(a.in_fd), a.in_fd = -1;
+    std::string lost;
+    for (int r : a.ranks) {
+      Rank& rank = ranks_[static_cast<size_t>(r)];
+      if (rank.exited) continue;
+      lost += (lost.empty() ? "" : ", ") + std::to_string(r);
+      rank.exited = true;
+      rank.wait_status = st;
+    }
+    if (lost.empty()) return;
+    if (!stopping_) {
+      reason_ = "host " + a.host + ": the ssh connection ended (ssh " + DescribeExit(st) +
+                (a.last_err.empty() ? "" : ": " + a.last_err) + ") while rank" +
+                (lost.find(',') == std::string::npos ? " " : "s ") + lost + " ran there; stopped the other ranks";
+      exit_code_ = 255;
+    }
+    BeginStop(false);
   }
 
   const Options& o_;
   std::vector<Rank> ranks_;
+  std::vector<Agent> agents_;
+  bool multi_host_ = false;
+  bool ssh_killed_ = false;
+  Clock::time_point kill_at_;
   const TcpStoreServer& store_;
   Sentinel& sentinel_;
   Writer &out_, &err_;
@@ -376,31 +522,31 @@ class Job {
 
 // More ranks than cores: a warning (unless --oversubscribe). A job that cannot work, refused:
 // shm rings beyond this host's memory, or more than kMaxRanksPerCore ranks per core.
-bool CheckCrowding(const Options& o) {
+bool CheckCrowding(const Options& o, int here) {
   constexpr int kMaxRanksPerCore = 64;
   cpu_set_t set;
   CPU_ZERO(&set);
   const int cores = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  const double rings = static_cast<double>(o.np) * (o.np - 1) * static_cast<double>(shm::RingBytes());
+  const double rings = static_cast<double>(here) * (here - 1) * static_cast<double>(shm::RingBytes());
   const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
   char line[512];
   if (rings > memory) {
     std::snprintf(line, sizeof line, "hooprun: -np %d: the shared-memory rings between every pair of ranks would need "
                   "%.1f GB (N x (N-1) x %zu KiB), more than this host's %.1f GB\n",
-                  o.np, rings / 1e9, shm::RingBytes() / 1024, memory / 1e9);
+                  here, rings / 1e9, shm::RingBytes() / 1024, memory / 1e9);
     std::fputs(line, stderr);
     return false;
   }
-  if (o.np > kMaxRanksPerCore * cores) {
+  if (here > kMaxRanksPerCore * cores) {
     std::fprintf(stderr, "hooprun: -np %d on %d core%s: more than %d ranks per core is not supported (ranks that wait "
                  "long for a core are taken for lost peers); use at most %d\n",
-                 o.np, cores, cores == 1 ? "" : "s", kMaxRanksPerCore, kMaxRanksPerCore * cores);
+                 here, cores, cores == 1 ? "" : "s", kMaxRanksPerCore, kMaxRanksPerCore * cores);
     return false;
   }
-  if (o.np > cores && !o.oversubscribe)
+  if (here > cores && !o.oversubscribe)
     std::fprintf(stderr, "hooprun: warning: %d ranks on %d core%s (oversubscribed): ranks share cores and wait for "
                  "each other's turns; shm rings take up to %.0f MB (--oversubscribe: no warning)\n",
-                 o.np, cores, cores == 1 ? "" : "s", rings / 1e6);
+                 here, cores, cores == 1 ? "" : "s", rings / 1e6);
   return true;
 }
 
@@ -422,30 +568,36 @@ int main(int argc, char** argv) {
     std::printf("%s\n", hoop::VersionLine("hooprun").c_str());
     return 0;
   }
+  if (opts->agent) return RunAgent();
   // Where every rank goes: -H or --hostfile, else -np ranks on this host.
-  auto placed = PlanRanks(*opts);
-  if (!placed.ok()) {
-    std::fprintf(stderr, "hooprun: %s\n", placed.status().message().c_str());
+  auto plan = PlanRanks(*opts);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "hooprun: %s\n", plan.status().message().c_str());
     return 2;
   }
-  // --output-filename: every rank's files, made before anything starts.
-  auto copies = OutputFiles(*opts);
+  std::vector<int> local;
+  for (int r = 0; r < opts->np; ++r)
+    if (plan->here[static_cast<size_t>(r)]) local.push_back(r);
+  // --output-filename: every local rank's files, made before anything starts.
+  auto copies = OutputFiles(*opts, plan->here);
   if (!copies.ok()) {
     std::fprintf(stderr, "hooprun: %s\n", copies.status().message().c_str());
     return 2;
   }
-  // Each rank's processors (all ranks are on this host).
-  auto bound = BindRanks(*opts);
-  if (!bound.ok()) {
-    std::fprintf(stderr, "hooprun: %s\n", bound.status().message().c_str());
+  // Each local rank's processors (remote ones are bound by their agent), by job rank.
+  auto local_bound = BindRanks(opts->bind_to, opts->report_bindings, local);
+  if (!local_bound.ok()) {
+    std::fprintf(stderr, "hooprun: %s\n", local_bound.status().message().c_str());
     return 2;
   }
+  std::vector<std::vector<int>> bound(static_cast<size_t>(opts->np));
+  for (size_t i = 0; i < local.size(); ++i) bound[static_cast<size_t>(local[i])] = (*local_bound)[i];
   // Once for the job, before anything starts (the ranks' PATH: -x PATH=... if given).
   const char* path = std::getenv("PATH");
   for (auto& [k, v] : opts->env)
     if (k == "PATH") path = v.c_str();
   std::string why;
-  if (!opts->wdir.empty()) {
+  if (!opts->wdir.empty() && !local.empty()) {
     struct stat st {};
     const bool there = ::stat(opts->wdir.c_str(), &st) == 0;
     if (!there || !S_ISDIR(st.st_mode)) {
@@ -457,11 +609,29 @@ int main(int argc, char** argv) {
   const std::string& prog = opts->command[0];
   const std::string checked = !opts->wdir.empty() && prog.find('/') != std::string::npos && prog[0] != '/'
                                   ? opts->wdir + "/" + prog : prog;
-  if (int code = CheckProgram(checked, path, &why)) {
+  if (int code = local.empty() ? 0 : CheckProgram(checked, path, &why)) {
     std::fprintf(stderr, "hooprun: %s\n", why.c_str());
     return code;
   }
-  if (!CheckCrowding(*opts)) return 2;
+  if (!CheckCrowding(*opts, static_cast<int>(local.size()))) return 2;
+  // Other hosts: every one answers over ssh before anything starts, and the store listens where
+  // all of them can reach it.
+  std::string store_host = "127.0.0.1";
+  if (!plan->remote.empty()) {
+    if (opts->verbose)
+      std::fprintf(stderr, "hooprun: checking %zu host%s over ssh (--start-timeout %g s)\n", plan->remote.size(),
+                   plan->remote.size() == 1 ? "" : "s", opts->ssh.start_timeout_s);
+    if (hoop::Status reach = CheckHosts(plan->remote, opts->ssh); !reach.ok()) {
+      std::fprintf(stderr, "hooprun: %s\n", reach.message().c_str());
+      return 1;
+    }
+    auto address = StoreAddress(opts->store_address, opts->network_interface, plan->remote[0]);
+    if (!address.ok()) {
+      std::fprintf(stderr, "hooprun: %s\n", address.status().message().c_str());
+      return 2;
+    }
+    store_host = *address;
+  }
   // First, before any thread or descriptor of the job exists: the process that cleans up if
   // hooprun is killed.
   Sentinel sentinel;
@@ -473,29 +643,72 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
 
   std::string token = NewToken();
-  auto server = hoop::TcpStoreServer::Start("127.0.0.1", 0, token);
+  auto server = hoop::TcpStoreServer::Start(store_host, 0, token);
   if (!server.ok()) {
-    std::fprintf(stderr, "hooprun: cannot start the store: %s\n", server.status().message().c_str());
+    std::fprintf(stderr, "hooprun: cannot start the store on %s: %s\n", store_host.c_str(),
+                 server.status().message().c_str());
     return 1;
   }
-  if (opts->verbose) PrintPlan(*opts, *placed, *bound, (*server)->port());
+  const std::string store = "tcp://" + store_host + ":" + std::to_string((*server)->port());
+  if (opts->verbose) PrintPlan(*opts, *plan, bound, store);
   std::vector<Rank> ranks;
+  std::vector<Agent> agents;
+  auto stop_started = [&] {
+    for (auto& k : ranks)
+      if (!k.remote) ::kill(-k.pid, SIGKILL);
+    for (auto& a : agents) ::kill(-a.pid, SIGKILL);
+  };
+  const auto base = hoop::ProcessEnvironment();
   for (int r = 0; r < opts->np; ++r) {
-    auto rank = StartRank(r, opts->command, RankEnv(*opts, r, (*placed)[static_cast<size_t>(r)], (*server)->port(), token),
-                          (*bound)[static_cast<size_t>(r)], opts->wdir);
+    const Placement& at = plan->placed[static_cast<size_t>(r)];
+    if (!plan->here[static_cast<size_t>(r)]) {
+      Rank placeholder;
+      placeholder.rank = r;
+      placeholder.host = at.host;
+      placeholder.remote = true;
+      ranks.push_back(std::move(placeholder));
+      continue;
+    }
+    auto rank = StartRank(r, opts->command, RankEnv(base, opts->env, r, opts->np, at, store, token),
+                          bound[static_cast<size_t>(r)], opts->wdir);
     if (!rank.ok()) {
       std::fprintf(stderr, "hooprun: cannot start rank %d: %s\n", r, rank.status().message().c_str());
-      for (auto& k : ranks) ::kill(-k.pid, SIGKILL);
+      stop_started();
       return 1;
     }
     sentinel.Started(rank->pid);
     if (opts->verbose) std::fprintf(stderr, "hooprun: started rank %d (pid %d)\n", r, static_cast<int>(rank->pid));
+    rank->host = at.host;
     rank->out_copy = (*copies)[static_cast<size_t>(r)].first;
     rank->err_copy = (*copies)[static_cast<size_t>(r)].second;
     ranks.push_back(std::move(rank).value());
   }
+  if (!plan->remote.empty()) {
+    // The agents run this same hooprun, found at the same path on every host; the ranks there
+    // start in this folder (--wdir: that one) unless it is missing there.
+    char self[4096] = {0}, cwd[4096] = {0};
+    if (::readlink("/proc/self/exe", self, sizeof self - 1) < 0 || !::getcwd(cwd, sizeof cwd)) {
+      std::perror("hooprun: finding its own path and folder");
+      stop_started();
+      return 1;
+    }
+    for (const std::string& host : plan->remote) {
+      auto agent = StartAgent(host, opts->ssh, self,
+                              AgentPlan(*opts, *plan, host, store, token, opts->wdir.empty() ? cwd : opts->wdir));
+      if (!agent.ok()) {
+        std::fprintf(stderr, "hooprun: cannot start the agent on %s: %s\n", host.c_str(),
+                     agent.status().message().c_str());
+        stop_started();
+        return 1;
+      }
+      sentinel.Started(agent->pid);
+      for (int r = 0; r < opts->np; ++r)
+        if (plan->placed[static_cast<size_t>(r)].host == host) agent->ranks.push_back(r);
+      agents.push_back(std::move(agent).value());
+    }
+  }
   Writer out(STDOUT_FILENO), err(STDERR_FILENO);
-  Job job(*opts, std::move(ranks), **server, sentinel, out, err);
+  Job job(*opts, std::move(ranks), std::move(agents), **server, sentinel, out, err);
   const int code = job.Run(sig_fd);
   // Every rank is reaped. Output a stopped reader never takes is abandoned, and with it the
   // writer threads stuck in write(): exit without waiting for them.

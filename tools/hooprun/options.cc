@@ -1,6 +1,7 @@
 #include "tools/hooprun/options.h"
 
 #include <cstdlib>
+#include <sstream>
 
 #include "common/config.h"
 #include "common/parse.h"
@@ -8,7 +9,7 @@
 namespace hoop::run {
 
 const char* const kUsage =
-    "usage: hooprun -np N [-H HOST:SLOTS,... | --hostfile FILE] [--map-by slot|node]\n"
+    "usage: hooprun -np N [-H HOST:SLOTS,... | --hostfile FILE] [--map-by slot|node] [ssh options]\n"
     "               [-x VAR[=VAL]]... [--timeout SECONDS] [--tag-output] [--oversubscribe]\n"
     "               [tensor fusion options] PROGRAM [ARGS...]\n"
     "\n"
@@ -22,13 +23,21 @@ const char* const kUsage =
     "  --hostfile FILE      the same from a file: one 'HOST [slots=N]' per line, '#' comments\n"
     "  --map-by slot|node   fill each host's slots in turn (slot, the default) or deal ranks\n"
     "                       round-robin over the hosts (node)\n"
-    "                       Hosts must be this host for now (localhost, 127.x.x.x or its name):\n"
-    "                       starting ranks on other hosts over ssh is not built yet; use mpirun\n"
-    "                       or Slurm across hosts\n"
+    "                       Ranks on other hosts start over ssh, one agent per host (this same\n"
+    "                       hooprun, at the same path there, as mpirun's orted)\n"
+    "  -p, --ssh-port PORT  ssh's port on the other hosts\n"
+    "  -i, --ssh-identity-file FILE   ssh's key\n"
+    "  --ssh-args 'ARGS'    more arguments for ssh (split on spaces)\n"
+    "  --start-timeout SECONDS  how long every host has to answer ssh (default 30); hosts that\n"
+    "                       do not are named, with ssh's error, and nothing starts\n"
+    "  --store-address ADDR the job's store listens on this address of this host (default, with\n"
+    "                       other hosts: the address on the route to the first of them)\n"
+    "  --network-interface NAME   the same, the address of this interface\n"
     "  --bind-to none|core|numa|socket\n"
     "                       bind each rank to a core (rank i to core i), or to the NUMA node or\n"
-    "                       package holding it (default, as OpenMPI: core up to 2 ranks on the\n"
-    "                       host, numa above, none when the ranks outnumber the cores; hwloc)\n"
+    "                       package holding it (default: the NUMA node, or the package where\n"
+    "                       there is none; none when the ranks outnumber the cores; hwloc. Not\n"
+    "                       OpenMPI's core default: a rank's worker thread needs room, PERF.md)\n"
     "  --report-bindings    print each rank's binding before it starts\n"
     "  -x VAR[=VAL]         set VAR for every rank (VAR alone: pass this shell's value)\n"
     "  --timeout SECONDS    stop the whole job if it runs longer (exit code 124)\n"
@@ -157,6 +166,29 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       o.tag_output = true;
     } else if (a == "--oversubscribe") {
       o.oversubscribe = true;
+    } else if (a == "-p" || a == "--ssh-port") {
+      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
+      auto n = ParseInt(v);
+      if (!n || *n < 1 || *n > 65535) return InvalidArgument(a + " '" + v + "': expected a port in [1, 65535]");
+      o.ssh.port = static_cast<int>(*n);
+    } else if (a == "-i" || a == "--ssh-identity-file") {
+      HOOP_ASSIGN_OR_RETURN(o.ssh.identity, need(a));
+    } else if (a == "--ssh-args") {
+      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
+      std::istringstream words(v);
+      for (std::string w; words >> w;) o.ssh.args.push_back(w);
+    } else if (a == "--start-timeout") {
+      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
+      auto t = ParseSeconds(v);
+      if (!t) return InvalidArgument("--start-timeout '" + v + "': expected a positive number of seconds");
+      o.ssh.start_timeout_s = *t;
+    } else if (a == "--store-address") {
+      HOOP_ASSIGN_OR_RETURN(o.store_address, need(a));
+    } else if (a == "--network-interface") {
+      HOOP_ASSIGN_OR_RETURN(o.network_interface, need(a));
+    } else if (a == "--agent") {
+      o.agent = true;
+      return o;
     } else if (a == "--version") {
       o.version = true;
       return o;
@@ -178,6 +210,8 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   }
   for (; i < argc; ++i) o.command.push_back(argv[i]);
   if (!o.hosts.empty() && !o.hostfile.empty()) return InvalidArgument("-H and --hostfile: give one of them");
+  if (!o.store_address.empty() && !o.network_interface.empty())
+    return InvalidArgument("--store-address and --network-interface: give one of them");
   if (o.np == 0 && o.hosts.empty() && o.hostfile.empty()) return InvalidArgument("-np N is required");
   if (o.command.empty()) return InvalidArgument("no PROGRAM given");
   return o;

@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "common/topology.h"
 #include "tools/hooprun/hosts.h"
+#include "tools/hooprun/remote.h"
 
 namespace hoop::run {
 
@@ -25,6 +26,10 @@ struct Options {
   double timeout_s = 0;                                   // 0: none
   bool tag_output = false;
   bool oversubscribe = false;  // no warning for more ranks than cores
+  SshOptions ssh;                 // -p, -i, --ssh-args, --start-timeout
+  std::string store_address;      // --store-address ADDR
+  std::string network_interface;  // --network-interface NAME
+  bool agent = false;             // --agent: run a remote host's share (remote.h)
   bool help = false, version = false;
   std::vector<std::string> command;
 };

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace hoop::run {
@@ -158,6 +159,47 @@ std::string Relay(int& fd, std::string& buf, const std::string& prefix, int copy
   }
   if (copy_fd >= 0 && !raw.empty()) WriteAll(copy_fd, raw);
   return out;
+}
+
+std::vector<std::string> RankEnv(std::map<std::string, std::string> env,
+                                 const std::vector<std::pair<std::string, std::string>>& extra, int rank, int np,
+                                 const Placement& at, const std::string& store, const std::string& token) {
+  for (auto& [k, v] : extra) env[k] = v;
+  env["HOOP_RANK"] = std::to_string(rank);
+  env["HOOP_SIZE"] = std::to_string(np);
+  env["HOOP_LOCAL_RANK"] = std::to_string(at.local_rank);
+  env["HOOP_LOCAL_SIZE"] = std::to_string(at.local_size);
+  env["HOOP_CROSS_RANK"] = std::to_string(at.cross_rank);
+  env["HOOP_CROSS_SIZE"] = std::to_string(at.cross_size);
+  env["HOOP_STORE"] = store;
+  env["HOOP_JOB_TOKEN"] = token;
+  std::vector<std::string> out;
+  for (auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+StatusOr<std::vector<std::vector<int>>> BindRanks(BindTo bind_to, bool report, const std::vector<int>& ranks) {
+  const int n = static_cast<int>(ranks.size());
+  std::vector<std::vector<int>> none(ranks.size());
+  if (bind_to == BindTo::kNone) return none;
+  auto topo = LoadTopology(false);
+  if (!topo.ok()) {
+    if (bind_to == BindTo::kDefault) {
+      if (report) std::fprintf(stderr, "hooprun: ranks not bound: %s\n", topo.status().message().c_str());
+      return none;
+    }
+    return Status(topo.status().code(), std::string("--bind-to ") + BindToName(bind_to) + ": " + topo.status().message());
+  }
+  const BindTo policy = bind_to == BindTo::kDefault ? DefaultBinding(*topo, n) : bind_to;
+  HOOP_ASSIGN_OR_RETURN(auto sets, Bindings(*topo, n, policy));
+  if (report)
+    for (int i = 0; i < n; ++i) {
+      const auto& cpus = sets[static_cast<size_t>(i)];
+      const int r = ranks[static_cast<size_t>(i)];
+      if (cpus.empty()) std::fprintf(stderr, "hooprun: rank %d not bound (--bind-to %s)\n", r, BindToName(policy));
+      else std::fprintf(stderr, "hooprun: rank %d bound to %s: cpus %s\n", r, BindToName(policy), CpuList(cpus).c_str());
+    }
+  return sets;
 }
 
 std::string DescribeExit(int st) {

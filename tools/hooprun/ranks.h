@@ -6,15 +6,21 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
+#include "common/topology.h"
+#include "tools/hooprun/hosts.h"
 
 namespace hoop::run {
 
 struct Rank {
   int rank = 0;
+  std::string host;     // as the job lists it
+  bool remote = false;  // run by the agent on `host` (remote.h): no pid or pipes here
   pid_t pid = -1;
   int out_fd = -1;  // read ends; -1 once closed
   int err_fd = -1;
@@ -34,6 +40,17 @@ int CheckProgram(const std::string& program, const char* path, std::string* why)
 // (none: not bound), in the folder `wdir` (empty: hooprun's own).
 StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env,
                          const std::vector<int>& cpus = {}, const std::string& wdir = "");
+
+// A rank's environment: `base` (the environment of the process that starts it), `extra` (-x)
+// over it, then hoop's variables for `rank` of `np` at `at`, the store and the job token.
+std::vector<std::string> RankEnv(std::map<std::string, std::string> base,
+                                 const std::vector<std::pair<std::string, std::string>>& extra, int rank, int np,
+                                 const Placement& at, const std::string& store, const std::string& token);
+
+// Where each of `ranks` (job ranks, all on this host) is bound (--bind-to), said on stderr with
+// `report` (--report-bindings). Without hwloc nothing is bound, and asking for a binding is an
+// error.
+StatusOr<std::vector<std::vector<int>>> BindRanks(BindTo bind_to, bool report, const std::vector<int>& ranks);
 
 // Reads what is available on fd and returns every complete line with the prefix; at EOF, the
 // rest too, and closes fd (sets it to -1). copy_fd >= 0: the same lines, without the prefix,

@@ -1,0 +1,169 @@
+// hooprun across hosts for real: network-namespace hosts on one bridge, each remote one running
+// Debian's sshd on its own address with a key made for the test (tests/support/ssh_hosts.h).
+// hooprun runs on host 0 (its own host name), starts the other hosts' ranks through ssh and an
+// agent, and every check is on what the ranks and hooprun print and on what is left running.
+// Skips, saying so, where namespaces or sshd are not available.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/proc.h"
+#include "tests/support/ssh_hosts.h"
+
+using namespace hoop::test;
+
+namespace {
+
+// hooprun on host 0 with the hosts' ssh flags, then `args`.
+std::vector<std::string> Hooprun(const SshHosts& h, const std::vector<std::string>& args) {
+  std::vector<std::string> a{Bin("hooprun")};
+  for (const auto& f : h.SshFlags()) a.push_back(f);
+  a.insert(a.end(), args.begin(), args.end());
+  return h.Run(0, a);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+#define SKIP_WITHOUT(hosts)                            \
+  if (!(hosts).ok()) {                                 \
+    WARN("SKIPPED: ssh test hosts: " << (hosts).why()); \
+    return;                                            \
+  }
+
+}  // namespace
+
+TEST_CASE("hooprun -H over ssh: 2 hosts x 2 ranks, every collective checked, places and prefixes", "[hooprun][ssh]") {
+  SshHosts h(2);
+  SKIP_WITHOUT(h);
+  const std::string hosts = h.name(0) + ":2," + h.address(1) + ":2";
+  auto places = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "60", "/bin/sh", "-c",
+                                    "echo rank=$HOOP_RANK/$HOOP_SIZE local=$HOOP_LOCAL_RANK/$HOOP_LOCAL_SIZE "
+                                    "cross=$HOOP_CROSS_RANK/$HOOP_CROSS_SIZE host=$(hostname)"}),
+                        Within(60));
+  INFO(places.output);
+  CHECK(places.exit_code == 0);
+  CHECK(places.output.find("[" + h.name(0) + ":0] rank=0/4 local=0/2 cross=0/2 host=" + h.name(0)) != std::string::npos);
+  CHECK(places.output.find("[" + h.name(0) + ":1] rank=1/4 local=1/2 cross=0/2 host=" + h.name(0)) != std::string::npos);
+  CHECK(places.output.find("[" + h.address(1) + ":2] rank=2/4 local=0/2 cross=1/2 host=" + h.name(1)) !=
+        std::string::npos);
+  CHECK(places.output.find("[" + h.address(1) + ":3] rank=3/4 local=1/2 cross=1/2 host=" + h.name(1)) !=
+        std::string::npos);
+  // Every collective, dtype and op against its reference, shm inside each host, a network back
+  // end across.
+  auto matrix = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "150", "-x", "HOOP_TIMEOUT=60", Bin("hoop-test-rank"),
+                                    "matrix"}),
+                        Within(180));
+  INFO(matrix.output);
+  CHECK(matrix.exit_code == 0);
+  for (int r = 0; r < 4; ++r)
+    CHECK(matrix.output.find("rank " + std::to_string(r) + ": matrix ok") != std::string::npos);
+}
+
+TEST_CASE("hooprun --hostfile over ssh: 3 hosts x 2 ranks, --map-by node, output files", "[hooprun][ssh]") {
+  SshHosts h(3);
+  SKIP_WITHOUT(h);
+  const std::string file = h.dir() + "/hosts";
+  std::ofstream(file) << "# the test's hosts\n" << h.name(0) << " slots=2\n" << h.address(1) << " slots=2\n"
+                      << h.address(2) << " slots=2  # the last\n";
+  const std::string out = h.dir() + "/out";
+  auto r = RunProc(Hooprun(h, {"--hostfile", file, "--map-by", "node", "--output-filename", out, "--timeout", "60",
+                               "-x", "HOOP_TIMEOUT=30", Bin("hoop-c-api-test")}),
+                   Within(90));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  // --map-by node: ranks 0, 3 here, 1, 4 on host 1, 2, 5 on host 2.
+  for (int k = 0; k < 6; ++k) {
+    const std::string host = k % 3 == 0 ? h.name(0) : h.address(k % 3);
+    CHECK(r.output.find("[" + host + ":" + std::to_string(k) + "] c-api ok rank " + std::to_string(k) + " of 6") !=
+          std::string::npos);
+    CHECK(Slurp(out + "/rank." + std::to_string(k) + "/stdout").find("c-api ok rank " + std::to_string(k) + " of 6") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("hooprun over ssh: a remote rank killed, a host lost, Ctrl-C - the job stops everywhere",
+          "[hooprun][ssh][failure]") {
+  SshHosts h(2);
+  SKIP_WITHOUT(h);
+  const std::string hosts = h.name(0) + ":2," + h.address(1) + ":2";
+  SECTION("a remote rank SIGKILLed inside an allreduce") {
+    std::string marker = NewMarker();
+    auto r = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "60", "-x", "HOOP_TIMEOUT=20", Bin("hoop-test-rank"), "kill",
+                                 "3", marker}),
+                     Within(90));
+    INFO(r.output);
+    CHECK(r.exit_code == 137);
+    CHECK(r.seconds < 20);
+    CHECK(r.output.find("hooprun: rank 3 on host " + h.address(1) + " (pid ") != std::string::npos);
+    CHECK(r.output.find("was killed by signal 9 (Killed); stopped the other ranks") != std::string::npos);
+    CHECK(WaitGone(marker, 5) == 0);
+  }
+  SECTION("the remote host dies (every process on it, sshd included)") {
+    std::string marker = NewMarker();
+    std::thread killer([&] {
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      h.KillHost(1);
+    });
+    auto r = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "60", Bin("hoop-test-rank"), "idle", "40", marker}),
+                     Within(90));
+    killer.join();
+    INFO(r.output);
+    CHECK(r.exit_code == 255);
+    CHECK(r.seconds < 20);
+    CHECK(r.output.find("hooprun: host " + h.address(1) + ": the ssh connection ended (ssh exited with code 255") !=
+          std::string::npos);
+    CHECK(r.output.find("while ranks 2, 3 ran there; stopped the other ranks") != std::string::npos);
+    CHECK(WaitGone(marker, 5) == 0);
+  }
+  SECTION("Ctrl-C") {
+    std::string marker = NewMarker();
+    auto r = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "60", Bin("hoop-test-rank"), "idle", "40", marker}),
+                     SignalAfter(SIGINT, 3.0, 60));
+    INFO(r.output);
+    CHECK(r.exit_code == 130);
+    CHECK(r.seconds < 15);
+    CHECK(r.output.find("hooprun: interrupted by Interrupt; stopped every rank") != std::string::npos);
+    CHECK(WaitGone(marker, 5) == 0);
+    CHECK(h.ProcessesOn(1) == 1);  // sshd alone: no agent, no rank, no session
+  }
+}
+
+TEST_CASE("hooprun over ssh refuses what it cannot reach or run, naming the host", "[hooprun][ssh]") {
+  SshHosts h(2);
+  SKIP_WITHOUT(h);
+  // Nothing answers at .9 (no such host on the bridge), and nothing starts.
+  const std::string nobody = h.address(1).substr(0, h.address(1).rfind('.')) + ".9";
+  std::string marker = NewMarker();
+  auto r = RunProc(Hooprun(h, {"-H", h.name(0) + ":1," + h.address(1) + ":1," + nobody + ":1", "--start-timeout", "4",
+                               "/bin/sh", "-c", "sleep 30; : " + marker}),
+                   Within(60));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.seconds < 15);
+  CHECK(r.output.find("hooprun: cannot reach every host over ssh") == 0);
+  CHECK(r.output.find(nobody + ": ") != std::string::npos);
+  CHECK(r.output.find(h.address(1) + ": ") == std::string::npos);  // that one answered
+  CHECK(CountProcessesWith(marker) == 0);
+  // A program the remote host does not have (every rank there): its agent says so, exit 127.
+  auto missing = RunProc(Hooprun(h, {"-H", h.address(1) + ":2", "/nonexistent/prog-" + marker}), Within(60));
+  INFO(missing.output);
+  CHECK(missing.exit_code == 127);
+  CHECK(missing.output.find("hooprun: host " + h.address(1) + ": /nonexistent/prog-" + marker +
+                            ": No such file or directory; stopped the other ranks") != std::string::npos);
+  auto bad_port = RunProc(Hooprun(h, {"-H", h.address(1) + ":1", "-p", "2222", "--start-timeout", "4", "/bin/true"}),
+                          Within(60));
+  INFO(bad_port.output);
+  CHECK(bad_port.exit_code == 1);
+  CHECK(bad_port.output.find(h.address(1) + ": ssh: connect to host " + h.address(1) + " port 2222: Connection refused") !=
+        std::string::npos);
+}
