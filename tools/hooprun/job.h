@@ -1,0 +1,363 @@
+// hooprun's running job: one poll loop over the signals, the local ranks' pipes and the remote
+// hosts' agents (remote.h); reaping, the one stopping path for every cause (a rank failed, an ssh
+// connection ended, --timeout, Ctrl-C: a grace period, SIGTERM, SIGKILL, and last the agents'
+// ssh), and the line that says why the job failed. Used by main.cc alone.
+#pragma once
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "collectives/stall.h"
+#include "tools/hooprun/options.h"
+#include "tools/hooprun/output.h"
+#include "tools/hooprun/ranks.h"
+#include "tools/hooprun/remote.h"
+#include "tools/hooprun/sentinel.h"
+#include "transport/tcp_store.h"
+
+namespace hoop::run {
+
+using Clock = std::chrono::steady_clock;
+inline constexpr auto kGrace = std::chrono::seconds(2);     // for the other ranks to report a failure
+inline constexpr auto kTermWait = std::chrono::seconds(2);  // between SIGTERM and SIGKILL
+
+class Job {
+ public:
+  Job(const Options& o, std::vector<Rank> ranks, std::vector<Agent> agents, const TcpStoreServer& store,
+      Sentinel& sentinel, Writer& out, Writer& err)
+      : o_(o), ranks_(std::move(ranks)), agents_(std::move(agents)), store_(store), sentinel_(sentinel), out_(out),
+        err_(err) {
+    for (const auto& r : ranks_) multi_host_ |= r.remote;
+  }
+
+  int Run(int sig_fd) {
+    const auto start = Clock::now();
+    while (!AllDone()) {
+      std::vector<pollfd> fds{{sig_fd, POLLIN, 0}};
+      // A writer with a backlog (its reader is slow or stopped): leave the ranks' pipes unread,
+      // so the ranks wait for the reader, while this loop goes on answering signals and timeouts.
+      const bool relay = !out_.Full() && !err_.Full();
+      for (auto& r : ranks_) {
+        if (!relay) break;
+        if (r.out_fd >= 0) fds.push_back({r.out_fd, POLLIN, 0});
+        if (r.err_fd >= 0) fds.push_back({r.err_fd, POLLIN, 0});
+      }
+      for (auto& a : agents_) {
+        if (!relay) break;
+        if (a.out_fd >= 0) fds.push_back({a.out_fd, POLLIN, 0});
+        if (a.err_fd >= 0) fds.push_back({a.err_fd, POLLIN, 0});
+      }
+      ::poll(fds.data(), fds.size(), 100);
+      if (fds[0].revents & POLLIN) HandleSignals(sig_fd);
+      for (auto& r : ranks_) {
+        if (!relay) break;
+        out_.Write(Relay(r.out_fd, r.out_buf, Prefix(r, "<stdout>: "), r.out_copy));
+        err_.Write(Relay(r.err_fd, r.err_buf, Prefix(r, "<stderr>: "), r.err_copy));
+      }
+      for (auto& a : agents_)
+        if (relay) ReadAgent(a);
+      Reap();
+      if (o_.timeout_s > 0 && !stopping_ &&
+          Clock::now() - start > std::chrono::duration<double>(o_.timeout_s)) {
+        reason_ = "the job ran past --timeout " + std::to_string(static_cast<int>(o_.timeout_s)) + " s";
+        exit_code_ = 124;
+        BeginStop(false);
+      }
+      Escalate();
+    }
+    ExplainFailure();
+    if (!reason_.empty()) err_.Write("hooprun: " + reason_ + "\n");
+    return exit_code_;
+  }
+
+  // Waits for the output to be written. After --timeout or an interrupt, or on a new signal
+  // meanwhile, only while the reader keeps taking data (2 s without progress: the rest is
+  // abandoned; false).
+  bool Flush(int sig_fd) {
+    bool hurry = exit_code_ == 124 || exit_code_ == 129 || exit_code_ == 130 || exit_code_ == 143;
+    while (!(out_.Drained(std::chrono::milliseconds(50)) && err_.Drained(std::chrono::milliseconds(50)))) {
+      pollfd p{sig_fd, POLLIN, 0};
+      if (::poll(&p, 1, 0) > 0) {
+        signalfd_siginfo si;
+        while (::read(sig_fd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si)))
+          hurry |= si.ssi_signo != SIGCHLD;
+      }
+      if (hurry && std::max(out_.Stalled(), err_.Stalled()) > std::chrono::seconds(2)) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::string Prefix(const Rank& r, const char* stream) const {
+    std::string p("[");
+    if (multi_host_) p.append(r.host + ":");  // [host:rank] when the job spans hosts
+    p.append(std::to_string(r.rank));
+    p.append("]");
+    p.append(o_.tag_output ? stream : " ");
+    return p;
+  }
+
+  bool AllDone() {
+    bool all_exited = true;
+    for (auto& r : ranks_) all_exited &= r.exited;
+    for (auto& a : agents_) all_exited &= a.exited;
+    if (!all_exited) return false;
+    // Output still buffered in pipes is relayed first; a grandchild holding a pipe open does
+    // not keep hooprun alive for more than a second.
+    bool open = false;
+    for (auto& r : ranks_) open |= r.out_fd >= 0 || r.err_fd >= 0;
+    for (auto& a : agents_) open |= a.out_fd >= 0 || a.err_fd >= 0;
+    if (!open) return true;
+    if (!all_exited_at_) all_exited_at_ = Clock::now();
+    return Clock::now() - *all_exited_at_ > std::chrono::seconds(1);
+  }
+
+  void HandleSignals(int sig_fd) {
+    signalfd_siginfo si;
+    while (::read(sig_fd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
+      if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP) {
+        if (!stopping_) {
+          reason_ = std::string("interrupted by ") + ::strsignal(static_cast<int>(si.ssi_signo)) + "; stopped every rank";
+          exit_code_ = 128 + static_cast<int>(si.ssi_signo);  // as a shell reports it: 130, 143, 129
+        }
+        BeginStop(true);
+      }
+    }
+  }
+
+  void Reap() {
+    int st = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &st, WNOHANG)) > 0) {
+      for (auto& a : agents_)
+        if (a.pid == pid) AgentEnded(a, st);
+      for (auto& r : ranks_) {
+        if (r.remote || r.pid != pid) continue;
+        r.exited = true;
+        r.wait_status = st;
+        sentinel_.Reaped(r.pid);
+        if (ExitedCleanly(st)) continue;
+        if (!termed_) failed_.push_back(&r);  // failed on its own, not because we stopped it
+        BeginStop(false);
+      }
+    }
+  }
+
+  // The ranks that timed out name the one that stopped making progress in the store
+  // (collectives/stall.h): "hoop/<comm>/stalled/<rank that timed out>" = its verdict.
+  bool ExplainStall() {
+    std::set<int> stalled, waiters;
+    for (const auto& [key, value] : store_.Find("/stalled/")) {
+      std::vector<int> ranks;
+      if (!ParseRankList(value, &ranks)) continue;
+      stalled.insert(ranks.begin(), ranks.end());
+      waiters.insert(std::atoi(key.substr(key.rfind('/') + 1).c_str()));
+    }
+    if (stalled.empty()) return false;
+    std::string who, by;
+    for (int r : stalled) {
+      const Rank* rank = r >= 0 && r < static_cast<int>(ranks_.size()) ? &ranks_[static_cast<size_t>(r)] : nullptr;
+      who += (who.empty() ? "" : ", ") + (rank ? Who(*rank) : "rank " + std::to_string(r));
+    }
+    for (int r : waiters) by += (by.empty() ? "" : ", ") + std::to_string(r);
+    reason_ = who + " stopped making progress (rank" + (waiters.size() > 1 ? "s " : " ") + by +
+              " timed out waiting for " + (stalled.size() > 1 ? "them" : "it") + "); stopped the other ranks";
+    return true;
+  }
+
+  // The line that says why the job failed. A rank's death makes its peers fail within
+  // milliseconds, so the order in which exits are reaped does not tell cause from effect: a rank
+  // killed by a signal is the likelier cause than one that exited with an error. Ranks that timed
+  // out because another stopped making progress say which one (ExplainStall).
+  void ExplainFailure() {
+    if (failed_.empty()) return;
+    if (exit_code_ == 0 && reason_.empty() && ExplainStall()) {
+      int st = failed_.front()->wait_status;
+      exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      return;
+    }
+    // SIGKILL comes from outside (the OOM killer, a user, a scheduler): the likeliest cause of
+    // all. Then any other signal; then an exit with an error. A remote rank's report comes over
+    // ssh, later than a local rank's that failed because of it: order of arrival says little.
+    const Rank* cause = failed_.front();
+    auto weight = [](const Rank* r) {
+      const int st = r->wait_status;
+      return WIFSIGNALED(st) ? (WTERMSIG(st) == SIGKILL ? 2 : 1) : 0;
+    };
+    for (const Rank* r : failed_)
+      if (weight(r) > weight(cause)) cause = r;
+    int st = cause->wait_status;
+    if (exit_code_ == 0 || exit_code_ == 124) {
+      if (exit_code_ == 0) exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      if (reason_.empty())
+        reason_ = Who(*cause) + " " + DescribeExit(st) + "; stopped the other ranks";
+    }
+  }
+
+  void BeginStop(bool now) {
+    if (!stopping_) {
+      stopping_ = true;
+      stop_at_ = Clock::now();
+    }
+    if (now && !termed_) {
+      Signal(SIGTERM);
+      termed_ = true;
+      term_at_ = Clock::now();
+    }
+  }
+
+  void Escalate() {
+    if (!stopping_) return;
+    auto t = Clock::now();
+    if (!termed_ && t - stop_at_ > kGrace) {
+      Signal(SIGTERM);
+      termed_ = true;
+      term_at_ = t;
+    }
+    if (termed_ && !killed_ && t - term_at_ > kTermWait) {
+      Signal(SIGKILL);
+      killed_ = true;
+    }
+    if (killed_ && !ssh_killed_ && t - kill_at_ > kTermWait) {
+      for (auto& a : agents_)
+        if (!a.exited) ::kill(-a.pid, SIGKILL);
+      ssh_killed_ = true;
+    }
+  }
+
+  void Signal(int sig) {
+    for (auto& r : ranks_)
+      if (!r.exited && !r.remote) ::kill(-r.pid, sig);
+    // Remote ranks: their agent signals them. SIGKILL also ends its input (the agent then
+    // stops whatever is left and exits), and if even the agent does not go within kTermWait,
+    // its ssh is killed: the session's end reaches it, and its ranks die with it.
+    for (auto& a : agents_) {
+      if (a.exited || a.in_fd < 0) continue;
+      const char* line = sig == SIGKILL ? "kill\n" : "term\n";
+      ssize_t ignored = ::write(a.in_fd, line, std::strlen(line));
+      (void)ignored;
+      if (sig == SIGKILL) {
+        ::close(a.in_fd);
+        a.in_fd = -1;
+      }
+    }
+    if (sig == SIGKILL) kill_at_ = Clock::now();
+  }
+
+  // "rank 3 (pid 123)", or "rank 3 on host node2 (pid 123)" for a remote one.
+  std::string Who(const Rank& r) const {
+    return "rank " + std::to_string(r.rank) + (r.remote ? " on host " + r.host : std::string()) +
+           (r.pid > 0 ? " (pid " + std::to_string(r.pid) + ")" : std::string());
+  }
+
+  // A rank's end, reported by this process (a local rank) or by its agent.
+  void RankEnded(Rank& r, int st) {
+    r.exited = true;
+    r.wait_status = st;
+    if (ExitedCleanly(st)) return;
+    if (!termed_) failed_.push_back(&r);  // failed on its own, not because we stopped it
+    BeginStop(false);
+  }
+
+  // The agent's output: its ranks' lines (already prefixed) go out as they are; its control
+  // lines say which rank started and ended; anything else on its stderr is ssh's or the agent's
+  // own and goes out under the host's name.
+  void ReadAgent(Agent& a) {
+    std::string lines = Relay(a.out_fd, a.out_buf, "");
+    for (size_t start = 0, nl; (nl = lines.find('\n', start)) != std::string::npos; start = nl + 1) {
+      std::string line = lines.substr(start, nl - start);
+      if (!line.empty() && line[0] == kControl) Control(a, line.substr(1));
+      else out_.Write(line + "\n");
+    }
+    lines = Relay(a.err_fd, a.err_buf, "");
+    for (size_t start = 0, nl; (nl = lines.find('\n', start)) != std::string::npos; start = nl + 1) {
+      std::string line = lines.substr(start, nl - start);
+      if (!line.empty() && line[0] == '[') {
+        err_.Write(line + "\n");
+      } else if (!line.empty()) {
+        a.last_err = line;
+        err_.Write("[" + a.host + "] " + line + "\n");
+      }
+    }
+  }
+
+  void Control(Agent& a, const std::string& line) {
+    std::istringstream in(line);
+    std::string what;
+    in >> what;
+    int rank = -1;
+    long value = 0;
+    if (what == "started" && (in >> rank >> value) && rank >= 0 && rank < static_cast<int>(ranks_.size())) {
+      ranks_[static_cast<size_t>(rank)].pid = static_cast<pid_t>(value);
+      if (o_.verbose)
+        err_.Write("hooprun: started rank " + std::to_string(rank) + " on host " + a.host + " (pid " +
+                   std::to_string(value) + ")\n");
+    } else if (what == "exit" && (in >> rank >> value) && rank >= 0 && rank < static_cast<int>(ranks_.size())) {
+      Rank& r = ranks_[static_cast<size_t>(rank)];
+      if (!r.exited) RankEnded(r, static_cast<int>(value));
+    } else if (what == "fail" && (in >> value)) {
+      std::string why;
+      std::getline(in, why);
+      if (!why.empty() && why[0] == ' ') why.erase(0, 1);
+      if (!stopping_) {
+        reason_ = "host " + a.host + ": " + why + "; stopped the other ranks";
+        exit_code_ = value > 0 && value < 256 ? static_cast<int>(value) : 1;
+      }
+      BeginStop(true);
+    }
+  }
+
+  // The agent's ssh ended. With every one of its ranks reported, that is the normal end; else
+  // the connection or the agent was lost, and so were the ranks it still ran.
+  void AgentEnded(Agent& a, int st) {
+    a.exited = true;
+    a.wait_status = st;
+    sentinel_.Reaped(a.pid);
+    if (a.in_fd >= 0) ::close(a.in_fd), a.in_fd = -1;
+    std::string lost;
+    for (int r : a.ranks) {
+      Rank& rank = ranks_[static_cast<size_t>(r)];
+      if (rank.exited) continue;
+      lost += (lost.empty() ? "" : ", ") + std::to_string(r);
+      rank.exited = true;
+      rank.wait_status = st;
+    }
+    if (lost.empty()) return;
+    if (!stopping_) {
+      reason_ = "host " + a.host + ": the ssh connection ended (ssh " + DescribeExit(st) +
+                (a.last_err.empty() ? "" : ": " + a.last_err) + ") while rank" +
+                (lost.find(',') == std::string::npos ? " " : "s ") + lost + " ran there; stopped the other ranks";
+      exit_code_ = 255;
+    }
+    BeginStop(false);
+  }
+
+  const Options& o_;
+  std::vector<Rank> ranks_;
+  std::vector<Agent> agents_;
+  bool multi_host_ = false;
+  bool ssh_killed_ = false;
+  Clock::time_point kill_at_;
+  const TcpStoreServer& store_;
+  Sentinel& sentinel_;
+  Writer &out_, &err_;
+  bool stopping_ = false, termed_ = false, killed_ = false;
+  Clock::time_point stop_at_, term_at_;
+  std::optional<Clock::time_point> all_exited_at_;
+  std::vector<const Rank*> failed_;
+  std::string reason_;
+  int exit_code_ = 0;
+};
+
+}  // namespace hoop::run
