@@ -46,12 +46,20 @@ TEST_CASE("hooprun -H over ssh: 2 hosts x 2 ranks, every collective checked, pla
   SshHosts h(2);
   SKIP_WITHOUT(h);
   const std::string hosts = h.name(0) + ":2," + h.address(1) + ":2";
-  auto places = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "60", "/bin/sh", "-c",
+  auto places = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "60", "-x", "HOOP_TEST_X=forwarded", "--wdir", h.dir(),
+                                    "/bin/sh", "-c",
                                     "echo rank=$HOOP_RANK/$HOOP_SIZE local=$HOOP_LOCAL_RANK/$HOOP_LOCAL_SIZE "
-                                    "cross=$HOOP_CROSS_RANK/$HOOP_CROSS_SIZE host=$(hostname)"}),
+                                    "cross=$HOOP_CROSS_RANK/$HOOP_CROSS_SIZE host=$(hostname); "
+                                    "echo x=$HOOP_TEST_X in=$(pwd) store=$HOOP_STORE"}),
                         Within(60));
   INFO(places.output);
   CHECK(places.exit_code == 0);
+  // -x reaches every rank, --wdir is every rank's folder, and the store is on host 0's address.
+  for (int r = 0; r < 4; ++r) {
+    const std::string host = r < 2 ? h.name(0) : h.address(1);
+    CHECK(places.output.find("[" + host + ":" + std::to_string(r) + "] x=forwarded in=" + h.dir() + " store=tcp://" +
+                             h.address(0) + ":") != std::string::npos);
+  }
   CHECK(places.output.find("[" + h.name(0) + ":0] rank=0/4 local=0/2 cross=0/2 host=" + h.name(0)) != std::string::npos);
   CHECK(places.output.find("[" + h.name(0) + ":1] rank=1/4 local=1/2 cross=0/2 host=" + h.name(0)) != std::string::npos);
   CHECK(places.output.find("[" + h.address(1) + ":2] rank=2/4 local=0/2 cross=1/2 host=" + h.name(1)) !=
@@ -123,6 +131,16 @@ TEST_CASE("hooprun over ssh: a remote rank killed, a host lost, Ctrl-C - the job
     CHECK(r.output.find("hooprun: host " + h.address(1) + ": the ssh connection ended (ssh exited with code 255") !=
           std::string::npos);
     CHECK(r.output.find("while ranks 2, 3 ran there; stopped the other ranks") != std::string::npos);
+    CHECK(WaitGone(marker, 5) == 0);
+  }
+  SECTION("--timeout") {
+    std::string marker = NewMarker();
+    auto r = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "3", Bin("hoop-test-rank"), "idle", "40", marker}),
+                     Within(60));
+    INFO(r.output);
+    CHECK(r.exit_code == 124);
+    CHECK(r.seconds < 15);
+    CHECK(r.output.find("hooprun: the job ran past --timeout 3 s") != std::string::npos);
     CHECK(WaitGone(marker, 5) == 0);
   }
   SECTION("Ctrl-C") {

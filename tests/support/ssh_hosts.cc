@@ -14,7 +14,7 @@
 namespace hoop::test {
 namespace {
 
-bool Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+bool Sh(const std::string& cmd) { return std::system(("{ " + cmd + "; } >/dev/null 2>&1").c_str()) == 0; }
 
 std::string Slurp(const std::string& path) {
   std::ifstream f(path);
