@@ -100,11 +100,20 @@ void UcxTransport::Settle(std::vector<void*>* requests, std::chrono::millisecond
 }
 
 UcxTransport::~UcxTransport() {
-  // Close every endpoint, flushing what is still queued to it, for a bounded time.
+  // Close every endpoint, flushing what is still queued to it, for a bounded time - but by force
+  // (UCX cancels its requests) where its peer failed, or everywhere once this rank aborted or a
+  // loss is pending: a flush to a peer that is gone never ends, and destroying the worker while
+  // an endpoint still holds requests fails UCX's assertion and aborts the process (seen when a
+  // rank on another host was killed mid-allreduce: a rank here died of SIGABRT on its way out).
+  const bool failing = aborted_ || !losses_.empty();
   std::vector<void*> closing;
   for (auto& ps : peers_) {
     if (!ps.ep) continue;
     ucp_request_param_t prm{};
+    if (failing || !ps.failure.ok()) {
+      prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    }
     void* r = ucp_ep_close_nbx(ps.ep, &prm);
     if (r && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
   }
@@ -374,6 +383,7 @@ Status UcxTransport::Sleep(std::vector<Completion>*, Deadline deadline) {
 }
 
 void UcxTransport::Abort(const std::string& cause) {
+  aborted_ = true;
   std::string text = cause.substr(0, 1024);
   std::vector<void*> pending;
   Header h{0, 0, opts_.rank, kAbort};

@@ -132,6 +132,7 @@ class UcxTransport : public Transport {
   std::vector<Completion> completed_;            // filled by callbacks, drained by Poll
   std::map<const void*, ucp_mem_h> staging_;
   PeerWatch watch_;
+  bool aborted_ = false;   // Abort() was called: the endpoints close by force
   DeferredLosses losses_;  // a lost peer fails after its abort notice has had time to arrive
 };
 
