@@ -1,6 +1,7 @@
 // common/topology.h's policy part, the same with or without hwloc: default bindings and the
 // processor sets each rank gets.
 #include <algorithm>
+#include <optional>
 
 #include "common/topology.h"
 
@@ -31,6 +32,50 @@ const Topology::Unit* Holding(const std::vector<Topology::Unit>& units, int cpu)
 }
 }  // namespace
 
+std::vector<const Topology::Device*> Gpus(const Topology& t) {
+  std::vector<const Topology::Device*> out;
+  for (const auto& d : t.devices) {
+    if (d.kind != "gpu") continue;
+    // One GPU may show as several devices (a DRM card and its render node): one per PCI address.
+    const std::string pci = d.detail.substr(0, d.detail.find(' '));
+    bool seen = false;
+    for (const auto* g : out) seen |= !pci.empty() && g->detail.substr(0, g->detail.find(' ')) == pci;
+    if (!seen) out.push_back(&d);
+  }
+  return out;
+}
+
+namespace {
+// The core each rank is placed on: core i for rank i, or, on a host with GPUs, the first core
+// near rank i's GPU (GPU i mod count) that no rank before it took, else the first free core
+// anywhere, else (more ranks than cores) round-robin.
+std::vector<size_t> HomeCores(const Topology& t, int ranks) {
+  std::vector<size_t> home(static_cast<size_t>(std::max(ranks, 0)));
+  const auto gpus = Gpus(t);
+  std::vector<bool> taken(t.cores.size(), false);
+  for (int r = 0; r < ranks; ++r) {
+    size_t pick = static_cast<size_t>(r) % t.cores.size();
+    if (!gpus.empty()) {
+      const auto& near = gpus[static_cast<size_t>(r) % gpus.size()]->near;
+      auto is_near = [&](size_t c) {
+        const auto& cpus = t.cores[c].cpus;
+        return !cpus.empty() && std::find(near.begin(), near.end(), cpus.front()) != near.end();
+      };
+      std::optional<size_t> free_near, free_any;
+      for (size_t c = 0; c < t.cores.size(); ++c) {
+        if (taken[c]) continue;
+        if (!free_any) free_any = c;
+        if (!free_near && is_near(c)) free_near = c;
+      }
+      pick = free_near ? *free_near : free_any ? *free_any : pick;
+    }
+    taken[pick] = true;
+    home[static_cast<size_t>(r)] = pick;
+  }
+  return home;
+}
+}  // namespace
+
 StatusOr<std::vector<std::vector<int>>> Bindings(const Topology& t, int ranks, BindTo policy) {
   if (policy == BindTo::kDefault) policy = DefaultBinding(t, ranks);
   std::vector<std::vector<int>> out(static_cast<size_t>(std::max(ranks, 0)));
@@ -39,8 +84,9 @@ StatusOr<std::vector<std::vector<int>>> Bindings(const Topology& t, int ranks, B
   if (policy == BindTo::kCore && ranks > static_cast<int>(t.cores.size()))
     return InvalidArgument("--bind-to core: " + std::to_string(ranks) + " ranks on this host's " +
                            std::to_string(t.cores.size()) + " cores (bind to numa, socket or none)");
+  const auto home = HomeCores(t, ranks);
   for (int r = 0; r < ranks; ++r) {
-    const Topology::Unit& core = t.cores[static_cast<size_t>(r) % t.cores.size()];
+    const Topology::Unit& core = t.cores[home[static_cast<size_t>(r)]];
     const int first = core.cpus.empty() ? -1 : core.cpus.front();
     const Topology::Unit* unit = &core;
     if (policy == BindTo::kNuma) unit = Holding(t.numa_nodes, first);

@@ -3,7 +3,9 @@
 // else from topology_none.cc (every answer: built without hwloc).
 //
 // Binding: rank i of a host is placed on core i (round-robin over the cores) and bound to that
-// core, or to the NUMA node or the package (socket) that holds it. The default is the NUMA node
+// core, or to the NUMA node or the package (socket) that holds it. On a host with GPUs, local
+// rank i uses GPU i (mod their count) and is placed on the first free core nearest that GPU
+// instead (hwloc's locality of its PCI device), so its binding is the GPU's side of the host. The default is the NUMA node
 // (the package where hwloc sees none), and none when the host's ranks outnumber its cores. Not
 // OpenMPI's core binding for up to 2 ranks: a hoop rank runs a worker thread beside its caller,
 // and pinned to one core the two take turns (2 ranks on the CI machine, 8 B ping-pong: 0.21-0.45
@@ -36,8 +38,8 @@ struct Topology {
 // Whether this build has hwloc (HOOP_WITH_HWLOC).
 bool BuiltWithHwloc();
 // This host's topology (hwloc's), with the network and GPU devices when `devices` (their
-// discovery goes through hwloc's PCI plugin, which leaks a little memory: LeakSanitizer sees it
-// in any program that asks, so hooprun's binding, which needs none, does not ask).
+// discovery scans PCI through hwloc's plugin, which leaks a little memory; sanitizer builds do
+// not check what the load allocates). hooprun asks for devices only where a GPU driver is.
 // Unimplemented without hwloc.
 StatusOr<Topology> LoadTopology(bool devices);
 
@@ -48,6 +50,9 @@ BindTo DefaultBinding(const Topology& t, int ranks);
 // The processors each of `ranks` local ranks is bound to (an empty set: not bound), under
 // `policy` (kDefault resolved as above). Refuses core binding of more ranks than cores.
 StatusOr<std::vector<std::vector<int>>> Bindings(const Topology& t, int ranks, BindTo policy);
+
+// The host's GPUs, one per PCI device, in hwloc's order (local rank i's is i mod their count).
+std::vector<const Topology::Device*> Gpus(const Topology& t);
 
 // "0-3,8,10-11"
 std::string CpuList(const std::vector<int>& cpus);

@@ -52,6 +52,42 @@ TEST_CASE("binding: the default, core, numa and socket sets, and what is refused
   CHECK((*numa_over)[8] == t.numa_nodes[0].cpus);
 }
 
+// Two GPUs, one per package (a DRM card and its render node each, as hwloc lists them): local
+// rank i uses GPU i mod 2 and sits on the first free core near it.
+TEST_CASE("binding on a host with GPUs: each rank near its GPU", "[topology]") {
+  Topology t = Host();
+  t.devices.push_back({"nic", "eth0", "0000:01:00.0 [8086:1521]", t.packages[0].cpus});
+  t.devices.push_back({"gpu", "card0", "0000:3b:00.0 [10de:2330]", t.packages[0].cpus});
+  t.devices.push_back({"gpu", "renderD128", "0000:3b:00.0 [10de:2330]", t.packages[0].cpus});
+  t.devices.push_back({"gpu", "card1", "0000:af:00.0 [10de:2330]", t.packages[1].cpus});
+  const auto gpus = Gpus(t);
+  REQUIRE(gpus.size() == 2);
+  CHECK(gpus[0]->name == "card0");
+  CHECK(gpus[1]->name == "card1");
+  auto core = Bindings(t, 4, BindTo::kCore);
+  REQUIRE(core.ok());
+  CHECK((*core)[0] == std::vector<int>{0, 1});    // GPU 0's package, its first core
+  CHECK((*core)[1] == std::vector<int>{8, 9});    // GPU 1's package
+  CHECK((*core)[2] == std::vector<int>{2, 3});    // GPU 0 again: the next free core near it
+  CHECK((*core)[3] == std::vector<int>{10, 11});
+  auto numa = Bindings(t, 2, BindTo::kNuma);
+  REQUIRE(numa.ok());
+  CHECK((*numa)[1] == t.numa_nodes[2].cpus);  // not core 1's node: GPU 1's
+  // More ranks near one GPU than it has cores: the rest take free cores elsewhere, never one
+  // already taken.
+  Topology one = Host();
+  one.devices.push_back({"gpu", "card0", "0000:3b:00.0", t.numa_nodes[0].cpus});
+  auto crowd = Bindings(one, 3, BindTo::kCore);
+  REQUIRE(crowd.ok());
+  CHECK((*crowd)[0] == std::vector<int>{0, 1});
+  CHECK((*crowd)[1] == std::vector<int>{2, 3});
+  CHECK((*crowd)[2] == std::vector<int>{4, 5});  // node 0 has two cores: the first free one after
+  // No GPUs: rank i on core i, as before.
+  auto plain = Bindings(Host(), 2, BindTo::kNuma);
+  REQUIRE(plain.ok());
+  CHECK((*plain)[1] == Host().numa_nodes[0].cpus);
+}
+
 TEST_CASE("processor lists are written as ranges", "[topology]") {
   CHECK(CpuList({}).empty());
   CHECK(CpuList({3}) == "3");

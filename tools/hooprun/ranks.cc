@@ -182,7 +182,10 @@ StatusOr<std::vector<std::vector<int>>> BindRanks(BindTo bind_to, bool report, c
   const int n = static_cast<int>(ranks.size());
   std::vector<std::vector<int>> none(ranks.size());
   if (bind_to == BindTo::kNone) return none;
-  auto topo = LoadTopology(false);
+  // I/O devices only where a GPU driver is there (their PCI discovery costs a scan): with GPUs,
+  // ranks are placed near their own (common/topology.h).
+  const bool gpus = ::access("/dev/nvidia0", F_OK) == 0 || ::access("/dev/kfd", F_OK) == 0;
+  auto topo = LoadTopology(gpus);
   if (!topo.ok()) {
     if (bind_to == BindTo::kDefault) {
       if (report) std::fprintf(stderr, "hooprun: ranks not bound: %s\n", topo.status().message().c_str());
