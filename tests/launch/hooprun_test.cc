@@ -27,6 +27,19 @@ TEST_CASE("hooprun --help and argument errors", "[hooprun]") {
   auto bad = RunProc({Bin("hooprun"), "-np", "two", "/bin/true"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.output.find("-np 'two'") != std::string::npos);
+  // The ssh flags.
+  CHECK(h.output.find("-p, --ssh-port PORT") != std::string::npos);
+  CHECK(h.output.find("--start-timeout SECONDS") != std::string::npos);
+  auto port = RunProc({Bin("hooprun"), "-np", "1", "-p", "70000", "/bin/true"});
+  CHECK(port.exit_code == 2);
+  CHECK(port.output.find("-p '70000': expected a port in [1, 65535]") != std::string::npos);
+  auto wait = RunProc({Bin("hooprun"), "-np", "1", "--start-timeout", "-1", "/bin/true"});
+  CHECK(wait.exit_code == 2);
+  CHECK(wait.output.find("--start-timeout '-1': expected a positive number of seconds") != std::string::npos);
+  auto store = RunProc({Bin("hooprun"), "-np", "1", "--store-address", "10.0.0.1", "--network-interface", "eth0",
+                        "/bin/true"});
+  CHECK(store.exit_code == 2);
+  CHECK(store.output.find("--store-address and --network-interface: give one of them") != std::string::npos);
 }
 
 namespace {
