@@ -14,18 +14,19 @@ const char* AlgoName(Algo a) {
     case Algo::kDoubling: return "doubling";
     case Algo::kFlat: return "flat";
     case Algo::kPairwise: return "pairwise";
+    case Algo::kHierarchical: return "hierarchical";
   }
   return "?";
 }
 
 std::vector<std::string> AlgoNames() {
   std::vector<std::string> names;
-  for (int a = 0; a <= static_cast<int>(Algo::kPairwise); ++a) names.push_back(AlgoName(static_cast<Algo>(a)));
+  for (int a = 0; a <= static_cast<int>(Algo::kHierarchical); ++a) names.push_back(AlgoName(static_cast<Algo>(a)));
   return names;
 }
 
 std::optional<Algo> ParseAlgo(const std::string& name) {
-  for (int a = 0; a <= static_cast<int>(Algo::kPairwise); ++a)
+  for (int a = 0; a <= static_cast<int>(Algo::kHierarchical); ++a)
     if (name == AlgoName(static_cast<Algo>(a))) return static_cast<Algo>(a);
   return std::nullopt;
 }

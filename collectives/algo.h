@@ -27,6 +27,7 @@ enum class Algo : uint8_t {
   kDoubling,
   kFlat,
   kPairwise,
+  kHierarchical,  // the last: AlgoNames and ParseAlgo run up to it
 };
 const char* AlgoName(Algo a);
 std::optional<Algo> ParseAlgo(const std::string& name);
@@ -40,6 +41,7 @@ struct ScheduleArgs {
   int root = -1;     // rooted collectives
   size_t count = 0;  // the collective's own count (Communicator::DescCount)
   const VBlocks* v = nullptr;  // the v-collectives' per-rank layouts
+  const std::vector<int>* host_of = nullptr;  // each rank's host (an id per distinct host name)
 };
 using ScheduleBuilder = Schedule (*)(const ScheduleArgs& a);
 

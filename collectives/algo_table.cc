@@ -12,6 +12,8 @@
 // ranks on 2 cores they measured level with flat at best (4-rank shm gather of blocks up to
 // 64 B) and up to 2.6x slower, over shm and tcp, blocks of 8 B to 32 KiB (docs/PERF.md), so auto
 // waits for a measurement with a core per rank.
+// Hierarchical allreduce (rings inside hosts, rings across them on a share each) runs by name
+// (HOOP_ALGO=hierarchical) until perf/linktest has measured where it pays on shaped links.
 // Alltoall exchanges pairwise, n-1 rounds, each rank sending to rank+k while it receives from
 // rank-k.
 // The v-collectives (per-rank counts) run the same ring and pairwise exchange, one whole block
@@ -35,6 +37,11 @@ const std::vector<AlgoRow>& AlgoTable() {
       {CollKind::kAllreduce, Algo::kDoubling, [](const ScheduleArgs& a) { return DoublingAllreduce(a.rank, a.size, a.count); }, 0, kSmall},
       {CollKind::kAllreduce, Algo::kRing, [](const ScheduleArgs& a) { return RingAllreduce(a.rank, a.size, a.count); }, 0, kAll},
       {CollKind::kAllreduce, Algo::kTree, [](const ScheduleArgs& a) { return TreeAllreduce(a.rank, a.size, a.count); }, kNamedMin, kNamedMax},
+      {CollKind::kAllreduce, Algo::kHierarchical,
+       [](const ScheduleArgs& a) {
+         return a.host_of ? HierarchicalAllreduce(a.rank, *a.host_of, a.count) : RingAllreduce(a.rank, a.size, a.count);
+       },
+       kNamedMin, kNamedMax},
       {CollKind::kBroadcast, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialBroadcast(a.rank, a.size, a.root, a.count); }, 0, kSmall},
       {CollKind::kBroadcast, Algo::kChain, [](const ScheduleArgs& a) { return ChainBroadcast(a.rank, a.size, a.root, a.count); }, 0, kAll},
       {CollKind::kReduce, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialReduce(a.rank, a.size, a.root, a.count); }, 0, kSmall},

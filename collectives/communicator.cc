@@ -120,12 +120,27 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
   return comm;
 }
 
+namespace {
+// Each rank's host as a small id (its host name's order of first appearance), the same on every
+// rank: what the hierarchical schedules group ranks by.
+std::vector<int> HostIds(const std::vector<std::string>& hosts) {
+  std::vector<int> ids;
+  std::vector<std::string> seen;
+  for (const auto& h : hosts) {
+    auto it = std::find(seen.begin(), seen.end(), h);
+    ids.push_back(static_cast<int>(it - seen.begin()));
+    if (it == seen.end()) seen.push_back(h);
+  }
+  return ids;
+}
+}  // namespace
+
 Communicator::Communicator(CommOptions opts, Store* store, Membership m, std::unique_ptr<Transport> transport)
     : opts_(std::move(opts)),
       store_(store),
       membership_(std::move(m)),
       transport_(std::move(transport)),
-      plans_(opts_.rank, opts_.size) {
+      plans_(opts_.rank, opts_.size, HostIds(membership_.hosts)) {
   Mailbox::Options mo;
   mo.rank = opts_.rank;
   mo.size = opts_.size;

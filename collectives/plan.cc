@@ -4,10 +4,12 @@
 
 namespace hoop {
 
-Schedule BuildSchedule(const PlanKey& k, int rank, int size) {
+Schedule BuildSchedule(const PlanKey& k, int rank, int size, const std::vector<int>* host_of) {
   const AlgoRow* row = FindAlgo(k.kind, k.algo);
   if (!row) return {};  // ChooseAlgo never resolves to an algorithm without a row
-  return row->build(ScheduleArgs{rank, size, k.root, k.count});
+  ScheduleArgs a{rank, size, k.root, k.count};
+  a.host_of = host_of;
+  return row->build(a);
 }
 
 Plan MakePlan(Schedule schedule, size_t chunk_elems) {
@@ -44,7 +46,7 @@ const Plan& PlanCache::Get(const PlanKey& key) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   if (plans_.size() >= kMaxPlans) plans_.clear();
-  auto plan = std::make_unique<Plan>(MakePlan(BuildSchedule(key, rank_, size_), key.chunk_elems));
+  auto plan = std::make_unique<Plan>(MakePlan(BuildSchedule(key, rank_, size_, host_of_.empty() ? nullptr : &host_of_), key.chunk_elems));
   return *plans_.emplace(key, std::move(plan)).first->second;
 }
 

@@ -40,13 +40,15 @@ struct Plan {
 };
 
 // The schedule a call of this shape runs on `rank` of `size`.
-Schedule BuildSchedule(const PlanKey& key, int rank, int size);
+Schedule BuildSchedule(const PlanKey& key, int rank, int size, const std::vector<int>* host_of = nullptr);
 Plan MakePlan(Schedule schedule, size_t chunk_elems);
 
 class PlanCache {
  public:
   static constexpr size_t kMaxPlans = 256;
-  PlanCache(int rank, int size) : rank_(rank), size_(size) {}
+  // host_of: each rank's host id (the hierarchical schedules'), empty where unknown.
+  PlanCache(int rank, int size, std::vector<int> host_of = {})
+      : rank_(rank), size_(size), host_of_(std::move(host_of)) {}
   // The plan for `key`, built on first use. Valid until the next Get.
   const Plan& Get(const PlanKey& key);
   size_t size() const { return plans_.size(); }
@@ -57,6 +59,7 @@ class PlanCache {
     size_t operator()(const PlanKey& k) const;
   };
   int rank_, size_;
+  std::vector<int> host_of_;
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, Hash> plans_;
 };
 

@@ -46,6 +46,10 @@ struct Step {
   bool finalize = false;        // apply the average's division in this reduction
   bool after_previous = false;  // act only after the previous step's same chunk has acted
   bool after_sent = false;      // act only after the previous step's same chunk has been sent
+  // Each unit acts only after the unit issued just before it (its previous chunk; for the first,
+  // the previous step's last): a step-major schedule's phase that starts on what the phase
+  // before it wrote, whole, waits for all of it (the hierarchical allreduce's phases).
+  bool serial = false;
   bool recv_left = false;       // kReduce: out = message op src (else src op message)
   std::vector<int> send_peers;
   uint16_t send_msg = 0;
@@ -93,6 +97,13 @@ Schedule TreeAllreduce(int rank, int size, size_t count);
 // one partner and reduces (ranks beyond a power of two fold in first and get the result last).
 // Two ranks: one exchange, one hand-off each way at once, the fewest hops there are.
 Schedule DoublingAllreduce(int rank, int size, size_t count);
+// Hierarchical allreduce over hosts (`host_of[r]`: rank r's host, any ids; every host must hold
+// the same number L of ranks, else this is RingAllreduce): a ring reduce-scatter inside each host
+// leaves local rank l with segment l of L, reduced over its host; a ring allreduce of segment l
+// among the local ranks l of every host (one ring per local rank, all at once, each carrying 1/L
+// of the data across the hosts' links); then a ring allgather inside each host. The cross-host
+// and allgather phases are `serial` (they start on what the phase before wrote, whole).
+Schedule HierarchicalAllreduce(int rank, const std::vector<int>& host_of, size_t count);
 // Reduce-scatter: in holds size*count elements; the reduced block `rank` ends up in out at
 // [rank*count, (rank+1)*count), and out (size*count elements) also takes partial sums.
 Schedule RingReduceScatter(int rank, int size, size_t count);

@@ -107,9 +107,9 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
     c.timeout = std::chrono::milliseconds(static_cast<long long>(*s * 1000));
   }
   if (auto* v = r.Get("HOOP_ALGO")) {
-    static const std::set<std::string> algos = {"auto", "ring", "tree", "doubling", "chain", "binomial"};
+    static const std::set<std::string> algos = {"auto", "ring", "tree", "doubling", "chain", "binomial", "hierarchical"};
     if (!algos.count(*v))
-      return InvalidArgument("HOOP_ALGO='" + *v + "': expected auto, ring, tree, doubling, chain or binomial");
+      return InvalidArgument("HOOP_ALGO='" + *v + "': expected auto, ring, tree, doubling, chain, binomial or hierarchical");
     c.algo = *v;
   }
   if (auto* v = r.Get("HOOP_CHUNK_BYTES")) {

@@ -49,7 +49,7 @@ const char* const kPerfUsage =
     "  --place out|in|both      out of place, in place, or both side by side (default both)\n"
     "  --device host|cuda       where the buffers live (default host); cuda: device memory on GPU\n"
     "                           (local rank mod the device count), results checked after copying back\n"
-    "  --algo A                 auto ring tree doubling (allreduce), chain binomial (broadcast,\n"
+    "  --algo A                 auto ring tree doubling hierarchical (allreduce), chain binomial (broadcast,\n"
     "                           reduce), flat binomial (gather, scatter), pairwise (alltoall)\n"
     "                           (default auto: HOOP_ALGO, else chosen per size)\n"
     "  --transport T            back end for every peer: shm ucx ofi tcp (default: HOOP_TRANSPORT,\n"
@@ -259,7 +259,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
       else return bad("expected out, in or both");
     } else if (a == "--algo") {
       auto al = ParseAlgo(v);
-      if (!al) return bad("expected auto, ring, tree, doubling, chain, binomial, flat or pairwise");
+      if (!al) return bad("expected auto, ring, tree, doubling, hierarchical, chain, binomial, flat or pairwise");
       o.algo = *al;
     } else if (a == "-r" || a == "--root") {
       auto n = ParseInt(v);

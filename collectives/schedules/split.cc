@@ -80,7 +80,7 @@ std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems) {
       if (st.after_previous) u.dep = prev;
       if (st.after_sent) u.sent_dep = prev;
     }
-    if (s.serial && !units.empty()) u.dep = static_cast<int>(units.size()) - 1;
+    if ((s.serial || st.serial) && !units.empty()) u.dep = static_cast<int>(units.size()) - 1;
     index_of[static_cast<size_t>(step)].push_back(static_cast<int>(units.size()));
     units.push_back(u);
   };

@@ -105,7 +105,7 @@ struct Matrix {
               ++checks;
             continue;
           }
-          for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kDoubling}) {
+          for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kDoubling, Algo::kHierarchical}) {
             ++case_id;
             auto in = Inputs(dt, op, count);
             std::vector<char> want(count * es + 1), out(count * es + 1, 0x33);

@@ -190,6 +190,47 @@ TEST_CASE("ring, tree and doubling allreduce reduce every element exactly once, 
           }
 }
 
+// Hierarchical allreduce over host maps: contiguous and interleaved hosts, one rank per host and
+// one host (degenerate rings), and uneven hosts (the flat ring instead).
+TEST_CASE("hierarchical allreduce reduces every element exactly once, alike on every rank, for any host map",
+          "[schedule]") {
+  std::vector<std::vector<int>> maps = {{0, 0},          {0, 1},          {0, 0, 1, 1},       {0, 1, 0, 1},
+                                        {0, 0, 0, 1, 1, 1}, {0, 0, 1, 1, 2, 2}, {5, 5, 5, 5, 9, 9, 9, 9},
+                                        {0, 1, 2, 3, 0, 1, 2, 3}, {0, 0, 0, 0}, {0, 1, 2, 3}, {0, 0, 1},
+                                        {0, 0, 0, 1, 1, 1, 2, 2, 2}};
+  for (const auto& host_of : maps) {
+    const int n = static_cast<int>(host_of.size());
+    for (size_t count : kCounts)
+      for (size_t chunk : kChunks)
+        for (bool in_place : {false, true}) {
+          std::vector<Schedule> s;
+          for (int k = 0; k < n; ++k) s.push_back(HierarchicalAllreduce(k, host_of, count));
+          auto r = Simulate(n, s, Own(n, count), Unset(n, count), chunk, in_place);
+          std::string map;
+          for (int h : host_of) map += std::to_string(h);
+          INFO("hosts " << map << (in_place ? " in place" : "") << " count=" << count << " chunk=" << chunk << ": "
+                        << r.error);
+          REQUIRE(r.ok);
+          for (int k = 0; k < n; ++k)
+            for (size_t i = 0; i < count; ++i) {
+              const Elem& e = r.out[static_cast<size_t>(k)][i];
+              REQUIRE(e.set == (All(n) | kFinal));
+              REQUIRE(e.expr == r.out[0][i].expr);
+            }
+        }
+  }
+  CHECK(HierarchicalAllreduce(0, {0, 0, 1}, 10).algo == "ring");  // uneven: the flat ring
+  // Phases 2 and 3 wait, unit by unit, for what came before them: every unit after phase 1 (the
+  // host's ring reduce-scatter, L steps) depends on the unit issued just before it.
+  const Schedule h = HierarchicalAllreduce(1, {0, 0, 1, 1}, 100);
+  CHECK(h.algo == "hierarchical");
+  const auto units = ExpandUnits(h, 7);
+  size_t phase1 = 0;
+  for (const Unit& u : units) phase1 += u.step < 2 ? 1 : 0;
+  for (size_t u = phase1; u < units.size(); ++u) CHECK(units[u].dep == static_cast<int>(u) - 1);
+  for (size_t u = 0; u < phase1; ++u) CHECK(units[u].dep == -1);
+}
+
 // The simulator must be able to fail: the properties above are only worth what it catches.
 TEST_CASE("the simulator catches a missing after_sent and a rank-dependent reduction order", "[schedule]") {
   const int n = 4;
