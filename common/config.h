@@ -9,7 +9,8 @@
 //   HOOP_JOB_TOKEN    the job's secret; every connection must present it
 //   HOOP_TIMEOUT      seconds any operation may wait (default 300; 0.001 to 604800, a week)
 //   HOOP_ALGO         auto | ring | tree | doubling (allreduce), chain | binomial (broadcast)
-//   HOOP_TRANSPORT    back end to use (default: first that can connect)
+//   HOOP_TRANSPORT    back end to use, or a list tried in order per peer (shm,tcp) (default:
+//                     per peer, the first built-in one that can connect)
 //   HOOP_HOST         address to listen on and advertise (default: this host's address on
 //                     the route to the tcp:// store; 127.0.0.1 with other stores)
 //   HOOP_CHUNK_BYTES  pipeline chunk size (default: the back end's; shm 128K, others 512K;

@@ -90,13 +90,21 @@ StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::strin
   const size_t n = static_cast<size_t>(opts.size);
   const PeerInfo& self = opts.peers[static_cast<size_t>(me)];
   std::vector<std::string> names = RegisteredTransports();
+  // HOOP_TRANSPORT names one back end for every peer, or a list (shm,tcp) tried in its order per
+  // peer, as the built-in order is without it.
+  const bool one = !forced.empty() && forced.find(',') == std::string::npos;
   if (!forced.empty()) {
-    bool known = false;
-    for (auto& x : names) known |= x == forced;
-    if (!known)
-      return InvalidArgument("HOOP_TRANSPORT=" + forced + ": no such back end is built in (built in: " +
-                             Join(names) + ")");
-    names = {forced};
+    std::vector<std::string> listed;
+    std::istringstream items(forced);
+    for (std::string x; std::getline(items, x, ',');) {
+      bool known = false;
+      for (auto& b : names) known |= b == x;
+      if (!known)
+        return InvalidArgument("HOOP_TRANSPORT=" + forced + (one ? std::string(": no such back end") : ": no back end '" + x + "'") +
+                               " is built in (built in: " + Join(names) + ")");
+      listed.push_back(x);
+    }
+    names = listed;
   }
 
   // Create back ends in priority order while some peer is not covered.
@@ -113,7 +121,8 @@ StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::strin
     if (all_covered() && !(opts.size == 1 && parts.empty())) break;
     auto t = CreateTransport(name, opts);
     if (!t.ok()) {
-      if (!forced.empty()) return t.status().WithContext("HOOP_TRANSPORT=" + forced + " is unavailable");
+      if (!forced.empty())
+        return t.status().WithContext("HOOP_TRANSPORT=" + forced + (one ? std::string() : ": " + name) + " is unavailable");
       HOOP_LOG(kInfo, "back end " << name << " unavailable: " << t.status().message());
       skipped.push_back(name + " (" + t.status().message() + ")");
       continue;
@@ -124,7 +133,7 @@ StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::strin
       covered[r] = true;
       useful = true;
     }
-    if (!forced.empty() && !all_covered()) {
+    if (one && !all_covered()) {
       for (size_t r = 0; r < n; ++r)
         if (!covered[r])
           return InvalidArgument("HOOP_TRANSPORT=" + forced + " cannot reach rank " + std::to_string(r) + " (on host " +

@@ -206,6 +206,31 @@ TEST_CASE("perf/linktest measures shaped links and removes its namespaces", "[li
   CHECK(WaitGone("hoop-linktest-", 5) == 0);
 }
 
+TEST_CASE("perf/linktest --ranks-per-host runs the flat and the hierarchical allreduce side by side", "[linktest][netns]") {
+  if (!CanMakeNamespaces()) {
+    WARN("SKIPPED: cannot create network namespaces here (needs root and iproute2)");
+    return;
+  }
+  auto r = RunProc({Src("perf/linktest"), "-k", "2", "--ranks-per-host", "2", "--rate", "500mbit", "-t", "tcp", "-b",
+                    "1M", "-e", "1M", "-R", "1", "--build", BuildDir()},
+                   Within(240));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("2 hosts x 2 rank(s)") != std::string::npos);
+  CHECK(r.output.find(": allreduce, 4 ranks") != std::string::npos);
+  size_t ok = 0;
+  for (size_t at = 0; (at = r.output.find("Out of bounds values : 0 OK", at)) != std::string::npos; ++at) ++ok;
+  CHECK(ok == 2);  // each run's result checked
+  CHECK(r.output.find("  ring") != std::string::npos);
+  CHECK(r.output.find("  hierarchical") != std::string::npos);
+  CHECK(r.output.find("tcp none 1048576 B: hierarchical/flat algbw: ") != std::string::npos);
+  CHECK(r.output.find("x (cross-host busbw / R: ") != std::string::npos);
+  CHECK(LinktestNamespaces() == 0);
+  auto bad = RunProc({Src("perf/linktest"), "-k", "2", "--ranks-per-host", "0"}, Within(30));
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.output.find("--ranks-per-host '0': expected 1 to 16") != std::string::npos);
+}
+
 TEST_CASE("perf/linktest interrupted mid-run removes everything it made", "[linktest][netns]") {
   if (!CanMakeNamespaces()) {
     WARN("SKIPPED: cannot create network namespaces here (needs root and iproute2)");
