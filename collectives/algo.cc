@@ -37,7 +37,23 @@ const AlgoRow* FindAlgo(CollKind kind, Algo algo) {
   return nullptr;
 }
 
-AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Algo env_default) {
+bool EvenHosts(const std::vector<int>& host_of) {
+  std::vector<int> per_host;
+  for (int h : host_of) {
+    if (h < 0) return false;
+    if (static_cast<size_t>(h) >= per_host.size()) per_host.resize(static_cast<size_t>(h) + 1, 0);
+    ++per_host[static_cast<size_t>(h)];
+  }
+  size_t hosts = 0;
+  for (int n : per_host)
+    if (n > 0) {
+      if (n != per_host[static_cast<size_t>(host_of[0])] || n < 2) return false;
+      ++hosts;
+    }
+  return hosts >= 2;
+}
+
+AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Algo env_default, bool even_hosts) {
   (void)nranks;  // the thresholds measured held for every rank count (docs/PERF.md)
   if (per_call != Algo::kAuto) {
     if (!FindAlgo(kind, per_call))
@@ -46,7 +62,8 @@ AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Al
   }
   if (env_default != Algo::kAuto && FindAlgo(kind, env_default)) return {env_default, ""};
   for (const AlgoRow& r : AlgoTable())
-    if (r.kind == kind && bytes >= r.auto_min_bytes && bytes <= r.auto_max_bytes) return {r.algo, ""};
+    if (r.kind == kind && bytes >= r.auto_min_bytes && bytes <= r.auto_max_bytes && (even_hosts || !r.needs_even_hosts))
+      return {r.algo, ""};
   return {Algo::kAuto, std::string("no algorithm runs ") + CollKindName(kind) + " of " + std::to_string(bytes) + " bytes"};
 }
 

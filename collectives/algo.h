@@ -53,6 +53,9 @@ struct AlgoRow {
   // (min > max: only when asked for by name).
   size_t auto_min_bytes;
   size_t auto_max_bytes;
+  // Auto picks it only for a job on 2 or more hosts with the same number (2 or more) of ranks on
+  // each (the hierarchical schedules).
+  bool needs_even_hosts = false;
 };
 const std::vector<AlgoRow>& AlgoTable();
 // The row of `algo` for `kind`, or null where that algorithm does not run that collective.
@@ -65,6 +68,10 @@ struct AlgoChoice {
   Algo algo = Algo::kAuto;
   std::string error;  // non-empty: the requested algorithm cannot run this collective
 };
-AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Algo env_default);
+// even_hosts: the job spans 2 or more hosts with the same number (2 or more) of ranks on each.
+AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Algo env_default,
+                      bool even_hosts = false);
+// Whether host ids (one per rank) make such a job.
+bool EvenHosts(const std::vector<int>& host_of);
 
 }  // namespace hoop

@@ -140,7 +140,8 @@ Communicator::Communicator(CommOptions opts, Store* store, Membership m, std::un
       store_(store),
       membership_(std::move(m)),
       transport_(std::move(transport)),
-      plans_(opts_.rank, opts_.size, HostIds(membership_.hosts)) {
+      plans_(opts_.rank, opts_.size, HostIds(membership_.hosts)),
+      even_hosts_(EvenHosts(HostIds(membership_.hosts))) {
   Mailbox::Options mo;
   mo.rank = opts_.rank;
   mo.size = opts_.size;

@@ -317,6 +317,7 @@ class Communicator {
   PinnedStaging device_staging_;  // host copies of device buffers (RunStaged)
   StreamOrder stream_order_;      // calls on CUDA streams (after the worker, which releases them)
   PlanCache plans_;
+  bool even_hosts_ = false;  // 2+ hosts, the same 2+ ranks on each: auto may pick hierarchical
   ExecState exec_;
   std::vector<char> scratch_;  // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's
   std::optional<double> link_gbps_;  // HOOP_COMPRESSION=auto's measured ring bandwidth

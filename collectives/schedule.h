@@ -46,10 +46,11 @@ struct Step {
   bool finalize = false;        // apply the average's division in this reduction
   bool after_previous = false;  // act only after the previous step's same chunk has acted
   bool after_sent = false;      // act only after the previous step's same chunk has been sent
-  // Each unit acts only after the unit issued just before it (its previous chunk; for the first,
-  // the previous step's last): a step-major schedule's phase that starts on what the phase
-  // before it wrote, whole, waits for all of it (the hierarchical allreduce's phases).
-  bool serial = false;
+  // >= 0: this step's first chunk acts only after step `after_step`'s last chunk has acted, and
+  // each later chunk after the one before it (step-major schedules; after_step < this step). A
+  // phase that starts on what an earlier step wrote, whole, waits for all of it, and the steps
+  // issued between them run free (the hierarchical allreduce's pipelined parts).
+  int after_step = -1;
   bool recv_left = false;       // kReduce: out = message op src (else src op message)
   std::vector<int> send_peers;
   uint16_t send_msg = 0;
@@ -101,9 +102,12 @@ Schedule DoublingAllreduce(int rank, int size, size_t count);
 // the same number L of ranks, else this is RingAllreduce): a ring reduce-scatter inside each host
 // leaves local rank l with segment l of L, reduced over its host; a ring allreduce of segment l
 // among the local ranks l of every host (one ring per local rank, all at once, each carrying 1/L
-// of the data across the hosts' links); then a ring allgather inside each host. The cross-host
-// and allgather phases are `serial` (they start on what the phase before wrote, whole).
-Schedule HierarchicalAllreduce(int rank, const std::vector<int>& host_of, size_t count);
+// of the data across the hosts' links); then a ring allgather inside each host. The buffer goes
+// through in parts, pipelined: one part's cross-host phase runs while the next is reduced and
+// the one before gathered inside the hosts (each phase waits for its part's phase before it:
+// after_step).
+// A part per `part_elems` elements, at most 8.
+Schedule HierarchicalAllreduce(int rank, const std::vector<int>& host_of, size_t count, size_t part_elems = 1 << 20);
 // Reduce-scatter: in holds size*count elements; the reduced block `rank` ends up in out at
 // [rank*count, (rank+1)*count), and out (size*count elements) also takes partial sums.
 Schedule RingReduceScatter(int rank, int size, size_t count);

@@ -1,62 +1,125 @@
 // Hierarchical allreduce: rings inside each host, rings across hosts on a share each (schedule.h).
 //
-// With H hosts of L ranks each (local rank l of host h), the data is cut into L segments S_l:
-//   1. reduce-scatter inside the host: the ring of the host's ranks leaves local rank l with S_l
-//      reduced over its host (RingReduceScatterv's steps, messages 0..);
-//   2. allreduce across hosts: the local ranks l of all hosts run a ring allreduce on S_l, cut
-//      into H parts (RingAllreduce's steps on that range, reading and writing `out`), so each of
-//      the L cross-host rings moves 1/L of the data and every host's link carries 2(H-1)/H of it
-//      once, not 2(N-1)/N as the flat ring of all N ranks does (messages from kCrossMsg);
-//   3. allgather inside the host: local rank l passes its finished S_l around the host's ring
-//      (messages from kGatherMsg).
-// Phases 2 and 3 are serial: their first step reads what the phase before it wrote, and a
-// cross-host message can arrive before this rank has finished its own part of phase 1, so each
-// of their units waits for the one issued before it. Phase 1 needs no such wait (its messages
-// come in order on one stream). The average's division happens once, in the last reduction of
-// each element: phase 2's (phase 1's with one host).
+// With H hosts of L ranks each (local rank l of host h), each part of the buffer is cut into L
+// segments S_l and goes through three phases:
+//   A. reduce-scatter inside the host: the ring of the host's ranks leaves local rank l with S_l
+//      reduced over its host (RingReduceScatterv's steps);
+//   B. allreduce across hosts: the local ranks l of all hosts run a ring allreduce on S_l, cut
+//      into H pieces (RingAllreduce's steps on that range, reading and writing `out`), so each of
+//      the L cross-host rings moves 1/L of the data and a host's link carries 2(H-1)/H of it each
+//      way, not the flat ring's 2(N-1)/N over all N ranks;
+//   C. allgather inside the host: local rank l passes its finished S_l around the host's ring.
+// Parts are pipelined: the steps are issued A0, A1 B0, A2 B1 C0, A3 B2 C1, ... so that while
+// part p crosses the hosts' links (B), part p+1 is reduced inside the hosts (A) and part p-1
+// gathered (C): every byte stream carries its messages in issue order, and this order puts no
+// part's local phase behind an earlier part's slow cross-host one for longer than one part.
+// Within a part, B's first step waits for A's last (after_step) and C's for B's: a cross-host
+// message can arrive before this rank's own part of the phase before is done, and no message
+// orders those. The average divides once, in B (in A when there is one host).
+#include <algorithm>
+
 #include "collectives/schedule.h"
 
 namespace hoop {
 namespace {
 
-constexpr uint16_t kCrossMsg = 0x4000;
+constexpr uint16_t kCrossMsg = 0x4000;   // B's messages; A's from 0, C's from kGatherMsg
 constexpr uint16_t kGatherMsg = 0x8000;
+constexpr int kMaxParts = 8;
+constexpr uint16_t kMsgsPerPart = 0x4000 / kMaxParts;
 
-// A ring's steps over `group` (job ranks in ring order, `me` this rank's position) on segment
-// `seg(i)` for position i; appends to s.
-struct RingPhase {
-  Schedule& s;
+// One phase of one part: its steps, each after the one before it when `chained`.
+struct Phase {
+  std::vector<Step> steps;
+  bool chained = false;
+};
+
+// A ring's steps over `group` (job ranks in ring order, `me` this rank's position).
+struct Ring {
   const std::vector<int>& group;
   int me;
   uint16_t msg0;
-  bool serial;
   int Size() const { return static_cast<int>(group.size()); }
-  int Left() const { return group[static_cast<size_t>(Mod(me - 1, Size()))]; }
-  int Right() const { return group[static_cast<size_t>(Mod(me + 1, Size()))]; }
-  // One step on range r: receive (kind) message `recv_k` from the left, send message `send_k`
-  // (-1: none) to the right.
-  Step& Add(Range r, RecvKind recv, int recv_k, int send_k) {
+  // A step on range r: receive (kind) message `recv_k` from the left, send message `send_k` (-1:
+  // none) to the right.
+  Step Make(Range r, RecvKind recv, int recv_k, int send_k) const {
     Step st;
     st.in_offset = st.out_offset = r.begin;
     st.count = r.size;
-    st.serial = serial;
     if (recv != RecvKind::kNone) {
       st.recv = recv;
-      st.recv_peer = Left();
+      st.recv_peer = group[static_cast<size_t>(Mod(me - 1, Size()))];
       st.recv_msg = static_cast<uint16_t>(msg0 + recv_k);
     }
     if (send_k >= 0) {
-      st.send_peers = {Right()};
+      st.send_peers = {group[static_cast<size_t>(Mod(me + 1, Size()))]};
       st.send_msg = static_cast<uint16_t>(msg0 + send_k);
     }
-    s.steps.push_back(st);
-    return s.steps.back();
+    return st;
   }
 };
 
+// The three phases of part q (elements `whole`).
+std::vector<Phase> PartPhases(const std::vector<int>& host_ring, int lp, const std::vector<int>& cross_ring,
+                              int my_host, Range whole, int q) {
+  const int local = static_cast<int>(host_ring.size()), hosts = static_cast<int>(cross_ring.size());
+  auto seg = [&](int i) {
+    Range r = SplitEven(whole.size, local, Mod(i, local));
+    r.begin += whole.begin;
+    return r;
+  };
+  std::vector<Phase> out(3);
+  const uint16_t qoff = static_cast<uint16_t>(q * kMsgsPerPart);
+  // A. Reduce-scatter inside the host: step k reduces segment lp-k-1 and sends it on; the last
+  //    receives segment lp, whole.
+  if (local > 1) {
+    Ring ring{host_ring, lp, qoff};
+    for (int k = 0; k <= local - 1; ++k) {
+      Step st = ring.Make(seg(lp - k - 1), k > 0 ? RecvKind::kReduce : RecvKind::kNone, k - 1, k < local - 1 ? k : -1);
+      st.send_from_in = k == 0;
+      st.finalize = k == local - 1 && hosts == 1;
+      out[0].steps.push_back(st);
+    }
+  }
+  // B. Allreduce of segment lp across the hosts: RingAllreduce's steps on its pieces. With one
+  //    rank per host this is the flat ring on `in`; else it reads and writes `out`.
+  if (hosts > 1) {
+    const Range mine = seg(lp);
+    const bool from_in = local == 1;
+    auto piece = [&](int i) {
+      Range r = SplitEven(mine.size, hosts, Mod(i, hosts));
+      r.begin += mine.begin;
+      return r;
+    };
+    Ring ring{cross_ring, my_host, static_cast<uint16_t>(kCrossMsg + qoff)};
+    int k = 0;  // messages sent so far
+    auto add = [&](Range r, RecvKind recv, bool send) -> Step& {
+      Step st = ring.Make(r, recv, k - 1, send ? k : -1);
+      if (send) ++k;
+      st.accumulate = recv == RecvKind::kReduce && !from_in;
+      out[1].steps.push_back(st);
+      return out[1].steps.back();
+    };
+    add(piece(my_host), RecvKind::kNone, true).send_from_in = from_in;
+    for (int j = 1; j <= hosts - 2; ++j) add(piece(my_host - j), RecvKind::kReduce, true);
+    add(piece(my_host + 1), RecvKind::kReduce, true).finalize = true;
+    for (int j = 1; j <= hosts - 2; ++j) add(piece(my_host + 1 - j), RecvKind::kCopy, true);
+    add(piece(my_host + 2), RecvKind::kCopy, false);
+    out[1].chained = local > 1;
+  }
+  // C. Allgather inside the host: segment lp goes round from `out`, every other one comes in.
+  if (local > 1) {
+    Ring ring{host_ring, lp, static_cast<uint16_t>(kGatherMsg + qoff)};
+    for (int k = 0; k <= local - 1; ++k)
+      out[2].steps.push_back(ring.Make(seg(lp - k), k > 0 ? RecvKind::kCopy : RecvKind::kNone, k - 1, k < local - 1 ? k : -1));
+    out[2].chained = true;
+  }
+  return out;
+}
+
 }  // namespace
 
-Schedule HierarchicalAllreduce(int rank, const std::vector<int>& host_of, size_t count) {
+Schedule HierarchicalAllreduce(int rank, const std::vector<int>& host_of, size_t count, size_t part_elems) {
   const int n = static_cast<int>(host_of.size());
   // The hosts in order of their first rank, and each host's ranks in rank order.
   std::vector<int> ids;
@@ -72,8 +135,10 @@ Schedule HierarchicalAllreduce(int rank, const std::vector<int>& host_of, size_t
   }
   const int hosts = static_cast<int>(members.size());
   const int local = hosts > 0 ? static_cast<int>(members[0].size()) : 0;
-  for (const auto& m : members)
-    if (static_cast<int>(m.size()) != local) return RingAllreduce(rank, n, count);  // uneven hosts: the flat ring
+  bool even = true;
+  for (const auto& m : members) even &= static_cast<int>(m.size()) == local;
+  // Uneven hosts, or rings too long for the message numbers: the flat ring.
+  if (!even || local >= kMsgsPerPart || 2 * hosts >= kMsgsPerPart) return RingAllreduce(rank, n, count);
   Schedule s;
   s.algo = "hierarchical";
   if (n <= 1) return s;
@@ -84,48 +149,25 @@ Schedule HierarchicalAllreduce(int rank, const std::vector<int>& host_of, size_t
   const std::vector<int>& host_ring = members[static_cast<size_t>(my_host)];
   std::vector<int> cross_ring;
   for (int h = 0; h < hosts; ++h) cross_ring.push_back(members[static_cast<size_t>(h)][static_cast<size_t>(lp)]);
-  auto seg = [&](int i) { return SplitEven(count, local, Mod(i, local)); };
 
-  // 1. Reduce-scatter inside the host: step k reduces segment lp-k-1 and sends it on; the last
-  //    receives segment lp, whole.
-  if (local > 1) {
-    RingPhase p{s, host_ring, lp, 0, false};
-    for (int k = 0; k <= local - 1; ++k) {
-      Step& st = p.Add(seg(lp - k - 1), k > 0 ? RecvKind::kReduce : RecvKind::kNone, k - 1, k < local - 1 ? k : -1);
-      if (k == 0) st.send_from_in = true;
-      if (k == local - 1) st.finalize = hosts == 1;
+  const int parts =
+      static_cast<int>(std::min<size_t>(kMaxParts, std::max<size_t>(1, count / std::max<size_t>(1, part_elems))));
+  std::vector<std::vector<Phase>> phases;
+  for (int q = 0; q < parts; ++q)
+    phases.push_back(PartPhases(host_ring, lp, cross_ring, my_host, SplitEven(count, parts, q), q));
+  // Issue order A0, A1 B0, A2 B1 C0, ...; each part's last step issued so far, for after_step.
+  std::vector<int> last(static_cast<size_t>(parts), -1);
+  for (int t = 0; t < parts + 2; ++t)
+    for (int phase = 0; phase < 3; ++phase) {
+      const int q = t - phase;
+      if (q < 0 || q >= parts) continue;
+      Phase& ph = phases[static_cast<size_t>(q)][static_cast<size_t>(phase)];
+      for (Step& st : ph.steps) {
+        if (ph.chained) st.after_step = last[static_cast<size_t>(q)];
+        s.steps.push_back(st);
+        last[static_cast<size_t>(q)] = static_cast<int>(s.steps.size()) - 1;
+      }
     }
-  }
-  // 2. Allreduce of segment lp across the hosts: RingAllreduce's steps on its parts. With one
-  //    rank per host this is the flat ring on `in`; else it reads and writes `out`.
-  if (hosts > 1) {
-    const Range mine = seg(lp);
-    const bool from_in = local == 1;
-    auto part = [&](int i) {
-      Range r = SplitEven(mine.size, hosts, Mod(i, hosts));
-      r.begin += mine.begin;
-      return r;
-    };
-    RingPhase p{s, cross_ring, my_host, kCrossMsg, local > 1};
-    int k = 0;  // messages sent so far
-    auto add = [&](Range r, RecvKind recv, bool send) -> Step& {
-      Step& st = p.Add(r, recv, k - 1, send ? k : -1);
-      if (send) ++k;
-      st.accumulate = recv == RecvKind::kReduce && !from_in;
-      return st;
-    };
-    add(part(my_host), RecvKind::kNone, true).send_from_in = from_in;
-    for (int j = 1; j <= hosts - 2; ++j) add(part(my_host - j), RecvKind::kReduce, true);
-    add(part(my_host + 1), RecvKind::kReduce, true).finalize = true;
-    for (int j = 1; j <= hosts - 2; ++j) add(part(my_host + 1 - j), RecvKind::kCopy, true);
-    add(part(my_host + 2), RecvKind::kCopy, false);
-  }
-  // 3. Allgather inside the host: segment lp goes round from `out`, every other one comes in.
-  if (local > 1) {
-    RingPhase p{s, host_ring, lp, kGatherMsg, true};
-    for (int k = 0; k <= local - 1; ++k)
-      p.Add(seg(lp - k), k > 0 ? RecvKind::kCopy : RecvKind::kNone, k - 1, k < local - 1 ? k : -1);
-  }
   return s;
 }
 

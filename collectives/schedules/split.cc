@@ -80,7 +80,11 @@ std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems) {
       if (st.after_previous) u.dep = prev;
       if (st.after_sent) u.sent_dep = prev;
     }
-    if ((s.serial || st.serial) && !units.empty()) u.dep = static_cast<int>(units.size()) - 1;
+    if (st.after_step >= 0 && st.after_step < step) {
+      const auto& before = c == 0 ? index_of[static_cast<size_t>(st.after_step)] : index_of[static_cast<size_t>(step)];
+      if (!before.empty()) u.dep = before.back();
+    }
+    if (s.serial && !units.empty()) u.dep = static_cast<int>(units.size()) - 1;
     index_of[static_cast<size_t>(step)].push_back(static_cast<int>(units.size()));
     units.push_back(u);
   };

@@ -38,3 +38,23 @@ TEST_CASE("algorithm choice: per call, then HOOP_ALGO, then by size", "[algo]") 
   CHECK(ChooseAlgo(CollKind::kBroadcast, 100, 4, Algo::kAuto, Algo::kAuto).algo == Algo::kBinomial);
   CHECK_FALSE(ChooseAlgo(CollKind::kAllgather, 100, 4, Algo::kTree, Algo::kAuto).error.empty());
 }
+
+TEST_CASE("hierarchical allreduce: auto above 64 KiB on even hosts, by name anywhere, HOOP_ALGO=ring forbids it",
+          "[algo]") {
+  CHECK(EvenHosts({0, 0, 1, 1}));
+  CHECK(EvenHosts({0, 1, 0, 1}));
+  CHECK(EvenHosts({0, 0, 0, 1, 1, 1, 2, 2, 2}));
+  CHECK_FALSE(EvenHosts({0, 0, 0, 0}));  // one host
+  CHECK_FALSE(EvenHosts({0, 1, 2, 3}));  // one rank per host
+  CHECK_FALSE(EvenHosts({0, 0, 1}));     // uneven
+  CHECK_FALSE(EvenHosts({}));
+  const size_t big = 1 << 20;
+  CHECK(ChooseAlgo(CollKind::kAllreduce, big, 4, Algo::kAuto, Algo::kAuto, true).algo == Algo::kHierarchical);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, (64 << 10) + 4, 4, Algo::kAuto, Algo::kAuto, true).algo == Algo::kHierarchical);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 64 << 10, 4, Algo::kAuto, Algo::kAuto, true).algo == Algo::kDoubling);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, big, 4, Algo::kAuto, Algo::kAuto, false).algo == Algo::kRing);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, big, 4, Algo::kAuto, Algo::kRing, true).algo == Algo::kRing);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 1024, 4, Algo::kAuto, Algo::kHierarchical).algo == Algo::kHierarchical);
+  CHECK(ChooseAlgo(CollKind::kBroadcast, big, 4, Algo::kAuto, Algo::kHierarchical, true).algo == Algo::kChain);
+  CHECK(ParseAlgo("hierarchical") == Algo::kHierarchical);
+}

@@ -202,14 +202,15 @@ TEST_CASE("hierarchical allreduce reduces every element exactly once, alike on e
     const int n = static_cast<int>(host_of.size());
     for (size_t count : kCounts)
       for (size_t chunk : kChunks)
+        for (size_t part : {size_t{1} << 20, size_t{10}, size_t{1}})  // one part; pipelined parts
         for (bool in_place : {false, true}) {
           std::vector<Schedule> s;
-          for (int k = 0; k < n; ++k) s.push_back(HierarchicalAllreduce(k, host_of, count));
+          for (int k = 0; k < n; ++k) s.push_back(HierarchicalAllreduce(k, host_of, count, part));
           auto r = Simulate(n, s, Own(n, count), Unset(n, count), chunk, in_place);
           std::string map;
           for (int h : host_of) map += std::to_string(h);
-          INFO("hosts " << map << (in_place ? " in place" : "") << " count=" << count << " chunk=" << chunk << ": "
-                        << r.error);
+          INFO("hosts " << map << (in_place ? " in place" : "") << " count=" << count << " chunk=" << chunk
+                        << " part=" << part << ": " << r.error);
           REQUIRE(r.ok);
           for (int k = 0; k < n; ++k)
             for (size_t i = 0; i < count; ++i) {
@@ -220,8 +221,8 @@ TEST_CASE("hierarchical allreduce reduces every element exactly once, alike on e
         }
   }
   CHECK(HierarchicalAllreduce(0, {0, 0, 1}, 10).algo == "ring");  // uneven: the flat ring
-  // Phases 2 and 3 wait, unit by unit, for what came before them: every unit after phase 1 (the
-  // host's ring reduce-scatter, L steps) depends on the unit issued just before it.
+  // Phases B and C wait, unit by unit, for what came before them: with one part, every unit after
+  // phase A (the host's ring reduce-scatter, L steps) depends on the unit issued just before it.
   const Schedule h = HierarchicalAllreduce(1, {0, 0, 1, 1}, 100);
   CHECK(h.algo == "hierarchical");
   const auto units = ExpandUnits(h, 7);
@@ -229,6 +230,13 @@ TEST_CASE("hierarchical allreduce reduces every element exactly once, alike on e
   for (const Unit& u : units) phase1 += u.step < 2 ? 1 : 0;
   for (size_t u = phase1; u < units.size(); ++u) CHECK(units[u].dep == static_cast<int>(u) - 1);
   for (size_t u = 0; u < phase1; ++u) CHECK(units[u].dep == -1);
+  // Pipelined parts: each part's B and C steps wait for their own part's step before them, and
+  // part 1's reduce-scatter is issued before part 0's cross-host phase.
+  const Schedule p = HierarchicalAllreduce(1, {0, 0, 1, 1}, 100, 25);  // 4 parts
+  REQUIRE(p.steps.size() == 4 * (2 + 3 + 2));  // A: 2 steps, B: 3 (two hosts), C: 2
+  CHECK(p.steps[2].after_step == -1);  // A1, right after A0
+  CHECK(p.steps[4].after_step == 1);   // B0's first step waits for A0's last
+  CHECK(p.steps[5].after_step == 4);
 }
 
 // The simulator must be able to fail: the properties above are only worth what it catches.
