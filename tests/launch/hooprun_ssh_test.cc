@@ -77,25 +77,26 @@ TEST_CASE("hooprun -H over ssh: 2 hosts x 2 ranks, every collective checked, pla
     CHECK(matrix.output.find("rank " + std::to_string(r) + ": matrix ok") != std::string::npos);
 }
 
-TEST_CASE("hooprun --hostfile over ssh: 3 hosts x 2 ranks, --map-by node, output files", "[hooprun][ssh]") {
+TEST_CASE("hooprun --hostfile over ssh: 3 hosts x 2 ranks, --map-by node, every collective, output files",
+          "[hooprun][ssh]") {
   SshHosts h(3);
   SKIP_WITHOUT(h);
   const std::string file = h.dir() + "/hosts";
   std::ofstream(file) << "# the test's hosts\n" << h.name(0) << " slots=2\n" << h.address(1) << " slots=2\n"
                       << h.address(2) << " slots=2  # the last\n";
   const std::string out = h.dir() + "/out";
-  auto r = RunProc(Hooprun(h, {"--hostfile", file, "--map-by", "node", "--output-filename", out, "--timeout", "60",
-                               "-x", "HOOP_TIMEOUT=30", Bin("hoop-c-api-test")}),
-                   Within(90));
+  // Every collective, hierarchical allreduce over interleaved hosts included.
+  auto r = RunProc(Hooprun(h, {"--hostfile", file, "--map-by", "node", "--output-filename", out, "--timeout", "200",
+                               "-x", "HOOP_TIMEOUT=60", Bin("hoop-test-rank"), "matrix"}),
+                   Within(240));
   INFO(r.output);
   CHECK(r.exit_code == 0);
   // --map-by node: ranks 0, 3 here, 1, 4 on host 1, 2, 5 on host 2.
   for (int k = 0; k < 6; ++k) {
     const std::string host = k % 3 == 0 ? h.name(0) : h.address(k % 3);
-    CHECK(r.output.find("[" + host + ":" + std::to_string(k) + "] c-api ok rank " + std::to_string(k) + " of 6") !=
-          std::string::npos);
-    CHECK(Slurp(out + "/rank." + std::to_string(k) + "/stdout").find("c-api ok rank " + std::to_string(k) + " of 6") !=
-          std::string::npos);
+    const std::string line = "rank " + std::to_string(k) + ": matrix ok";
+    CHECK(r.output.find("[" + host + ":" + std::to_string(k) + "] " + line) != std::string::npos);
+    CHECK(Slurp(out + "/rank." + std::to_string(k) + "/stdout").find(line) != std::string::npos);
   }
 }
 
