@@ -14,8 +14,8 @@
 // waits for a measurement with a core per rank.
 // Hierarchical allreduce (rings inside hosts, a ring per local rank across them, in pipelined
 // parts) replaces the ring above 64 KiB on jobs spanning 2 or more hosts with the same number
-// (2 or more) of ranks on each: on 1 Gbit/s links, 2 hosts x 4 ranks, it measured 1.59x to 3.75x
-// the flat ring's algbw from 64 KiB to 64 MiB, 4 x 2 1.15x at 64 MiB (perf/linktest, docs/PERF.md).
+// (2 or more) of ranks on each: on 1 Gbit/s links, 2 hosts x 4 ranks, it measured 1.64x the flat
+// ring's algbw at 64 MiB (1.6x to 3.75x from 64 KiB), 4 x 2 1.06x (perf/linktest, docs/PERF.md).
 // Alltoall exchanges pairwise, n-1 rounds, each rank sending to rank+k while it receives from
 // rank-k.
 // The v-collectives (per-rank counts) run the same ring and pairwise exchange, one whole block

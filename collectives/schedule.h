@@ -47,7 +47,8 @@ struct Step {
   bool after_previous = false;  // act only after the previous step's same chunk has acted
   bool after_sent = false;      // act only after the previous step's same chunk has been sent
   // >= 0: this step's first chunk acts only after step `after_step`'s last chunk has acted, and
-  // each later chunk after the one before it (step-major schedules; after_step < this step). A
+  // each later chunk after the one before it (step-major schedules; after_step < this step; the
+  // awaited step's own chunks then act in order too, so its last means all of it). A
   // phase that starts on what an earlier step wrote, whole, waits for all of it, and the steps
   // issued between them run free (the hierarchical allreduce's pipelined parts).
   int after_step = -1;

@@ -68,6 +68,11 @@ std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems) {
   std::vector<Unit> units;
   // index_of[step][chunk] -> unit index, to resolve after_previous.
   std::vector<std::vector<int>> index_of(s.steps.size());
+  // A step another waits for whole (after_step) acts chunk by chunk in order, so that its last
+  // chunk acting means all have: a back end may complete one message's chunks out of order.
+  std::vector<bool> awaited(s.steps.size(), false);
+  for (const Step& st : s.steps)
+    if (st.after_step >= 0 && static_cast<size_t>(st.after_step) < s.steps.size()) awaited[static_cast<size_t>(st.after_step)] = true;
   auto add = [&](int step, uint32_t c) {
     const Step& st = s.steps[static_cast<size_t>(step)];
     Unit u;
@@ -83,6 +88,8 @@ std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems) {
     if (st.after_step >= 0 && st.after_step < step) {
       const auto& before = c == 0 ? index_of[static_cast<size_t>(st.after_step)] : index_of[static_cast<size_t>(step)];
       if (!before.empty()) u.dep = before.back();
+    } else if (awaited[static_cast<size_t>(step)] && c > 0 && u.dep < 0) {
+      u.dep = index_of[static_cast<size_t>(step)].back();
     }
     if (s.serial && !units.empty()) u.dep = static_cast<int>(units.size()) - 1;
     index_of[static_cast<size_t>(step)].push_back(static_cast<int>(units.size()));
