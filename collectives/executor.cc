@@ -63,6 +63,7 @@ class Run {
     s_.sends_left.resize(n);
     for (size_t u = 0; u < n; ++u) s_.sends_left[u] = static_cast<uint32_t>(StepOf(u).send_peers.size());
     s_.send_cursor.assign(plan_.sends.size(), 0);
+    s_.deps_left.assign(plan_.dep_count.begin(), plan_.dep_count.end());
     // Only schedules that reduce need a kernel (a bool broadcast carries op sum, which has none).
     const bool reduces = std::any_of(plan_.schedule.steps.begin(), plan_.schedule.steps.end(),
                                      [](const Step& st) { return st.recv == RecvKind::kReduce; });
@@ -78,11 +79,12 @@ class Run {
       s_.send_slot.assign(n, -1);
       HOOP_RETURN_IF_ERROR(s_.wire_sends.Reserve(t_, 0, WireBytes(chunk_elems)));
     }
-    HOOP_RETURN_IF_ERROR(pool_.Reserve(t_, a_.window, wire_ ? WireBytes(chunk_elems) : chunk_elems * esize_));
+    const size_t window = a_.window * static_cast<size_t>(std::max(1, plan_.schedule.window_scale));
+    HOOP_RETURN_IF_ERROR(pool_.Reserve(t_, window, wire_ ? WireBytes(chunk_elems) : chunk_elems * esize_));
 
     std::vector<Completion>& done = s_.done;
     while (true) {
-      while (next_ < n && inflight_ < a_.window) Start(next_++);
+      while (next_ < n && inflight_ < window) Start(next_++);
       if (!error_.ok()) return error_;
       if (acted_count_ == n && pending_sends_ == 0) return Status::Ok();
       done.clear();
@@ -161,7 +163,7 @@ class Run {
   // A unit that depends on no other's action can have its data reduced or copied into place the
   // moment it arrives, straight out of the back end's memory, where the back end allows it.
   bool PostToSink(Endpoint* ep, size_t u, size_t len, Tag tag) {
-    if (units_[u].dep >= 0 || StepOf(u).accumulate) return false;
+    if (plan_.dep_count[u] > 0 || StepOf(u).accumulate) return false;
     UnitSink& sink = s_.sinks[u];
     sink.land = &Run::LandThunk;
     sink.run = this;
@@ -172,30 +174,43 @@ class Run {
     static_cast<Run*>(run)->Land(u, off, data, len);
   }
 
+  // Acts on unit u if it can, then on every unit that was waiting only for it, and so on.
   void TryAct(size_t u) {
+    std::vector<size_t>& ready = s_.ready;
+    ready.clear();
     while (true) {
-      if (s_.acted[u] || !s_.recv_done[u]) return;
-      const Unit& un = units_[u];
-      if (un.dep >= 0 && !s_.acted[static_cast<size_t>(un.dep)]) return;
-      if (SendPending(u)) return;  // TryAct runs again when that send completes
-      const Step& st = StepOf(u);
-      if (s_.slot[u] >= 0) {  // staged: the unit's data waits in a staging chunk
-        size_t slot = static_cast<size_t>(s_.slot[u]);
-        if (wire_) LandWire(u, static_cast<const char*>(pool_.region(slot).base));
-        else Land(u, 0, pool_.region(slot).base, un.count * esize_);
-        pool_.Release(slot);
-        s_.slot[u] = -1;
+      if (Act(u)) {
+        for (uint32_t i = plan_.dependents_at[u]; i < plan_.dependents_at[u + 1]; ++i) {
+          const size_t v = static_cast<size_t>(plan_.dependents[i]);
+          if (--s_.deps_left[v] == 0) ready.push_back(v);
+        }
       }
-      s_.acted[u] = 1;
-      ++acted_count_;
-      // A unit holds its window place (and staging chunk) until it has acted, not merely until
-      // its data landed: one waiting on after_previous still holds its staged chunk.
-      if (st.recv != RecvKind::kNone) --inflight_;
-      for (int p : st.send_peers) AdvanceSends(p);
-      const int next = plan_.dependent[u];
-      if (next < 0) return;
-      u = static_cast<size_t>(next);
+      if (ready.empty()) return;
+      u = ready.back();
+      ready.pop_back();
     }
+  }
+
+  // Acts on unit u if its data is in and everything it waits for is done; says whether it did.
+  bool Act(size_t u) {
+    if (s_.acted[u] || !s_.recv_done[u] || s_.deps_left[u] > 0) return false;
+    if (SendPending(u)) return false;  // TryAct runs again when that send completes
+    const Unit& un = units_[u];
+    const Step& st = StepOf(u);
+    if (s_.slot[u] >= 0) {  // staged: the unit's data waits in a staging chunk
+      size_t slot = static_cast<size_t>(s_.slot[u]);
+      if (wire_) LandWire(u, static_cast<const char*>(pool_.region(slot).base));
+      else Land(u, 0, pool_.region(slot).base, un.count * esize_);
+      pool_.Release(slot);
+      s_.slot[u] = -1;
+    }
+    s_.acted[u] = 1;
+    ++acted_count_;
+    // A unit holds its window place (and staging chunk) until it has acted, not merely until
+    // its data landed: one waiting on after_previous still holds its staged chunk.
+    if (st.recv != RecvKind::kNone) --inflight_;
+    for (int p : st.send_peers) AdvanceSends(p);
+    return true;
   }
 
   // Does unit u's work on `len` received bytes at byte `off` of its message: reduces them with

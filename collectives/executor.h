@@ -3,8 +3,9 @@
 // that depend on it, so that sending, receiving and reducing overlap.
 //
 // Rules that keep it deadlock-free with bounded memory:
-//  - receives are posted in unit order, at most `window` outstanding; a reduce-receive lands in
-//    a staging chunk that is returned the moment the chunk is reduced (results go to `out`);
+//  - receives are posted in unit order, at most `window` (x the schedule's window_scale)
+//    outstanding; a reduce-receive lands in a staging chunk that is returned the moment the
+//    chunk is reduced (results go to `out`);
 //  - sends to each peer are posted in unit order, so every byte stream carries messages in the
 //    order the receiver posts for them, and the message a receiver waits for is always the next
 //    one on its stream;
@@ -67,6 +68,8 @@ struct ExecState {
   std::vector<int> slot;
   std::vector<UnitSink> sinks;
   std::vector<uint32_t> sends_left;  // per unit: its sends not completed yet
+  std::vector<uint32_t> deps_left;   // per unit: units it waits for that have not acted yet
+  std::vector<size_t> ready;         // units whose last wait just ended, to try (TryAct)
   std::vector<size_t> send_cursor;   // per entry of Plan::sends: the next to post
   std::vector<Completion> done;      // Poll's output
   std::vector<int> send_slot;        // per unit: its encoded send chunk (compression), or -1

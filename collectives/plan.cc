@@ -17,11 +17,26 @@ Plan MakePlan(Schedule schedule, size_t chunk_elems) {
   p.schedule = std::move(schedule);
   p.units = ExpandUnits(p.schedule, chunk_elems);
   const size_t n = p.units.size();
-  p.dependent.assign(n, -1);
   p.send_waiter.assign(n, -1);
+  p.dep_count.assign(n, 0);
+  p.dependents_at.assign(n + 1, 0);
+  auto each_dep = [&](size_t u, auto&& f) {
+    const Unit& un = p.units[u];
+    if (un.dep >= 0) f(static_cast<size_t>(un.dep));
+    for (int w : un.waits)
+      if (w != un.dep) f(static_cast<size_t>(w));
+  };
+  for (size_t u = 0; u < n; ++u)
+    each_dep(u, [&](size_t d) {
+      ++p.dep_count[u];
+      ++p.dependents_at[d + 1];
+    });
+  for (size_t u = 0; u < n; ++u) p.dependents_at[u + 1] += p.dependents_at[u];
+  p.dependents.resize(p.dependents_at[n]);
+  std::vector<uint32_t> fill(p.dependents_at.begin(), p.dependents_at.end() - 1);
+  for (size_t u = 0; u < n; ++u) each_dep(u, [&](size_t d) { p.dependents[fill[d]++] = static_cast<int>(u); });
   for (size_t u = 0; u < n; ++u) {
     const Unit& un = p.units[u];
-    if (un.dep >= 0) p.dependent[static_cast<size_t>(un.dep)] = static_cast<int>(u);
     if (un.sent_dep >= 0) p.send_waiter[static_cast<size_t>(un.sent_dep)] = static_cast<int>(u);
     for (int peer : p.schedule.steps[static_cast<size_t>(un.step)].send_peers) {
       auto it = std::find_if(p.sends.begin(), p.sends.end(), [&](const auto& e) { return e.first == peer; });

@@ -46,12 +46,12 @@ struct Step {
   bool finalize = false;        // apply the average's division in this reduction
   bool after_previous = false;  // act only after the previous step's same chunk has acted
   bool after_sent = false;      // act only after the previous step's same chunk has been sent
-  // >= 0: this step's first chunk acts only after step `after_step`'s last chunk has acted, and
-  // each later chunk after the one before it (step-major schedules; after_step < this step; the
-  // awaited step's own chunks then act in order too, so its last means all of it). A
-  // phase that starts on what an earlier step wrote, whole, waits for all of it, and the steps
-  // issued between them run free (the hierarchical allreduce's pipelined parts).
-  int after_step = -1;
+  // Earlier steps this one starts on: each of its chunks acts only after every unit of those steps
+  // whose `out` range overlaps the chunk's own has acted, in whatever order their chunks complete
+  // (a back end may complete one message's chunks out of order). A phase that starts on what
+  // earlier steps wrote waits for exactly that, and the steps issued between them run free (the
+  // hierarchical allreduce's pipelined parts).
+  std::vector<int> after;
   bool recv_left = false;       // kReduce: out = message op src (else src op message)
   std::vector<int> send_peers;
   uint16_t send_msg = 0;
@@ -68,6 +68,10 @@ struct Schedule {
   // several earlier receives of other lengths brought waits for all of them.
   bool serial = false;
   std::string algo;  // the algorithm's name (algo.h)
+  // The executor keeps window x this receives in flight (executor.h): a schedule that keeps
+  // phases on different links in flight at once gives each its window, so that the slow link's
+  // receives, posted first, do not hold back the fast one's (the hierarchical allreduce: 2).
+  int window_scale = 1;
 };
 
 // Element range [begin, begin + size) of part i when `count` is split into n nearly equal parts.
@@ -106,7 +110,7 @@ Schedule DoublingAllreduce(int rank, int size, size_t count);
 // of the data across the hosts' links); then a ring allgather inside each host. The buffer goes
 // through in parts, pipelined: one part's cross-host phase runs while the next is reduced and
 // the one before gathered inside the hosts (each phase waits for its part's phase before it:
-// after_step).
+// `after`).
 // A part per `part_elems` elements, at most 8.
 Schedule HierarchicalAllreduce(int rank, const std::vector<int>& host_of, size_t count, size_t part_elems = 1 << 20);
 // Reduce-scatter: in holds size*count elements; the reduced block `rank` ends up in out at
@@ -167,6 +171,7 @@ struct Unit {
   size_t offset = 0;  // elements, relative to the step's in_offset / out_offset
   size_t count = 0;
   int dep = -1;       // unit whose action must come first (after_previous), or -1
+  std::vector<int> waits;  // further units whose action must come first (Step::after)
   int sent_dep = -1;  // unit whose sends must have completed first (after_sent), or -1
 };
 std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems);

@@ -13,9 +13,12 @@
 // part p crosses the hosts' links (B), part p+1 is reduced inside the hosts (A) and part p-1
 // gathered (C): every byte stream carries its messages in issue order, and this order puts no
 // part's local phase behind an earlier part's slow cross-host one for longer than one part.
-// Within a part, B's first step waits for A's last (after_step) and C's for B's: a cross-host
-// message can arrive before this rank's own part of the phase before is done, and no message
-// orders those. The average divides once, in B (in A when there is one host).
+// Within a part, each of B's steps starts on A's last step's result (after), chunk by chunk: a
+// cross-host message can arrive before this rank's own part of A is done, and no message orders
+// those; C's first step sends what B left, so it waits for B's units that wrote its range. The
+// rest orders itself as in a flat ring: a message is the answer to what its sender got before.
+// Nothing waits for a whole step, so chunks stream through a phase as through the flat ring.
+// The average divides once, in B (in A when there is one host).
 #include <algorithm>
 
 #include "collectives/schedule.h"
@@ -25,13 +28,13 @@ namespace {
 
 constexpr uint16_t kCrossMsg = 0x4000;   // B's messages; A's from 0, C's from kGatherMsg
 constexpr uint16_t kGatherMsg = 0x8000;
-constexpr int kMaxParts = 8;
+constexpr int kMaxParts = 16;
 constexpr uint16_t kMsgsPerPart = 0x4000 / kMaxParts;
 
-// One phase of one part: its steps, each after the one before it when `chained`.
+// One phase of one part: its steps, and which of the part's previous phase's steps they start on.
 struct Phase {
   std::vector<Step> steps;
-  bool chained = false;
+  enum Waits { kNone, kAllOnLast, kFirstOnAll } waits = kNone;
 };
 
 // A ring's steps over `group` (job ranks in ring order, `me` this rank's position).
@@ -105,14 +108,14 @@ std::vector<Phase> PartPhases(const std::vector<int>& host_ring, int lp, const s
     add(piece(my_host + 1), RecvKind::kReduce, true).finalize = true;
     for (int j = 1; j <= hosts - 2; ++j) add(piece(my_host + 1 - j), RecvKind::kCopy, true);
     add(piece(my_host + 2), RecvKind::kCopy, false);
-    out[1].chained = local > 1;
+    if (local > 1) out[1].waits = Phase::kAllOnLast;
   }
   // C. Allgather inside the host: segment lp goes round from `out`, every other one comes in.
   if (local > 1) {
     Ring ring{host_ring, lp, static_cast<uint16_t>(kGatherMsg + qoff)};
     for (int k = 0; k <= local - 1; ++k)
       out[2].steps.push_back(ring.Make(seg(lp - k), k > 0 ? RecvKind::kCopy : RecvKind::kNone, k - 1, k < local - 1 ? k : -1));
-    out[2].chained = true;
+    out[2].waits = Phase::kFirstOnAll;
   }
   return out;
 }
@@ -141,6 +144,8 @@ Schedule HierarchicalAllreduce(int rank, const std::vector<int>& host_of, size_t
   if (!even || local >= kMsgsPerPart || 2 * hosts >= kMsgsPerPart) return RingAllreduce(rank, n, count);
   Schedule s;
   s.algo = "hierarchical";
+  // Two links busy at once, the host's and the one across hosts: a window for each.
+  if (hosts > 1 && local > 1) s.window_scale = 2;
   if (n <= 1) return s;
   int my_host = 0, lp = 0;
   for (int h = 0; h < hosts; ++h)
@@ -155,18 +160,25 @@ Schedule HierarchicalAllreduce(int rank, const std::vector<int>& host_of, size_t
   std::vector<std::vector<Phase>> phases;
   for (int q = 0; q < parts; ++q)
     phases.push_back(PartPhases(host_ring, lp, cross_ring, my_host, SplitEven(count, parts, q), q));
-  // Issue order A0, A1 B0, A2 B1 C0, ...; each part's last step issued so far, for after_step.
-  std::vector<int> last(static_cast<size_t>(parts), -1);
+  // Issue order A0, A1 B0, A2 B1 C0, ...; where each phase's steps landed, for `after`: each of
+  // B's steps on A's last, C's first on every step of the phase before it (B, or A on one host).
+  std::vector<std::vector<int>> prev_phase(static_cast<size_t>(parts));
   for (int t = 0; t < parts + 2; ++t)
     for (int phase = 0; phase < 3; ++phase) {
       const int q = t - phase;
       if (q < 0 || q >= parts) continue;
       Phase& ph = phases[static_cast<size_t>(q)][static_cast<size_t>(phase)];
-      for (Step& st : ph.steps) {
-        if (ph.chained) st.after_step = last[static_cast<size_t>(q)];
+      if (ph.steps.empty()) continue;
+      std::vector<int>& before = prev_phase[static_cast<size_t>(q)];
+      std::vector<int> mine;
+      for (size_t i = 0; i < ph.steps.size(); ++i) {
+        Step& st = ph.steps[i];
+        if (ph.waits == Phase::kAllOnLast && !before.empty()) st.after = {before.back()};
+        if (ph.waits == Phase::kFirstOnAll && i == 0) st.after = before;
+        mine.push_back(static_cast<int>(s.steps.size()));
         s.steps.push_back(st);
-        last[static_cast<size_t>(q)] = static_cast<int>(s.steps.size()) - 1;
       }
+      before = std::move(mine);
     }
   return s;
 }

@@ -66,13 +66,8 @@ std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems) {
     max_chunks = std::max(max_chunks, chunks[i]);
   }
   std::vector<Unit> units;
-  // index_of[step][chunk] -> unit index, to resolve after_previous.
+  // index_of[step][chunk] -> unit index, to resolve after_previous and after.
   std::vector<std::vector<int>> index_of(s.steps.size());
-  // A step another waits for whole (after_step) acts chunk by chunk in order, so that its last
-  // chunk acting means all have: a back end may complete one message's chunks out of order.
-  std::vector<bool> awaited(s.steps.size(), false);
-  for (const Step& st : s.steps)
-    if (st.after_step >= 0 && static_cast<size_t>(st.after_step) < s.steps.size()) awaited[static_cast<size_t>(st.after_step)] = true;
   auto add = [&](int step, uint32_t c) {
     const Step& st = s.steps[static_cast<size_t>(step)];
     Unit u;
@@ -85,11 +80,17 @@ std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems) {
       if (st.after_previous) u.dep = prev;
       if (st.after_sent) u.sent_dep = prev;
     }
-    if (st.after_step >= 0 && st.after_step < step) {
-      const auto& before = c == 0 ? index_of[static_cast<size_t>(st.after_step)] : index_of[static_cast<size_t>(step)];
-      if (!before.empty()) u.dep = before.back();
-    } else if (awaited[static_cast<size_t>(step)] && c > 0 && u.dep < 0) {
-      u.dep = index_of[static_cast<size_t>(step)].back();
+    // after: every unit of those steps whose out range meets this chunk's (chunks are uniform;
+    // step-major schedules, where all of an earlier step's units come before this one's).
+    const size_t lo = st.out_offset + u.offset, hi = lo + u.count;
+    for (int a : st.after) {
+      if (a < 0 || a >= step) continue;
+      const Step& sa = s.steps[static_cast<size_t>(a)];
+      const size_t from = std::max(lo, sa.out_offset), to = std::min(hi, sa.out_offset + sa.count);
+      if (from >= to) continue;
+      const auto& idx = index_of[static_cast<size_t>(a)];
+      for (size_t k = (from - sa.out_offset) / chunk_elems; k <= (to - 1 - sa.out_offset) / chunk_elems && k < idx.size(); ++k)
+        u.waits.push_back(idx[k]);
     }
     if (s.serial && !units.empty()) u.dep = static_cast<int>(units.size()) - 1;
     index_of[static_cast<size_t>(step)].push_back(static_cast<int>(units.size()));

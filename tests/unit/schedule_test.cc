@@ -12,7 +12,9 @@
 // completed (after_sent) only once the receiver took it; and allreduce also runs in place.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
+#include <random>
 #include <tuple>
 
 #include "collectives/schedule.h"
@@ -46,6 +48,31 @@ struct SimResult {
   bool ok = true;
   std::string error;
 };
+
+// Does unit u's work on rank k with the message `data`: copies it into `o` or reduces it with the
+// step's source, checking that nothing is counted twice or divided early.
+template <typename Fail>
+void Apply(int k, const Step& st, const Unit& u, const Mem& data, Mem& o, const Mem& in_k, uint64_t complete, Fail&& fail) {
+  for (size_t i = 0; i < data.size(); ++i) {
+    size_t oi = st.out_offset + u.offset + i;
+    if (st.recv == RecvKind::kCopy) {
+      o[oi] = data[i];
+      continue;
+    }
+    Elem src = st.accumulate ? o[oi] : in_k[st.in_offset + u.offset + i];
+    if (src.set == kUnset || data[i].set == kUnset) return fail("rank " + std::to_string(k) + ": reduces an unset element");
+    if ((src.set | data[i].set) & kFinal) return fail("rank " + std::to_string(k) + ": reduces an already divided element");
+    if (src.set & data[i].set) return fail("rank " + std::to_string(k) + ": counts a rank twice");
+    const Elem& left = st.recv_left ? data[i] : src;
+    const Elem& right = st.recv_left ? src : data[i];
+    Elem res{src.set | data[i].set, Mix(left.expr * 31 + Mix(right.expr))};
+    if (st.finalize) {
+      if (res.set != complete) return fail("rank " + std::to_string(k) + ": divides an incomplete sum");
+      res.set |= kFinal;
+    }
+    o[oi] = res;
+  }
+}
 
 // in_place: each rank's `in` is its `out` (allreduce only; `out` starts as `in`).
 SimResult Simulate(int n, const std::vector<Schedule>& s, std::vector<Mem> in, std::vector<Mem> out, size_t chunk,
@@ -110,26 +137,7 @@ SimResult Simulate(int n, const std::vector<Schedule>& s, std::vector<Mem> in, s
           if (pending) break;
         }
         if (st.recv != RecvKind::kNone) {
-          const Mem& data = staged[uk];
-          for (size_t i = 0; i < data.size() && r.ok; ++i) {
-            size_t oi = st.out_offset + u.offset + i;
-            if (st.recv == RecvKind::kCopy) {
-              o[oi] = data[i];
-              continue;
-            }
-            Elem src = st.accumulate ? o[oi] : in_of(uk)[st.in_offset + u.offset + i];
-            if (src.set == kUnset || data[i].set == kUnset) fail("rank " + std::to_string(k) + ": reduces an unset element");
-            if ((src.set | data[i].set) & kFinal) fail("rank " + std::to_string(k) + ": reduces an already divided element");
-            if (src.set & data[i].set) fail("rank " + std::to_string(k) + ": counts a rank twice");
-            const Elem& left = st.recv_left ? data[i] : src;
-            const Elem& right = st.recv_left ? src : data[i];
-            Elem res{src.set | data[i].set, Mix(left.expr * 31 + Mix(right.expr))};
-            if (st.finalize) {
-              if (res.set != complete) fail("rank " + std::to_string(k) + ": divides an incomplete sum");
-              res.set |= kFinal;
-            }
-            o[oi] = res;
-          }
+          Apply(k, st, u, staged[uk], o, in_of(uk), complete, fail);
           received[uk] = false;
         }
         for (int p : st.send_peers) {
@@ -147,6 +155,138 @@ SimResult Simulate(int n, const std::vector<Schedule>& s, std::vector<Mem> in, s
   for (int k = 0; k < n; ++k)
     if (next[static_cast<size_t>(k)] < units[static_cast<size_t>(k)].size())
       fail("deadlock: rank " + std::to_string(k) + " stuck at unit " + std::to_string(next[static_cast<size_t>(k)]));
+  if (!wire.empty()) fail(std::to_string(wire.size()) + " messages were never received");
+  r.out = std::move(out);
+  return r;
+}
+
+// The same network, with every rank doing its units in whatever order the executor may: a message
+// is taken whenever it is on the wire, whatever the rank is waiting for (a back end completes
+// receives, and one message's chunks, in any order); a unit acts once its message is in, the
+// units it waits for (dep, waits) have acted and its after_sent message was taken; sends to each
+// peer go out in unit order. Where the executor lands data on arrival (a copy, or a reduction
+// that waits for nothing, not after its own send) it is written when taken, not when the unit
+// acts. Each step picks one of everything possible at random (seeded). A schedule correct here
+// needs no ordering from its back end that the executor does not give.
+SimResult SimulateAnyOrder(int n, const std::vector<Schedule>& s, std::vector<Mem> in, std::vector<Mem> out,
+                           size_t chunk, bool in_place, uint32_t seed) {
+  SimResult r;
+  if (in_place) out = in;
+  auto in_of = [&](size_t k) -> Mem& { return in_place ? out[k] : in[k]; };
+  struct Msg {
+    bool from_in;
+    size_t offset, count;
+    uint64_t heard;
+  };
+  using Key = std::tuple<int, int, int, uint32_t>;  // src, dst, msg, chunk
+  std::map<Key, Msg> wire;
+  struct UnitState {
+    bool taken = false, acted = false, landed = false;
+    Mem staged;
+    std::vector<Key> sent;  // its messages, once posted
+  };
+  const size_t nn = static_cast<size_t>(n);
+  std::vector<std::vector<Unit>> units(nn);
+  std::vector<std::vector<UnitState>> st(nn);
+  std::vector<std::map<int, size_t>> cursor(nn);  // per rank, per peer: units before it all sent
+  r.heard.resize(nn);
+  for (size_t k = 0; k < nn; ++k) {
+    units[k] = ExpandUnits(s[k], chunk);
+    st[k].resize(units[k].size());
+    r.heard[k] = 1ull << k;
+  }
+  auto fail = [&](const std::string& e) {
+    if (r.ok) r.error = e;
+    r.ok = false;
+  };
+  const uint64_t complete = n == 64 ? ~0ull : (1ull << n) - 1;
+  auto step_of = [&](size_t k, size_t u) -> const Step& { return s[k].steps[static_cast<size_t>(units[k][u].step)]; };
+  auto waits_for_send = [&](size_t k, size_t u) {
+    const int d = units[k][u].sent_dep;
+    return d >= 0 && (in_place || !step_of(k, static_cast<size_t>(d)).send_from_in);
+  };
+  auto lands_early = [&](size_t k, size_t u) {
+    const Step& sp = step_of(k, u);
+    const Unit& un = units[k][u];
+    if (waits_for_send(k, u)) return false;
+    return sp.recv == RecvKind::kCopy || (sp.recv == RecvKind::kReduce && !sp.accumulate && un.dep < 0 && un.waits.empty());
+  };
+  auto key_of = [&](size_t k, size_t u) {
+    const Step& sp = step_of(k, u);
+    return Key{sp.recv_peer, static_cast<int>(k), sp.recv_msg, units[k][u].chunk};
+  };
+  auto can_act = [&](size_t k, size_t u) {
+    const Unit& un = units[k][u];
+    const UnitState& us = st[k][u];
+    if (us.acted || (step_of(k, u).recv != RecvKind::kNone && !us.taken)) return false;
+    if (un.dep >= 0 && !st[k][static_cast<size_t>(un.dep)].acted) return false;
+    for (int w : un.waits)
+      if (!st[k][static_cast<size_t>(w)].acted) return false;
+    if (waits_for_send(k, u)) {
+      const size_t d = static_cast<size_t>(un.sent_dep);
+      if (!st[k][d].acted || st[k][d].sent.size() < step_of(k, d).send_peers.size()) return false;
+      for (const Key& key : st[k][d].sent)
+        if (wire.count(key)) return false;
+    }
+    return true;
+  };
+  auto post_sends = [&](size_t k, int peer) {
+    size_t& c = cursor[k][peer];
+    for (; c < units[k].size(); ++c) {
+      const Step& sp = step_of(k, c);
+      if (std::find(sp.send_peers.begin(), sp.send_peers.end(), peer) == sp.send_peers.end()) continue;
+      if (!st[k][c].acted) return;
+      Key key{static_cast<int>(k), peer, sp.send_msg, units[k][c].chunk};
+      if (wire.count(key)) return fail("rank " + std::to_string(k) + " sends the same message twice");
+      wire[key] = {sp.send_from_in, (sp.send_from_in ? sp.in_offset : sp.out_offset) + units[k][c].offset,
+                   units[k][c].count, r.heard[k]};
+      st[k][c].sent.push_back(key);
+    }
+  };
+  std::mt19937 rng(seed);
+  std::vector<std::pair<size_t, size_t>> takes, acts;
+  while (r.ok) {
+    takes.clear();
+    acts.clear();
+    for (size_t k = 0; k < nn; ++k)
+      for (size_t u = 0; u < units[k].size(); ++u) {
+        if (step_of(k, u).recv != RecvKind::kNone && !st[k][u].taken && wire.count(key_of(k, u))) takes.push_back({k, u});
+        if (can_act(k, u)) acts.push_back({k, u});
+      }
+    const size_t total = takes.size() + acts.size();
+    if (total == 0) break;
+    size_t pick = std::uniform_int_distribution<size_t>(0, total - 1)(rng);
+    if (pick < takes.size()) {  // the message arrives: read from the sender's memory now
+      const auto [k, u] = takes[pick];
+      auto it = wire.find(key_of(k, u));
+      const Msg m = it->second;
+      wire.erase(it);
+      r.heard[k] |= m.heard;
+      const Unit& un = units[k][u];
+      if (m.count != un.count) fail("rank " + std::to_string(k) + ": message length differs from the step's");
+      const size_t src = static_cast<size_t>(step_of(k, u).recv_peer);
+      Mem& from = m.from_in ? in_of(src) : out[src];
+      Mem data(from.begin() + static_cast<std::ptrdiff_t>(m.offset),
+               from.begin() + static_cast<std::ptrdiff_t>(m.offset + std::min(m.count, un.count)));
+      st[k][u].taken = true;
+      if (lands_early(k, u)) {
+        Apply(static_cast<int>(k), step_of(k, u), un, data, out[k], in_of(k), complete, fail);
+        st[k][u].landed = true;
+      } else {
+        st[k][u].staged = std::move(data);
+      }
+    } else {
+      const auto [k, u] = acts[pick - takes.size()];
+      const Step& sp = step_of(k, u);
+      if (sp.recv != RecvKind::kNone && !st[k][u].landed)
+        Apply(static_cast<int>(k), sp, units[k][u], st[k][u].staged, out[k], in_of(k), complete, fail);
+      st[k][u].acted = true;
+      for (int p : sp.send_peers) post_sends(k, p);
+    }
+  }
+  for (size_t k = 0; k < nn; ++k)
+    for (size_t u = 0; u < units[k].size() && r.ok; ++u)
+      if (!st[k][u].acted) fail("deadlock: rank " + std::to_string(k) + " never does unit " + std::to_string(u));
   if (!wire.empty()) fail(std::to_string(wire.size()) + " messages were never received");
   r.out = std::move(out);
   return r;
@@ -187,6 +327,11 @@ TEST_CASE("ring, tree and doubling allreduce reduce every element exactly once, 
                 REQUIRE(e.set == (All(n) | kFinal));
                 REQUIRE(e.expr == r.out[0][i].expr);  // the same reduction order, so the same bits
               }
+            auto q = SimulateAnyOrder(n, s, Own(n, count), Unset(n, count), chunk, in_place, 7);
+            INFO("any order: " << q.error);
+            REQUIRE(q.ok);
+            for (int k = 0; k < n; ++k)
+              for (size_t i = 0; i < count; ++i) REQUIRE(q.out[static_cast<size_t>(k)][i] == r.out[static_cast<size_t>(k)][i]);
           }
 }
 
@@ -218,28 +363,71 @@ TEST_CASE("hierarchical allreduce reduces every element exactly once, alike on e
               REQUIRE(e.set == (All(n) | kFinal));
               REQUIRE(e.expr == r.out[0][i].expr);
             }
+          // Out of order, as UCX and libfabric complete: the same result.
+          if (chunk == 1000) continue;
+          for (uint32_t seed : {1u, 2u}) {
+            auto q = SimulateAnyOrder(n, s, Own(n, count), Unset(n, count), chunk, in_place, seed);
+            INFO("any order, seed " << seed << ": " << q.error);
+            REQUIRE(q.ok);
+            for (int k = 0; k < n; ++k)
+              for (size_t i = 0; i < count; ++i) REQUIRE(q.out[static_cast<size_t>(k)][i] == r.out[static_cast<size_t>(k)][i]);
+          }
         }
   }
   CHECK(HierarchicalAllreduce(0, {0, 0, 1}, 10).algo == "ring");  // uneven: the flat ring
-  // Phases B and C wait, unit by unit, for what came before them: with one part, every unit after
-  // phase A (the host's ring reduce-scatter, L steps) depends on the unit issued just before it.
+  // What waits for what (rank 1 of 2 x 2, one part: A steps 0-1, B 2-4, C 5-6): every step of B
+  // on A's last; C's first on B's; nothing else, and nothing waits for a whole step.
   const Schedule h = HierarchicalAllreduce(1, {0, 0, 1, 1}, 100);
   CHECK(h.algo == "hierarchical");
+  REQUIRE(h.steps.size() == 7);
+  for (int i : {0, 1, 6}) CHECK(h.steps[static_cast<size_t>(i)].after.empty());
+  for (int i : {2, 3, 4}) CHECK(h.steps[static_cast<size_t>(i)].after == std::vector<int>{1});
+  CHECK(h.steps[5].after == std::vector<int>{2, 3, 4});
+  // Chunk by chunk: a unit of B waits for the units of A's last step that wrote its elements.
   const auto units = ExpandUnits(h, 7);
-  size_t phase1 = 0;
-  for (const Unit& u : units) phase1 += u.step < 2 ? 1 : 0;
-  for (size_t u = phase1; u < units.size(); ++u) CHECK(units[u].dep == static_cast<int>(u) - 1);
-  // Phase A: its first step free; its last, which B waits for whole, chunk by chunk in order
-  // (a back end may complete one message's chunks out of order).
-  for (size_t u = 0; u < phase1; ++u)
-    CHECK(units[u].dep == (units[u].step == 1 && units[u].chunk > 0 ? static_cast<int>(u) - 1 : -1));
-  // Pipelined parts: each part's B and C steps wait for their own part's step before them, and
-  // part 1's reduce-scatter is issued before part 0's cross-host phase.
+  for (const Unit& u : units) {
+    CHECK(u.dep == -1);
+    const Step& st = h.steps[static_cast<size_t>(u.step)];
+    for (int w : u.waits) {
+      const Unit& a = units[static_cast<size_t>(w)];
+      const Step& sa = h.steps[static_cast<size_t>(a.step)];
+      CHECK(std::find(st.after.begin(), st.after.end(), a.step) != st.after.end());
+      CHECK(sa.out_offset + a.offset < st.out_offset + u.offset + u.count);  // they overlap
+      CHECK(st.out_offset + u.offset < sa.out_offset + a.offset + a.count);
+    }
+    if (u.step >= 2 && u.step <= 5 && u.count > 0) CHECK(!u.waits.empty());
+  }
+  // Pipelined parts: part 1's reduce-scatter is issued before part 0's cross-host phase, and
+  // each part's phases wait for their own part's phase before.
   const Schedule p = HierarchicalAllreduce(1, {0, 0, 1, 1}, 100, 25);  // 4 parts
   REQUIRE(p.steps.size() == 4 * (2 + 3 + 2));  // A: 2 steps, B: 3 (two hosts), C: 2
-  CHECK(p.steps[2].after_step == -1);  // A1, right after A0
-  CHECK(p.steps[4].after_step == 1);   // B0's first step waits for A0's last
-  CHECK(p.steps[5].after_step == 4);
+  CHECK(p.steps[2].after.empty());                  // A1, right after A0
+  CHECK(p.steps[4].after == std::vector<int>{1});   // B0 on A0's last
+  CHECK(p.steps[9].after == std::vector<int>{3});   // B1 (issued after A2, 7-8) on A1's last (3)
+  CHECK(p.steps[12].after == std::vector<int>{4, 5, 6});  // C0 on B0
+}
+
+// Out of order, a schedule must say what it waits for: without `after`, the hierarchical
+// allreduce's cross-host phase sends what its host's reduce-scatter has not finished. The in-order
+// run cannot see it; the any-order one must.
+TEST_CASE("the any-order simulator catches a missing wait that the in-order one cannot", "[schedule]") {
+  const std::vector<int> host_of = {0, 0, 1, 1};
+  const int n = 4;
+  std::vector<Schedule> s;
+  for (int k = 0; k < n; ++k) {
+    s.push_back(HierarchicalAllreduce(k, host_of, 40));
+    for (Step& st : s.back().steps) st.after.clear();
+  }
+  CHECK(Simulate(n, s, Own(n, 40), Unset(n, 40), 3).ok);
+  int caught = 0;
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    auto r = SimulateAnyOrder(n, s, Own(n, 40), Unset(n, 40), 3, false, seed);
+    bool wrong = !r.ok;
+    for (int k = 0; k < n && r.ok; ++k)
+      for (const Elem& e : r.out[static_cast<size_t>(k)]) wrong |= e.set != (All(n) | kFinal);
+    caught += wrong ? 1 : 0;
+  }
+  CHECK(caught > 0);
 }
 
 // The simulator must be able to fail: the properties above are only worth what it catches.
