@@ -15,7 +15,9 @@
 // Hierarchical allreduce (rings inside hosts, a ring per local rank across them, in pipelined
 // parts) replaces the ring above 64 KiB on jobs spanning 2 or more hosts with the same number
 // (2 or more) of ranks on each: on 1 Gbit/s links, 2 hosts x 4 ranks, it measured 1.64x the flat
-// ring's algbw at 64 MiB (1.6x to 3.75x from 64 KiB), 4 x 2 1.06x (perf/linktest, docs/PERF.md).
+// ring's algbw at 64 MiB (1.6x to 3.75x from 64 KiB), 4 x 2 1.12-1.17x (perf/linktest,
+// docs/PERF.md). Allgather and reduce-scatter take the same rule (their rings across hosts carry
+// each rank's own blocks only, inside hosts all of them).
 // Alltoall exchanges pairwise, n-1 rounds, each rank sending to rank+k while it receives from
 // rank-k.
 // The v-collectives (per-rank counts) run the same ring and pairwise exchange, one whole block
@@ -48,7 +50,17 @@ const std::vector<AlgoRow>& AlgoTable() {
       {CollKind::kBroadcast, Algo::kChain, [](const ScheduleArgs& a) { return ChainBroadcast(a.rank, a.size, a.root, a.count); }, 0, kAll},
       {CollKind::kReduce, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialReduce(a.rank, a.size, a.root, a.count); }, 0, kSmall},
       {CollKind::kReduce, Algo::kChain, [](const ScheduleArgs& a) { return ChainReduce(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kAllgather, Algo::kHierarchical,
+       [](const ScheduleArgs& a) {
+         return a.host_of ? HierarchicalAllgather(a.rank, *a.host_of, a.count) : RingAllgather(a.rank, a.size, a.count);
+       },
+       kSmall + 1, kAll, true},
       {CollKind::kAllgather, Algo::kRing, [](const ScheduleArgs& a) { return RingAllgather(a.rank, a.size, a.count); }, 0, kAll},
+      {CollKind::kReduceScatter, Algo::kHierarchical,
+       [](const ScheduleArgs& a) {
+         return a.host_of ? HierarchicalReduceScatter(a.rank, *a.host_of, a.count) : RingReduceScatter(a.rank, a.size, a.count);
+       },
+       kSmall + 1, kAll, true},
       {CollKind::kReduceScatter, Algo::kRing, [](const ScheduleArgs& a) { return RingReduceScatter(a.rank, a.size, a.count); }, 0, kAll},
       {CollKind::kGather, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialGather(a.rank, a.size, a.root, a.count); }, kNamedMin, kNamedMax},
       {CollKind::kGather, Algo::kFlat, [](const ScheduleArgs& a) { return FlatGather(a.rank, a.size, a.root, a.count); }, 0, kAll},

@@ -113,6 +113,12 @@ Schedule DoublingAllreduce(int rank, int size, size_t count);
 // `after`).
 // A part per `part_elems` elements, at most 8.
 Schedule HierarchicalAllreduce(int rank, const std::vector<int>& host_of, size_t count, size_t part_elems = 1 << 20);
+// The same over hosts (schedules/hierarchical_blocks.cc): with every host holding the same number
+// L of ranks, each local rank runs a ring across the hosts carrying only its own blocks and its
+// host's ring passes them round inside (allgather: across first; reduce-scatter: inside first);
+// else the flat ring. Same layouts as RingAllgather and RingReduceScatter.
+Schedule HierarchicalAllgather(int rank, const std::vector<int>& host_of, size_t count);
+Schedule HierarchicalReduceScatter(int rank, const std::vector<int>& host_of, size_t count);
 // Reduce-scatter: in holds size*count elements; the reduced block `rank` ends up in out at
 // [rank*count, (rank+1)*count), and out (size*count elements) also takes partial sums.
 Schedule RingReduceScatter(int rank, int size, size_t count);

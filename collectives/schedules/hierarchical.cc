@@ -21,7 +21,7 @@
 // The average divides once, in B (in A when there is one host).
 #include <algorithm>
 
-#include "collectives/schedule.h"
+#include "collectives/schedules/host_rings.h"
 
 namespace hoop {
 namespace {
@@ -35,31 +35,6 @@ constexpr uint16_t kMsgsPerPart = 0x4000 / kMaxParts;
 struct Phase {
   std::vector<Step> steps;
   enum Waits { kNone, kAllOnLast, kFirstOnAll } waits = kNone;
-};
-
-// A ring's steps over `group` (job ranks in ring order, `me` this rank's position).
-struct Ring {
-  const std::vector<int>& group;
-  int me;
-  uint16_t msg0;
-  int Size() const { return static_cast<int>(group.size()); }
-  // A step on range r: receive (kind) message `recv_k` from the left, send message `send_k` (-1:
-  // none) to the right.
-  Step Make(Range r, RecvKind recv, int recv_k, int send_k) const {
-    Step st;
-    st.in_offset = st.out_offset = r.begin;
-    st.count = r.size;
-    if (recv != RecvKind::kNone) {
-      st.recv = recv;
-      st.recv_peer = group[static_cast<size_t>(Mod(me - 1, Size()))];
-      st.recv_msg = static_cast<uint16_t>(msg0 + recv_k);
-    }
-    if (send_k >= 0) {
-      st.send_peers = {group[static_cast<size_t>(Mod(me + 1, Size()))]};
-      st.send_msg = static_cast<uint16_t>(msg0 + send_k);
-    }
-    return st;
-  }
 };
 
 // The three phases of part q (elements `whole`).
@@ -124,42 +99,20 @@ std::vector<Phase> PartPhases(const std::vector<int>& host_ring, int lp, const s
 
 Schedule HierarchicalAllreduce(int rank, const std::vector<int>& host_of, size_t count, size_t part_elems) {
   const int n = static_cast<int>(host_of.size());
-  // The hosts in order of their first rank, and each host's ranks in rank order.
-  std::vector<int> ids;
-  std::vector<std::vector<int>> members;
-  for (int r = 0; r < n; ++r) {
-    size_t h = 0;
-    while (h < ids.size() && ids[h] != host_of[static_cast<size_t>(r)]) ++h;
-    if (h == ids.size()) {
-      ids.push_back(host_of[static_cast<size_t>(r)]);
-      members.emplace_back();
-    }
-    members[h].push_back(r);
-  }
-  const int hosts = static_cast<int>(members.size());
-  const int local = hosts > 0 ? static_cast<int>(members[0].size()) : 0;
-  bool even = true;
-  for (const auto& m : members) even &= static_cast<int>(m.size()) == local;
+  const HostRings g = GroupByHost(rank, host_of);
+  const int hosts = g.hosts, local = g.local;
   // Uneven hosts, or rings too long for the message numbers: the flat ring.
-  if (!even || local >= kMsgsPerPart || 2 * hosts >= kMsgsPerPart) return RingAllreduce(rank, n, count);
+  if (!g.even || local >= kMsgsPerPart || 2 * hosts >= kMsgsPerPart) return RingAllreduce(rank, n, count);
   Schedule s;
   s.algo = "hierarchical";
   // Two links busy at once, the host's and the one across hosts: a window for each.
   if (hosts > 1 && local > 1) s.window_scale = 2;
   if (n <= 1) return s;
-  int my_host = 0, lp = 0;
-  for (int h = 0; h < hosts; ++h)
-    for (int i = 0; i < local; ++i)
-      if (members[static_cast<size_t>(h)][static_cast<size_t>(i)] == rank) my_host = h, lp = i;
-  const std::vector<int>& host_ring = members[static_cast<size_t>(my_host)];
-  std::vector<int> cross_ring;
-  for (int h = 0; h < hosts; ++h) cross_ring.push_back(members[static_cast<size_t>(h)][static_cast<size_t>(lp)]);
-
   const int parts =
       static_cast<int>(std::min<size_t>(kMaxParts, std::max<size_t>(1, count / std::max<size_t>(1, part_elems))));
   std::vector<std::vector<Phase>> phases;
   for (int q = 0; q < parts; ++q)
-    phases.push_back(PartPhases(host_ring, lp, cross_ring, my_host, SplitEven(count, parts, q), q));
+    phases.push_back(PartPhases(g.host_ring, g.lp, g.cross_ring, g.my_host, SplitEven(count, parts, q), q));
   // Issue order A0, A1 B0, A2 B1 C0, ...; where each phase's steps landed, for `after`: each of
   // B's steps on A's last, C's first on every step of the phase before it (B, or A on one host).
   std::vector<std::vector<int>> prev_phase(static_cast<size_t>(parts));

@@ -2,7 +2,7 @@
 // schedule into chunked units.
 #include <algorithm>
 
-#include "collectives/schedule.h"
+#include "collectives/schedules/host_rings.h"
 
 namespace hoop {
 
@@ -34,6 +34,31 @@ Blocks PackedBlocks(const std::vector<size_t>& counts) {
     at += c;
   }
   return b;
+}
+
+HostRings GroupByHost(int rank, const std::vector<int>& host_of) {
+  HostRings g;
+  std::vector<int> ids;
+  for (size_t r = 0; r < host_of.size(); ++r) {
+    size_t h = 0;
+    while (h < ids.size() && ids[h] != host_of[r]) ++h;
+    if (h == ids.size()) {
+      ids.push_back(host_of[r]);
+      g.members.emplace_back();
+    }
+    g.members[h].push_back(static_cast<int>(r));
+  }
+  g.hosts = static_cast<int>(g.members.size());
+  g.local = g.hosts > 0 ? static_cast<int>(g.members[0].size()) : 0;
+  for (const auto& m : g.members) g.even &= static_cast<int>(m.size()) == g.local;
+  for (int h = 0; h < g.hosts; ++h)
+    for (size_t i = 0; i < g.members[static_cast<size_t>(h)].size(); ++i)
+      if (g.members[static_cast<size_t>(h)][i] == rank) g.my_host = h, g.lp = static_cast<int>(i);
+  if (g.hosts == 0) return g;
+  g.host_ring = g.members[static_cast<size_t>(g.my_host)];
+  if (g.even)
+    for (int h = 0; h < g.hosts; ++h) g.cross_ring.push_back(g.members[static_cast<size_t>(h)][static_cast<size_t>(g.lp)]);
+  return g;
 }
 
 namespace {

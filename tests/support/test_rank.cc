@@ -122,8 +122,12 @@ struct Matrix {
           std::vector<char> full(count * n * es + 1), want(count * es + 1), out(count * es + 1, 0x33);
           ReferenceReduce(dt, op, Ptrs(in), full.data(), count * n);
           std::memcpy(want.data(), full.data() + me * count * es, count * es);
-          Status s = c.ReduceScatter({in[me].data(), count * n, dt}, {out.data(), count, dt}, op).Wait();
-          Expect(tag("reduce_scatter", ReduceOpName(op)), s, out, want, dt, count);
+          Status s;
+          for (Algo algo : {Algo::kRing, Algo::kHierarchical}) {
+            std::fill(out.begin(), out.end(), 0x33);
+            s = c.ReduceScatter({in[me].data(), count * n, dt}, {out.data(), count, dt}, op, {algo}).Wait();
+            Expect(tag("reduce_scatter", (std::string(AlgoName(algo)) + " " + ReduceOpName(op)).c_str()), s, out, want, dt, count);
+          }
           {  // reduce_scatterv: uneven blocks, some empty
             ++case_id;
             const std::vector<size_t> counts = VCounts(count);
@@ -163,17 +167,21 @@ struct Matrix {
           Expect(tag("broadcast", (std::string(AlgoName(algo)) + " root " + std::to_string(root)).c_str()), s, out,
                  in[static_cast<size_t>(root)], dt, count);
         }
-        ++case_id;
         auto in = Inputs(dt, ReduceOp::kMax, count);
-        std::vector<char> want(count * n * es + 1), out(count * n * es + 1, 0x33);
+        std::vector<char> want(count * n * es + 1);
         for (size_t r = 0; r < n; ++r) std::memcpy(want.data() + r * count * es, in[r].data(), count * es);
-        Status s = c.Allgather({in[me].data(), count, dt}, {out.data(), count * n, dt}).Wait();
-        Expect(tag("allgather", ""), s, out, want, dt, count * n);
-        // In place: the rank's block already sits in the output.
-        std::vector<char> buf(count * n * es + 1, 0x44);
-        std::memcpy(buf.data() + me * count * es, in[me].data(), count * es);
-        s = c.Allgather({buf.data() + me * count * es, count, dt}, {buf.data(), count * n, dt}).Wait();
-        Expect(tag("allgather in-place", ""), s, buf, want, dt, count * n);
+        Status s;
+        for (Algo algo : {Algo::kRing, Algo::kHierarchical}) {
+          ++case_id;
+          std::vector<char> out(count * n * es + 1, 0x33);
+          s = c.Allgather({in[me].data(), count, dt}, {out.data(), count * n, dt}, {algo}).Wait();
+          Expect(tag("allgather", AlgoName(algo)), s, out, want, dt, count * n);
+          // In place: the rank's block already sits in the output.
+          std::vector<char> buf(count * n * es + 1, 0x44);
+          std::memcpy(buf.data() + me * count * es, in[me].data(), count * es);
+          s = c.Allgather({buf.data() + me * count * es, count, dt}, {buf.data(), count * n, dt}, {algo}).Wait();
+          Expect(tag("allgather in-place", AlgoName(algo)), s, buf, want, dt, count * n);
+        }
 
         // Gather and scatter by each algorithm, the root moving with the case; the root's own
         // block in place too.

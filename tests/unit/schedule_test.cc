@@ -500,6 +500,49 @@ TEST_CASE("ring allgather puts rank i's block at block i everywhere", "[schedule
       }
 }
 
+// Hierarchical allgather and reduce-scatter over the same host maps, in order and out of order.
+TEST_CASE("hierarchical allgather and reduce-scatter match the ring's layouts for any host map", "[schedule]") {
+  const std::vector<std::vector<int>> maps = {{0, 0},       {0, 1},          {0, 0, 1, 1},       {0, 1, 0, 1},
+                                              {0, 0, 0, 1, 1, 1}, {0, 0, 1, 1, 2, 2}, {5, 5, 5, 5, 9, 9, 9, 9},
+                                              {0, 1, 2, 3, 0, 1, 2, 3}, {0, 0, 0, 0}, {0, 1, 2}, {0, 0, 1}};
+  for (const auto& host_of : maps) {
+    const int n = static_cast<int>(host_of.size());
+    std::string map;
+    for (int h : host_of) map += std::to_string(h);
+    for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(20)})
+      for (size_t chunk : {size_t(1), size_t(3), size_t(1000)})
+        for (uint32_t seed : {0u, 1u, 2u}) {  // 0: in order
+          const size_t total = count * static_cast<size_t>(n);
+          INFO("hosts " << map << " count=" << count << " chunk=" << chunk << " seed=" << seed);
+          auto sim = [&](const std::vector<Schedule>& s, std::vector<Mem> in, std::vector<Mem> out) {
+            return seed == 0 ? Simulate(n, s, std::move(in), std::move(out), chunk)
+                             : SimulateAnyOrder(n, s, std::move(in), std::move(out), chunk, false, seed);
+          };
+          std::vector<Schedule> ag, rs;
+          std::vector<Mem> out = Unset(n, total);
+          for (int k = 0; k < n; ++k) {
+            ag.push_back(HierarchicalAllgather(k, host_of, count));
+            rs.push_back(HierarchicalReduceScatter(k, host_of, count));
+            for (size_t i = 0; i < count; ++i) out[static_cast<size_t>(k)][static_cast<size_t>(k) * count + i] = Leaf(k);
+          }
+          auto r = sim(ag, Own(n, count), out);
+          INFO("allgather: " << r.error);
+          REQUIRE(r.ok);
+          for (int k = 0; k < n; ++k)
+            for (size_t i = 0; i < total; ++i) REQUIRE(r.out[static_cast<size_t>(k)][i] == Leaf(static_cast<int>(i / count)));
+          auto q = sim(rs, Own(n, total), Unset(n, total));
+          INFO("reduce-scatter: " << q.error);
+          REQUIRE(q.ok);
+          for (int k = 0; k < n; ++k)
+            for (size_t i = 0; i < count; ++i)
+              REQUIRE(q.out[static_cast<size_t>(k)][static_cast<size_t>(k) * count + i].set == (All(n) | kFinal));
+        }
+  }
+  CHECK(HierarchicalAllgather(0, {0, 0, 1}, 10).algo == "ring");  // uneven: the flat ring
+  CHECK(HierarchicalReduceScatter(0, {0, 0, 1}, 10).algo == "ring");
+  CHECK(HierarchicalAllgather(0, {0, 0, 1, 1}, 10).algo == "hierarchical");
+}
+
 TEST_CASE("chain and binomial broadcast deliver the root's data to every rank", "[schedule]") {
   for (int n = 2; n <= 9; ++n)
     for (int root = 0; root < n; ++root)
