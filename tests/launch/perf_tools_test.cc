@@ -206,7 +206,7 @@ TEST_CASE("perf/linktest measures shaped links and removes its namespaces", "[li
   CHECK(WaitGone("hoop-linktest-", 5) == 0);
 }
 
-TEST_CASE("perf/linktest --ranks-per-host runs the flat and the hierarchical allreduce side by side", "[linktest][netns]") {
+TEST_CASE("perf/linktest --ranks-per-host runs the flat and the hierarchical collective side by side", "[linktest][netns]") {
   if (!CanMakeNamespaces()) {
     WARN("SKIPPED: cannot create network namespaces here (needs root and iproute2)");
     return;
@@ -226,9 +226,22 @@ TEST_CASE("perf/linktest --ranks-per-host runs the flat and the hierarchical all
   CHECK(r.output.find("tcp none 1048576 B: hierarchical/flat algbw: ") != std::string::npos);
   CHECK(r.output.find("x (cross-host busbw / R: ") != std::string::npos);
   CHECK(LinktestNamespaces() == 0);
+  // Reduce-scatter too (allgather is its mirror); the cross-host line counts (H-1)/H of the buffer.
+  auto rs = RunProc({Src("perf/linktest"), "-k", "2", "--ranks-per-host", "2", "--rate", "500mbit", "-t", "tcp", "-c",
+                     "reduce_scatter", "-b", "1M", "-e", "1M", "-R", "1", "--build", BuildDir()},
+                    Within(240));
+  INFO(rs.output);
+  CHECK(rs.exit_code == 0);
+  CHECK(rs.output.find(": reduce_scatter, 4 ranks") != std::string::npos);
+  CHECK(rs.output.find("tcp none 1048576 B: hierarchical/flat algbw: ") != std::string::npos);
+  CHECK(LinktestNamespaces() == 0);
   auto bad = RunProc({Src("perf/linktest"), "-k", "2", "--ranks-per-host", "0"}, Within(30));
   CHECK(bad.exit_code != 0);
   CHECK(bad.output.find("--ranks-per-host '0': expected 1 to 16") != std::string::npos);
+  auto bcast = RunProc({Src("perf/linktest"), "-k", "2", "--ranks-per-host", "2", "-c", "broadcast"}, Within(30));
+  CHECK(bcast.exit_code != 0);
+  CHECK(bcast.output.find("runs allreduce, allgather or reduce_scatter (flat against hierarchical), not broadcast") !=
+        std::string::npos);
 }
 
 TEST_CASE("perf/linktest interrupted mid-run removes everything it made", "[linktest][netns]") {
