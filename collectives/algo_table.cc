@@ -17,7 +17,9 @@
 // (2 or more) of ranks on each: on 1 Gbit/s links, 2 hosts x 4 ranks, it measured 1.64x the flat
 // ring's algbw at 64 MiB (1.6x to 3.75x from 64 KiB), 4 x 2 1.12-1.17x (perf/linktest,
 // docs/PERF.md). Allgather and reduce-scatter take the same rule (their rings across hosts carry
-// each rank's own blocks only, inside hosts all of them).
+// each rank's own blocks only, inside hosts all of them), and broadcast's chain is taken host by
+// host (the same chain where ranks are placed host by host and the root leads its host; with
+// ranks interleaved over hosts the rank-order chain crosses hosts at every hop).
 // Alltoall exchanges pairwise, n-1 rounds, each rank sending to rank+k while it receives from
 // rank-k.
 // The v-collectives (per-rank counts) run the same ring and pairwise exchange, one whole block
@@ -47,6 +49,11 @@ const std::vector<AlgoRow>& AlgoTable() {
       {CollKind::kAllreduce, Algo::kRing, [](const ScheduleArgs& a) { return RingAllreduce(a.rank, a.size, a.count); }, 0, kAll},
       {CollKind::kAllreduce, Algo::kTree, [](const ScheduleArgs& a) { return TreeAllreduce(a.rank, a.size, a.count); }, kNamedMin, kNamedMax},
       {CollKind::kBroadcast, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialBroadcast(a.rank, a.size, a.root, a.count); }, 0, kSmall},
+      {CollKind::kBroadcast, Algo::kHierarchical,
+       [](const ScheduleArgs& a) {
+         return a.host_of ? HierarchicalBroadcast(a.rank, *a.host_of, a.root, a.count) : ChainBroadcast(a.rank, a.size, a.root, a.count);
+       },
+       kSmall + 1, kAll, true},
       {CollKind::kBroadcast, Algo::kChain, [](const ScheduleArgs& a) { return ChainBroadcast(a.rank, a.size, a.root, a.count); }, 0, kAll},
       {CollKind::kReduce, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialReduce(a.rank, a.size, a.root, a.count); }, 0, kSmall},
       {CollKind::kReduce, Algo::kChain, [](const ScheduleArgs& a) { return ChainReduce(a.rank, a.size, a.root, a.count); }, 0, kAll},

@@ -133,6 +133,9 @@ Schedule RingReduceScatterv(int rank, int size, const Blocks& b);
 // Broadcast of `count` elements from root's in to every rank's out (root: the caller copies).
 Schedule ChainBroadcast(int rank, int size, int root, size_t count);
 Schedule BinomialBroadcast(int rank, int size, int root, size_t count);
+// The chain over the ranks taken host by host (the root's host first, root first): each host's
+// link carries the data once in and once out however ranks are placed (any host map).
+Schedule HierarchicalBroadcast(int rank, const std::vector<int>& host_of, int root, size_t count);
 Schedule DisseminationBarrier(int rank, int size);
 // Reduce to root's out: a binomial tree (log2 n rounds; chunks flow up it one behind another)
 // or a chain (every rank receives, reduces and sends on each chunk once: size / link rate).

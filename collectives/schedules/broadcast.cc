@@ -16,7 +16,7 @@
 // the roll call every rank whose ring neighbour passed another root fails naming both roots, and
 // poisons the others: when not every rank passed the same root, some neighbouring pair differs.
 // It costs one empty message per rank, sent before any data and waited for by nobody's data.
-#include "collectives/schedule.h"
+#include "collectives/schedules/host_rings.h"
 
 namespace hoop {
 
@@ -35,6 +35,38 @@ Schedule ChainBroadcast(int rank, int n, int root, size_t count) {
     st.recv_peer = Mod(rank - 1, n);
   }
   if (q < n - 1) st.send_peers = {Mod(rank + 1, n)};
+  s.steps.push_back(st);
+  return s;
+}
+
+// Hierarchical (host-ordered) chain: the same chain, its ranks taken host by host - the root,
+// then the rest of its host, then every other host's ranks in host order - so the data crosses
+// from one host to the next exactly once (H-1 cross-host hops in all) however the ranks are
+// placed. The chain in rank order crosses at every hop where ranks are interleaved over hosts
+// (--map-by node), a host's link then carrying the buffer once per rank it holds.
+Schedule HierarchicalBroadcast(int rank, const std::vector<int>& host_of, int root, size_t count) {
+  const int n = static_cast<int>(host_of.size());
+  Schedule s;
+  s.algo = "hierarchical";
+  if (n <= 1) return s;
+  AppendRollCall(s, rank, n);
+  const HostRings g = GroupByHost(root, host_of);  // the root's host and place
+  std::vector<int> order;
+  const auto& home = g.members[static_cast<size_t>(g.my_host)];
+  for (size_t i = 0; i < home.size(); ++i) order.push_back(home[(static_cast<size_t>(g.lp) + i) % home.size()]);
+  for (int k = 1; k < g.hosts; ++k)
+    for (int r : g.members[static_cast<size_t>((g.my_host + k) % g.hosts)]) order.push_back(r);
+  int q = 0;
+  while (order[static_cast<size_t>(q)] != rank) ++q;
+  Step st;
+  st.count = count;
+  if (q == 0) {
+    st.send_from_in = true;
+  } else {
+    st.recv = RecvKind::kCopy;
+    st.recv_peer = order[static_cast<size_t>(q - 1)];
+  }
+  if (q < n - 1) st.send_peers = {order[static_cast<size_t>(q + 1)]};
   s.steps.push_back(st);
   return s;
 }

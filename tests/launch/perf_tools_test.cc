@@ -235,12 +235,23 @@ TEST_CASE("perf/linktest --ranks-per-host runs the flat and the hierarchical col
   CHECK(rs.output.find(": reduce_scatter, 4 ranks") != std::string::npos);
   CHECK(rs.output.find("tcp none 1048576 B: hierarchical/flat algbw: ") != std::string::npos);
   CHECK(LinktestNamespaces() == 0);
+  // Broadcast with ranks round-robin over the hosts: the chain in rank order against the one
+  // taken host by host.
+  auto bc = RunProc({Src("perf/linktest"), "-k", "2", "--ranks-per-host", "2", "--map-by", "node", "--rate", "500mbit",
+                     "-t", "tcp", "-c", "broadcast", "-b", "1M", "-e", "1M", "-R", "1", "--build", BuildDir()},
+                    Within(240));
+  INFO(bc.output);
+  CHECK(bc.exit_code == 0);
+  CHECK(bc.output.find("2 hosts x 2 rank(s) (--map-by node)") != std::string::npos);
+  CHECK(bc.output.find("  chain") != std::string::npos);
+  CHECK(bc.output.find("tcp none 1048576 B: hierarchical/flat algbw: ") != std::string::npos);
+  CHECK(LinktestNamespaces() == 0);
   auto bad = RunProc({Src("perf/linktest"), "-k", "2", "--ranks-per-host", "0"}, Within(30));
   CHECK(bad.exit_code != 0);
   CHECK(bad.output.find("--ranks-per-host '0': expected 1 to 16") != std::string::npos);
-  auto bcast = RunProc({Src("perf/linktest"), "-k", "2", "--ranks-per-host", "2", "-c", "broadcast"}, Within(30));
+  auto bcast = RunProc({Src("perf/linktest"), "-k", "2", "--ranks-per-host", "2", "-c", "gather"}, Within(30));
   CHECK(bcast.exit_code != 0);
-  CHECK(bcast.output.find("runs allreduce, allgather or reduce_scatter (flat against hierarchical), not broadcast") !=
+  CHECK(bcast.output.find("runs allreduce, allgather, reduce_scatter or broadcast (flat against hierarchical), not gather") !=
         std::string::npos);
 }
 

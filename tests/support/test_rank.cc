@@ -158,7 +158,7 @@ struct Matrix {
                    s, is_root ? rout : rwant, rwant, dt, count);
           }
         }
-        for (Algo algo : {Algo::kChain, Algo::kBinomial}) {
+        for (Algo algo : {Algo::kChain, Algo::kBinomial, Algo::kHierarchical}) {
           ++case_id;
           int root = static_cast<int>(case_id % n);
           auto in = Inputs(dt, ReduceOp::kSum, count);

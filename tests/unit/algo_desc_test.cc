@@ -39,7 +39,7 @@ TEST_CASE("algorithm choice: per call, then HOOP_ALGO, then by size", "[algo]") 
   CHECK_FALSE(ChooseAlgo(CollKind::kAllgather, 100, 4, Algo::kTree, Algo::kAuto).error.empty());
 }
 
-TEST_CASE("hierarchical allreduce: auto above 64 KiB on even hosts, by name anywhere, HOOP_ALGO=ring forbids it",
+TEST_CASE("hierarchical collectives: auto above 64 KiB on even hosts, by name anywhere, HOOP_ALGO=ring forbids it",
           "[algo]") {
   CHECK(EvenHosts({0, 0, 1, 1}));
   CHECK(EvenHosts({0, 1, 0, 1}));
@@ -55,6 +55,14 @@ TEST_CASE("hierarchical allreduce: auto above 64 KiB on even hosts, by name anyw
   CHECK(ChooseAlgo(CollKind::kAllreduce, big, 4, Algo::kAuto, Algo::kAuto, false).algo == Algo::kRing);
   CHECK(ChooseAlgo(CollKind::kAllreduce, big, 4, Algo::kAuto, Algo::kRing, true).algo == Algo::kRing);
   CHECK(ChooseAlgo(CollKind::kAllreduce, 1024, 4, Algo::kAuto, Algo::kHierarchical).algo == Algo::kHierarchical);
-  CHECK(ChooseAlgo(CollKind::kBroadcast, big, 4, Algo::kAuto, Algo::kHierarchical, true).algo == Algo::kChain);
+  // The same rule for allgather, reduce-scatter and broadcast; none for reduce, gather, alltoall.
+  for (CollKind k : {CollKind::kAllgather, CollKind::kReduceScatter, CollKind::kBroadcast}) {
+    CHECK(ChooseAlgo(k, big, 4, Algo::kAuto, Algo::kAuto, true).algo == Algo::kHierarchical);
+    CHECK(ChooseAlgo(k, big, 4, Algo::kAuto, Algo::kAuto, false).algo != Algo::kHierarchical);
+    const Algo flat = k == CollKind::kBroadcast ? Algo::kChain : Algo::kRing;  // HOOP_ALGO keeps the flat one
+    CHECK(ChooseAlgo(k, big, 4, Algo::kAuto, flat, true).algo == flat);
+  }
+  CHECK(ChooseAlgo(CollKind::kBroadcast, 1024, 4, Algo::kAuto, Algo::kAuto, true).algo == Algo::kBinomial);
+  CHECK(ChooseAlgo(CollKind::kReduce, big, 4, Algo::kAuto, Algo::kHierarchical, true).algo == Algo::kChain);
   CHECK(ParseAlgo("hierarchical") == Algo::kHierarchical);
 }

@@ -543,6 +543,38 @@ TEST_CASE("hierarchical allgather and reduce-scatter match the ring's layouts fo
   CHECK(HierarchicalAllgather(0, {0, 0, 1, 1}, 10).algo == "hierarchical");
 }
 
+// The host-ordered chain: every root, any host map; it crosses between hosts H-1 times.
+TEST_CASE("hierarchical broadcast delivers the root's data, crossing each host boundary once", "[schedule]") {
+  const std::vector<std::vector<int>> maps = {{0, 0}, {0, 1}, {0, 1, 0, 1}, {0, 0, 1}, {0, 1, 2, 0, 1, 2}, {7, 7, 3, 3, 3}};
+  for (const auto& host_of : maps) {
+    const int n = static_cast<int>(host_of.size());
+    int hosts = 0;
+    for (int i = 0; i < n; ++i) {
+      bool first = true;
+      for (int j = 0; j < i; ++j) first &= host_of[static_cast<size_t>(j)] != host_of[static_cast<size_t>(i)];
+      hosts += first ? 1 : 0;
+    }
+    for (int root = 0; root < n; ++root)
+      for (size_t count : {size_t(0), size_t(1), size_t(10)})
+        for (uint32_t seed : {0u, 1u}) {
+          std::vector<Schedule> s;
+          std::vector<Mem> out = Unset(n, count);
+          out[static_cast<size_t>(root)].assign(count, Leaf(root));
+          int crossings = 0;
+          for (int k = 0; k < n; ++k) {
+            s.push_back(HierarchicalBroadcast(k, host_of, root, count));
+            for (int p : s.back().steps.back().send_peers) crossings += host_of[static_cast<size_t>(p)] != host_of[static_cast<size_t>(k)];
+          }
+          auto r = seed == 0 ? Simulate(n, s, Own(n, count), out, 3) : SimulateAnyOrder(n, s, Own(n, count), out, 3, false, seed);
+          INFO("n=" << n << " root=" << root << " seed=" << seed << ": " << r.error);
+          REQUIRE(r.ok);
+          CHECK(crossings == hosts - 1);
+          for (int k = 0; k < n; ++k)
+            for (const Elem& v : r.out[static_cast<size_t>(k)]) REQUIRE(v == Leaf(root));
+        }
+  }
+}
+
 TEST_CASE("chain and binomial broadcast deliver the root's data to every rank", "[schedule]") {
   for (int n = 2; n <= 9; ++n)
     for (int root = 0; root < n; ++root)
