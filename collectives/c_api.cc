@@ -9,6 +9,7 @@
 #include "collectives/c_api_internal.h"
 #include "common/device.h"
 #include "common/extent.h"
+#include "common/locality.h"
 
 namespace {
 thread_local std::string t_last_error;
@@ -382,6 +383,26 @@ HOOP_GETTER(size, size)
 HOOP_GETTER(local_rank, local_rank)
 HOOP_GETTER(local_size, local_size)
 #undef HOOP_GETTER
+
+hoop_status_t hoop_local_device(hoop_comm_t comm, int* device) {
+  if (hoop_status_t bad = CheckLive(comm, "hoop_local_device")) return bad;
+  if (!device) return BadArg("hoop_local_device: NULL argument");
+  auto d = hoop::DefaultCudaDevice((*comm)->rank(), (*comm)->local_rank());
+  if (!d.ok()) return Report(d.status().WithContext("rank " + std::to_string((*comm)->rank()) + ": hoop_local_device"));
+  *device = *d;
+  return HOOP_SUCCESS;
+}
+
+hoop_status_t hoop_locality(hoop_comm_t comm, char* buf, size_t cap, size_t* needed) {
+  if (hoop_status_t bad = CheckLive(comm, "hoop_locality")) return bad;
+  const std::string j = hoop::LocalityJson((*comm)->rank(), (*comm)->local_rank(), (*comm)->local_size());
+  if (needed) *needed = j.size() + 1;
+  if (!buf || cap < j.size() + 1)
+    return BadArg("rank " + std::to_string((*comm)->rank()) + ": hoop_locality: the text needs " + std::to_string(j.size() + 1) +
+                  " bytes, cap is " + std::to_string(cap) + (buf ? "" : " (buf is NULL)"));
+  std::memcpy(buf, j.c_str(), j.size() + 1);
+  return HOOP_SUCCESS;
+}
 
 hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                              hoop_dtype_t dtype, hoop_op_t op) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/device.h"
+#include "common/locality.h"
 #include "common/parse.h"
 #include "common/version.h"
 
@@ -97,13 +98,14 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (o.cuda) {
-    // Each rank takes a device by its local rank; every rank learns whether all of them could.
+    // Each rank takes its default device (common/locality.h: by local rank); every rank learns
+    // whether all of them could.
     std::string why;
-    auto n = CudaDeviceCount();
-    if (!n.ok()) {
-      why = n.status().message();
+    auto d = DefaultCudaDevice(c.rank(), c.local_rank());
+    if (!d.ok()) {
+      why = d.status().message();
     } else {
-      o.cuda_device = (c.local_rank() >= 0 ? c.local_rank() : c.rank()) % *n;
+      o.cuda_device = *d;
       if (Status s = CudaSetDevice(o.cuda_device); !s.ok()) why = s.message();
     }
     if (!why.empty()) std::fprintf(stderr, "hoop-perf: rank %d: --device cuda: %s\n", c.rank(), why.c_str());

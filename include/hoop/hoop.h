@@ -132,6 +132,20 @@ hoop_status_t hoop_size(hoop_comm_t comm, int* size);
 hoop_status_t hoop_local_rank(hoop_comm_t comm, int* local_rank);
 hoop_status_t hoop_local_size(hoop_comm_t comm, int* local_size);
 
+/* The CUDA device this rank uses by default: local rank r uses the r-th device the process sees
+ * (r mod their count; the rank when the local rank is unknown), the GPU hooprun binds it near.
+ * hoop does not switch the caller's device: call cudaSetDevice(*device) (as with NCCL, buffers
+ * are found on whatever device they live on). HOOP_ERR_UNIMPLEMENTED when built without CUDA,
+ * HOOP_ERR_UNAVAILABLE when no device is visible. */
+hoop_status_t hoop_local_device(hoop_comm_t comm, int* device);
+/* This rank's place on its host as JSON (hwloc's view): rank, local_rank, local_size, host,
+ * bound_cpus ("0-3,8"), gpu ({device, name, pci, near_cpus, near_me} or null with gpu_why) and
+ * nics ([{name, pci, near_cpus, near_me}]); near_me says whether the device's nearest
+ * processors include one this rank may run on. Writes the text and its terminating NUL into buf
+ * when cap holds them, and its length plus one into *needed (may be NULL); when cap is too small
+ * (buf may then be NULL), writes nothing into buf and returns HOOP_ERR_INVALID_ARGUMENT. */
+hoop_status_t hoop_locality(hoop_comm_t comm, char* buf, size_t cap, size_t* needed);
+
 /* sendbuf and recvbuf may be equal (in place). */
 hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                              hoop_dtype_t dtype, hoop_op_t op);

@@ -1,5 +1,6 @@
 /* The C API from C, including only <hoop/hoop.h>: allreduce, broadcast, allgather,
- * reduce_scatter and barrier on small data, a compressed allreduce, bad arguments, and error strings. Run as every rank
+ * reduce_scatter and barrier on small data, a compressed allreduce, bad arguments, error strings, and the
+ * rank's locality and default GPU. Run as every rank
  * of a job (hooprun, mpirun, or Slurm-style environment). Prints "c-api ok rank R of N".
  * With C_API_EXPLICIT=1 it initialises with hoop_init(), passing rank, size, store and token
  * itself (read here from hooprun's variables, as a framework would pass its own). */
@@ -39,6 +40,27 @@ int main(void) {
   CHECK(hoop_rank(comm, &rank) == HOOP_SUCCESS && hoop_size(comm, &size) == HOOP_SUCCESS, "rank/size");
   CHECK(hoop_local_rank(comm, &lrank) == HOOP_SUCCESS && hoop_local_size(comm, &lsize) == HOOP_SUCCESS, "local");
   CHECK(lrank >= 0 && lrank < lsize, "local rank %d of %d", lrank, lsize);
+
+  /* Locality: the JSON, its size asked first; the default GPU where there is one. */
+  size_t need = 0;
+  CHECK(hoop_locality(comm, NULL, 0, &need) == HOOP_ERR_INVALID_ARGUMENT && need > 2, "locality size %zu", need);
+  CHECK(strstr(hoop_last_error(), "hoop_locality: the text needs") != NULL, "locality error");
+  char* loc = (char*)malloc(need);
+  CHECK(loc && hoop_locality(comm, loc, need, NULL) == HOOP_SUCCESS && strlen(loc) + 1 == need, "locality");
+  char want_rank[32];
+  snprintf(want_rank, sizeof want_rank, "\"rank\":%d", rank);
+  CHECK(strstr(loc, want_rank) && strstr(loc, "\"bound_cpus\":") && strstr(loc, "\"nics\":["), "locality %s", loc);
+  int dev = -1;
+  s = hoop_local_device(comm, &dev);
+  if (s == HOOP_SUCCESS)
+    CHECK(dev >= 0 && strstr(loc, "\"gpu\":{"), "device %d, %s", dev, loc);
+  else
+    CHECK((s == HOOP_ERR_UNAVAILABLE || s == HOOP_ERR_UNIMPLEMENTED) && strstr(loc, "\"gpu\":null") &&
+              strstr(loc, "\"gpu_why\":") && strstr(hoop_last_error(), "hoop_local_device"),
+          "local device: %s; %s", hoop_status_string(s), loc);
+  CHECK(hoop_local_device(comm, NULL) == HOOP_ERR_INVALID_ARGUMENT, "hoop_local_device(NULL) accepted");
+  if (rank == 0) printf("c-api locality: %s\n", loc);
+  free(loc);
 
   enum { N = 1001 };
   static float in[N], out[N];
