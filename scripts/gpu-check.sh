@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check (issue 20): on a machine with an NVIDIA GPU, from a clean clone, builds hoop with
-# CUDA, runs the GPU tests (tests/gpu, and the launch tests tagged [gpu]) and the GPU benchmarks
+# CUDA, runs the GPU tests (tests/gpu, the launch tests tagged [gpu], the C API test's default
+# device and locality) and the GPU benchmarks
 # (kernel-bench --device cuda; hoop-perf --device cuda on 2 and 4 ranks sharing the GPU, and
 # device against host buffers over tcp), and writes every figure to a summary file.
 #   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N]
@@ -68,7 +69,7 @@ step() {  # name, command...: runs it with its output in $out/<name>.log
 step configure cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
   -DHOOP_WITH_CUDA=ON -DHOOP_WITH_UCX=OFF -DHOOP_WITH_OFI=OFF -DHOOP_WITH_HWLOC=OFF -DHOOP_BUILD_TRAINER=OFF \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$prefix/usr/share" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DCMAKE_DISABLE_FIND_PACKAGE_Gloo=ON
-step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests hoop-launch-tests hoop-info kernel-bench hoop-perf hooprun
+step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests hoop-launch-tests hoop-info kernel-bench hoop-perf hooprun hoop-c-api-test
 
 step hoop-info build-gpu/bin/hoop-info
 sed -n '/^cuda:/,/^hoop back ends/p' "$out/hoop-info.log" | sed '$d' | tee -a "$summary"
@@ -83,6 +84,11 @@ fi
 
 step launch-gpu-tests build-gpu/bin/hoop-launch-tests "[gpu]"
 grep -E "^(All tests passed|test cases)" "$out/launch-gpu-tests.log" | tee -a "$summary"
+
+# Each local rank's default GPU and locality (issue 21): with a device the C API test requires
+# hoop_local_device to name one and hoop_locality's "gpu" to describe it.
+step c-api-locality build-gpu/bin/hooprun -np 2 --report-bindings build-gpu/bin/hoop-c-api-test
+grep -E "c-api locality|bound|c-api ok" "$out/c-api-locality.log" | tee -a "$summary"
 
 step kernel-bench build-gpu/bin/kernel-bench --device cuda --mib "$mib" --repeats 9 --all-ops
 note "# kernel-bench --device cuda --mib $mib --repeats 9 --all-ops"
