@@ -20,22 +20,31 @@
 
 namespace hoop {
 
-Schedule ChainBroadcast(int rank, int n, int root, size_t count) {
-  Schedule s;
-  s.algo = "chain";
-  if (n == 1) return s;
-  AppendRollCall(s, rank, n);
-  int q = Mod(rank - root, n);
+namespace {
+
+// A chain's one step at position q of n, between ranks prev and next: the root (q = 0) sends
+// from `in`, every other rank receives and the last sends nothing on.
+Step ChainStep(int q, int n, int prev, int next, size_t count) {
   Step st;
   st.count = count;
   if (q == 0) {
     st.send_from_in = true;
   } else {
     st.recv = RecvKind::kCopy;
-    st.recv_peer = Mod(rank - 1, n);
+    st.recv_peer = prev;
   }
-  if (q < n - 1) st.send_peers = {Mod(rank + 1, n)};
-  s.steps.push_back(st);
+  if (q < n - 1) st.send_peers = {next};
+  return st;
+}
+
+}  // namespace
+
+Schedule ChainBroadcast(int rank, int n, int root, size_t count) {
+  Schedule s;
+  s.algo = "chain";
+  if (n == 1) return s;
+  AppendRollCall(s, rank, n);
+  s.steps.push_back(ChainStep(Mod(rank - root, n), n, Mod(rank - 1, n), Mod(rank + 1, n), count));
   return s;
 }
 
@@ -58,16 +67,8 @@ Schedule HierarchicalBroadcast(int rank, const std::vector<int>& host_of, int ro
     for (int r : g.members[static_cast<size_t>((g.my_host + k) % g.hosts)]) order.push_back(r);
   int q = 0;
   while (order[static_cast<size_t>(q)] != rank) ++q;
-  Step st;
-  st.count = count;
-  if (q == 0) {
-    st.send_from_in = true;
-  } else {
-    st.recv = RecvKind::kCopy;
-    st.recv_peer = order[static_cast<size_t>(q - 1)];
-  }
-  if (q < n - 1) st.send_peers = {order[static_cast<size_t>(q + 1)]};
-  s.steps.push_back(st);
+  s.steps.push_back(ChainStep(q, n, q > 0 ? order[static_cast<size_t>(q - 1)] : -1,
+                              q < n - 1 ? order[static_cast<size_t>(q + 1)] : -1, count));
   return s;
 }
 

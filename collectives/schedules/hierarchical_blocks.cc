@@ -29,6 +29,12 @@ bool Fits(const HostRings& g) {
   return g.even && static_cast<size_t>(g.hosts) * static_cast<size_t>(g.local) < kSecondRing;
 }
 
+// Block (h, l) of `count` elements: where host h's local rank l keeps its block (mod H and L).
+Range Block(const HostRings& g, size_t count, int h, int l) {
+  const int r = g.members[static_cast<size_t>(Mod(h, g.hosts))][static_cast<size_t>(Mod(l, g.local))];
+  return Range{static_cast<size_t>(r) * count, count};
+}
+
 Schedule Start(const HostRings& g) {
   Schedule s;
   s.algo = "hierarchical";
@@ -45,10 +51,7 @@ Schedule HierarchicalAllgather(int rank, const std::vector<int>& host_of, size_t
   Schedule s = Start(g);
   if (n <= 1) return s;
   const int H = g.hosts, L = g.local;
-  auto block = [&](int h, int l) {
-    return Range{static_cast<size_t>(g.members[static_cast<size_t>(Mod(h, H))][static_cast<size_t>(Mod(l, L))]) * count,
-                 count};
-  };
+  auto block = [&](int h, int l) { return Block(g, count, h, l); };
   const Ring cross{g.cross_ring, g.my_host, 0};
   for (int k = 0; k < H; ++k) {
     const int h = g.my_host - k;
@@ -82,10 +85,7 @@ Schedule HierarchicalReduceScatter(int rank, const std::vector<int>& host_of, si
   Schedule s = Start(g);
   if (n <= 1) return s;
   const int H = g.hosts, L = g.local;
-  auto block = [&](int h, int l) {
-    return Range{static_cast<size_t>(g.members[static_cast<size_t>(Mod(h, H))][static_cast<size_t>(Mod(l, L))]) * count,
-                 count};
-  };
+  auto block = [&](int h, int l) { return Block(g, count, h, l); };
   const Ring cross{g.cross_ring, g.my_host, kSecondRing};
   for (int k = 0; k < H; ++k) {
     const int h = g.my_host - k - 1;
