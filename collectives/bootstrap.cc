@@ -29,7 +29,8 @@ StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
   } else {
     // A job not started by hooprun has no store server: rank 0 serves a tcp:// store itself.
     bool serve = cfg.rank == 0 && cfg.store.rfind("tcp://", 0) == 0 &&
-                 (cfg.launcher == Launcher::kMpirun || cfg.launcher == Launcher::kSlurm);
+                 (cfg.launcher == Launcher::kMpirun || cfg.launcher == Launcher::kSlurm ||
+                  cfg.launcher == Launcher::kTorchrun);
     if (serve) {
       HOOP_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(cfg.store.substr(6)));
       auto server = TcpStoreServer::Start(hp.host, hp.port, cfg.token);

@@ -17,6 +17,7 @@ const char* LauncherName(Launcher l) {
     case Launcher::kHooprun: return "hooprun";
     case Launcher::kMpirun: return "mpirun";
     case Launcher::kSlurm: return "slurm";
+    case Launcher::kTorchrun: return "torchrun";
   }
   return "?";
 }
@@ -89,6 +90,21 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
     HOOP_RETURN_IF_ERROR(r.Int("SLURM_NTASKS", &c.size, 1, 1 << 20));
     HOOP_RETURN_IF_ERROR(r.Int("SLURM_PROCID", &c.rank, 0, c.size - 1));
     HOOP_RETURN_IF_ERROR(r.Int("SLURM_LOCALID", &c.local_rank, 0, 1 << 20));
+  } else if (r.Get("RANK") && r.Get("WORLD_SIZE")) {
+    // torchrun's (also torch.distributed's env:// convention): its store at MASTER_PORT belongs
+    // to PyTorch, so hoop's, served by rank 0, is at the next port unless HOOP_STORE says.
+    c.launcher = Launcher::kTorchrun;
+    HOOP_RETURN_IF_ERROR(r.Int("WORLD_SIZE", &c.size, 1, 1 << 20));
+    HOOP_RETURN_IF_ERROR(r.Int("RANK", &c.rank, 0, c.size - 1));
+    HOOP_RETURN_IF_ERROR(r.Int("LOCAL_RANK", &c.local_rank, 0, 1 << 20));
+    HOOP_RETURN_IF_ERROR(r.Int("LOCAL_WORLD_SIZE", &c.local_size, 1, 1 << 20));
+    const std::string* addr = r.Get("MASTER_ADDR");
+    if (addr && r.Get("MASTER_PORT") && !r.Get("HOOP_STORE")) {
+      int port = 0;
+      HOOP_RETURN_IF_ERROR(r.Int("MASTER_PORT", &port, 1, 65534));
+      const bool v6 = addr->find(':') != std::string::npos;
+      c.store = "tcp://" + (v6 ? "[" + *addr + "]" : *addr) + ":" + std::to_string(port + 1);
+    }
   }
   HOOP_RETURN_IF_ERROR(r.Int("HOOP_LOCAL_RANK", &c.local_rank, 0, 1 << 20));
   HOOP_RETURN_IF_ERROR(r.Int("HOOP_LOCAL_SIZE", &c.local_size, 1, 1 << 20));

@@ -5,6 +5,8 @@
 //   HOOP_RANK, HOOP_SIZE, HOOP_LOCAL_RANK, HOOP_LOCAL_SIZE   set by hooprun
 //   OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}         OpenMPI's mpirun
 //   SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID                 Slurm's srun
+//   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE            torchrun's (both of the first two);
+//   MASTER_ADDR, MASTER_PORT                                  hoop's store: MASTER_PORT + 1
 //   HOOP_STORE        rendezvous: tcp://HOST:PORT or file:///DIR
 //   HOOP_JOB_TOKEN    the job's secret; every connection must present it
 //   HOOP_TIMEOUT      seconds any operation may wait (default 300; 0.001 to 604800, a week)
@@ -45,7 +47,7 @@ namespace hoop {
 // This process's environment as a map (what FromProcessEnv parses; what hooprun hands on).
 std::map<std::string, std::string> ProcessEnvironment();
 
-enum class Launcher { kNone, kHooprun, kMpirun, kSlurm };
+enum class Launcher { kNone, kHooprun, kMpirun, kSlurm, kTorchrun };
 const char* LauncherName(Launcher l);
 
 struct Config {

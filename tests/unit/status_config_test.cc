@@ -31,7 +31,7 @@ TEST_CASE("sizes parse with K/M/G suffixes", "[common]") {
   CHECK(FormatBytes(64 << 20) == "64M");
 }
 
-TEST_CASE("Config reads hooprun, mpirun and Slurm environments", "[common]") {
+TEST_CASE("Config reads hooprun, mpirun, Slurm and torchrun environments", "[common]") {
   auto c = Config::FromEnv({{"HOOP_RANK", "2"}, {"HOOP_SIZE", "4"}, {"HOOP_STORE", "tcp://127.0.0.1:1"},
                             {"HOOP_TIMEOUT", "2.5"}, {"HOOP_CHUNK_BYTES", "1M"}, {"HOOP_ALGO", "tree"}});
   REQUIRE(c.ok());
@@ -54,6 +54,34 @@ TEST_CASE("Config reads hooprun, mpirun and Slurm environments", "[common]") {
   CHECK(s->launcher == Launcher::kSlurm);
   CHECK(s->rank == 5);
   CHECK(s->local_rank == 1);
+
+  // torchrun's: hoop's store one port above PyTorch's, unless HOOP_STORE names one.
+  auto t = Config::FromEnv({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+                            {"MASTER_ADDR", "10.0.0.7"}, {"MASTER_PORT", "29500"}});
+  REQUIRE(t.ok());
+  CHECK(t->launcher == Launcher::kTorchrun);
+  CHECK(t->rank == 3);
+  CHECK(t->size == 4);
+  CHECK(t->local_rank == 1);
+  CHECK(t->local_size == 2);
+  CHECK(t->store == "tcp://10.0.0.7:29501");
+  auto t6 = Config::FromEnv({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "::1"}, {"MASTER_PORT", "7"},
+                             {"HOOP_JOB_TOKEN", "x"}});
+  REQUIRE(t6.ok());
+  CHECK(t6->store == "tcp://[::1]:8");
+  auto own = Config::FromEnv({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "7"},
+                              {"HOOP_STORE", "file:///tmp/s"}});
+  REQUIRE(own.ok());
+  CHECK(own->store == "file:///tmp/s");
+  auto bad_port = Config::FromEnv({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "65535"}});
+  CHECK(bad_port.status().message().find("MASTER_PORT") != std::string::npos);
+  // hooprun's variables win over the torchrun ones it also sets; RANK alone is no launcher.
+  auto both = Config::FromEnv({{"HOOP_RANK", "1"}, {"HOOP_SIZE", "2"}, {"RANK", "1"}, {"WORLD_SIZE", "2"}});
+  REQUIRE(both.ok());
+  CHECK(both->launcher == Launcher::kHooprun);
+  auto lone = Config::FromEnv({{"RANK", "1"}});
+  REQUIRE(lone.ok());
+  CHECK(lone->launcher == Launcher::kNone);
 
   auto none = Config::FromEnv({});
   REQUIRE(none.ok());

@@ -330,6 +330,10 @@ int main(int argc, char** argv) {
     for (auto& a : agents) ::kill(-a.pid, SIGKILL);
   };
   const auto base = hoop::ProcessEnvironment();
+  // torchrun's rendezvous for scripts that call init_process_group("env://"): rank 0's host
+  // (this one's store address when rank 0 runs here).
+  for (auto& kv : TorchrunJobEnv(base, opts->env, plan->here[0] ? store_host : plan->placed[0].host))
+    opts->env.push_back(kv);
   for (int r = 0; r < opts->np; ++r) {
     const Placement& at = plan->placed[static_cast<size_t>(r)];
     if (!plan->here[static_cast<size_t>(r)]) {

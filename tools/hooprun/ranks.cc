@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "transport/socket.h"
+
 namespace hoop::run {
 
 int CheckProgram(const std::string& program, const char* path, std::string* why) {
@@ -173,8 +175,36 @@ std::vector<std::string> RankEnv(std::map<std::string, std::string> env,
   env["HOOP_CROSS_SIZE"] = std::to_string(at.cross_size);
   env["HOOP_STORE"] = store;
   env["HOOP_JOB_TOKEN"] = token;
+  // torchrun's names for the same (scripts written for torchrun run unchanged; MASTER_ADDR and
+  // MASTER_PORT come with `extra`, TorchrunJobEnv).
+  env["RANK"] = std::to_string(rank);
+  env["WORLD_SIZE"] = std::to_string(np);
+  env["LOCAL_RANK"] = std::to_string(at.local_rank);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(at.local_size);
   std::vector<std::string> out;
   for (auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> TorchrunJobEnv(const std::map<std::string, std::string>& base,
+                                                                const std::vector<std::pair<std::string, std::string>>& extra,
+                                                                const std::string& rank0_host) {
+  auto given = [&](const std::string& k) {
+    if (base.count(k)) return true;
+    for (auto& [name, v] : extra)
+      if (name == k) return true;
+    return false;
+  };
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!given("MASTER_ADDR")) out.emplace_back("MASTER_ADDR", rank0_host);
+  if (!given("MASTER_PORT")) {
+    // A port free on every address here now (torch's store listens on all of them); on another
+    // host, the same number, which is free there too unless something holds it.
+    int port = 29500;
+    if (auto fd = Listen("0.0.0.0", 0, &port); !fd.ok()) port = 29500;
+    out.emplace_back("MASTER_PORT", std::to_string(port));
+  }
+  if (!given("PYTHONUNBUFFERED")) out.emplace_back("PYTHONUNBUFFERED", "1");
   return out;
 }
 

@@ -42,10 +42,20 @@ StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, cons
                          const std::vector<int>& cpus = {}, const std::string& wdir = "");
 
 // A rank's environment: `base` (the environment of the process that starts it), `extra` (-x)
-// over it, then hoop's variables for `rank` of `np` at `at`, the store and the job token.
+// over it, then hoop's variables for `rank` of `np` at `at`, the store and the job token, and
+// torchrun's RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE.
 std::vector<std::string> RankEnv(std::map<std::string, std::string> base,
                                  const std::vector<std::pair<std::string, std::string>>& extra, int rank, int np,
                                  const Placement& at, const std::string& store, const std::string& token);
+
+// The job-wide variables a torchrun script expects, for every rank like -x, each unless `base`
+// or `extra` has it: MASTER_ADDR (rank0_host) and MASTER_PORT (a free port) for
+// torch.distributed's env:// rendezvous, and PYTHONUNBUFFERED=1 (Python's output reaches
+// hooprun as it is printed, not when a pipe's buffer fills). RankEnv sets RANK, WORLD_SIZE,
+// LOCAL_RANK and LOCAL_WORLD_SIZE.
+std::vector<std::pair<std::string, std::string>> TorchrunJobEnv(const std::map<std::string, std::string>& base,
+                                                                const std::vector<std::pair<std::string, std::string>>& extra,
+                                                                const std::string& rank0_host);
 
 // Where each of `ranks` (job ranks, all on this host) is bound (--bind-to), said on stderr with
 // `report` (--report-bindings). Without hwloc nothing is bound, and asking for a binding is an
