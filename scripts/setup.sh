@@ -13,6 +13,7 @@
 #   hooprun over ssh (its tests):  openssh-server openssh-client (each test host runs its own sshd
 #           inside its network namespace; the package is kept from starting one on this host)
 #   perf/compare, perf/train-plot:  python3 (Debian's, /usr/bin/python3), gnuplot-nox (the PNG plots)
+#   the Python package (python/, its tests):  python3-dev pybind11-dev python3-numpy
 #   trainer (hoop-train and its tests):  libopenblas-dev (GEMM), zlib1g-dev (gzip IDX files),
 #           dataset-fashion-mnist (the data, under /usr/share/datasets/fashion-mnist)
 # With --torch it also installs python3-torch (Debian's PyTorch, for perf/torch_train.py and
@@ -20,7 +21,7 @@
 set -euo pipefail
 packages=(g++ cmake make pkg-config nlohmann-json3-dev clang libclang-rt-14-dev ninja-build catch2 procps valgrind libucx-dev libfabric-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev
           iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist openssh-server
-          openssh-client)
+          openssh-client python3-dev pybind11-dev python3-numpy)
 for arg in "$@"; do
   case "$arg" in
     --torch) packages+=(python3-torch) ;;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The layering rule of DESIGN.md: common <- transport <- collectives <- tensorfusion <- trainer;
-# tools and perf sit on top. A folder may include only from itself and the folders below it,
-# and collectives/ never includes a transport back end (transport/tcp/, transport/shm/, ...).
+# tools and perf sit on top; python/ (the binding) sees only the C API (hoop/hoop.h). A folder
+# may include only from itself and the folders below it, and collectives/ never includes a
+# transport back end (transport/tcp/, transport/shm/, ...).
 set -u
 root=${1:-$(dirname "$0")/..}
 cd "$root" || exit 2
@@ -13,9 +14,10 @@ allowed() {
     collectives) echo "common transport collectives hoop" ;;
     tensorfusion) echo "common transport collectives tensorfusion hoop" ;;
     trainer) echo "common transport collectives tensorfusion trainer hoop" ;;
+    python) echo "python hoop" ;;  # the Python binding: the C API only
   esac
 }
-for layer in common transport collectives tensorfusion trainer; do
+for layer in common transport collectives tensorfusion trainer python; do
   [ -d "$layer" ] || continue
   ok=$(allowed "$layer")
   while IFS= read -r line; do

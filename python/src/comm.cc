@@ -1,0 +1,205 @@
+#include "python/src/comm.h"
+
+#include <pybind11/stl.h>
+
+namespace hoop::py {
+
+namespace pyb = pybind11;
+
+// ---- Request ----
+
+Request::Request(std::shared_ptr<Comm> comm, std::string what, std::vector<View> views, pyb::object result)
+    : comm_(std::move(comm)), what_(std::move(what)), views_(std::move(views)), result_(std::move(result)) {}
+
+Request::~Request() {
+  if (!request_ || done_) return;
+  // Dropped in flight: the buffers it holds must outlive the operation.
+  hoop_status_t s;
+  std::string message;
+  {
+    pyb::gil_scoped_release nogil;
+    s = hoop_wait(request_);
+    if (s != HOOP_SUCCESS) message = hoop_last_error();
+  }
+  request_ = nullptr;
+  if (s != HOOP_SUCCESS) {
+    std::string text = "hoop: a " + what_ + " request was dropped before it completed, and failed: " + message;
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, text.c_str(), 1) != 0) PyErr_WriteUnraisable(nullptr);
+  }
+}
+
+pyb::object Request::Wait() {
+  if (!done_) {
+    if (!request_) Invalid(what_ + ": the request was never started");
+    hoop_status_t s;
+    {
+      pyb::gil_scoped_release nogil;
+      s = hoop_wait(request_);  // frees it, done or failed
+    }
+    request_ = nullptr;
+    done_ = true;
+    if (s != HOOP_SUCCESS) {
+      std::string message = hoop_last_error();
+      views_.clear();
+      result_ = pyb::none();
+      Raise(s, message);
+    }
+    views_.clear();
+  }
+  if (is_recv_) return pyb::make_tuple(result_, pyb::make_tuple(info_.source, info_.tag, info_.count));
+  return result_;
+}
+
+bool Request::Test() {
+  if (done_ || !request_) return true;
+  int flag = 0;
+  Check(hoop_test(request_, &flag));
+  return flag != 0;
+}
+
+// ---- Comm ----
+
+Comm::~Comm() {
+  if (!comm_) return;
+  pyb::gil_scoped_release nogil;
+  hoop_finalize(comm_);
+}
+
+hoop_comm_t Comm::get() const {
+  if (!comm_) Raise(HOOP_ERR_INVALID_ARGUMENT, "hoop: the communicator was freed");
+  return comm_;
+}
+
+void Comm::Free() {
+  if (!comm_) return;
+  hoop_status_t s;
+  {
+    pyb::gil_scoped_release nogil;
+    s = hoop_finalize(comm_);
+  }
+  comm_ = nullptr;
+  Check(s);
+}
+
+int Comm::Rank() const {
+  int r = 0;
+  Check(hoop_rank(get(), &r));
+  return r;
+}
+
+int Comm::Size() const {
+  int n = 0;
+  Check(hoop_size(get(), &n));
+  return n;
+}
+
+std::string Comm::Where(const char* call) const { return "rank " + std::to_string(Rank()) + ": " + call; }
+
+namespace {
+
+std::shared_ptr<Comm> Made(hoop_comm_t c, hoop_status_t s) {
+  Check(s);
+  return c ? std::make_shared<Comm>(c) : nullptr;
+}
+
+std::string Locality(const Comm& c) {
+  size_t needed = 0;
+  hoop_locality(c.get(), nullptr, 0, &needed);
+  std::string buf(needed, '\0');
+  Check(hoop_locality(c.get(), buf.data(), buf.size(), &needed));
+  buf.resize(needed > 0 ? needed - 1 : 0);
+  return buf;
+}
+
+}  // namespace
+
+pyb::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pyb::module_& m) {
+  pyb::class_<Request>(m, "Request", "A nonblocking call in flight (hoop_i* in the C API).")
+      .def("wait", &Request::Wait,
+           "Blocks until the call completes; raises its error; returns its output (a receive: "
+           "(output, (source, tag, count))).")
+      .def("test", &Request::Test, "Whether the call has completed (wait() then returns at once).")
+      .def_property_readonly("done", &Request::done, "Whether wait() has returned.");
+
+  auto comm = pyb::class_<Comm, std::shared_ptr<Comm>>(m, "Comm", "A hoop communicator (hoop_comm_t).");
+  comm.def_property_readonly("rank", &Comm::Rank)
+      .def_property_readonly("size", &Comm::Size)
+      .def_property_readonly("local_rank",
+                             [](const Comm& c) {
+                               int r = 0;
+                               Check(hoop_local_rank(c.get(), &r));
+                               return r;
+                             })
+      .def_property_readonly("local_size",
+                             [](const Comm& c) {
+                               int n = 0;
+                               Check(hoop_local_size(c.get(), &n));
+                               return n;
+                             })
+      .def_property_readonly("local_device",
+                             [](const Comm& c) {
+                               int d = 0;
+                               Check(hoop_local_device(c.get(), &d));
+                               return d;
+                             })
+      .def_property_readonly("freed", &Comm::freed)
+      .def("locality", &Locality, "This rank's place on its host as JSON (hoop_locality).")
+      .def("free", &Comm::Free, "Releases the communicator (hoop_comm_free); later calls on it raise.")
+      .def(
+          "split",
+          [](const Comm& c, int color, int key) {
+            hoop_comm_t out = nullptr;
+            hoop_status_t s;
+            hoop_comm_t self = c.get();
+            {
+              pyb::gil_scoped_release nogil;
+              s = hoop_comm_split(self, color, key, &out);
+            }
+            return Made(out, s);
+          },
+          pyb::arg("color"), pyb::arg("key") = 0,
+          "MPI_Comm_split: a collective; ranks passing one color (>= 0) form one communicator, "
+          "ranked by key; a negative color gives None.")
+      .def(
+          "dup",
+          [](const Comm& c) {
+            hoop_comm_t out = nullptr;
+            hoop_status_t s;
+            hoop_comm_t self = c.get();
+            {
+              pyb::gil_scoped_release nogil;
+              s = hoop_comm_dup(self, &out);
+            }
+            return Made(out, s);
+          },
+          "A communicator with the same ranks (a collective).");
+
+  m.def(
+      "init_from_env",
+      [] {
+        hoop_comm_t c = nullptr;
+        hoop_status_t s;
+        {
+          pyb::gil_scoped_release nogil;
+          s = hoop_init_from_env(&c);
+        }
+        return Made(c, s);
+      },
+      "Joins the job the environment describes (hooprun, mpirun, Slurm, torchrun).");
+  m.def(
+      "init",
+      [](int rank, int size, const std::string& store, std::optional<std::string> token) {
+        hoop_comm_t c = nullptr;
+        hoop_status_t s;
+        {
+          pyb::gil_scoped_release nogil;
+          s = hoop_init(&c, rank, size, store.c_str(), token ? token->c_str() : nullptr);
+        }
+        return Made(c, s);
+      },
+      pyb::arg("rank"), pyb::arg("size"), pyb::arg("store"), pyb::arg("token") = pyb::none(),
+      "Joins a job by explicit rank, size and store (tcp://HOST:PORT or file:///DIR).");
+  return comm;
+}
+
+}  // namespace hoop::py

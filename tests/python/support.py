@@ -1,0 +1,42 @@
+"""Shared by the Python tests: where the build is, the environment that imports the package
+from it, and hooprun jobs with a hard bound that kill what they started."""
+import collections
+import os
+import signal
+import subprocess
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.abspath(os.environ.get("HOOPTEST_BUILD_DIR", os.path.join(HERE, "..", "..", "build")))
+HOOPRUN = os.path.join(BUILD, "bin", "hooprun")
+
+Result = collections.namedtuple("Result", "returncode output")
+
+try:
+    import numpy  # noqa: F401
+except ImportError:  # the package needs it; say so rather than fail
+    raise unittest.SkipTest("NumPy is missing (apt-get install python3-numpy)")
+if not os.path.isdir(os.path.join(BUILD, "python", "hoop")):
+    raise unittest.SkipTest(f"no Python package in {BUILD}/python (configure found no pybind11 or python3-dev)")
+
+
+def python_env(extra=None):
+    """This environment with the build's package first on PYTHONPATH and no HOOP_* of the caller's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOP_")}
+    env["PYTHONPATH"] = os.path.join(BUILD, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra or {})
+    return env
+
+
+def hooprun(n, command, env=None, timeout=120, args=()):
+    """Runs `hooprun -np n ARGS COMMAND` in its own process group; past `timeout` seconds kills
+    the group and returns code -9 with the output so far and a line saying so."""
+    p = subprocess.Popen([HOOPRUN, "-np", str(n), "--oversubscribe", *args, *command], env=python_env(env),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        return Result(p.returncode, out)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        return Result(-9, out + f"\n(test: killed after {timeout} s: {' '.join(command)})")

@@ -1,0 +1,47 @@
+"""The hoop Python package against NumPy: collectives_rank.py under hooprun on 1 to 4 ranks over
+tcp and shm, and failure_rank.py (a rank killed mid-allreduce). Run by ctest (test "python")
+as `python3 -m unittest discover -s tests/python` with HOOPTEST_BUILD_DIR set to the build folder.
+Every job has a hard bound (hooprun --timeout and the subprocess's own); a hang fails the test,
+naming the job.
+"""
+import os
+import subprocess
+import sys
+import unittest
+
+from support import HERE, hooprun, python_env
+
+
+class Collectives(unittest.TestCase):
+    def test_every_collective_matches_numpy(self):
+        for transport in ("tcp", "shm"):
+            for n in (1, 2, 3, 4):
+                with self.subTest(transport=transport, ranks=n):
+                    r = hooprun(n, [sys.executable, os.path.join(HERE, "collectives_rank.py")],
+                                env={"HOOP_TRANSPORT": transport}, timeout=120)
+                    self.assertEqual(r.returncode, 0, r.output)
+                    for rank in range(n):
+                        self.assertRegex(r.output, rf"\[{rank}\] rank {rank}: ok \d+ checks")
+
+    def test_a_killed_rank_raises_naming_it(self):
+        for transport in ("tcp", "shm"):
+            with self.subTest(transport=transport):
+                r = hooprun(3, [sys.executable, os.path.join(HERE, "failure_rank.py")],
+                            env={"HOOP_TRANSPORT": transport, "HOOP_TIMEOUT": "30"}, timeout=60)
+                self.assertNotEqual(r.returncode, 0, r.output)
+                self.assertIn("hooprun: rank 2 (pid", r.output)
+                for rank in (0, 1):
+                    line = [l for l in r.output.splitlines() if l.startswith(f"[{rank}] rank {rank}: caught")]
+                    self.assertTrue(line, f"rank {rank} raised nothing:\n{r.output}")
+                    self.assertRegex(line[0], r"caught (UnavailableError|AbortedError): .*(lost peer 2|rank 2)")
+
+    def test_alone_it_is_a_job_of_one(self):
+        code = "import hoop, numpy as np; hoop.init(); print(hoop.size(), hoop.allreduce(np.arange(3.0)))"
+        r = subprocess.run([sys.executable, "-c", code], env=python_env(), capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "1 [0. 1. 2.]")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,41 @@
+"""The installed package: `cmake --install` into a temporary prefix, then two ranks under the
+installed hooprun import hoop from the prefix's site-packages, load the prefix's libhoop (not
+the build tree's) and allreduce."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from support import BUILD, python_env
+
+SCRIPT = """
+import numpy as np, hoop
+hoop.init()
+libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libhoop.so' in l})
+print(f"rank {hoop.rank()}: {hoop.__file__} {libs} {hoop.allreduce(np.ones(3, np.int32)).tolist()}")
+"""
+
+
+class Installed(unittest.TestCase):
+    def test_installed_package_runs_from_the_prefix(self):
+        with tempfile.TemporaryDirectory(prefix="hoop-pyinstall-") as prefix:
+            inst = subprocess.run(["cmake", "--install", BUILD, "--prefix", prefix], capture_output=True, text=True,
+                                  timeout=120)
+            self.assertEqual(inst.returncode, 0, inst.stdout + inst.stderr)
+            site = [d for d, _, files in os.walk(prefix) if "__init__.py" in files
+                    and os.path.basename(d) == "hoop"]
+            self.assertEqual(len(site), 1, f"hoop/__init__.py under {prefix}: {site}")
+            env = python_env()
+            env["PYTHONPATH"] = os.path.dirname(site[0])
+            env.pop("LD_LIBRARY_PATH", None)
+            r = subprocess.run([os.path.join(prefix, "bin", "hooprun"), "-np", "2", sys.executable, "-c", SCRIPT],
+                               env=env, capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            for rank in (0, 1):
+                want = rf"rank {rank}: {site[0]}/__init__.py \['{os.path.realpath(prefix)}/lib/libhoop\.so\.0[.0-9]*'\] \[2, 2, 2\]"
+                self.assertRegex(r.stdout, want)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,77 @@
+"""Python jobs and their launchers: hooprun runs `python3 SCRIPT` by name and sets torchrun's
+variables (a script written for torchrun runs under hooprun unchanged), and hoop.init() joins a
+job from torchrun's variables alone (no hooprun: its store one port above MASTER_PORT)."""
+import os
+import socket
+import subprocess
+import sys
+import unittest
+
+from support import HERE, hooprun, python_env
+
+ALLREDUCE = """
+import numpy as np, hoop
+hoop.init()
+print(f"rank {hoop.rank()} of {hoop.size()} (local {hoop.local_rank()} of {hoop.local_size()}): "
+      f"{hoop.allreduce(np.array([hoop.rank() + 1.0])).tolist()}")
+"""
+
+TORCHRUN_SCRIPT = """
+import os, torch, torch.distributed as dist
+dist.init_process_group("gloo")  # env://: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+print(f"rank {dist.get_rank()} of {dist.get_world_size()} local {os.environ['LOCAL_RANK']}: {t.item()}")
+dist.destroy_process_group()
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Launch(unittest.TestCase):
+    def test_hooprun_runs_python_by_name(self):
+        # `python3` from PATH, as a user types it: Debian's, first on PATH here.
+        script = os.path.join(HERE, "launch_print.py")
+        env = {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+        r = hooprun(2, ["python3", script], env=env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.output)
+        for rank in (0, 1):
+            self.assertIn(f"[{rank}] rank {rank} of 2 (local {rank} of 2): [3.0] unbuffered=1", r.output)
+
+    def test_torchrun_environment_without_hooprun(self):
+        port = free_port()
+        procs = []
+        for rank in (0, 1):
+            env = python_env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": "2",
+                              "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "HOOP_TIMEOUT": "60"})
+            procs.append(subprocess.Popen([sys.executable, "-c", ALLREDUCE], env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True))
+        outs = []
+        for p in procs:
+            try:
+                outs.append(p.communicate(timeout=90)[0])
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                self.fail("a torchrun-style job did not finish in 90 s")
+        for rank, (p, out) in enumerate(zip(procs, outs)):
+            self.assertEqual(p.returncode, 0, out)
+            self.assertIn(f"rank {rank} of 2 (local {rank} of 2): [3.0]", out)
+
+    def test_a_torchrun_script_runs_under_hooprun(self):
+        try:
+            import torch.distributed  # noqa: F401
+        except ImportError:
+            self.skipTest("PyTorch is missing (scripts/setup.sh --torch installs Debian's)")
+        r = hooprun(2, [sys.executable, "-c", TORCHRUN_SCRIPT], timeout=120)
+        self.assertEqual(r.returncode, 0, r.output)
+        for rank in (0, 1):
+            self.assertIn(f"[{rank}] rank {rank} of 2 local {rank}: 3.0", r.output)
+
+
+if __name__ == "__main__":
+    unittest.main()
