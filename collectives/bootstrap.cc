@@ -15,6 +15,12 @@ Job::~Job() {
   if (open.ok() && *open == 0) files->RemoveAll();
 }
 
+namespace {
+// The part every way of joining shares, once job->store is open: name this communicator by its
+// place among the job's, and create it.
+StatusOr<std::unique_ptr<Job>> Finish(const Config& cfg, std::unique_ptr<Job> job, const std::string& ctx);
+}  // namespace
+
 StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
   SetLogLevel(cfg.log_level);
   SetLogRank(cfg.rank);
@@ -49,6 +55,20 @@ StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
       if (!open.ok()) return open.status().WithContext(ctx);
     }
   }
+  return Finish(cfg, std::move(job), ctx);
+}
+
+StatusOr<std::unique_ptr<Job>> JoinJobOnStore(const Config& cfg, std::unique_ptr<Store> store) {
+  SetLogLevel(cfg.log_level);
+  SetLogRank(cfg.rank);
+  auto job = std::make_unique<Job>();
+  job->store = std::move(store);
+  return Finish(cfg, std::move(job), "rank " + std::to_string(cfg.rank) + ": joining the job");
+}
+
+namespace {
+
+StatusOr<std::unique_ptr<Job>> Finish(const Config& cfg, std::unique_ptr<Job> job, const std::string& ctx) {
   CommOptions opts = CommOptions::FromConfig(cfg);
   // Every communicator a job makes has a name of its own, by creation order: the ranks create
   // theirs in the same order, so this rank's n-th is every rank's n-th. A second one from the
@@ -65,5 +85,7 @@ StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
   HOOP_ASSIGN_OR_RETURN(job->comm, Communicator::Create(*job->store, opts));
   return job;
 }
+
+}  // namespace
 
 }  // namespace hoop

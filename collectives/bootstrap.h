@@ -27,5 +27,7 @@ struct Job {
 };
 
 StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg);
+// The same over a store the caller opened (cfg.store is not read): the C API's hoop_init_store.
+StatusOr<std::unique_ptr<Job>> JoinJobOnStore(const Config& cfg, std::unique_ptr<Store> store);
 
 }  // namespace hoop

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "collectives/c_api_internal.h"
+#include "collectives/callback_store.h"
 #include "common/device.h"
 #include "common/extent.h"
 #include "common/locality.h"
@@ -347,6 +348,32 @@ hoop_status_t hoop_init(hoop_comm_t* comm, int rank, int size, const char* store
     if (token) cfg->token = token;
     if (cfg->local_rank >= size) cfg->local_rank = -1;
     return Init(comm, *cfg);
+  });
+}
+
+hoop_status_t hoop_init_store(hoop_comm_t* comm, int rank, int size, const hoop_store_t* store, const char* host) {
+  return Guard([&] {
+    if (!comm) return BadArg("hoop_init_store: comm pointer is NULL");
+    *comm = nullptr;
+    if (!store || !store->set || !store->get || !store->add)
+      return BadArg("hoop_init_store: the store (or one of its set, get and add functions) is NULL");
+    auto cfg = hoop::Config::FromProcessEnv();
+    if (!cfg.ok()) return Report(cfg.status().WithContext("hoop_init_store"));
+    if (size < 1 || rank < 0 || rank >= size)
+      return BadArg("hoop_init_store: rank " + std::to_string(rank) + " is not in [0, " + std::to_string(size) + ")");
+    cfg->rank = rank;
+    cfg->size = size;
+    cfg->launcher = hoop::Launcher::kNone;
+    cfg->store.clear();
+    if (host && *host) cfg->host = host;
+    if (cfg->local_rank >= size) cfg->local_rank = -1;
+    auto job = hoop::JoinJobOnStore(*cfg, std::make_unique<hoop::CallbackStore>(*store));
+    if (!job.ok()) return Report(job.status().WithContext("hoop_init_store"));
+    *comm = new hoop_comm;
+    (*comm)->job = std::move(job).value();
+    (*comm)->config = std::make_shared<const hoop::Config>(*cfg);
+    (*comm)->rank = rank;
+    return HOOP_SUCCESS;
   });
 }
 

@@ -43,13 +43,14 @@
 extern "C" {
 #endif
 
-#define HOOP_API_VERSION 9 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+#define HOOP_API_VERSION 10 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
                               6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
                               7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
                                  hoop_reduce_scatterv, hoop_alltoallv;
                               8: point-to-point (hoop_send, hoop_recv, hoop_isend, hoop_irecv);
-                              9: sub-communicators (hoop_comm_split, hoop_comm_dup, hoop_comm_free) */
+                              9: sub-communicators (hoop_comm_split, hoop_comm_dup, hoop_comm_free);
+                              10: a store of the caller's (hoop_store_t, hoop_init_store) */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -122,6 +123,29 @@ hoop_status_t hoop_init_from_env(hoop_comm_t* comm);
 /* Explicit form: rank, size, store URL and token given by the caller; the other settings still
  * come from HOOP_* variables. token may be NULL (then HOOP_JOB_TOKEN, else empty). */
 hoop_status_t hoop_init(hoop_comm_t* comm, int rank, int size, const char* store_url, const char* token);
+/* A rendezvous store of the caller's, for hoop_init_store: a framework's own (PyTorch's
+ * c10d::Store, say), so that hoop joins its job without a store of hoop's. Keys are
+ * NUL-terminated strings, values bytes. Each function returns 0 on success; on failure nonzero
+ * (get: HOOP_STORE_TIMEOUT when the key did not appear in time), and may write a message of at
+ * most err_cap bytes, NUL included, into err. get waits up to timeout_ms for the key and on
+ * success sets *value to memory from malloc (hoop frees it) holding *len bytes (*value may be
+ * NULL when *len is 0). add adds delta to the counter at key (0 if absent) and writes the new
+ * value. hoop may call them from several threads at once. The struct is copied; ctx, and what the
+ * functions use, must stay valid until the communicator (and every split or dup of it) is freed. */
+#define HOOP_STORE_TIMEOUT 1
+typedef struct {
+  int (*set)(void* ctx, const char* key, const void* value, size_t len, char* err, size_t err_cap);
+  int (*get)(void* ctx, const char* key, long long timeout_ms, void** value, size_t* len, char* err,
+             size_t err_cap);
+  int (*add)(void* ctx, const char* key, long long delta, long long* result, char* err, size_t err_cap);
+  void* ctx;
+} hoop_store_t;
+
+/* hoop_init over the caller's store (above). host: the address this rank advertises to its peers
+ * (NULL: HOOP_HOST, else 127.0.0.1, which serves one host only). Every other setting comes from
+ * HOOP_* variables, as for hoop_init. */
+hoop_status_t hoop_init_store(hoop_comm_t* comm, int rank, int size, const hoop_store_t* store, const char* host);
+
 hoop_status_t hoop_finalize(hoop_comm_t comm);
 
 /* The loaded library's version as HOOP_VERSION_CODE(major, minor, patch), as ncclGetVersion.
