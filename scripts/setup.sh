@@ -13,18 +13,19 @@
 #   hooprun over ssh (its tests):  openssh-server openssh-client (each test host runs its own sshd
 #           inside its network namespace; the package is kept from starting one on this host)
 #   perf/compare, perf/train-plot:  python3 (Debian's, /usr/bin/python3), gnuplot-nox (the PNG plots)
-#   the Python package (python/, its tests):  python3-dev pybind11-dev python3-numpy
+#   the Python package (python/, its tests):  python3-dev pybind11-dev python3-numpy; its
+#           torch.distributed backend and the PyTorch comparisons (perf/torch_train.py,
+#           perf/train-bench):  python3-torch libtorch-dev (Debian's PyTorch, CPU)
 #   trainer (hoop-train and its tests):  libopenblas-dev (GEMM), zlib1g-dev (gzip IDX files),
 #           dataset-fashion-mnist (the data, under /usr/share/datasets/fashion-mnist)
-# With --torch it also installs python3-torch (Debian's PyTorch, for perf/torch_train.py and
-# perf/train-bench's side-by-side comparison; large, and not needed to build or test).
+# --torch is accepted for older instructions: PyTorch is in the default set now.
 set -euo pipefail
 packages=(g++ cmake make pkg-config nlohmann-json3-dev clang libclang-rt-14-dev ninja-build catch2 procps valgrind libucx-dev libfabric-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev
           iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist openssh-server
-          openssh-client python3-dev pybind11-dev python3-numpy)
+          openssh-client python3-dev pybind11-dev python3-numpy python3-torch libtorch-dev)
 for arg in "$@"; do
   case "$arg" in
-    --torch) packages+=(python3-torch) ;;
+    --torch) ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "setup: unknown option '$arg' (known: --torch)" >&2; exit 2 ;;
   esac

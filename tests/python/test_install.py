@@ -26,6 +26,11 @@ class Installed(unittest.TestCase):
             site = [d for d, _, files in os.walk(prefix) if "__init__.py" in files
                     and os.path.basename(d) == "hoop"]
             self.assertEqual(len(site), 1, f"hoop/__init__.py under {prefix}: {site}")
+            built = sorted(f.split(".")[0] for f in os.listdir(os.path.join(BUILD, "python", "hoop")) if f.endswith(".so"))
+            installed = sorted(f.split(".")[0] for f in os.listdir(site[0]) if f.endswith(".so"))
+            self.assertEqual(installed, built)  # _hoop, and _c10d where the backend was built
+            if "_c10d" in built:
+                self.assertTrue(os.path.exists(os.path.join(site[0], "torch", "__init__.py")))
             env = python_env()
             env["PYTHONPATH"] = os.path.dirname(site[0])
             env.pop("LD_LIBRARY_PATH", None)

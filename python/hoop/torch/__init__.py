@@ -1,0 +1,65 @@
+"""hoop for PyTorch. Importing it registers the torch.distributed backend "hoop":
+
+    import torch.distributed as dist
+    import hoop.torch  # noqa: F401  (registers "hoop")
+    dist.init_process_group("hoop")          # env:// (hooprun and torchrun set the variables)
+    model = torch.nn.parallel.DistributedDataParallel(model)
+
+The backend (hoop._c10d, C++ against the installed libtorch) joins each process group's ranks
+through the group's own store (init_process_group's, any of PyTorch's; new_group's prefixed
+one): no port or store of hoop's. It runs allreduce (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR,
+BXOR), broadcast, allgather (and all_gather_into_tensor), reduce_scatter (and
+reduce_scatter_tensor), reduce, gather, scatter, all_to_all (and all_to_all_single), barrier,
+send, recv (any source too) and new_group, every call asynchronous (async_op=True gives a Work;
+its Future completes by itself, which DDP's hooks use). CPU tensors of uint8, int8, bool,
+int32, int64, float16, bfloat16, float32 and float64; anything else raises, naming the rank, the
+call and the cause. HOOP_* variables tune it as any hoop job (HOOP_TRANSPORT, HOOP_TIMEOUT...).
+Across hosts each rank advertises its address on the route to MASTER_ADDR (HOOP_HOST overrides).
+"""
+import inspect
+import os
+import socket
+
+import torch.distributed as _dist
+
+try:
+    from .. import _c10d
+except ImportError as e:  # built without libtorch, or against another PyTorch
+    raise ImportError(f"hoop.torch: the torch.distributed backend is not available ({e}); hoop builds it where "
+                      "libtorch-dev and python3-torch are installed, for the PyTorch it was built against") from e
+
+BACKEND = "hoop"
+
+
+def _advertised_host():
+    """The address peers reach this rank at: HOOP_HOST (hoop reads it itself), else this host's
+    address on the route to MASTER_ADDR, else loopback (one host)."""
+    if os.environ.get("HOOP_HOST"):
+        return ""
+    addr = os.environ.get("MASTER_ADDR")
+    if not addr:
+        return ""
+    try:
+        family, _, _, _, sockaddr = socket.getaddrinfo(addr, None, type=socket.SOCK_DGRAM)[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect((sockaddr[0], int(os.environ.get("MASTER_PORT", "29500"))))
+            return s.getsockname()[0]
+    except (OSError, ValueError):
+        return ""
+
+
+def _create_process_group(store, rank, size, timeout):
+    return _c10d.ProcessGroupHoop(store, rank, size, _advertised_host())
+
+
+def _register():
+    if hasattr(_dist.Backend, BACKEND.upper()):
+        return  # already (a reload)
+    params = inspect.signature(_dist.Backend.register_backend).parameters
+    if "devices" in params:  # PyTorch 2: a backend names the devices it serves
+        _dist.Backend.register_backend(BACKEND, _create_process_group, devices=["cpu"])
+    else:
+        _dist.Backend.register_backend(BACKEND, _create_process_group)
+
+
+_register()

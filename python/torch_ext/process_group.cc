@@ -1,0 +1,401 @@
+#include "python/torch_ext/process_group.h"
+
+#include <ATen/ATen.h>
+
+#include <numeric>
+#include <stdexcept>
+
+namespace hoop::torch_ext {
+namespace {
+
+using Tensors = std::vector<at::Tensor>;
+
+hoop_dtype_t DtypeOf(const at::Tensor& t, const std::string& where) {
+  switch (t.scalar_type()) {
+    case at::kByte: return HOOP_U8;
+    case at::kChar: return HOOP_I8;
+    case at::kBool: return HOOP_BOOL;
+    case at::kInt: return HOOP_I32;
+    case at::kLong: return HOOP_I64;
+    case at::kHalf: return HOOP_F16;
+    case at::kBFloat16: return HOOP_BF16;
+    case at::kFloat: return HOOP_F32;
+    case at::kDouble: return HOOP_F64;
+    default:
+      TORCH_CHECK(false, where, ": tensors of ", t.scalar_type(),
+                  " are not supported (uint8, int8, bool, int32, int64, float16, bfloat16, float32, float64)");
+  }
+}
+
+hoop_op_t OpOf(const c10d::ReduceOp& op, const std::string& where) {
+  switch (static_cast<c10d::ReduceOp::RedOpType>(op)) {
+    case c10d::ReduceOp::SUM: return HOOP_SUM;
+    case c10d::ReduceOp::AVG: return HOOP_AVG;
+    case c10d::ReduceOp::PRODUCT: return HOOP_PROD;
+    case c10d::ReduceOp::MIN: return HOOP_MIN;
+    case c10d::ReduceOp::MAX: return HOOP_MAX;
+    case c10d::ReduceOp::BAND: return HOOP_BAND;
+    case c10d::ReduceOp::BOR: return HOOP_BOR;
+    case c10d::ReduceOp::BXOR: return HOOP_BXOR;
+    default:
+      TORCH_CHECK(false, where, ": reduce op ", static_cast<int>(static_cast<c10d::ReduceOp::RedOpType>(op)),
+                  " (PREMUL_SUM) is not supported (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR)");
+  }
+}
+
+void CheckTensor(const at::Tensor& t, const std::string& where) {
+  TORCH_CHECK(t.defined(), where, ": an undefined tensor");
+  TORCH_CHECK(t.device().is_cpu(), where, ": a tensor on ", t.device(),
+              "; the hoop backend takes CPU tensors in this version");
+  DtypeOf(t, where);
+}
+
+const at::Tensor& One(const Tensors& ts, const std::string& where) {
+  TORCH_CHECK(ts.size() == 1, where, ": one tensor per call (one device per process), not ", ts.size());
+  CheckTensor(ts[0], where);
+  return ts[0];
+}
+
+// t itself where it is contiguous, else a contiguous copy (the caller copies results back).
+at::Tensor Dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+
+// After an in-place call through Dense: the results back into the caller's tensor.
+std::function<void()> BackInto(const at::Tensor& t, const at::Tensor& dense) {
+  if (dense.data_ptr() == t.data_ptr()) return {};
+  return [t, dense]() mutable { t.copy_(dense); };
+}
+
+// The tensors one after another in one new flat tensor (for list calls).
+at::Tensor Joined(const Tensors& ts, const at::Tensor& like) {
+  if (ts.empty()) return at::empty({0}, like.options());
+  std::vector<at::Tensor> flat;
+  for (const auto& t : ts) flat.push_back(t.reshape({-1}));
+  return at::cat(flat);
+}
+
+// Copies consecutive pieces of flat into each of outs.
+void SplitInto(const at::Tensor& flat, Tensors& outs) {
+  int64_t at = 0;
+  for (auto& o : outs) {
+    o.copy_(flat.narrow(0, at, o.numel()).view(o.sizes()));
+    at += o.numel();
+  }
+}
+
+void SameAs(const Tensors& ts, const at::Tensor& ref, const std::string& where, const char* what) {
+  for (const auto& t : ts) {
+    CheckTensor(t, where);
+    TORCH_CHECK(t.scalar_type() == ref.scalar_type() && t.numel() == ref.numel(), where, ": every ", what,
+                " tensor must match the input (", ref.scalar_type(), ", ", ref.numel(), " elements), not ",
+                t.scalar_type(), ", ", t.numel());
+  }
+}
+
+void* Ptr(const at::Tensor& t) { return t.data_ptr(); }
+size_t Count(const at::Tensor& t) { return static_cast<size_t>(t.numel()); }
+
+}  // namespace
+
+ProcessGroupHoop::ProcessGroupHoop(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                   const std::string& host)
+    : GroupBase(rank, size), store_(std::make_unique<StoreBridge>(store)) {
+  hoop_store_t cb = store_->Callbacks();
+  if (hoop_init_store(&comm_, rank, size, &cb, host.empty() ? nullptr : host.c_str()) != HOOP_SUCCESS)
+    throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
+  completer_ = std::make_shared<Completer>();
+}
+
+ProcessGroupHoop::~ProcessGroupHoop() {
+  completer_.reset();  // finishes the futures it holds (their Works may live on)
+  hoop_finalize(comm_);
+}
+
+std::string ProcessGroupHoop::Where(const char* call) const {
+  return "hoop: rank " + std::to_string(getRank()) + ": " + call;
+}
+
+template <class Issue>
+ProcessGroupHoop::Work ProcessGroupHoop::Start(const char* call, c10d::OpType type, Tensors outputs, Tensors keep,
+                                               std::function<void()> after, Issue issue, bool recv) {
+  auto w = c10::make_intrusive<HoopWork>(getRank(), type, call, std::move(outputs), std::move(keep), std::move(after));
+  if (issue(w->slot(), recv ? w->recv_info() : nullptr) != HOOP_SUCCESS)
+    throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
+  std::weak_ptr<Completer> c = completer_;
+  w->on_future = [c](c10::intrusive_ptr<HoopWork> x) {
+    if (auto live = c.lock()) live->Add(std::move(x));
+    else x->Complete();
+  };
+  return w;
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::broadcast(Tensors& tensors, const c10d::BroadcastOptions& opts) {
+  const std::string where = Where("broadcast");
+  const at::Tensor& t = One(tensors, where);
+  at::Tensor d = Dense(t);
+  const hoop_dtype_t dt = DtypeOf(t, where);
+  const int root = static_cast<int>(opts.rootRank);
+  return Start("hoop:broadcast", c10d::OpType::BROADCAST, tensors, {d}, BackInto(t, d),
+               [&](hoop_request_t* r, hoop_recv_info_t*) {
+                 return hoop_ibroadcast(comm_, Ptr(d), Ptr(d), Count(d), dt, root, r);
+               });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::allreduce(Tensors& tensors, const c10d::AllreduceOptions& opts) {
+  const std::string where = Where("allreduce");
+  const at::Tensor& t = One(tensors, where);
+  at::Tensor d = Dense(t);
+  const hoop_dtype_t dt = DtypeOf(t, where);
+  const hoop_op_t op = OpOf(opts.reduceOp, where);
+  return Start("hoop:allreduce", c10d::OpType::ALLREDUCE, tensors, {d}, BackInto(t, d),
+               [&](hoop_request_t* r, hoop_recv_info_t*) {
+                 return hoop_iallreduce(comm_, Ptr(d), Ptr(d), Count(d), dt, op, r);
+               });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::allreduce_coalesced(Tensors& tensors,
+                                                             const c10d::AllreduceCoalescedOptions& opts) {
+  const std::string where = Where("allreduce_coalesced");
+  TORCH_CHECK(!tensors.empty(), where, ": no tensors");
+  for (const auto& t : tensors) {
+    CheckTensor(t, where);
+    TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(), where, ": tensors of one dtype only (",
+                tensors[0].scalar_type(), " and ", t.scalar_type(), ")");
+  }
+  at::Tensor flat = Joined(tensors, tensors[0]);
+  const hoop_dtype_t dt = DtypeOf(flat, where);
+  const hoop_op_t op = OpOf(opts.reduceOp, where);
+  Tensors outs = tensors;
+  return Start("hoop:allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors, {flat},
+               [outs, flat]() mutable { SplitInto(flat, outs); },
+               [&](hoop_request_t* r, hoop_recv_info_t*) {
+                 return hoop_iallreduce(comm_, Ptr(flat), Ptr(flat), Count(flat), dt, op, r);
+               });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::reduce(Tensors& tensors, const c10d::ReduceOptions& opts) {
+  const std::string where = Where("reduce");
+  const at::Tensor& t = One(tensors, where);
+  at::Tensor d = Dense(t);
+  const hoop_dtype_t dt = DtypeOf(t, where);
+  const hoop_op_t op = OpOf(opts.reduceOp, where);
+  const int root = static_cast<int>(opts.rootRank);
+  return Start("hoop:reduce", c10d::OpType::REDUCE, tensors, {d}, root == getRank() ? BackInto(t, d) : nullptr,
+               [&](hoop_request_t* r, hoop_recv_info_t*) {
+                 return hoop_ireduce(comm_, Ptr(d), Ptr(d), Count(d), dt, op, root, r);
+               });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::allgather(std::vector<Tensors>& outputs, Tensors& inputs,
+                                                   const c10d::AllgatherOptions&) {
+  const std::string where = Where("allgather");
+  const at::Tensor& in = One(inputs, where);
+  TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(), where,
+              ": one list of ", getSize(), " output tensors (one per rank)");
+  SameAs(outputs[0], in, where, "output");
+  at::Tensor d = Dense(in);
+  at::Tensor flat = at::empty({static_cast<int64_t>(getSize()) * in.numel()}, in.options());
+  const hoop_dtype_t dt = DtypeOf(in, where);
+  Tensors outs = outputs[0];
+  return Start("hoop:allgather", c10d::OpType::ALLGATHER, outputs[0], {d, flat},
+               [outs, flat]() mutable { SplitInto(flat, outs); },
+               [&](hoop_request_t* r, hoop_recv_info_t*) {
+                 return hoop_iallgather(comm_, Ptr(d), Ptr(flat), Count(d), dt, r);
+               });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                         const c10d::AllgatherOptions&) {
+  const std::string where = Where("allgather_into_tensor");
+  CheckTensor(input, where);
+  CheckTensor(output, where);
+  TORCH_CHECK(output.scalar_type() == input.scalar_type() && output.numel() == input.numel() * getSize(), where,
+              ": the output must hold ", getSize(), " x ", input.numel(), " elements of ", input.scalar_type());
+  at::Tensor d = Dense(input), o = Dense(output);
+  const hoop_dtype_t dt = DtypeOf(input, where);
+  return Start("hoop:_allgather_base", c10d::OpType::_ALLGATHER_BASE, {output}, {d, o}, BackInto(output, o),
+               [&](hoop_request_t* r, hoop_recv_info_t*) {
+                 return hoop_iallgather(comm_, Ptr(d), Ptr(o), Count(d), dt, r);
+               });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::gather(std::vector<Tensors>& outputs, Tensors& inputs,
+                                                const c10d::GatherOptions& opts) {
+  const std::string where = Where("gather");
+  const at::Tensor& in = One(inputs, where);
+  const int root = static_cast<int>(opts.rootRank);
+  at::Tensor d = Dense(in);
+  at::Tensor flat;
+  Tensors outs;
+  if (getRank() == root) {
+    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(), where,
+                ": the root needs one list of ", getSize(), " output tensors");
+    SameAs(outputs[0], in, where, "output");
+    flat = at::empty({static_cast<int64_t>(getSize()) * in.numel()}, in.options());
+    outs = outputs[0];
+  } else {
+    TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()), where,
+                ": only the root takes output tensors");
+  }
+  const hoop_dtype_t dt = DtypeOf(in, where);
+  std::function<void()> after;
+  if (flat.defined()) after = [outs, flat]() mutable { SplitInto(flat, outs); };
+  return Start("hoop:gather", c10d::OpType::GATHER, outs, {d, flat.defined() ? flat : d}, after,
+               [&](hoop_request_t* r, hoop_recv_info_t*) {
+                 return hoop_igather(comm_, Ptr(d), flat.defined() ? Ptr(flat) : nullptr, Count(d), dt, root, r);
+               });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::scatter(Tensors& outputs, std::vector<Tensors>& inputs,
+                                                 const c10d::ScatterOptions& opts) {
+  const std::string where = Where("scatter");
+  const at::Tensor& out = One(outputs, where);
+  const int root = static_cast<int>(opts.rootRank);
+  at::Tensor flat;
+  if (getRank() == root) {
+    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(), where,
+                ": the root needs one list of ", getSize(), " input tensors");
+    SameAs(inputs[0], out, where, "input");
+    flat = Joined(inputs[0], out);
+  } else {
+    TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()), where,
+                ": only the root takes input tensors");
+  }
+  at::Tensor o = Dense(out);
+  const hoop_dtype_t dt = DtypeOf(out, where);
+  return Start("hoop:scatter", c10d::OpType::SCATTER, outputs, {o, flat.defined() ? flat : o}, BackInto(out, o),
+               [&](hoop_request_t* r, hoop_recv_info_t*) {
+                 return hoop_iscatter(comm_, flat.defined() ? Ptr(flat) : nullptr, Ptr(o), Count(o), dt, root, r);
+               });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::reduce_scatter(Tensors& outputs, std::vector<Tensors>& inputs,
+                                                        const c10d::ReduceScatterOptions& opts) {
+  const std::string where = Where("reduce_scatter");
+  const at::Tensor& out = One(outputs, where);
+  TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(), where, ": one list of ",
+              getSize(), " input tensors (one per rank)");
+  SameAs(inputs[0], out, where, "input");
+  at::Tensor flat = Joined(inputs[0], out), o = Dense(out);
+  const hoop_dtype_t dt = DtypeOf(out, where);
+  const hoop_op_t op = OpOf(opts.reduceOp, where);
+  return Start("hoop:reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs, {flat, o}, BackInto(out, o),
+               [&](hoop_request_t* r, hoop_recv_info_t*) {
+                 return hoop_ireduce_scatter(comm_, Ptr(flat), Ptr(o), Count(o), dt, op, r);
+               });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                              const c10d::ReduceScatterOptions& opts) {
+  const std::string where = Where("reduce_scatter_tensor");
+  CheckTensor(input, where);
+  CheckTensor(output, where);
+  TORCH_CHECK(output.scalar_type() == input.scalar_type() && input.numel() == output.numel() * getSize(), where,
+              ": the input must hold ", getSize(), " x ", output.numel(), " elements of ", output.scalar_type());
+  at::Tensor d = Dense(input), o = Dense(output);
+  const hoop_dtype_t dt = DtypeOf(input, where);
+  const hoop_op_t op = OpOf(opts.reduceOp, where);
+  return Start("hoop:_reduce_scatter_base", c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {d, o},
+               BackInto(output, o), [&](hoop_request_t* r, hoop_recv_info_t*) {
+                 return hoop_ireduce_scatter(comm_, Ptr(d), Ptr(o), Count(o), dt, op, r);
+               });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                       std::vector<int64_t>& output_splits,
+                                                       std::vector<int64_t>& input_splits,
+                                                       const c10d::AllToAllOptions&) {
+  const std::string where = Where("all_to_all_single");
+  CheckTensor(input, where);
+  CheckTensor(output, where);
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), where, ": input ", input.scalar_type(), ", output ",
+              output.scalar_type());
+  const size_t n = static_cast<size_t>(getSize());
+  // Splits are rows of the first dimension; hoop counts elements.
+  auto counts = [&](const std::vector<int64_t>& splits, const at::Tensor& t, const char* what) {
+    const int64_t rows = t.dim() > 0 ? t.size(0) : 1;
+    const int64_t per_row = rows > 0 ? t.numel() / rows : 0;
+    std::vector<size_t> c(n);
+    if (splits.empty()) {
+      TORCH_CHECK(rows % static_cast<int64_t>(n) == 0, where, ": the ", what, "'s first dimension (", rows,
+                  ") does not split into ", n, " equal parts");
+      for (auto& x : c) x = static_cast<size_t>(rows / static_cast<int64_t>(n) * per_row);
+    } else {
+      TORCH_CHECK(splits.size() == n, where, ": ", what, " split sizes need one entry per rank (", n, ")");
+      TORCH_CHECK(std::accumulate(splits.begin(), splits.end(), int64_t{0}) == rows, where, ": the ", what,
+                  " split sizes do not add up to its first dimension (", rows, ")");
+      for (size_t p = 0; p < n; ++p) c[p] = static_cast<size_t>(splits[p] * per_row);
+    }
+    return c;
+  };
+  auto sc = counts(input_splits, input, "input"), rc = counts(output_splits, output, "output");
+  std::vector<size_t> sd(n, 0), rd(n, 0);
+  std::exclusive_scan(sc.begin(), sc.end(), sd.begin(), size_t{0});
+  std::exclusive_scan(rc.begin(), rc.end(), rd.begin(), size_t{0});
+  at::Tensor d = Dense(input), o = Dense(output);
+  const hoop_dtype_t dt = DtypeOf(input, where);
+  return Start("hoop:alltoall_base", c10d::OpType::ALLTOALL_BASE, {output}, {d, o}, BackInto(output, o),
+               [&](hoop_request_t* r, hoop_recv_info_t*) {
+                 return hoop_ialltoallv(comm_, Ptr(d), sc.data(), sd.data(), Ptr(o), rc.data(), rd.data(), dt, r);
+               });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::alltoall(Tensors& outputs, Tensors& inputs, const c10d::AllToAllOptions&) {
+  const std::string where = Where("all_to_all");
+  const size_t n = static_cast<size_t>(getSize());
+  TORCH_CHECK(outputs.size() == n && inputs.size() == n, where, ": one input and one output tensor per rank (", n,
+              ")");
+  for (const auto& t : inputs) CheckTensor(t, where);
+  for (const auto& t : outputs) {
+    CheckTensor(t, where);
+    TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), where, ": tensors of one dtype only");
+  }
+  std::vector<size_t> sc(n), rc(n), sd(n, 0), rd(n, 0);
+  for (size_t p = 0; p < n; ++p) {
+    sc[p] = Count(inputs[p]);
+    rc[p] = Count(outputs[p]);
+  }
+  std::exclusive_scan(sc.begin(), sc.end(), sd.begin(), size_t{0});
+  std::exclusive_scan(rc.begin(), rc.end(), rd.begin(), size_t{0});
+  at::Tensor in = Joined(inputs, inputs[0]);
+  at::Tensor out = at::empty({static_cast<int64_t>(std::accumulate(rc.begin(), rc.end(), size_t{0}))},
+                             outputs[0].options());
+  const hoop_dtype_t dt = DtypeOf(inputs[0], where);
+  Tensors outs = outputs;
+  return Start("hoop:alltoall", c10d::OpType::ALLTOALL, outputs, {in, out},
+               [outs, out]() mutable { SplitInto(out, outs); },
+               [&](hoop_request_t* r, hoop_recv_info_t*) {
+                 return hoop_ialltoallv(comm_, Ptr(in), sc.data(), sd.data(), Ptr(out), rc.data(), rd.data(), dt, r);
+               });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::barrier(const c10d::BarrierOptions&) {
+  return Start("hoop:barrier", c10d::OpType::BARRIER, {}, {}, nullptr,
+               [&](hoop_request_t* r, hoop_recv_info_t*) { return hoop_ibarrier(comm_, r); });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::send(Tensors& tensors, int dst, int tag) {
+  const std::string where = Where("send");
+  const at::Tensor& t = One(tensors, where);
+  at::Tensor d = Dense(t);
+  const hoop_dtype_t dt = DtypeOf(t, where);
+  return Start("hoop:send", c10d::OpType::SEND, tensors, {d}, nullptr, [&](hoop_request_t* r, hoop_recv_info_t*) {
+    return hoop_isend(comm_, Ptr(d), Count(d), dt, dst, tag, r);
+  });
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::recv(Tensors& tensors, int src, int tag) {
+  const std::string where = Where("recv");
+  const at::Tensor& t = One(tensors, where);
+  at::Tensor d = Dense(t);
+  const hoop_dtype_t dt = DtypeOf(t, where);
+  return Start(
+      "hoop:recv", c10d::OpType::RECV, tensors, {d}, BackInto(t, d),
+      [&](hoop_request_t* r, hoop_recv_info_t* info) { return hoop_irecv(comm_, Ptr(d), Count(d), dt, src, tag, info, r); },
+      true);
+}
+
+ProcessGroupHoop::Work ProcessGroupHoop::recvAnysource(Tensors& tensors, int tag) {
+  return recv(tensors, HOOP_ANY_SOURCE, tag);
+}
+
+}  // namespace hoop::torch_ext

@@ -1,0 +1,75 @@
+// ProcessGroupHoop: torch.distributed's backend "hoop" (hoop.torch registers it). Each process
+// group is one hoop communicator, joined through the group's own c10d::Store (hoop_init_store):
+// the default group through init_process_group's store, each new_group through the prefixed
+// store PyTorch makes for it (PyTorch creates a group's backend on its members only, so a group
+// is a communicator of its members, not a split of the world, which every rank would have to
+// join). Every call is one of hoop's nonblocking calls; its Work completes when waited on, or on
+// the group's Completer thread once its Future is taken (DDP).
+//
+// Tensors: CPU, one per call (one device per process), any layout (non-contiguous ones go
+// through a contiguous copy), dtypes uint8, int8, bool, int32, int64, float16, bfloat16, float32,
+// float64. Ops: SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR (PREMUL_SUM is refused).
+// Anything else is refused with an error naming the rank, the call and the cause.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/version.h>
+
+#include <memory>
+
+#include "hoop/hoop.h"
+#include "python/torch_ext/store.h"
+#include "python/torch_ext/work.h"
+
+namespace hoop::torch_ext {
+
+// PyTorch 2 made process groups hold backends; 1.13's register_backend wants the group itself.
+#if TORCH_VERSION_MAJOR >= 2
+using GroupBase = c10d::Backend;
+#else
+using GroupBase = c10d::ProcessGroup;
+#endif
+
+class ProcessGroupHoop : public GroupBase {
+ public:
+  // host: the address this rank advertises (empty: HOOP_HOST, else 127.0.0.1).
+  ProcessGroupHoop(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, const std::string& host);
+  ~ProcessGroupHoop() override;
+
+  const std::string getBackendName() const override { return "hoop"; }
+
+  using Tensors = std::vector<at::Tensor>;
+  using Work = c10::intrusive_ptr<c10d::Work>;
+  Work broadcast(Tensors& tensors, const c10d::BroadcastOptions& opts = {}) override;
+  Work allreduce(Tensors& tensors, const c10d::AllreduceOptions& opts = {}) override;
+  Work allreduce_coalesced(Tensors& tensors, const c10d::AllreduceCoalescedOptions& opts = {}) override;
+  Work reduce(Tensors& tensors, const c10d::ReduceOptions& opts = {}) override;
+  Work allgather(std::vector<Tensors>& outputs, Tensors& inputs, const c10d::AllgatherOptions& opts = {}) override;
+  Work _allgather_base(at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts = {}) override;
+  Work gather(std::vector<Tensors>& outputs, Tensors& inputs, const c10d::GatherOptions& opts = {}) override;
+  Work scatter(Tensors& outputs, std::vector<Tensors>& inputs, const c10d::ScatterOptions& opts = {}) override;
+  Work reduce_scatter(Tensors& outputs, std::vector<Tensors>& inputs,
+                      const c10d::ReduceScatterOptions& opts = {}) override;
+  Work _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                            const c10d::ReduceScatterOptions& opts = {}) override;
+  Work alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+                     std::vector<int64_t>& input_splits, const c10d::AllToAllOptions& opts = {}) override;
+  Work alltoall(Tensors& outputs, Tensors& inputs, const c10d::AllToAllOptions& opts = {}) override;
+  Work barrier(const c10d::BarrierOptions& opts = {}) override;
+  Work send(Tensors& tensors, int dst, int tag) override;
+  Work recv(Tensors& tensors, int src, int tag) override;
+  Work recvAnysource(Tensors& tensors, int tag) override;
+
+ private:
+  // A Work for `call` whose C call `issue(request)` is made here; a refused call throws.
+  template <class Issue>
+  Work Start(const char* call, c10d::OpType type, Tensors outputs, Tensors keep, std::function<void()> after,
+             Issue issue, bool recv = false);
+  std::string Where(const char* call) const;
+
+  std::unique_ptr<StoreBridge> store_;  // outlives comm_
+  hoop_comm_t comm_ = nullptr;
+  std::shared_ptr<Completer> completer_;  // shared with the Works that hand it their futures
+};
+
+}  // namespace hoop::torch_ext

@@ -1,0 +1,132 @@
+#include "python/torch_ext/work.h"
+
+#include <ATen/core/jit_type.h>
+
+#include <stdexcept>
+
+namespace hoop::torch_ext {
+
+HoopWork::HoopWork(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
+                   std::vector<at::Tensor> keep, std::function<void()> after)
+    : c10d::Work(rank, type, title),
+      outputs_(std::move(outputs)),
+      keep_(std::move(keep)),
+      after_(std::move(after)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+HoopWork::~HoopWork() {
+  // Dropped before anyone waited: the tensors it holds must outlive the operation.
+  if (request_) Complete();
+}
+
+bool HoopWork::isCompleted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state_ == State::kDone) return true;
+  if (state_ == State::kCompleting || !request_) return false;
+  int done = 0;
+  return hoop_test(request_, &done) == HOOP_SUCCESS && done;
+}
+
+bool HoopWork::isSuccess() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_ == State::kDone && !error_;
+}
+
+std::exception_ptr HoopWork::exception() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+void HoopWork::Complete() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (state_ == State::kDone) return;
+  if (state_ == State::kCompleting) {
+    done_cv_.wait(lock, [&] { return state_ == State::kDone; });
+    return;
+  }
+  state_ = State::kCompleting;
+  hoop_request_t r = request_;
+  request_ = nullptr;
+  lock.unlock();
+  std::exception_ptr error;
+  if (r && hoop_wait(r) != HOOP_SUCCESS) {
+    error = std::make_exception_ptr(std::runtime_error(std::string("hoop: ") + hoop_last_error()));
+  } else if (after_) {
+    try {
+      after_();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  keep_.clear();
+  lock.lock();
+  error_ = error;
+  state_ = State::kDone;
+  lock.unlock();
+  done_cv_.notify_all();
+  finish(error);  // the base class's state, for its own waiters
+  if (error) future_->setError(error);
+  else future_->markCompleted(c10::IValue(outputs_));
+}
+
+bool HoopWork::wait(std::chrono::milliseconds timeout) {
+  if (timeout != kNoTimeout) {
+    // hoop's wait has no time limit of its own (HOOP_TIMEOUT bounds every call): poll until then.
+    auto until = std::chrono::steady_clock::now() + timeout;
+    while (!isCompleted()) {
+      if (std::chrono::steady_clock::now() >= until)
+        throw std::runtime_error("hoop: Work.wait: not complete within " + std::to_string(timeout.count()) + " ms");
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  Complete();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (error_) std::rethrow_exception(error_);
+  return true;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> HoopWork::getFuture() {
+  bool hand_over = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hand_over = !future_taken_ && state_ == State::kPending && on_future;
+    future_taken_ = true;
+  }
+  if (hand_over) on_future(c10::intrusive_ptr<HoopWork>::reclaim_copy(this));
+  return future_;
+}
+
+Completer::Completer() : thread_([this] { Loop(); }) {}
+
+Completer::~Completer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Completer::Add(c10::intrusive_ptr<HoopWork> w) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(w));
+  }
+  cv_.notify_all();
+}
+
+void Completer::Loop() {
+  while (true) {
+    c10::intrusive_ptr<HoopWork> w;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      w = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    w->Complete();
+  }
+}
+
+}  // namespace hoop::torch_ext

@@ -1,0 +1,81 @@
+// HoopWork: torch.distributed's Work for a hoop nonblocking call (a hoop_request_t), and the
+// Completer that finishes the ones whose Future was asked for (DDP's communication hooks chain
+// on futures).
+//
+// A Work completes once, on whichever thread gets there first: wait() on the caller's thread,
+// or the completer's thread for a Work whose Future was taken. Completing waits for the request
+// (hoop_wait, which reports the error on that thread), copies the results back where a call
+// went through a temporary (allgather into a list of tensors, say), then finishes the Work and
+// its Future, with the error as a RuntimeError carrying hoop's message.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "hoop/hoop.h"
+
+namespace hoop::torch_ext {
+
+class HoopWork : public c10d::Work {
+ public:
+  // outputs: what result() and the Future give; keep: tensors the call reads or writes (held until
+  // it completes); after: run once the call succeeded (copy-back), before the Work finishes.
+  HoopWork(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
+           std::vector<at::Tensor> keep, std::function<void()> after = {});
+  ~HoopWork() override;
+
+  // The C call fills this in; a Work whose call was refused is never completed (it is not returned).
+  hoop_request_t* slot() { return &request_; }
+  hoop_recv_info_t* recv_info() { return &info_; }
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  std::vector<at::Tensor> result() override { return outputs_; }
+  int sourceRank() const override { return info_.source; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  void synchronize() override {}
+
+  // Waits for the request (or for the thread already doing so) and finishes the Work.
+  void Complete();
+  // Set by the process group: the Completer that finishes this Work when its Future is taken.
+  std::function<void(c10::intrusive_ptr<HoopWork>)> on_future;
+
+ private:
+  enum class State { kPending, kCompleting, kDone };
+  hoop_request_t request_ = nullptr;
+  hoop_recv_info_t info_{-1, -1, 0};
+  std::vector<at::Tensor> outputs_, keep_;
+  std::function<void()> after_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  bool future_taken_ = false;
+  mutable std::mutex mu_;
+  std::condition_variable done_cv_;
+  State state_ = State::kPending;
+  std::exception_ptr error_;
+};
+
+// One thread per process group, completing in order the Works whose Future was taken.
+class Completer {
+ public:
+  Completer();
+  ~Completer();  // completes what is queued, then stops
+  void Add(c10::intrusive_ptr<HoopWork> w);
+
+ private:
+  void Loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<c10::intrusive_ptr<HoopWork>> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace hoop::torch_ext

@@ -1,0 +1,91 @@
+"""The torch.distributed backend "hoop" (hoop.torch): every call through PyTorch's functions
+(torch_calls_rank.py) on 1 to 4 ranks over tcp and shm, joined through each kind of PyTorch
+store (env://, file://, tcp://); DistributedDataParallel ending with the parameters of one
+process on the global batch and of backend "gloo" (ddp_rank.py); a lost rank. Skipped, saying
+so, without PyTorch or without the backend (hoop built without libtorch)."""
+import os
+import sys
+import tempfile
+import unittest
+
+from support import BUILD, HERE, hooprun
+
+try:
+    import torch
+except ImportError:
+    raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh --torch installs Debian's)")
+if not any(f.startswith("_c10d") for f in os.listdir(os.path.join(BUILD, "python", "hoop"))):
+    raise unittest.SkipTest("hoop was built without the torch.distributed backend (needs libtorch-dev)")
+
+
+def rank_lines_ok(test, r, n):
+    test.assertEqual(r.returncode, 0, r.output)
+    for rank in range(n):
+        test.assertRegex(r.output, rf"\[{rank}\] rank {rank}: ok \d+ checks")
+
+
+class Backend(unittest.TestCase):
+    def test_every_call_matches_the_reference(self):
+        script = os.path.join(HERE, "torch_calls_rank.py")
+        for transport, ranks in (("tcp", (1, 2, 3)), ("shm", (2, 4))):
+            for n in ranks:
+                with self.subTest(transport=transport, ranks=n):
+                    r = hooprun(n, [sys.executable, script], env={"HOOP_TRANSPORT": transport}, timeout=240)
+                    rank_lines_ok(self, r, n)
+
+    def test_any_store_pytorch_has(self):
+        script = os.path.join(HERE, "torch_calls_rank.py")
+        with tempfile.TemporaryDirectory(prefix="hoop-torch-") as tmp:
+            for method in (f"file://{tmp}/store", "tcp://127.0.0.1:{port}"):
+                with self.subTest(init_method=method.split(":")[0]):
+                    if "{port}" in method:
+                        import socket
+                        with socket.socket() as s:
+                            s.bind(("127.0.0.1", 0))
+                            method = method.format(port=s.getsockname()[1])
+                    r = hooprun(2, [sys.executable, script, method], timeout=240)
+                    rank_lines_ok(self, r, 2)
+
+    def test_ddp_matches_one_process_and_gloo(self):
+        script = os.path.join(HERE, "ddp_rank.py")
+        steps = 8
+        with tempfile.TemporaryDirectory(prefix="hoop-ddp-") as tmp:
+            params = {}
+            for backend, n in (("single", 1), ("gloo", 2), ("hoop", 2), ("hoop", 3)):
+                out = os.path.join(tmp, f"{backend}-{n}.pt")
+                r = hooprun(n, [sys.executable, script, backend, str(steps), out], timeout=240)
+                self.assertEqual(r.returncode, 0, r.output)
+                params[(backend, n)] = torch.load(out)
+            one = params[("single", 1)]
+            for key in (("hoop", 2), ("hoop", 3), ("gloo", 2)):
+                for name, want in one.items():
+                    got = params[key][name]
+                    self.assertTrue(torch.allclose(got, want, rtol=1e-5, atol=1e-6),
+                                    f"{key}: {name} differs from one process by {(got - want).abs().max().item()}")
+            # The steps moved the parameters well beyond the tolerance (so the comparison means something).
+            start = os.path.join(tmp, "start.pt")
+            r = hooprun(1, [sys.executable, script, "single", "0", start], timeout=120)
+            self.assertEqual(r.returncode, 0, r.output)
+            moved = max((v - torch.load(start)[k]).abs().max().item() for k, v in params[("hoop", 2)].items())
+            self.assertGreater(moved, 1e-2)
+            for name, v in params[("hoop", 2)].items():
+                self.assertTrue(torch.allclose(v, params[("gloo", 2)][name], rtol=1e-5, atol=1e-6), name)
+
+    def test_a_lost_rank_raises_naming_it(self):
+        code = ("import os, signal, threading, torch, torch.distributed as dist, hoop.torch\n"
+                "dist.init_process_group('hoop')\n"
+                "if dist.get_rank() == 2: threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()\n"
+                "t = torch.ones(4 << 20)\n"
+                "try:\n"
+                "    for _ in range(10000): dist.all_reduce(t)\n"
+                "except RuntimeError as e: print(f'rank {dist.get_rank()}: raised: {e}', flush=True)\n")
+        r = hooprun(3, [sys.executable, "-c", code], env={"HOOP_TIMEOUT": "30"}, timeout=90)
+        self.assertNotEqual(r.returncode, 0, r.output)
+        for rank in (0, 1):
+            line = [l for l in r.output.splitlines() if l.startswith(f"[{rank}] rank {rank}: raised")]
+            self.assertTrue(line, f"rank {rank} raised nothing:\n{r.output}")
+            self.assertRegex(line[0], r"hoop: .*(lost peer 2|rank 2)")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,226 @@
+"""One rank of the torch.distributed backend check (test_torch_backend.py): every call PyTorch
+offers, through PyTorch's own functions, against references each rank computes itself from
+every rank's seeded input; dtypes and ops the backend takes, counts 0, 1 and 1001, async forms,
+non-contiguous tensors, new_group, point-to-point, and the refusals. Prints "rank R: ok N checks".
+
+Usage: torch_calls_rank.py INIT_METHOD   (env://, file:///PATH or tcp://HOST:PORT)
+"""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+import hoop.torch  # noqa: F401  (registers "hoop")
+
+checks = 0
+DTYPES = [torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
+          torch.float64, torch.bool]
+FLOATS = {torch.float16, torch.bfloat16, torch.float32, torch.float64}
+OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "product": dist.ReduceOp.PRODUCT,
+       "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX, "band": dist.ReduceOp.BAND, "bor": dist.ReduceOp.BOR,
+       "bxor": dist.ReduceOp.BXOR}
+
+
+def ops_for(dt):
+    if dt == torch.bool:
+        return ["min", "max", "band", "bor", "bxor"]
+    base = ["sum", "avg", "product", "min", "max"]
+    return base if dt in FLOATS else base + ["band", "bor", "bxor"]
+
+
+def data(rank, case, dt, count, small=False):
+    g = torch.Generator().manual_seed(rank * 100003 + case)
+    if dt == torch.bool:
+        return torch.randint(0, 2, (count,), generator=g).bool()
+    lo, hi = (0, 5) if dt == torch.uint8 else (-3, 4)
+    if small:
+        lo, hi = (1, 3) if dt == torch.uint8 else (-2, 3)
+    return torch.randint(lo, hi, (count,), generator=g).to(dt)
+
+
+def reference(dt, op, inputs):
+    n = len(inputs)
+    if dt == torch.bool:
+        s = torch.stack(inputs)
+        if op in ("min", "band"):
+            return s.all(0)
+        if op in ("max", "bor"):
+            return s.any(0)
+        return (s.sum(0) % 2).bool()
+    wide = torch.stack([x.to(torch.float64 if dt in FLOATS else torch.int64) for x in inputs])
+    if op in ("sum", "avg"):
+        r = wide.sum(0)
+        if op == "avg":
+            r = r / n if dt in FLOATS else torch.trunc(r / n).to(torch.int64)
+    elif op == "product":
+        r = wide.prod(0)
+    elif op == "min":
+        r = wide.min(0).values
+    elif op == "max":
+        r = wide.max(0).values
+    else:
+        r = wide[0].clone()
+        for x in wide[1:]:
+            r = {"band": torch.bitwise_and, "bor": torch.bitwise_or, "bxor": torch.bitwise_xor}[op](r, x)
+    return r.to(dt)
+
+
+def same(what, got, want):
+    global checks
+    checks += 1
+    if got.dtype in FLOATS:
+        ok = got.shape == want.shape and torch.allclose(got.double(), want.double(), rtol=1e-2, atol=1e-2)
+    else:
+        ok = torch.equal(got, want)
+    if not ok:
+        raise AssertionError(f"rank {dist.get_rank()}: {what} ({got.dtype}): got {got[:8].tolist()}, "
+                             f"want {want[:8].tolist()}")
+
+
+def check_reductions(me, n):
+    case = 0
+    for dt in DTYPES:
+        for count in (0, 1, 1001):
+            for op in ops_for(dt):
+                case += 1
+                ins = [data(r, case, dt, count, op == "product") for r in range(n)]
+                want = reference(dt, op, ins)
+                t = ins[me].clone()
+                dist.all_reduce(t, OPS[op])
+                same(f"all_reduce {op} count {count}", t, want)
+                t = ins[me].clone()
+                dist.all_reduce(t, OPS[op], async_op=True).wait()
+                same(f"all_reduce async {op}", t, want)
+                root = case % n
+                t = ins[me].clone()
+                dist.reduce(t, root, OPS[op])
+                if me == root:
+                    same(f"reduce {op} to {root}", t, want)
+                # reduce_scatter: rank r's list of n blocks of `count`
+                blocks = [[data(r, case * 10 + p, dt, count, op == "product") for p in range(n)] for r in range(n)]
+                out = torch.empty(count, dtype=dt)
+                dist.reduce_scatter(out, blocks[me], OPS[op])
+                same(f"reduce_scatter {op}", out, reference(dt, op, [blocks[r][me] for r in range(n)]))
+                out = torch.empty(count, dtype=dt)
+                dist.reduce_scatter_tensor(out, torch.cat(blocks[me]), OPS[op])
+                same(f"reduce_scatter_tensor {op}", out, reference(dt, op, [blocks[r][me] for r in range(n)]))
+
+
+def check_movement(me, n):
+    case = 50000
+    for dt in DTYPES:
+        for count in (0, 1, 1001):
+            case += 1
+            ins = [data(r, case, dt, count) for r in range(n)]
+            root = case % n
+            t = ins[me].clone()
+            dist.broadcast(t, root)
+            same(f"broadcast from {root}", t, ins[root])
+            outs = [torch.empty(count, dtype=dt) for _ in range(n)]
+            dist.all_gather(outs, ins[me])
+            same("all_gather", torch.cat(outs), torch.cat(ins))
+            flat = torch.empty(n * count, dtype=dt)
+            dist.all_gather_into_tensor(flat, ins[me])
+            same("all_gather_into_tensor", flat, torch.cat(ins))
+            outs = [torch.empty(count, dtype=dt) for _ in range(n)] if me == root else None
+            dist.gather(ins[me], outs, dst=root)
+            if me == root:
+                same(f"gather to {root}", torch.cat(outs), torch.cat(ins))
+            pieces = [data(root, case * 7 + p, dt, count) for p in range(n)]
+            out = torch.empty(count, dtype=dt)
+            dist.scatter(out, pieces if me == root else None, src=root)
+            same(f"scatter from {root}", out, pieces[me])
+            # all_to_all: rank p sends block q (p + q + count rows) to q
+            send = [data(me, case * 11 + q, dt, me + q + count) for q in range(n)]
+            recv = [torch.empty(p + me + count, dtype=dt) for p in range(n)]
+            dist.all_to_all(recv, send)
+            same("all_to_all", torch.cat(recv), torch.cat([data(p, case * 11 + me, dt, p + me + count) for p in range(n)]))
+            # all_to_all_single with uneven splits, rows of 2 columns
+            in_splits = [me + q + 1 for q in range(n)]
+            whole = data(me, case * 13, dt, 2 * sum(in_splits)).view(-1, 2)
+            out_splits = [p + me + 1 for p in range(n)]
+            got = torch.empty(sum(out_splits), 2, dtype=dt)
+            dist.all_to_all_single(got, whole, out_splits, in_splits)
+            want = []
+            for p in range(n):
+                theirs = data(p, case * 13, dt, 2 * sum(p + q + 1 for q in range(n))).view(-1, 2)
+                start = sum(p + q + 1 for q in range(me))
+                want.append(theirs[start:start + p + me + 1])
+            same("all_to_all_single uneven", got, torch.cat(want))
+
+
+def check_layouts_and_groups(me, n):
+    # A non-contiguous tensor (a transposed view) is reduced in place.
+    base = torch.arange(12, dtype=torch.float32).view(3, 4) + me
+    view = base.t()
+    dist.all_reduce(view)
+    same("all_reduce of a transposed view", base, (torch.arange(12, dtype=torch.float32).view(3, 4) * n
+                                                   + sum(range(n))))
+    # new_group: the even ranks, and (every rank must call new_group) a group of one.
+    evens = dist.new_group([r for r in range(n) if r % 2 == 0])
+    alone = dist.new_group([n - 1])
+    if me % 2 == 0:
+        t = torch.tensor([float(me)])
+        dist.all_reduce(t, group=evens)
+        same("all_reduce on new_group(evens)", t, torch.tensor([float(sum(r for r in range(n) if r % 2 == 0))]))
+    if me == n - 1:
+        t = torch.tensor([5.0])
+        dist.all_reduce(t, group=alone)
+        same("all_reduce on a group of one", t, torch.tensor([5.0]))
+    dist.barrier()
+    if n > 1:
+        nxt, prv = (me + 1) % n, (me - 1) % n
+        got = torch.zeros(3)
+        r = dist.irecv(got, prv, tag=3)
+        dist.send(torch.full((3,), float(me)), nxt, tag=3)
+        r.wait()
+        same("send/irecv", got, torch.full((3,), float(prv)))
+        if me == 0:
+            for p in range(1, n):
+                x = torch.zeros(1)
+                src = dist.recv(x, tag=9)  # any source
+                same("recv any source", x, torch.tensor([float(src)]))
+        else:
+            dist.send(torch.tensor([float(me)]), 0, tag=9)
+
+
+def check_refusals(me, n):
+    global checks
+    cases = [
+        (lambda: dist.all_reduce(torch.zeros(2, dtype=torch.int16)), "not supported"),
+        (lambda: dist.all_reduce(torch.zeros(2), op=dist.ReduceOp.BXOR), "bxor"),
+        (lambda: dist.all_gather([torch.zeros(2)] * n, torch.zeros(3)), "must match the input"),
+    ]
+    if n > 1:
+        cases.append((lambda: dist.all_to_all_single(torch.zeros(n + 1), torch.zeros(n + 1)), "equal parts"))
+    for call, words in cases:
+        try:
+            call()
+        except RuntimeError as e:
+            if words not in str(e) or f"rank {me}" not in str(e):
+                raise AssertionError(f"rank {me}: refusal says '{e}', wanted '{words}' and the rank")
+            checks += 1
+        else:
+            raise AssertionError(f"rank {me}: a call that should be refused ({words}) was taken")
+
+
+def main():
+    method = sys.argv[1] if len(sys.argv) > 1 else "env://"
+    if method == "env://":
+        dist.init_process_group("hoop")
+    else:  # file:// and tcp:// take the rank and size as arguments
+        dist.init_process_group("hoop", init_method=method, rank=int(os.environ["RANK"]),
+                                world_size=int(os.environ["WORLD_SIZE"]))
+    me, n = dist.get_rank(), dist.get_world_size()
+    check_reductions(me, n)
+    check_movement(me, n)
+    check_layouts_and_groups(me, n)
+    check_refusals(me, n)
+    dist.barrier()
+    dist.destroy_process_group()
+    print(f"rank {me}: ok {checks} checks", flush=True)
+
+
+if __name__ == "__main__":
+    main()
