@@ -98,5 +98,7 @@ pybind11::object Call(const std::shared_ptr<Comm>& comm, const char* what, bool 
 // collectives and point-to-point methods come from RegisterCollectives (collectives.cc).
 pybind11::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pybind11::module_& m);
 void RegisterCollectives(pybind11::class_<Comm, std::shared_ptr<Comm>>& comm);
+// The Fusion class (fusion.cc): hoop_fusion_* on a Comm.
+void RegisterFusion(pybind11::module_& m);
 
 }  // namespace hoop::py

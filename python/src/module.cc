@@ -19,6 +19,7 @@ PYBIND11_MODULE(_hoop, m) {
   hoop::py::RegisterErrors(m);
   auto comm = hoop::py::RegisterComm(m);
   hoop::py::RegisterCollectives(comm);
+  hoop::py::RegisterFusion(m);
 
   m.attr("API_VERSION") = HOOP_API_VERSION;
   m.def("version", [] {

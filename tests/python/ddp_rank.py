@@ -1,9 +1,12 @@
-"""DistributedDataParallel over a given backend, for test_torch_backend.py: a small CNN trained
+"""Data-parallel training for test_torch_backend.py and test_horovod.py: a small CNN trained
 STEPS steps with momentum SGD on a fixed global batch stream, each rank on its slice of every
-global batch (or, with backend "single", one process on the whole batch and no torch.distributed
-at all). Rank 0 saves the final parameters to OUT.
+global batch. BACKEND: a torch.distributed backend under DistributedDataParallel ("hoop",
+"gloo"); "horovod", hoop.torch's DistributedOptimizer; "single", one process on the whole batch
+and no communication at all. Each step takes PASSES micro-batches (gradients accumulated over
+their backward passes: backward_passes_per_step for "horovod"). Rank 0 saves the final
+parameters to OUT.
 
-Usage: ddp_rank.py BACKEND STEPS OUT
+Usage: ddp_rank.py BACKEND STEPS OUT [PASSES [COMPRESSION]]
 """
 import sys
 
@@ -11,7 +14,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-import hoop.torch  # noqa: F401  (registers "hoop")
+import hoop.torch as hvd  # registers "hoop"; the Horovod-style API
 
 GLOBAL_BATCH = 24
 
@@ -22,31 +25,44 @@ def model():
                          nn.Linear(4 * 4 * 4, 10))
 
 
-def batches(steps):
+def batches(steps, passes):
     g = torch.Generator().manual_seed(1)
     for _ in range(steps):
-        yield torch.randn(GLOBAL_BATCH, 1, 8, 8, generator=g), torch.randint(0, 10, (GLOBAL_BATCH,), generator=g)
+        yield [(torch.randn(GLOBAL_BATCH, 1, 8, 8, generator=g), torch.randint(0, 10, (GLOBAL_BATCH,), generator=g))
+               for _ in range(passes)]
 
 
 def main():
     backend, steps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    passes = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    compression = sys.argv[5] if len(sys.argv) > 5 else "none"
     net = model()
     rank, size = 0, 1
-    if backend != "single":
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    if backend == "horovod":
+        hvd.init()
+        rank, size = hvd.rank(), hvd.size()
+        hvd.broadcast_parameters(net.state_dict(), 0)
+        opt = hvd.DistributedOptimizer(opt, named_parameters=net.named_parameters(), backward_passes_per_step=passes,
+                                       compression=getattr(hvd.Compression, compression))
+    elif backend != "single":
         dist.init_process_group(backend)
         rank, size = dist.get_rank(), dist.get_world_size()
         net = nn.parallel.DistributedDataParallel(net)
-    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+        opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
     share = GLOBAL_BATCH // size
-    for x, y in batches(steps):
-        xs, ys = x[rank * share:(rank + 1) * share], y[rank * share:(rank + 1) * share]
+    for micro in batches(steps, passes):
         opt.zero_grad()
-        nn.functional.cross_entropy(net(xs), ys).backward()
+        for x, y in micro:
+            xs, ys = x[rank * share:(rank + 1) * share], y[rank * share:(rank + 1) * share]
+            nn.functional.cross_entropy(net(xs), ys).backward()
         opt.step()
     if rank == 0:
-        plain = net.module if backend != "single" else net
+        plain = net.module if isinstance(net, nn.parallel.DistributedDataParallel) else net
         torch.save({k: v.detach().clone() for k, v in plain.state_dict().items()}, out)
-    if backend != "single":
+    if backend == "horovod":
+        hvd.shutdown()
+    elif backend != "single":
         dist.destroy_process_group()
     print(f"rank {rank}: trained {steps} steps over {backend}", flush=True)
 

@@ -1,4 +1,9 @@
-"""hoop for PyTorch. Importing it registers the torch.distributed backend "hoop":
+"""hoop for PyTorch, two ways (a third, hoop-parallelize, writes scripts using either).
+
+1. The Horovod-style API (horovod.py): `import hoop.torch as hvd` in a Horovod script, then
+   hvd.init(), hvd.DistributedOptimizer(...), hvd.broadcast_parameters(...) as with Horovod.
+
+2. Importing it registers the torch.distributed backend "hoop":
 
     import torch.distributed as dist
     import hoop.torch  # noqa: F401  (registers "hoop")
@@ -63,3 +68,8 @@ def _register():
 
 
 _register()
+
+from .horovod import *  # noqa: E402,F401,F403  (the Horovod-style API)
+from .horovod import __all__ as _horovod_all  # noqa: E402
+
+__all__ = ["BACKEND"] + _horovod_all

@@ -1,0 +1,508 @@
+"""The Horovod-style API of hoop.torch (`import hoop.torch as hvd` in a Horovod script).
+
+init() joins the job from the environment (hooprun's, mpirun's, Slurm's or torchrun's, as
+hoop.init()) and starts hoop's tensor fusion runtime on a duplicate of the world communicator:
+allreduce, broadcast and (equal shapes) allgather go through it by name, from the tensor's own
+memory (CPU, contiguous: no copy), negotiated, fused and run by the runtime's thread; allgather
+with first dimensions that differ, alltoall, barrier, join and the object calls use the world
+communicator directly. Handles are ints: poll(handle), synchronize(handle) -> the output.
+
+DistributedOptimizer wraps an optimizer: a hook on each parameter's gradient accumulator submits
+the gradient to the runtime as soon as backward has produced it (after every
+backward_passes_per_step-th pass), in place; step() waits for them (skip_synchronize() after an
+explicit synchronize(), for gradient clipping). Compression.fp16/bf16 is hoop's wire compression
+(f32/f64 sum and average; the tensor stays in its own dtype), not a cast.
+
+Differences from Horovod, all stated in errors where they apply: CPU tensors only; no process
+sets or Adasum; join() waits for every rank and returns the last to join, but does not stand in
+for the allreduces of ranks that joined early (give every rank the same number of steps).
+"""
+import contextlib
+import pickle
+import time
+
+import numpy as np
+import torch
+
+import hoop
+from hoop import _hoop
+
+__all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "allreduce",
+           "allreduce_", "allreduce_async", "allreduce_async_", "broadcast", "broadcast_", "broadcast_async",
+           "broadcast_async_", "allgather", "allgather_async", "alltoall", "alltoall_async", "poll", "synchronize",
+           "join", "barrier", "broadcast_object", "allgather_object", "broadcast_parameters",
+           "broadcast_optimizer_state", "DistributedOptimizer", "Compression", "Average", "Sum", "Min", "Max",
+           "Product"]
+
+
+class _Op:
+    def __init__(self, name, code):
+        self.name, self.code = name, code
+
+    def __repr__(self):
+        return f"hoop.torch.{self.name}"
+
+
+Average = _Op("Average", hoop.AVG)
+Sum = _Op("Sum", hoop.SUM)
+Min = _Op("Min", hoop.MIN)
+Max = _Op("Max", hoop.MAX)
+Product = _Op("Product", hoop.PROD)
+
+
+class _Wire:
+    def __init__(self, name, code):
+        self.name, self.code = name, code
+
+    def __repr__(self):
+        return f"hoop.torch.Compression.{self.name}"
+
+
+class Compression:
+    """How allreduced tensors travel: hoop's wire compression (f32/f64 sum and average), with the
+    error bound of hoop.compression_error_factor; the tensor itself keeps its dtype."""
+    none = _Wire("none", _hoop.COMPRESSION_NONE)
+    fp16 = _Wire("fp16", _hoop.COMPRESSION_FP16)
+    bf16 = _Wire("bf16", _hoop.COMPRESSION_BF16)
+
+
+_DTYPES = {torch.uint8: hoop.U8, torch.int8: hoop.I8, torch.bool: hoop.BOOL, torch.int32: hoop.I32,
+           torch.int64: hoop.I64, torch.float16: hoop.F16, torch.bfloat16: hoop.BF16, torch.float32: hoop.F32,
+           torch.float64: hoop.F64}
+
+
+class _State:
+    def __init__(self):
+        self.world = hoop.init()
+        self.fusion_comm = self.world.dup()
+        self.fusion = _hoop.Fusion(self.fusion_comm)
+        self.handles = {}  # handle -> (kind, token, output, keep, finish)
+        self.next_handle = 1
+        self.names = {}  # unnamed calls: a counter per kind, the same on every rank that calls in order
+
+
+_state = None
+
+
+def init(comm=None):
+    """Joins the job (a second call does nothing). comm is accepted for Horovod's signature and
+    must be None: the job comes from the environment."""
+    global _state
+    if comm is not None:
+        raise ValueError("hoop.torch.init: comm= is not supported; the job comes from the environment")
+    if _state is None:
+        _state = _State()
+
+
+def shutdown():
+    """Stops the fusion runtime (on every rank: call it on every rank) and frees the communicators."""
+    global _state
+    if _state is None:
+        return
+    s, _state = _state, None
+    s.fusion.stop()
+    s.fusion_comm.free()
+    hoop.shutdown()
+
+
+def is_initialized():
+    return _state is not None
+
+
+def _s():
+    if _state is None:
+        raise ValueError("hoop.torch: call hoop.torch.init() first (Horovod's hvd.init())")
+    return _state
+
+
+def size():
+    return _s().world.size
+
+
+def rank():
+    return _s().world.rank
+
+
+def local_size():
+    return _s().world.local_size
+
+
+def local_rank():
+    return _s().world.local_rank
+
+
+def _dtype(t, call):
+    try:
+        return _DTYPES[t.dtype]
+    except KeyError:
+        raise TypeError(f"hoop.torch: rank {rank()}: {call}: tensors of {t.dtype} are not supported "
+                        f"({', '.join(str(d) for d in _DTYPES)})") from None
+
+
+def _check(t, call):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"hoop.torch: rank {rank()}: {call}: expected a tensor, got {type(t).__name__}")
+    if t.device.type != "cpu":
+        raise ValueError(f"hoop.torch: rank {rank()}: {call}: a tensor on {t.device}; this version takes CPU tensors")
+    if t.is_sparse:
+        raise ValueError(f"hoop.torch: rank {rank()}: {call}: sparse tensors are not supported")
+    return _dtype(t, call)
+
+
+def _name(kind, name):
+    s = _s()
+    if name is not None:
+        return f"{kind}.{name}"
+    s.names[kind] = s.names.get(kind, 0) + 1
+    return f"{kind}.noname.{s.names[kind]}"
+
+
+def _register(kind, token, output, keep, finish=None):
+    s = _s()
+    h = s.next_handle
+    s.next_handle += 1
+    s.handles[h] = (kind, token, output, keep, finish)
+    return h
+
+
+def _dense(t):
+    return t if t.is_contiguous() else t.contiguous()
+
+
+def poll(handle):
+    """Whether the operation behind handle has completed (synchronize then returns at once)."""
+    kind, token, _, _, _ = _s().handles[handle]
+    return _s().fusion.test(token) if kind == "fusion" else token.test()
+
+
+def synchronize(handle):
+    """Waits for the operation behind handle and returns its output."""
+    s = _s()
+    if handle not in s.handles:
+        raise ValueError(f"hoop.torch: rank {rank()}: synchronize: unknown or finished handle {handle}")
+    kind, token, output, keep, finish = s.handles.pop(handle)
+    if kind == "fusion":
+        s.fusion.wait(token)
+    elif token is not None:
+        token.wait()
+    return finish() if finish else output
+
+
+# ---- allreduce
+
+def _op_of(average, op, call):
+    if average is not None:
+        if op is not None:
+            raise ValueError(f"hoop.torch: {call}: give op= or the older average=, not both")
+        return Average if average else Sum
+    op = Average if op is None else op
+    if not isinstance(op, _Op):
+        raise ValueError(f"hoop.torch: {call}: op must be hoop.torch.Average, Sum, Min, Max or Product, not {op!r}")
+    return op
+
+
+def _allreduce_into(tensor, output, name, op, prescale, postscale, compression, call):
+    dt = _check(tensor, call)
+    src = _dense(tensor)
+    dst = output if output.is_contiguous() else output.contiguous()
+    wire = (compression or Compression.none).code
+    token = _s().fusion.allreduce(_name("allreduce", name), src.data_ptr(), dst.data_ptr(), src.numel(), dt,
+                                  op.code, wire, float(prescale), float(postscale))
+    finish = None
+    if dst is not output:
+        def finish():
+            output.copy_(dst)
+            return output
+    return _register("fusion", token, output, (src, dst), finish)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                    compression=Compression.none):
+    op = _op_of(average, op, "allreduce_async")
+    return _allreduce_into(tensor, torch.empty_like(tensor, memory_format=torch.contiguous_format), name, op,
+                           prescale_factor, postscale_factor, compression, "allreduce_async")
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                     compression=Compression.none):
+    op = _op_of(average, op, "allreduce_async_")
+    return _allreduce_into(tensor, tensor, name, op, prescale_factor, postscale_factor, compression,
+                           "allreduce_async_")
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None, prescale_factor=1.0,
+              postscale_factor=1.0):
+    """The reduction of tensor over the ranks (default: their average), as a new tensor."""
+    return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, compression))
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+               compression=Compression.none):
+    """allreduce in place."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, compression))
+
+
+# ---- broadcast
+
+def broadcast_async_(tensor, root_rank, name=None):
+    dt = _check(tensor, "broadcast_async_")
+    dst = _dense(tensor)
+    token = _s().fusion.broadcast(_name("broadcast", name), dst.data_ptr(), dst.data_ptr(), dst.numel(), dt,
+                                  root_rank)
+    finish = None
+    if dst is not tensor:
+        def finish():
+            tensor.copy_(dst)
+            return tensor
+    return _register("fusion", token, tensor, (dst,), finish)
+
+
+def broadcast_async(tensor, root_rank, name=None):
+    return broadcast_async_(tensor.clone(memory_format=torch.contiguous_format), root_rank, name)
+
+
+def broadcast(tensor, root_rank, name=None):
+    """root_rank's tensor on every rank, as a new tensor."""
+    return synchronize(broadcast_async(tensor, root_rank, name))
+
+
+def broadcast_(tensor, root_rank, name=None):
+    """broadcast in place."""
+    return synchronize(broadcast_async_(tensor, root_rank, name))
+
+
+# ---- allgather and alltoall (first dimensions may differ between ranks)
+
+def _numpy(t):
+    """t's memory as a NumPy array and the hoop dtype to read it as (bf16 has no NumPy type)."""
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy(), hoop.BF16
+    return t.numpy(), -1
+
+
+def allgather_async(tensor, name=None):
+    dt = _check(tensor, "allgather_async")
+    s = _s()
+    src = _dense(tensor)
+    rows = src.shape[0] if src.dim() > 0 else 1
+    counts = np.zeros(s.world.size, np.int64)
+    s.world.allgather(np.array([rows], np.int64), counts, -1, False)  # every rank's first dimension
+    rest = tuple(src.shape[1:]) if src.dim() > 0 else ()
+    out = torch.empty((int(counts.sum()),) + rest, dtype=src.dtype)
+    if (counts == rows).all():
+        token = s.fusion.allgather(_name("allgather", name), src.data_ptr(), out.data_ptr(), src.numel(), dt)
+        return _register("fusion", token, out, (src,))
+    per_row = int(np.prod(rest, dtype=np.int64)) if rest else 1
+    sa, override = _numpy(src)
+    oa, _ = _numpy(out)
+    req = s.world.allgatherv(sa.reshape(-1), oa.reshape(-1), [int(c) * per_row for c in counts], override, True)
+    return _register("request", req, out, (src,))
+
+
+def allgather(tensor, name=None):
+    """Every rank's tensor concatenated along the first dimension (which may differ), rank order."""
+    return synchronize(allgather_async(tensor, name))
+
+
+def alltoall_async(tensor, splits=None, name=None):
+    _check(tensor, "alltoall_async")
+    s = _s()
+    n = s.world.size
+    src = _dense(tensor)
+    rows = src.shape[0] if src.dim() > 0 else 1
+    if splits is None:
+        if rows % n:
+            raise ValueError(f"hoop.torch: rank {rank()}: alltoall: the first dimension ({rows}) does not split "
+                             f"into {n} equal parts; pass splits=")
+        send_rows = np.full(n, rows // n, np.int64)
+    else:
+        send_rows = np.asarray(splits.tolist() if isinstance(splits, torch.Tensor) else splits, np.int64)
+        if send_rows.shape != (n,) or send_rows.sum() != rows or (send_rows < 0).any():
+            raise ValueError(f"hoop.torch: rank {rank()}: alltoall: splits {send_rows.tolist()} must have one "
+                             f"entry per rank ({n}) adding up to the first dimension ({rows})")
+    recv_rows = np.zeros(n, np.int64)
+    s.world.alltoall(send_rows, recv_rows, -1, False)
+    rest = tuple(src.shape[1:]) if src.dim() > 0 else ()
+    per_row = int(np.prod(rest, dtype=np.int64)) if rest else 1
+    out = torch.empty((int(recv_rows.sum()),) + rest, dtype=src.dtype)
+    sa, override = _numpy(src)
+    oa, _ = _numpy(out)
+    req = s.world.alltoallv(sa.reshape(-1), [int(r) * per_row for r in send_rows], oa.reshape(-1),
+                            [int(r) * per_row for r in recv_rows], override, True)
+    received = torch.tensor(recv_rows.tolist(), dtype=torch.int32)
+    return _register("request", req, out, (src,), (lambda: out) if splits is None else (lambda: (out, received)))
+
+
+def alltoall(tensor, splits=None, name=None):
+    """Block p of tensor (along the first dimension; splits= gives the sizes) to rank p; returns
+    the blocks received, in rank order, and with splits= also how many rows came from each rank."""
+    return synchronize(alltoall_async(tensor, splits, name))
+
+
+# ---- the rest
+
+def barrier():
+    _s().world.barrier(False)
+
+
+def join():
+    """Waits until every rank has called join() (after its own tensors completed) and returns the
+    rank that joined last. Unlike Horovod's, it does not stand in for the allreduces of ranks that
+    have joined while others go on: every rank must run the same steps."""
+    s = _s()
+    s.fusion.synchronize()
+    arrived = np.zeros(s.world.size, np.float64)
+    s.world.allgather(np.array([time.time()], np.float64), arrived, -1, False)
+    return int(arrived.argmax())
+
+
+def broadcast_object(obj, root_rank=0, name=None):
+    """root_rank's obj (anything pickle takes) on every rank."""
+    s = _s()
+    payload = np.frombuffer(pickle.dumps(obj), np.uint8) if s.world.rank == root_rank else None
+    length = np.array([payload.size if payload is not None else 0], np.int64)
+    s.world.broadcast(length, root_rank, -1, False)
+    buf = payload.copy() if payload is not None else np.empty(int(length[0]), np.uint8)
+    s.world.broadcast(buf, root_rank, -1, False)
+    return obj if s.world.rank == root_rank else pickle.loads(buf.tobytes())
+
+
+def allgather_object(obj, name=None):
+    """Every rank's obj, in rank order."""
+    s = _s()
+    mine = np.frombuffer(pickle.dumps(obj), np.uint8)
+    lengths = np.zeros(s.world.size, np.int64)
+    s.world.allgather(np.array([mine.size], np.int64), lengths, -1, False)
+    out = np.empty(int(lengths.sum()), np.uint8)
+    s.world.allgatherv(mine.copy(), out, [int(x) for x in lengths], -1, False)
+    objs, at = [], 0
+    for n in lengths:
+        objs.append(pickle.loads(out[at:at + int(n)].tobytes()))
+        at += int(n)
+    return objs
+
+
+def broadcast_parameters(params, root_rank):
+    """Sets every rank's parameters to root_rank's, in place: params is a model's state_dict() or
+    named_parameters() (names must agree across ranks)."""
+    items = sorted(params.items()) if isinstance(params, dict) else list(params)
+    handles = []
+    for name, p in items:
+        if not isinstance(p, torch.Tensor):
+            raise ValueError(f"hoop.torch: broadcast_parameters: '{name}' is a {type(p).__name__}, not a tensor")
+        target = p.data if isinstance(p, torch.nn.Parameter) else p
+        handles.append(broadcast_async_(target, root_rank, name=f"parameters.{name}"))
+    for h in handles:
+        synchronize(h)
+
+
+def broadcast_optimizer_state(optimizer, root_rank):
+    """Sets every rank's optimizer state (and hyperparameters) to root_rank's."""
+    state = broadcast_object(optimizer.state_dict(), root_rank, name="optimizer_state")
+    if rank() != root_rank:
+        optimizer.load_state_dict(state)
+
+
+class _DistributedOptimizer:
+    """Mixed into the wrapped optimizer's class (DistributedOptimizer below)."""
+
+    def _hoop_setup(self, named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor):
+        if op not in (Average, Sum):
+            raise ValueError("hoop.torch: DistributedOptimizer: op must be Average or Sum")
+        if gradient_predivide_factor != 1.0 and op is not Average:
+            raise ValueError("hoop.torch: DistributedOptimizer: gradient_predivide_factor needs op=Average")
+        params = [p for group in self.param_groups for p in group["params"]]
+        if named_parameters is not None:
+            named = list(named_parameters)
+            names = [n for n, _ in named]
+            if len(set(names)) != len(names):
+                raise ValueError("hoop.torch: DistributedOptimizer: parameter names must be unique")
+            by_id = {id(p): n for n, p in named}
+            missing = [i for i, p in enumerate(params) if id(p) not in by_id]
+            if missing:
+                raise ValueError(f"hoop.torch: DistributedOptimizer: {len(missing)} of the optimizer's parameters are "
+                                 "not in named_parameters")
+            self._hoop_names = {p: by_id[id(p)] for p in params}
+        else:
+            self._hoop_names = {p: f"noname.{i}" for i, p in enumerate(params)}
+        self._hoop_compression = compression
+        self._hoop_passes = backward_passes_per_step
+        # Average with a predivide factor f: x / f summed, times f / size (Horovod's meaning).
+        if op is Average:
+            self._hoop_op = Sum
+            self._hoop_scales = (1.0 / gradient_predivide_factor, gradient_predivide_factor / size())
+        else:
+            self._hoop_op, self._hoop_scales = Sum, (1.0, 1.0)
+        self._hoop_handles = {}
+        self._hoop_delay = {p: backward_passes_per_step for p in params}
+        self._hoop_sync = True
+        self._hoop_hooks = []
+        for p in params:
+            if p.requires_grad:
+                acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                acc.register_hook(self._hoop_hook(p))
+                self._hoop_hooks.append(acc)  # keeps the accumulator, and its hook, alive
+
+    def _hoop_submit(self, p):
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)  # unused this step: it still takes part, as zeros
+        if p.grad.is_sparse:
+            raise ValueError(f"hoop.torch: DistributedOptimizer: '{self._hoop_names[p]}' has a sparse gradient")
+        pre, post = self._hoop_scales
+        return allreduce_async_(p.grad, name=self._hoop_names[p], op=self._hoop_op, prescale_factor=pre,
+                                postscale_factor=post, compression=self._hoop_compression)
+
+    def _hoop_hook(self, p):
+        def hook(*_):
+            if self._hoop_handles.get(p) is not None and self._hoop_delay[p] <= 0:
+                raise AssertionError(f"hoop.torch: DistributedOptimizer: the gradient of '{self._hoop_names[p]}' was "
+                                     "computed again before step(); with several backward passes per step, set "
+                                     "backward_passes_per_step")
+            self._hoop_delay[p] -= 1
+            if self._hoop_delay[p] == 0:
+                self._hoop_handles[p] = self._hoop_submit(p)
+        return hook
+
+    def synchronize(self):
+        """Waits for every gradient's allreduce (submitting those whose hooks did not fire)."""
+        for p in self._hoop_delay:
+            if p.requires_grad and self._hoop_handles.get(p) is None and self._hoop_delay[p] < self._hoop_passes:
+                self._hoop_handles[p] = self._hoop_submit(p)
+        for p, h in list(self._hoop_handles.items()):
+            if h is not None:
+                synchronize(h)
+        self._hoop_handles.clear()
+        for p in self._hoop_delay:
+            self._hoop_delay[p] = self._hoop_passes
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """step() without synchronizing (call synchronize() first yourself, e.g. before clipping)."""
+        self._hoop_sync = False
+        try:
+            yield
+        finally:
+            self._hoop_sync = True
+
+    def step(self, closure=None):
+        if self._hoop_sync:
+            self.synchronize()
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if any(h is not None for h in self._hoop_handles.values()):
+            raise AssertionError("hoop.torch: DistributedOptimizer: zero_grad() with gradients still being reduced; "
+                                 "call step() or synchronize() first")
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none, backward_passes_per_step=1,
+                         op=Average, gradient_predivide_factor=1.0):
+    """optimizer, made to average (op=Sum: add) its gradients over the ranks before each step."""
+    _s()
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+               {k: v for k, v in _DistributedOptimizer.__dict__.items() if not k.startswith("__")})
+    dist_opt = cls.__new__(cls)
+    dist_opt.__dict__.update(optimizer.__dict__)
+    dist_opt._hoop_setup(named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor)
+    return dist_opt

@@ -1,0 +1,96 @@
+"""hoop.torch's Horovod-style API: every call (horovod_rank.py) on 1 to 4 ranks over tcp and shm;
+DistributedOptimizer (ddp_rank.py "horovod") ending with the parameters of one process on the
+global batch, with backward_passes_per_step 1 and 2, and with fp16 wire compression close to them
+but not equal; a Horovod script run after `import horovod.torch as hvd` became
+`import hoop.torch as hvd`. Skipped, saying so, without PyTorch."""
+import os
+import sys
+import tempfile
+import unittest
+
+from support import HERE, hooprun
+
+try:
+    import torch
+except ImportError:
+    raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
+
+HOROVOD_SCRIPT = '''
+import torch
+import hoop.torch as hvd   # was: import horovod.torch as hvd
+
+hvd.init()
+torch.manual_seed(hvd.rank())   # different on every rank: broadcast_parameters must fix it
+model = torch.nn.Sequential(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * hvd.size())
+optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                     compression=hvd.Compression.none, op=hvd.Average)
+hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+g = torch.Generator().manual_seed(100 + hvd.rank())
+x = torch.randn(256, 10, generator=g)
+y = x.sum(1, keepdim=True)
+first = None
+for epoch in range(60):
+    optimizer.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    first = first if first is not None else loss.item()
+avg = hvd.allreduce(torch.tensor([loss.item()]), name="loss").item()
+weights = hvd.allgather(torch.cat([p.detach().flatten() for p in model.parameters()]).unsqueeze(0))
+print(f"rank {hvd.rank()}: loss {first:.4f} -> {avg:.4f}, same weights: {bool((weights == weights[0]).all())}")
+hvd.shutdown()
+'''
+
+
+class Horovod(unittest.TestCase):
+    def test_every_call_matches_the_reference(self):
+        script = os.path.join(HERE, "horovod_rank.py")
+        for transport, ranks in (("tcp", (1, 2, 3)), ("shm", (2, 4))):
+            for n in ranks:
+                with self.subTest(transport=transport, ranks=n):
+                    r = hooprun(n, [sys.executable, script], env={"HOOP_TRANSPORT": transport}, timeout=240)
+                    self.assertEqual(r.returncode, 0, r.output)
+                    for rank in range(n):
+                        self.assertRegex(r.output, rf"\[{rank}\] rank {rank}: ok \d+ checks")
+
+    def test_distributed_optimizer_matches_one_process(self):
+        script = os.path.join(HERE, "ddp_rank.py")
+        steps = 6
+        with tempfile.TemporaryDirectory(prefix="hoop-hvd-") as tmp:
+            def train(backend, n, passes, compression="none"):
+                out = os.path.join(tmp, f"{backend}-{n}-{passes}-{compression}.pt")
+                r = hooprun(n, [sys.executable, script, backend, str(steps), out, str(passes), compression],
+                            timeout=240)
+                self.assertEqual(r.returncode, 0, r.output)
+                return torch.load(out)
+
+            for passes in (1, 2):
+                one = train("single", 1, passes)
+                for n in (2, 3):
+                    got = train("horovod", n, passes)
+                    for name, want in one.items():
+                        self.assertTrue(torch.allclose(got[name], want, rtol=1e-5, atol=1e-6),
+                                        f"{n} ranks, {passes} passes: {name} differs from one process by "
+                                        f"{(got[name] - want).abs().max().item()}")
+            # fp16 on the wire: near the exact run, and not equal to it (it did compress).
+            one = train("single", 1, 1)
+            got = train("horovod", 2, 1, "fp16")
+            diff = max((got[k] - v).abs().max().item() for k, v in one.items())
+            self.assertLess(diff, 1e-2)
+            self.assertGreater(diff, 0.0)
+
+    def test_a_horovod_script_runs_unchanged_but_its_import(self):
+        r = hooprun(2, [sys.executable, "-c", HOROVOD_SCRIPT], timeout=120)
+        self.assertEqual(r.returncode, 0, r.output)
+        for rank in (0, 1):
+            line = [l for l in r.output.splitlines() if l.startswith(f"[{rank}] rank {rank}: loss")]
+            self.assertTrue(line, r.output)
+            first, last = (float(v) for v in line[0].split("loss ")[1].split(",")[0].split(" -> "))
+            self.assertLess(last, first / 4, line[0])
+            self.assertIn("same weights: True", line[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
