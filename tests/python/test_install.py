@@ -34,6 +34,10 @@ class Installed(unittest.TestCase):
             env = python_env()
             env["PYTHONPATH"] = os.path.dirname(site[0])
             env.pop("LD_LIBRARY_PATH", None)
+            tool = subprocess.run([os.path.join(prefix, "bin", "hoop-parallelize"), "--help"], env=env,
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(tool.returncode, 0, tool.stderr)
+            self.assertIn("usage: hoop-parallelize", tool.stdout)
             r = subprocess.run([os.path.join(prefix, "bin", "hooprun"), "-np", "2", sys.executable, "-c", SCRIPT],
                                env=env, capture_output=True, text=True, timeout=120)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)

@@ -1,0 +1,629 @@
+"""hoop-parallelize: turns a single-process PyTorch training script into a data-parallel one.
+
+    hoop-parallelize train.py -o train_dist.py [--style horovod|ddp] [--check]
+
+It reads the script with the standard library's `ast` to find what to change, and edits the
+original text only at those places, so the comments and layout of everything else stay as they
+were (libcst would keep them too, but it is not in Debian and Debian's Python takes no pip
+packages outside a virtual environment). It prints what it changed as a unified diff, then a
+list of the changes and of anything it left for a person, marked in the output with
+"# hoop-parallelize:" comments. Where it cannot make a change safely it refuses (exit code 2,
+nothing written) rather than write a script that runs but is silently wrong.
+
+The changes (--style horovod, the default, uses hoop.torch's Horovod-style API; --style ddp,
+DistributedDataParallel over the torch.distributed backend "hoop"):
+  - hoop.torch imported and initialised after the script's imports;
+  - where the script uses CUDA, the device pinned to the local rank;
+  - each torch.optim optimizer's learning rate scaled by the number of ranks;
+  - horovod: the optimizer wrapped in hvd.DistributedOptimizer, the model's parameters and the
+    optimizer's state broadcast from rank 0; ddp: the model wrapped in DistributedDataParallel
+    (which broadcasts rank 0's parameters), its state_dict() read from .module;
+  - each training DataLoader given a DistributedSampler (its shuffle= moved to the sampler) and
+    the sampler's set_epoch(epoch) called at the top of the epoch loop; manual batching over
+    range(0, N, B) split so that each rank takes every size()-th batch, the same count on each;
+  - evaluation metrics (names accumulated with += inside `with torch.no_grad():`) averaged over
+    the ranks after the block;
+  - print, logging, torch.save and other file writes done on rank 0 only.
+It refuses a script that is already distributed, trains nothing (no .backward()), builds no
+torch.optim optimizer (a custom optimizer factory), or gives a training DataLoader a sampler of
+its own. --check runs the result on 2 ranks under hooprun for a few optimizer steps.
+"""
+import argparse
+import ast
+import difflib
+import os
+import subprocess
+import sys
+import tempfile
+
+OPTIMIZERS = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
+              "Rprop", "LBFGS", "SparseAdam"}
+WRITERS = {"torch.save", "np.save", "numpy.save", "np.savetxt", "numpy.savetxt", "json.dump", "pickle.dump",
+           "plt.savefig", "shutil.copy", "os.makedirs", "os.mkdir"}
+LOGGING = {"debug", "info", "warning", "error", "critical", "exception", "log"}
+MARK = "# hoop-parallelize:"
+
+
+class Refused(Exception):
+    """The script cannot be converted safely; the message says why."""
+
+
+def dotted(node):
+    """'torch.optim.SGD' for an attribute chain of names, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def call_name(node):
+    return dotted(node.func) if isinstance(node, ast.Call) else None
+
+
+class Edits:
+    """Edits to the original text: replacements inside lines (no newlines), then whole-line
+    insertions and statement wraps, applied from the bottom up so positions stay valid."""
+
+    def __init__(self, text):
+        self.lines = text.splitlines(keepends=True)
+        if self.lines and not self.lines[-1].endswith("\n"):
+            self.lines[-1] += "\n"
+        self.spans = []  # (line, col, end_line, end_col, text)
+        self.ops = []  # (line, order, kind, payload): kind "insert" (before line) or "wrap"
+        self.unit = self._indent_unit()
+
+    def _indent_unit(self):
+        for line in self.lines:
+            stripped = line.lstrip(" \t")
+            if stripped.strip() and line != stripped:
+                return line[:len(line) - len(stripped)]
+        return "    "
+
+    def indent_of(self, node):
+        line = self.lines[node.lineno - 1]
+        return line[:len(line) - len(line.lstrip(" \t"))]
+
+    def alone_on_lines(self, node):
+        """Whether the statement has its lines to itself (it can be wrapped or have lines put around it)."""
+        first = self.lines[node.lineno - 1]
+        last = self.lines[node.end_lineno - 1]
+        before = first.encode()[:node.col_offset].decode(errors="replace")
+        after = last.encode()[node.end_col_offset:].decode(errors="replace").strip()
+        return not before.strip() and (not after or after.startswith("#"))
+
+    def source(self, node):
+        if node.lineno == node.end_lineno:
+            return self.lines[node.lineno - 1].encode()[node.col_offset:node.end_col_offset].decode()
+        first = self.lines[node.lineno - 1].encode()[node.col_offset:].decode()
+        middle = self.lines[node.lineno:node.end_lineno - 1]
+        last = self.lines[node.end_lineno - 1].encode()[:node.end_col_offset].decode()
+        return first + "".join(middle) + last
+
+    def replace(self, node, text):
+        self.spans.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text))
+
+    def insert_before(self, line, text_lines, indent):
+        self.ops.append((line, 1, "insert", [indent + t + "\n" if t else "\n" for t in text_lines]))
+
+    def insert_after(self, node, text_lines, indent=None):
+        self.insert_before(node.end_lineno + 1, text_lines, self.indent_of(node) if indent is None else indent)
+
+    def wrap(self, node, condition):
+        self.ops.append((node.lineno, 0, "wrap", (node.end_lineno, self.indent_of(node), condition)))
+
+    def apply(self):
+        lines = list(self.lines)
+        for (l0, c0, l1, c1, text) in sorted(self.spans, reverse=True):
+            a, b = lines[l0 - 1].encode(), lines[l1 - 1].encode()
+            merged = (a[:c0] + text.encode() + b[c1:]).decode()
+            lines[l0 - 1:l1] = [merged]
+            # A replacement across lines leaves fewer lines: keep later positions valid by padding.
+            lines[l0:l0] = [""] * (l1 - l0)
+        for line, _, kind, payload in sorted(self.ops, key=lambda o: (o[0], o[1]), reverse=True):
+            if kind == "insert":
+                lines[line - 1:line - 1] = payload
+            else:
+                end, indent, condition = payload
+                for i in range(line - 1, end):
+                    if lines[i].strip():
+                        lines[i] = self.unit + lines[i]
+                lines[line - 1:line - 1] = [indent + condition + "\n"]
+        return "".join(lines)
+
+
+class Converter:
+    def __init__(self, text, style):
+        self.text, self.style = text, style
+        try:
+            self.tree = ast.parse(text)
+        except SyntaxError as e:
+            raise Refused(f"the script does not parse: {e}") from None
+        self.e = Edits(text)
+        self.changes, self.notes = [], []
+        self.parent = {}
+        for node in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+        h = style == "horovod"
+        self.RANK = "hvd.rank()" if h else "dist.get_rank()"
+        self.SIZE = "hvd.size()" if h else "dist.get_world_size()"
+        self.RANK0 = f"if {self.RANK} == 0:  {MARK} rank 0 only"
+
+    # ---- helpers
+
+    def stmt_of(self, node):
+        while not isinstance(node, ast.stmt):
+            node = self.parent[node]
+        return node
+
+    def enclosing(self, node, types):
+        node = self.parent.get(node)
+        while node is not None and not isinstance(node, types):
+            node = self.parent.get(node)
+        return node
+
+    def names_loaded(self, node):
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+    # ---- checks that refuse
+
+    def refuse_if_not_convertible(self):
+        calls = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call)]
+        names = {call_name(c) or "" for c in calls}
+        imported = {a.name for n in ast.walk(self.tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                    for a in n.names} | {n.module or "" for n in ast.walk(self.tree) if isinstance(n, ast.ImportFrom)}
+        if any(x.endswith("init_process_group") or x in ("hvd.init", "hoop.init") for x in names) or \
+                any(m.startswith(("horovod", "hoop")) for m in imported):
+            raise Refused("the script is distributed already (it initialises torch.distributed, Horovod or hoop)")
+        if not any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in calls):
+            raise Refused("no .backward() call: this does not look like a training script")
+        self.optimizers = [c for c in calls if self.is_optimizer(c)]
+        if not self.optimizers:
+            raise Refused("no torch.optim optimizer is constructed in the script (a custom optimizer factory?): wrap "
+                          "yours by hand (hvd.DistributedOptimizer, or DistributedDataParallel on the model)")
+        for name in ("hvd", "dist", "DistributedSampler"):
+            if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(self.tree)):
+                raise Refused(f"the script assigns the name '{name}', which the converted script needs")
+
+    def is_optimizer(self, call):
+        name = call_name(call)
+        if not name:
+            return False
+        parts = name.split(".")
+        if parts[-1] not in OPTIMIZERS:
+            return False
+        if len(parts) == 1:  # from torch.optim import SGD
+            return any(isinstance(n, ast.ImportFrom) and (n.module or "").startswith("torch.optim")
+                       and any(a.asname or a.name == parts[0] for a in n.names) for n in ast.walk(self.tree))
+        return parts[-2] == "optim"
+
+    # ---- the changes
+
+    def imports_and_init(self):
+        body = self.tree.body
+        last = None
+        for stmt in body:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                last = stmt
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and last is None:
+                continue  # the docstring
+            else:
+                break
+        if last is None:
+            raise Refused("no imports at the top of the script (it cannot use torch without them)")
+        uses_cuda = "cuda" in self.text
+        lines = []
+        if self.style == "horovod":
+            lines += [f"import hoop.torch as hvd  {MARK} the Horovod-style API"]
+            if self.loaders:
+                lines += ["from torch.utils.data.distributed import DistributedSampler"]
+            lines += ["", "hvd.init()  " + MARK + " join the job (hooprun, mpirun, Slurm or torchrun)"]
+            local = "hvd.local_rank()"
+        else:
+            lines += ["import torch.distributed as dist", "import hoop.torch  " + MARK + " registers the backend 'hoop'"]
+            if self.loaders:
+                lines += ["from torch.utils.data.distributed import DistributedSampler"]
+            lines += ["", "dist.init_process_group('hoop')  " + MARK + " env:// (hooprun and torchrun set it)"]
+            local = "int(__import__('os').environ.get('LOCAL_RANK', 0))"
+        if uses_cuda:
+            lines += ["if torch.cuda.is_available():  " + MARK + " one GPU per local rank",
+                      f"    torch.cuda.set_device({local})"]
+            self.notes.append("the script uses CUDA: its device is pinned to the local rank, but hoop.torch takes CPU "
+                              "tensors in this version, so tensors must stay on the CPU")
+        if self.rank0_calls:
+            lines += ["", "", "def _hoop_on_rank0(fn):  " + MARK + " fn on rank 0; elsewhere nothing (arguments are still "
+                      "evaluated)",
+                      f"    return fn if {self.RANK} == 0 else (lambda *args, **kwargs: None)"]
+        if self.metric_blocks:
+            if self.style == "horovod":
+                lines += ["", "", "def _hoop_mean(value):  " + MARK + " a metric averaged over the ranks",
+                          "    return hvd.allreduce(torch.tensor(float(value), dtype=torch.float64), op=hvd.Average,",
+                          "                         name='metric').item()"]
+            else:
+                lines += ["", "", "def _hoop_mean(value):  " + MARK + " a metric averaged over the ranks",
+                          "    t = torch.tensor(float(value), dtype=torch.float64)",
+                          "    dist.all_reduce(t, op=dist.ReduceOp.AVG)",
+                          "    return t.item()"]
+        self.e.insert_after(last, lines, "")
+        self.changes.append(f"hoop.torch imported and initialised after line {last.end_lineno}"
+                            + (" (the device pinned to the local rank)" if uses_cuda else ""))
+
+    def scale_lr(self, call):
+        lr = next((k for k in call.keywords if k.arg == "lr"), None)
+        target = lr.value if lr is not None else (call.args[1] if len(call.args) > 1 else None)
+        if target is None:
+            stmt = self.stmt_of(call)
+            self.e.insert_before(stmt.lineno, [f"{MARK} the learning rate is {call_name(call)}'s default: not "
+                                               f"scaled by the number of ranks; give lr= times {self.SIZE}"],
+                                 self.e.indent_of(stmt))
+            self.notes.append(f"line {call.lineno}: {call_name(call)} without lr=: the default rate was not scaled")
+            return
+        self.e.replace(target, f"({self.e.source(target)}) * {self.SIZE}")
+        self.changes.append(f"line {call.lineno}: learning rate scaled by the number of ranks")
+
+    def model_of(self, call):
+        """'model' for torch.optim.X(model.parameters(), ...), else None."""
+        first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
+        if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "parameters" \
+                and not first.args:
+            return self.e.source(first.func.value)
+        return None
+
+    def wrap_optimizer(self, call):
+        stmt = self.stmt_of(call)
+        if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], (ast.Name, ast.Attribute))) or not self.e.alone_on_lines(stmt):
+            raise Refused(f"line {call.lineno}: the optimizer is not built by a plain `name = {call_name(call)}(...)` "
+                          "statement: wrap it by hand")
+        opt = self.e.source(stmt.targets[0])
+        model = self.model_of(call)
+        if self.style == "horovod":
+            named = f", named_parameters={model}.named_parameters()" if model else ""
+            lines = [f"{opt} = hvd.DistributedOptimizer({opt}{named})  {MARK} gradients averaged over the ranks"]
+            if model:
+                lines.append(f"hvd.broadcast_parameters({model}.state_dict(), root_rank=0)  {MARK} rank 0's start")
+            else:
+                lines.append(f"{MARK} parameters not broadcast: the optimizer is not built from model.parameters()")
+                self.notes.append(f"line {call.lineno}: the optimizer's parameters do not come from model.parameters(): "
+                                  "broadcast the initial parameters yourself (hvd.broadcast_parameters)")
+            lines.append(f"hvd.broadcast_optimizer_state({opt}, root_rank=0)")
+            self.e.insert_after(stmt, lines)
+            self.changes.append(f"line {stmt.lineno}: optimizer wrapped in hvd.DistributedOptimizer; parameters and "
+                                "optimizer state broadcast from rank 0")
+        else:
+            if not model:
+                raise Refused(f"line {call.lineno}: the optimizer is not built from model.parameters(), so the model "
+                              "to wrap in DistributedDataParallel is unknown (try --style horovod)")
+            self.e.insert_before(stmt.lineno, [f"{model} = torch.nn.parallel.DistributedDataParallel({model})  {MARK} "
+                                               "gradients averaged over the ranks"], self.e.indent_of(stmt))
+            self.ddp_models.add(model)
+            self.ddp_from = stmt.lineno
+            self.changes.append(f"line {stmt.lineno}: model '{model}' wrapped in DistributedDataParallel")
+
+    def find_loaders(self):
+        """(call, statement, variable) of each DataLoader built by `name = DataLoader(...)`."""
+        self.loaders = []
+        for c in ast.walk(self.tree):
+            name = call_name(c)
+            if name and name.split(".")[-1] == "DataLoader":
+                stmt = self.stmt_of(c)
+                var = stmt.targets[0].id if isinstance(stmt, ast.Assign) and stmt.value is c and \
+                    isinstance(stmt.targets[0], ast.Name) else None
+                self.loaders.append((c, stmt, var))
+
+    def training_loaders(self):
+        """The loaders iterated where a .backward() happens (the same function body)."""
+        found = []
+        for c, stmt, var in self.loaders:
+            if var is None:
+                continue
+            for loop in ast.walk(self.tree):
+                if isinstance(loop, ast.For) and var in self.names_loaded(loop.iter) and any(
+                        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+                        for n in ast.walk(loop)):
+                    found.append((c, stmt, var))
+                    break
+            else:
+                # Passed to a function whose loop trains (train(model, train_loader, ...)).
+                if var.lower().startswith("train") or "train" in var.lower():
+                    found.append((c, stmt, var))
+        return found
+
+    def shard_loader(self, call, stmt, var):
+        if any(k.arg in ("sampler", "batch_sampler") for k in call.keywords):
+            raise Refused(f"line {call.lineno}: the training DataLoader '{var}' has a sampler of its own; give it a "
+                          "DistributedSampler by hand")
+        dataset = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "dataset"), None)
+        if dataset is None:
+            raise Refused(f"line {call.lineno}: the DataLoader '{var}' has no dataset argument")
+        shuffle = next((k for k in call.keywords if k.arg == "shuffle"), None)
+        shuffle_src = self.e.source(shuffle.value) if shuffle else "False"
+        sampler = f"{var}_sampler"
+        data = self.e.source(dataset)
+        before = []
+        if not isinstance(dataset, (ast.Name, ast.Attribute)):
+            # Built in place: made once, beside the sampler, so both see the same dataset.
+            if "\n" in data:
+                raise Refused(f"line {call.lineno}: the DataLoader '{var}' builds its dataset over several lines: "
+                              "assign it to a name first")
+            before.append(f"{var}_dataset = {data}  {MARK} shared with the sampler")
+            data = f"{var}_dataset"
+        before.append(f"{sampler} = DistributedSampler({data}, num_replicas={self.SIZE}, rank={self.RANK}, "
+                      f"shuffle={shuffle_src})  {MARK} this rank's share")
+        self.e.insert_before(stmt.lineno, before, self.e.indent_of(stmt))
+        last = call.keywords[-1] if call.keywords else call.args[-1]
+        if shuffle:
+            self.e.replace(shuffle, f"sampler={sampler}")
+        elif last is not dataset:
+            self.e.replace(last, f"{self.e.source(last)}, sampler={sampler}")
+        if last is dataset and not shuffle:
+            self.e.replace(dataset, f"{data}, sampler={sampler}")
+        elif data != self.e.source(dataset):
+            self.e.replace(dataset, data)
+        self.changes.append(f"line {stmt.lineno}: DataLoader '{var}' given a DistributedSampler"
+                            + (" (its shuffle= moved to the sampler)" if shuffle else ""))
+        # set_epoch at the top of the epoch loop: a `for` whose body names the loader and whose
+        # target is a plain name.
+        epoch_loops = [l for l in ast.walk(self.tree) if isinstance(l, ast.For) and isinstance(l.target, ast.Name)
+                       and var in self.names_loaded(ast.Module(body=l.body, type_ignores=[]))
+                       and var not in self.names_loaded(l.iter)]
+        epoch_loops = [l for l in epoch_loops if not any(o is not l and l in list(ast.walk(o)) for o in epoch_loops)]
+        if not epoch_loops:
+            if shuffle_src != "False":
+                self.e.insert_before(stmt.lineno, [f"{MARK} call {sampler}.set_epoch(epoch) at the start of every epoch "
+                                                   "(no epoch loop was recognised)"], self.e.indent_of(stmt))
+                self.notes.append(f"line {stmt.lineno}: no epoch loop found around '{var}': {sampler}.set_epoch(epoch) "
+                                  "is not called, so every epoch sees the same order")
+            return
+        for loop in epoch_loops:
+            first = loop.body[0]
+            self.e.insert_before(first.lineno, [f"{sampler}.set_epoch({loop.target.id})  {MARK} a new order each epoch"],
+                                 self.e.indent_of(first))
+            self.changes.append(f"line {loop.lineno}: {sampler}.set_epoch({loop.target.id}) each epoch")
+
+    def shard_manual_batches(self):
+        """for i in range(0, N, B) loops that train: each rank takes every size()-th batch."""
+        done = False
+        for loop in ast.walk(self.tree):
+            if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and call_name(loop.iter) == "range"
+                    and len(loop.iter.args) == 3 and not loop.iter.keywords):
+                continue
+            if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+                       for n in ast.walk(loop)):
+                continue
+            start, stop, step = (self.e.source(a) for a in loop.iter.args)
+            if start != "0":
+                raise Refused(f"line {loop.lineno}: a batch loop over range({start}, ...): only range(0, N, B) is "
+                              "split between ranks")
+            self.e.replace(loop.iter, f"range({self.RANK} * ({step}), ({stop}) // (({step}) * {self.SIZE}) * ({step}) * "
+                                      f"{self.SIZE}, ({step}) * {self.SIZE})")
+            self.changes.append(f"line {loop.lineno}: batches split between the ranks (every {self.SIZE}-th batch; the "
+                                "last incomplete round is dropped so every rank takes as many steps)")
+            done = True
+        return done
+
+    def find_metric_blocks(self):
+        """`with torch.no_grad():` blocks and the names they accumulate with +=."""
+        self.metric_blocks = []
+        for w in ast.walk(self.tree):
+            if isinstance(w, ast.With) and any(dotted(i.context_expr.func) in ("torch.no_grad", "no_grad")
+                                               for i in w.items if isinstance(i.context_expr, ast.Call)):
+                names = []
+                for n in ast.walk(w):
+                    if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name) \
+                            and n.target.id not in names:
+                        names.append(n.target.id)
+                if names and self.e.alone_on_lines(w):
+                    self.metric_blocks.append((w, names))
+
+    def average_metrics(self):
+        for w, names in self.metric_blocks:
+            self.e.insert_after(w, [f"{n} = _hoop_mean({n})" for n in names])
+            self.changes.append(f"line {w.lineno}: {', '.join(names)} averaged over the ranks after the no_grad block")
+
+    def find_side_effects(self):
+        """Calls to print, logging, torch.save and other writers (as statements), and `with open(...,
+        'w')` blocks: what rank 0 alone should do."""
+        self.rank0_calls, self.rank0_blocks = [], []
+        defined = {n.name for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for stmt in ast.walk(self.tree):
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                name = call_name(stmt.value) or ""
+                last = name.split(".")[-1]
+                if name == "print" or name in WRITERS or (name.split(".")[0] in ("logging", "logger", "log", "LOG")
+                                                          and last in LOGGING) or last == "add_scalar":
+                    self.rank0_calls.append(stmt.value)
+            elif isinstance(stmt, ast.With) and any(self.opens_for_writing(i.context_expr) for i in stmt.items):
+                calls = {call_name(c) for c in ast.walk(stmt) if isinstance(c, ast.Call)}
+                if calls & defined or any(c and c.startswith(("hvd.", "dist.")) for c in calls):
+                    self.notes.append(f"line {stmt.lineno}: a file written in a block that calls the script's own "
+                                      "functions: left on every rank (make it rank 0's by hand if it must be)")
+                elif not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
+                    self.notes.append(f"line {stmt.lineno}: shares its line with other code: not made rank 0 only")
+                else:
+                    self.rank0_blocks.append(stmt)
+        # Calls inside a block that is wrapped whole need nothing more.
+        self.rank0_blocks = [b for b in self.rank0_blocks if not any(
+            o is not b and o.lineno <= b.lineno and b.end_lineno <= o.end_lineno for o in self.rank0_blocks)]
+        self.rank0_calls = [c for c in self.rank0_calls if not any(
+            b.lineno <= c.lineno and c.end_lineno <= b.end_lineno for b in self.rank0_blocks)]
+
+    def rank0_side_effects(self):
+        # A call keeps its arguments evaluated on every rank (they may communicate: a metric
+        # computed by a function that averages over ranks); only the call itself is rank 0's.
+        for c in self.rank0_calls:
+            self.e.replace(c.func, f"_hoop_on_rank0({self.e.source(c.func)})")
+        for b in self.rank0_blocks:
+            self.e.wrap(b, self.RANK0)
+        if self.rank0_calls or self.rank0_blocks:
+            lines = sorted([c.lineno for c in self.rank0_calls] + [b.lineno for b in self.rank0_blocks])
+            self.changes.append(f"{len(lines)} print/log/save/write statement(s) made rank 0 only (lines "
+                                f"{', '.join(map(str, lines))})")
+
+    def on_header_line(self, stmt):
+        """`if x: print(...)` on one line: the statement shares its line with its parent's header."""
+        p = self.parent.get(stmt)
+        return p is not None and hasattr(p, "lineno") and p.lineno == stmt.lineno and not isinstance(p, ast.Module)
+
+    def opens_for_writing(self, expr):
+        if not (isinstance(expr, ast.Call) and call_name(expr) == "open"):
+            return False
+        mode = expr.args[1] if len(expr.args) > 1 else next((k.value for k in expr.keywords if k.arg == "mode"), None)
+        return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(c in mode.value for c in "wax")
+
+    def ddp_state_dicts(self):
+        """DDP: model.state_dict() after the wrap reads model.module.state_dict() (the same keys as before)."""
+        for c in ast.walk(self.tree):
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("state_dict",
+                                                                                                 "load_state_dict"):
+                owner = self.e.source(c.func.value)
+                if owner in self.ddp_models and c.lineno > self.ddp_from:
+                    self.e.replace(c.func.value, f"{owner}.module")
+                    self.changes.append(f"line {c.lineno}: {owner}.{c.func.attr} reads the wrapped model's .module")
+
+    def convert(self):
+        self.refuse_if_not_convertible()
+        self.ddp_models, self.ddp_from = set(), 0
+        self.find_loaders()
+        self.find_metric_blocks()
+        self.find_side_effects()
+        train = self.training_loaders()
+        manual = False
+        if not train:
+            manual = self.shard_manual_batches()
+            if not manual:
+                raise Refused("no training loop was recognised: neither a DataLoader iterated where backward runs nor "
+                              "batches taken by `for i in range(0, N, B)`; split the data between ranks by hand")
+        self.imports_and_init()
+        for c, stmt, var in train:
+            self.shard_loader(c, stmt, var)
+        for opt in self.optimizers:
+            self.scale_lr(opt)
+            self.wrap_optimizer(opt)
+        if self.style == "ddp":
+            self.ddp_state_dicts()
+        self.average_metrics()
+        self.rank0_side_effects()
+        return self.e.apply()
+
+
+def parallelize(text, style="horovod"):
+    """(converted text, changes, notes) for a script's text; raises Refused."""
+    c = Converter(text, style)
+    out = c.convert()
+    compile(out, "<converted>", "exec")  # never write what does not parse
+    return out, c.changes, c.notes
+
+
+CHECK_RUNNER = r'''
+import os, runpy, sys, torch
+limit, count, depth = int(sys.argv[1]), [0], [0]
+def counted(step):
+    def wrapper(self, *args, **kwargs):
+        depth[0] += 1  # a subclass's step calling its base's counts once
+        try:
+            result = step(self, *args, **kwargs)
+        finally:
+            depth[0] -= 1
+        if depth[0] == 0:
+            count[0] += 1
+            if count[0] >= limit:
+                print(f"hoop-parallelize --check: {limit} optimizer steps ran", flush=True)
+                os._exit(0)
+        return result
+    return wrapper
+for name in dir(torch.optim):
+    cls = getattr(torch.optim, name)
+    if isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer) and "step" in cls.__dict__:
+        cls.step = counted(cls.step)
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+'''
+
+
+def check(out, hooprun, steps, args, timeout):
+    """Runs the converted script on 2 ranks for `steps` optimizer steps; returns hooprun's code."""
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(CHECK_RUNNER)
+        runner = f.name
+    try:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), env.get("PYTHONPATH")) if p)
+        cmd = [hooprun, "-np", "2", "--oversubscribe", "--timeout", str(timeout), sys.executable, runner, str(steps), out, *args]
+        print(f"hoop-parallelize --check: {' '.join(cmd)}", file=sys.stderr, flush=True)
+        return subprocess.run(cmd, env=env).returncode
+    finally:
+        os.unlink(runner)
+
+
+def package_root():
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def find_hooprun():
+    here = os.path.dirname(os.path.abspath(sys.argv[0]))
+    for candidate in (os.path.join(here, "hooprun"), os.path.join(package_root(), "..", "bin", "hooprun")):
+        if os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+    from shutil import which
+    return which("hooprun")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="hoop-parallelize", description=__doc__.split("\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("script", help="the single-process training script")
+    ap.add_argument("-o", "--output", required=True, help="where to write the distributed script")
+    ap.add_argument("--style", choices=["horovod", "ddp"], default="horovod",
+                    help="hoop.torch's Horovod-style API (default) or DistributedDataParallel over backend 'hoop'")
+    ap.add_argument("--check", action="store_true", help="run the result on 2 ranks for a few optimizer steps")
+    ap.add_argument("--check-steps", type=int, default=3, help="optimizer steps --check runs (default 3)")
+    ap.add_argument("--check-timeout", type=float, default=300, help="seconds --check may take (default 300)")
+    ap.add_argument("--check-args", default="", help="arguments for the script under --check (one string)")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no diff, only the summary")
+    a = ap.parse_args(argv)
+    if os.path.abspath(a.script) == os.path.abspath(a.output):
+        print("hoop-parallelize: the output would overwrite the script; choose another -o", file=sys.stderr)
+        return 2
+    try:
+        with open(a.script, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        print(f"hoop-parallelize: cannot read {a.script}: {e.strerror}", file=sys.stderr)
+        return 2
+    try:
+        out, changes, notes = parallelize(text, a.style)
+    except Refused as e:
+        print(f"hoop-parallelize: {a.script}: refused: {e}; nothing written", file=sys.stderr)
+        return 2
+    try:
+        with open(a.output, "w", encoding="utf-8") as f:
+            f.write(out)
+    except OSError as e:
+        print(f"hoop-parallelize: cannot write {a.output}: {e.strerror}", file=sys.stderr)
+        return 2
+    if not a.quiet:
+        sys.stdout.writelines(difflib.unified_diff(text.splitlines(keepends=True), out.splitlines(keepends=True),
+                                                   a.script, a.output))
+    print(f"hoop-parallelize: wrote {a.output} ({a.style} style):", file=sys.stderr)
+    for c in changes:
+        print(f"  changed: {c}", file=sys.stderr)
+    for n in notes:
+        print(f"  left for you: {n}", file=sys.stderr)
+    if a.check:
+        hooprun = find_hooprun()
+        if not hooprun:
+            print("hoop-parallelize: --check: no hooprun found next to this tool or on PATH", file=sys.stderr)
+            return 2
+        code = check(a.output, hooprun, a.check_steps, a.check_args.split(), a.check_timeout)
+        print(f"hoop-parallelize --check: {'passed' if code == 0 else f'failed (exit code {code})'}", file=sys.stderr)
+        return 0 if code == 0 else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""hoop-parallelize on the six single-process scripts of examples/pytorch (DataLoader or manual
+batching, argparse or constants, a main guard or not, LR schedulers, torch.save of a state dict,
+logging, CSV and JSON files, test-loop printing): each converted (Horovod style, and DDP style
+for three), run under hooprun on 2 ranks, learning, with its prints from rank 0 only and every
+comment of the original kept; --check; and the refusals (nothing written). Skipped, saying so,
+without PyTorch."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from support import BUILD, HERE, hooprun, python_env
+
+try:
+    import torch  # noqa: F401
+except ImportError:
+    raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
+
+TOOL = os.path.join(BUILD, "bin", "hoop-parallelize")
+EXAMPLES = os.path.join(HERE, "..", "..", "examples", "pytorch")
+# example: (the metric its last line reports, what "learned" means for it)
+LEARNS = {
+    "dataloader_argparse.py": ("accuracy", 85.0),
+    "manual_batches.py": ("loss", None),
+    "fashion_mnist_cnn.py": ("accuracy", 75.0),
+    "adam_csv.py": ("loss", None),
+    "train_functions.py": ("loss", None),
+    "json_metrics.py": ("accuracy", 95.0),
+}
+DDP_TOO = {"dataloader_argparse.py", "manual_batches.py", "train_functions.py"}
+
+REFUSED = {
+    "a custom optimizer factory": ("""
+import torch
+def make_optimizer(params):
+    return MyOptimizer(params)
+model = torch.nn.Linear(2, 1)
+opt = make_optimizer(model.parameters())
+for i in range(0, 100, 10):
+    model(torch.ones(10, 2)).sum().backward()
+    opt.step()
+""", "no torch.optim optimizer"),
+    "a sampler already set": ("""
+import torch
+from torch.utils.data import DataLoader, RandomSampler, TensorDataset
+data = TensorDataset(torch.ones(10, 2))
+train_loader = DataLoader(data, sampler=RandomSampler(data))
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for (x,) in train_loader:
+    model(x).sum().backward()
+    opt.step()
+""", "has a sampler of its own"),
+    "no backward": ("""
+import torch
+model = torch.nn.Linear(2, 1)
+print(model(torch.ones(1, 2)))
+""", "no .backward()"),
+    "already distributed": ("""
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model(torch.ones(1, 2)).sum().backward()
+""", "distributed already"),
+    "an unrecognised training loop": ("""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+loader = DataLoader(TensorDataset(torch.ones(10, 2)), batch_size=2)
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+it = iter(loader)
+while True:
+    try:
+        (x,) = next(it)
+    except StopIteration:
+        break
+    model(x).sum().backward()
+    opt.step()
+""", "no training loop was recognised"),
+    "an optimizer that is not a plain assignment": ("""
+import torch
+model = torch.nn.Linear(2, 1)
+opts = [torch.optim.SGD(model.parameters(), lr=0.1)]
+for i in range(0, 100, 10):
+    model(torch.ones(10, 2)).sum().backward()
+    opts[0].step()
+""", "plain `name ="),
+}
+
+
+def parallelize(args, cwd):
+    return subprocess.run([TOOL, *args], cwd=cwd, env=python_env(), capture_output=True, text=True, timeout=60)
+
+
+class Parallelize(unittest.TestCase):
+    def convert_and_run(self, name, style):
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src = os.path.abspath(os.path.join(EXAMPLES, name))
+            out = os.path.join(tmp, f"dist_{name}")
+            r = parallelize([src, "-o", out, "--style", style], tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("+import hoop.torch", r.stdout)  # the diff
+            self.assertIn("changed:", r.stderr)
+            with open(src) as f:
+                original = f.read()
+            with open(out) as f:
+                converted = f.read()
+            for line in original.splitlines():  # every comment of the original is still there
+                if line.strip().startswith("#"):
+                    self.assertIn(line.strip(), converted)
+            run = hooprun(2, [sys.executable, out], timeout=300, args=("--wdir", tmp))
+            self.assertEqual(run.returncode, 0, run.output)
+            finals = [l for l in run.output.splitlines() if " final " in f" {l}"]
+            self.assertEqual(len(finals), 1, f"the final line once, from rank 0:\n{run.output}")
+            self.assertTrue(finals[0].startswith("[0] final"), finals[0])
+            metric, floor = LEARNS[name]
+            got, first = (float(v) for v in re.findall(r"([0-9.]+)%?", finals[0].split("final ", 1)[1])[:2])
+            if metric == "loss":
+                self.assertLess(got, first / 2, finals[0])
+            else:
+                self.assertGreater(got, floor, finals[0])
+                self.assertGreaterEqual(got, first - 1.0, finals[0])
+
+    def test_examples_convert_run_and_learn(self):
+        self.assertEqual(sorted(f for f in os.listdir(EXAMPLES) if f.endswith(".py")), sorted(LEARNS))
+        for name in sorted(LEARNS):
+            for style in ("horovod", "ddp") if name in DDP_TOO else ("horovod",):
+                with self.subTest(example=name, style=style):
+                    self.convert_and_run(name, style)
+
+    def test_check_runs_a_few_steps_on_two_ranks(self):
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src = os.path.abspath(os.path.join(EXAMPLES, "manual_batches.py"))
+            r = parallelize([src, "-o", os.path.join(tmp, "out.py"), "--check", "--check-steps", "4", "-q"], tmp)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("[0] hoop-parallelize --check: 4 optimizer steps ran", r.stdout)
+            self.assertIn("[1] hoop-parallelize --check: 4 optimizer steps ran", r.stdout)
+            self.assertIn("hoop-parallelize --check: passed", r.stderr)
+
+    def test_refusals_write_nothing(self):
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for what, (text, why) in REFUSED.items():
+                with self.subTest(refused=what):
+                    src, out = os.path.join(tmp, "script.py"), os.path.join(tmp, "out.py")
+                    with open(src, "w") as f:
+                        f.write(text)
+                    r = parallelize([src, "-o", out], tmp)
+                    self.assertEqual(r.returncode, 2, r.stderr)
+                    self.assertIn("refused:", r.stderr)
+                    self.assertIn(why, r.stderr)
+                    self.assertFalse(os.path.exists(out))
+            r = parallelize([src, "-o", src], tmp)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("overwrite", r.stderr)
+            r = parallelize([os.path.join(tmp, "missing.py"), "-o", out], tmp)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("cannot read", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
