@@ -71,6 +71,21 @@ class Backend(unittest.TestCase):
             for name, v in params[("hoop", 2)].items():
                 self.assertTrue(torch.allclose(v, params[("gloo", 2)][name], rtol=1e-5, atol=1e-6), name)
 
+    def test_perf_torch_ddp_runs_both_backends(self):
+        import subprocess
+        with tempfile.TemporaryDirectory(prefix="hoop-tddp-") as tmp:
+            r = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "perf", "torch-ddp"), "--build", BUILD,
+                                "--repeats", "1", "--steps", "2", "--model", "lenet", "--batch", "16", "--sizes", "4K",
+                                "--iters", "5", "--out", tmp], capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with open(os.path.join(tmp, "torch-ddp.md")) as f:
+                table = f.read()
+            self.assertIn("| DDP images/s |", table)
+            self.assertIn("| all_reduce 4096 B", table)
+            with open(os.path.join(tmp, "runs.jsonl")) as f:
+                runs = f.read().splitlines()
+            self.assertEqual(len(runs), 4)  # train and one size, for each backend
+
     def test_a_lost_rank_raises_naming_it(self):
         code = ("import os, signal, threading, torch, torch.distributed as dist, hoop.torch\n"
                 "dist.init_process_group('hoop')\n"
