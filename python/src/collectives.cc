@@ -39,6 +39,22 @@ void Counts(const Comm& c, const char* call, const char* name, size_t have, size
 // Whether this rank is `root` (checked as a rank of the communicator by hoop itself).
 bool IsRoot(const Comm& c, int root) { return c.Rank() == root; }
 
+// The buffer only the root uses (reduce's and gather's recvbuf, scatter's sendbuf): read and
+// checked against `other` there (`need` elements), absent on the other ranks.
+std::optional<View> AtRoot(const Comm& c, const char* call, int root, const pyb::object& o, bool writable, int dtype,
+                           const char* name, const View& other, size_t need, const std::string& why) {
+  if (!IsRoot(c, root)) return std::nullopt;
+  if (o.is_none()) Invalid(c.Where(call) + ": the root needs " + name);
+  View v = View::Of(o, writable, dtype, c.Where(call) + ": " + name);
+  if (v.dtype != other.dtype)
+    Invalid(c.Where(call) + ": " + name + " holds " + DtypeName(v.dtype) + " and the other buffer " +
+            DtypeName(other.dtype) + "; they must agree");
+  Counts(c, call, name, v.count, need, why);
+  return v;
+}
+
+void* Data(const std::optional<View>& v) { return v ? v->data : nullptr; }
+
 std::vector<size_t> Displacements(const std::vector<size_t>& counts) {
   std::vector<size_t> d(counts.size(), 0);
   if (!counts.empty()) std::exclusive_scan(counts.begin(), counts.end(), d.begin(), size_t{0});
@@ -143,20 +159,13 @@ void RegisterCollectives(pyb::class_<Comm, CommRef>& comm) {
       [](const CommRef& c, pyb::object send, pyb::object recv, int op, int root, int dtype, bool nonblocking) {
         const char* call = "reduce";
         View s = In(*c, call, send, dtype, "sendbuf");
-        std::optional<View> r;
-        if (IsRoot(*c, root)) {
-          if (recv.is_none()) Invalid(c->Where(call) + ": the root needs recvbuf");
-          r = Out(*c, call, recv, dtype, "recvbuf");
-          SameDtype(*c, call, s, *r);
-          Counts(*c, call, "recvbuf", r->count, s.count, "as many as sendbuf");
-        }
+        auto r = AtRoot(*c, call, root, recv, true, dtype, "recvbuf", s, s.count, "as many as sendbuf");
         hoop_comm_t h = c->get();
         const void* sp = s.data;
-        void* rp = r ? r->data : nullptr;
+        void* rp = Data(r);
         size_t n = s.count;
         hoop_dtype_t d = s.dtype;
-        std::vector<View> keep;
-        keep.push_back(std::move(s));
+        auto keep = Keep(std::move(s));
         if (r) keep.push_back(std::move(*r));
         return Call(c, call, nonblocking, std::move(keep), recv, [=](Request* q) {
           auto o = static_cast<hoop_op_t>(op);
@@ -170,20 +179,14 @@ void RegisterCollectives(pyb::class_<Comm, CommRef>& comm) {
       [](const CommRef& c, pyb::object send, pyb::object recv, int root, int dtype, bool nonblocking) {
         const char* call = "gather";
         View s = In(*c, call, send, dtype, "sendbuf");
-        std::optional<View> r;
-        if (IsRoot(*c, root)) {
-          if (recv.is_none()) Invalid(c->Where(call) + ": the root needs recvbuf");
-          r = Out(*c, call, recv, dtype, "recvbuf");
-          SameDtype(*c, call, s, *r);
-          Counts(*c, call, "recvbuf", r->count, s.count * static_cast<size_t>(c->Size()), "ranks x sendbuf's");
-        }
+        auto r = AtRoot(*c, call, root, recv, true, dtype, "recvbuf", s, s.count * static_cast<size_t>(c->Size()),
+                        "ranks x sendbuf's");
         hoop_comm_t h = c->get();
         const void* sp = s.data;
-        void* rp = r ? r->data : nullptr;
+        void* rp = Data(r);
         size_t n = s.count;
         hoop_dtype_t d = s.dtype;
-        std::vector<View> keep;
-        keep.push_back(std::move(s));
+        auto keep = Keep(std::move(s));
         if (r) keep.push_back(std::move(*r));
         return Call(c, call, nonblocking, std::move(keep), recv, [=](Request* q) {
           return q ? hoop_igather(h, sp, rp, n, d, root, q->handle()) : hoop_gather(h, sp, rp, n, d, root);
@@ -196,20 +199,14 @@ void RegisterCollectives(pyb::class_<Comm, CommRef>& comm) {
       [](const CommRef& c, pyb::object send, pyb::object recv, int root, int dtype, bool nonblocking) {
         const char* call = "scatter";
         View r = Out(*c, call, recv, dtype, "recvbuf");
-        std::optional<View> s;
-        if (IsRoot(*c, root)) {
-          if (send.is_none()) Invalid(c->Where(call) + ": the root needs sendbuf");
-          s = In(*c, call, send, dtype, "sendbuf");
-          SameDtype(*c, call, *s, r);
-          Counts(*c, call, "sendbuf", s->count, r.count * static_cast<size_t>(c->Size()), "ranks x recvbuf's");
-        }
+        auto s = AtRoot(*c, call, root, send, false, dtype, "sendbuf", r, r.count * static_cast<size_t>(c->Size()),
+                        "ranks x recvbuf's");
         hoop_comm_t h = c->get();
-        const void* sp = s ? s->data : nullptr;
+        const void* sp = Data(s);
         void* rp = r.data;
         size_t n = r.count;
         hoop_dtype_t d = r.dtype;
-        std::vector<View> keep;
-        keep.push_back(std::move(r));
+        auto keep = Keep(std::move(r));
         if (s) keep.push_back(std::move(*s));
         return Call(c, call, nonblocking, std::move(keep), recv, [=](Request* q) {
           return q ? hoop_iscatter(h, sp, rp, n, d, root, q->handle()) : hoop_scatter(h, sp, rp, n, d, root);
