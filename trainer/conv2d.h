@@ -6,6 +6,9 @@
 // threads; each thread keeps its own patch matrix and weight-gradient accumulator, summed at the
 // end, so the result does not depend on timing.
 #pragma once
+#include <functional>
+#include <memory>
+
 #include "trainer/layer.h"
 
 namespace hoop::train {
@@ -23,12 +26,18 @@ class Conv2d : public Layer {
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din, ThreadPool& pool) override;
   std::vector<Param*> Params() override;
 
+ protected:
+  ConvSpec s_;
+  Param weight_, bias_;
+
  private:
   void Im2Col(const float* x, int h, int w, float* col) const;
   void Col2Im(const float* col, int h, int w, float* x) const;
-  ConvSpec s_;
-  Param weight_, bias_;
   std::vector<std::vector<float>> col_, dw_, db_;  // per thread
 };
+
+// Makes a convolution layer: the models take one, so the layers' back end is chosen once
+// (model.h: Conv2d, or DnnlConv2d on oneDNN).
+using ConvFactory = std::function<std::unique_ptr<Layer>(std::string name, ConvSpec spec, std::mt19937& rng)>;
 
 }  // namespace hoop::train

@@ -23,7 +23,12 @@ struct Model {
   size_t ParamCount() const;
 };
 
-StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed);
+// The layers' back end: the hand-written ones (im2col + OpenBLAS), or convolutions on oneDNN
+// (conv2d_dnnl.h; the other layers stay hand-written for now). The same parameters either way.
+enum class Layers { kNative, kOneDnn };
+const char* LayersName(Layers l);
+
+StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed, Layers layers = Layers::kNative);
 
 // Why `batch` images per rank of `model` would not fit in this host's memory shared by
 // `local_ranks` ranks, or "". The estimate is measured (docs/PERF.md): a fixed part (the data

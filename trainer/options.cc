@@ -38,6 +38,8 @@ const char* Usage() {
          "  --progress SECONDS      a progress line this often within an epoch: step, images/s, time\n"
          "                          left (default 10; on a terminal a line redrawn in place; 0: none)\n"
          "  --threads N             compute threads per rank (default: cores / ranks on this host)\n"
+         "  --layers native|onednn  the layers' back end: hand-written (im2col + OpenBLAS, the\n"
+         "                          default) or convolutions on oneDNN (the same parameters)\n"
          "  --train-limit N         train on the first N images only (default: all 60000)\n"
          "  --test-limit N          evaluate on the first N test images only (default: all 10000)\n"
          "  -t, --transport T       back end: shm ucx ofi tcp (default: HOOP_TRANSPORT, else per peer)\n"
@@ -85,7 +87,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     }
     static const char* const kValued[] = {"--model", "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
                                           "--warmup-epochs", "--schedule", "--seed", "--data", "--metrics", "--checkpoint",
-                                          "--threads", "--train-limit", "--test-limit", "-t", "--transport",
+                                          "--threads", "--layers", "--train-limit", "--test-limit", "-t", "--transport",
                                           "--checkpoint-every", "--progress"};
     if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
       return InvalidArgument("unknown option '" + a + "' (see --help)");
@@ -124,6 +126,9 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       HOOP_ASSIGN_OR_RETURN(o.checkpoint_every, count(a, v, 1, INT64_MAX));
     } else if (a == "--progress") {
       HOOP_ASSIGN_OR_RETURN(o.progress_s, num(a, v, 0, 86400));
+    } else if (a == "--layers") {
+      if (v != "native" && v != "onednn") return InvalidArgument("--layers '" + v + "': expected native or onednn");
+      o.layers = v;
     } else if (a == "--threads") {
       HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 1, 256));
       o.threads = static_cast<int>(n);

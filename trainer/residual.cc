@@ -1,20 +1,20 @@
 #include "trainer/residual.h"
 
 #include "trainer/batchnorm.h"
-#include "trainer/conv2d.h"
 #include "trainer/relu.h"
 
 namespace hoop::train {
 
-Residual::Residual(std::string name, int in, int out, int stride, std::mt19937& rng) : Layer(std::move(name)) {
+Residual::Residual(std::string name, int in, int out, int stride, std::mt19937& rng, const ConvFactory& conv)
+    : Layer(std::move(name)) {
   const std::string& n = this->name();
-  body_.Add(std::make_unique<Conv2d>(n + ".conv1", ConvSpec{in, out, 3, stride, 1, false}, rng));
+  body_.Add(conv(n + ".conv1", ConvSpec{in, out, 3, stride, 1, false}, rng));
   body_.Add(std::make_unique<BatchNorm>(n + ".bn1", out));
   body_.Add(std::make_unique<Relu>(n + ".relu1"));
-  body_.Add(std::make_unique<Conv2d>(n + ".conv2", ConvSpec{out, out, 3, 1, 1, false}, rng));
+  body_.Add(conv(n + ".conv2", ConvSpec{out, out, 3, 1, 1, false}, rng));
   body_.Add(std::make_unique<BatchNorm>(n + ".bn2", out));
   if (in != out || stride != 1) {
-    shortcut_.Add(std::make_unique<Conv2d>(n + ".shortcut.conv", ConvSpec{in, out, 1, stride, 0, false}, rng));
+    shortcut_.Add(conv(n + ".shortcut.conv", ConvSpec{in, out, 1, stride, 0, false}, rng));
     shortcut_.Add(std::make_unique<BatchNorm>(n + ".shortcut.bn", out));
   }
 }

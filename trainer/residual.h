@@ -4,12 +4,13 @@
 // paths and adds their input gradients.
 #pragma once
 #include "trainer/chain.h"
+#include "trainer/conv2d.h"
 
 namespace hoop::train {
 
 class Residual : public Layer {
  public:
-  Residual(std::string name, int in, int out, int stride, std::mt19937& rng);
+  Residual(std::string name, int in, int out, int stride, std::mt19937& rng, const ConvFactory& conv);
   Shape OutShape(const Shape& in) const override;
   void Forward(const Tensor& in, Tensor& out, Mode mode, ThreadPool& pool) override;
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din, ThreadPool& pool) override;

@@ -12,6 +12,7 @@
 
 #include "tensorfusion/runtime.h"
 #include "trainer/checkpoint.h"
+#include "trainer/conv2d_dnnl.h"
 #include "trainer/data_parallel.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"
@@ -209,7 +210,8 @@ void Run::Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_
 }
 
 StatusOr<RunResult> Run::Go() {
-  HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed));
+  HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative));
+  SetOneDnnThreads(pool_.threads());
   const int ranks = comm_.size(), rank = comm_.rank();
   const int64_t images = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
   DistributedSampler sampler(images, o_.batch, rank, ranks, o_.seed);

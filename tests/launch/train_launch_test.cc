@@ -95,6 +95,33 @@ TEST_CASE("1, 2 and 4 ranks with the same global batch reach the same parameters
   CHECK(MaxDiff(one, other) > 1e-2);
 }
 
+TEST_CASE("--layers onednn trains to the hand-written layers' parameters, within float rounding", "[train]") {
+  // One step (2 ranks x 16 images): a wrong gradient moves a weight by ~1e-3, rounding by ~1e-5.
+  // (Over many steps the resnet's batch norm amplifies rounding: 1.4e-2 after 16 steps.)
+  const std::vector<std::string> common = {"--model", "resnet", "--train-limit", "32", "--test-limit", "64", "--batch",
+                                           "16", "--threads", "1", "--epochs", "1"};
+  std::string native = Tmp("native"), onednn = Tmp("onednn");
+  auto args = common;
+  args.insert(args.end(), {"--checkpoint", native});
+  auto a = Train(2, args);
+  INFO(a.output);
+  REQUIRE(a.exit_code == 0);
+  args = common;
+  args.insert(args.end(), {"--checkpoint", onednn, "--layers", "onednn"});
+  auto b = Train(2, args);
+  INFO(b.output);
+  if (b.output.find("built without oneDNN") != std::string::npos) {
+    WARN("SKIPPED: --layers onednn: this build has no oneDNN (libdnnl-dev)");
+    return;
+  }
+  REQUIRE(b.exit_code == 0);
+  const double diff = MaxDiff(Load(native, "resnet"), Load(onednn, "resnet"));
+  INFO("largest parameter difference " << diff);
+  CHECK(diff < 1e-4);
+  std::remove(native.c_str());
+  std::remove(onednn.c_str());
+}
+
 TEST_CASE("a run resumed from its checkpoint ends where an unbroken run does", "[train]") {
   // A constant rate after warm-up: the cosine's length depends on --epochs, which differs here
   // between the first part of the broken run and the unbroken one.

@@ -271,4 +271,7 @@ TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
   e({"--epochs"}, "--epochs needs a value");
   e({"--bogus"}, "unknown option '--bogus'");
   e({"-t", "ib"}, "expected shm, ucx, ofi or tcp");
+  e({"--layers", "cudnn"}, "--layers 'cudnn': expected native or onednn");
+  CHECK(d->layers == "native");
+  CHECK(parse({"--layers", "onednn"})->layers == "onednn");
 }

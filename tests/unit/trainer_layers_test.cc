@@ -13,6 +13,7 @@
 
 #include "trainer/batchnorm.h"
 #include "trainer/conv2d.h"
+#include "trainer/conv2d_dnnl.h"
 #include "trainer/linear.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"
@@ -114,6 +115,41 @@ TEST_CASE("conv2d gradients: padding, stride, bias, 1x1", "[trainer][layers]") {
   CheckLayer(c, Random({2, 4, 8, 8}, 4), 1e-2f, 3);
 }
 
+TEST_CASE("conv2d on oneDNN: gradients, and the same results as the hand-written layer", "[trainer][layers]") {
+  if (!HaveOneDnn()) {
+    WARN("SKIPPED: conv2d on oneDNN: this build has no oneDNN (libdnnl-dev)");
+    return;
+  }
+  SetOneDnnThreads(1);
+  const ConvSpec specs[] = {{3, 4, 3, 1, 1, true}, {2, 5, 5, 2, 2, false}, {4, 3, 1, 2, 0, false}};
+  const Shape inputs[] = {{2, 3, 7, 6}, {3, 2, 9, 9}, {2, 4, 8, 8}};
+  for (int k = 0; k < 3; ++k) {
+    INFO("case " << k);
+    std::mt19937 rng_a(20 + k), rng_b(20 + k);
+    Conv2d native("c", specs[k], rng_a);
+    DnnlConv2d dnnl("c", specs[k], rng_b);  // the same initialisation from the same seed
+    for (size_t i = 0; i < native.Params().size(); ++i) {
+      std::mt19937 fill(30 + k);
+      Fill(native.Params()[i]->value, fill, 0.5f);
+      dnnl.Params()[i]->value = native.Params()[i]->value;
+    }
+    CheckLayer(dnnl, Random(inputs[k], 40 + k), 1e-2f, k == 2 ? 3 : 2);
+    ThreadPool pool(1);
+    Tensor x = Random(inputs[k], 50 + k), ya, yb, dxa, dxb;
+    native.Forward(x, ya, Mode::kTrain, pool);
+    dnnl.Forward(x, yb, Mode::kTrain, pool);
+    REQUIRE(ya.shape == yb.shape);
+    for (size_t j = 0; j < ya.size(); ++j) CHECK(yb.data[j] == Approx(ya.data[j]).margin(1e-5));
+    Tensor dy = Random(ya.shape, 60 + k);
+    native.Backward(x, ya, dy, &dxa, pool);
+    dnnl.Backward(x, yb, dy, &dxb, pool);
+    for (size_t j = 0; j < dxa.size(); ++j) CHECK(dxb.data[j] == Approx(dxa.data[j]).margin(1e-5));
+    for (size_t i = 0; i < native.Params().size(); ++i)
+      for (size_t j = 0; j < native.Params()[i]->grad.size(); ++j)
+        CHECK(dnnl.Params()[i]->grad.data[j] == Approx(native.Params()[i]->grad.data[j]).margin(1e-4));
+  }
+}
+
 TEST_CASE("linear gradients", "[trainer][layers]") {
   std::mt19937 rng(5);
   Linear l("fc", 2 * 3 * 3, 7, rng);
@@ -160,9 +196,12 @@ TEST_CASE("relu, max pool and global average pool gradients", "[trainer][layers]
 
 TEST_CASE("residual block gradients, identity and projection shortcuts", "[trainer][layers]") {
   std::mt19937 rng(12);
-  Residual same("same", 3, 3, 1, rng);
+  ConvFactory conv = [](std::string n, ConvSpec spec, std::mt19937& r) -> std::unique_ptr<Layer> {
+    return std::make_unique<Conv2d>(std::move(n), spec, r);
+  };
+  Residual same("same", 3, 3, 1, rng, conv);
   CheckLayer(same, Random({3, 3, 6, 6}, 13));
-  Residual down("down", 2, 4, 2, rng);
+  Residual down("down", 2, 4, 2, rng, conv);
   CheckLayer(down, Random({3, 2, 6, 6}, 14));
 }
 
@@ -190,6 +229,16 @@ TEST_CASE("models: shapes and parameter counts", "[trainer][layers]") {
   auto resnet = BuildModel("resnet", 1);
   REQUIRE(resnet.ok());
   CHECK((*resnet)->net.OutShape({5, 1, 28, 28}) == Shape{5, 10, 1, 1});
+  if (HaveOneDnn()) {  // the same model, parameter for parameter, on either back end
+    auto a = BuildModel("resnet", 3), b = BuildModel("resnet", 3, Layers::kOneDnn);
+    REQUIRE((a.ok() && b.ok()));
+    auto pa = (*a)->net.Params(), pb = (*b)->net.Params();
+    REQUIRE(pa.size() == pb.size());
+    for (size_t i = 0; i < pa.size(); ++i) CHECK((pa[i]->name == pb[i]->name && pa[i]->value.data == pb[i]->value.data));
+  } else {
+    auto none = BuildModel("lenet", 1, Layers::kOneDnn);
+    CHECK_THAT(none.status().message(), Catch::Contains("built without oneDNN"));
+  }
   auto bad = BuildModel("vgg", 1);
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("unknown model 'vgg'"));
