@@ -287,28 +287,16 @@ void Communicator::WorkerLoop() {
 }
 
 void Communicator::Poison(const Status& why) {
-  MarkPoisoned(why);
-  TellPeers();
-}
-
-void Communicator::MarkPoisoned(const Status& why) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (poisoned_.ok()) poisoned_ = why;
     Blocked();
   }
   HOOP_LOG(kError, why.message());
-}
-
-void Communicator::TellPeers() {
-  if (told_peers_) return;
-  Status poisoned;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    poisoned = poisoned_;
+  if (!told_peers_) {
+    transport_->Abort(why.message());
+    told_peers_ = true;
   }
-  transport_->Abort(poisoned.message());
-  told_peers_ = true;
 }
 
 void Communicator::AfterTurn() {
@@ -357,7 +345,10 @@ void Communicator::RunOne(const Op& op, bool caller_waits) {
   }
   Status result;
   if (!poisoned.ok()) {
-    TellPeers();
+    if (!told_peers_) {
+      transport_->Abort(poisoned.message());
+      told_peers_ = true;
+    }
     const std::string what = op.p2p ? (op.p2p->is_send ? "send" : "receive") : CollKindName(op.kind);
     result = op.abort ? Status::Ok()
                       : Aborted("rank " + std::to_string(opts_.rank) + ": " + what +
@@ -369,7 +360,7 @@ void Communicator::RunOne(const Op& op, bool caller_waits) {
     result = RunOp(op, seq_++);
     // Before telling the peers: they must time out on their own to say whom they wait for.
     if (result.code() == Code::kDeadlineExceeded) result = ExplainTimeout(result);
-    if (!result.ok() && result.code() != Code::kInvalidArgument) MarkPoisoned(result);
+    if (!result.ok() && result.code() != Code::kInvalidArgument) Poison(result);
   }
   if (op.ticket.seq != 0) stream_order_.Release(op.ticket);  // done or failed: the stream goes on
   {
@@ -378,9 +369,6 @@ void Communicator::RunOne(const Op& op, bool caller_waits) {
     op.state->status = result;
   }
   op.state->cv.notify_all();
-  // The caller has its error first: telling the peers may wait inside a transport on a peer
-  // that died holding a lock (libfabric's shm provider), and must not keep the error from it.
-  if (!result.ok() && result.code() != Code::kInvalidArgument) TellPeers();
 }
 
 Status Communicator::ExplainTimeout(const Status& timeout) {

@@ -264,10 +264,6 @@ class Communicator {
   void Blocked();
   // Poisons the communicator with `why` (first failure wins) and tells the peers.
   void Poison(const Status& why);
-  // Poison's two halves: record `why` (first failure wins) and log it; send the recorded failure
-  // to the peers, once. Both only by the turn's holder.
-  void MarkPoisoned(const Status& why);
-  void TellPeers();
   Status RunOp(const Op& op, uint32_t seq);
   // Device buffers: whether op has any this rank uses, and the run through pinned host staging
   // (device_staging.h).
