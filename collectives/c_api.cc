@@ -91,16 +91,34 @@ hoop_status_t TimesSize(hoop_comm_t comm, const char* fn, size_t count, size_t* 
   return HOOP_SUCCESS;
 }
 
-hoop_status_t Init(hoop_comm_t* out, const hoop::Config& cfg) {
-  if (!out) return BadArg("hoop_init: comm pointer is NULL");
-  *out = nullptr;
-  auto job = hoop::JoinJob(cfg);
+// A handle for a joined job (or the join's error, reported).
+hoop_status_t MakeHandle(hoop_comm_t* out, hoop::StatusOr<std::unique_ptr<hoop::Job>> job, const hoop::Config& cfg) {
   if (!job.ok()) return Report(job.status());
   *out = new hoop_comm;
   (*out)->job = std::move(job).value();
   (*out)->config = std::make_shared<const hoop::Config>(cfg);
   (*out)->rank = cfg.rank;
   return HOOP_SUCCESS;
+}
+
+// The environment's settings with an explicit rank and size (hoop_init, hoop_init_store).
+hoop::StatusOr<hoop::Config> ExplicitConfig(const char* fn, int rank, int size) {
+  auto cfg = hoop::Config::FromProcessEnv();
+  if (!cfg.ok()) return cfg.status().WithContext(fn);
+  if (size < 1 || rank < 0 || rank >= size)
+    return hoop::InvalidArgument(std::string(fn) + ": rank " + std::to_string(rank) + " is not in [0, " +
+                                 std::to_string(size) + ")");
+  cfg->rank = rank;
+  cfg->size = size;
+  cfg->launcher = hoop::Launcher::kNone;
+  if (cfg->local_rank >= size) cfg->local_rank = -1;
+  return cfg;
+}
+
+hoop_status_t Init(hoop_comm_t* out, const hoop::Config& cfg) {
+  if (!out) return BadArg("hoop_init: comm pointer is NULL");
+  *out = nullptr;
+  return MakeHandle(out, hoop::JoinJob(cfg), cfg);
 }
 
 // The memory kind is found from the pointer (common/device.h): plain host memory wherever CUDA
@@ -337,16 +355,10 @@ hoop_status_t hoop_init_from_env(hoop_comm_t* comm) {
 
 hoop_status_t hoop_init(hoop_comm_t* comm, int rank, int size, const char* store_url, const char* token) {
   return Guard([&] {
-    auto cfg = hoop::Config::FromProcessEnv();
-    if (!cfg.ok()) return Report(cfg.status().WithContext("hoop_init"));
-    if (size < 1 || rank < 0 || rank >= size)
-      return BadArg("hoop_init: rank " + std::to_string(rank) + " is not in [0, " + std::to_string(size) + ")");
-    cfg->rank = rank;
-    cfg->size = size;
-    cfg->launcher = hoop::Launcher::kNone;
+    auto cfg = ExplicitConfig("hoop_init", rank, size);
+    if (!cfg.ok()) return Report(cfg.status());
     cfg->store = store_url ? store_url : "";
     if (token) cfg->token = token;
-    if (cfg->local_rank >= size) cfg->local_rank = -1;
     return Init(comm, *cfg);
   });
 }
@@ -357,23 +369,13 @@ hoop_status_t hoop_init_store(hoop_comm_t* comm, int rank, int size, const hoop_
     *comm = nullptr;
     if (!store || !store->set || !store->get || !store->add)
       return BadArg("hoop_init_store: the store (or one of its set, get and add functions) is NULL");
-    auto cfg = hoop::Config::FromProcessEnv();
-    if (!cfg.ok()) return Report(cfg.status().WithContext("hoop_init_store"));
-    if (size < 1 || rank < 0 || rank >= size)
-      return BadArg("hoop_init_store: rank " + std::to_string(rank) + " is not in [0, " + std::to_string(size) + ")");
-    cfg->rank = rank;
-    cfg->size = size;
-    cfg->launcher = hoop::Launcher::kNone;
+    auto cfg = ExplicitConfig("hoop_init_store", rank, size);
+    if (!cfg.ok()) return Report(cfg.status());
     cfg->store.clear();
     if (host && *host) cfg->host = host;
-    if (cfg->local_rank >= size) cfg->local_rank = -1;
     auto job = hoop::JoinJobOnStore(*cfg, std::make_unique<hoop::CallbackStore>(*store));
     if (!job.ok()) return Report(job.status().WithContext("hoop_init_store"));
-    *comm = new hoop_comm;
-    (*comm)->job = std::move(job).value();
-    (*comm)->config = std::make_shared<const hoop::Config>(*cfg);
-    (*comm)->rank = rank;
-    return HOOP_SUCCESS;
+    return MakeHandle(comm, std::move(job), *cfg);
   });
 }
 
