@@ -315,12 +315,15 @@ TEST_CASE("hoop-train: help, bad options, missing data", "[train]") {
 
 TEST_CASE("perf/train-bench and perf/train-plot draw their PNGs", "[train][perf]") {
   const std::string out = Tmp("bench");
-  auto b = RunProc({HOOP_SOURCE_DIR "/perf/train-bench", "--repeats", "1", "--train-limit", "300", "--no-torch", "--build",
+  // Both systems on 1 and 2 ranks: hoop-train and PyTorch DDP over gloo (Debian's python3-torch).
+  auto b = RunProc({HOOP_SOURCE_DIR "/perf/train-bench", "--repeats", "1", "--train-limit", "300", "--build",
                     HOOP_BIN_DIR "/..", "--out", out},
-                   Within(120));
+                   Within(180));
   INFO(b.output);
   REQUIRE(b.exit_code == 0);
-  CHECK(b.output.find("Scaling 2 ranks / 1: ") != std::string::npos);
+  CHECK(b.output.find("hoop-train scaling 2 ranks / 1: ") != std::string::npos);
+  CHECK(b.output.find("PyTorch DDP scaling 2 ranks / 1: ") != std::string::npos);
+  CHECK(b.output.find("| PyTorch DDP (gloo) | 2 | ") != std::string::npos);
   CHECK(b.output.find("wrote " + out + "/scaling.png") != std::string::npos);
   const std::string metrics = out + "/m.json";
   auto t = Train(2, {"--train-limit", "200", "--test-limit", "50", "--epochs", "2", "--metrics", metrics});
