@@ -23,7 +23,7 @@ class BatchNorm : public Layer {
 
   static constexpr float kEps = 1e-5f, kMomentum = 0.1f;
 
- private:
+ protected:
   int c_;
   Param gamma_, beta_;
   Tensor running_mean_, running_var_;

@@ -1,5 +1,7 @@
 #include "trainer/chain.h"
 
+#include "trainer/layout.h"
+
 namespace hoop::train {
 
 Shape Chain::OutShape(Shape in) const {
@@ -12,8 +14,13 @@ Shape Chain::OutShape(Shape in) const {
 
 const Tensor& Chain::Forward(const Tensor& in, Mode mode, ThreadPool& pool) {
   acts_.resize(layers_.size());
+  plain_.resize(layers_.size());
   const Tensor* x = &in;
   for (size_t i = 0; i < layers_.size(); ++i) {
+    if (x->block != 0 && !layers_[i]->TakesBlocked()) {
+      Relayout(*x, 0, plain_[i]);
+      x = &plain_[i];
+    }
     layers_[i]->Forward(*x, acts_[i], mode, pool);
     x = &acts_[i];
   }
@@ -27,7 +34,12 @@ void Chain::Backward(const Tensor& in, const Tensor& dout, Tensor* din, ThreadPo
   for (size_t i = layers_.size(); i-- > 0;) {
     const Tensor& x = i == 0 ? in : acts_[i - 1];
     Tensor* dx = i == 0 ? din : &grads_[i - 1];
-    layers_[i]->Backward(x, acts_[i], *dy, dx, pool);
+    if (x.block != 0 && !layers_[i]->TakesBlocked()) {  // it ran on plain_[i]: so does its backward
+      layers_[i]->Backward(plain_[i], acts_[i], *dy, dx ? &plain_grad_ : nullptr, pool);
+      if (dx) Relayout(plain_grad_, x.block, *dx);
+    } else {
+      layers_[i]->Backward(x, acts_[i], *dy, dx, pool);
+    }
     if (done) done(*layers_[i]);
     dy = dx;
   }

@@ -38,6 +38,10 @@ class Layer {
   // din is not null, the gradient with respect to `in`.
   virtual void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din, ThreadPool& pool) = 0;
   virtual std::vector<Param*> Params() { return {}; }
+  // Whether Forward and Backward take an input in a blocked layout (Tensor::block). Such a layer
+  // writes `out` in a layout of its choice (recorded in out.block), reads `dout` in out's
+  // layout and writes `din` in in's. Others get plain tensors: the chain converts.
+  virtual bool TakesBlocked() const { return false; }
   // State that is not learned but must match across ranks and survive a checkpoint (batch
   // norm's running statistics).
   virtual std::vector<std::pair<std::string, Tensor*>> Buffers() { return {}; }

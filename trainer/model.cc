@@ -5,9 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "trainer/batchnorm.h"
-#include "trainer/conv2d.h"
-#include "trainer/conv2d_dnnl.h"
 #include "trainer/linear.h"
 #include "trainer/pool.h"
 #include "trainer/relu.h"
@@ -21,14 +18,14 @@ namespace {
 constexpr double kLenetBytesPerImage = 306e3;   // 299 KiB
 constexpr double kResnetBytesPerImage = 1546e3;  // 1510 KiB
 
-void LeNet(Chain& c, std::mt19937& rng, const ConvFactory& conv) {
+void LeNet(Chain& c, std::mt19937& rng, const LayerFactory& make) {
   // Pooling before ReLU: max pooling and ReLU commute (both monotone), so this is the same
   // function with the same gradients as conv-ReLU-pool, and ReLU runs on a quarter of the data.
-  c.Add(conv("conv1", ConvSpec{1, 16, 5, 1, 2, true}, rng));
-  c.Add(std::make_unique<MaxPool>("pool1", 2));
+  c.Add(make.Conv("conv1", ConvSpec{1, 16, 5, 1, 2, true}, rng));
+  c.Add(make.MaxPool("pool1", 2));
   c.Add(std::make_unique<Relu>("relu1"));
-  c.Add(conv("conv2", ConvSpec{16, 32, 5, 1, 0, true}, rng));
-  c.Add(std::make_unique<MaxPool>("pool2", 2));
+  c.Add(make.Conv("conv2", ConvSpec{16, 32, 5, 1, 0, true}, rng));
+  c.Add(make.MaxPool("pool2", 2));
   c.Add(std::make_unique<Relu>("relu2"));
   c.Add(std::make_unique<Linear>("fc1", 32 * 5 * 5, 120, rng));
   c.Add(std::make_unique<Relu>("relu3"));
@@ -37,13 +34,12 @@ void LeNet(Chain& c, std::mt19937& rng, const ConvFactory& conv) {
   c.Add(std::make_unique<Linear>("fc3", 84, 10, rng));
 }
 
-void ResNet(Chain& c, std::mt19937& rng, const ConvFactory& conv) {
-  c.Add(conv("stem.conv", ConvSpec{1, 16, 3, 1, 1, false}, rng));
-  c.Add(std::make_unique<BatchNorm>("stem.bn", 16));
-  c.Add(std::make_unique<Relu>("stem.relu"));
-  c.Add(std::make_unique<Residual>("block1", 16, 16, 1, rng, conv));
-  c.Add(std::make_unique<Residual>("block2", 16, 32, 2, rng, conv));
-  c.Add(std::make_unique<Residual>("block3", 32, 64, 2, rng, conv));
+void ResNet(Chain& c, std::mt19937& rng, const LayerFactory& make) {
+  c.Add(make.Conv("stem.conv", ConvSpec{1, 16, 3, 1, 1, false}, rng));
+  make.AddBatchNorm(c, "stem.bn", 16, "stem.relu");
+  c.Add(std::make_unique<Residual>("block1", 16, 16, 1, rng, make));
+  c.Add(std::make_unique<Residual>("block2", 16, 32, 2, rng, make));
+  c.Add(std::make_unique<Residual>("block3", 32, 64, 2, rng, make));
   c.Add(std::make_unique<GlobalAvgPool>("pool"));
   c.Add(std::make_unique<Linear>("fc", 64, 10, rng));
 }
@@ -56,23 +52,18 @@ size_t Model::ParamCount() const {
   return n;
 }
 
-const char* LayersName(Layers l) { return l == Layers::kOneDnn ? "onednn" : "native"; }
-
 StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed, Layers layers) {
   auto m = std::make_unique<Model>();
   m->name = name;
   std::mt19937 rng(static_cast<uint32_t>(seed));
-  if (layers == Layers::kOneDnn && !HaveOneDnn())
+  std::unique_ptr<LayerFactory> make = MakeLayerFactory(layers);
+  if (!make)
     return InvalidArgument("--layers onednn: this hoop-train was built without oneDNN (install libdnnl-dev and "
                            "configure again)");
-  ConvFactory conv = [layers](std::string n, ConvSpec spec, std::mt19937& r) -> std::unique_ptr<Layer> {
-    if (layers == Layers::kOneDnn) return std::make_unique<DnnlConv2d>(std::move(n), spec, r);
-    return std::make_unique<Conv2d>(std::move(n), spec, r);
-  };
   if (name == "lenet") {
-    LeNet(m->net, rng, conv);
+    LeNet(m->net, rng, *make);
   } else if (name == "resnet") {
-    ResNet(m->net, rng, conv);
+    ResNet(m->net, rng, *make);
   } else {
     return InvalidArgument("unknown model '" + name + "': expected lenet or resnet");
   }

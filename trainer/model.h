@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "trainer/chain.h"
+#include "trainer/layer_factory.h"
 
 namespace hoop::train {
 
@@ -23,11 +24,7 @@ struct Model {
   size_t ParamCount() const;
 };
 
-// The layers' back end: the hand-written ones (im2col + OpenBLAS), or convolutions on oneDNN
-// (conv2d_dnnl.h; the other layers stay hand-written for now). The same parameters either way.
-enum class Layers { kNative, kOneDnn };
-const char* LayersName(Layers l);
-
+// `layers`: the layers' back end (layer_factory.h); the same parameters either way.
 StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed, Layers layers = Layers::kNative);
 
 // Why `batch` images per rank of `model` would not fit in this host's memory shared by

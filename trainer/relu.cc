@@ -4,6 +4,7 @@ namespace hoop::train {
 
 void Relu::Forward(const Tensor& in, Tensor& out, Mode, ThreadPool& pool) {
   out.Resize(in.shape);
+  out.block = in.block;  // elementwise: any layout, kept
   const size_t per = in.shape.per_item();
   pool.For(in.shape.n, [&](int b, int e, int) {
     const float* __restrict x = in.ptr();
@@ -15,6 +16,7 @@ void Relu::Forward(const Tensor& in, Tensor& out, Mode, ThreadPool& pool) {
 void Relu::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din, ThreadPool& pool) {
   if (!din) return;
   din->Resize(in.shape);
+  din->block = in.block;
   const size_t per = in.shape.per_item();
   pool.For(in.shape.n, [&](int b, int e, int) {
     const float* __restrict y = out.ptr();

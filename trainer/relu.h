@@ -10,6 +10,7 @@ class Relu : public Layer {
   Shape OutShape(const Shape& in) const override { return in; }
   void Forward(const Tensor& in, Tensor& out, Mode mode, ThreadPool& pool) override;
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din, ThreadPool& pool) override;
+  bool TakesBlocked() const override { return true; }
 };
 
 }  // namespace hoop::train

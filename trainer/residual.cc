@@ -1,21 +1,19 @@
 #include "trainer/residual.h"
 
-#include "trainer/batchnorm.h"
-#include "trainer/relu.h"
+#include "trainer/layout.h"
 
 namespace hoop::train {
 
-Residual::Residual(std::string name, int in, int out, int stride, std::mt19937& rng, const ConvFactory& conv)
+Residual::Residual(std::string name, int in, int out, int stride, std::mt19937& rng, const LayerFactory& make)
     : Layer(std::move(name)) {
   const std::string& n = this->name();
-  body_.Add(conv(n + ".conv1", ConvSpec{in, out, 3, stride, 1, false}, rng));
-  body_.Add(std::make_unique<BatchNorm>(n + ".bn1", out));
-  body_.Add(std::make_unique<Relu>(n + ".relu1"));
-  body_.Add(conv(n + ".conv2", ConvSpec{out, out, 3, 1, 1, false}, rng));
-  body_.Add(std::make_unique<BatchNorm>(n + ".bn2", out));
+  body_.Add(make.Conv(n + ".conv1", ConvSpec{in, out, 3, stride, 1, false}, rng));
+  make.AddBatchNorm(body_, n + ".bn1", out, n + ".relu1");
+  body_.Add(make.Conv(n + ".conv2", ConvSpec{out, out, 3, 1, 1, false}, rng));
+  make.AddBatchNorm(body_, n + ".bn2", out, "");
   if (in != out || stride != 1) {
-    shortcut_.Add(conv(n + ".shortcut.conv", ConvSpec{in, out, 1, stride, 0, false}, rng));
-    shortcut_.Add(std::make_unique<BatchNorm>(n + ".shortcut.bn", out));
+    shortcut_.Add(make.Conv(n + ".shortcut.conv", ConvSpec{in, out, 1, stride, 0, false}, rng));
+    make.AddBatchNorm(shortcut_, n + ".shortcut.bn", out, "");
   }
 }
 
@@ -27,8 +25,15 @@ Shape Residual::OutShape(const Shape& in) const {
 
 void Residual::Forward(const Tensor& in, Tensor& out, Mode mode, ThreadPool& pool) {
   const Tensor& a = body_.Forward(in, mode, pool);
-  const Tensor& b = shortcut_.Forward(in, mode, pool);
+  const Tensor* s = &shortcut_.Forward(in, mode, pool);
+  short_block_ = s->block;
+  if (s->block != a.block) {
+    Relayout(*s, a.block, moved_);
+    s = &moved_;
+  }
+  const Tensor& b = *s;
   out.Resize(a.shape);
+  out.block = a.block;
   for (size_t j = 0; j < out.size(); ++j) {
     float v = a.data[j] + b.data[j];
     out.data[j] = v > 0 ? v : 0.0f;
@@ -37,14 +42,21 @@ void Residual::Forward(const Tensor& in, Tensor& out, Mode mode, ThreadPool& poo
 
 void Residual::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din, ThreadPool& pool) {
   dsum_.Resize(out.shape);
+  dsum_.block = out.block;
   for (size_t j = 0; j < out.size(); ++j) dsum_.data[j] = out.data[j] > 0 ? dout.data[j] : 0.0f;
   body_.Backward(in, dsum_, din, pool);
+  // The shortcut's gradient in its own output's layout (for an identity shortcut, the input's).
+  const Tensor* ds = &dsum_;
+  if (short_block_ != dsum_.block) {
+    Relayout(dsum_, short_block_, dmoved_);
+    ds = &dmoved_;
+  }
   if (shortcut_.empty()) {
     if (din)
-      for (size_t j = 0; j < din->size(); ++j) din->data[j] += dsum_.data[j];
+      for (size_t j = 0; j < din->size(); ++j) din->data[j] += ds->data[j];
     return;
   }
-  shortcut_.Backward(in, dsum_, din ? &dshort_ : nullptr, pool);
+  shortcut_.Backward(in, *ds, din ? &dshort_ : nullptr, pool);
   if (din)
     for (size_t j = 0; j < din->size(); ++j) din->data[j] += dshort_.data[j];
 }

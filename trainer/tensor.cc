@@ -10,6 +10,7 @@ std::string Shape::str() const {
 
 void Tensor::Resize(Shape s, bool zero) {
   shape = s;
+  block = 0;
   data.resize(s.size());
   if (zero) Zero();
 }

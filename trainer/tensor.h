@@ -24,10 +24,15 @@ struct Tensor {
   Shape shape;
   std::vector<float> data;
   MemKind kind = MemKind::kHost;
+  // Channels per block when the data is in oneDNN's blocked layout nChw{block}c (N, C/block,
+  // H, W, block; C a multiple of block), which its fastest kernels read and write; 0 for plain
+  // NCHW. Only layers that say they take blocked tensors (Layer::TakesBlocked) ever see one;
+  // the chain converts for the others (layout.h). Resize makes a tensor plain.
+  int block = 0;
 
   Tensor() = default;
   explicit Tensor(Shape s) : shape(s), data(s.size()) {}
-  // Reshapes, reusing the allocation; contents are unspecified unless `zero`.
+  // Reshapes (plain layout), reusing the allocation; contents are unspecified unless `zero`.
   void Resize(Shape s, bool zero = false);
   void Zero();
   float* ptr() { return data.data(); }

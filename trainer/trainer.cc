@@ -12,7 +12,7 @@
 
 #include "tensorfusion/runtime.h"
 #include "trainer/checkpoint.h"
-#include "trainer/conv2d_dnnl.h"
+#include "trainer/layer_factory.h"
 #include "trainer/data_parallel.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"

@@ -1,0 +1,29 @@
+#include "trainer/layer_factory.h"
+
+#include "trainer/batchnorm.h"
+#include "trainer/pool.h"
+#include "trainer/relu.h"
+
+namespace hoop::train {
+
+const char* LayersName(Layers l) { return l == Layers::kOneDnn ? "onednn" : "native"; }
+
+std::unique_ptr<Layer> LayerFactory::Conv(std::string name, ConvSpec spec, std::mt19937& rng) const {
+  return std::make_unique<Conv2d>(std::move(name), spec, rng);
+}
+
+std::unique_ptr<Layer> LayerFactory::MaxPool(std::string name, int k) const {
+  return std::make_unique<hoop::train::MaxPool>(std::move(name), k);
+}
+
+void LayerFactory::AddBatchNorm(Chain& chain, const std::string& name, int channels, const std::string& relu_name) const {
+  chain.Add(std::make_unique<BatchNorm>(name, channels));
+  if (!relu_name.empty()) chain.Add(std::make_unique<Relu>(relu_name));
+}
+
+std::unique_ptr<LayerFactory> MakeLayerFactory(Layers layers) {
+  if (layers == Layers::kOneDnn) return OneDnnLayerFactory();
+  return std::make_unique<LayerFactory>();
+}
+
+}  // namespace hoop::train
