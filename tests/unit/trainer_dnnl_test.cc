@@ -5,13 +5,12 @@
 #include <random>
 
 #include "trainer/batchnorm.h"
-#include "trainer/batchnorm_dnnl.h"
 #include "trainer/chain.h"
+#include "trainer/layer_factory.h"
 #include "trainer/layout.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"
 #include "trainer/pool.h"
-#include "trainer/pool_dnnl.h"
 #include "trainer/relu.h"
 #include "tests/unit/layer_check.h"
 
@@ -26,6 +25,15 @@ bool Skip(const char* what) {
   }
   WARN("SKIPPED: " << what << ": this build has no oneDNN (libdnnl-dev)");
   return true;
+}
+
+// A chain of oneDNN's batch norm (with ReLU fused in when `relu`), made through its factory so
+// that this file builds without oneDNN too.
+Chain DnnlBatchNorm(int channels, bool relu) {
+  Chain c;
+  OneDnnLayerFactory()->AddBatchNorm(c, "bn", channels, relu ? "relu" : "");
+  REQUIRE(c.layers().size() == 1);  // one layer, ReLU fused
+  return c;
 }
 
 // a (any layout) equals b (any layout), each element within `margin`.
@@ -69,7 +77,8 @@ TEST_CASE("layouts: plain and blocked convert both ways and back", "[trainer][la
 TEST_CASE("batch norm on oneDNN: gradients, statistics, evaluation, blocked layouts", "[trainer][layers]") {
   if (Skip("batch norm on oneDNN")) return;
   std::mt19937 rng(8);
-  DnnlBatchNorm bn("bn", 3, false);
+  Chain made = DnnlBatchNorm(3, false);
+  Layer& bn = *made.layers()[0];
   for (Param* p : bn.Params()) Fill(p->value, rng, 0.5f);
   Tensor x = Random({4, 3, 5, 5}, 9);
   for (float& v : x.data) v = v * 2 + 1;
@@ -80,7 +89,8 @@ TEST_CASE("batch norm on oneDNN: gradients, statistics, evaluation, blocked layo
     for (int block : {0, 8, 16}) {
       INFO("relu " << relu << ", block " << block);
       BatchNorm native("bn", 16);
-      DnnlBatchNorm dnnl("bn", 16, relu);
+      Chain made = DnnlBatchNorm(16, relu);
+      Layer& dnnl = *made.layers()[0];
       for (size_t i = 0; i < 2; ++i) {
         std::mt19937 fill(30 + i);
         Fill(native.Params()[i]->value, fill, 0.5f);
@@ -114,19 +124,19 @@ TEST_CASE("batch norm on oneDNN: gradients, statistics, evaluation, blocked layo
 TEST_CASE("max pooling on oneDNN: gradients and the same windows as MaxPool, odd sizes", "[trainer][layers]") {
   if (Skip("max pooling on oneDNN")) return;
   std::mt19937 rng(10);
-  DnnlMaxPool pool("pool", 2);
+  auto pool = OneDnnLayerFactory()->MaxPool("pool", 2);
   Tensor p({2, 3, 6, 4});
   FillSpaced(p, rng);
-  CheckLayer(pool, p, 1e-2f);
+  CheckLayer(*pool, p, 1e-2f);
   for (int block : {0, 16}) {
     INFO("block " << block);
     MaxPool native("pool", 2);
-    DnnlMaxPool dnnl("pool", 2);
+    auto dnnl = OneDnnLayerFactory()->MaxPool("pool", 2);
     Tensor x({2, 16, 7, 9});  // 7 x 9: the last row and column belong to no window
     FillSpaced(x, rng);
     Tensor ya, dxa, yb, dxb;
     Run(native, x, Random({2, 16, 3, 4}, 12), 0, ya, dxa);
-    Run(dnnl, x, Random({2, 16, 3, 4}, 12), block, yb, dxb);
+    Run(*dnnl, x, Random({2, 16, 3, 4}, 12), block, yb, dxb);
     CHECK(yb.shape == Shape{2, 16, 3, 4});
     Same(ya, yb, 0);
     Same(dxa, dxb, 0);

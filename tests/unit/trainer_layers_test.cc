@@ -10,7 +10,7 @@
 
 #include "trainer/batchnorm.h"
 #include "trainer/conv2d.h"
-#include "trainer/conv2d_dnnl.h"
+#include "trainer/layer_factory.h"
 #include "trainer/linear.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"
@@ -45,7 +45,8 @@ TEST_CASE("conv2d on oneDNN: gradients, and the same results as the hand-written
     INFO("case " << k);
     std::mt19937 rng_a(20 + k), rng_b(20 + k);
     Conv2d native("c", specs[k], rng_a);
-    DnnlConv2d dnnl("c", specs[k], rng_b);  // the same initialisation from the same seed
+    auto made = OneDnnLayerFactory()->Conv("c", specs[k], rng_b);  // the same initialisation from the same seed
+    Layer& dnnl = *made;
     for (size_t i = 0; i < native.Params().size(); ++i) {
       std::mt19937 fill(30 + k);
       Fill(native.Params()[i]->value, fill, 0.5f);
