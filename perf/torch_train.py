@@ -2,12 +2,12 @@
 """perf/torch_train.py: the PyTorch (CPU) twin of hoop-train, for side-by-side throughput.
 
 The same models (trainer/model.h: LeNet with 16 and 32 channels, the small ResNet with batch
-norm), the same Fashion-MNIST files and normalisation, the same SGD (momentum, weight decay,
+norm, ResNet-18/34 on Fashion-MNIST padded to 32x32), the same Fashion-MNIST files and normalisation, the same SGD (momentum, weight decay,
 cosine schedule) and the same batch, in one process with --threads intra-op threads. Reports
 images/s over the training steps only (evaluation excluded, as hoop-train's images_per_s) and
 the test accuracy after each epoch. Needs Debian's python3-torch: run it with /usr/bin/python3.
 
-usage: /usr/bin/python3 perf/torch_train.py [--model lenet|resnet] [--epochs N] [--batch N]
+usage: /usr/bin/python3 perf/torch_train.py [--model lenet|resnet|resnet18|resnet34] [--epochs N] [--batch N]
          [--lr X] [--threads N] [--train-limit N] [--test-limit N] [--seed N] [--data DIR] [--json FILE]
 """
 import argparse
@@ -66,6 +66,48 @@ class Block(nn.Module):
         return F.relu(y + self.shortcut(x))
 
 
+class DeepResNet(nn.Module):
+    """ResNet-18/34 in their CIFAR form (hoop-train's resnet18/resnet34): 3x3 stem of 64, four
+    stages of basic blocks (64, 128, 256, 512 channels), average pooling, 512-10."""
+
+    def __init__(self, blocks, channels=1):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(channels, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64)
+        layers, i = [], 64
+        for stage, n in enumerate(blocks):
+            o = 64 << stage
+            for b in range(n):
+                layers.append(Block(i, o, 2 if b == 0 and stage > 0 else 1))
+                i = o
+        self.blocks = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, 10)
+
+    def forward(self, x):
+        x = self.blocks(F.relu(self.bn(self.conv(x))))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+def make_model(name):
+    """The model called `name` (hoop-train's --model)."""
+    return {"lenet": LeNet, "resnet": lambda: ResNet(), "resnet18": lambda: DeepResNet([2, 2, 2, 2]),
+            "resnet34": lambda: DeepResNet([3, 4, 6, 3])}[name]()
+
+
+def pad_for(name):
+    """Black border that brings Fashion-MNIST's 28x28 to the model's input (32x32 for resnet18/34)."""
+    return 2 if name in ("resnet18", "resnet34") else 0
+
+
+def prepare(x, name):
+    """uint8 images (N x 28 x 28) as the model's normalised N x 1 x H x W float input."""
+    x = torch.tensor(x, dtype=torch.float32).div_(255).sub_(MEAN).div_(STD).unsqueeze(1)
+    p = pad_for(name)
+    return F.pad(x, (p, p, p, p), value=-MEAN / STD) if p else x
+
+
+MODELS = ["lenet", "resnet", "resnet18", "resnet34"]
+
+
 class ResNet(nn.Module):
     def __init__(self):
         super().__init__()
@@ -80,7 +122,7 @@ class ResNet(nn.Module):
 
 def main():
     ap = argparse.ArgumentParser(description="PyTorch twin of hoop-train (one process)")
-    ap.add_argument("--model", choices=["lenet", "resnet"], default="lenet")
+    ap.add_argument("--model", choices=MODELS, default="lenet")
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch", type=int, default=0, help="default: lenet 32, resnet 64 (as hoop-train)")
     ap.add_argument("--lr", type=float, default=0, help="default: lenet 0.025, resnet 0.05 (as hoop-train, 1 rank)")
@@ -103,12 +145,11 @@ def main():
         y = idx(os.path.join(a.data, f"{split}-labels-idx1-ubyte"))
         if limit:
             x, y = x[:limit], y[:limit]
-        x = torch.tensor(x, dtype=torch.float32).div_(255).sub_(MEAN).div_(STD).unsqueeze(1)
-        return x, torch.tensor(y.astype(np.int64))
+        return prepare(x, a.model), torch.tensor(y.astype(np.int64))
 
     xtr, ytr = load("train", a.train_limit)
     xte, yte = load("t10k", a.test_limit)
-    model = LeNet() if a.model == "lenet" else ResNet()
+    model = make_model(a.model)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=a.momentum, weight_decay=a.weight_decay)
     n = len(xtr)
     steps = math.ceil(n / batch)

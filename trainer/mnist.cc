@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "trainer/cifar.h"
+
 namespace hoop::train {
 
 namespace {
-
-constexpr float kMean = 0.2860f, kStd = 0.3530f;  // Fashion-MNIST's training set
 
 std::string Locate(const std::string& dir, const std::string& base) {
   struct stat st;
@@ -87,16 +87,26 @@ StatusOr<Dataset> LoadFashionMnist(const std::string& dir, const std::string& sp
   return d;
 }
 
-void Gather(const Dataset& d, const int64_t* indices, int n, Tensor& out, std::vector<uint8_t>& labels) {
-  const int per = d.rows * d.cols;
-  out.Resize({n, 1, d.rows, d.cols});
+void Gather(const Dataset& d, const int64_t* indices, int n, Tensor& out, std::vector<uint8_t>& labels, int pad) {
+  const int plane = d.rows * d.cols, h = d.rows + 2 * pad, w = d.cols + 2 * pad;
+  out.Resize({n, d.channels, h, w});
   labels.resize(n);
   for (int i = 0; i < n; ++i) {
-    const uint8_t* src = d.pixels.data() + indices[i] * per;
-    float* dst = out.item(i);
-    for (int p = 0; p < per; ++p) dst[p] = (src[p] * (1.0f / 255.0f) - kMean) / kStd;
+    for (int c = 0; c < d.channels; ++c) {
+      const uint8_t* src = d.pixels.data() + (static_cast<size_t>(indices[i]) * d.channels + c) * plane;
+      float* dst = out.item(i) + static_cast<size_t>(c) * h * w;
+      const float scale = 1.0f / (255.0f * d.stddev[c]), shift = -d.mean[c] / d.stddev[c];
+      if (pad > 0) std::fill(dst, dst + static_cast<size_t>(h) * w, shift);  // black, normalised
+      for (int y = 0; y < d.rows; ++y)
+        for (int x = 0; x < d.cols; ++x) dst[(y + pad) * w + x + pad] = src[y * d.cols + x] * scale + shift;
+    }
     labels[i] = d.labels[indices[i]];
   }
+}
+
+StatusOr<Dataset> LoadDataset(const std::string& dir, const std::string& split) {
+  if (!CifarDir(dir).empty()) return LoadCifar10(dir, split);
+  return LoadFashionMnist(dir, split == "test" ? "t10k" : split);
 }
 
 }  // namespace hoop::train

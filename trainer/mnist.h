@@ -18,16 +18,25 @@ namespace hoop::train {
 inline constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
 
 struct Dataset {
-  int count = 0, rows = 28, cols = 28;
-  std::vector<uint8_t> pixels;  // count x rows x cols
+  std::string name = "fashion-mnist";
+  int count = 0, channels = 1, rows = 28, cols = 28;
+  std::vector<uint8_t> pixels;  // count x channels x rows x cols
   std::vector<uint8_t> labels;  // count, each < 10
+  // Per channel, of the training set's pixels scaled to [0, 1]: Gather normalises with these.
+  float mean[3] = {0.2860f, 0, 0}, stddev[3] = {0.3530f, 1, 1};
 };
 
 // split: "train" or "t10k". Looks for DIR/SPLIT-images-idx3-ubyte(.gz) and ...-labels-idx1-ubyte(.gz).
 StatusOr<Dataset> LoadFashionMnist(const std::string& dir, const std::string& split);
 
-// Copies the images at `indices` into `out` (N x 1 x 28 x 28), scaled to [0, 1] and normalised
-// with Fashion-MNIST's mean and standard deviation, and their labels into `labels`.
-void Gather(const Dataset& d, const int64_t* indices, int n, Tensor& out, std::vector<uint8_t>& labels);
+// Copies the images at `indices` into `out` (N x channels x (rows + 2 pad) x (cols + 2 pad)),
+// scaled to [0, 1] and normalised with the data set's mean and standard deviation per channel,
+// each centred in a border of `pad` black pixels (Fashion-MNIST's 28x28 padded to 32x32 for the
+// ResNet-18/34 made for 32x32 images), and their labels into `labels`.
+void Gather(const Dataset& d, const int64_t* indices, int n, Tensor& out, std::vector<uint8_t>& labels, int pad = 0);
+
+// The data set in `dir`: CIFAR-10's binary version (cifar.h) when dir holds its files, else
+// Fashion-MNIST's IDX files. split: "train" or "test".
+StatusOr<Dataset> LoadDataset(const std::string& dir, const std::string& split);
 
 }  // namespace hoop::train

@@ -5,16 +5,18 @@
 #include <cstdlib>
 
 #include "common/parse.h"
+#include "trainer/model.h"
 
 namespace hoop::train {
 
 const char* Usage() {
   return "usage: hoop-train [options]          (run it under hooprun, mpirun or srun; alone it is 1 rank)\n"
          "\n"
-         "Trains a CNN on Fashion-MNIST with synchronous data-parallel SGD: every rank trains on its\n"
+         "Trains a CNN on Fashion-MNIST (or CIFAR-10) with synchronous data-parallel SGD: every rank trains on its\n"
          "shard of each global batch, and gradients are averaged through hoop's tensor fusion runtime\n"
          "while backward is still running.\n"
-         "  --model lenet|resnet    the network (default lenet)\n"
+         "  --model NAME            the network: lenet (default), resnet (small, with batch norm),\n"
+         "                          resnet18 or resnet34 (32x32 inputs: Fashion-MNIST is padded)\n"
          "  --epochs N              passes over the training set (default: lenet 2, resnet 4)\n"
          "  --batch N               images per rank per step (default: lenet 32, resnet 64)\n"
          "  --lr X                  learning rate per rank; the rate used is X times the number of\n"
@@ -26,7 +28,9 @@ const char* Usage() {
          "                          after warm-up: decay to 0 along a half cosine (default), or hold\n"
          "  --seed N                weights and the per-epoch shuffle (default 1)\n"
          "  --data DIR              Fashion-MNIST's IDX files, gzipped or not (default\n"
-         "                          /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist)\n"
+         "                          /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist),\n"
+         "                          or CIFAR-10's binary version (data_batch_N.bin, test_batch.bin;\n"
+         "                          resnet18/34 only)\n"
          "  --metrics FILE          per-epoch metrics, JSON if FILE ends in .json, else CSV (rank 0)\n"
          "  --checkpoint FILE       written by rank 0 after every epoch, atomically, and when the job\n"
          "                          is interrupted (Ctrl-C, SIGTERM: the ranks agree on a step, save it\n"
@@ -94,7 +98,8 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     if (i + 1 >= argc) return InvalidArgument(a + " needs a value");
     std::string v = argv[++i];
     if (a == "--model") {
-      if (v != "lenet" && v != "resnet") return InvalidArgument("--model '" + v + "': expected lenet or resnet");
+      if (v != "lenet" && v != "resnet" && v != "resnet18" && v != "resnet34")
+        return InvalidArgument("--model '" + v + "': expected " + kModelNames);
       o.model = v;
     } else if (a == "--epochs") {
       HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 1, 1000));

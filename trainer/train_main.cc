@@ -77,8 +77,8 @@ int Main(int argc, char** argv) {
   }
   InitBlas();
   const std::string dir = opts->data.empty() ? kDefaultDataDir : opts->data;
-  auto train = LoadFashionMnist(dir, "train");
-  auto test = train.ok() ? LoadFashionMnist(dir, "t10k") : StatusOr<Dataset>(train.status());
+  auto train = LoadDataset(dir, "train");
+  auto test = train.ok() ? LoadDataset(dir, "test") : StatusOr<Dataset>(train.status());
   if (!test.ok()) {
     std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, test.status().message().c_str());
     return 1;

@@ -62,6 +62,7 @@ class Run {
   ThreadPool pool_;
   Clock::time_point last_progress_;
   int64_t resumed_at_ = 0;   // the epoch's first step in this process
+  int pad_ = 0;              // black border that brings the data set's images to the model's size
   double images_before_ = 0; // images of the epoch trained before it (a resumed checkpoint's)
   bool shown_ = false;
   std::unique_ptr<Model> model_;
@@ -117,7 +118,7 @@ StatusOr<Run::Resumed> Run::Resume(DataParallel& dp, const NamedTensors& state, 
 
 void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums) {
   auto t = Clock::now();
-  Gather(train_, perm.data() + s.begin, s.count(), batch_, labels_);
+  Gather(train_, perm.data() + s.begin, s.count(), batch_, labels_, pad_);
   sums[kData] += Since(t);
   t = Clock::now();
   auto on_layer = [&](Layer& l) { dp.GradientsReady(l); };
@@ -145,12 +146,12 @@ void Run::Evaluate(std::vector<double>& sums) {
   int64_t n = o_.test_limit > 0 ? std::min<int64_t>(o_.test_limit, test_.count) : test_.count, b, e;
   Shard(n, comm_.rank(), comm_.size(), &b, &e);
   std::vector<int64_t> idx;
-  const int chunk = 500;
+  const int chunk = EvalChunk(o_.model);
   for (int64_t at = b; at < e; at += chunk) {
     int m = static_cast<int>(std::min<int64_t>(chunk, e - at));
     idx.resize(m);
     for (int i = 0; i < m; ++i) idx[i] = at + i;
-    Gather(test_, idx.data(), m, batch_, labels_);
+    Gather(test_, idx.data(), m, batch_, labels_, pad_);
     LossResult r = SoftmaxCrossEntropy(model_->net.Forward(batch_, Mode::kEval, pool_), labels_, 1.0f, nullptr);
     sums[kTestLoss] += r.loss_sum;
     sums[kTestCorrect] += static_cast<double>(r.correct);
@@ -210,7 +211,14 @@ void Run::Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_
 }
 
 StatusOr<RunResult> Run::Go() {
-  HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative));
+  HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative,
+                                           train_.channels));
+  const Shape& want = model_->input;
+  pad_ = (want.h - train_.rows) / 2;
+  if (train_.rows > want.h || train_.cols > want.w || (want.h - train_.rows) % 2 != 0 || want.h - train_.rows != want.w - train_.cols)
+    return InvalidArgument("--model " + o_.model + " takes " + std::to_string(want.h) + "x" + std::to_string(want.w) +
+                           " images; " + train_.name + "'s are " + std::to_string(train_.rows) + "x" +
+                           std::to_string(train_.cols) + " (resnet18 and resnet34 take 32x32)");
   SetOneDnnThreads(pool_.threads());
   const int ranks = comm_.size(), rank = comm_.rank();
   const int64_t images = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
@@ -247,9 +255,13 @@ StatusOr<RunResult> Run::Go() {
     if (o_.resume)
       resuming = from.step ? ", resuming in epoch " + std::to_string(from.epoch + 1) + " after step " + std::to_string(from.step)
                          : ", resuming after epoch " + std::to_string(from.epoch);
-    std::printf("hoop-train: %s (%zu parameters), %d rank(s) x batch %d, %d thread(s) per rank, %lld images, %lld steps per epoch, over %s%s\n",
-                o_.model.c_str(), model_->ParamCount(), ranks, o_.batch, pool_.threads(), static_cast<long long>(images),
-                static_cast<long long>(steps), comm_.transport_name().c_str(), resuming.c_str());
+    const std::string data = train_.name + (pad_ ? " padded to " + std::to_string(model_->input.h) + "x" +
+                                                       std::to_string(model_->input.w) : std::string());
+    std::printf("hoop-train: %s (%zu parameters, %s layers), %d rank(s) x batch %d, %d thread(s) per rank, %lld images of %s, "
+                "%lld steps per epoch, over %s%s\n",
+                o_.model.c_str(), model_->ParamCount(), o_.layers.c_str(), ranks, o_.batch, pool_.threads(),
+                static_cast<long long>(images), data.c_str(), static_cast<long long>(steps), comm_.transport_name().c_str(),
+                resuming.c_str());
     std::fflush(stdout);
   }
   RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};

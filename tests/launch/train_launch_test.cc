@@ -12,11 +12,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "tests/support/proc.h"
 #include "trainer/checkpoint.h"
+#include "trainer/layer_factory.h"
 #include "trainer/model.h"
 #include "trainer/sgd.h"
 
@@ -120,6 +123,45 @@ TEST_CASE("--layers onednn trains to the hand-written layers' parameters, within
   CHECK(diff < 1e-4);
   std::remove(native.c_str());
   std::remove(onednn.c_str());
+}
+
+TEST_CASE("resnet18 and resnet34 train on Fashion-MNIST padded to 32x32 and on CIFAR-10's files", "[train]") {
+  const std::vector<std::string> step = {"--train-limit", "8", "--test-limit", "4", "--batch", "4", "--threads", "1",
+                                         "--epochs", "1", "--layers", HaveOneDnn() ? "onednn" : "native"};
+  for (const char* model : {"resnet18", "resnet34"}) {
+    auto args = step;
+    args.insert(args.end(), {"--model", model});
+    auto r = Train(2, args, 180);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find(std::string(model) + (model[6] == '1' ? " (11172810 parameters" : " (21280970 parameters")) !=
+          std::string::npos);
+    CHECK(r.output.find("images of fashion-mnist padded to 32x32") != std::string::npos);
+  }
+  // CIFAR-10's binary files (made here: the data set is not packaged): 3 channels, 32x32 as is.
+  const std::string dir = Tmp("cifar");
+  std::filesystem::create_directories(dir);
+  std::mt19937 rng(3);
+  auto batch = [&](const std::string& path, int records) {
+    std::ofstream f(path, std::ios::binary);
+    for (int i = 0; i < records; ++i) {
+      f.put(static_cast<char>(i % 10));
+      for (int b = 0; b < 3072; ++b) f.put(static_cast<char>(rng() & 0xff));
+    }
+  };
+  for (int i = 1; i <= 5; ++i) batch(dir + "/data_batch_" + std::to_string(i) + ".bin", 2);
+  batch(dir + "/test_batch.bin", 4);
+  auto args = step;
+  args.insert(args.end(), {"--model", "resnet18", "--data", dir});
+  auto c = Train(2, args, 180);
+  INFO(c.output);
+  CHECK(c.exit_code == 0);
+  CHECK(c.output.find("resnet18 (11173962 parameters") != std::string::npos);
+  CHECK(c.output.find("8 images of cifar-10,") != std::string::npos);
+  auto l = Train(1, {"--model", "lenet", "--data", dir}, 60);
+  CHECK(l.exit_code == 1);
+  CHECK(l.output.find("lenet takes 1-channel 28x28 images (Fashion-MNIST); use resnet18 or resnet34") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a run resumed from its checkpoint ends where an unbroken run does", "[train]") {

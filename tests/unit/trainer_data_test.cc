@@ -229,6 +229,71 @@ TEST_CASE("fashion-mnist reader: real gzip IDX files and named errors", "[traine
   std::system(("rm -rf " + dir).c_str());
 }
 
+TEST_CASE("fashion-mnist padded to 32x32: a black border around the same image", "[trainer]") {
+  Dataset d;
+  d.count = 1;
+  d.pixels.assign(28 * 28, 0);
+  d.pixels[0] = 255;            // top-left pixel white
+  d.pixels[27 * 28 + 27] = 51;  // bottom-right
+  d.labels = {4};
+  Tensor x;
+  std::vector<uint8_t> y;
+  int64_t idx[] = {0};
+  Gather(d, idx, 1, x, y, 2);
+  REQUIRE(x.shape == Shape{1, 1, 32, 32});
+  const float black = -0.2860f / 0.3530f;
+  CHECK(x.data[0] == Approx(black));                // border
+  CHECK(x.data[31 * 32 + 31] == Approx(black));
+  CHECK(x.data[2 * 32 + 2] == Approx((1.0 - 0.2860) / 0.3530));  // the image's (0, 0)
+  CHECK(x.data[29 * 32 + 29] == Approx((0.2 - 0.2860) / 0.3530));
+  CHECK(x.data[2 * 32 + 3] == Approx(black));       // a black pixel inside the image
+  CHECK(y == std::vector<uint8_t>{4});
+}
+
+TEST_CASE("cifar-10 reader: binary batches, three channels, named errors", "[trainer]") {
+  const std::string dir = TempDir();
+  // Records: a label, then 1024 red, 1024 green, 1024 blue bytes.
+  auto record = [](uint8_t label, uint8_t r, uint8_t g, uint8_t b) {
+    std::string rec(1, static_cast<char>(label));
+    rec += std::string(1024, static_cast<char>(r)) + std::string(1024, static_cast<char>(g)) + std::string(1024, static_cast<char>(b));
+    return rec;
+  };
+  for (int i = 1; i <= 5; ++i)
+    std::ofstream(dir + "/data_batch_" + std::to_string(i) + ".bin", std::ios::binary) << record(i, 255, 0, 128) << record(0, 0, 0, 0);
+  std::ofstream(dir + "/test_batch.bin", std::ios::binary) << record(9, 1, 2, 3);
+  auto train = LoadDataset(dir, "train");
+  REQUIRE(train.ok());
+  CHECK(train->name == "cifar-10");
+  CHECK((train->count == 10 && train->channels == 3 && train->rows == 32 && train->cols == 32));
+  CHECK(train->labels == std::vector<uint8_t>{1, 0, 2, 0, 3, 0, 4, 0, 5, 0});
+  Tensor x;
+  std::vector<uint8_t> y;
+  int64_t idx[] = {4};
+  Gather(*train, idx, 1, x, y);
+  REQUIRE(x.shape == Shape{1, 3, 32, 32});
+  CHECK(x.data[0] == Approx((1.0 - 0.4914) / 0.2470));          // red
+  CHECK(x.data[1024 + 5] == Approx((0.0 - 0.4822) / 0.2435));   // green
+  CHECK(x.data[2048 + 7] == Approx((128 / 255.0 - 0.4465) / 0.2616));
+  CHECK(y == std::vector<uint8_t>{3});
+  auto test = LoadDataset(dir, "test");
+  REQUIRE(test.ok());
+  CHECK((test->count == 1 && test->labels[0] == 9));
+  // In the archive's own subdirectory too.
+  std::system(("mkdir -p " + dir + "/up && mv " + dir + "/*.bin " + dir + "/up/ && mv " + dir + "/up " + dir +
+               "/cifar-10-batches-bin").c_str());
+  CHECK(LoadDataset(dir, "test").ok());
+  const std::string at = dir + "/cifar-10-batches-bin";
+  std::ofstream(at + "/test_batch.bin", std::ios::binary) << record(9, 1, 2, 3) << "xyz";
+  auto torn = LoadDataset(dir, "test");
+  REQUIRE_FALSE(torn.ok());
+  CHECK_THAT(torn.status().message(), Catch::Contains("test_batch.bin: 3076 bytes, not a whole number of CIFAR-10 records"));
+  std::ofstream(at + "/test_batch.bin", std::ios::binary) << record(0, 0, 0, 0) << record(12, 0, 0, 0);
+  CHECK_THAT(LoadDataset(dir, "test").status().message(), Catch::Contains("label 12 of record 1 is not in 0..9"));
+  std::remove((at + "/data_batch_3.bin").c_str());
+  CHECK_THAT(LoadDataset(dir, "train").status().message(), Catch::Contains("cannot open " + at + "/data_batch_3.bin"));
+  std::system(("rm -rf " + dir).c_str());
+}
+
 TEST_CASE("metrics: CSV and JSON files", "[trainer]") {
   const std::string dir = TempDir();
   EpochMetrics m;
@@ -264,7 +329,7 @@ TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
     REQUIRE_FALSE(o.ok());
     CHECK_THAT(o.status().message(), Catch::Contains(text));
   };
-  e({"--model", "vgg"}, "--model 'vgg': expected lenet or resnet");
+  e({"--model", "vgg"}, "--model 'vgg': expected lenet, resnet, resnet18 or resnet34");
   e({"--batch", "0"}, "--batch '0': expected an integer in [1, 65536]");
   e({"--lr", "x"}, "--lr 'x': expected a number");
   e({"--resume"}, "--resume needs --checkpoint FILE");

@@ -156,6 +156,16 @@ TEST_CASE("models: shapes and parameter counts", "[trainer][layers]") {
     auto none = BuildModel("lenet", 1, Layers::kOneDnn);
     CHECK_THAT(none.status().message(), Catch::Contains("built without oneDNN"));
   }
+  // ResNet-18/34 for 32x32 images; with 3 channels the parameter counts of the CIFAR-10 versions
+  // that everyone trains (11173962 and 21282122).
+  auto r18 = BuildModel("resnet18", 1, Layers::kNative, 3), r34 = BuildModel("resnet34", 1, Layers::kNative, 3);
+  REQUIRE((r18.ok() && r34.ok()));
+  CHECK((*r18)->ParamCount() == 11173962);
+  CHECK((*r34)->ParamCount() == 21282122);
+  CHECK((*r18)->input == Shape{0, 3, 32, 32});
+  CHECK((*r34)->net.OutShape({2, 3, 32, 32}) == Shape{2, 10, 1, 1});
+  CHECK((*BuildModel("resnet18", 1))->ParamCount() == 11172810);  // one channel: Fashion-MNIST
+  CHECK_THAT(BuildModel("lenet", 1, Layers::kNative, 3).status().message(), Catch::Contains("lenet takes 1-channel images"));
   auto bad = BuildModel("vgg", 1);
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("unknown model 'vgg'"));
