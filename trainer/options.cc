@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/parse.h"
+#include "trainer/layer_factory.h"
 #include "trainer/model.h"
 
 namespace hoop::train {
@@ -42,9 +43,10 @@ const char* Usage() {
          "  --progress SECONDS      a progress line this often within an epoch: step, images/s, time\n"
          "                          left (default 10; on a terminal a line redrawn in place; 0: none)\n"
          "  --threads N             compute threads per rank (default: cores / ranks on this host)\n"
-         "  --layers native|onednn  the layers' back end: hand-written (im2col + OpenBLAS, the\n"
-         "                          default) or convolutions on oneDNN (the same parameters)\n"
-         "  --train-limit N         train on the first N images only (default: all 60000)\n"
+         "  --layers native|onednn  the layers' back end: oneDNN's primitives (convolution, batch norm\n"
+         "                          with ReLU fused, max pooling; the default where hoop was built\n"
+         "                          with libdnnl-dev) or the hand-written ones (im2col + OpenBLAS);\n"
+         "                          the same model and parameters either way\n"         "  --train-limit N         train on the first N images only (default: all 60000)\n"
          "  --test-limit N          evaluate on the first N test images only (default: all 10000)\n"
          "  -t, --transport T       back end: shm ucx ofi tcp (default: HOOP_TRANSPORT, else per peer)\n"
          "  -h, --help              this text\n"
@@ -155,6 +157,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (o.epochs == 0) o.epochs = lenet ? 2 : 4;
   if (o.batch == 0) o.batch = lenet ? 32 : 64;
   if (o.lr == 0) o.lr = lenet ? 0.025 : 0.05;
+  if (o.layers.empty()) o.layers = HaveOneDnn() ? "onednn" : "native";
   return o;
 }
 

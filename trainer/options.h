@@ -10,7 +10,7 @@ namespace hoop::train {
 
 struct Options {
   std::string model = "lenet";
-  std::string layers = "native";  // native (im2col + OpenBLAS) | onednn (convolutions on oneDNN)
+  std::string layers;  // onednn | native (layer_factory.h); empty: onednn where built with it
   int epochs = 0;        // 0: the model's default
   int batch = 0;         // per rank; 0: the model's default
   double lr = 0;         // per rank (scaled by the number of ranks); 0: the model's default

@@ -105,7 +105,7 @@ TEST_CASE("--layers onednn trains to the hand-written layers' parameters, within
                                            "16", "--threads", "1", "--epochs", "1"};
   std::string native = Tmp("native"), onednn = Tmp("onednn");
   auto args = common;
-  args.insert(args.end(), {"--checkpoint", native});
+  args.insert(args.end(), {"--checkpoint", native, "--layers", "native"});
   auto a = Train(2, args);
   INFO(a.output);
   REQUIRE(a.exit_code == 0);
@@ -283,8 +283,9 @@ TEST_CASE("an interrupted run checkpoints mid-epoch and --resume ends where an u
 
 TEST_CASE("--checkpoint-every saves mid-epoch; a SIGKILLed run resumes from the last one", "[train]") {
   const std::string ck = Tmp("every");
-  std::vector<std::string> argv = {Bin("hooprun"), "-np", "2", Bin("hoop-train"), "--train-limit", "30000",
-                                   "--epochs", "1", "--checkpoint", ck, "--checkpoint-every", "40", "--progress", "0"};
+  // The hand-written layers and all 60000 images: the first epoch outlasts the 4 s before the kill.
+  std::vector<std::string> argv = {Bin("hooprun"), "-np", "2", Bin("hoop-train"), "--layers", "native", "--epochs", "1",
+                                   "--checkpoint", ck, "--checkpoint-every", "40", "--progress", "0"};
   auto r = RunProc(argv, SignalAfter(SIGKILL, 4.0, 60));
   CHECK(r.signal == SIGKILL);
   Loaded l = Load(ck, "lenet");
@@ -337,7 +338,7 @@ TEST_CASE("hoop-train learns, and writes CSV metrics", "[train]") {
 TEST_CASE("hoop-train: help, bad options, missing data", "[train]") {
   auto h = RunProc({Bin("hoop-train"), "--help"});
   CHECK(h.exit_code == 0);
-  CHECK(h.output.find("--model lenet|resnet") != std::string::npos);
+  CHECK(h.output.find("--model NAME") != std::string::npos);
   auto b = RunProc({Bin("hoop-train"), "--epochs", "zero"});
   CHECK(b.exit_code == 2);
   CHECK(b.output.find("hoop-train: --epochs 'zero': expected an integer") != std::string::npos);

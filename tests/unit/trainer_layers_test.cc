@@ -165,7 +165,7 @@ TEST_CASE("models: shapes and parameter counts", "[trainer][layers]") {
   CHECK((*r18)->input == Shape{0, 3, 32, 32});
   CHECK((*r34)->net.OutShape({2, 3, 32, 32}) == Shape{2, 10, 1, 1});
   CHECK((*BuildModel("resnet18", 1))->ParamCount() == 11172810);  // one channel: Fashion-MNIST
-  CHECK_THAT(BuildModel("lenet", 1, Layers::kNative, 3).status().message(), Catch::Contains("lenet takes 1-channel images"));
+  CHECK_THAT(BuildModel("lenet", 1, Layers::kNative, 3).status().message(), Catch::Contains("lenet takes 1-channel 28x28 images"));
   auto bad = BuildModel("vgg", 1);
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("unknown model 'vgg'"));
