@@ -12,12 +12,14 @@
 #include <map>
 #include <set>
 
+#include "trainer/metrics.h"
+
 namespace hoop::train {
 
 namespace {
 
 constexpr char kMagic[8] = {'H', 'O', 'O', 'P', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 
 template <class T>
 void Put(std::string& b, T v) {
@@ -85,6 +87,7 @@ Status SaveCheckpoint(const std::string& path, const CheckpointInfo& info, const
   Put(b, info.ranks);
   Put(b, info.batch);
   Put(b, info.wall_s);
+  Put<uint32_t>(b, info.history_fields ? info.history_fields : static_cast<uint32_t>(EpochFieldCount()));
   for (const auto* v : {&info.partial, &info.history}) {
     Put<uint32_t>(b, static_cast<uint32_t>(v->size()));
     for (double d : *v) Put(b, d);
@@ -143,6 +146,8 @@ Status LoadCheckpoint(const std::string& path, const std::string& model, const N
   if (version >= 2) {
     if (!r.Get(&info->step_in_epoch) || !r.Get(&info->ranks) || !r.Get(&info->batch) || !r.Get(&info->wall_s))
       return bad("truncated header");
+    info->history_fields = 15;  // version 2: the metrics before the energy fields
+    if (version >= 3 && (!r.Get(&info->history_fields) || info->history_fields == 0)) return bad("truncated header");
     for (auto* v : {&info->partial, &info->history}) {
       uint32_t n = 0;
       if (!r.Get(&n) || n > (1u << 20)) return bad("truncated header");

@@ -6,7 +6,8 @@
 // Written atomically: to PATH.tmp.PID, flushed and fsync'ed, then renamed over PATH, so a crash
 // leaves the previous checkpoint whole. Format (little-endian): "HOOPCKPT", u32 version, the
 // model's name, u32 epochs done, u64 steps done, and from version 2: u32 steps done in the
-// unfinished epoch, u32 ranks, u32 batch per rank, f64 wall seconds, u32 n and n f64 (the
+// unfinished epoch, u32 ranks, u32 batch per rank, f64 wall seconds, from version 3: u32 metrics
+// fields per epoch (15 in version 2, before the energy fields), then u32 n and n f64 (the
 // unfinished epoch's partial sums), u32 n and n f64 (the finished epochs' metrics, in
 // metrics.h's field order); then u32 tensor count, per tensor its name, u64 element count and f32
 // data; last a CRC-32 of everything before it. Version 1 files still load. Loading checks each
@@ -30,6 +31,7 @@ struct CheckpointInfo {
   double wall_s = 0;             // training time so far
   std::vector<double> partial;   // the unfinished epoch's sums (trainer.cc's order)
   std::vector<double> history;   // the finished epochs' metrics, flattened (metrics.h)
+  uint32_t history_fields = 0;   // per epoch in `history`; 0 when saving: EpochFieldCount()
 };
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor*>>;

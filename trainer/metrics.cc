@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 namespace hoop::train {
 
@@ -31,14 +34,22 @@ std::vector<std::pair<const char*, double>> Fields(const EpochMetrics& m) {
           {"train_acc", m.train_acc},
           {"test_loss", m.test_loss},
           {"test_acc", m.test_acc},
-          {"lr", m.lr}};
+          {"lr", m.lr},
+          {"cpu_joules", m.cpu_joules},
+          {"gpu_joules", m.gpu_joules},
+          {"images_per_joule", m.images_per_joule}};
 }
 
-std::string Num(double v) {
+// A value for the files: NaN (not available) as JSON's null or CSV's empty cell.
+std::string Num(double v, bool json) {
+  if (std::isnan(v)) return json ? "null" : "";
   char b[32];
   std::snprintf(b, sizeof b, "%.6g", v);
   return b;
 }
+
+// `text` as a JSON string, quotes included.
+std::string JsonText(const std::string& text) { return nlohmann::json(text).dump(); }
 
 }  // namespace
 
@@ -50,12 +61,13 @@ std::vector<double> EpochValues(const EpochMetrics& m) {
 
 size_t EpochFieldCount() { return Fields(EpochMetrics{}).size(); }
 
-EpochMetrics EpochFromValues(const double* v) {
+EpochMetrics EpochFromValues(const double* v, size_t fields) {
   EpochMetrics m;
   m.epoch = static_cast<int>(v[0]);
   m.wall_s = v[1], m.train_s = v[2], m.images = static_cast<int64_t>(v[3]), m.images_per_s = v[4];
   m.data_s = v[5], m.forward_s = v[6], m.backward_s = v[7], m.comm_wait_s = v[8], m.optimizer_s = v[9];
   m.train_loss = v[10], m.train_acc = v[11], m.test_loss = v[12], m.test_acc = v[13], m.lr = v[14];
+  if (fields >= 18) m.cpu_joules = v[15], m.gpu_joules = v[16], m.images_per_joule = v[17];
   return m;
 }
 
@@ -66,19 +78,24 @@ std::string FormatEpoch(const EpochMetrics& m, int epochs) {
                 "(data %.2f, forward %.2f, backward %.2f, comm wait %.2f, optimizer %.2f) | %.1f s elapsed",
                 m.epoch, epochs, m.train_loss, 100 * m.train_acc, m.test_loss, 100 * m.test_acc, m.images_per_s, m.train_s,
                 m.data_s, m.forward_s, m.backward_s, m.comm_wait_s, m.optimizer_s, m.wall_s);
-  return b;
+  std::string line = b;
+  if (std::isnan(m.images_per_joule)) return line + " | energy n/a";
+  auto joules = [](double j) { return std::isnan(j) ? std::string("n/a") : Num(j, false) + " J"; };
+  return line + " | energy: CPU " + joules(m.cpu_joules) + ", GPU " + joules(m.gpu_joules) + ", " +
+         Num(m.images_per_joule, false) + " images/J";
 }
 
 Status WriteMetrics(const std::string& path, const RunInfo& run, const std::vector<EpochMetrics>& epochs) {
   std::ostringstream o;
   if (EndsWith(path, ".json")) {
     o << "{\"model\": \"" << run.model << "\", \"ranks\": " << run.ranks << ", \"batch\": " << run.batch
-      << ", \"threads\": " << run.threads << ", \"transport\": \"" << run.transport << "\", \"epochs\": [";
+      << ", \"threads\": " << run.threads << ", \"transport\": \"" << run.transport << "\", \"cpu_energy\": "
+      << JsonText(run.cpu_energy) << ", \"gpu_energy\": " << JsonText(run.gpu_energy) << ", \"epochs\": [";
     for (size_t i = 0; i < epochs.size(); ++i) {
       o << (i ? ",\n  {" : "\n  {");
       bool first = true;
       for (auto& [k, v] : Fields(epochs[i])) {
-        o << (first ? "" : ", ") << '"' << k << "\": " << Num(v);
+        o << (first ? "" : ", ") << '"' << k << "\": " << Num(v, true);
         first = false;
       }
       o << "}";
@@ -90,7 +107,7 @@ Status WriteMetrics(const std::string& path, const RunInfo& run, const std::vect
     o << '\n';
     for (const auto& m : epochs) {
       o << run.model << ',' << run.ranks << ',' << run.batch << ',' << run.threads << ',' << run.transport;
-      for (auto& [k, v] : Fields(m)) o << ',' << Num(v);
+      for (auto& [k, v] : Fields(m)) o << ',' << Num(v, false);
       o << '\n';
     }
   }

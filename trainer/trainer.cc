@@ -12,6 +12,7 @@
 
 #include "tensorfusion/runtime.h"
 #include "trainer/checkpoint.h"
+#include "trainer/energy.h"
 #include "trainer/layer_factory.h"
 #include "trainer/data_parallel.h"
 #include "trainer/loss.h"
@@ -50,6 +51,10 @@ class Run {
   int PendingStop() const;
   void Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_start, double images, bool final);
   void TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums);
+  // Finds which energy counters every host has (energy.h) and says so in `info` and on rank 0.
+  Status OpenEnergy(DataParallel& dp, RunInfo& info);
+  // This host's joules so far, {cpu, gpu} (0 on ranks that do not read them).
+  std::vector<double> Joules();
   void Evaluate(std::vector<double>& sums);
   std::string Where() const { return "hoop-train: rank " + std::to_string(comm_.rank()) + ": "; }
 
@@ -63,6 +68,9 @@ class Run {
   Clock::time_point last_progress_;
   int64_t resumed_at_ = 0;   // the epoch's first step in this process
   int pad_ = 0;              // black border that brings the data set's images to the model's size
+  std::unique_ptr<EnergyMeter> energy_;  // on local rank 0 of each host: the host's counters
+  bool cpu_energy_ = false, gpu_energy_ = false;  // readable on every host
+  Clock::time_point polled_;
   double images_before_ = 0; // images of the epoch trained before it (a resumed checkpoint's)
   bool shown_ = false;
   std::unique_ptr<Model> model_;
@@ -94,8 +102,8 @@ StatusOr<Run::Resumed> Run::Resume(DataParallel& dp, const NamedTensors& state, 
                info.wall_s};
       found.resize(7 + kSums, 0.0);
       if (info.partial.size() == static_cast<size_t>(kSums)) std::copy(info.partial.begin(), info.partial.end(), found.begin() + 7);
-      const size_t n = EpochFieldCount();
-      for (size_t at = 0; at + n <= info.history.size(); at += n) result->epochs.push_back(EpochFromValues(&info.history[at]));
+      const size_t n = info.history_fields;
+      for (size_t at = 0; at + n <= info.history.size(); at += n) result->epochs.push_back(EpochFromValues(&info.history[at], n));
     }
   }
   if (Status s = dp.SumDoubles("resume", found); !s.ok()) return s;
@@ -114,6 +122,33 @@ StatusOr<Run::Resumed> Run::Resume(DataParallel& dp, const NamedTensors& state, 
   }
   if (r.step > 0) r.partial.assign(found.begin() + 7, found.end());
   return r;
+}
+
+Status Run::OpenEnergy(DataParallel& dp, RunInfo& info) {
+  if (comm_.local_rank() == 0) energy_ = std::make_unique<EnergyMeter>();
+  // {hosts, hosts whose CPU counters read, hosts whose GPU counters read}
+  std::vector<double> hosts{energy_ ? 1.0 : 0.0, energy_ && energy_->cpu() ? 1.0 : 0.0, energy_ && energy_->gpu() ? 1.0 : 0.0};
+  HOOP_RETURN_IF_ERROR(dp.SumDoubles("energy.hosts", hosts));
+  cpu_energy_ = hosts[0] > 0 && hosts[1] == hosts[0];
+  gpu_energy_ = hosts[0] > 0 && hosts[2] == hosts[0];
+  auto note = [&](bool all, bool mine, const std::string& why, double ok) {
+    if (all) return std::string("measured");
+    if (energy_ && !mine) return "not available: " + why;
+    return "not available: readable on " + std::to_string(static_cast<int>(ok)) + " of " +
+           std::to_string(static_cast<int>(hosts[0])) + " hosts";
+  };
+  info.cpu_energy = note(cpu_energy_, energy_ && energy_->cpu(), energy_ ? energy_->cpu_why() : "", hosts[1]);
+  info.gpu_energy = note(gpu_energy_, energy_ && energy_->gpu(), energy_ ? energy_->gpu_why() : "", hosts[2]);
+  if (comm_.rank() == 0 && (!cpu_energy_ || !gpu_energy_))
+    std::printf("hoop-train: energy: CPU %s; GPU %s\n", info.cpu_energy.c_str(), info.gpu_energy.c_str());
+  polled_ = Clock::now();
+  return Status::Ok();
+}
+
+std::vector<double> Run::Joules() {
+  if (!energy_) return {0.0, 0.0};
+  polled_ = Clock::now();
+  return {cpu_energy_ ? energy_->CpuJoules() : 0.0, gpu_energy_ ? energy_->GpuJoules() : 0.0};
 }
 
 void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums) {
@@ -250,6 +285,8 @@ StatusOr<RunResult> Run::Go() {
     }
   }
   if (Status s = dp.Broadcast(state); !s.ok()) return s.WithContext(Where() + "broadcasting the initial model");
+  RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
+  if (Status s = OpenEnergy(dp, info); !s.ok()) return s.WithContext(Where() + "finding the energy counters");
   if (rank == 0) {
     std::string resuming;
     if (o_.resume)
@@ -264,7 +301,6 @@ StatusOr<RunResult> Run::Go() {
                 resuming.c_str());
     std::fflush(stdout);
   }
-  RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
   const auto begin = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from.wall_s));
   int64_t step = from.global_step;
   int64_t check_at = step + 1, check_every = 1;  // when the ranks next agree on whether to stop
@@ -296,6 +332,7 @@ StatusOr<RunResult> Run::Go() {
     resumed_at_ = first;
     images_before_ = sums[kImages];
     last_progress_ = epoch_start;
+    const std::vector<double> joules_before = Joules();
     double lr = sched.At(std::max<int64_t>(0, step - 1));
     for (int64_t s = first; s < steps; ++s, ++step) {
       const auto t0 = Clock::now();
@@ -309,6 +346,10 @@ StatusOr<RunResult> Run::Go() {
       sums[kOpt] += Since(t);
       step_s += (Since(t0) - step_s) / static_cast<double>(++timed_steps);
       Progress(epoch, s + 1, steps, epoch_start, sums[kImages], false);
+      if (energy_ && Since(polled_) > 1.0) {  // often enough that no counter wraps twice unseen
+        energy_->Poll();
+        polled_ = Clock::now();
+      }
       const int64_t done = step + 1;  // steps finished over the run
       if (done == check_at) {
         // [stop, rank 0's next interval]: about four looks a second, the same steps on every rank
@@ -347,6 +388,9 @@ StatusOr<RunResult> Run::Go() {
     }
     Progress(epoch, steps, steps, epoch_start, 0, true);
     sums[kTrainS] += Since(epoch_start);
+    std::vector<double> joules = Joules();  // the training steps' energy, this host; then summed over hosts
+    for (size_t i = 0; i < joules.size(); ++i) joules[i] -= joules_before[i];
+    if (Status s = dp.SumDoubles("epoch.energy", joules); !s.ok()) return s.WithContext(Where() + "summing the epoch's energy");
     if (Status s = dp.Average(buffers, ranks); !s.ok()) return s.WithContext(Where() + "averaging batch-norm statistics");
     Evaluate(sums);
     if (Status s = dp.SumDoubles("epoch.sums", sums); !s.ok()) return s.WithContext(Where() + "summing the epoch's metrics");
@@ -366,6 +410,9 @@ StatusOr<RunResult> Run::Go() {
     m.test_loss = sums[kTestLoss] / std::max(1.0, sums[kTestImages]);
     m.test_acc = sums[kTestCorrect] / std::max(1.0, sums[kTestImages]);
     m.lr = lr;
+    if (cpu_energy_) m.cpu_joules = joules[0];
+    if (gpu_energy_) m.gpu_joules = joules[1];
+    if ((cpu_energy_ || gpu_energy_) && joules[0] + joules[1] > 0) m.images_per_joule = sums[kImages] / (joules[0] + joules[1]);
     result.epochs.push_back(m);
     if (rank != 0) continue;
     std::printf("%s\n", FormatEpoch(m, o_.epochs).c_str());

@@ -8,11 +8,13 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "trainer/checkpoint.h"
+#include "trainer/energy.h"
 #include "trainer/layer_factory.h"
 #include "trainer/metrics.h"
 #include "trainer/mnist.h"
@@ -312,7 +314,59 @@ TEST_CASE("metrics: CSV and JSON files", "[trainer]") {
   CHECK_THAT(json, Catch::Contains("\"model\": \"lenet\", \"ranks\": 2"));
   CHECK_THAT(json, Catch::Contains("\"test_acc\": 0.8957"));
   CHECK_THAT(FormatEpoch(m, 2), Catch::Contains("epoch 1/2:"));
+  // Energy: not available is null in JSON, an empty cell in CSV, "n/a" in the log; the reasons
+  // travel in the JSON header.
+  CHECK_THAT(json, Catch::Contains("\"cpu_joules\": null, \"gpu_joules\": null, \"images_per_joule\": null"));
+  CHECK_THAT(csv, Catch::Contains(",cpu_joules,gpu_joules,images_per_joule\n"));
+  CHECK_THAT(csv, Catch::EndsWith(",,,\n"));
+  CHECK_THAT(FormatEpoch(m, 2), Catch::EndsWith("| energy n/a"));
+  m.cpu_joules = 1200;
+  m.images_per_joule = 50;
+  CHECK_THAT(FormatEpoch(m, 2), Catch::EndsWith("| energy: CPU 1200 J, GPU n/a, 50 images/J"));
+  run.cpu_energy = "not available: \"quoted\" reason";
+  REQUIRE(WriteMetrics(dir + "/e.json", run, {m}).ok());
+  json = Slurp(dir + "/e.json");
+  CHECK_THAT(json, Catch::Contains("\"cpu_energy\": \"not available: \\\"quoted\\\" reason\""));
+  CHECK_THAT(json, Catch::Contains("\"cpu_joules\": 1200, \"gpu_joules\": null, \"images_per_joule\": 50"));
+  // Checkpoints of version 2 held 15 fields per epoch: the energy fields stay unset.
+  std::vector<double> v = EpochValues(m);
+  CHECK(v.size() == EpochFieldCount());
+  CHECK(EpochFromValues(v.data(), v.size()).cpu_joules == 1200);
+  CHECK(std::isnan(EpochFromValues(v.data(), 15).cpu_joules));
   std::system(("rm -rf " + dir).c_str());
+}
+
+TEST_CASE("energy counters: RAPL packages through powercap, wrap-around, and why not", "[trainer]") {
+  // A powercap tree as the kernel lays it out: packages intel-rapl:N, their sub-zones
+  // intel-rapl:N:M (not counted again), each with energy_uj and max_energy_range_uj.
+  const std::string dir = TempDir();
+  auto zone = [&](const std::string& name, const std::string& uj) {
+    std::filesystem::create_directories(dir + "/" + name);
+    std::ofstream(dir + "/" + name + "/energy_uj") << uj << "\n";
+    std::ofstream(dir + "/" + name + "/max_energy_range_uj") << "1000000000\n";
+  };
+  zone("intel-rapl:0", "500000000");
+  zone("intel-rapl:0:0", "7");
+  zone("intel-rapl:1", "100");
+  EnergyMeter meter(dir, "");
+  REQUIRE(meter.cpu());
+  CHECK_FALSE(meter.gpu());
+  CHECK(meter.CpuJoules() == 0);
+  zone("intel-rapl:0", "800000000");  // +300 J
+  zone("intel-rapl:0:0", "900000000");
+  zone("intel-rapl:1", "2000100");    // +2 J
+  CHECK(meter.CpuJoules() == Approx(302));
+  zone("intel-rapl:0", "100000000");  // wrapped at 1000 J: +300 J
+  CHECK(meter.CpuJoules() == Approx(602));
+  std::filesystem::remove_all(dir);
+
+  EnergyMeter none(dir + "-absent", "libhoop-no-such-nvml.so");
+  CHECK_FALSE(none.cpu());
+  CHECK_THAT(none.cpu_why(), Catch::Contains("no " + dir + "-absent (this kernel or virtual machine exposes no RAPL"));
+  CHECK_FALSE(none.gpu());
+  CHECK_THAT(none.gpu_why(), Catch::Contains("NVML: libhoop-no-such-nvml.so not found"));
+  CHECK(none.CpuJoules() == 0);
+  CHECK(none.GpuJoules() == 0);
 }
 
 TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
