@@ -342,6 +342,42 @@ TEST_CASE("hoop-train learns, and writes CSV metrics", "[train]") {
   CHECK(std::stod(cells[18]) > 0.7);  // 6000 images, one epoch: well above chance (0.1)
 }
 
+TEST_CASE("hoop-bench-device: the CPU-against-GPU table, its CSV and its PNG", "[train][perf]") {
+  const std::string csv = Tmp("device.csv"), png = Tmp("device.png");
+  auto r = RunProc({Bin("hoop-bench-device"), "--gemm", "16,33", "--conv", "2", "--repeats", "2", "--csv", csv}, Within(120));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("| matrix product n x n | 33 | ") != std::string::npos);
+  CHECK(r.output.find("| conv training, n images | 2 | ") != std::string::npos);
+  CHECK(r.output.find("the mean of 2") != std::string::npos);
+  std::ifstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  CHECK(header == "kind,size,repeats,cpu_s,gpu_s,speedup");
+  int rows = 0;
+  while (std::getline(in, line)) ++rows;
+  CHECK(rows == 3);
+  // Without a GPU (this machine) the GPU columns are empty and the first line says why; with
+  // one, both devices ran and agreed (the tool fails when their results differ).
+  if (r.output.find("GPU: none (") != std::string::npos)
+    CHECK(r.output.find("| n/a | n/a |") != std::string::npos);
+  auto p = RunProc({HOOP_SOURCE_DIR "/perf/train-plot", "device", csv, "--out", png}, Within(60));
+  INFO(p.output);
+  CHECK(p.exit_code == 0);
+  std::ifstream img(png, std::ios::binary);
+  char sig[4] = {};
+  img.read(sig, 4);
+  CHECK(std::string(sig + 1, 3) == "PNG");
+  auto bad = RunProc({Bin("hoop-bench-device"), "--gemm", "10,x"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("hoop-bench-device: --gemm '10,x': 'x' is not an integer in [0, 20000]") != std::string::npos);
+  auto help = RunProc({Bin("hoop-bench-device"), "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK(help.output.find("usage: hoop-bench-device") != std::string::npos);
+  std::remove(csv.c_str());
+  std::remove(png.c_str());
+}
+
 TEST_CASE("hoop-train: help, bad options, missing data", "[train]") {
   auto h = RunProc({Bin("hoop-train"), "--help"});
   CHECK(h.exit_code == 0);
