@@ -29,11 +29,11 @@ Status DataParallel::Wait() {
   return WaitAll(pending_);
 }
 
-Status DataParallel::Average(const std::vector<std::pair<std::string, Tensor*>>& tensors, int ranks) {
+Status DataParallel::Average(const std::vector<std::pair<std::string, Tensor*>>& tensors, double weight) {
   std::vector<fusion::Handle> hs;
   for (auto& [name, t] : tensors) {
     fusion::TensorOptions o;
-    o.postscale = 1.0 / ranks;
+    o.prescale = weight;
     hs.push_back(rt_.Allreduce("avg." + name, Of(*t), Of(*t), ReduceOp::kSum, o));
   }
   return WaitAll(hs);

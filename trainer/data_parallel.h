@@ -26,8 +26,9 @@ class DataParallel {
   void GradientsReady(Layer& layer);
   // Waits for everything GradientsReady submitted since the last Wait.
   Status Wait();
-  // Replaces each tensor with its mean over the ranks.
-  Status Average(const std::vector<std::pair<std::string, Tensor*>>& tensors, int ranks);
+  // Replaces each tensor with the sum over the ranks of weight x tensor: the mean when every
+  // rank's weight is 1 / ranks, a mean weighted by each rank's share of the batch otherwise.
+  Status Average(const std::vector<std::pair<std::string, Tensor*>>& tensors, double weight);
   // Sums f64 values over the ranks in place (metrics and evaluation counts).
   Status SumDoubles(const std::string& name, std::vector<double>& values);
 

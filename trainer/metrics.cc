@@ -51,6 +51,18 @@ std::string Num(double v, bool json) {
 // `text` as a JSON string, quotes included.
 std::string JsonText(const std::string& text) { return nlohmann::json(text).dump(); }
 
+// The per-rank lists: a JSON array, or one CSV cell of values joined by ';'.
+template <class T>
+std::string List(const std::vector<T>& v, bool json) {
+  if (json) return nlohmann::json(v).dump();
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ';';
+    s += Num(static_cast<double>(v[i]), false);
+  }
+  return s;
+}
+
 }  // namespace
 
 std::vector<double> EpochValues(const EpochMetrics& m) {
@@ -90,7 +102,8 @@ Status WriteMetrics(const std::string& path, const RunInfo& run, const std::vect
   if (EndsWith(path, ".json")) {
     o << "{\"model\": \"" << run.model << "\", \"ranks\": " << run.ranks << ", \"batch\": " << run.batch
       << ", \"threads\": " << run.threads << ", \"transport\": \"" << run.transport << "\", \"cpu_energy\": "
-      << JsonText(run.cpu_energy) << ", \"gpu_energy\": " << JsonText(run.gpu_energy) << ", \"epochs\": [";
+      << JsonText(run.cpu_energy) << ", \"gpu_energy\": " << JsonText(run.gpu_energy)
+      << ", \"devices\": " << nlohmann::json(run.devices).dump() << ", \"epochs\": [";
     for (size_t i = 0; i < epochs.size(); ++i) {
       o << (i ? ",\n  {" : "\n  {");
       bool first = true;
@@ -98,17 +111,18 @@ Status WriteMetrics(const std::string& path, const RunInfo& run, const std::vect
         o << (first ? "" : ", ") << '"' << k << "\": " << Num(v, true);
         first = false;
       }
-      o << "}";
+      o << ", \"shares\": " << List(epochs[i].shares, true) << ", \"rank_images_per_s\": "
+        << List(epochs[i].rank_images_per_s, true) << "}";
     }
     o << "\n]}\n";
   } else {
     o << "model,ranks,batch,threads,transport";
     for (auto& [k, v] : Fields(EpochMetrics{})) o << ',' << k;
-    o << '\n';
+    o << ",shares,rank_images_per_s\n";
     for (const auto& m : epochs) {
       o << run.model << ',' << run.ranks << ',' << run.batch << ',' << run.threads << ',' << run.transport;
       for (auto& [k, v] : Fields(m)) o << ',' << Num(v, false);
-      o << '\n';
+      o << ',' << List(m.shares, false) << ',' << List(m.rank_images_per_s, false) << '\n';
     }
   }
   const std::string tmp = path + ".tmp." + std::to_string(getpid());

@@ -28,6 +28,10 @@ struct EpochMetrics {
   // Energy of the epoch's training steps over all hosts (energy.h), NaN where not available;
   // images per joule of the sources that are.
   double cpu_joules = kNoValue, gpu_joules = kNoValue, images_per_joule = kNoValue;
+  // Per rank: its images in each global batch this epoch, and its compute speed (images over
+  // its loading, forward and backward time). In the files only (not in checkpoints' history).
+  std::vector<int> shares = {};
+  std::vector<double> rank_images_per_s = {};
 
   static constexpr double kNoValue = __builtin_nan("");
 };
@@ -37,6 +41,7 @@ struct RunInfo {
   int ranks = 1, batch = 0, threads = 1;
   std::string transport;  // the back ends the communicator uses
   std::string cpu_energy = "not measured", gpu_energy = "not measured";  // "measured", or why not
+  std::vector<std::string> devices = {};  // per rank: "cpu"
 };
 
 // An epoch's metrics as numbers in the files' column order, and back (for checkpoints; `fields`:

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/parse.h"
+#include "trainer/balance.h"
 #include "trainer/layer_factory.h"
 #include "trainer/model.h"
 
@@ -43,6 +44,10 @@ const char* Usage() {
          "  --progress SECONDS      a progress line this often within an epoch: step, images/s, time\n"
          "                          left (default 10; on a terminal a line redrawn in place; 0: none)\n"
          "  --threads N             compute threads per rank (default: cores / ranks on this host)\n"
+         "  --balance equal|speed   how each global batch (--batch x ranks) is split: equally (the\n"
+         "                          default), or in proportion to each rank's measured speed,\n"
+         "                          re-measured every epoch, for ranks of unequal speed\n"
+         "  --shares N,N,...        a fixed split instead: images per rank in each global batch\n"
          "  --layers native|onednn  the layers' back end: oneDNN's primitives (convolution, batch norm\n"
          "                          with ReLU fused, max pooling; the default where hoop was built\n"
          "                          with libdnnl-dev) or the hand-written ones (im2col + OpenBLAS);\n"
@@ -93,7 +98,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     }
     static const char* const kValued[] = {"--model", "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
                                           "--warmup-epochs", "--schedule", "--seed", "--data", "--metrics", "--checkpoint",
-                                          "--threads", "--layers", "--train-limit", "--test-limit", "-t", "--transport",
+                                          "--threads", "--balance", "--shares", "--layers", "--train-limit", "--test-limit", "-t", "--transport",
                                           "--checkpoint-every", "--progress"};
     if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
       return InvalidArgument("unknown option '" + a + "' (see --help)");
@@ -136,6 +141,11 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     } else if (a == "--layers") {
       if (v != "native" && v != "onednn") return InvalidArgument("--layers '" + v + "': expected native or onednn");
       o.layers = v;
+    } else if (a == "--balance") {
+      if (v != "equal" && v != "speed") return InvalidArgument("--balance '" + v + "': expected equal or speed");
+      o.balance = v;
+    } else if (a == "--shares") {
+      HOOP_ASSIGN_OR_RETURN(o.shares, ParseShares(v));
     } else if (a == "--threads") {
       HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 1, 256));
       o.threads = static_cast<int>(n);
@@ -153,6 +163,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (o.resume && o.checkpoint.empty()) return InvalidArgument("--resume needs --checkpoint FILE");
   if (o.checkpoint_every && o.checkpoint.empty()) return InvalidArgument("--checkpoint-every needs --checkpoint FILE");
   if (o.force && !o.resume) return InvalidArgument("--force applies to --resume only");
+  if (!o.shares.empty() && o.balance == "speed") return InvalidArgument("--shares fixes the split; --balance speed measures it: give one");
   const bool lenet = o.model == "lenet";
   if (o.epochs == 0) o.epochs = lenet ? 2 : 4;
   if (o.batch == 0) o.batch = lenet ? 32 : 64;

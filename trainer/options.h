@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -24,6 +25,8 @@ struct Options {
   int64_t checkpoint_every = 0;  // steps; 0: at epoch ends only
   double progress_s = 10;        // a progress line this often within an epoch; 0: none
   int threads = 0;       // 0: this host's cores / ranks on it
+  std::string balance = "equal";  // equal | speed: shares of each global batch (balance.h)
+  std::vector<int> shares;        // --shares: fixed images per rank per step (empty: --batch each)
   int64_t train_limit = 0, test_limit = 0;  // 0: the whole set
   std::string transport;
   bool help = false, version = false;

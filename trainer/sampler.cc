@@ -7,12 +7,17 @@
 namespace hoop::train {
 
 DistributedSampler::DistributedSampler(int64_t images, int batch, int rank, int ranks, uint64_t seed)
-    : images_(images), batch_(batch), rank_(rank), ranks_(ranks), seed_(seed) {}
-
-int64_t DistributedSampler::steps_per_epoch() const {
-  const int64_t global = static_cast<int64_t>(batch_) * ranks_;
-  return (images_ + global - 1) / global;
+    : images_(images), rank_(rank), seed_(seed) {
+  SetShares(std::vector<int>(ranks, batch));
 }
+
+void DistributedSampler::SetShares(std::vector<int> shares) {
+  shares_ = std::move(shares);
+  global_ = std::accumulate(shares_.begin(), shares_.end(), int64_t{0});
+  before_ = std::accumulate(shares_.begin(), shares_.begin() + rank_, int64_t{0});
+}
+
+int64_t DistributedSampler::steps_per_epoch() const { return (images_ + global_ - 1) / global_; }
 
 const std::vector<int64_t>& DistributedSampler::Shuffle(int epoch) {
   perm_.resize(images_);
@@ -27,11 +32,11 @@ const std::vector<int64_t>& DistributedSampler::Shuffle(int epoch) {
 }
 
 Slice DistributedSampler::At(int64_t step) const {
-  const int64_t global = static_cast<int64_t>(batch_) * ranks_, start = step * global;
+  const int64_t start = step * global_;
   Slice s;
-  s.step_images = std::min(global, images_ - start);
-  s.begin = std::min(images_, start + static_cast<int64_t>(rank_) * batch_);
-  s.end = std::min(images_, s.begin + batch_);
+  s.step_images = std::min(global_, images_ - start);
+  s.begin = std::min(images_, start + before_);
+  s.end = std::min(images_, s.begin + shares_[rank_]);
   return s;
 }
 

@@ -3,6 +3,7 @@
 // always with one line saying which rank and what failed.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <new>
@@ -88,7 +89,12 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, job.status().message().c_str());
     return 1;
   }
-  if (std::string why = BatchTooLarge(opts->model, opts->batch, cfg->local_size > 0 ? cfg->local_size : 1); !why.empty()) {
+  // The most images one rank may take in a step: its --shares entry, or with --balance speed
+  // nearly the whole global batch (a fast rank beside slow ones).
+  int most = opts->batch;
+  if (!opts->shares.empty()) most = *std::max_element(opts->shares.begin(), opts->shares.end());
+  if (opts->balance == "speed") most = opts->batch * std::max(1, (*job)->comm->size());
+  if (std::string why = BatchTooLarge(opts->model, most, cfg->local_size > 0 ? cfg->local_size : 1); !why.empty()) {
     std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, why.c_str());
     return 2;
   }

@@ -9,12 +9,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 
 #include "tensorfusion/runtime.h"
+#include "trainer/balance.h"
 #include "trainer/checkpoint.h"
+#include "trainer/data_parallel.h"
 #include "trainer/energy.h"
 #include "trainer/layer_factory.h"
-#include "trainer/data_parallel.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"
 #include "trainer/sampler.h"
@@ -71,6 +73,7 @@ class Run {
   std::unique_ptr<EnergyMeter> energy_;  // on local rank 0 of each host: the host's counters
   bool cpu_energy_ = false, gpu_energy_ = false;  // readable on every host
   Clock::time_point polled_;
+  double my_images_ = 0, my_compute_s_ = 0;  // this rank's images and compute time this epoch
   double images_before_ = 0; // images of the epoch trained before it (a resumed checkpoint's)
   bool shown_ = false;
   std::unique_ptr<Model> model_;
@@ -152,7 +155,8 @@ std::vector<double> Run::Joules() {
 }
 
 void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums) {
-  auto t = Clock::now();
+  const auto start = Clock::now();
+  auto t = start;
   Gather(train_, perm.data() + s.begin, s.count(), batch_, labels_, pad_);
   sums[kData] += Since(t);
   t = Clock::now();
@@ -172,6 +176,8 @@ void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParall
   t = Clock::now();
   model_->net.Backward(batch_, dlogits_, nullptr, pool_, on_layer);
   sums[kBackward] += Since(t);
+  my_images_ += s.count();
+  my_compute_s_ += Since(start);
   sums[kLoss] += r.loss_sum;
   sums[kCorrect] += static_cast<double>(r.correct);
   sums[kImages] += s.count();
@@ -258,7 +264,16 @@ StatusOr<RunResult> Run::Go() {
   const int ranks = comm_.size(), rank = comm_.rank();
   const int64_t images = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
   DistributedSampler sampler(images, o_.batch, rank, ranks, o_.seed);
+  if (!o_.shares.empty()) {
+    if (static_cast<int>(o_.shares.size()) != ranks)
+      return InvalidArgument("--shares gives " + std::to_string(o_.shares.size()) + " image counts for " +
+                             std::to_string(ranks) + " ranks: give one per rank");
+    sampler.SetShares(o_.shares);
+  }
+  const int global_batch = std::accumulate(sampler.shares().begin(), sampler.shares().end(), 0);
   const int64_t steps = sampler.steps_per_epoch();
+  // This rank's weight in averages over the ranks (batch-norm statistics): its share of the batch.
+  auto weight = [&] { return static_cast<double>(sampler.shares()[rank]) / global_batch; };
   Sgd sgd(model_->net.Params(), o_.momentum, o_.weight_decay);
   LrSchedule sched{o_.lr, ranks, static_cast<int64_t>(std::llround(o_.warmup_epochs * steps)), steps * o_.epochs, o_.cosine};
 
@@ -286,6 +301,7 @@ StatusOr<RunResult> Run::Go() {
   }
   if (Status s = dp.Broadcast(state); !s.ok()) return s.WithContext(Where() + "broadcasting the initial model");
   RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
+  info.devices.assign(ranks, "cpu");
   if (Status s = OpenEnergy(dp, info); !s.ok()) return s.WithContext(Where() + "finding the energy counters");
   if (rank == 0) {
     std::string resuming;
@@ -311,7 +327,7 @@ StatusOr<RunResult> Run::Go() {
   // averaged, the unfinished epoch's sums added up), at a step every rank has reached.
   auto save = [&](int epochs_done, int64_t in_epoch, std::vector<double> partial) -> Status {
     if (in_epoch > 0) {
-      HOOP_RETURN_IF_ERROR(dp.Average(buffers, ranks));
+      HOOP_RETURN_IF_ERROR(dp.Average(buffers, weight()));
       HOOP_RETURN_IF_ERROR(dp.SumDoubles("checkpoint.sums", partial));
     }
     if (rank != 0) return Status::Ok();
@@ -331,6 +347,7 @@ StatusOr<RunResult> Run::Go() {
     const auto epoch_start = Clock::now();
     resumed_at_ = first;
     images_before_ = sums[kImages];
+    my_images_ = my_compute_s_ = 0;
     last_progress_ = epoch_start;
     const std::vector<double> joules_before = Joules();
     double lr = sched.At(std::max<int64_t>(0, step - 1));
@@ -391,7 +408,15 @@ StatusOr<RunResult> Run::Go() {
     std::vector<double> joules = Joules();  // the training steps' energy, this host; then summed over hosts
     for (size_t i = 0; i < joules.size(); ++i) joules[i] -= joules_before[i];
     if (Status s = dp.SumDoubles("epoch.energy", joules); !s.ok()) return s.WithContext(Where() + "summing the epoch's energy");
-    if (Status s = dp.Average(buffers, ranks); !s.ok()) return s.WithContext(Where() + "averaging batch-norm statistics");
+    // Every rank's compute speed this epoch (its images over its time loading, forward and
+    // backward: not the waits, which a slow peer inflates), the same vector on every rank.
+    std::vector<double> speeds(2 * ranks, 0.0);
+    speeds[rank] = my_images_;
+    speeds[ranks + rank] = my_compute_s_;
+    if (Status s = dp.SumDoubles("epoch.speeds", speeds); !s.ok()) return s.WithContext(Where() + "exchanging the ranks' speeds");
+    for (int r = 0; r < ranks; ++r) speeds[r] = speeds[ranks + r] > 0 ? speeds[r] / speeds[ranks + r] : 0;
+    speeds.resize(ranks);
+    if (Status s = dp.Average(buffers, weight()); !s.ok()) return s.WithContext(Where() + "averaging batch-norm statistics");
     Evaluate(sums);
     if (Status s = dp.SumDoubles("epoch.sums", sums); !s.ok()) return s.WithContext(Where() + "summing the epoch's metrics");
     EpochMetrics m;
@@ -413,9 +438,21 @@ StatusOr<RunResult> Run::Go() {
     if (cpu_energy_) m.cpu_joules = joules[0];
     if (gpu_energy_) m.gpu_joules = joules[1];
     if ((cpu_energy_ || gpu_energy_) && joules[0] + joules[1] > 0) m.images_per_joule = sums[kImages] / (joules[0] + joules[1]);
+    m.shares = sampler.shares();
+    m.rank_images_per_s = speeds;
     result.epochs.push_back(m);
+    if (o_.balance == "speed") sampler.SetShares(SharesBySpeed(speeds, global_batch));  // for the next epoch
     if (rank != 0) continue;
-    std::printf("%s\n", FormatEpoch(m, o_.epochs).c_str());
+    std::string split;
+    if (o_.balance == "speed" || !o_.shares.empty()) {
+      split = " | shares " + FormatShares(m.shares) + ", compute images/s";
+      for (int r = 0; r < ranks; ++r) {
+        split += r ? '/' : ' ';
+        split += std::to_string(static_cast<int>(std::lround(speeds[r])));
+      }
+      if (o_.balance == "speed" && epoch + 1 < o_.epochs) split += ", next " + FormatShares(sampler.shares());
+    }
+    std::printf("%s%s\n", FormatEpoch(m, o_.epochs).c_str(), split.c_str());
     std::fflush(stdout);
     if (!o_.metrics.empty())
       if (Status s = WriteMetrics(o_.metrics, info, result.epochs); !s.ok()) return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));

@@ -93,6 +93,30 @@ TEST_CASE("1, 2 and 4 ranks with the same global batch reach the same parameters
     CHECK(MaxDiff(one, two) < 2e-5);
     CHECK(MaxDiff(one, four) < 2e-5);
   }
+  // Unequal shares of the same global batch of 48 (--shares, as --balance speed would set for
+  // ranks of unequal speed): the same training, since the gradients are summed over the batch.
+  {
+    std::string ck = Tmp("eq-shares");
+    auto args = common;
+    args.insert(args.end(), {"--shares", "31,17", "--lr", "0.02", "--checkpoint", ck});
+    auto r = Train(2, args);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("| shares 31/17, compute images/s ") != std::string::npos);
+    Loaded uneven = Load(ck, "lenet");
+    std::remove(ck.c_str());
+    CHECK(MaxDiff(one, uneven) < 2e-5);
+    auto wrong = Train(2, {"--shares", "10,10,10", "--train-limit", "64"}, 60);
+    CHECK(wrong.exit_code == 1);
+    CHECK(wrong.output.find("--shares gives 3 image counts for 2 ranks: give one per rank") != std::string::npos);
+    // Measured: both ranks report their speed, and the next epoch's shares follow it.
+    auto speed = Train(2, {"--balance", "speed", "--epochs", "2", "--train-limit", "2000", "--test-limit", "100"});
+    INFO(speed.output);
+    CHECK(speed.exit_code == 0);
+    CHECK(speed.output.find("epoch 1/2: ") != std::string::npos);
+    CHECK(speed.output.find("| shares 32/32, compute images/s ") != std::string::npos);
+    CHECK(speed.output.find(", next ") != std::string::npos);
+  }
   // The check can fail: another seed (another shuffle and start) is far away.
   Loaded other = run(2, 24, "0.02", "shm", "6");
   CHECK(MaxDiff(one, other) > 1e-2);
@@ -328,14 +352,16 @@ TEST_CASE("hoop-train learns, and writes CSV metrics", "[train]") {
   std::vector<std::string> cells;
   std::stringstream rs(row);
   for (std::string c; std::getline(rs, c, ',');) cells.push_back(c);
-  REQUIRE(std::count(row.begin(), row.end(), ',') == 22);  // 23 cells
+  REQUIRE(std::count(row.begin(), row.end(), ',') == 24);  // 25 cells
   CHECK(header.find(",cpu_joules,gpu_joules,images_per_joule") != std::string::npos);
   // Where neither the CPU's nor a GPU's energy is readable (this machine: a VM without RAPL, no
   // NVIDIA driver), hoop-train says why and the energy cells are empty, never a made-up figure.
+  const std::string energy = row.substr(0, row.rfind(',', row.rfind(',') - 1));  // less the per-rank cells
   if (r.output.find("energy: CPU not available") != std::string::npos && r.output.find("GPU not available") != std::string::npos)
-    CHECK(row.substr(row.size() - 3) == ",,,");
+    CHECK(energy.substr(energy.size() - 3) == ",,,");
   else
-    CHECK(row.substr(row.size() - 3) != ",,,");
+    CHECK(energy.substr(energy.size() - 3) != ",,,");
+  CHECK(row.find(",32;32,") != std::string::npos);  // each rank's share of the global batch
   CHECK(cells[0] == "lenet");
   CHECK(cells[1] == "2");
   CHECK(cells[4] == "shm");  // the back end actually used

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "trainer/balance.h"
 #include "trainer/checkpoint.h"
 #include "trainer/energy.h"
 #include "trainer/layer_factory.h"
@@ -232,6 +233,42 @@ TEST_CASE("fashion-mnist reader: real gzip IDX files and named errors", "[traine
   std::system(("rm -rf " + dir).c_str());
 }
 
+TEST_CASE("balance: shares in proportion to speed, and the sampler's uneven split", "[trainer]") {
+  // 3:1 speeds over 64 images; a GPU rank beside two CPU ranks 100 times slower (94.1, 0.94,
+  // 0.94 rounded by largest remainder); 1:2:3 over 7 (1.17, 2.33, 3.5).
+  CHECK(SharesBySpeed({3000, 1000}, 64) == std::vector<int>{48, 16});
+  CHECK(SharesBySpeed({5000, 50, 50}, 96) == std::vector<int>{94, 1, 1});
+  // No rank is left out while there are enough images: 1000:1 over 64 would round to 64/0.
+  CHECK(SharesBySpeed({1000, 1}, 64) == std::vector<int>{63, 1});
+  // Unusable speeds (a rank that did no work) give the equal split; the sum is always kept.
+  CHECK(SharesBySpeed({100, 0}, 64) == std::vector<int>{32, 32});
+  CHECK(SharesBySpeed({1, 2, 3}, 7) == std::vector<int>{1, 2, 4});
+  CHECK(SharesBySpeed({1, 1, 1}, 2) == std::vector<int>{1, 1, 0});
+  CHECK(FormatShares({40, 24}) == "40/24");
+  CHECK(*ParseShares("40,24") == std::vector<int>{40, 24});
+  CHECK_THAT(ParseShares("40,x").status().message(), Catch::Contains("'x' is not an integer in [0, 65536]"));
+  CHECK_THAT(ParseShares("0,0").status().message(), Catch::Contains("not all 0"));
+
+  // Uneven shares: each global batch is still the same images, split without gaps or overlap.
+  const int64_t images = 150;
+  std::vector<DistributedSampler> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.emplace_back(images, 8, r, 3, 1);
+    ranks.back().SetShares({10, 3, 7});
+  }
+  CHECK(ranks[0].steps_per_epoch() == 8);  // 150 / 20, rounded up
+  for (int64_t step = 0; step < 8; ++step) {
+    int64_t at = step * 20;
+    for (int r = 0; r < 3; ++r) {
+      Slice s = ranks[r].At(step);
+      CHECK(s.begin == std::min(images, at));
+      CHECK(s.step_images == std::min<int64_t>(20, images - step * 20));
+      at = s.end;
+    }
+    CHECK(at == std::min<int64_t>(images, (step + 1) * 20));
+  }
+}
+
 TEST_CASE("fashion-mnist padded to 32x32: a black border around the same image", "[trainer]") {
   Dataset d;
   d.count = 1;
@@ -317,8 +354,8 @@ TEST_CASE("metrics: CSV and JSON files", "[trainer]") {
   // Energy: not available is null in JSON, an empty cell in CSV, "n/a" in the log; the reasons
   // travel in the JSON header.
   CHECK_THAT(json, Catch::Contains("\"cpu_joules\": null, \"gpu_joules\": null, \"images_per_joule\": null"));
-  CHECK_THAT(csv, Catch::Contains(",cpu_joules,gpu_joules,images_per_joule\n"));
-  CHECK_THAT(csv, Catch::EndsWith(",,,\n"));
+  CHECK_THAT(csv, Catch::Contains(",cpu_joules,gpu_joules,images_per_joule,shares,rank_images_per_s\n"));
+  CHECK_THAT(csv, Catch::EndsWith(",,,,,\n"));
   CHECK_THAT(FormatEpoch(m, 2), Catch::EndsWith("| energy n/a"));
   m.cpu_joules = 1200;
   m.images_per_joule = 50;
@@ -328,6 +365,15 @@ TEST_CASE("metrics: CSV and JSON files", "[trainer]") {
   json = Slurp(dir + "/e.json");
   CHECK_THAT(json, Catch::Contains("\"cpu_energy\": \"not available: \\\"quoted\\\" reason\""));
   CHECK_THAT(json, Catch::Contains("\"cpu_joules\": 1200, \"gpu_joules\": null, \"images_per_joule\": 50"));
+  // Per rank: shares and compute speeds, a JSON array each, one ';'-joined CSV cell each.
+  m.shares = {40, 24};
+  m.rank_images_per_s = {1500.5, 900};
+  run.devices = {"cpu", "cpu"};
+  REQUIRE(WriteMetrics(dir + "/r.json", run, {m}).ok());
+  REQUIRE(WriteMetrics(dir + "/r.csv", run, {m}).ok());
+  CHECK_THAT(Slurp(dir + "/r.json"), Catch::Contains("\"shares\": [40,24], \"rank_images_per_s\": [1500.5,900.0]}"));
+  CHECK_THAT(Slurp(dir + "/r.json"), Catch::Contains("\"devices\": [\"cpu\",\"cpu\"]"));
+  CHECK_THAT(Slurp(dir + "/r.csv"), Catch::EndsWith(",40;24,1500.5;900\n"));
   // Checkpoints of version 2 held 15 fields per epoch: the energy fields stay unset.
   std::vector<double> v = EpochValues(m);
   CHECK(v.size() == EpochFieldCount());
@@ -386,6 +432,9 @@ TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
   };
   e({"--model", "vgg"}, "--model 'vgg': expected lenet, resnet, resnet18 or resnet34");
   e({"--batch", "0"}, "--batch '0': expected an integer in [1, 65536]");
+  e({"--balance", "fast"}, "--balance 'fast': expected equal or speed");
+  e({"--shares", "4,4", "--balance", "speed"}, "--shares fixes the split; --balance speed measures it: give one");
+  CHECK(parse({"--shares", "40,24"})->shares == std::vector<int>{40, 24});
   e({"--lr", "x"}, "--lr 'x': expected a number");
   e({"--resume"}, "--resume needs --checkpoint FILE");
   e({"--epochs"}, "--epochs needs a value");
