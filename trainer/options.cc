@@ -48,6 +48,9 @@ const char* Usage() {
          "                          default), or in proportion to each rank's measured speed,\n"
          "                          re-measured every epoch, for ranks of unequal speed\n"
          "  --shares N,N,...        a fixed split instead: images per rank in each global batch\n"
+         "  --slow-rank R --slow-ms T\n"
+         "                          a straggler to study: rank R sleeps T ms in every step's\n"
+         "                          forward pass, as a slower device would compute\n"
          "  --layers native|onednn  the layers' back end: oneDNN's primitives (convolution, batch norm\n"
          "                          with ReLU fused, max pooling; the default where hoop was built\n"
          "                          with libdnnl-dev) or the hand-written ones (im2col + OpenBLAS);\n"
@@ -98,7 +101,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     }
     static const char* const kValued[] = {"--model", "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
                                           "--warmup-epochs", "--schedule", "--seed", "--data", "--metrics", "--checkpoint",
-                                          "--threads", "--balance", "--shares", "--layers", "--train-limit", "--test-limit", "-t", "--transport",
+                                          "--threads", "--balance", "--shares", "--slow-rank", "--slow-ms", "--layers", "--train-limit", "--test-limit", "-t", "--transport",
                                           "--checkpoint-every", "--progress"};
     if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
       return InvalidArgument("unknown option '" + a + "' (see --help)");
@@ -146,6 +149,11 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       o.balance = v;
     } else if (a == "--shares") {
       HOOP_ASSIGN_OR_RETURN(o.shares, ParseShares(v));
+    } else if (a == "--slow-rank") {
+      HOOP_ASSIGN_OR_RETURN(int64_t r, count(a, v, 0, 65535));
+      o.slow_rank = static_cast<int>(r);
+    } else if (a == "--slow-ms") {
+      HOOP_ASSIGN_OR_RETURN(o.slow_ms, num(a, v, 0, 60000));
     } else if (a == "--threads") {
       HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 1, 256));
       o.threads = static_cast<int>(n);
@@ -163,6 +171,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (o.resume && o.checkpoint.empty()) return InvalidArgument("--resume needs --checkpoint FILE");
   if (o.checkpoint_every && o.checkpoint.empty()) return InvalidArgument("--checkpoint-every needs --checkpoint FILE");
   if (o.force && !o.resume) return InvalidArgument("--force applies to --resume only");
+  if ((o.slow_rank >= 0) != (o.slow_ms > 0)) return InvalidArgument("--slow-rank and --slow-ms go together");
   if (!o.shares.empty() && o.balance == "speed") return InvalidArgument("--shares fixes the split; --balance speed measures it: give one");
   const bool lenet = o.model == "lenet";
   if (o.epochs == 0) o.epochs = lenet ? 2 : 4;

@@ -27,6 +27,8 @@ struct Options {
   int threads = 0;       // 0: this host's cores / ranks on it
   std::string balance = "equal";  // equal | speed: shares of each global batch (balance.h)
   std::vector<int> shares;        // --shares: fixed images per rank per step (empty: --batch each)
+  int slow_rank = -1;             // a straggler to study: this rank sleeps slow_ms per step
+  double slow_ms = 0;
   int64_t train_limit = 0, test_limit = 0;  // 0: the whole set
   std::string transport;
   bool help = false, version = false;

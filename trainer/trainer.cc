@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 #include "tensorfusion/runtime.h"
 #include "trainer/balance.h"
@@ -170,6 +171,8 @@ void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParall
     }
     return;
   }
+  if (comm_.rank() == o_.slow_rank)  // the straggler: as if its device computed slower
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o_.slow_ms));
   const Tensor& logits = model_->net.Forward(batch_, Mode::kTrain, pool_);
   LossResult r = SoftmaxCrossEntropy(logits, labels_, 1.0f / static_cast<float>(s.step_images), &dlogits_);
   sums[kForward] += Since(t);
@@ -264,6 +267,8 @@ StatusOr<RunResult> Run::Go() {
   const int ranks = comm_.size(), rank = comm_.rank();
   const int64_t images = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
   DistributedSampler sampler(images, o_.batch, rank, ranks, o_.seed);
+  if (o_.slow_rank >= ranks)
+    return InvalidArgument("--slow-rank " + std::to_string(o_.slow_rank) + ": the job has ranks 0 to " + std::to_string(ranks - 1));
   if (!o_.shares.empty()) {
     if (static_cast<int>(o_.shares.size()) != ranks)
       return InvalidArgument("--shares gives " + std::to_string(o_.shares.size()) + " image counts for " +

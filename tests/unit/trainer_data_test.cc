@@ -435,6 +435,9 @@ TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
   e({"--balance", "fast"}, "--balance 'fast': expected equal or speed");
   e({"--shares", "4,4", "--balance", "speed"}, "--shares fixes the split; --balance speed measures it: give one");
   CHECK(parse({"--shares", "40,24"})->shares == std::vector<int>{40, 24});
+  e({"--slow-rank", "1"}, "--slow-rank and --slow-ms go together");
+  e({"--slow-ms", "-3"}, "--slow-ms '-3': expected a number in [0, 60000]");
+  CHECK(parse({"--slow-rank", "1", "--slow-ms", "2.5"})->slow_ms == 2.5);
   e({"--lr", "x"}, "--lr 'x': expected a number");
   e({"--resume"}, "--resume needs --checkpoint FILE");
   e({"--epochs"}, "--epochs needs a value");
