@@ -16,9 +16,17 @@ std::unique_ptr<Layer> LayerFactory::MaxPool(std::string name, int k) const {
   return std::make_unique<hoop::train::MaxPool>(std::move(name), k);
 }
 
+std::unique_ptr<Layer> LayerFactory::GlobalAvgPool(std::string name) const {
+  return std::make_unique<hoop::train::GlobalAvgPool>(std::move(name));
+}
+
+std::unique_ptr<Layer> LayerFactory::Relu(std::string name) const {
+  return std::make_unique<hoop::train::Relu>(std::move(name));
+}
+
 void LayerFactory::AddBatchNorm(Chain& chain, const std::string& name, int channels, const std::string& relu_name) const {
   chain.Add(std::make_unique<BatchNorm>(name, channels));
-  if (!relu_name.empty()) chain.Add(std::make_unique<Relu>(relu_name));
+  if (!relu_name.empty()) chain.Add(Relu(relu_name));
 }
 
 std::unique_ptr<LayerFactory> MakeLayerFactory(Layers layers) {

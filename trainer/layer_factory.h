@@ -2,8 +2,9 @@
 // through a factory instead of naming classes, so one model definition serves every back end
 // and gives the same parameters (names, shapes, initial values from the same seed) on each:
 //  - native: the hand-written layers (im2col + OpenBLAS convolutions, plain loops);
-//  - onednn: convolutions, batch norm (with ReLU fused into it where one follows) and max
-//    pooling on oneDNN primitives, passing oneDNN's blocked layouts between them (tensor.h).
+//  - onednn: convolutions, batch norm (with ReLU fused into it where one follows), ReLU, max
+//    and global average pooling on oneDNN primitives, passing oneDNN's blocked layouts between
+//    them (tensor.h); linear layers stay on OpenBLAS's GEMM (linear.h).
 #pragma once
 #include <memory>
 #include <random>
@@ -22,6 +23,8 @@ class LayerFactory {
   virtual ~LayerFactory() = default;
   virtual std::unique_ptr<Layer> Conv(std::string name, ConvSpec spec, std::mt19937& rng) const;
   virtual std::unique_ptr<Layer> MaxPool(std::string name, int k) const;
+  virtual std::unique_ptr<Layer> GlobalAvgPool(std::string name) const;
+  virtual std::unique_ptr<Layer> Relu(std::string name) const;
   // Adds batch norm over `channels` to `chain`, then, when relu_name is not empty, a ReLU
   // (fused into the batch norm where the back end can).
   virtual void AddBatchNorm(Chain& chain, const std::string& name, int channels, const std::string& relu_name) const;

@@ -5,6 +5,7 @@
 #include "trainer/conv2d_dnnl.h"
 #include "trainer/layer_factory.h"
 #include "trainer/pool_dnnl.h"
+#include "trainer/relu_dnnl.h"
 
 namespace hoop::train {
 
@@ -18,6 +19,10 @@ class OneDnnFactory : public LayerFactory {
   std::unique_ptr<Layer> MaxPool(std::string name, int k) const override {
     return std::make_unique<DnnlMaxPool>(std::move(name), k);
   }
+  std::unique_ptr<Layer> GlobalAvgPool(std::string name) const override {
+    return std::make_unique<DnnlGlobalAvgPool>(std::move(name));
+  }
+  std::unique_ptr<Layer> Relu(std::string name) const override { return std::make_unique<DnnlRelu>(std::move(name)); }
   // One layer where a ReLU follows: its name is the batch norm's (the ReLU has no parameters).
   void AddBatchNorm(Chain& chain, const std::string& name, int channels, const std::string& relu_name) const override {
     chain.Add(std::make_unique<DnnlBatchNorm>(name, channels, !relu_name.empty()));

@@ -42,14 +42,14 @@ void LeNet(Chain& c, std::mt19937& rng, const LayerFactory& make) {
   // function with the same gradients as conv-ReLU-pool, and ReLU runs on a quarter of the data.
   c.Add(make.Conv("conv1", ConvSpec{1, 16, 5, 1, 2, true}, rng));
   c.Add(make.MaxPool("pool1", 2));
-  c.Add(std::make_unique<Relu>("relu1"));
+  c.Add(make.Relu("relu1"));
   c.Add(make.Conv("conv2", ConvSpec{16, 32, 5, 1, 0, true}, rng));
   c.Add(make.MaxPool("pool2", 2));
-  c.Add(std::make_unique<Relu>("relu2"));
+  c.Add(make.Relu("relu2"));
   c.Add(std::make_unique<Linear>("fc1", 32 * 5 * 5, 120, rng));
-  c.Add(std::make_unique<Relu>("relu3"));
+  c.Add(make.Relu("relu3"));
   c.Add(std::make_unique<Linear>("fc2", 120, 84, rng));
-  c.Add(std::make_unique<Relu>("relu4"));
+  c.Add(make.Relu("relu4"));
   c.Add(std::make_unique<Linear>("fc3", 84, 10, rng));
 }
 
@@ -59,7 +59,7 @@ void ResNet(Chain& c, std::mt19937& rng, const LayerFactory& make) {
   c.Add(std::make_unique<Residual>("block1", 16, 16, 1, rng, make));
   c.Add(std::make_unique<Residual>("block2", 16, 32, 2, rng, make));
   c.Add(std::make_unique<Residual>("block3", 32, 64, 2, rng, make));
-  c.Add(std::make_unique<GlobalAvgPool>("pool"));
+  c.Add(make.GlobalAvgPool("pool"));
   c.Add(std::make_unique<Linear>("fc", 64, 10, rng));
 }
 
@@ -79,7 +79,7 @@ void DeepResNet(Chain& c, std::mt19937& rng, const LayerFactory& make, int chann
       in = out;
     }
   }
-  c.Add(std::make_unique<GlobalAvgPool>("pool"));
+  c.Add(make.GlobalAvgPool("pool"));
   c.Add(std::make_unique<Linear>("fc", 512, 10, rng));
 }
 

@@ -78,4 +78,58 @@ void DnnlMaxPool::Backward(const Tensor& in, const Tensor& out, const Tensor& do
   p.strm.wait();
 }
 
+struct DnnlGlobalAvgPool::Primitives {
+  Shape in;
+  int block = 0;
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  memory::desc src, dst;
+  dnnl::pooling_forward fwd;
+  dnnl::pooling_backward bwd;
+};
+
+DnnlGlobalAvgPool::DnnlGlobalAvgPool(std::string name) : GlobalAvgPool(std::move(name)) {}
+DnnlGlobalAvgPool::~DnnlGlobalAvgPool() = default;
+
+DnnlGlobalAvgPool::Primitives& DnnlGlobalAvgPool::For(const Shape& in, int block) {
+  return Cached(cache_, [&](const Primitives& p) { return p.in == in && p.block == block; }, [&] {
+    auto p = std::make_unique<Primitives>();
+    p->in = in;
+    p->block = block;
+    p->src = DescOf(in, block);
+    p->dst = DescOf(OutShape(in), block);
+    const memory::dims window{in.h, in.w}, zero{0, 0};
+    const auto algo = dnnl::algorithm::pooling_avg_exclude_padding;
+    dnnl::pooling_forward::primitive_desc fwd_pd(
+        dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, algo, p->src, p->dst, window, window, zero, zero),
+        p->eng);
+    p->fwd = dnnl::pooling_forward(fwd_pd);
+    dnnl::pooling_backward::primitive_desc bwd_pd(
+        dnnl::pooling_backward::desc(algo, p->src, p->dst, window, window, zero, zero), p->eng, fwd_pd);
+    p->bwd = dnnl::pooling_backward(bwd_pd);
+    return p;
+  });
+}
+
+void DnnlGlobalAvgPool::Forward(const Tensor& in, Tensor& out, Mode, ThreadPool&) {
+  out.Resize(OutShape(in.shape));
+  out.block = in.block;
+  if (out.size() == 0) return;
+  Primitives& p = For(in.shape, in.block);
+  p.fwd.execute(p.strm, {{DNNL_ARG_SRC, memory(p.src, p.eng, const_cast<float*>(in.ptr()))},
+                         {DNNL_ARG_DST, memory(p.dst, p.eng, out.ptr())}});
+  p.strm.wait();
+}
+
+void DnnlGlobalAvgPool::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din, ThreadPool&) {
+  if (!din) return;
+  din->Resize(in.shape);
+  din->block = in.block;
+  if (out.size() == 0) return;
+  Primitives& p = For(in.shape, in.block);
+  p.bwd.execute(p.strm, {{DNNL_ARG_DIFF_DST, memory(p.dst, p.eng, const_cast<float*>(dout.ptr()))},
+                         {DNNL_ARG_DIFF_SRC, memory(p.src, p.eng, din->ptr())}});
+  p.strm.wait();
+}
+
 }  // namespace hoop::train

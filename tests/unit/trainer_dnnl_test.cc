@@ -143,6 +143,34 @@ TEST_CASE("max pooling on oneDNN: gradients and the same windows as MaxPool, odd
   }
 }
 
+TEST_CASE("ReLU and global average pooling on oneDNN: gradients and the hand-written results", "[trainer][layers]") {
+  if (Skip("ReLU and global average pooling on oneDNN")) return;
+  auto make = OneDnnLayerFactory();
+  std::mt19937 rng(21);
+  auto relu = make->Relu("relu");
+  Tensor x({2, 3, 4, 4});
+  FillSpaced(x, rng);
+  CheckLayer(*relu, x, 1e-2f);
+  auto gap = make->GlobalAvgPool("gap");
+  CheckLayer(*gap, Random({3, 4, 3, 5}, 22));
+  for (int block : {0, 8, 16}) {
+    INFO("block " << block);
+    Tensor in = Random({3, 16, 5, 7}, 23), dy = Random({3, 16, 5, 7}, 24), dg = Random({3, 16, 1, 1}, 25);
+    Relu native_relu("relu");
+    GlobalAvgPool native_gap("gap");
+    Tensor ya, dxa, yb, dxb;
+    Run(native_relu, in, dy, 0, ya, dxa);
+    Run(*relu, in, dy, block, yb, dxb);
+    CHECK(yb.block == block);
+    Same(ya, yb, 0);
+    Same(dxa, dxb, 0);
+    Run(native_gap, in, dg, 0, ya, dxa);
+    Run(*gap, in, dg, block, yb, dxb);
+    Same(ya, yb, 1e-6);
+    Same(dxa, dxb, 1e-6);
+  }
+}
+
 TEST_CASE("models on oneDNN: the same outputs and gradients as the hand-written layers", "[trainer][layers]") {
   if (Skip("models on oneDNN")) return;
   for (const char* name : {"lenet", "resnet"}) {
