@@ -30,4 +30,15 @@ LossResult SoftmaxCrossEntropy(const Tensor& logits, const std::vector<uint8_t>&
   return r;
 }
 
+void Softmax(const Tensor& logits, float* probs) {
+  const int n = logits.shape.n, k = logits.shape.c;
+  for (int i = 0; i < n; ++i) {
+    const float* z = logits.item(i);
+    const float mx = *std::max_element(z, z + k);
+    double sum = 0;
+    for (int j = 0; j < k; ++j) sum += std::exp(static_cast<double>(z[j] - mx));
+    for (int j = 0; j < k; ++j) probs[i * k + j] = static_cast<float>(std::exp(static_cast<double>(z[j] - mx)) / sum);
+  }
+}
+
 }  // namespace hoop::train

@@ -19,4 +19,7 @@ struct LossResult {
 
 LossResult SoftmaxCrossEntropy(const Tensor& logits, const std::vector<uint8_t>& labels, float scale, Tensor* dlogits);
 
+// The class probabilities, softmax of each row, into probs (N x K).
+void Softmax(const Tensor& logits, float* probs);
+
 }  // namespace hoop::train

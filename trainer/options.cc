@@ -8,6 +8,7 @@
 #include "trainer/balance.h"
 #include "trainer/layer_factory.h"
 #include "trainer/model.h"
+#include "trainer/sweep.h"
 
 namespace hoop::train {
 
@@ -48,6 +49,12 @@ const char* Usage() {
          "                          default), or in proportion to each rank's measured speed,\n"
          "                          re-measured every epoch, for ranks of unequal speed\n"
          "  --shares N,N,...        a fixed split instead: images per rank in each global batch\n"
+         "  --sweep KEY=V1,V2,...   train one model per value (KEY: lr, batch, momentum, weight-decay,\n"
+         "                          warmup-epochs, seed, epochs, model, layers); several --sweep: every\n"
+         "                          combination. The configurations share the job's ranks (a group of\n"
+         "                          ranks each, or several in turn per rank); rank 0 prints a table of\n"
+         "                          their accuracy and time. --metrics FILE gets one file each (FILE.K)\n"
+         "  --ensemble              with --sweep: also the accuracy of the models' averaged predictions\n"
          "  --slow-rank R --slow-ms T\n"
          "                          a straggler to study: rank R sleeps T ms in every step's\n"
          "                          forward pass, as a slower device would compute\n"
@@ -95,13 +102,14 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       o.version = true;
       return o;
     }
-    if (a == "--resume" || a == "--force") {
-      (a == "--resume" ? o.resume : o.force) = true;
+    if (a == "--resume" || a == "--force" || a == "--ensemble") {
+      (a == "--resume" ? o.resume : a == "--force" ? o.force : o.ensemble) = true;
       continue;
     }
     static const char* const kValued[] = {"--model", "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
                                           "--warmup-epochs", "--schedule", "--seed", "--data", "--metrics", "--checkpoint",
-                                          "--threads", "--balance", "--shares", "--slow-rank", "--slow-ms", "--layers", "--train-limit", "--test-limit", "-t", "--transport",
+                                          "--threads", "--sweep", "--balance", "--shares", "--slow-rank", "--slow-ms",
+                                          "--layers", "--train-limit", "--test-limit", "-t", "--transport",
                                           "--checkpoint-every", "--progress"};
     if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
       return InvalidArgument("unknown option '" + a + "' (see --help)");
@@ -144,6 +152,9 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     } else if (a == "--layers") {
       if (v != "native" && v != "onednn") return InvalidArgument("--layers '" + v + "': expected native or onednn");
       o.layers = v;
+    } else if (a == "--sweep") {
+      HOOP_RETURN_IF_ERROR(ParseSweep(v).status());
+      o.sweep.push_back(v);
     } else if (a == "--balance") {
       if (v != "equal" && v != "speed") return InvalidArgument("--balance '" + v + "': expected equal or speed");
       o.balance = v;
@@ -171,6 +182,9 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (o.resume && o.checkpoint.empty()) return InvalidArgument("--resume needs --checkpoint FILE");
   if (o.checkpoint_every && o.checkpoint.empty()) return InvalidArgument("--checkpoint-every needs --checkpoint FILE");
   if (o.force && !o.resume) return InvalidArgument("--force applies to --resume only");
+  if (o.ensemble && o.sweep.empty()) return InvalidArgument("--ensemble averages a sweep's models: it needs --sweep");
+  if (!o.sweep.empty() && (!o.checkpoint.empty() || o.resume))
+    return InvalidArgument("--sweep runs many models: --checkpoint and --resume are for one");
   if ((o.slow_rank >= 0) != (o.slow_ms > 0)) return InvalidArgument("--slow-rank and --slow-ms go together");
   if (!o.shares.empty() && o.balance == "speed") return InvalidArgument("--shares fixes the split; --balance speed measures it: give one");
   const bool lenet = o.model == "lenet";

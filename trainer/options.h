@@ -31,6 +31,10 @@ struct Options {
   double slow_ms = 0;
   int64_t train_limit = 0, test_limit = 0;  // 0: the whole set
   std::string transport;
+  std::vector<std::string> sweep;  // --sweep KEY=V1,V2,...: each axis of a sweep (sweep.h)
+  bool ensemble = false;           // with --sweep: evaluate the trained models' average too
+  std::string label;               // printed before a run's lines (a sweep's configuration)
+  bool keep_predictions = false;   // keep the last evaluation's probabilities (a sweep's ensemble)
   bool help = false, version = false;
 };
 

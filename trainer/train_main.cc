@@ -13,6 +13,7 @@
 #include "common/version.h"
 #include "trainer/gemm.h"
 #include "trainer/model.h"
+#include "trainer/sweep.h"
 #include "trainer/trainer.h"
 
 using namespace hoop;
@@ -97,6 +98,26 @@ int Main(int argc, char** argv) {
   if (std::string why = BatchTooLarge(opts->model, most, cfg->local_size > 0 ? cfg->local_size : 1); !why.empty()) {
     std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, why.c_str());
     return 2;
+  }
+  if (!opts->sweep.empty()) {
+    std::vector<std::string> args;  // this command line less the sweep's own options
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--ensemble") continue;
+      if (a == "--sweep") {
+        ++i;
+        continue;
+      }
+      args.push_back(a);
+    }
+    auto configs = SweepConfigs(args, opts->sweep);
+    StatusOr<int> swept = configs.ok() ? RunSweep(*configs, opts->ensemble, *cfg, *(*job)->comm, *train, *test, &StopFlag())
+                                       : StatusOr<int>(configs.status());
+    if (!swept.ok()) {
+      std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, swept.status().message().c_str());
+      return 1;
+    }
+    return *swept ? 128 + *swept : 0;
   }
   StatusOr<RunResult> result = Internal("not run");
   try {

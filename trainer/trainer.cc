@@ -75,6 +75,7 @@ class Run {
   bool cpu_energy_ = false, gpu_energy_ = false;  // readable on every host
   Clock::time_point polled_;
   double my_images_ = 0, my_compute_s_ = 0;  // this rank's images and compute time this epoch
+  std::vector<float> probs_;  // with keep_predictions: the last evaluation's class probabilities
   double images_before_ = 0; // images of the epoch trained before it (a resumed checkpoint's)
   bool shown_ = false;
   std::unique_ptr<Model> model_;
@@ -144,7 +145,7 @@ Status Run::OpenEnergy(DataParallel& dp, RunInfo& info) {
   info.cpu_energy = note(cpu_energy_, energy_ && energy_->cpu(), energy_ ? energy_->cpu_why() : "", hosts[1]);
   info.gpu_energy = note(gpu_energy_, energy_ && energy_->gpu(), energy_ ? energy_->gpu_why() : "", hosts[2]);
   if (comm_.rank() == 0 && (!cpu_energy_ || !gpu_energy_))
-    std::printf("hoop-train: energy: CPU %s; GPU %s\n", info.cpu_energy.c_str(), info.gpu_energy.c_str());
+    std::printf("%shoop-train: energy: CPU %s; GPU %s\n", o_.label.c_str(), info.cpu_energy.c_str(), info.gpu_energy.c_str());
   polled_ = Clock::now();
   return Status::Ok();
 }
@@ -191,12 +192,15 @@ void Run::Evaluate(std::vector<double>& sums) {
   Shard(n, comm_.rank(), comm_.size(), &b, &e);
   std::vector<int64_t> idx;
   const int chunk = EvalChunk(o_.model);
+  if (o_.keep_predictions) probs_.assign(static_cast<size_t>(n) * 10, 0.0f);  // this rank's shard filled in
   for (int64_t at = b; at < e; at += chunk) {
     int m = static_cast<int>(std::min<int64_t>(chunk, e - at));
     idx.resize(m);
     for (int i = 0; i < m; ++i) idx[i] = at + i;
     Gather(test_, idx.data(), m, batch_, labels_, pad_);
-    LossResult r = SoftmaxCrossEntropy(model_->net.Forward(batch_, Mode::kEval, pool_), labels_, 1.0f, nullptr);
+    const Tensor& logits = model_->net.Forward(batch_, Mode::kEval, pool_);
+    LossResult r = SoftmaxCrossEntropy(logits, labels_, 1.0f, nullptr);
+    if (o_.keep_predictions) Softmax(logits, probs_.data() + at * 10);
     sums[kTestLoss] += r.loss_sum;
     sums[kTestCorrect] += static_cast<double>(r.correct);
     sums[kTestImages] += m;
@@ -248,8 +252,8 @@ void Run::Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_
   std::snprintf(line, sizeof line, "epoch %d/%d: step %lld/%lld (%.0f%%), %.0f images/s, %.0f s left in the epoch",
                 epoch + 1, o_.epochs, static_cast<long long>(s), static_cast<long long>(steps),
                 100.0 * static_cast<double>(s) / static_cast<double>(steps), t > 0 ? (images - images_before_) * comm_.size() / t : 0, left);
-  if (tty) std::printf("\r\033[K%s", line);
-  else std::printf("%s\n", line);
+  if (tty) std::printf("\r\033[K%s%s", o_.label.c_str(), line);
+  else std::printf("%s%s\n", o_.label.c_str(), line);
   shown_ = tty;
   std::fflush(stdout);
 }
@@ -315,9 +319,9 @@ StatusOr<RunResult> Run::Go() {
                          : ", resuming after epoch " + std::to_string(from.epoch);
     const std::string data = train_.name + (pad_ ? " padded to " + std::to_string(model_->input.h) + "x" +
                                                        std::to_string(model_->input.w) : std::string());
-    std::printf("hoop-train: %s (%zu parameters, %s layers), %d rank(s) x batch %d, %d thread(s) per rank, %lld images of %s, "
+    std::printf("%shoop-train: %s (%zu parameters, %s layers), %d rank(s) x batch %d, %d thread(s) per rank, %lld images of %s, "
                 "%lld steps per epoch, over %s%s\n",
-                o_.model.c_str(), model_->ParamCount(), o_.layers.c_str(), ranks, o_.batch, pool_.threads(),
+                o_.label.c_str(), o_.model.c_str(), model_->ParamCount(), o_.layers.c_str(), ranks, o_.batch, pool_.threads(),
                 static_cast<long long>(images), data.c_str(), static_cast<long long>(steps), comm_.transport_name().c_str(),
                 resuming.c_str());
     std::fflush(stdout);
@@ -457,7 +461,7 @@ StatusOr<RunResult> Run::Go() {
       }
       if (o_.balance == "speed" && epoch + 1 < o_.epochs) split += ", next " + FormatShares(sampler.shares());
     }
-    std::printf("%s%s\n", FormatEpoch(m, o_.epochs).c_str(), split.c_str());
+    std::printf("%s%s%s\n", o_.label.c_str(), FormatEpoch(m, o_.epochs).c_str(), split.c_str());
     std::fflush(stdout);
     if (!o_.metrics.empty())
       if (Status s = WriteMetrics(o_.metrics, info, result.epochs); !s.ok()) return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
@@ -465,6 +469,7 @@ StatusOr<RunResult> Run::Go() {
       if (Status s = save(m.epoch, 0, {}); !s.ok()) return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
   }
   if (Status s = rt->Shutdown(); !s.ok()) return s.WithContext(Where() + "stopping the tensor fusion runtime");
+  result.test_probs = std::move(probs_);
   return result;
 }
 

@@ -28,6 +28,9 @@ struct RunResult {
   std::vector<EpochMetrics> epochs;  // with --resume, the checkpoint's finished epochs first
   int interrupted = 0;               // the signal the run stopped for (after its checkpoint), or 0
   bool nothing_left = false;         // resumed with every --epochs done already
+  // With Options::keep_predictions: the last evaluation's class probabilities, test image x 10,
+  // filled for this rank's shard of the test set and 0 elsewhere.
+  std::vector<float> test_probs;
 };
 
 // Runs the whole training on this rank. Errors carry the rank and what failed. stop (may be

@@ -378,6 +378,39 @@ TEST_CASE("hoop-train learns, and writes CSV metrics", "[train]") {
   CHECK(std::stod(cells[18]) > 0.7);  // 6000 images, one epoch: well above chance (0.1)
 }
 
+TEST_CASE("--sweep trains every configuration across the ranks; --ensemble averages them", "[train]") {
+  const std::vector<std::string> small = {"--epochs", "1", "--train-limit", "1500", "--test-limit", "300", "--progress", "0"};
+  // 3 configurations on 2 ranks: 2 groups of 1 rank, the first trains two in turn.
+  auto args = small;
+  args.insert(args.end(), {"--sweep", "lr=0.01,0.03,0.05", "--ensemble"});
+  auto r = Train(2, args);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("sweep of 3 configuration(s) on 2 rank(s): 2 group(s)") != std::string::npos);
+  for (const char* label : {"| lr=0.01 | ", "| lr=0.03 | ", "| lr=0.05 | ", "| ensemble: the 3 models' averaged probabilities | "})
+    CHECK(r.output.find(label) != std::string::npos);
+  CHECK(r.output.find("[1] [lr=0.03] epoch 1/1: ") != std::string::npos);  // each run's lines carry its configuration
+  // One configuration on a group of 2 ranks: the ensemble of one model is that model, so its
+  // accuracy is the member's (the two ranks' shards of the test set add up to the whole).
+  args = small;
+  args.insert(args.end(), {"--sweep", "seed=3", "--ensemble"});
+  auto one = Train(2, args);
+  INFO(one.output);
+  REQUIRE(one.exit_code == 0);
+  const size_t row = one.output.find("| seed=3 | "), ens = one.output.find("averaged probabilities | ");
+  REQUIRE((row != std::string::npos && ens != std::string::npos));
+  CHECK(one.output.substr(row + 11, 6) == one.output.substr(ens + 25, 6));
+  // Refusals.
+  auto bad = Train(1, {"--sweep", "colour=red"}, 30);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("--sweep 'colour=red': expected KEY=V1,V2,... with KEY one of lr, batch") != std::string::npos);
+  auto lone = Train(1, {"--ensemble"}, 30);
+  CHECK(lone.output.find("--ensemble averages a sweep's models: it needs --sweep") != std::string::npos);
+  auto value = Train(1, {"--sweep", "lr=0.01,fast", "--train-limit", "64"}, 30);
+  CHECK(value.exit_code == 1);
+  CHECK(value.output.find("--sweep configuration lr=fast: --lr 'fast': expected a number") != std::string::npos);
+}
+
 TEST_CASE("hoop-bench-device: the CPU-against-GPU table, its CSV and its PNG", "[train][perf]") {
   const std::string csv = Tmp("device.csv"), png = Tmp("device.png");
   auto r = RunProc({Bin("hoop-bench-device"), "--gemm", "16,33", "--conv", "2", "--repeats", "2", "--csv", csv}, Within(120));

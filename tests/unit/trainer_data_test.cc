@@ -22,6 +22,7 @@
 #include "trainer/options.h"
 #include "trainer/sampler.h"
 #include "trainer/sgd.h"
+#include "trainer/sweep.h"
 
 using namespace hoop::train;
 
@@ -436,6 +437,17 @@ TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
   e({"--shares", "4,4", "--balance", "speed"}, "--shares fixes the split; --balance speed measures it: give one");
   CHECK(parse({"--shares", "40,24"})->shares == std::vector<int>{40, 24});
   e({"--slow-rank", "1"}, "--slow-rank and --slow-ms go together");
+  e({"--sweep", "lr=0.1,,0.2"}, "--sweep 'lr=0.1,,0.2': an empty value");
+  e({"--sweep", "lr=0.1", "--checkpoint", "ck"}, "--sweep runs many models: --checkpoint and --resume are for one");
+  CHECK(parse({"--sweep", "lr=0.1,0.2", "--sweep", "batch=8", "--ensemble"})->sweep.size() == 2);
+  // Every combination, each parsed as a command line with the axes' options appended.
+  auto configs = SweepConfigs({"--model", "resnet", "--epochs", "1"}, {"lr=0.1,0.2", "batch=8,16,24"});
+  REQUIRE(configs.ok());
+  REQUIRE(configs->size() == 6);
+  CHECK((*configs)[0].label == "lr=0.1 batch=8");
+  CHECK((*configs)[5].label == "lr=0.2 batch=24");
+  CHECK(((*configs)[4].opts.lr == 0.2 && (*configs)[4].opts.batch == 16 && (*configs)[4].opts.model == "resnet"));
+  CHECK((*configs)[1].opts.epochs == 1);
   e({"--slow-ms", "-3"}, "--slow-ms '-3': expected a number in [0, 60000]");
   CHECK(parse({"--slow-rank", "1", "--slow-ms", "2.5"})->slow_ms == 2.5);
   e({"--lr", "x"}, "--lr 'x': expected a number");
