@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -21,6 +22,13 @@ std::string ReadLine(const std::string& path, std::string* why) {
     return "";
   }
   return line;
+}
+
+// A counter's text as a number, or -1 when it is not one (a sysfs file never should be).
+double Number(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  return end != text.c_str() && v >= 0 ? v : -1;
 }
 
 }  // namespace
@@ -54,15 +62,16 @@ EnergyMeter::EnergyMeter(const std::string& powercap, const std::string& nvml) {
       std::string why;
       errno = 0;
       const std::string now = ReadLine(dir + "/energy_uj", &why), range = ReadLine(dir + "/max_energy_range_uj", nullptr);
-      if (now.empty()) {
+      if (!now.empty() && Number(now) < 0) why = dir + "/energy_uj: '" + now + "' is not a counter";
+      if (now.empty() || Number(now) < 0) {
         cpu_why_ = why + (errno == EACCES ? " (RAPL counters are readable by root only since Linux 5.10)" : "");
         packages_.clear();
         break;
       }
       Package p;
       p.path = dir + "/energy_uj";
-      p.last_uj = std::stod(now);
-      p.range_uj = range.empty() ? 0 : std::stod(range);
+      p.last_uj = Number(now);
+      p.range_uj = std::max(0.0, Number(range));
       packages_.push_back(p);
     }
     if (zones.empty()) cpu_why_ = "no RAPL zones (intel-rapl:N) under " + powercap;
@@ -120,7 +129,8 @@ void EnergyMeter::Poll() {
   for (Package& p : packages_) {
     const std::string now = ReadLine(p.path, nullptr);
     if (now.empty()) continue;
-    const double uj = std::stod(now);
+    const double uj = Number(now);
+    if (uj < 0) continue;
     p.total_uj += uj >= p.last_uj ? uj - p.last_uj : uj + p.range_uj - p.last_uj;  // wrapped once
     p.last_uj = uj;
   }

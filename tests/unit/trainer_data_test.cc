@@ -405,6 +405,8 @@ TEST_CASE("energy counters: RAPL packages through powercap, wrap-around, and why
   CHECK(meter.CpuJoules() == Approx(302));
   zone("intel-rapl:0", "100000000");  // wrapped at 1000 J: +300 J
   CHECK(meter.CpuJoules() == Approx(602));
+  zone("intel-rapl:1", "garbage");     // a read that makes no sense is skipped, not a crash
+  CHECK(meter.CpuJoules() == Approx(602));
   std::filesystem::remove_all(dir);
 
   EnergyMeter none(dir + "-absent", "libhoop-no-such-nvml.so");
