@@ -7,12 +7,7 @@ namespace hoop::train {
 using dnnl::memory;
 using Flags = dnnl::normalization_flags;
 
-struct DnnlBatchNorm::Primitives {
-  Shape in;
-  int block = 0;
-  Mode mode = Mode::kTrain;
-  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-  dnnl::stream strm{eng};
+struct DnnlBatchNorm::Primitives : PrimitivesBase {
   memory::desc data, stat;
   dnnl::batch_normalization_forward fwd;
   memory workspace;  // fused ReLU's mask, training only
@@ -24,30 +19,24 @@ DnnlBatchNorm::DnnlBatchNorm(std::string name, int channels, bool relu)
 DnnlBatchNorm::~DnnlBatchNorm() = default;
 
 DnnlBatchNorm::Primitives& DnnlBatchNorm::For(const Shape& in, int block, Mode mode) {
-  auto match = [&](const Primitives& p) { return p.in == in && p.block == block && p.mode == mode; };
-  return Cached(cache_, match, [&] {
-    auto p = std::make_unique<Primitives>();
-    p->in = in;
-    p->block = block;
-    p->mode = mode;
-    p->data = DescOf(in, block);
-    p->stat = memory::desc({c_}, memory::data_type::f32, memory::format_tag::x);
+  return Cached(cache_, PrimitiveKey{in, block, mode}, [&](Primitives& p) {
+    p.data = DescOf(in, block);
+    p.stat = memory::desc({c_}, memory::data_type::f32, memory::format_tag::x);
     Flags flags = Flags::use_scale | Flags::use_shift;
     if (relu_) flags |= Flags::fuse_norm_relu;
     const bool train = mode == Mode::kTrain;
     if (!train) flags |= Flags::use_global_stats;
     const auto prop = train ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
     dnnl::batch_normalization_forward::primitive_desc fwd_pd(
-        dnnl::batch_normalization_forward::desc(prop, p->data, kEps, flags), p->eng);
-    p->fwd = dnnl::batch_normalization_forward(fwd_pd);
+        dnnl::batch_normalization_forward::desc(prop, p.data, kEps, flags), p.eng);
+    p.fwd = dnnl::batch_normalization_forward(fwd_pd);
     if (train) {
-      if (relu_) p->workspace = memory(fwd_pd.workspace_desc(), p->eng);
+      if (relu_) p.workspace = memory(fwd_pd.workspace_desc(), p.eng);
       dnnl::batch_normalization_backward::primitive_desc bwd_pd(
-          dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, p->data, p->data, kEps, flags), p->eng,
+          dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, p.data, p.data, kEps, flags), p.eng,
           fwd_pd);
-      p->bwd = dnnl::batch_normalization_backward(bwd_pd);
+      p.bwd = dnnl::batch_normalization_backward(bwd_pd);
     }
-    return p;
   });
 }
 

@@ -6,11 +6,8 @@ namespace hoop::train {
 
 using dnnl::memory;
 
-struct DnnlConv2d::Primitives {
-  Shape in;
-  int in_block = 0, out_block = 0;
-  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-  dnnl::stream strm{eng};
+struct DnnlConv2d::Primitives : PrimitivesBase {
+  int out_block = 0;  // the output's layout, the primitive's choice
   memory::desc wei, bia;  // the parameters' own layouts
   dnnl::convolution_forward fwd;
   Slot f_src, f_wei, f_dst;
@@ -24,48 +21,44 @@ DnnlConv2d::DnnlConv2d(std::string name, ConvSpec spec, std::mt19937& rng) : Con
 DnnlConv2d::~DnnlConv2d() = default;
 
 DnnlConv2d::Primitives& DnnlConv2d::For(const Shape& in, int block) {
-  return Cached(cache_, [&](const Primitives& p) { return p.in == in && p.in_block == block; }, [&] {
-    auto p = std::make_unique<Primitives>();
-    p->in = in;
-    p->in_block = block;
+  return Cached(cache_, PrimitiveKey{in, block}, [&](Primitives& p) {
     const Shape out = OutShape(in);
     const auto f32 = memory::data_type::f32;
     const auto any = memory::format_tag::any;
     const memory::dims src_d{in.n, in.c, in.h, in.w}, wei_d{s_.out, s_.in, s_.kernel, s_.kernel},
         dst_d{out.n, out.c, out.h, out.w};
-    p->wei = memory::desc(wei_d, f32, memory::format_tag::oihw);
-    p->bia = memory::desc({s_.out}, f32, memory::format_tag::x);
+    p.wei = memory::desc(wei_d, f32, memory::format_tag::oihw);
+    p.bia = memory::desc({s_.out}, f32, memory::format_tag::x);
     const memory::desc src_any(src_d, f32, any), wei_any(wei_d, f32, any), dst_any(dst_d, f32, any);
     const memory::dims strides{s_.stride, s_.stride}, pad{s_.pad, s_.pad};
     const auto algo = dnnl::algorithm::convolution_direct;
     const auto train = dnnl::prop_kind::forward_training;
-    auto fwd_d = s_.bias ? dnnl::convolution_forward::desc(train, algo, src_any, wei_any, p->bia, dst_any, strides, pad, pad)
+    auto fwd_d = s_.bias ? dnnl::convolution_forward::desc(train, algo, src_any, wei_any, p.bia, dst_any, strides, pad, pad)
                          : dnnl::convolution_forward::desc(train, algo, src_any, wei_any, dst_any, strides, pad, pad);
-    dnnl::convolution_forward::primitive_desc fwd_pd(fwd_d, p->eng);
-    p->fwd = dnnl::convolution_forward(fwd_pd);
+    dnnl::convolution_forward::primitive_desc fwd_pd(fwd_d, p.eng);
+    p.fwd = dnnl::convolution_forward(fwd_pd);
     // The output takes the primitive's layout when a Tensor can carry it.
     const int chosen = BlockOf(fwd_pd.dst_desc(), out);
-    p->out_block = chosen < 0 ? 0 : chosen;
-    const memory::desc src = DescOf(in, block), dst = DescOf(out, p->out_block);
-    p->f_src.Make(fwd_pd.src_desc(), src, p->eng);
-    p->f_wei.Make(fwd_pd.weights_desc(), p->wei, p->eng);
-    p->f_dst.Make(fwd_pd.dst_desc(), dst, p->eng);
+    p.out_block = chosen < 0 ? 0 : chosen;
+    const memory::desc src = DescOf(in, block), dst = DescOf(out, p.out_block);
+    p.f_src.Make(fwd_pd.src_desc(), src, p.eng);
+    p.f_wei.Make(fwd_pd.weights_desc(), p.wei, p.eng);
+    p.f_dst.Make(fwd_pd.dst_desc(), dst, p.eng);
 
     dnnl::convolution_backward_data::primitive_desc bd_pd(
-        dnnl::convolution_backward_data::desc(algo, src_any, wei_any, dst_any, strides, pad, pad), p->eng, fwd_pd);
-    p->bwd_data = dnnl::convolution_backward_data(bd_pd);
-    p->d_dst.Make(bd_pd.diff_dst_desc(), dst, p->eng);
-    p->d_wei.Make(bd_pd.weights_desc(), p->wei, p->eng);
-    p->d_src.Make(bd_pd.diff_src_desc(), src, p->eng);
+        dnnl::convolution_backward_data::desc(algo, src_any, wei_any, dst_any, strides, pad, pad), p.eng, fwd_pd);
+    p.bwd_data = dnnl::convolution_backward_data(bd_pd);
+    p.d_dst.Make(bd_pd.diff_dst_desc(), dst, p.eng);
+    p.d_wei.Make(bd_pd.weights_desc(), p.wei, p.eng);
+    p.d_src.Make(bd_pd.diff_src_desc(), src, p.eng);
 
-    auto bw_d = s_.bias ? dnnl::convolution_backward_weights::desc(algo, src_any, wei_any, p->bia, dst_any, strides, pad, pad)
+    auto bw_d = s_.bias ? dnnl::convolution_backward_weights::desc(algo, src_any, wei_any, p.bia, dst_any, strides, pad, pad)
                         : dnnl::convolution_backward_weights::desc(algo, src_any, wei_any, dst_any, strides, pad, pad);
-    dnnl::convolution_backward_weights::primitive_desc bw_pd(bw_d, p->eng, fwd_pd);
-    p->bwd_weights = dnnl::convolution_backward_weights(bw_pd);
-    p->w_src.Make(bw_pd.src_desc(), src, p->eng);
-    p->w_dst.Make(bw_pd.diff_dst_desc(), dst, p->eng);
-    p->w_wei.Make(bw_pd.diff_weights_desc(), p->wei, p->eng);
-    return p;
+    dnnl::convolution_backward_weights::primitive_desc bw_pd(bw_d, p.eng, fwd_pd);
+    p.bwd_weights = dnnl::convolution_backward_weights(bw_pd);
+    p.w_src.Make(bw_pd.src_desc(), src, p.eng);
+    p.w_dst.Make(bw_pd.diff_dst_desc(), dst, p.eng);
+    p.w_wei.Make(bw_pd.diff_weights_desc(), p.wei, p.eng);
   });
 }
 

@@ -8,6 +8,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
+#include "trainer/layer.h"
 #include "trainer/tensor.h"
 
 namespace hoop::train {
@@ -30,15 +31,34 @@ struct Slot {
   void Out(float* data, const dnnl::engine& eng, dnnl::stream& s);
 };
 
-// A layer's primitives, made for the few input shapes it meets (a training batch, the last short
-// one, evaluation's chunks): the entry `match` accepts, else a new one from `make`, dropping the
-// oldest beyond four.
-template <class P, class Match, class Make>
-P& Cached(std::vector<std::unique_ptr<P>>& cache, const Match& match, const Make& make) {
+// What a layer's primitives are made for: the input's shape and layout, and the mode where the
+// forward pass differs between training and evaluation (kTrain where it does not).
+struct PrimitiveKey {
+  Shape in;
+  int block = 0;
+  Mode mode = Mode::kTrain;
+  bool operator==(const PrimitiveKey&) const = default;
+};
+
+// The part every layer's set of primitives has: its key, and the engine and stream it runs on.
+struct PrimitivesBase {
+  PrimitiveKey key;
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+};
+
+// A layer's primitives, made for the few keys it meets (a training batch, the last short one,
+// evaluation's chunks): the entry for `key`, else a new one (key set, then `make` fills it in),
+// dropping the oldest beyond four.
+template <class P, class Make>
+P& Cached(std::vector<std::unique_ptr<P>>& cache, const PrimitiveKey& key, const Make& make) {
   for (auto& p : cache)
-    if (match(*p)) return *p;
+    if (p->key == key) return *p;
   if (cache.size() >= 4) cache.erase(cache.begin());
-  cache.push_back(make());
+  auto p = std::make_unique<P>();
+  p->key = key;
+  make(*p);
+  cache.push_back(std::move(p));
   return *cache.back();
 }
 

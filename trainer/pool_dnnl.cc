@@ -6,12 +6,7 @@ namespace hoop::train {
 
 using dnnl::memory;
 
-struct DnnlMaxPool::Primitives {
-  Shape in;
-  int block = 0;
-  Mode mode = Mode::kTrain;
-  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-  dnnl::stream strm{eng};
+struct DnnlMaxPool::Primitives : PrimitivesBase {
   memory::desc src, dst;
   dnnl::pooling_forward fwd;
   memory workspace;  // the winners, training only
@@ -22,15 +17,10 @@ DnnlMaxPool::DnnlMaxPool(std::string name, int k) : MaxPool(std::move(name), k),
 DnnlMaxPool::~DnnlMaxPool() = default;
 
 DnnlMaxPool::Primitives& DnnlMaxPool::For(const Shape& in, int block, Mode mode) {
-  auto match = [&](const Primitives& p) { return p.in == in && p.block == block && p.mode == mode; };
-  return Cached(cache_, match, [&] {
-    auto p = std::make_unique<Primitives>();
-    p->in = in;
-    p->block = block;
-    p->mode = mode;
+  return Cached(cache_, PrimitiveKey{in, block, mode}, [&](Primitives& p) {
     const Shape out = OutShape(in);
-    p->src = DescOf(in, block);
-    p->dst = DescOf(out, block);
+    p.src = DescOf(in, block);
+    p.dst = DescOf(out, block);
     const memory::dims k{k_, k_}, zero{0, 0};
     // No padding: rows and columns past the last whole window are left out (oneDNN's output size
     // is (in - k) / k + 1, rounded down, the same as MaxPool's in / k).
@@ -39,15 +29,14 @@ DnnlMaxPool::Primitives& DnnlMaxPool::For(const Shape& in, int block, Mode mode)
     const auto prop = train ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
     const auto algo = dnnl::algorithm::pooling_max;
     dnnl::pooling_forward::primitive_desc fwd_pd(
-        dnnl::pooling_forward::desc(prop, algo, p->src, p->dst, k, k, zero, pad_r), p->eng);
-    p->fwd = dnnl::pooling_forward(fwd_pd);
+        dnnl::pooling_forward::desc(prop, algo, p.src, p.dst, k, k, zero, pad_r), p.eng);
+    p.fwd = dnnl::pooling_forward(fwd_pd);
     if (train) {
-      p->workspace = memory(fwd_pd.workspace_desc(), p->eng);
+      p.workspace = memory(fwd_pd.workspace_desc(), p.eng);
       dnnl::pooling_backward::primitive_desc bwd_pd(
-          dnnl::pooling_backward::desc(algo, p->src, p->dst, k, k, zero, pad_r), p->eng, fwd_pd);
-      p->bwd = dnnl::pooling_backward(bwd_pd);
+          dnnl::pooling_backward::desc(algo, p.src, p.dst, k, k, zero, pad_r), p.eng, fwd_pd);
+      p.bwd = dnnl::pooling_backward(bwd_pd);
     }
-    return p;
   });
 }
 
@@ -78,11 +67,7 @@ void DnnlMaxPool::Backward(const Tensor& in, const Tensor& out, const Tensor& do
   p.strm.wait();
 }
 
-struct DnnlGlobalAvgPool::Primitives {
-  Shape in;
-  int block = 0;
-  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-  dnnl::stream strm{eng};
+struct DnnlGlobalAvgPool::Primitives : PrimitivesBase {
   memory::desc src, dst;
   dnnl::pooling_forward fwd;
   dnnl::pooling_backward bwd;
@@ -92,22 +77,18 @@ DnnlGlobalAvgPool::DnnlGlobalAvgPool(std::string name) : GlobalAvgPool(std::move
 DnnlGlobalAvgPool::~DnnlGlobalAvgPool() = default;
 
 DnnlGlobalAvgPool::Primitives& DnnlGlobalAvgPool::For(const Shape& in, int block) {
-  return Cached(cache_, [&](const Primitives& p) { return p.in == in && p.block == block; }, [&] {
-    auto p = std::make_unique<Primitives>();
-    p->in = in;
-    p->block = block;
-    p->src = DescOf(in, block);
-    p->dst = DescOf(OutShape(in), block);
+  return Cached(cache_, PrimitiveKey{in, block}, [&](Primitives& p) {
+    p.src = DescOf(in, block);
+    p.dst = DescOf(OutShape(in), block);
     const memory::dims window{in.h, in.w}, zero{0, 0};
     const auto algo = dnnl::algorithm::pooling_avg_exclude_padding;
     dnnl::pooling_forward::primitive_desc fwd_pd(
-        dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, algo, p->src, p->dst, window, window, zero, zero),
-        p->eng);
-    p->fwd = dnnl::pooling_forward(fwd_pd);
+        dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, algo, p.src, p.dst, window, window, zero, zero),
+        p.eng);
+    p.fwd = dnnl::pooling_forward(fwd_pd);
     dnnl::pooling_backward::primitive_desc bwd_pd(
-        dnnl::pooling_backward::desc(algo, p->src, p->dst, window, window, zero, zero), p->eng, fwd_pd);
-    p->bwd = dnnl::pooling_backward(bwd_pd);
-    return p;
+        dnnl::pooling_backward::desc(algo, p.src, p.dst, window, window, zero, zero), p.eng, fwd_pd);
+    p.bwd = dnnl::pooling_backward(bwd_pd);
   });
 }
 

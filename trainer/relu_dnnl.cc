@@ -6,11 +6,7 @@ namespace hoop::train {
 
 using dnnl::memory;
 
-struct DnnlRelu::Primitives {
-  Shape shape;
-  int block = 0;
-  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-  dnnl::stream strm{eng};
+struct DnnlRelu::Primitives : PrimitivesBase {
   memory::desc data;
   dnnl::eltwise_forward fwd;
   dnnl::eltwise_backward bwd;
@@ -20,18 +16,14 @@ DnnlRelu::DnnlRelu(std::string name) : Relu(std::move(name)) {}
 DnnlRelu::~DnnlRelu() = default;
 
 DnnlRelu::Primitives& DnnlRelu::For(const Shape& shape, int block) {
-  return Cached(cache_, [&](const Primitives& p) { return p.shape == shape && p.block == block; }, [&] {
-    auto p = std::make_unique<Primitives>();
-    p->shape = shape;
-    p->block = block;
-    p->data = DescOf(shape, block);
+  return Cached(cache_, PrimitiveKey{shape, block}, [&](Primitives& p) {
+    p.data = DescOf(shape, block);
     const auto algo = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
     dnnl::eltwise_forward::primitive_desc fwd_pd(
-        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algo, p->data, 0.0f), p->eng);
-    p->fwd = dnnl::eltwise_forward(fwd_pd);
-    dnnl::eltwise_backward::primitive_desc bwd_pd(dnnl::eltwise_backward::desc(algo, p->data, p->data, 0.0f), p->eng, fwd_pd);
-    p->bwd = dnnl::eltwise_backward(bwd_pd);
-    return p;
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algo, p.data, 0.0f), p.eng);
+    p.fwd = dnnl::eltwise_forward(fwd_pd);
+    dnnl::eltwise_backward::primitive_desc bwd_pd(dnnl::eltwise_backward::desc(algo, p.data, p.data, 0.0f), p.eng, fwd_pd);
+    p.bwd = dnnl::eltwise_backward(bwd_pd);
   });
 }
 
