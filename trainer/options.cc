@@ -45,6 +45,10 @@ const char* Usage() {
          "  --progress SECONDS      a progress line this often within an epoch: step, images/s, time\n"
          "                          left (default 10; on a terminal a line redrawn in place; 0: none)\n"
          "  --threads N             compute threads per rank (default: cores / ranks on this host)\n"
+         "  --strategy sync|hogwild sync: synchronous data parallelism, gradients averaged every step\n"
+         "                          (the default); hogwild: ranks on one host update one shared copy\n"
+         "                          of the parameters without locks, each with its own batches and\n"
+         "                          --lr unscaled (Recht et al. 2011; no gradients exchanged)\n"
          "  --balance equal|speed   how each global batch (--batch x ranks) is split: equally (the\n"
          "                          default), or in proportion to each rank's measured speed,\n"
          "                          re-measured every epoch, for ranks of unequal speed\n"
@@ -108,7 +112,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     }
     static const char* const kValued[] = {"--model", "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
                                           "--warmup-epochs", "--schedule", "--seed", "--data", "--metrics", "--checkpoint",
-                                          "--threads", "--sweep", "--balance", "--shares", "--slow-rank", "--slow-ms",
+                                          "--threads", "--strategy", "--sweep", "--balance", "--shares", "--slow-rank", "--slow-ms",
                                           "--layers", "--train-limit", "--test-limit", "-t", "--transport",
                                           "--checkpoint-every", "--progress"};
     if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
@@ -152,6 +156,9 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     } else if (a == "--layers") {
       if (v != "native" && v != "onednn") return InvalidArgument("--layers '" + v + "': expected native or onednn");
       o.layers = v;
+    } else if (a == "--strategy") {
+      if (v != "sync" && v != "hogwild") return InvalidArgument("--strategy '" + v + "': expected sync or hogwild");
+      o.strategy = v;
     } else if (a == "--sweep") {
       HOOP_RETURN_IF_ERROR(ParseSweep(v).status());
       o.sweep.push_back(v);

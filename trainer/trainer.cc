@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <random>
 #include <thread>
 
 #include "tensorfusion/runtime.h"
@@ -17,6 +18,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/data_parallel.h"
 #include "trainer/energy.h"
+#include "trainer/hogwild.h"
 #include "trainer/layer_factory.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"
@@ -56,6 +58,8 @@ class Run {
   void TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums);
   // Finds which energy counters every host has (energy.h) and says so in `info` and on rank 0.
   Status OpenEnergy(DataParallel& dp, RunInfo& info);
+  // Hogwild's shared parameters: rank 0 creates them from its model, the others open them.
+  StatusOr<std::unique_ptr<SharedParams>> OpenShared(DataParallel& dp, const std::vector<Param*>& params);
   // This host's joules so far, {cpu, gpu} (0 on ranks that do not read them).
   std::vector<double> Joules();
   void Evaluate(std::vector<double>& sums);
@@ -150,6 +154,39 @@ Status Run::OpenEnergy(DataParallel& dp, RunInfo& info) {
   return Status::Ok();
 }
 
+StatusOr<std::unique_ptr<SharedParams>> Run::OpenShared(DataParallel& dp, const std::vector<Param*>& params) {
+  // A name no other job uses: rank 0's pid and a random number, sent to all as two doubles.
+  std::vector<double> id{0, 0};
+  if (comm_.rank() == 0) {
+    std::random_device rd;
+    id = {static_cast<double>(::getpid()), static_cast<double>(rd() & 0xffffffu)};
+  }
+  HOOP_RETURN_IF_ERROR(dp.SumDoubles("hogwild.name", id));
+  const std::string name = "/hoop-hogwild-" + std::to_string(static_cast<long long>(id[0])) + "-" +
+                           std::to_string(static_cast<long long>(id[1]));
+  std::unique_ptr<SharedParams> shared;
+  Status made = Status::Ok();
+  if (comm_.rank() == 0) {
+    auto s = SharedParams::Open(name, params, true);
+    if (s.ok()) {
+      shared = std::move(*s);
+      shared->Publish();
+    } else {
+      made = s.status();
+    }
+  }
+  std::vector<double> ok{made.ok() ? 0.0 : 1.0};  // rank 0's outcome, before the others open
+  HOOP_RETURN_IF_ERROR(dp.SumDoubles("hogwild.made", ok));
+  if (ok[0] != 0) return made.ok() ? Unavailable("hogwild: rank 0 could not create " + name) : made;
+  if (comm_.rank() != 0) {
+    HOOP_ASSIGN_OR_RETURN(shared, SharedParams::Open(name, params, false));
+  }
+  std::vector<double> opened{1};  // a barrier: every rank has mapped it
+  HOOP_RETURN_IF_ERROR(dp.SumDoubles("hogwild.opened", opened));
+  if (comm_.rank() == 0) shared->Unlink();  // every rank has it mapped: nothing stays in /dev/shm
+  return shared;
+}
+
 std::vector<double> Run::Joules() {
   if (!energy_) return {0.0, 0.0};
   polled_ = Clock::now();
@@ -162,7 +199,10 @@ void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParall
   Gather(train_, perm.data() + s.begin, s.count(), batch_, labels_, pad_);
   sums[kData] += Since(t);
   t = Clock::now();
-  auto on_layer = [&](Layer& l) { dp.GradientsReady(l); };
+  const bool hogwild = o_.strategy == "hogwild";  // no gradients exchanged: each rank steps alone
+  auto on_layer = [&](Layer& l) {
+    if (!hogwild) dp.GradientsReady(l);
+  };
   if (s.count() == 0) {
     // Nothing left for this rank in the last step: it still sends zero gradients, layer by
     // layer like the others, so every rank submits the same tensors.
@@ -175,7 +215,10 @@ void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParall
   if (comm_.rank() == o_.slow_rank)  // the straggler: as if its device computed slower
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o_.slow_ms));
   const Tensor& logits = model_->net.Forward(batch_, Mode::kTrain, pool_);
-  LossResult r = SoftmaxCrossEntropy(logits, labels_, 1.0f / static_cast<float>(s.step_images), &dlogits_);
+  // Sync: this rank's part of the mean over the whole step's images (summed over ranks); hogwild:
+  // the mean over this rank's own batch, which it applies alone.
+  const float scale = 1.0f / static_cast<float>(hogwild ? s.count() : s.step_images);
+  LossResult r = SoftmaxCrossEntropy(logits, labels_, scale, &dlogits_);
   sums[kForward] += Since(t);
   t = Clock::now();
   model_->net.Backward(batch_, dlogits_, nullptr, pool_, on_layer);
@@ -284,7 +327,14 @@ StatusOr<RunResult> Run::Go() {
   // This rank's weight in averages over the ranks (batch-norm statistics): its share of the batch.
   auto weight = [&] { return static_cast<double>(sampler.shares()[rank]) / global_batch; };
   Sgd sgd(model_->net.Params(), o_.momentum, o_.weight_decay);
-  LrSchedule sched{o_.lr, ranks, static_cast<int64_t>(std::llround(o_.warmup_epochs * steps)), steps * o_.epochs, o_.cosine};
+  const bool hogwild = o_.strategy == "hogwild";
+  if (hogwild && comm_.local_size() != ranks)
+    return InvalidArgument("--strategy hogwild: the ranks share one copy of the parameters in memory, so all must be on "
+                           "one host; this job has " + std::to_string(comm_.local_size()) + " of its " +
+                           std::to_string(ranks) + " ranks on this one");
+  // Hogwild's ranks each step at the per-rank rate: their steps add up instead of being averaged.
+  LrSchedule sched{o_.lr, hogwild ? 1 : ranks, static_cast<int64_t>(std::llround(o_.warmup_epochs * steps)),
+                   steps * o_.epochs, o_.cosine};
 
   NamedTensors params, buffers = model_->net.Buffers(), state;
   for (Param* p : model_->net.Params()) params.emplace_back(p->name, &p->value);
@@ -309,6 +359,10 @@ StatusOr<RunResult> Run::Go() {
     }
   }
   if (Status s = dp.Broadcast(state); !s.ok()) return s.WithContext(Where() + "broadcasting the initial model");
+  std::unique_ptr<SharedParams> shared;
+  if (hogwild) {
+    HOOP_ASSIGN_OR_RETURN(shared, OpenShared(dp, model_->net.Params()));
+  }
   RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
   info.devices.assign(ranks, "cpu");
   if (Status s = OpenEnergy(dp, info); !s.ok()) return s.WithContext(Where() + "finding the energy counters");
@@ -362,6 +416,7 @@ StatusOr<RunResult> Run::Go() {
     double lr = sched.At(std::max<int64_t>(0, step - 1));
     for (int64_t s = first; s < steps; ++s, ++step) {
       const auto t0 = Clock::now();
+      if (shared) shared->Read();  // the shared model as it is now
       TrainStep(perm, sampler.At(s), dp, sums);
       auto t = Clock::now();
       if (Status st = dp.Wait(); !st.ok()) return st.WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1));
@@ -369,6 +424,7 @@ StatusOr<RunResult> Run::Go() {
       t = Clock::now();
       lr = sched.At(step);
       sgd.Step(lr);
+      if (shared) shared->AddChange();  // this rank's step, added to the shared model
       sums[kOpt] += Since(t);
       step_s += (Since(t0) - step_s) / static_cast<double>(++timed_steps);
       Progress(epoch, s + 1, steps, epoch_start, sums[kImages], false);
@@ -425,6 +481,11 @@ StatusOr<RunResult> Run::Go() {
     if (Status s = dp.SumDoubles("epoch.speeds", speeds); !s.ok()) return s.WithContext(Where() + "exchanging the ranks' speeds");
     for (int r = 0; r < ranks; ++r) speeds[r] = speeds[ranks + r] > 0 ? speeds[r] / speeds[ranks + r] : 0;
     speeds.resize(ranks);
+    if (shared) {  // evaluate and save the shared model, once every rank's steps are in
+      std::vector<double> done{1};  // a barrier: every rank's last update is in
+      if (Status s = dp.SumDoubles("hogwild.epoch", done); !s.ok()) return s.WithContext(Where() + "ending the epoch");
+      shared->Read();
+    }
     if (Status s = dp.Average(buffers, weight()); !s.ok()) return s.WithContext(Where() + "averaging batch-norm statistics");
     Evaluate(sums);
     if (Status s = dp.SumDoubles("epoch.sums", sums); !s.ok()) return s.WithContext(Where() + "summing the epoch's metrics");

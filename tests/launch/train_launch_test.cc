@@ -378,6 +378,40 @@ TEST_CASE("hoop-train learns, and writes CSV metrics", "[train]") {
   CHECK(std::stod(cells[18]) > 0.7);  // 6000 images, one epoch: well above chance (0.1)
 }
 
+TEST_CASE("--strategy hogwild: one rank is sync SGD; two ranks share one model and learn", "[train]") {
+  const std::vector<std::string> common = {"--epochs", "1", "--train-limit", "640", "--test-limit", "200", "--progress", "0",
+                                           "--threads", "1"};
+  auto run = [&](int np, const std::string& strategy, const std::string& ck) {
+    auto args = common;
+    args.insert(args.end(), {"--strategy", strategy, "--checkpoint", ck});
+    return Train(np, args);
+  };
+  // Alone, a rank's step goes through the shared copy and back: the same training as sync, but
+  // for rounding in adding each step's change to the shared copy.
+  const std::string a = Tmp("hw-sync"), b = Tmp("hw-one");
+  auto r1 = run(1, "sync", a), r2 = run(1, "hogwild", b);
+  INFO(r1.output << r2.output);
+  REQUIRE((r1.exit_code == 0 && r2.exit_code == 0));
+  CHECK(MaxDiff(Load(a, "lenet"), Load(b, "lenet")) < 1e-5);
+  // Two ranks, each on its own batches, updating one model without locks: it learns.
+  auto two = Train(2, {"--strategy", "hogwild", "--epochs", "2", "--train-limit", "4000", "--test-limit", "500",
+                       "--progress", "0"});
+  INFO(two.output);
+  REQUIRE(two.exit_code == 0);
+  const size_t at = two.output.find("epoch 2/2:");
+  REQUIRE(at != std::string::npos);
+  double acc = 0;
+  CHECK(std::sscanf(two.output.c_str() + two.output.find("test loss", at), "test loss %*f acc %lf", &acc) == 1);
+  CHECK(acc > 65);
+  // Nothing stays behind in /dev/shm.
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
+    CHECK(e.path().filename().string().rfind("hoop-hogwild-", 0) != 0);
+  auto bad = Train(1, {"--strategy", "async"}, 30);
+  CHECK(bad.output.find("--strategy 'async': expected sync or hogwild") != std::string::npos);
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
 TEST_CASE("--sweep trains every configuration across the ranks; --ensemble averages them", "[train]") {
   const std::vector<std::string> small = {"--epochs", "1", "--train-limit", "1500", "--test-limit", "300", "--progress", "0"};
   // 3 configurations on 2 ranks: 2 groups of 1 rank, the first trains two in turn.
