@@ -49,6 +49,9 @@ const char* Usage() {
          "                          (the default); hogwild: ranks on one host update one shared copy\n"
          "                          of the parameters without locks, each with its own batches and\n"
          "                          --lr unscaled (Recht et al. 2011; no gradients exchanged)\n"
+         "  --backup-workers B      sync SGD whose steps use the first (ranks - B) gradients to reach\n"
+         "                          rank 0 and drop the B slowest (the dropped ranks take the same\n"
+         "                          step); the mean is over the images used\n"
          "  --balance equal|speed   how each global batch (--batch x ranks) is split: equally (the\n"
          "                          default), or in proportion to each rank's measured speed,\n"
          "                          re-measured every epoch, for ranks of unequal speed\n"
@@ -112,7 +115,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     }
     static const char* const kValued[] = {"--model", "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
                                           "--warmup-epochs", "--schedule", "--seed", "--data", "--metrics", "--checkpoint",
-                                          "--threads", "--strategy", "--sweep", "--balance", "--shares", "--slow-rank", "--slow-ms",
+                                          "--threads", "--strategy", "--backup-workers", "--sweep", "--balance", "--shares", "--slow-rank", "--slow-ms",
                                           "--layers", "--train-limit", "--test-limit", "-t", "--transport",
                                           "--checkpoint-every", "--progress"};
     if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
@@ -159,6 +162,9 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     } else if (a == "--strategy") {
       if (v != "sync" && v != "hogwild") return InvalidArgument("--strategy '" + v + "': expected sync or hogwild");
       o.strategy = v;
+    } else if (a == "--backup-workers") {
+      HOOP_ASSIGN_OR_RETURN(int64_t b, count(a, v, 0, 65535));
+      o.backup_workers = static_cast<int>(b);
     } else if (a == "--sweep") {
       HOOP_RETURN_IF_ERROR(ParseSweep(v).status());
       o.sweep.push_back(v);
@@ -189,6 +195,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (o.resume && o.checkpoint.empty()) return InvalidArgument("--resume needs --checkpoint FILE");
   if (o.checkpoint_every && o.checkpoint.empty()) return InvalidArgument("--checkpoint-every needs --checkpoint FILE");
   if (o.force && !o.resume) return InvalidArgument("--force applies to --resume only");
+  if (o.backup_workers >= 0 && o.strategy != "sync") return InvalidArgument("--backup-workers is for --strategy sync");
   if (o.ensemble && o.sweep.empty()) return InvalidArgument("--ensemble averages a sweep's models: it needs --sweep");
   if (!o.sweep.empty() && (!o.checkpoint.empty() || o.resume))
     return InvalidArgument("--sweep runs many models: --checkpoint and --resume are for one");

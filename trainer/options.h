@@ -26,6 +26,7 @@ struct Options {
   double progress_s = 10;        // a progress line this often within an epoch; 0: none
   int threads = 0;       // 0: this host's cores / ranks on it
   std::string strategy = "sync";  // sync (data parallel, the default) | hogwild (hogwild.h)
+  int backup_workers = -1;        // sync with backup workers (backup.h); -1: none (allreduce)
   std::string balance = "equal";  // equal | speed: shares of each global batch (balance.h)
   std::vector<int> shares;        // --shares: fixed images per rank per step (empty: --batch each)
   int slow_rank = -1;             // a straggler to study: this rank sleeps slow_ms per step

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "tensorfusion/runtime.h"
+#include "trainer/backup.h"
 #include "trainer/balance.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data_parallel.h"
@@ -200,8 +201,9 @@ void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParall
   sums[kData] += Since(t);
   t = Clock::now();
   const bool hogwild = o_.strategy == "hogwild";  // no gradients exchanged: each rank steps alone
+  const bool backup = o_.backup_workers >= 0;      // gradients go to rank 0 afterwards (backup.h)
   auto on_layer = [&](Layer& l) {
-    if (!hogwild) dp.GradientsReady(l);
+    if (!hogwild && !backup) dp.GradientsReady(l);
   };
   if (s.count() == 0) {
     // Nothing left for this rank in the last step: it still sends zero gradients, layer by
@@ -217,7 +219,8 @@ void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParall
   const Tensor& logits = model_->net.Forward(batch_, Mode::kTrain, pool_);
   // Sync: this rank's part of the mean over the whole step's images (summed over ranks); hogwild:
   // the mean over this rank's own batch, which it applies alone.
-  const float scale = 1.0f / static_cast<float>(hogwild ? s.count() : s.step_images);
+  // With backup workers: the sum over this rank's images, which rank 0 averages over those used.
+  const float scale = backup ? 1.0f : 1.0f / static_cast<float>(hogwild ? s.count() : s.step_images);
   LossResult r = SoftmaxCrossEntropy(logits, labels_, scale, &dlogits_);
   sums[kForward] += Since(t);
   t = Clock::now();
@@ -342,6 +345,15 @@ StatusOr<RunResult> Run::Go() {
   state.insert(state.end(), buffers.begin(), buffers.end());
   for (auto& s : sgd.State()) state.push_back(s);
 
+  // Before the fusion runtime starts: duplicating the communicator is a collective on it, which
+  // must not interleave with the runtime's own.
+  std::unique_ptr<BackupWorkers> backup;
+  if (o_.backup_workers >= 0) {
+    if (o_.backup_workers >= ranks)
+      return InvalidArgument("--backup-workers " + std::to_string(o_.backup_workers) + ": at least one of the " +
+                             std::to_string(ranks) + " ranks' gradients must be used");
+    HOOP_ASSIGN_OR_RETURN(backup, BackupWorkers::Create(comm_, model_->net.Params(), o_.backup_workers));
+  }
   HOOP_ASSIGN_OR_RETURN(auto rt, fusion::Runtime::Start(comm_, fusion::FusionOptions::FromConfig(cfg_)));
   DataParallel dp(*rt);
   HOOP_RETURN_IF_ERROR(Preflight(dp));
@@ -417,8 +429,13 @@ StatusOr<RunResult> Run::Go() {
     for (int64_t s = first; s < steps; ++s, ++step) {
       const auto t0 = Clock::now();
       if (shared) shared->Read();  // the shared model as it is now
-      TrainStep(perm, sampler.At(s), dp, sums);
+      const Slice slice = sampler.At(s);
+      TrainStep(perm, slice, dp, sums);
       auto t = Clock::now();
+      if (backup)
+        if (Status st = backup->Exchange(step, slice.count()); !st.ok())
+          return st.WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
+                                ": backup workers' exchange");
       if (Status st = dp.Wait(); !st.ok()) return st.WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1));
       sums[kComm] += Since(t);
       t = Clock::now();
@@ -514,6 +531,9 @@ StatusOr<RunResult> Run::Go() {
     if (o_.balance == "speed") sampler.SetShares(SharesBySpeed(speeds, global_batch));  // for the next epoch
     if (rank != 0) continue;
     std::string split;
+    if (backup)
+      split += " | " + std::to_string(backup->dropped()) + " gradient(s) dropped so far (" +
+               std::to_string(o_.backup_workers) + " backup worker(s))";
     if (o_.balance == "speed" || !o_.shares.empty()) {
       split = " | shares " + FormatShares(m.shares) + ", compute images/s";
       for (int r = 0; r < ranks; ++r) {
@@ -529,6 +549,8 @@ StatusOr<RunResult> Run::Go() {
     if (!o_.checkpoint.empty())
       if (Status s = save(m.epoch, 0, {}); !s.ok()) return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
   }
+  if (backup)
+    if (Status s = backup->Drain(); !s.ok()) return s.WithContext(Where() + "receiving the dropped gradients");
   if (Status s = rt->Shutdown(); !s.ok()) return s.WithContext(Where() + "stopping the tensor fusion runtime");
   result.test_probs = std::move(probs_);
   return result;

@@ -127,6 +127,18 @@ TEST_CASE("1, 2 and 4 ranks with the same global batch reach the same parameters
     CHECK(far.exit_code == 1);
     CHECK(far.output.find("--slow-rank 2: the job has ranks 0 to 1") != std::string::npos);
   }
+  // Synchronous SGD through rank 0 with no backup worker is the same training.
+  {
+    std::string ck = Tmp("eq-backup");
+    auto args = common;
+    args.insert(args.end(), {"--batch", "24", "--lr", "0.02", "--backup-workers", "0", "--checkpoint", ck});
+    auto r = Train(2, args);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    Loaded through_root = Load(ck, "lenet");
+    std::remove(ck.c_str());
+    CHECK(MaxDiff(one, through_root) < 2e-5);
+  }
   // The check can fail: another seed (another shuffle and start) is far away.
   Loaded other = run(2, 24, "0.02", "shm", "6");
   CHECK(MaxDiff(one, other) > 1e-2);
@@ -410,6 +422,26 @@ TEST_CASE("--strategy hogwild: one rank is sync SGD; two ranks share one model a
   CHECK(bad.output.find("--strategy 'async': expected sync or hogwild") != std::string::npos);
   std::remove(a.c_str());
   std::remove(b.c_str());
+}
+
+TEST_CASE("--backup-workers: steps use the first gradients to arrive, a straggler's are dropped", "[train]") {
+  // 3 ranks, rank 2 slowed by 10 ms a step, 1 backup worker: rank 0 uses its own gradient and
+  // the next to arrive, and the job still learns.
+  auto r = Train(3, {"--backup-workers", "1", "--slow-rank", "2", "--slow-ms", "10", "--epochs", "2", "--train-limit",
+                     "3000", "--test-limit", "300", "--progress", "0", "--threads", "1"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("| 32 gradient(s) dropped so far (1 backup worker(s))") != std::string::npos);  // one a step
+  const size_t at = r.output.find("epoch 2/2:");
+  REQUIRE(at != std::string::npos);
+  double acc = 0;
+  CHECK(std::sscanf(r.output.c_str() + r.output.find("test loss", at), "test loss %*f acc %lf", &acc) == 1);
+  CHECK(acc > 65);
+  auto all = Train(2, {"--backup-workers", "2", "--train-limit", "64"}, 30);
+  CHECK(all.exit_code == 1);
+  CHECK(all.output.find("--backup-workers 2: at least one of the 2 ranks' gradients must be used") != std::string::npos);
+  auto hog = Train(1, {"--backup-workers", "1", "--strategy", "hogwild"}, 30);
+  CHECK(hog.output.find("--backup-workers is for --strategy sync") != std::string::npos);
 }
 
 TEST_CASE("--sweep trains every configuration across the ranks; --ensemble averages them", "[train]") {
