@@ -477,6 +477,21 @@ TEST_CASE("--sweep trains every configuration across the ranks; --ensemble avera
   CHECK(value.output.find("--sweep configuration lr=fast: --lr 'fast': expected a number") != std::string::npos);
 }
 
+TEST_CASE("perf/strategies: every strategy with and without a straggler, its table and plot", "[train][perf]") {
+  const std::string out = Tmp("strategies");
+  auto r = RunProc({HOOP_SOURCE_DIR "/perf/strategies", "--ranks", "2", "--epochs", "2", "--train-limit", "256",
+                    "--test-limit", "200", "--target", "0.4", "--build", HOOP_BIN_DIR "/..", "--out", out},
+                   Within(180));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  for (const char* row : {"| sync | ", "| sync, 1 backup worker | ", "| hogwild | ", "| sync, rank 1 +", "| hogwild, rank 1 +"})
+    CHECK(r.output.find(row) != std::string::npos);
+  CHECK(r.output.find("wrote " + out + "/strategies.png") != std::string::npos);
+  std::ifstream md(out + "/train-strategies.md");
+  CHECK(md.good());
+  std::filesystem::remove_all(out);
+}
+
 TEST_CASE("hoop-bench-device: the CPU-against-GPU table, its CSV and its PNG", "[train][perf]") {
   const std::string csv = Tmp("device.csv"), png = Tmp("device.png");
   auto r = RunProc({Bin("hoop-bench-device"), "--gemm", "16,33", "--conv", "2", "--repeats", "2", "--csv", csv}, Within(120));
