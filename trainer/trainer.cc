@@ -335,9 +335,10 @@ StatusOr<RunResult> Run::Go() {
     return InvalidArgument("--strategy hogwild: the ranks share one copy of the parameters in memory, so all must be on "
                            "one host; this job has " + std::to_string(comm_.local_size()) + " of its " +
                            std::to_string(ranks) + " ranks on this one");
-  // Hogwild's ranks each step at the per-rank rate: their steps add up instead of being averaged.
-  LrSchedule sched{o_.lr, hogwild ? 1 : ranks, static_cast<int64_t>(std::llround(o_.warmup_epochs * steps)),
-                   steps * o_.epochs, o_.cosine};
+  // Hogwild's ranks' steps add up rather than being averaged: N ranks each stepping at --lr / N
+  // move the model as one rank at --lr would (at 4 ranks here, --lr itself diverged: PERF.md).
+  LrSchedule sched{hogwild ? o_.lr / ranks : o_.lr, hogwild ? 1 : ranks,
+                   static_cast<int64_t>(std::llround(o_.warmup_epochs * steps)), steps * o_.epochs, o_.cosine};
 
   NamedTensors params, buffers = model_->net.Buffers(), state;
   for (Param* p : model_->net.Params()) params.emplace_back(p->name, &p->value);
