@@ -149,7 +149,7 @@ class Job {
         sentinel_.Reaped(r.pid);
         if (ExitedCleanly(st)) continue;
         if (!termed_) failed_.push_back(&r);  // failed on its own, not because we stopped it
-        BeginStop(false);
+        Failed(r);
       }
     }
   }
@@ -201,7 +201,8 @@ class Job {
     if (exit_code_ == 0 || exit_code_ == 124) {
       if (exit_code_ == 0) exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
       if (reason_.empty())
-        reason_ = Who(*cause) + " " + DescribeExit(st) + "; stopped the other ranks";
+        reason_ = Who(*cause) + " " + DescribeExit(st) +
+                  (o_.enable_recovery && !termed_ ? "; the other ranks went on (--enable-recovery)" : "; stopped the other ranks");
     }
   }
 
@@ -267,7 +268,16 @@ class Job {
     r.wait_status = st;
     if (ExitedCleanly(st)) return;
     if (!termed_) failed_.push_back(&r);  // failed on its own, not because we stopped it
-    BeginStop(false);
+    Failed(r);
+  }
+
+  // A rank failed on its own: the job stops, or with --enable-recovery says so and goes on.
+  void Failed(const Rank& r) {
+    if (!o_.enable_recovery || stopping_) {
+      BeginStop(false);
+      return;
+    }
+    err_.Write("hooprun: " + Who(r) + " " + DescribeExit(r.wait_status) + "; the other ranks go on (--enable-recovery)\n");
   }
 
   // The agent's output: its ranks' lines (already prefixed) go out as they are; its control

@@ -49,6 +49,10 @@ const char* const kUsage =
     "  --verbose            print the plan (hosts, slots, each rank's place, binding and command,\n"
     "                       the store's address; never the job token) and each start\n"
     "  --oversubscribe      more ranks than cores without the warning (as mpirun's flag)\n"
+    "  --enable-recovery    a rank that fails does not stop the others (as mpirun's flag): its\n"
+    "                       end is reported and the job goes on; hooprun exits, when the last\n"
+    "                       rank has, with the first failed rank's code (for programs that\n"
+    "                       survive a peer's loss: hoop-train --strategy ps's workers)\n"
     "  -h, --help           this text\n"
     "  --version            hooprun's version\n"
     "\n"
@@ -168,6 +172,8 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       o.tag_output = true;
     } else if (a == "--oversubscribe") {
       o.oversubscribe = true;
+    } else if (a == "--enable-recovery") {
+      o.enable_recovery = true;
     } else if (a == "-p" || a == "--ssh-port") {
       HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
       auto n = ParseInt(v);

@@ -26,6 +26,7 @@ struct Options {
   double timeout_s = 0;                                   // 0: none
   bool tag_output = false;
   bool oversubscribe = false;  // no warning for more ranks than cores
+  bool enable_recovery = false;  // a failed rank does not stop the others (OpenMPI's flag)
   SshOptions ssh;                 // -p, -i, --ssh-args, --start-timeout
   std::string store_address;      // --store-address ADDR
   std::string network_interface;  // --network-interface NAME
