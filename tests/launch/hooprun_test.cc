@@ -156,6 +156,24 @@ TEST_CASE("hooprun stops the job when a rank fails and says which", "[hooprun]")
   CHECK(WaitGone(marker, 5) == 0);
 }
 
+TEST_CASE("hooprun --enable-recovery: a failed rank is reported and the others go on", "[hooprun]") {
+  // Rank 1 fails at once; the others finish 6 s later (past the grace period that would stop them).
+  auto r = RunProc({Bin("hooprun"), "-np", "3", "--enable-recovery", "/bin/sh", "-c",
+                    "if [ $HOOP_RANK = 1 ]; then exit 3; fi; sleep 6; echo finished"},
+                   Within(30));
+  INFO(r.output);
+  CHECK(r.exit_code == 3);
+  CHECK(r.seconds >= 6);
+  CHECK(r.output.find("[0] finished") != std::string::npos);
+  CHECK(r.output.find("[2] finished") != std::string::npos);
+  CHECK(r.output.find("exited with code 3; the other ranks go on (--enable-recovery)") != std::string::npos);
+  CHECK(r.output.find("exited with code 3; the other ranks went on (--enable-recovery)") != std::string::npos);
+  // Ctrl-C still stops them all.
+  auto c = RunProc({Bin("hooprun"), "-np", "2", "--enable-recovery", "/bin/sh", "-c", "sleep 60"}, SignalAfter(SIGINT, 1, 30));
+  CHECK(c.exit_code == 130);
+  CHECK(c.seconds < 15);
+}
+
 TEST_CASE("hooprun --timeout stops a job that runs too long", "[hooprun]") {
   std::string marker = NewMarker();
   auto r = RunProc({Bin("hooprun"), "-np", "2", "--timeout", "1", "/bin/sh", "-c", "sleep 60; : " + marker},
