@@ -122,6 +122,10 @@ class Communicator {
   int local_rank() const { return opts_.local_rank; }
   int local_size() const { return opts_.local_size; }
   std::string transport_name() const;
+  // What it was created with, and the job's store: to create another communicator over some of
+  // its ranks with connections of its own (trainer/ps_links.h), where Split's would be shared.
+  const CommOptions& options() const { return opts_; }
+  Store& store() const { return *store_; }
   // The algorithm a call of `kind` over `bytes` with `per_call` would run.
   Algo ChosenAlgo(CollKind kind, size_t bytes, Algo per_call) const {
     return ChooseAlgo(kind, bytes, opts_.size, per_call, opts_.algo).algo;

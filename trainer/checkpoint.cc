@@ -178,4 +178,18 @@ Status LoadCheckpoint(const std::string& path, const std::string& model, const N
   return Status::Ok();
 }
 
+Status ProbeOutputs(const std::string& metrics, const std::string& checkpoint) {
+  for (const std::string* path : {&metrics, &checkpoint}) {
+    if (path->empty()) continue;
+    const std::string probe = *path + ".tmp." + std::to_string(::getpid());
+    std::FILE* f = std::fopen(probe.c_str(), "w");
+    if (!f)
+      return InvalidArgument(std::string(path == &metrics ? "--metrics " : "--checkpoint ") + *path +
+                             ": cannot write there: " + std::strerror(errno));
+    std::fclose(f);
+    std::remove(probe.c_str());
+  }
+  return Status::Ok();
+}
+
 }  // namespace hoop::train

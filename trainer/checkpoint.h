@@ -36,6 +36,10 @@ struct CheckpointInfo {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor*>>;
 
+// Whether files can be written at these paths (empty: not asked for), by making and removing a
+// probe beside each: the error names the option (--metrics, --checkpoint) and the cause.
+Status ProbeOutputs(const std::string& metrics, const std::string& checkpoint);
+
 Status SaveCheckpoint(const std::string& path, const CheckpointInfo& info, const NamedTensors& tensors);
 // Fills `tensors` (which must all be in the file, with their sizes) and `info`.
 Status LoadCheckpoint(const std::string& path, const std::string& model, const NamedTensors& tensors, CheckpointInfo* info);

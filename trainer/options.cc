@@ -45,10 +45,23 @@ const char* Usage() {
          "  --progress SECONDS      a progress line this often within an epoch: step, images/s, time\n"
          "                          left (default 10; on a terminal a line redrawn in place; 0: none)\n"
          "  --threads N             compute threads per rank (default: cores / ranks on this host)\n"
-         "  --strategy sync|hogwild sync: synchronous data parallelism, gradients averaged every step\n"
+         "  --strategy sync|hogwild|ps\n"
+         "                          sync: synchronous data parallelism, gradients averaged every step\n"
          "                          (the default); hogwild: ranks on one host update one shared copy\n"
          "                          of the parameters without locks, each with its own batches at\n"
-         "                          --lr / ranks (Recht et al. 2011; no gradients exchanged)\n"
+         "                          --lr / ranks (Recht et al. 2011; no gradients exchanged); ps:\n"
+         "                          parameter servers (DistBelief): ranks 0..K-1 hold the parameters,\n"
+         "                          sharded by size, and apply each worker's gradient as it arrives\n"
+         "                          at --lr / workers; the other ranks are workers that pull them,\n"
+         "                          compute on their own batches and push, without waiting for each\n"
+         "                          other. A worker that dies is left out and the job goes on (run it\n"
+         "                          under hooprun --enable-recovery); a server that dies ends it\n"
+         "  --servers K             ps: how many of the ranks are servers (default 1)\n"
+         "  --staleness S           ps: a worker starts step t only once every live worker has pushed\n"
+         "                          step t-S-1, so what it reads misses at most S steps of any other\n"
+         "                          (default: no bound). 0: the servers sum each step's gradients of\n"
+         "                          every worker and apply their mean: synchronous SGD, as sync's\n"
+         "                          rate (--lr x workers) and updates\n"
          "  --backup-workers B      sync SGD whose steps use the first (ranks - B) gradients to reach\n"
          "                          rank 0 and drop the B slowest (the dropped ranks take the same\n"
          "                          step); the mean is over the images used\n"
@@ -115,7 +128,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     }
     static const char* const kValued[] = {"--model", "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
                                           "--warmup-epochs", "--schedule", "--seed", "--data", "--metrics", "--checkpoint",
-                                          "--threads", "--strategy", "--backup-workers", "--sweep", "--balance", "--shares", "--slow-rank", "--slow-ms",
+                                          "--threads", "--strategy", "--servers", "--staleness", "--backup-workers", "--sweep", "--balance", "--shares", "--slow-rank", "--slow-ms",
                                           "--layers", "--train-limit", "--test-limit", "-t", "--transport",
                                           "--checkpoint-every", "--progress"};
     if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
@@ -160,8 +173,15 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       if (v != "native" && v != "onednn") return InvalidArgument("--layers '" + v + "': expected native or onednn");
       o.layers = v;
     } else if (a == "--strategy") {
-      if (v != "sync" && v != "hogwild") return InvalidArgument("--strategy '" + v + "': expected sync or hogwild");
+      if (v != "sync" && v != "hogwild" && v != "ps")
+        return InvalidArgument("--strategy '" + v + "': expected sync, hogwild or ps");
       o.strategy = v;
+    } else if (a == "--servers") {
+      HOOP_ASSIGN_OR_RETURN(int64_t k, count(a, v, 1, 65535));
+      o.servers = static_cast<int>(k);
+    } else if (a == "--staleness") {
+      HOOP_ASSIGN_OR_RETURN(int64_t k, count(a, v, 0, 1000000));
+      o.staleness = static_cast<int>(k);
     } else if (a == "--backup-workers") {
       HOOP_ASSIGN_OR_RETURN(int64_t b, count(a, v, 0, 65535));
       o.backup_workers = static_cast<int>(b);
@@ -196,6 +216,18 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (o.checkpoint_every && o.checkpoint.empty()) return InvalidArgument("--checkpoint-every needs --checkpoint FILE");
   if (o.force && !o.resume) return InvalidArgument("--force applies to --resume only");
   if (o.backup_workers >= 0 && o.strategy != "sync") return InvalidArgument("--backup-workers is for --strategy sync");
+  if ((o.servers || o.staleness >= 0) && o.strategy != "ps")
+    return InvalidArgument(std::string(o.servers ? "--servers" : "--staleness") + " is for --strategy ps");
+  if (o.strategy == "ps") {
+    if (!o.servers) o.servers = 1;
+    if (o.balance != "equal" || !o.shares.empty())
+      return InvalidArgument("--strategy ps: workers take --batch images each, at their own pace: --balance and "
+                             "--shares are for --strategy sync");
+    if (o.resume)
+      return InvalidArgument("--strategy ps does not resume yet: its checkpoints hold the whole model, which "
+                             "--strategy sync --resume --force continues");
+    if (!o.sweep.empty()) return InvalidArgument("--sweep runs --strategy sync or hogwild configurations, not ps");
+  }
   if (o.ensemble && o.sweep.empty()) return InvalidArgument("--ensemble averages a sweep's models: it needs --sweep");
   if (!o.sweep.empty() && (!o.checkpoint.empty() || o.resume))
     return InvalidArgument("--sweep runs many models: --checkpoint and --resume are for one");

@@ -17,12 +17,14 @@
 #include "trainer/backup.h"
 #include "trainer/balance.h"
 #include "trainer/checkpoint.h"
+#include "trainer/compute.h"
 #include "trainer/data_parallel.h"
 #include "trainer/energy.h"
 #include "trainer/hogwild.h"
 #include "trainer/layer_factory.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"
+#include "trainer/ps_run.h"
 #include "trainer/sampler.h"
 #include "trainer/sgd.h"
 
@@ -84,8 +86,7 @@ class Run {
   double images_before_ = 0; // images of the epoch trained before it (a resumed checkpoint's)
   bool shown_ = false;
   std::unique_ptr<Model> model_;
-  Tensor batch_, dlogits_;
-  std::vector<uint8_t> labels_;
+  Workspace ws_;
 };
 
 // Rank 0 reads the checkpoint and every rank gets what it found: [ok, epochs done, steps done,
@@ -196,10 +197,6 @@ std::vector<double> Run::Joules() {
 
 void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums) {
   const auto start = Clock::now();
-  auto t = start;
-  Gather(train_, perm.data() + s.begin, s.count(), batch_, labels_, pad_);
-  sums[kData] += Since(t);
-  t = Clock::now();
   const bool hogwild = o_.strategy == "hogwild";  // no gradients exchanged: each rank steps alone
   const bool backup = o_.backup_workers >= 0;      // gradients go to rank 0 afterwards (backup.h)
   auto on_layer = [&](Layer& l) {
@@ -214,18 +211,16 @@ void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParall
     }
     return;
   }
-  if (comm_.rank() == o_.slow_rank)  // the straggler: as if its device computed slower
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o_.slow_ms));
-  const Tensor& logits = model_->net.Forward(batch_, Mode::kTrain, pool_);
   // Sync: this rank's part of the mean over the whole step's images (summed over ranks); hogwild:
   // the mean over this rank's own batch, which it applies alone.
   // With backup workers: the sum over this rank's images, which rank 0 averages over those used.
   const float scale = backup ? 1.0f : 1.0f / static_cast<float>(hogwild ? s.count() : s.step_images);
-  LossResult r = SoftmaxCrossEntropy(logits, labels_, scale, &dlogits_);
-  sums[kForward] += Since(t);
-  t = Clock::now();
-  model_->net.Backward(batch_, dlogits_, nullptr, pool_, on_layer);
-  sums[kBackward] += Since(t);
+  StepTimes times;
+  LossResult r = ComputeGradient(*model_, train_, perm.data() + s.begin, s.count(), scale, pad_, pool_, ws_, on_layer,
+                                 comm_.rank() == o_.slow_rank ? o_.slow_ms : 0, times);
+  sums[kData] += times.data;
+  sums[kForward] += times.forward;
+  sums[kBackward] += times.backward;
   my_images_ += s.count();
   my_compute_s_ += Since(start);
   sums[kLoss] += r.loss_sum;
@@ -236,21 +231,11 @@ void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParall
 void Run::Evaluate(std::vector<double>& sums) {
   int64_t n = o_.test_limit > 0 ? std::min<int64_t>(o_.test_limit, test_.count) : test_.count, b, e;
   Shard(n, comm_.rank(), comm_.size(), &b, &e);
-  std::vector<int64_t> idx;
-  const int chunk = EvalChunk(o_.model);
-  if (o_.keep_predictions) probs_.assign(static_cast<size_t>(n) * 10, 0.0f);  // this rank's shard filled in
-  for (int64_t at = b; at < e; at += chunk) {
-    int m = static_cast<int>(std::min<int64_t>(chunk, e - at));
-    idx.resize(m);
-    for (int i = 0; i < m; ++i) idx[i] = at + i;
-    Gather(test_, idx.data(), m, batch_, labels_, pad_);
-    const Tensor& logits = model_->net.Forward(batch_, Mode::kEval, pool_);
-    LossResult r = SoftmaxCrossEntropy(logits, labels_, 1.0f, nullptr);
-    if (o_.keep_predictions) Softmax(logits, probs_.data() + at * 10);
-    sums[kTestLoss] += r.loss_sum;
-    sums[kTestCorrect] += static_cast<double>(r.correct);
-    sums[kTestImages] += m;
-  }
+  if (o_.keep_predictions) probs_.assign(static_cast<size_t>(n) * model_->classes, 0.0f);  // this rank's shard filled in
+  const EvalSums r = train::Evaluate(*model_, test_, b, e, pad_, pool_, ws_, o_.keep_predictions ? probs_.data() : nullptr);
+  sums[kTestLoss] += r.loss;
+  sums[kTestCorrect] += r.correct;
+  sums[kTestImages] += r.images;
 }
 
 // rank 0's verdict on the output paths, before any training: a --metrics or --checkpoint that
@@ -259,19 +244,8 @@ Status Run::Preflight(DataParallel& dp) {
   std::vector<double> ok{comm_.rank() == 0 ? 1.0 : 0.0};  // summed over ranks: rank 0's alone
   Status cause;
   if (comm_.rank() == 0) {
-    for (const std::string* path : {&o_.metrics, &o_.checkpoint}) {
-      if (path->empty()) continue;
-      const std::string probe = *path + ".tmp." + std::to_string(::getpid());
-      std::FILE* f = std::fopen(probe.c_str(), "w");
-      if (!f) {
-        cause = InvalidArgument(std::string(path == &o_.metrics ? "--metrics " : "--checkpoint ") + *path +
-                                ": cannot write there: " + std::strerror(errno));
-        ok[0] = 0;
-        break;
-      }
-      std::fclose(f);
-      std::remove(probe.c_str());
-    }
+    cause = ProbeOutputs(o_.metrics, o_.checkpoint);
+    ok[0] = cause.ok() ? 1.0 : 0.0;
   }
   HOOP_RETURN_IF_ERROR(dp.SumDoubles("preflight", ok));
   if (ok[0] != 1.0) return cause.ok() ? FailedPrecondition("rank 0 cannot write its output files (see its error)") : cause;
@@ -307,12 +281,7 @@ void Run::Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_
 StatusOr<RunResult> Run::Go() {
   HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative,
                                            train_.channels));
-  const Shape& want = model_->input;
-  pad_ = (want.h - train_.rows) / 2;
-  if (train_.rows > want.h || train_.cols > want.w || (want.h - train_.rows) % 2 != 0 || want.h - train_.rows != want.w - train_.cols)
-    return InvalidArgument("--model " + o_.model + " takes " + std::to_string(want.h) + "x" + std::to_string(want.w) +
-                           " images; " + train_.name + "'s are " + std::to_string(train_.rows) + "x" +
-                           std::to_string(train_.cols) + " (resnet18 and resnet34 take 32x32)");
+  HOOP_ASSIGN_OR_RETURN(pad_, InputPad(*model_, train_));
   SetOneDnnThreads(pool_.threads());
   const int ranks = comm_.size(), rank = comm_.rank();
   const int64_t images = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
@@ -561,6 +530,7 @@ StatusOr<RunResult> Run::Go() {
 
 StatusOr<RunResult> Train(const Options& opts, const Config& cfg, Communicator& comm, const Dataset& train, const Dataset& test,
                           const std::atomic<int>* stop) {
+  if (opts.strategy == "ps") return TrainPs(opts, comm, train, test, stop);
   return Run(opts, cfg, comm, train, test, stop).Go();
 }
 

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "tests/support/proc.h"
 #include "trainer/checkpoint.h"
@@ -419,9 +420,83 @@ TEST_CASE("--strategy hogwild: one rank is sync SGD; two ranks share one model a
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
     CHECK(e.path().filename().string().rfind("hoop-hogwild-", 0) != 0);
   auto bad = Train(1, {"--strategy", "async"}, 30);
-  CHECK(bad.output.find("--strategy 'async': expected sync or hogwild") != std::string::npos);
+  CHECK(bad.output.find("--strategy 'async': expected sync, hogwild or ps") != std::string::npos);
   std::remove(a.c_str());
   std::remove(b.c_str());
+}
+
+TEST_CASE("--strategy ps: staleness 0 is sync SGD; asynchronous workers learn; bad splits are refused", "[train]") {
+  // 1 server and 2 workers summing each step's gradients: the updates of sync on 2 ranks.
+  const std::vector<std::string> small = {"--epochs", "1", "--train-limit", "640", "--test-limit", "100", "--progress", "0",
+                                          "--threads", "1"};
+  const std::string a = Tmp("ps-sync"), b = Tmp("ps-s0");
+  auto args = small;
+  args.insert(args.end(), {"--checkpoint", a});
+  auto sync = Train(2, args);
+  args = small;
+  args.insert(args.end(), {"--strategy", "ps", "--staleness", "0", "--checkpoint", b});
+  auto ps = Train(3, args);
+  INFO(sync.output << ps.output);
+  REQUIRE((sync.exit_code == 0 && ps.exit_code == 0));
+  CHECK(MaxDiff(Load(a, "lenet"), Load(b, "lenet")) < 1e-5);
+  CHECK(ps.output.find("parameter servers: 1 server(s) (rank 0 holds 120382 of them), 2 worker(s) x batch 32, "
+                       "staleness 0") != std::string::npos);
+  // 2 servers (each a shard) and 2 workers that never wait for each other: it learns.
+  auto async = Train(4, {"--strategy", "ps", "--servers", "2", "--epochs", "2", "--train-limit", "4000", "--test-limit",
+                         "500", "--progress", "0", "--threads", "1"});
+  INFO(async.output);
+  REQUIRE(async.exit_code == 0);
+  CHECK(async.output.find("2 server(s) (rank 0 holds 96000 of them), 2 worker(s) x batch 32, staleness unbounded") !=
+        std::string::npos);
+  const size_t at = async.output.find("epoch 2/2:");
+  REQUIRE(at != std::string::npos);
+  double acc = 0;
+  CHECK(std::sscanf(async.output.c_str() + async.output.find("test loss", at), "test loss %*f acc %lf", &acc) == 1);
+  CHECK(acc > 65);
+  CHECK(async.output.find("2 of 2 worker(s) reported") != std::string::npos);
+  // Refused, each with its reason.
+  auto no_worker = Train(2, {"--strategy", "ps", "--servers", "2", "--train-limit", "64"}, 30);
+  CHECK(no_worker.output.find("--servers 2: the job's 2 rank(s) leave no worker") != std::string::npos);
+  auto not_ps = Train(1, {"--servers", "1"}, 30);
+  CHECK(not_ps.output.find("--servers is for --strategy ps") != std::string::npos);
+  auto slow_server = Train(2, {"--strategy", "ps", "--slow-rank", "0", "--slow-ms", "5", "--train-limit", "64"}, 30);
+  CHECK(slow_server.output.find("--slow-rank 0: the workers are ranks 1 to 1") != std::string::npos);
+  for (auto& f : {a, b}) std::remove(f.c_str());
+}
+
+TEST_CASE("--strategy ps: a killed worker is left out and the job goes on; a killed server ends it", "[train]") {
+  // Rank 3 sleeps 200 ms a step, so it is still in its first epoch when it is killed at 3 s.
+  const std::string marker = Tmp(NewMarker());
+  auto run = [&](int np, int victim, bool recovery) {
+    std::vector<std::string> argv = {Bin("hooprun"), "-np", std::to_string(np)};
+    if (recovery) argv.push_back("--enable-recovery");
+    argv.insert(argv.end(), {Bin("hoop-train"), "--strategy", "ps", "--epochs", "3", "--train-limit", "3000", "--test-limit",
+                             "300", "--progress", "0", "--threads", "1", "--slow-rank", std::to_string(np - 1), "--slow-ms",
+                             "200", "--metrics", marker + ".csv"});
+    ProcResult r;
+    std::thread job([&] { r = RunProc(argv, Within(90)); });
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    const int killed = SignalRank(marker, victim, SIGKILL);
+    job.join();
+    CHECK(killed == 1);
+    return r;
+  };
+  auto worker = run(4, 3, true);
+  INFO(worker.output);
+  CHECK(worker.output.find("hooprun: rank 3 (pid") != std::string::npos);
+  CHECK(worker.output.find("the other ranks go on (--enable-recovery)") != std::string::npos);
+  CHECK(worker.output.find("worker rank 3 is gone (its link: ") != std::string::npos);
+  CHECK(worker.output.find("epoch 3/3:") != std::string::npos);
+  CHECK(worker.output.find("2 of 3 worker(s) reported") != std::string::npos);
+  CHECK(worker.output.find("hoop-train: 2 of 3 worker(s) finished; 1 gone") != std::string::npos);
+  CHECK(worker.exit_code == 128 + SIGKILL);  // hooprun: the failed rank's code, once the rest ended
+  auto server = run(3, 0, false);
+  INFO(server.output);
+  CHECK(server.exit_code != 0);
+  CHECK(server.output.find("parameter server rank 0 is gone") != std::string::npos);
+  CHECK(server.output.find("hooprun: rank 0 (pid") != std::string::npos);
+  CHECK(WaitGone(marker, 10) == 0);
+  std::remove((marker + ".csv").c_str());
 }
 
 TEST_CASE("--backup-workers: steps use the first gradients to arrive, a straggler's are dropped", "[train]") {

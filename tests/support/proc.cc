@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -171,6 +172,39 @@ int WaitGone(const std::string& marker, double seconds) {
     if (n == 0 || std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > seconds) return n;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+int SignalRank(const std::string& marker, int rank, int signal) {
+  auto slurp = [](const std::string& path) {
+    std::string text;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return text;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, size_t(n));
+    ::close(fd);
+    return text;
+  };
+  const std::string want = "HOOP_RANK=" + std::to_string(rank);
+  int count = 0;
+  DIR* d = ::opendir("/proc");
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string dir = std::string("/proc/") + e->d_name;
+    if (slurp(dir + "/cmdline").find(marker) == std::string::npos) continue;
+    const std::string env = slurp(dir + "/environ");
+    bool match = false;
+    for (size_t at = 0; at < env.size();) {
+      const size_t end = env.find('\0', at);
+      if (env.compare(at, (end == std::string::npos ? env.size() : end) - at, want) == 0) match = true;
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    if (match && ::kill(std::atoi(e->d_name), signal) == 0) ++count;
+  }
+  ::closedir(d);
+  return count;
 }
 
 }  // namespace hoop::test

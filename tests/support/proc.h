@@ -44,6 +44,9 @@ ProcResult RunProc(const std::vector<std::string>& argv, const ProcOptions& opts
 // process with it in its command line is still alive.
 std::string NewMarker();
 int CountProcessesWith(const std::string& marker);
+// Sends `signal` to every process with the marker in its command line and HOOP_RANK=rank in its
+// environment (one rank of a hooprun job); returns how many it signalled.
+int SignalRank(const std::string& marker, int rank, int signal);
 // Waits up to `seconds` for every process with the marker to disappear; returns how many remain.
 int WaitGone(const std::string& marker, double seconds);
 std::string Bin(const std::string& name);  // build/bin/NAME
