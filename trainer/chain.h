@@ -17,6 +17,15 @@ class Chain {
   void Add(std::unique_ptr<Layer> layer) { layers_.push_back(std::move(layer)); }
   bool empty() const { return layers_.empty(); }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  // Hands the layers over, leaving the chain empty (a pipeline deals them out to its stages).
+  std::vector<std::unique_ptr<Layer>> TakeLayers() {
+    acts_.clear();
+    grads_.clear();
+    plain_.clear();
+    std::vector<std::unique_ptr<Layer>> out = std::move(layers_);
+    layers_.clear();
+    return out;
+  }
   Shape OutShape(Shape in) const;
   // The output of the last layer (the input itself for an empty chain); valid until the next call.
   const Tensor& Forward(const Tensor& in, Mode mode, ThreadPool& pool);

@@ -45,7 +45,7 @@ const char* Usage() {
          "  --progress SECONDS      a progress line this often within an epoch: step, images/s, time\n"
          "                          left (default 10; on a terminal a line redrawn in place; 0: none)\n"
          "  --threads N             compute threads per rank (default: cores / ranks on this host)\n"
-         "  --strategy sync|hogwild|ps\n"
+         "  --strategy sync|hogwild|ps|pipeline\n"
          "                          sync: synchronous data parallelism, gradients averaged every step\n"
          "                          (the default); hogwild: ranks on one host update one shared copy\n"
          "                          of the parameters without locks, each with its own batches at\n"
@@ -56,12 +56,25 @@ const char* Usage() {
          "                          compute on their own batches and push, without waiting for each\n"
          "                          other. A worker that dies is left out and the job goes on (run it\n"
          "                          under hooprun --enable-recovery); a server that dies ends it\n"
+         "                          pipeline: the model's layers split over --stages ranks, each step's\n"
+         "                          batch through them in micro-batches; with more ranks, several\n"
+         "                          pipelines share each global batch as sync's ranks do\n"
          "  --servers K             ps: how many of the ranks are servers (default 1)\n"
          "  --staleness S           ps: a worker starts step t only once every live worker has pushed\n"
          "                          step t-S-1, so what it reads misses at most S steps of any other\n"
          "                          (default: no bound). 0: the servers sum each step's gradients of\n"
          "                          every worker and apply their mean: synchronous SGD, as sync's\n"
          "                          rate (--lr x workers) and updates\n"
+         "  --stages S              pipeline: stages per pipeline (default: every rank, one pipeline);\n"
+         "                          the ranks must be a multiple of S. Layers are split into S\n"
+         "                          contiguous groups balanced by rank 0's measured time per layer\n"
+         "  --micro-batches M       pipeline: each step's --batch images in M micro-batches (default\n"
+         "                          4); gradients are summed over them, so the step is the batch's\n"
+         "                          (batch norm sees each micro-batch's statistics, as GPipe's)\n"
+         "  --schedule-pipe gpipe|1f1b\n"
+         "                          pipeline: every forward then every backward (gpipe), or one\n"
+         "                          forward and one backward in turn once the pipeline is full (1f1b,\n"
+         "                          the default: fewer micro-batches in flight per stage)\n"
          "  --backup-workers B      sync SGD whose steps use the first (ranks - B) gradients to reach\n"
          "                          rank 0 and drop the B slowest (the dropped ranks take the same\n"
          "                          step); the mean is over the images used\n"
@@ -112,6 +125,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       return InvalidArgument(a + " '" + v + "': expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return *n;
   };
+  bool micro_given = false, schedule_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -128,7 +142,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     }
     static const char* const kValued[] = {"--model", "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
                                           "--warmup-epochs", "--schedule", "--seed", "--data", "--metrics", "--checkpoint",
-                                          "--threads", "--strategy", "--servers", "--staleness", "--backup-workers", "--sweep", "--balance", "--shares", "--slow-rank", "--slow-ms",
+                                          "--threads", "--strategy", "--servers", "--staleness", "--stages", "--micro-batches", "--schedule-pipe", "--backup-workers", "--sweep", "--balance", "--shares", "--slow-rank", "--slow-ms",
                                           "--layers", "--train-limit", "--test-limit", "-t", "--transport",
                                           "--checkpoint-every", "--progress"};
     if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
@@ -173,12 +187,23 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       if (v != "native" && v != "onednn") return InvalidArgument("--layers '" + v + "': expected native or onednn");
       o.layers = v;
     } else if (a == "--strategy") {
-      if (v != "sync" && v != "hogwild" && v != "ps")
-        return InvalidArgument("--strategy '" + v + "': expected sync, hogwild or ps");
+      if (v != "sync" && v != "hogwild" && v != "ps" && v != "pipeline")
+        return InvalidArgument("--strategy '" + v + "': expected sync, hogwild, ps or pipeline");
       o.strategy = v;
     } else if (a == "--servers") {
       HOOP_ASSIGN_OR_RETURN(int64_t k, count(a, v, 1, 65535));
       o.servers = static_cast<int>(k);
+    } else if (a == "--stages") {
+      HOOP_ASSIGN_OR_RETURN(int64_t k, count(a, v, 1, 65535));
+      o.stages = static_cast<int>(k);
+    } else if (a == "--micro-batches") {
+      HOOP_ASSIGN_OR_RETURN(int64_t k, count(a, v, 1, 65536));
+      o.micro_batches = static_cast<int>(k);
+      micro_given = true;
+    } else if (a == "--schedule-pipe") {
+      if (v != "gpipe" && v != "1f1b") return InvalidArgument("--schedule-pipe '" + v + "': expected gpipe or 1f1b");
+      o.schedule_pipe = v;
+      schedule_given = true;
     } else if (a == "--staleness") {
       HOOP_ASSIGN_OR_RETURN(int64_t k, count(a, v, 0, 1000000));
       o.staleness = static_cast<int>(k);
@@ -218,15 +243,19 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (o.backup_workers >= 0 && o.strategy != "sync") return InvalidArgument("--backup-workers is for --strategy sync");
   if ((o.servers || o.staleness >= 0) && o.strategy != "ps")
     return InvalidArgument(std::string(o.servers ? "--servers" : "--staleness") + " is for --strategy ps");
+  if ((o.stages || micro_given || schedule_given) && o.strategy != "pipeline")
+    return InvalidArgument(std::string(o.stages ? "--stages" : micro_given ? "--micro-batches" : "--schedule-pipe") +
+                           " is for --strategy pipeline");
+  if (o.strategy == "pipeline" || o.strategy == "ps") {
+    if (o.balance != "equal" || !o.shares.empty())
+      return InvalidArgument("--strategy " + o.strategy + ": --balance and --shares are for --strategy sync");
+    if (o.resume)
+      return InvalidArgument("--strategy " + o.strategy + " does not resume yet: its checkpoints hold the whole model, "
+                             "which --strategy sync --resume --force continues");
+    if (!o.sweep.empty()) return InvalidArgument("--sweep runs --strategy sync or hogwild configurations, not " + o.strategy);
+  }
   if (o.strategy == "ps") {
     if (!o.servers) o.servers = 1;
-    if (o.balance != "equal" || !o.shares.empty())
-      return InvalidArgument("--strategy ps: workers take --batch images each, at their own pace: --balance and "
-                             "--shares are for --strategy sync");
-    if (o.resume)
-      return InvalidArgument("--strategy ps does not resume yet: its checkpoints hold the whole model, which "
-                             "--strategy sync --resume --force continues");
-    if (!o.sweep.empty()) return InvalidArgument("--sweep runs --strategy sync or hogwild configurations, not ps");
   }
   if (o.ensemble && o.sweep.empty()) return InvalidArgument("--ensemble averages a sweep's models: it needs --sweep");
   if (!o.sweep.empty() && (!o.checkpoint.empty() || o.resume))
@@ -238,6 +267,9 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (o.batch == 0) o.batch = lenet ? 32 : 64;
   if (o.lr == 0) o.lr = lenet ? 0.025 : 0.05;
   if (o.layers.empty()) o.layers = HaveOneDnn() ? "onednn" : "native";
+  if (o.strategy == "pipeline" && o.micro_batches > o.batch)
+    return InvalidArgument("--micro-batches " + std::to_string(o.micro_batches) + ": more than the " +
+                           std::to_string(o.batch) + " images of --batch");
   return o;
 }
 

@@ -25,8 +25,11 @@ struct Options {
   int64_t checkpoint_every = 0;  // steps; 0: at epoch ends only
   double progress_s = 10;        // a progress line this often within an epoch; 0: none
   int threads = 0;       // 0: this host's cores / ranks on it
-  std::string strategy = "sync";  // sync (data parallel, the default) | hogwild (hogwild.h) | ps (ps_run.h)
+  std::string strategy = "sync";  // sync (data parallel, the default) | hogwild (hogwild.h) | ps (ps_run.h) | pipeline (pipeline_run.h)
   int servers = 0;                // ps: ranks 0..servers-1 hold the parameters (0: not given, 1)
+  int stages = 0;                 // pipeline: stages per pipeline (0: all the ranks, one pipeline)
+  int micro_batches = 4;          // pipeline: micro-batches per step
+  std::string schedule_pipe = "1f1b";  // pipeline: gpipe | 1f1b
   int staleness = -1;             // ps: the most steps a worker may run ahead of the slowest (-1: none)
   int backup_workers = -1;        // sync with backup workers (backup.h); -1: none (allreduce)
   std::string balance = "equal";  // equal | speed: shares of each global batch (balance.h)

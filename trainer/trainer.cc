@@ -24,6 +24,7 @@
 #include "trainer/layer_factory.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"
+#include "trainer/pipeline_run.h"
 #include "trainer/ps_run.h"
 #include "trainer/sampler.h"
 #include "trainer/sgd.h"
@@ -531,6 +532,7 @@ StatusOr<RunResult> Run::Go() {
 StatusOr<RunResult> Train(const Options& opts, const Config& cfg, Communicator& comm, const Dataset& train, const Dataset& test,
                           const std::atomic<int>* stop) {
   if (opts.strategy == "ps") return TrainPs(opts, comm, train, test, stop);
+  if (opts.strategy == "pipeline") return TrainPipeline(opts, comm, train, test, stop);
   return Run(opts, cfg, comm, train, test, stop).Go();
 }
 

@@ -420,7 +420,7 @@ TEST_CASE("--strategy hogwild: one rank is sync SGD; two ranks share one model a
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
     CHECK(e.path().filename().string().rfind("hoop-hogwild-", 0) != 0);
   auto bad = Train(1, {"--strategy", "async"}, 30);
-  CHECK(bad.output.find("--strategy 'async': expected sync, hogwild or ps") != std::string::npos);
+  CHECK(bad.output.find("--strategy 'async': expected sync, hogwild, ps or pipeline") != std::string::npos);
   std::remove(a.c_str());
   std::remove(b.c_str());
 }
@@ -499,6 +499,72 @@ TEST_CASE("--strategy ps: a killed worker is left out and the job goes on; a kil
   std::remove((marker + ".csv").c_str());
 }
 
+TEST_CASE("--strategy pipeline: 2 and 3 stages reach one rank's parameters; 2 x 2 reaches sync's on 2", "[train]") {
+  const std::vector<std::string> small = {"--epochs", "1", "--train-limit", "640", "--test-limit", "100", "--progress", "0",
+                                          "--threads", "1"};
+  auto run = [&](int np, std::vector<std::string> extra, const std::string& ck) {
+    auto args = small;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--checkpoint", ck});
+    return Train(np, args);
+  };
+  const std::string one = Tmp("pp-sync1"), two = Tmp("pp-sync2"), s2 = Tmp("pp-2"), s3 = Tmp("pp-3"), s22 = Tmp("pp-22");
+  auto r1 = run(1, {}, one), r2 = run(2, {}, two);
+  // 32 images a step in micro-batches summing to them: gradients summed over the micro-batches.
+  auto p2 = run(2, {"--strategy", "pipeline", "--stages", "2", "--micro-batches", "4", "--schedule-pipe", "gpipe"}, s2);
+  auto p3 = run(3, {"--strategy", "pipeline", "--stages", "3", "--micro-batches", "3"}, s3);
+  auto p22 = run(4, {"--strategy", "pipeline", "--stages", "2"}, s22);
+  INFO(r1.output << r2.output << p2.output << p3.output << p22.output);
+  REQUIRE((r1.exit_code == 0 && r2.exit_code == 0 && p2.exit_code == 0 && p3.exit_code == 0 && p22.exit_code == 0));
+  CHECK(MaxDiff(Load(one, "lenet"), Load(s2, "lenet")) < 1e-5);
+  CHECK(MaxDiff(Load(one, "lenet"), Load(s3, "lenet")) < 1e-5);
+  CHECK(MaxDiff(Load(two, "lenet"), Load(s22, "lenet")) < 1e-5);
+  CHECK(p3.output.find("pipeline: 3 stage(s) x 1 replica(s), batch 32 per replica in 3 micro-batch(es), schedule 1f1b; "
+                       "stage 0: conv1..") != std::string::npos);
+  CHECK(p22.output.find("| pipeline 2x2, 4 micro-batch(es), 1f1b") != std::string::npos);
+  // It learns.
+  auto learn = Train(4, {"--strategy", "pipeline", "--stages", "2", "--epochs", "2", "--train-limit", "4000", "--test-limit",
+                         "500", "--progress", "0", "--threads", "1"});
+  INFO(learn.output);
+  REQUIRE(learn.exit_code == 0);
+  const size_t at = learn.output.find("epoch 2/2:");
+  REQUIRE(at != std::string::npos);
+  double acc = 0;
+  CHECK(std::sscanf(learn.output.c_str() + learn.output.find("test loss", at), "test loss %*f acc %lf", &acc) == 1);
+  CHECK(acc > 65);
+  // Refused, each with its reason: more stages than layers, ranks that are no whole pipelines,
+  // pipeline options without the strategy, more micro-batches than images.
+  auto deep = Train(12, {"--strategy", "pipeline", "--stages", "12", "--train-limit", "64"}, 60);
+  CHECK(deep.output.find("--stages 12: --model lenet has 11 layers to split, so at most 11 stages") != std::string::npos);
+  auto odd = Train(3, {"--strategy", "pipeline", "--stages", "2", "--train-limit", "64"}, 30);
+  CHECK(odd.output.find("--stages 2: the job's 3 rank(s) do not make whole pipelines") != std::string::npos);
+  auto stray = Train(1, {"--micro-batches", "2"}, 30);
+  CHECK(stray.output.find("--micro-batches is for --strategy pipeline") != std::string::npos);
+  auto tiny = Train(1, {"--strategy", "pipeline", "--batch", "4", "--micro-batches", "8"}, 30);
+  CHECK(tiny.output.find("--micro-batches 8: more than the 4 images of --batch") != std::string::npos);
+  for (auto& f : {one, two, s2, s3, s22}) std::remove(f.c_str());
+}
+
+TEST_CASE("--strategy pipeline: a killed stage ends the job with an error naming where", "[train]") {
+  const std::string marker = Tmp(NewMarker());
+  std::vector<std::string> argv = {Bin("hooprun"), "-np", "2", Bin("hoop-train"), "--strategy", "pipeline", "--epochs", "3",
+                                   "--train-limit", "3000", "--test-limit", "300", "--progress", "0", "--threads", "1",
+                                   "--slow-rank", "1", "--slow-ms", "200", "--metrics", marker + ".csv"};
+  ProcResult r;
+  std::thread job([&] { r = RunProc(argv, Within(90)); });
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const int killed = SignalRank(marker, 1, SIGKILL);
+  job.join();
+  INFO(r.output);
+  CHECK(killed == 1);
+  CHECK(r.exit_code != 0);
+  CHECK(r.output.find("hooprun: rank 1 (pid") != std::string::npos);
+  CHECK(r.output.find("[0] hoop-train: rank 0: epoch 1, step ") != std::string::npos);
+  CHECK(r.seconds < 30);
+  CHECK(WaitGone(marker, 10) == 0);
+  std::remove((marker + ".csv").c_str());
+}
+
 TEST_CASE("--backup-workers: steps use the first gradients to arrive, a straggler's are dropped", "[train]") {
   // 3 ranks, rank 2 slowed by 10 ms a step, 1 backup worker: rank 0 uses its own gradient and
   // the next to arrive, and the job still learns.
@@ -559,7 +625,9 @@ TEST_CASE("perf/strategies: every strategy with and without a straggler, its tab
                    Within(180));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  for (const char* row : {"| sync | ", "| sync, 1 backup worker | ", "| hogwild | ", "| sync, rank 1 +", "| hogwild, rank 1 +"})
+  for (const char* row : {"| sync | ", "| sync, 1 backup worker | ", "| hogwild | ", "| ps, 1 server | ", "| pipeline, 2 stages x 1 | ",
+                          "| sync, rank 1 +", "| hogwild, rank 1 +", "| ps, 1 server, rank 1 +",
+                          "| pipeline, 2 stages x 1, rank 1 +"})
     CHECK(r.output.find(row) != std::string::npos);
   CHECK(r.output.find("wrote " + out + "/strategies.png") != std::string::npos);
   std::ifstream md(out + "/train-strategies.md");
