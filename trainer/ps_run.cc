@@ -40,6 +40,7 @@ class PsRun {
   Status Pull(int64_t clock);
   Status Push(int64_t clock, int64_t step, int images);
   Status Report(int epoch, const std::vector<double>& sums);
+  StatusOr<int64_t> Next(int epoch);  // server 0 deals the epoch's next batch (-1: none left)
   void Tell(int kind, int64_t a);  // every server, failures ignored (the worker is ending)
   Status Checkpoint(PsServer& server, const std::vector<float>& buffers, const RunResult& result, int epochs_done,
                     Clock::time_point begin);
@@ -56,7 +57,8 @@ class PsRun {
   std::vector<std::vector<int>> shards_;
   PsLinks links_;
   int pad_ = 0, servers_ = 1, workers_ = 1;
-  int64_t steps_ = 0;
+  int64_t steps_ = 0;  // a worker's steps per epoch, or with dealt_ the epoch's batches
+  bool dealt_ = false;
   LrSchedule schedule_;
   std::vector<std::vector<float>> wire_;  // a worker's per-server buffer: a shard's values or gradients
 };
@@ -80,7 +82,10 @@ StatusOr<RunResult> PsRun::Go() {
   params_ = model_->net.Params();
   shards_ = ShardParams(params_, servers_);
   const int64_t images = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
-  steps_ = DistributedSampler(images, o_.batch, 0, workers_, o_.seed).steps_per_epoch();
+  // Bounded or unbounded staleness: the epoch's batches are dealt as workers ask (ps_server.h),
+  // and the rate schedule runs over them; S = 0: each worker's fixed share, as sync's.
+  dealt_ = o_.staleness != 0;
+  steps_ = DistributedSampler(images, o_.batch, 0, dealt_ ? 1 : workers_, o_.seed).steps_per_epoch();
   // S = 0 is sync SGD over the workers: its rate. Otherwise each worker's gradient is a step of
   // its own at --lr / workers, as hogwild's: a round of every worker's step moves the model as one
   // rank's step at --lr would. At --lr itself (a round as far as sync's step over the same
@@ -109,6 +114,7 @@ StatusOr<RunResult> PsRun::Server() {
   set.schedule = schedule_;
   set.momentum = o_.momentum;
   set.weight_decay = o_.weight_decay;
+  set.batches = me == 0 && dealt_ ? steps_ : 0;
   set.report_doubles = kSums;
   set.buffer_floats = me == 0 ? buffer_floats : 0;
   set.announce = me == 0;
@@ -136,10 +142,11 @@ StatusOr<RunResult> PsRun::Server() {
   size_t shard_floats = 0;
   for (Param* p : shard) shard_floats += p->value.size();
   std::printf("hoop-train: %s (%zu parameters, %s layers), parameter servers: %d server(s) (rank 0 holds %zu of them), "
-              "%d worker(s) x batch %d, staleness %s, %d thread(s) per rank, %lld steps per worker per epoch, over %s\n",
+              "%d worker(s) x batch %d, staleness %s, %d thread(s) per rank, %lld %s per epoch, over %s\n",
               o_.model.c_str(), model_->ParamCount(), o_.layers.c_str(), servers_, shard_floats, workers_, o_.batch,
               o_.staleness < 0 ? "unbounded" : std::to_string(o_.staleness).c_str(), pool_.threads(),
-              static_cast<long long>(steps_), comm_.transport_name().c_str());
+              static_cast<long long>(steps_), dealt_ ? "batches dealt to the workers as they ask" : "steps per worker",
+              comm_.transport_name().c_str());
   std::fflush(stdout);
   RunInfo info{o_.model, comm_.size(), o_.batch, pool_.threads(), comm_.transport_name()};
   info.devices.assign(comm_.size(), "cpu");
@@ -150,7 +157,8 @@ StatusOr<RunResult> PsRun::Server() {
     std::vector<double> sums;
     std::vector<float> avg_buffers;
     int reporters = 0;
-    if (!server.WaitEpoch(epoch, &sums, &avg_buffers, &reporters)) break;  // stopped, or no worker left
+    std::vector<int64_t> images;
+    if (!server.WaitEpoch(epoch, &sums, &avg_buffers, &reporters, &images)) break;  // stopped, or no worker left
     const PsServer::Stats now = server.stats();
     const double n = reporters;
     EpochMetrics m;
@@ -171,10 +179,15 @@ StatusOr<RunResult> PsRun::Server() {
     result.epochs.push_back(m);
     char extra[200];
     std::snprintf(extra, sizeof extra, " | ps: %lld update(s) on rank 0's shard, lag mean %.1f max %lld, %d of %d worker(s) "
-                  "reported", static_cast<long long>(now.updates - before.updates), now.mean_lag,
+                  "reported, images per worker ", static_cast<long long>(now.updates - before.updates), now.mean_lag,
                   static_cast<long long>(now.max_lag), reporters, workers_);
+    std::string per;
+    for (int64_t n : images) {
+      if (!per.empty()) per.append("/");
+      per.append(std::to_string(n));
+    }
     before = now;
-    std::printf("%s%s\n", FormatEpoch(m, o_.epochs).c_str(), extra);
+    std::printf("%s%s%s\n", FormatEpoch(m, o_.epochs).c_str(), extra, per.c_str());
     std::fflush(stdout);
     if (!o_.metrics.empty())
       if (Status s = WriteMetrics(o_.metrics, info, result.epochs); !s.ok()) {
@@ -289,7 +302,7 @@ Status PsRun::Push(int64_t clock, int64_t step, int images) {
 }
 
 Status PsRun::Report(int epoch, const std::vector<double>& sums) {
-  std::vector<int64_t> h{kPsEpoch, epoch, 0, 0};
+  std::vector<int64_t> h{kPsEpoch, epoch, static_cast<int64_t>(sums[kImages]), 0};
   std::vector<double> s = sums;
   std::vector<float> buffers;
   for (auto& b : model_->net.Buffers()) buffers.insert(buffers.end(), b.second->data.begin(), b.second->data.end());
@@ -297,6 +310,15 @@ Status PsRun::Report(int epoch, const std::vector<double>& sums) {
   if (st.ok()) st = links_.peers[0]->SendNow(Buf(s.data(), s.size(), DType::kF64), 0, kPsPayloadTag);
   if (st.ok() && !buffers.empty()) st = links_.peers[0]->SendNow(Buf(buffers.data(), buffers.size(), DType::kF32), 0, kPsPayloadTag);
   return st.ok() ? st : st.WithContext(Who(0) + " is gone");
+}
+
+StatusOr<int64_t> PsRun::Next(int epoch) {
+  std::vector<int64_t> h{kPsNext, epoch, 0, 0};
+  int64_t batch = -1;
+  Status st = links_.peers[0]->SendNow(Buf(h.data(), h.size(), DType::kI64), 0, kPsHeaderTag);
+  if (st.ok()) st = links_.peers[0]->RecvNow(Buf(&batch, 1, DType::kI64), 0, kPsReplyTag);
+  if (!st.ok()) return st.WithContext(Who(0) + " is gone (asking it for a batch of epoch " + std::to_string(epoch + 1) + ")");
+  return batch;
 }
 
 void PsRun::Tell(int kind, int64_t a) {
@@ -319,20 +341,28 @@ StatusOr<RunResult> PsRun::Worker() {
   Workspace ws;
   RunResult result;
   int64_t clock = 0;
+  // Dealt batches: the epoch's as one rank would take them, in the order server 0 deals them.
+  DistributedSampler whole(images, o_.batch, 0, 1, o_.seed);
   for (int epoch = 0; epoch < o_.epochs; ++epoch) {
     std::vector<double> sums(kSums, 0.0);
-    const auto& perm = sampler.Shuffle(epoch);
+    const auto& perm = dealt_ ? whole.Shuffle(epoch) : sampler.Shuffle(epoch);
     const auto epoch_start = Clock::now();
-    for (int64_t s = 0; s < steps_; ++s, ++clock) {
+    for (int64_t s = 0;; ++s, ++clock) {
       if (const int sig = stop_ ? stop_->load(std::memory_order_relaxed) : 0) {
         Tell(kPsDone, sig);
         result.interrupted = sig;
         return result;
       }
       auto t = Clock::now();
-      if (Status st = Pull(clock); !st.ok()) return st.WithContext("epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1));
+      int64_t batch = s;  // the epoch's batch (dealt) or this worker's step
+      if (dealt_) {
+        HOOP_ASSIGN_OR_RETURN(batch, Next(epoch));
+      }
+      if (batch < 0 || batch >= steps_) break;
+      const std::string where = "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1);
+      if (Status st = Pull(clock); !st.ok()) return st.WithContext(where);
       sums[kComm] += Since(t);
-      const Slice slice = sampler.At(s);
+      const Slice slice = dealt_ ? whole.At(batch) : sampler.At(batch);
       if (slice.count() > 0) {
         StepTimes times;
         LossResult r = ComputeGradient(*model_, train_, perm.data() + slice.begin, slice.count(), 1.0f, pad_, pool_, ws,
@@ -347,8 +377,7 @@ StatusOr<RunResult> PsRun::Worker() {
         for (Param* p : params_) p->grad.Zero();
       }
       t = Clock::now();
-      if (Status st = Push(clock, epoch * steps_ + s, slice.count()); !st.ok())
-        return st.WithContext("epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1));
+      if (Status st = Push(clock, epoch * steps_ + batch, slice.count()); !st.ok()) return st.WithContext(where);
       sums[kComm] += Since(t);
     }
     sums[kTrainS] = Since(epoch_start);

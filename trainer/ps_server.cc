@@ -72,6 +72,14 @@ void PsServer::Serve(int w) {
     } else if (st.ok() && h[0] == kPsPush) {
       st = link.RecvNow(buf(grad.data(), grad.size(), DType::kF32), 1, kPsPayloadTag);
       if (st.ok()) Apply(w, h[2], h[1], h[3], grad);
+    } else if (st.ok() && h[0] == kPsNext) {
+      int64_t batch = -1;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        int64_t& dealt = dealt_[h[1]];
+        if (dealt < set_.batches) batch = dealt++;
+      }
+      st = link.SendNow(buf(&batch, 1, DType::kI64), 1, kPsReplyTag);
     } else if (st.ok() && h[0] == kPsEpoch) {
       st = link.RecvNow(buf(sums.data(), sums.size(), DType::kF64), 1, kPsPayloadTag);
       if (st.ok() && !buffers.empty()) st = link.RecvNow(buf(buffers.data(), buffers.size(), DType::kF32), 1, kPsPayloadTag);
@@ -80,6 +88,8 @@ void PsServer::Serve(int w) {
         Report& r = reports_[static_cast<int>(h[1])];
         r.sums.resize(sums.size(), 0.0);
         r.buffers.resize(buffers.size(), 0.0);
+        r.images.resize(state_.size(), 0);
+        r.images[w] = h[2];
         for (size_t i = 0; i < sums.size(); ++i) r.sums[i] += sums[i];
         for (size_t i = 0; i < buffers.size(); ++i) r.buffers[i] += buffers[i];
         ++r.count;
@@ -167,7 +177,8 @@ void PsServer::Retire(int w, State why, const std::string& cause) {
   cv_.notify_all();
 }
 
-bool PsServer::WaitEpoch(int epoch, std::vector<double>* sums, std::vector<float>* buffers, int* reporters) {
+bool PsServer::WaitEpoch(int epoch, std::vector<double>* sums, std::vector<float>* buffers, int* reporters,
+                         std::vector<int64_t>* images) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] {
     for (size_t j = 0; j < state_.size(); ++j)
@@ -178,6 +189,7 @@ bool PsServer::WaitEpoch(int epoch, std::vector<double>* sums, std::vector<float
   if (it == reports_.end() || it->second.count == 0) return false;
   *sums = it->second.sums;
   *reporters = it->second.count;
+  *images = it->second.images;
   buffers->resize(it->second.buffers.size());
   for (size_t i = 0; i < buffers->size(); ++i) (*buffers)[i] = static_cast<float>(it->second.buffers[i] / it->second.count);
   reports_.erase(it);

@@ -8,7 +8,11 @@
 //             momentum-SGD step on the mean over those images (asynchronous SGD); with S = 0 the
 //             steps t of every live worker are summed first and applied as one step on their
 //             mean, which is synchronous SGD's update exactly;
-//   epoch e:  (to server 0) the worker's epoch sums and batch-norm buffers, for the log;
+//   next e:   (to server 0) the next batch of epoch e to train, or -1 when none is left: with a
+//             staleness bound other than 0 the batches of an epoch are dealt as workers ask, so a
+//             fast worker trains more of them than a slow one (DistBelief's workers take their
+//             data the same way); with S = 0 each worker has its fixed share, as sync's ranks;
+//   epoch e:  (to server 0) the worker's epoch sums, images and batch-norm buffers, for the log;
 //   done:     the worker has finished (or was stopped).
 // A link that fails (the worker died, or went silent past HOOP_TIMEOUT) retires that worker: the
 // staleness bound and the synchronous sum no longer wait for it, and server 0 says so.
@@ -28,7 +32,7 @@
 namespace hoop::train {
 
 // Messages on a link: a header of 4 int64 {kind, a, b, c} on kHeaderTag, then any payload.
-enum PsKind : int64_t { kPsPull = 1, kPsPush = 2, kPsEpoch = 3, kPsDone = 4 };
+enum PsKind : int64_t { kPsPull = 1, kPsPush = 2, kPsEpoch = 3, kPsDone = 4, kPsNext = 5 };
 inline constexpr int kPsHeaderTag = 1, kPsPayloadTag = 2, kPsReplyTag = 3;
 
 // Parameter indices per server: the largest tensors first, each to the server holding the
@@ -41,6 +45,7 @@ class PsServer {
     int staleness = -1;       // -1: none
     LrSchedule schedule;      // by the pushing worker's global step
     double momentum = 0.9, weight_decay = 0;
+    int64_t batches = 0;        // server 0: batches per epoch it deals out (0: none)
     size_t report_doubles = 0;  // server 0: an epoch report's sums
     size_t buffer_floats = 0;   // server 0: and its batch-norm buffers
     bool announce = false;      // print when a worker is gone (server 0)
@@ -54,7 +59,9 @@ class PsServer {
 
   // Server 0: waits until every worker still working has reported `epoch`; the reports summed
   // (their buffers averaged), with how many reported. False when none did (all gone or stopped).
-  bool WaitEpoch(int epoch, std::vector<double>* sums, std::vector<float>* buffers, int* reporters);
+  // images: each worker's images trained that epoch (0 for one that did not report).
+  bool WaitEpoch(int epoch, std::vector<double>* sums, std::vector<float>* buffers, int* reporters,
+                 std::vector<int64_t>* images);
   // The shard's parameters then its momentum buffers, one consistent copy (for the checkpoint).
   std::vector<float> Snapshot();
   struct Stats {
@@ -101,9 +108,11 @@ class PsServer {
   struct Report {
     std::vector<double> sums;
     std::vector<double> buffers;
+    std::vector<int64_t> images;  // per worker
     int count = 0;
   };
   std::map<int, Report> reports_;
+  std::map<int64_t, int64_t> dealt_;  // epoch -> batches dealt
   std::vector<int> reported_;  // epochs each worker has reported
 };
 

@@ -454,6 +454,11 @@ TEST_CASE("--strategy ps: staleness 0 is sync SGD; asynchronous workers learn; b
   CHECK(std::sscanf(async.output.c_str() + async.output.find("test loss", at), "test loss %*f acc %lf", &acc) == 1);
   CHECK(acc > 65);
   CHECK(async.output.find("2 of 2 worker(s) reported") != std::string::npos);
+  // Server 0 deals the epoch's batches as the workers ask: every image once, whoever took it.
+  long n0 = 0, n1 = 0;
+  CHECK(std::sscanf(async.output.c_str() + async.output.find("images per worker ", at), "images per worker %ld/%ld", &n0,
+                    &n1) == 2);
+  CHECK(n0 + n1 == 4000);
   // Refused, each with its reason.
   auto no_worker = Train(2, {"--strategy", "ps", "--servers", "2", "--train-limit", "64"}, 30);
   CHECK(no_worker.output.find("--servers 2: the job's 2 rank(s) leave no worker") != std::string::npos);
@@ -465,12 +470,14 @@ TEST_CASE("--strategy ps: staleness 0 is sync SGD; asynchronous workers learn; b
 }
 
 TEST_CASE("--strategy ps: a killed worker is left out and the job goes on; a killed server ends it", "[train]") {
-  // Rank 3 sleeps 200 ms a step, so it is still in its first epoch when it is killed at 3 s.
+  // Rank 3 sleeps 200 ms a step, so it is still in its first epoch when it is killed at 3 s:
+  // staleness 0 (fixed shares, the others wait for it) keeps the job going that long; dealt
+  // batches would let the others finish the epochs without it.
   const std::string marker = Tmp(NewMarker());
   auto run = [&](int np, int victim, bool recovery) {
     std::vector<std::string> argv = {Bin("hooprun"), "-np", std::to_string(np)};
     if (recovery) argv.push_back("--enable-recovery");
-    argv.insert(argv.end(), {Bin("hoop-train"), "--strategy", "ps", "--epochs", "3", "--train-limit", "3000", "--test-limit",
+    argv.insert(argv.end(), {Bin("hoop-train"), "--strategy", "ps", "--staleness", "0", "--epochs", "3", "--train-limit", "3000", "--test-limit",
                              "300", "--progress", "0", "--threads", "1", "--slow-rank", std::to_string(np - 1), "--slow-ms",
                              "200", "--metrics", marker + ".csv"});
     ProcResult r;
