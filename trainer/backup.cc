@@ -1,6 +1,7 @@
 #include "trainer/backup.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace hoop::train {
 
@@ -27,7 +28,7 @@ StatusOr<std::unique_ptr<BackupWorkers>> BackupWorkers::Create(Communicator& com
 BackupWorkers::BackupWorkers(std::unique_ptr<Communicator> comm, std::vector<Param*> params, int backups)
     : own_(std::move(comm)), comm_(*own_), params_(std::move(params)), backups_(backups) {
   for (const Param* p : params_) floats_ += p->grad.size();
-  mine_.resize(floats_ + 1);  // the gradients, then this rank's image count
+  mine_.resize(floats_ + 2);  // the gradients, this rank's image count, and (in a mean) whether it was used
 }
 
 BackupWorkers::~BackupWorkers() = default;
@@ -52,15 +53,21 @@ void BackupWorkers::Unpack(const std::vector<float>& from, double images) {
 Status BackupWorkers::Exchange(int64_t step, int images) {
   Pack();
   mine_[floats_] = static_cast<float>(images);
-  const Buffer whole{nullptr, floats_ + 1, DType::kF32, MemKind::kHost};
+  const Buffer whole{nullptr, floats_ + 2, DType::kF32, MemKind::kHost};
   if (comm_.rank() != 0) {
     Buffer out = whole;
     out.data = mine_.data();
     HOOP_RETURN_IF_ERROR(comm_.SendNow(out, 0, GradientTag(step)));
-    in_.resize(floats_ + 1);
-    Buffer mean = whole;
-    mean.data = in_.data();
-    HOOP_RETURN_IF_ERROR(comm_.RecvNow(mean, 0, MeanTag(step)));
+    if (mean_step_ == step) {  // posted by CatchUp
+      HOOP_RETURN_IF_ERROR(mean_.Wait());
+    } else {
+      in_.resize(floats_ + 2);
+      Buffer mean = whole;
+      mean.data = in_.data();
+      HOOP_RETURN_IF_ERROR(comm_.RecvNow(mean, 0, MeanTag(step)));
+    }
+    mean_step_ = -1;
+    behind_ = in_[floats_ + 1] == 0;  // rank 0 did not use this rank's gradient
     Unpack(in_, 1.0);  // rank 0 sent the mean itself
     return Status::Ok();
   }
@@ -70,7 +77,7 @@ Status BackupWorkers::Exchange(int64_t step, int images) {
   sum_ = mine_;
   std::vector<bool> used(comm_.size(), false);
   used[0] = true;
-  in_.resize(floats_ + 1);
+  in_.resize(floats_ + 2);
   for (int k = 0; k < comm_.size() - 1 - backups_; ++k) {
     Buffer b = whole;
     b.data = in_.data();
@@ -85,7 +92,7 @@ Status BackupWorkers::Exchange(int64_t step, int images) {
     if (used[r]) continue;
     ++dropped_;
     auto p = std::make_unique<Pending>();
-    p->buffer.resize(floats_ + 1);
+    p->buffer.resize(floats_ + 2);
     Buffer b = whole;
     b.data = p->buffer.data();
     p->work = comm_.Recv(b, r, GradientTag(step));
@@ -98,6 +105,7 @@ Status BackupWorkers::Exchange(int64_t step, int images) {
   for (int r = 1; r < comm_.size(); ++r) {
     auto p = std::make_unique<Pending>();
     p->buffer = sum_;
+    p->buffer[floats_ + 1] = used[r] ? 1.0f : 0.0f;
     Buffer b = whole;
     b.data = p->buffer.data();
     p->work = comm_.Send(b, r, MeanTag(step));
@@ -105,6 +113,24 @@ Status BackupWorkers::Exchange(int64_t step, int images) {
   }
   Unpack(sum_, 1.0);
   return Status::Ok();
+}
+
+StatusOr<bool> BackupWorkers::CatchUp(int64_t step) {
+  // Only a rank whose last gradient was dropped looks (with B = 0 none is): one that keeps up
+  // does not pay for the look.
+  if (comm_.rank() == 0 || !behind_) return false;
+  in_.resize(floats_ + 2);
+  mean_ = comm_.Recv(Buffer{in_.data(), floats_ + 2, DType::kF32, MemKind::kHost}, 0, MeanTag(step));
+  mean_step_ = step;
+  // A mean already here is matched within microseconds; one still to come costs this short look.
+  if (!mean_.Wait(Deadline::After(std::chrono::milliseconds(1))).ok() || !mean_.Done()) return false;
+  HOOP_RETURN_IF_ERROR(mean_.Wait());
+  mean_step_ = -1;
+  float marker = 0;  // "no gradient": rank 0 receives it where it waits for this rank's dropped one
+  HOOP_RETURN_IF_ERROR(comm_.SendNow(Buffer{&marker, 1, DType::kF32, MemKind::kHost}, 0, GradientTag(step)));
+  Unpack(in_, 1.0);
+  ++skipped_;
+  return true;
 }
 
 Status BackupWorkers::Drain() {

@@ -401,9 +401,17 @@ StatusOr<RunResult> Run::Go() {
       const auto t0 = Clock::now();
       if (shared) shared->Read();  // the shared model as it is now
       const Slice slice = sampler.At(s);
-      TrainStep(perm, slice, dp, sums);
+      bool caught_up = false;  // a dropped rank that takes this step with the others' mean
+      if (backup) {
+        auto c = backup->CatchUp(step);
+        if (!c.ok())
+          return c.status().WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
+                                        ": backup workers' exchange");
+        caught_up = *c;
+      }
+      if (!caught_up) TrainStep(perm, slice, dp, sums);
       auto t = Clock::now();
-      if (backup)
+      if (backup && !caught_up)
         if (Status st = backup->Exchange(step, slice.count()); !st.ok())
           return st.WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
                                 ": backup workers' exchange");
@@ -463,6 +471,10 @@ StatusOr<RunResult> Run::Go() {
     if (Status s = dp.SumDoubles("epoch.energy", joules); !s.ok()) return s.WithContext(Where() + "summing the epoch's energy");
     // Every rank's compute speed this epoch (its images over its time loading, forward and
     // backward: not the waits, which a slow peer inflates), the same vector on every rank.
+    // Steps the ranks behind with backup workers took without computing (backup.h), so far.
+    std::vector<double> skipped{backup ? static_cast<double>(backup->skipped()) : 0.0};
+    if (backup)
+      if (Status s = dp.SumDoubles("backup.skipped", skipped); !s.ok()) return s.WithContext(Where() + "counting skipped steps");
     std::vector<double> speeds(2 * ranks, 0.0);
     speeds[rank] = my_images_;
     speeds[ranks + rank] = my_compute_s_;
@@ -504,7 +516,8 @@ StatusOr<RunResult> Run::Go() {
     std::string split;
     if (backup)
       split += " | " + std::to_string(backup->dropped()) + " gradient(s) dropped so far (" +
-               std::to_string(o_.backup_workers) + " backup worker(s))";
+               std::to_string(o_.backup_workers) + " backup worker(s)), " +
+               std::to_string(static_cast<int64_t>(skipped[0])) + " step(s) skipped by ranks catching up";
     if (o_.balance == "speed" || !o_.shares.empty()) {
       split = " | shares " + FormatShares(m.shares) + ", compute images/s";
       for (int r = 0; r < ranks; ++r) {

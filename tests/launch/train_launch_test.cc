@@ -585,6 +585,17 @@ TEST_CASE("--backup-workers: steps use the first gradients to arrive, a straggle
   double acc = 0;
   CHECK(std::sscanf(r.output.c_str() + r.output.find("test loss", at), "test loss %*f acc %lf", &acc) == 1);
   CHECK(acc > 65);
+  // A straggler far behind (200 ms a step): it finds the means of the steps it fell behind by
+  // already there, and takes them without computing.
+  auto far = Train(3, {"--backup-workers", "1", "--slow-rank", "2", "--slow-ms", "200", "--epochs", "1", "--train-limit",
+                       "3000", "--test-limit", "300", "--progress", "0", "--threads", "1"});
+  INFO(far.output);
+  REQUIRE(far.exit_code == 0);
+  long skipped = 0;
+  const size_t dropped = far.output.find("(1 backup worker(s)), ");
+  REQUIRE(dropped != std::string::npos);
+  CHECK(std::sscanf(far.output.c_str() + dropped, "(1 backup worker(s)), %ld step(s) skipped", &skipped) == 1);
+  CHECK(skipped > 16);  // of 32 steps, the straggler computes only some
   auto all = Train(2, {"--backup-workers", "2", "--train-limit", "64"}, 30);
   CHECK(all.exit_code == 1);
   CHECK(all.output.find("--backup-workers 2: at least one of the 2 ranks' gradients must be used") != std::string::npos);
