@@ -250,9 +250,6 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (o.strategy == "pipeline" || o.strategy == "ps") {
     if (o.balance != "equal" || !o.shares.empty())
       return InvalidArgument("--strategy " + o.strategy + ": --balance and --shares are for --strategy sync");
-    if (o.resume)
-      return InvalidArgument("--strategy " + o.strategy + " does not resume yet: its checkpoints hold the whole model, "
-                             "which --strategy sync --resume --force continues");
     if (!o.sweep.empty()) return InvalidArgument("--sweep runs --strategy sync or hogwild configurations, not " + o.strategy);
   }
   if (o.strategy == "ps") {

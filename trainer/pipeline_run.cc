@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <thread>
 
 #include "trainer/checkpoint.h"
@@ -13,6 +14,7 @@
 #include "trainer/metrics.h"
 #include "trainer/model.h"
 #include "trainer/pipeline_stage.h"
+#include "trainer/resume_whole.h"
 #include "trainer/sampler.h"
 #include "trainer/sgd.h"
 
@@ -213,6 +215,21 @@ StatusOr<RunResult> PipelineRun::Go() {
   HOOP_ASSIGN_OR_RETURN(pad_, InputPad(*model, train_));
   SetOneDnnThreads(pool_.threads());
   const size_t parameters = model->ParamCount();
+  RunResult result;
+  ResumedAt from;
+  std::map<std::string, Tensor> momentum;  // with --resume: each parameter's, by name
+  if (o_.resume) {
+    Sgd whole(model->net.Params(), o_.momentum, o_.weight_decay);
+    HOOP_ASSIGN_OR_RETURN(from, ResumeWhole(o_, comm_, replicas_, *model, whole, &result));
+    for (auto& m : whole.State()) momentum.emplace(m.first, *m.second);
+    if (from.epochs_done >= o_.epochs) {
+      if (comm_.rank() == 0)
+        std::printf("hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs "
+                    "to go on)\n", o_.checkpoint.c_str(), from.epochs_done, o_.epochs);
+      result.nothing_left = true;
+      return result;
+    }
+  }
   auto layers = model->net.TakeLayers();
   const int count = static_cast<int>(layers.size());
   if (stages_ > count)
@@ -244,6 +261,8 @@ StatusOr<RunResult> PipelineRun::Go() {
   layers.clear();
   stage_ = std::make_unique<PipelineStage>(std::move(mine), shapes[first_[stage_index_]], *pipe_, pool_);
   sgd_ = std::make_unique<Sgd>(stage_->layers().Params(), o_.momentum, o_.weight_decay);
+  for (auto& m : sgd_->State())
+    if (auto it = momentum.find(m.first); it != momentum.end()) m.second->data = it->second.data;
   const int64_t images = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
   DistributedSampler sampler(images, o_.batch, pipeline_, replicas_, o_.seed);
   steps_ = sampler.steps_per_epoch();
@@ -259,7 +278,8 @@ StatusOr<RunResult> PipelineRun::Go() {
                 "in %d micro-batch(es), schedule %s; %s; %d thread(s) per rank, %lld steps per epoch, over %s\n",
                 o_.model.c_str(), parameters, o_.layers.c_str(), stages_, replicas_, o_.batch, o_.micro_batches,
                 o_.schedule_pipe.c_str(), plan.c_str(), pool_.threads(), static_cast<long long>(steps_),
-                comm_.transport_name().c_str());
+                (comm_.transport_name() + (o_.resume ? ", resuming after epoch " + std::to_string(from.epochs_done) : ""))
+                    .c_str());
     std::fflush(stdout);
   }
   RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
@@ -267,12 +287,10 @@ StatusOr<RunResult> PipelineRun::Go() {
   std::vector<Tensor*> grads, buffers;
   for (Param* p : stage_->layers().Params()) grads.push_back(&p->grad);
   for (auto& b : stage_->layers().Buffers()) buffers.push_back(b.second);
-  RunResult result;
-  const auto begin = Clock::now();
-  int64_t step = 0;
+  const auto begin = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from.wall_s));
+  int64_t step = from.epochs_done * steps_;
   double lr = 0;
-  std::vector<uint8_t> labels;
-  for (int epoch = 0; epoch < o_.epochs; ++epoch) {
+  for (int epoch = from.epochs_done; epoch < o_.epochs; ++epoch) {
     std::vector<double> sums(kSums, 0.0);
     const auto& perm = sampler.Shuffle(epoch);
     const auto epoch_start = Clock::now();

@@ -12,6 +12,7 @@
 #include "trainer/metrics.h"
 #include "trainer/model.h"
 #include "trainer/ps_server.h"
+#include "trainer/resume_whole.h"
 #include "trainer/sampler.h"
 
 namespace hoop::train {
@@ -61,6 +62,9 @@ class PsRun {
   bool dealt_ = false;
   LrSchedule schedule_;
   std::vector<std::vector<float>> wire_;  // a worker's per-server buffer: a shard's values or gradients
+  RunResult result_;                      // with --resume, the checkpoint's epochs first (rank 0)
+  ResumedAt from_;
+  std::vector<Tensor> momentum_;          // with --resume, every parameter's momentum
 };
 
 StatusOr<RunResult> PsRun::Go() {
@@ -98,6 +102,18 @@ StatusOr<RunResult> PsRun::Go() {
   double ok = cause.ok() ? 0 : 1;
   HOOP_RETURN_IF_ERROR(comm_.Allreduce(Buf(&ok, 1, DType::kF64), Buf(&ok, 1, DType::kF64), ReduceOp::kSum).Wait());
   if (ok != 0) return cause.ok() ? FailedPrecondition("rank 0 cannot write its output files (see its error)") : cause;
+  if (o_.resume) {
+    Sgd whole(params_, o_.momentum, o_.weight_decay);
+    HOOP_ASSIGN_OR_RETURN(from_, ResumeWhole(o_, comm_, dealt_ ? 1 : workers_, *model_, whole, &result_));
+    for (auto& m : whole.State()) momentum_.push_back(*m.second);
+    if (from_.epochs_done >= o_.epochs) {
+      if (comm_.rank() == 0)
+        std::printf("hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs "
+                    "to go on)\n", o_.checkpoint.c_str(), from_.epochs_done, o_.epochs);
+      result_.nothing_left = true;
+      return result_;
+    }
+  }
   HOOP_ASSIGN_OR_RETURN(links_, ConnectPs(comm_, servers_));
   return comm_.rank() < servers_ ? Server() : Worker();
 }
@@ -119,8 +135,13 @@ StatusOr<RunResult> PsRun::Server() {
   set.buffer_floats = me == 0 ? buffer_floats : 0;
   set.announce = me == 0;
   PsServer server(shard, set, links_, me);
+  if (!momentum_.empty()) {
+    std::vector<const Tensor*> mine;
+    for (int i : shards_[me]) mine.push_back(&momentum_[i]);
+    server.LoadMomentum(mine);
+  }
   server.Start();
-  RunResult result;
+  RunResult& result = result_;
   if (me != 0) {  // serve rank 0's requests for this shard until it says finish
     std::vector<int64_t> h(4);
     for (;;) {
@@ -146,14 +167,14 @@ StatusOr<RunResult> PsRun::Server() {
               o_.model.c_str(), model_->ParamCount(), o_.layers.c_str(), servers_, shard_floats, workers_, o_.batch,
               o_.staleness < 0 ? "unbounded" : std::to_string(o_.staleness).c_str(), pool_.threads(),
               static_cast<long long>(steps_), dealt_ ? "batches dealt to the workers as they ask" : "steps per worker",
-              comm_.transport_name().c_str());
+              (comm_.transport_name() + (o_.resume ? ", resuming after epoch " + std::to_string(from_.epochs_done) : "")).c_str());
   std::fflush(stdout);
   RunInfo info{o_.model, comm_.size(), o_.batch, pool_.threads(), comm_.transport_name()};
   info.devices.assign(comm_.size(), "cpu");
-  const auto begin = Clock::now();
+  const auto begin = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from_.wall_s));
   Status failed;
   PsServer::Stats before;
-  for (int epoch = 0; epoch < o_.epochs; ++epoch) {
+  for (int epoch = from_.epochs_done; epoch < o_.epochs; ++epoch) {
     std::vector<double> sums;
     std::vector<float> avg_buffers;
     int reporters = 0;
@@ -260,7 +281,7 @@ Status PsRun::Checkpoint(PsServer& server, const std::vector<float>& buffers, co
   }
   for (auto& m : momentum) state.push_back(m);
   CheckpointInfo ck{o_.model, static_cast<uint32_t>(epochs_done), static_cast<uint64_t>(steps_ * epochs_done), 0,
-                    static_cast<uint32_t>(workers_), static_cast<uint32_t>(o_.batch), Since(begin), {}, {}};
+                    static_cast<uint32_t>(dealt_ ? 1 : workers_), static_cast<uint32_t>(o_.batch), Since(begin), {}, {}};
   for (const auto& m : result.epochs)
     for (double v : EpochValues(m)) ck.history.push_back(v);
   return SaveCheckpoint(o_.checkpoint, ck, state);
@@ -339,11 +360,11 @@ StatusOr<RunResult> PsRun::Worker() {
     wire_[s].resize(floats);
   }
   Workspace ws;
-  RunResult result;
+  RunResult& result = result_;
   int64_t clock = 0;
   // Dealt batches: the epoch's as one rank would take them, in the order server 0 deals them.
   DistributedSampler whole(images, o_.batch, 0, 1, o_.seed);
-  for (int epoch = 0; epoch < o_.epochs; ++epoch) {
+  for (int epoch = from_.epochs_done; epoch < o_.epochs; ++epoch) {
     std::vector<double> sums(kSums, 0.0);
     const auto& perm = dealt_ ? whole.Shuffle(epoch) : sampler.Shuffle(epoch);
     const auto epoch_start = Clock::now();

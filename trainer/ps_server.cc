@@ -34,6 +34,11 @@ PsServer::PsServer(std::vector<Param*> shard, const Settings& settings, PsLinks&
 
 PsServer::~PsServer() { Join(); }
 
+void PsServer::LoadMomentum(const std::vector<const Tensor*>& momentum) {
+  auto mine = sgd_.State();
+  for (size_t i = 0; i < mine.size() && i < momentum.size(); ++i) mine[i].second->data = momentum[i]->data;
+}
+
 void PsServer::Start() {
   for (size_t w = 0; w < links_.peers.size(); ++w) threads_.emplace_back([this, w] { Serve(static_cast<int>(w)); });
 }

@@ -53,6 +53,8 @@ class PsServer {
   // `shard`: this server's parameters (their values are the model's start).
   PsServer(std::vector<Param*> shard, const Settings& settings, PsLinks& links, int rank);
   ~PsServer();
+  // The shard's momentum, one tensor per parameter in shard order (a resumed run's), before Start.
+  void LoadMomentum(const std::vector<const Tensor*>& momentum);
   void Start();  // one thread per worker
   // Waits until every worker has ended (finished or gone).
   void Join();

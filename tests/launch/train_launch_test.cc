@@ -572,6 +572,38 @@ TEST_CASE("--strategy pipeline: a killed stage ends the job with an error naming
   std::remove((marker + ".csv").c_str());
 }
 
+TEST_CASE("--strategy ps and pipeline resume at an epoch's end where an unbroken run ends", "[train]") {
+  struct Case {
+    int np;
+    std::vector<std::string> args;
+  };
+  // ps with staleness 0 and a pipeline of 2 stages x 2: both deterministic, so the resumed run
+  // must end on the unbroken run's parameters.
+  for (const Case& c : {Case{3, {"--strategy", "ps", "--staleness", "0"}}, Case{4, {"--strategy", "pipeline", "--stages", "2"}}}) {
+    const std::string straight = Tmp("res-a"), broken = Tmp("res-b");
+    auto run = [&](const std::string& epochs, const std::string& ck, bool resume) {
+      std::vector<std::string> args = c.args;
+      // A constant rate after warm-up: the cosine's length depends on --epochs.
+      args.insert(args.end(), {"--epochs", epochs, "--train-limit", "640", "--test-limit", "100", "--progress", "0",
+                               "--threads", "1", "--schedule", "constant", "--checkpoint", ck});
+      if (resume) args.push_back("--resume");
+      return Train(c.np, args);
+    };
+    auto a = run("2", straight, false), b1 = run("1", broken, false), b2 = run("2", broken, true);
+    INFO(a.output << b1.output << b2.output);
+    REQUIRE((a.exit_code == 0 && b1.exit_code == 0 && b2.exit_code == 0));
+    CHECK(b2.output.find("resuming after epoch 1") != std::string::npos);
+    CHECK(b2.output.find("epoch 1/2") == std::string::npos);
+    CHECK(b2.output.find("epoch 2/2:") != std::string::npos);
+    CHECK(MaxDiff(Load(straight, "lenet"), Load(broken, "lenet")) < 1e-6);
+    CHECK(Load(broken, "lenet").info.epochs_done == 2);
+    auto done = run("2", broken, true);  // nothing left
+    CHECK(done.exit_code == 0);
+    CHECK(done.output.find("holds 2 finished epoch(s), --epochs is 2: nothing left to train") != std::string::npos);
+    for (auto& f : {straight, broken}) std::remove(f.c_str());
+  }
+}
+
 TEST_CASE("--backup-workers: steps use the first gradients to arrive, a straggler's are dropped", "[train]") {
   // 3 ranks, rank 2 slowed by 10 ms a step, 1 backup worker: rank 0 uses its own gradient and
   // the next to arrive, and the job still learns.

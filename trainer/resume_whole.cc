@@ -1,0 +1,55 @@
+#include "trainer/resume_whole.h"
+
+#include <cstdio>
+
+#include "trainer/checkpoint.h"
+
+namespace hoop::train {
+
+StatusOr<ResumedAt> ResumeWhole(const Options& o, Communicator& comm, int ranks, Model& model, Sgd& sgd,
+                                RunResult* result) {
+  NamedTensors state;
+  for (Param* p : model.net.Params()) state.emplace_back(p->name, &p->value);
+  for (auto& b : model.net.Buffers()) state.push_back(b);
+  for (auto& m : sgd.State()) state.push_back(m);
+  double found[3] = {0, 0, 0};  // ok, epochs done, wall seconds
+  Status cause;
+  if (comm.rank() == 0) {
+    CheckpointInfo info;
+    cause = LoadCheckpoint(o.checkpoint, model.name, state, &info);
+    if (cause.ok() && info.step_in_epoch != 0)
+      cause = FailedPrecondition(o.checkpoint + " was saved in the middle of epoch " + std::to_string(info.epochs_done + 1) +
+                                 "; --strategy " + o.strategy + " resumes at an epoch's end: continue it with --strategy "
+                                 "sync (to the epoch's end), then switch");
+    if (cause.ok() && info.ranks && static_cast<int>(info.ranks) != ranks && !o.force) {
+      char why[384];
+      std::snprintf(why, sizeof why, "%s was written by a run of %u rank(s) (workers or pipelines); this one has %d: the "
+                    "learning rate and the global batch change; add --force to resume anyway", o.checkpoint.c_str(),
+                    info.ranks, ranks);
+      cause = FailedPrecondition(why);
+    }
+    if (cause.ok()) {
+      found[0] = 1;
+      found[1] = info.epochs_done;
+      found[2] = info.wall_s;
+      const size_t n = info.history_fields;
+      for (size_t at = 0; n && at + n <= info.history.size(); at += n)
+        result->epochs.push_back(EpochFromValues(&info.history[at], n));
+    }
+  }
+  HOOP_RETURN_IF_ERROR(comm.Broadcast(Buffer{found, 3, DType::kF64, MemKind::kHost},
+                                      Buffer{found, 3, DType::kF64, MemKind::kHost}, 0).Wait());
+  if (found[0] != 1) return cause.ok() ? FailedPrecondition("rank 0 could not resume from " + o.checkpoint + " (see its error)") : cause;
+  std::vector<float> flat;
+  for (auto& t : state) flat.insert(flat.end(), t.second->data.begin(), t.second->data.end());
+  HOOP_RETURN_IF_ERROR(comm.Broadcast(Buffer{flat.data(), flat.size(), DType::kF32, MemKind::kHost},
+                                      Buffer{flat.data(), flat.size(), DType::kF32, MemKind::kHost}, 0).Wait());
+  size_t at = 0;
+  for (auto& t : state) {
+    std::copy_n(flat.begin() + at, t.second->size(), t.second->data.begin());
+    at += t.second->size();
+  }
+  return ResumedAt{static_cast<int>(found[1]), found[2]};
+}
+
+}  // namespace hoop::train

@@ -1,0 +1,27 @@
+// --resume for the strategies that save the whole model at epoch ends (ps_run.h,
+// pipeline_run.h), before they deal it out: rank 0 reads the checkpoint into a whole model and
+// its momentum, and the job's communicator (whole at the start) broadcasts the lot, with where
+// the run stands, to every rank, which then takes its part (a server its shard, a stage its
+// layers). A checkpoint of another rank count needs --force, as sync's; one written mid-epoch (by
+// sync) is refused: these strategies start at an epoch's beginning.
+#pragma once
+#include "collectives/communicator.h"
+#include "trainer/model.h"
+#include "trainer/options.h"
+#include "trainer/sgd.h"
+#include "trainer/trainer.h"
+
+namespace hoop::train {
+
+struct ResumedAt {
+  int epochs_done = 0;
+  double wall_s = 0;
+};
+
+// Every rank calls it. `ranks`: what this run records as its rank count (ps: its workers,
+// pipeline: its replicas). Fills `model` and `sgd`'s momentum on every rank; rank 0 also puts the
+// checkpoint's finished epochs in `result`.
+StatusOr<ResumedAt> ResumeWhole(const Options& o, Communicator& comm, int ranks, Model& model, Sgd& sgd,
+                                RunResult* result);
+
+}  // namespace hoop::train
