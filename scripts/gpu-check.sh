@@ -3,33 +3,42 @@
 # CUDA, runs the GPU tests (tests/gpu, the launch tests tagged [gpu], the C API test's default
 # device and locality) and the GPU benchmarks
 # (kernel-bench --device cuda; hoop-perf --device cuda on 2 and 4 ranks sharing the GPU, and
-# device against host buffers over tcp), and writes every figure to a summary file.
-#   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N]
+# device against host buffers over tcp), and writes every figure to a summary file. Where
+# OpenBLAS is at hand (the system's, or unpacked from the carried .debs) it also builds the
+# trainer and runs hoop-bench-device, the CPU-against-GPU study of issue 23.
+#   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N] [--no-trainer]
 #     --out DIR   where the logs and summary.txt go (default build-gpu/check)
 #     --debs DIR  .deb files to unpack into build-gpu/prefix for headers this machine lacks
 #                 (default .debs, when it exists)
 #     --mib N     array size of the kernel benchmark (default 256)
+#     --no-trainer  leave out the trainer and hoop-bench-device
 #   scripts/gpu-check.sh --fetch-debs DIR
 #     run where Debian's apt works: downloads the .deb files the check needs (the header-only
-#     catch2 and nlohmann-json3-dev), to carry to a GPU machine that has no network.
+#     catch2 and nlohmann-json3-dev; for the trainer OpenBLAS, its Fortran runtime, zlib and
+#     oneDNN, headers and libraries), to carry to a GPU machine that has no network.
 #
 # The GPU machine needs CUDA (nvcc), CMake, ninja and a C++20 compiler, nothing from Debian's -dev
-# packages: the build leaves out UCX, libfabric, OpenMPI, Gloo and the trainer (OpenBLAS, zlib),
-# and finds Catch2 and nlohmann-json in the unpacked .debs when the machine has no copy of its own.
+# packages: the build leaves out UCX, libfabric, OpenMPI and Gloo, and finds Catch2,
+# nlohmann-json, OpenBLAS, zlib and oneDNN in the unpacked .debs when the machine has no copy of
+# its own (their libraries then load from there: LD_LIBRARY_PATH). cuDNN is CUDA's, or the one
+# of the nvidia-cudnn Python wheel where PyTorch brought it.
 # Fails (exit 1) when a step fails or when a GPU test skipped although a device is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build-gpu/check
 debs=.debs
 mib=256
+trainer=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --debs) debs=$2; shift 2 ;;
     --mib) mib=$2; shift 2 ;;
+    --no-trainer) trainer=0; shift ;;
     --fetch-debs)
       mkdir -p "$2"
-      (cd "$2" && apt-get download catch2 nlohmann-json3-dev)
+      (cd "$2" && apt-get download catch2 nlohmann-json3-dev libopenblas-dev libopenblas-pthread-dev libopenblas0 \
+        libopenblas0-pthread libgfortran5 zlib1g zlib1g-dev libdnnl-dev libdnnl2)
       ls -l "$2"
       exit 0 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
@@ -51,6 +60,30 @@ prefix=$PWD/build-gpu/prefix
 if [ -d "$debs" ] && ls "$debs"/*.deb > /dev/null 2>&1; then
   mkdir -p "$prefix"
   for f in "$debs"/*.deb; do dpkg-deb -x "$f" "$prefix"; done
+  # Links that name the system's files (zlib1g-dev's libz.so -> /lib/...) point into the prefix.
+  find "$prefix" -type l -lname '/*' | while read -r link; do
+    target=$(readlink "$link")
+    if [ -e "$prefix$target" ]; then ln -sfn "$prefix$target" "$link"; fi
+  done
+fi
+lib=$prefix/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH=$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The trainer (and hoop-bench-device) where OpenBLAS's header is somewhere.
+if [ "$trainer" = 1 ] && ! ls "$prefix"/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h \
+     /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h /usr/include/openblas/cblas.h > /dev/null 2>&1; then
+  note "# no OpenBLAS here (carry the .debs of --fetch-debs): no trainer, no hoop-bench-device"
+  trainer=0
+fi
+# cuDNN: CUDA's own, else the Python wheel's (its library has only its versioned name).
+cudnn=()
+if [ "$trainer" = 1 ] && ! ls /usr/local/cuda/include/cudnn.h /usr/include/cudnn.h > /dev/null 2>&1; then
+  wheel=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null || true)
+  so=$(ls "$wheel"/lib/libcudnn.so* 2>/dev/null | head -1 || true)
+  if [ -n "$so" ] && [ -f "$wheel/include/cudnn.h" ]; then
+    cudnn=(-DHOOP_CUDNN_INCLUDE="$wheel/include" -DHOOP_CUDNN_LIBRARY="$so")
+    export LD_LIBRARY_PATH=$wheel/lib:$LD_LIBRARY_PATH
+    note "# cuDNN from the Python wheel: $so"
+  fi
 fi
 nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 generator=()
@@ -67,9 +100,13 @@ step() {  # name, command...: runs it with its output in $out/<name>.log
   fi
 }
 step configure cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
-  -DHOOP_WITH_CUDA=ON -DHOOP_WITH_UCX=OFF -DHOOP_WITH_OFI=OFF -DHOOP_WITH_HWLOC=OFF -DHOOP_BUILD_TRAINER=OFF \
+  -DHOOP_WITH_CUDA=ON -DHOOP_WITH_UCX=OFF -DHOOP_WITH_OFI=OFF -DHOOP_WITH_HWLOC=OFF \
+  -DHOOP_BUILD_TRAINER=$([ "$trainer" = 1 ] && echo ON || echo OFF) "${cudnn[@]}" \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$prefix/usr/share" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DCMAKE_DISABLE_FIND_PACKAGE_Gloo=ON
 step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests hoop-launch-tests hoop-info kernel-bench hoop-perf hooprun hoop-c-api-test
+if [ "$trainer" = 1 ]; then
+  step build-trainer cmake --build build-gpu -j"$(nproc)" --target hoop-train hoop-bench-device
+fi
 
 step hoop-info build-gpu/bin/hoop-info
 sed -n '/^cuda:/,/^hoop back ends/p' "$out/hoop-info.log" | sed '$d' | tee -a "$summary"
@@ -108,4 +145,12 @@ perf perf-device-2 -np 2 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -
 perf perf-device-4 -np 4 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
 perf perf-tcp-host -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce -b 64M -e 64M -c 1
 perf perf-tcp-device -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -c 1
+# The CPU-against-GPU study (issue 23): cuBLAS against OpenBLAS, cuDNN against the trainer's
+# convolution; the tool fails where the two devices' results disagree.
+if [ "$trainer" = 1 ]; then
+  step bench-device build-gpu/bin/hoop-bench-device --csv "$out/bench-device.csv"
+  note "# hoop-bench-device (all cores; defaults: the issue's sizes, 10 repeats)"
+  cat "$out/bench-device.log" >> "$summary"
+  cat "$out/bench-device.log"
+fi
 note "gpu-check: all passed; figures in $summary"
