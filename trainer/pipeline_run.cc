@@ -1,5 +1,7 @@
 #include "trainer/pipeline_run.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,7 +44,9 @@ class PipelineRun {
   StatusOr<std::vector<double>> MeasureLayers(std::vector<std::unique_ptr<Layer>>& layers, int micro);
   Status Average(std::vector<Tensor*> tensors, Communicator& over, bool mean);
   // Pipeline 0's stages' layers, parameters, buffers and momentum to rank 0, which saves them.
-  Status Checkpoint(const RunResult& result, int epochs_done, double wall_s);
+  // in_epoch > 0: saved that many steps into the next epoch, with its sums so far (`partial`).
+  Status Checkpoint(const RunResult& result, int epochs_done, double wall_s, int64_t in_epoch = 0,
+                    std::vector<double> partial = {});
   std::vector<float> StageState();
   void Evaluate(std::vector<double>& sums, Status* failed);
 
@@ -122,7 +126,8 @@ std::vector<float> PipelineRun::StageState() {
   return out;
 }
 
-Status PipelineRun::Checkpoint(const RunResult& result, int epochs_done, double wall_s) {
+Status PipelineRun::Checkpoint(const RunResult& result, int epochs_done, double wall_s, int64_t in_epoch,
+                               std::vector<double> partial) {
   if (pipeline_ != 0) return Status::Ok();
   if (stage_index_ != 0) {
     std::vector<float> state = StageState();
@@ -166,8 +171,9 @@ Status PipelineRun::Checkpoint(const RunResult& result, int epochs_done, double 
   for (Param* p : all) tensors.emplace_back(p->name, &p->value);
   for (auto& b : whole->net.Buffers()) tensors.push_back(b);
   for (auto& m : momentum) tensors.push_back(m);
-  CheckpointInfo ck{o_.model, static_cast<uint32_t>(epochs_done), static_cast<uint64_t>(steps_ * epochs_done), 0,
-                    static_cast<uint32_t>(replicas_), static_cast<uint32_t>(o_.batch), wall_s, {}, {}};
+  CheckpointInfo ck{o_.model, static_cast<uint32_t>(epochs_done), static_cast<uint64_t>(steps_ * epochs_done + in_epoch),
+                    static_cast<uint32_t>(in_epoch), static_cast<uint32_t>(replicas_), static_cast<uint32_t>(o_.batch), wall_s,
+                    std::move(partial), {}};
   for (const auto& m : result.epochs)
     for (double v : EpochValues(m)) ck.history.push_back(v);
   return SaveCheckpoint(o_.checkpoint, ck, tensors);
@@ -220,7 +226,7 @@ StatusOr<RunResult> PipelineRun::Go() {
   std::map<std::string, Tensor> momentum;  // with --resume: each parameter's, by name
   if (o_.resume) {
     Sgd whole(model->net.Params(), o_.momentum, o_.weight_decay);
-    HOOP_ASSIGN_OR_RETURN(from, ResumeWhole(o_, comm_, replicas_, *model, whole, &result));
+    HOOP_ASSIGN_OR_RETURN(from, ResumeWhole(o_, comm_, replicas_, *model, whole, &result, true));
     for (auto& m : whole.State()) momentum.emplace(m.first, *m.second);
     if (from.epochs_done >= o_.epochs) {
       if (comm_.rank() == 0)
@@ -266,6 +272,10 @@ StatusOr<RunResult> PipelineRun::Go() {
   const int64_t images = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
   DistributedSampler sampler(images, o_.batch, pipeline_, replicas_, o_.seed);
   steps_ = sampler.steps_per_epoch();
+  // A mid-epoch checkpoint: the same image of the epoch under this run's global batch.
+  int64_t first = from.step;
+  if (first > 0 && from.ranks && (from.ranks != replicas_ || from.batch != o_.batch))
+    first = std::min<int64_t>(steps_, first * from.batch * from.ranks / (static_cast<int64_t>(o_.batch) * replicas_));
   const LrSchedule sched{o_.lr, replicas_, static_cast<int64_t>(std::llround(o_.warmup_epochs * steps_)), steps_ * o_.epochs,
                          o_.cosine};
   Status cause = comm_.rank() == 0 ? ProbeOutputs(o_.metrics, o_.checkpoint) : Status::Ok();
@@ -278,7 +288,10 @@ StatusOr<RunResult> PipelineRun::Go() {
                 "in %d micro-batch(es), schedule %s; %s; %d thread(s) per rank, %lld steps per epoch, over %s\n",
                 o_.model.c_str(), parameters, o_.layers.c_str(), stages_, replicas_, o_.batch, o_.micro_batches,
                 o_.schedule_pipe.c_str(), plan.c_str(), pool_.threads(), static_cast<long long>(steps_),
-                (comm_.transport_name() + (o_.resume ? ", resuming after epoch " + std::to_string(from.epochs_done) : ""))
+                (comm_.transport_name() +
+                 (!o_.resume ? std::string()
+                  : first ? ", resuming in epoch " + std::to_string(from.epochs_done + 1) + " after step " + std::to_string(first)
+                          : ", resuming after epoch " + std::to_string(from.epochs_done)))
                     .c_str());
     std::fflush(stdout);
   }
@@ -288,24 +301,35 @@ StatusOr<RunResult> PipelineRun::Go() {
   for (Param* p : stage_->layers().Params()) grads.push_back(&p->grad);
   for (auto& b : stage_->layers().Buffers()) buffers.push_back(b.second);
   const auto begin = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from.wall_s));
-  int64_t step = from.epochs_done * steps_;
+  int64_t step = from.epochs_done * steps_ + first;
   double lr = 0;
   for (int epoch = from.epochs_done; epoch < o_.epochs; ++epoch) {
     std::vector<double> sums(kSums, 0.0);
+    const int64_t begin_at = epoch == from.epochs_done ? first : 0;
+    if (begin_at > 0 && rank == 0 && from.partial.size() == static_cast<size_t>(kSums)) sums = from.partial;
     const auto& perm = sampler.Shuffle(epoch);
     const auto epoch_start = Clock::now();
-    for (int64_t s = 0; s < steps_; ++s, ++step) {
-      if (s % 8 == 0) {  // the ranks agree whether a stop signal arrived anywhere
+    for (int64_t s = begin_at; s < steps_; ++s, ++step) {
+      if ((s - begin_at) % 8 == 0) {  // the ranks agree whether a stop signal arrived anywhere
         double stop = stop_ ? stop_->load(std::memory_order_relaxed) : 0;
         if (Status st = comm_.Allreduce(Doubles(&stop, 1), Doubles(&stop, 1), ReduceOp::kMax).Wait(); !st.ok())
           return st.WithContext("epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
                                 ": agreeing on a stop");
         if (stop > 0) {
-          result.interrupted = static_cast<int>(stop);
+          result.interrupted = static_cast<int>(stop) >= SIGTERM ? SIGTERM : SIGINT;
+          if (!o_.checkpoint.empty()) {  // saved here, s steps into the epoch, with its sums so far
+            std::vector<double> partial = sums;
+            partial[kTrainS] += Since(epoch_start);
+            Status st = Average(buffers, *same_stage_, true);
+            if (st.ok()) st = comm_.Allreduce(Doubles(partial.data(), kSums), Doubles(partial.data(), kSums), ReduceOp::kSum).Wait();
+            if (st.ok()) st = Checkpoint(result, epoch, Since(begin), s, partial);
+            if (!st.ok()) return st.WithContext("checkpoint on interrupt");
+          }
           if (rank == 0)
-            std::printf("hoop-train: interrupted by %s at epoch %d, step %lld (a pipeline saves at epoch ends only%s)\n",
-                        ::strsignal(result.interrupted), epoch + 1, static_cast<long long>(s),
-                        o_.checkpoint.empty() ? "" : ("; " + o_.checkpoint + " holds the last").c_str());
+            std::printf("hoop-train: interrupted by %s at epoch %d, step %lld of %lld%s\n", ::strsignal(result.interrupted),
+                        epoch + 1, static_cast<long long>(s), static_cast<long long>(steps_),
+                        o_.checkpoint.empty() ? " (no --checkpoint: nothing saved)"
+                                              : ("; checkpoint written to " + o_.checkpoint + ", --resume continues from there").c_str());
           return result;
         }
       }

@@ -7,17 +7,19 @@
 namespace hoop::train {
 
 StatusOr<ResumedAt> ResumeWhole(const Options& o, Communicator& comm, int ranks, Model& model, Sgd& sgd,
-                                RunResult* result) {
+                                RunResult* result, bool mid_epoch) {
   NamedTensors state;
   for (Param* p : model.net.Params()) state.emplace_back(p->name, &p->value);
   for (auto& b : model.net.Buffers()) state.push_back(b);
   for (auto& m : sgd.State()) state.push_back(m);
-  double found[3] = {0, 0, 0};  // ok, epochs done, wall seconds
+  // ok, epochs done, wall seconds, steps into the epoch, ranks, batch, partial sums' count, the sums
+  constexpr size_t kFixed = 7, kMostSums = 32;
+  double found[kFixed + kMostSums] = {};
   Status cause;
   if (comm.rank() == 0) {
     CheckpointInfo info;
     cause = LoadCheckpoint(o.checkpoint, model.name, state, &info);
-    if (cause.ok() && info.step_in_epoch != 0)
+    if (cause.ok() && info.step_in_epoch != 0 && !mid_epoch)
       cause = FailedPrecondition(o.checkpoint + " was saved in the middle of epoch " + std::to_string(info.epochs_done + 1) +
                                  "; --strategy " + o.strategy + " resumes at an epoch's end: continue it with --strategy "
                                  "sync (to the epoch's end), then switch");
@@ -32,13 +34,21 @@ StatusOr<ResumedAt> ResumeWhole(const Options& o, Communicator& comm, int ranks,
       found[0] = 1;
       found[1] = info.epochs_done;
       found[2] = info.wall_s;
+      found[3] = info.step_in_epoch;
+      found[4] = info.ranks;
+      found[5] = info.batch;
+      if (info.step_in_epoch && info.partial.size() <= kMostSums) {
+        found[6] = static_cast<double>(info.partial.size());
+        std::copy(info.partial.begin(), info.partial.end(), found + kFixed);
+      }
       const size_t n = info.history_fields;
       for (size_t at = 0; n && at + n <= info.history.size(); at += n)
         result->epochs.push_back(EpochFromValues(&info.history[at], n));
     }
   }
-  HOOP_RETURN_IF_ERROR(comm.Broadcast(Buffer{found, 3, DType::kF64, MemKind::kHost},
-                                      Buffer{found, 3, DType::kF64, MemKind::kHost}, 0).Wait());
+  const size_t slots = kFixed + kMostSums;
+  HOOP_RETURN_IF_ERROR(comm.Broadcast(Buffer{found, slots, DType::kF64, MemKind::kHost},
+                                      Buffer{found, slots, DType::kF64, MemKind::kHost}, 0).Wait());
   if (found[0] != 1) return cause.ok() ? FailedPrecondition("rank 0 could not resume from " + o.checkpoint + " (see its error)") : cause;
   std::vector<float> flat;
   for (auto& t : state) flat.insert(flat.end(), t.second->data.begin(), t.second->data.end());
@@ -49,7 +59,10 @@ StatusOr<ResumedAt> ResumeWhole(const Options& o, Communicator& comm, int ranks,
     std::copy_n(flat.begin() + at, t.second->size(), t.second->data.begin());
     at += t.second->size();
   }
-  return ResumedAt{static_cast<int>(found[1]), found[2]};
+  ResumedAt at_{static_cast<int>(found[1]), found[2], static_cast<int64_t>(found[3]), static_cast<int>(found[4]),
+                static_cast<int>(found[5]), {}};
+  at_.partial.assign(found + kFixed, found + kFixed + static_cast<size_t>(found[6]));
+  return at_;
 }
 
 }  // namespace hoop::train

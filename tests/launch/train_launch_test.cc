@@ -604,6 +604,36 @@ TEST_CASE("--strategy ps and pipeline resume at an epoch's end where an unbroken
   }
 }
 
+TEST_CASE("--strategy pipeline: Ctrl-C checkpoints mid-epoch and --resume ends where an unbroken run does", "[train]") {
+  const std::vector<std::string> common = {"--strategy", "pipeline", "--train-limit", "30000", "--test-limit", "500",
+                                           "--epochs", "2", "--threads", "1", "--progress", "0"};
+  const std::string straight = Tmp("pi-straight"), broken = Tmp("pi-broken");
+  auto args = common;
+  args.insert(args.end(), {"--checkpoint", straight});
+  auto a = Train(2, args);
+  INFO(a.output);
+  REQUIRE(a.exit_code == 0);
+  args = common;
+  args.insert(args.end(), {"--checkpoint", broken});
+  std::vector<std::string> argv = {Bin("hooprun"), "-np", "2", Bin("hoop-train")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto b = RunProc(argv, SignalAfter(SIGINT, 3.0, 120));
+  INFO(b.output);
+  CHECK(b.exit_code == 130);
+  REQUIRE(b.output.find("[0] hoop-train: interrupted by Terminated at epoch ") != std::string::npos);
+  CHECK(b.output.find("checkpoint written to " + broken + ", --resume continues from there") != std::string::npos);
+  args.push_back("--resume");
+  auto c = Train(2, args);
+  INFO(c.output);
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.output.find(", resuming ") != std::string::npos);
+  Loaded x = Load(straight, "lenet"), y = Load(broken, "lenet");
+  CHECK(y.info.epochs_done == 2);
+  CHECK(x.info.steps_done == y.info.steps_done);
+  CHECK(MaxDiff(x, y) < 1e-5);
+  for (auto& f : {straight, broken}) std::remove(f.c_str());
+}
+
 TEST_CASE("--backup-workers: steps use the first gradients to arrive, a straggler's are dropped", "[train]") {
   // 3 ranks, rank 2 slowed by 10 ms a step, 1 backup worker: rank 0 uses its own gradient and
   // the next to arrive, and the job still learns.
