@@ -29,7 +29,7 @@ struct CheckpointInfo {
   uint32_t step_in_epoch = 0;    // steps of the unfinished epoch done (0: at an epoch's end)
   uint32_t ranks = 0, batch = 0; // the run that wrote it (0: a version 1 file, unknown)
   double wall_s = 0;             // training time so far
-  std::vector<double> partial;   // the unfinished epoch's sums (trainer.cc's order)
+  std::vector<double> partial;   // the unfinished epoch's sums (epoch_sums.h's order)
   std::vector<double> history;   // the finished epochs' metrics, flattened (metrics.h)
   uint32_t history_fields = 0;   // per epoch in `history`; 0 when saving: EpochFieldCount()
 };

@@ -12,6 +12,7 @@
 
 #include "trainer/checkpoint.h"
 #include "trainer/compute.h"
+#include "trainer/epoch_sums.h"
 #include "trainer/layer_factory.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
@@ -29,8 +30,7 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 Buffer Doubles(double* p, size_t n) { return Buffer{p, n, DType::kF64, MemKind::kHost}; }
 Buffer Floats(float* p, size_t n) { return Buffer{p, n, DType::kF32, MemKind::kHost}; }
 
-// Every rank's part of an epoch, summed over ranks (the losses and images on last stages only).
-enum Sum { kLoss, kCorrect, kImages, kTestLoss, kTestCorrect, kTestImages, kData, kForward, kBackward, kComm, kOpt, kTrainS, kSums };
+// The epoch's sums (epoch_sums.h): the losses and images on last stages only.
 constexpr int kStateTag = 1 << 22;  // a stage's layers to rank 0, for the checkpoint
 
 class PipelineRun {
@@ -383,22 +383,7 @@ StatusOr<RunResult> PipelineRun::Go() {
     Evaluate(sums, &failed);
     if (!failed.ok()) return failed.WithContext("evaluating epoch " + std::to_string(epoch + 1));
     HOOP_RETURN_IF_ERROR(comm_.Allreduce(Doubles(sums.data(), kSums), Doubles(sums.data(), kSums), ReduceOp::kSum).Wait());
-    EpochMetrics m;
-    m.epoch = epoch + 1;
-    m.wall_s = Since(begin);
-    m.train_s = sums[kTrainS] / ranks;
-    m.images = static_cast<int64_t>(sums[kImages]);
-    m.images_per_s = m.train_s > 0 ? sums[kImages] / m.train_s : 0;
-    m.data_s = sums[kData] / ranks;
-    m.forward_s = sums[kForward] / ranks;
-    m.backward_s = sums[kBackward] / ranks;
-    m.comm_wait_s = sums[kComm] / ranks;
-    m.optimizer_s = sums[kOpt] / ranks;
-    m.train_loss = sums[kLoss] / std::max(1.0, sums[kImages]);
-    m.train_acc = sums[kCorrect] / std::max(1.0, sums[kImages]);
-    m.test_loss = sums[kTestLoss] / std::max(1.0, sums[kTestImages]);
-    m.test_acc = sums[kTestCorrect] / std::max(1.0, sums[kTestImages]);
-    m.lr = lr;
+    EpochMetrics m = MetricsFromSums(sums, ranks, epoch, Since(begin), lr);
     result.epochs.push_back(m);
     if (rank == 0) {
       std::printf("%s | pipeline %dx%d, %d micro-batch(es), %s\n", FormatEpoch(m, o_.epochs).c_str(), stages_, replicas_,

@@ -8,6 +8,7 @@
 
 #include "trainer/checkpoint.h"
 #include "trainer/compute.h"
+#include "trainer/epoch_sums.h"
 #include "trainer/layer_factory.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
@@ -22,8 +23,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// A worker's epoch report to server 0, summed over workers.
-enum Sum { kLoss, kCorrect, kImages, kTestLoss, kTestCorrect, kTestImages, kData, kForward, kBackward, kComm, kTrainS, kSums };
+// A worker's epoch report to server 0 (epoch_sums.h; no optimizer time: the servers step).
 // Server 0 to the other servers, over their own link.
 enum ServerKind : int64_t { kSnapshot = 1, kFinish = 2 };
 
@@ -182,21 +182,8 @@ StatusOr<RunResult> PsRun::Server() {
     if (!server.WaitEpoch(epoch, &sums, &avg_buffers, &reporters, &images)) break;  // stopped, or no worker left
     const PsServer::Stats now = server.stats();
     const double n = reporters;
-    EpochMetrics m;
-    m.epoch = epoch + 1;
-    m.wall_s = Since(begin);
-    m.train_s = sums[kTrainS] / n;
-    m.images = static_cast<int64_t>(sums[kImages]);
-    m.images_per_s = m.train_s > 0 ? sums[kImages] / m.train_s : 0;
-    m.data_s = sums[kData] / n;
-    m.forward_s = sums[kForward] / n;
-    m.backward_s = sums[kBackward] / n;
-    m.comm_wait_s = sums[kComm] / n;
-    m.train_loss = sums[kLoss] / std::max(1.0, sums[kImages]);
-    m.train_acc = sums[kCorrect] / std::max(1.0, sums[kImages]);
-    m.test_loss = sums[kTestLoss] / std::max(1.0, sums[kTestImages]);
-    m.test_acc = sums[kTestCorrect] / std::max(1.0, sums[kTestImages]);
-    m.lr = schedule_.At(std::min<int64_t>(steps_ * (epoch + 1), steps_ * o_.epochs) - 1);
+    EpochMetrics m = MetricsFromSums(sums, n, epoch, Since(begin),
+                                     schedule_.At(std::min<int64_t>(steps_ * (epoch + 1), steps_ * o_.epochs) - 1));
     result.epochs.push_back(m);
     char extra[200];
     std::snprintf(extra, sizeof extra, " | ps: %lld update(s) on rank 0's shard, lag mean %.1f max %lld, %d of %d worker(s) "

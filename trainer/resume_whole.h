@@ -17,7 +17,7 @@ struct ResumedAt {
   int epochs_done = 0;
   double wall_s = 0;
   // A mid-epoch checkpoint's: steps done into the unfinished epoch, by a run of `ranks` x
-  // `batch`, and the epoch's sums so far (trainer.cc's order; rank 0 adds them in).
+  // `batch`, and the epoch's sums so far (epoch_sums.h's order; rank 0 adds them in).
   int64_t step = 0;
   int ranks = 0, batch = 0;
   std::vector<double> partial;

@@ -20,6 +20,7 @@
 #include "trainer/compute.h"
 #include "trainer/data_parallel.h"
 #include "trainer/energy.h"
+#include "trainer/epoch_sums.h"
 #include "trainer/hogwild.h"
 #include "trainer/layer_factory.h"
 #include "trainer/loss.h"
@@ -36,8 +37,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Every rank's part of an epoch, summed over ranks by one allreduce.
-enum Sum { kLoss, kCorrect, kImages, kTestLoss, kTestCorrect, kTestImages, kData, kForward, kBackward, kComm, kOpt, kTrainS, kSums };
 
 class Run {
  public:
@@ -489,22 +488,7 @@ StatusOr<RunResult> Run::Go() {
     if (Status s = dp.Average(buffers, weight()); !s.ok()) return s.WithContext(Where() + "averaging batch-norm statistics");
     Evaluate(sums);
     if (Status s = dp.SumDoubles("epoch.sums", sums); !s.ok()) return s.WithContext(Where() + "summing the epoch's metrics");
-    EpochMetrics m;
-    m.epoch = epoch + 1;
-    m.wall_s = Since(begin);
-    m.train_s = sums[kTrainS] / ranks;
-    m.images = static_cast<int64_t>(sums[kImages]);
-    m.images_per_s = m.train_s > 0 ? sums[kImages] / m.train_s : 0;
-    m.data_s = sums[kData] / ranks;
-    m.forward_s = sums[kForward] / ranks;
-    m.backward_s = sums[kBackward] / ranks;
-    m.comm_wait_s = sums[kComm] / ranks;
-    m.optimizer_s = sums[kOpt] / ranks;
-    m.train_loss = sums[kLoss] / std::max(1.0, sums[kImages]);
-    m.train_acc = sums[kCorrect] / std::max(1.0, sums[kImages]);
-    m.test_loss = sums[kTestLoss] / std::max(1.0, sums[kTestImages]);
-    m.test_acc = sums[kTestCorrect] / std::max(1.0, sums[kTestImages]);
-    m.lr = lr;
+    EpochMetrics m = MetricsFromSums(sums, ranks, epoch, Since(begin), lr);
     if (cpu_energy_) m.cpu_joules = joules[0];
     if (gpu_energy_) m.gpu_joules = joules[1];
     if ((cpu_energy_ || gpu_energy_) && joules[0] + joules[1] > 0) m.images_per_joule = sums[kImages] / (joules[0] + joules[1]);
