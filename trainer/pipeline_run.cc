@@ -221,6 +221,7 @@ StatusOr<RunResult> PipelineRun::Go() {
   HOOP_ASSIGN_OR_RETURN(pad_, InputPad(*model, train_));
   SetOneDnnThreads(pool_.threads());
   const size_t parameters = model->ParamCount();
+  HOOP_RETURN_IF_ERROR(CheckOutputs(o_, comm_));
   RunResult result;
   ResumedAt from;
   std::map<std::string, Tensor> momentum;  // with --resume: each parameter's, by name
@@ -228,13 +229,7 @@ StatusOr<RunResult> PipelineRun::Go() {
     Sgd whole(model->net.Params(), o_.momentum, o_.weight_decay);
     HOOP_ASSIGN_OR_RETURN(from, ResumeWhole(o_, comm_, replicas_, *model, whole, &result, true));
     for (auto& m : whole.State()) momentum.emplace(m.first, *m.second);
-    if (from.epochs_done >= o_.epochs) {
-      if (comm_.rank() == 0)
-        std::printf("hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs "
-                    "to go on)\n", o_.checkpoint.c_str(), from.epochs_done, o_.epochs);
-      result.nothing_left = true;
-      return result;
-    }
+    if (NothingLeft(o_, comm_, from, &result)) return result;
   }
   auto layers = model->net.TakeLayers();
   const int count = static_cast<int>(layers.size());
@@ -278,10 +273,6 @@ StatusOr<RunResult> PipelineRun::Go() {
     first = std::min<int64_t>(steps_, first * from.batch * from.ranks / (static_cast<int64_t>(o_.batch) * replicas_));
   const LrSchedule sched{o_.lr, replicas_, static_cast<int64_t>(std::llround(o_.warmup_epochs * steps_)), steps_ * o_.epochs,
                          o_.cosine};
-  Status cause = comm_.rank() == 0 ? ProbeOutputs(o_.metrics, o_.checkpoint) : Status::Ok();
-  double bad = cause.ok() ? 0 : 1;
-  HOOP_RETURN_IF_ERROR(comm_.Allreduce(Doubles(&bad, 1), Doubles(&bad, 1), ReduceOp::kSum).Wait());
-  if (bad != 0) return cause.ok() ? FailedPrecondition("rank 0 cannot write its output files (see its error)") : cause;
   const int rank = comm_.rank();
   if (rank == 0) {
     std::printf("hoop-train: %s (%zu parameters, %s layers), pipeline: %d stage(s) x %d replica(s), batch %d per replica "

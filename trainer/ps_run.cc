@@ -97,22 +97,12 @@ StatusOr<RunResult> PsRun::Go() {
   // al. 2016) to SGD's 0.9.
   schedule_ = {o_.staleness == 0 ? o_.lr : o_.lr / workers_, o_.staleness == 0 ? workers_ : 1, static_cast<int64_t>(std::llround(o_.warmup_epochs * steps_)),
                steps_ * o_.epochs, o_.cosine};
-  // Rank 0's output paths, checked before anything runs (the job's communicator is whole now).
-  Status cause = comm_.rank() == 0 ? ProbeOutputs(o_.metrics, o_.checkpoint) : Status::Ok();
-  double ok = cause.ok() ? 0 : 1;
-  HOOP_RETURN_IF_ERROR(comm_.Allreduce(Buf(&ok, 1, DType::kF64), Buf(&ok, 1, DType::kF64), ReduceOp::kSum).Wait());
-  if (ok != 0) return cause.ok() ? FailedPrecondition("rank 0 cannot write its output files (see its error)") : cause;
+  HOOP_RETURN_IF_ERROR(CheckOutputs(o_, comm_));  // while the job's communicator is whole
   if (o_.resume) {
     Sgd whole(params_, o_.momentum, o_.weight_decay);
     HOOP_ASSIGN_OR_RETURN(from_, ResumeWhole(o_, comm_, dealt_ ? 1 : workers_, *model_, whole, &result_));
     for (auto& m : whole.State()) momentum_.push_back(*m.second);
-    if (from_.epochs_done >= o_.epochs) {
-      if (comm_.rank() == 0)
-        std::printf("hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs "
-                    "to go on)\n", o_.checkpoint.c_str(), from_.epochs_done, o_.epochs);
-      result_.nothing_left = true;
-      return result_;
-    }
+    if (NothingLeft(o_, comm_, from_, &result_)) return result_;
   }
   HOOP_ASSIGN_OR_RETURN(links_, ConnectPs(comm_, servers_));
   return comm_.rank() < servers_ ? Server() : Worker();

@@ -6,6 +6,24 @@
 
 namespace hoop::train {
 
+Status CheckOutputs(const Options& o, Communicator& comm) {
+  Status cause = comm.rank() == 0 ? ProbeOutputs(o.metrics, o.checkpoint) : Status::Ok();
+  double bad = cause.ok() ? 0 : 1;
+  HOOP_RETURN_IF_ERROR(comm.Allreduce(Buffer{&bad, 1, DType::kF64, MemKind::kHost}, Buffer{&bad, 1, DType::kF64, MemKind::kHost},
+                                      ReduceOp::kSum).Wait());
+  if (bad != 0) return cause.ok() ? FailedPrecondition("rank 0 cannot write its output files (see its error)") : cause;
+  return Status::Ok();
+}
+
+bool NothingLeft(const Options& o, const Communicator& comm, const ResumedAt& at, RunResult* result) {
+  if (at.epochs_done < o.epochs) return false;
+  if (comm.rank() == 0)
+    std::printf("hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs to go "
+                "on)\n", o.checkpoint.c_str(), at.epochs_done, o.epochs);
+  result->nothing_left = true;
+  return true;
+}
+
 StatusOr<ResumedAt> ResumeWhole(const Options& o, Communicator& comm, int ranks, Model& model, Sgd& sgd,
                                 RunResult* result, bool mid_epoch) {
   NamedTensors state;

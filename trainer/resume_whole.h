@@ -1,5 +1,5 @@
-// --resume for the strategies that save the whole model at epoch ends (ps_run.h,
-// pipeline_run.h), before they deal it out: rank 0 reads the checkpoint into a whole model and
+// The start of the strategies that deal the whole model out (ps_run.h, pipeline_run.h): their
+// output checks, and --resume before they deal the model out: rank 0 reads the checkpoint into a whole model and
 // its momentum, and the job's communicator (whole at the start) broadcasts the lot, with where
 // the run stands, to every rank, which then takes its part (a server its shard, a stage its
 // layers). A checkpoint of another rank count needs --force, as sync's. One written mid-epoch is
@@ -26,6 +26,13 @@ struct ResumedAt {
 // Every rank calls it. `ranks`: what this run records as its rank count (ps: its workers,
 // pipeline: its replicas). Fills `model` and `sgd`'s momentum on every rank; rank 0 also puts the
 // checkpoint's finished epochs in `result`.
+// Rank 0's verdict on its output paths (--metrics, --checkpoint), the same on every rank, before
+// anything runs: a collective on the job's communicator.
+Status CheckOutputs(const Options& o, Communicator& comm);
+
+// Whether `at` holds every --epochs already: rank 0 says so, and `result` is marked.
+bool NothingLeft(const Options& o, const Communicator& comm, const ResumedAt& at, RunResult* result);
+
 StatusOr<ResumedAt> ResumeWhole(const Options& o, Communicator& comm, int ranks, Model& model, Sgd& sgd,
                                 RunResult* result, bool mid_epoch = false);
 
