@@ -11,6 +11,7 @@ namespace hoop::run {
 const char* const kUsage =
     "usage: hooprun -np N [-H HOST:SLOTS,... | --hostfile FILE] [--map-by slot|node] [ssh options]\n"
     "               [-x VAR[=VAL]]... [--timeout SECONDS] [--tag-output] [--oversubscribe]\n"
+    "               [--enable-recovery]\n"
     "               [tensor fusion options] PROGRAM [ARGS...]\n"
     "\n"
     "Starts N ranks of PROGRAM, serves the job's rendezvous store, and gives each rank HOOP_RANK,\n"
