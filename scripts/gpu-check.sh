@@ -6,8 +6,12 @@
 # device against host buffers over tcp), and writes every figure to a summary file. Where
 # OpenBLAS is at hand (the system's, or unpacked from the carried .debs) it also builds the
 # trainer and runs hoop-bench-device, the CPU-against-GPU study of issue 23.
-#   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N] [--no-trainer]
+#   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N] [--no-trainer] [--keep-going] [--step-limit S]
 #     --out DIR   where the logs and summary.txt go (default build-gpu/check)
+#     --keep-going  after a failed step go on with the next (for a lease too short to run twice);
+#                 the summary lists every failure and the exit status is still 1
+#     --step-limit S  seconds a test or benchmark may take before it is killed and counted failed
+#                 (default 600; the build's steps have 30 minutes)
 #     --debs DIR  .deb files to unpack into build-gpu/prefix for headers this machine lacks
 #                 (default .debs, when it exists)
 #     --mib N     array size of the kernel benchmark (default 256)
@@ -29,12 +33,17 @@ out=build-gpu/check
 debs=.debs
 mib=256
 trainer=1
+keep_going=0
+step_limit=600
+failed=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --debs) debs=$2; shift 2 ;;
     --mib) mib=$2; shift 2 ;;
     --no-trainer) trainer=0; shift ;;
+    --keep-going) keep_going=1; shift ;;
+    --step-limit) step_limit=$2; shift 2 ;;
     --fetch-debs)
       mkdir -p "$2"
       (cd "$2" && apt-get download catch2 nlohmann-json3-dev libopenblas-dev libopenblas-pthread-dev libopenblas0 \
@@ -88,16 +97,21 @@ fi
 nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
-step() {  # name, command...: runs it with its output in $out/<name>.log
-  local name=$1 start=$SECONDS
+step() {  # name, command...: runs it, at most $step_limit seconds (builds 30 minutes), with its output in $out/<name>.log
+  local name=$1 start=$SECONDS rc=0 limit=$step_limit
   shift
-  if "$@" > "$out/$name.log" 2>&1; then
+  case "$name" in configure|build*) limit=1800 ;; esac
+  timeout -k 10 "$limit" "$@" > "$out/$name.log" 2>&1 || rc=$?
+  if [ "$rc" = 0 ]; then
     note "ok   $name ($((SECONDS - start)) s)"
-  else
-    note "FAIL $name ($((SECONDS - start)) s): see $out/$name.log"
-    tail -30 "$out/$name.log"
-    exit 1
+    return 0
   fi
+  local why="exit status $rc"
+  [ "$rc" = 124 ] && why="killed after $limit s"
+  note "FAIL $name ($((SECONDS - start)) s, $why): see $out/$name.log"
+  tail -30 "$out/$name.log"
+  failed+=("$name")
+  [ "$keep_going" = 1 ] || exit 1
 }
 step configure cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
   -DHOOP_WITH_CUDA=ON -DHOOP_WITH_UCX=OFF -DHOOP_WITH_OFI=OFF -DHOOP_WITH_HWLOC=OFF \
@@ -111,21 +125,22 @@ fi
 step hoop-info build-gpu/bin/hoop-info
 sed -n '/^cuda:/,/^hoop back ends/p' "$out/hoop-info.log" | sed '$d' | tee -a "$summary"
 
-step gpu-tests build-gpu/bin/hoop-gpu-tests
-grep -E "^(All tests passed|test cases)" "$out/gpu-tests.log" | tee -a "$summary"
+step gpu-tests build-gpu/bin/hoop-gpu-tests --durations yes
+grep -E "^(All tests passed|test cases)" "$out/gpu-tests.log" | tee -a "$summary" || true
 if command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 && grep -q "^SKIPPED" "$out/gpu-tests.log"; then
   note "FAIL gpu-tests: a device is here, yet GPU tests skipped:"
   grep "^SKIPPED" "$out/gpu-tests.log" | tee -a "$summary"
-  exit 1
+  failed+=(gpu-tests-skipped)
+  [ "$keep_going" = 1 ] || exit 1
 fi
 
 step launch-gpu-tests build-gpu/bin/hoop-launch-tests "[gpu]"
-grep -E "^(All tests passed|test cases)" "$out/launch-gpu-tests.log" | tee -a "$summary"
+grep -E "^(All tests passed|test cases)" "$out/launch-gpu-tests.log" | tee -a "$summary" || true
 
 # Each local rank's default GPU and locality (issue 21): with a device the C API test requires
 # hoop_local_device to name one and hoop_locality's "gpu" to describe it.
 step c-api-locality build-gpu/bin/hooprun -np 2 --report-bindings build-gpu/bin/hoop-c-api-test
-grep -E "c-api locality|bound|c-api ok" "$out/c-api-locality.log" | tee -a "$summary"
+grep -E "c-api locality|bound|c-api ok" "$out/c-api-locality.log" | tee -a "$summary" || true
 
 step kernel-bench build-gpu/bin/kernel-bench --device cuda --mib "$mib" --repeats 9 --all-ops
 note "# kernel-bench --device cuda --mib $mib --repeats 9 --all-ops"
@@ -139,7 +154,7 @@ perf() {  # name, hooprun arguments...
   shift
   step "$name" build-gpu/bin/hooprun "$@"
   note "# hooprun $*"
-  grep -vE "^\[[0-9]+\] #  Rank|^$" "$out/$name.log" | tee -a "$summary" > /dev/null
+  grep -vE "^\[[0-9]+\] #  Rank|^$" "$out/$name.log" | tee -a "$summary" > /dev/null || true
 }
 perf perf-device-2 -np 2 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
 perf perf-device-4 -np 4 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
@@ -152,5 +167,9 @@ if [ "$trainer" = 1 ]; then
   note "# hoop-bench-device (all cores; defaults: the issue's sizes, 10 repeats)"
   cat "$out/bench-device.log" >> "$summary"
   cat "$out/bench-device.log"
+fi
+if [ ${#failed[@]} -gt 0 ]; then
+  note "gpu-check: FAILED: ${failed[*]}; figures in $summary"
+  exit 1
 fi
 note "gpu-check: all passed; figures in $summary"
