@@ -78,15 +78,19 @@ fi
 lib=$prefix/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH=$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # The trainer (and hoop-bench-device) where OpenBLAS's header is somewhere.
-if [ "$trainer" = 1 ] && ! ls "$prefix"/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h \
-     /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h /usr/include/openblas/cblas.h > /dev/null 2>&1; then
+cblas=
+for h in "$prefix"/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h \
+         /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h /usr/include/openblas/cblas.h; do
+  [ -f "$h" ] && cblas=$h && break
+done
+if [ "$trainer" = 1 ] && [ -z "$cblas" ]; then
   note "# no OpenBLAS here (carry the .debs of --fetch-debs): no trainer, no hoop-bench-device"
   trainer=0
 fi
 # cuDNN: CUDA's own, else the Python wheel's (its library has only its versioned name).
 cudnn=()
-if [ "$trainer" = 1 ] && ! ls /usr/local/cuda/include/cudnn.h /usr/include/cudnn.h > /dev/null 2>&1; then
-  wheel=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null || true)
+if [ "$trainer" = 1 ] && [ ! -f /usr/local/cuda/include/cudnn.h ] && [ ! -f /usr/include/cudnn.h ]; then
+  wheel=$(python3 -c 'import nvidia.cudnn, os; print(list(nvidia.cudnn.__path__)[0])' 2>/dev/null || true)
   so=$(ls "$wheel"/lib/libcudnn.so* 2>/dev/null | head -1 || true)
   if [ -n "$so" ] && [ -f "$wheel/include/cudnn.h" ]; then
     cudnn=(-DHOOP_CUDNN_INCLUDE="$wheel/include" -DHOOP_CUDNN_LIBRARY="$so")

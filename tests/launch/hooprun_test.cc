@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -408,7 +409,7 @@ TEST_CASE("hooprun --output-filename writes every rank's output to its own files
   auto again = RunProc({Bin("hooprun"), "-np", "1", "--output-filename", dir, "sh", "-c", "echo second"}, Within(60));
   CHECK(again.exit_code == 0);
   CHECK(read(dir + "/rank.0/stdout") == "second\n");
-  std::system(("rm -rf " + dir).c_str());
+  std::filesystem::remove_all(dir);
   auto bad = RunProc({Bin("hooprun"), "-np", "2", "--output-filename", "/proc/no/such/dir", "sh", "-c", "echo ran"},
                      Within(30));
   CHECK(bad.exit_code == 2);
@@ -440,5 +441,5 @@ TEST_CASE("hooprun --wdir and --verbose", "[hooprun][output]") {
   auto missing = RunProc({Bin("hooprun"), "-np", "1", "--wdir", dir + "/nope", "/bin/true"}, Within(30));
   CHECK(missing.exit_code == 2);
   CHECK(missing.output == "hooprun: --wdir " + dir + "/nope: No such file or directory\n");
-  std::system(("rm -rf " + dir).c_str());
+  std::filesystem::remove_all(dir);
 }

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -306,7 +307,7 @@ TEST_CASE("hoop-perf takes nccl-tests' flags: -g 1 -t 1 -p, -d all -o all, -i, -
   CHECK(t.exit_code == 1);
   CHECK(t.seconds < 10);
   CHECK(t.output.find("rank 1") != std::string::npos);
-  std::system(("rm -rf " + store).c_str());
+  std::filesystem::remove_all(store);
 }
 
 TEST_CASE("hoop-perf's table: parameters, one line per rank, places side by side, rows that line up", "[perf]") {

@@ -9,6 +9,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -57,7 +58,7 @@ TEST_CASE("perf/compare measures every system, checks their results, writes tabl
                         "gloo-ring,2,1,4096,", "gloo-ring-chunked,2,1,4096,", "gloo-hd,2,1,4096,"})
     CHECK(runs.find(s) != std::string::npos);
   if (Exists("/usr/bin/gnuplot")) CHECK(Slurp(std::string(dir) + "/busbw-2ranks.png").substr(1, 3) == "PNG");
-  std::system((std::string("rm -rf ") + dir).c_str());
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("perf/compare --collective measures alltoall, reduce, gather and scatter against OpenMPI", "[compare]") {
@@ -97,7 +98,7 @@ TEST_CASE("perf/compare --collective measures alltoall, reduce, gather and scatt
                       Within(30));
   CHECK(gloo.exit_code == 1);
   CHECK(gloo.output.find("system 'gloo-ring': Gloo is measured on allreduce only, not gather") != std::string::npos);
-  std::system((std::string("rm -rf ") + dir).c_str());
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("perf/compare --collective sendrecv: latency and bandwidth against OpenMPI", "[compare][p2p]") {
@@ -123,7 +124,7 @@ TEST_CASE("perf/compare --collective sendrecv: latency and bandwidth against Ope
   std::string runs = Slurp(std::string(dir) + "/runs.csv");
   for (const char* s : {"hoop-shm,2,1,8,", "mpi-vader,2,1,8,", "hoop-tcp,2,1,8192,", "mpi-tcp,2,1,8192,", "floor,2,1,8,"})
     CHECK(runs.find(s) != std::string::npos);
-  std::system((std::string("rm -rf ") + dir).c_str());
+  std::filesystem::remove_all(dir);
 }
 
 // The report's logic on made-up runs (a fake driving a unit test of formatting, not a
@@ -166,7 +167,7 @@ print("plot:", r.plot(2, sys.argv[1] + "/p.png"))
     CHECK(r.output.find("plot: None") != std::string::npos);
     CHECK(Slurp(std::string(dir) + "/p.png").substr(1, 3) == "PNG");
   }
-  std::system((std::string("rm -rf ") + dir).c_str());
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("perf/compare refuses what it cannot run", "[compare]") {

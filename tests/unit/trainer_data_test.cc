@@ -184,7 +184,7 @@ TEST_CASE("checkpoint: round trip, atomic, and every corruption named", "[traine
   CHECK_THAT(missing.message(), Catch::Contains("cannot open " + dir + "/none"));
   auto unwritable = SaveCheckpoint(dir + "/no/such/dir/ck", saved, ts);
   CHECK_THAT(unwritable.message(), Catch::Contains("cannot create"));
-  std::system(("rm -rf " + dir).c_str());
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("fashion-mnist reader: real gzip IDX files and named errors", "[trainer]") {
@@ -231,7 +231,7 @@ TEST_CASE("fashion-mnist reader: real gzip IDX files and named errors", "[traine
   err("no train-labels-idx1-ubyte.gz (or train-labels-idx1-ubyte) in " + dir);
   auto none = LoadFashionMnist(kDefaultDataDir + std::string("-absent"), "train");
   CHECK_THAT(none.status().message(), Catch::Contains("give --data the directory"));
-  std::system(("rm -rf " + dir).c_str());
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("balance: shares in proportion to speed, and the sampler's uneven split", "[trainer]") {
@@ -320,8 +320,8 @@ TEST_CASE("cifar-10 reader: binary batches, three channels, named errors", "[tra
   REQUIRE(test.ok());
   CHECK((test->count == 1 && test->labels[0] == 9));
   // In the archive's own subdirectory too.
-  std::system(("mkdir -p " + dir + "/up && mv " + dir + "/*.bin " + dir + "/up/ && mv " + dir + "/up " + dir +
-               "/cifar-10-batches-bin").c_str());
+  REQUIRE(std::system(("mkdir -p " + dir + "/up && mv " + dir + "/*.bin " + dir + "/up/ && mv " + dir + "/up " + dir +
+                       "/cifar-10-batches-bin").c_str()) == 0);
   CHECK(LoadDataset(dir, "test").ok());
   const std::string at = dir + "/cifar-10-batches-bin";
   std::ofstream(at + "/test_batch.bin", std::ios::binary) << record(9, 1, 2, 3) << "xyz";
@@ -332,7 +332,7 @@ TEST_CASE("cifar-10 reader: binary batches, three channels, named errors", "[tra
   CHECK_THAT(LoadDataset(dir, "test").status().message(), Catch::Contains("label 12 of record 1 is not in 0..9"));
   std::remove((at + "/data_batch_3.bin").c_str());
   CHECK_THAT(LoadDataset(dir, "train").status().message(), Catch::Contains("cannot open " + at + "/data_batch_3.bin"));
-  std::system(("rm -rf " + dir).c_str());
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("metrics: CSV and JSON files", "[trainer]") {
@@ -380,7 +380,7 @@ TEST_CASE("metrics: CSV and JSON files", "[trainer]") {
   CHECK(v.size() == EpochFieldCount());
   CHECK(EpochFromValues(v.data(), v.size()).cpu_joules == 1200);
   CHECK(std::isnan(EpochFromValues(v.data(), 15).cpu_joules));
-  std::system(("rm -rf " + dir).c_str());
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("energy counters: RAPL packages through powercap, wrap-around, and why not", "[trainer]") {
