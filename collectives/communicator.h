@@ -318,7 +318,8 @@ class Communicator {
   Membership membership_;  // the hub: the back end goes with its last communicator
   std::unique_ptr<Transport> transport_;  // used only by whoever holds the turn
   StagingPool staging_;
-  PinnedStaging device_staging_;  // host copies of device buffers (RunStaged)
+  HostStaging device_staging_{true};   // host copies of device buffers (RunStaged): pinned
+  HostStaging stream_staging_{false};  // the same for calls on a CUDA stream: pageable
   StreamOrder stream_order_;      // calls on CUDA streams (after the worker, which releases them)
   PlanCache plans_;
   bool even_hosts_ = false;  // 2+ hosts, the same 2+ ranks on each: auto may pick hierarchical

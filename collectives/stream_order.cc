@@ -3,43 +3,27 @@
 
 #include <limits>
 
-#include "collectives/kernels/device_wait.h"
 #include "common/device.h"
 
 namespace hoop {
 
 StreamOrder::~StreamOrder() {
-  if (word_ != nullptr) {
-    // Nothing is left to run (the communicator drained its queue): let every held stream go,
-    // and keep the word alive until each wait kernel has read it.
-    __atomic_store_n(word_, std::numeric_limits<uint64_t>::max(), __ATOMIC_RELEASE);
-    for (void* e : held_) {
-      (void)CudaEventSync(e);
-      CudaEventDestroy(e);
-    }
-    CudaFree(word_, MemKind::kCudaPinned);
-  }
+  // Nothing is left to run (the communicator drained its queue): let every held stream go. The
+  // host functions still queued keep the counter alive themselves.
+  released_->store(std::numeric_limits<uint64_t>::max(), std::memory_order_release);
+  released_->notify_all();
   CudaStreamDestroy(staging_);
+}
+
+void StreamOrder::HoldUntilReleased(void* arg) {
+  std::unique_ptr<Hold> h(static_cast<Hold*>(arg));
+  for (uint64_t now = h->released->load(std::memory_order_acquire); now < h->seq;
+       now = h->released->load(std::memory_order_acquire))
+    h->released->wait(now, std::memory_order_acquire);
 }
 
 StatusOr<StreamTicket> StreamOrder::Enter(void* stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (word_ == nullptr) {
-    HOOP_ASSIGN_OR_RETURN(void* p, CudaAllocPinned(sizeof(uint64_t)));
-    word_ = static_cast<uint64_t*>(p);
-    __atomic_store_n(word_, next_, __ATOMIC_RELEASE);
-  }
-  // Forget the wait kernels that are over.
-  for (size_t i = 0; i < held_.size();) {
-    auto done = CudaEventDone(held_[i]);
-    if (done.ok() && *done) {
-      CudaEventDestroy(held_[i]);
-      held_[i] = held_.back();
-      held_.pop_back();
-    } else {
-      ++i;
-    }
-  }
   StreamTicket t;
   t.stream = stream;
   HOOP_ASSIGN_OR_RETURN(t.ready, CudaEventCreate(false));
@@ -49,13 +33,10 @@ StatusOr<StreamTicket> StreamOrder::Enter(void* stream) {
   };
   if (Status s = CudaEventRecord(t.ready, stream); !s.ok()) return undo(s);
   t.seq = next_ + 1;
-  if (Status s = LaunchWaitAtLeast(word_, t.seq, stream); !s.ok()) return undo(s);
+  auto hold = std::make_unique<Hold>(Hold{released_, t.seq});
+  if (Status s = CudaLaunchHostFunc(stream, &StreamOrder::HoldUntilReleased, hold.get()); !s.ok()) return undo(s);
+  hold.release();  // the host function owns it now
   next_ = t.seq;
-  auto after = CudaEventCreate(false);
-  if (after.ok()) {
-    if (CudaEventRecord(*after, stream).ok()) held_.push_back(*after);
-    else CudaEventDestroy(*after);
-  }
   return t;
 }
 
@@ -65,7 +46,10 @@ Status StreamOrder::WaitInputHere(const StreamTicket& t) { return CudaEventSync(
 
 void StreamOrder::Release(const StreamTicket& t) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (word_ != nullptr && __atomic_load_n(word_, __ATOMIC_ACQUIRE) < t.seq) __atomic_store_n(word_, t.seq, __ATOMIC_RELEASE);
+  if (released_->load(std::memory_order_acquire) < t.seq) {
+    released_->store(t.seq, std::memory_order_release);
+    released_->notify_all();
+  }
   CudaEventDestroy(t.ready);
 }
 

@@ -75,6 +75,9 @@ Status CudaEventRecord(void* event, void* stream);
 // True once the work before the event has finished; never blocks.
 StatusOr<bool> CudaEventDone(void* event);
 Status CudaStreamWaitEvent(void* stream, void* event);
+// Queues `fn(arg)` on `stream`: it runs on a thread of CUDA's once the work before it is done, and
+// the stream's later work waits until it returns (it must make no CUDA call).
+Status CudaLaunchHostFunc(void* stream, void (*fn)(void*), void* arg);
 // Blocks the calling thread until the work before the event has finished.
 Status CudaEventSync(void* event);
 // Milliseconds between two recorded timing events (after both have finished).

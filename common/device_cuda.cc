@@ -204,6 +204,11 @@ Status CudaStreamWaitEvent(void* stream, void* event) {
   return Status::Ok();
 }
 
+Status CudaLaunchHostFunc(void* stream, void (*fn)(void*), void* arg) {
+  HOOP_CUDA_RETURN(cudaLaunchHostFunc(S(stream), fn, arg));
+  return Status::Ok();
+}
+
 Status CudaEventSync(void* event) {
   HOOP_CUDA_RETURN(cudaEventSynchronize(E(event)));
   return Status::Ok();

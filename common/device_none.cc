@@ -38,6 +38,7 @@ void CudaEventDestroy(void*) {}
 Status CudaEventRecord(void*, void*) { return NoCuda("cudaEventRecord"); }
 StatusOr<bool> CudaEventDone(void*) { return NoCuda("cudaEventQuery"); }
 Status CudaStreamWaitEvent(void*, void*) { return NoCuda("cudaStreamWaitEvent"); }
+Status CudaLaunchHostFunc(void*, void (*)(void*), void*) { return NoCuda("cudaLaunchHostFunc"); }
 Status CudaEventSync(void*) { return NoCuda("cudaEventSynchronize"); }
 StatusOr<float> CudaEventMs(void*, void*) { return NoCuda("cudaEventElapsedTime"); }
 

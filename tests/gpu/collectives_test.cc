@@ -145,6 +145,9 @@ TEST_CASE("gpu: a collective on a CUDA stream is ordered with the stream's work,
       HOOP_ASSIGN_OR_RETURN(twice.p, CudaAlloc(0, bytes));
       std::vector<uint8_t> got(bytes, 0);
       const int want = 2 * n * (n + 1) / 2;  // twice the sum of 1..n
+      // Every rank's memory is allocated before any stream is held: allocating while another
+      // thread's call on a stream is in flight may wait for that stream (as with NCCL).
+      HOOP_RETURN_IF_ERROR(comm.Barrier().Wait());
       for (int round = 0; round < 3; ++round) {
         // Queued on the stream, in order, with no wait in between: the input written, the
         // allreduce, a kernel reading its output, the copy back. One wait at the end.
