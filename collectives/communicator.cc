@@ -223,7 +223,7 @@ Work Communicator::Submit(Op op, bool blocking) {
     // runs on the caller's thread (the caller does not wait for it).
     if (op.stream) {
       blocking = false;
-      auto t = stream_order_.Enter(*op.stream);
+      auto t = EnterStream(op);
       if (!t.ok())
         return Work::MakeRefused(t.status().WithContext("rank " + std::to_string(opts_.rank) + ": " +
                                                         CollKindName(op.kind) + ": ordering on the CUDA stream"));

@@ -26,6 +26,7 @@
 #include "collectives/kernels/wire.h"
 #include "collectives/mailbox.h"
 #include "collectives/stream_order.h"
+#include "collectives/stream_staging.h"
 #include "common/config.h"
 #include "common/dtype.h"
 #include "common/status.h"
@@ -211,6 +212,7 @@ class Communicator {
     std::shared_ptr<Work::State> state;
     std::optional<void*> stream;  // CallOptions::stream
     StreamTicket ticket;          // its place on that stream (seq 0: none), taken when queued
+    Status stage_error;           // staging it on the stream failed after its hold was queued
   };
   // Where a communicator sits among those sharing its connections.
   struct Membership {
@@ -273,6 +275,9 @@ class Communicator {
   // (device_staging.h).
   bool OnDevice(const Op& op) const;
   Status RunStaged(const Op& op, uint32_t seq);
+  // A call on a CUDA stream, at the call (under mu_): its device buffers staged by copies queued
+  // on the stream around its hold, `op` rewritten to the pinned copies (stream_staging.h).
+  StatusOr<StreamTicket> EnterStream(Op& op);
   // One per collective, each in its own file (allreduce.cc, broadcast.cc, ...).
   Status RunAllreduce(const Op& op, uint32_t seq);
   Status RunBroadcast(const Op& op, uint32_t seq);
@@ -318,8 +323,8 @@ class Communicator {
   Membership membership_;  // the hub: the back end goes with its last communicator
   std::unique_ptr<Transport> transport_;  // used only by whoever holds the turn
   StagingPool staging_;
-  HostStaging device_staging_{true};   // host copies of device buffers (RunStaged): pinned
-  HostStaging stream_staging_{false};  // the same for calls on a CUDA stream: pageable
+  PinnedStaging device_staging_;  // host copies of device buffers (RunStaged)
+  StreamStaging stream_staging_;  // the same for calls on a CUDA stream (under mu_)
   StreamOrder stream_order_;      // calls on CUDA streams (after the worker, which releases them)
   PlanCache plans_;
   bool even_hosts_ = false;  // 2+ hosts, the same 2+ ranks on each: auto may pick hierarchical

@@ -179,9 +179,16 @@ StatusOr<Algo> Communicator::Resolve(const Op& op) const {
 }
 
 Status Communicator::RunOp(const Op& op, uint32_t seq) {
+  // On a stream: the input is ready when the stream's work before the call is (its device
+  // buffers were staged by copies queued on it, so none are left here).
+  if (op.ticket.seq != 0) {
+    const auto ctx = [&](const Status& s) {
+      return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": on a CUDA stream");
+    };
+    if (!op.stage_error.ok()) return ctx(op.stage_error);
+    if (Status s = stream_order_.WaitInput(op.ticket, Deadline::After(opts_.timeout)); !s.ok()) return ctx(s);
+  }
   if (OnDevice(op)) return RunStaged(op, seq);
-  // On a stream with host buffers: the input is ready when the stream's work before the call is.
-  if (op.ticket.seq != 0) HOOP_RETURN_IF_ERROR(stream_order_.WaitInputHere(op.ticket));
   switch (op.kind) {
     case CollKind::kAllreduce: return RunAllreduce(op, seq);
     case CollKind::kBroadcast: return RunBroadcast(op, seq);

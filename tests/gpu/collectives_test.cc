@@ -40,7 +40,8 @@ Work Call(Communicator& comm, Coll c, const Buffer& in, const Buffer& out, Reduc
 // Device memory freed on scope exit.
 struct Dev {
   void* p = nullptr;
-  ~Dev() { CudaFree(p, MemKind::kCuda); }
+  MemKind kind = MemKind::kCuda;
+  ~Dev() { CudaFree(p, kind); }
 };
 
 // One call on host buffers, then on device buffers; the outputs must be the same bytes.
@@ -143,7 +144,23 @@ TEST_CASE("gpu: a collective on a CUDA stream is ordered with the stream's work,
       HOOP_ASSIGN_OR_RETURN(in.p, CudaAlloc(0, bytes));
       HOOP_ASSIGN_OR_RETURN(out.p, CudaAlloc(0, bytes));
       HOOP_ASSIGN_OR_RETURN(twice.p, CudaAlloc(0, bytes));
-      std::vector<uint8_t> got(bytes, 0);
+      // One rank reads the result back into pageable memory, as tensor.cpu() does: that copy
+      // waits inside the driver, holding a lock of its, until the stream goes on (the hang the
+      // first GPU run found: hoop's worker then could not copy). Ranks on threads of one process
+      // read into pinned memory: one thread's pageable copy would hold that lock while another
+      // thread's call, which its hold waits for, is still to come.
+      std::vector<uint8_t> pageable;
+      Dev pinned;
+      uint8_t* got = nullptr;
+      if (n == 1) {
+        pageable.assign(bytes, 0);
+        got = pageable.data();
+      } else {
+        HOOP_ASSIGN_OR_RETURN(void* p, CudaAllocPinned(bytes));
+        pinned.p = p;
+        pinned.kind = MemKind::kCudaPinned;
+        got = static_cast<uint8_t*>(p);
+      }
       const int want = 2 * n * (n + 1) / 2;  // twice the sum of 1..n
       // Every rank's memory is allocated before any stream is held: allocating while another
       // thread's call on a stream is in flight may wait for that stream (as with NCCL).
@@ -158,7 +175,7 @@ TEST_CASE("gpu: a collective on a CUDA stream is ordered with the stream's work,
                                 Buffer{out.p, bytes, DType::kU8, MemKind::kCuda}, ReduceOp::kSum, o);
         if (w.Refused()) return w.Wait();
         HOOP_RETURN_IF_ERROR(LookupDeviceReduce(DType::kU8, ReduceOp::kSum)(twice.p, out.p, out.p, bytes, 1, stream));
-        HOOP_RETURN_IF_ERROR(CopyMem(got.data(), MemKind::kHost, twice.p, MemKind::kCuda, bytes, stream));
+        HOOP_RETURN_IF_ERROR(CopyMem(got, n == 1 ? MemKind::kHost : MemKind::kCudaPinned, twice.p, MemKind::kCuda, bytes, stream));
         HOOP_RETURN_IF_ERROR(CudaStreamSync(stream));
         HOOP_RETURN_IF_ERROR(w.Wait());  // done by now, and it succeeded
         for (size_t i = 0; i < bytes; ++i)
