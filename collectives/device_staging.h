@@ -4,9 +4,10 @@
 // the host copies like any other, and the output is copied back to the device before the call
 // completes. Every copy goes on CUDA's legacy default stream, which orders it after the caller's
 // work queued on any blocking stream, and is waited for, so the call behaves as the plain form of
-// ncclAllReduce used with a synchronised stream. A call on a caller's stream (stream_order.h)
-// copies on hoop's own stream instead, after the stream's earlier work. An input inside the output
-// buffer (an in-place allgather's own block) keeps its place in the output's staging.
+// ncclAllReduce used with a synchronised stream. A call on a caller's stream is staged at the call
+// instead, by copies queued on that stream (stream_staging.h), and never comes here. An input
+// inside the output buffer (an in-place allgather's own block) keeps its place in the output's
+// staging.
 //
 // The pipelined path (chunk k+1 copied while chunk k is on the wire) and CUDA IPC between ranks
 // on one host come next (issue 20); this is the correct, simple baseline they are measured
@@ -21,8 +22,7 @@
 namespace hoop {
 
 // Two pinned host buffers (input and output side), grown on demand, never shrunk, freed with it.
-// A buffer outgrown is kept until then too: freeing pinned memory may synchronise the device,
-// which would wait for a caller's stream held until this very operation ends (stream_order.h).
+// A buffer outgrown is kept until then too: freeing pinned memory synchronises the device.
 class PinnedStaging {
  public:
   PinnedStaging() = default;
