@@ -20,12 +20,13 @@
 #     --no-trainer  leave out the trainer and hoop-bench-device
 #   scripts/gpu-check.sh --fetch-debs DIR
 #     run where Debian's apt works: downloads the .deb files the check needs (the header-only
-#     catch2 and nlohmann-json3-dev; for the trainer OpenBLAS, its Fortran runtime, zlib and
-#     oneDNN, headers and libraries), to carry to a GPU machine that has no network.
+#     catch2 and nlohmann-json3-dev; hwloc, for the ranks' binding near their GPU; for the
+#     trainer OpenBLAS, its Fortran runtime, zlib and oneDNN, headers and libraries), to carry to
+#     a GPU machine that has no network.
 #
 # The GPU machine needs CUDA (nvcc), CMake, ninja and a C++20 compiler, nothing from Debian's -dev
 # packages: the build leaves out UCX, libfabric, OpenMPI and Gloo, and finds Catch2,
-# nlohmann-json, OpenBLAS, zlib and oneDNN in the unpacked .debs when the machine has no copy of
+# nlohmann-json, hwloc, OpenBLAS, zlib and oneDNN in the unpacked .debs when the machine has no copy of
 # its own (their libraries then load from there: LD_LIBRARY_PATH). cuDNN is CUDA's, or the one
 # of the nvidia-cudnn Python wheel where PyTorch brought it.
 # Fails (exit 1) when a step fails or when a GPU test skipped although a device is present.
@@ -51,7 +52,7 @@ while [ $# -gt 0 ]; do
     --fetch-debs)
       mkdir -p "$2"
       (cd "$2" && apt-get download catch2 nlohmann-json3-dev libopenblas-dev libopenblas-pthread-dev libopenblas0 \
-        libopenblas0-pthread libgfortran5 zlib1g zlib1g-dev libdnnl-dev libdnnl2)
+        libopenblas0-pthread libgfortran5 zlib1g zlib1g-dev libdnnl-dev libdnnl2 libhwloc15 libhwloc-dev)
       ls -l "$2"
       exit 0 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
@@ -151,7 +152,7 @@ step() {  # name, command...: runs it, at most $step_limit seconds (builds 30 mi
   [ "$keep_going" = 1 ] || exit 1
 }
 step configure cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
-  -DHOOP_WITH_CUDA=ON -DHOOP_WITH_UCX=OFF -DHOOP_WITH_OFI=OFF -DHOOP_WITH_HWLOC=OFF \
+  -DHOOP_WITH_CUDA=ON -DHOOP_WITH_UCX=OFF -DHOOP_WITH_OFI=OFF \
   -DHOOP_BUILD_TRAINER=$([ "$trainer" = 1 ] && echo ON || echo OFF) "${cudnn[@]}" \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$prefix/usr/share" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DCMAKE_DISABLE_FIND_PACKAGE_Gloo=ON
 if [ "$tests_only" = 1 ]; then
@@ -169,6 +170,9 @@ fi
 
 step hoop-info build-gpu/bin/hoop-info
 sed -n '/^cuda:/,/^hoop back ends/p' "$out/hoop-info.log" | sed '$d' | tee -a "$summary"
+# The host's topology with its GPUs' locality (issue 21), from hwloc.
+step topology build-gpu/bin/hoop-info --topology
+cat "$out/topology.log" >> "$summary"
 
 step gpu-tests build-gpu/bin/hoop-gpu-tests --durations yes
 grep -E "^(All tests passed|test cases)" "$out/gpu-tests.log" | tee -a "$summary" || true
