@@ -155,10 +155,32 @@ step configure cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Rele
   -DHOOP_WITH_CUDA=ON -DHOOP_WITH_UCX=OFF -DHOOP_WITH_OFI=OFF \
   -DHOOP_BUILD_TRAINER=$([ "$trainer" = 1 ] && echo ON || echo OFF) "${cudnn[@]}" \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$prefix/usr/share" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DCMAKE_DISABLE_FIND_PACKAGE_Gloo=ON
+# hoop-gpu-tests one test case at a time, each within the step limit: a case that hangs is
+# killed (its stacks written) and the cases after it still run. A case is named by its name up to
+# its first comma, then '*' (Catch2 splits a filter at commas and takes '*' only at an end).
+gpu_tests() {
+  local i=0 name filter
+  build-gpu/bin/hoop-gpu-tests --list-test-names-only > "$out/gpu-tests.list" 2>&1 || true
+  while IFS= read -r name; do
+    [ -n "$name" ] || continue
+    i=$((i + 1))
+    filter=$name
+    case "$name" in *,*) filter="${name%%,*}*" ;; esac
+    step "gpu-test-$i" build-gpu/bin/hoop-gpu-tests --durations yes "$filter"
+    note "       $name"
+    if command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 && grep -q "^SKIPPED" "$out/gpu-test-$i.log" \
+       && [[ "$name" != cuda:* ]]; then
+      note "FAIL gpu-test-$i: a device is here, yet it skipped: $(grep -m1 "^SKIPPED" "$out/gpu-test-$i.log")"
+      failed+=("gpu-test-$i-skipped")
+      [ "$keep_going" = 1 ] || exit 1
+    fi
+  done < "$out/gpu-tests.list"
+  [ "$i" -gt 0 ] || { note "FAIL gpu-tests: no test case listed (see $out/gpu-tests.list)"; failed+=(gpu-tests); }
+}
+
 if [ "$tests_only" = 1 ]; then
   step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests
-  step gpu-tests build-gpu/bin/hoop-gpu-tests --durations yes
-  grep -E "^(All tests passed|test cases)" "$out/gpu-tests.log" | tee -a "$summary" || true
+  gpu_tests
   [ ${#failed[@]} -eq 0 ] || { note "gpu-check: FAILED: ${failed[*]}"; exit 1; }
   note "gpu-check --tests-only: passed"
   exit 0
@@ -174,14 +196,7 @@ sed -n '/^cuda:/,/^hoop back ends/p' "$out/hoop-info.log" | sed '$d' | tee -a "$
 step topology build-gpu/bin/hoop-info --topology
 cat "$out/topology.log" >> "$summary"
 
-step gpu-tests build-gpu/bin/hoop-gpu-tests --durations yes
-grep -E "^(All tests passed|test cases)" "$out/gpu-tests.log" | tee -a "$summary" || true
-if command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 && grep -q "^SKIPPED" "$out/gpu-tests.log"; then
-  note "FAIL gpu-tests: a device is here, yet GPU tests skipped:"
-  grep "^SKIPPED" "$out/gpu-tests.log" | tee -a "$summary"
-  failed+=(gpu-tests-skipped)
-  [ "$keep_going" = 1 ] || exit 1
-fi
+gpu_tests
 
 step launch-gpu-tests build-gpu/bin/hoop-launch-tests "[gpu]"
 grep -E "^(All tests passed|test cases)" "$out/launch-gpu-tests.log" | tee -a "$summary" || true
