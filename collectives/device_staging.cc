@@ -97,7 +97,10 @@ StatusOr<StreamTicket> Communicator::EnterStream(Op& op) {
   if (!OnDevice(op)) return stream_order_.Enter(stream);
   const StagePlan plan = PlanStaging(op.in, UsesIn(op), op.out, UsesOut(op));
   const size_t in_need = plan.in_dev && !plan.inside ? plan.in_bytes : 0;
-  HOOP_ASSIGN_OR_RETURN(StreamStaging::Slot * slot, stream_staging_.Take(in_need, plan.out_dev ? plan.out_bytes : 0));
+  // A staged side gets at least a byte: an empty buffer still needs an address.
+  HOOP_ASSIGN_OR_RETURN(StreamStaging::Slot * slot,
+                        stream_staging_.Take(plan.in_dev && !plan.inside ? std::max<size_t>(in_need, 1) : 0,
+                                             plan.out_dev ? std::max<size_t>(plan.out_bytes, 1) : 0));
   const Buffer dev_out = op.out;
   // Before the hold: the device input into the slot.
   Status c;
@@ -118,7 +121,7 @@ StatusOr<StreamTicket> Communicator::EnterStream(Op& op) {
   if (plan.inside) {
     op.in.data = slot->out + plan.in_offset;
     op.in.kind = MemKind::kCudaPinned;
-  } else if (in_need > 0) {
+  } else if (plan.in_dev) {
     op.in.data = slot->in;
     op.in.kind = MemKind::kCudaPinned;
   }

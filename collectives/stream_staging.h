@@ -37,7 +37,8 @@ class StreamStaging {
   StreamStaging(const StreamStaging&) = delete;
   StreamStaging& operator=(const StreamStaging&) = delete;
 
-  // A free slot with room for `in` and `out` bytes (pinned host memory).
+  // A free slot with room for `in` and `out` bytes (pinned host memory; a side of 0 bytes is not
+  // staged and may have no memory).
   StatusOr<Slot*> Take(size_t in, size_t out);
   // The slot is free again once `stream` has run what is queued on it so far.
   void Give(Slot* slot, void* stream);
