@@ -8,15 +8,15 @@
 
 namespace hoop::fusion {
 
-namespace {
-
-using Clock = GroupTimes::Clock;
-
 CallOptions OptionsFor(const TensorParams& p) {
   CallOptions o{Algo::kAuto, true};  // the runtime's thread waits at once: run it right here
   if (p.compression != kDefaultCompression) o.compression = static_cast<Compression>(p.compression);
   return o;
 }
+
+namespace {
+
+using Clock = GroupTimes::Clock;
 
 Status RunAlone(Communicator& c, const Member& m) {
   const TensorParams& p = *m.params;
@@ -47,15 +47,30 @@ bool OnDevice(const Member& m) { return m.in.kind == MemKind::kCuda || m.out.kin
 // copies of a group are queued on CUDA's legacy default stream and waited for once.
 Status Synced(bool any_device) { return any_device ? CudaStreamSync(nullptr) : Status::Ok(); }
 
+// The device every tensor of the group lives on, or -1 where some tensor is host memory or the
+// tensors are on different devices.
+int OneDevice(const std::vector<Member>& members) {
+  int device = -1;
+  for (const Member& m : members) {
+    if (m.in.kind != MemKind::kCuda || m.out.kind != MemKind::kCuda) return -1;
+    const int d = QueryMemory(m.out.data).device, din = QueryMemory(m.in.data).device;
+    if (d < 0 || din != d || (device >= 0 && d != device)) return -1;
+    device = d;
+  }
+  return device;
+}
+
 }  // namespace
 
-Status RunGroup(Communicator& c, const std::vector<Member>& members, std::vector<char>& fusion, GroupTimes* t) {
+Status RunGroup(Communicator& c, const std::vector<Member>& members, std::vector<char>& fusion,
+                DeviceFusionBuffer& device_fusion, GroupTimes* t) {
   t->start = t->packed = Clock::now();
   if (members.size() == 1 && !OnDevice(members[0])) {
     Status s = RunAlone(c, members[0]);
     t->reduced = t->end = Clock::now();
     return s;
   }
+  if (const int device = OneDevice(members); device >= 0) return RunGroupOnDevice(c, members, device, device_fusion, t);
   const TensorParams& p = *members[0].params;
   const size_t es = DTypeSize(p.dtype);
   const size_t n = static_cast<size_t>(c.size());

@@ -9,6 +9,11 @@
 //    Allreduce and broadcast pack the tensors end to end; allgather packs this rank's parts end
 //    to end at block `rank` of an n-block buffer, gathers in place, and hands each tensor its
 //    slice of every block.
+//  - fused on a device (execute_device.cc): when every tensor of the group is device memory on
+//    one device, the fusion buffer is on that device too, and packing and unpacking are one
+//    batched copy kernel each (kernels/device_copy.h) with the scale factors applied in it; the
+//    collective runs on the device buffer (staged by the communicator like any device buffer).
+//    The collective is the same either way, so ranks whose tensors live elsewhere still match.
 #pragma once
 
 #include <chrono>
@@ -31,6 +36,31 @@ struct GroupTimes {
   Clock::time_point start, packed, reduced, end;  // packed == start and end == reduced when alone
 };
 
-Status RunGroup(Communicator& comm, const std::vector<Member>& members, std::vector<char>& fusion, GroupTimes* t);
+// How a group's collective is called: blocking (the runtime's thread waits at once), with the
+// tensors' compression.
+CallOptions OptionsFor(const TensorParams& p);
+
+// The fusion buffer on a device: grown by doubling, freed with it (an outgrown one is kept until
+// then: freeing device memory synchronises the device).
+class DeviceFusionBuffer {
+ public:
+  DeviceFusionBuffer() = default;
+  ~DeviceFusionBuffer();
+  DeviceFusionBuffer(const DeviceFusionBuffer&) = delete;
+  DeviceFusionBuffer& operator=(const DeviceFusionBuffer&) = delete;
+  StatusOr<char*> Get(int device, size_t bytes);
+
+ private:
+  char* p_ = nullptr;
+  size_t bytes_ = 0;
+  int device_ = -1;
+  std::vector<char*> retired_;
+};
+
+Status RunGroup(Communicator& comm, const std::vector<Member>& members, std::vector<char>& fusion,
+                DeviceFusionBuffer& device_fusion, GroupTimes* t);
+// RunGroup's path for a group whose tensors are all on `device`.
+Status RunGroupOnDevice(Communicator& comm, const std::vector<Member>& members, int device, DeviceFusionBuffer& buffer,
+                        GroupTimes* t);
 
 }  // namespace hoop::fusion

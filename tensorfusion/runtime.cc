@@ -308,7 +308,7 @@ Status Runtime::RunAgreed(const std::vector<Response>& agreed, Clock::time_point
     std::vector<Member> group;
     for (size_t i : g.members) group.push_back(members[i]);
     GroupTimes t;
-    Status s = RunGroup(comm_, group, fusion_, &t);
+    Status s = RunGroup(comm_, group, fusion_, device_fusion_, &t);
     if (timeline_.on()) {
       std::string args = "\"tensors\":" + std::to_string(group.size()) + ",\"bytes\":" + std::to_string(g.bytes);
       for (const Member& m : group) {

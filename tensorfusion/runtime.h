@@ -35,6 +35,7 @@
 
 #include "collectives/communicator.h"
 #include "common/config.h"
+#include "tensorfusion/execute.h"
 #include "tensorfusion/handle.h"
 #include "tensorfusion/negotiator.h"
 #include "tensorfusion/response_cache.h"
@@ -136,6 +137,7 @@ class Runtime {
   std::vector<uint8_t> bits_, slot_ready_;
   Clock::time_point exchanged_;  // when the last readiness exchange ended
   std::vector<char> fusion_;
+  DeviceFusionBuffer device_fusion_;
   std::vector<std::pair<std::shared_ptr<HandleState>, Status>> done_;
 };
 
