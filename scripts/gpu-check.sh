@@ -222,8 +222,24 @@ perf() {  # name, hooprun arguments...
 }
 perf perf-device-2 -np 2 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
 perf perf-device-4 -np 4 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
-perf perf-tcp-host -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce -b 64M -e 64M -c 1
-perf perf-tcp-device -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -c 1
+# Device against host buffers over tcp, 64 MiB, interleaved: host, device, host, device, ...
+# (issue 20 asks device >= 0.9 of host), then the ratio of the medians, out of place and in place.
+for r in 1 2 3; do
+  perf "perf-tcp-host-$r" -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce -b 64M -e 64M -c 1
+  perf "perf-tcp-device-$r" -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -c 1
+done
+busbw_median() {  # which (host|device), column (12: out of place busbw, 17: in place)
+  cat "$out"/perf-tcp-"$1"-*.log 2> /dev/null | awk -v c="$2" '$1 == "[0]" && $2 == 67108864 { print $c }' | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+}
+for side in "12 out of place" "17 in place"; do
+  col=${side%% *}
+  h=$(busbw_median host "$col")
+  d=$(busbw_median device "$col")
+  if [ -n "$h" ] && [ -n "$d" ]; then
+    note "device/host busbw over tcp, 64 MiB, ${side#* }: $d / $h = $(awk -v d="$d" -v h="$h" 'BEGIN { printf "%.3f", d / h }') (medians of 3 interleaved runs)"
+  fi
+done
 # The CPU-against-GPU study (issue 23): cuBLAS against OpenBLAS, cuDNN against the trainer's
 # convolution; the tool fails where the two devices' results disagree.
 if [ "$trainer" = 1 ]; then
