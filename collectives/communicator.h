@@ -27,6 +27,7 @@
 #include "collectives/mailbox.h"
 #include "collectives/stream_order.h"
 #include "collectives/stream_staging.h"
+#include "common/host_memory.h"
 #include "common/config.h"
 #include "common/dtype.h"
 #include "common/status.h"
@@ -325,6 +326,7 @@ class Communicator {
   StagingPool staging_;
   PinnedStaging device_staging_;  // host copies of device buffers (RunStaged)
   StreamStaging stream_staging_;  // the same for calls on a CUDA stream (under mu_)
+  mutable ReadableCache readable_;  // host buffers found readable (CheckCall, where CUDA devices are)
   StreamOrder stream_order_;      // calls on CUDA streams (after the worker, which releases them)
   PlanCache plans_;
   bool even_hosts_ = false;  // 2+ hosts, the same 2+ ranks on each: auto may pick hierarchical

@@ -1,11 +1,13 @@
 // What every collective shares before it runs: call checks (before the call is queued, so bad
 // input fails at once with a message naming rank, operation and the offending argument),
 // algorithm resolution, and dispatch to the collective's own file.
+#include <cstdio>
 #include <cstring>
 
 #include "collectives/communicator.h"
 #include "common/device.h"
 #include "common/extent.h"
+#include "common/host_memory.h"
 
 namespace hoop {
 
@@ -58,6 +60,18 @@ Status Communicator::CheckCall(const Op& op) const {
     if (b->count * DTypeSize(b->dtype) > max_bytes)
       return bad(std::string(which) + " count " + std::to_string(b->count) + " x " + DTypeName(b->dtype) + " is more than the " +
                  std::to_string(max_bytes) + " bytes one call can address (2^24 chunks of HOOP_CHUNK_BYTES)");
+  }
+  // Host memory where CUDA devices are: the C API takes for host memory whatever
+  // cudaPointerGetAttributes does not know, which includes a device pointer from another process
+  // (where CUDA merely reserves the addresses, or nothing is mapped). Refused, not crashed on.
+  for (const Buffer* b : {&op.in, &op.out}) {
+    if (!(b == &op.in ? in_used : out_used) || b->kind != MemKind::kHost || b->count == 0) continue;
+    if (!CudaDeviceCount().ok() || readable_.Readable(b->data, b->count * DTypeSize(b->dtype))) continue;
+    char at[32];
+    std::snprintf(at, sizeof at, "%p", b->data);
+    return bad(std::string(b == &op.in ? "input" : "output") + " at " + at +
+               " is not memory this process can read: a CUDA device pointer from another process? (map it "
+               "here with CUDA IPC first)");
   }
   // The per-rank count that is multiplied by the rank count somewhere.
   const bool block_in = op.kind == CollKind::kAllgather || op.kind == CollKind::kGather;
