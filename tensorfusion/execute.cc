@@ -14,6 +14,20 @@ CallOptions OptionsFor(const TensorParams& p) {
   return o;
 }
 
+Status CallFused(Communicator& c, const TensorParams& p, const Buffer& mine, const Buffer& whole, GroupTimes* t) {
+  const CallOptions o = OptionsFor(p);
+  Status s;
+  switch (p.kind) {
+    case CollKind::kAllreduce: s = c.Allreduce(whole, whole, p.op, o).Wait(); break;
+    case CollKind::kBroadcast: s = c.Broadcast(whole, whole, p.root, o).Wait(); break;
+    case CollKind::kAllgather: s = c.Allgather(mine, whole, o).Wait(); break;
+    default: s = Internal("tensor fusion: unexpected collective");
+  }
+  t->reduced = GroupTimes::Clock::now();
+  if (!s.ok()) t->end = t->reduced;
+  return s;
+}
+
 namespace {
 
 using Clock = GroupTimes::Clock;
@@ -81,7 +95,6 @@ Status RunGroup(Communicator& c, const std::vector<Member>& members, std::vector
   if (fusion.size() < total * es * blocks) fusion.resize(total * es * blocks);
   char* f = fusion.data();
   Buffer whole{f, total * blocks, p.dtype, MemKind::kHost};
-  CallOptions o = OptionsFor(p);
   bool any_device = false;
   for (const Member& m : members) any_device |= OnDevice(m);
 
@@ -107,18 +120,7 @@ Status RunGroup(Communicator& c, const std::vector<Member>& members, std::vector
   }
   t->packed = Clock::now();
 
-  Status s;
-  switch (p.kind) {
-    case CollKind::kAllreduce: s = c.Allreduce(whole, whole, p.op, o).Wait(); break;
-    case CollKind::kBroadcast: s = c.Broadcast(whole, whole, p.root, o).Wait(); break;
-    case CollKind::kAllgather: s = c.Allgather({mine, total, p.dtype, MemKind::kHost}, whole, o).Wait(); break;
-    default: s = Internal("tensor fusion: unexpected collective");
-  }
-  t->reduced = Clock::now();
-  if (!s.ok()) {
-    t->end = t->reduced;
-    return s;
-  }
+  HOOP_RETURN_IF_ERROR(CallFused(c, p, {mine, total, p.dtype, MemKind::kHost}, whole, t));
 
   // Unpack.
   size_t off = 0;

@@ -39,6 +39,9 @@ struct GroupTimes {
 // How a group's collective is called: blocking (the runtime's thread waits at once), with the
 // tensors' compression.
 CallOptions OptionsFor(const TensorParams& p);
+// The group's collective on its fusion buffer `whole` (allgather: from this rank's block `mine`),
+// in place; sets t->reduced (and t->end on a failure).
+Status CallFused(Communicator& c, const TensorParams& p, const Buffer& mine, const Buffer& whole, GroupTimes* t);
 
 // The fusion buffer on a device: grown by doubling, freed with it (an outgrown one is kept until
 // then: freeing device memory synchronises the device).

@@ -57,20 +57,8 @@ Status RunGroupOnDevice(Communicator& c, const std::vector<Member>& members, int
   }
   t->packed = Clock::now();
 
-  const CallOptions o = OptionsFor(p);
   const Buffer whole{f, total * blocks, p.dtype, MemKind::kCuda};
-  Status s;
-  switch (p.kind) {
-    case CollKind::kAllreduce: s = c.Allreduce(whole, whole, p.op, o).Wait(); break;
-    case CollKind::kBroadcast: s = c.Broadcast(whole, whole, p.root, o).Wait(); break;
-    case CollKind::kAllgather: s = c.Allgather({mine, total, p.dtype, MemKind::kCuda}, whole, o).Wait(); break;
-    default: s = Internal("tensor fusion: unexpected collective");
-  }
-  t->reduced = Clock::now();
-  if (!s.ok()) {
-    t->end = t->reduced;
-    return s;
-  }
+  HOOP_RETURN_IF_ERROR(CallFused(c, p, {mine, total, p.dtype, MemKind::kCuda}, whole, t));
 
   items.clear();
   size_t off = 0;
