@@ -331,6 +331,11 @@ class Job {
   // The agent's ssh ended. With every one of its ranks reported, that is the normal end; else
   // the connection or the agent was lost, and so were the ranks it still ran.
   void AgentEnded(Agent& a, int st) {
+    // What the agent wrote before its ssh ended may still wait in the pipe, its last ranks' exit
+    // lines among them (the loop read the pipe before it reaped ssh): read it all first, or a
+    // rank that ended well would count as lost with its host. Bounded: a process that inherited
+    // the pipe could keep it open.
+    for (int bites = 0; bites < 64 && (a.out_fd >= 0 || a.err_fd >= 0); ++bites) ReadAgent(a);
     a.exited = true;
     a.wait_status = st;
     sentinel_.Reaped(a.pid);
