@@ -416,7 +416,7 @@ std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo, Compre
 }
 
 Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out,
-                                 uint32_t seq, Compression wire) {
+                                 uint32_t seq, Compression wire, ExecMemory* memory) {
   OpDesc desc{op.kind, out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op), static_cast<uint8_t>(wire)};
   size_t esize = DTypeSize(out.dtype);
   ExecArgs a;
@@ -447,6 +447,7 @@ Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Bu
   a.deadline = Deadline::After(opts_.timeout);
   a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
   a.waiting_for = &waiting_for_;
+  a.memory = memory;
   Mailbox* mailbox = mailbox_.get();
   a.foreign = [mailbox](const Completion& c) { mailbox->Handle(c); };
   struct Context {

@@ -25,6 +25,7 @@
 #include "collectives/executor.h"
 #include "collectives/kernels/wire.h"
 #include "collectives/mailbox.h"
+#include "collectives/pipelined_staging.h"
 #include "collectives/stream_order.h"
 #include "collectives/stream_staging.h"
 #include "common/host_memory.h"
@@ -276,6 +277,8 @@ class Communicator {
   // (device_staging.h).
   bool OnDevice(const Op& op) const;
   Status RunStaged(const Op& op, uint32_t seq);
+  // An allreduce on device buffers: staged piece by piece beside the wire (pipelined_staging.h).
+  Status RunPipelined(const Op& op, uint32_t seq, int device);
   // A call on a CUDA stream, at the call (under mu_): its device buffers staged by copies queued
   // on the stream around its hold, `op` rewritten to the pinned copies (stream_staging.h).
   StatusOr<StreamTicket> EnterStream(Op& op);
@@ -297,8 +300,9 @@ class Communicator {
   // Queues a collective of `kind` (the shared body of the calls above).
   Work Post(CollKind kind, const Buffer& in, const Buffer& out, ReduceOp op, int root, const CallOptions& o);
   // Runs the plan for (op's collective, algo, count) from in to out; plans are cached (plan.h).
+  // `memory`: the executor's memory seam (executor.h), for staged device buffers.
   Status RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq,
-                     Compression wire = Compression::kNone);
+                     Compression wire = Compression::kNone, ExecMemory* memory = nullptr);
   // How an allreduce travels: none, fp16 or bf16, with auto decided (compression_policy.cc).
   StatusOr<Compression> WireFor(const Op& op);
   StatusOr<double> ProbeLinkGBps();
@@ -324,7 +328,8 @@ class Communicator {
   Membership membership_;  // the hub: the back end goes with its last communicator
   std::unique_ptr<Transport> transport_;  // used only by whoever holds the turn
   StagingPool staging_;
-  PinnedStaging device_staging_;  // host copies of device buffers (RunStaged)
+  PinnedStaging device_staging_;  // host copies of device buffers (RunStaged, RunPipelined)
+  std::unique_ptr<CudaStageCopies> stage_copies_;  // RunPipelined's streams and events, on one device
   StreamStaging stream_staging_;  // the same for calls on a CUDA stream (under mu_)
   mutable ReadableCache readable_;  // host buffers found readable (CheckCall, where CUDA devices are)
   StreamOrder stream_order_;      // calls on CUDA streams (after the worker, which releases them)

@@ -57,8 +57,16 @@ Status Communicator::RunStaged(const Op& op, uint32_t seq) {
   const auto ctx = [&](const Status& s) {
     return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": staging device memory");
   };
-  Op host = op;
   const StagePlan plan = PlanStaging(op.in, UsesIn(op), op.out, UsesOut(op));
+  // An allreduce across ranks, its device buffers on one device: piece by piece beside the wire.
+  // The other collectives place blocks or use working copies around their schedules, so their
+  // buffers are staged whole.
+  if (op.kind == CollKind::kAllreduce && opts_.size > 1 && op.in.count > 0) {
+    const int din = plan.in_dev ? QueryMemory(op.in.data).device : -1;
+    const int dout = plan.out_dev ? QueryMemory(op.out.data).device : -1;
+    if (din < 0 || dout < 0 || din == dout) return RunPipelined(op, seq, din >= 0 ? din : dout);
+  }
+  Op host = op;
   // Every copy on the legacy default stream: ordered after the caller's work on every blocking
   // stream, and waited for.
   void* s = nullptr;
@@ -90,6 +98,46 @@ Status Communicator::RunStaged(const Op& op, uint32_t seq) {
     if (!c.ok()) return ctx(c);
   }
   return Status::Ok();
+}
+
+Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
+  const auto ctx = [&](const Status& s) {
+    return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": staging device memory");
+  };
+  HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
+  HOOP_ASSIGN_OR_RETURN(Compression wire, WireFor(op));
+  if (wire != Compression::kNone) algo = Algo::kRing;  // as RunAllreduce
+  // Each device side gets a pinned buffer of its own, also in place: the host run is then out of
+  // place, and no copy in can land on output the run already wrote.
+  const size_t bytes = op.in.count * DTypeSize(op.in.dtype);
+  Op host = op;
+  char *host_in = nullptr, *host_out = nullptr;
+  if (op.in.kind == MemKind::kCuda) {
+    auto p = device_staging_.Get(0, bytes);
+    if (!p.ok()) return ctx(p.status());
+    host_in = *p;
+    host.in = Buffer{host_in, op.in.count, op.in.dtype, MemKind::kCudaPinned};
+  }
+  if (op.out.kind == MemKind::kCuda) {
+    auto p = device_staging_.Get(1, bytes);
+    if (!p.ok()) return ctx(p.status());
+    host_out = *p;
+    host.out = Buffer{host_out, op.out.count, op.out.dtype, MemKind::kCudaPinned};
+  }
+  if (!stage_copies_ || stage_copies_->device() != device) stage_copies_ = std::make_unique<CudaStageCopies>(device);
+  Status run = stage_copies_->Prepare();
+  if (run.ok()) {
+    PipelinedStaging memory(*stage_copies_, host_in ? static_cast<const char*>(op.in.data) : nullptr, host_in,
+                            host_out ? static_cast<char*>(op.out.data) : nullptr, host_out,
+                            Deadline::After(opts_.timeout));
+    run = RunSchedule(host, algo, op.in.count, host.in, host.out, seq, wire, &memory);
+  } else {
+    run = ctx(run);
+  }
+  // Every copy waited for, whatever happened: the pinned buffers are reused by the next call.
+  Status copies = stage_copies_->Finish();
+  if (!run.ok()) return run;
+  return copies.ok() ? copies : ctx(copies);
 }
 
 StatusOr<StreamTicket> Communicator::EnterStream(Op& op) {

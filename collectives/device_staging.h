@@ -9,9 +9,10 @@
 // inside the output buffer (an in-place allgather's own block) keeps its place in the output's
 // staging.
 //
-// The pipelined path (chunk k+1 copied while chunk k is on the wire) and CUDA IPC between ranks
-// on one host come next (issue 20); this is the correct, simple baseline they are measured
-// against.
+// An allreduce across ranks goes the pipelined way instead (pipelined_staging.h: chunk k+1
+// copied while chunk k is on the wire, results copied back as they are final); the other
+// collectives place blocks or use working copies around their schedules and are staged whole
+// here, the correct, simple baseline. CUDA IPC between ranks on one host comes next (issue 20).
 #pragma once
 
 #include <cstddef>

@@ -17,9 +17,10 @@ Status StagingPool::Reserve(Transport& transport, size_t slots, size_t bytes) {
     free_.clear();
     bytes_ = bytes;
   }
+  // Every chunk is bytes_ long, also one added for a smaller call: a later call of bytes_ may get it.
   while (buffers_.size() < slots) {
-    buffers_.push_back(std::make_unique<char[]>(bytes));
-    HOOP_ASSIGN_OR_RETURN(Region r, transport.RegisterStaging(buffers_.back().get(), bytes, MemKind::kHost));
+    buffers_.push_back(std::make_unique<char[]>(bytes_));
+    HOOP_ASSIGN_OR_RETURN(Region r, transport.RegisterStaging(buffers_.back().get(), bytes_, MemKind::kHost));
     regions_.push_back(r);
     free_.push_back(regions_.size() - 1);
   }
@@ -81,10 +82,11 @@ class Run {
     }
     const size_t window = a_.window * static_cast<size_t>(std::max(1, plan_.schedule.window_scale));
     HOOP_RETURN_IF_ERROR(pool_.Reserve(t_, window, wire_ ? WireBytes(chunk_elems) : chunk_elems * esize_));
+    if (a_.memory) HOOP_RETURN_IF_ERROR(a_.memory->Begin(plan_, esize_));
 
     std::vector<Completion>& done = s_.done;
     while (true) {
-      while (next_ < n && inflight_ < window) Start(next_++);
+      while (next_ < n && inflight_ < window && error_.ok()) Start(next_++);
       if (!error_.ok()) return error_;
       if (acted_count_ == n && pending_sends_ == 0) return Status::Ok();
       done.clear();
@@ -137,6 +139,9 @@ class Run {
   void Start(size_t u) {
     const Step& st = StepOf(u);
     const Unit& un = units_[u];
+    // A reduction with `in` may run inside Poll, as its message comes (PostToSink): its part of
+    // `in` must be readable before the receive is posted.
+    if (st.recv == RecvKind::kReduce && !st.accumulate && !Readable(u)) return;
     if (st.recv == RecvKind::kNone) {
       s_.recv_done[u] = 1;
       TryAct(u);
@@ -158,6 +163,15 @@ class Run {
       ep->PostRecv(pool_.region(slot), 0, len, tag, u << 1);
     }
     ++inflight_;
+  }
+
+  // Whether unit u's part of `in` is readable (the memory seam's say; at once without one). On
+  // an error the run ends with it.
+  bool Readable(size_t u) {
+    if (!a_.memory) return true;
+    Status s = a_.memory->BeforeRead(u);
+    if (!s.ok() && error_.ok()) error_ = s.WithContext(a_.what());
+    return s.ok();
   }
 
   // A unit that depends on no other's action can have its data reduced or copied into place the
@@ -206,6 +220,10 @@ class Run {
     }
     s_.acted[u] = 1;
     ++acted_count_;
+    if (a_.memory && st.recv != RecvKind::kNone) {
+      Status s = a_.memory->AfterAct(u);
+      if (!s.ok() && error_.ok()) error_ = s.WithContext(a_.what());
+    }
     // A unit holds its window place (and staging chunk) until it has acted, not merely until
     // its data landed: one waiting on after_previous still holds its staged chunk.
     if (st.recv != RecvKind::kNone) --inflight_;
@@ -306,6 +324,7 @@ class Run {
       size_t u = static_cast<size_t>(order[cur++]);
       const Step& st = StepOf(u);
       const Unit& un = units_[u];
+      if (st.send_from_in && !Readable(u)) return;
       Tag tag{MatchTag(a_.seq, un.chunk, st.send_msg), a_.check};
       size_t len = un.count * esize_;
       if (wire_) {

@@ -76,6 +76,20 @@ struct ExecState {
   StagingPool wire_sends;            // encoded send chunks
 };
 
+// The executor's memory seam (pipelined staging of device buffers, pipelined_staging.h): told
+// when a run begins, before a unit reads `in` (it may block until that part is readable), and
+// after a unit has acted (what it wrote last of `out` may be taken). Null: `in` is readable from
+// the start and `out` is handed over whole by the caller. An error from it ends the run.
+class ExecMemory {
+ public:
+  virtual Status Begin(const Plan& plan, size_t esize) = 0;
+  virtual Status BeforeRead(size_t unit) = 0;
+  virtual Status AfterAct(size_t unit) = 0;
+
+ protected:
+  ~ExecMemory() = default;
+};
+
 struct ExecArgs {
   const Plan* plan = nullptr;
   Region in;
@@ -103,6 +117,7 @@ struct ExecArgs {
   // Completions of point-to-point traffic (op ids with mailbox.h's kP2pBit) that arrive while
   // the collective runs go here.
   std::function<void(const Completion&)> foreign;
+  ExecMemory* memory = nullptr;
 };
 
 Status Execute(Transport& transport, StagingPool& staging, ExecState& state, const ExecArgs& args);

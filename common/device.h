@@ -68,6 +68,8 @@ StatusOr<void*> CudaStreamCreate(int device);
 void CudaStreamDestroy(void* stream);
 // Makes `device` the calling thread's current one.
 Status CudaSetDevice(int device);
+// The calling thread's current device.
+StatusOr<int> CudaGetDevice();
 
 // Events: a point in a stream that another stream or the host can wait for.
 StatusOr<void*> CudaEventCreate(bool timing);

@@ -172,6 +172,13 @@ Status CudaSetDevice(int device) {
   return Status::Ok();
 }
 
+StatusOr<int> CudaGetDevice() {
+  HOOP_RETURN_IF_ERROR(Devices().status());
+  int d = -1;
+  HOOP_CUDA_RETURN(cudaGetDevice(&d));
+  return d;
+}
+
 StatusOr<void*> CudaEventCreate(bool timing) {
   HOOP_RETURN_IF_ERROR(Devices().status());
   cudaEvent_t e = nullptr;

@@ -33,6 +33,7 @@ Status CudaStreamSync(void*) { return NoCuda("cudaStreamSynchronize"); }
 StatusOr<void*> CudaStreamCreate(int) { return NoCuda("cudaStreamCreate"); }
 void CudaStreamDestroy(void*) {}
 Status CudaSetDevice(int) { return NoCuda("cudaSetDevice"); }
+StatusOr<int> CudaGetDevice() { return NoCuda("cudaGetDevice"); }
 StatusOr<void*> CudaEventCreate(bool) { return NoCuda("cudaEventCreate"); }
 void CudaEventDestroy(void*) {}
 Status CudaEventRecord(void*, void*) { return NoCuda("cudaEventRecord"); }

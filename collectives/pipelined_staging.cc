@@ -1,0 +1,108 @@
+// See pipelined_staging.h.
+#include "collectives/pipelined_staging.h"
+
+#include <chrono>
+#include <thread>
+
+#include "common/device.h"
+
+namespace hoop {
+
+Status PipelinedStaging::Begin(const Plan& plan, size_t esize) {
+  map_ = BuildStageMap(plan, esize);
+  waited_ = 0;
+  bytes_out_ = 0;
+  if (!dev_in_) return Status::Ok();
+  for (const ByteRange& r : map_.in)
+    HOOP_RETURN_IF_ERROR(copies_.QueueIn(host_in_ + r.lo, dev_in_ + r.lo, r.hi - r.lo)
+                             .WithContext("queueing the copy of the device input to host memory"));
+  return Status::Ok();
+}
+
+Status PipelinedStaging::BeforeRead(size_t unit) {
+  if (!dev_in_) return Status::Ok();
+  const uint32_t need = map_.need[unit];
+  if (need <= waited_) return Status::Ok();
+  HOOP_RETURN_IF_ERROR(copies_.WaitIn(need, deadline_));
+  waited_ = need;
+  return Status::Ok();
+}
+
+Status PipelinedStaging::AfterAct(size_t unit) {
+  if (!dev_out_) return Status::Ok();
+  for (uint32_t i = map_.final_at[unit]; i < map_.final_at[unit + 1]; ++i) {
+    const ByteRange& r = map_.final[i];
+    HOOP_RETURN_IF_ERROR(copies_.QueueOut(dev_out_ + r.lo, host_out_ + r.lo, r.hi - r.lo)
+                             .WithContext("queueing the copy of the output back to the device"));
+    bytes_out_ += r.hi - r.lo;
+  }
+  return Status::Ok();
+}
+
+CudaStageCopies::~CudaStageCopies() {
+  CudaStreamDestroy(in_);
+  CudaStreamDestroy(out_);
+  CudaEventDestroy(start_);
+  for (void* e : marks_) CudaEventDestroy(e);
+}
+
+Status CudaStageCopies::Prepare() {
+  auto current = CudaGetDevice();
+  caller_device_ = current.ok() ? *current : -1;
+  HOOP_RETURN_IF_ERROR(CudaSetDevice(device_));
+  if (in_ == nullptr) {
+    HOOP_ASSIGN_OR_RETURN(in_, CudaStreamCreate(device_));
+    HOOP_ASSIGN_OR_RETURN(out_, CudaStreamCreate(device_));
+    HOOP_ASSIGN_OR_RETURN(start_, CudaEventCreate(false));
+  }
+  queued_ = 0;
+  out_waits_ = false;
+  // The legacy default stream waits for the caller's work on every blocking stream; both of
+  // ours wait for it.
+  HOOP_RETURN_IF_ERROR(CudaEventRecord(start_, nullptr));
+  HOOP_RETURN_IF_ERROR(CudaStreamWaitEvent(in_, start_));
+  return CudaStreamWaitEvent(out_, start_);
+}
+
+Status CudaStageCopies::QueueIn(void* host, const void* device, size_t bytes) {
+  HOOP_RETURN_IF_ERROR(CopyMem(host, MemKind::kCudaPinned, device, MemKind::kCuda, bytes, in_));
+  if (queued_ == marks_.size()) {
+    HOOP_ASSIGN_OR_RETURN(void* e, CudaEventCreate(false));
+    marks_.push_back(e);
+  }
+  HOOP_RETURN_IF_ERROR(CudaEventRecord(marks_[queued_], in_));
+  ++queued_;
+  return Status::Ok();
+}
+
+Status CudaStageCopies::WaitIn(uint32_t k, Deadline deadline) {
+  if (k == 0) return Status::Ok();
+  if (k > queued_) return Internal("waiting for copy " + std::to_string(k) + " of " + std::to_string(queued_) + " queued");
+  // Polled, not cudaEventSynchronize: the wait keeps the deadline. The copy engine is far ahead of
+  // any wire, so this spins briefly at the start of a call and seldom after.
+  for (int polls = 0;; ++polls) {
+    HOOP_ASSIGN_OR_RETURN(bool done, CudaEventDone(marks_[k - 1]));
+    if (done) return Status::Ok();
+    if (deadline.Expired())
+      return DeadlineExceeded("the copy of the device input to host memory had not finished by the deadline");
+    if (polls < 1000) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+Status CudaStageCopies::QueueOut(void* device, const void* host, size_t bytes) {
+  if (!out_waits_ && queued_ > 0) {
+    HOOP_RETURN_IF_ERROR(CudaStreamWaitEvent(out_, marks_[queued_ - 1]));
+    out_waits_ = true;
+  }
+  return CopyMem(device, MemKind::kCuda, host, MemKind::kCudaPinned, bytes, out_);
+}
+
+Status CudaStageCopies::Finish() {
+  Status in = in_ ? CudaStreamSync(in_) : Status::Ok();
+  Status out = out_ ? CudaStreamSync(out_) : Status::Ok();
+  if (caller_device_ >= 0 && caller_device_ != device_) (void)CudaSetDevice(caller_device_);
+  return in.ok() ? out : in;
+}
+
+}  // namespace hoop

@@ -1,0 +1,108 @@
+// Pipelined staging: a collective on device buffers runs on pinned host copies of them, and the
+// copies move piece by piece beside the wire instead of whole before and after it.
+//
+// Before the run every range of the device input is queued for copying to host memory, in the
+// order the plan first reads them (stage_map.h), each followed by a mark. The executor asks
+// before a unit reads `in` (ExecMemory::BeforeRead) and waits only for the marks of the ranges
+// that unit needs: the first chunk goes on the wire after one chunk's copy, and the copy engine
+// keeps ahead of the wire from there. Each unit that writes the last value of a part of `out`
+// has that part queued for copying back to the device as soon as it has acted, so the copy back
+// of a ring allreduce's early segments overlaps its allgather. Finish waits for every copy:
+// then, as with the whole-buffer staging, the device output is complete when the call returns.
+//
+// A rank's buffer kinds change only where its bytes wait, never the messages it exchanges, so
+// ranks mixing host and device buffers in one call still match.
+//
+// The copies go through StageCopies: CudaStageCopies on the device's copy engines (two streams
+// of hoop's own, copies in on one and back on the other, events as the marks), or a test's fake
+// that hands the input over only when asked (tests/unit/pipelined_staging_test.cc), which is how
+// the plan logic is checked without a device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "collectives/executor.h"
+#include "collectives/stage_map.h"
+#include "common/deadline.h"
+#include "common/status.h"
+
+namespace hoop {
+
+class StageCopies {
+ public:
+  virtual ~StageCopies() = default;
+  // Orders what follows after the caller's earlier work (the plain calls' promise).
+  virtual Status Prepare() = 0;
+  // Queues copy number k (k = the copies queued before it) of `bytes` from the device input to
+  // host memory, in order, with a mark after it.
+  virtual Status QueueIn(void* host, const void* device, size_t bytes) = 0;
+  // Blocks until copies [0, k) are in host memory, or the deadline passes.
+  virtual Status WaitIn(uint32_t k, Deadline deadline) = 0;
+  // Queues a copy of final output from host memory to the device; none starts before every copy
+  // in has finished (in place, both are the same device memory).
+  virtual Status QueueOut(void* device, const void* host, size_t bytes) = 0;
+  // Waits for every copy queued; after it the host memory may be reused. Called whatever
+  // happened before, once per Prepare.
+  virtual Status Finish() = 0;
+};
+
+class PipelinedStaging final : public ExecMemory {
+ public:
+  // dev_in -> host_in: the device input and its host copy (both null: `in` is host memory, read
+  // in place). host_out -> dev_out likewise for the output.
+  PipelinedStaging(StageCopies& copies, const char* dev_in, char* host_in, char* dev_out, const char* host_out,
+                   Deadline deadline)
+      : copies_(copies), dev_in_(dev_in), host_in_(host_in), dev_out_(dev_out), host_out_(host_out),
+        deadline_(deadline) {}
+
+  Status Begin(const Plan& plan, size_t esize) override;
+  Status BeforeRead(size_t unit) override;
+  Status AfterAct(size_t unit) override;
+
+  // What the run handed over (for tests and reports).
+  const StageMap& map() const { return map_; }
+  size_t bytes_out() const { return bytes_out_; }
+
+ private:
+  StageCopies& copies_;
+  const char* dev_in_;
+  char* host_in_;
+  char* dev_out_;
+  const char* host_out_;
+  Deadline deadline_;
+  StageMap map_;
+  uint32_t waited_ = 0;  // copies in known to be done
+  size_t bytes_out_ = 0;
+};
+
+// StageCopies on one CUDA device: streams and events made on first use and kept (events are
+// reused call after call, grown to the most ranges a call has had). A communicator keeps one per
+// device it has staged for; the calling thread's current device is put back after each call.
+class CudaStageCopies final : public StageCopies {
+ public:
+  explicit CudaStageCopies(int device) : device_(device) {}
+  ~CudaStageCopies() override;
+  CudaStageCopies(const CudaStageCopies&) = delete;
+  CudaStageCopies& operator=(const CudaStageCopies&) = delete;
+  int device() const { return device_; }
+
+  Status Prepare() override;
+  Status QueueIn(void* host, const void* device, size_t bytes) override;
+  Status WaitIn(uint32_t k, Deadline deadline) override;
+  Status QueueOut(void* device, const void* host, size_t bytes) override;
+  Status Finish() override;
+
+ private:
+  int device_;
+  int caller_device_ = -1;  // the thread's current device before Prepare
+  void* in_ = nullptr;      // streams
+  void* out_ = nullptr;
+  void* start_ = nullptr;  // event: the caller's earlier work
+  std::vector<void*> marks_;  // events after each copy in
+  uint32_t queued_ = 0;
+  bool out_waits_ = false;  // the out stream already waits for every copy in
+};
+
+}  // namespace hoop

@@ -1,0 +1,255 @@
+// Pipelined staging (collectives/pipelined_staging.h) without a device: the executor over real
+// tcp and shm back ends, ranks as threads, with a fake StageCopies whose "device" is host memory.
+// The fake hands the input over only when the executor asks for it (WaitIn) and the host copy
+// starts as poison, so a read before the ask shows in the result; it copies output back the
+// moment it is told a part is final, so a part told too early shows too. Every staged run must
+// give the same bits as the same plan run on the plain buffers, in every placement: device
+// input and output, in place, and one side on the host.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <thread>
+
+#include "collectives/executor.h"
+#include "collectives/pipelined_staging.h"
+#include "collectives/reference.h"
+#include "transport/memory_store.h"
+#include "transport/select.h"
+
+using namespace hoop;
+
+namespace {
+
+class FakeCopies final : public StageCopies {
+ public:
+  Status Prepare() override {
+    ins_.clear();
+    done_ = 0;
+    asked_.clear();
+    out_bytes_ = 0;
+    return Status::Ok();
+  }
+  Status QueueIn(void* host, const void* device, size_t bytes) override {
+    ins_.push_back({static_cast<char*>(host), static_cast<const char*>(device), bytes});
+    return Status::Ok();
+  }
+  Status WaitIn(uint32_t k, Deadline) override {
+    if (k > ins_.size()) return Internal("asked for copy " + std::to_string(k) + " of " + std::to_string(ins_.size()));
+    asked_.push_back(k);
+    Flush(k);
+    return Status::Ok();
+  }
+  Status QueueOut(void* device, const void* host, size_t bytes) override {
+    Flush(ins_.size());  // the contract: copies back start after every copy in
+    std::memcpy(device, host, bytes);
+    out_bytes_ += bytes;
+    return Status::Ok();
+  }
+  Status Finish() override {
+    Flush(ins_.size());
+    return Status::Ok();
+  }
+  const std::vector<uint32_t>& asked() const { return asked_; }
+  size_t queued() const { return ins_.size(); }
+  size_t out_bytes() const { return out_bytes_; }
+
+ private:
+  struct Copy {
+    char* dst;
+    const char* src;
+    size_t bytes;
+  };
+  void Flush(size_t k) {
+    for (; done_ < k; ++done_) std::memcpy(ins_[done_].dst, ins_[done_].src, ins_[done_].bytes);
+  }
+  std::vector<Copy> ins_;
+  size_t done_ = 0;
+  std::vector<uint32_t> asked_;
+  size_t out_bytes_ = 0;
+};
+
+enum class Place { kDevice, kInPlace, kDeviceIn, kDeviceOut };
+const char* PlaceName(Place p) {
+  switch (p) {
+    case Place::kDevice: return "device in and out";
+    case Place::kInPlace: return "in place on the device";
+    case Place::kDeviceIn: return "device in, host out";
+    case Place::kDeviceOut: return "host in, device out";
+  }
+  return "?";
+}
+
+struct Case {
+  Algo algo;
+  size_t count;
+  DType dtype;
+  ReduceOp op;
+  Compression wire;
+  Place place;
+  std::string Name() const {
+    return std::string(AlgoName(algo)) + " " + std::to_string(count) + " x " + DTypeName(dtype) + " " +
+           ReduceOpName(op) + (wire != Compression::kNone ? std::string(" ") + CompressionName(wire) : "") + ", " +
+           PlaceName(place);
+  }
+};
+
+constexpr size_t kChunkElems = 61;  // odd, so chunks straddle segments
+
+// One rank's part: the plan on plain buffers, then staged; the two outputs must match.
+struct Rank {
+  int rank = 0, size = 0;
+  std::unique_ptr<Transport> t;
+  StagingPool pool;
+  ExecState state;
+  uint32_t seq = 0;
+  std::vector<int> hosts;
+
+  Status Exec(const Plan& plan, const Case& c, void* in, void* out, ExecMemory* memory) {
+    const size_t bytes = c.count * DTypeSize(c.dtype);
+    ExecArgs a;
+    a.plan = &plan;
+    HOOP_ASSIGN_OR_RETURN(a.in, t->Register(in, bytes, MemKind::kHost));
+    HOOP_ASSIGN_OR_RETURN(a.out, t->Register(out, bytes, MemKind::kHost));
+    a.dtype = c.dtype;
+    a.op = c.op;
+    a.nranks = size;
+    a.seq = ++seq;
+    a.check = 7;
+    a.chunk_bytes = kChunkElems * DTypeSize(c.dtype);
+    a.window = 3;
+    a.compression = c.wire;
+    a.deadline = Deadline::After(std::chrono::seconds(20));
+    a.timeout_s = 20;
+    const std::string name = c.Name();
+    a.what = [name, this] { return "rank " + std::to_string(rank) + ": " + name; };
+    a.memory = memory;
+    return Execute(*t, pool, state, a);
+  }
+
+  Status Run(const Case& c) {
+    const size_t bytes = c.count * DTypeSize(c.dtype);
+    const size_t chunk = kChunkElems;
+    const PlanKey key{CollKind::kAllreduce, c.algo, -1, c.count, chunk};
+    const Plan plan = MakePlan(BuildSchedule(key, rank, size, &hosts), chunk);
+    std::vector<char> input(bytes), plain(bytes);
+    if (c.wire != Compression::kNone) FillMixed(c.dtype, input.data(), c.count, 77 + static_cast<uint64_t>(rank));
+    else FillInput(c.dtype, c.op, input.data(), c.count, 77 + static_cast<uint64_t>(rank));
+    HOOP_RETURN_IF_ERROR(Exec(plan, c, input.data(), plain.data(), nullptr));
+
+    // The "device" buffers, and the host copies the executor runs on (poison until handed over).
+    std::vector<char> dev_in = input, dev_out(bytes, 0x11), host_in(bytes, 0x7f), host_out(bytes, 0x7f);
+    const bool in_dev = c.place != Place::kDeviceOut, out_dev = c.place != Place::kDeviceIn;
+    char* d_in = dev_in.data();
+    char* d_out = c.place == Place::kInPlace ? dev_in.data() : dev_out.data();
+    std::vector<char> host_side_in = input, host_side_out(bytes, 0x11);
+    FakeCopies copies;
+    HOOP_RETURN_IF_ERROR(copies.Prepare());
+    PipelinedStaging memory(copies, in_dev ? d_in : nullptr, in_dev ? host_in.data() : nullptr,
+                            out_dev ? d_out : nullptr, out_dev ? host_out.data() : nullptr,
+                            Deadline::After(std::chrono::seconds(20)));
+    char* run_in = in_dev ? host_in.data() : host_side_in.data();
+    char* run_out = out_dev ? host_out.data() : host_side_out.data();
+    Status s = Exec(plan, c, run_in, run_out, &memory);
+    HOOP_RETURN_IF_ERROR(copies.Finish());
+    HOOP_RETURN_IF_ERROR(s);
+    const std::string where = "rank " + std::to_string(rank) + ": " + c.Name();
+    const char* got = out_dev ? d_out : host_side_out.data();
+    if (std::memcmp(got, plain.data(), bytes) != 0)
+      return Internal(where + ": the staged output differs from the plain run's");
+    if (out_dev && std::memcmp(d_out, host_out.data(), bytes) != 0)
+      return Internal(where + ": a part handed back as final changed afterwards");
+    if (out_dev && copies.out_bytes() != bytes)
+      return Internal(where + ": " + std::to_string(copies.out_bytes()) + " bytes handed back, not " + std::to_string(bytes));
+    if (!out_dev && copies.out_bytes() != 0) return Internal(where + ": output handed back from host memory");
+    if (!in_dev && copies.queued() != 0) return Internal(where + ": host input copied in");
+    // The input moved piece by piece: the first ask was for part of it, where there are parts.
+    if (in_dev && copies.queued() > 2 && (copies.asked().empty() || copies.asked().front() >= copies.queued()))
+      return Internal(where + ": the first ask was for all " + std::to_string(copies.queued()) + " copies in");
+    return Status::Ok();
+  }
+};
+
+// Connects `n` ranks as threads over `transport` and runs every case on each.
+Status RunAll(const std::string& transport, int n, const std::vector<Case>& cases) {
+  MemoryStore store;
+  std::vector<Rank> ranks(static_cast<size_t>(n));
+  std::vector<Status> result(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      Rank& me = ranks[static_cast<size_t>(r)];
+      me.rank = r;
+      me.size = n;
+      for (int h = 0; h < n; ++h) me.hosts.push_back(n % 2 == 0 ? h / 2 : h);
+      std::vector<PeerInfo> peers;
+      for (int p = 0; p < n; ++p) peers.push_back({p, "stagehost"});
+      TransportOptions o{r, n, "127.0.0.1", "", "stage", peers};
+      auto t = ConnectPeers(store, "stage/", o, transport, Deadline::After(std::chrono::seconds(20)));
+      if (!t.ok()) {
+        result[static_cast<size_t>(r)] = t.status();
+        return;
+      }
+      me.t = std::move(t).value();
+      for (const Case& c : cases) {
+        Status s = me.Run(c);
+        if (!s.ok()) {
+          result[static_cast<size_t>(r)] = s;
+          me.t->Abort(s.message());  // the others' next waits fail at once
+          return;
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const Status& s : result)
+    if (!s.ok()) return s;
+  return Status::Ok();
+}
+
+}  // namespace
+
+TEST_CASE("pipelined staging: hands input over piece by piece and output back as it is final", "[stage]") {
+  std::vector<Case> cases;
+  for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kDoubling, Algo::kHierarchical})
+    for (Place place : {Place::kDevice, Place::kInPlace, Place::kDeviceIn, Place::kDeviceOut})
+      for (size_t count : {size_t{1}, size_t{7}, size_t{2001}}) {
+        cases.push_back({algo, count, DType::kF32, ReduceOp::kSum, Compression::kNone, place});
+        cases.push_back({algo, count, DType::kI64, ReduceOp::kMax, Compression::kNone, place});
+        cases.push_back({algo, count, DType::kBF16, ReduceOp::kAvg, Compression::kNone, place});
+      }
+  // Compression reads the input when it encodes (the ring only).
+  for (Place place : {Place::kDevice, Place::kInPlace})
+    cases.push_back({Algo::kRing, 3001, DType::kF32, ReduceOp::kSum, Compression::kFp16, place});
+  for (const char* transport : {"tcp", "shm"})
+    for (int n : {2, 3, 4}) {
+      Status s = RunAll(transport, n, cases);
+      INFO(transport << ", " << n << " ranks: " << s.message());
+      CHECK(s.ok());
+    }
+}
+
+namespace {
+// Registers nothing: enough for the staging pool, which only asks for regions.
+class NoTransport final : public Transport {
+ public:
+  std::string Name() const override { return "none"; }
+  bool CanConnect(const PeerInfo&, const PeerInfo&) const override { return false; }
+  std::string Address() const override { return ""; }
+  Status Connect(int, const std::string&, Deadline) override { return Unimplemented("none"); }
+  StatusOr<Region> Register(void* p, size_t bytes, MemKind kind) override { return Region{p, bytes, kind}; }
+  Endpoint* endpoint(int) override { return nullptr; }
+  Status Poll(std::vector<Completion>*, Deadline) override { return Unimplemented("none"); }
+  void Abort(const std::string&) override {}
+};
+}  // namespace
+
+TEST_CASE("staging pool: chunks added for a smaller call keep the largest size", "[stage]") {
+  // Found by the test above: the hierarchical schedule's wider window after a call with larger
+  // elements added short chunks that the next large call overran.
+  NoTransport t;
+  StagingPool pool;
+  REQUIRE(pool.Reserve(t, 2, 488).ok());
+  REQUIRE(pool.Reserve(t, 6, 244).ok());
+  for (size_t i = 0; i < 6; ++i) CHECK(pool.region(i).bytes == 488);
+  auto grown = pool.AcquireOrGrow(t);
+  REQUIRE(grown.ok());
+}
