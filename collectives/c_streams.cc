@@ -121,4 +121,19 @@ hoop_status_t hoop_alltoallv_stream(hoop_comm_t comm, const void* sendbuf, const
   });
 }
 
+hoop_status_t hoop_send_stream(hoop_comm_t comm, const void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
+                               void* cuda_stream) {
+  return OnStream("hoop_send_stream", [&](hoop::Work* w) {
+    return hoop::capi::PostSend(comm, "hoop_send_stream", buf, count, dtype, peer, tag, Mode::OnStream(cuda_stream), w);
+  });
+}
+
+hoop_status_t hoop_recv_stream(hoop_comm_t comm, void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
+                               void* cuda_stream) {
+  return OnStream("hoop_recv_stream", [&](hoop::Work* w) {
+    return hoop::capi::PostRecv(comm, "hoop_recv_stream", buf, count, dtype, peer, tag, nullptr,
+                                Mode::OnStream(cuda_stream), w);
+  });
+}
+
 }  // extern "C"

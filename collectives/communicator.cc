@@ -140,6 +140,7 @@ Communicator::Communicator(CommOptions opts, Store* store, Membership m, std::un
       store_(store),
       membership_(std::move(m)),
       transport_(std::move(transport)),
+      stream_order_(opts_.stream_launch),
       plans_(opts_.rank, opts_.size, HostIds(membership_.hosts)),
       even_hosts_(EvenHosts(HostIds(membership_.hosts))) {
   Mailbox::Options mo;
@@ -209,7 +210,7 @@ void Communicator::Abort(const std::string& cause) {
 
 Work Communicator::Submit(Op op, bool blocking) {
   if (!op.abort) {
-    Status s = op.p2p ? CheckP2p(*op.p2p) : CheckCall(op);
+    Status s = op.p2p ? CheckP2p(*op.p2p, op.stream.has_value()) : CheckCall(op);
     if (!s.ok()) return Work::MakeRefused(s);
   }
   Work w;
@@ -229,7 +230,7 @@ Work Communicator::Submit(Op op, bool blocking) {
                                                         CollKindName(op.kind) + ": ordering on the CUDA stream"));
       op.ticket = *t;
     }
-    if ((blocking || op.p2p) && queue_.empty() && !stopping_ && ClaimLocked()) {
+    if ((blocking || (op.p2p && !op.stream)) && queue_.empty() && !stopping_ && ClaimLocked()) {
       lock.unlock();
       RunOne(op, blocking);
       EndTurn();
@@ -362,7 +363,7 @@ void Communicator::RunOne(const Op& op, bool caller_waits) {
     if (result.code() == Code::kDeadlineExceeded) result = ExplainTimeout(result);
     if (!result.ok() && result.code() != Code::kInvalidArgument) Poison(result);
   }
-  if (op.ticket.seq != 0) stream_order_.Release(op.ticket);  // done or failed: the stream goes on
+  if (op.ticket.seq != 0) StreamOrder::Release(op.ticket);  // done or failed: the stream goes on
   {
     std::lock_guard<std::mutex> lock(op.state->mu);
     op.state->done = true;

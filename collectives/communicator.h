@@ -83,6 +83,9 @@ struct CommOptions {
   size_t window = 8;
   Compression compression = Compression::kNone;  // default for allreduce calls (HOOP_COMPRESSION)
   size_t unexpected_bytes = 64u << 20;  // point-to-point messages held unreceived (HOOP_UNEXPECTED_BYTES)
+  // Tests only: how a host function is queued on a "stream" (StreamOrder's seam). Set, calls on a
+  // stream need no CUDA device, so their ordering is tested on a fake stream with host buffers.
+  StreamOrder::LaunchHostFn stream_launch = nullptr;
   static CommOptions FromConfig(const Config& c);
 };
 
@@ -234,8 +237,8 @@ class Communicator {
   void FlushFrames(Deadline flush);
   // SendNow/RecvNow's shared body.
   Status RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused);
-  Status CheckP2p(bool is_send, const Buffer& b, int peer, int tag) const;
-  Status StreamRefused(const char* call) const;  // a send or receive given a CUDA stream
+  // on_stream: a call on a CUDA stream, whose device buffer is staged at the call (EnterStreamP2p).
+  Status CheckP2p(bool is_send, const Buffer& b, int peer, int tag, bool on_stream = false) const;
   // A send or receive of device memory (p2p_device.cc): its host copy (a send's filled), and the
   // host buffer to run the call on; an error naming rank and call where it cannot be staged.
   StatusOr<std::shared_ptr<std::vector<char>>> StageP2p(bool is_send, const Buffer& b) const;
@@ -249,8 +252,8 @@ class Communicator {
            DTypeSize(b.dtype) != 0 && b.count < (size_t{1} << 40) && (b.data != nullptr || b.count == 0) &&
            reinterpret_cast<uintptr_t>(b.data) < (uintptr_t{1} << 62) && bytes <= mailbox_->piece_bytes();
   }
-  Status CheckP2p(const P2pCall& c) const {
-    return CheckP2p(c.is_send, Buffer{c.data, c.count, c.dtype, c.kind}, c.peer, c.tag);
+  Status CheckP2p(const P2pCall& c, bool on_stream = false) const {
+    return CheckP2p(c.is_send, Buffer{c.data, c.count, c.dtype, c.kind}, c.peer, c.tag, on_stream);
   }
   // After every turn on the transport: a mailbox failure poisons the communicator; a poisoned
   // one fails the mailbox's calls. Then publishes whether the mailbox has calls in flight.
@@ -282,6 +285,13 @@ class Communicator {
   // A call on a CUDA stream, at the call (under mu_): its device buffers staged by copies queued
   // on the stream around its hold, `op` rewritten to the pinned copies (stream_staging.h).
   StatusOr<StreamTicket> EnterStream(Op& op);
+  // The same for a send or receive: a device buffer's pinned copy filled before the hold (a
+  // receive's too, so that a message shorter than the buffer leaves the rest as it was) and a
+  // receive's copied back after it (p2p_device.cc).
+  StatusOr<StreamTicket> EnterStreamP2p(Op& op);
+  // On the worker: until the stream's work before the call is done, driving the sends and
+  // receives in flight meanwhile (the stream may be waiting for one of them to end).
+  Status WaitStreamInput(const StreamTicket& t);
   // One per collective, each in its own file (allreduce.cc, broadcast.cc, ...).
   Status RunAllreduce(const Op& op, uint32_t seq);
   Status RunBroadcast(const Op& op, uint32_t seq);

@@ -140,7 +140,24 @@ Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
   return copies.ok() ? copies : ctx(copies);
 }
 
+Status Communicator::WaitStreamInput(const StreamTicket& t) {
+  const Deadline deadline = Deadline::After(opts_.timeout);
+  while (!StreamOrder::InputReady(t)) {
+    if (deadline.Expired())
+      return DeadlineExceeded("the CUDA stream's work queued before the call did not finish in time (HOOP_TIMEOUT)");
+    if (mailbox_->Busy()) {
+      // A receive this stream waits for (queued before the call) completes only if driven.
+      mailbox_->Progress(Deadline::At(Deadline::Clock::now() + std::chrono::microseconds(200)).Earlier(deadline));
+      if (!mailbox_->fatal().ok()) return mailbox_->fatal();
+    } else {
+      (void)stream_order_.WaitInput(t, Deadline::After(std::chrono::milliseconds(1)).Earlier(deadline));
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<StreamTicket> Communicator::EnterStream(Op& op) {
+  if (op.p2p) return EnterStreamP2p(op);
   void* stream = *op.stream;
   if (!OnDevice(op)) return stream_order_.Enter(stream);
   const StagePlan plan = PlanStaging(op.in, UsesIn(op), op.out, UsesOut(op));

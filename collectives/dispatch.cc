@@ -38,7 +38,7 @@ Status Communicator::CheckCall(const Op& op) const {
                                                    " is CUDA device memory, but: " + devices.status().message());
     }
   }
-  if (op.stream) {
+  if (op.stream && !opts_.stream_launch) {
     auto devices = CudaDeviceCount();
     if (!devices.ok())
       return Status(devices.status().code(), "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
@@ -200,7 +200,7 @@ Status Communicator::RunOp(const Op& op, uint32_t seq) {
       return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": on a CUDA stream");
     };
     if (!op.stage_error.ok()) return ctx(op.stage_error);
-    if (Status s = stream_order_.WaitInput(op.ticket, Deadline::After(opts_.timeout)); !s.ok()) return ctx(s);
+    if (Status s = WaitStreamInput(op.ticket); !s.ok()) return ctx(s);
   }
   if (OnDevice(op)) return RunStaged(op, seq);
   switch (op.kind) {

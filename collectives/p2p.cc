@@ -7,11 +7,12 @@
 #include <string>
 
 #include "collectives/communicator.h"
+#include "common/device.h"
 #include "common/extent.h"
 
 namespace hoop {
 
-Status Communicator::CheckP2p(bool is_send, const Buffer& b, int peer, int tag) const {
+Status Communicator::CheckP2p(bool is_send, const Buffer& b, int peer, int tag, bool on_stream) const {
   const char* call = is_send ? "send" : "receive";
   auto bad = [&](const std::string& why) {
     return InvalidArgument("rank " + std::to_string(opts_.rank) + ": " + call + ": " + why);
@@ -21,7 +22,14 @@ Status Communicator::CheckP2p(bool is_send, const Buffer& b, int peer, int tag) 
     return bad("peer " + std::to_string(peer) + " is not a rank (size " + std::to_string(opts_.size) + ")" +
                (any_ok ? " nor HOOP_ANY_SOURCE (-1)" : ""));
   if (tag < 0) return bad("tag " + std::to_string(tag) + " is negative");
-  if (!HostVisible(b.kind))
+  if (on_stream && !opts_.stream_launch) {
+    auto devices = CudaDeviceCount();
+    if (!devices.ok())
+      return Status(devices.status().code(), "rank " + std::to_string(opts_.rank) + ": " + call +
+                                                 ": a CUDA stream was given, but: " + devices.status().message());
+  }
+  // Device memory is staged before the call is posted: at the call on a stream, else by Send/Recv.
+  if (!HostVisible(b.kind) && !(on_stream && b.kind == MemKind::kCuda))
     return Status(Code::kUnimplemented, "rank " + std::to_string(opts_.rank) + ": " + call + ": " + MemKindName(b.kind) +
                                             " memory is not supported yet (host memory only)");
   if (b.count > 0 && b.data == nullptr) return bad("buffer is null with count " + std::to_string(b.count));
@@ -60,15 +68,14 @@ std::shared_ptr<P2pCall> MakeCall(bool is_send, const Buffer& b, int peer, int t
 }
 }  // namespace
 
-Status Communicator::StreamRefused(const char* call) const {
-  return Unimplemented("rank " + std::to_string(opts_.rank) + ": " + call +
-                       ": on a CUDA stream is not supported yet (collectives only)");
-}
-
 Work Communicator::Send(const Buffer& in, int peer, int tag, const CallOptions& o) {
   Op op;
   op.kind = CollKind::kBarrier;
-  if (o.stream) return Work::MakeRefused(StreamRefused("send"));
+  if (o.stream) {  // staged at the call, on the stream (EnterStreamP2p)
+    op.p2p = MakeCall(true, in, peer, tag, nullptr);
+    op.stream = o.stream;
+    return Submit(std::move(op), false);
+  }
   if (in.kind == MemKind::kCuda) {
     auto host = StageP2p(true, in);
     if (!host.ok()) return Work::MakeRefused(host.status());
@@ -83,7 +90,11 @@ Work Communicator::Send(const Buffer& in, int peer, int tag, const CallOptions& 
 Work Communicator::Recv(const Buffer& out, int peer, int tag, std::shared_ptr<RecvInfo> info, const CallOptions& o) {
   Op op;
   op.kind = CollKind::kBarrier;
-  if (o.stream) return Work::MakeRefused(StreamRefused("receive"));
+  if (o.stream) {
+    op.p2p = MakeCall(false, out, peer, tag, std::move(info));
+    op.stream = o.stream;
+    return Submit(std::move(op), false);
+  }
   if (out.kind == MemKind::kCuda) {
     auto host = StageP2p(false, out);
     if (!host.ok()) return Work::MakeRefused(host.status());
@@ -230,8 +241,12 @@ Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, Re
 void Communicator::RunP2p(const Op& op, bool caller_waits) {
   std::shared_ptr<Work::State> state = op.state;
   P2pCall* call = op.p2p.get();  // owns this completion: a raw pointer outlives nothing
-  op.p2p->complete = [state, call](const Status& s) {
+  // On a stream: released when the call ends, in whatever order calls end (only the ticket: the
+  // mailbox may complete it after this communicator is gone).
+  const StreamTicket ticket = op.ticket;
+  op.p2p->complete = [state, call, ticket](const Status& s) {
     const Status result = s.ok() && call->after ? call->after() : s;
+    if (ticket.seq != 0) StreamOrder::Release(ticket);
     {
       std::lock_guard<std::mutex> lock(state->mu);
       state->done = true;
@@ -239,6 +254,15 @@ void Communicator::RunP2p(const Op& op, bool caller_waits) {
     }
     state->cv.notify_all();
   };
+  if (ticket.seq != 0) {
+    const std::string what = "rank " + std::to_string(opts_.rank) + ": " + (call->is_send ? "send" : "receive") +
+                             ": on a CUDA stream";
+    Status ready = op.stage_error.ok() ? WaitStreamInput(ticket) : op.stage_error;
+    if (!ready.ok()) {
+      call->complete(ready.WithContext(what));
+      return;
+    }
+  }
   mailbox_->Post(op.p2p);
   if (!caller_waits) return;
   auto done = [&] {

@@ -1,7 +1,7 @@
 // StreamOrder (stream_order.h).
 #include "collectives/stream_order.h"
 
-#include <limits>
+#include <algorithm>
 
 #include "common/device.h"
 
@@ -11,31 +11,36 @@ StreamOrder::StreamOrder(LaunchHostFn launch) : launch_(launch != nullptr ? laun
 
 StreamOrder::~StreamOrder() {
   // Nothing is left to run (the communicator drained its queue): let every held stream go. The
-  // host functions still queued keep the counter alive themselves.
-  released_->store(std::numeric_limits<uint64_t>::max(), std::memory_order_release);
-  released_->notify_all();
+  // host functions still queued keep their words alive themselves.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& s : held_) Release(StreamTicket{1, s});
 }
 
 void StreamOrder::HoldUntilReleased(void* arg) {
-  std::unique_ptr<Hold> h(static_cast<Hold*>(arg));
+  // The host function owns one reference to the signal, given at Enter.
+  std::unique_ptr<std::shared_ptr<StreamSignal>> owned(static_cast<std::shared_ptr<StreamSignal>*>(arg));
+  StreamSignal& s = **owned;
   {
-    std::lock_guard<std::mutex> lock(h->signal->mu);
-    h->signal->input_ready = true;
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.input_ready = true;
   }
-  h->signal->cv.notify_all();
-  for (uint64_t now = h->released->load(std::memory_order_acquire); now < h->seq;
-       now = h->released->load(std::memory_order_acquire))
-    h->released->wait(now, std::memory_order_acquire);
+  s.cv.notify_all();
+  while (s.released.load(std::memory_order_acquire) == 0) s.released.wait(0, std::memory_order_acquire);
 }
 
 StatusOr<StreamTicket> StreamOrder::Enter(void* stream) {
   std::lock_guard<std::mutex> lock(mu_);
+  // Calls released since the last Enter need no release from the destructor.
+  held_.erase(std::remove_if(held_.begin(), held_.end(),
+                             [](const auto& s) { return s->released.load(std::memory_order_acquire) != 0; }),
+              held_.end());
   StreamTicket t;
   t.seq = next_ + 1;
   t.signal = std::make_shared<StreamSignal>();
-  auto hold = std::make_unique<Hold>(Hold{released_, t.signal, t.seq});
-  HOOP_RETURN_IF_ERROR(launch_(stream, &StreamOrder::HoldUntilReleased, hold.get()));
-  hold.release();  // the host function owns it now
+  auto owned = std::make_unique<std::shared_ptr<StreamSignal>>(t.signal);
+  HOOP_RETURN_IF_ERROR(launch_(stream, &StreamOrder::HoldUntilReleased, owned.get()));
+  owned.release();  // the host function owns it now
+  held_.push_back(t.signal);
   next_ = t.seq;
   return t;
 }
@@ -51,12 +56,14 @@ Status StreamOrder::WaitInput(const StreamTicket& t, Deadline deadline) {
   return Status::Ok();
 }
 
+bool StreamOrder::InputReady(const StreamTicket& t) {
+  std::lock_guard<std::mutex> lock(t.signal->mu);
+  return t.signal->input_ready;
+}
+
 void StreamOrder::Release(const StreamTicket& t) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (released_->load(std::memory_order_acquire) < t.seq) {
-    released_->store(t.seq, std::memory_order_release);
-    released_->notify_all();
-  }
+  t.signal->released.store(1, std::memory_order_release);
+  t.signal->released.notify_all();
 }
 
 }  // namespace hoop

@@ -284,8 +284,13 @@ hoop_status_t hoop_request_free(hoop_request_t request);
  * blocking form would be; so is any call where CUDA is not built in or there is no device. A
  * failure once the call is queued poisons the communicator, as for any call: the stream still
  * goes on (the output is then undefined) and the next call on the communicator fails naming
- * the cause. Queued in order with the communicator's other calls. Point-to-point calls have no
- * stream form yet. */
+ * the cause. Queued in order with the communicator's other calls, and started in that order.
+ *
+ * hoop_send_stream and hoop_recv_stream are ncclSend and ncclRecv: ordered on the stream the same
+ * way, the stream's later work waiting until the message is sent or received (each call for
+ * itself: calls on different streams end in whatever order their peers allow). The bytes of
+ * recvbuf past a shorter message are left as they were. A device buffer passes through pinned
+ * host memory by copies queued on the stream (CUDA IPC between ranks of a host is to come). */
 hoop_status_t hoop_allreduce_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                                     hoop_dtype_t dtype, hoop_op_t op, void* cuda_stream);
 hoop_status_t hoop_broadcast_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
@@ -312,6 +317,10 @@ hoop_status_t hoop_reduce_scatterv_stream(hoop_comm_t comm, const void* sendbuf,
 hoop_status_t hoop_alltoallv_stream(hoop_comm_t comm, const void* sendbuf, const size_t* sendcounts,
                                     const size_t* sdispls, void* recvbuf, const size_t* recvcounts,
                                     const size_t* rdispls, hoop_dtype_t dtype, void* cuda_stream);
+hoop_status_t hoop_send_stream(hoop_comm_t comm, const void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
+                               void* cuda_stream);
+hoop_status_t hoop_recv_stream(hoop_comm_t comm, void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
+                               void* cuda_stream);
 
 /* ---- Point-to-point ----
  *

@@ -185,6 +185,14 @@ class Comm {
     Same(in.size(), out.size() * size_t(size()), "ReduceScatterOn");
     Check(hoop_reduce_scatter_stream(c_, in.data(), out.data(), out.size(), DTypeOf<T>::value, op, stream));
   }
+  template <class T>
+  void SendOn(void* stream, std::span<const T> buf, int peer, int tag) {
+    Check(hoop_send_stream(c_, buf.data(), buf.size(), DTypeOf<T>::value, peer, tag, stream));
+  }
+  template <class T>
+  void RecvOn(void* stream, std::span<T> buf, int peer, int tag) {
+    Check(hoop_recv_stream(c_, buf.data(), buf.size(), DTypeOf<T>::value, peer, tag, stream));
+  }
 
   // Nonblocking forms: they run in the order posted, the same on every rank.
   template <class T>

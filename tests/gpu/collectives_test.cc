@@ -205,10 +205,13 @@ TEST_CASE("cuda: a call on a stream where there is no device is refused at once,
   Status s = w.Wait();
   CHECK_THAT(s.message(), Catch::StartsWith("rank 0: allreduce: a CUDA stream was given, but: ") &&
                               Catch::Contains(n.status().message()));
-  // Point-to-point has no stream form yet: refused as such.
+  // So are a send and a receive on a stream.
   Work send = (*ranks)->comm(0).Send(Buffer{a.data(), 8, DType::kF32, MemKind::kHost}, 0, 1, o);
   CHECK(send.Refused());
-  CHECK_THAT(send.Wait().message(), Catch::Contains("send: on a CUDA stream is not supported yet"));
+  CHECK_THAT(send.Wait().message(), Catch::StartsWith("rank 0: send: a CUDA stream was given, but: "));
+  Work recv = (*ranks)->comm(0).Recv(Buffer{b.data(), 8, DType::kF32, MemKind::kHost}, 0, 1, nullptr, o);
+  CHECK(recv.Refused());
+  CHECK_THAT(recv.Wait().message(), Catch::StartsWith("rank 0: receive: a CUDA stream was given, but: "));
   // The communicator is not poisoned by a refusal: a plain call still runs.
   REQUIRE((*ranks)->comm(0).Allreduce(Buffer{a.data(), 8, DType::kF32, MemKind::kHost},
                                       Buffer{b.data(), 8, DType::kF32, MemKind::kHost}, ReduceOp::kSum).Wait().ok());

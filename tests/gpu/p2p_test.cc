@@ -1,8 +1,9 @@
 // Point-to-point on CUDA device buffers (collectives/p2p_device.cc), ranks as threads sharing one
 // GPU over shm: blocking and nonblocking sends and receives of every dtype at counts 0, 1, 7,
 // 1000 and a large odd one (past the eager limit), device to device, device to host and host to
-// device, a receive longer than its message (only the message's bytes land), and the refusal
-// where there is no device (the case that runs without a GPU).
+// device, a receive longer than its message (only the message's bytes land), a send and a
+// receive on a CUDA stream ordered with memsets and a copy on it, and the refusal where there is
+// no device (the case that runs without a GPU).
 #include "tests/gpu/gpu_support.h"
 
 #include "collectives/reference.h"
@@ -111,4 +112,57 @@ TEST_CASE("cuda: a send or receive of device memory where there is no device is 
   CHECK(c.RecvNow(dev, 0, 1, nullptr, &refused).message() == "rank 0: receive" + why);
   CHECK(refused);
   CHECK(a == std::vector<float>(8, 1.0f));
+}
+
+TEST_CASE("gpu: a send then a receive on a CUDA stream against a receive then a send, no host wait", "[gpu][p2p]") {
+  if (!test::HaveGpu()) return;
+  // Each rank: a memset on its stream writes what it sends (rank 1: after its receive, which it
+  // answers), the calls go on the same stream, a copy to pinned host memory on the stream reads
+  // what came; the host waits once, for the stream, at the end. The receive buffer is longer than
+  // the message: its tail must keep the 0x5a it had.
+  for (size_t count : {size_t{7}, size_t{1000003}}) {
+    auto ranks = test::ThreadRanks::Start(2, "shm");
+    REQUIRE(ranks.ok());
+    Status s = (*ranks)->Run([&](int rank, Communicator& c) -> Status {
+      const size_t room = count + 5;
+      HOOP_ASSIGN_OR_RETURN(void* stream, CudaStreamCreate(0));
+      Dev send, recv;
+      HOOP_ASSIGN_OR_RETURN(send.p, CudaAlloc(0, count));
+      HOOP_ASSIGN_OR_RETURN(recv.p, CudaAlloc(0, room));
+      HOOP_ASSIGN_OR_RETURN(void* pinned, CudaAllocPinned(room));
+      CallOptions o;
+      o.stream = stream;
+      Status result = Status::Ok();
+      auto run = [&]() -> Status {
+        HOOP_RETURN_IF_ERROR(CudaMemset(recv.p, 0x5a, room, stream));
+        Buffer sb{send.p, count, DType::kU8, MemKind::kCuda}, rb{recv.p, room, DType::kU8, MemKind::kCuda};
+        std::vector<Work> calls;
+        if (rank == 0) {
+          HOOP_RETURN_IF_ERROR(CudaMemset(send.p, 0x11, count, stream));
+          calls.push_back(c.Send(sb, 1, 4, o));
+          calls.push_back(c.Recv(rb, 1, 5, nullptr, o));
+        } else {
+          calls.push_back(c.Recv(rb, 0, 4, nullptr, o));
+          HOOP_RETURN_IF_ERROR(CudaMemset(send.p, 0x22, count, stream));
+          calls.push_back(c.Send(sb, 0, 5, o));
+        }
+        HOOP_RETURN_IF_ERROR(CopyMem(pinned, MemKind::kCudaPinned, recv.p, MemKind::kCuda, room, stream));
+        HOOP_RETURN_IF_ERROR(CudaStreamSync(stream));
+        for (Work& w : calls) HOOP_RETURN_IF_ERROR(w.Wait());
+        const auto* got = static_cast<const unsigned char*>(pinned);
+        const unsigned char want = rank == 0 ? 0x22 : 0x11;
+        for (size_t i = 0; i < room; ++i)
+          if (got[i] != (i < count ? want : 0x5a))
+            return Internal("rank " + std::to_string(rank) + ": byte " + std::to_string(i) + " of " +
+                            std::to_string(room) + " is " + std::to_string(got[i]));
+        return Status::Ok();
+      };
+      result = run();
+      CudaFree(pinned, MemKind::kCudaPinned);
+      CudaStreamDestroy(stream);
+      return result;
+    });
+    INFO("count " << count << ": " << s.message());
+    CHECK(s.ok());
+  }
 }

@@ -129,6 +129,19 @@ int main(void) {
             "stream refusal: %s", hoop_last_error());
       CHECK(sy[0] == 0, "a refused stream call wrote its output");
     }
+    /* The same for a send and a receive on a stream (to itself: the values are the GPU tests'). */
+    int v[2] = {1, 2}, w[2] = {0, 0};
+    st = hoop_send_stream(comm, v, 2, HOOP_I32, rank, 77, NULL);
+    if (st == HOOP_SUCCESS) {
+      CHECK(hoop_recv_stream(comm, w, 2, HOOP_I32, rank, 77, NULL) == HOOP_SUCCESS, "recv_stream: %s", hoop_last_error());
+      CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier after stream sends");
+    } else {
+      CHECK(strstr(hoop_last_error(), "hoop_send_stream") != NULL &&
+                strstr(hoop_last_error(), "a CUDA stream was given, but: ") != NULL,
+            "send_stream refusal: %s", hoop_last_error());
+      CHECK(hoop_recv_stream(comm, w, 2, HOOP_I32, rank, 77, NULL) != HOOP_SUCCESS, "recv_stream accepted");
+      CHECK(strstr(hoop_last_error(), "hoop_recv_stream") != NULL, "recv_stream refusal: %s", hoop_last_error());
+    }
   }
 
   /* Bad input: a clear status and message, nothing sent. */

@@ -51,7 +51,8 @@ std::string List(const std::vector<int>& ranks) {
 }  // namespace
 
 StatusOr<std::unique_ptr<ThreadRanks>> ThreadRanks::Start(int n, const std::string& transport,
-                                                          std::chrono::milliseconds op_timeout) {
+                                                          std::chrono::milliseconds op_timeout,
+                                                          const std::function<void(CommOptions&)>& tweak) {
   std::unique_ptr<ThreadRanks> t(new ThreadRanks);
   t->comms_.resize(static_cast<size_t>(n));
   std::vector<int> late;
@@ -64,6 +65,7 @@ StatusOr<std::unique_ptr<ThreadRanks>> ThreadRanks::Start(int n, const std::stri
         o.size = n;
         o.transport = transport;
         o.timeout = op_timeout;
+        if (tweak) tweak(o);
         auto c = Communicator::Create(t->store_, o);
         if (!c.ok()) return c.status();
         t->comms_[static_cast<size_t>(r)] = std::move(c).value();

@@ -22,8 +22,10 @@ namespace hoop::test {
 class ThreadRanks {
  public:
   // Creates n communicators (each on its own thread, as ranks would) over `transport`.
+  // `tweak` may change each rank's options before its communicator is made.
   static StatusOr<std::unique_ptr<ThreadRanks>> Start(int n, const std::string& transport,
-                                                      std::chrono::milliseconds op_timeout = std::chrono::seconds(20));
+                                                      std::chrono::milliseconds op_timeout = std::chrono::seconds(20),
+                                                      const std::function<void(CommOptions&)>& tweak = nullptr);
   ~ThreadRanks();
 
   int size() const { return static_cast<int>(comms_.size()); }
