@@ -250,8 +250,15 @@ class Communicator {
     const size_t bytes = b.count * DTypeSize(b.dtype);  // count is bounded below first
     return peer >= (is_send ? 0 : kAnySource) && peer < opts_.size && tag >= 0 && HostVisible(b.kind) &&
            DTypeSize(b.dtype) != 0 && b.count < (size_t{1} << 40) && (b.data != nullptr || b.count == 0) &&
-           reinterpret_cast<uintptr_t>(b.data) < (uintptr_t{1} << 62) && bytes <= mailbox_->piece_bytes();
+           reinterpret_cast<uintptr_t>(b.data) < (uintptr_t{1} << 62) && bytes <= mailbox_->piece_bytes() &&
+           HostReadable(b);
   }
+  // Whether a host buffer is memory this process can read: the C API takes for host memory
+  // whatever cudaPointerGetAttributes does not know, which includes a device pointer from another
+  // process (where CUDA merely reserves the addresses, or nothing is mapped). Asked only where
+  // CUDA devices are; each answer kept for the range (ReadableCache). Unreadable: the refusal's words.
+  bool HostReadable(const Buffer& b) const;
+  static std::string Unreadable(const Buffer& b);
   Status CheckP2p(const P2pCall& c, bool on_stream = false) const {
     return CheckP2p(c.is_send, Buffer{c.data, c.count, c.dtype, c.kind}, c.peer, c.tag, on_stream);
   }

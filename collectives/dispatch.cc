@@ -61,18 +61,10 @@ Status Communicator::CheckCall(const Op& op) const {
       return bad(std::string(which) + " count " + std::to_string(b->count) + " x " + DTypeName(b->dtype) + " is more than the " +
                  std::to_string(max_bytes) + " bytes one call can address (2^24 chunks of HOOP_CHUNK_BYTES)");
   }
-  // Host memory where CUDA devices are: the C API takes for host memory whatever
-  // cudaPointerGetAttributes does not know, which includes a device pointer from another process
-  // (where CUDA merely reserves the addresses, or nothing is mapped). Refused, not crashed on.
-  for (const Buffer* b : {&op.in, &op.out}) {
-    if (!(b == &op.in ? in_used : out_used) || b->kind != MemKind::kHost || b->count == 0) continue;
-    if (!CudaDeviceCount().ok() || readable_.Readable(b->data, b->count * DTypeSize(b->dtype))) continue;
-    char at[32];
-    std::snprintf(at, sizeof at, "%p", b->data);
-    return bad(std::string(b == &op.in ? "input" : "output") + " at " + at +
-               " is not memory this process can read: a CUDA device pointer from another process? (map it "
-               "here with CUDA IPC first)");
-  }
+  // "Host" memory that is another process's device memory: refused, not crashed on.
+  for (const Buffer* b : {&op.in, &op.out})
+    if ((b == &op.in ? in_used : out_used) && !HostReadable(*b))
+      return bad(std::string(b == &op.in ? "input" : "output") + Unreadable(*b));
   // The per-rank count that is multiplied by the rank count somewhere.
   const bool block_in = op.kind == CollKind::kAllgather || op.kind == CollKind::kGather;
   const bool block_out = op.kind == CollKind::kReduceScatter || op.kind == CollKind::kScatter;
@@ -142,6 +134,19 @@ Status Communicator::CheckCall(const Op& op) const {
   auto algo = Resolve(op);
   if (!algo.ok()) return bad(algo.status().message());
   return Status::Ok();
+}
+
+bool Communicator::HostReadable(const Buffer& b) const {
+  if (b.kind != MemKind::kHost || b.count == 0) return true;
+  return !CudaDeviceCount().ok() || readable_.Readable(b.data, b.count * DTypeSize(b.dtype));
+}
+
+std::string Communicator::Unreadable(const Buffer& b) {
+  char at[32];
+  std::snprintf(at, sizeof at, "%p", b.data);
+  return std::string(" at ") + at +
+         " is not memory this process can read: a CUDA device pointer from another process? (map it here with "
+         "CUDA IPC first)";
 }
 
 Buffer Communicator::Scratch(size_t count, DType dtype) {

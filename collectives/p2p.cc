@@ -34,6 +34,7 @@ Status Communicator::CheckP2p(bool is_send, const Buffer& b, int peer, int tag, 
                                             " memory is not supported yet (host memory only)");
   if (b.count > 0 && b.data == nullptr) return bad("buffer is null with count " + std::to_string(b.count));
   if (std::string why = ExtentProblem(b.data, b.count, b.dtype); !why.empty()) return bad("buffer " + why);
+  if (!HostReadable(b)) return bad("buffer" + Unreadable(b));
   // Pieces are numbered in 24 bits (mailbox.h). (A product, not a division: this is on every
   // small send's path. ExtentProblem bounded the byte count below 2^59.)
   const size_t piece = mailbox_->piece_bytes();

@@ -2,7 +2,7 @@
 // takes what cudaPointerGetAttributes does not know for host memory): refused with a message
 // naming rank, call and cause, not crashed on. The other process is this test binary run again
 // for a hidden helper case that allocates device memory and prints its address. Also an address
-// CUDA only reserved in this process.
+// CUDA only reserved in this process, in a collective and in sends and receives.
 #include "tests/gpu/gpu_support.h"
 
 #include <sys/mman.h>
@@ -68,5 +68,15 @@ TEST_CASE("gpu: device pointers from another process are refused, naming the cau
   Status s = AllreduceAt(reserved, 16);
   CHECK(s.code() == Code::kInvalidArgument);
   CHECK_THAT(s.message(), Catch::Contains("is not memory this process can read"));
+  // A send and a receive too, the blocking ones (their fast path) and the queued ones.
+  auto ranks = test::ThreadRanks::Start(1, "shm");
+  REQUIRE(ranks.ok());
+  Communicator& c = (*ranks)->comm(0);
+  const Buffer b{reserved, 16, DType::kF32, MemKind::kHost};
+  for (const Status& p2p : {c.SendNow(b, 0, 1), c.Send(b, 0, 1).Wait(), c.RecvNow(b, 0, 1), c.Recv(b, 0, 1).Wait()}) {
+    INFO(p2p.ToString());
+    CHECK(p2p.code() == Code::kInvalidArgument);
+    CHECK_THAT(p2p.message(), Catch::Contains("buffer at ") && Catch::Contains("is not memory this process can read"));
+  }
   munmap(reserved, page);
 }
