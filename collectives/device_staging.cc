@@ -58,13 +58,17 @@ Status Communicator::RunStaged(const Op& op, uint32_t seq) {
     return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": staging device memory");
   };
   const StagePlan plan = PlanStaging(op.in, UsesIn(op), op.out, UsesOut(op));
-  // An allreduce across ranks, its device buffers on one device: piece by piece beside the wire.
-  // The other collectives place blocks or use working copies around their schedules, so their
-  // buffers are staged whole.
-  if (op.kind == CollKind::kAllreduce && opts_.size > 1 && op.in.count > 0) {
+  // Allreduce, broadcast, allgather and reduce-scatter across ranks, their device buffers on one
+  // device: piece by piece beside the wire (the allreduce also with one side on the host). The
+  // other collectives, and mixed buffers, are staged whole.
+  const bool pipelines = op.kind == CollKind::kAllreduce || op.kind == CollKind::kBroadcast ||
+                         op.kind == CollKind::kAllgather || op.kind == CollKind::kReduceScatter;
+  if (pipelines && opts_.size > 1 && DescCount(op) > 0) {
     const int din = plan.in_dev ? QueryMemory(op.in.data).device : -1;
     const int dout = plan.out_dev ? QueryMemory(op.out.data).device : -1;
-    if (din < 0 || dout < 0 || din == dout) return RunPipelined(op, seq, din >= 0 ? din : dout);
+    const bool all_device = (!UsesIn(op) || plan.in_dev) && (!UsesOut(op) || plan.out_dev);
+    if ((op.kind == CollKind::kAllreduce || all_device) && (din < 0 || dout < 0 || din == dout))
+      return RunPipelined(op, seq, din >= 0 ? din : dout);
   }
   Op host = op;
   // Every copy on the legacy default stream: ordered after the caller's work on every blocking
@@ -105,34 +109,58 @@ Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
     return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": staging device memory");
   };
   HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
-  HOOP_ASSIGN_OR_RETURN(Compression wire, WireFor(op));
-  if (wire != Compression::kNone) algo = Algo::kRing;  // as RunAllreduce
+  Compression wire = Compression::kNone;
+  if (op.kind == CollKind::kAllreduce) {
+    HOOP_ASSIGN_OR_RETURN(wire, WireFor(op));
+    if (wire != Compression::kNone) algo = Algo::kRing;  // as RunAllreduce
+  }
+  const bool bcast = op.kind == CollKind::kBroadcast, gather = op.kind == CollKind::kAllgather;
+  const bool scatter = op.kind == CollKind::kReduceScatter;
+  const bool root = bcast && op.root == opts_.rank;
+  const size_t es = DTypeSize(UsesOut(op) ? op.out.dtype : op.in.dtype);
+  const size_t in_bytes = UsesIn(op) ? op.in.count * es : 0, out_bytes = op.out.count * es;
   // Each device side gets a pinned buffer of its own, also in place: the host run is then out of
-  // place, and no copy in can land on output the run already wrote.
-  const size_t bytes = op.in.count * DTypeSize(op.in.dtype);
+  // place, and no copy in can land on output the run already wrote. A reduce-scatter runs into a
+  // host working copy (as RunReduceScatter) whose own block goes to the device at the end.
   Op host = op;
   char *host_in = nullptr, *host_out = nullptr;
-  if (op.in.kind == MemKind::kCuda) {
-    auto p = device_staging_.Get(0, bytes);
+  if (UsesIn(op) && op.in.kind == MemKind::kCuda) {
+    auto p = device_staging_.Get(0, in_bytes);
     if (!p.ok()) return ctx(p.status());
     host_in = *p;
     host.in = Buffer{host_in, op.in.count, op.in.dtype, MemKind::kCudaPinned};
   }
-  if (op.out.kind == MemKind::kCuda) {
-    auto p = device_staging_.Get(1, bytes);
+  Buffer run_out;
+  if (scatter) {
+    run_out = Scratch(op.in.count, op.in.dtype);
+  } else if (op.out.kind == MemKind::kCuda) {
+    auto p = device_staging_.Get(1, out_bytes);
     if (!p.ok()) return ctx(p.status());
     host_out = *p;
     host.out = Buffer{host_out, op.out.count, op.out.dtype, MemKind::kCudaPinned};
+    run_out = host.out;
+  } else {
+    run_out = op.out;
   }
+  // A broadcast's other ranks have no input: the schedule sends from what they received.
+  const Buffer run_in = bcast && !root ? run_out : host.in;
+  const size_t count = bcast || scatter ? op.out.count : op.in.count;
+  char* own = static_cast<char*>(op.out.data) + static_cast<size_t>(opts_.rank) * in_bytes;  // allgather
   if (!stage_copies_ || stage_copies_->device() != device) stage_copies_ = std::make_unique<CudaStageCopies>(device);
   Status run = stage_copies_->Prepare();
-  if (run.ok()) {
+  // The callers' placements in the output (RunBroadcast's, RunAllgather's), made on the device.
+  if (run.ok() && root && op.in.data != op.out.data) run = stage_copies_->Place(op.out.data, op.in.data, out_bytes);
+  if (run.ok() && gather && own != op.in.data) run = stage_copies_->Place(own, op.in.data, in_bytes);
+  if (!run.ok()) {
+    run = ctx(run);
+  } else {
     PipelinedStaging memory(*stage_copies_, host_in ? static_cast<const char*>(op.in.data) : nullptr, host_in,
                             host_out ? static_cast<char*>(op.out.data) : nullptr, host_out,
                             Deadline::After(opts_.timeout));
-    run = RunSchedule(host, algo, op.in.count, host.in, host.out, seq, wire, &memory);
-  } else {
-    run = ctx(run);
+    run = RunSchedule(host, algo, count, run_in, run_out, seq, wire, &memory);  // its errors name the call
+    if (run.ok() && scatter)
+      run = ctx(stage_copies_->QueueOut(
+          op.out.data, static_cast<char*>(run_out.data) + static_cast<size_t>(opts_.rank) * out_bytes, out_bytes));
   }
   // Every copy waited for, whatever happened: the pinned buffers are reused by the next call.
   Status copies = stage_copies_->Finish();

@@ -9,10 +9,11 @@
 // inside the output buffer (an in-place allgather's own block) keeps its place in the output's
 // staging.
 //
-// An allreduce across ranks goes the pipelined way instead (pipelined_staging.h: chunk k+1
-// copied while chunk k is on the wire, results copied back as they are final); the other
-// collectives place blocks or use working copies around their schedules and are staged whole
-// here, the correct, simple baseline. CUDA IPC between ranks on one host comes next (issue 20).
+// Allreduce, broadcast, allgather and reduce-scatter across ranks go the pipelined way instead
+// (pipelined_staging.h: chunk k+1 copied while chunk k is on the wire, results copied back as
+// they are final; the callers' placements made on the device); the other collectives, and those
+// four with host and device buffers mixed (but the allreduce), are staged whole here, the
+// correct, simple baseline. CUDA IPC between ranks on one host comes next (issue 20).
 #pragma once
 
 #include <cstddef>

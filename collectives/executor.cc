@@ -139,9 +139,9 @@ class Run {
   void Start(size_t u) {
     const Step& st = StepOf(u);
     const Unit& un = units_[u];
-    // A reduction with `in` may run inside Poll, as its message comes (PostToSink): its part of
-    // `in` must be readable before the receive is posted.
-    if (st.recv == RecvKind::kReduce && !st.accumulate && !Readable(u)) return;
+    // A reduction may run inside Poll, as its message comes (PostToSink): what it reads must be
+    // readable before the receive is posted.
+    if (st.recv == RecvKind::kReduce && !Readable(u)) return;
     if (st.recv == RecvKind::kNone) {
       s_.recv_done[u] = 1;
       TryAct(u);
@@ -165,8 +165,8 @@ class Run {
     ++inflight_;
   }
 
-  // Whether unit u's part of `in` is readable (the memory seam's say; at once without one). On
-  // an error the run ends with it.
+  // Whether what unit u reads of `in` (and of `out` before the run wrote it) is readable: the
+  // memory seam's say, at once without one. On an error the run ends with it.
   bool Readable(size_t u) {
     if (!a_.memory) return true;
     Status s = a_.memory->BeforeRead(u);
@@ -324,7 +324,7 @@ class Run {
       size_t u = static_cast<size_t>(order[cur++]);
       const Step& st = StepOf(u);
       const Unit& un = units_[u];
-      if (st.send_from_in && !Readable(u)) return;
+      if (!Readable(u)) return;  // from `in`, or from `out` placed before the run
       Tag tag{MatchTag(a_.seq, un.chunk, st.send_msg), a_.check};
       size_t len = un.count * esize_;
       if (wire_) {

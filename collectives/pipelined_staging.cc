@@ -12,15 +12,19 @@ Status PipelinedStaging::Begin(const Plan& plan, size_t esize) {
   map_ = BuildStageMap(plan, esize);
   waited_ = 0;
   bytes_out_ = 0;
-  if (!dev_in_) return Status::Ok();
-  for (const ByteRange& r : map_.in)
-    HOOP_RETURN_IF_ERROR(copies_.QueueIn(host_in_ + r.lo, dev_in_ + r.lo, r.hi - r.lo)
+  for (const ByteRange& r : map_.in) {
+    // A side read in place (host memory) copies nothing, but keeps its place in the count.
+    const char* from = r.out ? dev_out_ : dev_in_;
+    char* to = r.out ? host_out_ : host_in_;
+    if (r.out && !from)
+      return Internal("the plan reads output placed before the run, and the output is not staged");
+    HOOP_RETURN_IF_ERROR(copies_.QueueIn(to ? to + r.lo : nullptr, from ? from + r.lo : nullptr, from ? r.hi - r.lo : 0)
                              .WithContext("queueing the copy of the device input to host memory"));
+  }
   return Status::Ok();
 }
 
 Status PipelinedStaging::BeforeRead(size_t unit) {
-  if (!dev_in_) return Status::Ok();
   const uint32_t need = map_.need[unit];
   if (need <= waited_) return Status::Ok();
   HOOP_RETURN_IF_ERROR(copies_.WaitIn(need, deadline_));
@@ -62,6 +66,10 @@ Status CudaStageCopies::Prepare() {
   HOOP_RETURN_IF_ERROR(CudaEventRecord(start_, nullptr));
   HOOP_RETURN_IF_ERROR(CudaStreamWaitEvent(in_, start_));
   return CudaStreamWaitEvent(out_, start_);
+}
+
+Status CudaStageCopies::Place(void* device_dst, const void* device_src, size_t bytes) {
+  return CopyMem(device_dst, MemKind::kCuda, device_src, MemKind::kCuda, bytes, in_);
 }
 
 Status CudaStageCopies::QueueIn(void* host, const void* device, size_t bytes) {

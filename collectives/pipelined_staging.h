@@ -11,7 +11,10 @@
 // then, as with the whole-buffer staging, the device output is complete when the call returns.
 //
 // A rank's buffer kinds change only where its bytes wait, never the messages it exchanges, so
-// ranks mixing host and device buffers in one call still match.
+// ranks mixing host and device buffers in one call still match. What a caller places in the
+// output before its schedule runs (a broadcast root's copy, an allgather's own block) is placed
+// on the device (StageCopies::Place) ahead of the copies in; the part of it the plan reads is
+// copied in like input.
 //
 // The copies go through StageCopies: CudaStageCopies on the device's copy engines (two streams
 // of hoop's own, copies in on one and back on the other, events as the marks), or a test's fake
@@ -35,6 +38,9 @@ class StageCopies {
   virtual ~StageCopies() = default;
   // Orders what follows after the caller's earlier work (the plain calls' promise).
   virtual Status Prepare() = 0;
+  // Queues a device-to-device copy ahead of the copies in (what the caller places in the output
+  // before the run: an allgather's own block).
+  virtual Status Place(void* device_dst, const void* device_src, size_t bytes) = 0;
   // Queues copy number k (k = the copies queued before it) of `bytes` from the device input to
   // host memory, in order, with a mark after it.
   virtual Status QueueIn(void* host, const void* device, size_t bytes) = 0;
@@ -51,8 +57,9 @@ class StageCopies {
 class PipelinedStaging final : public ExecMemory {
  public:
   // dev_in -> host_in: the device input and its host copy (both null: `in` is host memory, read
-  // in place). host_out -> dev_out likewise for the output.
-  PipelinedStaging(StageCopies& copies, const char* dev_in, char* host_in, char* dev_out, const char* host_out,
+  // in place). host_out -> dev_out likewise for the output; what the plan reads of `out` before
+  // writing it comes from dev_out too (placed there before the run).
+  PipelinedStaging(StageCopies& copies, const char* dev_in, char* host_in, char* dev_out, char* host_out,
                    Deadline deadline)
       : copies_(copies), dev_in_(dev_in), host_in_(host_in), dev_out_(dev_out), host_out_(host_out),
         deadline_(deadline) {}
@@ -70,7 +77,7 @@ class PipelinedStaging final : public ExecMemory {
   const char* dev_in_;
   char* host_in_;
   char* dev_out_;
-  const char* host_out_;
+  char* host_out_;
   Deadline deadline_;
   StageMap map_;
   uint32_t waited_ = 0;  // copies in known to be done
@@ -89,6 +96,7 @@ class CudaStageCopies final : public StageCopies {
   int device() const { return device_; }
 
   Status Prepare() override;
+  Status Place(void* device_dst, const void* device_src, size_t bytes) override;
   Status QueueIn(void* host, const void* device, size_t bytes) override;
   Status WaitIn(uint32_t k, Deadline deadline) override;
   Status QueueOut(void* device, const void* host, size_t bytes) override;

@@ -17,6 +17,15 @@ ByteRange UnitReadsIn(const Plan& plan, size_t u, size_t esize) {
   return {lo, lo + un.count * esize};
 }
 
+ByteRange UnitReadsOut(const Plan& plan, size_t u, size_t esize) {
+  const Unit& un = plan.units[u];
+  const Step& st = plan.schedule.steps[static_cast<size_t>(un.step)];
+  const bool reads = (st.recv == RecvKind::kReduce && st.accumulate) || (!st.send_peers.empty() && !st.send_from_in);
+  if (!reads || un.count == 0) return {};
+  const size_t lo = (st.out_offset + un.offset) * esize;
+  return {lo, lo + un.count * esize, true};
+}
+
 ByteRange UnitWritesOut(const Plan& plan, size_t u, size_t esize) {
   const Unit& un = plan.units[u];
   const Step& st = plan.schedule.steps[static_cast<size_t>(un.step)];
@@ -58,25 +67,66 @@ struct Written {
   size_t hi;
 };
 
+// Adds r to a set of disjoint intervals, merging what it overlaps or touches, so the set stays
+// small on a plan written in order. Calls fresh(lo, hi) for each part of r not in the set before.
+template <class Fresh>
+void Cover(std::map<size_t, Written>& set, ByteRange r, Fresh&& fresh) {
+  ByteRange merged = r;
+  std::vector<size_t> absorbed;
+  Walk(set, r, fresh, [&](auto it) {
+    merged.lo = std::min(merged.lo, it->first);
+    merged.hi = std::max(merged.hi, it->second.hi);
+    absorbed.push_back(it->first);
+  });
+  if (auto next = set.find(r.hi); next != set.end()) {
+    merged.hi = std::max(merged.hi, next->second.hi);
+    absorbed.push_back(next->first);
+  }
+  if (auto it = set.lower_bound(r.lo); it != set.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.hi == r.lo) {
+      merged.lo = prev->first;
+      absorbed.push_back(prev->first);
+    }
+  }
+  for (size_t lo : absorbed) set.erase(lo);
+  set.emplace(merged.lo, Written{merged.hi});
+}
+
 }  // namespace
 
 StageMap BuildStageMap(const Plan& plan, size_t esize) {
   const size_t n = plan.units.size();
   StageMap m;
   m.need.assign(n, 0);
-  std::map<size_t, Read> read;
-  for (size_t u = 0; u < n; ++u) {
-    const ByteRange r = UnitReadsIn(plan, u, esize);
-    if (r.lo == r.hi) continue;
+  std::map<size_t, Read> read[2];  // of `in`, and of `out` before it was written
+  std::map<size_t, Written> wrote;  // of `out` by the units so far
+  // Adds the parts of r (of side `out`) not listed yet; returns the ranges r needs.
+  auto need_for = [&](const ByteRange& r, bool out) {
     uint32_t need = 0;
     std::vector<ByteRange> gaps;
-    Walk(read, r, [&](size_t lo, size_t hi) { gaps.push_back({lo, hi}); },
+    Walk(read[out], r, [&](size_t lo, size_t hi) { gaps.push_back({lo, hi, out}); },
          [&](auto it) { need = std::max(need, it->second.index + 1); });
     for (const ByteRange& g : gaps) {
-      read.emplace(g.lo, Read{g.hi, static_cast<uint32_t>(m.in.size())});
+      read[out].emplace(g.lo, Read{g.hi, static_cast<uint32_t>(m.in.size())});
       m.in.push_back(g);
       need = static_cast<uint32_t>(m.in.size());
     }
+    return need;
+  };
+  for (size_t u = 0; u < n; ++u) {
+    uint32_t need = 0;
+    if (const ByteRange r = UnitReadsIn(plan, u, esize); r.lo < r.hi) need = need_for(r, false);
+    const ByteRange w = UnitWritesOut(plan, u, esize);
+    const ByteRange ro = UnitReadsOut(plan, u, esize);
+    const Step& st = plan.schedule.steps[static_cast<size_t>(plan.units[u].step)];
+    // A reduction into `out` reads it before this unit writes it; a send from `out`, after.
+    const bool write_first = !(st.recv == RecvKind::kReduce && st.accumulate);
+    if (write_first && w.lo < w.hi) Cover(wrote, w, [](size_t, size_t) {});
+    if (ro.lo < ro.hi)
+      Walk(wrote, ro, [&](size_t lo, size_t hi) { need = std::max(need, need_for({lo, hi, true}, true)); },
+           [](auto) {});
+    if (!write_first && w.lo < w.hi) Cover(wrote, w, [](size_t, size_t) {});
     m.need[u] = need;
   }
   // The last writer of each byte: walk the units backwards; what no later unit wrote is final here.
@@ -84,29 +134,7 @@ StageMap BuildStageMap(const Plan& plan, size_t esize) {
   std::map<size_t, Written> written;
   for (size_t k = n; k-- > 0;) {
     const ByteRange r = UnitWritesOut(plan, k, esize);
-    if (r.lo == r.hi) continue;
-    ByteRange merged = r;
-    std::vector<size_t> absorbed;
-    Walk(written, r, [&](size_t lo, size_t hi) { final[k].push_back({lo, hi}); },
-         [&](auto it) {
-           merged.lo = std::min(merged.lo, it->first);
-           merged.hi = std::max(merged.hi, it->second.hi);
-           absorbed.push_back(it->first);
-         });
-    // Intervals that only touch r merge too, so the map stays small on a plan written in order.
-    if (auto next = written.find(r.hi); next != written.end()) {
-      merged.hi = std::max(merged.hi, next->second.hi);
-      absorbed.push_back(next->first);
-    }
-    if (auto it = written.lower_bound(r.lo); it != written.begin()) {
-      auto prev = std::prev(it);
-      if (prev->second.hi == r.lo) {
-        merged.lo = prev->first;
-        absorbed.push_back(prev->first);
-      }
-    }
-    for (size_t lo : absorbed) written.erase(lo);
-    written.emplace(merged.lo, Written{merged.hi});
+    if (r.lo < r.hi) Cover(written, r, [&](size_t lo, size_t hi) { final[k].push_back({lo, hi}); });
   }
   m.final_at.assign(n + 1, 0);
   for (size_t u = 0; u < n; ++u) {

@@ -25,12 +25,18 @@ class FakeCopies final : public StageCopies {
   Status Prepare() override {
     ins_.clear();
     done_ = 0;
+    in_bytes_ = 0;
     asked_.clear();
     out_bytes_ = 0;
     return Status::Ok();
   }
+  Status Place(void* dst, const void* src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);  // before any copy in is queued: in order
+    return Status::Ok();
+  }
   Status QueueIn(void* host, const void* device, size_t bytes) override {
     ins_.push_back({static_cast<char*>(host), static_cast<const char*>(device), bytes});
+    in_bytes_ += bytes;
     return Status::Ok();
   }
   Status WaitIn(uint32_t k, Deadline) override {
@@ -51,6 +57,7 @@ class FakeCopies final : public StageCopies {
   }
   const std::vector<uint32_t>& asked() const { return asked_; }
   size_t queued() const { return ins_.size(); }
+  size_t in_bytes() const { return in_bytes_; }
   size_t out_bytes() const { return out_bytes_; }
 
  private:
@@ -60,12 +67,14 @@ class FakeCopies final : public StageCopies {
     size_t bytes;
   };
   void Flush(size_t k) {
-    for (; done_ < k; ++done_) std::memcpy(ins_[done_].dst, ins_[done_].src, ins_[done_].bytes);
+    for (; done_ < k; ++done_)
+      if (ins_[done_].bytes > 0) std::memcpy(ins_[done_].dst, ins_[done_].src, ins_[done_].bytes);
   }
   std::vector<Copy> ins_;
   size_t done_ = 0;
   std::vector<uint32_t> asked_;
   size_t out_bytes_ = 0;
+  size_t in_bytes_ = 0;
 };
 
 enum class Place { kDevice, kInPlace, kDeviceIn, kDeviceOut };
@@ -80,6 +89,7 @@ const char* PlaceName(Place p) {
 }
 
 struct Case {
+  CollKind kind;
   Algo algo;
   size_t count;
   DType dtype;
@@ -106,10 +116,14 @@ struct Rank {
 
   Status Exec(const Plan& plan, const Case& c, void* in, void* out, ExecMemory* memory) {
     const size_t bytes = c.count * DTypeSize(c.dtype);
+    return Exec(plan, c, in, bytes, out, bytes, memory);
+  }
+  Status Exec(const Plan& plan, const Case& c, void* in, size_t in_bytes, void* out, size_t out_bytes,
+              ExecMemory* memory) {
     ExecArgs a;
     a.plan = &plan;
-    HOOP_ASSIGN_OR_RETURN(a.in, t->Register(in, bytes, MemKind::kHost));
-    HOOP_ASSIGN_OR_RETURN(a.out, t->Register(out, bytes, MemKind::kHost));
+    HOOP_ASSIGN_OR_RETURN(a.in, t->Register(in, in_bytes, MemKind::kHost));
+    HOOP_ASSIGN_OR_RETURN(a.out, t->Register(out, out_bytes, MemKind::kHost));
     a.dtype = c.dtype;
     a.op = c.op;
     a.nranks = size;
@@ -161,10 +175,53 @@ struct Rank {
     if (out_dev && copies.out_bytes() != bytes)
       return Internal(where + ": " + std::to_string(copies.out_bytes()) + " bytes handed back, not " + std::to_string(bytes));
     if (!out_dev && copies.out_bytes() != 0) return Internal(where + ": output handed back from host memory");
-    if (!in_dev && copies.queued() != 0) return Internal(where + ": host input copied in");
+    if (!in_dev && copies.in_bytes() != 0) return Internal(where + ": host input copied in");
     // The input moved piece by piece: the first ask was for part of it, where there are parts.
     if (in_dev && copies.queued() > 2 && (copies.asked().empty() || copies.asked().front() >= copies.queued()))
       return Internal(where + ": the first ask was for all " + std::to_string(copies.queued()) + " copies in");
+    return Status::Ok();
+  }
+
+  // Broadcast (root: the last rank), allgather and reduce-scatter with device input and output,
+  // staged as RunPipelined does: the caller's placement in the output made on the "device"
+  // (Place), a reduce-scatter's output a host working buffer.
+  Status RunOther(CollKind kind, const Case& c) {
+    const size_t es = DTypeSize(c.dtype), n = static_cast<size_t>(size), count = c.count;
+    const bool rs = kind == CollKind::kReduceScatter, ag = kind == CollKind::kAllgather;
+    const bool root = kind == CollKind::kBroadcast && rank == size - 1;
+    const size_t in_bytes = (rs ? n * count : count) * es;
+    const size_t out_bytes = (kind == CollKind::kBroadcast ? count : n * count) * es;
+    const size_t own = static_cast<size_t>(rank) * count * es;
+    const PlanKey key{kind, c.algo, kind == CollKind::kBroadcast ? size - 1 : -1, count, kChunkElems};
+    const Plan plan = MakePlan(BuildSchedule(key, rank, size, &hosts), kChunkElems);
+    std::vector<char> input(in_bytes + 1), plain(out_bytes + 1, 0x11);
+    FillInput(c.dtype, c.op, input.data(), in_bytes / es, 99 + static_cast<uint64_t>(rank));
+    // The plain run, with the callers' placements (communicator's RunBroadcast, RunAllgather).
+    if (root) std::memcpy(plain.data(), input.data(), out_bytes);
+    if (ag) std::memcpy(plain.data() + own, input.data(), count * es);
+    char* plain_in = kind == CollKind::kBroadcast && !root ? plain.data() : input.data();
+    HOOP_RETURN_IF_ERROR(Exec(plan, c, plain_in, in_bytes, plain.data(), out_bytes, nullptr));
+
+    std::vector<char> dev_in = input, dev_out(out_bytes + 1, 0x11), host_in(in_bytes + 1, 0x7f),
+        host_out(out_bytes + 1, 0x7f);
+    const bool in_dev = kind != CollKind::kBroadcast || root;
+    FakeCopies copies;
+    HOOP_RETURN_IF_ERROR(copies.Prepare());
+    if (root) HOOP_RETURN_IF_ERROR(copies.Place(dev_out.data(), dev_in.data(), out_bytes));
+    if (ag) HOOP_RETURN_IF_ERROR(copies.Place(dev_out.data() + own, dev_in.data(), count * es));
+    PipelinedStaging memory(copies, in_dev ? dev_in.data() : nullptr, in_dev ? host_in.data() : nullptr,
+                            rs ? nullptr : dev_out.data(), rs ? nullptr : host_out.data(),
+                            Deadline::After(std::chrono::seconds(20)));
+    Status s = Exec(plan, c, in_dev ? host_in.data() : host_out.data(), in_bytes, host_out.data(), out_bytes, &memory);
+    HOOP_RETURN_IF_ERROR(copies.Finish());
+    HOOP_RETURN_IF_ERROR(s);
+    const std::string where = "rank " + std::to_string(rank) + ": " + CollKindName(kind) + " " + c.Name();
+    // What the output must hold: all of it; a reduce-scatter's result is its own block of the
+    // working buffer (the communicator copies that to the device).
+    const char* got = rs ? host_out.data() + own : dev_out.data();
+    const char* want = rs ? plain.data() + own : plain.data();
+    if (std::memcmp(got, want, rs ? count * es : out_bytes) != 0)
+      return Internal(where + ": the staged output differs from the plain run's");
     return Status::Ok();
   }
 };
@@ -191,7 +248,7 @@ Status RunAll(const std::string& transport, int n, const std::vector<Case>& case
       }
       me.t = std::move(t).value();
       for (const Case& c : cases) {
-        Status s = me.Run(c);
+        Status s = c.kind == CollKind::kAllreduce ? me.Run(c) : me.RunOther(c.kind, c);
         if (!s.ok()) {
           result[static_cast<size_t>(r)] = s;
           me.t->Abort(s.message());  // the others' next waits fail at once
@@ -212,13 +269,19 @@ TEST_CASE("pipelined staging: hands input over piece by piece and output back as
   for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kDoubling, Algo::kHierarchical})
     for (Place place : {Place::kDevice, Place::kInPlace, Place::kDeviceIn, Place::kDeviceOut})
       for (size_t count : {size_t{1}, size_t{7}, size_t{2001}}) {
-        cases.push_back({algo, count, DType::kF32, ReduceOp::kSum, Compression::kNone, place});
-        cases.push_back({algo, count, DType::kI64, ReduceOp::kMax, Compression::kNone, place});
-        cases.push_back({algo, count, DType::kBF16, ReduceOp::kAvg, Compression::kNone, place});
+        cases.push_back({CollKind::kAllreduce, algo, count, DType::kF32, ReduceOp::kSum, Compression::kNone, place});
+        cases.push_back({CollKind::kAllreduce, algo, count, DType::kI64, ReduceOp::kMax, Compression::kNone, place});
+        cases.push_back({CollKind::kAllreduce, algo, count, DType::kBF16, ReduceOp::kAvg, Compression::kNone, place});
       }
   // Compression reads the input when it encodes (the ring only).
   for (Place place : {Place::kDevice, Place::kInPlace})
-    cases.push_back({Algo::kRing, 3001, DType::kF32, ReduceOp::kSum, Compression::kFp16, place});
+    cases.push_back({CollKind::kAllreduce, Algo::kRing, 3001, DType::kF32, ReduceOp::kSum, Compression::kFp16, place});
+  // The other collectives staged piece by piece, every algorithm each has.
+  for (CollKind kind : {CollKind::kBroadcast, CollKind::kAllgather, CollKind::kReduceScatter})
+    for (int a = 1; a <= static_cast<int>(Algo::kHierarchical); ++a)
+      if (FindAlgo(kind, static_cast<Algo>(a)))
+        for (size_t count : {size_t{1}, size_t{7}, size_t{2001}})
+          cases.push_back({kind, static_cast<Algo>(a), count, DType::kI32, ReduceOp::kSum, Compression::kNone, Place::kDevice});
   for (const char* transport : {"tcp", "shm"})
     for (int n : {2, 3, 4}) {
       Status s = RunAll(transport, n, cases);
