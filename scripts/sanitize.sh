@@ -5,9 +5,10 @@
 #         also carries the fuzzers' coverage, so scripts/fuzz.sh reuses it): every unit test,
 #         then a time-boxed selection of the multi-process tests over tcp and shm, and the C
 #         API programs under hooprun.
-#   tsan: ThreadSanitizer (build-tsan): the tensor fusion runtime's unit and multi-process tests,
-#         hooprun's threads included, and the point-to-point C program (its calls' threads and
-#         the communicator's worker share the transport). UCX's memory hooks are turned off.
+#   tsan: ThreadSanitizer (build-tsan): the unit tests of the tensor fusion runtime, splits and
+#         calls on (fake) streams, the fusion multi-process tests, hooprun's threads included,
+#         and the point-to-point C program (its calls' threads and the communicator's worker
+#         share the transport). UCX's memory hooks are turned off.
 # Any report fails the run, even in a rank whose test expects it to fail: every sanitizer writes
 # its reports to files under <tree>/sanitizer-reports/, which must be empty at the end.
 set -euo pipefail
@@ -91,7 +92,8 @@ run_tsan() {
   export UCX_MEM_EVENTS=no UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none
   export HOOPTEST_BACKENDS=tcp,shm
   # [split]: a split, a dup and their parent driven from several threads over shared connections.
-  bounded 120 "$tree/bin/hoop-unit-tests" "[fusion],[split]"
+  # [stream]: calls on (fake) streams, whose host functions, the worker and the callers meet.
+  bounded 120 "$tree/bin/hoop-unit-tests" "[fusion],[split],[stream]"
   bounded 600 "$tree/bin/hoop-multiproc-tests" "[fusion]"
   # Point-to-point: the caller's thread and the communicator's worker both drive the transport.
   bounded 120 "$tree/bin/hooprun" -np 3 "$tree/bin/hoop-c-p2p-test"
