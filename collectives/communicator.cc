@@ -140,7 +140,7 @@ Communicator::Communicator(CommOptions opts, Store* store, Membership m, std::un
       store_(store),
       membership_(std::move(m)),
       transport_(std::move(transport)),
-      stream_order_(opts_.stream_launch),
+      stream_order_(opts_.stream_ops),
       plans_(opts_.rank, opts_.size, HostIds(membership_.hosts)),
       even_hosts_(EvenHosts(HostIds(membership_.hosts))) {
   Mailbox::Options mo;
@@ -212,6 +212,15 @@ Work Communicator::Submit(Op op, bool blocking) {
   if (!op.abort) {
     Status s = op.p2p ? CheckP2p(*op.p2p, op.stream.has_value()) : CheckCall(op);
     if (!s.ok()) return Work::MakeRefused(s);
+  }
+  // A plain call on device memory starts after the caller's work queued before it: marked now,
+  // not when the worker gets to it (ready_events.h).
+  if (!op.abort && !op.p2p && !op.stream && OnDevice(op)) {
+    auto ready = ready_events_.Record();
+    if (!ready.ok())
+      return Work::MakeRefused(ready.status().WithContext("rank " + std::to_string(opts_.rank) + ": " +
+                                                          CollKindName(op.kind) + ": marking the caller's CUDA work"));
+    op.ready = *ready;
   }
   Work w;
   w.state_ = std::make_shared<Work::State>();
@@ -364,6 +373,7 @@ void Communicator::RunOne(const Op& op, bool caller_waits) {
     if (!result.ok() && result.code() != Code::kInvalidArgument) Poison(result);
   }
   if (op.ticket.seq != 0) StreamOrder::Release(op.ticket);  // done or failed: the stream goes on
+  ready_events_.Give(op.ready);
   {
     std::lock_guard<std::mutex> lock(op.state->mu);
     op.state->done = true;

@@ -26,6 +26,7 @@
 #include "collectives/kernels/wire.h"
 #include "collectives/mailbox.h"
 #include "collectives/pipelined_staging.h"
+#include "collectives/ready_events.h"
 #include "collectives/stream_order.h"
 #include "collectives/stream_staging.h"
 #include "common/host_memory.h"
@@ -83,9 +84,9 @@ struct CommOptions {
   size_t window = 8;
   Compression compression = Compression::kNone;  // default for allreduce calls (HOOP_COMPRESSION)
   size_t unexpected_bytes = 64u << 20;  // point-to-point messages held unreceived (HOOP_UNEXPECTED_BYTES)
-  // Tests only: how a host function is queued on a "stream" (StreamOrder's seam). Set, calls on a
-  // stream need no CUDA device, so their ordering is tested on a fake stream with host buffers.
-  StreamOrder::LaunchHostFn stream_launch = nullptr;
+  // Tests only: what is done to a "stream" (StreamOrder's seam). Set, calls on a stream need no
+  // CUDA device, so their ordering is tested on a fake stream with host buffers.
+  const StreamOps* stream_ops = nullptr;
   static CommOptions FromConfig(const Config& c);
 };
 
@@ -218,6 +219,7 @@ class Communicator {
     std::optional<void*> stream;  // CallOptions::stream
     StreamTicket ticket;          // its place on that stream (seq 0: none), taken when queued
     Status stage_error;           // staging it on the stream failed after its hold was queued
+    ReadyEvents::Ready ready;     // a plain call on device memory: the caller's work before it
   };
   // Where a communicator sits among those sharing its connections.
   struct Membership {
@@ -346,7 +348,8 @@ class Communicator {
   std::unique_ptr<Transport> transport_;  // used only by whoever holds the turn
   StagingPool staging_;
   PinnedStaging device_staging_;  // host copies of device buffers (RunStaged, RunPipelined)
-  std::unique_ptr<CudaStageCopies> stage_copies_;  // RunPipelined's streams and events, on one device
+  std::unique_ptr<CudaStageCopies> stage_copies_;  // the staging's streams and events, on one device
+  ReadyEvents ready_events_;  // where plain calls on device memory start (Submit)
   StreamStaging stream_staging_;  // the same for calls on a CUDA stream (under mu_)
   mutable ReadableCache readable_;  // host buffers found readable (CheckCall, where CUDA devices are)
   StreamOrder stream_order_;      // calls on CUDA streams (after the worker, which releases them)

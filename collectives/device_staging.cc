@@ -70,38 +70,44 @@ Status Communicator::RunStaged(const Op& op, uint32_t seq) {
     if ((op.kind == CollKind::kAllreduce || all_device) && (din < 0 || dout < 0 || din == dout))
       return RunPipelined(op, seq, din >= 0 ? din : dout);
   }
+  // Whole buffers, on the staging streams of the device of the input (else the output): after the
+  // caller's work before the call (op.ready), waited for before the run and after it.
+  const int device = QueryMemory(plan.in_dev ? op.in.data : op.out.data).device;
+  if (!stage_copies_ || stage_copies_->device() != device) stage_copies_ = std::make_unique<CudaStageCopies>(device);
   Op host = op;
-  // Every copy on the legacy default stream: ordered after the caller's work on every blocking
-  // stream, and waited for.
-  void* s = nullptr;
-  if (plan.out_dev) {
+  uint32_t ins = 0;
+  Status c = stage_copies_->Prepare(op.ready.event);
+  if (c.ok() && plan.out_dev) {
     auto p = device_staging_.Get(1, plan.out_bytes);
-    if (!p.ok()) return ctx(p.status());
-    host.out.data = *p;
-    host.out.kind = MemKind::kCudaPinned;
-    if (plan.inside) {  // the output's current contents are (part of) the input
-      Status c = CopyMem(*p, MemKind::kCudaPinned, op.out.data, MemKind::kCuda, plan.out_bytes, s);
-      if (!c.ok()) return ctx(c);
+    c = p.status();
+    if (p.ok()) {
+      host.out.data = *p;
+      host.out.kind = MemKind::kCudaPinned;
+    }
+    if (p.ok() && plan.inside) {  // the output's current contents are (part of) the input
+      c = stage_copies_->QueueIn(*p, op.out.data, plan.out_bytes);
+      ++ins;
       host.in.data = *p + plan.in_offset;
       host.in.kind = MemKind::kCudaPinned;
     }
   }
-  if (plan.in_dev && !plan.inside) {
+  if (c.ok() && plan.in_dev && !plan.inside) {
     auto p = device_staging_.Get(0, plan.in_bytes);
-    if (!p.ok()) return ctx(p.status());
-    Status c = CopyMem(*p, MemKind::kCudaPinned, op.in.data, MemKind::kCuda, plan.in_bytes, s);
-    if (!c.ok()) return ctx(c);
-    host.in.data = *p;
-    host.in.kind = MemKind::kCudaPinned;
+    c = p.status();
+    if (p.ok()) {
+      c = stage_copies_->QueueIn(*p, op.in.data, plan.in_bytes);
+      ++ins;
+      host.in.data = *p;
+      host.in.kind = MemKind::kCudaPinned;
+    }
   }
-  if (Status c = CudaStreamSync(s); !c.ok()) return ctx(c);
-  HOOP_RETURN_IF_ERROR(RunOp(host, seq));
-  if (plan.out_dev) {
-    Status c = CopyMem(op.out.data, MemKind::kCuda, host.out.data, MemKind::kCudaPinned, plan.out_bytes, s);
-    if (c.ok()) c = CudaStreamSync(s);
-    if (!c.ok()) return ctx(c);
-  }
-  return Status::Ok();
+  if (c.ok()) c = stage_copies_->WaitIn(ins, Deadline::After(opts_.timeout));
+  Status run = c.ok() ? RunOp(host, seq) : ctx(c);  // RunOp's errors name the call
+  if (run.ok() && plan.out_dev) run = ctx(stage_copies_->QueueOut(op.out.data, host.out.data, plan.out_bytes));
+  // Every copy waited for, whatever happened: the pinned buffers are reused by the next call.
+  Status copies = stage_copies_->Finish();
+  if (!run.ok()) return run;
+  return copies.ok() ? copies : ctx(copies);
 }
 
 Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
@@ -147,7 +153,7 @@ Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
   const size_t count = bcast || scatter ? op.out.count : op.in.count;
   char* own = static_cast<char*>(op.out.data) + static_cast<size_t>(opts_.rank) * in_bytes;  // allgather
   if (!stage_copies_ || stage_copies_->device() != device) stage_copies_ = std::make_unique<CudaStageCopies>(device);
-  Status run = stage_copies_->Prepare();
+  Status run = stage_copies_->Prepare(op.ready.event);
   // The callers' placements in the output (RunBroadcast's, RunAllgather's), made on the device.
   if (run.ok() && root && op.in.data != op.out.data) run = stage_copies_->Place(op.out.data, op.in.data, out_bytes);
   if (run.ok() && gather && own != op.in.data) run = stage_copies_->Place(own, op.in.data, in_bytes);

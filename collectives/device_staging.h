@@ -2,9 +2,11 @@
 // The communicator's RunOp sends an operation with CUDA device buffers here (RunStaged, in
 // device_staging.cc): the device input is copied into pinned host staging, the collective runs on
 // the host copies like any other, and the output is copied back to the device before the call
-// completes. Every copy goes on CUDA's legacy default stream, which orders it after the caller's
-// work queued on any blocking stream, and is waited for, so the call behaves as the plain form of
-// ncclAllReduce used with a synchronised stream. A call on a caller's stream is staged at the call
+// completes. The copies go on the staging streams (CudaStageCopies, pipelined_staging.h), which
+// first wait for an event recorded on the caller's legacy default stream at the call (so after
+// the caller's work queued on any blocking stream; ready_events.h says why at the call), and are
+// waited for, so the call behaves as the plain form of ncclAllReduce used with a synchronised
+// stream. A call on a caller's stream is staged at the call
 // instead, by copies queued on that stream (stream_staging.h), and never comes here. An input
 // inside the output buffer (an in-place allgather's own block) keeps its place in the output's
 // staging.

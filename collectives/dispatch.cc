@@ -38,7 +38,7 @@ Status Communicator::CheckCall(const Op& op) const {
                                                    " is CUDA device memory, but: " + devices.status().message());
     }
   }
-  if (op.stream && !opts_.stream_launch) {
+  if (op.stream && !opts_.stream_ops) {
     auto devices = CudaDeviceCount();
     if (!devices.ok())
       return Status(devices.status().code(), "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +

@@ -22,7 +22,7 @@ Status Communicator::CheckP2p(bool is_send, const Buffer& b, int peer, int tag, 
     return bad("peer " + std::to_string(peer) + " is not a rank (size " + std::to_string(opts_.size) + ")" +
                (any_ok ? " nor HOOP_ANY_SOURCE (-1)" : ""));
   if (tag < 0) return bad("tag " + std::to_string(tag) + " is negative");
-  if (on_stream && !opts_.stream_launch) {
+  if (on_stream && !opts_.stream_ops) {
     auto devices = CudaDeviceCount();
     if (!devices.ok())
       return Status(devices.status().code(), "rank " + std::to_string(opts_.rank) + ": " + call +

@@ -50,7 +50,7 @@ CudaStageCopies::~CudaStageCopies() {
   for (void* e : marks_) CudaEventDestroy(e);
 }
 
-Status CudaStageCopies::Prepare() {
+Status CudaStageCopies::Prepare(void* ready) {
   auto current = CudaGetDevice();
   caller_device_ = current.ok() ? *current : -1;
   HOOP_RETURN_IF_ERROR(CudaSetDevice(device_));
@@ -62,10 +62,13 @@ Status CudaStageCopies::Prepare() {
   queued_ = 0;
   out_waits_ = false;
   // The legacy default stream waits for the caller's work on every blocking stream; both of
-  // ours wait for it.
-  HOOP_RETURN_IF_ERROR(CudaEventRecord(start_, nullptr));
-  HOOP_RETURN_IF_ERROR(CudaStreamWaitEvent(in_, start_));
-  return CudaStreamWaitEvent(out_, start_);
+  // ours wait for the point marked on it at the call (or now).
+  if (ready == nullptr) {
+    HOOP_RETURN_IF_ERROR(CudaEventRecord(start_, nullptr));
+    ready = start_;
+  }
+  HOOP_RETURN_IF_ERROR(CudaStreamWaitEvent(in_, ready));
+  return CudaStreamWaitEvent(out_, ready);
 }
 
 Status CudaStageCopies::Place(void* device_dst, const void* device_src, size_t bytes) {

@@ -36,8 +36,10 @@ namespace hoop {
 class StageCopies {
  public:
   virtual ~StageCopies() = default;
-  // Orders what follows after the caller's earlier work (the plain calls' promise).
-  virtual Status Prepare() = 0;
+  // Orders what follows after the caller's earlier work (the plain calls' promise): after
+  // `ready`, an event recorded at the call (ready_events.h), or null: the legacy default stream's
+  // work so far.
+  virtual Status Prepare(void* ready) = 0;
   // Queues a device-to-device copy ahead of the copies in (what the caller places in the output
   // before the run: an allgather's own block).
   virtual Status Place(void* device_dst, const void* device_src, size_t bytes) = 0;
@@ -95,7 +97,7 @@ class CudaStageCopies final : public StageCopies {
   CudaStageCopies& operator=(const CudaStageCopies&) = delete;
   int device() const { return device_; }
 
-  Status Prepare() override;
+  Status Prepare(void* ready) override;
   Status Place(void* device_dst, const void* device_src, size_t bytes) override;
   Status QueueIn(void* host, const void* device, size_t bytes) override;
   Status WaitIn(uint32_t k, Deadline deadline) override;

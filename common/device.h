@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,14 @@ Status CudaStreamWaitEvent(void* stream, void* event);
 // Queues `fn(arg)` on `stream`: it runs on a thread of CUDA's once the work before it is done, and
 // the stream's later work waits until it returns (it must make no CUDA call).
 Status CudaLaunchHostFunc(void* stream, void (*fn)(void*), void* arg);
+// Words of host memory a device reads while it runs (pinned and mapped), zeroed, and their freeing
+// (which waits for the device, as freeing pinned memory does).
+StatusOr<uint32_t*> CudaAllocWords(size_t n);
+void CudaFreeWords(uint32_t* words);
+// Makes `stream`'s later work wait, on the device, until `*word` >= value (as 32-bit integers that
+// wrap: (int32_t)(*word - value) >= 0): cuStreamWaitValue32. No host thread waits for it; the host
+// lets the stream go by storing the value.
+Status CudaStreamWaitWord(void* stream, const uint32_t* word, uint32_t value);
 // Blocks the calling thread until the work before the event has finished.
 Status CudaEventSync(void* event);
 // Milliseconds between two recorded timing events (after both have finished).

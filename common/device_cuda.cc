@@ -3,6 +3,7 @@
 // so a machine without one still loads libhoop, and the first call here fails with the
 // runtime's "driver version is insufficient" (error 35), which CudaDeviceCount keeps and every
 // later question repeats.
+#include <cuda.h>  // the driver API's types only: its functions are found through the runtime
 #include <cuda_runtime_api.h>
 
 #include <cstring>
@@ -169,6 +170,48 @@ Status CudaSetDevice(int device) {
     return InvalidArgument("CUDA device " + std::to_string(device) + " does not exist (this process sees " +
                            std::to_string(n) + ")");
   HOOP_CUDA_RETURN(cudaSetDevice(device));
+  return Status::Ok();
+}
+
+StatusOr<uint32_t*> CudaAllocWords(size_t n) {
+  HOOP_RETURN_IF_ERROR(Devices().status());
+  void* p = nullptr;
+  HOOP_CUDA_RETURN(cudaHostAlloc(&p, n * sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable));
+  std::memset(p, 0, n * sizeof(uint32_t));
+  return static_cast<uint32_t*>(p);
+}
+
+void CudaFreeWords(uint32_t* words) {
+  if (words == nullptr) return;
+  (void)cudaFreeHost(words);
+  (void)cudaGetLastError();
+}
+
+namespace {
+using WaitValue32 = CUresult(CUDAAPI*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+// cuStreamWaitValue32 from the driver the runtime loaded (no link against libcuda), found once.
+StatusOr<WaitValue32> FindWaitValue32() {
+  static const StatusOr<WaitValue32> found = []() -> StatusOr<WaitValue32> {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    HOOP_CUDA_RETURN(cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || fn == nullptr)
+      return Unimplemented("cuStreamWaitValue32: not found in this CUDA driver (stream memory operations)");
+    return reinterpret_cast<WaitValue32>(fn);
+  }();
+  return found;
+}
+}  // namespace
+
+Status CudaStreamWaitWord(void* stream, const uint32_t* word, uint32_t value) {
+  HOOP_RETURN_IF_ERROR(Devices().status());
+  HOOP_ASSIGN_OR_RETURN(WaitValue32 wait, FindWaitValue32());
+  void* dev = nullptr;
+  HOOP_CUDA_RETURN(cudaHostGetDevicePointer(&dev, const_cast<uint32_t*>(word), 0));
+  const CUresult r = wait(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(dev), value,
+                          CU_STREAM_WAIT_VALUE_GEQ);
+  if (r != CUDA_SUCCESS)
+    return Internal("cuStreamWaitValue32: CUDA driver error " + std::to_string(static_cast<int>(r)));
   return Status::Ok();
 }
 

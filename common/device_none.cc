@@ -34,6 +34,9 @@ StatusOr<void*> CudaStreamCreate(int) { return NoCuda("cudaStreamCreate"); }
 void CudaStreamDestroy(void*) {}
 Status CudaSetDevice(int) { return NoCuda("cudaSetDevice"); }
 StatusOr<int> CudaGetDevice() { return NoCuda("cudaGetDevice"); }
+StatusOr<uint32_t*> CudaAllocWords(size_t) { return NoCuda("cudaHostAlloc"); }
+void CudaFreeWords(uint32_t*) {}
+Status CudaStreamWaitWord(void*, const uint32_t*, uint32_t) { return NoCuda("cuStreamWaitValue32"); }
 StatusOr<void*> CudaEventCreate(bool) { return NoCuda("cudaEventCreate"); }
 void CudaEventDestroy(void*) {}
 Status CudaEventRecord(void*, void*) { return NoCuda("cudaEventRecord"); }

@@ -2,8 +2,13 @@
 // their buffers differently in one call (device in and out, in place on the device, device input
 // with host output, host input with device output, all host) give the reference's exact values,
 // 2-4 ranks sharing one GPU over shm, at counts that make one chunk, a few, and many. The upload
-// of the input is not waited for: the plain call orders itself after the legacy stream's work.
+// of the input is not waited for: the plain call orders itself after the legacy stream's work,
+// as marked at the call: a call on the legacy stream made after it, whose hold the legacy stream
+// then carries, does not hold it up.
 #include "tests/gpu/gpu_support.h"
+
+#include <chrono>
+#include <thread>
 
 #include "collectives/reference.h"
 #include "tests/support/thread_ranks.h"
@@ -74,4 +79,45 @@ TEST_CASE("gpu: allreduce with ranks placing buffers differently, staged piece b
     INFO(n << " ranks: " << s.message());
     CHECK(s.ok());
   }
+}
+
+namespace {
+void SleepOnStream(void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
+}  // namespace
+
+TEST_CASE("gpu: a plain call made before a call on the legacy stream does not wait behind that call's hold", "[gpu]") {
+  if (!HaveGpu()) return;
+  // The worker is kept busy by a call on a stream of its own whose input comes 300 ms late;
+  // meanwhile a plain call on device memory is queued, then a call on the legacy default stream,
+  // whose hold the legacy stream then carries. The plain call must start after the work before
+  // it, not after that hold (which waits for the worker, which is to run the plain call first).
+  auto ranks = ThreadRanks::Start(1, "shm", std::chrono::seconds(20));
+  REQUIRE(ranks.ok());
+  Communicator& c = (*ranks)->comm(0);
+  const size_t count = 1 << 20, bytes = count * sizeof(float);
+  std::vector<float> ones(count, 1.0f);
+  DeviceBuf a(bytes), b(bytes), x(bytes);
+  a.Upload(ones.data(), bytes);
+  b.Upload(ones.data(), bytes);
+  x.Upload(ones.data(), bytes);
+  auto stream = CudaStreamCreate(0);
+  REQUIRE(stream.ok());
+  REQUIRE(CudaLaunchHostFunc(*stream, &SleepOnStream, nullptr).ok());
+  CallOptions on_s, on_legacy;
+  on_s.stream = *stream;
+  on_legacy.stream = nullptr;
+  auto dev = [&](const DeviceBuf& d) { return Buffer{d.get(), count, DType::kF32, MemKind::kCuda}; };
+  Work w0 = c.Allreduce(dev(x), dev(x), ReduceOp::kSum, on_s);
+  Work w1 = c.Allreduce(dev(a), dev(a), ReduceOp::kSum);
+  Work w2 = c.Allreduce(dev(b), dev(b), ReduceOp::kSum, on_legacy);
+  Status s1 = w1.Wait();
+  INFO(s1.ToString());
+  CHECK(s1.ok());
+  REQUIRE(CudaStreamSync(nullptr).ok());
+  REQUIRE(CudaStreamSync(*stream).ok());
+  CHECK(w0.Wait().ok());
+  CHECK(w2.Wait().ok());
+  std::vector<char> got = a.Download(bytes);
+  CHECK(std::memcmp(got.data(), ones.data(), bytes) == 0);  // one rank: the sum is the input
+  CudaStreamDestroy(*stream);
 }

@@ -22,7 +22,7 @@ namespace {
 
 class FakeCopies final : public StageCopies {
  public:
-  Status Prepare() override {
+  Status Prepare(void*) override {
     ins_.clear();
     done_ = 0;
     in_bytes_ = 0;
@@ -157,7 +157,7 @@ struct Rank {
     char* d_out = c.place == Place::kInPlace ? dev_in.data() : dev_out.data();
     std::vector<char> host_side_in = input, host_side_out(bytes, 0x11);
     FakeCopies copies;
-    HOOP_RETURN_IF_ERROR(copies.Prepare());
+    HOOP_RETURN_IF_ERROR(copies.Prepare(nullptr));
     PipelinedStaging memory(copies, in_dev ? d_in : nullptr, in_dev ? host_in.data() : nullptr,
                             out_dev ? d_out : nullptr, out_dev ? host_out.data() : nullptr,
                             Deadline::After(std::chrono::seconds(20)));
@@ -206,7 +206,7 @@ struct Rank {
         host_out(out_bytes + 1, 0x7f);
     const bool in_dev = kind != CollKind::kBroadcast || root;
     FakeCopies copies;
-    HOOP_RETURN_IF_ERROR(copies.Prepare());
+    HOOP_RETURN_IF_ERROR(copies.Prepare(nullptr));
     if (root) HOOP_RETURN_IF_ERROR(copies.Place(dev_out.data(), dev_in.data(), out_bytes));
     if (ag) HOOP_RETURN_IF_ERROR(copies.Place(dev_out.data() + own, dev_in.data(), count * es));
     PipelinedStaging memory(copies, in_dev ? dev_in.data() : nullptr, in_dev ? host_in.data() : nullptr,

@@ -1,6 +1,6 @@
 // Sends, receives and collectives on streams, through the communicator (ranks as threads over
 // shm and tcp), on fake streams (tests/support/fake_stream.h, installed with
-// CommOptions::stream_launch) and host buffers: the ordering logic without a device. The host
+// CommOptions::stream_ops) and host buffers: the ordering logic without a device. The host
 // threads never wait on a call: "kernels" queued on the streams write the inputs and check the
 // outputs, and the test waits only for the streams to reach their end. What a real stream adds
 // (device buffers staged by copies on it) is tested on a GPU (tests/gpu/p2p_test.cc).
@@ -20,7 +20,7 @@ using test::ThreadRanks;
 namespace {
 
 std::unique_ptr<ThreadRanks> Ranks(int n, const std::string& transport) {
-  auto t = ThreadRanks::Start(n, transport, 10s, [](CommOptions& o) { o.stream_launch = &FakeStream::Launch; });
+  auto t = ThreadRanks::Start(n, transport, 10s, [](CommOptions& o) { o.stream_ops = test::FakeStreamOps(); });
   INFO(t.status().message());
   REQUIRE(t.ok());
   return std::move(t).value();

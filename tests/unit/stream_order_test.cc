@@ -17,6 +17,14 @@ using test::Flag;
 using namespace std::chrono_literals;
 
 Status FailingLaunch(void*, void (*)(void*), void*) { return Internal("cudaLaunchHostFunc: no stream"); }
+const StreamOps kFailing{&FailingLaunch, &FakeStream::WaitWord, &FakeStream::AllocWords, &FakeStream::FreeWords};
+
+std::atomic<int> g_slabs{0};
+StatusOr<uint32_t*> CountedAlloc(size_t n) {
+  ++g_slabs;
+  return FakeStream::AllocWords(n);
+}
+const StreamOps kCounted{&FakeStream::Launch, &FakeStream::WaitWord, &CountedAlloc, &FakeStream::FreeWords};
 
 }  // namespace
 
@@ -24,7 +32,7 @@ TEST_CASE("stream order: the worker waits for the stream's earlier work, the str
   FakeStream stream;
   Flag gate, after;
   stream.Queue([&] { gate.Within(10s); });  // the caller's earlier work, still running
-  auto order = std::make_unique<StreamOrder>(&FakeStream::Launch);
+  auto order = std::make_unique<StreamOrder>(test::FakeStreamOps());
   auto t = order->Enter(&stream);
   REQUIRE(t.ok());
   CHECK(t->seq == 1);
@@ -43,7 +51,7 @@ TEST_CASE("stream order: the worker waits for the stream's earlier work, the str
 TEST_CASE("stream order: a release lets that call's stream go and no other, in any order", "[stream]") {
   FakeStream s1, s2;
   Flag after1, after2;
-  StreamOrder order(&FakeStream::Launch);
+  StreamOrder order(test::FakeStreamOps());
   auto t1 = order.Enter(&s1);
   auto t2 = order.Enter(&s2);
   REQUIRE((t1.ok() && t2.ok()));
@@ -65,7 +73,7 @@ TEST_CASE("stream order: freeing it lets every held stream go; a failed launch h
   FakeStream stream;
   Flag after;
   {
-    StreamOrder order(&FakeStream::Launch);
+    StreamOrder order(test::FakeStreamOps());
     auto t = order.Enter(&stream);
     REQUIRE(t.ok());
     stream.Queue([&] { after.up = true; });
@@ -73,10 +81,29 @@ TEST_CASE("stream order: freeing it lets every held stream go; a failed launch h
   }
   CHECK(after.Within(10s));
 
-  StreamOrder broken(&FailingLaunch);
+  StreamOrder broken(&kFailing);
   auto t = broken.Enter(&stream);
   REQUIRE_FALSE(t.ok());
   CHECK_THAT(t.status().message(), Catch::Contains("no stream"));
+}
+
+TEST_CASE("stream order: a released call's word is reused, with a higher value, and holds again", "[stream]") {
+  // More calls than one slab of words, one at a time: each holds its stream until released, and
+  // the words of released calls serve the later ones (one slab in all).
+  FakeStream stream;
+  StreamOrder order(&kCounted);
+  const int before = g_slabs.load();
+  for (size_t i = 0; i < 3 * StreamOrder::kSlabWords; ++i) {
+    auto t = order.Enter(&stream);
+    REQUIRE(t.ok());
+    Flag after;
+    stream.Queue([&] { after.up = true; });
+    REQUIRE(order.WaitInput(*t, Deadline::After(10s)).ok());
+    if (i % 500 == 0) CHECK_FALSE(after.Within(20ms));  // held until released
+    StreamOrder::Release(*t);
+    REQUIRE(after.Within(10s));
+  }
+  CHECK(g_slabs.load() - before == 1);
 }
 
 }  // namespace hoop
