@@ -95,4 +95,22 @@ Status CudaEventSync(void* event);
 // Milliseconds between two recorded timing events (after both have finished).
 StatusOr<float> CudaEventMs(void* start, void* end);
 
+// ---- CUDA IPC (legacy handles) ----
+// The allocation that holds a device pointer, as another process on this host can map it.
+struct CudaIpcExport {
+  char handle[64] = {};    // cudaIpcMemHandle_t of the allocation
+  uint64_t buffer_id = 0;  // unique per allocation in this process, never reused (a cache key)
+  uint64_t base = 0;       // the allocation's address here
+  size_t offset = 0;       // of the pointer from base
+  size_t size = 0;         // of the allocation
+};
+StatusOr<CudaIpcExport> CudaIpcGet(const void* p);
+// The buffer id of the allocation holding device pointer `p` (one cheap driver call: what tells
+// a cached export from a new allocation at the same address).
+StatusOr<uint64_t> CudaBufferId(const void* p);
+// Maps what another process exported into this one, on the calling thread's current device (with
+// peer access enabled lazily where devices differ); unmapped by CudaIpcClose.
+StatusOr<void*> CudaIpcOpen(const char (&handle)[64]);
+void CudaIpcClose(void* mapped);
+
 }  // namespace hoop

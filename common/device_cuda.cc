@@ -189,15 +189,28 @@ void CudaFreeWords(uint32_t* words) {
 
 namespace {
 using WaitValue32 = CUresult(CUDAAPI*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-// cuStreamWaitValue32 from the driver the runtime loaded (no link against libcuda), found once.
+using GetAddressRange = CUresult(CUDAAPI*)(CUdeviceptr*, size_t*, CUdeviceptr);
+using PointerGetAttribute = CUresult(CUDAAPI*)(void*, CUpointer_attribute, CUdeviceptr);
+// A driver function from the driver the runtime loaded (no link against libcuda).
+template <class F>
+StatusOr<F> DriverFn(const char* name, int version) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  HOOP_CUDA_RETURN(cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &q));
+  if (q != cudaDriverEntryPointSuccess || fn == nullptr)
+    return Unimplemented(std::string(name) + ": not found in this CUDA driver");
+  return reinterpret_cast<F>(fn);
+}
+Status DriverError(const char* call, CUresult r) {
+  return Internal(std::string(call) + ": CUDA driver error " + std::to_string(static_cast<int>(r)));
+}
+// cuStreamWaitValue32, found once.
 StatusOr<WaitValue32> FindWaitValue32() {
-  static const StatusOr<WaitValue32> found = []() -> StatusOr<WaitValue32> {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    HOOP_CUDA_RETURN(cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &q));
-    if (q != cudaDriverEntryPointSuccess || fn == nullptr)
-      return Unimplemented("cuStreamWaitValue32: not found in this CUDA driver (stream memory operations)");
-    return reinterpret_cast<WaitValue32>(fn);
+  static const StatusOr<WaitValue32> found = [] {
+    StatusOr<WaitValue32> f = DriverFn<WaitValue32>("cuStreamWaitValue32", 12000);
+    if (!f.ok() && f.status().code() == Code::kUnimplemented)
+      return StatusOr<WaitValue32>(Unimplemented(f.status().message() + " (stream memory operations)"));
+    return f;
   }();
   return found;
 }
@@ -268,6 +281,52 @@ StatusOr<float> CudaEventMs(void* start, void* end) {
   float ms = 0;
   HOOP_CUDA_RETURN(cudaEventElapsedTime(&ms, E(start), E(end)));
   return ms;
+}
+
+
+StatusOr<uint64_t> CudaBufferId(const void* p) {
+  HOOP_RETURN_IF_ERROR(Devices().status());
+  static const StatusOr<PointerGetAttribute> attr = DriverFn<PointerGetAttribute>("cuPointerGetAttribute", 12000);
+  HOOP_RETURN_IF_ERROR(attr.status());
+  unsigned long long id = 0;
+  if (CUresult r = (*attr)(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, reinterpret_cast<CUdeviceptr>(p)); r != CUDA_SUCCESS)
+    return DriverError("cuPointerGetAttribute(BUFFER_ID)", r);
+  return static_cast<uint64_t>(id);
+}
+
+StatusOr<CudaIpcExport> CudaIpcGet(const void* p) {
+  static const StatusOr<GetAddressRange> range = DriverFn<GetAddressRange>("cuMemGetAddressRange", 12000);
+  HOOP_ASSIGN_OR_RETURN(uint64_t id, CudaBufferId(p));
+  HOOP_RETURN_IF_ERROR(range.status());
+  CudaIpcExport x;
+  const auto dptr = reinterpret_cast<CUdeviceptr>(p);
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (CUresult r = (*range)(&base, &size, dptr); r != CUDA_SUCCESS) return DriverError("cuMemGetAddressRange", r);
+  cudaIpcMemHandle_t h{};
+  HOOP_CUDA_RETURN(cudaIpcGetMemHandle(&h, reinterpret_cast<void*>(base)));
+  static_assert(sizeof h == sizeof x.handle);
+  std::memcpy(x.handle, &h, sizeof h);
+  x.buffer_id = id;
+  x.base = static_cast<uint64_t>(base);
+  x.offset = static_cast<size_t>(dptr - base);
+  x.size = size;
+  return x;
+}
+
+StatusOr<void*> CudaIpcOpen(const char (&handle)[64]) {
+  HOOP_RETURN_IF_ERROR(Devices().status());
+  cudaIpcMemHandle_t h{};
+  std::memcpy(&h, handle, sizeof h);
+  void* p = nullptr;
+  HOOP_CUDA_RETURN(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess));
+  return p;
+}
+
+void CudaIpcClose(void* mapped) {
+  if (mapped == nullptr) return;
+  (void)cudaIpcCloseMemHandle(mapped);
+  (void)cudaGetLastError();
 }
 
 }  // namespace hoop

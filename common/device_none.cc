@@ -45,5 +45,9 @@ Status CudaStreamWaitEvent(void*, void*) { return NoCuda("cudaStreamWaitEvent");
 Status CudaLaunchHostFunc(void*, void (*)(void*), void*) { return NoCuda("cudaLaunchHostFunc"); }
 Status CudaEventSync(void*) { return NoCuda("cudaEventSynchronize"); }
 StatusOr<float> CudaEventMs(void*, void*) { return NoCuda("cudaEventElapsedTime"); }
+StatusOr<CudaIpcExport> CudaIpcGet(const void*) { return NoCuda("cudaIpcGetMemHandle"); }
+StatusOr<uint64_t> CudaBufferId(const void*) { return NoCuda("cuPointerGetAttribute"); }
+StatusOr<void*> CudaIpcOpen(const char (&)[64]) { return NoCuda("cudaIpcOpenMemHandle"); }
+void CudaIpcClose(void*) {}
 
 }  // namespace hoop
