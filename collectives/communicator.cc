@@ -1,4 +1,5 @@
 #include "collectives/communicator.h"
+#include "collectives/cuda_queue.h"
 
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.window = c.window;
   o.compression = ParseCompression(c.compression).value_or(Compression::kNone);
   o.unexpected_bytes = c.unexpected_bytes;
+  o.cuda_ipc = c.cuda_ipc;
   return o;
 }
 
@@ -99,7 +101,10 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
   if (o.local_size < 0) o.local_size = local_size;
 
   // Back ends, per peer: shm on this host, then ucx/ofi/tcp (transport/select.h).
-  TransportOptions topts{o.rank, o.size, o.host, o.token, o.name, peers};
+  DeviceAccess device;
+  if (o.device_access) device = *o.device_access;
+  else if (o.cuda_ipc) device = CudaDeviceAccess();
+  TransportOptions topts{o.rank, o.size, o.host, o.token, o.name, peers, device};
   auto transport = ConnectPeers(store, prefix, topts, o.transport, deadline);
   if (!transport.ok()) return transport.status().WithContext(ctx);
   HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << (*transport)->Label()
@@ -215,7 +220,7 @@ Work Communicator::Submit(Op op, bool blocking) {
   }
   // A plain call on device memory starts after the caller's work queued before it: marked now,
   // not when the worker gets to it (ready_events.h).
-  if (!op.abort && !op.p2p && !op.stream && OnDevice(op)) {
+  if (!op.abort && !op.p2p && !op.stream && OnDevice(op) && !opts_.device_access) {
     auto ready = ready_events_.Record();
     if (!ready.ok())
       return Work::MakeRefused(ready.status().WithContext("rank " + std::to_string(opts_.rank) + ": " +
@@ -427,7 +432,7 @@ std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo, Compre
 }
 
 Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out,
-                                 uint32_t seq, Compression wire, ExecMemory* memory) {
+                                 uint32_t seq, Compression wire, ExecMemory* memory, DeviceQueue* queue) {
   OpDesc desc{op.kind, out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op), static_cast<uint8_t>(wire)};
   size_t esize = DTypeSize(out.dtype);
   ExecArgs a;
@@ -459,6 +464,7 @@ Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Bu
   a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
   a.waiting_for = &waiting_for_;
   a.memory = memory;
+  a.queue = queue;
   Mailbox* mailbox = mailbox_.get();
   a.foreign = [mailbox](const Completion& c) { mailbox->Handle(c); };
   struct Context {

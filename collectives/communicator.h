@@ -87,6 +87,13 @@ struct CommOptions {
   // Tests only: what is done to a "stream" (StreamOrder's seam). Set, calls on a stream need no
   // CUDA device, so their ordering is tested on a fake stream with host buffers.
   const StreamOps* stream_ops = nullptr;
+  // Device buffers of ranks on one host move by CUDA IPC over the shm back end (HOOP_CUDA_IPC);
+  // off, they are staged through pinned host memory like those of ranks on other hosts.
+  bool cuda_ipc = true;
+  // Tests only: the device queues the transport gets (transport/device_queue.h) instead of
+  // CUDA's. Set, device buffers need no CUDA device: a fake "device" of host memory tests the
+  // device runs and the IPC protocol.
+  const DeviceAccess* device_access = nullptr;
   static CommOptions FromConfig(const Config& c);
 };
 
@@ -291,6 +298,11 @@ class Communicator {
   Status RunStaged(const Op& op, uint32_t seq);
   // An allreduce on device buffers: staged piece by piece beside the wire (pipelined_staging.h).
   Status RunPipelined(const Op& op, uint32_t seq, int device);
+  // Device buffers the transport moves itself (CUDA IPC, device_direct.cc): the queue to run op
+  // on, or null (it is staged), and the run.
+  DeviceQueue* DirectQueue(const Op& op);
+  Status RunDirect(const Op& op, uint32_t seq, DeviceQueue& q);
+  int DeviceOf(const void* p) const;  // -1: not device memory
   // A call on a CUDA stream, at the call (under mu_): its device buffers staged by copies queued
   // on the stream around its hold, `op` rewritten to the pinned copies (stream_staging.h).
   StatusOr<StreamTicket> EnterStream(Op& op);
@@ -319,9 +331,11 @@ class Communicator {
   // Queues a collective of `kind` (the shared body of the calls above).
   Work Post(CollKind kind, const Buffer& in, const Buffer& out, ReduceOp op, int root, const CallOptions& o);
   // Runs the plan for (op's collective, algo, count) from in to out; plans are cached (plan.h).
-  // `memory`: the executor's memory seam (executor.h), for staged device buffers.
+  // `memory`: the executor's memory seam (executor.h), for staged device buffers; `queue`: a
+  // device run's (RunDirect).
   Status RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq,
-                     Compression wire = Compression::kNone, ExecMemory* memory = nullptr);
+                     Compression wire = Compression::kNone, ExecMemory* memory = nullptr,
+                     DeviceQueue* queue = nullptr);
   // How an allreduce travels: none, fp16 or bf16, with auto decided (compression_policy.cc).
   StatusOr<Compression> WireFor(const Op& op);
   StatusOr<double> ProbeLinkGBps();

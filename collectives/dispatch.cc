@@ -30,7 +30,7 @@ Status Communicator::CheckCall(const Op& op) const {
                DTypeName(op.out.dtype));
   // Device memory is staged through pinned host memory (device_staging.h): it needs a device.
   for (const Buffer* b : {&op.in, &op.out}) {
-    if ((b == &op.out ? out_used : in_used) && b->kind == MemKind::kCuda) {
+    if ((b == &op.out ? out_used : in_used) && b->kind == MemKind::kCuda && !opts_.device_access) {
       auto devices = CudaDeviceCount();
       if (!devices.ok())
         return Status(devices.status().code(), "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": " +
@@ -207,7 +207,10 @@ Status Communicator::RunOp(const Op& op, uint32_t seq) {
     if (!op.stage_error.ok()) return ctx(op.stage_error);
     if (Status s = WaitStreamInput(op.ticket); !s.ok()) return ctx(s);
   }
-  if (OnDevice(op)) return RunStaged(op, seq);
+  if (OnDevice(op)) {
+    if (DeviceQueue* q = DirectQueue(op)) return RunDirect(op, seq, *q);
+    return RunStaged(op, seq);
+  }
   switch (op.kind) {
     case CollKind::kAllreduce: return RunAllreduce(op, seq);
     case CollKind::kBroadcast: return RunBroadcast(op, seq);

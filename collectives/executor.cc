@@ -27,6 +27,20 @@ Status StagingPool::Reserve(Transport& transport, size_t slots, size_t bytes) {
   return Status::Ok();
 }
 
+Status StagingPool::ReserveDevice(Transport& transport, DeviceQueue& queue, size_t slots, size_t bytes) {
+  HOOP_ASSIGN_OR_RETURN(char* base, queue.Scratch(kScratchChunks, slots * bytes));
+  buffers_.clear();
+  regions_.clear();
+  free_.clear();
+  bytes_ = bytes;
+  for (size_t i = 0; i < slots; ++i) {
+    HOOP_ASSIGN_OR_RETURN(Region r, transport.RegisterStaging(base + i * bytes, bytes, MemKind::kCuda));
+    regions_.push_back(r);
+    free_.push_back(i);
+  }
+  return Status::Ok();
+}
+
 StatusOr<size_t> StagingPool::AcquireOrGrow(Transport& transport) {
   if (free_.empty()) HOOP_RETURN_IF_ERROR(Reserve(transport, buffers_.size() + 1, bytes_));
   return Acquire();
@@ -51,7 +65,7 @@ uint64_t MatchTag(uint32_t seq, uint32_t chunk, uint16_t msg) {
 class Run {
  public:
   Run(Transport& t, StagingPool& pool, ExecState& st, const ExecArgs& a)
-      : t_(t), pool_(pool), s_(st), a_(a), plan_(*a.plan), units_(plan_.units), steps_(plan_.schedule.steps),
+      : t_(t), pool_(&pool), s_(st), a_(a), plan_(*a.plan), units_(plan_.units), steps_(plan_.schedule.steps),
         esize_(DTypeSize(a.dtype)), aliased_(Overlap(a.in, a.out)) {}
 
   Status Go() {
@@ -68,7 +82,11 @@ class Run {
     // Only schedules that reduce need a kernel (a bool broadcast carries op sum, which has none).
     const bool reduces = std::any_of(plan_.schedule.steps.begin(), plan_.schedule.steps.end(),
                                      [](const Step& st) { return st.recv == RecvKind::kReduce; });
-    if (reduces) {
+    if (q_ && (a_.compression != Compression::kNone || a_.memory))
+      return Internal(a_.what() + ": a device run with compression or a memory seam");
+    if (reduces && q_) {
+      if (!q_->CanReduce(a_.dtype, a_.op)) return Unimplemented(a_.what() + ": no device reduction kernel for this data");
+    } else if (reduces) {
       reduce_ = LookupReduce(a_.dtype, a_.op, a_.in.kind);
       if (!reduce_) return Unimplemented(a_.what() + ": no reduction kernel for this memory");
       stream_ = LookupReduceStreaming(a_.dtype, a_.op, a_.in.kind);
@@ -81,7 +99,12 @@ class Run {
       HOOP_RETURN_IF_ERROR(s_.wire_sends.Reserve(t_, 0, WireBytes(chunk_elems)));
     }
     const size_t window = a_.window * static_cast<size_t>(std::max(1, plan_.schedule.window_scale));
-    HOOP_RETURN_IF_ERROR(pool_.Reserve(t_, window, wire_ ? WireBytes(chunk_elems) : chunk_elems * esize_));
+    if (q_) {
+      pool_ = &s_.device_chunks;
+      HOOP_RETURN_IF_ERROR(pool_->ReserveDevice(t_, *q_, window, chunk_elems * esize_).WithContext(a_.what()));
+    } else {
+      HOOP_RETURN_IF_ERROR(pool_->Reserve(t_, window, wire_ ? WireBytes(chunk_elems) : chunk_elems * esize_));
+    }
     if (a_.memory) HOOP_RETURN_IF_ERROR(a_.memory->Begin(plan_, esize_));
 
     std::vector<Completion>& done = s_.done;
@@ -153,14 +176,14 @@ class Run {
     // In place only once acting: the data could land before our own send of that memory is read.
     // Compressed data is always staged: it is decoded, not landed.
     const bool early_ok = !WaitsForSend(u) && !wire_;
-    if (st.recv == RecvKind::kCopy && early_ok && !(stage_copies_ && a_.out.bytes >= kStreamingBytes)) {
+    if (st.recv == RecvKind::kCopy && early_ok && (q_ || !(stage_copies_ && a_.out.bytes >= kStreamingBytes))) {
       ep->PostRecv(a_.out, (st.out_offset + un.offset) * esize_, len, tag, u << 1);
     } else if (early_ok && PostToSink(ep, u, len, tag)) {
       // Land() does the unit's work as the pieces arrive; acting on it only releases its sends.
     } else {
-      size_t slot = pool_.Acquire();
+      size_t slot = pool_->Acquire();
       s_.slot[u] = static_cast<int>(slot);
-      ep->PostRecv(pool_.region(slot), 0, len, tag, u << 1);
+      ep->PostRecv(pool_->region(slot), 0, len, tag, u << 1);
     }
     ++inflight_;
   }
@@ -182,6 +205,7 @@ class Run {
     sink.land = &Run::LandThunk;
     sink.run = this;
     sink.unit = u;
+    sink.dev = q_ ? q_->device() : -1;
     return ep->PostRecvTo(&sink, len, esize_, tag, u << 1);
   }
   static void LandThunk(void* run, size_t u, size_t off, const void* data, size_t len) {
@@ -213,9 +237,9 @@ class Run {
     const Step& st = StepOf(u);
     if (s_.slot[u] >= 0) {  // staged: the unit's data waits in a staging chunk
       size_t slot = static_cast<size_t>(s_.slot[u]);
-      if (wire_) LandWire(u, static_cast<const char*>(pool_.region(slot).base));
-      else Land(u, 0, pool_.region(slot).base, un.count * esize_);
-      pool_.Release(slot);
+      if (wire_) LandWire(u, static_cast<const char*>(pool_->region(slot).base));
+      else Land(u, 0, pool_->region(slot).base, un.count * esize_);
+      pool_->Release(slot);
       s_.slot[u] = -1;
     }
     s_.acted[u] = 1;
@@ -246,14 +270,21 @@ class Run {
       int divisor = st.finalize && a_.op == ReduceOp::kAvg ? a_.nranks : 0;
       const void* left = st.recv_left ? data : src;
       const void* right = st.recv_left ? src : data;
-      if (stream && stream_) stream_(out, left, right, len / esize_, divisor);
+      if (q_) Queued(q_->Reduce(a_.dtype, a_.op, out, left, right, len / esize_, divisor));
+      else if (stream && stream_) stream_(out, left, right, len / esize_, divisor);
       else if (stream) ReduceStreaming(reduce_, esize_, out, left, right, len / esize_, divisor);
       else reduce_(out, left, right, len / esize_, divisor);
+    } else if (q_) {
+      Queued(q_->Copy(out, MemKind::kCuda, data, MemKind::kCuda, len));
     } else if (stream) {
       CopyStreaming(out, data, len);
     } else {
       std::memcpy(out, data, len);
     }
+  }
+
+  void Queued(const Status& s) {
+    if (!s.ok() && error_.ok()) error_ = s.WithContext(a_.what() + ": queueing device work");
   }
 
   size_t MessageBytes(size_t count) const { return wire_ ? WireBytes(count) : count * esize_; }
@@ -373,7 +404,7 @@ class Run {
   }
 
   Transport& t_;
-  StagingPool& pool_;
+  StagingPool* pool_;  // the communicator's, or the device run's chunks
   ExecState& s_;
   const ExecArgs& a_;
   const Plan& plan_;
@@ -387,6 +418,7 @@ class Run {
   char* const residual_ = static_cast<char*>(a_.residual);
   Status error_;  // the first failure inside a completion handler
   const bool stage_copies_ = t_.StageLargeCopies();
+  DeviceQueue* const q_ = a_.queue;  // a device run's
   size_t next_ = 0, inflight_ = 0, acted_count_ = 0, pending_sends_ = 0;
 };
 

@@ -14,6 +14,9 @@
 //    complete; its receive is then staged, never landed in place early.
 // The executor is also the single place where an operation's deadline is enforced.
 //
+// A device run (ExecArgs::queue) is the same run on device memory: Land queues reductions and
+// copies on the device queue instead of doing them, and staging chunks are device memory.
+//
 // With wire compression (kernels/wire.h) every message is a chunk encoded in 16 bits: a receive
 // always lands in a staging chunk and is decoded (added to the step's source, or copied) from
 // there, and each send is encoded into a send chunk of its own, taken from a pool that grows to
@@ -41,6 +44,9 @@ class StagingPool {
   // between sizes do not reallocate).
   Status Reserve(Transport& transport, size_t slots, size_t bytes);
   size_t Acquire();  // callers keep at most `slots` acquired at once
+  // Device chunks for a device run: `slots` of `bytes` carved from the queue's scratch memory,
+  // registered as device memory (they replace whatever the pool held).
+  Status ReserveDevice(Transport& transport, DeviceQueue& queue, size_t slots, size_t bytes);
   // Acquire, adding a chunk when none is free.
   StatusOr<size_t> AcquireOrGrow(Transport& transport);
   void Release(size_t slot) { free_.push_back(slot); }
@@ -59,6 +65,8 @@ struct UnitSink final : RecvSink {
   void* run = nullptr;
   size_t unit = 0;
   void Consume(size_t off, const void* data, size_t len) override { land(run, unit, off, data, len); }
+  int dev = -1;  // a device run's: `data` is device memory, and land queues its work
+  int device() const override { return dev; }
 };
 
 // A run's per-unit bookkeeping, owned by the communicator and reused, so that a run allocates
@@ -74,6 +82,7 @@ struct ExecState {
   std::vector<Completion> done;      // Poll's output
   std::vector<int> send_slot;        // per unit: its encoded send chunk (compression), or -1
   StagingPool wire_sends;            // encoded send chunks
+  StagingPool device_chunks;         // a device run's staging chunks
 };
 
 // The executor's memory seam (pipelined staging of device buffers, pipelined_staging.h): told
@@ -118,6 +127,12 @@ struct ExecArgs {
   // the collective runs go here.
   std::function<void(const Completion&)> foreign;
   ExecMemory* memory = nullptr;
+  // A device run: `in` and `out` are device memory the transport moves itself (its
+  // DeviceQueueFor), and every reduction and copy of the run is queued here, never waited for.
+  // A unit acts once its work is queued; the transport publishes a send only once the queue has
+  // passed what was queued before it, and completes a receive once it has passed the receive's
+  // work. The caller waits for the queue after the run. No compression, no memory seam.
+  DeviceQueue* queue = nullptr;
 };
 
 Status Execute(Transport& transport, StagingPool& staging, ExecState& state, const ExecArgs& args);

@@ -34,7 +34,7 @@ const std::vector<std::string> kKnown = {
     "HOOP_JOB_TOKEN", "HOOP_TIMEOUT", "HOOP_ALGO", "HOOP_TRANSPORT", "HOOP_HOST",
     "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_LOG_LEVEL", "HOOP_COMPRESSION", "HOOP_CYCLE_TIME_MS",
     "HOOP_FUSION_THRESHOLD", "HOOP_CACHE_CAPACITY", "HOOP_STALL_WARNING_S", "HOOP_TIMELINE",
-    "HOOP_UNEXPECTED_BYTES", "HOOP_CROSS_RANK", "HOOP_CROSS_SIZE"};
+    "HOOP_UNEXPECTED_BYTES", "HOOP_CROSS_RANK", "HOOP_CROSS_SIZE", "HOOP_CUDA_IPC"};
 
 class Reader {
  public:
@@ -154,6 +154,10 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
     if (!b || *b < 4096 || *b > (size_t{1} << 40))
       return InvalidArgument("HOOP_UNEXPECTED_BYTES='" + *v + "': expected a size in [4K, 1T]");
     c.unexpected_bytes = *b;
+  }
+  if (auto* v = r.Get("HOOP_CUDA_IPC")) {
+    if (*v != "0" && *v != "1") return InvalidArgument("HOOP_CUDA_IPC='" + *v + "': expected 1 (use it) or 0 (stage through host memory)");
+    c.cuda_ipc = *v == "1";
   }
   if (auto* v = r.Get("HOOP_CYCLE_TIME_MS")) {
     auto ms = ParseNonNegative(*v);

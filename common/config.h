@@ -71,6 +71,7 @@ struct Config {
   std::string compression = "none";
   LogLevel log_level = LogLevel::kWarn;
   size_t unexpected_bytes = 64u << 20;
+  bool cuda_ipc = true;  // HOOP_CUDA_IPC: device buffers of ranks on one host move by CUDA IPC
   // Tensor fusion (tensorfusion/runtime.h).
   double cycle_time_ms = 1;
   size_t fusion_threshold = 64u << 20;

@@ -117,6 +117,11 @@ class HubView : public Transport {
   }
   size_t PreferredChunkBytes() const override { return hub_->base_->PreferredChunkBytes(); }
   bool StageLargeCopies() const override { return hub_->base_->StageLargeCopies(); }
+  // The queue is the base's, shared by every view (it locks itself, collectives/cuda_queue.h).
+  DeviceQueue* DeviceQueueFor(int device) override {
+    TransportHub::Lock l(*hub_);
+    return hub_->base_->DeviceQueueFor(device);
+  }
 
   void Release() { keep_.reset(); }  // retired: the hub owns this view now
   size_t id() const { return static_cast<size_t>(id_); }

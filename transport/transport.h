@@ -22,6 +22,7 @@
 #include "common/deadline.h"
 #include "common/dtype.h"
 #include "common/status.h"
+#include "transport/device_queue.h"
 
 namespace hoop {
 
@@ -59,6 +60,10 @@ struct Completion {
 class RecvSink {
  public:
   virtual void Consume(size_t offset, const void* data, size_t len) = 0;
+  // A sink on device memory (-1: host): `data` is then memory its device's queue reads (the
+  // back end's DeviceQueueFor), and Consume queues its work there; the receive completes once
+  // the queue has passed it.
+  virtual int device() const { return -1; }
 
  protected:
   ~RecvSink() = default;
@@ -129,6 +134,9 @@ struct TransportOptions {
   std::string token;
   std::string comm;  // communicator name; connections of another communicator are refused
   std::vector<PeerInfo> peers;  // every rank's host (same-host back ends size themselves by it)
+  // Device queues for the back ends that move device memory themselves (shm's CUDA IPC); unset:
+  // none does, and device buffers are staged through host memory above the transport.
+  DeviceAccess device;
 };
 
 // More ranks on this rank's host than cores this process may run on (with no host list, every
@@ -162,6 +170,13 @@ class Transport {
   virtual void AllConnected() {}
   // The pipeline chunk the collectives use over this back end unless HOOP_CHUNK_BYTES says.
   virtual size_t PreferredChunkBytes() const { return 512 * 1024; }
+  // The queue on which this back end moves `device`'s memory to and from every peer itself (CUDA
+  // IPC), its regions registered as MemKind::kCuda; null where it cannot (the caller then stages
+  // device buffers through host memory). The caller's own device work in such a run goes on it.
+  virtual DeviceQueue* DeviceQueueFor(int device) {
+    (void)device;
+    return nullptr;
+  }
   // Whether large outputs are better received into a (cache-resident) staging chunk and then
   // streamed into place, than received into place directly (see shm).
   virtual bool StageLargeCopies() const { return false; }

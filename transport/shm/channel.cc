@@ -8,9 +8,13 @@
 
 namespace hoop::shm {
 
-Channel::Channel(int peer, RingHeader* in, RingHeader* out, Doorbell* peer_bell, bool crowded)
-    : peer_(peer), in_(in), out_(out), peer_bell_(peer_bell), crowded_(crowded) {
+Channel::Channel(int peer, RingHeader* in, RingHeader* out, Doorbell* peer_bell, bool crowded, DeviceQueues* dq,
+                 bool same_process)
+    : peer_(peer), in_(in), out_(out), peer_bell_(peer_bell), crowded_(crowded), dq_(dq), same_process_(same_process) {
   tail_ = out_->tail.load(std::memory_order_relaxed);
+  peer_acked_ = out_->acked.load(std::memory_order_relaxed);
+  described_ = peer_acked_;
+  acked_ = in_->acked.load(std::memory_order_relaxed);
   peer_head_ = out_->head.load(std::memory_order_relaxed);
   head_ = in_->head.load(std::memory_order_relaxed);
 }
@@ -20,10 +24,17 @@ void Channel::PostSend(const Region& region, size_t offset, size_t len, Tag tag,
     deferred_.push_back({op_id, peer_, true, failure_, 0});
     return;
   }
-  sends_.push_back({static_cast<const char*>(region.base) + offset, len, 0, tag, op_id, region.large && len >= kStreamMin});
+  SendOp op{static_cast<const char*>(region.base) + offset, len, 0, tag, op_id, region.large && len >= kStreamMin};
+  if (region.kind == MemKind::kCuda) {
+    if (Status s = MarkDeviceSend(region, op); !s.ok()) {
+      deferred_.push_back({op_id, peer_, true, s, 0});
+      return;
+    }
+  }
+  sends_.push_back(std::move(op));
   // Nothing ahead of it and one slot long: into the ring now, where the peer may be looking for
   // it already, instead of at this rank's next Poll (the completion waits there in deferred_).
-  if (sends_.size() == 1 && len <= kInlineMax) ProgressSends(&deferred_);
+  if (sends_.size() == 1 && len <= kInlineMax && sends_.back().q == nullptr) ProgressSends(&deferred_);
 }
 
 void Channel::PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
@@ -31,7 +42,9 @@ void Channel::PostRecv(const Region& region, size_t offset, size_t len, Tag tag,
     deferred_.push_back({op_id, peer_, false, failure_, 0});
     return;
   }
-  recvs_.push_back({static_cast<char*>(region.base) + offset, len, tag, op_id});
+  const bool dev = region.kind == MemKind::kCuda;
+  recvs_.push_back({static_cast<char*>(region.base) + offset, len, tag, op_id, nullptr, region.kind,
+                    dev ? static_cast<int>(region.handle) - 1 : -1});
 }
 
 bool Channel::PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) {
@@ -40,7 +53,7 @@ bool Channel::PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint6
     deferred_.push_back({op_id, peer_, false, failure_, 0});
     return true;
   }
-  recvs_.push_back({nullptr, len, tag, op_id, sink});
+  recvs_.push_back({nullptr, len, tag, op_id, sink, MemKind::kHost, sink->device()});
   return true;
 }
 
@@ -55,6 +68,7 @@ bool Channel::Progress(std::vector<Completion>* out) {
   moved |= ProgressRecvs(out);
   if (!failure_.ok()) return true;
   moved |= ProgressSends(out);
+  if (!landing_.empty() || !unacked_.empty()) moved |= ProgressDevice(out);
   if (failure_.ok() && in_->aborted.load(std::memory_order_acquire)) {
     Fail(PeerAborted(peer_, std::string(in_->cause, strnlen(in_->cause, sizeof(in_->cause)))), out);
     return true;
@@ -67,7 +81,7 @@ bool Channel::Progress(std::vector<Completion>* out) {
     auto* h = reinterpret_cast<const SlotHeader*>(Segment::slot(in_, head_));
     bool empty = h->seq.load(std::memory_order_acquire) != head_ + 1;
     bool starving = empty && (!recvs_.empty() || in_msg_);
-    if (starving || !sends_.empty()) Fail(exit_cause_, out);
+    if (starving || !sends_.empty() || !unacked_.empty()) Fail(exit_cause_, out);
   }
   return moved;
 }
@@ -82,6 +96,15 @@ bool Channel::ProgressSends(std::vector<Completion>* out) {
   bool published = false;
   while (!sends_.empty() && tail_ - peer_head_ < kSlots) {
     SendOp& s = sends_.front();
+    if (s.q != nullptr) {  // device memory: one descriptor slot, once the memory is written
+      if (!PublishDescriptor(s)) break;
+      if (s.q != nullptr) {  // published (or failed): done here; else it goes as bytes after all
+        published = true;
+        sends_.pop_front();
+        if (tail_ - peer_head_ >= kSlots) peer_head_ = out_->head.load(std::memory_order_acquire);
+        continue;
+      }
+    }
     size_t n = std::min(kInlineMax, s.len - s.sent);
     WriteSlot(s.data + s.sent, s.len, s.sent, n, s.tag, s.stream);
     s.sent += n;
@@ -96,13 +119,14 @@ bool Channel::ProgressSends(std::vector<Completion>* out) {
   return published;
 }
 
-void Channel::WriteSlot(const char* data, size_t total, size_t offset, size_t n, Tag tag, bool stream) {
+void Channel::WriteSlot(const char* data, size_t total, size_t offset, size_t n, Tag tag, bool stream, uint32_t flags) {
   auto* h = reinterpret_cast<SlotHeader*>(Segment::slot(out_, tail_));
   h->match = tag.match;
   h->check = tag.check;
   h->total = total;
   h->offset = offset;
   h->len = static_cast<uint32_t>(n);
+  h->flags = flags;
   // A large message of an operation that outgrows the caches (Region::large) is streamed in
   // (non-temporal stores, then the fence inside CopyStreaming): the receiver reads it from
   // memory instead of pulling every line out of this core's cache, which measured up to 5x
@@ -138,7 +162,8 @@ bool Channel::TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) 
   // peer writes it.
   for (unsigned turn = crowded_ ? 0 : spins; h->seq.load(std::memory_order_acquire) != head_ + 1; --turn)
     if (turn == 0) return false;
-  if (h->match != tag.match || h->check != tag.check || h->offset != 0 || h->len != h->total) return false;
+  if (h->match != tag.match || h->check != tag.check || h->offset != 0 || h->len != h->total || h->flags != 0)
+    return false;
   auto it = std::find_if(recvs_.begin(), recvs_.end(), [&](const RecvOp& r) { return r.op_id == op_id; });
   if (it == recvs_.end() || it->sink || it->tag.match != tag.match || it->len != h->total) return false;
   if (h->len > 0) std::memcpy(it->data, reinterpret_cast<const char*>(h) + 64, h->len);
@@ -177,17 +202,36 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
       }
       in_msg_ = true;
       got_ = 0;
+      cur_landing_ = false;
+      cur_error_ = Status::Ok();
     }
     const char* payload = reinterpret_cast<const char*>(h) + 64;
-    if (cur_.sink) cur_.sink->Consume(h->offset, payload, h->len);
+    const bool descriptor = (h->flags & kSlotDevice) != 0;
+    // A message whose move to the device failed is read to its end and completes with the error.
+    if (descriptor) cur_error_ = LandDescriptor(*h);
+    else if (cur_.device >= 0 && cur_error_.ok()) cur_error_ = LandOnDevice(payload, h->offset, h->len);
+    else if (cur_.sink) cur_.sink->Consume(h->offset, payload, h->len);
     else if (h->len > 0) std::memcpy(cur_.data + h->offset, payload, h->len);
-    got_ += h->len;
+    cur_landing_ |= descriptor || cur_.device >= 0;
+    got_ = descriptor ? cur_.len : got_ + h->len;
     ++head_;
     in_->head.store(head_, std::memory_order_release);
     consumed = true;
     if (got_ == cur_.len) {
       in_msg_ = false;
-      out->push_back({cur_.op_id, peer_, false, Status::Ok(), 0});
+      if (!cur_landing_) {
+        out->push_back({cur_.op_id, peer_, false, Status::Ok(), 0});
+        continue;
+      }
+      // Complete (and acknowledge a descriptor) in order, once the queue has done the work.
+      Landing l{cur_.op_id, nullptr, 0, descriptor, cur_error_};
+      if (cur_error_.ok()) {
+        auto q = RecvQueue();
+        auto mark = q.ok() ? (*q)->Mark() : StatusOr<uint64_t>(q.status());
+        if (mark.ok()) l.q = *q, l.mark = *mark;
+        else l.error = mark.status();
+      }
+      landing_.push_back(std::move(l));
     }
   }
   // The peer may be waiting for ring space.
@@ -207,8 +251,12 @@ void Channel::Fail(const Status& why, std::vector<Completion>* out) {
   for (auto& s : sends_) out->push_back({s.op_id, peer_, true, why, 0});
   for (auto& r : recvs_) out->push_back({r.op_id, peer_, false, why, 0});
   if (in_msg_) out->push_back({cur_.op_id, peer_, false, why, 0});
+  for (auto& u : unacked_) out->push_back({u.op_id, peer_, true, why, 0});
+  for (auto& l : landing_) out->push_back({l.op_id, peer_, false, why, 0});
   sends_.clear();
   recvs_.clear();
+  unacked_.clear();
+  landing_.clear();
   in_msg_ = false;
 }
 

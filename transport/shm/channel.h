@@ -12,12 +12,26 @@
 // the collectives reduce or copy it straight into their output, so a message costs one copy in
 // (by the sender) and one pass out (by the receiver's reduction). docs/PERF.md has the numbers
 // that chose this over a single receiver-side process_vm_readv copy.
+//
+// Device memory (a MemKind::kCuda region, where the transport has DeviceQueues) never goes
+// through the ring: its send becomes one slot holding a CUDA IPC descriptor (transport/
+// device_queue.h's IpcRef), published in the send order once the device queue has passed the
+// work queued before the send (what wrote that memory). The receiver maps the peer's memory
+// (cached per allocation) and copies or reduces from it on its own device queue, into device or
+// host memory alike; once its queue has passed that work the receive completes and it counts
+// the descriptor in the ring's `acked`, which is what completes the send: the sender may write
+// that memory again only then (a rendezvous, as UCX's cuda_ipc). Ring bytes from a peer's host
+// memory into device memory are copied to the device on the same queue (for a sink, into a
+// device bounce chunk the sink's work then reads: the queue's order keeps the next copy into it
+// behind that work). channel_device.cc has these parts.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <vector>
 
+#include "transport/device_queue.h"
 #include "transport/shm/segment.h"
 #include "transport/transport.h"
 
@@ -28,7 +42,10 @@ class Channel : public Endpoint {
   // `in`: the ring in our segment this peer writes; `out`: the ring in the peer's segment we
   // write; `peer_bell`: the peer's doorbell; `own_bell`: ours (the peer wakes us through it).
   // `crowded`: more ranks than cores on this host (TakeNow does not spin then).
-  Channel(int peer, RingHeader* in, RingHeader* out, Doorbell* peer_bell, bool crowded);
+  // `dq`: the transport's device queues (CUDA IPC), or null; `same_process`: the peer is a thread
+  // of this process (its descriptors are plain addresses, no IPC handle needed).
+  Channel(int peer, RingHeader* in, RingHeader* out, Doorbell* peer_bell, bool crowded, DeviceQueues* dq,
+          bool same_process = false);
   int peer() const override { return peer_; }
   void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
@@ -45,6 +62,8 @@ class Channel : public Endpoint {
   void PeerExited(const Status& why, std::vector<Completion>* out);
   // Tells the peer (through its ring) that this rank gives up.
   void Abort(const std::string& cause);
+  // Work waits on a device queue, which rings no doorbell when it gets there: do not sleep.
+  bool DeviceBusy() const { return !landing_.empty() || (!sends_.empty() && sends_.front().q != nullptr); }
 
  private:
   struct SendOp {
@@ -54,6 +73,11 @@ class Channel : public Endpoint {
     Tag tag;
     uint64_t op_id;
     bool stream;  // written into the ring with non-temporal stores
+    DeviceQueue* q = nullptr;  // device memory: goes as a descriptor once q passes `mark`
+    uint64_t mark = 0;
+    // Device memory CUDA cannot export (a stream-ordered pool's, say): its bytes, copied to the
+    // host, go through the ring instead.
+    std::shared_ptr<std::vector<char>> copy = nullptr;
   };
   struct RecvOp {
     char* data;  // nullptr: the bytes go to `sink`
@@ -61,13 +85,36 @@ class Channel : public Endpoint {
     Tag tag;
     uint64_t op_id;
     RecvSink* sink = nullptr;
+    MemKind kind = MemKind::kHost;
+    int device = -1;  // of `data` (kCuda) or of the sink
+  };
+  // A receive whose bytes are being moved on a device queue: complete (and, for a descriptor,
+  // acknowledged) once the queue passes `mark`.
+  struct Landing {
+    uint64_t op_id;
+    DeviceQueue* q;
+    uint64_t mark;
+    bool ack;
+    Status error;  // the bytes could not be moved: completes with this, in its turn
+  };
+  struct Unacked {
+    uint64_t op_id;
+    uint64_t number;  // the descriptor's, on this direction's count
   };
 
   bool ProgressSends(std::vector<Completion>* out);
   // Writes one slot at tail_ and publishes it (the caller has checked for room).
-  void WriteSlot(const char* data, size_t total, size_t offset, size_t n, Tag tag, bool stream);
+  void WriteSlot(const char* data, size_t total, size_t offset, size_t n, Tag tag, bool stream, uint32_t flags = 0);
   bool ProgressRecvs(std::vector<Completion>* out);
   void Fail(const Status& why, std::vector<Completion>* out);
+  // channel_device.cc: a device send's descriptor (true: published), a receive from a descriptor
+  // slot, a fragment of ring bytes into device memory, and the landings and acknowledgements.
+  Status MarkDeviceSend(const Region& region, SendOp& op);
+  bool PublishDescriptor(SendOp& s);
+  Status LandDescriptor(const SlotHeader& h);
+  Status LandOnDevice(const char* payload, size_t offset, size_t len);
+  StatusOr<DeviceQueue*> RecvQueue() const;
+  bool ProgressDevice(std::vector<Completion>* out);
 
   const int peer_;
   RingHeader* const in_;
@@ -87,6 +134,17 @@ class Channel : public Endpoint {
   Status exit_cause_;
   Status failure_;
   std::vector<Completion> deferred_;
+
+  DeviceQueues* const dq_;
+  const bool same_process_;
+  std::deque<Landing> landing_;
+  std::deque<Unacked> unacked_;
+  uint64_t described_ = 0;    // descriptors this side has published
+  uint64_t peer_acked_ = 0;   // out_->acked as last read
+  uint64_t acked_ = 0;        // descriptors this side has acknowledged (in_->acked)
+  bool cur_landing_ = false;  // cur_'s bytes went to a device queue: complete through landing_
+  Status cur_error_;          // cur_'s bytes could not be moved to the device
+  std::vector<char> host_bounce_;  // a descriptor's bytes for a host sink
 };
 
 }  // namespace hoop::shm

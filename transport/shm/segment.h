@@ -14,6 +14,8 @@
 // anyway (the header's, the payload's) without a third, tail's, crossing between cores.
 // Version 3: `seq` (version 2 published through `tail` alone; version 1 also passed a large
 // message's address for a process_vm_readv copy, which measured slower; docs/PERF.md).
+// Version 4: a slot may carry a CUDA IPC descriptor (kSlotDevice) instead of bytes, and the
+// receiver counts the descriptors it is done reading from in the ring's `acked`.
 #pragma once
 
 #include <atomic>
@@ -28,7 +30,7 @@
 namespace hoop::shm {
 
 constexpr uint64_t kMagic = 0x686f6f702d73686dULL;  // "hoop-shm"
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;
 constexpr uint32_t kSlots = 16;
 constexpr uint32_t kSlotBytes = 32 * 1024 + 64;  // 64-byte slot header, then the payload
 constexpr size_t kInlineMax = kSlotBytes - 64;
@@ -41,12 +43,15 @@ struct SlotHeader {
   uint64_t total;   // message length
   uint64_t offset;  // of this fragment within the message
   uint32_t len;     // bytes in this slot
+  uint32_t flags;   // kSlotDevice: the payload is an IpcRef to the whole message's bytes
 };
+constexpr uint32_t kSlotDevice = 1;
 static_assert(sizeof(SlotHeader) <= 64);
 
 struct alignas(64) RingHeader {
   alignas(64) std::atomic<uint64_t> tail{0};  // slots published (sender; receivers wait on a slot's seq)
   alignas(64) std::atomic<uint64_t> head{0};  // slots consumed (receiver)
+  alignas(64) std::atomic<uint64_t> acked{0};  // descriptors read to the end (receiver; channel.h)
   alignas(64) std::atomic<uint32_t> aborted{0};
   char cause[1020] = {0};  // the sender's abort cause (a chain of ranks' errors can be long)
 };

@@ -42,7 +42,8 @@ StatusOr<std::unique_ptr<Transport>> ShmTransport::Create(const TransportOptions
 }
 
 ShmTransport::ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own, bool crowded)
-    : opts_(std::move(opts)), local_index_(std::move(local_index)), own_(std::move(own)), crowded_(crowded) {
+    : opts_(std::move(opts)), local_index_(std::move(local_index)), own_(std::move(own)), crowded_(crowded),
+      dq_(opts_.device) {
   by_rank_.resize(static_cast<size_t>(opts_.size));
 }
 
@@ -61,7 +62,8 @@ Status ShmTransport::Connect(int peer, const std::string& address, Deadline) {
   HOOP_RETURN_IF_ERROR(watch_.Watch(peer, pid).WithContext(ctx));
   auto* in = own_.ring(static_cast<uint32_t>(local_index_[static_cast<size_t>(peer)]));
   auto* out = seg->ring(static_cast<uint32_t>(local_index_[static_cast<size_t>(opts_.rank)]));
-  auto ch = std::make_unique<shm::Channel>(peer, in, out, &seg->header()->doorbell, crowded_);
+  auto ch = std::make_unique<shm::Channel>(peer, in, out, &seg->header()->doorbell, crowded_,
+                                           dq_.available() ? &dq_ : nullptr, pid == ::getpid());
   active_.push_back(ch.get());
   by_rank_[static_cast<size_t>(peer)] = std::move(ch);
   peer_segs_.push_back(std::move(seg).value());
@@ -69,10 +71,24 @@ Status ShmTransport::Connect(int peer, const std::string& address, Deadline) {
 }
 
 StatusOr<Region> ShmTransport::Register(void* ptr, size_t bytes, MemKind kind) {
+  if (kind == MemKind::kCuda && dq_.available()) {
+    const int device = dq_.DeviceOf(ptr);
+    if (device < 0) return InvalidArgument("shm transport: memory said to be on a CUDA device is not");
+    return Region{ptr, bytes, kind, static_cast<uint64_t>(device) + 1};  // channel.h reads the device here
+  }
   if (!HostVisible(kind))
     return Unimplemented("shm transport: only host memory is supported (got " + std::string(MemKindName(kind)) +
                          " memory)");
   return Region{ptr, bytes, kind, 0};
+}
+
+DeviceQueue* ShmTransport::DeviceQueueFor(int device) {
+  auto q = dq_.Get(device);
+  if (!q.ok()) {
+    HOOP_LOG(kDebug, "shm: no CUDA IPC for device " << device << ": " << q.status().ToString());
+    return nullptr;
+  }
+  return *q;
 }
 
 Endpoint* ShmTransport::endpoint(int peer) {
@@ -106,8 +122,13 @@ Status ShmTransport::Sleep(std::vector<Completion>* out, Deadline deadline) {
   const size_t start = out->size();
   uint32_t seen = bell.bell.load(std::memory_order_acquire);
   bell.sleeping.store(1, std::memory_order_seq_cst);
-  for (shm::Channel* c : active_) c->Progress(out);
-  if (out->size() == start) FutexWait(&bell.bell, seen, deadline.RemainingMs(10));
+  bool device_busy = false;
+  for (shm::Channel* c : active_) {
+    c->Progress(out);
+    device_busy |= c->DeviceBusy();
+  }
+  // A device queue rings no doorbell: while one has work of ours, look again instead.
+  if (out->size() == start && !device_busy) FutexWait(&bell.bell, seen, deadline.RemainingMs(10));
   bell.sleeping.store(0, std::memory_order_relaxed);
   if (out->size() == start) CheckPeers(out);
   return Status::Ok();

@@ -8,6 +8,9 @@
 //
 // A killed peer is noticed through a pidfd (PeerWatch): its pending operations fail with
 // Unavailable naming the rank, never a hang.
+//
+// With TransportOptions::device set, device memory registers as such and moves by CUDA IPC
+// (channel.h): DeviceQueueFor gives the queue that work runs on.
 #pragma once
 
 #include <memory>
@@ -37,6 +40,7 @@ class ShmTransport : public Transport {
   // A plain copy into a large output reads every output line before writing it; streamed out of
   // the ring (a sink receive) with non-temporal stores it does not.
   bool StageLargeCopies() const override { return true; }
+  DeviceQueue* DeviceQueueFor(int device) override;
 
  private:
   ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own, bool crowded);
@@ -56,6 +60,7 @@ class ShmTransport : public Transport {
   std::vector<shm::Channel*> active_;
   PeerWatch watch_;
   bool crowded_;  // more ranks on this host than cores to run them: yield while spinning
+  DeviceQueues dq_;  // CUDA IPC: device queues, made when first asked for
 };
 
 }  // namespace hoop
