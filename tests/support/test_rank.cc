@@ -14,6 +14,7 @@
 //   straggler S      rank 1 sleeps S seconds before its allreduce (longer than HOOP_TIMEOUT);
 //                    the others must time out naming it
 //   compress, compress_mismatch   wire compression (compress_rank.cc)
+//   device_ipc       device buffers between processes by CUDA IPC (device_ipc_rank.cc; a GPU)
 //   strangers        hostile clients against a rank and the store, during start-up and after
 //                    (hostile_rank.cc)
 //   fd_flood         hooprun's store flooded while hooprun is out of descriptors (ditto)
@@ -354,6 +355,7 @@ int RunStraggler(Communicator& c, int sleep_s) {
 }  // namespace
 int RunCompress(Communicator& c);          // compress_rank.cc
 int RunCompressMismatch(Communicator& c);  // compress_rank.cc
+int RunDeviceIpc(Communicator& c);         // device_ipc_rank.cc
 int RunStrangers(const Config& cfg);       // hostile_rank.cc
 int RunFdFlood(const Config& cfg);         // hostile_rank.cc
 }  // namespace hoop
@@ -362,7 +364,7 @@ int main(int argc, char** argv) {
   using namespace hoop;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::fprintf(stderr, "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress | compress_mismatch | strangers | fd_flood\n");
+    std::fprintf(stderr, "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress | compress_mismatch | device_ipc | strangers | fd_flood\n");
     return 2;
   }
   std::string mode = argv[1];
@@ -392,6 +394,7 @@ int main(int argc, char** argv) {
   if (mode == "straggler" && argc > 2) return RunStraggler(c, std::atoi(argv[2]));
   if (mode == "compress") return RunCompress(c);
   if (mode == "compress_mismatch") return RunCompressMismatch(c);
+  if (mode == "device_ipc") return RunDeviceIpc(c);
   std::fprintf(stderr, "hoop-test-rank: unknown mode '%s'\n", mode.c_str());
   return 2;
 }
