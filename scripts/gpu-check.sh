@@ -222,6 +222,22 @@ perf() {  # name, hooprun arguments...
 }
 perf perf-device-2 -np 2 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
 perf perf-device-4 -np 4 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
+# 256 MiB on one GPU three ways, 2 and 4 ranks: CUDA IPC with the default 128 KiB chunk (above),
+# with 4 MiB chunks (fewer messages: each costs launches and events), and staged through host
+# memory (HOOP_CUDA_IPC=0); then each busbw as a fraction of kernel-bench's device-to-device copy.
+for np in 2 4; do
+  perf "perf-device-$np-chunk4m" -np "$np" -x HOOP_CHUNK_BYTES=4M build-gpu/bin/hoop-perf allreduce --device cuda -b 256M -e 256M -c 1
+  perf "perf-device-$np-staged" -np "$np" -x HOOP_CUDA_IPC=0 build-gpu/bin/hoop-perf allreduce --device cuda -b 256M -e 256M -c 1
+done
+copy_gbs=$(awk '$1 == "f32" && $2 == "sum" { print $4; exit }' "$out/kernel-bench.log" 2> /dev/null)
+for np in 2 4; do
+  for v in "" -chunk4m -staged; do
+    b=$(awk '$1 == "[0]" && $2 == 268435456 { print $12; exit }' "$out/perf-device-$np$v.log" 2> /dev/null)
+    if [ -n "$b" ] && [ -n "$copy_gbs" ]; then
+      note "device allreduce $np ranks on one GPU, 256 MiB f32${v:- (CUDA IPC, 128K chunks)}: busbw $b GB/s = $(awk -v b="$b" -v c="$copy_gbs" 'BEGIN { printf "%.3f", b / c }') of the device copy's $copy_gbs GB/s"
+    fi
+  done
+done
 # Device against host buffers over tcp, 64 MiB, interleaved: host, device, host, device, ...
 # (issue 20 asks device >= 0.9 of host), then the ratio of the medians, out of place and in place.
 for r in 1 2 3; do
