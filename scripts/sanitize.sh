@@ -5,8 +5,8 @@
 #         also carries the fuzzers' coverage, so scripts/fuzz.sh reuses it): every unit test,
 #         then a time-boxed selection of the multi-process tests over tcp and shm, and the C
 #         API programs under hooprun.
-#   tsan: ThreadSanitizer (build-tsan): the unit tests of the tensor fusion runtime, splits and
-#         calls on (fake) streams, the fusion multi-process tests, hooprun's threads included,
+#   tsan: ThreadSanitizer (build-tsan): the unit tests of the tensor fusion runtime, splits,
+#         calls on (fake) streams and device runs on a fake device, the fusion multi-process tests, hooprun's threads included,
 #         and the point-to-point C program (its calls' threads and the communicator's worker
 #         share the transport). UCX's memory hooks are turned off.
 # Any report fails the run, even in a rank whose test expects it to fail: every sanitizer writes
@@ -93,7 +93,8 @@ run_tsan() {
   export HOOPTEST_BACKENDS=tcp,shm
   # [split]: a split, a dup and their parent driven from several threads over shared connections.
   # [stream]: calls on (fake) streams, whose host functions, the worker and the callers meet.
-  bounded 120 "$tree/bin/hoop-unit-tests" "[fusion],[split],[stream]"
+  # [device]: device runs on a fake device, its queue's work read across the ranks' threads.
+  bounded 120 "$tree/bin/hoop-unit-tests" "[fusion],[split],[stream],[device]"
   bounded 600 "$tree/bin/hoop-multiproc-tests" "[fusion]"
   # Point-to-point: the caller's thread and the communicator's worker both drive the transport.
   bounded 120 "$tree/bin/hooprun" -np 3 "$tree/bin/hoop-c-p2p-test"
