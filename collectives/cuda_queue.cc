@@ -38,6 +38,7 @@ class CudaQueue final : public DeviceQueue {
     if (bytes == 0) return Status::Ok();
     std::lock_guard<std::mutex> l(mu_);
     HOOP_RETURN_IF_ERROR(CudaSetDevice(device_));
+    fresh_ = true;
     return CopyMem(dst, dk, src, sk, bytes, stream_);
   }
 
@@ -48,6 +49,7 @@ class CudaQueue final : public DeviceQueue {
     if (n == 0) return Status::Ok();
     std::lock_guard<std::mutex> l(mu_);
     HOOP_RETURN_IF_ERROR(CudaSetDevice(device_));
+    fresh_ = true;
     return fn(dst, a, b, n, divisor, stream_);
   }
 
@@ -55,6 +57,9 @@ class CudaQueue final : public DeviceQueue {
 
   StatusOr<uint64_t> Mark() override {
     std::lock_guard<std::mutex> l(mu_);
+    // Nothing queued since the last mark (a send of what a completed receive wrote): the same
+    // point, no new event.
+    if (!fresh_ && marks_ > 0) return marks_;
     HOOP_RETURN_IF_ERROR(CudaSetDevice(device_));
     void* e = nullptr;
     if (!free_.empty()) {
@@ -68,6 +73,7 @@ class CudaQueue final : public DeviceQueue {
       return s;
     }
     live_.emplace_back(++marks_, e);
+    fresh_ = false;
     return marks_;
   }
 
@@ -93,6 +99,7 @@ class CudaQueue final : public DeviceQueue {
     if (event == nullptr) return Status::Ok();
     std::lock_guard<std::mutex> l(mu_);
     HOOP_RETURN_IF_ERROR(CudaSetDevice(device_));
+    fresh_ = true;
     return CudaStreamWaitEvent(stream_, event);
   }
 
@@ -189,6 +196,7 @@ class CudaQueue final : public DeviceQueue {
   void* const stream_;
   std::mutex mu_;
   uint64_t marks_ = 0, passed_ = 0;
+  bool fresh_ = false;  // work queued since the last mark
   std::deque<std::pair<uint64_t, void*>> live_;  // recorded events not known to have passed
   std::vector<void*> free_;
   std::vector<std::pair<char*, size_t>> scratch_;

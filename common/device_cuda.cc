@@ -202,7 +202,8 @@ StatusOr<F> DriverFn(const char* name, int version) {
   return reinterpret_cast<F>(fn);
 }
 Status DriverError(const char* call, CUresult r) {
-  return Internal(std::string(call) + ": CUDA driver error " + std::to_string(static_cast<int>(r)));
+  const std::string what = std::string(call) + ": CUDA driver error " + std::to_string(static_cast<int>(r));
+  return r == CUDA_ERROR_INVALID_VALUE ? InvalidArgument(what) : Internal(what);  // not device memory, say
 }
 // cuStreamWaitValue32, found once.
 StatusOr<WaitValue32> FindWaitValue32() {

@@ -25,7 +25,7 @@ void Channel::PostSend(const Region& region, size_t offset, size_t len, Tag tag,
     return;
   }
   SendOp op{static_cast<const char*>(region.base) + offset, len, 0, tag, op_id, region.large && len >= kStreamMin};
-  if (region.kind == MemKind::kCuda) {
+  if (region.kind == MemKind::kCuda && len > 0) {  // an empty message has no bytes to describe
     if (Status s = MarkDeviceSend(region, op); !s.ok()) {
       deferred_.push_back({op_id, peer_, true, s, 0});
       return;
@@ -42,7 +42,7 @@ void Channel::PostRecv(const Region& region, size_t offset, size_t len, Tag tag,
     deferred_.push_back({op_id, peer_, false, failure_, 0});
     return;
   }
-  const bool dev = region.kind == MemKind::kCuda;
+  const bool dev = region.kind == MemKind::kCuda && len > 0;
   recvs_.push_back({static_cast<char*>(region.base) + offset, len, tag, op_id, nullptr, region.kind,
                     dev ? static_cast<int>(region.handle) - 1 : -1});
 }
