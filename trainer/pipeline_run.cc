@@ -13,6 +13,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/compute.h"
 #include "trainer/epoch_sums.h"
+#include "trainer/job_energy.h"
 #include "trainer/layer_factory.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
@@ -288,6 +289,12 @@ StatusOr<RunResult> PipelineRun::Go() {
   }
   RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
   info.devices.assign(ranks, "cpu");
+  JobEnergy energy;
+  const JobEnergy::Sum sum = [this](const std::string&, std::vector<double>& v) {
+    return comm_.Allreduce(Doubles(v.data(), v.size()), Doubles(v.data(), v.size()), ReduceOp::kSum).Wait();
+  };
+  if (Status st = energy.Open(rank, comm_.local_rank(), sum, info, o_.label); !st.ok())
+    return st.WithContext("finding the energy counters");
   std::vector<Tensor*> grads, buffers;
   for (Param* p : stage_->layers().Params()) grads.push_back(&p->grad);
   for (auto& b : stage_->layers().Buffers()) buffers.push_back(b.second);
@@ -300,6 +307,7 @@ StatusOr<RunResult> PipelineRun::Go() {
     if (begin_at > 0 && rank == 0 && from.partial.size() == static_cast<size_t>(kSums)) sums = from.partial;
     const auto& perm = sampler.Shuffle(epoch);
     const auto epoch_start = Clock::now();
+    const std::vector<double> joules_before = energy.Joules();
     for (int64_t s = begin_at; s < steps_; ++s, ++step) {
       if ((s - begin_at) % 8 == 0) {  // the ranks agree whether a stop signal arrived anywhere
         double stop = stop_ ? stop_->load(std::memory_order_relaxed) : 0;
@@ -367,14 +375,18 @@ StatusOr<RunResult> PipelineRun::Go() {
       lr = sched.At(step);
       sgd_->Step(lr);
       sums[kOpt] += Since(t0);
+      energy.Poll();
     }
     sums[kTrainS] = Since(epoch_start);
+    auto joules = energy.Since(joules_before, sum);  // the training steps' energy
+    if (!joules.ok()) return joules.status().WithContext("summing epoch " + std::to_string(epoch + 1) + "'s energy");
     if (Status st = Average(buffers, *same_stage_, true); !st.ok()) return st.WithContext("averaging batch-norm statistics");
     Status failed;
     Evaluate(sums, &failed);
     if (!failed.ok()) return failed.WithContext("evaluating epoch " + std::to_string(epoch + 1));
     HOOP_RETURN_IF_ERROR(comm_.Allreduce(Doubles(sums.data(), kSums), Doubles(sums.data(), kSums), ReduceOp::kSum).Wait());
     EpochMetrics m = MetricsFromSums(sums, ranks, epoch, Since(begin), lr);
+    energy.Fill(*joules, sums[kImages], m);
     result.epochs.push_back(m);
     if (rank == 0) {
       std::printf("%s | pipeline %dx%d, %d micro-batch(es), %s\n", FormatEpoch(m, o_.epochs).c_str(), stages_, replicas_,

@@ -161,6 +161,9 @@ StatusOr<RunResult> PsRun::Server() {
   std::fflush(stdout);
   RunInfo info{o_.model, comm_.size(), o_.batch, pool_.threads(), comm_.transport_name()};
   info.devices.assign(comm_.size(), "cpu");
+  // A host's counters cover every rank on it, and the workers end their epochs each at its own
+  // time: there is no one interval per epoch to charge (job_energy.h).
+  info.cpu_energy = info.gpu_energy = "not measured: parameter-server workers end their epochs at different times";
   const auto begin = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from_.wall_s));
   Status failed;
   PsServer::Stats before;

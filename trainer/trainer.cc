@@ -19,7 +19,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/compute.h"
 #include "trainer/data_parallel.h"
-#include "trainer/energy.h"
+#include "trainer/job_energy.h"
 #include "trainer/epoch_sums.h"
 #include "trainer/hogwild.h"
 #include "trainer/layer_factory.h"
@@ -59,12 +59,8 @@ class Run {
   int PendingStop() const;
   void Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_start, double images, bool final);
   void TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums);
-  // Finds which energy counters every host has (energy.h) and says so in `info` and on rank 0.
-  Status OpenEnergy(DataParallel& dp, RunInfo& info);
   // Hogwild's shared parameters: rank 0 creates them from its model, the others open them.
   StatusOr<std::unique_ptr<SharedParams>> OpenShared(DataParallel& dp, const std::vector<Param*>& params);
-  // This host's joules so far, {cpu, gpu} (0 on ranks that do not read them).
-  std::vector<double> Joules();
   void Evaluate(std::vector<double>& sums);
   std::string Where() const { return "hoop-train: rank " + std::to_string(comm_.rank()) + ": "; }
 
@@ -78,9 +74,7 @@ class Run {
   Clock::time_point last_progress_;
   int64_t resumed_at_ = 0;   // the epoch's first step in this process
   int pad_ = 0;              // black border that brings the data set's images to the model's size
-  std::unique_ptr<EnergyMeter> energy_;  // on local rank 0 of each host: the host's counters
-  bool cpu_energy_ = false, gpu_energy_ = false;  // readable on every host
-  Clock::time_point polled_;
+  JobEnergy energy_;
   double my_images_ = 0, my_compute_s_ = 0;  // this rank's images and compute time this epoch
   std::vector<float> probs_;  // with keep_predictions: the last evaluation's class probabilities
   double images_before_ = 0; // images of the epoch trained before it (a resumed checkpoint's)
@@ -135,27 +129,6 @@ StatusOr<Run::Resumed> Run::Resume(DataParallel& dp, const NamedTensors& state, 
   return r;
 }
 
-Status Run::OpenEnergy(DataParallel& dp, RunInfo& info) {
-  if (comm_.local_rank() == 0) energy_ = std::make_unique<EnergyMeter>();
-  // {hosts, hosts whose CPU counters read, hosts whose GPU counters read}
-  std::vector<double> hosts{energy_ ? 1.0 : 0.0, energy_ && energy_->cpu() ? 1.0 : 0.0, energy_ && energy_->gpu() ? 1.0 : 0.0};
-  HOOP_RETURN_IF_ERROR(dp.SumDoubles("energy.hosts", hosts));
-  cpu_energy_ = hosts[0] > 0 && hosts[1] == hosts[0];
-  gpu_energy_ = hosts[0] > 0 && hosts[2] == hosts[0];
-  auto note = [&](bool all, bool mine, const std::string& why, double ok) {
-    if (all) return std::string("measured");
-    if (energy_ && !mine) return "not available: " + why;
-    return "not available: readable on " + std::to_string(static_cast<int>(ok)) + " of " +
-           std::to_string(static_cast<int>(hosts[0])) + " hosts";
-  };
-  info.cpu_energy = note(cpu_energy_, energy_ && energy_->cpu(), energy_ ? energy_->cpu_why() : "", hosts[1]);
-  info.gpu_energy = note(gpu_energy_, energy_ && energy_->gpu(), energy_ ? energy_->gpu_why() : "", hosts[2]);
-  if (comm_.rank() == 0 && (!cpu_energy_ || !gpu_energy_))
-    std::printf("%shoop-train: energy: CPU %s; GPU %s\n", o_.label.c_str(), info.cpu_energy.c_str(), info.gpu_energy.c_str());
-  polled_ = Clock::now();
-  return Status::Ok();
-}
-
 StatusOr<std::unique_ptr<SharedParams>> Run::OpenShared(DataParallel& dp, const std::vector<Param*>& params) {
   // A name no other job uses: rank 0's pid and a random number, sent to all as two doubles.
   std::vector<double> id{0, 0};
@@ -187,12 +160,6 @@ StatusOr<std::unique_ptr<SharedParams>> Run::OpenShared(DataParallel& dp, const 
   HOOP_RETURN_IF_ERROR(dp.SumDoubles("hogwild.opened", opened));
   if (comm_.rank() == 0) shared->Unlink();  // every rank has it mapped: nothing stays in /dev/shm
   return shared;
-}
-
-std::vector<double> Run::Joules() {
-  if (!energy_) return {0.0, 0.0};
-  polled_ = Clock::now();
-  return {cpu_energy_ ? energy_->CpuJoules() : 0.0, gpu_energy_ ? energy_->GpuJoules() : 0.0};
 }
 
 void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums) {
@@ -347,7 +314,9 @@ StatusOr<RunResult> Run::Go() {
   }
   RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
   info.devices.assign(ranks, "cpu");
-  if (Status s = OpenEnergy(dp, info); !s.ok()) return s.WithContext(Where() + "finding the energy counters");
+  const JobEnergy::Sum sum = [&dp](const std::string& name, std::vector<double>& v) { return dp.SumDoubles(name, v); };
+  if (Status s = energy_.Open(rank, comm_.local_rank(), sum, info, o_.label); !s.ok())
+    return s.WithContext(Where() + "finding the energy counters");
   if (rank == 0) {
     std::string resuming;
     if (o_.resume)
@@ -394,7 +363,7 @@ StatusOr<RunResult> Run::Go() {
     images_before_ = sums[kImages];
     my_images_ = my_compute_s_ = 0;
     last_progress_ = epoch_start;
-    const std::vector<double> joules_before = Joules();
+    const std::vector<double> joules_before = energy_.Joules();
     double lr = sched.At(std::max<int64_t>(0, step - 1));
     for (int64_t s = first; s < steps; ++s, ++step) {
       const auto t0 = Clock::now();
@@ -423,10 +392,7 @@ StatusOr<RunResult> Run::Go() {
       sums[kOpt] += Since(t);
       step_s += (Since(t0) - step_s) / static_cast<double>(++timed_steps);
       Progress(epoch, s + 1, steps, epoch_start, sums[kImages], false);
-      if (energy_ && Since(polled_) > 1.0) {  // often enough that no counter wraps twice unseen
-        energy_->Poll();
-        polled_ = Clock::now();
-      }
+      energy_.Poll();
       const int64_t done = step + 1;  // steps finished over the run
       if (done == check_at) {
         // [stop, rank 0's next interval]: about four looks a second, the same steps on every rank
@@ -465,9 +431,8 @@ StatusOr<RunResult> Run::Go() {
     }
     Progress(epoch, steps, steps, epoch_start, 0, true);
     sums[kTrainS] += Since(epoch_start);
-    std::vector<double> joules = Joules();  // the training steps' energy, this host; then summed over hosts
-    for (size_t i = 0; i < joules.size(); ++i) joules[i] -= joules_before[i];
-    if (Status s = dp.SumDoubles("epoch.energy", joules); !s.ok()) return s.WithContext(Where() + "summing the epoch's energy");
+    auto joules = energy_.Since(joules_before, sum);  // the training steps' energy
+    if (!joules.ok()) return joules.status().WithContext(Where() + "summing the epoch's energy");
     // Every rank's compute speed this epoch (its images over its time loading, forward and
     // backward: not the waits, which a slow peer inflates), the same vector on every rank.
     // Steps the ranks behind with backup workers took without computing (backup.h), so far.
@@ -489,9 +454,7 @@ StatusOr<RunResult> Run::Go() {
     Evaluate(sums);
     if (Status s = dp.SumDoubles("epoch.sums", sums); !s.ok()) return s.WithContext(Where() + "summing the epoch's metrics");
     EpochMetrics m = MetricsFromSums(sums, ranks, epoch, Since(begin), lr);
-    if (cpu_energy_) m.cpu_joules = joules[0];
-    if (gpu_energy_) m.gpu_joules = joules[1];
-    if ((cpu_energy_ || gpu_energy_) && joules[0] + joules[1] > 0) m.images_per_joule = sums[kImages] / (joules[0] + joules[1]);
+    energy_.Fill(*joules, sums[kImages], m);
     m.shares = sampler.shares();
     m.rank_images_per_s = speeds;
     result.epochs.push_back(m);

@@ -165,6 +165,10 @@ TEST_CASE("--strategy pipeline: 2 and 3 stages reach one rank's parameters; 2 x 
   double acc = 0;
   CHECK(std::sscanf(learn.output.c_str() + learn.output.find("test loss", at), "test loss %*f acc %lf", &acc) == 1);
   CHECK(acc > 65);
+  // Energy as with data parallelism (job_energy.h): measured on every host, or why not, once.
+  const bool why = learn.output.find("hoop-train: energy: CPU ") != std::string::npos;
+  CHECK((why || learn.output.find("images/J | pipeline 2x2") != std::string::npos));
+  if (why) CHECK(learn.output.find("| energy n/a | pipeline 2x2") != std::string::npos);
   // Refused, each with its reason: more stages than layers, ranks that are no whole pipelines,
   // pipeline options without the strategy, more micro-batches than images.
   auto deep = Train(12, {"--strategy", "pipeline", "--stages", "12", "--train-limit", "64"}, 60);
