@@ -20,7 +20,7 @@ Status Communicator::RunAllgather(const Op& op, uint32_t seq) {
   HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
   size_t block_bytes = op.in.count * DTypeSize(op.in.dtype);
   char* own = static_cast<char*>(op.out.data) + static_cast<size_t>(opts_.rank) * block_bytes;
-  if (block_bytes > 0 && own != op.in.data) std::memmove(own, op.in.data, block_bytes);
+  HOOP_RETURN_IF_ERROR(Place(own, op.in.data, block_bytes));
   if (opts_.size == 1) return Status::Ok();
   return RunSchedule(op, algo, op.in.count, op.in, op.out, seq);
 }

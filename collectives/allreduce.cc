@@ -29,9 +29,7 @@ Work Communicator::Allreduce(const Buffer& in, const Buffer& out, ReduceOp op, c
 Status Communicator::RunAllreduce(const Op& op, uint32_t seq) {
   HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
   if (opts_.size == 1) {
-    if (op.in.data != op.out.data && op.in.count > 0)
-      std::memcpy(op.out.data, op.in.data, op.in.count * DTypeSize(op.in.dtype));
-    return Status::Ok();
+    return Place(op.out.data, op.in.data, op.in.count * DTypeSize(op.in.dtype));
   }
   HOOP_ASSIGN_OR_RETURN(Compression wire, WireFor(op));
   if (wire != Compression::kNone) algo = Algo::kRing;  // the codec's hop-by-hop rounding assumes it

@@ -22,10 +22,10 @@ Status Communicator::RunAlltoall(const Op& op, uint32_t seq) {
   const char* b = static_cast<const char*>(op.out.data);
   if (bytes > 0 && a < b + bytes && b < a + bytes) {  // overlapping: exchange from a copy
     in = Scratch(op.in.count, op.in.dtype);
-    std::memcpy(in.data, op.in.data, bytes);
+    HOOP_RETURN_IF_ERROR(Place(in.data, op.in.data, bytes));
   }
   const size_t own = static_cast<size_t>(opts_.rank) * block * esize;
-  if (block > 0) std::memmove(static_cast<char*>(op.out.data) + own, static_cast<const char*>(in.data) + own, block * esize);
+  HOOP_RETURN_IF_ERROR(Place(static_cast<char*>(op.out.data) + own, static_cast<const char*>(in.data) + own, block * esize));
   if (opts_.size == 1) return Status::Ok();
   return RunSchedule(op, algo, block, in, op.out, seq);
 }

@@ -21,8 +21,7 @@ Work Communicator::Broadcast(const Buffer& in, const Buffer& out, int root, cons
 Status Communicator::RunBroadcast(const Op& op, uint32_t seq) {
   HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
   const bool is_root = op.root == opts_.rank;
-  if (is_root && op.in.data != op.out.data && op.out.count > 0)
-    std::memcpy(op.out.data, op.in.data, op.out.count * DTypeSize(op.out.dtype));
+  if (is_root) HOOP_RETURN_IF_ERROR(Place(op.out.data, op.in.data, op.out.count * DTypeSize(op.out.dtype)));
   if (opts_.size == 1) return Status::Ok();
   // Non-roots have no input: the schedule only ever sends from the root's `in`.
   Buffer in = is_root ? op.in : op.out;

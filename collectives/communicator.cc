@@ -432,7 +432,7 @@ std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo, Compre
 }
 
 Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out,
-                                 uint32_t seq, Compression wire, ExecMemory* memory, DeviceQueue* queue) {
+                                 uint32_t seq, Compression wire, ExecMemory* memory) {
   OpDesc desc{op.kind, out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op), static_cast<uint8_t>(wire)};
   size_t esize = DTypeSize(out.dtype);
   ExecArgs a;
@@ -464,7 +464,9 @@ Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Bu
   a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
   a.waiting_for = &waiting_for_;
   a.memory = memory;
-  a.queue = queue;
+  a.queue = direct_;
+  // A working copy a device run could not get (Scratch) ends the call here, as it would have.
+  if (direct_ && !direct_error_.ok()) return direct_error_;
   Mailbox* mailbox = mailbox_.get();
   a.foreign = [mailbox](const Completion& c) { mailbox->Handle(c); };
   struct Context {

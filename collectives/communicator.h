@@ -247,7 +247,7 @@ class Communicator {
   // SendNow/RecvNow's shared body.
   Status RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused);
   // on_stream: a call on a CUDA stream, whose device buffer is staged at the call (EnterStreamP2p).
-  Status CheckP2p(bool is_send, const Buffer& b, int peer, int tag, bool on_stream = false) const;
+  Status CheckP2p(bool is_send, const Buffer& b, int peer, int tag, bool on_stream = false, bool direct = false) const;
   // A send or receive of device memory (p2p_device.cc): its host copy (a send's filled), and the
   // host buffer to run the call on; an error naming rank and call where it cannot be staged.
   StatusOr<std::shared_ptr<std::vector<char>>> StageP2p(bool is_send, const Buffer& b) const;
@@ -269,7 +269,7 @@ class Communicator {
   bool HostReadable(const Buffer& b) const;
   static std::string Unreadable(const Buffer& b);
   Status CheckP2p(const P2pCall& c, bool on_stream = false) const {
-    return CheckP2p(c.is_send, Buffer{c.data, c.count, c.dtype, c.kind}, c.peer, c.tag, on_stream);
+    return CheckP2p(c.is_send, Buffer{c.data, c.count, c.dtype, c.kind}, c.peer, c.tag, on_stream, c.queue != nullptr);
   }
   // After every turn on the transport: a mailbox failure poisons the communicator; a poisoned
   // one fails the mailbox's calls. Then publishes whether the mailbox has calls in flight.
@@ -299,10 +299,19 @@ class Communicator {
   // An allreduce on device buffers: staged piece by piece beside the wire (pipelined_staging.h).
   Status RunPipelined(const Op& op, uint32_t seq, int device);
   // Device buffers the transport moves itself (CUDA IPC, device_direct.cc): the queue to run op
-  // on, or null (it is staged), and the run.
+  // on, or null (it is staged), and the run: the collective's own code with direct_ set.
   DeviceQueue* DirectQueue(const Op& op);
   Status RunDirect(const Op& op, uint32_t seq, DeviceQueue& q);
+  // The collective's own code (allreduce.cc, ...), on host buffers or inside a device run.
+  Status RunCollective(const Op& op, uint32_t seq);
+  // The collectives' own copies (placements of a rank's block, working copies): memmove on the
+  // host, or queued on the device run's queue (through a bounce where the ranges overlap).
+  Status Place(void* dst, const void* src, size_t bytes);
   int DeviceOf(const void* p) const;  // -1: not device memory
+  // Sends and receives of device memory the transport moves itself (CUDA IPC, p2p.cc): its queue
+  // for `b`, or null (staged); and the call to submit, or none (stage it).
+  DeviceQueue* DirectP2pQueue(const Buffer& b);
+  std::optional<Op> DirectP2p(bool is_send, const Buffer& b, int peer, int tag, std::shared_ptr<RecvInfo> info);
   // A call on a CUDA stream, at the call (under mu_): its device buffers staged by copies queued
   // on the stream around its hold, `op` rewritten to the pinned copies (stream_staging.h).
   StatusOr<StreamTicket> EnterStream(Op& op);
@@ -331,11 +340,10 @@ class Communicator {
   // Queues a collective of `kind` (the shared body of the calls above).
   Work Post(CollKind kind, const Buffer& in, const Buffer& out, ReduceOp op, int root, const CallOptions& o);
   // Runs the plan for (op's collective, algo, count) from in to out; plans are cached (plan.h).
-  // `memory`: the executor's memory seam (executor.h), for staged device buffers; `queue`: a
-  // device run's (RunDirect).
+  // `memory`: the executor's memory seam (executor.h), for staged device buffers. Inside a device
+  // run (direct_) the executor runs on its queue.
   Status RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq,
-                     Compression wire = Compression::kNone, ExecMemory* memory = nullptr,
-                     DeviceQueue* queue = nullptr);
+                     Compression wire = Compression::kNone, ExecMemory* memory = nullptr);
   // How an allreduce travels: none, fp16 or bf16, with auto decided (compression_policy.cc).
   StatusOr<Compression> WireFor(const Op& op);
   StatusOr<double> ProbeLinkGBps();
@@ -347,7 +355,8 @@ class Communicator {
   // Whether this rank reads op's in / writes op's out (a rooted collective's other ranks may not).
   bool UsesIn(const Op& op) const;
   bool UsesOut(const Op& op) const;
-  // A scratch_ buffer of `count` elements of `dtype` (grown, never shrunk).
+  // A scratch_ buffer of `count` elements of `dtype` (grown, never shrunk); device memory of the
+  // queue's inside a device run.
   Buffer Scratch(size_t count, DType dtype);
 
   // A timeout's message, completed with who stopped making progress (stall.h).
@@ -371,6 +380,8 @@ class Communicator {
   bool even_hosts_ = false;  // 2+ hosts, the same 2+ ranks on each: auto may pick hierarchical
   ExecState exec_;
   std::vector<char> scratch_;  // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's
+  DeviceQueue* direct_ = nullptr;  // inside a device run (RunDirect): its queue
+  Status direct_error_;            // the first Scratch failure inside one
   std::optional<double> link_gbps_;  // HOOP_COMPRESSION=auto's measured ring bandwidth
 
   std::mutex mu_;

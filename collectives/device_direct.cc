@@ -5,10 +5,11 @@
 // Chosen by each rank on what it alone knows (its buffers, its transport), which is safe because
 // it changes no message: a peer that stages through host memory exchanges the same messages, as
 // bytes in the ring where this rank's go as descriptors, and both ends take either form.
-// Allreduce, broadcast, allgather and reduce-scatter with every buffer this rank uses on one
-// device, as the pipelined staging does; not compressed (the codec runs on the host), and not on
-// a CUDA stream (such a call's device buffers are staged on the caller's stream,
-// stream_staging.h). Everything else stages (device_staging.cc).
+// Every collective with every buffer this rank uses on one device: the collective's own code
+// runs as on the host, its copies and working memory on the queue (Communicator::Place,
+// Scratch). Not a compressed allreduce (the codec runs on the host), and not on a CUDA stream
+// (such a call's device buffers are staged on the caller's stream, stream_staging.h): those stage
+// (device_staging.cc).
 #include "collectives/communicator.h"
 #include "common/device.h"
 
@@ -21,12 +22,10 @@ int Communicator::DeviceOf(const void* p) const {
 }
 
 DeviceQueue* Communicator::DirectQueue(const Op& op) {
-  const bool kinds = op.kind == CollKind::kAllreduce || op.kind == CollKind::kBroadcast ||
-                     op.kind == CollKind::kAllgather || op.kind == CollKind::kReduceScatter;
-  if (!kinds || opts_.size == 1 || DescCount(op) == 0 || op.residual != nullptr) return nullptr;
+  if (op.kind == CollKind::kBarrier || opts_.size == 1 || op.residual != nullptr) return nullptr;
   int device = -1;
   for (const Buffer* b : {&op.in, &op.out}) {
-    if (!(b == &op.in ? UsesIn(op) : UsesOut(op))) continue;
+    if (!(b == &op.in ? UsesIn(op) : UsesOut(op)) || b->count == 0) continue;
     if (b->kind != MemKind::kCuda) return nullptr;
     const int d = DeviceOf(b->data);
     if (d < 0 || (device >= 0 && d != device)) return nullptr;
@@ -34,53 +33,34 @@ DeviceQueue* Communicator::DirectQueue(const Op& op) {
   }
   if (device < 0) return nullptr;
   DeviceQueue* q = transport_->DeviceQueueFor(device);
-  const bool reduces = op.kind == CollKind::kAllreduce || op.kind == CollKind::kReduceScatter;
+  const bool reduces = op.kind == CollKind::kAllreduce || op.kind == CollKind::kReduceScatter ||
+                       op.kind == CollKind::kReduce || op.kind == CollKind::kReduceScatterv;
   if (q == nullptr || (reduces && !q->CanReduce(op.in.dtype, op.op))) return nullptr;
   return q;
 }
 
 Status Communicator::RunDirect(const Op& op, uint32_t seq, DeviceQueue& q) {
-  const auto ctx = [&](const Status& s) {
-    return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
-                         ": device memory by CUDA IPC");
-  };
-  HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
   if (op.kind == CollKind::kAllreduce) {
     HOOP_ASSIGN_OR_RETURN(Compression wire, WireFor(op));
-    if (wire != Compression::kNone) return RunStaged(op, seq);
+    if (wire != Compression::kNone) return RunStaged(op, seq);  // the codec runs on the host copy
   }
-  const bool bcast = op.kind == CollKind::kBroadcast, gather = op.kind == CollKind::kAllgather;
-  const bool scatter = op.kind == CollKind::kReduceScatter;
-  const bool root = bcast && op.root == opts_.rank;
-  const size_t es = DTypeSize(UsesOut(op) ? op.out.dtype : op.in.dtype);
-  const size_t in_bytes = UsesIn(op) ? op.in.count * es : 0, out_bytes = op.out.count * es;
-  // After the caller's work before the call; then the placements RunBroadcast and RunAllgather
-  // make on the host, made on the device.
+  // After the caller's work before the call; then the collective's own code, whose placements,
+  // working copies and schedule all go on the queue (Place, Scratch, RunSchedule).
   Status run = q.After(op.ready.event);
-  if (run.ok() && root && op.in.data != op.out.data) run = q.Copy(op.out.data, MemKind::kCuda, op.in.data, MemKind::kCuda, out_bytes);
-  char* own = static_cast<char*>(op.out.data) + static_cast<size_t>(opts_.rank) * in_bytes;
-  if (run.ok() && gather && own != op.in.data) run = q.Copy(own, MemKind::kCuda, op.in.data, MemKind::kCuda, in_bytes);
-  // A reduce-scatter runs into a working copy the size of its input (as RunReduceScatter).
-  Buffer run_out = op.out;
-  if (run.ok() && scatter) {
-    auto w = q.Scratch(kScratchWork, op.in.count * es);
-    run = w.status();
-    if (w.ok()) run_out = Buffer{*w, op.in.count, op.in.dtype, MemKind::kCuda};
-  }
-  if (!run.ok()) {
-    run = ctx(run);
+  if (run.ok()) {
+    direct_ = &q;
+    direct_error_ = Status::Ok();
+    run = RunCollective(op, seq);  // its errors name the call
+    direct_ = nullptr;
   } else {
-    const Buffer run_in = bcast && !root ? run_out : op.in;  // a broadcast sends on what it received
-    const size_t count = bcast || scatter ? op.out.count : op.in.count;
-    run = RunSchedule(op, algo, count, run_in, run_out, seq, Compression::kNone, nullptr, &q);  // names the call
-    if (run.ok() && scatter)
-      run = ctx(q.Copy(op.out.data, MemKind::kCuda, static_cast<char*>(run_out.data) + static_cast<size_t>(opts_.rank) * out_bytes,
-                       MemKind::kCuda, out_bytes));
+    run = run.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
+                          ": ordering after the caller's CUDA work");
   }
   // Whatever happened, nothing of the call runs on after it returns: the plain form synchronises.
   Status drained = q.Drain();
   if (!run.ok()) return run;
-  return drained.ok() ? drained : ctx(drained);
+  return drained.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
+                             ": device memory by CUDA IPC");
 }
 
 }  // namespace hoop

@@ -13,16 +13,17 @@
 namespace hoop {
 namespace {
 // Block j of `rel` (relative to `root`) is block root + j mod n of `abs`; `to_abs` says which way.
-void Rotate(char* abs, char* rel, size_t block_bytes, int root, int n, bool to_abs) {
+// `place` copies (Communicator::Place: on the host, or on a device run's queue).
+template <class Place>
+Status Rotate(char* abs, char* rel, size_t block_bytes, int root, int n, bool to_abs, Place place) {
   const size_t head = static_cast<size_t>(n - root) * block_bytes, tail = static_cast<size_t>(root) * block_bytes;
   char* a_head = abs + tail;  // blocks root..n-1 of abs are blocks 0..n-root-1 of rel
   if (to_abs) {
-    std::memcpy(a_head, rel, head);
-    std::memcpy(abs, rel + head, tail);
-  } else {
-    std::memcpy(rel, a_head, head);
-    std::memcpy(rel + head, abs, tail);
+    HOOP_RETURN_IF_ERROR(place(a_head, rel, head));
+    return place(abs, rel + head, tail);
   }
+  HOOP_RETURN_IF_ERROR(place(rel, a_head, head));
+  return place(rel + head, abs, tail);
 }
 }  // namespace
 
@@ -38,19 +39,18 @@ Status Communicator::RunGather(const Op& op, uint32_t seq) {
   HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
   const bool is_root = op.root == opts_.rank;
   const size_t block_bytes = op.in.count * DTypeSize(op.in.dtype);
-  if (is_root && block_bytes > 0) {
-    char* own = static_cast<char*>(op.out.data) + static_cast<size_t>(opts_.rank) * block_bytes;
-    if (own != op.in.data) std::memmove(own, op.in.data, block_bytes);
-  }
+  const auto place = [this](void* dst, const void* src, size_t bytes) { return Place(dst, src, bytes); };
+  if (is_root) HOOP_RETURN_IF_ERROR(Place(static_cast<char*>(op.out.data) + static_cast<size_t>(opts_.rank) * block_bytes,
+                                          op.in.data, block_bytes));
   if (opts_.size == 1) return Status::Ok();
   if (algo == Algo::kBinomial) {
     const int n = opts_.size, q = ((opts_.rank - op.root) % n + n) % n;
     if (is_root && op.root == 0) return RunSchedule(op, algo, op.in.count, op.in, op.out, seq);
     Buffer rel = Scratch(static_cast<size_t>(BinomialSpan(q, n)) * op.in.count, op.in.dtype);
-    if (block_bytes > 0) std::memcpy(rel.data, op.in.data, block_bytes);
+    HOOP_RETURN_IF_ERROR(Place(rel.data, op.in.data, block_bytes));
     HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.in.count, op.in, rel, seq));
     if (is_root && block_bytes > 0)
-      Rotate(static_cast<char*>(op.out.data), static_cast<char*>(rel.data), block_bytes, op.root, n, true);
+      return Rotate(static_cast<char*>(op.out.data), static_cast<char*>(rel.data), block_bytes, op.root, n, true, place);
     return Status::Ok();
   }
   // Non-roots write nothing: their schedule only sends from in.
@@ -61,20 +61,20 @@ Status Communicator::RunScatter(const Op& op, uint32_t seq) {
   HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
   const bool is_root = op.root == opts_.rank;
   const size_t block_bytes = op.out.count * DTypeSize(op.out.dtype);
-  if (is_root && block_bytes > 0) {
-    const char* own = static_cast<const char*>(op.in.data) + static_cast<size_t>(opts_.rank) * block_bytes;
-    if (own != op.out.data) std::memmove(op.out.data, own, block_bytes);
-  }
+  const auto place = [this](void* dst, const void* src, size_t bytes) { return Place(dst, src, bytes); };
+  if (is_root)
+    HOOP_RETURN_IF_ERROR(Place(op.out.data, static_cast<const char*>(op.in.data) + static_cast<size_t>(opts_.rank) * block_bytes,
+                               block_bytes));
   if (opts_.size == 1) return Status::Ok();
   if (algo == Algo::kBinomial) {
     const int n = opts_.size, q = ((opts_.rank - op.root) % n + n) % n;
     if (is_root && op.root == 0) return RunSchedule(op, algo, op.out.count, op.in, op.out, seq);
     Buffer rel = Scratch(static_cast<size_t>(BinomialSpan(q, n)) * op.out.count, op.out.dtype);
     if (is_root && block_bytes > 0)
-      Rotate(static_cast<char*>(op.in.data), static_cast<char*>(rel.data), block_bytes, op.root, n, false);
+      HOOP_RETURN_IF_ERROR(Rotate(static_cast<char*>(op.in.data), static_cast<char*>(rel.data), block_bytes, op.root, n, false, place));
     // The root sends from its (rotated) input; the others receive into `rel` and send from it.
     HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.out.count, rel, is_root ? op.out : rel, seq));
-    if (!is_root && block_bytes > 0) std::memcpy(op.out.data, rel.data, block_bytes);
+    if (!is_root) return Place(op.out.data, rel.data, block_bytes);
     return Status::Ok();
   }
   // Non-roots read nothing: their schedule only receives into out.

@@ -15,11 +15,7 @@ Work Communicator::Reduce(const Buffer& in, const Buffer& out, ReduceOp op, int 
 Status Communicator::RunReduce(const Op& op, uint32_t seq) {
   HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
   const bool is_root = op.root == opts_.rank;
-  if (opts_.size == 1) {
-    if (op.in.data != op.out.data && op.in.count > 0)
-      std::memmove(op.out.data, op.in.data, op.in.count * DTypeSize(op.in.dtype));
-    return Status::Ok();
-  }
+  if (opts_.size == 1) return Place(op.out.data, op.in.data, op.in.count * DTypeSize(op.in.dtype));
   Buffer out = is_root ? op.out : Scratch(op.in.count, op.in.dtype);
   return RunSchedule(op, algo, op.in.count, op.in, out, seq);
 }

@@ -23,15 +23,10 @@ Status Communicator::RunReduceScatter(const Op& op, uint32_t seq) {
   const size_t esize = DTypeSize(op.in.dtype);
   const size_t block_bytes = op.out.count * esize;
   const char* in_block = static_cast<const char*>(op.in.data) + static_cast<size_t>(opts_.rank) * block_bytes;
-  if (opts_.size == 1) {
-    if (block_bytes > 0 && in_block != op.out.data) std::memmove(op.out.data, in_block, block_bytes);
-    return Status::Ok();
-  }
+  if (opts_.size == 1) return Place(op.out.data, in_block, block_bytes);
   Buffer work = Scratch(op.in.count, op.in.dtype);
   HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.out.count, op.in, work, seq));
-  if (block_bytes > 0)
-    std::memcpy(op.out.data, static_cast<const char*>(work.data) + static_cast<size_t>(opts_.rank) * block_bytes, block_bytes);
-  return Status::Ok();
+  return Place(op.out.data, static_cast<const char*>(work.data) + static_cast<size_t>(opts_.rank) * block_bytes, block_bytes);
 }
 
 }  // namespace hoop

@@ -125,7 +125,7 @@ Status Communicator::RunAllgatherv(const Op& op, uint32_t seq) {
   const size_t es = DTypeSize(op.out.dtype), me = static_cast<size_t>(opts_.rank);
   const Blocks& b = op.v->recv;
   char* own = static_cast<char*>(op.out.data) + b.displs[me] * es;
-  if (b.counts[me] > 0 && own != op.in.data) std::memmove(own, op.in.data, b.counts[me] * es);
+  HOOP_RETURN_IF_ERROR(Place(own, op.in.data, b.counts[me] * es));
   if (opts_.size == 1) return Status::Ok();
   return RunSchedule(op, algo, DescCount(op), op.in, op.out, seq);
 }
@@ -135,14 +135,10 @@ Status Communicator::RunReduceScatterv(const Op& op, uint32_t seq) {
   const size_t es = DTypeSize(op.in.dtype), me = static_cast<size_t>(opts_.rank);
   const Blocks& b = op.v->recv;
   const size_t mine = b.counts[me] * es;
-  if (opts_.size == 1) {
-    if (mine > 0 && op.in.data != op.out.data) std::memmove(op.out.data, op.in.data, mine);
-    return Status::Ok();
-  }
+  if (opts_.size == 1) return Place(op.out.data, op.in.data, mine);
   Buffer work = Scratch(op.in.count, op.in.dtype);
   HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.in.count, op.in, work, seq));
-  if (mine > 0) std::memcpy(op.out.data, static_cast<const char*>(work.data) + b.displs[me] * es, mine);
-  return Status::Ok();
+  return Place(op.out.data, static_cast<const char*>(work.data) + b.displs[me] * es, mine);
 }
 
 Status Communicator::RunAlltoallv(const Op& op, uint32_t seq) {
@@ -155,11 +151,10 @@ Status Communicator::RunAlltoallv(const Op& op, uint32_t seq) {
   const char* o = static_cast<const char*>(op.out.data);
   if (in_bytes > 0 && out_bytes > 0 && a < o + out_bytes && o < a + in_bytes) {  // overlapping: from a copy
     in = Scratch(op.in.count, op.in.dtype);
-    std::memcpy(in.data, op.in.data, in_bytes);
+    HOOP_RETURN_IF_ERROR(Place(in.data, op.in.data, in_bytes));
   }
-  if (recv.counts[me] > 0)
-    std::memmove(static_cast<char*>(op.out.data) + recv.displs[me] * es,
-                 static_cast<const char*>(in.data) + send.displs[me] * es, recv.counts[me] * es);
+  HOOP_RETURN_IF_ERROR(Place(static_cast<char*>(op.out.data) + recv.displs[me] * es,
+                             static_cast<const char*>(in.data) + send.displs[me] * es, recv.counts[me] * es));
   if (opts_.size == 1) return Status::Ok();
   return RunSchedule(op, algo, 0, in, op.out, seq);
 }

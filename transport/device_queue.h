@@ -49,6 +49,7 @@ enum ScratchUse : int {
   kScratchBounce = 0,  // shm channels: bytes on their way to device memory
   kScratchChunks = 1,  // the executor's staging chunks in a device run
   kScratchWork = 2,    // the collectives' working copies (a device reduce-scatter's)
+  kScratchPlace = 3,   // the collectives' placements whose ranges overlap, by way of it
 };
 
 class DeviceQueue {
