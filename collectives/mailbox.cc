@@ -114,7 +114,8 @@ void Mailbox::Post(std::shared_ptr<P2pCall> call) {
     if (!lost.ok()) return Complete(call, Status(lost.code(), Describe(*call) + ": lost " + lost.message()));
   }
   // The fast path: no Send kept, no memory registered, no deadline read from the clock.
-  if (call->is_send && SendSmall(call->peer, call->tag, call->data, call->count * DTypeSize(call->dtype), call->dtype))
+  if (call->is_send && !call->queue &&
+      SendSmall(call->peer, call->tag, call->data, call->count * DTypeSize(call->dtype), call->dtype))
     return Complete(call, Status::Ok());
   if (call->deadline.IsNever()) call->deadline = Deadline::After(o_.timeout);
   if (call->is_send) PostSend(std::move(call));
@@ -172,7 +173,8 @@ void Mailbox::Launch(int peer) {
       continue;
     }
     Send& s = *it->second;
-    const bool eager = s.bytes <= kEagerMax && ps.credit >= kFrameBytes + s.bytes;
+    // Device memory goes by rendezvous: nothing of it is copied out here.
+    const bool eager = (!s.call->queue || s.bytes == 0) && s.bytes <= kEagerMax && ps.credit >= kFrameBytes + s.bytes;
     if (!eager && ps.credit < kFrameBytes) return;  // the receiver holds all it may: wait
     ps.waiting.pop_front();
     if (eager && s.bytes <= kInlineBytes) {
@@ -232,7 +234,7 @@ void Mailbox::SendToSelf(std::shared_ptr<P2pCall> call) {
   a->bytes = call->count * DTypeSize(call->dtype);
   a->dtype = call->dtype;
   a->posted = a->landed = true;
-  if (a->bytes <= kEagerMax && self_held_ + a->bytes <= credit_) {
+  if (!call->queue && a->bytes <= kEagerMax && self_held_ + a->bytes <= credit_) {
     a->own = std::make_unique<char[]>(a->bytes);
     if (a->bytes) std::memcpy(a->own.get(), call->data, a->bytes);
     a->from = a->own.get();
@@ -380,7 +382,7 @@ bool Mailbox::DeliverInline(int peer, const Frame& f) {
   const DType dtype = f.dtype <= static_cast<uint8_t>(kLastDType) ? static_cast<DType>(f.dtype) : DType::kU8;
   Status s = Refusal(*call, peer, f.bytes, dtype);
   if (call->info) *call->info = RecvInfo{peer, f.tag, f.bytes / DTypeSize(dtype)};
-  if (s.ok() && f.bytes) std::memcpy(call->data, f.data, f.bytes);
+  if (s.ok()) s = Deliver(*call, f.data, nullptr, f.bytes);
   ReturnCredit(peer, kFrameBytes + f.bytes);
   Complete(call, s);
   return true;
@@ -413,7 +415,7 @@ void Mailbox::ReceivePayload(Arrival& a, char* dest, bool one_piece_buffer) {
   a.posted = true;
   const uint64_t n = (a.bytes + a.piece - 1) / a.piece;
   const uint64_t span = one_piece_buffer ? std::min<uint64_t>(a.bytes, a.piece) : a.bytes;
-  auto region = t_.Register(dest, span, a.call ? a.call->kind : MemKind::kHost);
+  auto region = t_.Register(dest, span, a.call && !one_piece_buffer ? a.call->kind : MemKind::kHost);
   if (!region.ok()) {
     if (fatal_.ok()) fatal_ = region.status().WithContext("rank " + std::to_string(o_.rank) + ": point-to-point");
     return;
@@ -434,7 +436,8 @@ void Mailbox::Finish(uint64_t id) {
   a.landed = true;
   if (!a.call) return;  // held until a receive matches it
   Status s = !a.refused.ok() ? a.refused : a.nack;
-  if (s.ok() && a.from && a.from != a.call->data && a.bytes) std::memcpy(a.call->data, a.from, a.bytes);
+  if (s.ok() && a.from && a.from != a.call->data)
+    s = Deliver(*a.call, a.from, a.self_send ? a.self_send->queue : nullptr, a.bytes);
   auto call = std::move(a.call);
   auto self_send = std::move(a.self_send);
   const int peer = a.peer;
@@ -444,6 +447,18 @@ void Mailbox::Finish(uint64_t id) {
   ReturnCredit(peer, cost);
   Complete(call, s);
   Complete(self_send, Status::Ok());
+}
+
+Status Mailbox::Deliver(P2pCall& to, const void* from, DeviceQueue* from_queue, uint64_t bytes) const {
+  if (bytes == 0) return Status::Ok();
+  DeviceQueue* q = to.queue ? to.queue : from_queue;
+  if (q == nullptr) {
+    std::memcpy(to.data, from, bytes);
+    return Status::Ok();
+  }
+  Status s = q->Copy(to.data, to.queue ? MemKind::kCuda : to.kind, from, from_queue ? MemKind::kCuda : MemKind::kHost, bytes);
+  if (s.ok()) s = q->Drain();
+  return s.ok() ? s : s.WithContext(Describe(to) + ": copying the message into place");
 }
 
 void Mailbox::ReturnCredit(int peer, uint64_t bytes) {

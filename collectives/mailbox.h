@@ -23,6 +23,11 @@
 // arrivals in arrival order: two messages between one pair with one tag are received in the
 // order they were sent.
 //
+// Device memory (P2pCall::queue, CUDA IPC over shm) goes by rendezvous, each payload piece as a
+// descriptor the receiver copies from (transport/shm/channel.h); what is held here on its way
+// (a small message in its frame, an unexpected eager payload) is copied into a device receive on
+// its queue.
+//
 // Threading: the transport's owner only (the communicator's worker, or a blocking caller holding
 // it). Completions of point-to-point traffic (op ids with kP2pBit) reach Handle() from the
 // collectives' executor while a collective runs, and from Progress() otherwise.
@@ -80,6 +85,10 @@ struct P2pCall {
   // `complete` (its failure is the call's).
   std::shared_ptr<std::vector<char>> staged;
   std::function<Status()> after;
+  // Device memory the transport moves itself (CUDA IPC, transport/device_queue.h): `data` is
+  // never read or written here but through this queue. Its sends always go by rendezvous, so the
+  // payload travels from `data` straight into the receive's memory.
+  DeviceQueue* queue = nullptr;
 };
 
 // A Leftover (shared_transport.h) once retired: a freed communicator's mailbox stays with the hub
@@ -178,6 +187,9 @@ class Mailbox : public Leftover {
   // A message inside its frame handed straight to a posted receive that matches it; false if
   // none does (it then arrives as any other).
   bool DeliverInline(int peer, const Frame& f);
+  // Copies a message held here (`from`: host memory, or a send to self's device memory with its
+  // queue) into a receive's memory: memcpy between host memory, else on a device queue, waited for.
+  Status Deliver(P2pCall& to, const void* from, DeviceQueue* from_queue, uint64_t bytes) const;
   // Why `call` cannot take a message of `bytes` in `dtype` from `peer`; OK if it can.
   Status Refusal(const P2pCall& call, int peer, uint64_t bytes, DType dtype) const;
   // The frame from `peer` has landed in its receive, which the back end posted again for the

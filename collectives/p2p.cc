@@ -12,7 +12,7 @@
 
 namespace hoop {
 
-Status Communicator::CheckP2p(bool is_send, const Buffer& b, int peer, int tag, bool on_stream) const {
+Status Communicator::CheckP2p(bool is_send, const Buffer& b, int peer, int tag, bool on_stream, bool direct) const {
   const char* call = is_send ? "send" : "receive";
   auto bad = [&](const std::string& why) {
     return InvalidArgument("rank " + std::to_string(opts_.rank) + ": " + call + ": " + why);
@@ -28,8 +28,9 @@ Status Communicator::CheckP2p(bool is_send, const Buffer& b, int peer, int tag, 
       return Status(devices.status().code(), "rank " + std::to_string(opts_.rank) + ": " + call +
                                                  ": a CUDA stream was given, but: " + devices.status().message());
   }
-  // Device memory is staged before the call is posted: at the call on a stream, else by Send/Recv.
-  if (!HostVisible(b.kind) && !(on_stream && b.kind == MemKind::kCuda))
+  // Device memory is staged before the call is posted (at the call on a stream, else by
+  // Send/Recv), or moved by the transport itself (DirectP2p: `direct`).
+  if (!HostVisible(b.kind) && !((on_stream || direct) && b.kind == MemKind::kCuda))
     return Status(Code::kUnimplemented, "rank " + std::to_string(opts_.rank) + ": " + call + ": " + MemKindName(b.kind) +
                                             " memory is not supported yet (host memory only)");
   if (b.count > 0 && b.data == nullptr) return bad("buffer is null with count " + std::to_string(b.count));
@@ -78,6 +79,7 @@ Work Communicator::Send(const Buffer& in, int peer, int tag, const CallOptions& 
     return Submit(std::move(op), false);
   }
   if (in.kind == MemKind::kCuda) {
+    if (auto direct = DirectP2p(true, in, peer, tag, nullptr)) return Submit(std::move(*direct), o.blocking);
     auto host = StageP2p(true, in);
     if (!host.ok()) return Work::MakeRefused(host.status());
     op.p2p = MakeCall(true, Buffer{(*host)->data(), in.count, in.dtype, MemKind::kHost}, peer, tag, nullptr);
@@ -97,6 +99,7 @@ Work Communicator::Recv(const Buffer& out, int peer, int tag, std::shared_ptr<Re
     return Submit(std::move(op), false);
   }
   if (out.kind == MemKind::kCuda) {
+    if (auto direct = DirectP2p(false, out, peer, tag, info)) return Submit(std::move(*direct), o.blocking);
     auto host = StageP2p(false, out);
     if (!host.ok()) return Work::MakeRefused(host.status());
     if (!info) info = std::make_shared<RecvInfo>();  // the received length, for the copy back
@@ -111,6 +114,11 @@ Work Communicator::Recv(const Buffer& out, int peer, int tag, std::shared_ptr<Re
 }
 
 Status Communicator::SendNow(const Buffer& in, int peer, int tag, bool* refused) {
+  if (in.kind == MemKind::kCuda && DirectP2pQueue(in)) {  // queued like Send, and waited for
+    Work w = Send(in, peer, tag, CallOptions{});
+    if (refused) *refused = w.Refused();
+    return w.Wait();
+  }
   if (in.kind == MemKind::kCuda) {
     auto host = StageP2p(true, in);
     if (!host.ok()) {
@@ -123,6 +131,14 @@ Status Communicator::SendNow(const Buffer& in, int peer, int tag, bool* refused)
 }
 
 Status Communicator::RecvNow(const Buffer& out, int peer, int tag, RecvInfo* info, bool* refused) {
+  if (out.kind == MemKind::kCuda && DirectP2pQueue(out)) {
+    auto got = std::make_shared<RecvInfo>();
+    Work w = Recv(out, peer, tag, got, CallOptions{});
+    if (refused) *refused = w.Refused();
+    Status s = w.Wait();
+    if (s.ok() && info) *info = *got;
+    return s;
+  }
   if (out.kind == MemKind::kCuda) {
     auto host = StageP2p(false, out);
     if (!host.ok()) {
@@ -135,6 +151,27 @@ Status Communicator::RecvNow(const Buffer& out, int peer, int tag, RecvInfo* inf
     return UnstageP2p(out, **host, got.count * DTypeSize(out.dtype));
   }
   return RunNow(false, out, peer, tag, info, refused);
+}
+
+DeviceQueue* Communicator::DirectP2pQueue(const Buffer& b) {
+  // The transport has a queue for the device only where it moves device memory to every peer.
+  if (b.data == nullptr) return nullptr;  // an empty buffer may have no address: staged (nothing)
+  const int device = DeviceOf(b.data);
+  return device < 0 ? nullptr : transport_->DeviceQueueFor(device);
+}
+
+std::optional<Communicator::Op> Communicator::DirectP2p(bool is_send, const Buffer& b, int peer, int tag,
+                                                        std::shared_ptr<RecvInfo> info) {
+  DeviceQueue* q = DirectP2pQueue(b);
+  if (q == nullptr) return std::nullopt;
+  // The plain form starts after the caller's CUDA work before it (which may still read or write
+  // the buffer): waited for here, as the staging's copy on the legacy stream would.
+  if (!opts_.device_access && !CudaStreamSync(nullptr).ok()) return std::nullopt;  // staged: it says why
+  Op op;
+  op.kind = CollKind::kBarrier;
+  op.p2p = MakeCall(is_send, b, peer, tag, std::move(info));
+  op.p2p->queue = q;
+  return op;
 }
 
 Status Communicator::RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused) {

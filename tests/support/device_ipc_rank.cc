@@ -3,7 +3,7 @@
 // pointers as they are and never open a handle). Allreduces of four dtype x op pairs at counts
 // 1, 7, 1000 and 262147, in and out of place, with every rank's buffers on the device and with
 // rank 0's on the host (the others then send it descriptors and receive its bytes); broadcast,
-// allgather and reduce-scatter. Every case allocates its buffers anew and frees them after, so
+// allgather, reduce-scatter, reduce, gather, scatter and alltoall; sends and receives. Every case allocates its buffers anew and frees them after, so
 // addresses are reused by new allocations, which a mapping cache keyed on the address alone
 // would get wrong. Results are compared with the reference, bit for bit.
 #include <cstdio>
@@ -107,6 +107,74 @@ Status BlockCollectives(Communicator& c, size_t count) {
   return Status::Ok();
 }
 
+// Reduce, gather, scatter and alltoall: rank r's values made from r and the index.
+Status RootedCollectives(Communicator& c, size_t count) {
+  const int n = c.size(), rank = c.rank();
+  const size_t es = sizeof(int32_t), all = count * static_cast<size_t>(n);
+  std::vector<int32_t> h(all);
+  DevBuf in(all * es), out(all * es);
+  HOOP_RETURN_IF_ERROR(in.status);
+  HOOP_RETURN_IF_ERROR(out.status);
+  auto dev = [](void* p, size_t k) { return Buffer{p, k, DType::kI32, MemKind::kCuda}; };
+  for (size_t i = 0; i < count; ++i) h[i] = static_cast<int32_t>(rank + static_cast<int>(i));
+  HOOP_RETURN_IF_ERROR(Up(in.p, h.data(), count * es));
+  HOOP_RETURN_IF_ERROR(c.Reduce(dev(in.p, count), dev(out.p, count), ReduceOp::kSum, 1).Wait());
+  if (rank == 1) {
+    HOOP_RETURN_IF_ERROR(Down(h.data(), out.p, count * es));
+    for (size_t i = 0; i < count; ++i)
+      if (h[i] != static_cast<int32_t>(n * static_cast<int>(i) + n * (n - 1) / 2)) return Internal("reduce: element " + std::to_string(i));
+  }
+  for (size_t i = 0; i < count; ++i) h[i] = static_cast<int32_t>(rank * 1000003 + static_cast<int>(i));
+  HOOP_RETURN_IF_ERROR(Up(in.p, h.data(), count * es));
+  HOOP_RETURN_IF_ERROR(c.Gather(dev(in.p, count), dev(out.p, all), n - 1).Wait());
+  if (rank == n - 1) {
+    HOOP_RETURN_IF_ERROR(Down(h.data(), out.p, all * es));
+    for (size_t i = 0; i < all; ++i)
+      if (h[i] != static_cast<int32_t>((i / count) * 1000003 + i % count)) return Internal("gather: element " + std::to_string(i));
+  }
+  for (size_t i = 0; i < all; ++i) h[i] = rank == 0 ? static_cast<int32_t>(7 * i + 1) : -1;
+  HOOP_RETURN_IF_ERROR(Up(in.p, h.data(), all * es));
+  HOOP_RETURN_IF_ERROR(c.Scatter(dev(in.p, all), dev(out.p, count), 0).Wait());
+  HOOP_RETURN_IF_ERROR(Down(h.data(), out.p, count * es));
+  for (size_t i = 0; i < count; ++i)
+    if (h[i] != static_cast<int32_t>(7 * (static_cast<size_t>(rank) * count + i) + 1)) return Internal("scatter: element " + std::to_string(i));
+  for (size_t i = 0; i < all; ++i) h[i] = static_cast<int32_t>(rank * 1000 + (i / count) * 100000 + i % count);
+  HOOP_RETURN_IF_ERROR(Up(in.p, h.data(), all * es));
+  HOOP_RETURN_IF_ERROR(c.Alltoall(dev(in.p, all), dev(out.p, all)).Wait());
+  HOOP_RETURN_IF_ERROR(Down(h.data(), out.p, all * es));
+  for (size_t i = 0; i < all; ++i)
+    if (h[i] != static_cast<int32_t>((i / count) * 1000 + rank * 100000 + i % count)) return Internal("alltoall: element " + std::to_string(i));
+  return Status::Ok();
+}
+
+// Sends and receives: every rank sends `count` values to the next and receives from the one
+// before, device to device, then rank 0 receives into host memory.
+Status Exchange(Communicator& c, size_t count) {
+  const int n = c.size(), rank = c.rank();
+  const size_t bytes = count * sizeof(int32_t);
+  std::vector<int32_t> h(count);
+  DevBuf out(bytes), in(bytes);
+  HOOP_RETURN_IF_ERROR(out.status);
+  HOOP_RETURN_IF_ERROR(in.status);
+  for (size_t i = 0; i < count; ++i) h[i] = static_cast<int32_t>(rank * 1000003 + static_cast<int>(i));
+  HOOP_RETURN_IF_ERROR(Up(out.p, h.data(), bytes));
+  const int to = (rank + 1) % n, from = (rank + n - 1) % n;
+  Work r = c.Recv({in.p, count, DType::kI32, MemKind::kCuda}, from, 21);
+  HOOP_RETURN_IF_ERROR(c.Send({out.p, count, DType::kI32, MemKind::kCuda}, to, 21).Wait());
+  HOOP_RETURN_IF_ERROR(r.Wait());
+  HOOP_RETURN_IF_ERROR(Down(h.data(), in.p, bytes));
+  for (size_t i = 0; i < count; ++i)
+    if (h[i] != static_cast<int32_t>(from * 1000003 + static_cast<int>(i))) return Internal("send/recv: element " + std::to_string(i));
+  if (rank == 1) HOOP_RETURN_IF_ERROR(c.Send({out.p, count, DType::kI32, MemKind::kCuda}, 0, 22).Wait());
+  if (rank == 0) {
+    std::vector<int32_t> host(count);
+    HOOP_RETURN_IF_ERROR(c.Recv({host.data(), count, DType::kI32, MemKind::kHost}, 1, 22).Wait());
+    for (size_t i = 0; i < count; ++i)
+      if (host[i] != static_cast<int32_t>(1000003 + static_cast<int>(i))) return Internal("send to host: element " + std::to_string(i));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int RunDeviceIpc(Communicator& c) {
@@ -130,11 +198,13 @@ int RunDeviceIpc(Communicator& c) {
         }
   for (size_t count : {size_t{1}, size_t{4097}, size_t{300001}}) {
     Status s = BlockCollectives(c, count);
+    if (s.ok()) s = RootedCollectives(c, count);
+    if (s.ok()) s = Exchange(c, count);
     if (!s.ok()) {
       std::printf("rank %d: device ipc: x %zu: %s\n", c.rank(), count, s.ToString().c_str());
       return 1;
     }
-    cases += 3;
+    cases += 8;
   }
   std::printf("rank %d: device ipc: %d cases ok\n", c.rank(), cases);
   return 0;
