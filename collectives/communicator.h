@@ -136,6 +136,10 @@ class Communicator {
   int local_rank() const { return opts_.local_rank; }
   int local_size() const { return opts_.local_size; }
   std::string transport_name() const;
+  // How this rank's calls move memory of CUDA device `device`: "by CUDA IPC" where the transport
+  // moves it to every peer itself (ranks on one host over shm, HOOP_CUDA_IPC=1), else "staged
+  // through pinned host memory". For reports (hoop-perf).
+  std::string DeviceRoute(int device);
   // What it was created with, and the job's store: to create another communicator over some of
   // its ranks with connections of its own (trainer/ps_links.h), where Split's would be shared.
   const CommOptions& options() const { return opts_; }

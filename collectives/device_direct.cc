@@ -21,6 +21,10 @@ int Communicator::DeviceOf(const void* p) const {
   return m.kind == MemKind::kCuda ? m.device : -1;
 }
 
+std::string Communicator::DeviceRoute(int device) {
+  return transport_->DeviceQueueFor(device) ? "by CUDA IPC" : "staged through pinned host memory";
+}
+
 DeviceQueue* Communicator::DirectQueue(const Op& op) {
   if (op.kind == CollKind::kBarrier || opts_.size == 1 || op.residual != nullptr) return nullptr;
   int device = -1;

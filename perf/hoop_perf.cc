@@ -149,7 +149,8 @@ int Main(int argc, char** argv) {
   if (lead) PrintHeader(info);
   if (lead && o.cuda)
     PrintCaseNote("buffers: CUDA device memory, each rank on device (local rank mod " +
-                  std::to_string(CudaDeviceCount().value()) + "); rank 0 on device " + std::to_string(o.cuda_device));
+                  std::to_string(CudaDeviceCount().value()) + "); rank 0 on device " + std::to_string(o.cuda_device) +
+                  ", its calls' device memory moved " + c.DeviceRoute(o.cuda_device));
   std::vector<Row> rows;
   const bool compressing = o.compression && (*o.compression == Compression::kFp16 || *o.compression == Compression::kBf16);
   const std::vector<ReduceOp> ops = Reduces(o.kind) ? o.ops : std::vector<ReduceOp>{o.ops[0]};
