@@ -71,6 +71,8 @@ class FakeQueue final : public DeviceQueue {
   int device() const override { return 0; }
 
   Status Copy(void* dst, MemKind, const void* src, MemKind, size_t bytes) override {
+    if (dev_.fail_after_.load() >= 0 && dev_.fail_after_.fetch_sub(1) <= 0)
+      return Internal("fake device: a copy failed (injected)");
     const FakeDevice::Range w{static_cast<const char*>(dst), static_cast<const char*>(dst) + bytes};
     if (dev_.DeviceOf(src) < 0) {  // host memory: read now
       auto held = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + bytes);

@@ -41,6 +41,8 @@ class FakeDevice {
   uint64_t jobs() const { return jobs_.load(); }
   // The first hazard seen ("" if none).
   std::string hazard() const;
+  // From now on, copies fail (as a device whose copy engine faulted would say), after `n` more.
+  void FailCopiesAfter(uint64_t n) { fail_after_ = static_cast<int64_t>(n); }
   // The host is about to read or write [p, p + bytes) (a call has returned): a hazard if any
   // queue still has work on it (a peer still reading what this rank's call was done with).
   void Touch(const void* p, size_t bytes);
@@ -65,6 +67,7 @@ class FakeDevice {
   std::vector<Pending> pending_;
   std::string hazard_;
   std::atomic<uint64_t> descriptors_{0}, jobs_{0};
+  std::atomic<int64_t> fail_after_{-1};  // -1: never
   DeviceAccess access_ = MakeAccess();
   DeviceAccess MakeAccess();
 };

@@ -208,10 +208,15 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
     const char* payload = reinterpret_cast<const char*>(h) + 64;
     const bool descriptor = (h->flags & kSlotDevice) != 0;
     // A message whose move to the device failed is read to its end and completes with the error.
-    if (descriptor) cur_error_ = LandDescriptor(*h);
-    else if (cur_.device >= 0 && cur_error_.ok()) cur_error_ = LandOnDevice(payload, h->offset, h->len);
-    else if (cur_.sink) cur_.sink->Consume(h->offset, payload, h->len);
-    else if (h->len > 0) std::memcpy(cur_.data + h->offset, payload, h->len);
+    if (descriptor) {
+      cur_error_ = LandDescriptor(*h);
+    } else if (cur_.device >= 0) {
+      if (cur_error_.ok()) cur_error_ = LandOnDevice(payload, h->offset, h->len);
+    } else if (cur_.sink) {
+      cur_.sink->Consume(h->offset, payload, h->len);
+    } else if (h->len > 0) {
+      std::memcpy(cur_.data + h->offset, payload, h->len);
+    }
     cur_landing_ |= descriptor || cur_.device >= 0;
     got_ = descriptor ? cur_.len : got_ + h->len;
     ++head_;
