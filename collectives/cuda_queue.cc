@@ -164,8 +164,7 @@ class CudaQueue final : public DeviceQueue {
           HOOP_RETURN_IF_ERROR(DrainLocked());
           CloseMappings();
         }
-        HOOP_RETURN_IF_ERROR(CudaSetDevice(device_));
-        auto m = CudaIpcOpen(ref.handle);
+        auto m = OpenAnywhere(ref);
         if (!m.ok())
           return m.status().WithContext("mapping process " + std::to_string(ref.pid) + "'s device memory");
         it = maps_.emplace(key, *m).first;
@@ -186,6 +185,25 @@ class CudaQueue final : public DeviceQueue {
     live_.clear();
     passed_ = marks_;
     return Status::Ok();
+  }
+  // On this queue's device first (peer access enabled as needed); where that device cannot map
+  // the sender's (no peer access between them), on the sender's own device, found by trying the
+  // others: copies from there still reach this device (through host memory, by the driver), and
+  // Mapped::local says a kernel here cannot read it in place.
+  StatusOr<void*> OpenAnywhere(const IpcRef& ref) {
+    HOOP_RETURN_IF_ERROR(CudaSetDevice(device_));
+    auto m = CudaIpcOpen(ref.handle);
+    if (m.ok()) return m;
+    const Status first = m.status();
+    auto n = CudaDeviceCount();
+    for (int d = 0; n.ok() && d < *n; ++d) {
+      if (d == device_ || !CudaSetDevice(d).ok()) continue;
+      auto other = CudaIpcOpen(ref.handle);
+      (void)CudaSetDevice(device_);
+      if (other.ok()) return other;
+    }
+    (void)CudaSetDevice(device_);
+    return first;
   }
   void CloseMappings() {
     for (auto& m : maps_) CudaIpcClose(m.second);
