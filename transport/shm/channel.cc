@@ -204,6 +204,7 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
       got_ = 0;
       cur_landing_ = false;
       cur_error_ = Status::Ok();
+      cur_src_ = nullptr;
     }
     const char* payload = reinterpret_cast<const char*>(h) + 64;
     const bool descriptor = (h->flags & kSlotDevice) != 0;
@@ -229,7 +230,7 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
         continue;
       }
       // Complete (and acknowledge a descriptor) in order, once the queue has done the work.
-      Landing l{cur_.op_id, nullptr, 0, descriptor, cur_error_};
+      Landing l{cur_.op_id, nullptr, 0, descriptor, descriptor ? cur_src_ : nullptr, cur_error_};
       if (cur_error_.ok()) {
         auto q = RecvQueue();
         auto mark = q.ok() ? (*q)->Mark() : StatusOr<uint64_t>(q.status());

@@ -95,11 +95,13 @@ class Channel : public Endpoint {
     DeviceQueue* q;
     uint64_t mark;
     bool ack;
+    const void* src;  // the peer's memory read (a descriptor's), for TSan (common/tsan.h)
     Status error;  // the bytes could not be moved: completes with this, in its turn
   };
   struct Unacked {
     uint64_t op_id;
-    uint64_t number;  // the descriptor's, on this direction's count
+    uint64_t number;   // the descriptor's, on this direction's count
+    const void* data;  // the memory it described, for TSan (common/tsan.h)
   };
 
   bool ProgressSends(std::vector<Completion>* out);
@@ -144,6 +146,7 @@ class Channel : public Endpoint {
   uint64_t acked_ = 0;        // descriptors this side has acknowledged (in_->acked)
   bool cur_landing_ = false;  // cur_'s bytes went to a device queue: complete through landing_
   Status cur_error_;          // cur_'s bytes could not be moved to the device
+  const void* cur_src_ = nullptr;  // a descriptor's memory, as mapped here
   std::vector<char> host_bounce_;  // a descriptor's bytes for a host sink
 };
 

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "common/tsan.h"
 #include "transport/shm/channel.h"
 
 namespace hoop::shm {
@@ -54,8 +55,9 @@ bool Channel::PublishDescriptor(SendOp& s) {
     deferred_.push_back({s.op_id, peer_, true, err.WithContext("shm: sending device memory to rank " + std::to_string(peer_)), 0});
     return true;
   }
+  TsanRelease(s.data);  // what wrote the memory happens before the peer reads it
   WriteSlot(reinterpret_cast<const char*>(&ref), s.len, 0, sizeof ref, s.tag, false, kSlotDevice);
-  unacked_.push_back({s.op_id, ++described_});
+  unacked_.push_back({s.op_id, ++described_, s.data});
   return true;
 }
 
@@ -76,6 +78,8 @@ Status Channel::LandDescriptor(const SlotHeader& h) {
   if (!q.ok()) return ctx(q.status());
   auto m = (*q)->Open(ref);
   if (!m.ok()) return ctx(m.status());
+  cur_src_ = m->ptr;
+  TsanAcquire(m->ptr);
   const size_t n = cur_.len;
   Status s;
   if (cur_.sink && cur_.device >= 0) {
@@ -131,6 +135,7 @@ bool Channel::ProgressDevice(std::vector<Completion>* out) {
     }
     out->push_back({l.op_id, peer_, false, st, 0});
     if (l.ack) {  // done reading the peer's memory (or never will): its send may complete
+      if (l.src) TsanRelease(l.src);
       in_->acked.store(++acked_, std::memory_order_release);
       acked = true;
     }
@@ -141,6 +146,7 @@ bool Channel::ProgressDevice(std::vector<Completion>* out) {
   if (!unacked_.empty()) {
     if (unacked_.front().number > peer_acked_) peer_acked_ = out_->acked.load(std::memory_order_acquire);
     while (!unacked_.empty() && unacked_.front().number <= peer_acked_) {
+      TsanAcquire(unacked_.front().data);  // the peer's reads happen before this memory is reused
       out->push_back({unacked_.front().op_id, peer_, true, Status::Ok(), 0});
       unacked_.pop_front();
       moved = true;
