@@ -93,10 +93,16 @@ Status SaveCheckpoint(const std::string& path, const CheckpointInfo& info, const
     for (double d : *v) Put(b, d);
   }
   Put<uint32_t>(b, static_cast<uint32_t>(tensors.size()));
+  std::vector<float> host;  // a device tensor's values
   for (auto& [name, t] : tensors) {
     PutStr(b, name);
     Put<uint64_t>(b, t->size());
-    b.append(reinterpret_cast<const char*>(t->ptr()), t->size() * sizeof(float));
+    const float* values = t->ptr();
+    if (t->on_device()) {
+      t->Download(host);
+      values = host.data();
+    }
+    b.append(reinterpret_cast<const char*>(values), t->size() * sizeof(float));
   }
   Put(b, Crc(b.data(), b.size()));
 
@@ -168,7 +174,10 @@ Status LoadCheckpoint(const std::string& path, const std::string& model, const N
     if (it == want.end()) return bad("holds tensor '" + name + "', which this model does not have");
     if (n != it->second->size())
       return bad("tensor '" + name + "' has " + std::to_string(n) + " values, the model " + std::to_string(it->second->size()));
-    if (!r.GetFloats(it->second->ptr(), n)) return bad("truncated in tensor '" + name + "'");
+    Tensor& t = *it->second;
+    std::vector<float> host(t.on_device() ? n : 0);  // a device tensor's values, before they go up
+    if (!r.GetFloats(t.on_device() ? host.data() : t.ptr(), n)) return bad("truncated in tensor '" + name + "'");
+    if (t.on_device()) t.Upload(host.data(), n);
     if (!loaded.insert(name).second) return bad("holds tensor '" + name + "' twice");
   }
   for (auto& [name, t] : tensors)

@@ -5,11 +5,26 @@
 #include <string>
 #include <thread>
 
+#include "common/device.h"
+
 namespace hoop::train {
 
 namespace {
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+// The model's forward pass on the batch in ws.batch: on the host, or on the model's device
+// with the batch copied up and the logits copied back.
+const Tensor& ForwardBatch(Model& model, Workspace& ws, Mode mode, ThreadPool& pool) {
+  if (model.device < 0) return model.net.Forward(ws.batch, mode, pool);
+  ws.on_device.Place(model.device);
+  ws.on_device.Resize(ws.batch.shape);
+  ws.on_device.Upload(ws.batch.ptr(), ws.batch.size());
+  const Tensor& logits = model.net.Forward(ws.on_device, mode, pool);
+  ws.logits.Resize(logits.shape);
+  logits.Download(ws.logits.data);
+  return ws.logits;
+}
+
 }  // namespace
 
 StatusOr<int> InputPad(const Model& model, const Dataset& data) {
@@ -29,11 +44,20 @@ LossResult ComputeGradient(Model& model, const Dataset& train, const int64_t* pe
   times.data += Since(t);
   t = Clock::now();
   if (slow_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms));
-  const Tensor& logits = model.net.Forward(ws.batch, Mode::kTrain, pool);
+  const Tensor& logits = ForwardBatch(model, ws, Mode::kTrain, pool);
   LossResult r = SoftmaxCrossEntropy(logits, ws.labels, scale, &ws.dlogits);
   times.forward += Since(t);
   t = Clock::now();
-  model.net.Backward(ws.batch, ws.dlogits, nullptr, pool, on_layer);
+  if (model.device < 0) {
+    model.net.Backward(ws.batch, ws.dlogits, nullptr, pool, on_layer);
+  } else {
+    ws.dlogits_on_device.Place(model.device);
+    ws.dlogits_on_device.Resize(ws.dlogits.shape);
+    ws.dlogits_on_device.Upload(ws.dlogits.ptr(), ws.dlogits.size());
+    model.net.Backward(ws.on_device, ws.dlogits_on_device, nullptr, pool, on_layer);
+    // The device's backward pass timed as backward, not as the wait for the gradients after it.
+    if (Status s = CudaStreamSync(nullptr); !s.ok()) throw DeviceError("the backward pass on the device: " + s.message());
+  }
   times.backward += Since(t);
   return r;
 }
@@ -48,7 +72,7 @@ EvalSums Evaluate(Model& model, const Dataset& test, int64_t begin, int64_t end,
     idx.resize(m);
     for (int i = 0; i < m; ++i) idx[i] = at + i;
     Gather(test, idx.data(), m, ws.batch, ws.labels, pad);
-    const Tensor& logits = model.net.Forward(ws.batch, Mode::kEval, pool);
+    const Tensor& logits = ForwardBatch(model, ws, Mode::kEval, pool);
     LossResult r = SoftmaxCrossEntropy(logits, ws.labels, 1.0f, nullptr);
     if (probs) Softmax(logits, probs + at * model.classes);
     sums.loss += r.loss_sum;

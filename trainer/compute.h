@@ -18,10 +18,13 @@ namespace hoop::train {
 // size; InvalidArgument when they cannot be (larger, or an odd difference).
 StatusOr<int> InputPad(const Model& model, const Dataset& data);
 
-// Reused buffers of one rank's computation.
+// Reused buffers of one rank's computation. A model on a device (Model::device) gets its batch
+// copied to `on_device` and its logits copied back to `logits`; the loss and its gradient are
+// computed on the host (N x 10 values a step) and the gradient copied up to `dlogits_on_device`.
 struct Workspace {
   Tensor batch, dlogits;
   std::vector<uint8_t> labels;
+  Tensor on_device, dlogits_on_device, logits;
 };
 
 // Seconds spent in a step's phases, added to.

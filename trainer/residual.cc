@@ -5,7 +5,7 @@
 namespace hoop::train {
 
 Residual::Residual(std::string name, int in, int out, int stride, std::mt19937& rng, const LayerFactory& make)
-    : Layer(std::move(name)) {
+    : Layer(std::move(name)), math_(make.Math()) {
   const std::string& n = this->name();
   body_.Add(make.Conv(n + ".conv1", ConvSpec{in, out, 3, stride, 1, false}, rng));
   make.AddBatchNorm(body_, n + ".bn1", out, n + ".relu1");
@@ -32,18 +32,13 @@ void Residual::Forward(const Tensor& in, Tensor& out, Mode mode, ThreadPool& poo
     s = &moved_;
   }
   const Tensor& b = *s;
-  out.Resize(a.shape);
+  math_->AddRelu(a, b, out);
   out.block = a.block;
-  for (size_t j = 0; j < out.size(); ++j) {
-    float v = a.data[j] + b.data[j];
-    out.data[j] = v > 0 ? v : 0.0f;
-  }
 }
 
 void Residual::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din, ThreadPool& pool) {
-  dsum_.Resize(out.shape);
+  math_->ReluMask(out, dout, dsum_);
   dsum_.block = out.block;
-  for (size_t j = 0; j < out.size(); ++j) dsum_.data[j] = out.data[j] > 0 ? dout.data[j] : 0.0f;
   body_.Backward(in, dsum_, din, pool);
   // The shortcut's gradient in its own output's layout (for an identity shortcut, the input's).
   const Tensor* ds = &dsum_;
@@ -52,13 +47,11 @@ void Residual::Backward(const Tensor& in, const Tensor& out, const Tensor& dout,
     ds = &dmoved_;
   }
   if (shortcut_.empty()) {
-    if (din)
-      for (size_t j = 0; j < din->size(); ++j) din->data[j] += ds->data[j];
+    if (din) math_->Accumulate(*ds, *din);
     return;
   }
   shortcut_.Backward(in, *ds, din ? &dshort_ : nullptr, pool);
-  if (din)
-    for (size_t j = 0; j < din->size(); ++j) din->data[j] += dshort_.data[j];
+  if (din) math_->Accumulate(dshort_, *din);
 }
 
 std::vector<Param*> Residual::Params() {

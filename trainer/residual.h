@@ -2,10 +2,12 @@
 // conv3x3-BN-ReLU-conv3x3-BN and the shortcut is the identity, or a strided 1x1 conv + BN when
 // the block changes width or resolution. Backward sends dy (through the final ReLU) down both
 // paths and adds their input gradients. Elementwise, so any layout (tensor.h): the output takes
-// the body's, and a shortcut in another layout is converted to it.
+// the body's, and a shortcut in another layout is converted to it. The sum, the ReLU and their
+// gradients are the layer back end's (tensor_math.h), in its memory.
 #pragma once
 #include "trainer/chain.h"
 #include "trainer/layer_factory.h"
+#include "trainer/tensor_math.h"
 
 namespace hoop::train {
 
@@ -20,6 +22,7 @@ class Residual : public Layer {
   bool TakesBlocked() const override { return true; }
 
  private:
+  std::shared_ptr<TensorMath> math_;  // the sum, the ReLU and their gradients, on the back end's memory
   Chain body_, shortcut_;
   Tensor dsum_, dshort_;
   Tensor moved_, dmoved_;  // the shortcut's output, and dsum_, in the other branch's layout

@@ -15,22 +15,17 @@ double LrSchedule::At(int64_t step) const {
   return target * 0.5 * (1 + std::cos(std::numbers::pi * t));
 }
 
-Sgd::Sgd(std::vector<Param*> params, double momentum, double weight_decay)
-    : params_(std::move(params)), momentum_(static_cast<float>(momentum)), weight_decay_(static_cast<float>(weight_decay)) {
-  for (Param* p : params_) velocity_.emplace_back(p->value.shape);
+Sgd::Sgd(std::vector<Param*> params, double momentum, double weight_decay, std::shared_ptr<TensorMath> math)
+    : params_(std::move(params)), momentum_(static_cast<float>(momentum)), weight_decay_(static_cast<float>(weight_decay)),
+      math_(math ? std::move(math) : HostMath()) {
+  velocity_.resize(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) velocity_[i].ResizeLike(params_[i]->value, params_[i]->value.shape, true);
 }
 
 void Sgd::Step(double lr) {
   const float rate = static_cast<float>(lr);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    float* w = params_[i]->value.ptr();
-    const float* g = params_[i]->grad.ptr();
-    float* v = velocity_[i].ptr();
-    for (size_t j = 0, n = velocity_[i].size(); j < n; ++j) {
-      v[j] = momentum_ * v[j] + g[j] + weight_decay_ * w[j];
-      w[j] -= rate * v[j];
-    }
-  }
+  for (size_t i = 0; i < params_.size(); ++i)
+    math_->SgdStep(params_[i]->value, params_[i]->grad, velocity_[i], momentum_, weight_decay_, rate);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Sgd::State() {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trainer/layer.h"
+#include "trainer/tensor_math.h"
 
 namespace hoop::train {
 
@@ -23,7 +24,9 @@ struct LrSchedule {
 
 class Sgd {
  public:
-  Sgd(std::vector<Param*> params, double momentum, double weight_decay);
+  // math: where the update runs (the layer back end's, tensor_math.h); null: host loops. The
+  // momentum buffers live where the parameters do.
+  Sgd(std::vector<Param*> params, double momentum, double weight_decay, std::shared_ptr<TensorMath> math = nullptr);
   void Step(double lr);
   // Momentum buffers, in Params() order, named "<param>.momentum" (checkpointed).
   std::vector<std::pair<std::string, Tensor*>> State();
@@ -32,6 +35,7 @@ class Sgd {
   std::vector<Param*> params_;
   std::vector<Tensor> velocity_;
   float momentum_, weight_decay_;
+  std::shared_ptr<TensorMath> math_;
 };
 
 }  // namespace hoop::train
