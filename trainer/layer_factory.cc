@@ -1,12 +1,19 @@
 #include "trainer/layer_factory.h"
 
 #include "trainer/batchnorm.h"
+#include "trainer/linear.h"
 #include "trainer/pool.h"
 #include "trainer/relu.h"
 
 namespace hoop::train {
 
-const char* LayersName(Layers l) { return l == Layers::kOneDnn ? "onednn" : "native"; }
+const char* LayersName(Layers l) {
+  switch (l) {
+    case Layers::kOneDnn: return "onednn";
+    case Layers::kCuda: return "cuda";
+    default: return "native";
+  }
+}
 
 std::unique_ptr<Layer> LayerFactory::Conv(std::string name, ConvSpec spec, std::mt19937& rng) const {
   return std::make_unique<Conv2d>(std::move(name), spec, rng);
@@ -24,6 +31,10 @@ std::unique_ptr<Layer> LayerFactory::Relu(std::string name) const {
   return std::make_unique<hoop::train::Relu>(std::move(name));
 }
 
+std::unique_ptr<Layer> LayerFactory::Linear(std::string name, int in, int out, std::mt19937& rng) const {
+  return std::make_unique<hoop::train::Linear>(std::move(name), in, out, rng);
+}
+
 void LayerFactory::AddBatchNorm(Chain& chain, const std::string& name, int channels, const std::string& relu_name) const {
   chain.Add(std::make_unique<BatchNorm>(name, channels));
   if (!relu_name.empty()) chain.Add(Relu(relu_name));
@@ -31,6 +42,7 @@ void LayerFactory::AddBatchNorm(Chain& chain, const std::string& name, int chann
 
 std::unique_ptr<LayerFactory> MakeLayerFactory(Layers layers) {
   if (layers == Layers::kOneDnn) return OneDnnLayerFactory();
+  if (layers == Layers::kCuda) return nullptr;  // needs a device: CudaLayerFactory
   return std::make_unique<LayerFactory>();
 }
 

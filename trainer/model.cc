@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "trainer/linear.h"
 #include "trainer/pool.h"
 #include "trainer/relu.h"
 #include "trainer/residual.h"
@@ -46,11 +45,11 @@ void LeNet(Chain& c, std::mt19937& rng, const LayerFactory& make) {
   c.Add(make.Conv("conv2", ConvSpec{16, 32, 5, 1, 0, true}, rng));
   c.Add(make.MaxPool("pool2", 2));
   c.Add(make.Relu("relu2"));
-  c.Add(std::make_unique<Linear>("fc1", 32 * 5 * 5, 120, rng));
+  c.Add(make.Linear("fc1", 32 * 5 * 5, 120, rng));
   c.Add(make.Relu("relu3"));
-  c.Add(std::make_unique<Linear>("fc2", 120, 84, rng));
+  c.Add(make.Linear("fc2", 120, 84, rng));
   c.Add(make.Relu("relu4"));
-  c.Add(std::make_unique<Linear>("fc3", 84, 10, rng));
+  c.Add(make.Linear("fc3", 84, 10, rng));
 }
 
 void ResNet(Chain& c, std::mt19937& rng, const LayerFactory& make) {
@@ -60,7 +59,7 @@ void ResNet(Chain& c, std::mt19937& rng, const LayerFactory& make) {
   c.Add(std::make_unique<Residual>("block2", 16, 32, 2, rng, make));
   c.Add(std::make_unique<Residual>("block3", 32, 64, 2, rng, make));
   c.Add(make.GlobalAvgPool("pool"));
-  c.Add(std::make_unique<Linear>("fc", 64, 10, rng));
+  c.Add(make.Linear("fc", 64, 10, rng));
 }
 
 // ResNet-18 and ResNet-34 as trained on 32x32 images (the CIFAR-10 variant of He et al.'s
@@ -80,7 +79,7 @@ void DeepResNet(Chain& c, std::mt19937& rng, const LayerFactory& make, int chann
     }
   }
   c.Add(make.GlobalAvgPool("pool"));
-  c.Add(std::make_unique<Linear>("fc", 512, 10, rng));
+  c.Add(make.Linear("fc", 512, 10, rng));
 }
 
 }  // namespace
@@ -92,25 +91,32 @@ size_t Model::ParamCount() const {
 }
 
 StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed, Layers layers, int channels) {
-  auto m = std::make_unique<Model>();
-  m->name = name;
-  const bool deep = name == "resnet18" || name == "resnet34";
-  m->input = deep ? Shape{0, channels, 32, 32} : Shape{0, channels, 28, 28};
-  std::mt19937 rng(static_cast<uint32_t>(seed));
   std::unique_ptr<LayerFactory> make = MakeLayerFactory(layers);
+  if (!make && layers == Layers::kCuda) return InvalidArgument("the cuda layers need a device: build with CudaLayerFactory");
   if (!make)
     return InvalidArgument("--layers onednn: this hoop-train was built without oneDNN (install libdnnl-dev and "
                            "configure again)");
+  return BuildModel(name, seed, *make, channels);
+}
+
+StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed, const LayerFactory& make, int channels) {
+  auto m = std::make_unique<Model>();
+  m->name = name;
+  m->device = make.device();
+  m->math = make.Math();
+  const bool deep = name == "resnet18" || name == "resnet34";
+  m->input = deep ? Shape{0, channels, 32, 32} : Shape{0, channels, 28, 28};
+  std::mt19937 rng(static_cast<uint32_t>(seed));
   if (name == "lenet") {
     if (channels != 1) return InvalidArgument("lenet takes 1-channel 28x28 images (Fashion-MNIST); use resnet18 or resnet34");
-    LeNet(m->net, rng, *make);
+    LeNet(m->net, rng, make);
   } else if (name == "resnet") {
     if (channels != 1) return InvalidArgument("resnet takes 1-channel 28x28 images (Fashion-MNIST); use resnet18 or resnet34");
-    ResNet(m->net, rng, *make);
+    ResNet(m->net, rng, make);
   } else if (name == "resnet18") {
-    DeepResNet(m->net, rng, *make, channels, {2, 2, 2, 2});
+    DeepResNet(m->net, rng, make, channels, {2, 2, 2, 2});
   } else if (name == "resnet34") {
-    DeepResNet(m->net, rng, *make, channels, {3, 4, 6, 3});
+    DeepResNet(m->net, rng, make, channels, {3, 4, 6, 3});
   } else {
     return InvalidArgument("unknown model '" + name + "': expected " + std::string(kModelNames));
   }
