@@ -6,6 +6,7 @@
 
 #include "common/parse.h"
 #include "trainer/balance.h"
+#include "trainer/device_choice.h"
 #include "trainer/layer_factory.h"
 #include "trainer/model.h"
 #include "trainer/sweep.h"
@@ -95,7 +96,17 @@ const char* Usage() {
          "  --layers native|onednn  the layers' back end: oneDNN's primitives (convolution, batch norm\n"
          "                          with ReLU fused, max pooling; the default where hoop was built\n"
          "                          with libdnnl-dev) or the hand-written ones (im2col + OpenBLAS);\n"
-         "                          the same model and parameters either way\n"         "  --train-limit N         train on the first N images only (default: all 60000)\n"
+         "                          the same model and parameters either way (CPU ranks)\n"
+         "  --device cpu|cuda|auto  where the ranks compute: the CPU (default); a GPU each (local rank r\n"
+         "                          on GPU r modulo the GPUs: cuDNN and cuBLAS layers, parameters and\n"
+         "                          gradients on the device, exchanged over CUDA IPC on one host); auto:\n"
+         "                          local ranks below the number of GPUs on one each, the rest on the\n"
+         "                          CPU (a hybrid job: --balance speed is then its default)\n"
+         "  --devices D,D,...       one device per rank, cpu or cuda, in rank order (a hybrid job\n"
+         "                          when they differ)\n"
+         "  --tf32 on|off           GPU ranks: let cuDNN's convolutions use TF32 tensor cores (default\n"
+         "                          on, as PyTorch's convolutions; matrix products stay f32)\n"
+         "  --train-limit N         train on the first N images only (default: all 60000)\n"
          "  --test-limit N          evaluate on the first N test images only (default: all 10000)\n"
          "  -t, --transport T       back end: shm ucx ofi tcp (default: HOOP_TRANSPORT, else per peer)\n"
          "  -h, --help              this text\n"
@@ -126,7 +137,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       return InvalidArgument(a + " '" + v + "': expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return *n;
   };
-  bool micro_given = false, schedule_given = false;
+  bool micro_given = false, schedule_given = false, balance_given = false, device_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -144,7 +155,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     static const char* const kValued[] = {"--model", "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
                                           "--warmup-epochs", "--schedule", "--seed", "--data", "--metrics", "--checkpoint",
                                           "--threads", "--strategy", "--servers", "--staleness", "--stages", "--micro-batches", "--schedule-pipe", "--backup-workers", "--sweep", "--balance", "--shares", "--slow-rank", "--slow-ms",
-                                          "--layers", "--train-limit", "--test-limit", "-t", "--transport",
+                                          "--layers", "--device", "--devices", "--tf32", "--train-limit", "--test-limit", "-t", "--transport",
                                           "--checkpoint-every", "--progress"};
     if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
       return InvalidArgument("unknown option '" + a + "' (see --help)");
@@ -187,6 +198,15 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     } else if (a == "--layers") {
       if (v != "native" && v != "onednn") return InvalidArgument("--layers '" + v + "': expected native or onednn");
       o.layers = v;
+    } else if (a == "--device") {
+      if (v != "cpu" && v != "cuda" && v != "auto") return InvalidArgument("--device '" + v + "': expected cpu, cuda or auto");
+      o.device = v;
+      device_given = true;
+    } else if (a == "--devices") {
+      HOOP_ASSIGN_OR_RETURN(o.devices, ParseDevices(v));
+    } else if (a == "--tf32") {
+      if (v != "on" && v != "off") return InvalidArgument("--tf32 '" + v + "': expected on or off");
+      o.tf32 = v == "on";
     } else if (a == "--strategy") {
       if (v != "sync" && v != "hogwild" && v != "ps" && v != "pipeline")
         return InvalidArgument("--strategy '" + v + "': expected sync, hogwild, ps or pipeline");
@@ -217,6 +237,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     } else if (a == "--balance") {
       if (v != "equal" && v != "speed") return InvalidArgument("--balance '" + v + "': expected equal or speed");
       o.balance = v;
+      balance_given = true;
     } else if (a == "--shares") {
       HOOP_ASSIGN_OR_RETURN(o.shares, ParseShares(v));
     } else if (a == "--slow-rank") {
@@ -260,6 +281,18 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     return InvalidArgument("--sweep runs many models: --checkpoint and --resume are for one");
   if ((o.slow_rank >= 0) != (o.slow_ms > 0)) return InvalidArgument("--slow-rank and --slow-ms go together");
   if (!o.shares.empty() && o.balance == "speed") return InvalidArgument("--shares fixes the split; --balance speed measures it: give one");
+  if (device_given && !o.devices.empty()) return InvalidArgument("--device and --devices: give one");
+  bool any_gpu = o.device != "cpu", any_cpu = o.device != "cuda";
+  if (!o.devices.empty()) {
+    any_gpu = std::find(o.devices.begin(), o.devices.end(), "cuda") != o.devices.end();
+    any_cpu = std::find(o.devices.begin(), o.devices.end(), "cpu") != o.devices.end();
+  }
+  if (any_gpu) {
+    if (o.strategy != "sync" || o.backup_workers >= 0 || !o.sweep.empty())
+      return InvalidArgument(std::string(o.devices.empty() ? "--device " + o.device : "--devices") +
+                             ": GPU ranks train with --strategy sync (allreduce), without --backup-workers or --sweep");
+    if (any_cpu && !balance_given && o.shares.empty()) o.balance = "speed";  // a hybrid job
+  }
   const bool lenet = o.model == "lenet";
   if (o.epochs == 0) o.epochs = lenet ? 2 : 4;
   if (o.batch == 0) o.batch = lenet ? 32 : 64;

@@ -12,6 +12,9 @@ namespace hoop::train {
 struct Options {
   std::string model = "lenet";
   std::string layers;  // onednn | native (layer_factory.h); empty: onednn where built with it
+  std::string device = "cpu";        // cpu | cuda | auto (device_choice.h)
+  std::vector<std::string> devices;  // --devices: one per rank (cpu | cuda); empty: --device
+  bool tf32 = true;                  // cuDNN convolutions may use TF32 (--tf32 on|off)
   int epochs = 0;        // 0: the model's default
   int batch = 0;         // per rank; 0: the model's default
   double lr = 0;         // per rank (scaled by the number of ranks); 0: the model's default

@@ -95,7 +95,11 @@ int Main(int argc, char** argv) {
   int most = opts->batch;
   if (!opts->shares.empty()) most = *std::max_element(opts->shares.begin(), opts->shares.end());
   if (opts->balance == "speed") most = opts->batch * std::max(1, (*job)->comm->size());
-  if (std::string why = BatchTooLarge(opts->model, most, cfg->local_size > 0 ? cfg->local_size : 1); !why.empty()) {
+  // A rank on a GPU keeps its activations there: the host's memory bounds CPU ranks only.
+  const bool on_gpu = opts->device == "cuda" || (!opts->devices.empty() && cfg->rank >= 0 &&
+                                                 cfg->rank < static_cast<int>(opts->devices.size()) &&
+                                                 opts->devices[cfg->rank] == "cuda");
+  if (std::string why = on_gpu ? "" : BatchTooLarge(opts->model, most, cfg->local_size > 0 ? cfg->local_size : 1); !why.empty()) {
     std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, why.c_str());
     return 2;
   }
@@ -125,6 +129,8 @@ int Main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     result = Internal("out of memory (--batch " + std::to_string(opts->batch) + " of " + opts->model +
                       "; try a smaller one)");
+  } catch (const DeviceError& e) {  // a failed cuDNN, cuBLAS or CUDA call of the GPU layers
+    result = Internal(std::string("on the GPU: ") + e.what());
   }
   if (!result.ok()) {
     std::string m = result.status().message();

@@ -19,6 +19,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/compute.h"
 #include "trainer/data_parallel.h"
+#include "trainer/device_choice.h"
 #include "trainer/job_energy.h"
 #include "trainer/epoch_sums.h"
 #include "trainer/hogwild.h"
@@ -246,11 +247,19 @@ void Run::Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_
 }
 
 StatusOr<RunResult> Run::Go() {
-  HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative,
-                                           train_.channels));
+  const int ranks = comm_.size(), rank = comm_.rank();
+  auto device = RankDevice(o_.device, o_.devices, rank, ranks, comm_.local_rank());
+  if (!device.ok()) return device.status();
+  if (*device >= 0) {
+    auto make = CudaLayerFactory(*device, o_.tf32);
+    if (!make.ok()) return make.status();
+    HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed, **make, train_.channels));
+  } else {
+    HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative,
+                                             train_.channels));
+  }
   HOOP_ASSIGN_OR_RETURN(pad_, InputPad(*model_, train_));
   SetOneDnnThreads(pool_.threads());
-  const int ranks = comm_.size(), rank = comm_.rank();
   const int64_t images = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
   DistributedSampler sampler(images, o_.batch, rank, ranks, o_.seed);
   if (o_.slow_rank >= ranks)
@@ -265,7 +274,7 @@ StatusOr<RunResult> Run::Go() {
   const int64_t steps = sampler.steps_per_epoch();
   // This rank's weight in averages over the ranks (batch-norm statistics): its share of the batch.
   auto weight = [&] { return static_cast<double>(sampler.shares()[rank]) / global_batch; };
-  Sgd sgd(model_->net.Params(), o_.momentum, o_.weight_decay);
+  Sgd sgd(model_->net.Params(), o_.momentum, o_.weight_decay, model_->math);
   const bool hogwild = o_.strategy == "hogwild";
   if (hogwild && comm_.local_size() != ranks)
     return InvalidArgument("--strategy hogwild: the ranks share one copy of the parameters in memory, so all must be on "
@@ -313,7 +322,15 @@ StatusOr<RunResult> Run::Go() {
     HOOP_ASSIGN_OR_RETURN(shared, OpenShared(dp, model_->net.Params()));
   }
   RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
-  info.devices.assign(ranks, "cpu");
+  // Every rank's device, for the metrics and the first line: each adds its own (device + 2, 0 unset).
+  std::vector<double> devices(ranks, 0.0);
+  devices[rank] = model_->device + 2;
+  if (Status s = dp.SumDoubles("devices", devices); !s.ok()) return s.WithContext(Where() + "exchanging the ranks' devices");
+  std::string device_list;
+  for (int r = 0; r < ranks; ++r) {
+    info.devices.push_back(DeviceName(static_cast<int>(devices[r]) - 2));
+    device_list += (r ? "," : "") + info.devices.back();
+  }
   const JobEnergy::Sum sum = [&dp](const std::string& name, std::vector<double>& v) { return dp.SumDoubles(name, v); };
   if (Status s = energy_.Open(rank, comm_.local_rank(), sum, info, o_.label); !s.ok())
     return s.WithContext(Where() + "finding the energy counters");
@@ -324,9 +341,14 @@ StatusOr<RunResult> Run::Go() {
                          : ", resuming after epoch " + std::to_string(from.epoch);
     const std::string data = train_.name + (pad_ ? " padded to " + std::to_string(model_->input.h) + "x" +
                                                        std::to_string(model_->input.w) : std::string());
-    std::printf("%shoop-train: %s (%zu parameters, %s layers), %d rank(s) x batch %d, %d thread(s) per rank, %lld images of %s, "
+    const bool gpus = device_list.find("cuda") != std::string::npos;
+    const std::string layers = !gpus ? o_.layers + " layers"
+                               : device_list.find("cpu") == std::string::npos
+                                   ? "cuDNN/cuBLAS layers on " + device_list
+                                   : "cuDNN/cuBLAS and " + o_.layers + " layers on " + device_list;
+    std::printf("%shoop-train: %s (%zu parameters, %s), %d rank(s) x batch %d, %d thread(s) per rank, %lld images of %s, "
                 "%lld steps per epoch, over %s%s\n",
-                o_.label.c_str(), o_.model.c_str(), model_->ParamCount(), o_.layers.c_str(), ranks, o_.batch, pool_.threads(),
+                o_.label.c_str(), o_.model.c_str(), model_->ParamCount(), layers.c_str(), ranks, o_.batch, pool_.threads(),
                 static_cast<long long>(images), data.c_str(), static_cast<long long>(steps), comm_.transport_name().c_str(),
                 resuming.c_str());
     std::fflush(stdout);

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/device.h"
 #include "tests/launch/train_support.h"
 #include "tests/support/proc.h"
 #include "trainer/checkpoint.h"
@@ -405,6 +406,13 @@ TEST_CASE("hoop-train: help, bad options, missing data", "[train]") {
   CHECK(m.output.find("hoop-train: rank 0: no train-images-idx3-ubyte.gz (or train-images-idx3-ubyte) in /nonexistent/fmnist") !=
         std::string::npos);
   CHECK(m.seconds < 30);
+  if (!hoop::CudaDeviceCount().ok()) {  // no GPU here: --device cuda ends every rank with the reason
+    auto g = Train(2, {"--device", "cuda", "--train-limit", "64", "--test-limit", "64"}, 60);
+    INFO(g.output);
+    CHECK(g.exit_code == 1);
+    CHECK(g.output.find("hoop-train: rank 1: --device cuda: no CUDA device for rank 1: cudaGetDeviceCount") != std::string::npos);
+    CHECK(g.seconds < 30);
+  }
 }
 
 TEST_CASE("perf/train-bench and perf/train-plot draw their PNGs", "[train][perf]") {

@@ -13,12 +13,14 @@
 #include <set>
 #include <sstream>
 
+#include "common/device.h"
 #include "trainer/balance.h"
 #include "trainer/checkpoint.h"
 #include "trainer/energy.h"
 #include "trainer/layer_factory.h"
 #include "trainer/metrics.h"
 #include "trainer/mnist.h"
+#include "trainer/device_choice.h"
 #include "trainer/options.h"
 #include "trainer/sampler.h"
 #include "trainer/sgd.h"
@@ -460,4 +462,33 @@ TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
   e({"--layers", "cudnn"}, "--layers 'cudnn': expected native or onednn");
   CHECK(d->layers == (HaveOneDnn() ? "onednn" : "native"));  // oneDNN where built with it
   CHECK(parse({"--layers", "onednn"})->layers == "onednn");
+  // Devices: GPU ranks train with sync only; a hybrid job balances by speed unless told.
+  CHECK(d->device == "cpu");
+  e({"--device", "gpu"}, "--device 'gpu': expected cpu, cuda or auto");
+  e({"--devices", "cuda,,cpu"}, "--devices 'cuda,,cpu': entry '' is not cpu or cuda");
+  e({"--device", "cuda", "--devices", "cuda"}, "--device and --devices: give one");
+  e({"--device", "cuda", "--strategy", "ps"}, "--device cuda: GPU ranks train with --strategy sync");
+  e({"--devices", "cpu,cuda", "--backup-workers", "1"}, "--devices: GPU ranks train with --strategy sync");
+  e({"--tf32", "yes"}, "--tf32 'yes': expected on or off");
+  CHECK(parse({"--device", "cuda"})->balance == "equal");
+  CHECK(parse({"--device", "auto"})->balance == "speed");
+  CHECK(parse({"--devices", "cuda,cpu,cpu"})->balance == "speed");
+  CHECK(parse({"--devices", "cuda,cpu", "--balance", "equal"})->balance == "equal");
+  CHECK(parse({"--devices", "cuda,cpu", "--shares", "60,4"})->balance == "equal");
+  CHECK(parse({"--devices", "cpu,cpu"})->balance == "equal");
+  CHECK(parse({"--devices", "cuda,cpu"})->devices == std::vector<std::string>{"cuda", "cpu"});
+  // Which device a rank takes (RankDevice): a CPU rank needs no CUDA; the list's length is checked.
+  CHECK(RankDevice("cpu", {}, 0, 1, 0).value() == -1);
+  CHECK(RankDevice("cuda", {"cpu", "cuda"}, 0, 2, 0).value() == -1);
+  auto wrong = RankDevice("cpu", {"cpu", "cuda"}, 0, 3, 0);
+  REQUIRE_FALSE(wrong.ok());
+  CHECK_THAT(wrong.status().message(), Catch::Contains("--devices names 2 device(s) for 3 ranks"));
+  if (!hoop::CudaDeviceCount().ok()) {  // this machine: no GPU, so cuda is refused and auto is the CPU
+    auto none = RankDevice("cuda", {}, 1, 2, 1);
+    REQUIRE_FALSE(none.ok());
+    CHECK_THAT(none.status().message(), Catch::Contains("--device cuda: no CUDA device for rank 1: cudaGetDeviceCount"));
+    CHECK(RankDevice("auto", {}, 0, 2, 0).value() == -1);
+    CHECK_THAT(CudaLayerFactory(0, true).status().message(),
+               Catch::Contains(HaveCudaLayers() ? "cudaGetDeviceCount" : "without the cuDNN/cuBLAS layers"));
+  }
 }
