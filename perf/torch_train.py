@@ -1,14 +1,18 @@
 #!/usr/bin/python3
-"""perf/torch_train.py: the PyTorch (CPU) twin of hoop-train, for side-by-side throughput.
+"""perf/torch_train.py: the PyTorch twin of hoop-train, for side-by-side throughput.
 
 The same models (trainer/model.h: LeNet with 16 and 32 channels, the small ResNet with batch
 norm, ResNet-18/34 on Fashion-MNIST padded to 32x32), the same Fashion-MNIST files and normalisation, the same SGD (momentum, weight decay,
 cosine schedule) and the same batch, in one process with --threads intra-op threads. Reports
 images/s over the training steps only (evaluation excluded, as hoop-train's images_per_s) and
 the test accuracy after each epoch. Needs Debian's python3-torch: run it with /usr/bin/python3.
+With --device cuda (a PyTorch with CUDA, as on the GPU machine) the model and the data sets live on
+the GPU, with PyTorch's defaults for TF32 (convolutions may use it, matrix products do not), as
+hoop-train --device cuda's; an epoch's time ends with the device's work (synchronised).
 
 usage: /usr/bin/python3 perf/torch_train.py [--model lenet|resnet|resnet18|resnet34] [--epochs N] [--batch N]
          [--lr X] [--threads N] [--train-limit N] [--test-limit N] [--seed N] [--data DIR] [--json FILE]
+         [--device cpu|cuda]
 """
 import argparse
 import gzip
@@ -134,7 +138,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--json", help="write the per-epoch results here")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a = ap.parse_args()
+    if a.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("torch_train.py: --device cuda: this PyTorch sees no CUDA device")
+    dev = torch.device(a.device)
     batch = a.batch or (32 if a.model == "lenet" else 64)
     lr = a.lr or (0.025 if a.model == "lenet" else 0.05)
     torch.set_num_threads(a.threads)
@@ -145,11 +153,11 @@ def main():
         y = idx(os.path.join(a.data, f"{split}-labels-idx1-ubyte"))
         if limit:
             x, y = x[:limit], y[:limit]
-        return prepare(x, a.model), torch.tensor(y.astype(np.int64))
+        return prepare(x, a.model).to(dev), torch.tensor(y.astype(np.int64)).to(dev)
 
     xtr, ytr = load("train", a.train_limit)
     xte, yte = load("t10k", a.test_limit)
-    model = make_model(a.model)
+    model = make_model(a.model).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=a.momentum, weight_decay=a.weight_decay)
     n = len(xtr)
     steps = math.ceil(n / batch)
@@ -158,7 +166,7 @@ def main():
     results, step, begin = [], 0, time.time()
     for epoch in range(a.epochs):
         model.train()
-        perm = torch.randperm(n, generator=gen)
+        perm = torch.randperm(n, generator=gen).to(dev)
         t0 = time.time()
         for s in range(steps):
             for g in opt.param_groups:
@@ -168,6 +176,8 @@ def main():
             F.cross_entropy(model(xtr[i]), ytr[i]).backward()
             opt.step()
             step += 1
+        if a.device == "cuda":
+            torch.cuda.synchronize()
         train_s = time.time() - t0
         model.eval()
         with torch.no_grad():
@@ -176,10 +186,11 @@ def main():
              "test_acc": correct / len(xte), "wall_s": time.time() - begin}
         results.append(r)
         print(f"torch {a.model}: epoch {epoch + 1}/{a.epochs}: {r['images_per_s']:.0f} images/s, "
-              f"test acc {100 * r['test_acc']:.2f}% ({a.threads} thread(s), batch {batch}, torch {torch.__version__})", flush=True)
+              f"test acc {100 * r['test_acc']:.2f}% ({a.device if a.device == 'cuda' else str(a.threads) + ' thread(s)'}, batch {batch}, "
+              f"torch {torch.__version__})", flush=True)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"model": a.model, "ranks": 1, "batch": batch, "threads": a.threads, "system": "torch",
+            json.dump({"model": a.model, "ranks": 1, "batch": batch, "threads": a.threads, "system": "torch", "device": a.device,
                        "torch": torch.__version__, "epochs": results}, f)
 
 

@@ -5,13 +5,16 @@
 # (kernel-bench --device cuda; hoop-perf --device cuda on 2 and 4 ranks sharing the GPU, and
 # device against host buffers over tcp), and writes every figure to a summary file. Where
 # OpenBLAS is at hand (the system's, or unpacked from the carried .debs) it also builds the
-# trainer and runs hoop-bench-device, the CPU-against-GPU study of issue 23.
+# trainer and runs its GPU checks (issue 23: the cuDNN/cuBLAS layers' tests, hoop-train on the
+# GPU against PyTorch on it, 2 ranks sharing it, a hybrid GPU+CPU job) and hoop-bench-device, the
+# CPU-against-GPU study.
 #   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N] [--no-trainer] [--keep-going] [--tests-only]
-#                        [--step-limit S]
+#                        [--trainer-only] [--step-limit S]
 #     --out DIR   where the logs and summary.txt go (default build-gpu/check)
 #     --keep-going  after a failed step go on with the next (for a lease too short to run twice);
 #                 the summary lists every failure and the exit status is still 1
 #     --tests-only  build and run hoop-gpu-tests alone (a short lease's re-check after a fix)
+#     --trainer-only  build the trainer and run its GPU checks alone (the rest, in a second call)
 #     --step-limit S  seconds a test or benchmark may take before it is killed and counted failed
 #                 (default 600; the build's steps have 30 minutes)
 #     --debs DIR  .deb files to unpack into build-gpu/prefix for headers this machine lacks
@@ -21,8 +24,8 @@
 #   scripts/gpu-check.sh --fetch-debs DIR
 #     run where Debian's apt works: downloads the .deb files the check needs (the header-only
 #     catch2 and nlohmann-json3-dev; hwloc, for the ranks' binding near their GPU; for the
-#     trainer OpenBLAS, its Fortran runtime, zlib and oneDNN, headers and libraries), to carry to
-#     a GPU machine that has no network.
+#     trainer OpenBLAS, its Fortran runtime, zlib and oneDNN, headers and libraries, and
+#     Fashion-MNIST, 31 MB), to carry to a GPU machine that has no network.
 #
 # The GPU machine needs CUDA (nvcc), CMake, ninja and a C++20 compiler, nothing from Debian's -dev
 # packages: the build leaves out UCX, libfabric, OpenMPI and Gloo, and finds Catch2,
@@ -38,6 +41,7 @@ mib=256
 trainer=1
 keep_going=0
 tests_only=0
+trainer_only=0
 step_limit=600
 failed=()
 while [ $# -gt 0 ]; do
@@ -48,11 +52,12 @@ while [ $# -gt 0 ]; do
     --no-trainer) trainer=0; shift ;;
     --keep-going) keep_going=1; shift ;;
     --tests-only) tests_only=1; trainer=0; shift ;;
+    --trainer-only) trainer_only=1; shift ;;
     --step-limit) step_limit=$2; shift 2 ;;
     --fetch-debs)
       mkdir -p "$2"
       (cd "$2" && apt-get download catch2 nlohmann-json3-dev libopenblas-dev libopenblas-pthread-dev libopenblas0 \
-        libopenblas0-pthread libgfortran5 zlib1g zlib1g-dev libdnnl-dev libdnnl2 libhwloc15 libhwloc-dev)
+        libopenblas0-pthread libgfortran5 zlib1g zlib1g-dev libdnnl-dev libdnnl2 libhwloc15 libhwloc-dev dataset-fashion-mnist)
       ls -l "$2"
       exit 0 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
@@ -178,6 +183,55 @@ gpu_tests() {
   [ "$i" -gt 0 ] || { note "FAIL gpu-tests: no test case listed (see $out/gpu-tests.list)"; failed+=(gpu-tests); }
 }
 
+# The trainer on the GPU (issue 23): the cuDNN/cuBLAS layers' tests; lenet learning on the GPU;
+# resnet18 on the GPU against PyTorch on the same GPU (same model, batch and images); 2 ranks
+# sharing the GPU (gradients over CUDA IPC) with their wait for the gradients as a share of the
+# step; a hybrid job (local rank 0 on the GPU, two on the CPU, split by speed) against the GPU
+# alone. Short runs (a slice of Fashion-MNIST): throughput, not accuracy.
+fmnist=/usr/share/datasets/fashion-mnist
+[ -d "$prefix/usr/share/datasets/fashion-mnist" ] && fmnist=$prefix/usr/share/datasets/fashion-mnist
+comm_share() {  # metrics.json: the last epoch's wait for the gradients over its training time
+  python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["epochs"][-1]; print("%.3f" % (e["comm_wait_s"] / e["train_s"]))' "$1" 2> /dev/null || echo "?"
+}
+rate() {  # log, pattern: images/s of the last epoch line
+  grep -E "$2" "$1" 2> /dev/null | tail -1 | grep -oE "[0-9.]+ images/s" | head -1 | cut -d' ' -f1
+}
+trainer_gpu() {
+  step gpu-trainer-tests build-gpu/bin/hoop-gpu-trainer-tests --durations yes
+  if grep -q "^SKIPPED" "$out/gpu-trainer-tests.log"; then
+    note "FAIL gpu-trainer-tests: a device is here, yet it skipped: $(grep -m1 "^SKIPPED" "$out/gpu-trainer-tests.log")"
+    failed+=(gpu-trainer-tests-skipped)
+  fi
+  local t=(build-gpu/bin/hoop-train --data "$fmnist" --progress 0)
+  step train-lenet-gpu "${t[@]}" --device cuda --model lenet --epochs 2 --train-limit 20000 --test-limit 2000
+  grep -E "^hoop-train|^epoch" "$out/train-lenet-gpu.log" | tee -a "$summary" || true
+  local r18=(--model resnet18 --epochs 1 --batch 64 --train-limit 12800 --test-limit 1000)
+  step train-resnet18-gpu "${t[@]}" --device cuda "${r18[@]}"
+  step torch-resnet18-gpu python3 perf/torch_train.py --device cuda --data "$fmnist" "${r18[@]}"
+  local h p
+  h=$(rate "$out/train-resnet18-gpu.log" "epoch [0-9]+/")
+  p=$(rate "$out/torch-resnet18-gpu.log" "^torch")
+  note "resnet18 on one GPU, batch 64, 12800 images: hoop-train $h images/s, PyTorch $p images/s" \
+       "($(awk -v h="$h" -v p="$p" 'BEGIN { if (p > 0) printf "%.2fx", h / p; else print "?" }'))"
+  step train-resnet18-gpu-2ranks build-gpu/bin/hooprun -np 2 "${t[@]}" --device cuda "${r18[@]}" --metrics "$out/r18-2.json"
+  note "resnet18, 2 ranks sharing the GPU: $(rate "$out/train-resnet18-gpu-2ranks.log" "epoch [0-9]+/") images/s," \
+       "waiting for gradients $(comm_share "$out/r18-2.json") of the training time (issue 23: under 0.10)"
+  local lenet=(--model lenet --epochs 2 --train-limit 20000 --test-limit 2000)
+  step train-lenet-gpu-alone "${t[@]}" --device cuda "${lenet[@]}" --metrics "$out/lenet-gpu.json"
+  step train-lenet-hybrid build-gpu/bin/hooprun -np 3 "${t[@]}" --devices cuda,cpu,cpu "${lenet[@]}" --metrics "$out/lenet-hybrid.json"
+  grep -E "epoch [0-9]+/|shares" "$out/train-lenet-hybrid.log" | tee -a "$summary" || true
+  note "lenet, epoch 2: GPU alone $(rate "$out/train-lenet-gpu-alone.log" "epoch 2/") images/s; GPU + 2 CPU ranks" \
+       "(split by speed) $(rate "$out/train-lenet-hybrid.log" "epoch 2/") images/s"
+}
+
+if [ "$trainer_only" = 1 ]; then
+  [ "$trainer" = 1 ] || { note "gpu-check --trainer-only: no trainer here (see above)"; exit 1; }
+  step build-trainer cmake --build build-gpu -j"$(nproc)" --target hoop-train hoop-gpu-trainer-tests hooprun
+  trainer_gpu
+  [ ${#failed[@]} -eq 0 ] || { note "gpu-check: FAILED: ${failed[*]}"; exit 1; }
+  note "gpu-check --trainer-only: passed"
+  exit 0
+fi
 if [ "$tests_only" = 1 ]; then
   step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests
   gpu_tests
@@ -187,7 +241,7 @@ if [ "$tests_only" = 1 ]; then
 fi
 step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests hoop-launch-tests hoop-info kernel-bench hoop-perf hooprun hoop-c-api-test
 if [ "$trainer" = 1 ]; then
-  step build-trainer cmake --build build-gpu -j"$(nproc)" --target hoop-train hoop-bench-device
+  step build-trainer cmake --build build-gpu -j"$(nproc)" --target hoop-train hoop-bench-device hoop-gpu-trainer-tests
 fi
 
 step hoop-info build-gpu/bin/hoop-info
@@ -259,6 +313,7 @@ done
 # The CPU-against-GPU study (issue 23): cuBLAS against OpenBLAS, cuDNN against the trainer's
 # convolution; the tool fails where the two devices' results disagree.
 if [ "$trainer" = 1 ]; then
+  trainer_gpu
   # At least 400 s: the CPU side of the 5000 to 10000 products alone took 150 s on 16 cores.
   step_limit=$((step_limit > 400 ? step_limit : 400)) step bench-device build-gpu/bin/hoop-bench-device --csv "$out/bench-device.csv"
   note "# hoop-bench-device (all cores; defaults: the issue's sizes, 10 repeats)"
