@@ -9,12 +9,14 @@
 # GPU against PyTorch on it, 2 ranks sharing it, a hybrid GPU+CPU job) and hoop-bench-device, the
 # CPU-against-GPU study.
 #   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N] [--no-trainer] [--keep-going] [--tests-only]
-#                        [--trainer-only] [--step-limit S]
+#                        [--trainer-only] [--no-bench-device] [--bench-device-only] [--step-limit S]
 #     --out DIR   where the logs and summary.txt go (default build-gpu/check)
 #     --keep-going  after a failed step go on with the next (for a lease too short to run twice);
 #                 the summary lists every failure and the exit status is still 1
 #     --tests-only  build and run hoop-gpu-tests alone (a short lease's re-check after a fix)
 #     --trainer-only  build the trainer and run its GPU checks alone (the rest, in a second call)
+#     --no-bench-device  leave out hoop-bench-device (several minutes: a lease's last call)
+#     --bench-device-only  build and run hoop-bench-device alone
 #     --step-limit S  seconds a test or benchmark may take before it is killed and counted failed
 #                 (default 600; the build's steps have 30 minutes)
 #     --debs DIR  .deb files to unpack into build-gpu/prefix for headers this machine lacks
@@ -42,6 +44,8 @@ trainer=1
 keep_going=0
 tests_only=0
 trainer_only=0
+bench_device=1
+bench_device_only=0
 step_limit=600
 failed=()
 while [ $# -gt 0 ]; do
@@ -53,6 +57,8 @@ while [ $# -gt 0 ]; do
     --keep-going) keep_going=1; shift ;;
     --tests-only) tests_only=1; trainer=0; shift ;;
     --trainer-only) trainer_only=1; shift ;;
+    --no-bench-device) bench_device=0; shift ;;
+    --bench-device-only) bench_device_only=1; shift ;;
     --step-limit) step_limit=$2; shift 2 ;;
     --fetch-debs)
       mkdir -p "$2"
@@ -224,6 +230,24 @@ trainer_gpu() {
        "(split by speed) $(rate "$out/train-lenet-hybrid.log" "epoch 2/") images/s"
 }
 
+# The CPU-against-GPU study (issue 23): cuBLAS against OpenBLAS, cuDNN against the trainer's
+# convolution; the tool fails where the two devices' results disagree.
+bench_device() {
+  # At least 400 s: the CPU side of the 5000 to 10000 products alone took 150 s on 16 cores.
+  step_limit=$((step_limit > 400 ? step_limit : 400)) step bench-device build-gpu/bin/hoop-bench-device --csv "$out/bench-device.csv"
+  note "# hoop-bench-device (all cores; defaults: the issue's sizes, 10 repeats)"
+  cat "$out/bench-device.log" >> "$summary"
+  cat "$out/bench-device.log"
+}
+
+if [ "$bench_device_only" = 1 ]; then
+  [ "$trainer" = 1 ] || { note "gpu-check --bench-device-only: no trainer here (see above)"; exit 1; }
+  step build-trainer cmake --build build-gpu -j"$(nproc)" --target hoop-bench-device
+  bench_device
+  [ ${#failed[@]} -eq 0 ] || { note "gpu-check: FAILED: ${failed[*]}"; exit 1; }
+  note "gpu-check --bench-device-only: passed"
+  exit 0
+fi
 if [ "$trainer_only" = 1 ]; then
   [ "$trainer" = 1 ] || { note "gpu-check --trainer-only: no trainer here (see above)"; exit 1; }
   step build-trainer cmake --build build-gpu -j"$(nproc)" --target hoop-train hoop-gpu-trainer-tests hooprun
@@ -310,15 +334,9 @@ for side in "12 out of place" "17 in place"; do
     note "device/host busbw over tcp, 64 MiB, ${side#* }: $d / $h = $(awk -v d="$d" -v h="$h" 'BEGIN { printf "%.3f", d / h }') (medians of 3 interleaved runs)"
   fi
 done
-# The CPU-against-GPU study (issue 23): cuBLAS against OpenBLAS, cuDNN against the trainer's
-# convolution; the tool fails where the two devices' results disagree.
 if [ "$trainer" = 1 ]; then
   trainer_gpu
-  # At least 400 s: the CPU side of the 5000 to 10000 products alone took 150 s on 16 cores.
-  step_limit=$((step_limit > 400 ? step_limit : 400)) step bench-device build-gpu/bin/hoop-bench-device --csv "$out/bench-device.csv"
-  note "# hoop-bench-device (all cores; defaults: the issue's sizes, 10 repeats)"
-  cat "$out/bench-device.log" >> "$summary"
-  cat "$out/bench-device.log"
+  if [ "$bench_device" = 1 ]; then bench_device; fi
 fi
 if [ ${#failed[@]} -gt 0 ]; then
   note "gpu-check: FAILED: ${failed[*]}; figures in $summary"
