@@ -27,6 +27,11 @@ enum FrameKind : uint32_t { kEager = 1, kRts, kCts, kCredit, kNack, kBye };
 }  // namespace mailbox_wire
 using namespace mailbox_wire;  // NOLINT: the mailbox's files only include this header
 
+// Whether a posted receive takes a message from `peer` with `tag` (any-source takes any peer's).
+inline bool Matches(const P2pCall& recv, int peer, int tag) {
+  return (recv.peer == kAnySource || recv.peer == peer) && recv.tag == tag;
+}
+
 struct Mailbox::Frame {
   uint32_t kind = 0;
   int32_t tag = 0;
