@@ -57,10 +57,12 @@ std::string Choice(const std::vector<std::string>& names, const hoop::PeerInfo& 
   return "none" + why;
 }
 
-// Whether this build has CUDA, and what it sees: the devices with their PCI bus ids, and which
-// pairs of devices can map each other's memory (local ranks on such a pair, or on one device,
-// can use CUDA IPC; ranks take devices by local rank modulo the count).
-void PrintCuda() {
+// Whether this build has CUDA, and what it sees: the devices with their PCI bus ids, and how
+// local ranks on each pair of devices (ranks take devices by local rank modulo the count) move
+// device memory between them: CUDA IPC straight into the receiver's device where the pair has
+// peer access (or is one device), else CUDA IPC mapped on the sender's device and copied over
+// (transport/shm/channel.h); or staged through host memory where HOOP_CUDA_IPC=0.
+void PrintCuda(bool ipc) {
   if (!hoop::BuiltWithCuda()) {
     std::printf("cuda: not built in (HOOP_WITH_CUDA=OFF)\n");
     return;
@@ -79,13 +81,20 @@ void PrintCuda() {
   for (const hoop::CudaDevice& d : *devices)
     std::printf("  device %d: %s, PCI %s, %.1f GiB, sm_%d%d\n", d.ordinal, d.name.c_str(), d.pci_bus_id.c_str(),
                 static_cast<double>(d.memory_bytes) / (1u << 30), d.cc_major, d.cc_minor);
-  std::string pairs;
+  if (!ipc) {
+    std::printf("  CUDA IPC between local ranks: off (HOOP_CUDA_IPC=0: device memory is staged through host memory)\n");
+    return;
+  }
+  std::string direct, via;
   for (size_t a = 0; a < devices->size(); ++a)
     for (size_t b = a; b < devices->size(); ++b) {
       auto can = hoop::CudaPeerAccess(static_cast<int>(a), static_cast<int>(b));
-      if (can.ok() && *can) pairs += (pairs.empty() ? "" : ", ") + std::to_string(a) + "-" + std::to_string(b);
+      std::string& list = can.ok() && *can ? direct : via;
+      list += (list.empty() ? "" : ", ") + std::to_string(a) + "-" + std::to_string(b);
     }
-  std::printf("  CUDA IPC between local ranks on devices: %s\n", pairs.empty() ? "none" : pairs.c_str());
+  std::printf("  CUDA IPC between local ranks on devices: %s\n", direct.empty() ? "none" : direct.c_str());
+  if (!via.empty())
+    std::printf("  CUDA IPC through the sender's device (no peer access: mapped there, then copied): %s\n", via.c_str());
 }
 
 // hoop-info --topology.
@@ -144,7 +153,7 @@ int main(int argc, char** argv) {
   }
   std::printf("%s\n", hoop::VersionLine("hoop").c_str());
   std::printf("reduction kernels: %s\n", hoop::KernelIsaName(hoop::BestKernelIsa()));
-  PrintCuda();
+  PrintCuda(cfg->cuda_ipc);
   std::printf("hoop back ends built in (selection order):\n");
   for (const auto& name : names) {
     std::string d = hoop::DescribeTransport(name);
