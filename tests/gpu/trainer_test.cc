@@ -1,15 +1,20 @@
 // The trainer's CUDA back end (cuDNN and cuBLAS layers, layer_factory.h) on a GPU: every layer
 // against numerical gradients (through a host view of it) and against the hand-written layer
 // built from the same seed, the whole models against the hand-written ones, the optimizer's
-// step on the device against the host's, and a model's checkpoint tensors through host memory.
+// step on the device against the host's, device tensors' copies, and a checkpoint of device
+// tensors written and read back through host memory.
 // TF32 off, so the device computes in f32 as the host does. Without a device, each case skips.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <random>
 
 #include "tests/gpu/gpu_support.h"
 #include "tests/unit/layer_check.h"
 #include "trainer/chain.h"
+#include "trainer/checkpoint.h"
 #include "trainer/layer_factory.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"
@@ -236,4 +241,25 @@ TEST_CASE("device tensors: resize, zero, copy, and placement back to the host", 
   copy.Place(-1);
   CHECK(!copy.on_device());
   CHECK(copy.size() == h.size());
+}
+
+TEST_CASE("checkpoints of device tensors: written from and read back into device memory", "[gpu][trainer]") {
+  if (!test::HaveGpu()) return;
+  Tensor a = Up(Random({3, 4, 5, 6}, 60)), b = Up(Random({7}, 61));
+  const std::string path = "/tmp/hoop-gpu-ckpt-" + std::to_string(::getpid());
+  NamedTensors named{{"a", &a}, {"b", &b}};
+  CheckpointInfo info;
+  info.model = "lenet";
+  REQUIRE(SaveCheckpoint(path, info, named).ok());
+  const Tensor ha = Down(a), hb = Down(b);
+  a.Zero();
+  b.Zero();
+  CheckpointInfo got;
+  Status s = LoadCheckpoint(path, "lenet", named, &got);
+  std::remove(path.c_str());
+  INFO(s.message());
+  REQUIRE(s.ok());
+  CHECK(a.on_device());
+  CHECK(Down(a).data == ha.data);
+  CHECK(Down(b).data == hb.data);
 }

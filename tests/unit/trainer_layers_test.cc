@@ -22,6 +22,23 @@
 using namespace hoop::train;
 
 
+TEST_CASE("host tensors: placement, resizing like another, values in and out", "[trainer][layers]") {
+  Tensor t = Random({2, 3, 4, 5}, 1);
+  t.Place(-1);  // already host memory: nothing changes
+  CHECK((!t.on_device() && t.device() == -1 && t.size() == 120));
+  std::vector<float> out;
+  t.Download(out);
+  CHECK(out == t.data);
+  Tensor u;
+  u.ResizeLike(t, {1, 2, 3, 1}, true);
+  CHECK((!u.on_device() && u.size() == 6 && u.data == std::vector<float>(6, 0.0f)));
+  const float values[6] = {1, 2, 3, 4, 5, 6};
+  u.Upload(values, 6);
+  CHECK(u.data == std::vector<float>(values, values + 6));
+  Tensor copy = u;  // a host tensor copies its values and stays on the host
+  CHECK((copy.data == u.data && !copy.on_device()));
+}
+
 TEST_CASE("conv2d gradients: padding, stride, bias, 1x1", "[trainer][layers]") {
   std::mt19937 rng(1);
   Conv2d a("a", ConvSpec{3, 4, 3, 1, 1, true}, rng);
