@@ -302,6 +302,23 @@ TEST_CASE("--checkpoint-every saves mid-epoch; a SIGKILLed run resumes from the 
   std::remove(ck.c_str());
 }
 
+TEST_CASE("--device auto without a GPU: every rank on the CPU, the batch split by speed", "[train]") {
+  if (hoop::CudaDeviceCount().ok()) {
+    WARN("SKIPPED: a GPU is here (tests/gpu/trainer_test.cc and gpu-check cover --device cuda and auto there)");
+    return;
+  }
+  const std::string json = Tmp("auto.json");
+  auto r = Train(2, {"--device", "auto", "--train-limit", "2000", "--test-limit", "500", "--epochs", "1", "--metrics", json});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK((r.output.find("onednn layers") != std::string::npos || r.output.find("native layers") != std::string::npos));
+  CHECK(r.output.find("| shares ") != std::string::npos);  // --balance speed, a possibly hybrid job's default
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(json.c_str());
+  CHECK(text.find("\"devices\": [\"cpu\",\"cpu\"]") != std::string::npos);
+}
+
 TEST_CASE("hoop-train refuses, before training, paths it cannot write and batches that cannot fit", "[train]") {
   for (const char* flag : {"--metrics", "--checkpoint"}) {
     auto r = Train(2, {flag, "/nonexistent/dir/file", "--train-limit", "64"}, 60);
