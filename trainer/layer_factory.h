@@ -14,8 +14,8 @@
 #include <random>
 #include <string>
 
-#include "trainer/chain.h"
 #include "common/status.h"
+#include "trainer/chain.h"
 #include "trainer/conv2d.h"
 #include "trainer/tensor_math.h"
 
