@@ -4,6 +4,15 @@ namespace hoop::train {
 
 namespace {
 const float kOne = 1.0f, kZero = 0.0f;
+
+// The first of cuDNN's ranked algorithms that it says can run (a result may carry a failed
+// status, and `got` may be 0 for a shape nothing supports).
+template <typename Perf>
+const Perf& Pick(const Perf* ranked, int got, const char* pass, const Shape& in) {
+  for (int i = 0; i < got; ++i)
+    if (ranked[i].status == CUDNN_STATUS_SUCCESS) return ranked[i];
+  throw DeviceError(std::string("cuDNN has no convolution algorithm (") + pass + ") for input " + in.str());
+}
 }  // namespace
 
 CudnnConv2d::CudnnConv2d(std::string name, ConvSpec spec, std::mt19937& rng, std::shared_ptr<CudnnContext> ctx)
@@ -50,17 +59,18 @@ const CudnnConv2d::Algos& CudnnConv2d::For(const Shape& in) {
   Algos a;
   a.in = in;
   int got = 0;
-  cudnnConvolutionFwdAlgoPerf_t fp;
-  cudnnConvolutionBwdDataAlgoPerf_t dp;
-  cudnnConvolutionBwdFilterAlgoPerf_t wp;
-  CheckDnn(cudnnGetConvolutionForwardAlgorithm_v7(h, x, wdesc_, conv_, y, 1, &got, &fp), "cudnnGetConvolutionForwardAlgorithm_v7");
-  CheckDnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wdesc_, y, conv_, x, 1, &got, &dp),
+  cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  CheckDnn(cudnnGetConvolutionForwardAlgorithm_v7(h, x, wdesc_, conv_, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp),
+           "cudnnGetConvolutionForwardAlgorithm_v7");
+  a.fwd = Pick(fp, got, "forward", in).algo;
+  CheckDnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wdesc_, y, conv_, x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, dp),
            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  CheckDnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x, y, conv_, wdesc_, 1, &got, &wp),
+  a.data = Pick(dp, got, "backward data", in).algo;
+  CheckDnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x, y, conv_, wdesc_, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp),
            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  a.fwd = fp.algo;
-  a.data = dp.algo;
-  a.filter = wp.algo;
+  a.filter = Pick(wp, got, "backward filter", in).algo;
   CheckDnn(cudnnGetConvolutionForwardWorkspaceSize(h, x, wdesc_, conv_, y, a.fwd, &a.fwd_bytes), "forward workspace size");
   CheckDnn(cudnnGetConvolutionBackwardDataWorkspaceSize(h, wdesc_, y, conv_, x, a.data, &a.data_bytes),
            "backward data workspace size");
