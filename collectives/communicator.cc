@@ -155,7 +155,27 @@ Communicator::Communicator(CommOptions opts, Store* store, Membership m, std::un
   mo.piece_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
   mo.timeout = opts_.timeout;
   mailbox_ = std::make_unique<Mailbox>(*transport_, mo);
+  WarnUnevenHierarchical();
   worker_ = std::thread([this] { WorkerLoop(); });
+}
+
+void Communicator::WarnUnevenHierarchical() const {
+  // HOOP_ALGO=hierarchical on hosts that hold different numbers of ranks (or one host, or a
+  // host with one rank): the schedules then run the flat ring, which the user should hear of
+  // once, from the communicator's rank 0, rather than find in a profile.
+  if (opts_.algo != Algo::kHierarchical || even_hosts_ || opts_.size < 2 || opts_.rank != 0) return;
+  std::vector<int> per_host;
+  for (int h : HostIds(membership_.hosts)) {
+    if (h < 0) continue;
+    if (static_cast<size_t>(h) >= per_host.size()) per_host.resize(static_cast<size_t>(h) + 1, 0);
+    ++per_host[static_cast<size_t>(h)];
+  }
+  std::string counts;
+  for (int k : per_host) counts += (counts.empty() ? "" : ", ") + std::to_string(k);
+  HOOP_LOG(kWarn, "communicator '" << opts_.name << "': HOOP_ALGO=hierarchical needs 2 or more hosts with the same "
+                                   << "number (2 or more) of ranks on each; ranks per host here: " << counts
+                                   << ". Allreduce, allgather and reduce_scatter run the flat ring instead "
+                                   << "(broadcast still goes host by host)");
 }
 
 Communicator::~Communicator() {

@@ -215,6 +215,8 @@ class Communicator {
   size_t MaxCallBytes() const;
 
  private:
+  // Rank 0 says once when HOOP_ALGO=hierarchical cannot apply to this communicator's host map.
+  void WarnUnevenHierarchical() const;
   struct Op {
     CollKind kind;
     Buffer in, out;

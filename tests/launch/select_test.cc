@@ -71,6 +71,26 @@ TEST_CASE("HOOP_LOG_LEVEL=debug says the back end per peer and the plan per call
   CHECK(i.output.find("new call shape") == std::string::npos);
 }
 
+TEST_CASE("HOOP_ALGO=hierarchical where the hosts are uneven says it runs the flat ring, once, from rank 0",
+          "[select]") {
+  ProcOptions o = Within(60);
+  o.env = {{"HOOP_ALGO", "hierarchical"}};
+  auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "allreduce", "-b", "1M", "-e", "1M", "-R", "1", "-n", "2",
+                    "-w", "0"}, o);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  const std::string warn = "[0] hoop[rank 0] WARN: communicator 'world': HOOP_ALGO=hierarchical needs 2 or more hosts with "
+                           "the same number (2 or more) of ranks on each; ranks per host here: 3. Allreduce, allgather "
+                           "and reduce_scatter run the flat ring instead";
+  CHECK(r.output.find(warn) != std::string::npos);
+  CHECK(r.output.find("WARN: communicator") == r.output.rfind("WARN: communicator"));  // once
+  // Asked for by name where it does apply, or not asked for: no warning.
+  o.env = {{"HOOP_ALGO", "ring"}};
+  auto flat = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "1M", "-e", "1M", "-R", "1"}, o);
+  CHECK(flat.exit_code == 0);
+  CHECK(flat.output.find("HOOP_ALGO=hierarchical") == std::string::npos);
+}
+
 TEST_CASE("hoop-info says its version and kernels, and refuses a back end that is not built in", "[select]") {
   auto v = RunProc({Bin("hoop-info"), "--version"});
   CHECK(v.exit_code == 0);
