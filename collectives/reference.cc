@@ -50,26 +50,47 @@ Draw DrawFor(DType dtype, ReduceOp op) {
 
 // One loop per element type: small sets are converted once into a table (so f16 and bf16 cost
 // a lookup, not a conversion, per element); the one wide set (bits for i32/i64) converts directly.
+// Elements [first, first + len) of a fill of `total`: the stream is seekable, since SplitMix's
+// k-th word depends only on the seed and k, so a slice is made without the elements before it.
+// Small sets take four 16-bit draws from each word while four elements remain, then one word per
+// element (a bias of under 2^-6 is no matter here).
 template <class T, class Conv>
-void FillAs(void* buf, size_t count, uint64_t s, const Draw& d, Conv conv) {
+void FillAs(void* buf, size_t total, size_t first, size_t len, uint64_t seed, const Draw& d, Conv conv) {
   T* out = static_cast<T*>(buf);
   constexpr uint32_t kTable = 1024;
-  if (d.span <= kTable) {
-    T table[kTable];
-    for (uint32_t k = 0; k < d.span; ++k) table[k] = conv(d.at(k));
-    // Four draws from each random word, 16 bits apiece (a bias of under 2^-6 is no matter here).
-    const uint64_t span = d.span;
-    size_t i = 0;
-    for (; i + 4 <= count; i += 4) {
-      const uint64_t r = SplitMix(s);
-      out[i] = table[((r & 0xffff) * span) >> 16];
-      out[i + 1] = table[((r >> 16 & 0xffff) * span) >> 16];
-      out[i + 2] = table[((r >> 32 & 0xffff) * span) >> 16];
-      out[i + 3] = table[((r >> 48) * span) >> 16];
-    }
-    for (; i < count; ++i) out[i] = table[Below(SplitMix(s), d.span)];
-  } else {
-    for (size_t i = 0; i < count; ++i) out[i] = conv(d.at(Below(SplitMix(s), d.span)));
+  constexpr uint64_t kStep = 0x9e3779b97f4a7c15ull;  // SplitMix's increment: word k starts from seed + k * kStep
+  const size_t end = first + len;
+  if (d.span > kTable) {
+    uint64_t s = seed + first * kStep;
+    for (size_t i = first; i < end; ++i) out[i - first] = conv(d.at(Below(SplitMix(s), d.span)));
+    return;
+  }
+  T table[kTable];
+  for (uint32_t k = 0; k < d.span; ++k) table[k] = conv(d.at(k));
+  const uint64_t span = d.span;
+  const size_t quads = total / 4 * 4;  // elements drawn four to a word
+  size_t i = first;
+  if (i < quads && i % 4 != 0) {  // a slice starting inside a word: its lanes up to the next word
+    uint64_t s = seed + i / 4 * kStep;
+    const uint64_t r = SplitMix(s);
+    for (; i % 4 != 0 && i < end; ++i) out[i - first] = table[((r >> (16 * (i % 4)) & 0xffff) * span) >> 16];
+  }
+  uint64_t s = seed + i / 4 * kStep;
+  const size_t quad_end = std::min(end, quads);
+  for (; i + 4 <= quad_end; i += 4) {
+    const uint64_t r = SplitMix(s);
+    out[i - first] = table[((r & 0xffff) * span) >> 16];
+    out[i - first + 1] = table[((r >> 16 & 0xffff) * span) >> 16];
+    out[i - first + 2] = table[((r >> 32 & 0xffff) * span) >> 16];
+    out[i - first + 3] = table[((r >> 48) * span) >> 16];
+  }
+  if (i < quad_end) {  // a slice ending inside a word
+    const uint64_t r = SplitMix(s);
+    for (; i < quad_end; ++i) out[i - first] = table[((r >> (16 * (i % 4)) & 0xffff) * span) >> 16];
+  }
+  if (i >= quads) {  // past the words of four: word quads / 4 + (i - quads) for element i
+    s = seed + (quads / 4 + (i - quads)) * kStep;
+    for (; i < end; ++i) out[i - first] = table[Below(SplitMix(s), d.span)];
   }
 }
 template <class T>
@@ -79,21 +100,25 @@ T Cast(int64_t v) {
 }  // namespace
 
 void FillInput(DType dtype, ReduceOp op, void* buf, size_t count, uint64_t seed) {
+  FillInputSlice(dtype, op, buf, count, 0, count, seed);
+}
+
+void FillInputSlice(DType dtype, ReduceOp op, void* buf, size_t total, size_t first, size_t len, uint64_t seed) {
   const uint64_t s = seed * 0x2545f4914f6cdd1dull + 1;
   const Draw d = DrawFor(dtype, op);
   switch (dtype) {
     case DType::kU8:
-    case DType::kBool: FillAs<uint8_t>(buf, count, s, d, Cast<uint8_t>); break;
-    case DType::kI8: FillAs<int8_t>(buf, count, s, d, Cast<int8_t>); break;
-    case DType::kI32: FillAs<int32_t>(buf, count, s, d, Cast<int32_t>); break;
-    case DType::kI64: FillAs<int64_t>(buf, count, s, d, Cast<int64_t>); break;
-    case DType::kF32: FillAs<float>(buf, count, s, d, Cast<float>); break;
-    case DType::kF64: FillAs<double>(buf, count, s, d, Cast<double>); break;
+    case DType::kBool: FillAs<uint8_t>(buf, total, first, len, s, d, Cast<uint8_t>); break;
+    case DType::kI8: FillAs<int8_t>(buf, total, first, len, s, d, Cast<int8_t>); break;
+    case DType::kI32: FillAs<int32_t>(buf, total, first, len, s, d, Cast<int32_t>); break;
+    case DType::kI64: FillAs<int64_t>(buf, total, first, len, s, d, Cast<int64_t>); break;
+    case DType::kF32: FillAs<float>(buf, total, first, len, s, d, Cast<float>); break;
+    case DType::kF64: FillAs<double>(buf, total, first, len, s, d, Cast<double>); break;
     case DType::kF16:
-      FillAs<uint16_t>(buf, count, s, d, [](int64_t v) { return FloatToHalf(static_cast<float>(v)); });
+      FillAs<uint16_t>(buf, total, first, len, s, d, [](int64_t v) { return FloatToHalf(static_cast<float>(v)); });
       break;
     case DType::kBF16:
-      FillAs<uint16_t>(buf, count, s, d, [](int64_t v) { return FloatToBF16(static_cast<float>(v)); });
+      FillAs<uint16_t>(buf, total, first, len, s, d, [](int64_t v) { return FloatToBF16(static_cast<float>(v)); });
       break;
   }
 }
@@ -109,6 +134,9 @@ void ReferenceReduce(DType dtype, ReduceOp op, const std::vector<const void*>& i
 }
 
 size_t CountMismatches(DType dtype, const void* got, const void* want, size_t count) {
+  const bool floating = dtype == DType::kF16 || dtype == DType::kBF16 || dtype == DType::kF32 || dtype == DType::kF64;
+  // Integers are equal exactly when their bits are: one memcmp settles the usual case.
+  if (!floating && std::memcmp(got, want, count * DTypeSize(dtype)) == 0) return 0;
   size_t bad = 0;
   for (size_t i = 0; i < count; ++i) {
     bool same;

@@ -17,6 +17,9 @@
 namespace hoop {
 
 void FillInput(DType dtype, ReduceOp op, void* buf, size_t count, uint64_t seed);
+// Elements [first, first + len) of what FillInput(dtype, op, ..., total, seed) makes, into buf[0..len):
+// a rank's block of every rank's input, without making the rest.
+void FillInputSlice(DType dtype, ReduceOp op, void* buf, size_t total, size_t first, size_t len, uint64_t seed);
 // out = reduce(inputs) elementwise, in order, with the average's division at the end.
 void ReferenceReduce(DType dtype, ReduceOp op, const std::vector<const void*>& inputs, void* out,
                      size_t count);

@@ -81,6 +81,20 @@ struct Matrix {
       FillInput(dt, op, in[static_cast<size_t>(r)].data(), count, case_id * 131 + static_cast<uint64_t>(r));
     return in;
   }
+  // This rank's whole input for this case (as Inputs(...)[me]), and every rank's elements
+  // [first, first + len) of theirs: what a reduce-scatter's reference needs, without making
+  // every rank's whole input (n times the work).
+  std::vector<char> Own(DType dt, ReduceOp op, size_t count) {
+    std::vector<char> v(count * DTypeSize(dt) + 1);
+    FillInput(dt, op, v.data(), count, case_id * 131 + static_cast<uint64_t>(c.rank()));
+    return v;
+  }
+  std::vector<std::vector<char>> Slices(DType dt, ReduceOp op, size_t total, size_t first, size_t len) {
+    std::vector<std::vector<char>> in(static_cast<size_t>(c.size()), std::vector<char>(len * DTypeSize(dt) + 1));
+    for (int r = 0; r < c.size(); ++r)
+      FillInputSlice(dt, op, in[static_cast<size_t>(r)].data(), total, first, len, case_id * 131 + static_cast<uint64_t>(r));
+    return in;
+  }
   static std::vector<const void*> Ptrs(const std::vector<std::vector<char>>& v) {
     std::vector<const void*> p;
     for (auto& x : v) p.push_back(x.data());
@@ -119,14 +133,13 @@ struct Matrix {
             Expect(tag("allreduce in-place", (std::string(AlgoName(algo)) + " " + ReduceOpName(op)).c_str()), s, buf, want, dt, count);
           }
           ++case_id;
-          auto in = Inputs(dt, op, count * n);
-          std::vector<char> full(count * n * es + 1), want(count * es + 1), out(count * es + 1, 0x33);
-          ReferenceReduce(dt, op, Ptrs(in), full.data(), count * n);
-          std::memcpy(want.data(), full.data() + me * count * es, count * es);
+          std::vector<char> mine = Own(dt, op, count * n);
+          std::vector<char> want(count * es + 1), out(count * es + 1, 0x33);
+          ReferenceReduce(dt, op, Ptrs(Slices(dt, op, count * n, me * count, count)), want.data(), count);
           Status s;
           for (Algo algo : {Algo::kRing, Algo::kHierarchical}) {
             std::fill(out.begin(), out.end(), 0x33);
-            s = c.ReduceScatter({in[me].data(), count * n, dt}, {out.data(), count, dt}, op, {algo}).Wait();
+            s = c.ReduceScatter({mine.data(), count * n, dt}, {out.data(), count, dt}, op, {algo}).Wait();
             Expect(tag("reduce_scatter", (std::string(AlgoName(algo)) + " " + ReduceOpName(op)).c_str()), s, out, want, dt, count);
           }
           {  // reduce_scatterv: uneven blocks, some empty
@@ -134,13 +147,12 @@ struct Matrix {
             const std::vector<size_t> counts = VCounts(count);
             size_t total = 0;
             for (size_t k : counts) total += k;
-            auto vin = Inputs(dt, op, total);
-            std::vector<char> vfull(total * es + 1), vwant(counts[me] * es + 1), vout(counts[me] * es + 1, 0x34);
-            ReferenceReduce(dt, op, Ptrs(vin), vfull.data(), total);
+            std::vector<char> vin = Own(dt, op, total);
+            std::vector<char> vwant(counts[me] * es + 1), vout(counts[me] * es + 1, 0x34);
             size_t at = 0;
             for (size_t r = 0; r < me; ++r) at += counts[r];
-            std::memcpy(vwant.data(), vfull.data() + at * es, counts[me] * es);
-            s = c.ReduceScatterv({vin[me].data(), total, dt}, {vout.data(), counts[me], dt}, counts, op).Wait();
+            ReferenceReduce(dt, op, Ptrs(Slices(dt, op, total, at, counts[me])), vwant.data(), counts[me]);
+            s = c.ReduceScatterv({vin.data(), total, dt}, {vout.data(), counts[me], dt}, counts, op).Wait();
             Expect(tag("reduce_scatterv", ReduceOpName(op)), s, vout, vwant, dt, counts[me]);
           }
           for (Algo algo : {Algo::kBinomial, Algo::kChain}) {

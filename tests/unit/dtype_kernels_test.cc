@@ -172,3 +172,35 @@ TEST_CASE("FillInput draws every value of its range for each dtype and op", "[re
     }
   }
 }
+
+TEST_CASE("FillInputSlice gives exactly the elements of the whole fill, wherever the slice lies", "[reference]") {
+  for (DType dt : kAllDTypes) {
+    const size_t es = DTypeSize(dt);
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kBxor}) {
+      if (!OpApplies(dt, op)) continue;
+      // Every slice of the small totals (slices starting and ending inside a word of four draws,
+      // and in the tail drawn a word per element), and slices of a large odd total.
+      for (size_t total : {0, 1, 3, 4, 5, 7, 8, 9, 13}) {
+        std::vector<unsigned char> whole(total * es + 1, 0);
+        FillInput(dt, op, whole.data(), total, 99);
+        for (size_t first = 0; first <= total; ++first)
+          for (size_t len = 0; first + len <= total; ++len) {
+            std::vector<unsigned char> part(len * es + 1, 0xee);
+            FillInputSlice(dt, op, part.data(), total, first, len, 99);
+            INFO(DTypeName(dt) << " " << ReduceOpName(op) << " total " << total << " first " << first << " len " << len);
+            REQUIRE(std::memcmp(part.data(), whole.data() + first * es, len * es) == 0);
+            REQUIRE(part[len * es] == 0xee);  // nothing written past the slice
+          }
+      }
+      const size_t total = 100003;
+      std::vector<unsigned char> whole(total * es);
+      FillInput(dt, op, whole.data(), total, 5);
+      for (size_t first : {size_t{0}, size_t{1}, size_t{12502}, size_t{50001}, size_t{99999}, size_t{100000}}) {
+        const size_t len = total - first < 12501 ? total - first : 12501;
+        std::vector<unsigned char> part(len * es);
+        FillInputSlice(dt, op, part.data(), total, first, len, 5);
+        CHECK(std::memcmp(part.data(), whole.data() + first * es, len * es) == 0);
+      }
+    }
+  }
+}
