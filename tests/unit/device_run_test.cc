@@ -342,27 +342,42 @@ TEST_CASE("device runs: sends and receives of device memory through CUDA IPC des
   CHECK(dev.hazard() == "");
 }
 
-TEST_CASE("device runs: a device copy that fails ends every rank's call with an error, no hang", "[device]") {
+TEST_CASE("device runs: a device copy that fails ends the calls that need it with an error, no hang", "[device]") {
   FakeDevice dev;
   auto ranks = ThreadRanks::Start(3, "shm", 10s, [&](CommOptions& o) { o.device_access = dev.access(); });
   REQUIRE(ranks.ok());
   const size_t count = 200003;
   std::vector<Status> got(3);
+  std::vector<char*> outs(3);
   Status s = (*ranks)->Run([&](int rank, Communicator& c) -> Status {
     char* in = dev.Alloc(count * 4);
     char* out = dev.Alloc(count * 4);
-    std::memset(in, 0, count * 4);
+    outs[static_cast<size_t>(rank)] = out;
+    std::vector<int32_t> v(count, rank + 1);
+    std::memcpy(in, v.data(), count * 4);
+    std::memset(out, 0x7f, count * 4);
     if (rank == 0) dev.FailCopiesAfter(5);  // a few copies in, on whichever rank makes them
     got[static_cast<size_t>(rank)] = c.Allreduce(Dev(in, count), Dev(out, count), ReduceOp::kSum).Wait();
     return Status::Ok();
   });
   INFO(s.message());
   REQUIRE(s.ok());  // every rank returned, none hung
-  int injected = 0;
+  int injected = 0, failed = 0;
   for (int r = 0; r < 3; ++r) {
-    INFO("rank " << r << ": " << got[static_cast<size_t>(r)].ToString());
-    CHECK_FALSE(got[static_cast<size_t>(r)].ok());
-    if (got[static_cast<size_t>(r)].message().find("a copy failed (injected)") != std::string::npos) ++injected;
+    const Status& g = got[static_cast<size_t>(r)];
+    INFO("rank " << r << ": " << g.ToString());
+    if (g.message().find("a copy failed (injected)") != std::string::npos) ++injected;
+    if (!g.ok()) {
+      ++failed;
+      continue;
+    }
+    // Which copy fails depends on the ranks' timing: one failing late in the allgather can leave
+    // a rank that had received everything it needed. Its call succeeds, and then its result is
+    // whole: nothing lost, nothing half-written.
+    std::vector<int32_t> o(count);
+    std::memcpy(o.data(), outs[static_cast<size_t>(r)], count * 4);
+    CHECK(std::count(o.begin(), o.end(), 6) == static_cast<std::ptrdiff_t>(count));
   }
+  CHECK(failed >= 1);
   CHECK(injected >= 1);  // the rank whose copy failed says why; the others name it or its abort
 }
