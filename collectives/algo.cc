@@ -37,13 +37,20 @@ const AlgoRow* FindAlgo(CollKind kind, Algo algo) {
   return nullptr;
 }
 
-bool EvenHosts(const std::vector<int>& host_of) {
+std::vector<int> RanksPerHost(const std::vector<int>& host_of) {
   std::vector<int> per_host;
   for (int h : host_of) {
-    if (h < 0) return false;
+    if (h < 0) continue;
     if (static_cast<size_t>(h) >= per_host.size()) per_host.resize(static_cast<size_t>(h) + 1, 0);
     ++per_host[static_cast<size_t>(h)];
   }
+  return per_host;
+}
+
+bool EvenHosts(const std::vector<int>& host_of) {
+  for (int h : host_of)
+    if (h < 0) return false;
+  const std::vector<int> per_host = RanksPerHost(host_of);
   size_t hosts = 0;
   for (int n : per_host)
     if (n > 0) {

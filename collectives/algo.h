@@ -73,5 +73,7 @@ AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Al
                       bool even_hosts = false);
 // Whether host ids (one per rank) make such a job.
 bool EvenHosts(const std::vector<int>& host_of);
+// Ranks on each host id (host_of[rank]; ids below 0 are left out).
+std::vector<int> RanksPerHost(const std::vector<int>& host_of);
 
 }  // namespace hoop

@@ -164,14 +164,8 @@ void Communicator::WarnUnevenHierarchical() const {
   // host with one rank): the schedules then run the flat ring, which the user should hear of
   // once, from the communicator's rank 0, rather than find in a profile.
   if (opts_.algo != Algo::kHierarchical || even_hosts_ || opts_.size < 2 || opts_.rank != 0) return;
-  std::vector<int> per_host;
-  for (int h : HostIds(membership_.hosts)) {
-    if (h < 0) continue;
-    if (static_cast<size_t>(h) >= per_host.size()) per_host.resize(static_cast<size_t>(h) + 1, 0);
-    ++per_host[static_cast<size_t>(h)];
-  }
   std::string counts;
-  for (int k : per_host) counts += (counts.empty() ? "" : ", ") + std::to_string(k);
+  for (int k : RanksPerHost(HostIds(membership_.hosts))) counts += (counts.empty() ? "" : ", ") + std::to_string(k);
   HOOP_LOG(kWarn, "communicator '" << opts_.name << "': HOOP_ALGO=hierarchical needs 2 or more hosts with the same "
                                    << "number (2 or more) of ranks on each; ranks per host here: " << counts
                                    << ". Allreduce, allgather and reduce_scatter run the flat ring instead "
