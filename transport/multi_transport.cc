@@ -80,33 +80,7 @@ Status MultiTransport::Progress(std::vector<Completion>* out) { return Each(out,
 void MultiTransport::Watch(std::vector<Completion>*) {}  // each part watches its own peers
 
 Status MultiTransport::Sleep(std::vector<Completion>* out, Deadline deadline) {
-  if (sleeper_ == -2) {  // the first sleep: can one part sleep for all?
-    sleeper_ = -1;
-    int fdless = 0;
-    for (size_t i = 0; i < parts_.size(); ++i)
-      if (parts_[i]->WakeFd() < 0) {
-        ++fdless;
-        if (parts_[i]->Kickable()) sleeper_ = static_cast<int>(i);
-      }
-    if (fdless != 1) sleeper_ = -1;
-  }
-  if (sleeper_ < 0) return Each(out, deadline.Earlier(Deadline::After(std::chrono::milliseconds(1))));
-  // Arm the others: each takes what it has now; news at once ends the sleep before it starts.
-  const size_t start = out->size();
-  std::vector<int> fds;
-  for (size_t i = 0; i < parts_.size(); ++i) {
-    if (static_cast<int>(i) == sleeper_) continue;
-    if (!parts_[i]->ArmWake(out) || out->size() > start) return Status::Ok();
-    fds.push_back(parts_[i]->WakeFd());
-  }
-  Transport& sleeper = *parts_[static_cast<size_t>(sleeper_)];
-  HOOP_RETURN_IF_ERROR(watcher_.Arm(fds, [&sleeper] { sleeper.Kick(); }));
-  // At most 10 ms, as each part's own sleep, to look at the peers and the deadline again.
-  Status s = sleeper.Poll(out, deadline.Earlier(Deadline::After(std::chrono::milliseconds(10))));
-  watcher_.Disarm();
-  if (!s.ok() && s.code() != Code::kDeadlineExceeded) return s;
-  if (out->size() > start) return Status::Ok();
-  return Each(out, Deadline::After(std::chrono::milliseconds(0)));  // what woke it
+  return Each(out, deadline.Earlier(Deadline::After(std::chrono::milliseconds(1))));
 }
 
 Status MultiTransport::Each(std::vector<Completion>* out, Deadline deadline) {

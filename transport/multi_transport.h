@@ -3,11 +3,9 @@
 // end's own endpoint, except that regions are translated: a region registered here carries,
 // in `handle`, an index into a table of each back end's own registration of it.
 //
-// Poll: each back end is polled without waiting; after a short spin, the calling thread sleeps
-// in the back end that only a call can wake (shm's futex doorbell) while a watcher thread polls
-// the others' descriptors (tcp's epoll, UCX's event descriptor) and wakes it when one has news
-// (wake_watcher.h); then every back end is polled. Where a part has neither (ofi), they take
-// turns, up to a millisecond each.
+// Poll: each back end is polled without waiting; after a short spin, they are polled in turn
+// with a 1 ms wait each, so a mixed job trades up to a millisecond of latency on an idle link
+// for not spinning.
 #pragma once
 
 #include <memory>
@@ -15,7 +13,6 @@
 
 #include "transport/progress_loop.h"
 #include "transport/transport.h"
-#include "transport/wake_watcher.h"
 
 namespace hoop {
 
@@ -35,8 +32,6 @@ class MultiTransport : public Transport {
   void AllConnected() override;
   size_t PreferredChunkBytes() const override;  // the smallest of the parts'
   bool StageLargeCopies() const override;       // only if every part prefers it
-  // Sleeps that another part's news ended (the watcher's kicks; for tests and reports).
-  uint64_t kicks() const { return watcher_.kicks(); }
 
  private:
   // ProgressLoop's parts (progress_loop.h).
@@ -77,11 +72,6 @@ class MultiTransport : public Transport {
   std::vector<int> choice_;
   std::vector<std::unique_ptr<Routed>> routed_;
   std::vector<std::vector<Region>> regs_;  // registration i: one Region per part
-  // The sleep across parts: the one part that sleeps on something no descriptor shows (shm) and
-  // can be kicked, while the watcher polls every other part's descriptor; -1 where the parts do
-  // not allow it (a part with neither), and they take turns instead. Decided at the first sleep.
-  int sleeper_ = -2;
-  WakeWatcher watcher_;  // after parts_: stops polling their descriptors before they close
 };
 
 }  // namespace hoop

@@ -180,21 +180,6 @@ class Transport {
   // Whether large outputs are better received into a (cache-resident) staging chunk and then
   // streamed into place, than received into place directly (see shm).
   virtual bool StageLargeCopies() const { return false; }
-
-  // One sleep across back ends (MultiTransport::Sleep, transport/wake_watcher.h). A back end
-  // whose news arrive on a file descriptor gives it (WakeFd: readable when Poll may find
-  // something; -1: none) and, before each sleep, takes what is already there (ArmWake: appends
-  // what completed; false where there is more to do at once), so that the descriptor then
-  // speaks only of what is new. A back end that sleeps on something else (shm's futex doorbell)
-  // can be woken from another thread instead (Kick: the sleep under way in its Poll, or else its
-  // next one, ends, and Poll returns DeadlineExceeded).
-  virtual int WakeFd() { return -1; }
-  virtual bool ArmWake(std::vector<Completion>* out) {
-    (void)out;
-    return true;
-  }
-  virtual bool Kickable() const { return false; }
-  virtual void Kick() {}
 };
 
 // The registry of compiled-in back ends, ordered by priority (lower first). Back ends register

@@ -127,22 +127,11 @@ Status ShmTransport::Sleep(std::vector<Completion>* out, Deadline deadline) {
     c->Progress(out);
     device_busy |= c->DeviceBusy();
   }
-  // A kick (another back end's news, MultiTransport) is looked for after `sleeping` is set, as
-  // a peer's publication is: either this sees it, or the kicker sees the sleeper and rings.
-  bool kicked = kicked_.exchange(0, std::memory_order_seq_cst) != 0;
   // A device queue rings no doorbell: while one has work of ours, look again instead.
-  if (out->size() == start && !device_busy && !kicked) FutexWait(&bell.bell, seen, deadline.RemainingMs(10));
+  if (out->size() == start && !device_busy) FutexWait(&bell.bell, seen, deadline.RemainingMs(10));
   bell.sleeping.store(0, std::memory_order_relaxed);
-  kicked |= kicked_.exchange(0, std::memory_order_seq_cst) != 0;
   if (out->size() == start) CheckPeers(out);
-  // Kicked: the wait ends here, for the caller to look at the back end that has news.
-  if (kicked && out->size() == start) return DeadlineExceeded("shm: woken for another back end's news");
   return Status::Ok();
-}
-
-void ShmTransport::Kick() {
-  kicked_.store(1, std::memory_order_seq_cst);
-  Ring(&own_.header()->doorbell);
 }
 
 void ShmTransport::Abort(const std::string& cause) {

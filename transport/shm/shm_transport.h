@@ -13,7 +13,6 @@
 // (channel.h): DeviceQueueFor gives the queue that work runs on.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -42,10 +41,6 @@ class ShmTransport : public Transport {
   // the ring (a sink receive) with non-temporal stores it does not.
   bool StageLargeCopies() const override { return true; }
   DeviceQueue* DeviceQueueFor(int device) override;
-  // Ends a sleep on this rank's doorbell from another thread (MultiTransport's watcher), or the
-  // next one: Poll then returns DeadlineExceeded at once.
-  bool Kickable() const override { return true; }
-  void Kick() override;
 
  private:
   ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own, bool crowded);
@@ -66,7 +61,6 @@ class ShmTransport : public Transport {
   PeerWatch watch_;
   bool crowded_;  // more ranks on this host than cores to run them: yield while spinning
   DeviceQueues dq_;  // CUDA IPC: device queues, made when first asked for
-  std::atomic<uint32_t> kicked_{0};  // Kick: the sleep under way, or the next, ends
 };
 
 }  // namespace hoop

@@ -29,10 +29,6 @@ class TcpTransport : public Transport {
   Endpoint* endpoint(int peer) override;
   Status Poll(std::vector<Completion>* out, Deadline deadline) override;
   void Abort(const std::string& cause) override;
-  // For a sleep in another back end (MultiTransport): the epoll set, readable on news once what
-  // it holds now is taken (ArmWake: one epoll_wait without waiting).
-  int WakeFd() override { return epoll_fd_.get(); }
-  bool ArmWake(std::vector<Completion>* out) override { return Events(out, 0).ok(); }
   // Connections refused so far (wrong token, wrong communicator, after start-up, silent).
   int refused() const { return doorman_.refused(); }
 

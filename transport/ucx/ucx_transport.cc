@@ -374,8 +374,6 @@ void UcxTransport::Watch(std::vector<Completion>*) {
     for (int p : watch_.Exited()) losses_.Add(p, Unavailable(ExitedText(p, watch_.pid_of(p))));
 }
 
-bool UcxTransport::ArmWake(std::vector<Completion>*) { return ucp_worker_arm(worker_) == UCS_OK; }
-
 Status UcxTransport::Sleep(std::vector<Completion>*, Deadline deadline) {
   // Until UCX has an event (or 10 ms, to look at the peers and the deadline).
   if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) return Status::Ok();

@@ -44,10 +44,6 @@ class UcxTransport : public Transport {
   Endpoint* endpoint(int peer) override;
   Status Poll(std::vector<Completion>* out, Deadline deadline) override;
   void Abort(const std::string& cause) override;
-  // For a sleep in another back end (MultiTransport): UCX's event descriptor, once the worker is
-  // armed (false: UCX has events now, and Poll should take them).
-  int WakeFd() override { return efd_; }
-  bool ArmWake(std::vector<Completion>* out) override;
 
   // What this UCX sees: version and the transports/devices it would use (for hoop-info).
   static std::string Describe();
