@@ -94,8 +94,7 @@ run_tsan() {
   # [split]: a split, a dup and their parent driven from several threads over shared connections.
   # [stream]: calls on (fake) streams, whose host functions, the worker and the callers meet.
   # [device]: device runs on a fake device, its queue's work read across the ranks' threads.
-  # [wake]: the watcher thread that kicks a MultiTransport's sleeper, and the sleeper.
-  bounded 120 "$tree/bin/hoop-unit-tests" "[fusion],[split],[stream],[device],[wake]"
+  bounded 120 "$tree/bin/hoop-unit-tests" "[fusion],[split],[stream],[device]"
   bounded 600 "$tree/bin/hoop-multiproc-tests" "[fusion]"
   # Point-to-point: the caller's thread and the communicator's worker both drive the transport.
   bounded 120 "$tree/bin/hooprun" -np 3 "$tree/bin/hoop-c-p2p-test"
