@@ -165,6 +165,13 @@ class CudaQueue final : public DeviceQueue {
           CloseMappings();
         }
         auto m = OpenAnywhere(ref);
+        if (m.status().code() == Code::kFailedPrecondition) {
+          // A mapping kept for another allocation of that process holds this one's memory block
+          // (device.h, CudaIpcOpen): once nothing queued reads them, drop its mappings and retry.
+          HOOP_RETURN_IF_ERROR(DrainLocked());
+          ClosePeerMappings(ref.pid);
+          m = OpenAnywhere(ref);
+        }
         if (!m.ok())
           return m.status().WithContext("mapping process " + std::to_string(ref.pid) + "'s device memory");
         it = maps_.emplace(key, *m).first;
@@ -208,6 +215,16 @@ class CudaQueue final : public DeviceQueue {
   void CloseMappings() {
     for (auto& m : maps_) CudaIpcClose(m.second);
     maps_.clear();
+  }
+  void ClosePeerMappings(int32_t pid) {
+    for (auto it = maps_.begin(); it != maps_.end();) {
+      if (it->first.first != pid) {
+        ++it;
+        continue;
+      }
+      CudaIpcClose(it->second);
+      it = maps_.erase(it);
+    }
   }
 
   const int device_;

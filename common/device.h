@@ -109,7 +109,10 @@ StatusOr<CudaIpcExport> CudaIpcGet(const void* p);
 // a cached export from a new allocation at the same address).
 StatusOr<uint64_t> CudaBufferId(const void* p);
 // Maps what another process exported into this one, on the calling thread's current device (with
-// peer access enabled lazily where devices differ); unmapped by CudaIpcClose.
+// peer access enabled lazily where devices differ); unmapped by CudaIpcClose. kFailedPrecondition:
+// this process already maps the memory behind the handle through another one (the driver packs
+// small allocations into one block and maps a block once per process: a mapping kept for a freed
+// allocation of the exporter's can hold the block a new one lies in); close that one and retry.
 StatusOr<void*> CudaIpcOpen(const char (&handle)[64]);
 void CudaIpcClose(void* mapped);
 

@@ -320,7 +320,14 @@ StatusOr<void*> CudaIpcOpen(const char (&handle)[64]) {
   cudaIpcMemHandle_t h{};
   std::memcpy(&h, handle, sizeof h);
   void* p = nullptr;
-  HOOP_CUDA_RETURN(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess));
+  const cudaError_t e = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
+  if (e == cudaErrorAlreadyMapped) {
+    (void)cudaGetLastError();
+    return Status(Code::kFailedPrecondition,
+                  "cudaIpcOpenMemHandle: this process maps that memory already, through another allocation's handle "
+                  "(error 208)");
+  }
+  HOOP_CUDA_RETURN(e);
   return p;
 }
 
