@@ -32,7 +32,8 @@ std::string Number(double v) {
 
 std::string DescribeDisagreement(const std::vector<TensorParams>& by_rank) {
   // Each field, shown as text; a field whose text differs between ranks is reported with the
-  // ranks that hold each value, in the order the values first appear.
+  // ranks that hold each value, in the order the values first appear. Not the memory kind: ranks
+  // may hold a tensor in different memory (request.h).
   using Field = std::pair<const char*, std::function<std::string(const TensorParams&)>>;
   const Field fields[] = {
       {"collective", [](const TensorParams& p) { return std::string(CollKindName(p.kind)); }},
@@ -41,7 +42,6 @@ std::string DescribeDisagreement(const std::vector<TensorParams>& by_rank) {
       {"op", [](const TensorParams& p) { return p.kind == CollKind::kAllreduce ? ReduceOpName(p.op) : "-"; }},
       {"root", [](const TensorParams& p) { return std::to_string(p.root); }},
       {"compression", [](const TensorParams& p) { return CompressionText(p.compression); }},
-      {"memory", [](const TensorParams& p) { return std::string(MemKindName(p.mem)); }},
       {"prescale", [](const TensorParams& p) { return Number(p.prescale); }},
       {"postscale", [](const TensorParams& p) { return Number(p.postscale); }},
   };

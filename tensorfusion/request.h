@@ -27,10 +27,19 @@ struct TensorParams {
   int32_t root = -1;             // broadcast only
   uint64_t count = 0;            // elements: the buffer (allgather: this rank's part)
   uint8_t compression = kDefaultCompression;
+  // Where this rank's tensor lives. Ranks may differ (a hybrid job: device tensors on the GPU
+  // rank, host tensors on the CPU ranks): each moves its own memory, the messages are the same.
+  // The agreed (rank 0's) value only keeps its host and device tensors in separate groups.
   MemKind mem = MemKind::kHost;
   double prescale = 1, postscale = 1;  // allreduce of floating-point data only
 
   bool operator==(const TensorParams&) const = default;
+  // What every rank must submit alike: all but `mem`.
+  bool Agrees(const TensorParams& o) const {
+    TensorParams a = *this;
+    a.mem = o.mem;
+    return a == o;
+  }
   // Bytes the tensor takes in a fusion buffer: its buffer, all ranks' parts for allgather.
   uint64_t FusedBytes(int nranks) const;
 };

@@ -4,7 +4,7 @@ namespace hoop::fusion {
 
 int ResponseCache::Find(const std::string& name, const TensorParams& params) const {
   auto it = by_name_.find(name);
-  if (it == by_name_.end() || !(slots_[it->second].params == params)) return -1;
+  if (it == by_name_.end() || !slots_[it->second].params.Agrees(params)) return -1;
   return static_cast<int>(it->second);
 }
 

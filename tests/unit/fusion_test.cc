@@ -79,6 +79,9 @@ TEST_CASE("the response cache finds only exact matches and evicts the least rece
   CHECK(c.Find("a", Ar(10)) == 0);
   CHECK(c.Find("a", Ar(11)) == -1);  // cached with other parameters: only the coordinator decides
   CHECK(c.Find("z", Ar(10)) == -1);
+  TensorParams on_device = Ar(10);  // a rank whose tensor lives elsewhere (a hybrid job) still hits
+  on_device.mem = MemKind::kCuda;
+  CHECK(c.Find("a", on_device) == 0);
   c.Touch(0);          // a was hit: b is now the least recently used
   c.Put("d", Ar(40));  // full: d takes b's slot
   CHECK(c.size() == 3);
@@ -129,6 +132,9 @@ TEST_CASE("the message table decides complete names in order and names disagreem
   std::vector<TensorParams> ops = {Ar(4, DType::kF32, ReduceOp::kMax), Ar(4), Ar(4, DType::kF32, ReduceOp::kMin)};
   CHECK(DescribeDisagreement(ops) == "op max on rank 0 vs sum on rank 1 vs min on rank 2");
   CHECK(DescribeDisagreement({Ar(4), Ar(4)}).empty());
+  std::vector<TensorParams> places = {Ar(4), Ar(4)};  // rank 0's on a GPU, rank 1's on the host
+  places[0].mem = MemKind::kCuda;
+  CHECK(DescribeDisagreement(places).empty());
 }
 
 TEST_CASE("the message table warns about stalls and times names out, naming the missing ranks", "[fusion]") {
