@@ -195,7 +195,12 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
       if (h->check != cur_.tag.check || h->total != cur_.len) {
         out->push_back({cur_.op_id, peer_, false,
                         FailedPrecondition("peer " + std::to_string(peer_) + " sent " + std::to_string(h->total) +
-                                           " bytes where " + std::to_string(cur_.len) + " were expected"),
+                                           " bytes where " + std::to_string(cur_.len) + " were expected" +
+                                           (h->total != cur_.len && h->check == cur_.tag.check
+                                                ? std::string(" (ranks cut messages alike only where they agree on "
+                                                              "HOOP_CHUNK_BYTES and HOOP_CUDA_IPC, and each sees a "
+                                                              "CUDA device or none does)")
+                                                : std::string())),
                         h->check});
         Fail(FailedPrecondition("stream from peer " + std::to_string(peer_) + " is out of step"), out);
         return true;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "common/device.h"
 #include "common/logging.h"
 
 namespace hoop {
@@ -45,6 +46,10 @@ ShmTransport::ShmTransport(TransportOptions opts, std::vector<int> local_index, 
     : opts_(std::move(opts)), local_index_(std::move(local_index)), own_(std::move(own)), crowded_(crowded),
       dq_(opts_.device) {
   by_rank_.resize(static_cast<size_t>(opts_.size));
+  if (dq_.available()) {
+    auto n = CudaDeviceCount();
+    device_chunks_ = n.ok() && *n > 0;
+  }
 }
 
 std::string ShmTransport::Address() const { return std::to_string(::getpid()) + "/" + std::to_string(own_.fd()); }
