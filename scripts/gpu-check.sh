@@ -263,7 +263,7 @@ if [ "$tests_only" = 1 ]; then
   note "gpu-check --tests-only: passed"
   exit 0
 fi
-step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests hoop-launch-tests hoop-info kernel-bench hoop-perf hooprun hoop-c-api-test
+step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests hoop-test-rank hoop-launch-tests hoop-info kernel-bench hoop-perf hooprun hoop-c-api-test
 if [ "$trainer" = 1 ]; then
   step build-trainer cmake --build build-gpu -j"$(nproc)" --target hoop-train hoop-bench-device hoop-gpu-trainer-tests
 fi
@@ -300,27 +300,30 @@ perf() {  # name, hooprun arguments...
 }
 perf perf-device-2 -np 2 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
 perf perf-device-4 -np 4 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
-# 256 MiB on one GPU three ways, 2 and 4 ranks: CUDA IPC with the default 128 KiB chunk (above),
-# with 4 MiB chunks (fewer messages: each costs launches and events), and staged through host
-# memory (HOOP_CUDA_IPC=0); then each busbw as a fraction of kernel-bench's device-to-device copy.
+# 256 MiB on one GPU with larger chunks than the default 4 MiB (each chunk costs a hand-over
+# between the ranks' processes on the GPU: fewer, larger ones pay it less often, but pipeline
+# less); then each busbw as a fraction of kernel-bench's device-to-device copy. (Staged through
+# host memory, HOOP_CUDA_IPC=0, and the old 128 KiB chunks: docs/PERF.md, 1.6 GB/s.)
 for np in 2 4; do
-  perf "perf-device-$np-chunk4m" -np "$np" -x HOOP_CHUNK_BYTES=4M build-gpu/bin/hoop-perf allreduce --device cuda -b 256M -e 256M -c 1
-  perf "perf-device-$np-staged" -np "$np" -x HOOP_CUDA_IPC=0 build-gpu/bin/hoop-perf allreduce --device cuda -b 256M -e 256M -c 1
+  for c in 16M 64M; do
+    perf "perf-device-$np-chunk$c" -np "$np" -x HOOP_CHUNK_BYTES=$c build-gpu/bin/hoop-perf allreduce --device cuda -b 256M -e 256M -c 1
+  done
 done
 copy_gbs=$(awk '$1 == "f32" && $2 == "sum" { print $4; exit }' "$out/kernel-bench.log" 2> /dev/null)
 for np in 2 4; do
-  for v in "" -chunk4m -staged; do
+  for v in "" -chunk16M -chunk64M; do
     b=$(awk '$1 == "[0]" && $2 == 268435456 { print $12; exit }' "$out/perf-device-$np$v.log" 2> /dev/null)
     if [ -n "$b" ] && [ -n "$copy_gbs" ]; then
-      note "device allreduce $np ranks on one GPU, 256 MiB f32${v:- (CUDA IPC, 128K chunks)}: busbw $b GB/s = $(awk -v b="$b" -v c="$copy_gbs" 'BEGIN { printf "%.3f", b / c }') of the device copy's $copy_gbs GB/s"
+      note "device allreduce $np ranks on one GPU, 256 MiB f32${v:- (CUDA IPC, default 4M chunks)}: busbw $b GB/s = $(awk -v b="$b" -v c="$copy_gbs" 'BEGIN { printf "%.3f", b / c }') of the device copy's $copy_gbs GB/s"
     fi
   done
 done
 # Device against host buffers over tcp, 64 MiB, interleaved: host, device, host, device, ...
 # (issue 20 asks device >= 0.9 of host), then the ratio of the medians, out of place and in place.
+# Loopback tcp on a virtual machine spreads 10-40 % between repetitions: 20 timed iterations each.
 for r in 1 2 3; do
-  perf "perf-tcp-host-$r" -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce -b 64M -e 64M -c 1
-  perf "perf-tcp-device-$r" -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -c 1
+  perf "perf-tcp-host-$r" -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce -b 64M -e 64M -n 20 -c 1
+  perf "perf-tcp-device-$r" -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -n 20 -c 1
 done
 busbw_median() {  # which (host|device), column (12: out of place busbw, 17: in place)
   cat "$out"/perf-tcp-"$1"-*.log 2> /dev/null | awk -v c="$2" '$1 == "[0]" && $2 == 67108864 { print $c }' | sort -g |
