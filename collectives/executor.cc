@@ -12,14 +12,20 @@ namespace hoop {
 
 Status StagingPool::Reserve(Transport& transport, size_t slots, size_t bytes) {
   if (bytes > bytes_) {
+    // The smaller chunks stay allocated: a back end may hold a registration of them by address
+    // (ucx's RegisterStaging), which a new chunk at a freed one's address would wrongly find.
+    for (auto& b : buffers_) retired_.push_back(std::move(b));
     buffers_.clear();
     regions_.clear();
     free_.clear();
     bytes_ = bytes;
   }
   // Every chunk is bytes_ long, also one added for a smaller call: a later call of bytes_ may get it.
+  // Left unwritten: a page costs memory only once a message lands on it, so a back end of large
+  // chunks (shm on a GPU host: 16 MiB x the window) costs small calls little. The chunks live as
+  // long as the pool (transports may keep their registration: RegisterStaging).
   while (buffers_.size() < slots) {
-    buffers_.push_back(std::make_unique<char[]>(bytes_));
+    buffers_.push_back(std::make_unique_for_overwrite<char[]>(bytes_));
     HOOP_ASSIGN_OR_RETURN(Region r, transport.RegisterStaging(buffers_.back().get(), bytes_, MemKind::kHost));
     regions_.push_back(r);
     free_.push_back(regions_.size() - 1);

@@ -55,6 +55,7 @@ class StagingPool {
  private:
   size_t bytes_ = 0;
   std::vector<std::unique_ptr<char[]>> buffers_;
+  std::vector<std::unique_ptr<char[]>> retired_;  // outgrown chunks, kept (Reserve)
   std::vector<Region> regions_;
   std::vector<size_t> free_;
 };
