@@ -26,7 +26,7 @@ namespace {
 
 constexpr double kMaxSeconds = 7 * 24 * 3600;          // HOOP_TIMEOUT, HOOP_STALL_WARNING_S
 constexpr size_t kMaxChunkBytes = size_t{64} << 20;     // HOOP_CHUNK_BYTES
-constexpr size_t kLargestDefaultChunk = 4 << 20;        // the back ends' own (shm on a GPU host)
+constexpr size_t kLargestDefaultChunk = 16 << 20;       // the back ends' own (shm on a GPU host)
 constexpr size_t kMaxStagingBytes = size_t{1} << 30;    // HOOP_CHUNK_BYTES x HOOP_WINDOW
 
 const std::vector<std::string> kKnown = {

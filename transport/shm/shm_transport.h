@@ -36,13 +36,15 @@ class ShmTransport : public Transport {
   Status Poll(std::vector<Completion>* out, Deadline deadline) override;
   void Abort(const std::string& cause) override;
   // Host memory: small enough that a window of staged chunks stays in L2 (docs/PERF.md, shm
-  // chunk sizes). Where this host has a CUDA device and CUDA IPC is on: 4 MiB, since each chunk
-  // of device memory costs a hand-over between the ranks' processes on the GPU (about 90 us on an
-  // H100, docs/PERF.md), which 128 KiB chunks pay 32 times as often. Every rank of the host
-  // decides alike (same machine, HOOP_CUDA_IPC set job-wide), whatever its buffers, so a job that
-  // mixes host and device buffers still cuts its messages the same on every rank.
+  // chunk sizes). Where this host has a CUDA device and CUDA IPC is on: 16 MiB, since each chunk
+  // of device memory costs a hand-over between the ranks' processes on the GPU (hundreds of
+  // microseconds on an H100): 256 MiB allreduce on one H100 ran at 1.6 GB/s busbw with 128 KiB chunks, 46-64 with
+  // 4 MiB, 129-139 with 16 MiB (docs/PERF.md). Every rank of the host decides alike (same
+  // machine, HOOP_CUDA_IPC set job-wide), whatever its buffers, so a job that mixes host and
+  // device buffers still cuts its messages the same on every rank; host buffers on such a host
+  // pay for it (HOOP_CHUNK_BYTES=128K where a job moves host memory only).
   size_t PreferredChunkBytes() const override { return device_chunks_ ? kDeviceChunk : 128 * 1024; }
-  static constexpr size_t kDeviceChunk = 4 << 20;
+  static constexpr size_t kDeviceChunk = 16 << 20;
   // A plain copy into a large output reads every output line before writing it; streamed out of
   // the ring (a sink receive) with non-temporal stores it does not.
   bool StageLargeCopies() const override { return true; }
@@ -67,7 +69,7 @@ class ShmTransport : public Transport {
   PeerWatch watch_;
   bool crowded_;  // more ranks on this host than cores to run them: yield while spinning
   DeviceQueues dq_;  // CUDA IPC: device queues, made when first asked for
-  bool device_chunks_ = false;  // CUDA IPC on and a device here: PreferredChunkBytes' 4 MiB
+  bool device_chunks_ = false;  // CUDA IPC on and a device here: PreferredChunkBytes' 16 MiB
 };
 
 }  // namespace hoop
