@@ -300,21 +300,21 @@ perf() {  # name, hooprun arguments...
 }
 perf perf-device-2 -np 2 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
 perf perf-device-4 -np 4 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
-# 256 MiB on one GPU with larger chunks than the default 4 MiB (each chunk costs a hand-over
+# 256 MiB on one GPU with chunks either side of the default 16 MiB (each chunk costs a hand-over
 # between the ranks' processes on the GPU: fewer, larger ones pay it less often, but pipeline
 # less); then each busbw as a fraction of kernel-bench's device-to-device copy. (Staged through
 # host memory, HOOP_CUDA_IPC=0, and the old 128 KiB chunks: docs/PERF.md, 1.6 GB/s.)
 for np in 2 4; do
-  for c in 16M 64M; do
+  for c in 4M 64M; do
     perf "perf-device-$np-chunk$c" -np "$np" -x HOOP_CHUNK_BYTES=$c build-gpu/bin/hoop-perf allreduce --device cuda -b 256M -e 256M -c 1
   done
 done
 copy_gbs=$(awk '$1 == "f32" && $2 == "sum" { print $4; exit }' "$out/kernel-bench.log" 2> /dev/null)
 for np in 2 4; do
-  for v in "" -chunk16M -chunk64M; do
+  for v in "" -chunk4M -chunk64M; do
     b=$(awk '$1 == "[0]" && $2 == 268435456 { print $12; exit }' "$out/perf-device-$np$v.log" 2> /dev/null)
     if [ -n "$b" ] && [ -n "$copy_gbs" ]; then
-      note "device allreduce $np ranks on one GPU, 256 MiB f32${v:- (CUDA IPC, default 4M chunks)}: busbw $b GB/s = $(awk -v b="$b" -v c="$copy_gbs" 'BEGIN { printf "%.3f", b / c }') of the device copy's $copy_gbs GB/s"
+      note "device allreduce $np ranks on one GPU, 256 MiB f32${v:- (CUDA IPC, default 16M chunks)}: busbw $b GB/s = $(awk -v b="$b" -v c="$copy_gbs" 'BEGIN { printf "%.3f", b / c }') of the device copy's $copy_gbs GB/s"
     fi
   done
 done
