@@ -7,8 +7,18 @@
 #include "common/device.h"
 
 namespace hoop {
+namespace {
+// Adds the microseconds since `start` to `total` when it goes out of scope.
+struct AddElapsed {
+  double& total;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  ~AddElapsed() { total += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count(); }
+};
+}  // namespace
 
 Status PipelinedStaging::Begin(const Plan& plan, size_t esize) {
+  times_ = {};
+  AddElapsed t{times_.queue_in_us};
   map_ = BuildStageMap(plan, esize);
   waited_ = 0;
   bytes_out_ = 0;
@@ -27,13 +37,15 @@ Status PipelinedStaging::Begin(const Plan& plan, size_t esize) {
 Status PipelinedStaging::BeforeRead(size_t unit) {
   const uint32_t need = map_.need[unit];
   if (need <= waited_) return Status::Ok();
+  AddElapsed t{times_.wait_in_us};
   HOOP_RETURN_IF_ERROR(copies_.WaitIn(need, deadline_));
   waited_ = need;
   return Status::Ok();
 }
 
 Status PipelinedStaging::AfterAct(size_t unit) {
-  if (!dev_out_) return Status::Ok();
+  if (!dev_out_ || map_.final_at[unit] == map_.final_at[unit + 1]) return Status::Ok();
+  AddElapsed t{times_.queue_out_us};
   for (uint32_t i = map_.final_at[unit]; i < map_.final_at[unit + 1]; ++i) {
     const ByteRange& r = map_.final[i];
     HOOP_RETURN_IF_ERROR(copies_.QueueOut(dev_out_ + r.lo, host_out_ + r.lo, r.hi - r.lo)

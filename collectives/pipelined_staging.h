@@ -73,6 +73,13 @@ class PipelinedStaging final : public ExecMemory {
   // What the run handed over (for tests and reports).
   const StageMap& map() const { return map_; }
   size_t bytes_out() const { return bytes_out_; }
+  // Where the calling thread's time went, in microseconds: queueing every copy in (Begin),
+  // waiting for copies in (BeforeRead), queueing copies back (AfterAct). HOOP_LOG_LEVEL=debug
+  // prints them per staged call (device_staging.cc): what hides behind the wire and what not.
+  struct Times {
+    double queue_in_us = 0, wait_in_us = 0, queue_out_us = 0;
+  };
+  const Times& times() const { return times_; }
 
  private:
   StageCopies& copies_;
@@ -84,6 +91,7 @@ class PipelinedStaging final : public ExecMemory {
   StageMap map_;
   uint32_t waited_ = 0;  // copies in known to be done
   size_t bytes_out_ = 0;
+  Times times_;
 };
 
 // StageCopies on one CUDA device: streams and events made on first use and kept (events are
