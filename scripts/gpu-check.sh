@@ -325,6 +325,12 @@ for r in 1 2 3; do
   perf "perf-tcp-host-$r" -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce -b 64M -e 64M -n 20 -c 1
   perf "perf-tcp-device-$r" -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -n 20 -c 1
 done
+# Where a staged call's time goes (HOOP_LOG_LEVEL=debug: queueing copies in, waiting for them,
+# queueing copies back, the run, the last copies), the device side of the ratio below.
+step perf-tcp-device-phases build-gpu/bin/hooprun -np 2 -x HOOP_TRANSPORT=tcp -x HOOP_LOG_LEVEL=debug \
+  build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -n 5 -w 1 -R 1 -c 1
+note "# 64 MiB device allreduce over tcp, staged piece by piece: the last calls' phases (rank 0, rank 1)"
+{ grep "staged piece by piece" "$out/perf-tcp-device-phases.log" || true; } | tail -4 | tee -a "$summary" > /dev/null
 busbw_median() {  # which (host|device), column (12: out of place busbw, 17: in place)
   cat "$out"/perf-tcp-"$1"-*.log 2> /dev/null | awk -v c="$2" '$1 == "[0]" && $2 == 67108864 { print $c }' | sort -g |
     awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
