@@ -9,11 +9,16 @@
 # GPU against PyTorch on it, 2 ranks sharing it, a hybrid GPU+CPU job) and hoop-bench-device, the
 # CPU-against-GPU study.
 #   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N] [--no-trainer] [--keep-going] [--tests-only]
+#                        [--tcp-only [--tcp-x VAR=value]...]
 #                        [--trainer-only] [--no-bench-device] [--bench-device-only] [--step-limit S]
 #     --out DIR   where the logs and summary.txt go (default build-gpu/check)
 #     --keep-going  after a failed step go on with the next (for a lease too short to run twice);
 #                 the summary lists every failure and the exit status is still 1
 #     --tests-only  build and run hoop-gpu-tests alone (a short lease's re-check after a fix)
+#     --tcp-only  build hoop-perf and hooprun alone and run the device-against-host comparison
+#                 over tcp (with the staging's phases)
+#     --tcp-x VAR=value  with --tcp-only, one more comparison with that setting on both sides
+#                 (repeatable: one comparison each)
 #     --trainer-only  build the trainer and run its GPU checks alone (the rest, in a second call)
 #     --no-bench-device  leave out hoop-bench-device (several minutes: a lease's last call)
 #     --bench-device-only  build and run hoop-bench-device alone
@@ -43,6 +48,8 @@ mib=256
 trainer=1
 keep_going=0
 tests_only=0
+tcp_only=0
+tcp_x=()
 trainer_only=0
 bench_device=1
 bench_device_only=0
@@ -56,6 +63,8 @@ while [ $# -gt 0 ]; do
     --no-trainer) trainer=0; shift ;;
     --keep-going) keep_going=1; shift ;;
     --tests-only) tests_only=1; trainer=0; shift ;;
+    --tcp-only) tcp_only=1; trainer=0; shift ;;
+    --tcp-x) tcp_x+=("$2"); shift 2 ;;
     --trainer-only) trainer_only=1; shift ;;
     --no-bench-device) bench_device=0; shift ;;
     --bench-device-only) bench_device_only=1; shift ;;
@@ -240,6 +249,52 @@ bench_device() {
   cat "$out/bench-device.log"
 }
 
+perf() {  # name, hooprun arguments...
+  local name=$1
+  shift
+  step "$name" build-gpu/bin/hooprun "$@"
+  note "# hooprun $*"
+  grep -vE "^\[[0-9]+\] #  Rank|^$" "$out/$name.log" | tee -a "$summary" > /dev/null || true
+}
+# Device against host buffers over tcp, 64 MiB, interleaved: host, device, host, device, ...
+# (issue 20 asks device >= 0.9 of host), then the ratio of the medians, out of place and in place.
+# Loopback tcp on a virtual machine spreads 10-40 % between repetitions: 20 timed iterations each.
+# Then one more device run at HOOP_LOG_LEVEL=debug: where a staged call's time goes (queueing
+# copies in, waiting for them, queueing copies back, the run, the last copies).
+tcp_compare() {  # tag ("" or a name), hooprun arguments (-x VAR=value) for both sides
+  local tag=$1 r
+  shift
+  for r in 1 2 3; do
+    perf "perf-tcp$tag-host-$r" -np 2 -x HOOP_TRANSPORT=tcp "$@" build-gpu/bin/hoop-perf allreduce -b 64M -e 64M -n 20 -c 1
+    perf "perf-tcp$tag-device-$r" -np 2 -x HOOP_TRANSPORT=tcp "$@" build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -n 20 -c 1
+  done
+  step "perf-tcp$tag-device-phases" build-gpu/bin/hooprun -np 2 -x HOOP_TRANSPORT=tcp -x HOOP_LOG_LEVEL=debug "$@" \
+    build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -n 5 -w 1 -R 1 -c 1
+  note "# 64 MiB device allreduce over tcp${*:+ ($*)}, staged piece by piece: the last calls' phases (rank 0, rank 1)"
+  { grep "staged piece by piece" "$out/perf-tcp$tag-device-phases.log" || true; } | tail -4 | tee -a "$summary" > /dev/null
+  local side col h d
+  for side in "12 out of place" "17 in place"; do
+    col=${side%% *}
+    h=$(busbw_median "$tag-host" "$col")
+    d=$(busbw_median "$tag-device" "$col")
+    if [ -n "$h" ] && [ -n "$d" ]; then
+      note "device/host busbw over tcp${*:+ ($*)}, 64 MiB, ${side#* }: $d / $h = $(awk -v d="$d" -v h="$h" 'BEGIN { printf "%.3f", d / h }') (medians of 3 interleaved runs)"
+    fi
+  done
+}
+busbw_median() {  # which (host|device, after the tag), column (12: out of place busbw, 17: in place)
+  cat "$out"/perf-tcp"$1"-[0-9].log 2> /dev/null | awk -v c="$2" '$1 == "[0]" && $2 == 67108864 { print $c }' | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+}
+
+if [ "$tcp_only" = 1 ]; then
+  step build cmake --build build-gpu -j"$(nproc)" --target hoop-perf hooprun
+  tcp_compare ""
+  for x in "${tcp_x[@]}"; do tcp_compare "-$(echo "$x" | tr -c 'A-Za-z0-9=\n' _)" -x "$x"; done
+  [ ${#failed[@]} -eq 0 ] || { note "gpu-check: FAILED: ${failed[*]}"; exit 1; }
+  note "gpu-check --tcp-only: passed"
+  exit 0
+fi
 if [ "$bench_device_only" = 1 ]; then
   [ "$trainer" = 1 ] || { note "gpu-check --bench-device-only: no trainer here (see above)"; exit 1; }
   step build-trainer cmake --build build-gpu -j"$(nproc)" --target hoop-bench-device
@@ -291,13 +346,6 @@ cat "$out/kernel-bench.log"
 
 # Device allreduces, 2 and 4 ranks on one GPU (shm between them), up to 256 MiB; then device
 # against host buffers over tcp at 64 MiB, 2 ranks, in one run each after the other.
-perf() {  # name, hooprun arguments...
-  local name=$1
-  shift
-  step "$name" build-gpu/bin/hooprun "$@"
-  note "# hooprun $*"
-  grep -vE "^\[[0-9]+\] #  Rank|^$" "$out/$name.log" | tee -a "$summary" > /dev/null || true
-}
 perf perf-device-2 -np 2 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
 perf perf-device-4 -np 4 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
 # 256 MiB on one GPU with chunks either side of the default 16 MiB (each chunk costs a hand-over
@@ -318,31 +366,7 @@ for np in 2 4; do
     fi
   done
 done
-# Device against host buffers over tcp, 64 MiB, interleaved: host, device, host, device, ...
-# (issue 20 asks device >= 0.9 of host), then the ratio of the medians, out of place and in place.
-# Loopback tcp on a virtual machine spreads 10-40 % between repetitions: 20 timed iterations each.
-for r in 1 2 3; do
-  perf "perf-tcp-host-$r" -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce -b 64M -e 64M -n 20 -c 1
-  perf "perf-tcp-device-$r" -np 2 -x HOOP_TRANSPORT=tcp build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -n 20 -c 1
-done
-# Where a staged call's time goes (HOOP_LOG_LEVEL=debug: queueing copies in, waiting for them,
-# queueing copies back, the run, the last copies), the device side of the ratio below.
-step perf-tcp-device-phases build-gpu/bin/hooprun -np 2 -x HOOP_TRANSPORT=tcp -x HOOP_LOG_LEVEL=debug \
-  build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -n 5 -w 1 -R 1 -c 1
-note "# 64 MiB device allreduce over tcp, staged piece by piece: the last calls' phases (rank 0, rank 1)"
-{ grep "staged piece by piece" "$out/perf-tcp-device-phases.log" || true; } | tail -4 | tee -a "$summary" > /dev/null
-busbw_median() {  # which (host|device), column (12: out of place busbw, 17: in place)
-  cat "$out"/perf-tcp-"$1"-*.log 2> /dev/null | awk -v c="$2" '$1 == "[0]" && $2 == 67108864 { print $c }' | sort -g |
-    awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
-}
-for side in "12 out of place" "17 in place"; do
-  col=${side%% *}
-  h=$(busbw_median host "$col")
-  d=$(busbw_median device "$col")
-  if [ -n "$h" ] && [ -n "$d" ]; then
-    note "device/host busbw over tcp, 64 MiB, ${side#* }: $d / $h = $(awk -v d="$d" -v h="$h" 'BEGIN { printf "%.3f", d / h }') (medians of 3 interleaved runs)"
-  fi
-done
+tcp_compare ""
 if [ "$trainer" = 1 ]; then
   trainer_gpu
   if [ "$bench_device" = 1 ]; then bench_device; fi
