@@ -31,6 +31,7 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.compression = ParseCompression(c.compression).value_or(Compression::kNone);
   o.unexpected_bytes = c.unexpected_bytes;
   o.cuda_ipc = c.cuda_ipc;
+  o.stage_bytes = c.stage_bytes;
   return o;
 }
 

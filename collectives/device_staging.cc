@@ -126,12 +126,15 @@ Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
   const bool root = bcast && op.root == opts_.rank;
   const size_t es = DTypeSize(UsesOut(op) ? op.out.dtype : op.in.dtype);
   const size_t in_bytes = UsesIn(op) ? op.in.count * es : 0, out_bytes = op.out.count * es;
-  // Each device side gets a pinned buffer of its own, also in place: the host run is then out of
-  // place, and no copy in can land on output the run already wrote. A reduce-scatter runs into a
-  // host working copy (as RunReduceScatter) whose own block goes to the device at the end.
+  // Each device side gets a pinned buffer of its own; an allreduce in place on the device runs in
+  // place on one (PipelinedStaging then holds each write until the copy in under it landed). A
+  // reduce-scatter runs into a host working copy (as RunReduceScatter) whose own block goes to
+  // the device at the end.
   Op host = op;
   char *host_in = nullptr, *host_out = nullptr;
-  if (UsesIn(op) && op.in.kind == MemKind::kCuda) {
+  const bool in_place = op.kind == CollKind::kAllreduce && op.in.kind == MemKind::kCuda &&
+                        op.out.kind == MemKind::kCuda && op.in.data == op.out.data;
+  if (UsesIn(op) && op.in.kind == MemKind::kCuda && !in_place) {
     auto p = device_staging_.Get(0, in_bytes);
     if (!p.ok()) return ctx(p.status());
     host_in = *p;
@@ -146,6 +149,10 @@ Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
     host_out = *p;
     host.out = Buffer{host_out, op.out.count, op.out.dtype, MemKind::kCudaPinned};
     run_out = host.out;
+    if (in_place) {
+      host_in = host_out;
+      host.in = Buffer{host_in, op.in.count, op.in.dtype, MemKind::kCudaPinned};
+    }
   } else {
     run_out = op.out;
   }
@@ -163,9 +170,10 @@ Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
   } else {
     PipelinedStaging memory(*stage_copies_, host_in ? static_cast<const char*>(op.in.data) : nullptr, host_in,
                             host_out ? static_cast<char*>(op.out.data) : nullptr, host_out,
-                            Deadline::After(opts_.timeout));
+                            Deadline::After(opts_.timeout), opts_.stage_bytes);
     const auto start = std::chrono::steady_clock::now();
     run = RunSchedule(host, algo, count, run_in, run_out, seq, wire, &memory);  // its errors name the call
+    if (run.ok()) run = ctx(memory.Flush());
     if (run.ok() && scatter)
       run = ctx(stage_copies_->QueueOut(
           op.out.data, static_cast<char*>(run_out.data) + static_cast<size_t>(opts_.rank) * out_bytes, out_bytes));
@@ -176,9 +184,10 @@ Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
       const auto us = [](auto d) { return std::chrono::duration<double, std::micro>(d).count(); };
       const PipelinedStaging::Times& t = memory.times();
       HOOP_LOG(kDebug, "rank " << opts_.rank << ": " << CollKindName(op.kind) << " of " << (count * es)
-                                << " B staged piece by piece: " << memory.map().in.size() << " copies in queued in "
-                                << t.queue_in_us << " us, waited " << t.wait_in_us << " us for them; copies back queued in "
-                                << t.queue_out_us << " us; the run " << us(ran - start) << " us, then "
+                                << " B staged piece by piece" << (in_place ? ", in place" : "") << ": "
+                                << memory.copies_in() << " copies in (" << memory.map().in.size() << " ranges) queued in "
+                                << t.queue_in_us << " us, waited " << t.wait_in_us << " us for them; "
+                                << memory.copies_out() << " copies back queued in " << t.queue_out_us << " us; the run " << us(ran - start) << " us, then "
                                 << us(std::chrono::steady_clock::now() - ran) << " us for the last copies");
     }
     if (!run.ok()) return run;

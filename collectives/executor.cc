@@ -169,8 +169,9 @@ class Run {
     const Step& st = StepOf(u);
     const Unit& un = units_[u];
     // A reduction may run inside Poll, as its message comes (PostToSink): what it reads must be
-    // readable before the receive is posted.
-    if (st.recv == RecvKind::kReduce && !Readable(u)) return;
+    // readable before the receive is posted; and a receive may land where it writes at once,
+    // which staged in place must not happen before that memory's copy in (pipelined_staging.h).
+    if (st.recv != RecvKind::kNone && !Readable(u)) return;
     if (st.recv == RecvKind::kNone) {
       s_.recv_done[u] = 1;
       TryAct(u);

@@ -87,7 +87,8 @@ struct ExecState {
 };
 
 // The executor's memory seam (pipelined staging of device buffers, pipelined_staging.h): told
-// when a run begins, before a unit reads `in` (it may block until that part is readable), and
+// when a run begins, before a unit reads `in` or posts a receive (it may block until that part
+// is readable, or, staged in place, writable), and
 // after a unit has acted (what it wrote last of `out` may be taken). Null: `in` is readable from
 // the start and `out` is handed over whole by the caller. An error from it ends the run.
 class ExecMemory {

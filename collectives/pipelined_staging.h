@@ -16,6 +16,17 @@
 // on the device (StageCopies::Place) ahead of the copies in; the part of it the plan reads is
 // copied in like input.
 //
+// Copies are few and large: each copy costs the driver some microseconds to queue and the
+// device a hand-over between processes where ranks share it, so neighbouring ranges go in one
+// copy of up to `stage_bytes` (HOOP_STAGE_BYTES). The first copy in is a single range, so the
+// wire starts after one chunk's copy, and each later one doubles up to that size; copies back
+// wait until that many contiguous final bytes have gathered (Flush sends the rest at the end).
+//
+// In place on the device, the run is in place on one host copy too (host_in == host_out, as
+// the host's own in-place run, which moves less memory). Then a unit also waits before it
+// writes a range until that range's copy in has landed (the executor asks before it posts a
+// receive), so no copy in lands on a result.
+//
 // The copies go through StageCopies: CudaStageCopies on the device's copy engines (two streams
 // of hoop's own, copies in on one and back on the other, events as the marks), or a test's fake
 // that hands the input over only when asked (tests/unit/pipelined_staging_test.cc), which is how
@@ -61,18 +72,25 @@ class PipelinedStaging final : public ExecMemory {
   // dev_in -> host_in: the device input and its host copy (both null: `in` is host memory, read
   // in place). host_out -> dev_out likewise for the output; what the plan reads of `out` before
   // writing it comes from dev_out too (placed there before the run).
+  // host_in == host_out (and dev_in == dev_out): in place, one host copy. stage_bytes: the
+  // largest copy that neighbouring ranges are joined into (0: one copy per range).
   PipelinedStaging(StageCopies& copies, const char* dev_in, char* host_in, char* dev_out, char* host_out,
-                   Deadline deadline)
+                   Deadline deadline, size_t stage_bytes = 0)
       : copies_(copies), dev_in_(dev_in), host_in_(host_in), dev_out_(dev_out), host_out_(host_out),
-        deadline_(deadline) {}
+        deadline_(deadline), stage_bytes_(stage_bytes) {}
 
   Status Begin(const Plan& plan, size_t esize) override;
   Status BeforeRead(size_t unit) override;
   Status AfterAct(size_t unit) override;
+  // Queues the copy back of the final output gathered and not yet sent: after a run that
+  // succeeded, before StageCopies::Finish.
+  Status Flush();
 
   // What the run handed over (for tests and reports).
   const StageMap& map() const { return map_; }
   size_t bytes_out() const { return bytes_out_; }
+  size_t copies_in() const { return copies_in_; }
+  size_t copies_out() const { return copies_out_; }
   // Where the calling thread's time went, in microseconds: queueing every copy in (Begin),
   // waiting for copies in (BeforeRead), queueing copies back (AfterAct). HOOP_LOG_LEVEL=debug
   // prints them per staged call (device_staging.cc): what hides behind the wire and what not.
@@ -88,9 +106,12 @@ class PipelinedStaging final : public ExecMemory {
   char* dev_out_;
   char* host_out_;
   Deadline deadline_;
+  size_t stage_bytes_;
   StageMap map_;
+  std::vector<uint32_t> copies_by_;  // per range of map_.in: copies in queued once it is
   uint32_t waited_ = 0;  // copies in known to be done
-  size_t bytes_out_ = 0;
+  size_t bytes_out_ = 0, copies_in_ = 0, copies_out_ = 0;
+  ByteRange pending_;  // final output gathered for one copy back
   Times times_;
 };
 

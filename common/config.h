@@ -19,6 +19,8 @@
 //                     4K to 64M)
 //   HOOP_WINDOW       chunks in flight per operation (default 8; 1 to 256; chunk x window is
 //                     staging memory per communicator, at most 1G)
+//   HOOP_STAGE_BYTES  least bytes per copy between a device buffer and its pinned host staging
+//                     in a call staged piece by piece (default 4M; 0: one copy per chunk; at most 1G)
 //   HOOP_COMPRESSION  none | fp16 | bf16 | auto: how f32/f64 sum/avg allreduces travel
 //                     (default none; collectives/kernels/wire.h)
 //   HOOP_LOG_LEVEL    error | warn | info | debug (default warn)
@@ -71,6 +73,7 @@ struct Config {
   std::string compression = "none";
   LogLevel log_level = LogLevel::kWarn;
   size_t unexpected_bytes = 64u << 20;
+  size_t stage_bytes = 4u << 20;  // HOOP_STAGE_BYTES
   bool cuda_ipc = true;  // HOOP_CUDA_IPC: device buffers of ranks on one host move by CUDA IPC
   // Tensor fusion (tensorfusion/runtime.h).
   double cycle_time_ms = 1;

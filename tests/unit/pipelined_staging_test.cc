@@ -4,7 +4,9 @@
 // starts as poison, so a read before the ask shows in the result; it copies output back the
 // moment it is told a part is final, so a part told too early shows too. Every staged run must
 // give the same bits as the same plan run on the plain buffers, in every placement: device
-// input and output, in place, and one side on the host.
+// input and output, in place (two host copies, or one run in place, where a copy in landing
+// after a receive wrote there would show), and one side on the host; with one copy per range
+// and with neighbouring ranges joined into larger copies.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -77,11 +79,12 @@ class FakeCopies final : public StageCopies {
   size_t in_bytes_ = 0;
 };
 
-enum class Place { kDevice, kInPlace, kDeviceIn, kDeviceOut };
+enum class Place { kDevice, kInPlace, kInPlaceHost, kDeviceIn, kDeviceOut };
 const char* PlaceName(Place p) {
   switch (p) {
     case Place::kDevice: return "device in and out";
     case Place::kInPlace: return "in place on the device";
+    case Place::kInPlaceHost: return "in place on the device and on the host";
     case Place::kDeviceIn: return "device in, host out";
     case Place::kDeviceOut: return "host in, device out";
   }
@@ -96,10 +99,11 @@ struct Case {
   ReduceOp op;
   Compression wire;
   Place place;
+  size_t stage = 0;  // PipelinedStaging's stage_bytes
   std::string Name() const {
     return std::string(AlgoName(algo)) + " " + std::to_string(count) + " x " + DTypeName(dtype) + " " +
            ReduceOpName(op) + (wire != Compression::kNone ? std::string(" ") + CompressionName(wire) : "") + ", " +
-           PlaceName(place);
+           PlaceName(place) + ", copies of up to " + std::to_string(stage) + " B";
   }
 };
 
@@ -154,16 +158,18 @@ struct Rank {
     std::vector<char> dev_in = input, dev_out(bytes, 0x11), host_in(bytes, 0x7f), host_out(bytes, 0x7f);
     const bool in_dev = c.place != Place::kDeviceOut, out_dev = c.place != Place::kDeviceIn;
     char* d_in = dev_in.data();
-    char* d_out = c.place == Place::kInPlace ? dev_in.data() : dev_out.data();
+    const bool one_copy = c.place == Place::kInPlaceHost;
+    char* d_out = c.place == Place::kInPlace || one_copy ? dev_in.data() : dev_out.data();
+    char* h_in = one_copy ? host_out.data() : host_in.data();
     std::vector<char> host_side_in = input, host_side_out(bytes, 0x11);
     FakeCopies copies;
     HOOP_RETURN_IF_ERROR(copies.Prepare(nullptr));
-    PipelinedStaging memory(copies, in_dev ? d_in : nullptr, in_dev ? host_in.data() : nullptr,
-                            out_dev ? d_out : nullptr, out_dev ? host_out.data() : nullptr,
-                            Deadline::After(std::chrono::seconds(20)));
-    char* run_in = in_dev ? host_in.data() : host_side_in.data();
+    PipelinedStaging memory(copies, in_dev ? d_in : nullptr, in_dev ? h_in : nullptr, out_dev ? d_out : nullptr,
+                            out_dev ? host_out.data() : nullptr, Deadline::After(std::chrono::seconds(20)), c.stage);
+    char* run_in = in_dev ? h_in : host_side_in.data();
     char* run_out = out_dev ? host_out.data() : host_side_out.data();
     Status s = Exec(plan, c, run_in, run_out, &memory);
+    if (s.ok()) s = memory.Flush();
     HOOP_RETURN_IF_ERROR(copies.Finish());
     HOOP_RETURN_IF_ERROR(s);
     const std::string where = "rank " + std::to_string(rank) + ": " + c.Name();
@@ -211,8 +217,9 @@ struct Rank {
     if (ag) HOOP_RETURN_IF_ERROR(copies.Place(dev_out.data() + own, dev_in.data(), count * es));
     PipelinedStaging memory(copies, in_dev ? dev_in.data() : nullptr, in_dev ? host_in.data() : nullptr,
                             rs ? nullptr : dev_out.data(), rs ? nullptr : host_out.data(),
-                            Deadline::After(std::chrono::seconds(20)));
+                            Deadline::After(std::chrono::seconds(20)), c.stage);
     Status s = Exec(plan, c, in_dev ? host_in.data() : host_out.data(), in_bytes, host_out.data(), out_bytes, &memory);
+    if (s.ok()) s = memory.Flush();
     HOOP_RETURN_IF_ERROR(copies.Finish());
     HOOP_RETURN_IF_ERROR(s);
     const std::string where = "rank " + std::to_string(rank) + ": " + CollKindName(kind) + " " + c.Name();
@@ -267,21 +274,23 @@ Status RunAll(const std::string& transport, int n, const std::vector<Case>& case
 TEST_CASE("pipelined staging: hands input over piece by piece and output back as it is final", "[stage]") {
   std::vector<Case> cases;
   for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kDoubling, Algo::kHierarchical})
-    for (Place place : {Place::kDevice, Place::kInPlace, Place::kDeviceIn, Place::kDeviceOut})
+    for (Place place : {Place::kDevice, Place::kInPlace, Place::kInPlaceHost, Place::kDeviceIn, Place::kDeviceOut})
       for (size_t count : {size_t{1}, size_t{7}, size_t{2001}}) {
-        cases.push_back({CollKind::kAllreduce, algo, count, DType::kF32, ReduceOp::kSum, Compression::kNone, place});
-        cases.push_back({CollKind::kAllreduce, algo, count, DType::kI64, ReduceOp::kMax, Compression::kNone, place});
-        cases.push_back({CollKind::kAllreduce, algo, count, DType::kBF16, ReduceOp::kAvg, Compression::kNone, place});
+        // One copy per range; ranges joined up to a few chunks; all but the first joined.
+        cases.push_back({CollKind::kAllreduce, algo, count, DType::kF32, ReduceOp::kSum, Compression::kNone, place, 0});
+        cases.push_back({CollKind::kAllreduce, algo, count, DType::kI64, ReduceOp::kMax, Compression::kNone, place, 1000});
+        cases.push_back({CollKind::kAllreduce, algo, count, DType::kBF16, ReduceOp::kAvg, Compression::kNone, place, 1 << 20});
       }
   // Compression reads the input when it encodes (the ring only).
-  for (Place place : {Place::kDevice, Place::kInPlace})
-    cases.push_back({CollKind::kAllreduce, Algo::kRing, 3001, DType::kF32, ReduceOp::kSum, Compression::kFp16, place});
+  for (Place place : {Place::kDevice, Place::kInPlace, Place::kInPlaceHost})
+    cases.push_back({CollKind::kAllreduce, Algo::kRing, 3001, DType::kF32, ReduceOp::kSum, Compression::kFp16, place, 1000});
   // The other collectives staged piece by piece, every algorithm each has.
   for (CollKind kind : {CollKind::kBroadcast, CollKind::kAllgather, CollKind::kReduceScatter})
     for (int a = 1; a <= static_cast<int>(Algo::kHierarchical); ++a)
       if (FindAlgo(kind, static_cast<Algo>(a)))
         for (size_t count : {size_t{1}, size_t{7}, size_t{2001}})
-          cases.push_back({kind, static_cast<Algo>(a), count, DType::kI32, ReduceOp::kSum, Compression::kNone, Place::kDevice});
+          cases.push_back({kind, static_cast<Algo>(a), count, DType::kI32, ReduceOp::kSum, Compression::kNone,
+                           Place::kDevice, count > 7 ? size_t{1000} : 0});
   for (const char* transport : {"tcp", "shm"})
     for (int n : {2, 3, 4}) {
       Status s = RunAll(transport, n, cases);
