@@ -86,7 +86,7 @@ Status Communicator::RunStaged(const Op& op, uint32_t seq) {
       host.out.kind = MemKind::kCudaPinned;
     }
     if (p.ok() && plan.inside) {  // the output's current contents are (part of) the input
-      c = stage_copies_->QueueIn(*p, op.out.data, plan.out_bytes);
+      c = stage_copies_->QueueIn(*p, op.out.data, plan.out_bytes, true);
       ++ins;
       host.in.data = *p + plan.in_offset;
       host.in.kind = MemKind::kCudaPinned;
@@ -96,7 +96,7 @@ Status Communicator::RunStaged(const Op& op, uint32_t seq) {
     auto p = device_staging_.Get(0, plan.in_bytes);
     c = p.status();
     if (p.ok()) {
-      c = stage_copies_->QueueIn(*p, op.in.data, plan.in_bytes);
+      c = stage_copies_->QueueIn(*p, op.in.data, plan.in_bytes, true);
       ++ins;
       host.in.data = *p;
       host.in.kind = MemKind::kCudaPinned;

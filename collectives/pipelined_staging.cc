@@ -34,37 +34,62 @@ static void AddWriteNeeds(const Plan& plan, size_t esize, StageMap& m) {
   }
 }
 
+namespace {
+// The ranges sorted by address, those that touch joined (a side's ranges never overlap).
+std::vector<ByteRange> Joined(std::vector<ByteRange> r) {
+  std::sort(r.begin(), r.end(), [](const ByteRange& a, const ByteRange& b) { return a.out != b.out ? a.out < b.out : a.lo < b.lo; });
+  std::vector<ByteRange> j;
+  for (const ByteRange& x : r) {
+    if (!j.empty() && j.back().out == x.out && j.back().hi == x.lo) j.back().hi = x.hi;
+    else j.push_back(x);
+  }
+  return j;
+}
+}  // namespace
+
 Status PipelinedStaging::Begin(const Plan& plan, size_t esize) {
   times_ = {};
   AddElapsed t{times_.queue_in_us};
   map_ = BuildStageMap(plan, esize);
   if (host_in_ != nullptr && host_in_ == host_out_) AddWriteNeeds(plan, esize, map_);
   waited_ = 0;
-  bytes_out_ = copies_in_ = copies_out_ = 0;
-  pending_ = {};
-  copies_by_.assign(map_.in.size(), 0);
-  size_t cap = 0;  // the first copy: one range
+  bytes_out_ = copies_in_ = marks_in_ = copies_out_ = 0;
+  pending_.clear();
+  pending_bytes_ = 0;
+  marks_by_.assign(map_.in.size(), 0);
+  size_t cap = 0;  // the first batch: one range
   for (size_t i = 0; i < map_.in.size();) {
-    // A side read in place (host memory) copies nothing, but keeps its place in the count.
-    const ByteRange& r = map_.in[i];
-    const char* from = r.out ? dev_out_ : dev_in_;
-    char* to = r.out ? host_out_ : host_in_;
-    if (r.out && !from)
-      return Internal("the plan reads output placed before the run, and the output is not staged");
-    size_t j = i + 1, hi = r.hi;
-    while (j < map_.in.size() && map_.in[j].out == r.out && map_.in[j].lo == hi && map_.in[j].hi - r.lo <= cap)
-      hi = map_.in[j++].hi;
-    HOOP_RETURN_IF_ERROR(copies_.QueueIn(to ? to + r.lo : nullptr, from ? from + r.lo : nullptr, from ? hi - r.lo : 0)
-                             .WithContext("queueing the copy of the device input to host memory"));
-    ++copies_in_;
-    for (; i < j; ++i) copies_by_[i] = static_cast<uint32_t>(copies_in_);
-    cap = std::min(stage_bytes_, std::max(cap, 2 * (hi - r.lo)));
+    size_t j = i + 1, bytes = map_.in[i].hi - map_.in[i].lo;
+    for (; j < map_.in.size() && bytes + (map_.in[j].hi - map_.in[j].lo) <= cap; ++j) bytes += map_.in[j].hi - map_.in[j].lo;
+    // A side read in place (host memory) copies nothing, but its ranges keep their mark.
+    std::vector<ByteRange> copies;
+    for (size_t k = i; k < j; ++k) {
+      const ByteRange& r = map_.in[k];
+      if (r.out && !dev_out_)
+        return Internal("the plan reads output placed before the run, and the output is not staged");
+      if ((r.out ? dev_out_ : dev_in_) != nullptr) copies.push_back(r);
+    }
+    copies = Joined(std::move(copies));
+    if (copies.empty()) copies.push_back({});  // the mark alone
+    for (size_t k = 0; k < copies.size(); ++k) {
+      const ByteRange& r = copies[k];
+      const char* from = r.out ? dev_out_ : dev_in_;
+      char* to = r.out ? host_out_ : host_in_;
+      const bool none = r.hi == r.lo;
+      HOOP_RETURN_IF_ERROR(copies_.QueueIn(none ? nullptr : to + r.lo, none ? nullptr : from + r.lo, r.hi - r.lo,
+                                           k + 1 == copies.size())
+                               .WithContext("queueing the copy of the device input to host memory"));
+      copies_in_ += none ? 0 : 1;
+    }
+    ++marks_in_;
+    for (; i < j; ++i) marks_by_[i] = static_cast<uint32_t>(marks_in_);
+    cap = std::min(stage_bytes_, std::max(cap, 2 * bytes));
   }
   return Status::Ok();
 }
 
 Status PipelinedStaging::BeforeRead(size_t unit) {
-  const uint32_t need = map_.need[unit] == 0 ? 0 : copies_by_[map_.need[unit] - 1];
+  const uint32_t need = map_.need[unit] == 0 ? 0 : marks_by_[map_.need[unit] - 1];
   if (need <= waited_) return Status::Ok();
   AddElapsed t{times_.wait_in_us};
   HOOP_RETURN_IF_ERROR(copies_.WaitIn(need, deadline_));
@@ -78,31 +103,29 @@ Status PipelinedStaging::AfterAct(size_t unit) {
   for (uint32_t i = map_.final_at[unit]; i < map_.final_at[unit + 1]; ++i) {
     const ByteRange& r = map_.final[i];
     bytes_out_ += r.hi - r.lo;
-    if (pending_.hi > pending_.lo && r.lo == pending_.hi && r.hi - pending_.lo <= stage_bytes_) {
-      pending_.hi = r.hi;
-      continue;
-    }
-    HOOP_RETURN_IF_ERROR(Flush());
-    pending_ = r;
+    pending_bytes_ += r.hi - r.lo;
+    pending_.push_back(r);
   }
-  // Full: no later range can join it.
-  if (pending_.hi - pending_.lo >= stage_bytes_) return Flush();
-  return Status::Ok();
+  return pending_bytes_ >= stage_bytes_ ? Flush() : Status::Ok();
 }
 
 Status PipelinedStaging::Flush() {
-  if (pending_.hi <= pending_.lo) return Status::Ok();
-  const ByteRange r = pending_;
-  pending_ = {};
-  ++copies_out_;
-  return copies_.QueueOut(dev_out_ + r.lo, host_out_ + r.lo, r.hi - r.lo)
-      .WithContext("queueing the copy of the output back to the device");
+  const std::vector<ByteRange> copies = Joined(std::move(pending_));
+  pending_.clear();
+  pending_bytes_ = 0;
+  for (const ByteRange& r : copies) {
+    ++copies_out_;
+    HOOP_RETURN_IF_ERROR(copies_.QueueOut(dev_out_ + r.lo, host_out_ + r.lo, r.hi - r.lo)
+                             .WithContext("queueing the copy of the output back to the device"));
+  }
+  return Status::Ok();
 }
 
 CudaStageCopies::~CudaStageCopies() {
   CudaStreamDestroy(in_);
   CudaStreamDestroy(out_);
   CudaEventDestroy(start_);
+  CudaEventDestroy(ins_done_);
   for (void* e : marks_) CudaEventDestroy(e);
 }
 
@@ -114,8 +137,10 @@ Status CudaStageCopies::Prepare(void* ready) {
     HOOP_ASSIGN_OR_RETURN(in_, CudaStreamCreate(device_));
     HOOP_ASSIGN_OR_RETURN(out_, CudaStreamCreate(device_));
     HOOP_ASSIGN_OR_RETURN(start_, CudaEventCreate(false));
+    HOOP_ASSIGN_OR_RETURN(ins_done_, CudaEventCreate(false));
   }
   queued_ = 0;
+  copies_ = 0;
   out_waits_ = false;
   // The legacy default stream waits for the caller's work on every blocking stream; both of
   // ours wait for the point marked on it at the call (or now).
@@ -131,8 +156,10 @@ Status CudaStageCopies::Place(void* device_dst, const void* device_src, size_t b
   return CopyMem(device_dst, MemKind::kCuda, device_src, MemKind::kCuda, bytes, in_);
 }
 
-Status CudaStageCopies::QueueIn(void* host, const void* device, size_t bytes) {
+Status CudaStageCopies::QueueIn(void* host, const void* device, size_t bytes, bool mark) {
   HOOP_RETURN_IF_ERROR(CopyMem(host, MemKind::kCudaPinned, device, MemKind::kCuda, bytes, in_));
+  ++copies_;
+  if (!mark) return Status::Ok();
   if (queued_ == marks_.size()) {
     HOOP_ASSIGN_OR_RETURN(void* e, CudaEventCreate(false));
     marks_.push_back(e);
@@ -158,8 +185,9 @@ Status CudaStageCopies::WaitIn(uint32_t k, Deadline deadline) {
 }
 
 Status CudaStageCopies::QueueOut(void* device, const void* host, size_t bytes) {
-  if (!out_waits_ && queued_ > 0) {
-    HOOP_RETURN_IF_ERROR(CudaStreamWaitEvent(out_, marks_[queued_ - 1]));
+  if (!out_waits_ && copies_ > 0) {
+    HOOP_RETURN_IF_ERROR(CudaEventRecord(ins_done_, in_));
+    HOOP_RETURN_IF_ERROR(CudaStreamWaitEvent(out_, ins_done_));
     out_waits_ = true;
   }
   return CopyMem(device, MemKind::kCuda, host, MemKind::kCudaPinned, bytes, out_);

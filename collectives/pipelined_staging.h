@@ -16,11 +16,13 @@
 // on the device (StageCopies::Place) ahead of the copies in; the part of it the plan reads is
 // copied in like input.
 //
-// Copies are few and large: each copy costs the driver some microseconds to queue and the
-// device a hand-over between processes where ranks share it, so neighbouring ranges go in one
-// copy of up to `stage_bytes` (HOOP_STAGE_BYTES). The first copy in is a single range, so the
-// wire starts after one chunk's copy, and each later one doubles up to that size; copies back
-// wait until that many contiguous final bytes have gathered (Flush sends the rest at the end).
+// Copies are few and large: each copy and each mark costs the driver some microseconds to queue,
+// on the thread that drives the wire. So the ranges go in batches of up to `stage_bytes`
+// (HOOP_STAGE_BYTES) with one mark each: the first batch is a single range, so the wire starts
+// after one chunk's copy, and each later one doubles up to that size. A batch's ranges are
+// sorted and those that touch are copied as one (a ring reads two segments by turns, so a batch
+// is two copies). Final output gathers likewise until that many bytes wait, then goes back
+// sorted and joined (Flush sends the rest at the end).
 //
 // In place on the device, the run is in place on one host copy too (host_in == host_out, as
 // the host's own in-place run, which moves less memory). Then a unit also waits before it
@@ -54,10 +56,11 @@ class StageCopies {
   // Queues a device-to-device copy ahead of the copies in (what the caller places in the output
   // before the run: an allgather's own block).
   virtual Status Place(void* device_dst, const void* device_src, size_t bytes) = 0;
-  // Queues copy number k (k = the copies queued before it) of `bytes` from the device input to
-  // host memory, in order, with a mark after it.
-  virtual Status QueueIn(void* host, const void* device, size_t bytes) = 0;
-  // Blocks until copies [0, k) are in host memory, or the deadline passes.
+  // Queues a copy of `bytes` from the device input to host memory, after those queued before
+  // it; with `mark`, mark number k after it (k = the marks queued before it).
+  virtual Status QueueIn(void* host, const void* device, size_t bytes, bool mark) = 0;
+  // Blocks until every copy before mark k - 1 (marks [0, k)) is in host memory, or the deadline
+  // passes.
   virtual Status WaitIn(uint32_t k, Deadline deadline) = 0;
   // Queues a copy of final output from host memory to the device; none starts before every copy
   // in has finished (in place, both are the same device memory).
@@ -90,6 +93,7 @@ class PipelinedStaging final : public ExecMemory {
   const StageMap& map() const { return map_; }
   size_t bytes_out() const { return bytes_out_; }
   size_t copies_in() const { return copies_in_; }
+  size_t marks_in() const { return marks_in_; }
   size_t copies_out() const { return copies_out_; }
   // Where the calling thread's time went, in microseconds: queueing every copy in (Begin),
   // waiting for copies in (BeforeRead), queueing copies back (AfterAct). HOOP_LOG_LEVEL=debug
@@ -108,10 +112,11 @@ class PipelinedStaging final : public ExecMemory {
   Deadline deadline_;
   size_t stage_bytes_;
   StageMap map_;
-  std::vector<uint32_t> copies_by_;  // per range of map_.in: copies in queued once it is
-  uint32_t waited_ = 0;  // copies in known to be done
-  size_t bytes_out_ = 0, copies_in_ = 0, copies_out_ = 0;
-  ByteRange pending_;  // final output gathered for one copy back
+  std::vector<uint32_t> marks_by_;  // per range of map_.in: marks queued once it is
+  uint32_t waited_ = 0;  // marks known to be passed
+  size_t bytes_out_ = 0, copies_in_ = 0, marks_in_ = 0, copies_out_ = 0;
+  std::vector<ByteRange> pending_;  // final output gathered for copying back
+  size_t pending_bytes_ = 0;
   Times times_;
 };
 
@@ -128,7 +133,7 @@ class CudaStageCopies final : public StageCopies {
 
   Status Prepare(void* ready) override;
   Status Place(void* device_dst, const void* device_src, size_t bytes) override;
-  Status QueueIn(void* host, const void* device, size_t bytes) override;
+  Status QueueIn(void* host, const void* device, size_t bytes, bool mark) override;
   Status WaitIn(uint32_t k, Deadline deadline) override;
   Status QueueOut(void* device, const void* host, size_t bytes) override;
   Status Finish() override;
@@ -139,8 +144,10 @@ class CudaStageCopies final : public StageCopies {
   void* in_ = nullptr;      // streams
   void* out_ = nullptr;
   void* start_ = nullptr;  // event: the caller's earlier work
-  std::vector<void*> marks_;  // events after each copy in
-  uint32_t queued_ = 0;
+  void* ins_done_ = nullptr;  // event: every copy in, for the out stream to wait on
+  std::vector<void*> marks_;  // events: the marks after copies in
+  uint32_t queued_ = 0;       // marks
+  size_t copies_ = 0;         // copies in
   bool out_waits_ = false;  // the out stream already waits for every copy in
 };
 

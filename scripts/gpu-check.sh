@@ -290,7 +290,7 @@ busbw_median() {  # which (host|device, after the tag), column (12: out of place
 if [ "$tcp_only" = 1 ]; then
   step build cmake --build build-gpu -j"$(nproc)" --target hoop-perf hooprun
   tcp_compare ""
-  for x in "${tcp_x[@]}"; do tcp_compare "-$(echo "$x" | tr -c 'A-Za-z0-9=\n' _)" -x "$x"; done
+  for x in "${tcp_x[@]}"; do tcp_compare "-$(echo "$x" | tr -c 'A-Za-z0-9\n' _)" -x "$x"; done
   [ ${#failed[@]} -eq 0 ] || { note "gpu-check: FAILED: ${failed[*]}"; exit 1; }
   note "gpu-check --tcp-only: passed"
   exit 0
