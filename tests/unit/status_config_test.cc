@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "collectives/communicator.h"
 #include "common/config.h"
 #include "common/parse.h"
 #include "common/status.h"
@@ -137,7 +138,8 @@ TEST_CASE("settings beyond what the library can hold are refused, saying the bou
   };
   for (const Bad& b : {Bad{"HOOP_TIMEOUT", "1e10", "604800"}, Bad{"HOOP_TIMEOUT", "inf", "604800"},
                        Bad{"HOOP_TIMEOUT", "0.0001", "0.001"}, Bad{"HOOP_CHUNK_BYTES", "1G", "64M"},
-                       Bad{"HOOP_WINDOW", "1024", "256"}, Bad{"HOOP_STALL_WARNING_S", "1e12", "604800"}}) {
+                       Bad{"HOOP_WINDOW", "1024", "256"}, Bad{"HOOP_STALL_WARNING_S", "1e12", "604800"},
+                       Bad{"HOOP_STAGE_BYTES", "2G", "1G"}, Bad{"HOOP_STAGE_BYTES", "lots", "[0, 1G]"}}) {
     auto c = hoop::Config::FromEnv({{b.name, b.value}});
     INFO(b.name << "=" << b.value);
     REQUIRE_FALSE(c.ok());
@@ -150,6 +152,19 @@ TEST_CASE("settings beyond what the library can hold are refused, saying the bou
   CHECK(both.status().message().find("at most 1G") != std::string::npos);
   auto fine = hoop::Config::FromEnv({{"HOOP_CHUNK_BYTES", "64M"}, {"HOOP_WINDOW", "16"}, {"HOOP_TIMEOUT", "604800"}});
   CHECK(fine.ok());
+}
+
+TEST_CASE("HOOP_STAGE_BYTES: the largest staging copy, 4M unless set, 0 allowed", "[config]") {
+  auto none = Config::FromEnv({});
+  REQUIRE(none.ok());
+  CHECK(none->stage_bytes == size_t{4} << 20);
+  CHECK(CommOptions::FromConfig(*none).stage_bytes == size_t{4} << 20);
+  for (auto [text, bytes] : {std::pair{"0", size_t{0}}, std::pair{"16M", size_t{16} << 20}, std::pair{"1G", size_t{1} << 30}}) {
+    auto c = Config::FromEnv({{"HOOP_STAGE_BYTES", text}});
+    INFO(text);
+    REQUIRE(c.ok());
+    CHECK(CommOptions::FromConfig(*c).stage_bytes == bytes);
+  }
 }
 
 TEST_CASE("HOOP_CROSS_RANK and HOOP_CROSS_SIZE (hooprun's) are read and bounded", "[config]") {
