@@ -33,16 +33,22 @@ const Topology::Unit* Holding(const std::vector<Topology::Unit>& units, int cpu)
 }  // namespace
 
 std::vector<const Topology::Device*> Gpus(const Topology& t) {
-  std::vector<const Topology::Device*> out;
+  // One GPU may show as several devices (a DRM card and its render node): one per PCI address.
+  // A device without one (hwloc's OpenCL device where it could not place it, as in a virtual
+  // machine) is another name of a GPU that has one; only where none has are those listed.
+  std::vector<const Topology::Device*> out, unplaced;
   for (const auto& d : t.devices) {
     if (d.kind != "gpu") continue;
-    // One GPU may show as several devices (a DRM card and its render node): one per PCI address.
     const std::string pci = d.detail.substr(0, d.detail.find(' '));
+    if (pci.empty()) {
+      unplaced.push_back(&d);
+      continue;
+    }
     bool seen = false;
-    for (const auto* g : out) seen |= !pci.empty() && g->detail.substr(0, g->detail.find(' ')) == pci;
+    for (const auto* g : out) seen |= g->detail.substr(0, g->detail.find(' ')) == pci;
     if (!seen) out.push_back(&d);
   }
-  return out;
+  return out.empty() ? unplaced : out;
 }
 
 namespace {

@@ -51,7 +51,8 @@ BindTo DefaultBinding(const Topology& t, int ranks);
 // `policy` (kDefault resolved as above). Refuses core binding of more ranks than cores.
 StatusOr<std::vector<std::vector<int>>> Bindings(const Topology& t, int ranks, BindTo policy);
 
-// The host's GPUs, one per PCI device, in hwloc's order (local rank i's is i mod their count).
+// The host's GPUs, one per PCI device, in hwloc's order (local rank i's is i mod their count);
+// devices without a PCI address only where no GPU has one.
 std::vector<const Topology::Device*> Gpus(const Topology& t);
 
 // "0-3,8,10-11"

@@ -60,6 +60,9 @@ TEST_CASE("binding on a host with GPUs: each rank near its GPU", "[topology]") {
   t.devices.push_back({"gpu", "card0", "0000:3b:00.0 [10de:2330]", t.packages[0].cpus});
   t.devices.push_back({"gpu", "renderD128", "0000:3b:00.0 [10de:2330]", t.packages[0].cpus});
   t.devices.push_back({"gpu", "card1", "0000:af:00.0 [10de:2330]", t.packages[1].cpus});
+  // hwloc's OpenCL device where it could not find the PCI address (an H100 in a virtual machine
+  // showed so): another name of one of the two, not a third GPU.
+  t.devices.push_back({"gpu", "opencl1d0", "", {}});
   const auto gpus = Gpus(t);
   REQUIRE(gpus.size() == 2);
   CHECK(gpus[0]->name == "card0");
@@ -82,6 +85,11 @@ TEST_CASE("binding on a host with GPUs: each rank near its GPU", "[topology]") {
   CHECK((*crowd)[0] == std::vector<int>{0, 1});
   CHECK((*crowd)[1] == std::vector<int>{2, 3});
   CHECK((*crowd)[2] == std::vector<int>{4, 5});  // node 0 has two cores: the first free one after
+  // Only devices without a PCI address: those are the GPUs.
+  Topology bare = Host();
+  bare.devices.push_back({"gpu", "opencl0d0", "", {}});
+  REQUIRE(Gpus(bare).size() == 1);
+  CHECK(Gpus(bare)[0]->name == "opencl0d0");
   // No GPUs: rank i on core i, as before.
   auto plain = Bindings(Host(), 2, BindTo::kNuma);
   REQUIRE(plain.ok());

@@ -113,11 +113,16 @@ int PrintTopology() {
   units("package", t->packages);
   units("numa", t->numa_nodes);
   units("core", t->cores);
-  if (t->devices.empty()) std::printf("  no network or GPU devices seen\n");
+  // The GPUs as ranks are placed by them: one per PCI device (hoop::Gpus).
+  std::vector<const hoop::Topology::Device*> shown;
   for (const auto& d : t->devices)
-    std::printf("  %s %s%s: near cpus %s\n", d.kind.c_str(), d.name.c_str(),
-                d.detail.empty() || d.detail == d.name ? "" : (" (" + d.detail + ")").c_str(),
-                d.near.empty() ? "unknown" : hoop::CpuList(d.near).c_str());
+    if (d.kind == "nic") shown.push_back(&d);
+  for (const auto* g : hoop::Gpus(*t)) shown.push_back(g);
+  if (shown.empty()) std::printf("  no network or GPU devices seen\n");
+  for (const auto* d : shown)
+    std::printf("  %s %s%s: near cpus %s\n", d->kind.c_str(), d->name.c_str(),
+                d->detail.empty() || d->detail == d->name ? "" : (" (" + d->detail + ")").c_str(),
+                d->near.empty() ? "unknown" : hoop::CpuList(d->near).c_str());
   return 0;
 }
 
