@@ -57,6 +57,7 @@ Status PipelinedStaging::Begin(const Plan& plan, size_t esize) {
   pending_.clear();
   pending_bytes_ = 0;
   marks_by_.assign(map_.in.size(), 0);
+  out_cap_ = std::min(stage_bytes_, map_.written / kOutBatches);
   size_t cap = 0;  // the first batch: one range
   for (size_t i = 0; i < map_.in.size();) {
     size_t j = i + 1, bytes = map_.in[i].hi - map_.in[i].lo;
@@ -106,7 +107,7 @@ Status PipelinedStaging::AfterAct(size_t unit) {
     pending_bytes_ += r.hi - r.lo;
     pending_.push_back(r);
   }
-  return pending_bytes_ >= stage_bytes_ ? Flush() : Status::Ok();
+  return pending_bytes_ >= out_cap_ ? Flush() : Status::Ok();
 }
 
 Status PipelinedStaging::Flush() {

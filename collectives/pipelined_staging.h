@@ -21,8 +21,9 @@
 // (HOOP_STAGE_BYTES) with one mark each: the first batch is a single range, so the wire starts
 // after one chunk's copy, and each later one doubles up to that size. A batch's ranges are
 // sorted and those that touch are copied as one (a ring reads two segments by turns, so a batch
-// is two copies). Final output gathers likewise until that many bytes wait, then goes back
-// sorted and joined (Flush sends the rest at the end).
+// is two copies). Final output gathers likewise until that many bytes wait, but at most a
+// sixteenth of the output, so the copy back left after the run stays short beside it; then it
+// goes back sorted and joined (Flush sends the rest at the end).
 //
 // In place on the device, the run is in place on one host copy too (host_in == host_out, as
 // the host's own in-place run, which moves less memory). Then a unit also waits before it
@@ -110,7 +111,9 @@ class PipelinedStaging final : public ExecMemory {
   char* dev_out_;
   char* host_out_;
   Deadline deadline_;
+  static constexpr size_t kOutBatches = 16;  // the output goes back in at least this many batches
   size_t stage_bytes_;
+  size_t out_cap_ = 0;  // bytes of final output gathered before they go back
   StageMap map_;
   std::vector<uint32_t> marks_by_;  // per range of map_.in: marks queued once it is
   uint32_t waited_ = 0;  // marks known to be passed
