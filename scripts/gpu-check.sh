@@ -9,7 +9,7 @@
 # GPU against PyTorch on it, 2 ranks sharing it, a hybrid GPU+CPU job) and hoop-bench-device, the
 # CPU-against-GPU study.
 #   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N] [--no-trainer] [--keep-going] [--tests-only]
-#                        [--tcp-only [--tcp-x VAR=value]...]
+#                        [--tcp-only [--tcp-x VAR=value]... [--tcp-pairs N]]
 #                        [--trainer-only] [--no-bench-device] [--bench-device-only] [--step-limit S]
 #     --out DIR   where the logs and summary.txt go (default build-gpu/check)
 #     --keep-going  after a failed step go on with the next (for a lease too short to run twice);
@@ -19,6 +19,7 @@
 #                 over tcp (with the staging's phases)
 #     --tcp-x VAR=value  with --tcp-only, one more comparison with that setting on both sides
 #                 (repeatable: one comparison each)
+#     --tcp-pairs N  host and device runs in turn per comparison (default 5; about 12 s a pair)
 #     --trainer-only  build the trainer and run its GPU checks alone (the rest, in a second call)
 #     --no-bench-device  leave out hoop-bench-device (several minutes: a lease's last call)
 #     --bench-device-only  build and run hoop-bench-device alone
@@ -50,6 +51,7 @@ keep_going=0
 tests_only=0
 tcp_only=0
 tcp_x=()
+tcp_pairs=5
 trainer_only=0
 bench_device=1
 bench_device_only=0
@@ -65,6 +67,7 @@ while [ $# -gt 0 ]; do
     --tests-only) tests_only=1; trainer=0; shift ;;
     --tcp-only) tcp_only=1; trainer=0; shift ;;
     --tcp-x) tcp_x+=("$2"); shift 2 ;;
+    --tcp-pairs) tcp_pairs=$2; shift 2 ;;
     --trainer-only) trainer_only=1; shift ;;
     --no-bench-device) bench_device=0; shift ;;
     --bench-device-only) bench_device_only=1; shift ;;
@@ -257,14 +260,16 @@ perf() {  # name, hooprun arguments...
   grep -vE "^\[[0-9]+\] #  Rank|^$" "$out/$name.log" | tee -a "$summary" > /dev/null || true
 }
 # Device against host buffers over tcp, 64 MiB, interleaved: host, device, host, device, ...
-# (issue 20 asks device >= 0.9 of host), then the ratio of the medians, out of place and in place.
-# Loopback tcp on a virtual machine spreads 10-40 % between repetitions: 20 timed iterations each.
+# (issue 20 asks device >= 0.9 of host), then the ratio of the medians, out of place and in place,
+# and beside it the median of the pairs' own ratios. Loopback tcp on a virtual machine spreads
+# 10-40 % between repetitions (docs/PERF.md: 0.75-1.11 in place over 17 pairs): 20 timed
+# iterations each, $tcp_pairs pairs (--tcp-pairs).
 # Then one more device run at HOOP_LOG_LEVEL=debug: where a staged call's time goes (queueing
 # copies in, waiting for them, queueing copies back, the run, the last copies).
 tcp_compare() {  # tag ("" or a name), hooprun arguments (-x VAR=value) for both sides
   local tag=$1 r
   shift
-  for r in 1 2 3; do
+  for r in $(seq "$tcp_pairs"); do
     perf "perf-tcp$tag-host-$r" -np 2 -x HOOP_TRANSPORT=tcp "$@" build-gpu/bin/hoop-perf allreduce -b 64M -e 64M -n 20 -c 1
     perf "perf-tcp$tag-device-$r" -np 2 -x HOOP_TRANSPORT=tcp "$@" build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -n 20 -c 1
   done
@@ -272,20 +277,25 @@ tcp_compare() {  # tag ("" or a name), hooprun arguments (-x VAR=value) for both
     build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -n 5 -w 1 -R 1 -c 1
   note "# 64 MiB device allreduce over tcp${*:+ ($*)}, staged piece by piece: the last calls' phases (rank 0, rank 1)"
   { grep "staged piece by piece" "$out/perf-tcp$tag-device-phases.log" || true; } | tail -4 | tee -a "$summary" > /dev/null
-  local side col h d
+  local side col h d pr
   for side in "12 out of place" "17 in place"; do
     col=${side%% *}
-    h=$(busbw_median "$tag-host" "$col")
-    d=$(busbw_median "$tag-device" "$col")
+    h=$(busbw_of "$tag-host" "$col" | median)
+    d=$(busbw_of "$tag-device" "$col" | median)
+    pr=$(paste <(busbw_of "$tag-device" "$col") <(busbw_of "$tag-host" "$col") | awk '$1 != "-" && $2 != "-" && $2 > 0 { print $1 / $2 }' | median)
     if [ -n "$h" ] && [ -n "$d" ]; then
-      note "device/host busbw over tcp${*:+ ($*)}, 64 MiB, ${side#* }: $d / $h = $(awk -v d="$d" -v h="$h" 'BEGIN { printf "%.3f", d / h }') (medians of 3 interleaved runs)"
+      note "device/host busbw over tcp${*:+ ($*)}, 64 MiB, ${side#* }: $d / $h = $(awk -v d="$d" -v h="$h" 'BEGIN { printf "%.3f", d / h }') (medians of $tcp_pairs interleaved runs; the pairs' ratios' median: ${pr:-?})"
     fi
   done
 }
-busbw_median() {  # which (host|device, after the tag), column (12: out of place busbw, 17: in place)
-  cat "$out"/perf-tcp"$1"-[0-9].log 2> /dev/null | awk -v c="$2" '$1 == "[0]" && $2 == 67108864 { print $c }' | sort -g |
-    awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+busbw_of() {  # which (host|device, after the tag), column (12: out of place busbw, 17: in place): a line per run, in run order ("-": none)
+  local r v
+  for r in $(seq "$tcp_pairs"); do
+    v=$(awk -v c="$2" '$1 == "[0]" && $2 == 67108864 { print $c; exit }' "$out/perf-tcp$1-$r.log" 2> /dev/null || true)
+    echo "${v:--}"
+  done
 }
+median() { grep -v '^-$' | sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.3f\n", v[int((NR + 1) / 2)] }'; }
 
 if [ "$tcp_only" = 1 ]; then
   step build cmake --build build-gpu -j"$(nproc)" --target hoop-perf hooprun
