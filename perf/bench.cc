@@ -135,14 +135,15 @@ Work Bench::Launch(Layout& l, bool blocking) {
 
 // Every iteration posts -m calls on the same buffers (as nccl-tests' aggregated calls) and waits
 // for them; with -z 1 each runs on the calling thread and is done when posted.
-StatusOr<double> Bench::TimedCalls(Layout& l, int iters) {
+StatusOr<double> Bench::TimedCalls(std::vector<Layout>& ls, int iters) {
   HOOP_RETURN_IF_ERROR(c_.Barrier().Wait());
   std::vector<Work> calls;
   calls.reserve(static_cast<size_t>(o_.agg));
+  size_t next = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) {
     calls.clear();
-    for (int k = 0; k < o_.agg; ++k) calls.push_back(Launch(l, o_.blocking));
+    for (int k = 0; k < o_.agg; ++k, next = (next + 1) % ls.size()) calls.push_back(Launch(ls[next], o_.blocking));
     for (auto& w : calls) HOOP_RETURN_IF_ERROR(w.Wait());
   }
   double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
@@ -159,7 +160,9 @@ StatusOr<double> Bench::TimedCalls(Layout& l, int iters) {
 }
 
 StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place, int iters) {
-  Layout l = MakeLayout(bytes, in_place);
+  std::vector<Layout> ls;
+  for (int k = 0; k < o_.rotate; ++k) ls.push_back(MakeLayout(bytes, in_place));
+  Layout& l = ls.front();
   Row row;
   row.dtype = dtype_;
   row.op = op_;
@@ -167,20 +170,23 @@ StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place, int i
   row.count = std::max(l.in_count, l.out_count);
   row.in_place = in_place;
   row.repeats = o_.repeats;
-  HOOP_RETURN_IF_ERROR(Mirror(l));
-  Fill(l, seed);
-  HOOP_RETURN_IF_ERROR(Upload(l));
-  HOOP_ASSIGN_OR_RETURN(double probe_us, TimedCalls(l, 1));  // the first iteration: sizes the loop
+  auto fill_all = [&]() -> Status {
+    for (Layout& x : ls) {
+      Fill(x, seed);
+      HOOP_RETURN_IF_ERROR(Upload(x));
+    }
+    return Status::Ok();
+  };
+  for (Layout& x : ls) HOOP_RETURN_IF_ERROR(Mirror(x));
+  HOOP_RETURN_IF_ERROR(fill_all());
+  HOOP_ASSIGN_OR_RETURN(double probe_us, TimedCalls(ls, 1));  // the first iteration: sizes the loop
   row.iters = iters > 0 ? iters : o_.iters > 0 ? o_.iters : AutoIters(row.bytes, probe_us * o_.agg);
   int warmup = o_.warmup >= 0 ? o_.warmup : AutoWarmup(row.iters);
-  for (int i = 0; i < warmup * o_.agg; ++i) HOOP_RETURN_IF_ERROR(Launch(l).Wait());
+  for (int i = 0; i < warmup * o_.agg; ++i) HOOP_RETURN_IF_ERROR(Launch(ls[static_cast<size_t>(i) % ls.size()]).Wait());
   std::vector<double> times;
   for (int r = 0; r < o_.repeats; ++r) {
-    if (in_place) {  // repeated in-place sums would otherwise run into inf
-      Fill(l, seed);
-      HOOP_RETURN_IF_ERROR(Upload(l));
-    }
-    HOOP_ASSIGN_OR_RETURN(double t, TimedCalls(l, row.iters));
+    if (in_place) HOOP_RETURN_IF_ERROR(fill_all());  // repeated in-place sums would otherwise run into inf
+    HOOP_ASSIGN_OR_RETURN(double t, TimedCalls(ls, row.iters));
     times.push_back(t);
   }
   std::sort(times.begin(), times.end());

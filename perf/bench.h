@@ -1,7 +1,8 @@
 // hoop-perf's measurement of one size of one collective on one dtype and op: buffers laid out in
 // place or out of place, warm-up, then R timed repetitions of N iterations of -m calls each,
 // every repetition between barriers, its per-call time combined across ranks as -a says; then
-// (-c 1) one more call on fresh data checked element by element against the reference.
+// (-c 1) one more call on fresh data checked element by element against the reference. With
+// --rotate K the calls go round K such layouts, each filled alike; the first is checked.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +68,8 @@ class Bench {
   Work Launch(Layout& l, bool blocking = true);
   StatusOr<int64_t> Check(Layout& l, uint64_t seed, double* err_ratio);
   void FillFor(void* buf, size_t count, uint64_t seed, int rank) const;
-  StatusOr<double> TimedCalls(Layout& l, int iters);  // per call, combined across ranks (-a)
+  // Per call, combined across ranks (-a); call i on layout i mod their count.
+  StatusOr<double> TimedCalls(std::vector<Layout>& ls, int iters);
 
   Communicator& c_;
   const PerfOptions& o_;

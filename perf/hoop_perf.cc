@@ -25,13 +25,13 @@ namespace hoop::perf {
 namespace {
 
 // Why a sweep up to `bytes` cannot run here, or "": more than one call can address, or buffers
-// (two of SIZE, and with -c 1 every rank's input and a reference too) beyond this host's memory
+// (two of SIZE per --rotate set, and with -c 1 every rank's input and a reference too) beyond this host's memory
 // shared by its ranks. Every rank reaches the same answer, so all stop together.
 std::string TooLarge(const Communicator& c, const PerfOptions& o, uint64_t bytes) {
   const std::string size = "-e " + FormatBytes(bytes);
   if (bytes > c.MaxCallBytes())
     return size + ": more than the " + FormatBytes(c.MaxCallBytes()) + " one call can address";
-  const double per_rank = static_cast<double>(bytes) * (o.check ? c.size() + 3 : 2);
+  const double per_rank = static_cast<double>(bytes) * (2 * o.rotate + (o.check ? c.size() + 1 : 0));
   const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
   const double share = memory / std::max(1, c.local_size());
   if (per_rank > share) {
@@ -151,6 +151,8 @@ int Main(int argc, char** argv) {
     PrintCaseNote("buffers: CUDA device memory, each rank on device (local rank mod " +
                   std::to_string(CudaDeviceCount().value()) + "); rank 0 on device " + std::to_string(o.cuda_device) +
                   ", its calls' device memory moved " + c.DeviceRoute(o.cuda_device));
+  if (lead && o.rotate > 1)
+    PrintCaseNote("buffers: " + std::to_string(o.rotate) + " sets per size, each call on the next (--rotate)");
   std::vector<Row> rows;
   const bool compressing = o.compression && (*o.compression == Compression::kFp16 || *o.compression == Compression::kBf16);
   const std::vector<ReduceOp> ops = Reduces(o.kind) ? o.ops : std::vector<ReduceOp>{o.ops[0]};

@@ -47,6 +47,9 @@ const char* const kPerfUsage =
     "hoop's own:\n"
     "  -R, --repeats N          timed repetitions per size (default 3); the median is reported\n"
     "  --place out|in|both      out of place, in place, or both side by side (default both)\n"
+    "  --rotate K               successive calls go round K sets of buffers (default 1: every call\n"
+    "                           on the same): K x SIZE larger than the caches measures memory that is\n"
+    "                           not still cached from the call before (1 to 64)\n"
     "  --device host|cuda       where the buffers live (default host); cuda: device memory on GPU\n"
     "                           (local rank mod the device count), results checked after copying back\n"
     "  --algo A                 auto ring tree doubling hierarchical (allreduce), chain binomial (broadcast,\n"
@@ -126,7 +129,7 @@ const std::vector<std::string> kFlags = {
     "-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-i", "--stepbytes", "-n", "--iters", "-w",
     "--warmup_iters", "--warmup", "-m", "--agg_iters", "-c", "--check", "-d", "--datatype", "-o", "--op", "-r",
     "--root", "-a", "--average", "-z", "--blocking", "-T", "--timeout", "-g", "--ngpus", "-t", "--nthreads",
-    "-p", "--parallel_init", "-F", "--csv", "-R", "--repeats", "--place", "--device", "--algo", "--transport",
+    "-p", "--parallel_init", "-F", "--csv", "-R", "--repeats", "--rotate", "--place", "--device", "--algo", "--transport",
     "--compression", "--json", "-h", "--help", "--version"};
 
 Status Unknown(const std::string& a) {
@@ -210,6 +213,10 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
       auto n = ParseInt(v);
       if (!n || *n < 1 || *n > 1000) return bad("expected a count in [1, 1000]");
       o.repeats = static_cast<int>(*n);
+    } else if (a == "--rotate") {
+      auto n = ParseInt(v);
+      if (!n || *n < 1 || *n > 64) return bad("expected a count in [1, 64]");
+      o.rotate = static_cast<int>(*n);
     } else if (a == "-c" || a == "--check") {
       HOOP_RETURN_IF_ERROR(flag01(&o.check));
     } else if (a == "-z" || a == "--blocking") {

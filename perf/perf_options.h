@@ -32,6 +32,7 @@ struct PerfOptions {
   int warmup = -1;  // -1: scaled by size (AutoWarmup)
   int agg = 1;      // -m: calls per timed iteration
   int repeats = 3;
+  int rotate = 1;  // --rotate: calls go round this many sets of buffers (1: the same each call)
   bool check = true;
   bool blocking = true;  // -z 1: each call on the calling thread; 0: posted, waited per iteration
   Average average = Average::kMax;

@@ -263,7 +263,9 @@ perf() {  # name, hooprun arguments...
 # (issue 20 asks device >= 0.9 of host), then the ratio of the medians, out of place and in place,
 # and beside it the median of the pairs' own ratios. Loopback tcp on a virtual machine spreads
 # 10-40 % between repetitions (docs/PERF.md: 0.75-1.11 in place over 17 pairs): 20 timed
-# iterations each, $tcp_pairs pairs (--tcp-pairs).
+# iterations each, $tcp_pairs pairs (--tcp-pairs). Each pair also has a host run whose calls go
+# round 8 sets of buffers (hoop-perf --rotate 8, 1 GiB a rank): host memory not still cached from
+# the call before, as the device run's staging is not (docs/PERF.md: an H200 host's L3 held 300 MiB).
 # Then one more device run at HOOP_LOG_LEVEL=debug: where a staged call's time goes (queueing
 # copies in, waiting for them, queueing copies back, the run, the last copies).
 tcp_compare() {  # tag ("" or a name), hooprun arguments (-x VAR=value) for both sides
@@ -272,6 +274,7 @@ tcp_compare() {  # tag ("" or a name), hooprun arguments (-x VAR=value) for both
   for r in $(seq "$tcp_pairs"); do
     perf "perf-tcp$tag-host-$r" -np 2 -x HOOP_TRANSPORT=tcp "$@" build-gpu/bin/hoop-perf allreduce -b 64M -e 64M -n 20 -c 1
     perf "perf-tcp$tag-device-$r" -np 2 -x HOOP_TRANSPORT=tcp "$@" build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -n 20 -c 1
+    perf "perf-tcp$tag-hostcold-$r" -np 2 -x HOOP_TRANSPORT=tcp "$@" build-gpu/bin/hoop-perf allreduce -b 64M -e 64M -n 20 -c 1 --rotate 8
   done
   step "perf-tcp$tag-device-phases" build-gpu/bin/hooprun -np 2 -x HOOP_TRANSPORT=tcp -x HOOP_LOG_LEVEL=debug "$@" \
     build-gpu/bin/hoop-perf allreduce --device cuda -b 64M -e 64M -n 5 -w 1 -R 1 -c 1
@@ -285,6 +288,10 @@ tcp_compare() {  # tag ("" or a name), hooprun arguments (-x VAR=value) for both
     pr=$(paste <(busbw_of "$tag-device" "$col") <(busbw_of "$tag-host" "$col") | awk '$1 != "-" && $2 != "-" && $2 > 0 { print $1 / $2 }' | median)
     if [ -n "$h" ] && [ -n "$d" ]; then
       note "device/host busbw over tcp${*:+ ($*)}, 64 MiB, ${side#* }: $d / $h = $(awk -v d="$d" -v h="$h" 'BEGIN { printf "%.3f", d / h }') (medians of $tcp_pairs interleaved runs; the pairs' ratios' median: ${pr:-?})"
+    fi
+    h=$(busbw_of "$tag-hostcold" "$col" | median)
+    if [ -n "$h" ] && [ -n "$d" ]; then
+      note "device/host busbw over tcp${*:+ ($*)}, 64 MiB, ${side#* }, host buffers rotated (--rotate 8): $d / $h = $(awk -v d="$d" -v h="$h" 'BEGIN { printf "%.3f", d / h }')"
     fi
   done
 }

@@ -247,11 +247,15 @@ TEST_CASE("hoop-perf --help and bad options", "[perf]") {
   CHECK(th.output.find("'hooprun -np 2 hoop-perf ...'") != std::string::npos);
   auto av = RunProc({Bin("hoop-perf"), "allreduce", "-a", "ring"});
   CHECK(av.output.find("-a 'ring': expected 0 (rank 0), 1 (mean), 2 (min) or 3 (max)") != std::string::npos);
+  auto rot = RunProc({Bin("hoop-perf"), "allreduce", "--rotate", "0"});
+  CHECK(rot.exit_code == 2);
+  CHECK(rot.output.find("--rotate '0': expected a count in [1, 64]") != std::string::npos);
   auto both = RunProc({Bin("hoop-perf"), "allreduce", "-i", "1K", "-f", "4"});
   CHECK(both.output.find("-i (linear steps) and -f (a factor) exclude each other") != std::string::npos);
   // --help states every default.
   for (const char* d : {"(default 8)", "(default 64M)", "(default 2)", "(default 1)", "(default f32)", "(default sum)",
                         "(default 0)", "(default 3; nccl-tests' default is 1)", "(default both)", "(default auto",
+                        "(default 1: every call",
                         "(default: HOOP_TRANSPORT", "(default: HOOP_TIMEOUT, else 300)", "(default:\n"})
     CHECK(h.output.find(d) != std::string::npos);
 }
@@ -287,6 +291,16 @@ TEST_CASE("hoop-perf takes nccl-tests' flags: -g 1 -t 1 -p, -d all -o all, -i, -
   CHECK(lin.output.find("agg iters: 4") != std::string::npos);
   CHECK(lin.output.find("average: 1 (mean) blocking: 0") != std::string::npos);
   CHECK(RowsWithWrong(lin.output, "0") == 8);
+  // --rotate: the calls go round three sets of buffers (-n 2 -w 1 -m 2: every set used); the
+  // rows are as without it, and checked.
+  auto rot = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "4K", "-e", "64K", "-f", "4",
+                      "-R", "2", "-n", "2", "-w", "1", "-m", "2", "--rotate", "3"},
+                     Within(60));
+  INFO(rot.output);
+  CHECK(rot.exit_code == 0);
+  CHECK(rot.output.find("# buffers: 3 sets per size, each call on the next (--rotate)") != std::string::npos);
+  CHECK(Rows(rot.output).size() == 3);
+  CHECK(RowsWithWrong(rot.output, "0") == 6);
   for (const char* a : {"0", "2", "3"}) {
     auto r = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "broadcast", "-b", "4K", "-e", "4K", "-R", "1",
                       "-n", "2", "-a", a, "-r", "1"},
