@@ -90,8 +90,8 @@ struct CommOptions {
   // Device buffers of ranks on one host move by CUDA IPC over the shm back end (HOOP_CUDA_IPC);
   // off, they are staged through pinned host memory like those of ranks on other hosts.
   bool cuda_ipc = true;
-  // Least bytes per copy between a device buffer and its pinned host staging in a call staged
-  // piece by piece (HOOP_STAGE_BYTES; 0: one copy per pipeline chunk). pipelined_staging.h.
+  // The largest batch of copies between a device buffer and its pinned host staging in a call
+  // staged piece by piece (HOOP_STAGE_BYTES; 0: one copy per pipeline chunk). pipelined_staging.h.
   size_t stage_bytes = 4u << 20;
   // Tests only: the device queues the transport gets (transport/device_queue.h) instead of
   // CUDA's. Set, device buffers need no CUDA device: a fake "device" of host memory tests the

@@ -185,9 +185,10 @@ Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
       const PipelinedStaging::Times& t = memory.times();
       HOOP_LOG(kDebug, "rank " << opts_.rank << ": " << CollKindName(op.kind) << " of " << (count * es)
                                 << " B staged piece by piece" << (in_place ? ", in place" : "") << ": "
-                                << memory.copies_in() << " copies in (" << memory.map().in.size() << " ranges) queued in "
-                                << t.queue_in_us << " us, waited " << t.wait_in_us << " us for them; "
-                                << memory.copies_out() << " copies back queued in " << t.queue_out_us << " us; the run " << us(ran - start) << " us, then "
+                                << memory.copies_in() << " copies in (" << memory.map().in.size()
+                                << " ranges) queued in " << t.queue_in_us << " us, waited " << t.wait_in_us
+                                << " us for them; " << memory.copies_out() << " copies back queued in "
+                                << t.queue_out_us << " us; the run " << us(ran - start) << " us, then "
                                 << us(std::chrono::steady_clock::now() - ran) << " us for the last copies");
     }
     if (!run.ok()) return run;

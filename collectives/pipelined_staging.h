@@ -77,7 +77,8 @@ class PipelinedStaging final : public ExecMemory {
   // in place). host_out -> dev_out likewise for the output; what the plan reads of `out` before
   // writing it comes from dev_out too (placed there before the run).
   // host_in == host_out (and dev_in == dev_out): in place, one host copy. stage_bytes: the
-  // largest copy that neighbouring ranges are joined into (0: one copy per range).
+  // largest batch of ranges under one mark, and of output gathered for copying back (0: one
+  // copy per range).
   PipelinedStaging(StageCopies& copies, const char* dev_in, char* host_in, char* dev_out, char* host_out,
                    Deadline deadline, size_t stage_bytes = 0)
       : copies_(copies), dev_in_(dev_in), host_in_(host_in), dev_out_(dev_out), host_out_(host_out),

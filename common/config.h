@@ -19,8 +19,9 @@
 //                     4K to 64M)
 //   HOOP_WINDOW       chunks in flight per operation (default 8; 1 to 256; chunk x window is
 //                     staging memory per communicator, at most 1G)
-//   HOOP_STAGE_BYTES  least bytes per copy between a device buffer and its pinned host staging
-//                     in a call staged piece by piece (default 4M; 0: one copy per chunk; at most 1G)
+//   HOOP_STAGE_BYTES  the largest batch of copies between a device buffer and its pinned host
+//                     staging in a call staged piece by piece (default 4M; 0: one copy per
+//                     chunk; at most 1G)
 //   HOOP_COMPRESSION  none | fp16 | bf16 | auto: how f32/f64 sum/avg allreduces travel
 //                     (default none; collectives/kernels/wire.h)
 //   HOOP_LOG_LEVEL    error | warn | info | debug (default warn)
