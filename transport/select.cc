@@ -9,8 +9,8 @@
 namespace hoop {
 namespace {
 
-// The match word of the confirmation exchange below (ofi reserves all ones for its aborts; the
-// collectives' words for their first operation are far from this one).
+// The match word of the confirmation exchange below (ofi reserves all ones for its aborts and ~2
+// for its returned credit; the collectives' words for their first operation are far from this one).
 constexpr uint64_t kConfirmMatch = ~uint64_t{1};
 
 // Every rank sends an empty message to every peer over the connection just made and takes one

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "common/logging.h"
 #include "transport/hex.h"
@@ -22,6 +23,8 @@ const bool kRegistered = [] {
 }();
 
 constexpr uint64_t kAbortTag = ~uint64_t{0};  // no collective's match word is all ones
+constexpr uint64_t kCreditTag = ~uint64_t{2};  // nor this (~1 is select.cc's confirmation)
+constexpr size_t kMinWindow = 8;
 constexpr size_t kAbortBytes = 1024;
 constexpr const char* kShmScheme = "fi_shm://";
 constexpr auto kSpin = std::chrono::microseconds(50);
@@ -109,6 +112,9 @@ Status OfiTransport::Open() {
   size_t len = sizeof(name);
   if ((rc = fi_getname(&ep_->fid, name, &len))) return FiError("fi_getname", rc);
   address_ = std::to_string(::getpid()) + ":" + Hex(name, len);
+  // Flow control's window (ofi_transport.h): half the receive queue, shared among the peers.
+  if (info_->tx_attr->inject_size >= sizeof(uint64_t) && opts_.size > 1)
+    window_ = std::max(kMinWindow, info_->rx_attr->size / 2 / static_cast<size_t>(opts_.size - 1));
   const std::string text(name, strnlen(name, len));
   if (text.rfind(kShmScheme, 0) == 0) own_shm_region_ = text.substr(std::strlen(kShmScheme));
   return Status::Ok();
@@ -152,6 +158,8 @@ Status OfiTransport::Connect(int peer, const std::string& address, Deadline) {
   Op* op = NewOp(peer, false, 0, abort_bufs_.back().get(), kAbortBytes, Tag{kAbortTag, 0});
   op->is_abort = true;
   Issue(op);
+  ps.credits = window_;
+  if (window_ > 0) PostCreditRecv(peer);
   int pid = std::atoi(address.substr(0, colon).c_str());
   if (!opts_.peers.empty() && opts_.peers[static_cast<size_t>(peer)].host == opts_.peers[static_cast<size_t>(opts_.rank)].host)
     HOOP_RETURN_IF_ERROR(watch_.Watch(peer, pid).WithContext(ctx));
@@ -182,6 +190,7 @@ OfiTransport::Op* OfiTransport::NewOp(int peer, bool is_send, uint64_t op_id, ch
   op->peer = peer;
   op->is_send = is_send;
   op->is_abort = false;
+  op->is_credit = false;
   op->op_id = op_id;
   op->data = data;
   op->len = len;
@@ -190,7 +199,7 @@ OfiTransport::Op* OfiTransport::NewOp(int peer, bool is_send, uint64_t op_id, ch
 }
 
 void OfiTransport::Peer::PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
-  t_->Issue(t_->NewOp(rank_, true, op_id, static_cast<char*>(region.base) + offset, len, tag));
+  t_->Send(t_->NewOp(rank_, true, op_id, static_cast<char*>(region.base) + offset, len, tag));
 }
 
 void OfiTransport::Peer::PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
@@ -227,13 +236,65 @@ void OfiTransport::Issue(Op* op) {
   ps.posted.push_back(op);
 }
 
+void OfiTransport::Send(Op* op) {
+  PeerState& ps = peers_[static_cast<size_t>(op->peer)];
+  if (window_ == 0 || !ps.failure.ok()) return Issue(op);
+  if (ps.credits == 0 || !ps.held.empty()) {
+    ps.held.push_back(op);
+    return;
+  }
+  --ps.credits;
+  Issue(op);
+}
+
+void OfiTransport::PostCreditRecv(int peer) {
+  PeerState& ps = peers_[static_cast<size_t>(peer)];
+  Op* op = NewOp(peer, false, 0, reinterpret_cast<char*>(&ps.credit_in), sizeof(ps.credit_in), Tag{kCreditTag, 0});
+  op->is_credit = true;
+  Issue(op);
+}
+
+void OfiTransport::Credited(Op* op) {
+  const int peer = op->peer;
+  PeerState& ps = peers_[static_cast<size_t>(peer)];
+  ps.credits += ps.credit_in;
+  Complete(op, Status::Ok());
+  if (!ps.failure.ok()) return;
+  PostCreditRecv(peer);
+  while (ps.credits > 0 && !ps.held.empty()) {
+    Op* next = ps.held.front();
+    ps.held.pop_front();
+    --ps.credits;
+    Issue(next);
+  }
+}
+
+void OfiTransport::Took(int peer) {
+  PeerState& ps = peers_[static_cast<size_t>(peer)];
+  if (window_ == 0) return;
+  if (++ps.taken == std::max<size_t>(window_ / 2, 1)) ReturnCredit(peer);
+}
+
+void OfiTransport::ReturnCredit(int peer) {
+  PeerState& ps = peers_[static_cast<size_t>(peer)];
+  if (!ps.failure.ok() || ps.taken == 0) return;
+  // Injected: the provider copies the word at once and reports no completion.
+  ssize_t rc = fi_tinject(ep_, &ps.taken, sizeof(ps.taken), ps.addr, kCreditTag);
+  if (rc == -FI_EAGAIN) {
+    if (std::find(owed_.begin(), owed_.end(), peer) == owed_.end()) owed_.push_back(peer);
+    return;
+  }
+  if (rc != 0) return losses_.Add(peer, FiError("returning credit to rank " + std::to_string(peer), static_cast<int>(rc)));
+  ps.taken = 0;
+}
+
 void OfiTransport::Complete(Op* op, Status s, uint64_t peer_check) {
   PeerState& ps = peers_[static_cast<size_t>(op->peer)];
   if (op->is_abort) {
     if (s.ok() && !op->is_send) {
       FailPeer(op->peer, PeerAborted(op->peer, std::string(op->data, strnlen(op->data, kAbortBytes))));
     }
-  } else if (!op->reported) {
+  } else if (!op->reported && !op->is_credit) {
     completed_.push_back({op->op_id, op->peer, op->is_send, std::move(s), peer_check});
   }
   op->reported = true;
@@ -269,9 +330,11 @@ void OfiTransport::FailPeer(int peer, const Status& why) {
       continue;
     }
     fi_cancel(&ep_->fid, &op->ctx);
-    if (!op->is_abort && !op->reported) completed_.push_back({op->op_id, op->peer, op->is_send, why, 0});
+    if (!op->is_abort && !op->is_credit && !op->reported) completed_.push_back({op->op_id, op->peer, op->is_send, why, 0});
     op->reported = true;
   }
+  for (Op* op : ps.held) Complete(op, why);
+  ps.held.clear();
   for (auto it = again_.begin(); it != again_.end();) {
     if ((*it)->peer == peer) {
       Complete(*it, why);
@@ -324,8 +387,13 @@ void OfiTransport::DrainCq() {
     for (ssize_t i = 0; i < n; ++i) {
       Op* op = reinterpret_cast<Op*>(e[i].op_context);
       op->posted = false;
+      if (!op->is_send && !op->is_abort && !op->is_credit) Took(op->peer);
       if (op->reported) {  // cancelled earlier, completed anyway
         Complete(op, Status::Ok());
+        continue;
+      }
+      if (op->is_credit) {
+        Credited(op);
         continue;
       }
       if (!op->is_send && !op->is_abort && ((e[i].flags & FI_REMOTE_CQ_DATA) && e[i].data != op->tag.check)) {
@@ -346,6 +414,7 @@ void OfiTransport::DrainCq() {
     again_.pop_front();
     Issue(op);
   }
+  for (int p : std::exchange(owed_, {})) ReturnCredit(p);
 }
 
 Status OfiTransport::Poll(std::vector<Completion>* out, Deadline deadline) {

@@ -9,6 +9,15 @@
 // the first RDM provider with tagged messages that reaches this rank's address. Debian's
 // `sockets` provider hangs on the machines we test on, so it is refused with a message.
 //
+// Flow control: a provider holds a message that arrives before its receive, and Debian's
+// libfabric 1.17 shm provider holds those and the posted receives in one fixed pool (rx_size,
+// 1024 entries): senders that run far ahead of a receiver (a flat gather in tiny chunks) fill it,
+// and the receiver's next fi_trecv fails with ENOMEM. So each sender may have at most `window`
+// messages at a peer that the peer has not yet taken into a receive, window = half the provider's
+// receive queue shared among the peers (at least 8); a send past it waits, in order, until the
+// peer returns credit: a small injected message on its own tag once it has taken half a window.
+// Abort notices and credit messages themselves go outside it.
+//
 // Waiting: Poll spins on the completion queue briefly, then sleeps in short, growing naps
 // (20 us up to 1 ms), so ranks that outnumber cores progress. A lost peer: a failed send
 // reports it; a rank on this host is also watched through a pidfd.
@@ -65,6 +74,7 @@ class OfiTransport : public Transport {
     int peer;
     bool is_send;
     bool is_abort;
+    bool is_credit;  // a receive of the peer's returned credit
     uint64_t op_id;
     char* data;
     size_t len;
@@ -90,12 +100,23 @@ class OfiTransport : public Transport {
     Status failure;
     std::string abort_text;
     std::string shm_region;  // shm provider: the peer's region in /dev/shm, from its address
+    // Flow control (see the top): sends we may still start, sends waiting for credit, the peer's
+    // messages our receives took since we last returned credit, and the credit receive's buffer.
+    size_t credits = 0;
+    std::deque<Op*> held;
+    uint64_t taken = 0;
+    uint64_t credit_in = 0;
   };
 
   OfiTransport(TransportOptions opts, fi_info* info);
   Status Open();
   Op* NewOp(int peer, bool is_send, uint64_t op_id, char* data, size_t len, Tag tag);
   void Issue(Op* op);  // posts to the provider, or queues it when the provider says "again"
+  void Send(Op* op);   // Issue within the peer's credit, else holds it
+  void PostCreditRecv(int peer);
+  void Credited(Op* op);  // the peer returned credit: start what it held
+  void Took(int peer);    // a receive took one of the peer's messages
+  void ReturnCredit(int peer);
   void Complete(Op* op, Status s, uint64_t peer_check = 0);
   void Release(Op* op);
   void FailPeer(int peer, const Status& why);
@@ -119,6 +140,8 @@ class OfiTransport : public Transport {
   std::vector<std::unique_ptr<Op>> ops_;
   std::vector<Op*> free_;
   std::deque<Op*> again_;  // refused with -FI_EAGAIN: retried after the next completions
+  size_t window_ = 0;      // flow control's window per peer; 0: none (no inject)
+  std::vector<int> owed_;  // peers whose credit the provider refused for lack of room
   std::vector<Completion> completed_;
   std::vector<std::unique_ptr<char[]>> abort_bufs_;
   PeerWatch watch_;
