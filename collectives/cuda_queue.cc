@@ -11,6 +11,7 @@
 
 #include "collectives/kernels/device_reduce.h"
 #include "common/device.h"
+#include "common/ipc_mappings.h"
 
 namespace hoop {
 namespace {
@@ -164,13 +165,16 @@ class CudaQueue final : public DeviceQueue {
           HOOP_RETURN_IF_ERROR(DrainLocked());
           CloseMappings();
         }
-        auto m = OpenAnywhere(ref);
+        // The process's table (common/ipc_mappings.h): other communicators' queues may map the
+        // same buffers.
+        auto open = [&] { return OpenAnywhere(ref); };
+        auto m = IpcMappings::Process().Open(key, open);
         if (m.status().code() == Code::kFailedPrecondition) {
-          // A mapping kept for another allocation of that process holds this one's memory block
-          // (device.h, CudaIpcOpen): once nothing queued reads them, drop its mappings and retry.
+          // A mapping of another allocation of that process holds this one's memory block
+          // (device.h, CudaIpcOpen): once nothing queued here reads them, let go of ours and retry.
           HOOP_RETURN_IF_ERROR(DrainLocked());
           ClosePeerMappings(ref.pid);
-          m = OpenAnywhere(ref);
+          m = IpcMappings::Process().Open(key, open);
         }
         if (!m.ok())
           return m.status().WithContext("mapping process " + std::to_string(ref.pid) + "'s device memory");
@@ -212,8 +216,10 @@ class CudaQueue final : public DeviceQueue {
     (void)CudaSetDevice(device_);
     return first;
   }
+  // Let go of mappings (the table unmaps them when no queue holds them and it needs room): only
+  // once nothing queued reads them.
   void CloseMappings() {
-    for (auto& m : maps_) CudaIpcClose(m.second);
+    for (auto& m : maps_) IpcMappings::Process().Release(m.first);
     maps_.clear();
   }
   void ClosePeerMappings(int32_t pid) {
@@ -222,7 +228,7 @@ class CudaQueue final : public DeviceQueue {
         ++it;
         continue;
       }
-      CudaIpcClose(it->second);
+      IpcMappings::Process().Release(it->first);
       it = maps_.erase(it);
     }
   }

@@ -3,7 +3,8 @@
 // pointers as they are and never open a handle). Allreduces of four dtype x op pairs at counts
 // 1, 7, 1000 and 262147, in and out of place, with every rank's buffers on the device and with
 // rank 0's on the host (the others then send it descriptors and receive its bytes); broadcast,
-// allgather, reduce-scatter, reduce, gather, scatter and alltoall; sends and receives. Every case allocates its buffers anew and frees them after, so
+// allgather, reduce-scatter, reduce, gather, scatter and alltoall; sends and receives; two
+// communicators created separately over the same buffers. Every case allocates its buffers anew and frees them after, so
 // addresses are reused by new allocations, which a mapping cache keyed on the address alone
 // would get wrong. Results are compared with the reference, bit for bit.
 #include <cstdio>
@@ -175,6 +176,36 @@ Status Exchange(Communicator& c, size_t count) {
   return Status::Ok();
 }
 
+// Two communicators created separately over the same ranks, as two PyTorch process groups are,
+// allreduce the same device buffers by turns: both map the peers' buffers, and the driver maps a
+// block once per process, so the mappings are the process's (common/ipc_mappings.h). Each round
+// allocates anew too: the second communicator then maps what the first already has.
+Status TwoCommunicators(Communicator& c) {
+  CommOptions o = c.options();
+  o.name += "/second";
+  auto second = Communicator::Create(c.store(), o);
+  HOOP_RETURN_IF_ERROR(second.status().WithContext("creating a second communicator"));
+  const int n = c.size(), rank = c.rank();
+  const size_t count = 4097, es = sizeof(int32_t);
+  std::vector<int32_t> h(count);
+  for (int round = 0; round < 3; ++round) {
+    DevBuf in(count * es), out(count * es);
+    HOOP_RETURN_IF_ERROR(in.status);
+    HOOP_RETURN_IF_ERROR(out.status);
+    for (Communicator* k : {&c, second->get(), &c}) {
+      for (size_t i = 0; i < count; ++i) h[i] = static_cast<int32_t>(rank * 7 + static_cast<int>(i) + round);
+      HOOP_RETURN_IF_ERROR(Up(in.p, h.data(), count * es));
+      HOOP_RETURN_IF_ERROR(k->Allreduce({in.p, count, DType::kI32, MemKind::kCuda}, {out.p, count, DType::kI32, MemKind::kCuda},
+                                        ReduceOp::kSum).Wait().WithContext(k == &c ? "the first communicator" : "the second"));
+      HOOP_RETURN_IF_ERROR(Down(h.data(), out.p, count * es));
+      for (size_t i = 0; i < count; ++i)
+        if (h[i] != static_cast<int32_t>(7 * n * (n - 1) / 2 + n * (static_cast<int>(i) + round)))
+          return Internal("two communicators: round " + std::to_string(round) + ", element " + std::to_string(i));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int RunDeviceIpc(Communicator& c) {
@@ -206,6 +237,11 @@ int RunDeviceIpc(Communicator& c) {
     }
     cases += 8;
   }
+  if (Status s = TwoCommunicators(c); !s.ok()) {
+    std::printf("rank %d: device ipc: %s\n", c.rank(), s.ToString().c_str());
+    return 1;
+  }
+  ++cases;
   std::printf("rank %d: device ipc: %d cases ok\n", c.rank(), cases);
   return 0;
 }
