@@ -29,7 +29,8 @@ for step in $steps; do
   case $step in
     suite)
       timed build bash -c 'cmake -S . -B build && cmake --build build -j2'
-      timed ctest bash -c 'cd build && ctest --output-on-failure' ;;
+      # Two at a time, as tests/CMakeLists.txt arranges (the multi-process matrix alone).
+      timed ctest bash -c 'cd build && ctest --output-on-failure -j2' ;;
     sanitize) timed sanitizers scripts/sanitize.sh asan tsan ;;
     fuzz) timed fuzzing scripts/fuzz.sh 45 ;;
   esac
