@@ -31,13 +31,13 @@
 #     --no-trainer  leave out the trainer and hoop-bench-device
 #   scripts/gpu-check.sh --fetch-debs DIR
 #     run where Debian's apt works: downloads the .deb files the check needs (the header-only
-#     catch2 and nlohmann-json3-dev; hwloc, for the ranks' binding near their GPU; for the
+#     catch2, nlohmann-json3-dev and libcli11-dev; hwloc, for the ranks' binding near their GPU; for the
 #     trainer OpenBLAS, its Fortran runtime, zlib and oneDNN, headers and libraries, and
 #     Fashion-MNIST, 31 MB), to carry to a GPU machine that has no network.
 #
 # The GPU machine needs CUDA (nvcc), CMake, ninja and a C++20 compiler, nothing from Debian's -dev
 # packages: the build leaves out UCX, libfabric, OpenMPI and Gloo, and finds Catch2,
-# nlohmann-json, hwloc, OpenBLAS, zlib and oneDNN in the unpacked .debs when the machine has no copy of
+# nlohmann-json, CLI11, hwloc, OpenBLAS, zlib and oneDNN in the unpacked .debs when the machine has no copy of
 # its own (their libraries then load from there: LD_LIBRARY_PATH). cuDNN is CUDA's, or the one
 # of the nvidia-cudnn Python wheel where PyTorch brought it.
 # Fails (exit 1) when a step fails or when a GPU test skipped although a device is present.
@@ -74,7 +74,7 @@ while [ $# -gt 0 ]; do
     --step-limit) step_limit=$2; shift 2 ;;
     --fetch-debs)
       mkdir -p "$2"
-      (cd "$2" && apt-get download catch2 nlohmann-json3-dev libopenblas-dev libopenblas-pthread-dev libopenblas0 \
+      (cd "$2" && apt-get download catch2 nlohmann-json3-dev libcli11-dev libopenblas-dev libopenblas-pthread-dev libopenblas0 \
         libopenblas0-pthread libgfortran5 zlib1g zlib1g-dev libdnnl-dev libdnnl2 libhwloc15 libhwloc-dev dataset-fashion-mnist)
       ls -l "$2"
       exit 0 ;;

@@ -2,6 +2,7 @@
 # Installs the Debian packages hoop needs to build and test, skipping those already present.
 # Run as root on Debian bookworm (CI and a fresh machine alike).
 #   build:  g++ cmake make pkg-config nlohmann-json3-dev (hoop-perf's JSON, the tests' reading of it)
+#           libcli11-dev (the tools' command lines, common/cli.h)
 #   sanitizer and fuzzing runs (scripts/sanitize.sh, scripts/fuzz.sh):  clang, libclang-rt-14-dev
 #           (ASan, TSan, UBSan and libFuzzer runtimes), ninja-build
 #   tests:  catch2 (v2), procps, valgrind (a job where pidfd_open is refused)
@@ -21,7 +22,7 @@
 #           dataset-fashion-mnist (the data, under /usr/share/datasets/fashion-mnist)
 # --torch is accepted for older instructions: PyTorch is in the default set now.
 set -euo pipefail
-packages=(g++ cmake make pkg-config nlohmann-json3-dev clang libclang-rt-14-dev ninja-build catch2 procps valgrind libucx-dev libfabric-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev
+packages=(g++ cmake make pkg-config nlohmann-json3-dev libcli11-dev clang libclang-rt-14-dev ninja-build catch2 procps valgrind libucx-dev libfabric-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev
           iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist openssh-server
           openssh-client python3-dev pybind11-dev python3-numpy python3-torch libtorch-dev libdnnl-dev)
 for arg in "$@"; do

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "common/cli.h"
 #include "common/config.h"
 #include "common/parse.h"
 
@@ -20,10 +21,12 @@ const char* const kUsage =
     "MASTER_ADDR, MASTER_PORT (rank 0's host, a free port) and PYTHONUNBUFFERED=1 unless set\n"
     "already, so `hooprun -np 2 python3 train.py` runs a torchrun script unchanged.\n"
     "\n"
-    "  -np N, -n N          number of ranks (required without hosts; with them, at most the sum\n"
+    "  -np N, -n N, --np N  number of ranks (required without hosts; with them, at most the sum\n"
     "                       of their slots, which is the default)\n"
-    "  -H HOST[:SLOTS],...  the hosts and their slots (default 1 each), as horovodrun's -H\n"
-    "  --hostfile FILE      the same from a file: one 'HOST [slots=N]' per line, '#' comments\n"
+    "  -H, --host, --hosts HOST[:SLOTS],...\n"
+    "                       the hosts and their slots (default 1 each), as horovodrun's -H\n"
+    "  --hostfile, -hostfile FILE\n"
+    "                       the same from a file: one 'HOST [slots=N]' per line, '#' comments\n"
     "  --map-by slot|node   fill each host's slots in turn (slot, the default) or deal ranks\n"
     "                       round-robin over the hosts (node)\n"
     "                       Ranks on other hosts start over ssh, one agent per host (this same\n"
@@ -47,7 +50,7 @@ const char* const kUsage =
     "  --tag-output         prefix lines with [RANK]<stdout>: / [RANK]<stderr>: instead of [RANK]\n"    "  --output-filename DIR  also write each rank's output, unprefixed, to DIR/rank.N/stdout\n"
     "                       and DIR/rank.N/stderr (N zero-padded; made or truncated at start)\n"    "  --wdir DIR           the ranks' working folder (default: hooprun's); a relative PROGRAM\n"
     "                       path is found from there\n"
-    "  --verbose            print the plan (hosts, slots, each rank's place, binding and command,\n"
+    "  -v, --verbose        print the plan (hosts, slots, each rank's place, binding and command,\n"
     "                       the store's address; never the job token) and each start\n"
     "  --oversubscribe      more ranks than cores without the warning (as mpirun's flag)\n"
     "  --enable-recovery    a rank that fails does not stop the others (as mpirun's flag): its\n"
@@ -56,6 +59,10 @@ const char* const kUsage =
     "                       survive a peer's loss: hoop-train --strategy ps's workers)\n"
     "  -h, --help           this text\n"
     "  --version            hooprun's version\n"
+    "  --agent              (hooprun's own use) run another host's share of a job, started by\n"
+    "                       hooprun over ssh; reads the plan on stdin\n"
+    "A flag's value follows it (--timeout 60) or joins it with '=' (--timeout=60). The flags end\n"
+    "at PROGRAM, or at '--'; what follows is PROGRAM's own.\n"
     "\n"
     "Tensor fusion and logging, as horovodrun's flags; each sets a variable for every rank:\n"
     "  --fusion-threshold-mb MB               HOOP_FUSION_THRESHOLD (MB x 1 MiB; default 64)\n"
@@ -103,121 +110,96 @@ constexpr Knob kKnobs[] = {
     {"--log-level", "HOOP_LOG_LEVEL", AsIs},
 };
 
-const Knob* FusionKnob(const std::string& flag) {
+
+// Every flag, stored into `o` as it is read.
+void Declare(cli::Flags& f, Options& o) {
+  f.Early("-h,--help", &o.help);
+  f.Early("--version", &o.version);
+  f.Early("--agent", &o.agent);
+  f.StopAtPositional();
+  f.Value("-np,-n,--np", [&](const std::string& v) -> std::string {
+    auto n = ParseInt(v);
+    if (!n || *n < 1 || *n > 4096) return "expected a rank count in [1, 4096]";
+    o.np = static_cast<int>(*n);
+    return "";
+  });
+  f.Value("-H,--host,--hosts", cli::Text(&o.hosts));
+  f.Value("--hostfile,-hostfile", cli::Text(&o.hostfile));
+  f.Value("--map-by", [&](const std::string& v) -> std::string {
+    if (v != "slot" && v != "node") return "expected slot or node";
+    o.map_by = v == "slot" ? MapBy::kSlot : MapBy::kNode;
+    return "";
+  });
+  f.Value("--bind-to", [&](const std::string& v) -> std::string {
+    if (v == "none") o.bind_to = BindTo::kNone;
+    else if (v == "core") o.bind_to = BindTo::kCore;
+    else if (v == "numa") o.bind_to = BindTo::kNuma;
+    else if (v == "socket" || v == "package") o.bind_to = BindTo::kSocket;
+    else return "expected none, core, numa or socket";
+    return "";
+  });
+  f.Value("--output-filename", cli::NonEmpty(&o.output_dir, "a folder name"));
+  f.Value("--wdir", cli::NonEmpty(&o.wdir, "a folder name"));
+  f.Switch("--verbose,-v", &o.verbose);
+  f.Switch("--report-bindings", &o.report_bindings);
+  f.Value("-x", [&](const std::string& v) -> std::string {
+    auto eq = v.find('=');
+    if (eq == 0 || v.empty()) return "expected VAR or VAR=VAL";
+    if (eq == std::string::npos) {
+      const char* cur = std::getenv(v.c_str());
+      if (!cur) return v + " is not set in this environment";
+      o.env.emplace_back(v, cur);
+    } else {
+      o.env.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    }
+    return "";
+  });
+  f.Value("--timeout", cli::Seconds(&o.timeout_s));
+  f.Switch("--tag-output", &o.tag_output);
+  f.Switch("--oversubscribe", &o.oversubscribe);
+  f.Switch("--enable-recovery", &o.enable_recovery);
+  f.Value("-p,--ssh-port", [&](const std::string& v) -> std::string {
+    auto n = ParseInt(v);
+    if (!n || *n < 1 || *n > 65535) return "expected a port in [1, 65535]";
+    o.ssh.port = static_cast<int>(*n);
+    return "";
+  });
+  f.Value("-i,--ssh-identity-file", cli::Text(&o.ssh.identity));
+  f.Value("--ssh-args", [&](const std::string& v) -> std::string {
+    std::istringstream words(v);
+    for (std::string w; words >> w;) o.ssh.args.push_back(w);
+    return "";
+  });
+  f.Value("--start-timeout", cli::Seconds(&o.ssh.start_timeout_s));
+  f.Value("--store-address", cli::Text(&o.store_address));
+  f.Value("--network-interface", cli::Text(&o.network_interface));
   for (const Knob& k : kKnobs)
-    if (flag == k.flag) return &k;
-  return nullptr;
+    f.Value(k.flag, [&o, &k](const std::string& flag, const std::string& v) -> Status {
+      auto value = k.convert(v);
+      // Checked here, by the ranks' own rules, so a bad value stops the job before it starts.
+      Status ok = value.ok() ? Config::FromEnv({{k.var, *value}}).status() : value.status();
+      if (!ok.ok()) return InvalidArgument(flag + " '" + v + "': " + ok.message());
+      o.env.emplace_back(k.var, *value);
+      return Status::Ok();
+    });
 }
 
 }  // namespace
 
+std::vector<std::string> FlagNames() {
+  Options o;
+  cli::Flags f;
+  Declare(f, o);
+  return f.Names();
+}
+
 StatusOr<Options> ParseOptions(int argc, char** argv) {
   Options o;
-  int i = 1;
-  auto need = [&](const std::string& flag) -> StatusOr<std::string> {
-    if (i + 1 >= argc) return InvalidArgument(flag + " needs a value");
-    return std::string(argv[++i]);
-  };
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-      return o;
-    } else if (a == "-np" || a == "-n" || a == "--np") {
-      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
-      auto n = ParseInt(v);
-      if (!n || *n < 1 || *n > 4096) return InvalidArgument(a + " '" + v + "': expected a rank count in [1, 4096]");
-      o.np = static_cast<int>(*n);
-    } else if (a == "-H" || a == "--host" || a == "--hosts") {
-      HOOP_ASSIGN_OR_RETURN(o.hosts, need(a));
-    } else if (a == "--hostfile" || a == "-hostfile") {
-      HOOP_ASSIGN_OR_RETURN(o.hostfile, need(a));
-    } else if (a == "--map-by") {
-      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
-      if (v != "slot" && v != "node") return InvalidArgument("--map-by '" + v + "': expected slot or node");
-      o.map_by = v == "slot" ? MapBy::kSlot : MapBy::kNode;
-    } else if (a == "--bind-to") {
-      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
-      if (v == "none") o.bind_to = BindTo::kNone;
-      else if (v == "core") o.bind_to = BindTo::kCore;
-      else if (v == "numa") o.bind_to = BindTo::kNuma;
-      else if (v == "socket" || v == "package") o.bind_to = BindTo::kSocket;
-      else return InvalidArgument("--bind-to '" + v + "': expected none, core, numa or socket");
-    } else if (a == "--output-filename") {
-      HOOP_ASSIGN_OR_RETURN(o.output_dir, need(a));
-      if (o.output_dir.empty()) return InvalidArgument("--output-filename: an empty folder name");
-    } else if (a == "--wdir") {
-      HOOP_ASSIGN_OR_RETURN(o.wdir, need(a));
-      if (o.wdir.empty()) return InvalidArgument("--wdir: an empty folder name");
-    } else if (a == "--verbose" || a == "-v") {
-      o.verbose = true;
-    } else if (a == "--report-bindings") {
-      o.report_bindings = true;
-    } else if (a == "-x") {
-      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
-      auto eq = v.find('=');
-      if (eq == 0 || v.empty()) return InvalidArgument("-x '" + v + "': expected VAR or VAR=VAL");
-      if (eq == std::string::npos) {
-        const char* cur = std::getenv(v.c_str());
-        if (!cur) return InvalidArgument("-x " + v + ": " + v + " is not set in this environment");
-        o.env.emplace_back(v, cur);
-      } else {
-        o.env.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-      }
-    } else if (a == "--timeout") {
-      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
-      auto s = ParseSeconds(v);
-      if (!s) return InvalidArgument("--timeout '" + v + "': expected a positive number of seconds");
-      o.timeout_s = *s;
-    } else if (a == "--tag-output") {
-      o.tag_output = true;
-    } else if (a == "--oversubscribe") {
-      o.oversubscribe = true;
-    } else if (a == "--enable-recovery") {
-      o.enable_recovery = true;
-    } else if (a == "-p" || a == "--ssh-port") {
-      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
-      auto n = ParseInt(v);
-      if (!n || *n < 1 || *n > 65535) return InvalidArgument(a + " '" + v + "': expected a port in [1, 65535]");
-      o.ssh.port = static_cast<int>(*n);
-    } else if (a == "-i" || a == "--ssh-identity-file") {
-      HOOP_ASSIGN_OR_RETURN(o.ssh.identity, need(a));
-    } else if (a == "--ssh-args") {
-      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
-      std::istringstream words(v);
-      for (std::string w; words >> w;) o.ssh.args.push_back(w);
-    } else if (a == "--start-timeout") {
-      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
-      auto t = ParseSeconds(v);
-      if (!t) return InvalidArgument("--start-timeout '" + v + "': expected a positive number of seconds");
-      o.ssh.start_timeout_s = *t;
-    } else if (a == "--store-address") {
-      HOOP_ASSIGN_OR_RETURN(o.store_address, need(a));
-    } else if (a == "--network-interface") {
-      HOOP_ASSIGN_OR_RETURN(o.network_interface, need(a));
-    } else if (a == "--agent") {
-      o.agent = true;
-      return o;
-    } else if (a == "--version") {
-      o.version = true;
-      return o;
-    } else if (auto knob = FusionKnob(a)) {
-      HOOP_ASSIGN_OR_RETURN(std::string v, need(a));
-      auto value = knob->convert(v);
-      // Checked here, by the ranks' own rules, so a bad value stops the job before it starts.
-      Status ok = value.ok() ? Config::FromEnv({{knob->var, *value}}).status() : value.status();
-      if (!ok.ok()) return InvalidArgument(a + " '" + v + "': " + ok.message());
-      o.env.emplace_back(knob->var, *value);
-    } else if (a == "--") {
-      ++i;
-      break;
-    } else if (!a.empty() && a[0] == '-') {
-      return InvalidArgument("unknown option '" + a + "'");
-    } else {
-      break;
-    }
-  }
-  for (; i < argc; ++i) o.command.push_back(argv[i]);
+  cli::Flags f;
+  Declare(f, o);
+  HOOP_RETURN_IF_ERROR(f.Parse(argc, argv));
+  if (o.help || o.version || o.agent) return o;
+  o.command = f.rest();
   if (!o.hosts.empty() && !o.hostfile.empty()) return InvalidArgument("-H and --hostfile: give one of them");
   if (!o.store_address.empty() && !o.network_interface.empty())
     return InvalidArgument("--store-address and --network-interface: give one of them");

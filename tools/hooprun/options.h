@@ -37,5 +37,7 @@ struct Options {
 
 extern const char* const kUsage;
 StatusOr<Options> ParseOptions(int argc, char** argv);
+// Every flag ParseOptions reads, each alias (the usage test checks kUsage names them all).
+std::vector<std::string> FlagNames();
 
 }  // namespace hoop::run
