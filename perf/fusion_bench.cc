@@ -11,74 +11,13 @@
 #include "common/parse.h"
 #include "perf/harness.h"
 #include "perf/join.h"
-#include "perf/sub_flags.h"
+#include "perf/sub_options.h"
 #include "tensorfusion/runtime.h"
 
 namespace hoop::perf {
 namespace {
 
-const char* const kUsage =
-    "usage: hoop-perf fusion [options]        (run it under hooprun, mpirun or srun)\n"
-    "\n"
-    "Times T named tensors of B bytes (f32 sum) through the tensor fusion runtime, against one\n"
-    "allreduce of T x B bytes and against T separate allreduces, in the same run.\n"
-    "  --tensors T        tensors per round (default 1000)\n"
-    "  --bytes B          bytes per tensor, K/M/G suffixes (default 4K)\n"
-    "  -n, --rounds N     timed rounds per repetition (default 10; the unfused way runs\n"
-    "                     max(2, N/4) rounds of T calls)\n"
-    "  -w, --warmup N     untimed rounds per repetition (default 3)\n"
-    "  -R, --repeats N    repetitions (default 3); medians are reported\n"
-    "  -t, --transport T  back end for every peer: shm ucx ofi tcp\n"
-    "  --json FILE        also write the result as a JSON object (rank 0): fused_us, unfused_us,\n"
-    "                     single_us, negotiation_us, ...\n"
-    "  -h, --help         this text\n"
-    "\n"
-    "fused_us, single_us and unfused_us are per round (all T tensors), the slowest rank's mean,\n"
-    "median over repetitions; the ratios are the medians of each repetition's own ratios.\n"
-    "negotiation_us is the steady state's cost per cycle: the mean time\n"
-    "of one cycle's readiness exchange (the one small allreduce, a byte per cached name) over idle\n"
-    "cycles after the timed rounds; cycle_wait_us is the same mean during the timed rounds, where\n"
-    "it also holds the wait for the slowest rank to reach the cycle. The tensor fusion settings\n"
-    "(HOOP_CYCLE_TIME_MS, HOOP_FUSION_THRESHOLD, ...) apply as they are set.\n";
-
-struct Options {
-  size_t tensors = 1000;
-  uint64_t bytes = 4096;
-  int rounds = 10, warmup = 3, repeats = 3;
-  std::string transport, json;
-  bool help = false;
-};
-
-StatusOr<Options> Parse(int argc, char** argv) {
-  Options o;
-  HOOP_RETURN_IF_ERROR(ReadSubFlags(
-      argc, argv,
-      {"--tensors", "--bytes", "-n", "--rounds", "-w", "--warmup", "-R", "--repeats", "-t", "--transport", "--json"},
-      &o.help, [&](const std::string& a, const std::string& v) -> Status {
-        if (a == "--tensors") {
-          HOOP_ASSIGN_OR_RETURN(int t, FlagInt(a, v, 1, 1000000));
-          o.tensors = static_cast<size_t>(t);
-        } else if (a == "--bytes") {
-          auto b = ParseSize(v);
-          if (!b || *b < 4 || *b % 4 || *b > (1ull << 30))
-            return InvalidArgument(a + " '" + v + "': expected a multiple of 4 bytes up to 1G");
-          o.bytes = *b;
-        } else if (a == "-n" || a == "--rounds") {
-          HOOP_ASSIGN_OR_RETURN(o.rounds, FlagInt(a, v, 1, 100000));
-        } else if (a == "-w" || a == "--warmup") {
-          HOOP_ASSIGN_OR_RETURN(o.warmup, FlagInt(a, v, 0, 100000));
-        } else if (a == "-R" || a == "--repeats") {
-          HOOP_ASSIGN_OR_RETURN(o.repeats, FlagInt(a, v, 1, 1000));
-        } else if (a == "-t" || a == "--transport") {
-          return FlagTransport(a, v, &o.transport);
-        } else {
-          o.json = v;
-        }
-        return Status::Ok();
-      }));
-  if (!o.help && o.tensors * o.bytes > (4ull << 30)) return InvalidArgument("--tensors x --bytes is over 4 GiB");
-  return o;
-}
+using Options = FusionBenchOptions;
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
@@ -210,13 +149,13 @@ class FusionBench {
 }  // namespace
 
 int RunFusionBench(int argc, char** argv) {
-  auto opts = Parse(argc, argv);
+  auto opts = ParseFusionOptions(argc, argv);
   if (!opts.ok()) {
     std::fprintf(stderr, "hoop-perf fusion: %s\n(run 'hoop-perf fusion --help' for usage)\n", opts.status().message().c_str());
     return 2;
   }
   if (opts->help) {
-    std::fputs(kUsage, stdout);
+    std::fputs(kFusionUsage, stdout);
     return 0;
   }
   PerfJob pj = JoinPerfJob("hoop-perf fusion", opts->transport);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/cli.h"
 #include "common/parse.h"
 #include "common/suggest.h"
 
@@ -25,7 +26,8 @@ const char* const kPerfUsage =
     "  -i, --stepbytes SIZE     add SIZE each step instead (linear steps; not with -f)\n"
     "  -n, --iters N            timed iterations per repetition (default: scaled by size, enough to\n"
     "                           move 256 MiB, 5 to 1000)\n"
-    "  -w, --warmup_iters N     untimed iterations per size (default: a fifth of the timed ones)\n"
+    "  -w, --warmup_iters N     untimed iterations per size (default: a fifth of the timed ones;\n"
+    "                           --warmup N is the same)\n"
     "  -m, --agg_iters N        calls per iteration (default 1); the time is per call\n"
     "  -c, --check 0|1          check every result against a reference (default 1): one more call\n"
     "                           per size on fresh data, wrong elements counted in #wrong\n"
@@ -67,6 +69,7 @@ const char* const kPerfUsage =
     "  -h, --help               this text\n"
     "  --version                hoop-perf's version\n"
     "\n"
+    "A flag's value follows it (-b 8) or joins it ('-b8', '--minbytes=8').\n"
     "--csv and --json files are rewritten as each size finishes, so an interrupted sweep keeps what\n"
     "it measured; a path that cannot be written is refused before the first measurement.\n"
     "SIZE is the largest buffer of the operation: allreduce's, broadcast's, reduce's and\n"
@@ -125,19 +128,141 @@ std::vector<uint64_t> SweepSizes(const PerfOptions& o) {
 
 namespace {
 
-const std::vector<std::string> kFlags = {
-    "-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-i", "--stepbytes", "-n", "--iters", "-w",
-    "--warmup_iters", "--warmup", "-m", "--agg_iters", "-c", "--check", "-d", "--datatype", "-o", "--op", "-r",
-    "--root", "-a", "--average", "-z", "--blocking", "-T", "--timeout", "-g", "--ngpus", "-t", "--nthreads",
-    "-p", "--parallel_init", "-F", "--csv", "-R", "--repeats", "--rotate", "--place", "--device", "--algo", "--transport",
-    "--compression", "--json", "-h", "--help", "--version"};
-
-Status Unknown(const std::string& a) {
-  std::string near = Nearest(a, kFlags);
-  return InvalidArgument("unknown option '" + a + "'" + (near.empty() ? "" : " (did you mean " + near + "?)"));
+// Every flag after the collective, stored into `o` as it is read.
+void Declare(cli::Flags& f, PerfOptions& o, bool* factor_given) {
+  f.Early("-h,--help", &o.help);
+  f.Early("--version", &o.version);
+  auto size = [](uint64_t* out, bool step) {
+    return [=](const std::string& v) -> std::string {
+      auto s = ParseSize(v);
+      if (!s) return "expected a size like 8, 64K, 16M";
+      if (step && *s == 0) return "expected a step of at least 1 byte";
+      *out = *s;
+      return "";
+    };
+  };
+  auto count = [](int* out, int lo, int hi) {
+    return [=](const std::string& v) -> std::string {
+      auto n = ParseInt(v);
+      if (!n || *n < lo || *n > hi) return "expected a count in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+      *out = static_cast<int>(*n);
+      return "";
+    };
+  };
+  auto flag01 = [](bool* out) {
+    return [=](const std::string& v) -> std::string {
+      if (v != "0" && v != "1") return "expected 0 or 1";
+      *out = v == "1";
+      return "";
+    };
+  };
+  f.Value("-b,--minbytes", size(&o.min_bytes, false));
+  f.Value("-e,--maxbytes", size(&o.max_bytes, false));
+  f.Value("-i,--stepbytes", size(&o.step_bytes, true));
+  f.Value("-f,--stepfactor", [&o, factor_given](const std::string& v) -> std::string {
+    auto n = ParseInt(v);
+    if (!n || *n < 2) return "expected an integer >= 2";
+    o.factor = static_cast<uint64_t>(*n);
+    *factor_given = true;
+    return "";
+  });
+  f.Value("-n,--iters", count(&o.iters, 1, 1000000));
+  f.Value("-w,--warmup_iters,--warmup", count(&o.warmup, 0, 1000000));
+  f.Value("-m,--agg_iters", count(&o.agg, 1, 1024));
+  f.Value("-R,--repeats", count(&o.repeats, 1, 1000));
+  f.Value("--rotate", count(&o.rotate, 1, 64));
+  f.Value("-c,--check", flag01(&o.check));
+  f.Value("-z,--blocking", flag01(&o.blocking));
+  f.Value("-p,--parallel_init", [flag01](const std::string& v) {
+    bool ignored;
+    return flag01(&ignored)(v);
+  });
+  for (const char* names : {"-g,--ngpus", "-t,--nthreads"}) {
+    const bool gpus = names[1] == 'g';
+    f.Value(names, [gpus](const std::string& v) -> std::string {
+      auto n = ParseInt(v);
+      if (!n || *n < 1) return "expected 1";
+      if (*n > 1)
+        return "hoop-perf runs one rank per process; start " + v + " ranks with 'hooprun -np " + v + " hoop-perf ...'" +
+               (gpus ? " (device buffers: --device cuda)" : "");
+      return "";
+    });
+  }
+  f.Value("-a,--average", [&o](const std::string& v) -> std::string {
+    if (v != "0" && v != "1" && v != "2" && v != "3") return "expected 0 (rank 0), 1 (mean), 2 (min) or 3 (max)";
+    o.average = static_cast<Average>(v[0] - '0');
+    return "";
+  });
+  f.Value("-T,--timeout", [&o](const std::string& v) -> std::string {
+    auto s = ParseSeconds(v);
+    if (!s || *s > 604800) return "expected seconds in (0, 604800]";
+    o.timeout_s = *s;
+    return "";
+  });
+  f.Value("-d,--datatype", [&o](const std::string& v) -> std::string {
+    if (v == "all") {
+      o.dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
+      return "";
+    }
+    auto d = ParseDType(v);
+    if (!d) return "expected u8, i8, i32, i64, f16, bf16, f32, f64, bool or all";
+    o.dtypes = {*d};
+    return "";
+  });
+  f.Value("-o,--op", [&o](const std::string& v) -> std::string {
+    if (v == "all") {
+      o.ops.assign(std::begin(kAllReduceOps), std::end(kAllReduceOps));
+      return "";
+    }
+    auto op = ParseReduceOp(v);
+    if (!op) return "expected sum, avg, min, max, prod, band, bor, bxor or all";
+    o.ops = {*op};
+    return "";
+  });
+  f.Value("--device", [&o](const std::string& v) -> std::string {
+    if (v != "host" && v != "cuda") return "expected host or cuda";
+    o.cuda = v == "cuda";
+    return "";
+  });
+  f.Value("--transport", cli::OneOf(&o.transport, {"shm", "ucx", "ofi", "tcp"}));
+  f.Value("--place", [&o](const std::string& v) -> std::string {
+    if (v == "out") o.place = Place::kOut;
+    else if (v == "in") o.place = Place::kIn;
+    else if (v == "both") o.place = Place::kBoth;
+    else return "expected out, in or both";
+    return "";
+  });
+  f.Value("--algo", [&o](const std::string& v) -> std::string {
+    auto al = ParseAlgo(v);
+    if (!al) return "expected auto, ring, tree, doubling, hierarchical, chain, binomial, flat or pairwise";
+    o.algo = *al;
+    return "";
+  });
+  f.Value("-r,--root", [&o](const std::string& v) -> std::string {
+    auto n = ParseInt(v);
+    if (!n || *n < 0 || *n > 1 << 20) return "expected a rank";
+    o.root = static_cast<int>(*n);
+    return "";
+  });
+  f.Value("--compression", [&o](const std::string& v) -> std::string {
+    auto z = ParseCompression(v);
+    if (!z) return "expected none, fp16, bf16 or auto";
+    o.compression = *z;
+    return "";
+  });
+  f.Value("--json", cli::Text(&o.json));
+  f.Value("-F,--csv", cli::Text(&o.csv));
 }
 
 }  // namespace
+
+std::vector<std::string> PerfFlagNames() {
+  PerfOptions o;
+  bool factor_given = false;
+  cli::Flags f;
+  Declare(f, o, &factor_given);
+  return f.Names();
+}
 
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   PerfOptions o;
@@ -171,117 +296,10 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     return InvalidArgument("unknown collective '" + first + "'" + (near.empty() ? "" : " (did you mean " + near + "?)"));
   }
   bool factor_given = false;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-      return o;
-    }
-    if (a == "--version") {
-      o.version = true;
-      return o;
-    }
-    if (std::find(kFlags.begin(), kFlags.end(), a) == kFlags.end()) return Unknown(a);
-    if (i + 1 >= argc) return InvalidArgument(a + " needs a value");
-    std::string v = argv[++i];
-    auto bad = [&](const std::string& what) { return InvalidArgument(a + " '" + v + "': " + what); };
-    auto flag01 = [&](bool* out) -> Status {
-      if (v != "0" && v != "1") return bad("expected 0 or 1");
-      *out = v == "1";
-      return Status::Ok();
-    };
-    if (a == "-b" || a == "--minbytes" || a == "-e" || a == "--maxbytes" || a == "-i" || a == "--stepbytes") {
-      auto s = ParseSize(v);
-      if (!s) return bad("expected a size like 8, 64K, 16M");
-      if ((a == "-i" || a == "--stepbytes") && *s == 0) return bad("expected a step of at least 1 byte");
-      (a == "-b" || a == "--minbytes" ? o.min_bytes : a == "-e" || a == "--maxbytes" ? o.max_bytes : o.step_bytes) = *s;
-    } else if (a == "-f" || a == "--stepfactor") {
-      auto n = ParseInt(v);
-      if (!n || *n < 2) return bad("expected an integer >= 2");
-      o.factor = static_cast<uint64_t>(*n);
-      factor_given = true;
-    } else if (a == "-n" || a == "--iters" || a == "-w" || a == "--warmup_iters" || a == "--warmup") {
-      auto n = ParseInt(v);
-      bool warm = a[1] == 'w' || a == "--warmup_iters" || a == "--warmup";
-      if (!n || *n < (warm ? 0 : 1) || *n > 1000000) return bad(warm ? "expected a count in [0, 1000000]" : "expected a count in [1, 1000000]");
-      (warm ? o.warmup : o.iters) = static_cast<int>(*n);
-    } else if (a == "-m" || a == "--agg_iters") {
-      auto n = ParseInt(v);
-      if (!n || *n < 1 || *n > 1024) return bad("expected a count in [1, 1024]");
-      o.agg = static_cast<int>(*n);
-    } else if (a == "-R" || a == "--repeats") {
-      auto n = ParseInt(v);
-      if (!n || *n < 1 || *n > 1000) return bad("expected a count in [1, 1000]");
-      o.repeats = static_cast<int>(*n);
-    } else if (a == "--rotate") {
-      auto n = ParseInt(v);
-      if (!n || *n < 1 || *n > 64) return bad("expected a count in [1, 64]");
-      o.rotate = static_cast<int>(*n);
-    } else if (a == "-c" || a == "--check") {
-      HOOP_RETURN_IF_ERROR(flag01(&o.check));
-    } else if (a == "-z" || a == "--blocking") {
-      HOOP_RETURN_IF_ERROR(flag01(&o.blocking));
-    } else if (a == "-p" || a == "--parallel_init") {
-      bool ignored;
-      HOOP_RETURN_IF_ERROR(flag01(&ignored));
-    } else if (a == "-g" || a == "--ngpus" || a == "-t" || a == "--nthreads") {
-      auto n = ParseInt(v);
-      if (!n || *n < 1) return bad("expected 1");
-      if (*n > 1)
-        return bad("hoop-perf runs one rank per process; start " + v + " ranks with 'hooprun -np " + v +
-                   " hoop-perf ...'" + (a[1] == 'g' || a == "--ngpus" ? " (device buffers: --device cuda)" : ""));
-    } else if (a == "-a" || a == "--average") {
-      if (v != "0" && v != "1" && v != "2" && v != "3") return bad("expected 0 (rank 0), 1 (mean), 2 (min) or 3 (max)");
-      o.average = static_cast<Average>(v[0] - '0');
-    } else if (a == "-T" || a == "--timeout") {
-      auto s = ParseSeconds(v);
-      if (!s || *s > 604800) return bad("expected seconds in (0, 604800]");
-      o.timeout_s = *s;
-    } else if (a == "-d" || a == "--datatype") {
-      if (v == "all") {
-        o.dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
-      } else {
-        auto d = ParseDType(v);
-        if (!d) return bad("expected u8, i8, i32, i64, f16, bf16, f32, f64, bool or all");
-        o.dtypes = {*d};
-      }
-    } else if (a == "-o" || a == "--op") {
-      if (v == "all") {
-        o.ops.assign(std::begin(kAllReduceOps), std::end(kAllReduceOps));
-      } else {
-        auto op = ParseReduceOp(v);
-        if (!op) return bad("expected sum, avg, min, max, prod, band, bor, bxor or all");
-        o.ops = {*op};
-      }
-    } else if (a == "--device") {
-      if (v != "host" && v != "cuda") return bad("expected host or cuda");
-      o.cuda = v == "cuda";
-    } else if (a == "--transport") {
-      if (v != "shm" && v != "ucx" && v != "ofi" && v != "tcp") return bad("expected shm, ucx, ofi or tcp");
-      o.transport = v;
-    } else if (a == "--place") {
-      if (v == "out") o.place = Place::kOut;
-      else if (v == "in") o.place = Place::kIn;
-      else if (v == "both") o.place = Place::kBoth;
-      else return bad("expected out, in or both");
-    } else if (a == "--algo") {
-      auto al = ParseAlgo(v);
-      if (!al) return bad("expected auto, ring, tree, doubling, hierarchical, chain, binomial, flat or pairwise");
-      o.algo = *al;
-    } else if (a == "-r" || a == "--root") {
-      auto n = ParseInt(v);
-      if (!n || *n < 0) return bad("expected a rank");
-      o.root = static_cast<int>(*n);
-    } else if (a == "--compression") {
-      auto z = ParseCompression(v);
-      if (!z) return bad("expected none, fp16, bf16 or auto");
-      o.compression = *z;
-    } else if (a == "--json") {
-      o.json = v;
-    } else {  // -F, --csv
-      o.csv = v;
-    }
-  }
+  cli::Flags f;
+  Declare(f, o, &factor_given);
+  HOOP_RETURN_IF_ERROR(f.Parse(argc, argv, 2));
+  if (o.help || o.version) return o;
   if (o.min_bytes > o.max_bytes) return InvalidArgument("-b is larger than -e");
   if (o.step_bytes && factor_given) return InvalidArgument("-i (linear steps) and -f (a factor) exclude each other");
   if (o.compression && o.kind != CollKind::kAllreduce) return InvalidArgument("--compression applies to allreduce only");

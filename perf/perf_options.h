@@ -52,6 +52,8 @@ struct PerfOptions {
 
 extern const char* const kPerfUsage;
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv);
+// Every flag ParsePerfOptions reads after the collective, each alias (for the usage test).
+std::vector<std::string> PerfFlagNames();
 
 // Whether the collective reduces (has an op); Rooted (op_desc.h) says whether it has a root.
 bool Reduces(CollKind k);

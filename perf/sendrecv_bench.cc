@@ -10,66 +10,12 @@
 #include "common/parse.h"
 #include "perf/harness.h"
 #include "perf/join.h"
-#include "perf/sub_flags.h"
+#include "perf/sub_options.h"
 
 namespace hoop::perf {
 namespace {
 
-const char* const kUsage =
-    "usage: hoop-perf sendrecv [options]      (run it under hooprun, mpirun or srun; 2 ranks or more)\n"
-    "\n"
-    "Point-to-point between ranks 0 and 1, as the OSU benchmarks measure it:\n"
-    "  lat_us   half the round trip of a ping-pong (osu_latency): rank 0 sends, rank 1 receives and\n"
-    "           sends the same size back; 10000 round trips up to 8 KiB, 1000 above\n"
-    "  bw_GB/s  64 sends in flight from rank 0, received by rank 1, which then sends a 4-byte reply\n"
-    "           (osu_bw); bytes x 64 x windows / time\n"
-    "Fewer iterations where a size would move more than 1 GiB. Other ranks wait in the barriers.\n"
-    "  -b, --minbytes SIZE  smallest message (default 8; 0 allowed), K/M/G suffixes\n"
-    "  -e, --maxbytes SIZE  largest message (default 4M)\n"
-    "  -f, --stepfactor N   multiply the size by N each step (default 2)\n"
-    "  -n, --iters N        round trips per repetition, instead of the rule above (windows: N/10)\n"
-    "  -R, --repeats N      repetitions per size (default 3); the median is reported, spread is\n"
-    "                       (slowest - fastest) / median\n"
-    "  -t, --transport T    back end for every peer: shm ucx ofi tcp\n"
-    "  --json FILE          also write the rows as a JSON array (rank 0)\n"
-    "  -h, --help           this text\n"
-    "Every size's last message is checked byte by byte (#wrong).\n";
-
-struct Options {
-  uint64_t min_bytes = 8, max_bytes = 4 << 20, factor = 2;
-  int iters = 0, repeats = 3;
-  std::string transport, json;
-  bool help = false;
-};
-
-StatusOr<Options> Parse(int argc, char** argv) {
-  Options o;
-  HOOP_RETURN_IF_ERROR(ReadSubFlags(
-      argc, argv,
-      {"-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-n", "--iters", "-R", "--repeats", "-t",
-       "--transport", "--json"},
-      &o.help, [&](const std::string& a, const std::string& v) -> Status {
-        if (a == "-b" || a == "--minbytes" || a == "-e" || a == "--maxbytes") {
-          auto b = ParseSize(v);
-          if (!b || *b > (1ull << 30)) return InvalidArgument(a + " '" + v + "': expected a size up to 1G");
-          (a == "-b" || a == "--minbytes" ? o.min_bytes : o.max_bytes) = *b;
-        } else if (a == "-f" || a == "--stepfactor") {
-          HOOP_ASSIGN_OR_RETURN(int f, FlagInt(a, v, 2, 1024));
-          o.factor = static_cast<uint64_t>(f);
-        } else if (a == "-n" || a == "--iters") {
-          HOOP_ASSIGN_OR_RETURN(o.iters, FlagInt(a, v, 10, 10000000));
-        } else if (a == "-R" || a == "--repeats") {
-          HOOP_ASSIGN_OR_RETURN(o.repeats, FlagInt(a, v, 1, 1000));
-        } else if (a == "-t" || a == "--transport") {
-          return FlagTransport(a, v, &o.transport);
-        } else {
-          o.json = v;
-        }
-        return Status::Ok();
-      }));
-  if (!o.help && o.min_bytes > o.max_bytes) return InvalidArgument("-b is larger than -e");
-  return o;
-}
+using Options = SendRecvOptions;
 
 using Clock = std::chrono::steady_clock;
 
@@ -201,14 +147,14 @@ StatusOr<Row> Measure(Communicator& c, const Options& o, uint64_t bytes) {
 }  // namespace
 
 int RunSendRecvBench(int argc, char** argv) {
-  auto opts = Parse(argc, argv);
+  auto opts = ParseSendRecvOptions(argc, argv);
   if (!opts.ok()) {
     std::fprintf(stderr, "hoop-perf sendrecv: %s\n(run 'hoop-perf sendrecv --help' for usage)\n",
                  opts.status().message().c_str());
     return 2;
   }
   if (opts->help) {
-    std::fputs(kUsage, stdout);
+    std::fputs(kSendRecvUsage, stdout);
     return 0;
   }
   PerfJob pj = JoinPerfJob("hoop-perf sendrecv", opts->transport);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "perf/perf_options.h"
+#include "perf/sub_options.h"
 #include "tools/hooprun/options.h"
 
 namespace hoop {
@@ -34,6 +36,12 @@ TEST_CASE("usage: hooprun --help names every flag it reads", "[cli]") {
   std::vector<std::string> flags = run::FlagNames();
   CHECK(flags.size() > 30);
   CHECK(Missing(run::kUsage, flags) == std::vector<std::string>{});
+}
+
+TEST_CASE("usage: hoop-perf --help, and its subcommands', name every flag they read", "[cli]") {
+  CHECK(Missing(perf::kPerfUsage, perf::PerfFlagNames()) == std::vector<std::string>{});
+  CHECK(Missing(perf::kFusionUsage, perf::FusionFlagNames()) == std::vector<std::string>{});
+  CHECK(Missing(perf::kSendRecvUsage, perf::SendRecvFlagNames()) == std::vector<std::string>{});
 }
 
 }  // namespace
