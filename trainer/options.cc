@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
+#include <vector>
 
+#include "common/cli.h"
 #include "common/parse.h"
 #include "trainer/balance.h"
 #include "trainer/device_choice.h"
@@ -112,153 +115,132 @@ const char* Usage() {
          "  -h, --help              this text\n"
          "  --version               hoop-train's version\n"
          "\n"
+         "A flag's value follows it (--epochs 2) or joins it with '=' (--epochs=2).\n"
          "The tensor fusion settings (HOOP_CYCLE_TIME_MS, HOOP_FUSION_THRESHOLD, HOOP_TIMEOUT, ...)\n"
          "apply as they are set. Example, the main job on one host:\n"
          "  hooprun -np 2 build/bin/hoop-train --model lenet --epochs 2 --metrics lenet.csv\n";
 }
 
-StatusOr<Options> ParseOptions(int argc, char** argv) {
-  Options o;
+namespace {
+
+// Which flags were given where a default depends on it.
+struct GivenFlags {
+  bool micro = false, schedule = false, balance = false, device = false;
+};
+
+// Every flag, stored into `o` as it is read.
+void Declare(cli::Flags& f, Options& o, GivenFlags& g) {
+  f.Early("-h,--help", &o.help);
+  f.Early("--version", &o.version);
+  f.Switch("--resume", &o.resume);
+  f.Switch("--force", &o.force);
+  f.Switch("--ensemble", &o.ensemble);
   // [lo, hi], or (lo, hi] when lo itself is refused (a learning rate of 0); the message prints
   // the range exactly as it is checked.
-  auto num = [](const std::string& a, const std::string& v, double lo, double hi, bool lo_open = false) -> StatusOr<double> {
-    char* end = nullptr;
-    double d = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0' || !(lo_open ? d > lo : d >= lo) || !(d <= hi)) {
-      char range[96];
-      std::snprintf(range, sizeof range, "%s%g, %g]", lo_open ? "(" : "[", lo, hi);
-      return InvalidArgument(a + " '" + v + "': expected a number in " + range);
-    }
-    return d;
+  auto num = [](double* out, double lo, double hi, bool lo_open = false) {
+    return [=](const std::string& v) -> std::string {
+      char* end = nullptr;
+      double d = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(lo_open ? d > lo : d >= lo) || !(d <= hi)) {
+        char range[96];
+        std::snprintf(range, sizeof range, "%s%g, %g]", lo_open ? "(" : "[", lo, hi);
+        return std::string("expected a number in ") + range;
+      }
+      *out = d;
+      return "";
+    };
   };
-  auto count = [](const std::string& a, const std::string& v, int64_t lo, int64_t hi) -> StatusOr<int64_t> {
-    auto n = ParseInt(v);
-    if (!n || *n < lo || *n > hi)
-      return InvalidArgument(a + " '" + v + "': expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return *n;
+  auto count = [](auto* out, int64_t lo, int64_t hi) {
+    return [=](const std::string& v) -> std::string {
+      auto n = ParseInt(v);
+      if (!n || *n < lo || *n > hi) return "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+      *out = static_cast<std::remove_pointer_t<decltype(out)>>(*n);
+      return "";
+    };
   };
-  bool micro_given = false, schedule_given = false, balance_given = false, device_given = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-      return o;
-    }
-    if (a == "--version") {
-      o.version = true;
-      return o;
-    }
-    if (a == "--resume" || a == "--force" || a == "--ensemble") {
-      (a == "--resume" ? o.resume : a == "--force" ? o.force : o.ensemble) = true;
-      continue;
-    }
-    static const char* const kValued[] = {"--model", "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
-                                          "--warmup-epochs", "--schedule", "--seed", "--data", "--metrics", "--checkpoint",
-                                          "--threads", "--strategy", "--servers", "--staleness", "--stages", "--micro-batches", "--schedule-pipe", "--backup-workers", "--sweep", "--balance", "--shares", "--slow-rank", "--slow-ms",
-                                          "--layers", "--device", "--devices", "--tf32", "--train-limit", "--test-limit", "-t", "--transport",
-                                          "--checkpoint-every", "--progress"};
-    if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
-      return InvalidArgument("unknown option '" + a + "' (see --help)");
-    if (i + 1 >= argc) return InvalidArgument(a + " needs a value");
-    std::string v = argv[++i];
-    if (a == "--model") {
-      if (v != "lenet" && v != "resnet" && v != "resnet18" && v != "resnet34")
-        return InvalidArgument("--model '" + v + "': expected " + kModelNames);
-      o.model = v;
-    } else if (a == "--epochs") {
-      HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 1, 1000));
-      o.epochs = static_cast<int>(n);
-    } else if (a == "--batch") {
-      HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 1, 65536));
-      o.batch = static_cast<int>(n);
-    } else if (a == "--lr") {
-      HOOP_ASSIGN_OR_RETURN(o.lr, num(a, v, 0, 100, true));
-    } else if (a == "--momentum") {
-      HOOP_ASSIGN_OR_RETURN(o.momentum, num(a, v, 0, 0.9999));
-    } else if (a == "--weight-decay") {
-      HOOP_ASSIGN_OR_RETURN(o.weight_decay, num(a, v, 0, 1));
-    } else if (a == "--warmup-epochs") {
-      HOOP_ASSIGN_OR_RETURN(o.warmup_epochs, num(a, v, 0, 1000));
-    } else if (a == "--schedule") {
-      if (v != "cosine" && v != "constant") return InvalidArgument("--schedule '" + v + "': expected cosine or constant");
-      o.cosine = v == "cosine";
-    } else if (a == "--seed") {
-      HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 0, INT64_MAX));
-      o.seed = static_cast<uint64_t>(n);
-    } else if (a == "--data") {
-      o.data = v;
-    } else if (a == "--metrics") {
-      o.metrics = v;
-    } else if (a == "--checkpoint") {
-      o.checkpoint = v;
-    } else if (a == "--checkpoint-every") {
-      HOOP_ASSIGN_OR_RETURN(o.checkpoint_every, count(a, v, 1, INT64_MAX));
-    } else if (a == "--progress") {
-      HOOP_ASSIGN_OR_RETURN(o.progress_s, num(a, v, 0, 86400));
-    } else if (a == "--layers") {
-      if (v != "native" && v != "onednn") return InvalidArgument("--layers '" + v + "': expected native or onednn");
-      o.layers = v;
-    } else if (a == "--device") {
-      if (v != "cpu" && v != "cuda" && v != "auto") return InvalidArgument("--device '" + v + "': expected cpu, cuda or auto");
-      o.device = v;
-      device_given = true;
-    } else if (a == "--devices") {
-      HOOP_ASSIGN_OR_RETURN(o.devices, ParseDevices(v));
-    } else if (a == "--tf32") {
-      if (v != "on" && v != "off") return InvalidArgument("--tf32 '" + v + "': expected on or off");
-      o.tf32 = v == "on";
-    } else if (a == "--strategy") {
-      if (v != "sync" && v != "hogwild" && v != "ps" && v != "pipeline")
-        return InvalidArgument("--strategy '" + v + "': expected sync, hogwild, ps or pipeline");
-      o.strategy = v;
-    } else if (a == "--servers") {
-      HOOP_ASSIGN_OR_RETURN(int64_t k, count(a, v, 1, 65535));
-      o.servers = static_cast<int>(k);
-    } else if (a == "--stages") {
-      HOOP_ASSIGN_OR_RETURN(int64_t k, count(a, v, 1, 65535));
-      o.stages = static_cast<int>(k);
-    } else if (a == "--micro-batches") {
-      HOOP_ASSIGN_OR_RETURN(int64_t k, count(a, v, 1, 65536));
-      o.micro_batches = static_cast<int>(k);
-      micro_given = true;
-    } else if (a == "--schedule-pipe") {
-      if (v != "gpipe" && v != "1f1b") return InvalidArgument("--schedule-pipe '" + v + "': expected gpipe or 1f1b");
-      o.schedule_pipe = v;
-      schedule_given = true;
-    } else if (a == "--staleness") {
-      HOOP_ASSIGN_OR_RETURN(int64_t k, count(a, v, 0, 1000000));
-      o.staleness = static_cast<int>(k);
-    } else if (a == "--backup-workers") {
-      HOOP_ASSIGN_OR_RETURN(int64_t b, count(a, v, 0, 65535));
-      o.backup_workers = static_cast<int>(b);
-    } else if (a == "--sweep") {
-      HOOP_RETURN_IF_ERROR(ParseSweep(v).status());
-      o.sweep.push_back(v);
-    } else if (a == "--balance") {
-      if (v != "equal" && v != "speed") return InvalidArgument("--balance '" + v + "': expected equal or speed");
-      o.balance = v;
-      balance_given = true;
-    } else if (a == "--shares") {
-      HOOP_ASSIGN_OR_RETURN(o.shares, ParseShares(v));
-    } else if (a == "--slow-rank") {
-      HOOP_ASSIGN_OR_RETURN(int64_t r, count(a, v, 0, 65535));
-      o.slow_rank = static_cast<int>(r);
-    } else if (a == "--slow-ms") {
-      HOOP_ASSIGN_OR_RETURN(o.slow_ms, num(a, v, 0, 60000));
-    } else if (a == "--threads") {
-      HOOP_ASSIGN_OR_RETURN(int64_t n, count(a, v, 1, 256));
-      o.threads = static_cast<int>(n);
-    } else if (a == "--train-limit") {
-      HOOP_ASSIGN_OR_RETURN(o.train_limit, count(a, v, 1, INT64_MAX));
-    } else if (a == "--test-limit") {
-      HOOP_ASSIGN_OR_RETURN(o.test_limit, count(a, v, 1, INT64_MAX));
-    } else {  // -t, --transport
-      static const char* const kBackends[] = {"shm", "ucx", "ofi", "tcp"};
-      if (std::find(std::begin(kBackends), std::end(kBackends), v) == std::end(kBackends))
-        return InvalidArgument(a + " '" + v + "': expected shm, ucx, ofi or tcp");
-      o.transport = v;
-    }
-  }
+  auto one_of = [](std::string* out, std::vector<std::string> allowed, const char* expected, bool* given = nullptr) {
+    return [=](const std::string& v) -> std::string {
+      if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) return std::string("expected ") + expected;
+      *out = v;
+      if (given) *given = true;
+      return "";
+    };
+  };
+  f.Value("--model", one_of(&o.model, {"lenet", "resnet", "resnet18", "resnet34"}, kModelNames));
+  f.Value("--epochs", count(&o.epochs, 1, 1000));
+  f.Value("--batch", count(&o.batch, 1, 65536));
+  f.Value("--lr", num(&o.lr, 0, 100, true));
+  f.Value("--momentum", num(&o.momentum, 0, 0.9999));
+  f.Value("--weight-decay", num(&o.weight_decay, 0, 1));
+  f.Value("--warmup-epochs", num(&o.warmup_epochs, 0, 1000));
+  f.Value("--schedule", [&o](const std::string& v) -> std::string {
+    if (v != "cosine" && v != "constant") return "expected cosine or constant";
+    o.cosine = v == "cosine";
+    return "";
+  });
+  f.Value("--seed", count(&o.seed, 0, INT64_MAX));
+  f.Value("--data", cli::Text(&o.data));
+  f.Value("--metrics", cli::Text(&o.metrics));
+  f.Value("--checkpoint", cli::Text(&o.checkpoint));
+  f.Value("--checkpoint-every", count(&o.checkpoint_every, 1, INT64_MAX));
+  f.Value("--progress", num(&o.progress_s, 0, 86400));
+  f.Value("--layers", one_of(&o.layers, {"native", "onednn"}, "native or onednn"));
+  f.Value("--device", one_of(&o.device, {"cpu", "cuda", "auto"}, "cpu, cuda or auto", &g.device));
+  f.Value("--devices", [&o](const std::string&, const std::string& v) -> Status {
+    HOOP_ASSIGN_OR_RETURN(o.devices, ParseDevices(v));
+    return Status::Ok();
+  });
+  f.Value("--tf32", [&o](const std::string& v) -> std::string {
+    if (v != "on" && v != "off") return "expected on or off";
+    o.tf32 = v == "on";
+    return "";
+  });
+  f.Value("--strategy", one_of(&o.strategy, {"sync", "hogwild", "ps", "pipeline"}, "sync, hogwild, ps or pipeline"));
+  f.Value("--servers", count(&o.servers, 1, 65535));
+  f.Value("--stages", count(&o.stages, 1, 65535));
+  f.Value("--micro-batches", [&o, &g, count](const std::string& v) {
+    g.micro = true;
+    return count(&o.micro_batches, 1, 65536)(v);
+  });
+  f.Value("--schedule-pipe", one_of(&o.schedule_pipe, {"gpipe", "1f1b"}, "gpipe or 1f1b", &g.schedule));
+  f.Value("--staleness", count(&o.staleness, 0, 1000000));
+  f.Value("--backup-workers", count(&o.backup_workers, 0, 65535));
+  f.Value("--sweep", [&o](const std::string&, const std::string& v) -> Status {
+    HOOP_RETURN_IF_ERROR(ParseSweep(v).status());
+    o.sweep.push_back(v);
+    return Status::Ok();
+  });
+  f.Value("--balance", one_of(&o.balance, {"equal", "speed"}, "equal or speed", &g.balance));
+  f.Value("--shares", [&o](const std::string&, const std::string& v) -> Status {
+    HOOP_ASSIGN_OR_RETURN(o.shares, ParseShares(v));
+    return Status::Ok();
+  });
+  f.Value("--slow-rank", count(&o.slow_rank, 0, 65535));
+  f.Value("--slow-ms", num(&o.slow_ms, 0, 60000));
+  f.Value("--threads", count(&o.threads, 1, 256));
+  f.Value("--train-limit", count(&o.train_limit, 1, INT64_MAX));
+  f.Value("--test-limit", count(&o.test_limit, 1, INT64_MAX));
+  f.Value("-t,--transport", cli::OneOf(&o.transport, {"shm", "ucx", "ofi", "tcp"}));
+}
+
+}  // namespace
+
+std::vector<std::string> FlagNames() {
+  Options o;
+  GivenFlags g;
+  cli::Flags f;
+  Declare(f, o, g);
+  return f.Names();
+}
+
+StatusOr<Options> ParseOptions(int argc, char** argv) {
+  Options o;
+  GivenFlags g;
+  cli::Flags f;
+  Declare(f, o, g);
+  HOOP_RETURN_IF_ERROR(f.Parse(argc, argv));
+  if (o.help || o.version) return o;
+  const bool micro_given = g.micro, schedule_given = g.schedule, balance_given = g.balance, device_given = g.device;
   if (o.resume && o.checkpoint.empty()) return InvalidArgument("--resume needs --checkpoint FILE");
   if (o.checkpoint_every && o.checkpoint.empty()) return InvalidArgument("--checkpoint-every needs --checkpoint FILE");
   if (o.force && !o.resume) return InvalidArgument("--force applies to --resume only");

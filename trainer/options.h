@@ -51,5 +51,7 @@ struct Options {
 const char* Usage();
 // Parses argv and fills in the model's defaults; InvalidArgument names the bad option.
 StatusOr<Options> ParseOptions(int argc, char** argv);
+// Every flag ParseOptions reads (for the usage test).
+std::vector<std::string> FlagNames();
 
 }  // namespace hoop::train

@@ -25,6 +25,7 @@
 #include "trainer/sampler.h"
 #include "trainer/sgd.h"
 #include "trainer/sweep.h"
+#include "tests/support/usage_names.h"
 
 using namespace hoop::train;
 
@@ -458,6 +459,10 @@ TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
   e({"--resume"}, "--resume needs --checkpoint FILE");
   e({"--epochs"}, "--epochs needs a value");
   e({"--bogus"}, "unknown option '--bogus'");
+  e({"--epoch", "3"}, "unknown option '--epoch' (did you mean --epochs?)");
+  CHECK(parse({"--epochs=3", "--lr=0.5", "-tshm"})->epochs == 3);  // CLI11's forms too
+  CHECK(parse({"--lr=0.5"})->lr == 0.5);
+  CHECK(parse({"-tshm"})->transport == "shm");
   e({"-t", "ib"}, "expected shm, ucx, ofi or tcp");
   e({"--layers", "cudnn"}, "--layers 'cudnn': expected native or onednn");
   CHECK(d->layers == (HaveOneDnn() ? "onednn" : "native"));  // oneDNN where built with it
@@ -491,4 +496,10 @@ TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
     CHECK_THAT(CudaLayerFactory(0, true).status().message(),
                Catch::Contains(HaveCudaLayers() ? hoop::CudaDeviceCount().status().message() : "without the cuDNN/cuBLAS layers"));
   }
+}
+
+TEST_CASE("usage: hoop-train --help names every flag it reads", "[trainer][cli]") {
+  std::vector<std::string> flags = hoop::train::FlagNames();
+  CHECK(flags.size() > 40);
+  CHECK(hoop::testing::MissingFromUsage(hoop::train::Usage(), flags) == std::vector<std::string>{});
 }
