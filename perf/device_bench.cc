@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/cli.h"
 #include "common/parse.h"
 #include "trainer/layer_factory.h"
 #include "trainer/layout.h"
@@ -47,7 +48,7 @@ struct Options {
   std::vector<int> gemm{50, 100, 500, 1000, 2000, 5000, 7000, 10000};
   std::vector<int> conv{20, 40, 60, 80, 100, 200};
   int repeats = 10, threads = 0;
-  bool cpu_only = false;
+  bool cpu_only = false, help = false;
   std::string csv;
 };
 
@@ -65,28 +66,21 @@ StatusOr<std::vector<int>> ParseList(const std::string& flag, const std::string&
 
 StatusOr<Options> Parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--cpu-only") {
-      o.cpu_only = true;
-      continue;
-    }
-    if (a != "--gemm" && a != "--conv" && a != "--repeats" && a != "--threads" && a != "--csv")
-      return InvalidArgument("unknown option '" + a + "' (see --help)");
-    if (i + 1 >= argc) return InvalidArgument(a + " needs a value");
-    const std::string v = argv[++i];
-    if (a == "--gemm") {
-      HOOP_ASSIGN_OR_RETURN(o.gemm, ParseList(a, v, 20000));
-    } else if (a == "--conv") {
-      HOOP_ASSIGN_OR_RETURN(o.conv, ParseList(a, v, 4096));
-    } else if (a == "--csv") {
-      o.csv = v;
-    } else {
-      auto n = ParseInt(v);
-      if (!n || *n < 1 || *n > 1000) return InvalidArgument(a + " '" + v + "': expected an integer in [1, 1000]");
-      (a == "--repeats" ? o.repeats : o.threads) = static_cast<int>(*n);
-    }
-  }
+  cli::Flags f;
+  f.Early("-h,--help", &o.help);
+  f.Switch("--cpu-only", &o.cpu_only);
+  f.Value("--gemm", [&o](const std::string& flag, const std::string& v) -> Status {
+    HOOP_ASSIGN_OR_RETURN(o.gemm, ParseList(flag, v, 20000));
+    return Status::Ok();
+  });
+  f.Value("--conv", [&o](const std::string& flag, const std::string& v) -> Status {
+    HOOP_ASSIGN_OR_RETURN(o.conv, ParseList(flag, v, 4096));
+    return Status::Ok();
+  });
+  f.Value("--csv", cli::Text(&o.csv));
+  f.Value("--repeats", cli::Int(&o.repeats, 1, 1000));
+  f.Value("--threads", cli::Int(&o.threads, 1, 1000));
+  HOOP_RETURN_IF_ERROR(f.Parse(argc, argv));
   if (o.threads == 0) o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return o;
 }
@@ -165,15 +159,14 @@ struct Row {
 };
 
 int Main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "-h" || std::string(argv[i]) == "--help") {
-      std::printf(kUsage, std::max(1u, std::thread::hardware_concurrency()));
-      return 0;
-    }
   auto opts = Parse(argc, argv);
   if (!opts.ok()) {
-    std::fprintf(stderr, "hoop-bench-device: %s\n", opts.status().message().c_str());
+    std::fprintf(stderr, "hoop-bench-device: %s\n(run 'hoop-bench-device --help' for usage)\n", opts.status().message().c_str());
     return 2;
+  }
+  if (opts->help) {
+    std::printf(kUsage, std::max(1u, std::thread::hardware_concurrency()));
+    return 0;
   }
   const Options& o = *opts;
   openblas_set_num_threads(o.threads);

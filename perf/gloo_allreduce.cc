@@ -45,14 +45,12 @@ std::unique_ptr<gloo::Algorithm> Make(const std::string& algo, const std::shared
 int main(int argc, char** argv) {
   // --store and --host are ours; the rest is the shared harness syntax.
   std::string store_dir, host = "127.0.0.1";
-  std::vector<char*> rest{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    if ((k == "--store" || k == "--host") && i + 1 < argc) (k == "--store" ? store_dir : host) = argv[++i];
-    else rest.push_back(argv[i]);
-  }
   HarnessArgs a;
-  if (!ParseHarnessArgs(static_cast<int>(rest.size()), rest.data(), "gloo-allreduce", &a)) return 2;
+  auto ours = [&](hoop::cli::Flags& f) {
+    f.Value("--store", hoop::cli::Text(&store_dir));
+    f.Value("--host", hoop::cli::Text(&host));
+  };
+  if (!ParseHarnessArgs(argc, argv, "gloo-allreduce", &a, ours)) return 2;
   if (a.coll != "allreduce") {
     std::fprintf(stderr, "gloo-allreduce: --coll '%s': Gloo is measured on allreduce only\n", a.coll.c_str());
     return 2;

@@ -33,50 +33,40 @@ int AutoIters(uint64_t bytes, double probe_us) {
 
 int AutoWarmup(int iters) { return std::max(1, iters / 5); }
 
-bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out) {
+bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out,
+                      const std::function<void(cli::Flags&)>& more) {
   HarnessArgs a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    if (k == "-h" || k == "--help") {
-      a.help = true;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "%s: %s needs a value (or is unknown)\n", prog, k.c_str());
-      return false;
-    }
-    std::string v = argv[++i];
-    if (k == "-b" || k == "-e") {
+  cli::Flags f;
+  f.Early("-h,--help", &a.help);
+  auto size = [](uint64_t* to) {
+    return [=](const std::string& v) -> std::string {
       auto s = ParseSize(v);
-      if (!s || *s == 0) {
-        std::fprintf(stderr, "%s: %s '%s': expected a size like 4K or 64M\n", prog, k.c_str(), v.c_str());
-        return false;
-      }
-      (k == "-b" ? a.min_bytes : a.max_bytes) = *s;
-    } else if (k == "-f") {
-      auto n = ParseInt(v);
-      if (!n || *n < 2) {
-        std::fprintf(stderr, "%s: -f '%s': expected an integer >= 2\n", prog, v.c_str());
-        return false;
-      }
-      a.factor = static_cast<uint64_t>(*n);
-    } else if (k == "--coll") {
-      if (v != "allreduce" && v != "alltoall" && v != "reduce" && v != "gather" && v != "scatter" && v != "sendrecv") {
-        std::fprintf(stderr, "%s: --coll '%s': expected allreduce, alltoall, reduce, gather, scatter or sendrecv\n", prog,
-                     v.c_str());
-        return false;
-      }
-      a.coll = v;
-    } else if (k == "-a") {
-      a.algo = v;
-    } else if (k == "--csv") {
-      a.csv = v;
-    } else if (k == "--label") {
-      a.label = v;
-    } else {
-      std::fprintf(stderr, "%s: unknown option '%s'\n", prog, k.c_str());
-      return false;
-    }
+      if (!s || *s == 0) return "expected a size like 4K or 64M";
+      *to = *s;
+      return "";
+    };
+  };
+  f.Value("-b", size(&a.min_bytes));
+  f.Value("-e", size(&a.max_bytes));
+  f.Value("-f", [&a](const std::string& v) -> std::string {
+    auto n = ParseInt(v);
+    if (!n || *n < 2) return "expected an integer >= 2";
+    a.factor = static_cast<uint64_t>(*n);
+    return "";
+  });
+  f.Value("--coll", cli::OneOf(&a.coll, {"allreduce", "alltoall", "reduce", "gather", "scatter", "sendrecv"}));
+  f.Value("-a", cli::Text(&a.algo));
+  f.Value("--csv", cli::Text(&a.csv));
+  f.Value("--label", cli::Text(&a.label));
+  if (more) more(f);
+  Status s = f.Parse(argc, argv);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", prog, s.message().c_str());
+    return false;
+  }
+  if (a.help) {
+    *out = a;
+    return true;
   }
   if (a.min_bytes > a.max_bytes) {
     std::fprintf(stderr, "%s: -b is larger than -e\n", prog);

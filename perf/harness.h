@@ -8,8 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "common/cli.h"
 
 namespace hoop::perf {
 
@@ -42,7 +45,9 @@ struct HarnessArgs {
 
 // -b MIN -e MAX -f FACTOR [--coll NAME] [-a ALGO] [--csv FILE] [--label L] [-h]; on a bad
 // argument prints "PROG: ..." to stderr and returns false.
-bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out);
+// `more` declares a harness's own flags beside these (gloo-allreduce's --store, --host).
+bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out,
+                      const std::function<void(cli::Flags&)>& more = {});
 std::vector<uint64_t> HarnessSizes(const HarnessArgs& a);
 
 // Rank-specific f32 input whose sum over ranks is exact, and the count of elements of a result

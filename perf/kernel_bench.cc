@@ -21,6 +21,7 @@
 
 #include "collectives/kernels/reduce.h"
 #include "collectives/reference.h"
+#include "common/cli.h"
 #include "perf/kernel_bench_cuda.h"
 
 using namespace hoop;
@@ -82,44 +83,35 @@ int main(int argc, char** argv) {
   int repeats = 5;
   bool all_ops = false;
   int device = -1;  // -1: the CPU's kernels
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      std::puts("usage: kernel-bench [--mib 64] [--repeats 5] [--all-ops] [--device cpu|cuda[:N]]\n"
-                "Each reduction kernel (sum, or every op with --all-ops) over arrays of MIB MiB, per instruction\n"
-                "set this CPU runs, plain and streaming, in GB/s of bytes moved (two reads, one write), next to\n"
-                "memcpy and the 3-stream limit measured in the same run; medians of REPEATS runs.\n"
-                "--device cuda[:N]: the GPU kernels on device N (default 0) instead, next to a device-to-device\n"
-                "copy of the same array timed alternately with each kernel; exits 1 where there is no device.");
-      return 0;
-    }
-    if (a == "--all-ops") {
-      all_ops = true;
-    } else if (a == "--device" && i + 1 < argc) {
-      std::string v = argv[++i];
-      if (v == "cpu") {
-        device = -1;
-      } else if (v == "cuda") {
-        device = 0;
-      } else if (v.rfind("cuda:", 0) == 0 && v.size() > 5 && v.find_first_not_of("0123456789", 5) == std::string::npos) {
-        device = std::atoi(v.c_str() + 5);
-      } else {
-        std::fprintf(stderr, "kernel-bench: --device '%s': expected cpu, cuda or cuda:N\n", v.c_str());
-        return 2;
-      }
-    } else if ((a == "--mib" || a == "--repeats") && i + 1 < argc) {
-      int v = std::atoi(argv[++i]);
-      if (v < 1) {
-        std::fprintf(stderr, "kernel-bench: %s needs a positive number\n", a.c_str());
-        return 2;
-      }
-      if (a == "--mib") mib = static_cast<size_t>(v);
-      else repeats = v;
-    } else {
-      std::fprintf(stderr, "kernel-bench: unknown argument '%s' (see --help)\n", a.c_str());
-      return 2;
-    }
+  bool help = false;
+  int mib_flag = static_cast<int>(mib);
+  hoop::cli::Flags flags;
+  flags.Early("-h,--help", &help);
+  flags.Switch("--all-ops", &all_ops);
+  flags.Value("--device", [&device](const std::string& v) -> std::string {
+    if (v == "cpu") device = -1;
+    else if (v == "cuda") device = 0;
+    else if (v.rfind("cuda:", 0) == 0 && v.size() > 5 && v.size() < 9 && v.find_first_not_of("0123456789", 5) == std::string::npos)
+      device = std::atoi(v.c_str() + 5);
+    else return "expected cpu, cuda or cuda:N";
+    return "";
+  });
+  flags.Value("--mib", hoop::cli::Int(&mib_flag, 1, 65536));
+  flags.Value("--repeats", hoop::cli::Int(&repeats, 1, 1000));
+  if (hoop::Status s = flags.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "kernel-bench: %s\n(run 'kernel-bench --help' for usage)\n", s.message().c_str());
+    return 2;
   }
+  if (help) {
+    std::puts("usage: kernel-bench [--mib 64] [--repeats 5] [--all-ops] [--device cpu|cuda[:N]]\n"
+              "Each reduction kernel (sum, or every op with --all-ops) over arrays of MIB MiB, per instruction\n"
+              "set this CPU runs, plain and streaming, in GB/s of bytes moved (two reads, one write), next to\n"
+              "memcpy and the 3-stream limit measured in the same run; medians of REPEATS runs.\n"
+              "--device cuda[:N]: the GPU kernels on device N (default 0) instead, next to a device-to-device\n"
+              "copy of the same array timed alternately with each kernel; exits 1 where there is no device.");
+    return 0;
+  }
+  mib = static_cast<size_t>(mib_flag);
   if (device >= 0) return RunDeviceKernelBench(device, mib, repeats, all_ops);
   const size_t bytes = mib << 20;
   // 64-byte aligned, touched once so no page fault lands in a timed run.

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "collectives/kernels/reduce.h"
+#include "common/cli.h"
 #include "common/config.h"
 #include "common/device.h"
 #include "common/topology.h"
@@ -129,19 +130,24 @@ int PrintTopology() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (!std::strcmp(argv[i], "--topology")) return PrintTopology();
-    if (!std::strcmp(argv[i], "--version")) {
-      std::printf("%s\n", hoop::VersionLine("hoop-info").c_str());
-      return 0;
-    }
-    std::fprintf(stderr, "hoop-info: unknown argument '%s'\n%s", argv[i], kUsage);
+  bool help = false, version = false, topology = false;
+  hoop::cli::Flags flags;
+  flags.Early("-h,--help", &help);
+  flags.Early("--version", &version);
+  flags.Switch("--topology", &topology);
+  if (hoop::Status s = flags.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "hoop-info: %s\n(run 'hoop-info --help' for usage)\n", s.message().c_str());
     return 2;
   }
+  if (help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (version) {
+    std::printf("%s\n", hoop::VersionLine("hoop-info").c_str());
+    return 0;
+  }
+  if (topology) return PrintTopology();
   hoop::SetLogLevel(hoop::LogLevel::kError);
   auto cfg = hoop::Config::FromProcessEnv();
   if (!cfg.ok()) {
