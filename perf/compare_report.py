@@ -8,6 +8,13 @@ import subprocess
 import tempfile
 
 
+def Cell(m):
+    """A table figure: 3 decimals, or 2 significant digits below 0.01 (not a misleading 0.000)."""
+    if m is None:
+        return "-"
+    return f"{m:.3f}" if m >= 0.01 or m == 0 else f"{m:.2g}"
+
+
 def size_name(b):
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if b >= 1 << shift and b % (1 << shift) == 0:
@@ -53,7 +60,7 @@ class Report:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for b in self.sizes(n):
             row = [self.median(s, n, b, cells) for s in self.systems]
-            lines.append("| " + " | ".join([size_name(b)] + [f"{m:.3f}" if m is not None else "-" for m in row])
+            lines.append("| " + " | ".join([size_name(b)] + [Cell(m) for m in row])
                          + " |")
         return "\n".join(lines)
 
@@ -65,7 +72,9 @@ class Report:
         for b in self.sizes(n):
             row = [size_name(b)]
             for h, p in self.pairs:
-                if times:
+                # busbw is bytes x factor / time, the same for both: the ratio of the times, which
+                # keeps its precision where a slow peer's busbw rounds to 0 (Gloo at 64 B).
+                if times or (self.collective != "sendrecv" and self.times):
                     a, c = self.median(p, n, b, self.times), self.median(h, n, b, self.times)
                 else:
                     a, c = self.median(h, n, b), self.median(p, n, b)
