@@ -99,7 +99,7 @@ Status Flags::Parse(int argc, char** argv, int first) {
   // "--" where a flag could stand ends the flags: what follows is left to rest() as it is.
   std::vector<std::string> words(argv + std::min(first, argc), argv + argc), after;
   for (size_t i = 0; i < words.size(); ++i) {
-    const std::string& w = words[i];
+    const std::string w = words[i];  // as given: words[i] may be renamed below
     if (w == "--") {
       after.assign(words.begin() + static_cast<std::ptrdiff_t>(i) + 1, words.end());
       words.resize(i);
@@ -141,7 +141,7 @@ Status Flags::Parse(int argc, char** argv, int first) {
       return InvalidArgument("unexpected argument '" + w + "'");
     }
     std::string name = w.substr(0, w.find('='));
-    std::string near = Nearest(name, names_);
+    std::string near = name.size() > 2 ? Nearest(name, names_) : "";  // not for '-' or '--='s empty name
     return InvalidArgument("unknown option '" + name + "'" + (near.empty() ? "" : " (did you mean " + near + "?)"));
   }
   for (const Given& g : given_) HOOP_RETURN_IF_ERROR((*g.take)(g.flag, g.value));

@@ -136,6 +136,11 @@ TEST_CASE("cli: the first positional ends the flags; the rest is left as given",
   Tool v;
   v.flags.StopAtPositional();
   CHECK(v.Parse({"--bogus", "prog"}).message() == "unknown option '--bogus'");
+  Tool w;  // after a single-dash long flag and its value
+  w.flags.StopAtPositional();
+  REQUIRE(w.Parse({"-np", "3", "--", "-prog", "-np"}).ok());
+  CHECK(w.n == 3);
+  CHECK(w.flags.rest() == std::vector<std::string>{"-prog", "-np"});
 }
 
 TEST_CASE("cli: Names lists every alias declared", "[cli]") {
