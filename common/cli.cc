@@ -124,6 +124,15 @@ Status Flags::Parse(int argc, char** argv, int first) {
     if (name.rfind("--hoop-single-dash-", 0) == 0) name = "-" + name.substr(19);
     if (!early_given_.empty()) return Status::Ok();
     return InvalidArgument(name + " needs a value");
+  } catch (const CLI::ConversionError& e) {
+    // "Could not convert: NAME = VALUE": a value given to a flag that takes none (--version=x).
+    std::string what = e.what();
+    const std::string head = "Could not convert: ";
+    if (!early_given_.empty()) return Status::Ok();
+    if (what.rfind(head, 0) != 0) return InvalidArgument(what);
+    std::string name = what.substr(head.size(), what.find(" = ") - head.size());
+    if (name.rfind("--hoop-single-dash-", 0) == 0) name = "-" + name.substr(19);
+    return InvalidArgument(name + " takes no value ('" + what.substr(what.find(" = ") + 3) + "' given)");
   } catch (const CLI::ParseError& e) {
     if (!early_given_.empty()) return Status::Ok();
     return InvalidArgument(e.what());

@@ -85,6 +85,8 @@ TEST_CASE("cli: errors name the flag as typed, the value and what was expected",
   CHECK(v.Parse({"-v", "--mode"}).message() == "--mode needs a value");
   Tool x;
   CHECK(x.Parse({"-np"}).message() == "-np needs a value");
+  Tool y;
+  CHECK(y.Parse({"--verbose=loud"}).message() == "--verbose takes no value ('loud' given)");
 }
 
 TEST_CASE("cli: a value that looks like a number or a flag is still the flag's value", "[cli]") {
