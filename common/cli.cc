@@ -158,15 +158,6 @@ Status Flags::Parse(int argc, char** argv, int first) {
   return Status::Ok();
 }
 
-Flags::Take Int(int* out, long long lo, long long hi) {
-  return [=](const std::string& v) -> std::string {
-    auto n = ParseInt(v);
-    if (!n || *n < lo || *n > hi) return "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    *out = static_cast<int>(*n);
-    return "";
-  };
-}
-
 Flags::Take Text(std::string* out) {
   return [=](const std::string& v) -> std::string {
     *out = v;

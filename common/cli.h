@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/parse.h"
 #include "common/status.h"
 
 namespace CLI {
@@ -77,7 +78,18 @@ class Flags {
 };
 
 // Common takers. Each stores into *out and returns "" or what was expected.
-Flags::Take Int(int* out, long long lo, long long hi);  // "expected an integer in [lo, hi]"
+// An integer in [lo, hi] into any integer type: "expected an integer in [lo, hi]" (`what`
+// names it otherwise: "a count").
+template <typename T>
+Flags::Take Int(T* out, long long lo, long long hi, const char* what = "an integer") {
+  return [=](const std::string& v) -> std::string {
+    auto n = ParseInt(v);
+    if (!n || *n < lo || *n > hi)
+      return std::string("expected ") + what + " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    *out = static_cast<T>(*n);
+    return "";
+  };
+}
 Flags::Take Text(std::string* out);                      // any value, even empty
 Flags::Take NonEmpty(std::string* out, const char* what);  // "expected a file name"
 Flags::Take Seconds(double* out);                        // "expected a positive number of seconds"

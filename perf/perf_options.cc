@@ -141,14 +141,7 @@ void Declare(cli::Flags& f, PerfOptions& o, bool* factor_given) {
       return "";
     };
   };
-  auto count = [](int* out, int lo, int hi) {
-    return [=](const std::string& v) -> std::string {
-      auto n = ParseInt(v);
-      if (!n || *n < lo || *n > hi) return "expected a count in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-      *out = static_cast<int>(*n);
-      return "";
-    };
-  };
+  auto count = [](int* out, int lo, int hi) { return cli::Int(out, lo, hi, "a count"); };
   auto flag01 = [](bool* out) {
     return [=](const std::string& v) -> std::string {
       if (v != "0" && v != "1") return "expected 0 or 1";

@@ -56,12 +56,7 @@ const std::vector<std::string> kTransports = {"shm", "ucx", "ofi", "tcp"};
 
 void Declare(cli::Flags& f, FusionBenchOptions& o) {
   f.Early("-h,--help", &o.help);
-  f.Value("--tensors", [&o](const std::string& v) -> std::string {
-    auto n = ParseInt(v);
-    if (!n || *n < 1 || *n > 1000000) return "expected an integer in [1, 1000000]";
-    o.tensors = static_cast<size_t>(*n);
-    return "";
-  });
+  f.Value("--tensors", cli::Int(&o.tensors, 1, 1000000));
   f.Value("--bytes", [&o](const std::string& v) -> std::string {
     auto b = ParseSize(v);
     if (!b || *b < 4 || *b % 4 || *b > (1ull << 30)) return "expected a multiple of 4 bytes up to 1G";
@@ -87,12 +82,7 @@ void Declare(cli::Flags& f, SendRecvOptions& o) {
   };
   f.Value("-b,--minbytes", size(&o.min_bytes));
   f.Value("-e,--maxbytes", size(&o.max_bytes));
-  f.Value("-f,--stepfactor", [&o](const std::string& v) -> std::string {
-    auto n = ParseInt(v);
-    if (!n || *n < 2 || *n > 1024) return "expected an integer in [2, 1024]";
-    o.factor = static_cast<uint64_t>(*n);
-    return "";
-  });
+  f.Value("-f,--stepfactor", cli::Int(&o.factor, 2, 1024));
   f.Value("-n,--iters", cli::Int(&o.iters, 10, 10000000));
   f.Value("-R,--repeats", cli::Int(&o.repeats, 1, 1000));
   f.Value("-t,--transport", cli::OneOf(&o.transport, kTransports));

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <type_traits>
 #include <vector>
 
 #include "common/cli.h"
@@ -150,14 +149,7 @@ void Declare(cli::Flags& f, Options& o, GivenFlags& g) {
       return "";
     };
   };
-  auto count = [](auto* out, int64_t lo, int64_t hi) {
-    return [=](const std::string& v) -> std::string {
-      auto n = ParseInt(v);
-      if (!n || *n < lo || *n > hi) return "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-      *out = static_cast<std::remove_pointer_t<decltype(out)>>(*n);
-      return "";
-    };
-  };
+  auto count = [](auto* out, int64_t lo, int64_t hi) { return cli::Int(out, lo, hi); };
   auto one_of = [](std::string* out, std::vector<std::string> allowed, const char* expected, bool* given = nullptr) {
     return [=](const std::string& v) -> std::string {
       if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) return std::string("expected ") + expected;

@@ -117,12 +117,7 @@ void Declare(cli::Flags& f, Options& o) {
   f.Early("--version", &o.version);
   f.Early("--agent", &o.agent);
   f.StopAtPositional();
-  f.Value("-np,-n,--np", [&](const std::string& v) -> std::string {
-    auto n = ParseInt(v);
-    if (!n || *n < 1 || *n > 4096) return "expected a rank count in [1, 4096]";
-    o.np = static_cast<int>(*n);
-    return "";
-  });
+  f.Value("-np,-n,--np", cli::Int(&o.np, 1, 4096, "a rank count"));
   f.Value("-H,--host,--hosts", cli::Text(&o.hosts));
   f.Value("--hostfile,-hostfile", cli::Text(&o.hostfile));
   f.Value("--map-by", [&](const std::string& v) -> std::string {
@@ -158,12 +153,7 @@ void Declare(cli::Flags& f, Options& o) {
   f.Switch("--tag-output", &o.tag_output);
   f.Switch("--oversubscribe", &o.oversubscribe);
   f.Switch("--enable-recovery", &o.enable_recovery);
-  f.Value("-p,--ssh-port", [&](const std::string& v) -> std::string {
-    auto n = ParseInt(v);
-    if (!n || *n < 1 || *n > 65535) return "expected a port in [1, 65535]";
-    o.ssh.port = static_cast<int>(*n);
-    return "";
-  });
+  f.Value("-p,--ssh-port", cli::Int(&o.ssh.port, 1, 65535, "a port"));
   f.Value("-i,--ssh-identity-file", cli::Text(&o.ssh.identity));
   f.Value("--ssh-args", [&](const std::string& v) -> std::string {
     std::istringstream words(v);
