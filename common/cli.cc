@@ -13,7 +13,12 @@ namespace hoop::cli {
 
 namespace {
 // A single-dash long name (-np) as CLI11 is told it: CLI11 would read -np as -n with value "p".
-std::string DashLongName(const std::string& name) { return "--hoop-single-dash-" + name.substr(1); }
+constexpr char kDashLong[] = "--hoop-single-dash-";
+std::string DashLongName(const std::string& name) { return kDashLong + name.substr(1); }
+// The name as the user typed it, from CLI11's (in its messages).
+std::string Typed(const std::string& cli_name) {
+  return cli_name.rfind(kDashLong, 0) == 0 ? "-" + cli_name.substr(sizeof kDashLong - 1) : cli_name;
+}
 
 bool IsDashLong(const std::string& name) { return name.size() > 2 && name[0] == '-' && name[1] != '-'; }
 
@@ -120,19 +125,17 @@ Status Flags::Parse(int argc, char** argv, int first) {
   } catch (const CLI::ArgumentMismatch& e) {
     // "NAME: 1 required TEXT missing": a flag at the end of the line, without its value.
     std::string what = e.what();
-    std::string name = what.substr(0, what.find(':'));
-    if (name.rfind("--hoop-single-dash-", 0) == 0) name = "-" + name.substr(19);
     if (!early_given_.empty()) return Status::Ok();
-    return InvalidArgument(name + " needs a value");
+    return InvalidArgument(Typed(what.substr(0, what.find(':'))) + " needs a value");
   } catch (const CLI::ConversionError& e) {
     // "Could not convert: NAME = VALUE": a value given to a flag that takes none (--version=x).
     std::string what = e.what();
     const std::string head = "Could not convert: ";
     if (!early_given_.empty()) return Status::Ok();
-    if (what.rfind(head, 0) != 0) return InvalidArgument(what);
-    std::string name = what.substr(head.size(), what.find(" = ") - head.size());
-    if (name.rfind("--hoop-single-dash-", 0) == 0) name = "-" + name.substr(19);
-    return InvalidArgument(name + " takes no value ('" + what.substr(what.find(" = ") + 3) + "' given)");
+    const size_t eq = what.find(" = ");
+    if (what.rfind(head, 0) != 0 || eq == std::string::npos) return InvalidArgument(what);
+    return InvalidArgument(Typed(what.substr(head.size(), eq - head.size())) + " takes no value ('" +
+                           what.substr(eq + 3) + "' given)");
   } catch (const CLI::ParseError& e) {
     if (!early_given_.empty()) return Status::Ok();
     return InvalidArgument(e.what());
@@ -145,7 +148,7 @@ Status Flags::Parse(int argc, char** argv, int first) {
   rest_ = app_->remaining();
   // Unknown flags: CLI11 leaves them (and, stopping at a positional, what follows) in remaining().
   for (const std::string& w : rest_) {
-    if (w.size() < 2 || w[0] != '-' || ParseSeconds(w.substr(1)).has_value()) {
+    if (w.size() < 2 || w[0] != '-' || ParseNonNegative(w.substr(1)).has_value()) {
       if (stop_at_positional_) break;
       return InvalidArgument("unexpected argument '" + w + "'");
     }

@@ -7,7 +7,7 @@
 // - values are taken in command-line order (a later one wins; each is checked), after the whole
 //   line has been read, so -h/--help and --version win wherever they stand;
 // - the tool prints its own usage text, written by hand: it explains, where CLI11's generated
-//   help would only list (tests/unit/cli_test.cc checks that every declared flag is in it);
+//   help would only list (tests/unit/cli_usage_test.cc checks that it names every declared flag);
 // - OpenMPI's single-dash long flags (hooprun -np, -hostfile) are read as they are written.
 // Each alias is its own CLI11 option with the same taker, which is how an error names the alias
 // the user typed. Parsing is pure: nothing is printed and nothing exits.
