@@ -8,7 +8,10 @@
 // as the three pointers are equally misaligned; otherwise every element goes one at a time.
 //
 // f16 and bf16 go through cuda/codecs.cuh (the host's bits, NaNs included). Arithmetic is IEEE
-// (nvcc's defaults: no flush to zero, correctly rounded division), as on the host.
+// (nvcc's defaults: no flush to zero, correctly rounded division), as on the host. f16 vectors
+// with no NaN in them, in or out, take the paired conversions and one NaN test per vector
+// (HalfVector): element by element, the codec's NaN handling and conversions bound f16 at 0.83-0.88
+// of a device copy on an H200, where bf16 and f32 reach 1.01.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -68,6 +71,40 @@ __device__ __forceinline__ S One(S x, S y, int divisor) {
   return Codec::Store(r);
 }
 
+// Whether any of the two f16 elements in w is a NaN (exponent all ones, mantissa not zero).
+__device__ __forceinline__ uint32_t HalfNaNs(uint32_t w) { return __vcmpgtu2(w & 0x7fff7fffu, 0x7c007c00u); }
+
+// Eight f16 elements of a and b (one uint4 each) reduced with One's float operations, so with its
+// bits, but converted two at a time and tested for NaN once. false where an input or a result is a
+// NaN (the hardware packs any float NaN to a half NaN, and nothing else to one): the caller then
+// goes element by element, which builds the host's NaN bits.
+template <ReduceOp Op>
+__device__ __forceinline__ bool HalfVector(const uint4& xa, const uint4& xb, int divisor, uint4* out) {
+  const uint32_t wa[4] = {xa.x, xa.y, xa.z, xa.w}, wb[4] = {xb.x, xb.y, xb.z, xb.w};
+  uint32_t wr[4], nan = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) nan |= HalfNaNs(wa[k]) | HalfNaNs(wb[k]);
+  if (nan != 0) return false;
+  const auto pair = [](uint32_t w) {
+    return __half22float2(__halves2half2(__ushort_as_half(static_cast<unsigned short>(w & 0xffffu)),
+                                         __ushort_as_half(static_cast<unsigned short>(w >> 16))));
+  };
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 fa = pair(wa[k]), fb = pair(wb[k]);
+    float2 fr = make_float2(Apply<Op, float>(fa.x, fb.x), Apply<Op, float>(fa.y, fb.y));
+    if constexpr (Op == ReduceOp::kAvg) {
+      if (divisor > 1) fr = make_float2(fr.x / static_cast<float>(divisor), fr.y / static_cast<float>(divisor));
+    }
+    const __half2 h = __float22half2_rn(fr);
+    wr[k] = static_cast<uint32_t>(__half_as_ushort(__low2half(h))) | (static_cast<uint32_t>(__half_as_ushort(__high2half(h))) << 16);
+    nan |= HalfNaNs(wr[k]);
+  }
+  if (nan != 0) return false;
+  *out = make_uint4(wr[0], wr[1], wr[2], wr[3]);
+  return true;
+}
+
 constexpr unsigned kThreads = 256;
 constexpr size_t kVecBytes = 16;
 
@@ -88,6 +125,12 @@ __global__ void __launch_bounds__(kThreads) Reduce(S* d, const S* a, const S* b,
   uint4* vd = reinterpret_cast<uint4*>(d + head);
   for (size_t v = first; v < nvec; v += stride) {
     uint4 xa = va[v], xb = vb[v], r;
+    if constexpr (std::is_same_v<Codec, Half>) {
+      if (HalfVector<Op>(xa, xb, divisor, &r)) {
+        vd[v] = r;
+        continue;
+      }
+    }
     const S* pa = reinterpret_cast<const S*>(&xa);
     const S* pb = reinterpret_cast<const S*>(&xb);
     S* pr = reinterpret_cast<S*>(&r);
