@@ -58,6 +58,9 @@ Status PipelinedStaging::Begin(const Plan& plan, size_t esize) {
   pending_bytes_ = 0;
   marks_by_.assign(map_.in.size(), 0);
   out_cap_ = std::min(stage_bytes_, map_.written / kOutBatches);
+  batch_copies_.clear();
+  batch_at_.assign(1, 0);
+  batch_end_.assign(1, 0);
   size_t cap = 0;  // the first batch: one range
   for (size_t i = 0; i < map_.in.size();) {
     size_t j = i + 1, bytes = map_.in[i].hi - map_.in[i].lo;
@@ -72,25 +75,45 @@ Status PipelinedStaging::Begin(const Plan& plan, size_t esize) {
     }
     copies = Joined(std::move(copies));
     if (copies.empty()) copies.push_back({});  // the mark alone
-    for (size_t k = 0; k < copies.size(); ++k) {
-      const ByteRange& r = copies[k];
+    size_t copied = 0;
+    for (const ByteRange& r : copies) copied += r.hi - r.lo;
+    batch_copies_.insert(batch_copies_.end(), copies.begin(), copies.end());
+    batch_at_.push_back(batch_copies_.size());
+    batch_end_.push_back(batch_end_.back() + copied);
+    for (; i < j; ++i) marks_by_[i] = static_cast<uint32_t>(batch_at_.size() - 1);
+    cap = std::min(stage_bytes_, std::max(cap, 2 * bytes));
+  }
+  return QueueAhead(1);
+}
+
+// Queues the batches up to mark `need` at least, and then while fewer than ahead_bytes_ beyond it
+// are queued.
+Status PipelinedStaging::QueueAhead(size_t need) {
+  const size_t batches = batch_at_.size() - 1;
+  need = std::min(need, batches);
+  const size_t goal = batch_end_[need] + ahead_bytes_;
+  while (marks_in_ < batches && (marks_in_ < need || batch_end_[marks_in_] < goal)) {
+    for (size_t k = batch_at_[marks_in_]; k < batch_at_[marks_in_ + 1]; ++k) {
+      const ByteRange& r = batch_copies_[k];
       const char* from = r.out ? dev_out_ : dev_in_;
       char* to = r.out ? host_out_ : host_in_;
       const bool none = r.hi == r.lo;
       HOOP_RETURN_IF_ERROR(copies_.QueueIn(none ? nullptr : to + r.lo, none ? nullptr : from + r.lo, r.hi - r.lo,
-                                           k + 1 == copies.size())
+                                           k + 1 == batch_at_[marks_in_ + 1])
                                .WithContext("queueing the copy of the device input to host memory"));
       copies_in_ += none ? 0 : 1;
     }
     ++marks_in_;
-    for (; i < j; ++i) marks_by_[i] = static_cast<uint32_t>(marks_in_);
-    cap = std::min(stage_bytes_, std::max(cap, 2 * bytes));
   }
   return Status::Ok();
 }
 
 Status PipelinedStaging::BeforeRead(size_t unit) {
   const uint32_t need = map_.need[unit] == 0 ? 0 : marks_by_[map_.need[unit] - 1];
+  if (marks_in_ + 1 < batch_at_.size()) {
+    AddElapsed t{times_.queue_in_us};
+    HOOP_RETURN_IF_ERROR(QueueAhead(std::max<size_t>(need, waited_)));
+  }
   if (need <= waited_) return Status::Ok();
   AddElapsed t{times_.wait_in_us};
   HOOP_RETURN_IF_ERROR(copies_.WaitIn(need, deadline_));
@@ -111,6 +134,10 @@ Status PipelinedStaging::AfterAct(size_t unit) {
 }
 
 Status PipelinedStaging::Flush() {
+  if (marks_in_ + 1 < batch_at_.size()) {  // copies back start after every copy in (StageCopies::QueueOut)
+    AddElapsed t{times_.queue_in_us};
+    HOOP_RETURN_IF_ERROR(QueueAhead(batch_at_.size() - 1));
+  }
   const std::vector<ByteRange> copies = Joined(std::move(pending_));
   pending_.clear();
   pending_bytes_ = 0;

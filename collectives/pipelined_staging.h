@@ -1,11 +1,16 @@
 // Pipelined staging: a collective on device buffers runs on pinned host copies of them, and the
 // copies move piece by piece beside the wire instead of whole before and after it.
 //
-// Before the run every range of the device input is queued for copying to host memory, in the
-// order the plan first reads them (stage_map.h), each followed by a mark. The executor asks
-// before a unit reads `in` (ExecMemory::BeforeRead) and waits only for the marks of the ranges
-// that unit needs: the first chunk goes on the wire after one chunk's copy, and the copy engine
-// keeps ahead of the wire from there. Each unit that writes the last value of a part of `out`
+// The ranges of the device input are queued for copying to host memory in the order the plan
+// first reads them (stage_map.h), each batch followed by a mark. The executor asks before a unit
+// reads `in` (ExecMemory::BeforeRead) and waits only for the marks of the ranges that unit needs:
+// the first chunk goes on the wire after one chunk's copy, and the copy engine keeps ahead of the
+// wire from there. The copies are queued a window ahead of what the run has asked for
+// (`ahead_bytes`, 8 MiB by default), not all at the start: the call's first chunk is on the wire
+// sooner, and where processes share one GPU, one rank's whole input no longer sits on the copy
+// engine ahead of the other's first chunk (on an H200 shared by 2 ranks, one of them waited about
+// 1 ms per 64 MiB call for its first chunk, docs/PERF.md). Every copy in is queued before the
+// first copy back. Each unit that writes the last value of a part of `out`
 // has that part queued for copying back to the device as soon as it has acted, so the copy back
 // of a ring allreduce's early segments overlaps its allgather. Finish waits for every copy:
 // then, as with the whole-buffer staging, the device output is complete when the call returns.
@@ -78,11 +83,12 @@ class PipelinedStaging final : public ExecMemory {
   // writing it comes from dev_out too (placed there before the run).
   // host_in == host_out (and dev_in == dev_out): in place, one host copy. stage_bytes: the
   // largest batch of ranges under one mark, and of output gathered for copying back (0: one
-  // copy per range).
+  // copy per range). ahead_bytes: how far the copies in are queued beyond the last mark asked for.
+  static constexpr size_t kAheadBytes = size_t{8} << 20;
   PipelinedStaging(StageCopies& copies, const char* dev_in, char* host_in, char* dev_out, char* host_out,
-                   Deadline deadline, size_t stage_bytes = 0)
+                   Deadline deadline, size_t stage_bytes = 0, size_t ahead_bytes = kAheadBytes)
       : copies_(copies), dev_in_(dev_in), host_in_(host_in), dev_out_(dev_out), host_out_(host_out),
-        deadline_(deadline), stage_bytes_(stage_bytes) {}
+        deadline_(deadline), stage_bytes_(stage_bytes), ahead_bytes_(ahead_bytes) {}
 
   Status Begin(const Plan& plan, size_t esize) override;
   Status BeforeRead(size_t unit) override;
@@ -96,10 +102,11 @@ class PipelinedStaging final : public ExecMemory {
   size_t bytes_out() const { return bytes_out_; }
   size_t copies_in() const { return copies_in_; }
   size_t marks_in() const { return marks_in_; }
+  size_t marks() const { return batch_at_.empty() ? 0 : batch_at_.size() - 1; }  // queued or not
   size_t copies_out() const { return copies_out_; }
-  // Where the calling thread's time went, in microseconds: queueing every copy in (Begin),
-  // waiting for copies in (BeforeRead), queueing copies back (AfterAct). HOOP_LOG_LEVEL=debug
-  // prints them per staged call (device_staging.cc): what hides behind the wire and what not.
+  // Where the calling thread's time went, in microseconds: queueing the copies in (Begin, then
+  // beside the run), waiting for copies in (BeforeRead), queueing copies back (AfterAct).
+  // HOOP_LOG_LEVEL=debug prints them per staged call (device_staging.cc): what hides behind the wire and what not.
   struct Times {
     double queue_in_us = 0, wait_in_us = 0, queue_out_us = 0;
   };
@@ -114,9 +121,15 @@ class PipelinedStaging final : public ExecMemory {
   Deadline deadline_;
   static constexpr size_t kOutBatches = 16;  // the output goes back in at least this many batches
   size_t stage_bytes_;
+  size_t ahead_bytes_;
   size_t out_cap_ = 0;  // bytes of final output gathered before they go back
   StageMap map_;
   std::vector<uint32_t> marks_by_;  // per range of map_.in: marks queued once it is
+  // The batches of copies in, made at Begin and queued by QueueAhead: batch b (mark b + 1) is
+  // batch_copies_[batch_at_[b], batch_at_[b + 1]); batch_end_[b]: bytes copied by batches [0, b).
+  std::vector<ByteRange> batch_copies_;
+  std::vector<size_t> batch_at_, batch_end_;
+  Status QueueAhead(size_t need);
   uint32_t waited_ = 0;  // marks known to be passed
   size_t bytes_out_ = 0, copies_in_ = 0, marks_in_ = 0, copies_out_ = 0;
   std::vector<ByteRange> pending_;  // final output gathered for copying back

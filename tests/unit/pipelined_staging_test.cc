@@ -6,10 +6,13 @@
 // give the same bits as the same plan run on the plain buffers, in every placement: device
 // input and output, in place (two host copies, or one run in place, where a copy in landing
 // after a receive wrote there would show), and one side on the host; with one copy per range
-// and with neighbouring ranges joined into larger copies.
+// and with neighbouring ranges joined into larger copies; with every copy in queued at the
+// start, and queued only as far ahead of the run's asks as a few bytes, or none (a mark the run
+// asks for before it was queued fails the fake's WaitIn).
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "collectives/executor.h"
@@ -30,6 +33,8 @@ class FakeCopies final : public StageCopies {
     done_ = 0;
     in_bytes_ = 0;
     asked_.clear();
+    queued_at_first_ask_ = 0;
+    queued_at_first_out_.reset();
     out_bytes_ = 0;
     return Status::Ok();
   }
@@ -45,12 +50,14 @@ class FakeCopies final : public StageCopies {
   }
   Status WaitIn(uint32_t k, Deadline) override {
     if (k > marks_.size()) return Internal("asked for mark " + std::to_string(k) + " of " + std::to_string(marks_.size()));
+    if (asked_.empty()) queued_at_first_ask_ = marks_.size();
     asked_.push_back(k);
     if (k > 0) Flush(marks_[k - 1]);
     return Status::Ok();
   }
   Status QueueOut(void* device, const void* host, size_t bytes) override {
     Flush(ins_.size());  // the contract: copies back start after every copy in
+    if (!queued_at_first_out_) queued_at_first_out_ = marks_.size();
     std::memcpy(device, host, bytes);
     out_bytes_ += bytes;
     return Status::Ok();
@@ -61,6 +68,8 @@ class FakeCopies final : public StageCopies {
   }
   const std::vector<uint32_t>& asked() const { return asked_; }
   size_t queued() const { return marks_.size(); }
+  size_t queued_at_first_ask() const { return queued_at_first_ask_; }
+  std::optional<size_t> queued_at_first_out() const { return queued_at_first_out_; }
   size_t in_bytes() const { return in_bytes_; }
   size_t out_bytes() const { return out_bytes_; }
 
@@ -78,6 +87,8 @@ class FakeCopies final : public StageCopies {
   std::vector<size_t> marks_;  // mark k: after the first marks_[k] copies
   size_t done_ = 0;
   std::vector<uint32_t> asked_;
+  size_t queued_at_first_ask_ = 0;
+  std::optional<size_t> queued_at_first_out_;  // marks queued when the first copy back was
   size_t out_bytes_ = 0;
   size_t in_bytes_ = 0;
 };
@@ -103,10 +114,12 @@ struct Case {
   Compression wire;
   Place place;
   size_t stage = 0;  // PipelinedStaging's stage_bytes
+  size_t ahead = PipelinedStaging::kAheadBytes;  // and its ahead_bytes
   std::string Name() const {
     return std::string(AlgoName(algo)) + " " + std::to_string(count) + " x " + DTypeName(dtype) + " " +
            ReduceOpName(op) + (wire != Compression::kNone ? std::string(" ") + CompressionName(wire) : "") + ", " +
-           PlaceName(place) + ", copies of up to " + std::to_string(stage) + " B";
+           PlaceName(place) + ", copies of up to " + std::to_string(stage) + " B queued " + std::to_string(ahead) +
+           " B ahead";
   }
 };
 
@@ -168,7 +181,8 @@ struct Rank {
     FakeCopies copies;
     HOOP_RETURN_IF_ERROR(copies.Prepare(nullptr));
     PipelinedStaging memory(copies, in_dev ? d_in : nullptr, in_dev ? h_in : nullptr, out_dev ? d_out : nullptr,
-                            out_dev ? host_out.data() : nullptr, Deadline::After(std::chrono::seconds(20)), c.stage);
+                            out_dev ? host_out.data() : nullptr, Deadline::After(std::chrono::seconds(20)), c.stage,
+                            c.ahead);
     char* run_in = in_dev ? h_in : host_side_in.data();
     char* run_out = out_dev ? host_out.data() : host_side_out.data();
     Status s = Exec(plan, c, run_in, run_out, &memory);
@@ -189,13 +203,19 @@ struct Rank {
     // marks for dozens of ranges; and copies back in sixteenths of the output, so fewer than
     // the ranges where there are many.
     const StageMap& m = memory.map();
-    if (c.stage >= bytes && in_dev && m.in.size() > 16 && memory.marks_in() * 4 > m.in.size())
-      return Internal(where + ": " + std::to_string(memory.marks_in()) + " marks for " + std::to_string(m.in.size()) + " ranges");
+    if (c.stage >= bytes && in_dev && m.in.size() > 16 && memory.marks() * 4 > m.in.size())
+      return Internal(where + ": " + std::to_string(memory.marks()) + " marks for " + std::to_string(m.in.size()) + " ranges");
     if (c.stage >= bytes && out_dev && m.final.size() > 64 && memory.copies_out() * 2 > m.final.size())
       return Internal(where + ": " + std::to_string(memory.copies_out()) + " copies back of " + std::to_string(m.final.size()) + " ranges");
     // The input moved piece by piece: the first ask was for part of it, where there are parts.
     if (in_dev && copies.queued() > 2 && (copies.asked().empty() || copies.asked().front() >= copies.queued()))
       return Internal(where + ": the first ask was for all " + std::to_string(copies.queued()) + " copies in");
+    // Queued no further ahead than asked: with no bytes ahead, one batch before the first ask.
+    if (in_dev && c.ahead == 0 && !copies.asked().empty() && copies.queued_at_first_ask() > 1)
+      return Internal(where + ": " + std::to_string(copies.queued_at_first_ask()) + " marks queued before the first ask");
+    if (in_dev && copies.queued_at_first_out() && *copies.queued_at_first_out() != memory.marks())
+      return Internal(where + ": " + std::to_string(*copies.queued_at_first_out()) + " of " +
+                      std::to_string(memory.marks()) + " marks queued when the first copy back was");
     return Status::Ok();
   }
 
@@ -228,7 +248,7 @@ struct Rank {
     if (ag) HOOP_RETURN_IF_ERROR(copies.Place(dev_out.data() + own, dev_in.data(), count * es));
     PipelinedStaging memory(copies, in_dev ? dev_in.data() : nullptr, in_dev ? host_in.data() : nullptr,
                             rs ? nullptr : dev_out.data(), rs ? nullptr : host_out.data(),
-                            Deadline::After(std::chrono::seconds(20)), c.stage);
+                            Deadline::After(std::chrono::seconds(20)), c.stage, c.ahead);
     Status s = Exec(plan, c, in_dev ? host_in.data() : host_out.data(), in_bytes, host_out.data(), out_bytes, &memory);
     if (s.ok()) s = memory.Flush();
     HOOP_RETURN_IF_ERROR(copies.Finish());
@@ -287,25 +307,27 @@ TEST_CASE("pipelined staging: hands input over piece by piece and output back as
   for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kDoubling, Algo::kHierarchical})
     for (Place place : {Place::kDevice, Place::kInPlace, Place::kInPlaceHost, Place::kDeviceIn, Place::kDeviceOut})
       for (size_t count : {size_t{1}, size_t{7}, size_t{2001}}) {
-        // One copy per range; ranges joined up to a few chunks; all but the first joined.
-        cases.push_back({CollKind::kAllreduce, algo, count, DType::kF32, ReduceOp::kSum, Compression::kNone, place, 0});
-        cases.push_back({CollKind::kAllreduce, algo, count, DType::kI64, ReduceOp::kMax, Compression::kNone, place, 1000});
+        // One copy per range, queued only when asked for; ranges joined up to a few chunks,
+        // queued a little ahead; all but the first joined, all queued at the start.
+        cases.push_back({CollKind::kAllreduce, algo, count, DType::kF32, ReduceOp::kSum, Compression::kNone, place, 0, 0});
+        cases.push_back({CollKind::kAllreduce, algo, count, DType::kI64, ReduceOp::kMax, Compression::kNone, place, 1000, 1500});
         cases.push_back({CollKind::kAllreduce, algo, count, DType::kBF16, ReduceOp::kAvg, Compression::kNone, place, 1 << 20});
       }
   // Enough ranges that the output's sixteenths hold several each.
   for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kDoubling, Algo::kHierarchical})
     for (Place place : {Place::kDevice, Place::kInPlaceHost})
-      cases.push_back({CollKind::kAllreduce, algo, 20001, DType::kBF16, ReduceOp::kSum, Compression::kNone, place, 1 << 20});
+      for (size_t ahead : {size_t{0}, PipelinedStaging::kAheadBytes})
+        cases.push_back({CollKind::kAllreduce, algo, 20001, DType::kBF16, ReduceOp::kSum, Compression::kNone, place, 1 << 20, ahead});
   // Compression reads the input when it encodes (the ring only).
   for (Place place : {Place::kDevice, Place::kInPlace, Place::kInPlaceHost})
-    cases.push_back({CollKind::kAllreduce, Algo::kRing, 3001, DType::kF32, ReduceOp::kSum, Compression::kFp16, place, 1000});
+    cases.push_back({CollKind::kAllreduce, Algo::kRing, 3001, DType::kF32, ReduceOp::kSum, Compression::kFp16, place, 1000, 0});
   // The other collectives staged piece by piece, every algorithm each has.
   for (CollKind kind : {CollKind::kBroadcast, CollKind::kAllgather, CollKind::kReduceScatter})
     for (int a = 1; a <= static_cast<int>(Algo::kHierarchical); ++a)
       if (FindAlgo(kind, static_cast<Algo>(a)))
         for (size_t count : {size_t{1}, size_t{7}, size_t{2001}})
           cases.push_back({kind, static_cast<Algo>(a), count, DType::kI32, ReduceOp::kSum, Compression::kNone,
-                           Place::kDevice, count > 7 ? size_t{1000} : 0});
+                           Place::kDevice, count > 7 ? size_t{1000} : 0, count > 7 ? size_t{0} : PipelinedStaging::kAheadBytes});
   for (const char* transport : {"tcp", "shm"})
     for (int n : {2, 3, 4}) {
       Status s = RunAll(transport, n, cases);
