@@ -248,6 +248,9 @@ class Communicator {
   Work Submit(Op op, bool blocking);
   void WorkerLoop();
   void RunOne(const Op& op, bool caller_waits);  // runs (or refuses) one operation and completes its Work
+  // RunOne's run of a collective on the turn's holder, with a communicator not failed: the next
+  // sequence number, a timeout explained, a failure poisoning the communicator.
+  Status RunCollectiveOp(const Op& op);
   // Hands a send or receive to the mailbox; with `caller_waits`, drives progress until it is done.
   void RunP2p(const Op& op, bool caller_waits);
   // After a blocking send or receive: polls until the transport has taken the mailbox's frames
@@ -407,6 +410,13 @@ class Communicator {
   bool told_peers_ = false;  // likewise
   std::thread worker_;
   std::shared_ptr<P2pCall> now_call_;  // reused by SendNow/RecvNow; touched only by the turn's holder
+  // The state of every blocking call that ran on its caller's thread and succeeded: done, OK,
+  // never written again, so shared by their Works (no allocation per call).
+  const std::shared_ptr<Work::State> done_ok_ = [] {
+    auto s = std::make_shared<Work::State>();
+    s->done = true;
+    return s;
+  }();
 };
 
 }  // namespace hoop

@@ -27,8 +27,10 @@ bool BuiltWithCuda();
 std::string CudaRuntimeVersion();
 
 // How many devices this process sees, or why none: Unimplemented (built without CUDA) or
-// Unavailable (no driver, no device, the runtime's error). Asked once; the answer is kept.
-StatusOr<int> CudaDeviceCount();
+// Unavailable (no driver, no device, the runtime's error). Asked once; the answer is kept, and
+// handed out by reference: a collective asks on every call (HostReadable), and a copy of the
+// reason is a string copy.
+const StatusOr<int>& CudaDeviceCount();
 
 struct CudaDevice {
   int ordinal = -1;

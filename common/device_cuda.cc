@@ -66,7 +66,7 @@ std::string CudaRuntimeVersion() {
   return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
 }
 
-StatusOr<int> CudaDeviceCount() { return Devices(); }
+const StatusOr<int>& CudaDeviceCount() { return Devices(); }
 
 StatusOr<std::vector<CudaDevice>> CudaDevices() {
   HOOP_ASSIGN_OR_RETURN(int n, Devices());

@@ -13,7 +13,10 @@ Status NoCuda(const char* what) {
 
 bool BuiltWithCuda() { return false; }
 std::string CudaRuntimeVersion() { return ""; }
-StatusOr<int> CudaDeviceCount() { return NoCuda("cudaGetDeviceCount"); }
+const StatusOr<int>& CudaDeviceCount() {
+  static const StatusOr<int> none = NoCuda("cudaGetDeviceCount");
+  return none;
+}
 StatusOr<std::vector<CudaDevice>> CudaDevices() { return NoCuda("listing CUDA devices"); }
 StatusOr<bool> CudaPeerAccess(int, int) { return NoCuda("CUDA peer access"); }
 MemInfo QueryMemory(const void*) { return {}; }
