@@ -336,6 +336,11 @@ class Communicator {
   Status WaitStreamInput(const StreamTicket& t);
   // One per collective, each in its own file (allreduce.cc, broadcast.cc, ...).
   Status RunAllreduce(const Op& op, uint32_t seq);
+  // A small allreduce as blocking exchanges on the caller's thread (small_allreduce.cc): where
+  // it fits, and the run.
+  static constexpr size_t kSmallAllreduceBytes = 4096;
+  bool SmallAllreduceFits(const Op& op, Algo algo, Compression wire) const;
+  Status RunSmallAllreduce(const Op& op, uint32_t seq, Algo algo);
   Status RunBroadcast(const Op& op, uint32_t seq);
   Status RunAllgather(const Op& op, uint32_t seq);
   Status RunReduceScatter(const Op& op, uint32_t seq);
@@ -393,6 +398,8 @@ class Communicator {
   ExecState exec_;
   std::vector<char> scratch_;  // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's
   DeviceQueue* direct_ = nullptr;  // inside a device run (RunDirect): its queue
+  std::vector<char> small_buf_;  // RunSmallAllreduce's landing place for a partner's partial,
+  Region small_recv_;            // registered with the transport on first use
   Status direct_error_;            // the first Scratch failure inside one
   std::optional<double> link_gbps_;  // HOOP_COMPRESSION=auto's measured ring bandwidth
 

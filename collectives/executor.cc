@@ -60,14 +60,6 @@ size_t StagingPool::Acquire() {
 
 namespace {
 
-// A collective message's match word: sequence (15 bits: links keep order, so a rank at most
-// a few operations ahead of its peer never aliases), chunk (24), message within the chunk's step
-// (16). Bits 55-62 are the communicator's (transport/shared_transport.h); bit 63 marks
-// point-to-point traffic (mailbox.h).
-uint64_t MatchTag(uint32_t seq, uint32_t chunk, uint16_t msg) {
-  return (uint64_t(seq & 0x7fff) << 40) | (uint64_t(chunk & 0xffffff) << 16) | msg;
-}
-
 class Run {
  public:
   Run(Transport& t, StagingPool& pool, ExecState& st, const ExecArgs& a)

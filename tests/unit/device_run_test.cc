@@ -108,10 +108,15 @@ TEST_CASE("device runs: allreduce of every dtype and op through CUDA IPC descrip
 }
 
 TEST_CASE("device runs: ranks that mix host and device buffers in one allreduce", "[device]") {
-  for (int n : {2, 3}) {
+  // Small calls on 2 and 4 ranks: the host rank runs them as blocking exchanges
+  // (small_allreduce.cc), the device ranks through the executor; the messages must be the same.
+  for (int n : {2, 3, 4}) {
     Allreduces(n, Place::kRankZeroOnHost,
                {{DType::kF32, ReduceOp::kSum, 100003, false},
                 {DType::kI64, ReduceOp::kMax, 7, false},
+                {DType::kF32, ReduceOp::kAvg, 1, false},
+                {DType::kF16, ReduceOp::kSum, 1000, true},
+                {DType::kI32, ReduceOp::kBxor, 1023, false},
                 {DType::kBF16, ReduceOp::kSum, 65537, true},
                 {DType::kF64, ReduceOp::kAvg, (1u << 17) + 1, false}});
   }
