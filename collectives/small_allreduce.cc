@@ -26,6 +26,7 @@
 #include "collectives/kernels/reduce.h"
 #include "collectives/mailbox.h"
 #include "collectives/op_desc.h"
+#include "common/logging.h"
 
 namespace hoop {
 
@@ -53,6 +54,18 @@ Status Communicator::RunSmallAllreduce(const Op& op, uint32_t seq, Algo algo) {
   const uint64_t check = desc.Pack();
   const auto what = [&] { return Describe(op, seq, algo); };
   if (!reduce) return Unimplemented(what() + ": no reduction kernel for this memory");
+  if (LogEnabled(LogLevel::kDebug)) {  // as RunSchedule: what a call of this shape runs, once per shape
+    const size_t chunk_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
+    const PlanKey key{op.kind, algo, op.root, op.in.count, std::max<size_t>(1, chunk_bytes / esize)};
+    if (!plans_.Contains(key)) {
+      int rounds = 0;
+      while ((1 << rounds) < opts_.size) ++rounds;
+      (void)plans_.Get(key);  // remembered as seen; the executor's plan for the same call
+      HOOP_LOG(kDebug, what() << ": new call shape: " << AlgoName(algo) << " in " << rounds
+                               << " blocking exchange(s) of " << bytes << " B on this thread (small_allreduce.cc), over "
+                               << transport_->Label());
+    }
+  }
   // Tens of microseconds of looking before the poll loop, where the back end spins at all.
   constexpr unsigned kTakeSpins = 1u << 16;
   const Deadline deadline = Deadline::After(opts_.timeout);
