@@ -25,6 +25,7 @@
 #include "collectives/executor.h"
 #include "collectives/kernels/wire.h"
 #include "collectives/mailbox.h"
+#include "collectives/op_desc.h"
 #include "collectives/pipelined_staging.h"
 #include "collectives/ready_events.h"
 #include "collectives/stream_order.h"
@@ -341,6 +342,18 @@ class Communicator {
   static constexpr size_t kSmallAllreduceBytes = 4096;
   bool SmallAllreduceFits(const Op& op, Algo algo, Compression wire) const;
   Status RunSmallAllreduce(const Op& op, uint32_t seq, Algo algo);
+  // One of its steps: the receive from recv_peer (-1: none) lands in small_recv_, `send` goes to
+  // send_peer (-1: none), both as message `msg` of the call; returns once both are done.
+  struct SmallCall {
+    const Op* op;
+    Algo algo;
+    uint32_t seq;
+    uint64_t check;
+    OpDesc desc;
+    size_t bytes;
+    Deadline deadline;
+  };
+  Status SmallStep(const SmallCall& k, int recv_peer, int send_peer, uint16_t msg, const void* send);
   Status RunBroadcast(const Op& op, uint32_t seq);
   Status RunAllgather(const Op& op, uint32_t seq);
   Status RunReduceScatter(const Op& op, uint32_t seq);

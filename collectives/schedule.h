@@ -103,6 +103,10 @@ Schedule TreeAllreduce(int rank, int size, size_t count);
 // one partner and reduces (ranks beyond a power of two fold in first and get the result last).
 // Two ranks: one exchange, one hand-off each way at once, the fewest hops there are.
 Schedule DoublingAllreduce(int rank, int size, size_t count);
+// Its message numbers: round j's exchange is message j; an extra's fold into its odd partner and
+// the result handed back are these (small_allreduce.cc sends the same messages).
+inline constexpr uint16_t kDoublingFoldMsg = 1000;
+inline constexpr uint16_t kDoublingResultMsg = 1001;
 // Hierarchical allreduce over hosts (`host_of[r]`: rank r's host, any ids; every host must hold
 // the same number L of ranks, else this is RingAllreduce): a ring reduce-scatter inside each host
 // leaves local rank l with segment l of L, reduced over its host; a ring allreduce of segment l

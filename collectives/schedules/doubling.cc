@@ -31,8 +31,8 @@ namespace hoop {
 namespace {
 // Message numbers: one per round between round partners; the fold and the hand-back each travel
 // once between an extra and its odd partner, a pair that never meets in a round.
-constexpr uint16_t kFoldMsg = 1000;
-constexpr uint16_t kResultMsg = 1001;
+constexpr uint16_t kFoldMsg = kDoublingFoldMsg;
+constexpr uint16_t kResultMsg = kDoublingResultMsg;
 }  // namespace
 
 Schedule DoublingAllreduce(int rank, int n, size_t count) {

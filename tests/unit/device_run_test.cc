@@ -108,8 +108,9 @@ TEST_CASE("device runs: allreduce of every dtype and op through CUDA IPC descrip
 }
 
 TEST_CASE("device runs: ranks that mix host and device buffers in one allreduce", "[device]") {
-  // Small calls on 2 and 4 ranks: the host rank runs them as blocking exchanges
-  // (small_allreduce.cc), the device ranks through the executor; the messages must be the same.
+  // Small calls: the host rank runs them as blocking exchanges (small_allreduce.cc; on 3 ranks
+  // as the extra that folds into rank 1), the device ranks through the executor; the messages
+  // must be the same.
   for (int n : {2, 3, 4}) {
     Allreduces(n, Place::kRankZeroOnHost,
                {{DType::kF32, ReduceOp::kSum, 100003, false},
