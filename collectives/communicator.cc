@@ -32,6 +32,7 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.unexpected_bytes = c.unexpected_bytes;
   o.cuda_ipc = c.cuda_ipc;
   o.stage_bytes = c.stage_bytes;
+  o.stage_ahead_bytes = c.stage_ahead_bytes;
   return o;
 }
 

@@ -94,6 +94,8 @@ struct CommOptions {
   // The largest batch of copies between a device buffer and its pinned host staging in a call
   // staged piece by piece (HOOP_STAGE_BYTES; 0: one copy per pipeline chunk). pipelined_staging.h.
   size_t stage_bytes = 4u << 20;
+  // How far past the run's asks the copies into host staging are queued (HOOP_STAGE_AHEAD).
+  size_t stage_ahead_bytes = 8u << 20;
   // Tests only: the device queues the transport gets (transport/device_queue.h) instead of
   // CUDA's. Set, device buffers need no CUDA device: a fake "device" of host memory tests the
   // device runs and the IPC protocol.

@@ -170,7 +170,7 @@ Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
   } else {
     PipelinedStaging memory(*stage_copies_, host_in ? static_cast<const char*>(op.in.data) : nullptr, host_in,
                             host_out ? static_cast<char*>(op.out.data) : nullptr, host_out,
-                            Deadline::After(opts_.timeout), opts_.stage_bytes);
+                            Deadline::After(opts_.timeout), opts_.stage_bytes, opts_.stage_ahead_bytes);
     const auto start = std::chrono::steady_clock::now();
     run = RunSchedule(host, algo, count, run_in, run_out, seq, wire, &memory);  // its errors name the call
     if (run.ok()) run = ctx(memory.Flush());

@@ -32,7 +32,7 @@ constexpr size_t kMaxStagingBytes = size_t{1} << 30;    // HOOP_CHUNK_BYTES x HO
 const std::vector<std::string> kKnown = {
     "HOOP_RANK", "HOOP_SIZE", "HOOP_LOCAL_RANK", "HOOP_LOCAL_SIZE", "HOOP_STORE",
     "HOOP_JOB_TOKEN", "HOOP_TIMEOUT", "HOOP_ALGO", "HOOP_TRANSPORT", "HOOP_HOST",
-    "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_STAGE_BYTES", "HOOP_LOG_LEVEL", "HOOP_COMPRESSION", "HOOP_CYCLE_TIME_MS",
+    "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_STAGE_BYTES", "HOOP_STAGE_AHEAD", "HOOP_LOG_LEVEL", "HOOP_COMPRESSION", "HOOP_CYCLE_TIME_MS",
     "HOOP_FUSION_THRESHOLD", "HOOP_CACHE_CAPACITY", "HOOP_STALL_WARNING_S", "HOOP_TIMELINE",
     "HOOP_UNEXPECTED_BYTES", "HOOP_CROSS_RANK", "HOOP_CROSS_SIZE", "HOOP_CUDA_IPC"};
 
@@ -148,6 +148,11 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
     auto b = ParseSize(*v);
     if (!b || *b > kMaxStagingBytes) return InvalidArgument("HOOP_STAGE_BYTES='" + *v + "': expected a size in [0, 1G]");
     c.stage_bytes = *b;
+  }
+  if (auto* v = r.Get("HOOP_STAGE_AHEAD")) {
+    auto b = ParseSize(*v);
+    if (!b || *b > kMaxStagingBytes) return InvalidArgument("HOOP_STAGE_AHEAD='" + *v + "': expected a size in [0, 1G]");
+    c.stage_ahead_bytes = *b;
   }
   if (auto* v = r.Get("HOOP_COMPRESSION")) {
     if (*v != "none" && *v != "fp16" && *v != "bf16" && *v != "auto")

@@ -22,6 +22,9 @@
 //   HOOP_STAGE_BYTES  the largest batch of copies between a device buffer and its pinned host
 //                     staging in a call staged piece by piece (default 4M; 0: one copy per
 //                     chunk; at most 1G)
+//   HOOP_STAGE_AHEAD  how far past what the wire has asked for the copies into host staging are
+//                     queued (default 8M; 0: one batch at a time; 1G: a call's whole input at
+//                     its start, as before)
 //   HOOP_COMPRESSION  none | fp16 | bf16 | auto: how f32/f64 sum/avg allreduces travel
 //                     (default none; collectives/kernels/wire.h)
 //   HOOP_LOG_LEVEL    error | warn | info | debug (default warn)
@@ -75,6 +78,7 @@ struct Config {
   LogLevel log_level = LogLevel::kWarn;
   size_t unexpected_bytes = 64u << 20;
   size_t stage_bytes = 4u << 20;  // HOOP_STAGE_BYTES
+  size_t stage_ahead_bytes = 8u << 20;  // HOOP_STAGE_AHEAD
   bool cuda_ipc = true;  // HOOP_CUDA_IPC: device buffers of ranks on one host move by CUDA IPC
   // Tensor fusion (tensorfusion/runtime.h).
   double cycle_time_ms = 1;

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "collectives/communicator.h"
+#include "collectives/pipelined_staging.h"
 #include "common/config.h"
 #include "common/parse.h"
 #include "common/status.h"
@@ -139,7 +140,8 @@ TEST_CASE("settings beyond what the library can hold are refused, saying the bou
   for (const Bad& b : {Bad{"HOOP_TIMEOUT", "1e10", "604800"}, Bad{"HOOP_TIMEOUT", "inf", "604800"},
                        Bad{"HOOP_TIMEOUT", "0.0001", "0.001"}, Bad{"HOOP_CHUNK_BYTES", "1G", "64M"},
                        Bad{"HOOP_WINDOW", "1024", "256"}, Bad{"HOOP_STALL_WARNING_S", "1e12", "604800"},
-                       Bad{"HOOP_STAGE_BYTES", "2G", "1G"}, Bad{"HOOP_STAGE_BYTES", "lots", "[0, 1G]"}}) {
+                       Bad{"HOOP_STAGE_BYTES", "2G", "1G"}, Bad{"HOOP_STAGE_BYTES", "lots", "[0, 1G]"},
+                       Bad{"HOOP_STAGE_AHEAD", "2G", "1G"}, Bad{"HOOP_STAGE_AHEAD", "-1", "[0, 1G]"}}) {
     auto c = hoop::Config::FromEnv({{b.name, b.value}});
     INFO(b.name << "=" << b.value);
     REQUIRE_FALSE(c.ok());
@@ -164,6 +166,19 @@ TEST_CASE("HOOP_STAGE_BYTES: the largest staging copy, 4M unless set, 0 allowed"
     INFO(text);
     REQUIRE(c.ok());
     CHECK(CommOptions::FromConfig(*c).stage_bytes == bytes);
+  }
+}
+
+TEST_CASE("HOOP_STAGE_AHEAD: how far the staging's copies in run ahead, 8M unless set", "[config]") {
+  auto none = Config::FromEnv({});
+  REQUIRE(none.ok());
+  CHECK(CommOptions::FromConfig(*none).stage_ahead_bytes == size_t{8} << 20);
+  CHECK(CommOptions::FromConfig(*none).stage_ahead_bytes == PipelinedStaging::kAheadBytes);
+  for (auto [text, bytes] : {std::pair{"0", size_t{0}}, std::pair{"1G", size_t{1} << 30}}) {
+    auto c = Config::FromEnv({{"HOOP_STAGE_AHEAD", text}});
+    INFO(text);
+    REQUIRE(c.ok());
+    CHECK(CommOptions::FromConfig(*c).stage_ahead_bytes == bytes);
   }
 }
 
