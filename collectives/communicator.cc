@@ -154,7 +154,7 @@ Communicator::Communicator(CommOptions opts, Store* store, Membership m, std::un
   mo.rank = opts_.rank;
   mo.size = opts_.size;
   mo.unexpected_bytes = opts_.unexpected_bytes;
-  mo.piece_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
+  mo.piece_bytes = ChunkBytes();
   mo.timeout = opts_.timeout;
   mailbox_ = std::make_unique<Mailbox>(*transport_, mo);
   WarnUnevenHierarchical();
@@ -474,8 +474,8 @@ Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Bu
   OpDesc desc{op.kind, out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op), static_cast<uint8_t>(wire)};
   size_t esize = DTypeSize(out.dtype);
   ExecArgs a;
-  a.chunk_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
-  const PlanKey key{op.kind, algo, op.root, count, std::max<size_t>(1, a.chunk_bytes / esize)};
+  a.chunk_bytes = ChunkBytes();
+  const PlanKey key{op.kind, algo, op.root, count, ChunkElems(esize)};
   // The v-collectives' plans depend on their counts: built for the call, never cached.
   std::optional<Plan> own;
   if (op.v)

@@ -10,6 +10,7 @@
 // the first cause.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -221,6 +222,10 @@ class Communicator {
   size_t MaxCallBytes() const;
 
  private:
+  // The pipeline chunk every run cuts its buffers into: HOOP_CHUNK_BYTES, else the back end's.
+  size_t ChunkBytes() const { return opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes(); }
+  // Elements of `esize` bytes in a chunk (at least one): the plans' unit, part of their key.
+  size_t ChunkElems(size_t esize) const { return std::max<size_t>(1, ChunkBytes() / esize); }
   // Rank 0 says once when HOOP_ALGO=hierarchical cannot apply to this communicator's host map.
   void WarnUnevenHierarchical() const;
   struct Op {

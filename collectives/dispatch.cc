@@ -197,7 +197,7 @@ Work Communicator::Post(CollKind kind, const Buffer& in, const Buffer& out, Redu
 size_t Communicator::MaxCallBytes() const {
   // Chunk numbers travel in 24 bits of a message's tag (executor.cc): more chunks than that in
   // one step would reuse tags. The bound is the same on every rank (the chunk size is).
-  const size_t chunk = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
+  const size_t chunk = ChunkBytes();
   return std::min<size_t>(static_cast<size_t>(PTRDIFF_MAX), chunk << 24);
 }
 

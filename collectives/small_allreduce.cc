@@ -39,9 +39,8 @@ bool Communicator::SmallAllreduceFits(const Op& op, Algo algo, Compression wire)
   if (algo != Algo::kDoubling || wire != Compression::kNone || direct_ != nullptr || opts_.size < 2) return false;
   if (!HostVisible(op.in.kind) || !HostVisible(op.out.kind) || op.in.count == 0) return false;
   const size_t esize = DTypeSize(op.out.dtype);
-  const size_t chunk_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
   // One chunk: the plan's only unit per step is chunk 0, as below.
-  return op.in.count * esize <= kSmallAllreduceBytes && op.in.count <= std::max<size_t>(1, chunk_bytes / esize);
+  return op.in.count * esize <= kSmallAllreduceBytes && op.in.count <= ChunkElems(esize);
 }
 
 Status Communicator::SmallStep(const SmallCall& k, int recv_peer, int send_peer, uint16_t msg, const void* send) {
@@ -109,8 +108,7 @@ Status Communicator::RunSmallAllreduce(const Op& op, uint32_t seq, Algo algo) {
   int p = 1, rounds = 0;
   while (p * 2 <= n) p *= 2, ++rounds;
   if (LogEnabled(LogLevel::kDebug)) {  // as RunSchedule: what a call of this shape runs, once per shape
-    const size_t chunk_bytes = opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes();
-    const PlanKey key{op.kind, algo, op.root, op.in.count, std::max<size_t>(1, chunk_bytes / esize)};
+    const PlanKey key{op.kind, algo, op.root, op.in.count, ChunkElems(esize)};
     if (!plans_.Contains(key)) {
       (void)plans_.Get(key);  // remembered as seen; the executor's plan for the same call
       HOOP_LOG(kDebug, what() << ": new call shape: " << AlgoName(algo) << " in " << rounds
