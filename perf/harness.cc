@@ -54,7 +54,7 @@ bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out,
     a.factor = static_cast<uint64_t>(*n);
     return "";
   });
-  f.Value("--coll", cli::OneOf(&a.coll, {"allreduce", "alltoall", "reduce", "gather", "scatter", "sendrecv"}));
+  f.Value("--coll", cli::OneOf(&a.coll, {"allreduce", "alltoall", "reduce", "gather", "scatter", "barrier", "sendrecv"}));
   f.Value("-a", cli::Text(&a.algo));
   f.Value("--csv", cli::Text(&a.csv));
   f.Value("--label", cli::Text(&a.label));

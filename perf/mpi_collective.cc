@@ -2,7 +2,8 @@
 // MPI_Gather, MPI_Scatter; f32, sum where it reduces, root 0, out of place) over a size sweep,
 // timed and laid out the way hoop-perf times and lays out hoop's (harness.h), for perf/compare;
 // or (--coll sendrecv) MPI_Send/MPI_Recv between ranks 0 and 1 timed as hoop-perf sendrecv
-// times hoop's: osu_latency's ping-pong and osu_bw's window (harness.h).
+// times hoop's: osu_latency's ping-pong and osu_bw's window (harness.h); or (--coll barrier)
+// MPI_Barrier, one row of 0 bytes, the slowest rank's mean time per call, as hoop-perf barrier.
 // The BTL is mpirun's choice: by default vader (shared memory) on one host, `--mca btl tcp,self`
 // for TCP.
 //   usage: mpirun -np N mpi-collective [--coll allreduce] [-b 4K] [-e 64M] [-f 4] [--csv FILE] [--label L]
@@ -122,6 +123,31 @@ int RunSendRecv(const HarnessArgs& a, int rank, int size) {
   return rc;
 }
 
+// MPI_Barrier: one row, bytes 0, the slowest rank's mean per call over AutoIters' calls.
+int RunBarrier(const HarnessArgs& a, int size) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double p0 = MPI_Wtime(), probe = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  double probe_us = (MPI_Wtime() - p0) * 1e6;
+  MPI_Allreduce(&probe_us, &probe, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const int iters = AutoIters(0, probe);
+  for (int i = 0, warmup = AutoWarmup(iters); i < warmup; ++i) MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) MPI_Barrier(MPI_COMM_WORLD);
+  double us = (MPI_Wtime() - t0) * 1e6 / iters, slowest = 0;
+  MPI_Allreduce(&us, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::vector<HarnessRow> rows{{0, iters, slowest, 0}};
+  if (rank != 0) return 0;
+  PrintHarnessRow("mpi-collective", a, "default", size, rows[0]);
+  if (!WriteHarnessCsv(a, "default", size, false, rows)) {
+    std::fprintf(stderr, "mpi-collective: cannot write %s\n", a.csv.c_str());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,14 +159,14 @@ int main(int argc, char** argv) {
   if (!ParseHarnessArgs(argc, argv, "mpi-collective", &a) || a.help) {
     if (rank == 0 && a.help)
       std::puts(
-          "usage: mpirun -np N mpi-collective [--coll allreduce|alltoall|reduce|gather|scatter|sendrecv] [-b MIN]\n"
+          "usage: mpirun -np N mpi-collective [--coll allreduce|alltoall|reduce|gather|scatter|barrier|sendrecv] [-b MIN]\n"
           "       [-e MAX] [-f FACTOR] [--csv FILE] [--label L]");
     MPI_Finalize();
     return a.help ? 0 : 2;
   }
   if (a.label.empty()) a.label = "mpi";
-  if (a.coll == "sendrecv") {
-    const int rc = RunSendRecv(a, rank, size);
+  if (a.coll == "sendrecv" || a.coll == "barrier") {
+    const int rc = a.coll == "sendrecv" ? RunSendRecv(a, rank, size) : RunBarrier(a, size);
     MPI_Finalize();
     return rc;
   }
