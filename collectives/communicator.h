@@ -361,6 +361,8 @@ class Communicator {
     Deadline deadline;
   };
   Status SmallStep(const SmallCall& k, int recv_peer, int send_peer, uint16_t msg, const void* send);
+  // small_recv_ registered (once); false where the back end refuses it (then the executor runs).
+  bool SmallRecvReady();
   Status RunBroadcast(const Op& op, uint32_t seq);
   Status RunAllgather(const Op& op, uint32_t seq);
   Status RunReduceScatter(const Op& op, uint32_t seq);
@@ -418,7 +420,7 @@ class Communicator {
   ExecState exec_;
   std::vector<char> scratch_;  // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's
   DeviceQueue* direct_ = nullptr;  // inside a device run (RunDirect): its queue
-  std::vector<char> small_buf_;  // RunSmallAllreduce's landing place for a partner's partial,
+  std::vector<char> small_buf_;  // the small calls' landing place for a partner's message (SmallStep),
   Region small_recv_;            // registered with the transport on first use
   Status direct_error_;            // the first Scratch failure inside one
   std::optional<double> link_gbps_;  // HOOP_COMPRESSION=auto's measured ring bandwidth

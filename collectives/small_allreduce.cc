@@ -54,7 +54,9 @@ Status Communicator::SmallStep(const SmallCall& k, int recv_peer, int send_peer,
   if (!sent) {
     Endpoint* to = transport_->endpoint(send_peer);
     sent = to->SendCopy(send, k.bytes, tag);
-    if (!sent) {
+    if (!sent && k.bytes == 0) {
+      to->PostSend(small_recv_, 0, 0, tag, send_id);  // an empty message (a barrier's): no memory of its own
+    } else if (!sent) {
       HOOP_ASSIGN_OR_RETURN(Region r, transport_->Register(const_cast<void*>(send), k.bytes, MemKind::kHost));
       to->PostSend(r, 0, k.bytes, tag, send_id);
     }
@@ -91,14 +93,18 @@ Status Communicator::SmallStep(const SmallCall& k, int recv_peer, int send_peer,
   return Status::Ok();
 }
 
+bool Communicator::SmallRecvReady() {
+  if (small_recv_.base != nullptr) return true;
+  small_buf_.resize(kSmallAllreduceBytes);
+  auto r = transport_->RegisterStaging(small_buf_.data(), small_buf_.size(), MemKind::kHost);
+  if (!r.ok()) return false;
+  small_recv_ = *r;
+  return true;
+}
+
 Status Communicator::RunSmallAllreduce(const Op& op, uint32_t seq, Algo algo) {
   const size_t esize = DTypeSize(op.out.dtype), bytes = op.in.count * esize;
-  if (small_recv_.base == nullptr) {  // where partners' messages land, registered once
-    small_buf_.resize(kSmallAllreduceBytes);
-    auto r = transport_->RegisterStaging(small_buf_.data(), small_buf_.size(), MemKind::kHost);
-    if (!r.ok()) return RunSchedule(op, algo, op.in.count, op.in, op.out, seq, Compression::kNone);
-    small_recv_ = *r;
-  }
+  if (!SmallRecvReady()) return RunSchedule(op, algo, op.in.count, op.in, op.out, seq, Compression::kNone);
   const ReduceFn reduce = LookupReduce(op.out.dtype, op.op, MemKind::kHost);
   const OpDesc desc{op.kind, op.out.dtype, op.op, static_cast<uint8_t>(algo), op.root, op.in.count, 0};
   const SmallCall k{&op, algo, seq, desc.Pack(), desc, bytes, Deadline::After(opts_.timeout)};
