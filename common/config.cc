@@ -1,6 +1,8 @@
 #include "common/config.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <set>
 #include <vector>
 
@@ -34,7 +36,7 @@ const std::vector<std::string> kKnown = {
     "HOOP_JOB_TOKEN", "HOOP_TIMEOUT", "HOOP_ALGO", "HOOP_TRANSPORT", "HOOP_HOST",
     "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_STAGE_BYTES", "HOOP_STAGE_AHEAD", "HOOP_LOG_LEVEL", "HOOP_COMPRESSION", "HOOP_CYCLE_TIME_MS",
     "HOOP_FUSION_THRESHOLD", "HOOP_CACHE_CAPACITY", "HOOP_STALL_WARNING_S", "HOOP_TIMELINE",
-    "HOOP_UNEXPECTED_BYTES", "HOOP_CROSS_RANK", "HOOP_CROSS_SIZE", "HOOP_CUDA_IPC"};
+    "HOOP_UNEXPECTED_BYTES", "HOOP_CROSS_RANK", "HOOP_CROSS_SIZE", "HOOP_CUDA_IPC", "HOOP_KERNEL_ISA"};
 
 class Reader {
  public:
@@ -192,11 +194,14 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
   }
   if (auto* v = r.Get("HOOP_TIMELINE")) c.timeline = *v;
   if (auto* v = r.Get("HOOP_LOG_LEVEL")) {
-    if (*v == "error") c.log_level = LogLevel::kError;
-    else if (*v == "warn") c.log_level = LogLevel::kWarn;
-    else if (*v == "info") c.log_level = LogLevel::kInfo;
-    else if (*v == "debug") c.log_level = LogLevel::kDebug;
-    else return InvalidArgument("HOOP_LOG_LEVEL='" + *v + "': expected error, warn, info or debug");
+    auto level = ParseLogLevel(*v);
+    if (!level) return InvalidArgument("HOOP_LOG_LEVEL='" + *v + "': expected error, warn, info or debug (any case; warning and trace too)");
+    c.log_level = *level;
+  }
+  if (auto* v = r.Get("HOOP_KERNEL_ISA")) {
+    if (*v != "auto" && *v != "generic" && *v != "avx2" && *v != "avx512")
+      return InvalidArgument("HOOP_KERNEL_ISA='" + *v + "': expected auto, generic, avx2 or avx512");
+    c.kernel_isa = *v;
   }
   return c;
 }
@@ -212,5 +217,23 @@ std::map<std::string, std::string> ProcessEnvironment() {
 }
 
 StatusOr<Config> Config::FromProcessEnv() { return FromEnv(ProcessEnvironment()); }
+
+std::optional<LogLevel> ParseLogLevel(const std::string& text) {
+  std::string v;
+  for (char ch : text) v += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (v == "error" || v == "fatal") return LogLevel::kError;
+  if (v == "warn" || v == "warning") return LogLevel::kWarn;
+  if (v == "info") return LogLevel::kInfo;
+  if (v == "debug" || v == "trace") return LogLevel::kDebug;
+  return std::nullopt;
+}
+
+const std::string& ProcessKernelIsa() {
+  static const std::string isa = [] {
+    const char* v = std::getenv("HOOP_KERNEL_ISA");
+    return std::string(v && *v ? v : "auto");
+  }();
+  return isa;
+}
 
 }  // namespace hoop

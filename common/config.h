@@ -27,7 +27,11 @@
 //                     its start, as before)
 //   HOOP_COMPRESSION  none | fp16 | bf16 | auto: how f32/f64 sum/avg allreduces travel
 //                     (default none; collectives/kernels/wire.h)
-//   HOOP_LOG_LEVEL    error | warn | info | debug (default warn)
+//   HOOP_LOG_LEVEL    error | warn | info | debug (default warn; any case, and horovodrun's
+//                     warning and trace, which is debug here)
+//   HOOP_KERNEL_ISA   auto | generic | avx2 | avx512: the host reduction kernels' instruction set
+//                     (default auto: the widest this CPU runs); a test knob, so a suite run on one
+//                     CPU also runs the code another CPU would choose
 //   HOOP_UNEXPECTED_BYTES  point-to-point messages a rank holds that no receive has taken yet,
 //                     per communicator (default 64M; 4K to 1T; each peer's share is this over
 //                     ranks - 1, at least 256 bytes); past it, senders wait
@@ -43,6 +47,7 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/logging.h"
@@ -79,6 +84,7 @@ struct Config {
   size_t unexpected_bytes = 64u << 20;
   size_t stage_bytes = 4u << 20;  // HOOP_STAGE_BYTES
   size_t stage_ahead_bytes = 8u << 20;  // HOOP_STAGE_AHEAD
+  std::string kernel_isa = "auto";  // HOOP_KERNEL_ISA
   bool cuda_ipc = true;  // HOOP_CUDA_IPC: device buffers of ranks on one host move by CUDA IPC
   // Tensor fusion (tensorfusion/runtime.h).
   double cycle_time_ms = 1;
@@ -92,5 +98,14 @@ struct Config {
   static StatusOr<Config> FromEnv(const std::map<std::string, std::string>& env);
   static StatusOr<Config> FromProcessEnv();
 };
+
+// HOOP_LOG_LEVEL's value (any case; "warning", "trace" and "fatal" as horovodrun and mpirun
+// users write them); nullopt if it names no level.
+std::optional<LogLevel> ParseLogLevel(const std::string& text);
+
+// HOOP_KERNEL_ISA of this process's environment, read once: the reduction kernels' choice is the
+// process's, like the CPU it runs on (collectives/kernels/reduce.cc). "auto" when unset;
+// Config::FromEnv refuses a value that names no instruction set.
+const std::string& ProcessKernelIsa();
 
 }  // namespace hoop

@@ -8,6 +8,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
+
+#include "common/config.h"
+#include "common/logging.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -101,6 +105,16 @@ ReduceFn LookupReduceIsa(KernelIsa isa, DType dtype, ReduceOp op) {
 
 KernelIsa BestKernelIsa() {
   static const KernelIsa best = [] {
+    // HOOP_KERNEL_ISA (common/config.h) forces an instruction set this CPU runs, so a suite on
+    // one CPU also covers the code another would choose.
+    const std::string& forced = ProcessKernelIsa();
+    for (KernelIsa isa : {KernelIsa::kAvx512, KernelIsa::kAvx2, KernelIsa::kGeneric}) {
+      if (forced != "auto" && forced != KernelIsaName(isa)) continue;
+      if (LookupReduceIsa(isa, DType::kF32, ReduceOp::kSum)) return isa;
+      if (forced != "auto")
+        HOOP_LOG(kError, "HOOP_KERNEL_ISA=" << forced << ": this build or CPU does not run those kernels; "
+                                            << "using the widest it does");
+    }
     for (KernelIsa isa : {KernelIsa::kAvx512, KernelIsa::kAvx2})
       if (LookupReduceIsa(isa, DType::kF32, ReduceOp::kSum)) return isa;
     return KernelIsa::kGeneric;

@@ -26,7 +26,9 @@ ReduceFn LookupReduce(DType dtype, ReduceOp op, MemKind kind);
 // bits (NaN payloads aside).
 enum class KernelIsa : uint8_t { kGeneric, kAvx2, kAvx512 };
 const char* KernelIsaName(KernelIsa isa);
-KernelIsa BestKernelIsa();  // the widest this build has and this CPU runs, chosen once
+// The widest this build has and this CPU runs, chosen once; HOOP_KERNEL_ISA may name a narrower
+// one (a test knob: CI runs the suite's kernels as other CPUs would choose them).
+KernelIsa BestKernelIsa();
 // One instruction set's kernel, for tests and benchmarks: nullptr if the build lacks it or this
 // CPU cannot run it.
 ReduceFn LookupReduceIsa(KernelIsa isa, DType dtype, ReduceOp op);

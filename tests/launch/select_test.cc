@@ -101,6 +101,18 @@ TEST_CASE("hoop-info says its version and kernels, and refuses a back end that i
   // avx2 or avx512 wherever the CPU has AVX2 (this build compiles both), generic elsewhere.
   CHECK(r.output.find(__builtin_cpu_supports("avx2") ? "reduction kernels: avx" : "reduction kernels: generic") !=
         std::string::npos);
+  // HOOP_KERNEL_ISA forces a narrower set (CI runs the suite so, scripts/isa-check.sh).
+  ProcOptions generic = Within(60);
+  generic.env = {{"HOOP_KERNEL_ISA", "generic"}};
+  auto g = RunProc({Bin("hoop-info")}, generic);
+  INFO(g.output);
+  CHECK(g.output.find("reduction kernels: generic\n") != std::string::npos);
+  if (__builtin_cpu_supports("avx2")) {
+    ProcOptions avx2 = Within(60);
+    avx2.env = {{"HOOP_KERNEL_ISA", "avx2"}};
+    auto a = RunProc({Bin("hoop-info")}, avx2);
+    CHECK(a.output.find("reduction kernels: avx2\n") != std::string::npos);
+  }
   ProcOptions bogus = Within(60);
   bogus.env = {{"HOOP_TRANSPORT", "bogus"}};
   auto b = RunProc({Bin("hoop-info")}, bogus);

@@ -33,6 +33,7 @@ struct Loaded {
   std::unique_ptr<Model> model;
   std::unique_ptr<Sgd> sgd;
   NamedTensors state;
+  size_t model_values = 0;  // state's first entries: the parameters and buffers (then SGD's)
   CheckpointInfo info;
 };
 
@@ -42,6 +43,7 @@ inline Loaded Load(const std::string& path, const std::string& model) {
   l.sgd = std::make_unique<Sgd>(l.model->net.Params(), 0.9, 0);
   for (Param* p : l.model->net.Params()) l.state.emplace_back(p->name, &p->value);
   for (auto& b : l.model->net.Buffers()) l.state.push_back(b);
+  l.model_values = l.state.size();
   for (auto& s : l.sgd->State()) l.state.push_back(s);
   auto s = LoadCheckpoint(path, model, l.state, &l.info);
   INFO(s.message());
@@ -57,6 +59,44 @@ inline double MaxDiff(const Loaded& a, const Loaded& b) {
       worst = std::max(worst, static_cast<double>(std::abs(a.state[i].second->data[j] - b.state[i].second->data[j])));
   return worst;
 }
+
+// The largest |a - b| of any parameter or buffer over the largest |a| of its tensor: how far apart
+// two runs' models are, relative to the size of what they hold. (Not the momentum buffers: they
+// hold the last steps' gradients, sums over the batch of terms that largely cancel, whose
+// relative rounding is not bounded by the parameters'. A wrong momentum shows in the parameters
+// of the steps after it.) `where` (may be null) names the farthest tensor.
+inline double RelDiff(const Loaded& a, const Loaded& b, std::string* where = nullptr) {
+  double worst = 0;
+  for (size_t i = 0; i < a.model_values; ++i) {
+    double scale = 0, diff = 0;
+    for (size_t j = 0; j < a.state[i].second->size(); ++j) {
+      scale = std::max(scale, static_cast<double>(std::abs(a.state[i].second->data[j])));
+      diff = std::max(diff, static_cast<double>(std::abs(a.state[i].second->data[j] - b.state[i].second->data[j])));
+    }
+    if (scale > 0 && diff / scale > worst) {
+      worst = diff / scale;
+      if (where) *where = a.state[i].first + " (" + std::to_string(diff) + " of " + std::to_string(scale) + ")";
+    }
+  }
+  return worst;
+}
+
+// How far apart (RelDiff) two runs of the same SGD training may end when they sum the same
+// float32 terms in other orders: micro-batches against whole batches, another rank count's
+// reduction, another instruction set's kernels (oneDNN, OpenBLAS and hoop's each choose code per
+// CPU, and the orders differ with the vector width). Derived, not tuned on one CPU:
+//  - a sum of n terms is off by about sqrt(n) roundings of u = 2^-24 (float32's unit roundoff)
+//    of its magnitude when the errors add like a random walk; the longest sums in a step are the
+//    widest layer's dot products and the batch's, n <= 1024 here, so sqrt(n) <= 32;
+//  - each step's difference stays in the parameters and, through momentum 0.9, in the next
+//    1 / (1 - 0.9) = 10 steps' updates;
+//  - over `steps` steps those add up; a factor 2 for what the loss's curvature makes of a
+//    difference in the steps after it.
+// Measured on a Xeon with AVX-512, 20 steps of LeNet (bound 7.6e-4): pipeline 2x2 against sync
+// on 2 ranks 7.1e-7 with every kernel at its best, 1.4e-4 with OpenBLAS forced to its Haswell
+// kernels, 2.2e-5 for 3 stages with oneDNN held to AVX2. A real bug (a micro-batch lost, a
+// gradient not averaged, another seed) moves the parameters by percents: far past this.
+inline double SgdRoundingBound(int steps) { return 2.0 * 32 * 10 * std::ldexp(1.0, -24) * steps; }
 
 inline ProcResult Train(int np, std::vector<std::string> args, double seconds = 120) {
   std::vector<std::string> argv = {Bin("hooprun"), "-np", std::to_string(np), Bin("hoop-train")};

@@ -118,7 +118,7 @@ TEST_CASE("an unknown HOOP_ variable names the nearest known one, or lists them 
   CHECK(swapped.status().message() == "unknown variable HOOP_TRNASPORT (did you mean HOOP_TRANSPORT?)");
   auto far = Config::FromEnv({{"HOOP_GPU_DIRECT", "1"}});
   CHECK(far.status().message().find("unknown variable HOOP_GPU_DIRECT (known: HOOP_RANK, HOOP_SIZE,") == 0);
-  CHECK(far.status().message().find("HOOP_CROSS_RANK, HOOP_CROSS_SIZE, HOOP_CUDA_IPC)") != std::string::npos);
+  CHECK(far.status().message().find("HOOP_CROSS_RANK, HOOP_CROSS_SIZE, HOOP_CUDA_IPC, HOOP_KERNEL_ISA)") != std::string::npos);
   CHECK(Nearest("sun", {"sum", "max"}) == "sum");
   CHECK(Nearest("xyz", {"sum", "max"}).empty());
   CHECK(Nearest("ALLREDUCE", {"allreduce"}) == "allreduce");
@@ -192,4 +192,31 @@ TEST_CASE("HOOP_CROSS_RANK and HOOP_CROSS_SIZE (hooprun's) are read and bounded"
   CHECK(none->cross_rank == -1);
   auto past = Config::FromEnv({{"HOOP_CROSS_RANK", "2"}, {"HOOP_CROSS_SIZE", "2"}});
   CHECK(past.status().message() == "HOOP_CROSS_RANK='2' is not an integer in [0, 1]");
+}
+
+TEST_CASE("HOOP_LOG_LEVEL in any case, with horovodrun's and mpirun's words", "[config]") {
+  for (auto [text, level] : {std::pair{"INFO", hoop::LogLevel::kInfo}, std::pair{"Warning", hoop::LogLevel::kWarn},
+                             std::pair{"WARN", hoop::LogLevel::kWarn}, std::pair{"warning", hoop::LogLevel::kWarn},
+                             std::pair{"TRACE", hoop::LogLevel::kDebug}, std::pair{"DEBUG", hoop::LogLevel::kDebug},
+                             std::pair{"error", hoop::LogLevel::kError}, std::pair{"FATAL", hoop::LogLevel::kError}}) {
+    auto c = Config::FromEnv({{"HOOP_LOG_LEVEL", text}});
+    INFO(text);
+    REQUIRE(c.ok());
+    CHECK(c->log_level == level);
+  }
+  auto bad = Config::FromEnv({{"HOOP_LOG_LEVEL", "loud"}});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("HOOP_LOG_LEVEL='loud': expected error, warn, info or debug") != std::string::npos);
+}
+
+TEST_CASE("HOOP_KERNEL_ISA names an instruction set or auto", "[config]") {
+  for (const char* ok : {"auto", "generic", "avx2", "avx512"}) {
+    auto c = Config::FromEnv({{"HOOP_KERNEL_ISA", ok}});
+    INFO(ok);
+    REQUIRE(c.ok());
+    CHECK(c->kernel_isa == ok);
+  }
+  auto bad = Config::FromEnv({{"HOOP_KERNEL_ISA", "sse"}});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("HOOP_KERNEL_ISA='sse': expected auto, generic, avx2 or avx512") != std::string::npos);
 }
