@@ -1,23 +1,30 @@
 #include "transport/crash_signals.h"
 
 #include <dlfcn.h>
-#include <signal.h>
 
 #include <cstring>
+
+#include "transport/signals/at_load.h"
 
 namespace hoop {
 namespace {
 
-// The libraries whose load-time handlers are taken back (matched on the file's base name).
+// The libraries whose handlers are taken back (matched on the file's base name).
 constexpr const char* kBackEndLibraries[] = {"libucs.", "libucm.", "libuct.", "libucp.",
                                              "libinfinipath.", "libpsm", "libfabric."};
 
 // The signals that end a process by default and that those libraries were seen to catch.
 constexpr int kSignals[] = {SIGHUP, SIGINT, SIGQUIT, SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGTERM};
 
-bool InBackEndLibrary(void* handler) {
+void* HandlerOf(const struct sigaction& sa) {
+  return (sa.sa_flags & SA_SIGINFO) ? reinterpret_cast<void*>(sa.sa_sigaction)
+                                    : reinterpret_cast<void*>(sa.sa_handler);
+}
+
+bool InBackEndLibrary(const struct sigaction& sa) {
+  if (!(sa.sa_flags & SA_SIGINFO) && (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)) return false;
   Dl_info info{};
-  if (::dladdr(handler, &info) == 0 || !info.dli_fname) return false;
+  if (::dladdr(HandlerOf(sa), &info) == 0 || !info.dli_fname) return false;
   const char* slash = std::strrchr(info.dli_fname, '/');
   const char* base = slash ? slash + 1 : info.dli_fname;
   for (const char* lib : kBackEndLibraries)
@@ -26,24 +33,41 @@ bool InBackEndLibrary(void* handler) {
 }
 
 // Runs when libhoop is loaded, after the libraries it depends on have run their constructors.
-__attribute__((constructor)) void RestoreAtLoad() { RestoreBackEndSignals(); }
+__attribute__((constructor)) void RestoreAtLoad() { RestoreBackEndSignalsAtLoad(); }
 
 }  // namespace
 
-std::vector<int> RestoreBackEndSignals() {
-  std::vector<int> restored;
+SignalActions SaveSignalActions() {
+  SignalActions s;
   for (int sig : kSignals) {
     struct sigaction sa {};
-    if (::sigaction(sig, nullptr, &sa) != 0) continue;
-    void* handler = (sa.sa_flags & SA_SIGINFO) ? reinterpret_cast<void*>(sa.sa_sigaction)
-                                               : reinterpret_cast<void*>(sa.sa_handler);
-    if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN || !InBackEndLibrary(handler)) continue;
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    if (::sigaction(sig, &dfl, nullptr) == 0) restored.push_back(sig);
+    if (::sigaction(sig, nullptr, &sa) == 0) s.actions.emplace_back(sig, sa);
+  }
+  return s;
+}
+
+std::vector<int> RestoreBackEndSignals(const SignalActions& before) {
+  std::vector<int> restored;
+  for (int sig : kSignals) {
+    struct sigaction now {};
+    if (::sigaction(sig, nullptr, &now) != 0 || !InBackEndLibrary(now)) continue;
+    struct sigaction back {};
+    back.sa_handler = SIG_DFL;
+    sigemptyset(&back.sa_mask);
+    for (const auto& [s, sa] : before.actions)
+      if (s == sig && !InBackEndLibrary(sa)) back = sa;
+    if (::sigaction(sig, &back, nullptr) == 0) restored.push_back(sig);
   }
   return restored;
+}
+
+std::vector<int> RestoreBackEndSignalsAtLoad() {
+  SignalActions at_load;
+  for (int sig : kSignals) {
+    struct sigaction sa {};
+    if (hoop_signal_at_load(sig, &sa)) at_load.actions.emplace_back(sig, sa);
+  }
+  return RestoreBackEndSignals(at_load);
 }
 
 }  // namespace hoop

@@ -63,9 +63,11 @@ StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& name, co
     }
   }
   if (!f) return InvalidArgument("transport '" + name + "' is not built in (available: " + known + ")");
+  // A back end may load libraries (providers) that install their own handlers: the program's
+  // come back as they were just before.
+  const SignalActions before = SaveSignalActions();
   auto t = f(opts);
-  // A back end may load libraries (providers) that install their own crash handlers.
-  RestoreBackEndSignals();
+  RestoreBackEndSignals(before);
   return t;
 }
 
