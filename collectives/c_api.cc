@@ -386,11 +386,13 @@ hoop_status_t hoop_finalize(hoop_comm_t comm) {
       return BadArg("rank " + std::to_string(comm->rank) + ": hoop_finalize: the communicator was finalized already");
     if (comm->fusion_active.load())
       return BadArg("hoop_finalize: a tensor fusion runtime still drives this communicator; stop it first");
+    // What completed sends handed over reaches the peers before the handle goes (Close).
+    const hoop::Status closed = comm->get().Close();
     comm->own.reset();
     comm->job.reset();  // the struct stays, a tombstone (c_api_internal.h)
     comm->config.reset();
     hoop::capi::KeepAsTombstone(comm);
-    return HOOP_SUCCESS;
+    return closed.ok() ? HOOP_SUCCESS : Report(closed);
   });
 }
 

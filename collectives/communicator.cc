@@ -174,7 +174,9 @@ void Communicator::WarnUnevenHierarchical() const {
                                    << "(broadcast still goes host by host)");
 }
 
-Communicator::~Communicator() {
+Status Communicator::Close() {
+  if (closed_) return Status::Ok();
+  closed_ = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -182,6 +184,23 @@ Communicator::~Communicator() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  if (!healthy()) return Status::Ok();  // failed already: nothing more can be promised
+  const Deadline deadline = Deadline::After(opts_.timeout);
+  // A small send completes once copied into its frame: those frames go out now.
+  while (mailbox_->FramesOut() && mailbox_->fatal().ok() && !deadline.Expired()) {
+    mailbox_->Progress(Deadline::After(std::chrono::milliseconds(10)));
+    AfterTurn();
+  }
+  const std::string me = "rank " + std::to_string(opts_.rank) + ": finalizing communicator '" + opts_.name + "'";
+  if (!mailbox_->fatal().ok()) return mailbox_->fatal().WithContext(me);
+  if (mailbox_->FramesOut())
+    return DeadlineExceeded(me + ": messages already sent were not taken by their peers within HOOP_TIMEOUT");
+  Status s = transport_->Close(deadline);
+  return s.ok() ? s : s.WithContext(me);
+}
+
+Communicator::~Communicator() {
+  if (Status s = Close(); !s.ok()) HOOP_LOG(kError, s.message());
   // Sends and receives nobody waited for: their Works complete, the transport goes.
   const Status pending = Aborted("the communicator was destroyed with the call pending");
   TransportHub& hub = *membership_.hub;

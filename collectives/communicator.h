@@ -137,6 +137,13 @@ class Communicator {
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
+  // The orderly end (hoop_finalize, hoop_comm_free; the destructor runs it too): the worker stops
+  // once what is queued has run; then, if the communicator is healthy, what completed sends
+  // handed over is delivered before it goes, even when the process exits right after: frames
+  // still queued go out, and the last communicator over the connections closes them so every
+  // byte reaches its peer (Transport::Close), all within HOOP_TIMEOUT. An error names the peer
+  // that did not take them or is gone. Only the first call does anything; no call may follow.
+  Status Close();
 
   int rank() const { return opts_.rank; }
   int size() const { return opts_.size; }
@@ -429,6 +436,7 @@ class Communicator {
   std::condition_variable cv_;
   std::deque<Op> queue_;
   bool stopping_ = false;
+  bool closed_ = false;  // Close ran (the owner's thread only)
   // kHeld: an operation is running (on the worker or a blocking caller); kBlocked: something is
   // queued, the communicator is stopping or failed, so the turn is not to be taken without mu_.
   static constexpr uint32_t kHeld = 1, kBlocked = 2;

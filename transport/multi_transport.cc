@@ -113,4 +113,13 @@ void MultiTransport::Abort(const std::string& cause) {
   for (auto& p : parts_) p->Abort(cause);
 }
 
+Status MultiTransport::Close(Deadline deadline) {
+  Status first;
+  for (auto& p : parts_) {
+    Status s = p->Close(deadline);
+    if (first.ok()) first = s;
+  }
+  return first;
+}
+
 }  // namespace hoop

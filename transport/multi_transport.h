@@ -29,6 +29,7 @@ class MultiTransport : public Transport {
   Endpoint* endpoint(int peer) override;
   Status Poll(std::vector<Completion>* out, Deadline deadline) override;
   void Abort(const std::string& cause) override;
+  Status Close(Deadline deadline) override;  // every part's
   void AllConnected() override;
   size_t PreferredChunkBytes() const override;  // the smallest of the parts'
   bool StageLargeCopies() const override;       // only if every part prefers it

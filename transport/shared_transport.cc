@@ -115,6 +115,12 @@ class HubView : public Transport {
     TransportHub::Lock l(*hub_);
     hub_->Fail(Aborted(cause), true);
   }
+  // Only the last view closes the connections; while others are open they go on over them.
+  Status Close(Deadline deadline) override {
+    TransportHub::Lock l(*hub_);
+    if (hub_->open_ != 1) return Status::Ok();
+    return hub_->base_->Close(deadline);
+  }
   size_t PreferredChunkBytes() const override { return hub_->base_->PreferredChunkBytes(); }
   bool StageLargeCopies() const override { return hub_->base_->StageLargeCopies(); }
   // The queue is the base's, shared by every view (it locks itself, collectives/cuda_queue.h).

@@ -164,6 +164,16 @@ class Transport {
   virtual Status Poll(std::vector<Completion>* out, Deadline deadline) = 0;
   // Tells every peer (best effort, bounded time) that this rank gives up, and why; then closes.
   virtual void Abort(const std::string& cause) = 0;
+  // The orderly end, before the transport is destroyed (its last communicator finalized,
+  // healthy): every byte a completed send handed over reaches its peer, even when this process
+  // exits right after. Waits, up to `deadline`, until each peer's side holds it (tcp: written
+  // bytes acknowledged, with input drained so the close sends no reset; ucx, ofi: flushed). An
+  // error names a peer that did not take them in time or is gone. Back ends whose sends complete
+  // only once the bytes are in the peer's memory (shm's rings) have nothing to do.
+  virtual Status Close(Deadline deadline) {
+    (void)deadline;
+    return Status::Ok();
+  }
   // Called once every connection has carried a message both ways (select.h): every peer has
   // attached to whatever this rank offered. Back ends whose memory peers find by name drop the
   // name here, so nothing is left behind however the process ends.

@@ -51,6 +51,11 @@ class Connection : public Endpoint {
   // Queues an abort frame carrying `cause`, behind whatever is being sent now.
   void QueueAbort(const std::string& cause);
   void Shutdown();
+  // The orderly end (close.cc): the FIN behind the last byte written; then, each call, input
+  // read and dropped and true once every byte written has been acknowledged, or the peer is gone
+  // (`why` then says so). False, with `why`, while the peer still has bytes to take.
+  void CloseWrite();
+  bool Delivered(std::string* why);
 
  private:
   static constexpr uint32_t kMagic = 0x48505431;  // "HPT1"

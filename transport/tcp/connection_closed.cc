@@ -44,6 +44,9 @@ bool Connection::ReadRest(std::vector<Completion>* out) {
     if (n == 0) return true;
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return false;  // the close is reported first: rare
+    // A reset after the peer's FIN (our own late frames reached its closed socket) ends the
+    // stream as the close did: everything it sent is read already.
+    if (errno == ECONNRESET) return true;
     Fail(Lost(std::string("after its close: ") + std::strerror(errno)), out);
     return false;
   }

@@ -29,6 +29,7 @@ class TcpTransport : public Transport {
   Endpoint* endpoint(int peer) override;
   Status Poll(std::vector<Completion>* out, Deadline deadline) override;
   void Abort(const std::string& cause) override;
+  Status Close(Deadline deadline) override;  // close.cc
   // Connections refused so far (wrong token, wrong communicator, after start-up, silent).
   int refused() const { return doorman_.refused(); }
 
@@ -56,7 +57,8 @@ class TcpTransport : public Transport {
   std::map<int, std::pair<Fd, std::string>> early_;  // accepted from a peer we were not waiting for yet
   Doorman doorman_;
   bool crowded_;  // ranks outnumber cores on this host: block at once, never spin
-  unsigned turns_ = 0;  // Progress calls that found nothing, to space out epoll_wait (one peer)
+  unsigned turns_ = 0;
+  bool closed_ = false;  // Close ran  // Progress calls that found nothing, to space out epoll_wait (one peer)
 };
 
 }  // namespace hoop

@@ -1,0 +1,105 @@
+/* A completed send is a promise: rank 0 posts K nonblocking sends to rank 1, waits for them all
+ * (success), finalizes and exits; rank 1 starts receiving only 100 ms later and must get every
+ * message, in order, with the right bytes. Blocking sends never lost anything; a barrier before
+ * the finalize would hide the bugs this guards against: small sends complete once copied into
+ * their frames, and frames still queued in the back end went with it at finalize (shm: all past
+ * the ring's slots); a tcp close with unread input resets the connection, and the kernel drops
+ * what it still held for the peer. argv[1]: K (default 1000); argv[2]: "small" (every message
+ * 8 bytes, inside its frame) or "mixed" (16-22 bytes, every 97th 100 KB: rendezvous).
+ * Mode "waitall" (argv[2]): K isends against K irecvs posted first, each side one
+ * hoop_wait_all, timed: prints "c-finalize waitall K seconds S" (it must be linear in K).
+ * Run as 2 ranks of a job (hooprun). Prints "c-finalize ok rank R of 2: K messages". */
+#include <hoop/hoop.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK(cond, ...)                                                  \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
+      fprintf(stdout, "c-finalize FAIL rank %d line %d: ", g_rank, __LINE__); \
+      fprintf(stdout, __VA_ARGS__);                                       \
+      fprintf(stdout, " (%s)\n", hoop_last_error());                      \
+      exit(1);                                                            \
+    }                                                                     \
+  } while (0)
+
+static int g_rank = -1;
+
+static int g_small; /* argv[2] "small": every message 8 bytes */
+
+static double Now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* K small messages each way of one pair, every request in one hoop_wait_all. */
+static int WaitAll(hoop_comm_t comm, int k) {
+  int64_t* vals = calloc((size_t)k, sizeof *vals);
+  hoop_request_t* req = calloc((size_t)k, sizeof *req);
+  CHECK(vals && req, "calloc");
+  CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier");
+  const double start = Now();
+  for (int i = 0; i < k; ++i) {
+    if (g_rank == 0) {
+      vals[i] = i;
+      CHECK(hoop_isend(comm, &vals[i], 1, HOOP_I64, 1, 3, &req[i]) == HOOP_SUCCESS, "isend %d", i);
+    } else {
+      CHECK(hoop_irecv(comm, &vals[i], 1, HOOP_I64, 0, 3, NULL, &req[i]) == HOOP_SUCCESS, "irecv %d", i);
+    }
+  }
+  CHECK(hoop_wait_all(req, k) == HOOP_SUCCESS, "wait_all");
+  const double took = Now() - start;
+  for (int i = 0; i < k; ++i) CHECK(vals[i] == i, "message %d is %lld", i, (long long)vals[i]);
+  CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier");
+  printf("c-finalize waitall %d seconds %.3f rank %d\n", k, took, g_rank);
+  CHECK(hoop_finalize(comm) == HOOP_SUCCESS, "finalize");
+  printf("c-finalize ok rank %d of 2: %d messages\n", g_rank, k);
+  free(vals);
+  free(req);
+  return 0;
+}
+static size_t Bytes(int i) { return g_small ? 8 : i % 97 == 96 ? 100000 : 16 + (size_t)(i % 7); }
+static unsigned char Byte(int i, size_t j) { return (unsigned char)(i * 31 + j * 7 + 1); }
+
+int main(int argc, char** argv) {
+  const int k = argc > 1 ? atoi(argv[1]) : 1000;
+  g_small = argc > 2 && strcmp(argv[2], "small") == 0;
+  hoop_comm_t comm = NULL;
+  int size = 0;
+  CHECK(hoop_init_from_env(&comm) == HOOP_SUCCESS, "init");
+  CHECK(hoop_rank(comm, &g_rank) == HOOP_SUCCESS && hoop_size(comm, &size) == HOOP_SUCCESS, "rank");
+  CHECK(size == 2, "run me as 2 ranks, not %d", size);
+  if (argc > 2 && strcmp(argv[2], "waitall") == 0) return WaitAll(comm, k);
+  unsigned char* buf = malloc(100000);
+  CHECK(buf, "malloc");
+  if (g_rank == 0) {
+    unsigned char** data = calloc((size_t)k, sizeof *data);
+    hoop_request_t* req = calloc((size_t)k, sizeof *req);
+    CHECK(data && req, "calloc");
+    for (int i = 0; i < k; ++i) {
+      data[i] = malloc(Bytes(i));
+      CHECK(data[i], "malloc");
+      for (size_t j = 0; j < Bytes(i); ++j) data[i][j] = Byte(i, j);
+      CHECK(hoop_isend(comm, data[i], Bytes(i), HOOP_U8, 1, 5, &req[i]) == HOOP_SUCCESS, "isend %d", i);
+    }
+    CHECK(hoop_wait_all(req, k) == HOOP_SUCCESS, "wait_all");
+    CHECK(hoop_finalize(comm) == HOOP_SUCCESS, "finalize");
+    printf("c-finalize ok rank 0 of 2: %d messages\n", k);
+    return 0;
+  }
+  struct timespec late = {0, 100 * 1000 * 1000};
+  nanosleep(&late, NULL);
+  for (int i = 0; i < k; ++i) {
+    hoop_recv_info_t info;
+    CHECK(hoop_recv(comm, buf, 100000, HOOP_U8, 0, 5, &info) == HOOP_SUCCESS, "receive %d of %d", i, k);
+    CHECK(info.count == Bytes(i), "message %d: %zu bytes, not %zu", i, info.count, Bytes(i));
+    for (size_t j = 0; j < Bytes(i); ++j) CHECK(buf[j] == Byte(i, j), "message %d byte %zu", i, j);
+  }
+  CHECK(hoop_finalize(comm) == HOOP_SUCCESS, "finalize");
+  printf("c-finalize ok rank 1 of 2: %d messages\n", k);
+  return 0;
+}
