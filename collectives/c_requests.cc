@@ -5,6 +5,7 @@
 #include "collectives/c_requests.h"
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "collectives/c_api_internal.h"
@@ -208,15 +209,18 @@ hoop_status_t hoop_wait_all(hoop_request_t* requests, int n) {
     if (n < 0) return BadArg("hoop_wait_all: n is " + std::to_string(n) + ", negative");
     if (n > 0 && !requests) return BadArg("hoop_wait_all: requests is NULL with n " + std::to_string(n));
     // Every entry is checked before any is waited for: a bad array frees nothing.
+    // Linear in n: a set finds repeats (100k requests are an ordinary halo exchange).
     std::vector<hoop::capi::Request> found;
+    found.reserve(static_cast<size_t>(n));
+    std::unordered_set<uint64_t> seen;
+    seen.reserve(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
       if (!requests[i]) continue;  // a NULL entry is complete already
       auto r = Requests().Find(requests[i]);
       if (!r) return BadArg(Unknown(("hoop_wait_all: requests[" + std::to_string(i) + "]").c_str(), requests[i]));
-      for (const auto& f : found)
-        if (f.id == r->id)
-          return BadArg("hoop_wait_all: request " + std::to_string(r->id) + " appears twice (requests[" +
-                        std::to_string(i) + "])");
+      if (!seen.insert(r->id).second)
+        return BadArg("hoop_wait_all: request " + std::to_string(r->id) + " appears twice (requests[" +
+                      std::to_string(i) + "])");
       found.push_back(std::move(*r));
     }
     hoop::Status first;
