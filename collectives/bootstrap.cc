@@ -16,6 +16,20 @@ Job::~Job() {
 }
 
 namespace {
+// OpenStore, and a rank that finds nobody serving a tcp:// store within seconds says who should
+// (rank 0, or the launcher), then goes on waiting up to HOOP_TIMEOUT: a hand-launched job whose
+// rank 0 is not up is not silent for minutes.
+StatusOr<std::unique_ptr<Store>> OpenStoreSaying(const Config& cfg, Deadline deadline, const std::string& ctx) {
+  if (cfg.store.rfind("tcp://", 0) != 0 || deadline.RemainingMs(5001) <= 5000)
+    return OpenStore(cfg.store, cfg.token, deadline);
+  auto first = OpenStore(cfg.store, cfg.token, Deadline::After(std::chrono::seconds(5)));
+  if (first.ok() || first.status().code() != Code::kUnavailable) return first;
+  HOOP_LOG(kWarn, ctx << ": nobody serves the store at " << cfg.store << " yet (" << first.status().message()
+                      << "); rank 0 serves it (hooprun does, for its jobs): waiting up to HOOP_TIMEOUT ("
+                      << cfg.timeout.count() / 1000.0 << " s) for it");
+  return OpenStore(cfg.store, cfg.token, deadline);
+}
+
 // The part every way of joining shares, once job->store is open: name this communicator by its
 // place among the job's, and create it.
 StatusOr<std::unique_ptr<Job>> Finish(const Config& cfg, std::unique_ptr<Job> job, const std::string& ctx);
@@ -33,10 +47,10 @@ StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
                                    "HOOP_STORE=tcp://HOST:PORT or file:///DIR)");
     job->store = std::make_unique<MemoryStore>();
   } else {
-    // A job not started by hooprun has no store server: rank 0 serves a tcp:// store itself.
-    bool serve = cfg.rank == 0 && cfg.store.rfind("tcp://", 0) == 0 &&
-                 (cfg.launcher == Launcher::kMpirun || cfg.launcher == Launcher::kSlurm ||
-                  cfg.launcher == Launcher::kTorchrun);
+    // Rank 0 serves a tcp:// store itself, as under mpirun, Slurm and torchrun: a job started by
+    // hand (HOOP_RANK, HOOP_SIZE, HOOP_STORE in each shell) has nobody else to. Under hooprun,
+    // whose server holds the port already, the bind fails and the check below finds hooprun's.
+    bool serve = cfg.rank == 0 && cfg.store.rfind("tcp://", 0) == 0;
     if (serve) {
       HOOP_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(cfg.store.substr(6)));
       auto server = TcpStoreServer::Start(hp.host, hp.port, cfg.token);
@@ -46,7 +60,7 @@ StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
       else if (!OpenStore(cfg.store, cfg.token, Deadline::After(std::chrono::seconds(2))).ok())
         return server.status().WithContext(ctx + ": serving the store at " + cfg.store);
     }
-    auto store = OpenStore(cfg.store, cfg.token, deadline);
+    auto store = OpenStoreSaying(cfg, deadline, ctx);
     if (!store.ok()) return store.status().WithContext(ctx);
     job->store = std::move(store).value();
     if (auto* files = dynamic_cast<FileStore*>(job->store.get())) {

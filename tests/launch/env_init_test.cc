@@ -2,7 +2,12 @@
 // serves the tcp:// store), and with Slurm's variables and a file:// store.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include <cstdlib>
 #include <thread>
@@ -65,6 +70,56 @@ TEST_CASE("C API with Slurm's variables and a file store", "[env]") {
   CHECK(::access(dir, F_OK) != 0);
   std::string cmd = std::string("rm -rf ") + dir;
   CHECK(std::system(cmd.c_str()) == 0);
+}
+
+namespace {
+// A TCP port nobody listens on now (bound, then closed).
+int UnusedPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+}  // namespace
+
+TEST_CASE("a job launched by hand (HOOP_RANK, HOOP_SIZE, HOOP_STORE=tcp://) runs: rank 0 serves the store",
+          "[env]") {
+  // Two shells, no launcher: what hoop's message for a missing HOOP_STORE suggests.
+  const std::string store = "tcp://127.0.0.1:" + std::to_string(UnusedPort());
+  const int n = 2;
+  std::vector<ProcResult> results(n);
+  std::vector<std::thread> ranks;
+  for (int k = n - 1; k >= 0; --k) {  // rank 1 first: it waits for rank 0's server
+    ranks.emplace_back([&, k] {
+      ProcOptions o = Within(60);
+      o.env = {{"HOOP_RANK", std::to_string(k)}, {"HOOP_SIZE", std::to_string(n)}, {"HOOP_STORE", store}};
+      o.unset = {"HOOP_JOB_TOKEN", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
+      results[static_cast<size_t>(k)] = RunProc({Bin("hoop-c-api-test")}, o);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  for (auto& t : ranks) t.join();
+  for (int k = 0; k < n; ++k) {
+    INFO(results[static_cast<size_t>(k)].output);
+    CHECK(results[static_cast<size_t>(k)].exit_code == 0);
+    CHECK(results[static_cast<size_t>(k)].output.find("c-api ok rank " + std::to_string(k) + " of 2") != std::string::npos);
+    CHECK(results[static_cast<size_t>(k)].seconds < 30);
+  }
+  // Rank 1 alone: within seconds it says who should serve the store, then waits on (HOOP_TIMEOUT).
+  ProcOptions o = Within(60);
+  o.env = {{"HOOP_RANK", "1"}, {"HOOP_SIZE", "2"}, {"HOOP_STORE", store}, {"HOOP_TIMEOUT", "8"}};
+  o.unset = {"HOOP_JOB_TOKEN"};
+  auto alone = RunProc({Bin("hoop-c-api-test")}, o);
+  INFO(alone.output);
+  CHECK(alone.exit_code != 0);
+  CHECK(alone.output.find("nobody serves the store at " + store + " yet") != std::string::npos);
+  CHECK(alone.output.find("rank 0 serves it") != std::string::npos);
+  CHECK(alone.seconds < 20);
 }
 
 TEST_CASE("a file store directory that holds another job's entries is refused, naming it", "[env]") {
