@@ -5,8 +5,11 @@
 include(CMakePackageConfigHelpers)
 
 target_include_directories(hoop INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-set_target_properties(hoop PROPERTIES INSTALL_RPATH "")  # only the tools look for it next door
-install(TARGETS hoop EXPORT hoopTargets
+# libhoop finds libhoop_signals (transport/signals/at_load.c) next door, wherever it is installed.
+set_target_properties(hoop PROPERTIES INSTALL_RPATH "$ORIGIN")
+# The exported target carries C++20: hoop.hpp needs it (std::span), and a C consumer is untouched.
+target_compile_features(hoop INTERFACE cxx_std_20)
+install(TARGETS hoop hoop_signals EXPORT hoopTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/hoop/hoop.h include/hoop/hoop.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hoop)
 install(TARGETS hooprun hoop-perf hoop-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -16,6 +16,12 @@
 #ifndef HOOP_HOOP_HPP_
 #define HOOP_HOOP_HPP_
 
+// std::span and the rest need C++20. CMake's hoop::hoop carries it (cxx_std_20); with
+// pkg-config, or a compiler whose default is older (g++ 12: gnu++17), say -std=c++20.
+#if !defined(__cplusplus) || (__cplusplus < 202002L && !(defined(_MSVC_LANG) && _MSVC_LANG >= 202002L))
+#error "hoop/hoop.hpp needs C++20: compile with -std=c++20 (CMake's hoop::hoop target sets it; the C API, hoop/hoop.h, needs no C++ at all)"
+#else  // the rest only where it can compile, so the one line above is all a compiler says
+
 #include <hoop/hoop.h>
 
 #include <cstdint>
@@ -272,4 +278,5 @@ class Comm {
 
 }  // namespace hoop::api
 
+#endif  // C++20
 #endif  // HOOP_HOOP_HPP_

@@ -63,7 +63,7 @@ TEST_CASE("the installed package builds C and C++ programs with CMake and pkg-co
   auto inst = RunProc({"/usr/bin/cmake", "--install", HOOP_BUILD_DIR, "--prefix", prefix.string()}, Within(120));
   INFO(inst.output);
   REQUIRE(inst.exit_code == 0);
-  for (const char* f : {"include/hoop/hoop.h", "include/hoop/hoop.hpp", "lib/libhoop.so", "bin/hooprun",
+  for (const char* f : {"include/hoop/hoop.h", "include/hoop/hoop.hpp", "lib/libhoop.so", "lib/libhoop_signals.so.0", "bin/hooprun",
                         "bin/hoop-perf", "bin/hoop-info", "lib/cmake/hoop/hoopConfig.cmake",
                         "lib/cmake/hoop/hoopConfigVersion.cmake", "lib/cmake/hoop/hoopTargets.cmake",
                         "lib/pkgconfig/hoop.pc"})
@@ -92,6 +92,15 @@ TEST_CASE("the installed package builds C and C++ programs with CMake and pkg-co
                   60);
     CHECK(old.exit_code != 0);
     CHECK(old.output.find("hoop") != std::string::npos);
+    // A C-only project links hoop::hoop too: the C++20 it carries is for C++ sources alone.
+    auto c_only = Sh("mkdir -p " + (tmp.path / "c").string() + " && cd " + (tmp.path / "c").string() +
+                         " && cp " + src + "/consumer.c . && printf 'cmake_minimum_required(VERSION 3.16)\nproject(c C)\n"
+                         "find_package(hoop 0.1 REQUIRED)\nadd_executable(c consumer.c)\n"
+                         "target_link_libraries(c PRIVATE hoop::hoop)\n' > CMakeLists.txt && cmake -S . -B b "
+                         "-DCMAKE_PREFIX_PATH=" + prefix.string() + " && cmake --build b",
+                     120);
+    INFO(c_only.output);
+    CHECK(c_only.exit_code == 0);
   }
 
   SECTION("pkg-config hoop") {
@@ -110,6 +119,11 @@ TEST_CASE("the installed package builds C and C++ programs with CMake and pkg-co
         Sh("c++ -std=c++20 -Wall -Wextra -Werror " + src + "/consumer.cc -o " + cxx.string() + " " + flags, 120, env);
     INFO(cpp.output);
     REQUIRE(cpp.exit_code == 0);
+    // Below C++20 (g++ 12's default is gnu++17), hoop.hpp says what it needs, not 20 errors.
+    auto old = Sh("c++ -std=c++17 " + src + "/consumer.cc -o " + (tmp.path / "old").string() + " " + flags, 120, env);
+    CHECK(old.exit_code != 0);
+    CHECK(old.output.find("hoop/hoop.hpp needs C++20: compile with -std=c++20") != std::string::npos);
+    CHECK(old.output.find("'std::span' has not been declared") == std::string::npos);
     RunsUnderInstalledHooprun(prefix, c, "consumer-c");
     RunsUnderInstalledHooprun(prefix, cxx, "consumer-cxx");
   }
