@@ -16,6 +16,7 @@
 
 #include "common/cli.h"
 #include "common/parse.h"
+#include "common/version.h"
 #include "trainer/layer_factory.h"
 #include "trainer/layout.h"
 #include "trainer/parallel.h"
@@ -42,13 +43,14 @@ const char* kUsage =
     "  --cpu-only       leave the GPU out even where there is one\n"
     "  --csv FILE       every case: kind,size,repeats,cpu_s,gpu_s,speedup (perf/train-plot device\n"
     "                   FILE --out device.png draws it)\n"
+    "  --version        hoop-bench-device's version\n"
     "  -h, --help       this text\n";
 
 struct Options {
   std::vector<int> gemm{50, 100, 500, 1000, 2000, 5000, 7000, 10000};
   std::vector<int> conv{20, 40, 60, 80, 100, 200};
   int repeats = 10, threads = 0;
-  bool cpu_only = false, help = false;
+  bool cpu_only = false, help = false, version = false;
   std::string csv;
 };
 
@@ -68,6 +70,7 @@ StatusOr<Options> Parse(int argc, char** argv) {
   Options o;
   cli::Flags f;
   f.Early("-h,--help", &o.help);
+  f.Early("--version", &o.version);
   f.Switch("--cpu-only", &o.cpu_only);
   f.Value("--gemm", [&o](const std::string& flag, const std::string& v) -> Status {
     HOOP_ASSIGN_OR_RETURN(o.gemm, ParseList(flag, v, 20000));
@@ -163,6 +166,10 @@ int Main(int argc, char** argv) {
   if (!opts.ok()) {
     std::fprintf(stderr, "hoop-bench-device: %s\n(run 'hoop-bench-device --help' for usage)\n", opts.status().message().c_str());
     return 2;
+  }
+  if (opts->version) {
+    std::printf("%s\n", VersionLine("hoop-bench-device").c_str());
+    return 0;
   }
   if (opts->help) {
     std::printf(kUsage, std::max(1u, std::thread::hardware_concurrency()));

@@ -22,6 +22,7 @@
 #include "collectives/kernels/reduce.h"
 #include "collectives/reference.h"
 #include "common/cli.h"
+#include "common/version.h"
 #include "perf/kernel_bench_cuda.h"
 
 using namespace hoop;
@@ -83,10 +84,11 @@ int main(int argc, char** argv) {
   int repeats = 5;
   bool all_ops = false;
   int device = -1;  // -1: the CPU's kernels
-  bool help = false;
+  bool help = false, version = false;
   int mib_flag = static_cast<int>(mib);
   hoop::cli::Flags flags;
   flags.Early("-h,--help", &help);
+  flags.Early("--version", &version);
   flags.Switch("--all-ops", &all_ops);
   flags.Value("--device", [&device](const std::string& v) -> std::string {
     if (v == "cpu") device = -1;
@@ -102,8 +104,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kernel-bench: %s\n(run 'kernel-bench --help' for usage)\n", s.message().c_str());
     return 2;
   }
+  if (version) {
+    std::printf("%s\n", hoop::VersionLine("kernel-bench").c_str());
+    return 0;
+  }
   if (help) {
-    std::puts("usage: kernel-bench [--mib 64] [--repeats 5] [--all-ops] [--device cpu|cuda[:N]]\n"
+    std::puts("usage: kernel-bench [--mib 64] [--repeats 5] [--all-ops] [--device cpu|cuda[:N]] | --version\n"
               "Each reduction kernel (sum, or every op with --all-ops) over arrays of MIB MiB, per instruction\n"
               "set this CPU runs, plain and streaming, in GB/s of bytes moved (two reads, one write), next to\n"
               "memcpy and the 3-stream limit measured in the same run; medians of REPEATS runs.\n"

@@ -46,6 +46,8 @@ _COMPRESSIONS = {None: _hoop.COMPRESSION_DEFAULT, "none": NONE, "fp16": FP16, "b
 
 _world = None  # the communicator hoop.init() made (the process's default, as in Horovod)
 
+__version__ = ".".join(str(v) for v in _hoop.version())  # the loaded library's, "X.Y.Z"
+
 
 def version():
     """The loaded library's version, (major, minor, patch)."""

@@ -573,6 +573,12 @@ def find_hooprun():
     return which("hooprun")
 
 
+def _package_version():
+    """The hoop package's version (the loaded library's), as every hoop tool prints it."""
+    from hoop import __version__
+    return __version__
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="hoop-parallelize", description=__doc__.split("\n", 1)[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -585,6 +591,7 @@ def main(argv=None):
     ap.add_argument("--check-timeout", type=float, default=300, help="seconds --check may take (default 300)")
     ap.add_argument("--check-args", default="", help="arguments for the script under --check (one string)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no diff, only the summary")
+    ap.add_argument("--version", action="version", version=f"hoop-parallelize (hoop) {_package_version()}")
     a = ap.parse_args(argv)
     if os.path.abspath(a.script) == os.path.abspath(a.output):
         print("hoop-parallelize: the output would overwrite the script; choose another -o", file=sys.stderr)
