@@ -91,3 +91,58 @@ TEST_CASE("C split that one rank does not call: every rank gets an error, none h
            r.output.find("collective barrier here, allgather on rank") != std::string::npos));
   }
 }
+
+TEST_CASE("signal actions a program set survive loading libhoop and starting every back end", "[signals]") {
+  // hoop-c-signals-test sets SIGINT and SIGTERM handlers and ignores SIGHUP before it dlopens
+  // libhoop (as Python does before `import hoop`); UCX and libfabric's psm install handlers of
+  // their own when loaded or started. Every back end, 2 ranks.
+  for (const Backend& b : Backends()) {
+    std::vector<std::string> cmd = {Bin("hooprun"), "-np", "2"};
+    for (const auto& [k, v] : b.env) cmd.insert(cmd.end(), {"-x", k + "=" + v});
+    cmd.insert(cmd.end(), {Bin("hoop-c-signals-test"), std::string(HOOP_BUILD_DIR) + "/lib/libhoop.so"});
+    auto r = RunProc(cmd, Within(60));
+    INFO(b.label << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("c-signals ok rank 1 of 2") != std::string::npos);
+  }
+}
+
+TEST_CASE("completed nonblocking sends reach a late receiver after the sender finalized and exited", "[p2p][finalize]") {
+  // K isends + wait_all + finalize + exit on rank 0, rank 1 receiving 100 ms later: 0 lost, on
+  // every back end, small (inside their frames) and mixed sizes. HOOPTEST_FINALIZE_RUNS (default
+  // 2) runs of each; issue 48's bar is 20, run by hand (docs/PERF.md has none: this is not speed).
+  const char* env = std::getenv("HOOPTEST_FINALIZE_RUNS");
+  const int runs = env ? std::max(1, std::atoi(env)) : 2;
+  for (const Backend& b : Backends())
+    for (const char* k : {"1", "100", "1000", "10000"})
+      for (const char* mode : {"small", "mixed"})
+        for (int run = 0; run < runs; ++run) {
+          std::vector<std::string> cmd = {Bin("hooprun"), "-np", "2"};
+          for (const auto& [key, v] : b.env) cmd.insert(cmd.end(), {"-x", key + "=" + v});
+          cmd.insert(cmd.end(), {Bin("hoop-c-finalize-test"), k, mode});
+          auto r = RunProc(cmd, Within(90));
+          INFO(b.label << ", K " << k << " " << mode << ", run " << run << "\n" << r.output);
+          REQUIRE(r.exit_code == 0);
+          CHECK(r.output.find("c-finalize ok rank 1 of 2: " + std::string(k) + " messages") != std::string::npos);
+        }
+}
+
+TEST_CASE("hoop_wait_all is linear in its requests: 100k against 10k", "[p2p][waitall]") {
+  // A halo exchange of 100k requests once took minutes (a quadratic check for repeats). Linear
+  // means 10x the requests in about 10x the time; 30x plus a second of slack leaves room for a
+  // busy machine and still fails the quadratic 100x.
+  auto seconds = [](int k) {
+    auto r = RunProc({Bin("hooprun"), "-np", "2", "-x", "HOOP_TRANSPORT=shm", Bin("hoop-c-finalize-test"),
+                      std::to_string(k), "waitall"},
+                     Within(120));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    double worst = 0;
+    for (size_t at = 0; (at = r.output.find("seconds ", at)) != std::string::npos; at += 8)
+      worst = std::max(worst, std::atof(r.output.c_str() + at + 8));
+    return worst;
+  };
+  const double small = seconds(10000), large = seconds(100000);
+  INFO("10k: " << small << " s, 100k: " << large << " s");
+  CHECK(large < 30 * small + 1.0);
+}
