@@ -45,6 +45,16 @@ hvd.shutdown()
 
 
 class Horovod(unittest.TestCase):
+    def test_newer_calls_build_queries_and_sync_batch_norm(self):
+        script = os.path.join(HERE, "horovod_extras_rank.py")
+        for transport, ranks in (("tcp", (1, 3)), ("shm", (2,))):
+            for n in ranks:
+                r = hooprun(n, [sys.executable, script], env={"HOOP_TRANSPORT": transport}, timeout=120)
+                with self.subTest(transport=transport, ranks=n):
+                    self.assertEqual(r.returncode, 0, r.output)
+                    for k in range(n):
+                        self.assertIn(f"extras ok rank {k} of {n}", r.output)
+
     def test_every_call_matches_the_reference(self):
         script = os.path.join(HERE, "horovod_rank.py")
         for transport, ranks in (("tcp", (1, 2, 3)), ("shm", (2, 4))):

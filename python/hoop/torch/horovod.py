@@ -32,7 +32,10 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "broadcast_async_", "allgather", "allgather_async", "alltoall", "alltoall_async", "poll", "synchronize",
            "join", "barrier", "broadcast_object", "allgather_object", "broadcast_parameters",
            "broadcast_optimizer_state", "DistributedOptimizer", "Compression", "Average", "Sum", "Min", "Max",
-           "Product"]
+           "Product", "cross_rank", "cross_size", "is_homogeneous", "mpi_built", "gloo_built", "nccl_built",
+           "cuda_built", "rocm_built", "ccl_built", "ddl_built", "mpi_enabled", "gloo_enabled",
+           "mpi_threads_supported", "reducescatter", "reducescatter_async", "grouped_allreduce",
+           "grouped_allreduce_async", "start_timeline", "stop_timeline", "SyncBatchNorm"]
 
 
 class _Op:
@@ -79,6 +82,15 @@ class _State:
         self.handles = {}  # handle -> (kind, token, output, keep, finish)
         self.next_handle = 1
         self.names = {}  # unnamed calls: a counter per kind, the same on every rank that calls in order
+        # Every rank's local rank and local size, once: Horovod's cross rank is this rank's place
+        # among the ranks with its local rank (one per host that has one), cross size their count.
+        mine = np.array([self.world.local_rank, self.world.local_size], np.int64)
+        every = np.zeros(2 * self.world.size, np.int64)
+        self.world.allgather(mine, every, -1, False)
+        local = every[0::2]
+        self.cross_size = int((local == self.world.local_rank).sum())
+        self.cross_rank = int((local[:self.world.rank] == self.world.local_rank).sum())
+        self.homogeneous = bool((every[1::2] == every[1]).all())
 
 
 _state = None
@@ -131,6 +143,76 @@ def local_rank():
     return _s().world.local_rank
 
 
+def cross_rank():
+    """This rank's place among the ranks with its local rank (Horovod's: its host's index)."""
+    return _s().cross_rank
+
+
+def cross_size():
+    """How many ranks share this rank's local rank (Horovod's: the number of such hosts)."""
+    return _s().cross_size
+
+
+def is_homogeneous():
+    """Whether every host runs the same number of ranks."""
+    return _s().homogeneous
+
+
+# Horovod's build queries. hoop is its own transport: no MPI, Gloo, NCCL, oneCCL, DDL or ROCm
+# under it, and these tensors are CPU tensors (hoop.torch's Horovod-style API; hoop's C API and
+# the torch.distributed backend take CUDA memory where libhoop was built with CUDA).
+def mpi_built():
+    return False
+
+
+def gloo_built():
+    return False
+
+
+def nccl_built():
+    return False
+
+
+def cuda_built():
+    """False: this Horovod-style API takes CPU tensors only (see the module's docstring)."""
+    return False
+
+
+def rocm_built():
+    return False
+
+
+def ccl_built():
+    return False
+
+
+def ddl_built():
+    return False
+
+
+def mpi_enabled():
+    return False
+
+
+def gloo_enabled():
+    return False
+
+
+def mpi_threads_supported():
+    return False
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Horovod starts a timeline at run time; hoop's is chosen at start-up."""
+    raise NotImplementedError("hoop.torch.start_timeline: hoop's timeline is set when the job starts: "
+                              "HOOP_TIMELINE=FILE (hooprun --timeline-filename FILE); it cannot be started later")
+
+
+def stop_timeline():
+    raise NotImplementedError("hoop.torch.stop_timeline: hoop's timeline runs from start-up to shutdown "
+                              "(HOOP_TIMELINE, hooprun --timeline-filename)")
+
+
 def _dtype(t, call):
     try:
         return _DTYPES[t.dtype]
@@ -172,6 +254,8 @@ def _dense(t):
 def poll(handle):
     """Whether the operation behind handle has completed (synchronize then returns at once)."""
     kind, token, _, _, _ = _s().handles[handle]
+    if kind == "group":
+        return all(poll(h) for h in token)
     return _s().fusion.test(token) if kind == "fusion" else token.test()
 
 
@@ -181,6 +265,8 @@ def synchronize(handle):
     if handle not in s.handles:
         raise ValueError(f"hoop.torch: rank {rank()}: synchronize: unknown or finished handle {handle}")
     kind, token, output, keep, finish = s.handles.pop(handle)
+    if kind == "group":
+        return [synchronize(h) for h in token]
     if kind == "fusion":
         s.fusion.wait(token)
     elif token is not None:
@@ -340,6 +426,49 @@ def alltoall(tensor, splits=None, name=None):
 
 
 # ---- the rest
+
+def reducescatter_async(tensor, name=None, op=Average):
+    """Reduces tensor over the ranks and gives each rank its block of the first dimension
+    (Horovod's split: the first size % ranks ranks get one row more)."""
+    _check(tensor, "reducescatter_async")
+    s = _s()
+    code = _op_of(None, op, "reducescatter").code
+    src = _dense(tensor)
+    n = s.world.size
+    rows = src.shape[0] if src.dim() > 0 else 1
+    rest = tuple(src.shape[1:]) if src.dim() > 0 else ()
+    per_row = int(np.prod(rest, dtype=np.int64)) if rest else 1
+    mine = [rows // n + (1 if r < rows % n else 0) for r in range(n)]
+    out = torch.empty((mine[s.world.rank],) + rest, dtype=src.dtype)
+    sa, override = _numpy(src)
+    oa, _ = _numpy(out)
+    req = s.world.reduce_scatterv(sa.reshape(-1), oa.reshape(-1), [m * per_row for m in mine], code, override, True)
+    return _register("request", req, out, (src,))
+
+
+def reducescatter(tensor, name=None, op=Average):
+    return synchronize(reducescatter_async(tensor, name, op))
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                            compression=Compression.none):
+    """Horovod's grouped allreduce: one handle for the list; synchronize() gives the outputs'
+    list. The runtime fuses them as it fuses any allreduces submitted together."""
+    base = name if name is not None else _name("grouped_allreduce", None)
+    handles = [allreduce_async(t, average, f"{base}.{i}", op, prescale_factor, postscale_factor, compression)
+               for i, t in enumerate(tensors)]
+    s = _s()
+    h = s.next_handle
+    s.next_handle += 1
+    s.handles[h] = ("group", handles, None, (), None)
+    return h
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None, prescale_factor=1.0,
+                      postscale_factor=1.0):
+    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor,
+                                               compression))
+
 
 def barrier():
     _s().world.barrier(False)
@@ -506,3 +635,76 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     dist_opt.__dict__.update(optimizer.__dict__)
     dist_opt._hoop_setup(named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor)
     return dist_opt
+
+
+# ---- SyncBatchNorm
+
+class _SyncBatchNormFn(torch.autograd.Function):
+    """Batch norm whose statistics are the whole job's batch: each rank's per-channel sums (of x,
+    of x squared, and its count) are summed over the ranks; backward sums the per-channel sums
+    of the gradient the same way. The weight's and bias's gradients stay this rank's own (the
+    optimizer averages them over the ranks, as every other gradient)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean, running_var, eps, momentum):
+        dims = [d for d in range(x.dim()) if d != 1]
+        shape = [1, -1] + [1] * (x.dim() - 2)
+        xd = x.double()
+        local = torch.cat([xd.sum(dims), (xd * xd).sum(dims), torch.tensor([x.numel() / x.shape[1]], dtype=torch.float64)])
+        total = torch.from_numpy(hoop.allreduce(local.numpy(), hoop.SUM, comm=_s().world))
+        c = x.shape[1]
+        count = total[2 * c].item()
+        mean = total[:c] / count
+        var = (total[c:2 * c] / count - mean * mean).clamp_min(0)
+        invstd = 1.0 / torch.sqrt(var + eps)
+        if running_mean is not None:
+            with torch.no_grad():
+                running_mean.mul_(1 - momentum).add_(momentum * mean.to(running_mean.dtype))
+                unbiased = var * count / max(count - 1, 1)
+                running_var.mul_(1 - momentum).add_(momentum * unbiased.to(running_var.dtype))
+        x_hat = (xd - mean.view(shape)) * invstd.view(shape)
+        y = x_hat
+        if weight is not None:
+            y = y * weight.double().view(shape) + bias.double().view(shape)
+        ctx.save_for_backward(x_hat, invstd, weight)
+        ctx.count, ctx.dims, ctx.shape = count, dims, shape
+        return y.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x_hat, invstd, weight = ctx.saved_tensors
+        dims, shape = ctx.dims, ctx.shape
+        g = grad.double()
+        sum_dy = g.sum(dims)
+        sum_dy_xhat = (g * x_hat).sum(dims)
+        both = torch.from_numpy(hoop.allreduce(torch.cat([sum_dy, sum_dy_xhat]).numpy(), hoop.SUM, comm=_s().world))
+        c = sum_dy.numel()
+        w = weight.double() if weight is not None else torch.ones(c, dtype=torch.float64)
+        dx = (g - (both[:c] / ctx.count).view(shape) - x_hat * (both[c:] / ctx.count).view(shape)) * \
+            (w * invstd).view(shape)
+        gw = sum_dy_xhat.to(weight.dtype) if weight is not None else None
+        gb = sum_dy.to(weight.dtype) if weight is not None else None
+        return dx.to(grad.dtype), gw, gb, None, None, None, None
+
+
+class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
+    """Horovod's hvd.SyncBatchNorm: batch norm over the whole job's batch in training (the ranks'
+    statistics summed through hoop), this rank's running statistics in eval. CPU tensors, any
+    number of dimensions after (N, C)."""
+
+    def _check_input_dim(self, x):
+        if x.dim() < 2:
+            raise ValueError(f"hoop.torch.SyncBatchNorm: expected at least 2 dimensions (N, C, ...), got {x.dim()}")
+
+    def forward(self, x):
+        self._check_input_dim(x)
+        if not self.training or not is_initialized() or size() == 1:
+            return super().forward(x)
+        momentum = self.momentum
+        if self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            if momentum is None:  # a cumulative moving average, as torch's BatchNorm does
+                momentum = 1.0 / float(self.num_batches_tracked)
+        return _SyncBatchNormFn.apply(x, self.weight, self.bias,
+                                      self.running_mean if self.track_running_stats else None,
+                                      self.running_var if self.track_running_stats else None, self.eps, momentum)

@@ -1,0 +1,82 @@
+"""One rank of the Horovod-style API's newer calls (test_horovod.py): the build queries, cross rank
+and size, is_homogeneous, reducescatter (even and uneven first dimensions, Average and Sum),
+grouped_allreduce (sync and async), the timeline calls' errors, hoop.__version__, and
+SyncBatchNorm against torch's BatchNorm over the whole batch (output, input gradient, the
+ranks' summed weight gradients, running statistics). Prints "extras ok rank R of N"."""
+import sys
+
+import torch
+
+import hoop
+import hoop.torch as hvd
+
+
+def close(what, got, want, tol=1e-5):
+    if not torch.allclose(got.double(), want.double(), atol=tol, rtol=tol):
+        print(f"extras FAIL rank {hvd.rank()}: {what}: {got} != {want}")
+        sys.exit(1)
+
+
+def main():
+    hvd.init()
+    r, n = hvd.rank(), hvd.size()
+    assert hvd.cross_size() == 1 and hvd.cross_rank() == 0, (hvd.cross_rank(), hvd.cross_size())  # one host
+    assert hvd.is_homogeneous()
+    for q in (hvd.mpi_built, hvd.gloo_built, hvd.nccl_built, hvd.cuda_built, hvd.rocm_built, hvd.ccl_built,
+              hvd.ddl_built, hvd.mpi_enabled, hvd.gloo_enabled, hvd.mpi_threads_supported):
+        assert q() is False, q.__name__
+    assert hoop.__version__ == ".".join(map(str, hoop.version()))
+    for fn, args in ((hvd.start_timeline, ("t.json",)), (hvd.stop_timeline, ())):
+        try:
+            fn(*args)
+            raise AssertionError(f"{fn.__name__} did not refuse")
+        except NotImplementedError as e:
+            assert "HOOP_TIMELINE" in str(e)
+    # reducescatter: rank k's tensor is k + 1 + row index; rows split as Horovod splits them.
+    for rows in (2 * n, 2 * n + 1, 1):
+        t = torch.arange(rows * 3, dtype=torch.float32).reshape(rows, 3) + r + 1
+        total = sum(torch.arange(rows * 3, dtype=torch.float32).reshape(rows, 3) + k + 1 for k in range(n))
+        splits = [rows // n + (1 if k < rows % n else 0) for k in range(n)]
+        start = sum(splits[:r])
+        close(f"reducescatter sum {rows} rows", hvd.reducescatter(t, op=hvd.Sum), total[start:start + splits[r]])
+        close(f"reducescatter average {rows} rows", hvd.reducescatter(t), total[start:start + splits[r]] / n)
+    # grouped_allreduce
+    ts = [torch.full((k + 1,), float(r + k)) for k in range(3)]
+    want = [torch.full((k + 1,), float(sum(q + k for q in range(n)))) for k in range(3)]
+    for got, w in zip(hvd.grouped_allreduce(ts, op=hvd.Sum), want):
+        close("grouped_allreduce", got, w)
+    h = hvd.grouped_allreduce_async(ts, op=hvd.Average, name="g")
+    for got, w in zip(hvd.synchronize(h), want):
+        close("grouped_allreduce_async", got, w / n)
+    # SyncBatchNorm: rank r holds rows [r*4, r*4+4) of a global batch of 4n.
+    g = torch.Generator().manual_seed(7)
+    x_all = torch.randn(4 * n, 3, 5, 5, generator=g) * 3 + 1
+    w_out = torch.randn(4 * n, 3, 5, 5, generator=g)
+    ref = torch.nn.BatchNorm2d(3)
+    sync = hvd.SyncBatchNorm(3)
+    with torch.no_grad():
+        for m in (ref, sync):
+            m.weight.copy_(torch.tensor([1.5, 0.5, -1.0]))
+            m.bias.copy_(torch.tensor([0.1, -0.2, 0.3]))
+    xa = x_all.clone().requires_grad_(True)
+    ya = ref(xa)
+    (ya * w_out).sum().backward()
+    mine = slice(4 * r, 4 * r + 4)
+    x = x_all[mine].clone().requires_grad_(True)
+    y = sync(x)
+    (y * w_out[mine]).sum().backward()
+    close("SyncBatchNorm output", y, ya[mine].detach())
+    close("SyncBatchNorm input gradient", x.grad, xa.grad[mine])
+    close("SyncBatchNorm weight gradient (summed over ranks)", hvd.allreduce(sync.weight.grad, op=hvd.Sum), ref.weight.grad)
+    close("SyncBatchNorm bias gradient (summed over ranks)", hvd.allreduce(sync.bias.grad, op=hvd.Sum), ref.bias.grad)
+    close("SyncBatchNorm running mean", sync.running_mean, ref.running_mean)
+    close("SyncBatchNorm running var", sync.running_var, ref.running_var)
+    sync.eval()
+    ref.eval()
+    close("SyncBatchNorm in eval", sync(x_all[mine]), ref(x_all[mine]))
+    print(f"extras ok rank {r} of {n}")
+    hvd.shutdown()
+
+
+if __name__ == "__main__":
+    main()
