@@ -14,6 +14,7 @@ const char* BindToName(BindTo b) {
     case BindTo::kCore: return "core";
     case BindTo::kNuma: return "numa";
     case BindTo::kSocket: return "socket";
+    case BindTo::kHwthread: return "hwthread";
   }
   return "?";
 }
@@ -82,11 +83,33 @@ std::vector<size_t> HomeCores(const Topology& t, int ranks) {
 }
 }  // namespace
 
+namespace {
+// Every hardware thread, first threads of every core first, then second threads, ...: where
+// --bind-to hwthread puts rank 0, 1, 2, ...
+std::vector<int> ThreadsInOrder(const Topology& t) {
+  std::vector<int> order;
+  size_t most = 0;
+  for (const Topology::Unit& c : t.cores) most = std::max(most, c.cpus.size());
+  for (size_t k = 0; k < most; ++k)
+    for (const Topology::Unit& c : t.cores)
+      if (k < c.cpus.size()) order.push_back(c.cpus[k]);
+  return order;
+}
+}  // namespace
+
 StatusOr<std::vector<std::vector<int>>> Bindings(const Topology& t, int ranks, BindTo policy) {
   if (policy == BindTo::kDefault) policy = DefaultBinding(t, ranks);
   std::vector<std::vector<int>> out(static_cast<size_t>(std::max(ranks, 0)));
   if (policy == BindTo::kNone) return out;
   if (t.cores.empty()) return FailedPrecondition("--bind-to " + std::string(BindToName(policy)) + ": hwloc found no cores");
+  if (policy == BindTo::kHwthread) {
+    const std::vector<int> threads = ThreadsInOrder(t);
+    if (ranks > static_cast<int>(threads.size()))
+      return InvalidArgument("--bind-to hwthread: " + std::to_string(ranks) + " ranks on this host's " +
+                             std::to_string(threads.size()) + " hardware threads (bind to numa, socket or none)");
+    for (int r = 0; r < ranks; ++r) out[static_cast<size_t>(r)] = {threads[static_cast<size_t>(r)]};
+    return out;
+  }
   if (policy == BindTo::kCore && ranks > static_cast<int>(t.cores.size()))
     return InvalidArgument("--bind-to core: " + std::to_string(ranks) + " ranks on this host's " +
                            std::to_string(t.cores.size()) + " cores (bind to numa, socket or none)");

@@ -43,8 +43,10 @@ bool BuiltWithHwloc();
 // Unimplemented without hwloc.
 StatusOr<Topology> LoadTopology(bool devices);
 
-enum class BindTo { kDefault, kNone, kCore, kNuma, kSocket };
-const char* BindToName(BindTo b);  // "default", "none", "core", "numa", "socket"
+// kHwthread: one hardware thread each (mpirun's hwthread): rank i on the first thread of core i,
+// then, past the cores, on their second threads, and so on.
+enum class BindTo { kDefault, kNone, kCore, kNuma, kSocket, kHwthread };
+const char* BindToName(BindTo b);  // "default", "none", "core", "numa", "socket", "hwthread"
 // The policy kDefault stands for with `ranks` ranks on this host.
 BindTo DefaultBinding(const Topology& t, int ranks);
 // The processors each of `ranks` local ranks is bound to (an empty set: not bound), under

@@ -51,10 +51,20 @@ TEST_CASE("hooprun --hostfile: HOST [slots=N] lines, comments, and errors by lin
   CHECK((*h)[1].host == "node2");
   CHECK((*h)[1].slots == 1);
   CHECK((*h)[2].slots == 2);
+  // mpirun's max_slots (alone it gives the slots too), and OpenMPI's "slot=".
+  auto m = ParseHostfile("a slots=2 max_slots=3\nb max_slots=2\nc slot=5\n", "hosts.txt");
+  REQUIRE(m.ok());
+  CHECK((*m)[0].slots == 2);
+  CHECK((*m)[0].max_slots == 3);
+  CHECK((*m)[1].slots == 2);
+  CHECK((*m)[2].slots == 5);
+  CHECK((*m)[2].max_slots == 0);
   const std::pair<const char*, const char*> bad[] = {
       {"# nothing\n\n", "hosts.txt: no hosts in it"},
-      {"a slots=2\nb max_slots=4\n", "hosts.txt:2: unexpected 'max_slots=4' (expected HOST [slots=N])"},
+      {"a slots=2\nb slots=4 cores=4\n", "hosts.txt:2: unexpected 'cores=4' (expected HOST [slots=N] [max_slots=M])"},
       {"a slots=2 slots=3\n", "hosts.txt:1: unexpected 'slots=3'"},
+      {"a slots=4 max_slots=2\n", "hosts.txt:1: slots=4 is more than max_slots=2"},
+      {"a max_slots=0\n", "hosts.txt:1: max_slots '0'"},
       {"a\nb\na\n", "hosts.txt:3: host 'a' is listed twice"},
       {"a slots=-1\n", "hosts.txt:1: slots '-1'"},
       {"a:2\n", "hosts.txt:1: 'a:2' is not a host name"},
@@ -104,7 +114,21 @@ TEST_CASE("hooprun placement: by slot and by node, local and cross ranks as Horo
 
   auto too_many = PlaceRanks(two_by_two, 5, MapBy::kSlot);
   CHECK_FALSE(too_many.ok());
-  CHECK(too_many.status().message() == "-np 5 is more ranks than the 4 slots of the hosts given");
+  CHECK(too_many.status().message() ==
+        "-np 5 is more ranks than the 4 slots of the hosts given (--oversubscribe places the rest beyond them, as "
+        "mpirun's)");
+  // --oversubscribe: the rest dealt one per host in turn, never past max_slots.
+  auto over = PlaceRanks(two_by_two, 7, MapBy::kSlot, true);
+  REQUIRE(over.ok());
+  CHECK(HostsOf(*over) == std::vector<std::string>{"a", "a", "a", "a", "b", "b", "b"});
+  std::vector<HostSlots> capped = {{"a", 2, 3}, {"b", 2, 0}};
+  auto capped_over = PlaceRanks(capped, 8, MapBy::kNode, true);
+  REQUIRE(capped_over.ok());
+  CHECK(HostsOf(*capped_over) == std::vector<std::string>{"a", "b", "a", "b", "a", "b", "b", "b"});
+  std::vector<HostSlots> full = {{"a", 2, 2}, {"b", 1, 2}};
+  auto no_room = PlaceRanks(full, 5, MapBy::kSlot, true);
+  REQUIRE_FALSE(no_room.ok());
+  CHECK_THAT(no_room.status().message(), Catch::Contains("their max_slots leave no room for the rest"));
 }
 
 TEST_CASE("hooprun knows this host by name, short name, localhost and loopback", "[hooprun]") {

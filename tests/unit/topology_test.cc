@@ -40,6 +40,15 @@ TEST_CASE("binding: the default, core, numa and socket sets, and what is refused
   REQUIRE(socket.ok());
   CHECK((*socket)[3] == t.packages[0].cpus);
   CHECK((*socket)[4] == t.packages[1].cpus);
+  auto threads = Bindings(t, 10, BindTo::kHwthread);  // first threads of the 8 cores, then second ones
+  REQUIRE(threads.ok());
+  CHECK((*threads)[0] == std::vector<int>{0});
+  CHECK((*threads)[7] == std::vector<int>{14});
+  CHECK((*threads)[8] == std::vector<int>{1});
+  CHECK((*threads)[9] == std::vector<int>{3});
+  auto too_many = Bindings(t, 17, BindTo::kHwthread);
+  REQUIRE_FALSE(too_many.ok());
+  CHECK(too_many.status().message().find("17 ranks on this host's 16 hardware threads") != std::string::npos);
   auto def = Bindings(t, 9, BindTo::kDefault);  // none: every set empty
   REQUIRE(def.ok());
   REQUIRE(def->size() == 9);

@@ -73,6 +73,7 @@ BindTo BindFrom(const std::string& s) {
   if (s == "core") return BindTo::kCore;
   if (s == "numa") return BindTo::kNuma;
   if (s == "socket") return BindTo::kSocket;
+  if (s == "hwthread") return BindTo::kHwthread;
   return BindTo::kDefault;
 }
 

@@ -68,29 +68,63 @@ StatusOr<std::vector<HostSlots>> ParseHostfile(const std::string& text, const st
     std::string host, word;
     if (!(words >> host)) continue;  // blank or a comment
     if (!PlainHost(host)) return InvalidArgument(where + "'" + host + "' is not a host name or IPv4 address");
-    int slots = 1;
-    bool said = false;
+    int slots = 1, most = 0;
+    bool said = false, said_most = false;
     while (words >> word) {
-      // slots=N (mpirun also reads max_slots=, which hooprun does not use: refused, not ignored).
-      if (word.rfind("slots=", 0) != 0 || said)
-        return InvalidArgument(where + "unexpected '" + word + "' (expected HOST [slots=N])");
-      HOOP_ASSIGN_OR_RETURN(slots, Slots(word.substr(6), where));
-      said = true;
+      // slots=N and max_slots=M, each once (mpirun's; "slot=" too, as OpenMPI reads it).
+      const bool is_max = word.rfind("max_slots=", 0) == 0;
+      const bool is_slots = word.rfind("slots=", 0) == 0 || word.rfind("slot=", 0) == 0;
+      if ((!is_max && !is_slots) || (is_max && said_most) || (is_slots && said))
+        return InvalidArgument(where + "unexpected '" + word + "' (expected HOST [slots=N] [max_slots=M])");
+      const std::string value = word.substr(word.find('=') + 1);
+      if (is_max) {
+        HOOP_ASSIGN_OR_RETURN(most, Slots(value, where + "max_"));
+        said_most = true;
+      } else {
+        HOOP_ASSIGN_OR_RETURN(slots, Slots(value, where));
+        said = true;
+      }
     }
+    if (said_most && !said) slots = most;  // mpirun: max_slots alone gives that many slots
+    if (most && slots > most)
+      return InvalidArgument(where + "slots=" + std::to_string(slots) + " is more than max_slots=" + std::to_string(most));
     HOOP_RETURN_IF_ERROR(Add(&hosts, host, slots, where));
+    hosts.back().max_slots = most;
   }
   if (hosts.empty()) return InvalidArgument(name + ": no hosts in it");
   return hosts;
 }
 
-StatusOr<std::vector<Placement>> PlaceRanks(const std::vector<HostSlots>& hosts, int np, MapBy map) {
-  if (hosts.empty()) return InvalidArgument("no hosts");
+namespace {
+// The hosts with room for `np` ranks: as given, or with --oversubscribe the ranks past the slots
+// dealt one per host in turn, up to each host's max_slots.
+StatusOr<std::vector<HostSlots>> Room(std::vector<HostSlots> hosts, int np, bool oversubscribe) {
   int total = 0;
   for (const HostSlots& h : hosts) total += h.slots;
+  const std::string many = "-np " + std::to_string(np) + " is more ranks than the " + std::to_string(total) +
+                           " slots of the host" + (hosts.size() > 1 ? "s" : "") + " given";
+  if (np <= total) return hosts;
+  if (!oversubscribe) return InvalidArgument(many + " (--oversubscribe places the rest beyond them, as mpirun's)");
+  for (int extra = np - total; extra > 0;) {
+    int placed = 0;
+    for (HostSlots& h : hosts)
+      if (extra > 0 && (h.max_slots == 0 || h.slots < h.max_slots)) {
+        ++h.slots;
+        --extra;
+        ++placed;
+      }
+    if (placed == 0) return InvalidArgument(many + ", and their max_slots leave no room for the rest");
+  }
+  return hosts;
+}
+}  // namespace
+
+StatusOr<std::vector<Placement>> PlaceRanks(const std::vector<HostSlots>& given, int np, MapBy map, bool oversubscribe) {
+  if (given.empty()) return InvalidArgument("no hosts");
+  int total = 0;
+  for (const HostSlots& h : given) total += h.slots;
   if (np == 0) np = total;
-  if (np > total)
-    return InvalidArgument("-np " + std::to_string(np) + " is more ranks than the " + std::to_string(total) +
-                           " slots of the host" + (hosts.size() > 1 ? "s" : "") + " given");
+  HOOP_ASSIGN_OR_RETURN(const std::vector<HostSlots> hosts, Room(given, np, oversubscribe));
   std::vector<int> host_of(static_cast<size_t>(np));
   std::vector<int> used(hosts.size(), 0);
   if (map == MapBy::kSlot) {

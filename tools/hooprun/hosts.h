@@ -19,12 +19,13 @@ namespace hoop::run {
 struct HostSlots {
   std::string host;
   int slots = 1;
+  int max_slots = 0;  // a hostfile's max_slots=N: the most ranks even --oversubscribe puts there (0: no limit)
 };
 
 // "-H a:2,b:2,c" (a host without ":N" has one slot).
 StatusOr<std::vector<HostSlots>> ParseHostList(const std::string& spec);
-// A hostfile's text: one "HOST [slots=N]" per line, '#' starts a comment, blank lines are
-// skipped. `name` is the file's name, for the messages (which give the line number).
+// A hostfile's text: one "HOST [slots=N] [max_slots=M]" per line (mpirun's), '#' starts a
+// comment, blank lines are skipped. `name` is the file's name, for the messages (which give the line number).
 StatusOr<std::vector<HostSlots>> ParseHostfile(const std::string& text, const std::string& name);
 
 enum class MapBy { kSlot, kNode };
@@ -36,8 +37,10 @@ struct Placement {
 };
 
 // Where each of `np` ranks goes (np 0: the sum of the slots). More ranks than slots is an error
-// naming both numbers.
-StatusOr<std::vector<Placement>> PlaceRanks(const std::vector<HostSlots>& hosts, int np, MapBy map);
+// naming both numbers, unless `oversubscribe` (mpirun's flag): then the ranks past the slots are
+// dealt one per host in turn, up to each host's max_slots.
+StatusOr<std::vector<Placement>> PlaceRanks(const std::vector<HostSlots>& hosts, int np, MapBy map,
+                                            bool oversubscribe = false);
 
 // Whether `host` names this machine: localhost, a loopback address, one of this host's own
 // `addresses`, or its own name (`self`, as gethostname gives it; a short name matches its fully

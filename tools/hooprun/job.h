@@ -62,8 +62,8 @@ class Job {
       if (fds[0].revents & POLLIN) HandleSignals(sig_fd);
       for (auto& r : ranks_) {
         if (!relay) break;
-        out_.Write(Relay(r.out_fd, r.out_buf, Prefix(r, "<stdout>: "), r.out_copy));
-        err_.Write(Relay(r.err_fd, r.err_buf, Prefix(r, "<stderr>: "), r.err_copy));
+        out_.Write(Stamped(Relay(r.out_fd, r.out_buf, Prefix(r, "<stdout>: "), r.out_copy)));
+        err_.Write(Stamped(Relay(r.err_fd, r.err_buf, Prefix(r, "<stderr>: "), r.err_copy)));
       }
       for (auto& a : agents_)
         if (relay) ReadAgent(a);
@@ -72,7 +72,7 @@ class Job {
           Clock::now() - start > std::chrono::duration<double>(o_.timeout_s)) {
         reason_ = "the job ran past --timeout " + std::to_string(static_cast<int>(o_.timeout_s)) + " s";
         exit_code_ = 124;
-        BeginStop(false);
+        BeginStop(true);  // no grace: nothing failed that the ranks could report; --timeout N ends at N
       }
       Escalate();
     }
@@ -99,6 +99,9 @@ class Job {
   }
 
  private:
+  // --timestamp-output (mpirun's): every rank's line starts with the time hooprun relayed it.
+  std::string Stamped(std::string lines) const { return o_.timestamp_output ? StampLines(lines) : lines; }
+
   std::string Prefix(const Rank& r, const char* stream) const {
     std::string p("[");
     if (multi_host_) p.append(r.host + ":");  // [host:rank] when the job spans hosts
@@ -130,6 +133,9 @@ class Job {
         if (!stopping_) {
           reason_ = std::string("interrupted by ") + ::strsignal(static_cast<int>(si.ssi_signo)) + "; stopped every rank";
           exit_code_ = 128 + static_cast<int>(si.ssi_signo);  // as a shell reports it: 130, 143, 129
+          // Ctrl-C reaches the ranks as Ctrl-C (Python's KeyboardInterrupt, a trainer's "interrupted
+          // by Interrupt"); SIGTERM follows if they are still there, then SIGKILL.
+          if (si.ssi_signo == SIGINT) first_signal_ = SIGINT;
         }
         BeginStop(true);
       }
@@ -212,7 +218,7 @@ class Job {
       stop_at_ = Clock::now();
     }
     if (now && !termed_) {
-      Signal(SIGTERM);
+      Signal(first_signal_);
       termed_ = true;
       term_at_ = Clock::now();
     }
@@ -224,6 +230,11 @@ class Job {
     if (!termed_ && t - stop_at_ > kGrace) {
       Signal(SIGTERM);
       termed_ = true;
+      term_at_ = t;
+    }
+    if (termed_ && first_signal_ != SIGTERM && t - term_at_ > kTermWait) {  // Ctrl-C was not enough
+      Signal(SIGTERM);
+      first_signal_ = SIGTERM;
       term_at_ = t;
     }
     if (termed_ && !killed_ && t - term_at_ > kTermWait) {
@@ -288,13 +299,13 @@ class Job {
     for (size_t start = 0, nl; (nl = lines.find('\n', start)) != std::string::npos; start = nl + 1) {
       std::string line = lines.substr(start, nl - start);
       if (!line.empty() && line[0] == kControl) Control(a, line.substr(1));
-      else out_.Write(line + "\n");
+      else out_.Write(Stamped(line + "\n"));
     }
     lines = Relay(a.err_fd, a.err_buf, "");
     for (size_t start = 0, nl; (nl = lines.find('\n', start)) != std::string::npos; start = nl + 1) {
       std::string line = lines.substr(start, nl - start);
       if (!line.empty() && line[0] == '[') {
-        err_.Write(line + "\n");
+        err_.Write(Stamped(line + "\n"));
       } else if (!line.empty()) {
         a.last_err = line;
         err_.Write("[" + a.host + "] " + line + "\n");
@@ -368,6 +379,7 @@ class Job {
   Sentinel& sentinel_;
   Writer &out_, &err_;
   bool stopping_ = false, termed_ = false, killed_ = false;
+  int first_signal_ = SIGTERM;  // what stopping sends first: SIGINT after Ctrl-C
   Clock::time_point stop_at_, term_at_;
   std::optional<Clock::time_point> all_exited_at_;
   std::vector<const Rank*> failed_;

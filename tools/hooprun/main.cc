@@ -85,8 +85,11 @@ StatusOr<JobPlan> PlanRanks(Options& opts) {
   } else if (!opts.hosts.empty()) {
     HOOP_ASSIGN_OR_RETURN(hosts, ParseHostList(opts.hosts));
   } else {
-    hosts.push_back({"localhost", opts.np});
+    hosts.push_back({"localhost", opts.np ? opts.np : std::max(opts.npernode, 1)});
   }
+  // mpirun's -N/--npernode: that many ranks on every host, whatever slots they were given.
+  if (opts.npernode > 0)
+    for (HostSlots& h : hosts) h.slots = opts.npernode;
   char self[256] = {0};
   if (::gethostname(self, sizeof self - 1) != 0) self[0] = '\0';
   const auto addresses = LocalAddresses();
@@ -99,7 +102,7 @@ StatusOr<JobPlan> PlanRanks(Options& opts) {
     here = h.host;
   }
   JobPlan plan;
-  HOOP_ASSIGN_OR_RETURN(plan.placed, PlaceRanks(hosts, opts.np, opts.map_by));
+  HOOP_ASSIGN_OR_RETURN(plan.placed, PlaceRanks(hosts, opts.np, opts.map_by, opts.oversubscribe));
   opts.np = static_cast<int>(plan.placed.size());
   for (const Placement& p : plan.placed) {
     plan.here.push_back(p.host == here);

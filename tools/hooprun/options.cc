@@ -26,7 +26,8 @@ const char* const kUsage =
     "  -H, --host, --hosts HOST[:SLOTS],...\n"
     "                       the hosts and their slots (default 1 each), as horovodrun's -H\n"
     "  --hostfile, -hostfile FILE\n"
-    "                       the same from a file: one 'HOST [slots=N]' per line, '#' comments\n"
+    "                       the same from a file: one 'HOST [slots=N] [max_slots=M]' per line,\n"
+    "                       '#' comments (max_slots bounds --oversubscribe)\n"
     "  --map-by slot|node   fill each host's slots in turn (slot, the default) or deal ranks\n"
     "                       round-robin over the hosts (node)\n"
     "                       Ranks on other hosts start over ssh, one agent per host (this same\n"
@@ -39,20 +40,29 @@ const char* const kUsage =
     "  --store-address ADDR the job's store listens on this address of this host (default, with\n"
     "                       other hosts: the address on the route to the first of them)\n"
     "  --network-interface NAME   the same, the address of this interface\n"
-    "  --bind-to none|core|numa|socket\n"
-    "                       bind each rank to a core (rank i to core i), or to the NUMA node or\n"
+    "  --bind-to none|core|hwthread|numa|socket\n"
+    "                       bind each rank to a core (rank i to core i), a hardware thread (the\n"
+    "                       cores' first threads, then their second ones), or to the NUMA node or\n"
     "                       package holding it (default: the NUMA node, or the package where\n"
     "                       there is none; none when the ranks outnumber the cores; hwloc. Not\n"
     "                       OpenMPI's core default: a rank's worker thread needs room, PERF.md)\n"
     "  --report-bindings    print each rank's binding before it starts\n"
     "  -x VAR[=VAL]         set VAR for every rank (VAR alone: pass this shell's value)\n"
     "  --timeout SECONDS    stop the whole job if it runs longer (exit code 124)\n"
-    "  --tag-output         prefix lines with [RANK]<stdout>: / [RANK]<stderr>: instead of [RANK]\n"    "  --output-filename DIR  also write each rank's output, unprefixed, to DIR/rank.N/stdout\n"
+    "  --tag-output         prefix lines with [RANK]<stdout>: / [RANK]<stderr>: instead of [RANK]\n"
+    "  --timestamp-output   start every line with the time hooprun relayed it (mpirun's)\n"    "  --output-filename DIR  also write each rank's output, unprefixed, to DIR/rank.N/stdout\n"
     "                       and DIR/rank.N/stderr (N zero-padded; made or truncated at start)\n"    "  --wdir DIR           the ranks' working folder (default: hooprun's); a relative PROGRAM\n"
     "                       path is found from there\n"
     "  -v, --verbose        print the plan (hosts, slots, each rank's place, binding and command,\n"
     "                       the store's address; never the job token) and each start\n"
-    "  --oversubscribe      more ranks than cores without the warning (as mpirun's flag)\n"
+    "  --oversubscribe      more ranks than cores without the warning, and more than the hosts'\n"
+    "                       slots: the rest dealt one per host in turn, up to a hostfile's\n"
+    "                       max_slots (as mpirun's flag)\n"
+    "  -N, --npernode N     N ranks on every host, whatever its slots (mpirun's); -np defaults to\n"
+    "                       N x hosts\n"
+    "  --allow-run-as-root  accepted, as mpirun takes it; hooprun needs no such permission\n"
+    "  --mca KEY VALUE      refused, naming what to use instead: hoop's settings are HOOP_*\n"
+    "                       variables (-x VAR=VALUE)\n"
     "  --enable-recovery    a rank that fails does not stop the others (as mpirun's flag): its\n"
     "                       end is reported and the job goes on; hooprun exits, when the last\n"
     "                       rank has, with the first failed rank's code (for programs that\n"
@@ -70,7 +80,8 @@ const char* const kUsage =
     "  --cache-capacity N                     HOOP_CACHE_CAPACITY (default 1024)\n"
     "  --timeline-filename FILE               HOOP_TIMELINE (a Chrome trace of rank 0)\n"
     "  --stall-check-warning-time-seconds S   HOOP_STALL_WARNING_S (default 60; 0: never warn)\n"
-    "  --log-level LEVEL                      HOOP_LOG_LEVEL: error, warn, info or debug\n"
+    "  --log-level LEVEL                      HOOP_LOG_LEVEL: none, error, warn, info or debug (any\n"
+    "                                         case; warning and trace too)\n"
     "\n"
     "Every output line is prefixed with its rank. If a rank dies or exits non-zero, the other\n"
     "ranks get a few seconds to report, are then stopped, and hooprun exits non-zero with one\n"
@@ -118,6 +129,7 @@ void Declare(cli::Flags& f, Options& o) {
   f.Early("--agent", &o.agent);
   f.StopAtPositional();
   f.Value("-np,-n,--np", cli::Int(&o.np, 1, 4096, "a rank count"));
+  f.Value("-N,--npernode", cli::Int(&o.npernode, 1, 4096, "ranks per host"));
   f.Value("-H,--host,--hosts", cli::Text(&o.hosts));
   f.Value("--hostfile,-hostfile", cli::Text(&o.hostfile));
   f.Value("--map-by", [&](const std::string& v) -> std::string {
@@ -130,7 +142,8 @@ void Declare(cli::Flags& f, Options& o) {
     else if (v == "core") o.bind_to = BindTo::kCore;
     else if (v == "numa") o.bind_to = BindTo::kNuma;
     else if (v == "socket" || v == "package") o.bind_to = BindTo::kSocket;
-    else return "expected none, core, numa or socket";
+    else if (v == "hwthread") o.bind_to = BindTo::kHwthread;
+    else return "expected none, core, hwthread, numa or socket";
     return "";
   });
   f.Value("--output-filename", cli::NonEmpty(&o.output_dir, "a folder name"));
@@ -151,7 +164,15 @@ void Declare(cli::Flags& f, Options& o) {
   });
   f.Value("--timeout", cli::Seconds(&o.timeout_s));
   f.Switch("--tag-output", &o.tag_output);
+  f.Switch("--timestamp-output", &o.timestamp_output);
   f.Switch("--oversubscribe", &o.oversubscribe);
+  // mpirun's habits: --allow-run-as-root is accepted and does nothing (hooprun runs as root as
+  // it runs as anyone); --mca is refused with what hoop reads instead.
+  f.Switch("--allow-run-as-root", &o.allow_run_as_root);
+  f.Value("--mca", [](const std::string& v) -> std::string {
+    return "'" + v + "': hoop has no MCA parameters; its settings are HOOP_* variables, given to every rank with "
+           "-x VAR=VALUE (README, Configuration)";
+  });
   f.Switch("--enable-recovery", &o.enable_recovery);
   f.Value("-p,--ssh-port", cli::Int(&o.ssh.port, 1, 65535, "a port"));
   f.Value("-i,--ssh-identity-file", cli::Text(&o.ssh.identity));
@@ -193,7 +214,8 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (!o.hosts.empty() && !o.hostfile.empty()) return InvalidArgument("-H and --hostfile: give one of them");
   if (!o.store_address.empty() && !o.network_interface.empty())
     return InvalidArgument("--store-address and --network-interface: give one of them");
-  if (o.np == 0 && o.hosts.empty() && o.hostfile.empty()) return InvalidArgument("-np N is required");
+  if (o.np == 0 && o.npernode == 0 && o.hosts.empty() && o.hostfile.empty())
+    return InvalidArgument("-np N is required");
   if (o.command.empty()) return InvalidArgument("no PROGRAM given");
   return o;
 }

@@ -25,7 +25,10 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> env;  // -x VAR[=VAL]
   double timeout_s = 0;                                   // 0: none
   bool tag_output = false;
-  bool oversubscribe = false;  // no warning for more ranks than cores
+  bool timestamp_output = false;  // --timestamp-output: each line starts with its time
+  bool oversubscribe = false;      // no warning for more ranks than cores
+  bool allow_run_as_root = false;  // mpirun's flag, accepted and ignored
+  int npernode = 0;                // -N/--npernode: ranks per host (0: the hosts' slots)
   bool enable_recovery = false;  // a failed rank does not stop the others (OpenMPI's flag)
   SshOptions ssh;                 // -p, -i, --ssh-args, --start-timeout
   std::string store_address;      // --store-address ADDR

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <ctime>
 
 namespace hoop::run {
 
@@ -71,6 +73,29 @@ void Writer::Loop() {
     if (broken_) pending_.clear();
     cv_.notify_all();
   }
+}
+
+std::string StampLines(const std::string& lines) {
+  if (lines.empty()) return lines;
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  const int ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  std::tm tm{};
+  ::localtime_r(&secs, &tm);
+  char stamp[40];
+  const size_t n = std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+  std::snprintf(stamp + n, sizeof stamp - n, ".%03d ", ms);
+  std::string out;
+  out.reserve(lines.size() + 32);
+  for (size_t start = 0; start < lines.size();) {
+    size_t nl = lines.find('\n', start);
+    const size_t end = nl == std::string::npos ? lines.size() : nl + 1;
+    out += stamp;
+    out.append(lines, start, end - start);
+    start = end;
+  }
+  return out;
 }
 
 }  // namespace hoop::run

@@ -16,6 +16,9 @@
 
 namespace hoop::run {
 
+// `lines` with the wall-clock time ("2026-11-28 00:12:34.567 ") before each line's start.
+std::string StampLines(const std::string& lines);
+
 class Writer {
  public:
   static constexpr size_t kMaxBuffered = 1 << 20;
