@@ -125,9 +125,13 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
     c.timeout = std::chrono::milliseconds(static_cast<long long>(*s * 1000));
   }
   if (auto* v = r.Get("HOOP_ALGO")) {
-    static const std::set<std::string> algos = {"auto", "ring", "tree", "doubling", "chain", "binomial", "hierarchical"};
+    // Every name of collectives/algo.h (common/ cannot include it; the unit test checks they agree).
+    static const std::set<std::string> algos = {"auto",     "ring",     "tree", "doubling",     "chain",
+                                                "binomial", "flat",     "pairwise", "dissemination", "hierarchical"};
     if (!algos.count(*v))
-      return InvalidArgument("HOOP_ALGO='" + *v + "': expected auto, ring, tree, doubling, chain, binomial or hierarchical");
+      return InvalidArgument("HOOP_ALGO='" + *v +
+                             "': expected auto, ring, tree, doubling, chain, binomial, flat, pairwise, dissemination "
+                             "or hierarchical");
     c.algo = *v;
   }
   if (auto* v = r.Get("HOOP_CHUNK_BYTES")) {
@@ -195,7 +199,7 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
   if (auto* v = r.Get("HOOP_TIMELINE")) c.timeline = *v;
   if (auto* v = r.Get("HOOP_LOG_LEVEL")) {
     auto level = ParseLogLevel(*v);
-    if (!level) return InvalidArgument("HOOP_LOG_LEVEL='" + *v + "': expected error, warn, info or debug (any case; warning and trace too)");
+    if (!level) return InvalidArgument("HOOP_LOG_LEVEL='" + *v + "': expected none, error, warn, info or debug (any case; warning and trace too)");
     c.log_level = *level;
   }
   if (auto* v = r.Get("HOOP_KERNEL_ISA")) {
@@ -221,6 +225,7 @@ StatusOr<Config> Config::FromProcessEnv() { return FromEnv(ProcessEnvironment())
 std::optional<LogLevel> ParseLogLevel(const std::string& text) {
   std::string v;
   for (char ch : text) v += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (v == "none" || v == "off" || v == "quiet") return LogLevel::kNone;
   if (v == "error" || v == "fatal") return LogLevel::kError;
   if (v == "warn" || v == "warning") return LogLevel::kWarn;
   if (v == "info") return LogLevel::kInfo;

@@ -10,7 +10,8 @@
 //   HOOP_STORE        rendezvous: tcp://HOST:PORT or file:///DIR
 //   HOOP_JOB_TOKEN    the job's secret; every connection must present it
 //   HOOP_TIMEOUT      seconds any operation may wait (default 300; 0.001 to 604800, a week)
-//   HOOP_ALGO         auto | ring | tree | doubling (allreduce), chain | binomial (broadcast)
+//   HOOP_ALGO         auto | ring | tree | doubling | hierarchical (allreduce), chain | binomial
+//                     (broadcast), flat (gather, scatter), pairwise (alltoall)
 //   HOOP_TRANSPORT    back end to use, or a list tried in order per peer (shm,tcp) (default:
 //                     per peer, the first built-in one that can connect)
 //   HOOP_HOST         address to listen on and advertise (default: this host's address on
@@ -27,8 +28,9 @@
 //                     its start, as before)
 //   HOOP_COMPRESSION  none | fp16 | bf16 | auto: how f32/f64 sum/avg allreduces travel
 //                     (default none; collectives/kernels/wire.h)
-//   HOOP_LOG_LEVEL    error | warn | info | debug (default warn; any case, and horovodrun's
-//                     warning and trace, which is debug here)
+//   HOOP_LOG_LEVEL    none | error | warn | info | debug (default warn; any case, and
+//                     horovodrun's warning and trace, which is debug here; none: no line at all,
+//                     every failure still returned by its call)
 //   HOOP_KERNEL_ISA   auto | generic | avx2 | avx512: the host reduction kernels' instruction set
 //                     (default auto: the widest this CPU runs); a test knob, so a suite run on one
 //                     CPU also runs the code another CPU would choose

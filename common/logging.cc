@@ -12,6 +12,7 @@ thread_local int t_rank = -1;  // a thread's own rank, where one process holds s
 std::atomic<int> g_level{static_cast<int>(LogLevel::kWarn)};
 const char* LevelName(LogLevel l) {
   switch (l) {
+    case LogLevel::kNone: return "NONE";
     case LogLevel::kError: return "ERROR";
     case LogLevel::kWarn: return "WARN";
     case LogLevel::kInfo: return "INFO";

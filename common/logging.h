@@ -9,7 +9,9 @@
 
 namespace hoop {
 
-enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+// kNone: hoop writes no log line at all (HOOP_LOG_LEVEL=none), for a caller that handles every
+// error itself: each failure still comes back from its call, with the same message.
+enum class LogLevel { kNone = -1, kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
 void SetLogRank(int rank);        // the process's, and the calling thread's
 void SetThreadLogRank(int rank);  // the calling thread's only

@@ -101,7 +101,7 @@ void TcpStoreServer::AcceptClient() {
 
 bool TcpStoreServer::Refuse(Client& c, const std::string& why) {
   ++refused_;
-  HOOP_LOG(kWarn, "store: refused connection from " << c.peer << ": " << why);
+  refusals_.Refused(c.peer, why);
   std::string no = HelloAnswer(false);
   (void)::send(c.fd.get(), no.data(), no.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   return false;

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "transport/refusal_log.h"
 #include "transport/socket.h"
 #include "transport/store.h"
 
@@ -50,6 +51,7 @@ class TcpStoreServer {
   Deadline listen_again_ = Deadline::After(std::chrono::milliseconds(0));  // accepting paused until
   std::atomic<bool> stop_{false};
   std::atomic<int> refused_{0};
+  RefusalLog refusals_{"store"};
   mutable std::mutex data_mu_;
   std::map<std::string, std::string> data_;
   std::vector<std::unique_ptr<Client>> clients_;

@@ -57,3 +57,25 @@ class ImportKeepsSigint(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+QUIET = """
+import numpy as np, hoop
+hoop.init()
+try:
+    hoop.allreduce(np.zeros(3 + hoop.rank(), np.float32))   # counts differ: every rank fails
+except hoop.HoopError as e:
+    print(f"rank {hoop.rank()} caught {type(e).__name__}")
+"""
+
+
+class QuietWhenAsked(unittest.TestCase):
+    def test_log_level_none_leaves_errors_to_the_caller(self):
+        # An error the caller catches is logged too (ERROR), unless HOOP_LOG_LEVEL=none.
+        loud = hooprun(2, [sys.executable, "-c", QUIET], env={"HOOP_TIMEOUT": "10"}, timeout=90)
+        quiet = hooprun(2, [sys.executable, "-c", QUIET], env={"HOOP_TIMEOUT": "10", "HOOP_LOG_LEVEL": "none"},
+                        timeout=90)
+        for r in (loud, quiet):
+            self.assertEqual(r.output.count(" caught "), 2, r.output)
+        self.assertIn("ERROR", loud.output)
+        self.assertNotIn("hoop[rank", quiet.output)

@@ -198,7 +198,8 @@ TEST_CASE("HOOP_LOG_LEVEL in any case, with horovodrun's and mpirun's words", "[
   for (auto [text, level] : {std::pair{"INFO", hoop::LogLevel::kInfo}, std::pair{"Warning", hoop::LogLevel::kWarn},
                              std::pair{"WARN", hoop::LogLevel::kWarn}, std::pair{"warning", hoop::LogLevel::kWarn},
                              std::pair{"TRACE", hoop::LogLevel::kDebug}, std::pair{"DEBUG", hoop::LogLevel::kDebug},
-                             std::pair{"error", hoop::LogLevel::kError}, std::pair{"FATAL", hoop::LogLevel::kError}}) {
+                             std::pair{"error", hoop::LogLevel::kError}, std::pair{"FATAL", hoop::LogLevel::kError},
+                             std::pair{"none", hoop::LogLevel::kNone}, std::pair{"OFF", hoop::LogLevel::kNone}}) {
     auto c = Config::FromEnv({{"HOOP_LOG_LEVEL", text}});
     INFO(text);
     REQUIRE(c.ok());
@@ -206,7 +207,7 @@ TEST_CASE("HOOP_LOG_LEVEL in any case, with horovodrun's and mpirun's words", "[
   }
   auto bad = Config::FromEnv({{"HOOP_LOG_LEVEL", "loud"}});
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message().find("HOOP_LOG_LEVEL='loud': expected error, warn, info or debug") != std::string::npos);
+  CHECK(bad.status().message().find("HOOP_LOG_LEVEL='loud': expected none, error, warn, info or debug") != std::string::npos);
 }
 
 TEST_CASE("HOOP_KERNEL_ISA names an instruction set or auto", "[config]") {
@@ -219,4 +220,13 @@ TEST_CASE("HOOP_KERNEL_ISA names an instruction set or auto", "[config]") {
   auto bad = Config::FromEnv({{"HOOP_KERNEL_ISA", "sse"}});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("HOOP_KERNEL_ISA='sse': expected auto, generic, avx2 or avx512") != std::string::npos);
+}
+
+TEST_CASE("HOOP_ALGO takes every algorithm the table names, flat and pairwise too", "[config]") {
+  for (const std::string& name : hoop::AlgoNames()) {
+    auto c = Config::FromEnv({{"HOOP_ALGO", name}});
+    INFO(name);
+    REQUIRE(c.ok());
+    CHECK(CommOptions::FromConfig(*c).algo == hoop::ParseAlgo(name).value());
+  }
 }

@@ -1,10 +1,17 @@
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "transport/file_store.h"
 #include "transport/memory_store.h"
+#include "transport/refusal_log.h"
 #include "transport/socket.h"
 #include "transport/tcp_store.h"
 
@@ -60,4 +67,46 @@ TEST_CASE("a store that never answers is reported as silent, not as a wrong toke
   CHECK(store.status().code() == Code::kDeadlineExceeded);
   CHECK(store.status().message().find("no answer to the hello") != std::string::npos);
   CHECK(store.status().message().find("token") == std::string::npos);
+}
+
+TEST_CASE("a flood of strangers at the store: the first ten refusals said, the rest summed up", "[store]") {
+  // One WARN line per refused connection once wrote 73,369 lines in 12 s. stderr (the log) is
+  // caught in a file for the server's life.
+  char path[] = "/tmp/hoop-refusals-XXXXXX";
+  const int file = ::mkstemp(path);
+  REQUIRE(file >= 0);
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  ::dup2(file, 2);
+  int refused = 0;
+  {
+    auto server = TcpStoreServer::Start("127.0.0.1", 0, "the-token");
+    REQUIRE(server.ok());
+    for (int i = 0; i < 100; ++i) {
+      auto fd = ConnectRetry(HostPort{"127.0.0.1", (*server)->port()}, Deadline::After(std::chrono::seconds(5)));
+      REQUIRE(fd.ok());
+      const char junk[32] = "not a hoop hello at all........";
+      (void)::send(fd->get(), junk, sizeof junk, MSG_NOSIGNAL);
+      char answer[64];
+      (void)::recv(fd->get(), answer, sizeof answer, 0);  // refused: an answer, or the close
+    }
+    const Deadline wait = Deadline::After(std::chrono::seconds(10));
+    while ((*server)->refused() < 100 && !wait.Expired()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    refused = (*server)->refused();
+  }  // the server goes: its summary is said
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::string log(static_cast<size_t>(::lseek(file, 0, SEEK_END)), '\0');
+  REQUIRE(::pread(file, log.data(), log.size(), 0) == static_cast<ssize_t>(log.size()));
+  ::close(file);
+  ::unlink(path);
+  INFO(log);
+  CHECK(refused == 100);
+  int full = 0;
+  for (size_t at = log.find("store: refused connection from"); at != std::string::npos;
+       at = log.find("store: refused connection from", at + 1))
+    ++full;
+  CHECK(full == RefusalLog::kBurst);
+  CHECK(log.find("store: refused 90 more connection(s) within 10 s of a burst") != std::string::npos);
 }

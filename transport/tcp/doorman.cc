@@ -19,7 +19,7 @@ Doorman::Doorman(int listen_fd, std::string token, std::string comm, int rank, i
 
 void Doorman::Refuse(Caller& c, const std::string& why) {
   ++refused_;
-  HOOP_LOG(kWarn, "tcp: refused connection from " << c.address << ": " << why);
+  refusals_.Refused(c.address, why);
   std::string no = HelloAnswer(false);
   (void)::send(c.fd.get(), no.data(), no.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/refusal_log.h"
 #include "transport/socket.h"
 
 namespace hoop {
@@ -57,6 +58,7 @@ class Doorman {
   std::vector<Caller> callers_;
   std::vector<int> admitted_ranks_;
   int refused_ = 0;
+  RefusalLog refusals_{"tcp"};
 };
 
 }  // namespace hoop
