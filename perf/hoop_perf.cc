@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
 #include "common/device.h"
 #include "common/locality.h"
 #include "common/parse.h"
@@ -77,7 +78,10 @@ int Main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "sendrecv") return RunSendRecvBench(argc, argv);
   auto opts = ParsePerfOptions(argc, argv);
   if (!opts.ok()) {
-    std::fprintf(stderr, "hoop-perf: %s\n(run 'hoop-perf --help' for usage)\n", opts.status().message().c_str());
+    // Once per job, not once per rank: under a launcher, rank 0 says it (every rank exits 2).
+    auto cfg = Config::FromProcessEnv();
+    if (!cfg.ok() || cfg->rank == 0)
+      std::fprintf(stderr, "hoop-perf: %s\n(run 'hoop-perf --help' for usage)\n", opts.status().message().c_str());
     return 2;
   }
   if (opts->help) {
@@ -163,50 +167,60 @@ int Main(int argc, char** argv) {
         if (!OpApplies(d, op)) skipped += std::string(skipped.empty() ? "" : ", ") + DTypeName(d) + " " + ReduceOpName(op);
     if (!skipped.empty()) PrintCaseNote("skipped, no such reduction: " + skipped);
   }
-  for (DType d : o.dtypes) {
-    for (ReduceOp op : ops) {
-      if (Reduces(o.kind) && !OpApplies(d, op)) continue;
-      if (lead && compressing && !Compressible(d, op))
-        PrintCaseNote(std::string(DTypeName(d)) + " " + ReduceOpName(op) + ": uncompressed (" +
-                      CompressionName(*o.compression) + " applies to f32/f64 sum and avg)");
-      Bench bench(c, o, d, op);
-      uint64_t step = 0;
-      bool said_empty = false;
-      for (uint64_t bytes : sizes) {
-        ++step;
-        const size_t count = bench.CountFor(bytes);
-        if (count == 0 && bytes > 0) continue;  // below one element: the 0-byte row covers it
-        if (lead && bytes == 0 && o.kind != CollKind::kBarrier && !said_empty) {
-          PrintCaseNote("size 0: one row of empty calls (count 0), then on from one element");
-          said_empty = true;
+  for (const std::string& note : o.notes)
+    if (lead) PrintCaseNote(note);
+  // One sweep over every dtype, op and size; -N runs it again (nccl-tests' run_cycles).
+  auto sweep = [&]() -> int {
+    for (DType d : o.dtypes) {
+      for (ReduceOp op : ops) {
+        if (Reduces(o.kind) && !OpApplies(d, op)) continue;
+        if (lead && compressing && !Compressible(d, op))
+          PrintCaseNote(std::string(DTypeName(d)) + " " + ReduceOpName(op) + ": uncompressed (" +
+                        CompressionName(*o.compression) + " applies to f32/f64 sum and avg)");
+        Bench bench(c, o, d, op);
+        uint64_t step = 0;
+        bool said_empty = false;
+        for (uint64_t bytes : sizes) {
+          ++step;
+          const size_t count = bench.CountFor(bytes);
+          if (count == 0 && bytes > 0) continue;  // below one element: the 0-byte row covers it
+          if (lead && bytes == 0 && o.kind != CollKind::kBarrier && !said_empty) {
+            PrintCaseNote("size 0: one row of empty calls (count 0), then on from one element");
+            said_empty = true;
+          }
+          SizeRows pair;
+          int iters = 0;
+          for (bool in_place : {false, true}) {
+            if (in_place ? (o.place == Place::kOut || o.kind == CollKind::kBarrier) : o.place == Place::kIn) continue;
+            StatusOr<Row> row = Internal("not run");
+            try {
+              row = bench.RunSize(bytes, step, in_place, iters);
+            } catch (const std::bad_alloc&) {
+              row = Unavailable("out of memory for its buffers");
+            }
+            if (!row.ok()) {
+              std::fprintf(stderr, "hoop-perf: rank %d, %s of %llu bytes (%s): %s\n", c.rank(), CollKindName(o.kind),
+                           static_cast<unsigned long long>(bytes), DTypeName(d), row.status().message().c_str());
+              return 1;
+            }
+            iters = row->iters;
+            rows.push_back(*row);
+            (in_place ? pair.in : pair.out) = *row;
+            std::string why;
+            if (lead && !files.Add(info, *row, &why)) {
+              std::fprintf(stderr, "hoop-perf: %s\n", why.c_str());
+              return 1;
+            }
+          }
+          if (lead) PrintRow(info, pair);
         }
-        SizeRows pair;
-        int iters = 0;
-        for (bool in_place : {false, true}) {
-          if (in_place ? (o.place == Place::kOut || o.kind == CollKind::kBarrier) : o.place == Place::kIn) continue;
-          StatusOr<Row> row = Internal("not run");
-          try {
-            row = bench.RunSize(bytes, step, in_place, iters);
-          } catch (const std::bad_alloc&) {
-            row = Unavailable("out of memory for its buffers");
-          }
-          if (!row.ok()) {
-            std::fprintf(stderr, "hoop-perf: rank %d, %s of %llu bytes (%s): %s\n", c.rank(), CollKindName(o.kind),
-                         static_cast<unsigned long long>(bytes), DTypeName(d), row.status().message().c_str());
-            return 1;
-          }
-          iters = row->iters;
-          rows.push_back(*row);
-          (in_place ? pair.in : pair.out) = *row;
-          std::string why;
-          if (lead && !files.Add(info, *row, &why)) {
-            std::fprintf(stderr, "hoop-perf: %s\n", why.c_str());
-            return 1;
-          }
-        }
-        if (lead) PrintRow(info, pair);
       }
     }
+    return 0;
+  };
+  for (int cycle = 1; cycle <= o.cycles; ++cycle) {
+    if (lead && o.cycles > 1) PrintCaseNote("cycle " + std::to_string(cycle) + " of " + std::to_string(o.cycles) + " (-N)");
+    if (int code = sweep(); code != 0) return code;
   }
   bool wrong = false;
   for (auto& r : rows) wrong |= r.wrong > 0;

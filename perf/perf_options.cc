@@ -17,7 +17,8 @@ const char* const kPerfUsage =
     "\n"
     "COLLECTIVE: allreduce | broadcast | allgather | reduce_scatter | barrier | reduce | gather |\n"
     "            scatter | alltoall | allgatherv | reduce_scatterv | alltoallv (the v-forms with\n"
-    "            every rank's count alike, as OSU's benchmarks run them)\n"
+    "            every rank's count alike, as OSU's benchmarks run them); nccl-tests' names\n"
+    "            all_reduce and all_gather too\n"
     "nccl-tests' flags, with nccl-tests' meanings:\n"
     "  -b, --minbytes SIZE      smallest message (default 8); K/M/G suffixes, powers of 1024. -b 0\n"
     "                           runs one empty call first; a size below one element otherwise is refused\n"
@@ -46,6 +47,10 @@ const char* const kPerfUsage =
     "  -t, --nthreads 1         GPUs: --device cuda\n"
     "  -p, --parallel_init 0|1  accepted; with one rank per process there is nothing to parallelise\n"
     "  -F, --csv FILE           also write the rows as CSV with a header line to FILE (rank 0)\n"
+    "  -N, --run_cycles N       run the whole sweep N times (default 1; nccl-tests' 0, forever, is not taken)\n"
+    "  -G, --cudagraph N, -y, --stream_null 0|1, -C, --report_cputime 0|1\n"
+    "                           accepted, and said to do nothing: hoop-perf captures no CUDA graphs, runs\n"
+    "                           device calls on hoop's own streams and reports wall-clock time\n"
     "hoop's own:\n"
     "  -R, --repeats N          timed repetitions per size (default 3); the median is reported\n"
     "  --place out|in|both      out of place, in place, or both side by side (default both)\n"
@@ -245,6 +250,27 @@ void Declare(cli::Flags& f, PerfOptions& o, bool* factor_given) {
   });
   f.Value("--json", cli::Text(&o.json));
   f.Value("-F,--csv", cli::Text(&o.csv));
+  f.Value("-N,--run_cycles", [&o](const std::string& v) -> std::string {
+    auto n = ParseInt(v);
+    if (!n || *n < 1 || *n > 1000000) return "expected a count of sweeps >= 1 (nccl-tests' 0, forever, is not taken)";
+    o.cycles = static_cast<int>(*n);
+    return "";
+  });
+  // nccl-tests' CUDA-side flags: taken, so a wrapper's command line runs, and said to do nothing.
+  struct Ignored {
+    const char* names;
+    const char* why;
+  };
+  for (const Ignored& ig : {Ignored{"-G,--cudagraph", "hoop-perf does not capture CUDA graphs"},
+                            Ignored{"-y,--stream_null", "hoop-perf's calls on device buffers use hoop's own streams"},
+                            Ignored{"-C,--report_cputime", "hoop-perf reports wall-clock time only"}}) {
+    f.Value(ig.names, [&o, ig](const std::string& flag, const std::string& v) -> Status {
+      auto n = ParseInt(v);
+      if (!n || *n < 0) return InvalidArgument(flag + " '" + v + "': expected a non-negative integer");
+      if (*n != 0) o.notes.push_back(flag + " " + v + " ignored: " + ig.why);
+      return Status::Ok();
+    });
+  }
 }
 
 }  // namespace
@@ -259,7 +285,7 @@ std::vector<std::string> PerfFlagNames() {
 
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   PerfOptions o;
-  if (argc < 2) return InvalidArgument("no collective given");
+  if (argc < 2) return InvalidArgument("missing COLLECTIVE (hoop-perf allreduce -b 8 -e 128M, as all_reduce_perf)");
   std::string first = argv[1];
   if (first == "-h" || first == "--help") {
     o.help = true;
@@ -269,6 +295,14 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     o.version = true;
     return o;
   }
+  // nccl-tests' names (all_reduce_perf ...) too.
+  if (first == "all_reduce") first = "allreduce";
+  if (first == "all_gather") first = "allgather";
+  if (first == "all_to_all") first = "alltoall";
+  if (first.size() > 1 && first[0] == '-' && first != "-h" && first != "--help" && first != "--version")
+    return InvalidArgument("missing COLLECTIVE before '" + first + "': hoop-perf COLLECTIVE [options], e.g. hoop-perf "
+                           "allreduce " + first + " ... (COLLECTIVE: allreduce, broadcast, allgather, reduce_scatter, "
+                           "alltoall, ...; nccl-tests' all_reduce and all_gather too)");
   if (first == "allreduce") o.kind = CollKind::kAllreduce;
   else if (first == "broadcast") o.kind = CollKind::kBroadcast;
   else if (first == "allgather") o.kind = CollKind::kAllgather;

@@ -48,6 +48,9 @@ struct PerfOptions {
   int cuda_device = -1;  // the device this rank uses (set by hoop-perf once joined, not parsed)
   std::string json, csv;
   bool help = false, version = false;
+  int cycles = 1;  // -N: the whole sweep this many times (nccl-tests' run_cycles)
+  // nccl-tests' flags that hoop-perf takes and does not act on, each with why (printed by rank 0).
+  std::vector<std::string> notes;
 };
 
 extern const char* const kPerfUsage;

@@ -496,3 +496,30 @@ TEST_CASE("hoop-perf --device cuda runs on device buffers, or every rank says wh
   CHECK(bad.exit_code == 2);
   CHECK(bad.output.find("--device 'gpu': expected host or cuda") != std::string::npos);
 }
+
+TEST_CASE("hoop-perf as nccl-tests wrappers call it: their names and flags, usage errors once per job", "[perf]") {
+  // all_reduce_perf's name and flags: -N runs the sweep again, -G/-y/-C are taken and said to do nothing.
+  auto r = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "all_reduce", "-b", "8", "-e", "64", "-N", "2", "-G",
+                    "1", "-y", "0", "-C", "1", "-g", "1", "-t", "1"},
+                   Within(60));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("cycle 2 of 2 (-N)") != std::string::npos);
+  CHECK(r.output.find("-G 1 ignored: hoop-perf does not capture CUDA graphs") != std::string::npos);
+  CHECK(r.output.find("-C 1 ignored: hoop-perf reports wall-clock time only") != std::string::npos);
+  CHECK(r.output.find("-y 0 ignored") == std::string::npos);  // 0 asks for nothing
+  auto gather = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "all_gather", "-b", "8", "-e", "64"}, Within(60));
+  CHECK(gather.exit_code == 0);
+  // No collective: said so, not "unknown collective '-b'".
+  auto missing = RunProc({Bin("hoop-perf"), "-b", "8", "-e", "1K"});
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.output.find("missing COLLECTIVE before '-b'") != std::string::npos);
+  // A usage error under a launcher: one line for the job, not one per rank.
+  auto bad = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "allreduce", "-b", "lots"}, Within(60));
+  INFO(bad.output);
+  CHECK(bad.exit_code == 2);
+  const std::string line = "-b 'lots': expected a size";
+  const size_t first = bad.output.find(line);
+  CHECK(first != std::string::npos);
+  CHECK(bad.output.find(line, first + 1) == std::string::npos);
+}
