@@ -343,6 +343,29 @@ hoop_status_t Blocking(const char* fn, PostFn&& post) {
 }
 }  // namespace
 
+namespace hoop::capi {
+
+// hoop_finalize and hoop_comm_free, each named in its own errors.
+hoop_status_t Finalize(hoop_comm_t comm, const char* call) {
+  return Guard([&] {
+    if (!comm) return HOOP_SUCCESS;  // as free(NULL)
+    if (comm->finalized())
+      return BadArg("rank " + std::to_string(comm->rank) + ": " + call + ": the communicator was " +
+                    (std::string(call) == "hoop_comm_free" ? "freed" : "finalized") + " already");
+    if (comm->fusion_active.load())
+      return BadArg(std::string(call) + ": a tensor fusion runtime still drives this communicator; stop it first");
+    // What completed sends handed over reaches the peers before the handle goes (Close).
+    const hoop::Status closed = comm->get().Close();
+    comm->own.reset();
+    comm->job.reset();  // the struct stays, a tombstone (c_api_internal.h)
+    comm->config.reset();
+    hoop::capi::KeepAsTombstone(comm);
+    return closed.ok() ? HOOP_SUCCESS : Report(closed);
+  });
+}
+
+}  // namespace hoop::capi
+
 extern "C" {
 
 hoop_status_t hoop_init_from_env(hoop_comm_t* comm) {
@@ -379,22 +402,7 @@ hoop_status_t hoop_init_store(hoop_comm_t* comm, int rank, int size, const hoop_
   });
 }
 
-hoop_status_t hoop_finalize(hoop_comm_t comm) {
-  return Guard([&] {
-    if (!comm) return HOOP_SUCCESS;  // as free(NULL)
-    if (comm->finalized())
-      return BadArg("rank " + std::to_string(comm->rank) + ": hoop_finalize: the communicator was finalized already");
-    if (comm->fusion_active.load())
-      return BadArg("hoop_finalize: a tensor fusion runtime still drives this communicator; stop it first");
-    // What completed sends handed over reaches the peers before the handle goes (Close).
-    const hoop::Status closed = comm->get().Close();
-    comm->own.reset();
-    comm->job.reset();  // the struct stays, a tombstone (c_api_internal.h)
-    comm->config.reset();
-    hoop::capi::KeepAsTombstone(comm);
-    return closed.ok() ? HOOP_SUCCESS : Report(closed);
-  });
-}
+hoop_status_t hoop_finalize(hoop_comm_t comm) { return hoop::capi::Finalize(comm, "hoop_finalize"); }
 
 hoop_status_t hoop_get_version(int* version) {
   if (!version) return BadArg("hoop_get_version: NULL argument");

@@ -51,6 +51,9 @@ hoop_status_t CheckLive(hoop_comm_t comm, const char* fn);
 
 // A tombstone is never freed, on purpose; a leak-checking build is told so, and stays strict
 // about everything else.
+// hoop_finalize and hoop_comm_free (`call`: which, for its errors).
+hoop_status_t Finalize(hoop_comm_t comm, const char* call);
+
 inline void KeepAsTombstone(const void* p) {
 #ifdef HOOP_LEAK_CHECKED
   __lsan_ignore_object(p);

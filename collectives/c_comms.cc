@@ -41,6 +41,6 @@ hoop_status_t hoop_comm_dup(hoop_comm_t comm, hoop_comm_t* newcomm) {
   return hoop_comm_split(comm, 0, comm->get().rank(), newcomm);
 }
 
-hoop_status_t hoop_comm_free(hoop_comm_t comm) { return hoop_finalize(comm); }
+hoop_status_t hoop_comm_free(hoop_comm_t comm) { return hoop::capi::Finalize(comm, "hoop_comm_free"); }
 
 }  // extern "C"

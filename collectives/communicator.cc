@@ -476,7 +476,8 @@ std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo, Compre
     if (membership_.members.size() > 8) os << ",...";
     os << " of the job)";
   }
-  os << ": " << CollKindName(op.kind) << " #" << seq << " (" << AlgoName(algo);
+  const bool split = op.kind == CollKind::kAllgather && op.root == kSplitRoot;  // split.cc's allgather
+  os << ": " << (split ? "split (an allgather)" : CollKindName(op.kind)) << " #" << seq << " (" << AlgoName(algo);
   if (op.kind != CollKind::kBarrier)
     os << ", " << DescCount(op) << " x " << DTypeName(UsesOut(op) ? op.out.dtype : op.in.dtype);
   if (op.kind == CollKind::kAllreduce || op.kind == CollKind::kReduceScatter || op.kind == CollKind::kReduce ||

@@ -54,8 +54,11 @@ std::string OpDesc::DescribeDifference(const OpDesc& t, int peer) const {
     if (!out.empty()) out += "; ";
     out += what + " " + mine + " here, " + theirs + on;
   };
-  add("collective", CollKindName(kind), CollKindName(t.kind));
-  if (kind == t.kind) {
+  auto name = [](const OpDesc& d) -> std::string {
+    return d.kind == CollKind::kAllgather && d.root == kSplitRoot ? "split" : CollKindName(d.kind);
+  };
+  add("collective", name(*this), name(t));
+  if (kind == t.kind && name(*this) == name(t)) {
     add("count", std::to_string(count & kCountMask), std::to_string(t.count));
     add("dtype", DTypeName(dtype), t.dtype <= DType::kF64 ? DTypeName(t.dtype) : "?");
     if (kind == CollKind::kAllreduce || kind == CollKind::kReduceScatter || kind == CollKind::kReduce)

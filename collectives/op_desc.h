@@ -31,6 +31,10 @@ inline bool Rooted(CollKind k) {
 }
 const char* CollKindName(CollKind k);
 
+// The root a split's allgather carries (allgather has none): its description then differs from
+// any plain allgather's, and a rank that called something else is told "split", not "allgather".
+inline constexpr int kSplitRoot = 0xfffe;
+
 struct OpDesc {
   CollKind kind = CollKind::kAllreduce;
   DType dtype = DType::kF32;

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "collectives/communicator.h"
+#include "collectives/op_desc.h"
 #include "common/logging.h"
 
 namespace hoop {
@@ -31,9 +32,13 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key) 
   const auto used = membership_.hub->InUse();
   for (size_t i = 0; i < used.size(); ++i) std::memcpy(&mine[3 + i], &used[i], sizeof(uint64_t));
   std::vector<int64_t> all(kWords * static_cast<size_t>(opts_.size));
-  CallOptions o;
-  o.blocking = true;
-  Status s = Allgather(Buffer{mine.data(), kWords, DType::kI64}, Buffer{all.data(), all.size(), DType::kI64}, o).Wait();
+  // An allgather that says it is a split (kSplitRoot): a rank that called anything else is told so.
+  Op x;
+  x.kind = CollKind::kAllgather;
+  x.in = Buffer{mine.data(), kWords, DType::kI64};
+  x.out = Buffer{all.data(), all.size(), DType::kI64};
+  x.root = kSplitRoot;
+  Status s = Submit(x, true).Wait();
   if (!s.ok()) return s.WithContext(who);
   const uint32_t number = splits_++;  // the same on every rank: splits are collectives here
 
@@ -63,7 +68,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key) 
   for (int i = 1; i < kMaxViews && id < 0; ++i)
     if (!(taken[static_cast<size_t>(i) / 64] >> (i % 64) & 1)) id = i;
   if (id < 0)
-    return FailedPrecondition(who + ": " + std::to_string(kMaxViews - 1) + " communicators already share these "
+    return InvalidArgument(who + ": " + std::to_string(kMaxViews - 1) + " communicators already share these "
                              "connections on some member (free some with hoop_comm_free)");
 
   Membership m;

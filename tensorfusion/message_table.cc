@@ -106,6 +106,7 @@ std::vector<Response> MessageTable::TakeDecided(Clock::time_point now, std::chro
       auto secs = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count() / 1000.0;
       r.error = "tensor '" + r.name + "': " + RankList(Ranks(e, false)) + " did not submit it within HOOP_TIMEOUT (" +
                 Number(secs) + " s); submitted by " + RankList(Ranks(e, true));
+      r.timed_out = true;
       late.push_back(std::move(r));
     } else {
       ++it;

@@ -135,12 +135,18 @@ void EncodeResponses(const std::vector<Response>& list, std::vector<char>* out) 
     w.PutString(r.name);
     w.PutParams(r.params);
     w.PutString(r.error);
+    w.Put<uint8_t>(r.timed_out ? 1 : 0);
   }
 }
 
 StatusOr<std::vector<Response>> DecodeResponses(const char* data, size_t size) {
   return DecodeList<Response>(data, size, "response", [](Reader& r, Response* q) {
-    return r.GetString(&q->name) && r.GetParams(&q->params) && r.GetString(&q->error);
+    uint8_t timed_out = 0;
+    if (!(r.GetString(&q->name) && r.GetParams(&q->params) && r.GetString(&q->error) && r.Get(&timed_out)) ||
+        timed_out > 1)
+      return false;
+    q->timed_out = timed_out == 1;
+    return true;
   });
 }
 

@@ -56,7 +56,10 @@ struct Request {
 struct Response {
   std::string name;
   TensorParams params;
-  std::string error;  // non-empty: fail the tensor with this message (FailedPrecondition)
+  std::string error;  // non-empty: fail the tensor with this message
+  // The error is a wait that ran out (some rank never submitted the tensor within HOOP_TIMEOUT:
+  // DeadlineExceeded, HOOP_ERR_TIMEOUT), not a disagreement (FailedPrecondition, MISMATCH).
+  bool timed_out = false;
 };
 
 void EncodeRequests(const std::vector<Request>& list, std::vector<char>* out);

@@ -127,10 +127,21 @@ Handle Runtime::Submit(const std::string& name, TensorParams p, const Buffer& in
                who + name + "': " + CollKindName(p.kind) + ": " + why);
   } else {
     std::lock_guard<std::mutex> lock(mu_);
+    auto earlier = latest_.find(name);
+    std::shared_ptr<HandleState> still = earlier == latest_.end() ? nullptr : earlier->second.lock();
     if (stopped_ || shutdown_asked_) {
       s = Aborted(who + name + "' refused: " +
                   (stopped_ ? stop_cause_.message() : std::string("the tensor fusion runtime is shutting down")));
+    } else if (still && !still->finished) {
+      s = InvalidArgument(who + name + "' submitted again while its earlier submission is still pending (wait for "
+                          "it first, or give this one another name)");
     } else {
+      latest_[name] = state;
+      if (latest_.size() > 4096 + 2 * submitted_.size())  // names no longer used: drop the finished
+        for (auto it = latest_.begin(); it != latest_.end();) {
+          auto h = it->second.lock();
+          it = !h || h->finished ? latest_.erase(it) : std::next(it);
+        }
       while (!submitted_.empty() && submitted_.front()->finished) submitted_.pop_front();
       submitted_.push_back(state);
       Entry& e = incoming_.emplace_back(name, Entry{}).second;
@@ -292,7 +303,7 @@ Status Runtime::RunAgreed(const std::vector<Response>& agreed, Clock::time_point
   for (const Response& a : agreed) {
     auto it = pending_.find(a.name);
     if (!a.error.empty()) {
-      if (it != pending_.end()) Finish(a.name, FailedPrecondition(a.error));
+      if (it != pending_.end()) Finish(a.name, a.timed_out ? DeadlineExceeded(a.error) : FailedPrecondition(a.error));
       continue;
     }
     if (it == pending_.end())

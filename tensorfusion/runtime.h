@@ -121,6 +121,9 @@ class Runtime {
   std::vector<std::pair<std::string, Entry>> incoming_;
   // Submitted in order, for Synchronize; completed ones are dropped from the front.
   std::deque<std::shared_ptr<HandleState>> submitted_;
+  // The latest submission of each name (under mu_): a name submitted again while that one is
+  // unfinished is refused at the call, not at its wait.
+  std::unordered_map<std::string, std::weak_ptr<HandleState>> latest_;
   bool shutdown_asked_ = false;
   bool stopped_ = false;
   bool shut_down_ = false;  // stopped by an agreed Shutdown, not by an error

@@ -173,7 +173,10 @@ void PsServer::Retire(int w, State why, const std::string& cause) {
       done += s == State::kDone;
     }
     if (set_.announce) {
-      std::printf("hoop-train: rank %d: worker rank %d is gone (its link: %s); the parameter servers go on: %d worker(s) "
+      // The cause is the link's words, and the link is a communicator of two ranks of its own: in
+      // it this server is rank 0 and the worker rank 1, whatever their ranks in the job.
+      std::printf("hoop-train: rank %d: worker rank %d is gone (its link: %s; on the link, ranks are the link's: "
+                  "the worker is its rank 1, this server its rank 0); the parameter servers go on: %d worker(s) "
                   "training, %d finished\n", rank_, links_.servers + w, cause.c_str(), live, done);
       std::fflush(stdout);
     }

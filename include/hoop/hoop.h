@@ -444,9 +444,10 @@ double hoop_compression_error_factor(hoop_compression_t compression, int nranks)
  * given; otherwise wait on every handle, which frees it. Until a tensor completes its buffers
  * belong to the runtime. A tensor fails, on every rank that submitted it, when the ranks passed
  * different parameters for its name (HOOP_ERR_MISMATCH, naming the ranks and values), when some
- * rank did not submit it within HOOP_TIMEOUT, when a peer is lost (HOOP_ERR_UNAVAILABLE for the
+ * rank did not submit it within HOOP_TIMEOUT (HOOP_ERR_TIMEOUT, naming them), when a peer is lost (HOOP_ERR_UNAVAILABLE for the
  * tensors of the failing collective, HOOP_ERR_ABORTED for every other), or when the runtime is
- * stopped first (HOOP_ERR_ABORTED). Rank 0 logs which ranks are missing for any name that
+ * stopped first (HOOP_ERR_ABORTED). A name submitted again while its earlier submission is
+ * pending is refused at the call (HOOP_ERR_INVALID_ARGUMENT). Rank 0 logs which ranks are missing for any name that
  * waits longer than HOOP_STALL_WARNING_S (default 60). HOOP_TIMELINE=FILE makes rank 0 write a
  * Chrome trace of every tensor's phases.
  *

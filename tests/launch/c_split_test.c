@@ -185,6 +185,19 @@ static void Undefined(hoop_comm_t world, int rank, int size) {
   CHECK(hoop_comm_free(sub) == HOOP_SUCCESS, "free rest");
 }
 
+/* More than 255 communicators at once over one set of connections: a limit, said as one
+ * (HOOP_ERR_INVALID_ARGUMENT naming it), not a disagreement between ranks (HOOP_ERR_MISMATCH). */
+static void TooMany(hoop_comm_t world) {
+  static hoop_comm_t dups[256];
+  int made = 0;
+  hoop_status_t s = HOOP_SUCCESS;
+  while (made < 256 && (s = hoop_comm_dup(world, &dups[made])) == HOOP_SUCCESS) ++made;
+  CHECK(made > 200 && made <= 255 && s == HOOP_ERR_INVALID_ARGUMENT, "dup %d: status %d", made, (int)s);
+  CHECK(strstr(hoop_last_error(), "255 communicators already share these connections") != NULL, "too many: %s",
+        hoop_last_error());
+  for (int i = 0; i < made; ++i) CHECK(hoop_comm_free(dups[i]) == HOOP_SUCCESS, "free dup %d", i);
+}
+
 static void Recycle(hoop_comm_t world, int size) {
   for (int i = 0; i < 300; ++i) {
     hoop_comm_t dup = NULL;
@@ -209,6 +222,8 @@ static void BadCalls(hoop_comm_t world, int rank, int size) {
   CHECK(hoop_comm_free(sub) == HOOP_SUCCESS, "free");
   CHECK(hoop_barrier(sub) == HOOP_ERR_INVALID_ARGUMENT && strstr(hoop_last_error(), "finalized"), "freed handle");
   CHECK(hoop_comm_free(sub) == HOOP_ERR_INVALID_ARGUMENT, "freed twice");
+  CHECK(strstr(hoop_last_error(), "hoop_comm_free: the communicator was freed already") != NULL,
+        "freed twice names hoop_comm_free: %s", hoop_last_error());
   CHECK(hoop_comm_free(NULL) == HOOP_SUCCESS, "free NULL");
 }
 
@@ -234,6 +249,7 @@ int main(int argc, char** argv) {
     Dup(world, rank, size);
     if (size > 1) Undefined(world, rank, size);
     Recycle(world, size);
+    TooMany(world);
     BadCalls(world, rank, size);
   }
   CHECK(hoop_finalize(world) == HOOP_SUCCESS, "finalize");

@@ -54,11 +54,14 @@ TEST_CASE("requests and responses survive their encoding; malformed lists are re
     CHECK((*back)[i].params == reqs[i].params);
     CHECK((*back)[i].age_ms == reqs[i].age_ms);
   }
-  std::vector<Response> resp = {{"x", s, ""}, {"y", b, "tensor 'y': ranks disagree"}};
+  std::vector<Response> resp = {{"x", s, "", false}, {"y", b, "tensor 'y': ranks disagree", false},
+                                {"z", s, "tensor 'z': rank 1 did not submit it", true}};
   EncodeResponses(resp, &bytes);
   auto rb = DecodeResponses(bytes.data(), bytes.size());
   REQUIRE(rb.ok());
   CHECK((*rb)[1].error == "tensor 'y': ranks disagree");
+  CHECK_FALSE((*rb)[1].timed_out);
+  CHECK((*rb)[2].timed_out);  // a wait that ran out travels as one
   CHECK((*rb)[0].params == s);
   // Truncated, padded, or carrying an impossible value: an error, never a crash.
   CHECK_FALSE(DecodeResponses(bytes.data(), bytes.size() - 1).ok());
@@ -151,6 +154,7 @@ TEST_CASE("the message table warns about stalls and times names out, naming the 
   auto d = t.TakeDecided(t0 + std::chrono::seconds(1), std::chrono::seconds(3));
   REQUIRE(d.size() == 1);
   CHECK(d[0].error == "tensor 'w': ranks 1, 3 did not submit it within HOOP_TIMEOUT (3 s); submitted by ranks 0, 2");
+  CHECK(d[0].timed_out);
   CHECK(t.empty());
 }
 
