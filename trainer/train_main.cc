@@ -2,6 +2,7 @@
 // Exit codes: 0 trained; 2 bad options or settings; 1 anything else (data, job, training),
 // always with one line saying which rank and what failed.
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,6 +30,27 @@ std::atomic<int>& StopFlag() {
 
 namespace {
 int Main(int argc, char** argv);
+
+// A preemption loop runs one command again and again (hoop-train ... --checkpoint F --resume):
+// with no F yet, the first run starts afresh, saying so. Without --resume, an F that exists is
+// overwritten, also said. Rank 0's look at F decides for every rank (it alone reads and writes F).
+Status SettleResume(Options& o, Communicator& comm) {
+  if (o.checkpoint.empty()) return Status::Ok();
+  double exists = comm.rank() == 0 && ::access(o.checkpoint.c_str(), F_OK) == 0 ? 1 : 0;
+  Buffer b{&exists, 1, DType::kF64, MemKind::kHost};
+  HOOP_RETURN_IF_ERROR(comm.Broadcast(b, b, 0).Wait().WithContext("sharing whether " + o.checkpoint + " exists"));
+  if (o.resume && exists == 0) {
+    o.resume = false;
+    if (comm.rank() == 0)
+      std::printf("hoop-train: --resume: no checkpoint at %s yet; training from the start (it is written there)\n",
+                  o.checkpoint.c_str());
+  } else if (!o.resume && exists != 0 && comm.rank() == 0) {
+    std::printf("hoop-train: --checkpoint %s exists; this run starts afresh and overwrites it (--resume continues "
+                "from it)\n", o.checkpoint.c_str());
+  }
+  std::fflush(stdout);
+  return Status::Ok();
+}
 }  // namespace
 
 // No std::bad_alloc leaves hoop-train uncaught: the data, the model or a batch that does not fit
@@ -122,6 +144,10 @@ int Main(int argc, char** argv) {
       return 1;
     }
     return *swept ? 128 + *swept : 0;
+  }
+  if (Status s = SettleResume(*opts, *(*job)->comm); !s.ok()) {
+    std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, s.message().c_str());
+    return 1;
   }
   StatusOr<RunResult> result = Internal("not run");
   try {

@@ -251,7 +251,7 @@ TEST_CASE("an interrupted run checkpoints mid-epoch and --resume ends where an u
   auto b = RunProc(argv, SignalAfter(SIGINT, 3.5, 120));
   INFO(b.output);
   CHECK(b.exit_code == 130);
-  REQUIRE(b.output.find("[0] hoop-train: interrupted by Terminated at epoch ") != std::string::npos);
+  REQUIRE(b.output.find("[0] hoop-train: interrupted by Interrupt at epoch ") != std::string::npos);
   CHECK(b.output.find("checkpoint written to " + broken + ", --resume continues from there") != std::string::npos);
   Loaded mid = Load(broken, "lenet");
   CHECK(mid.info.ranks == 2);
@@ -484,4 +484,43 @@ TEST_CASE("perf/train-bench and perf/train-plot draw their PNGs", "[train][perf]
   CHECK(bad.exit_code != 0);
   CHECK(bad.output.find("no such file") != std::string::npos);
   RunProc({"rm", "-rf", out});
+}
+
+TEST_CASE("a preemption loop is one command: --resume with no checkpoint yet starts afresh, and says so",
+          "[train]") {
+  const std::string ck = Tmp("loop");
+  std::remove(ck.c_str());
+  const std::vector<std::string> args = {"--model", "lenet", "--epochs", "1", "--train-limit", "64", "--test-limit",
+                                         "32", "--progress", "0", "--threads", "1", "--checkpoint", ck};
+  auto with_resume = args;
+  with_resume.push_back("--resume");
+  // For every strategy that resumes: sync (2 ranks), a parameter server and a pipeline.
+  const std::vector<std::pair<int, std::vector<std::string>>> runs = {
+      {2, {}}, {3, {"--strategy", "ps"}}, {2, {"--strategy", "pipeline", "--stages", "2"}}};
+  for (const auto& [np, extra] : runs) {
+    std::remove(ck.c_str());
+    auto a = with_resume;
+    a.insert(a.end(), extra.begin(), extra.end());
+    auto first = Train(np, a, 90);
+    INFO(first.output);
+    CHECK(first.exit_code == 0);
+    CHECK(first.output.find("hoop-train: --resume: no checkpoint at " + ck + " yet; training from the start") !=
+          std::string::npos);
+    CHECK(first.output.find("resuming") == std::string::npos);
+    CHECK(Load(ck, "lenet").info.epochs_done == 1);
+  }
+  // The same command twice (sync): the second resumes (nothing left here), no fresh start.
+  std::remove(ck.c_str());
+  REQUIRE(Train(2, with_resume, 90).exit_code == 0);
+  auto again = Train(2, with_resume, 90);
+  INFO(again.output);
+  CHECK(again.exit_code == 0);
+  CHECK(again.output.find("no checkpoint at") == std::string::npos);
+  // Without --resume an existing checkpoint is overwritten, and said so.
+  auto over = Train(2, args, 90);
+  INFO(over.output);
+  CHECK(over.exit_code == 0);
+  CHECK(over.output.find("hoop-train: --checkpoint " + ck + " exists; this run starts afresh and overwrites it") !=
+        std::string::npos);
+  std::remove(ck.c_str());
 }

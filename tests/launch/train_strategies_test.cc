@@ -119,6 +119,9 @@ TEST_CASE("--strategy ps: a killed worker is left out and the job goes on; a kil
   CHECK(worker.output.find("hooprun: rank 3 (pid") != std::string::npos);
   CHECK(worker.output.find("the other ranks go on (--enable-recovery)") != std::string::npos);
   CHECK(worker.output.find("worker rank 3 is gone (its link: ") != std::string::npos);
+  // The link's own rank numbers are said to be the link's, not the job's.
+  CHECK(worker.output.find("on the link, ranks are the link's: the worker is its rank 1, this server its rank 0") !=
+        std::string::npos);
   CHECK(worker.output.find("epoch 3/3:") != std::string::npos);
   CHECK(worker.output.find("2 of 3 worker(s) reported") != std::string::npos);
   CHECK(worker.output.find("hoop-train: 2 of 3 worker(s) finished; 1 gone") != std::string::npos);
@@ -256,7 +259,7 @@ TEST_CASE("--strategy pipeline: Ctrl-C checkpoints mid-epoch and --resume ends w
   auto b = RunProc(argv, SignalAfter(SIGINT, 3.0, 120));
   INFO(b.output);
   CHECK(b.exit_code == 130);
-  REQUIRE(b.output.find("[0] hoop-train: interrupted by Terminated at epoch ") != std::string::npos);
+  REQUIRE(b.output.find("[0] hoop-train: interrupted by Interrupt at epoch ") != std::string::npos);
   CHECK(b.output.find("checkpoint written to " + broken + ", --resume continues from there") != std::string::npos);
   args.push_back("--resume");
   auto c = Train(2, args);
