@@ -9,15 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stdout, "c-api FAIL line %d: ", __LINE__);   \
-      fprintf(stdout, __VA_ARGS__);                        \
-      fprintf(stdout, " (%s)\n", hoop_last_error());       \
-      exit(1);                                             \
-    }                                                      \
-  } while (0)
+#define CHECK_TAG "c-api"
+#include "tests/launch/c_check.h"
 
 int main(void) {
   hoop_comm_t comm = NULL;

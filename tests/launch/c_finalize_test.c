@@ -16,15 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      fprintf(stdout, "c-finalize FAIL rank %d line %d: ", g_rank, __LINE__); \
-      fprintf(stdout, __VA_ARGS__);                                       \
-      fprintf(stdout, " (%s)\n", hoop_last_error());                      \
-      exit(1);                                                            \
-    }                                                                     \
-  } while (0)
+#define CHECK_TAG "c-finalize"
+#define CHECK_RANK g_rank
+#include "tests/launch/c_check.h"
 
 static int g_rank = -1;
 

@@ -9,15 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                    \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      fprintf(stdout, "c-fusion FAIL line %d: ", __LINE__); \
-      fprintf(stdout, __VA_ARGS__);                         \
-      fprintf(stdout, " (%s)\n", hoop_last_error());        \
-      exit(1);                                              \
-    }                                                       \
-  } while (0)
+#define CHECK_TAG "c-fusion"
+#include "tests/launch/c_check.h"
 
 enum { K = 24, N = 257 };
 static hoop_fusion_t fusion;

@@ -11,15 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      fprintf(stdout, "c-more-collectives FAIL line %d: ", __LINE__); \
-      fprintf(stdout, __VA_ARGS__);                                   \
-      fprintf(stdout, " (%s)\n", hoop_last_error());                  \
-      exit(1);                                                        \
-    }                                                                 \
-  } while (0)
+#define CHECK_TAG "c-more-collectives"
+#include "tests/launch/c_check.h"
 
 /* Rank r's element i of call c: distinct per rank and element, exact in i64 and f64. */
 static long long Value(int rank, size_t i, int c) { return (long long)rank * 1000003 + (long long)(i % 9973) * 7 + c; }

@@ -15,15 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(cond, ...)                                     \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      fprintf(stdout, "c-p2p FAIL rank %d line %d: ", g_rank, __LINE__); \
-      fprintf(stdout, __VA_ARGS__);                          \
-      fprintf(stdout, " (%s)\n", hoop_last_error());         \
-      exit(1);                                               \
-    }                                                        \
-  } while (0)
+#define CHECK_TAG "c-p2p"
+#define CHECK_RANK g_rank
+#include "tests/launch/c_check.h"
 
 static int g_rank = -1;
 

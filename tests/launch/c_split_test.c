@@ -12,15 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stdout, "c-split FAIL rank %d line %d: ", g_rank, __LINE__); \
-      fprintf(stdout, __VA_ARGS__);                                         \
-      fprintf(stdout, " (%s)\n", hoop_last_error());                        \
-      exit(1);                                                              \
-    }                                                                       \
-  } while (0)
+#define CHECK_TAG "c-split"
+#define CHECK_RANK g_rank
+#include "tests/launch/c_check.h"
 
 static int g_rank = -1;
 static const size_t kCounts[] = {0, 1, 7, 100001};

@@ -2,9 +2,6 @@
 // serves the tcp:// store), and with Slurm's variables and a file:// store.
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -72,25 +69,10 @@ TEST_CASE("C API with Slurm's variables and a file store", "[env]") {
   CHECK(std::system(cmd.c_str()) == 0);
 }
 
-namespace {
-// A TCP port nobody listens on now (bound, then closed).
-int UnusedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-}  // namespace
-
 TEST_CASE("a job launched by hand (HOOP_RANK, HOOP_SIZE, HOOP_STORE=tcp://) runs: rank 0 serves the store",
           "[env]") {
   // Two shells, no launcher: what hoop's message for a missing HOOP_STORE suggests.
-  const std::string store = "tcp://127.0.0.1:" + std::to_string(UnusedPort());
+  const std::string store = "tcp://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   const int n = 2;
   std::vector<ProcResult> results(n);
   std::vector<std::thread> ranks;
