@@ -171,6 +171,20 @@ TEST_CASE("hooprun stops the job when a rank fails and says which", "[hooprun]")
   CHECK(WaitGone(marker, 5) == 0);
 }
 
+TEST_CASE("hooprun names the rank that complained first, though others' exits are reaped before it", "[hooprun]") {
+  // Rank 0 says what went wrong and exits after ranks 1 and 2, which fail silently (as ranks do
+  // that lose their peer): the last line names rank 0, not the first exit reaped.
+  auto r = RunProc({Bin("hooprun"), "-np", "3", "/bin/sh", "-c",
+                    "if [ $HOOP_RANK = 0 ]; then echo 'rank 0: the real error' >&2; sleep 0.4; exit 1; fi; "
+                    "sleep 0.2; exit 1"},
+                   Within(30));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("hooprun: rank 0 (pid") != std::string::npos);
+  CHECK(r.output.find("hooprun: rank 1 (pid") == std::string::npos);
+  CHECK(r.output.find("hooprun: rank 2 (pid") == std::string::npos);
+}
+
 TEST_CASE("hooprun --enable-recovery: a failed rank is reported and the others go on", "[hooprun]") {
   // Rank 1 fails at once; the others finish 6 s later (past the grace period that would stop them).
   auto r = RunProc({Bin("hooprun"), "-np", "3", "--enable-recovery", "/bin/sh", "-c",

@@ -63,7 +63,9 @@ class Job {
       for (auto& r : ranks_) {
         if (!relay) break;
         out_.Write(Stamped(Relay(r.out_fd, r.out_buf, Prefix(r, "<stdout>: "), r.out_copy)));
-        err_.Write(Stamped(Relay(r.err_fd, r.err_buf, Prefix(r, "<stderr>: "), r.err_copy)));
+        std::string err = Relay(r.err_fd, r.err_buf, Prefix(r, "<stderr>: "), r.err_copy);
+        if (!err.empty()) r.last_err = Clock::now();
+        err_.Write(Stamped(std::move(err)));
       }
       for (auto& a : agents_)
         if (relay) ReadAgent(a);
@@ -196,13 +198,20 @@ class Job {
     // SIGKILL comes from outside (the OOM killer, a user, a scheduler): the likeliest cause of
     // all. Then any other signal; then an exit with an error. A remote rank's report comes over
     // ssh, later than a local rank's that failed because of it: order of arrival says little.
+    // Among ranks that failed alike, the first to complain on stderr: ranks that fail because
+    // another did ("lost peer 0") say so after it, or not at all, and their exits may be reaped
+    // first (reaping order says nothing within one poll).
     const Rank* cause = failed_.front();
     auto weight = [](const Rank* r) {
       const int st = r->wait_status;
       return WIFSIGNALED(st) ? (WTERMSIG(st) == SIGKILL ? 2 : 1) : 0;
     };
+    auto complained_first = [](const Rank* a, const Rank* b) {
+      const Clock::time_point never{};
+      return a->last_err != never && (b->last_err == never || a->last_err < b->last_err);
+    };
     for (const Rank* r : failed_)
-      if (weight(r) > weight(cause)) cause = r;
+      if (weight(r) > weight(cause) || (weight(r) == weight(cause) && complained_first(r, cause))) cause = r;
     int st = cause->wait_status;
     if (exit_code_ == 0 || exit_code_ == 124) {
       if (exit_code_ == 0) exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);

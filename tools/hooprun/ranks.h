@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,9 @@ struct Rank {
   int out_copy = -1, err_copy = -1;  // --output-filename's files for this rank (-1: none)
   bool exited = false;
   int wait_status = 0;
+  // When hooprun last relayed a line of its stderr (0: never): the rank that complained first is
+  // the likelier cause of a failure than those that failed after it (Job::ExplainFailure).
+  std::chrono::steady_clock::time_point last_err{};
 };
 
 // Finds PROGRAM as execvp will (a name with a '/' as it is, else along `path`: the PATH the
