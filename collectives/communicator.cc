@@ -193,6 +193,7 @@ Status Communicator::Close() {
   }
   const std::string me = "rank " + std::to_string(opts_.rank) + ": finalizing communicator '" + opts_.name + "'";
   if (!mailbox_->fatal().ok()) return mailbox_->fatal().WithContext(me);
+  if (!healthy()) return Status::Ok();  // a peer's abort came in meanwhile: nothing to deliver to
   if (mailbox_->FramesOut())
     return DeadlineExceeded(me + ": messages already sent were not taken by their peers within HOOP_TIMEOUT");
   Status s = transport_->Close(deadline);

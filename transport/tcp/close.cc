@@ -68,6 +68,8 @@ Status TcpTransport::Close(Deadline deadline) {
   while (true) {
     fds.clear();
     for (auto& [peer, c] : conns_) {
+      // A connection that failed (the peer aborted, or it broke) takes nothing more: no wait.
+      if (c->failed()) continue;
       std::string w;
       if (!c->Delivered(&w)) {
         fds.push_back({c->fd(), POLLIN, 0});
