@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -118,8 +119,15 @@ int main(int argc, char** argv) {
     }
     // Every rank past its last collective before any closes its pairs: a rank that exits while
     // a peer still reads the last ring step made that peer fail with "Connection closed by peer"
-    // (seen once in a loaded ctest run).
-    barrier.run();
+    // (seen once in a loaded ctest run). The barrier itself can still see it: Gloo's wait throws
+    // once EOF is read, even when the peer's barrier message came in the same read, and the peer
+    // leaves as soon as it has ours. EOF there means the peer got past the barrier, so every
+    // result above is already agreed on; only that one error is taken as the end.
+    try {
+      barrier.run();
+    } catch (const std::exception& e) {
+      if (std::strstr(e.what(), "closed by peer") == nullptr) throw;
+    }
     for (auto& r : rows)
       if (r.wrong) return 1;
   } catch (const std::exception& e) {
