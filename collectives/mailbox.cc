@@ -104,8 +104,11 @@ void Mailbox::Post(std::shared_ptr<P2pCall> call) {
     return;
   }
   if (call->peer >= 0 && call->peer != o_.rank) {
+    // A peer that left after sending keeps what it sent: a receive it matches still takes it
+    // (its exit may be read in the same poll as its last payload, before this receive comes).
     const Status& lost = peers_[static_cast<size_t>(call->peer)]->lost;
-    if (!lost.ok()) return Complete(call, Status(lost.code(), Describe(*call) + ": lost " + lost.message()));
+    if (!lost.ok() && (call->is_send || !HeldFor(*call)))
+      return Complete(call, Status(lost.code(), Describe(*call) + ": lost " + lost.message()));
   }
   // The fast path: no Send kept, no memory registered, no deadline read from the clock.
   if (call->is_send && !call->queue &&
@@ -240,6 +243,14 @@ void Mailbox::SendToSelf(std::shared_ptr<P2pCall> call) {
     a->self_send = std::move(call);
   }
   Arrive(std::move(a));
+}
+
+bool Mailbox::HeldFor(const P2pCall& recv) const {
+  for (uint64_t id : unexpected_) {
+    const Arrival& a = *arrivals_.at(id);
+    if (Matches(recv, a.peer, a.tag)) return true;
+  }
+  return false;
 }
 
 void Mailbox::PostRecv(std::shared_ptr<P2pCall> call) {

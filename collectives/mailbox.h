@@ -174,6 +174,8 @@ class Mailbox : public Leftover {
 
   void PostSend(std::shared_ptr<P2pCall> call);
   void PostRecv(std::shared_ptr<P2pCall> call);
+  // Whether a message held unexpected matches `recv` (PostRecv would take it).
+  bool HeldFor(const P2pCall& recv) const;
   void SendToSelf(std::shared_ptr<P2pCall> call);
   void Launch(int peer);  // starts the waiting sends to `peer` that credit allows
   void SendFrame(int peer, Frame& f);  // fills in f.credit

@@ -8,6 +8,10 @@
  * 8 bytes, inside its frame) or "mixed" (16-22 bytes, every 97th 100 KB: rendezvous).
  * Mode "waitall" (argv[2]): K isends against K irecvs posted first, each side one
  * hoop_wait_all, timed: prints "c-finalize waitall K seconds S" (it must be linear in K).
+ * Mode "left": sizes as "mixed" but the big ones 60,000 bytes (eager: no receive needed before
+ * the sender's wait completes), and rank 1 first waits for a message rank 0 never sends (tag 6),
+ * which fails once rank 0's exit is seen; every message rank 0 sent in full must still be
+ * received after that.
  * Run as 2 ranks of a job (hooprun). Prints "c-finalize ok rank R of 2: K messages". */
 #include <hoop/hoop.h>
 #include <stdint.h>
@@ -23,6 +27,7 @@
 static int g_rank = -1;
 
 static int g_small; /* argv[2] "small": every message 8 bytes */
+static int g_left;  /* argv[2] "left": receive after the sender's exit was seen */
 
 static double Now(void) {
   struct timespec t;
@@ -56,12 +61,17 @@ static int WaitAll(hoop_comm_t comm, int k) {
   free(req);
   return 0;
 }
-static size_t Bytes(int i) { return g_small ? 8 : i % 97 == 96 ? 100000 : 16 + (size_t)(i % 7); }
+static size_t Bytes(int i) {
+  if (g_small) return 8;
+  if (i % 97 == 96) return g_left ? 60000 : 100000;
+  return 16 + (size_t)(i % 7);
+}
 static unsigned char Byte(int i, size_t j) { return (unsigned char)(i * 31 + j * 7 + 1); }
 
 int main(int argc, char** argv) {
   const int k = argc > 1 ? atoi(argv[1]) : 1000;
   g_small = argc > 2 && strcmp(argv[2], "small") == 0;
+  g_left = argc > 2 && strcmp(argv[2], "left") == 0;
   hoop_comm_t comm = NULL;
   int size = 0;
   CHECK(hoop_init_from_env(&comm) == HOOP_SUCCESS, "init");
@@ -87,6 +97,10 @@ int main(int argc, char** argv) {
   }
   struct timespec late = {0, 100 * 1000 * 1000};
   nanosleep(&late, NULL);
+  if (g_left) {
+    CHECK(hoop_recv(comm, buf, 1, HOOP_U8, 0, 6, NULL) != HOOP_SUCCESS, "a receive rank 0 never sent succeeded");
+    printf("c-finalize rank 1: the receive rank 0 never sent failed, as it should\n");
+  }
   for (int i = 0; i < k; ++i) {
     hoop_recv_info_t info;
     CHECK(hoop_recv(comm, buf, 100000, HOOP_U8, 0, 5, &info) == HOOP_SUCCESS, "receive %d of %d", i, k);
