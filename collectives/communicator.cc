@@ -114,7 +114,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
                                    << "; rank " << o.rank << ", " << local_size << " on this host name"
                                    << " (HOOP_LOG_LEVEL=debug: the back end per peer and the plan per call shape)");
   Membership m;
-  m.hub = TransportHub::Make(std::move(transport).value());
+  m.hub = TransportHub::Make(std::move(transport).value(), o.unexpected_bytes);
   for (const PeerInfo& p : peers) {
     m.members.push_back(p.rank);
     m.hosts.push_back(p.host);

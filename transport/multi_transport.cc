@@ -109,6 +109,10 @@ void MultiTransport::AllConnected() {
   for (auto& p : parts_) p->AllConnected();
 }
 
+void MultiTransport::HoldEarly(size_t cap) {
+  for (auto& p : parts_) p->HoldEarly(cap);
+}
+
 void MultiTransport::Abort(const std::string& cause) {
   for (auto& p : parts_) p->Abort(cause);
 }

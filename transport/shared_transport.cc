@@ -211,11 +211,14 @@ Status HubView::Poll(std::vector<Completion>* out, Deadline deadline) {
 
 // ---- the hub ----
 
-std::shared_ptr<TransportHub> TransportHub::Make(std::unique_ptr<Transport> base) {
-  return std::shared_ptr<TransportHub>(new TransportHub(std::move(base)));
+std::shared_ptr<TransportHub> TransportHub::Make(std::unique_ptr<Transport> base, size_t hold_cap) {
+  return std::shared_ptr<TransportHub>(new TransportHub(std::move(base), hold_cap));
 }
 
-TransportHub::TransportHub(std::unique_ptr<Transport> base) : base_(std::move(base)) { slots_.resize(kMaxViews); }
+TransportHub::TransportHub(std::unique_ptr<Transport> base, size_t hold_cap)
+    : base_(std::move(base)), hold_cap_(hold_cap) {
+  slots_.resize(kMaxViews);
+}
 
 TransportHub::~TransportHub() {
   // Leftovers post through their views: each goes before its view, all before the back end.
@@ -239,6 +242,10 @@ StatusOr<std::unique_ptr<Transport>> TransportHub::View(int id, std::vector<int>
   for (size_t r = 0; r < members.size(); ++r) slot->rank_of[static_cast<size_t>(members[r])] = static_cast<int>(r);
   slots_[static_cast<size_t>(id)] = std::move(slot);
   ++open_;
+  if (open_ > 1 && !holding_) {
+    holding_ = true;
+    base_->HoldEarly(hold_cap_);
+  }
   return std::unique_ptr<Transport>(new HubView(shared_from_this(), id, members, self));
 }
 

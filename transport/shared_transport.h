@@ -19,6 +19,12 @@
 // peer, and a peer's abort notice (an Aborted completion) fails every view; each view's Poll
 // then returns the cause. A peer that merely went away fails only the operations that needed it.
 //
+// Each communicator orders its own collectives, and ranks may run two communicators' in different
+// orders (a fusion thread beside the main one, two PyTorch process groups): once a second view
+// opens, the back end holds a message that comes before its receive (up to `hold_cap` bytes per
+// peer, HOOP_UNEXPECTED_BYTES) rather than stalling the link with it (Transport::HoldEarly), so
+// one communicator's early message never holds up another's behind it.
+//
 // A communicator freed while others go on hands its view and its leftover traffic (Leftover:
 // the mailbox, still answering its peers until each has said goodbye) to the hub, which keeps
 // the id out of use until the leftover is done, so a later communicator with that id never
@@ -52,7 +58,7 @@ class Leftover {
 
 class TransportHub : public std::enable_shared_from_this<TransportHub> {
  public:
-  static std::shared_ptr<TransportHub> Make(std::unique_ptr<Transport> base);
+  static std::shared_ptr<TransportHub> Make(std::unique_ptr<Transport> base, size_t hold_cap = 64u << 20);
   ~TransportHub();
 
   // A view with `id` (not in use: see InUse) whose rank r is the back end's rank members[r];
@@ -71,7 +77,7 @@ class TransportHub : public std::enable_shared_from_this<TransportHub> {
   friend class ViewEndpoint;
   class Lock;
   struct Slot;
-  explicit TransportHub(std::unique_ptr<Transport> base);
+  TransportHub(std::unique_ptr<Transport> base, size_t hold_cap);
   void Enter();
   void Leave();
   // Polls the back end once until `deadline`, routing what comes to the views; `me`'s own go to
@@ -89,6 +95,8 @@ class TransportHub : public std::enable_shared_from_this<TransportHub> {
   std::vector<std::unique_ptr<Slot>> slots_;  // by id
   int open_ = 0;
   int leftovers_ = 0;  // retired slots still held
+  size_t hold_cap_;
+  bool holding_ = false;  // the back end holds early messages (a second view opened)
   Status failed_;
   bool aborted_ = false;
   std::vector<Completion> scratch_;

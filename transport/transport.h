@@ -178,6 +178,13 @@ class Transport {
   // attached to whatever this rank offered. Back ends whose memory peers find by name drop the
   // name here, so nothing is left behind however the process ends.
   virtual void AllConnected() {}
+  // From now on a message that arrives before its receive is posted is held (up to `cap` bytes
+  // per peer at once) instead of stalling its link until the receive comes. Called once a
+  // second communicator shares the connections (shared_transport.h): each orders its own
+  // collectives, and ranks may run them in different orders (a fusion thread beside the main
+  // one), so one's early message must not hold up another's behind it on the same link. Back
+  // ends that hold early messages anyway (ucx, ofi) have nothing to do.
+  virtual void HoldEarly(size_t cap) { (void)cap; }
   // The pipeline chunk the collectives use over this back end unless HOOP_CHUNK_BYTES says.
   virtual size_t PreferredChunkBytes() const { return 512 * 1024; }
   // The queue on which this back end moves `device`'s memory to and from every peer itself (CUDA

@@ -38,22 +38,26 @@ void Channel::PostSend(const Region& region, size_t offset, size_t len, Tag tag,
 }
 
 void Channel::PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
+  const bool dev = region.kind == MemKind::kCuda && len > 0;
+  const RecvOp r{static_cast<char*>(region.base) + offset, len, tag, op_id, nullptr, region.kind,
+                 dev ? static_cast<int>(region.handle) - 1 : -1};
+  if (!held_.empty() && TakeHeld(r, &deferred_)) return;  // held whole: taken also after a failure
   if (!failure_.ok()) {
     deferred_.push_back({op_id, peer_, false, failure_, 0});
     return;
   }
-  const bool dev = region.kind == MemKind::kCuda && len > 0;
-  recvs_.push_back({static_cast<char*>(region.base) + offset, len, tag, op_id, nullptr, region.kind,
-                    dev ? static_cast<int>(region.handle) - 1 : -1});
+  recvs_.push_back(r);
 }
 
 bool Channel::PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) {
   if (elem == 0 || kInlineMax % elem != 0) return false;  // fragments must end on elements
+  const RecvOp r{nullptr, len, tag, op_id, sink, MemKind::kHost, sink->device()};
+  if (!held_.empty() && TakeHeld(r, &deferred_)) return true;
   if (!failure_.ok()) {
     deferred_.push_back({op_id, peer_, false, failure_, 0});
     return true;
   }
-  recvs_.push_back({nullptr, len, tag, op_id, sink, MemKind::kHost, sink->device()});
+  recvs_.push_back(r);
   return true;
 }
 
@@ -189,10 +193,13 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
     if (h->seq.load(std::memory_order_acquire) != head_ + 1) break;  // not written yet
     if (!in_msg_) {
       auto it = std::find_if(recvs_.begin(), recvs_.end(), [&](const RecvOp& r) { return r.tag.match == h->match; });
-      if (it == recvs_.end()) break;  // stalled until a receive for this message is posted
-      cur_ = *it;
-      recvs_.erase(it);
-      if (h->check != cur_.tag.check || h->total != cur_.len) {
+      if (it == recvs_.end()) {
+        if (!Hold(*h)) break;  // stalled until a receive for this message is posted
+      } else {
+        cur_ = *it;
+        recvs_.erase(it);
+      }
+      if (!cur_held_ && (h->check != cur_.tag.check || h->total != cur_.len)) {
         out->push_back({cur_.op_id, peer_, false,
                         FailedPrecondition("peer " + std::to_string(peer_) + " sent " + std::to_string(h->total) +
                                            " bytes where " + std::to_string(cur_.len) + " were expected" +
@@ -217,7 +224,7 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
     if (descriptor) {
       cur_error_ = LandDescriptor(*h);
     } else if (cur_.device >= 0) {
-      if (cur_error_.ok()) cur_error_ = LandOnDevice(payload, h->offset, h->len);
+      if (cur_error_.ok()) cur_error_ = LandOnDevice(cur_, payload, h->offset, h->len);
     } else if (cur_.sink) {
       cur_.sink->Consume(h->offset, payload, h->len);
     } else if (h->len > 0) {
@@ -230,6 +237,11 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
     consumed = true;
     if (got_ == cur_.len) {
       in_msg_ = false;
+      if (cur_held_) {
+        HeldDone(out);
+        if (!failure_.ok()) return true;
+        continue;
+      }
       if (!cur_landing_) {
         out->push_back({cur_.op_id, peer_, false, Status::Ok(), 0});
         continue;
@@ -237,7 +249,7 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
       // Complete (and acknowledge a descriptor) in order, once the queue has done the work.
       Landing l{cur_.op_id, nullptr, 0, descriptor, descriptor ? cur_src_ : nullptr, cur_error_};
       if (cur_error_.ok()) {
-        auto q = RecvQueue();
+        auto q = RecvQueue(cur_.device);
         auto mark = q.ok() ? (*q)->Mark() : StatusOr<uint64_t>(q.status());
         if (mark.ok()) l.q = *q, l.mark = *mark;
         else l.error = mark.status();
@@ -261,7 +273,12 @@ void Channel::Fail(const Status& why, std::vector<Completion>* out) {
   failure_ = why;
   for (auto& s : sends_) out->push_back({s.op_id, peer_, true, why, 0});
   for (auto& r : recvs_) out->push_back({r.op_id, peer_, false, why, 0});
-  if (in_msg_) out->push_back({cur_.op_id, peer_, false, why, 0});
+  if (in_msg_ && !cur_held_) out->push_back({cur_.op_id, peer_, false, why, 0});
+  if (in_msg_ && cur_held_) {  // lost half copied
+    held_bytes_ -= held_.back().bytes.size();
+    held_.pop_back();
+    cur_held_ = false;
+  }
   for (auto& u : unacked_) out->push_back({u.op_id, peer_, true, why, 0});
   for (auto& l : landing_) out->push_back({l.op_id, peer_, false, why, 0});
   sends_.clear();

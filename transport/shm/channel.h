@@ -8,6 +8,11 @@
 // message longer than one slot goes as consecutive fragments, so sender and receiver copy
 // concurrently, each at memcpy speed.
 //
+// Once a second communicator shares the rings (HoldEarly), a head message with no receive is
+// copied out into memory of its own instead (up to a cap; then it stalls as above) and handed to
+// its receive when that is posted (channel_held.cc): another communicator's messages behind it go
+// on. A device descriptor is never held: it stalls as before (its sender waits for the ack).
+//
 // A receive posted with a sink (PostRecvTo) is handed each fragment where it lies in the ring:
 // the collectives reduce or copy it straight into their output, so a message costs one copy in
 // (by the sender) and one pass out (by the receiver's reduction). docs/PERF.md has the numbers
@@ -62,6 +67,8 @@ class Channel : public Endpoint {
   void PeerExited(const Status& why, std::vector<Completion>* out);
   // Tells the peer (through its ring) that this rank gives up.
   void Abort(const std::string& cause);
+  // channel_held.cc: from now on a head message with no receive is held, up to `cap` bytes at once.
+  void HoldEarly(size_t cap) { hold_cap_ = cap; }
   // Work waits on a device queue, which rings no doorbell when it gets there: do not sleep.
   bool DeviceBusy() const { return !landing_.empty() || (!sends_.empty() && sends_.front().q != nullptr); }
 
@@ -114,9 +121,15 @@ class Channel : public Endpoint {
   Status MarkDeviceSend(const Region& region, SendOp& op);
   bool PublishDescriptor(SendOp& s);
   Status LandDescriptor(const SlotHeader& h);
-  Status LandOnDevice(const char* payload, size_t offset, size_t len);
-  StatusOr<DeviceQueue*> RecvQueue() const;
+  Status LandOnDevice(const RecvOp& r, const char* payload, size_t offset, size_t len);
+  StatusOr<DeviceQueue*> RecvQueue(int device) const;  // a receive's (device -1: any)
   bool ProgressDevice(std::vector<Completion>* out);
+  // channel_held.cc: starts copying the head message `h` into held memory (false: not held);
+  // once whole, to its receive if one is posted; a receive being posted takes a whole held
+  // message with its tag (true if there was one).
+  bool Hold(const SlotHeader& h);
+  void HeldDone(std::vector<Completion>* out);
+  bool TakeHeld(const RecvOp& r, std::vector<Completion>* out);
 
   const int peer_;
   RingHeader* const in_;
@@ -148,6 +161,16 @@ class Channel : public Endpoint {
   Status cur_error_;          // cur_'s bytes could not be moved to the device
   const void* cur_src_ = nullptr;  // a descriptor's memory, as mapped here
   std::vector<char> host_bounce_;  // a descriptor's bytes for a host sink
+
+  struct Held {
+    Tag tag;
+    std::vector<char> bytes;  // its heap block stays put when the deque moves the entry
+    bool whole = false;
+  };
+  std::deque<Held> held_;  // arrival order; the last is being filled while cur_held_
+  size_t hold_cap_ = 0;    // 0: stall instead (one communicator on these rings)
+  size_t held_bytes_ = 0;
+  bool cur_held_ = false;  // cur_ is a held message's memory, no receive of anyone's
 };
 
 }  // namespace hoop::shm

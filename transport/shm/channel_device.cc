@@ -61,10 +61,10 @@ bool Channel::PublishDescriptor(SendOp& s) {
   return true;
 }
 
-StatusOr<DeviceQueue*> Channel::RecvQueue() const {
+StatusOr<DeviceQueue*> Channel::RecvQueue(int device) const {
   if (dq_ == nullptr)
     return Unimplemented("rank " + std::to_string(peer_) + " sent device memory (CUDA IPC), and this back end has no CUDA access");
-  return cur_.device >= 0 ? dq_->Get(cur_.device) : dq_->Any();
+  return device >= 0 ? dq_->Get(device) : dq_->Any();
 }
 
 Status Channel::LandDescriptor(const SlotHeader& h) {
@@ -74,7 +74,7 @@ Status Channel::LandDescriptor(const SlotHeader& h) {
   IpcRef ref;
   if (h.len != sizeof ref) return ctx(Internal("a descriptor of " + std::to_string(h.len) + " bytes"));
   std::memcpy(&ref, reinterpret_cast<const char*>(&h) + 64, sizeof ref);
-  auto q = RecvQueue();
+  auto q = RecvQueue(cur_.device);
   if (!q.ok()) return ctx(q.status());
   auto m = (*q)->Open(ref);
   if (!m.ok()) return ctx(m.status());
@@ -105,21 +105,21 @@ Status Channel::LandDescriptor(const SlotHeader& h) {
   return s.ok() ? s : ctx(s);
 }
 
-Status Channel::LandOnDevice(const char* payload, size_t offset, size_t len) {
+Status Channel::LandOnDevice(const RecvOp& r, const char* payload, size_t offset, size_t len) {
   const auto ctx = [&](const Status& s) {
     return s.WithContext("shm: copying rank " + std::to_string(peer_) + "'s message to device memory");
   };
-  auto q = RecvQueue();
+  auto q = RecvQueue(r.device);
   if (!q.ok()) return ctx(q.status());
-  if (!cur_.sink) {
-    Status s = (*q)->Copy(cur_.data + offset, MemKind::kCuda, payload, MemKind::kHost, len);
+  if (!r.sink) {
+    Status s = (*q)->Copy(r.data + offset, MemKind::kCuda, payload, MemKind::kHost, len);
     return s.ok() ? s : ctx(s);
   }
   auto b = (*q)->Scratch(kBounce, kInlineMax);
   if (!b.ok()) return ctx(b.status());
   Status s = (*q)->Copy(*b, MemKind::kCuda, payload, MemKind::kHost, len);
   if (!s.ok()) return ctx(s);
-  cur_.sink->Consume(offset, *b, len);
+  r.sink->Consume(offset, *b, len);
   return Status::Ok();
 }
 

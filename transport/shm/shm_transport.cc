@@ -70,6 +70,7 @@ Status ShmTransport::Connect(int peer, const std::string& address, Deadline) {
   auto ch = std::make_unique<shm::Channel>(peer, in, out, &seg->header()->doorbell, crowded_,
                                            dq_.available() ? &dq_ : nullptr, pid == ::getpid());
   active_.push_back(ch.get());
+  if (hold_cap_ > 0) ch->HoldEarly(hold_cap_);
   by_rank_[static_cast<size_t>(peer)] = std::move(ch);
   peer_segs_.push_back(std::move(seg).value());
   return Status::Ok();
@@ -141,6 +142,12 @@ Status ShmTransport::Sleep(std::vector<Completion>* out, Deadline deadline) {
 
 void ShmTransport::Abort(const std::string& cause) {
   for (shm::Channel* c : active_) c->Abort(cause);
+}
+
+void ShmTransport::HoldEarly(size_t cap) {
+  hold_cap_ = cap;
+  for (auto& ch : by_rank_)
+    if (ch) ch->HoldEarly(cap);
 }
 
 }  // namespace hoop

@@ -49,6 +49,7 @@ class ShmTransport : public Transport {
   // the ring (a sink receive) with non-temporal stores it does not.
   bool StageLargeCopies() const override { return true; }
   DeviceQueue* DeviceQueueFor(int device) override;
+  void HoldEarly(size_t cap) override;  // every channel's, now and later (channel_held.cc)
 
  private:
   ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own, bool crowded);
@@ -69,6 +70,7 @@ class ShmTransport : public Transport {
   PeerWatch watch_;
   bool crowded_;  // more ranks on this host than cores to run them: yield while spinning
   DeviceQueues dq_;  // CUDA IPC: device queues, made when first asked for
+  size_t hold_cap_ = 0;
   bool device_chunks_ = false;  // CUDA IPC on and a device here: PreferredChunkBytes' 16 MiB
 };
 

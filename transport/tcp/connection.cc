@@ -32,6 +32,10 @@ void Connection::PostSend(const Region& region, size_t offset, size_t len, Tag t
 }
 
 void Connection::PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
+  // A message held whole (held.cc) is taken at once, also after the connection failed.
+  if (!held_.empty() &&
+      TakeHeld(RecvOp{static_cast<char*>(region.base) + offset, len, tag.check, op_id}, tag.match, &deferred_))
+    return;
   if (failed()) {
     deferred_.push_back({op_id, peer_, false, failure_, 0});
     return;
@@ -76,8 +80,14 @@ void Connection::Fail(const Status& why, std::vector<Completion>* out) {
   for (auto& s : sends_)
     if (!s.internal) out->push_back({s.op_id, peer_, true, why, 0});
   sends_.clear();
-  // An abort frame being read is this connection's own, not a receive anyone posted.
-  if (in_payload_ && hdr_.kind == kData) out->push_back({current_.op_id, peer_, false, why, 0});
+  // An abort frame being read is this connection's own, not a receive anyone posted; nor is a
+  // message being held, which is lost half read.
+  if (in_payload_ && hdr_.kind == kData && !holding_) out->push_back({current_.op_id, peer_, false, why, 0});
+  if (holding_) {
+    held_bytes_ -= held_.back().bytes.size();
+    held_.pop_back();
+    holding_ = false;
+  }
   in_payload_ = false;
   for (auto& [tag, r] : recvs_) out->push_back({r.op_id, peer_, false, why, 0});
   recvs_.clear();
@@ -179,8 +189,11 @@ bool Connection::MatchHeader(std::vector<Completion>* out) {
   } else {
     auto it = recvs_.find(hdr_.tag);
     if (it == recvs_.end()) {
-      stalled_ = true;
-      return false;
+      stalled_ = !Hold();  // held (held.cc), or nothing more is read until its receive comes
+      if (stalled_) return false;
+      in_payload_ = true;
+      payload_got_ = 0;
+      return true;
     }
     stalled_ = false;
     current_ = it->second;
@@ -263,6 +276,10 @@ void Connection::ReadSome(std::vector<Completion>* out) {
     if (hdr_.kind == kAbort) {
       Fail(PeerAborted(peer_, abort_text_), out);
       return;
+    }
+    if (holding_) {
+      HeldDone(out);
+      continue;
     }
     out->push_back({current_.op_id, peer_, false, Status::Ok(), 0});
   }

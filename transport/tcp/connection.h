@@ -15,6 +15,10 @@
 // and kept, each message goes to its receive whenever that is posted, in any order, and only a
 // receive for something it never sent fails (connection_closed.cc).
 //
+// Once the connections are shared by a second communicator (HoldEarly), a header with no receive
+// is read into memory of its own instead (up to a cap, then it stalls as above) and handed over
+// when its receive is posted (held.cc): another communicator's messages behind it go on.
+//
 // Readiness is edge-triggered: `readable_`/`writable_` record what epoll last said and are
 // cleared when a call returns EAGAIN.
 #pragma once
@@ -56,6 +60,8 @@ class Connection : public Endpoint {
   // (`why` then says so). False, with `why`, while the peer still has bytes to take.
   void CloseWrite();
   bool Delivered(std::string* why);
+  // held.cc: from now on, a message with no receive posted is held, up to `cap` bytes at once.
+  void HoldEarly(size_t cap) { hold_cap_ = cap; }
 
  private:
   static constexpr uint32_t kMagic = 0x48505431;  // "HPT1"
@@ -103,6 +109,12 @@ class Connection : public Endpoint {
   bool ReadRest(std::vector<Completion>* out);  // true once the close was read
   void ParseRest(std::vector<Completion>* out);
   void AnswerFromRest(std::vector<Completion>* out);
+  // held.cc: starts reading the current header's payload into held memory (false: over the cap);
+  // a held message, once whole, goes to its receive if one is posted (true if one was); a
+  // receive being posted takes a whole held message with its tag (true if one was there).
+  bool Hold();
+  bool HeldDone(std::vector<Completion>* out);
+  bool TakeHeld(const RecvOp& r, uint64_t tag, std::vector<Completion>* out);
   Status Lost(const std::string& what) const;
   void FailSocket(const std::string& what, std::vector<Completion>* out);
 
@@ -132,6 +144,17 @@ class Connection : public Endpoint {
   bool rest_known_ = false;    // everything it sent is in parked_
   std::string rest_;           // bytes after the stalled header, up to the close
   std::deque<Parked> parked_;
+
+  struct Held {
+    uint64_t tag;
+    uint64_t check;
+    std::vector<char> bytes;  // its heap block stays put when the deque moves the entry
+    bool whole = false;
+  };
+  std::deque<Held> held_;  // arrival order; the last is being read while holding_
+  size_t hold_cap_ = 0;    // 0: stall instead (one communicator on these connections)
+  size_t held_bytes_ = 0;
+  bool holding_ = false;
 
   bool readable_ = true;
   bool writable_ = true;

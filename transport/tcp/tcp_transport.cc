@@ -75,6 +75,7 @@ Status TcpTransport::Adopt(int peer, Fd fd, const std::string& peer_addr) {
   if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, conn->fd(), &ev) != 0 &&
       (errno != EEXIST || ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, conn->fd(), &ev) != 0))
     return ErrnoStatus(Code::kInternal, "epoll_ctl", errno);
+  if (hold_cap_ > 0) conn->HoldEarly(hold_cap_);
   conns_[peer] = std::move(conn);
   return Status::Ok();
 }

@@ -30,6 +30,7 @@ class TcpTransport : public Transport {
   Status Poll(std::vector<Completion>* out, Deadline deadline) override;
   void Abort(const std::string& cause) override;
   Status Close(Deadline deadline) override;  // close.cc
+  void HoldEarly(size_t cap) override;         // every connection's, now and later (held.cc)
   // Connections refused so far (wrong token, wrong communicator, after start-up, silent).
   int refused() const { return doorman_.refused(); }
 
@@ -54,6 +55,7 @@ class TcpTransport : public Transport {
   Fd epoll_fd_;
   std::string address_;
   std::map<int, std::unique_ptr<Connection>> conns_;
+  size_t hold_cap_ = 0;
   std::map<int, std::pair<Fd, std::string>> early_;  // accepted from a peer we were not waiting for yet
   Doorman doorman_;
   bool crowded_;  // ranks outnumber cores on this host: block at once, never spin
