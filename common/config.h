@@ -36,7 +36,9 @@
 //                     CPU also runs the code another CPU would choose
 //   HOOP_UNEXPECTED_BYTES  point-to-point messages a rank holds that no receive has taken yet,
 //                     per communicator (default 64M; 4K to 1T; each peer's share is this over
-//                     ranks - 1, at least 256 bytes); past it, senders wait
+//                     ranks - 1, at least 256 bytes); past it, senders wait. Also what tcp and
+//                     shm hold per peer of collective messages that came before their receive,
+//                     once a split or dup shares the connections (shared_transport.h)
 // The tensor fusion runtime's (tensorfusion/):
 //   HOOP_CYCLE_TIME_MS      milliseconds between negotiation cycles (default 1)
 //   HOOP_FUSION_THRESHOLD   largest fusion buffer in bytes, K/M/G suffixes (default 64M; 0: off)
