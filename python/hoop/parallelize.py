@@ -23,6 +23,14 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     range(0, N, B) split so that each rank takes every size()-th batch, the same count on each;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():`) averaged over
     the ranks after the block;
+  - gradient clipping (clip_grad_norm_, clip_grad_value_): horovod: optimizer.synchronize() first,
+    so the averaged gradients are clipped (step() then has nothing left to wait for); ddp: as is
+    (the gradients are averaged by the end of backward);
+  - gradient accumulation (step() under an `if` in the loop that runs backward): ddp: as is;
+    horovod: optimizer.synchronize() after each backward, so every pass is averaged as it comes
+    (what DDP does) whatever the pattern of steps;
+  - OneCycleLR/CyclicLR: its max_lr (and base_lr) scaled like the optimizer's rate, which it
+    overrides;
   - print, logging, torch.save and other file writes done on rank 0 only.
 It refuses a script that is already distributed, trains nothing (no .backward()), builds no
 torch.optim optimizer (a custom optimizer factory), or gives a training DataLoader a sampler of
@@ -40,6 +48,8 @@ OPTIMIZERS = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax"
               "Rprop", "LBFGS", "SparseAdam"}
 WRITERS = {"torch.save", "np.save", "numpy.save", "np.savetxt", "numpy.savetxt", "json.dump", "pickle.dump",
            "plt.savefig", "shutil.copy", "os.makedirs", "os.mkdir"}
+CLIPPERS = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"}
+CYCLIC = {"OneCycleLR": ("max_lr",), "CyclicLR": ("base_lr", "max_lr")}
 LOGGING = {"debug", "info", "warning", "error", "critical", "exception", "log"}
 MARK = "# hoop-parallelize:"
 
@@ -280,6 +290,7 @@ class Converter:
             raise Refused(f"line {call.lineno}: the optimizer is not built by a plain `name = {call_name(call)}(...)` "
                           "statement: wrap it by hand")
         opt = self.e.source(stmt.targets[0])
+        self.opt_names.append(opt)
         model = self.model_of(call)
         if self.style == "horovod":
             named = f", named_parameters={model}.named_parameters()" if model else ""
@@ -303,6 +314,76 @@ class Converter:
             self.ddp_models.add(model)
             self.ddp_from = stmt.lineno
             self.changes.append(f"line {stmt.lineno}: model '{model}' wrapped in DistributedDataParallel")
+
+    def steps_of(self, opt):
+        """The `opt.step()` calls."""
+        return [c for c in ast.walk(self.tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                and c.func.attr == "step" and self.e.source(c.func.value) == opt]
+
+    def sync_each_pass(self, opt):
+        """Horovod: a step taken only on some passes (`if (i + 1) % accum == 0: opt.step()`).
+        backward_passes_per_step would have to match the passes between steps exactly, across
+        epoch ends too (a last short round crashes the next backward); instead each pass's
+        gradients are averaged at once, as DistributedDataParallel does, and the next pass adds
+        to the average: the same sum, for any pattern of steps."""
+        for c in self.steps_of(opt):
+            loop = self.enclosing(c, (ast.For, ast.While))
+            cond = self.enclosing(c, (ast.If,))
+            if loop is None or cond is None or cond not in list(ast.walk(loop)):
+                continue
+            inside = set(ast.walk(cond))
+            for n in ast.walk(loop):
+                if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward") \
+                        or n in inside:
+                    continue
+                stmt = self.stmt_of(n)
+                if not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
+                    raise Refused(f"line {n.lineno}: gradient accumulation, and the backward shares its line with "
+                                  f"other code: call {opt}.synchronize() after each backward by hand")
+                self.e.insert_after(stmt, [f"{opt}.synchronize()  {MARK} several passes per step: each averaged "
+                                           "over the ranks as it comes"])
+                self.changes.append(f"line {n.lineno}: {opt}.synchronize() after each backward pass (gradient "
+                                    f"accumulation: {opt}.step() at line {c.lineno} runs on some passes only)")
+            return
+
+    def sync_before_clipping(self):
+        """Horovod: the gradients are averaged in place while backward's hooks run; clipping them
+        before step() waits for that would clip, then have them overwritten, differently per rank."""
+        for c in ast.walk(self.tree):
+            name = call_name(c) if isinstance(c, ast.Call) else None
+            if not name or name.split(".")[-1] not in CLIPPERS:
+                continue
+            stmt = self.stmt_of(c)
+            if not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
+                raise Refused(f"line {c.lineno}: gradient clipping shares its line with other code: put it on a line "
+                              "of its own, or call optimizer.synchronize() before it by hand")
+            opts = self.opt_names if len(self.opt_names) == 1 else [
+                o for o in self.opt_names if any(s.lineno > c.lineno for s in self.steps_of(o))][:1]
+            if not opts:
+                raise Refused(f"line {c.lineno}: gradient clipping with several optimizers and no step after it: "
+                              "call the right optimizer's synchronize() before it by hand")
+            self.e.insert_before(stmt.lineno, [f"{opts[0]}.synchronize()  {MARK} the averaged gradients are clipped"],
+                                 self.e.indent_of(stmt))
+            self.changes.append(f"line {c.lineno}: {opts[0]}.synchronize() before the gradients are clipped")
+
+    def scale_cyclic_lr(self):
+        """OneCycleLR/CyclicLR set the rate themselves: their bounds are scaled like the optimizer's."""
+        for c in ast.walk(self.tree):
+            name = call_name(c) if isinstance(c, ast.Call) else None
+            if not name or name.split(".")[-1] not in CYCLIC:
+                continue
+            kind = name.split(".")[-1]
+            for i, arg in enumerate(CYCLIC[kind]):
+                kw = next((k for k in c.keywords if k.arg == arg), None)
+                target = kw.value if kw is not None else (c.args[1 + i] if len(c.args) > 1 + i else None)
+                if target is None:
+                    continue
+                src = self.e.source(target)
+                if isinstance(target, (ast.List, ast.Tuple)):  # one per parameter group
+                    self.e.replace(target, f"[_v * {self.SIZE} for _v in {src}]")
+                else:
+                    self.e.replace(target, f"({src}) * {self.SIZE}")
+                self.changes.append(f"line {c.lineno}: {kind}'s {arg} scaled by the number of ranks")
 
     def find_loaders(self):
         """(call, statement, variable) of each DataLoader built by `name = DataLoader(...)`."""
@@ -501,9 +582,15 @@ class Converter:
         self.imports_and_init()
         for c, stmt, var in train:
             self.shard_loader(c, stmt, var)
+        self.opt_names = []
         for opt in self.optimizers:
             self.scale_lr(opt)
             self.wrap_optimizer(opt)
+        self.scale_cyclic_lr()
+        if self.style == "horovod":
+            for opt in self.opt_names:
+                self.sync_each_pass(opt)
+            self.sync_before_clipping()
         if self.style == "ddp":
             self.ddp_state_dicts()
         self.average_metrics()
