@@ -397,42 +397,119 @@ class Converter:
                 self.loaders.append((c, stmt, var))
 
     def training_loaders(self):
-        """The loaders iterated where a .backward() happens (the same function body)."""
+        """The DataLoaders a loop that runs backward iterates, found from the name it iterates:
+        assigned a DataLoader, or what a function of the script returns (alone or at its place in
+        a returned tuple), or passed as an argument to the function whose loop it is. Also fills
+        self.aliases: each loader's names at the places it is used."""
+        self.aliases = {}
         found = []
-        for c, stmt, var in self.loaders:
-            if var is None:
+        for loop in ast.walk(self.tree):
+            if not (isinstance(loop, ast.For) and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                                                      and n.func.attr == "backward" for n in ast.walk(loop))):
                 continue
-            for loop in ast.walk(self.tree):
-                if isinstance(loop, ast.For) and var in self.names_loaded(loop.iter) and any(
-                        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
-                        for n in ast.walk(loop)):
-                    found.append((c, stmt, var))
-                    break
-            else:
-                # Passed to a function whose loop trains (train(model, train_loader, ...)).
-                if var.lower().startswith("train") or "train" in var.lower():
-                    found.append((c, stmt, var))
+            for name in self.iterated_names(loop.iter):
+                for call, names in self.resolve_loader(name, loop, set()):
+                    if call not in [c for c, _, _ in found]:
+                        stmt = self.stmt_of(call)
+                        var = stmt.targets[0].id if isinstance(stmt, ast.Assign) and stmt.value is call and \
+                            isinstance(stmt.targets[0], ast.Name) else None
+                        found.append((call, stmt, var))
+                    self.aliases.setdefault(call, set()).update(names)
+        # A loader passed to a function whose loop trains (train(model, train_loader, ...)) and
+        # not found above: by its name, as before.
+        for c, stmt, var in self.loaders:
+            if var and "train" in var.lower() and c not in self.aliases:
+                found.append((c, stmt, var))
+                self.aliases[c] = {var}
         return found
 
+    def iterated_names(self, expr):
+        """The names a loop's iterable reads, but for wrappers: enumerate(tqdm(loader)) -> loader."""
+        while isinstance(expr, ast.Call) and expr.args and (call_name(expr) or "").split(".")[-1] in (
+                "enumerate", "tqdm", "iter", "zip", "islice", "trange"):
+            expr = expr.args[0]
+        return [expr.id] if isinstance(expr, ast.Name) else []
+
+    def functions(self):
+        return {f.name: f for f in ast.walk(self.tree) if isinstance(f, ast.FunctionDef)}
+
+    def resolve_loader(self, name, where, seen):
+        """[(DataLoader call, {names it goes by on the way})] for `name` read at node `where`."""
+        if (name, id(where)) in seen or len(seen) > 50:
+            return []
+        seen.add((name, id(where)))
+        out = []
+        fn = self.enclosing(where, (ast.FunctionDef,))
+        scopes = [fn] if fn is not None else []
+        scopes.append(self.tree)
+        for scope in scopes:
+            for stmt in ast.walk(scope):
+                if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+                    continue
+                t = stmt.targets[0]
+                if isinstance(t, ast.Name) and t.id == name:
+                    out += self.loaders_from(stmt.value, None, seen)
+                elif isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name for e in t.elts):
+                    i = next(k for k, e in enumerate(t.elts) if isinstance(e, ast.Name) and e.id == name)
+                    out += self.loaders_from(stmt.value, i, seen)
+            if out:
+                break
+        if not out and fn is not None and name in [a.arg for a in fn.args.args]:
+            pos = [a.arg for a in fn.args.args].index(name)
+            for c in ast.walk(self.tree):
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == fn.name:
+                    arg = c.args[pos] if pos < len(c.args) else next(
+                        (k.value for k in c.keywords if k.arg == name), None)
+                    if isinstance(arg, ast.Name):
+                        out += self.resolve_loader(arg.id, c, seen)
+        return [(call, names | {name}) for call, names in out]
+
+    def loaders_from(self, value, index, seen):
+        """The DataLoader calls an assigned value is (index: its place in a returned tuple)."""
+        if index is None and isinstance(value, ast.Call) and (call_name(value) or "").split(".")[-1] == "DataLoader":
+            return [(value, set())]
+        if index is not None and isinstance(value, ast.Tuple) and index < len(value.elts):
+            return self.loaders_from(value.elts[index], None, seen)
+        if isinstance(value, ast.Name) and index is None:
+            return self.resolve_loader(value.id, value, seen)
+        f = self.functions().get(call_name(value) or "") if isinstance(value, ast.Call) else None
+        if f is None:
+            return []
+        out = []
+        for r in ast.walk(f):
+            if isinstance(r, ast.Return) and r.value is not None and self.enclosing(r, (ast.FunctionDef,)) is f:
+                v = r.value
+                if index is not None and isinstance(v, ast.Tuple) and index < len(v.elts):
+                    v = v.elts[index]
+                elif index is not None:
+                    continue
+                if isinstance(v, ast.Name):
+                    out += self.resolve_loader(v.id, r, seen)
+                else:
+                    out += self.loaders_from(v, None, seen)
+        return out
+
     def shard_loader(self, call, stmt, var):
+        base = var or f"_hoop_loader{call.lineno}"  # a loader made in place (returned, say)
+        what = f"'{var}'" if var else f"built at line {call.lineno}"
         if any(k.arg in ("sampler", "batch_sampler") for k in call.keywords):
-            raise Refused(f"line {call.lineno}: the training DataLoader '{var}' has a sampler of its own; give it a "
+            raise Refused(f"line {call.lineno}: the training DataLoader {what} has a sampler of its own; give it a "
                           "DistributedSampler by hand")
         dataset = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "dataset"), None)
         if dataset is None:
-            raise Refused(f"line {call.lineno}: the DataLoader '{var}' has no dataset argument")
+            raise Refused(f"line {call.lineno}: the DataLoader {what} has no dataset argument")
         shuffle = next((k for k in call.keywords if k.arg == "shuffle"), None)
         shuffle_src = self.e.source(shuffle.value) if shuffle else "False"
-        sampler = f"{var}_sampler"
+        sampler = f"{base}_sampler"
         data = self.e.source(dataset)
         before = []
         if not isinstance(dataset, (ast.Name, ast.Attribute)):
             # Built in place: made once, beside the sampler, so both see the same dataset.
             if "\n" in data:
-                raise Refused(f"line {call.lineno}: the DataLoader '{var}' builds its dataset over several lines: "
+                raise Refused(f"line {call.lineno}: the DataLoader {what} builds its dataset over several lines: "
                               "assign it to a name first")
-            before.append(f"{var}_dataset = {data}  {MARK} shared with the sampler")
-            data = f"{var}_dataset"
+            before.append(f"{base}_dataset = {data}  {MARK} shared with the sampler")
+            data = f"{base}_dataset"
         before.append(f"{sampler} = DistributedSampler({data}, num_replicas={self.SIZE}, rank={self.RANK}, "
                       f"shuffle={shuffle_src})  {MARK} this rank's share")
         self.e.insert_before(stmt.lineno, before, self.e.indent_of(stmt))
@@ -445,26 +522,39 @@ class Converter:
             self.e.replace(dataset, f"{data}, sampler={sampler}")
         elif data != self.e.source(dataset):
             self.e.replace(dataset, data)
-        self.changes.append(f"line {stmt.lineno}: DataLoader '{var}' given a DistributedSampler"
+        if not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
+            raise Refused(f"line {call.lineno}: the training DataLoader {what} shares its line with other code: "
+                          "give it a line of its own")
+        self.changes.append(f"line {stmt.lineno}: DataLoader {what} given a DistributedSampler"
                             + (" (its shuffle= moved to the sampler)" if shuffle else ""))
-        # set_epoch at the top of the epoch loop: a `for` whose body names the loader and whose
-        # target is a plain name.
-        epoch_loops = [l for l in ast.walk(self.tree) if isinstance(l, ast.For) and isinstance(l.target, ast.Name)
-                       and var in self.names_loaded(ast.Module(body=l.body, type_ignores=[]))
-                       and var not in self.names_loaded(l.iter)]
-        epoch_loops = [l for l in epoch_loops if not any(o is not l and l in list(ast.walk(o)) for o in epoch_loops)]
-        if not epoch_loops:
+        self.set_epochs(call, sampler, shuffle_src, stmt)
+
+    def set_epochs(self, call, sampler, shuffle_src, stmt):
+        """set_epoch at the top of each epoch loop: a `for` whose body reads a name the loader goes
+        by and whose target is a plain name; reached through that name (`name.sampler`), so it
+        works wherever the loader was made (a helper function's local sampler is out of reach)."""
+        names = self.aliases.get(call, set())
+        loops = []
+        for l in ast.walk(self.tree):
+            if not (isinstance(l, ast.For) and isinstance(l.target, ast.Name)):
+                continue
+            used = self.names_loaded(ast.Module(body=l.body, type_ignores=[]))
+            hit = sorted(n for n in names if n in used and n not in self.names_loaded(l.iter))
+            if hit:
+                loops.append((l, hit[0]))
+        loops = [(l, n) for l, n in loops if not any(o is not l and l in list(ast.walk(o)) for o, _ in loops)]
+        if not loops:
             if shuffle_src != "False":
                 self.e.insert_before(stmt.lineno, [f"{MARK} call {sampler}.set_epoch(epoch) at the start of every epoch "
                                                    "(no epoch loop was recognised)"], self.e.indent_of(stmt))
-                self.notes.append(f"line {stmt.lineno}: no epoch loop found around '{var}': {sampler}.set_epoch(epoch) "
-                                  "is not called, so every epoch sees the same order")
+                self.notes.append(f"line {stmt.lineno}: no epoch loop found around the training loader: "
+                                  "set_epoch(epoch) is not called on its sampler, so every epoch sees the same order")
             return
-        for loop in epoch_loops:
+        for loop, name in loops:
             first = loop.body[0]
-            self.e.insert_before(first.lineno, [f"{sampler}.set_epoch({loop.target.id})  {MARK} a new order each epoch"],
-                                 self.e.indent_of(first))
-            self.changes.append(f"line {loop.lineno}: {sampler}.set_epoch({loop.target.id}) each epoch")
+            self.e.insert_before(first.lineno, [f"{name}.sampler.set_epoch({loop.target.id})  {MARK} a new order "
+                                                "each epoch"], self.e.indent_of(first))
+            self.changes.append(f"line {loop.lineno}: {name}.sampler.set_epoch({loop.target.id}) each epoch")
 
     def shard_manual_batches(self):
         """for i in range(0, N, B) loops that train: each rank takes every size()-th batch."""

@@ -1,6 +1,7 @@
 """hoop-parallelize on training idioms the examples lack (issue 49): gradient clipping (norm and
 value), gradient accumulation (step() on every k-th pass, k not dividing an epoch's batches),
-OneCycleLR. Each script is converted in both styles and run on 2 ranks under a probe
+OneCycleLR, a DataLoader made in a helper function, and loaders returned as a tuple by one (the
+shape of PyTorch's ImageNet example) and trained on by another function. Each script is converted in both styles and run on 2 ranks under a probe
 (parallelize_probe.py) that saves every model's parameters per rank: they must be bitwise the
 same on both ranks. Skipped, saying so, without PyTorch."""
 import os
@@ -58,11 +59,79 @@ for epoch in range(3):
             opt.zero_grad()
     print("epoch", epoch, "loss", loss.item())
 ''',
+    # The sampler is local to the helper: set_epoch goes through the loader's name in the loop.
+    "loader_made_in_a_helper": """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+x = torch.randn(80, 8)
+y = x.sum(1, keepdim=True)
+
+
+def make_loader(batch):
+    ds = TensorDataset(x, y)
+    loader = DataLoader(ds, batch_size=batch, shuffle=True)
+    return loader
+
+
+train_dl = make_loader(4)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for epoch in range(3):
+    for xb, yb in train_dl:
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(xb), yb)
+        loss.backward()
+        opt.step()
+    print("epoch", epoch, "loss", loss.item())
+""",
+    "loaders_returned_as_a_tuple": """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+x, xv = torch.randn(80, 8), torch.randn(40, 8)
+y, yv = x.sum(1, keepdim=True), xv.sum(1, keepdim=True)
+
+
+def get_loaders(bs):
+    train_ds = TensorDataset(x, y)
+    val_ds = TensorDataset(xv, yv)
+    return DataLoader(train_ds, batch_size=bs, shuffle=True), DataLoader(val_ds, batch_size=20)
+
+
+def train_one_epoch(model, loader, opt):
+    for xb, yb in loader:
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(xb), yb)
+        loss.backward()
+        opt.step()
+    return loss.item()
+
+
+def main():
+    train_loader, val_loader = get_loaders(4)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    for epoch in range(3):
+        loss = train_one_epoch(model, train_loader, opt)
+        print("epoch", epoch, "loss", loss)
+    return model
+
+
+if __name__ == "__main__":
+    model = main()
+""",
 }
 # What each conversion must say it did (horovod style).
 CHANGES = {
     "clip_norm_onecycle": ["OneCycleLR's max_lr scaled", "opt.synchronize() before the gradients are clipped"],
     "accumulation_clip_value": ["opt.synchronize() after each backward pass"],
+    "loader_made_in_a_helper": ["DataLoader 'loader' given a DistributedSampler",
+                                "train_dl.sampler.set_epoch(epoch) each epoch"],
+    "loaders_returned_as_a_tuple": ["DataLoader built at line 13 given a DistributedSampler",
+                                    "train_loader.sampler.set_epoch(epoch) each epoch"],
 }
 
 
