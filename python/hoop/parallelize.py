@@ -34,7 +34,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
   - print, logging, torch.save and other file writes done on rank 0 only.
 It refuses a script that is already distributed, trains nothing (no .backward()), builds no
 torch.optim optimizer (a custom optimizer factory), or gives a training DataLoader a sampler of
-its own. --check runs the result on 2 ranks under hooprun for a few optimizer steps.
+its own. --check runs the result on 2 ranks under hooprun for a few optimizer steps and compares
+the ranks' parameters then (bitwise); a failed check leaves the script at OUTPUT.failed instead.
 """
 import argparse
 import ast
@@ -698,7 +699,7 @@ def parallelize(text, style="horovod"):
 
 CHECK_RUNNER = r'''
 import os, runpy, sys, torch
-limit, count, depth = int(sys.argv[1]), [0], [0]
+limit, prefix, count, depth, stepped = int(sys.argv[1]), sys.argv[2], [0], [0], {}
 def counted(step):
     def wrapper(self, *args, **kwargs):
         depth[0] += 1  # a subclass's step calling its base's counts once
@@ -707,8 +708,11 @@ def counted(step):
         finally:
             depth[0] -= 1
         if depth[0] == 0:
+            stepped[id(self)] = self
             count[0] += 1
             if count[0] >= limit:
+                params = [p.detach().cpu().clone() for o in stepped.values() for g in o.param_groups for p in g["params"]]
+                torch.save(params, f"{prefix}.{os.environ.get('HOOP_RANK', '0')}.pt")
                 print(f"hoop-parallelize --check: {limit} optimizer steps ran", flush=True)
                 os._exit(0)
         return result
@@ -717,24 +721,49 @@ for name in dir(torch.optim):
     cls = getattr(torch.optim, name)
     if isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer) and "step" in cls.__dict__:
         cls.step = counted(cls.step)
-sys.argv = sys.argv[2:]
+sys.argv = sys.argv[3:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 '''
 
 
-def check(out, hooprun, steps, args, timeout):
-    """Runs the converted script on 2 ranks for `steps` optimizer steps; returns hooprun's code."""
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(CHECK_RUNNER)
-        runner = f.name
+def compare_ranks(prefix, steps):
+    """None if both ranks' parameters are bitwise the same, else what differs."""
     try:
+        import torch
+    except ImportError:
+        return None  # the script ran, so this cannot happen where it matters
+    try:
+        a, b = (torch.load(f"{prefix}.{r}.pt") for r in (0, 1))
+    except OSError:
+        return "a rank ran fewer optimizer steps than the other (no parameters saved)"
+    if len(a) != len(b):
+        return f"the ranks' optimizers hold {len(a)} and {len(b)} parameters"
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x.shape != y.shape or not torch.equal(x, y):
+            d = (x.double() - y.double()).abs().max().item() if x.shape == y.shape else "shape"
+            return (f"after {steps} optimizer steps the ranks' parameters differ (parameter {i} of {len(a)}, by {d}): "
+                    "the converted script does not keep the ranks in step")
+    return None
+
+
+def check(out, hooprun, steps, args, timeout):
+    """Runs the converted script on 2 ranks for `steps` optimizer steps and compares the ranks'
+    parameters then; returns (exit code, why it failed or None)."""
+    with tempfile.TemporaryDirectory(prefix="hoop-parallelize-") as tmp:
+        runner = os.path.join(tmp, "runner.py")
+        with open(runner, "w") as f:
+            f.write(CHECK_RUNNER)
+        prefix = os.path.join(tmp, "params")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), env.get("PYTHONPATH")) if p)
-        cmd = [hooprun, "-np", "2", "--oversubscribe", "--timeout", str(timeout), sys.executable, runner, str(steps), out, *args]
+        cmd = [hooprun, "-np", "2", "--oversubscribe", "--timeout", str(timeout), sys.executable, runner, str(steps),
+               prefix, out, *args]
         print(f"hoop-parallelize --check: {' '.join(cmd)}", file=sys.stderr, flush=True)
-        return subprocess.run(cmd, env=env).returncode
-    finally:
-        os.unlink(runner)
+        code = subprocess.run(cmd, env=env).returncode
+        if code != 0:
+            return code, f"exit code {code}"
+        why = compare_ranks(prefix, steps)
+        return (1, why) if why else (0, None)
 
 
 def package_root():
@@ -763,7 +792,8 @@ def main(argv=None):
     ap.add_argument("-o", "--output", required=True, help="where to write the distributed script")
     ap.add_argument("--style", choices=["horovod", "ddp"], default="horovod",
                     help="hoop.torch's Horovod-style API (default) or DistributedDataParallel over backend 'hoop'")
-    ap.add_argument("--check", action="store_true", help="run the result on 2 ranks for a few optimizer steps")
+    ap.add_argument("--check", action="store_true", help="run the result on 2 ranks for a few optimizer steps and compare the ranks' parameters "
+                         "(a failure moves the output to OUTPUT.failed)")
     ap.add_argument("--check-steps", type=int, default=3, help="optimizer steps --check runs (default 3)")
     ap.add_argument("--check-timeout", type=float, default=300, help="seconds --check may take (default 300)")
     ap.add_argument("--check-args", default="", help="arguments for the script under --check (one string)")
@@ -803,9 +833,15 @@ def main(argv=None):
         if not hooprun:
             print("hoop-parallelize: --check: no hooprun found next to this tool or on PATH", file=sys.stderr)
             return 2
-        code = check(a.output, hooprun, a.check_steps, a.check_args.split(), a.check_timeout)
-        print(f"hoop-parallelize --check: {'passed' if code == 0 else f'failed (exit code {code})'}", file=sys.stderr)
-        return 0 if code == 0 else 1
+        code, why = check(a.output, hooprun, a.check_steps, a.check_args.split(), a.check_timeout)
+        if code == 0:
+            print(f"hoop-parallelize --check: passed ({a.check_steps} optimizer steps on 2 ranks, their parameters "
+                  "bitwise the same)", file=sys.stderr)
+            return 0
+        failed = a.output + ".failed"
+        os.replace(a.output, failed)  # nothing left at -o that looks converted and checked
+        print(f"hoop-parallelize --check: failed ({why}); the script is at {failed}, not {a.output}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -140,6 +140,34 @@ class Parallelize(unittest.TestCase):
             self.assertIn("[0] hoop-parallelize --check: 4 optimizer steps ran", r.stdout)
             self.assertIn("[1] hoop-parallelize --check: 4 optimizer steps ran", r.stdout)
             self.assertIn("hoop-parallelize --check: passed", r.stderr)
+            self.assertIn("bitwise the same", r.stderr)
+
+    def test_check_compares_the_ranks_parameters(self):
+        # Noise from a per-process seed after each step: it runs, and the ranks drift apart.
+        drifting = """
+import os
+import torch
+
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+noise = torch.Generator().manual_seed(os.getpid())
+for i in range(0, 64, 8):
+    loss = model(torch.ones(8, 4)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    with torch.no_grad():
+        model.weight.add_(torch.randn(model.weight.shape, generator=noise) * 1e-3)
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src, out = os.path.join(tmp, "drift.py"), os.path.join(tmp, "out.py")
+            with open(src, "w") as f:
+                f.write(drifting)
+            r = parallelize([src, "-o", out, "--check", "--check-steps", "3", "-q"], tmp)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("the ranks' parameters differ", r.stderr)
+            self.assertFalse(os.path.exists(out), "a failed check left its output where -o said")
+            self.assertTrue(os.path.exists(out + ".failed"))
 
     def test_refusals_write_nothing(self):
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
