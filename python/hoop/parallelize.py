@@ -22,7 +22,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     the sampler's set_epoch(epoch) called at the top of the epoch loop; manual batching over
     range(0, N, B) split so that each rank takes every size()-th batch, the same count on each;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():`) averaged over
-    the ranks after the block;
+    the ranks after the block; a ratio over a training loader's len(loader.dataset) (a count of
+    this rank's share over the whole set) taken over len(loader.sampler) and averaged;
   - gradient clipping (clip_grad_norm_, clip_grad_value_): horovod: optimizer.synchronize() first,
     so the averaged gradients are clipped (step() then has nothing left to wait for); ddp: as is
     (the gradients are averaged by the end of backward);
@@ -249,7 +250,7 @@ class Converter:
             lines += ["", "", "def _hoop_on_rank0(fn):  " + MARK + " fn on rank 0; elsewhere nothing (arguments are still "
                       "evaluated)",
                       f"    return fn if {self.RANK} == 0 else (lambda *args, **kwargs: None)"]
-        if self.metric_blocks:
+        if self.metric_blocks or self.dataset_ratios:
             if self.style == "horovod":
                 lines += ["", "", "def _hoop_mean(value):  " + MARK + " a metric averaged over the ranks",
                           "    return hvd.allreduce(torch.tensor(float(value), dtype=torch.float64), op=hvd.Average,",
@@ -592,6 +593,32 @@ class Converter:
                 if names and self.e.alone_on_lines(w):
                     self.metric_blocks.append((w, names))
 
+    def find_dataset_ratios(self, train):
+        """`x / len(loader.dataset)` for a training loader about to be sharded: x counts this rank's
+        share only, so the ratio would come out divided by the number of ranks."""
+        names = set()
+        for c, _, _ in train:
+            names |= self.aliases.get(c, set())
+        self.dataset_ratios = []
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and isinstance(n.right, ast.Call) \
+                    and call_name(n.right) == "len" and len(n.right.args) == 1 \
+                    and isinstance(n.right.args[0], ast.Attribute) and n.right.args[0].attr == "dataset" \
+                    and isinstance(n.right.args[0].value, ast.Name) and n.right.args[0].value.id in names:
+                if any(b.lineno <= n.lineno <= b.end_lineno for b in self.rank0_blocks):
+                    raise Refused(f"line {n.lineno}: a metric over the training set's length in a block only rank 0 "
+                                  "will run: compute it before the block (it must be averaged over the ranks)")
+                self.dataset_ratios.append(n)
+
+    def average_dataset_ratios(self):
+        """Each becomes this rank's share (len(loader.sampler)) averaged over the ranks: the
+        DistributedSampler gives every rank as many samples."""
+        for n in self.dataset_ratios:
+            loader = n.right.args[0].value.id
+            self.e.replace(n, f"_hoop_mean({self.e.source(n.left)} / len({loader}.sampler))")
+            self.changes.append(f"line {n.lineno}: a ratio over len({loader}.dataset) taken over this rank's share "
+                                "(len(...sampler)) and averaged over the ranks")
+
     def average_metrics(self):
         for w, names in self.metric_blocks:
             self.e.insert_after(w, [f"{n} = _hoop_mean({n})" for n in names])
@@ -670,9 +697,11 @@ class Converter:
             if not manual:
                 raise Refused("no training loop was recognised: neither a DataLoader iterated where backward runs nor "
                               "batches taken by `for i in range(0, N, B)`; split the data between ranks by hand")
+        self.find_dataset_ratios(train)
         self.imports_and_init()
         for c, stmt, var in train:
             self.shard_loader(c, stmt, var)
+        self.average_dataset_ratios()
         self.opt_names = []
         for opt in self.optimizers:
             self.scale_lr(opt)

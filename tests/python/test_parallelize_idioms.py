@@ -1,7 +1,8 @@
 """hoop-parallelize on training idioms the examples lack (issue 49): gradient clipping (norm and
 value), gradient accumulation (step() on every k-th pass, k not dividing an epoch's batches),
 OneCycleLR, a DataLoader made in a helper function, and loaders returned as a tuple by one (the
-shape of PyTorch's ImageNet example) and trained on by another function. Each script is converted in both styles and run on 2 ranks under a probe
+shape of PyTorch's ImageNet example) and trained on by another function; and a training accuracy
+over len(loader.dataset), printed as one process prints it, not divided by the ranks. Each script is converted in both styles and run on 2 ranks under a probe
 (parallelize_probe.py) that saves every model's parameters per rank: they must be bitwise the
 same on both ranks. Skipped, saying so, without PyTorch."""
 import os
@@ -163,6 +164,51 @@ class Idioms(unittest.TestCase):
                         for k in a:
                             self.assertTrue(torch.equal(a[k], b[k]), f"{k} differs between the ranks by "
                                             f"{(a[k] - b[k]).abs().max().item()}")
+
+    def test_accuracy_over_the_dataset_length_is_not_divided_by_the_ranks(self):
+        script = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+x = torch.randn(96, 8)
+y = (x.sum(1) > 0).long()
+train_dl = DataLoader(TensorDataset(x, y), batch_size=8, shuffle=True)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(4):
+    correct = 0
+    for xb, yb in train_dl:
+        opt.zero_grad()
+        out = model(xb)
+        loss = torch.nn.functional.cross_entropy(out, yb)
+        loss.backward()
+        opt.step()
+        correct += (out.argmax(1) == yb).sum().item()
+    print(f"epoch {epoch} train accuracy {100.0 * correct / len(train_dl.dataset):.2f}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-idioms-") as tmp:
+            src = os.path.join(tmp, "accuracy.py")
+            with open(src, "w") as f:
+                f.write(script)
+            one = subprocess.run([sys.executable, src], env=python_env(), capture_output=True, text=True, timeout=120)
+            self.assertEqual(one.returncode, 0, one.stderr)
+            alone = float(one.stdout.split()[-1])
+            self.assertGreater(alone, 80.0, one.stdout)
+            for style in ("horovod", "ddp"):
+                with self.subTest(style=style):
+                    out = os.path.join(tmp, f"accuracy_{style}.py")
+                    r = subprocess.run([TOOL, src, "-o", out, "--style", style, "-q"], env=python_env(),
+                                       capture_output=True, text=True, timeout=60)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("averaged over the ranks", r.stderr)
+                    run = hooprun(2, [sys.executable, out], timeout=240, args=("--wdir", tmp))
+                    self.assertEqual(run.returncode, 0, run.output)
+                    lines = [l for l in run.output.splitlines() if "train accuracy" in l]
+                    self.assertEqual(len(lines), 4, run.output)  # rank 0's only
+                    got = float(lines[-1].split()[-1])
+                    # Each rank sees half the data per epoch; halved would be about 46.
+                    self.assertLess(abs(got - alone), 10.0, f"2 ranks: {got}, one process: {alone}")
 
 
 if __name__ == "__main__":
