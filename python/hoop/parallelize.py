@@ -30,6 +30,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
   - gradient accumulation (step() under an `if` in the loop that runs backward): ddp: as is;
     horovod: optimizer.synchronize() after each backward, so every pass is averaged as it comes
     (what DDP does) whatever the pattern of steps;
+  - AMP's GradScaler: horovod: optimizer.synchronize() before scaler.unscale_(opt) or
+    scaler.step(opt), which read the gradients;
   - OneCycleLR/CyclicLR: its max_lr (and base_lr) scaled like the optimizer's rate, which it
     overrides;
   - print, logging, torch.save and other file writes done on rank 0 only.
@@ -348,25 +350,49 @@ class Converter:
                                     f"accumulation: {opt}.step() at line {c.lineno} runs on some passes only)")
             return
 
-    def sync_before_clipping(self):
-        """Horovod: the gradients are averaged in place while backward's hooks run; clipping them
-        before step() waits for that would clip, then have them overwritten, differently per rank."""
+    def gradient_readers(self):
+        """[(call, statement, optimizer, what)] for the calls that read the gradients before
+        step(): clipping (the optimizer whose step follows), and AMP's scaler.unscale_(opt) and
+        scaler.step(opt) (it unscales, then steps)."""
+        found = []
         for c in ast.walk(self.tree):
-            name = call_name(c) if isinstance(c, ast.Call) else None
-            if not name or name.split(".")[-1] not in CLIPPERS:
+            if not isinstance(c, ast.Call):
                 continue
-            stmt = self.stmt_of(c)
+            name = call_name(c) or ""
+            last = name.split(".")[-1]
+            if last in CLIPPERS:
+                opts = self.opt_names if len(self.opt_names) == 1 else [
+                    o for o in self.opt_names if any(s.lineno > c.lineno for s in self.steps_of(o))][:1]
+                if not opts:
+                    raise Refused(f"line {c.lineno}: gradient clipping with several optimizers and no step after it: "
+                                  "call the right optimizer's synchronize() before it by hand")
+                found.append((c, self.stmt_of(c), opts[0], "clipped"))
+            elif last in ("unscale_", "step") and isinstance(c.func, ast.Attribute) and len(c.args) == 1 \
+                    and self.e.source(c.args[0]) in self.opt_names:
+                found.append((c, self.stmt_of(c), self.e.source(c.args[0]), "unscaled (AMP)"))
+        return found
+
+    def sync_before_clipping(self):
+        """Horovod: the gradients are averaged in place while backward's hooks run; clipping or
+        unscaling them before step() waits for that would work on this rank's own, then have them
+        overwritten: the ranks drift apart. synchronize() first; step() then has nothing to wait
+        for. One per run of such statements (unscale_, clip, scaler.step)."""
+        readers = self.gradient_readers()
+        stmts = {id(st) for _, st, _, _ in readers}
+        for c, stmt, opt, what in readers:
             if not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
-                raise Refused(f"line {c.lineno}: gradient clipping shares its line with other code: put it on a line "
-                              "of its own, or call optimizer.synchronize() before it by hand")
-            opts = self.opt_names if len(self.opt_names) == 1 else [
-                o for o in self.opt_names if any(s.lineno > c.lineno for s in self.steps_of(o))][:1]
-            if not opts:
-                raise Refused(f"line {c.lineno}: gradient clipping with several optimizers and no step after it: "
-                              "call the right optimizer's synchronize() before it by hand")
-            self.e.insert_before(stmt.lineno, [f"{opts[0]}.synchronize()  {MARK} the averaged gradients are clipped"],
+                raise Refused(f"line {c.lineno}: the gradients are {what.split()[0]} on a line shared with other "
+                              f"code: give it a line of its own, or call {opt}.synchronize() before it by hand")
+            body = next((getattr(self.parent.get(stmt), f) for f in ("body", "orelse", "finalbody")
+                         if stmt in getattr(self.parent.get(stmt), f, [])), [])
+            i = body.index(stmt) if stmt in body else 0
+            if i > 0 and id(body[i - 1]) in stmts:
+                continue  # the statement before it synchronized already
+            if any(s is not stmt and s.lineno == stmt.lineno for _, s, _, _ in readers):
+                continue
+            self.e.insert_before(stmt.lineno, [f"{opt}.synchronize()  {MARK} the averaged gradients are {what}"],
                                  self.e.indent_of(stmt))
-            self.changes.append(f"line {c.lineno}: {opts[0]}.synchronize() before the gradients are clipped")
+            self.changes.append(f"line {c.lineno}: {opt}.synchronize() before the gradients are {what}")
 
     def scale_cyclic_lr(self):
         """OneCycleLR/CyclicLR set the rate themselves: their bounds are scaled like the optimizer's."""

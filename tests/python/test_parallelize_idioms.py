@@ -1,6 +1,6 @@
 """hoop-parallelize on training idioms the examples lack (issue 49): gradient clipping (norm and
 value), gradient accumulation (step() on every k-th pass, k not dividing an epoch's batches),
-OneCycleLR, a DataLoader made in a helper function, and loaders returned as a tuple by one (the
+AMP's GradScaler (unscale_, clip, step), OneCycleLR, a DataLoader made in a helper function, and loaders returned as a tuple by one (the
 shape of PyTorch's ImageNet example) and trained on by another function; and a training accuracy
 over len(loader.dataset), printed as one process prints it, not divided by the ranks. Each script is converted in both styles and run on 2 ranks under a probe
 (parallelize_probe.py) that saves every model's parameters per rank: they must be bitwise the
@@ -58,6 +58,23 @@ for epoch in range(3):
             torch.nn.utils.clip_grad_value_(model.parameters(), 1.0)
             opt.step()
             opt.zero_grad()
+    print("epoch", epoch, "loss", loss.item())
+''',
+    # AMP (on the GPU where there is one; the scaler is off on the CPU): unscale_, clip, step.
+    "amp_unscale_clip": HEAD + '''
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+use_cuda = torch.cuda.is_available()
+scaler = torch.cuda.amp.GradScaler(enabled=use_cuda)
+for epoch in range(3):
+    for xb, yb in train_loader:
+        opt.zero_grad()
+        with torch.autocast("cuda" if use_cuda else "cpu", enabled=use_cuda):
+            loss = torch.nn.functional.mse_loss(model(xb), yb)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
     print("epoch", epoch, "loss", loss.item())
 ''',
     # The sampler is local to the helper: set_epoch goes through the loader's name in the loop.
@@ -129,6 +146,7 @@ if __name__ == "__main__":
 CHANGES = {
     "clip_norm_onecycle": ["OneCycleLR's max_lr scaled", "opt.synchronize() before the gradients are clipped"],
     "accumulation_clip_value": ["opt.synchronize() after each backward pass"],
+    "amp_unscale_clip": ["opt.synchronize() before the gradients are unscaled (AMP)"],
     "loader_made_in_a_helper": ["DataLoader 'loader' given a DistributedSampler",
                                 "train_dl.sampler.set_epoch(epoch) each epoch"],
     "loaders_returned_as_a_tuple": ["DataLoader built at line 13 given a DistributedSampler",
