@@ -34,7 +34,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     scaler.step(opt), which read the gradients;
   - OneCycleLR/CyclicLR: its max_lr (and base_lr) scaled like the optimizer's rate, which it
     overrides;
-  - print, logging, torch.save and other file writes done on rank 0 only.
+  - print, logging, torch.save and other file writes done on rank 0 only, and tqdm's bars drawn
+    by rank 0 only.
 It refuses a script that is already distributed, trains nothing (no .backward()), builds no
 torch.optim optimizer (a custom optimizer factory), or gives a training DataLoader a sampler of
 its own. --check runs the result on 2 ranks under hooprun for a few optimizer steps and compares
@@ -677,9 +678,24 @@ class Converter:
         self.rank0_calls = [c for c in self.rank0_calls if not any(
             b.lineno <= c.lineno and c.end_lineno <= b.end_lineno for b in self.rank0_blocks)]
 
+    def quiet_progress_bars(self):
+        """tqdm/trange bars drawn by rank 0 only (disable= on the others), unless the script
+        decides disable= itself."""
+        for c in ast.walk(self.tree):
+            if not (isinstance(c, ast.Call) and (call_name(c) or "").split(".")[-1] in ("tqdm", "trange")):
+                continue
+            if any(k.arg == "disable" or k.arg is None for k in c.keywords) or not (c.args or c.keywords):
+                continue
+            last = c.keywords[-1].value if c.keywords else c.args[-1]
+            if isinstance(last, ast.Starred):
+                continue
+            self.e.replace(last, f"{self.e.source(last)}, disable={self.RANK} != 0")
+            self.changes.append(f"line {c.lineno}: the progress bar drawn by rank 0 only")
+
     def rank0_side_effects(self):
         # A call keeps its arguments evaluated on every rank (they may communicate: a metric
         # computed by a function that averages over ranks); only the call itself is rank 0's.
+        self.quiet_progress_bars()
         for c in self.rank0_calls:
             self.e.replace(c.func, f"_hoop_on_rank0({self.e.source(c.func)})")
         for b in self.rank0_blocks:

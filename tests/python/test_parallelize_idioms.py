@@ -1,6 +1,6 @@
 """hoop-parallelize on training idioms the examples lack (issue 49): gradient clipping (norm and
 value), gradient accumulation (step() on every k-th pass, k not dividing an epoch's batches),
-AMP's GradScaler (unscale_, clip, step), OneCycleLR, a DataLoader made in a helper function, and loaders returned as a tuple by one (the
+AMP's GradScaler (unscale_, clip, step), OneCycleLR, tqdm bars (rank 0's only), a DataLoader made in a helper function, and loaders returned as a tuple by one (the
 shape of PyTorch's ImageNet example) and trained on by another function; and a training accuracy
 over len(loader.dataset), printed as one process prints it, not divided by the ranks. Each script is converted in both styles and run on 2 ranks under a probe
 (parallelize_probe.py) that saves every model's parameters per rank: they must be bitwise the
@@ -77,6 +77,33 @@ for epoch in range(3):
         scaler.update()
     print("epoch", epoch, "loss", loss.item())
 ''',
+    # A progress bar per epoch: drawn by rank 0 only. Where tqdm is not installed, a stand-in
+    # that writes a line per bar (to stderr: print would be made rank 0's on its own).
+    "tqdm_bars": '''
+import sys
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+try:
+    from tqdm import tqdm
+except ImportError:
+    def tqdm(iterable, desc="", disable=False, **kwargs):
+        if not disable:
+            sys.stderr.write(f"progress bar {desc}\\n")
+        return iterable
+
+torch.manual_seed(0)
+x = torch.randn(80, 8)
+y = x.sum(1, keepdim=True)
+train_loader = DataLoader(TensorDataset(x, y), batch_size=8, shuffle=True)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for epoch in range(2):
+    for xb, yb in tqdm(train_loader, desc=f"epoch {epoch}"):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(xb), yb)
+        loss.backward()
+        opt.step()
+''',
     # The sampler is local to the helper: set_epoch goes through the loader's name in the loop.
     "loader_made_in_a_helper": """
 import torch
@@ -147,6 +174,7 @@ CHANGES = {
     "clip_norm_onecycle": ["OneCycleLR's max_lr scaled", "opt.synchronize() before the gradients are clipped"],
     "accumulation_clip_value": ["opt.synchronize() after each backward pass"],
     "amp_unscale_clip": ["opt.synchronize() before the gradients are unscaled (AMP)"],
+    "tqdm_bars": ["the progress bar drawn by rank 0 only", "train_loader.sampler.set_epoch(epoch)"],
     "loader_made_in_a_helper": ["DataLoader 'loader' given a DistributedSampler",
                                 "train_dl.sampler.set_epoch(epoch) each epoch"],
     "loaders_returned_as_a_tuple": ["DataLoader built at line 13 given a DistributedSampler",
@@ -176,6 +204,9 @@ class Idioms(unittest.TestCase):
                         params = os.path.join(tmp, f"{name}_{style}")
                         run = hooprun(2, [sys.executable, PROBE, params, out], timeout=240, args=("--wdir", tmp))
                         self.assertEqual(run.returncode, 0, run.output)
+                        if name == "tqdm_bars":
+                            bars = [l for l in run.output.splitlines() if "epoch 1" in l]
+                            self.assertTrue(bars and all(l.startswith("[0]") for l in bars), run.output)
                         a, b = (torch.load(f"{params}.{k}.pt") for k in (0, 1))
                         self.assertEqual(sorted(a), sorted(b))
                         self.assertTrue(a, "the probe found no model")
