@@ -1,6 +1,6 @@
 """hoop-parallelize on training idioms the examples lack (issue 49): gradient clipping (norm and
 value), gradient accumulation (step() on every k-th pass, k not dividing an epoch's batches),
-AMP's GradScaler (unscale_, clip, step), OneCycleLR, tqdm bars (rank 0's only), a DataLoader made in a helper function, and loaders returned as a tuple by one (the
+AMP's GradScaler (unscale_, clip, step), OneCycleLR, ReduceLROnPlateau with early stopping, tqdm bars (rank 0's only), a DataLoader made in a helper function, and loaders returned as a tuple by one (the
 shape of PyTorch's ImageNet example) and trained on by another function; and a training accuracy
 over len(loader.dataset), printed as one process prints it, not divided by the ranks. Each script is converted in both styles and run on 2 ranks under a probe
 (parallelize_probe.py) that saves every model's parameters per rank: they must be bitwise the
@@ -104,6 +104,43 @@ for epoch in range(2):
         loss.backward()
         opt.step()
 ''',
+    # ReduceLROnPlateau and early stopping on a validation loss (the whole set on every rank):
+    # every rank must take the same decisions, or they leave the loop at different epochs.
+    "plateau_early_stop": '''
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+x, xv = torch.randn(80, 8), torch.randn(40, 8)
+y, yv = x.sum(1, keepdim=True), xv.sum(1, keepdim=True)
+train_loader = DataLoader(TensorDataset(x, y), batch_size=8, shuffle=True)
+val_loader = DataLoader(TensorDataset(xv, yv), batch_size=10)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+opt = torch.optim.Adam(model.parameters(), lr=0.01)
+plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=1)
+best, bad = float("inf"), 0
+for epoch in range(30):
+    model.train()
+    for xb, yb in train_loader:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(xb), yb).backward()
+        opt.step()
+    model.eval()
+    val_loss = 0.0
+    with torch.no_grad():
+        for xb, yb in val_loader:
+            val_loss += torch.nn.functional.mse_loss(model(xb), yb, reduction="sum").item()
+    val_loss /= len(val_loader.dataset)
+    plateau.step(val_loss)
+    if val_loss < best - 1e-3:
+        best, bad = val_loss, 0
+    else:
+        bad += 1
+        if bad >= 3:
+            print("early stop at epoch", epoch)
+            break
+print("final val loss", val_loss)
+''',
     # The sampler is local to the helper: set_epoch goes through the loader's name in the loop.
     "loader_made_in_a_helper": """
 import torch
@@ -174,6 +211,7 @@ CHANGES = {
     "clip_norm_onecycle": ["OneCycleLR's max_lr scaled", "opt.synchronize() before the gradients are clipped"],
     "accumulation_clip_value": ["opt.synchronize() after each backward pass"],
     "amp_unscale_clip": ["opt.synchronize() before the gradients are unscaled (AMP)"],
+    "plateau_early_stop": ["val_loss averaged over the ranks after the no_grad block"],
     "tqdm_bars": ["the progress bar drawn by rank 0 only", "train_loader.sampler.set_epoch(epoch)"],
     "loader_made_in_a_helper": ["DataLoader 'loader' given a DistributedSampler",
                                 "train_dl.sampler.set_epoch(epoch) each epoch"],
