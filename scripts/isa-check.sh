@@ -15,6 +15,21 @@ case "${1:-}" in
 esac
 build=${1:-build}
 [ -x "$build/bin/hoop-unit-tests" ] || { echo "isa-check: no $build/bin/hoop-unit-tests (build first)" >&2; exit 2; }
+# A run's last lines when it passes; when it fails, every failure it reported (Catch's blocks
+# between the rules), so the log says which check failed and why.
+run() {
+  local log rc=0
+  log=$(mktemp)
+  "$@" >"$log" 2>&1 || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    tail -3 "$log"
+  else
+    grep -v '^hoop\[rank' "$log" | tail -150
+    echo "isa-check: $(basename "$1") failed (exit code $rc) with HOOP_KERNEL_ISA=$HOOP_KERNEL_ISA" >&2
+  fi
+  rm -f "$log"
+  return "$rc"
+}
 passes=("generic SSE41")
 grep -qw avx2 /proc/cpuinfo && passes+=("avx2 AVX2")
 for pass in "${passes[@]}"; do
@@ -23,12 +38,11 @@ for pass in "${passes[@]}"; do
   got=$("$build/bin/hoop-info" | sed -n 's/^reduction kernels: //p')
   [ "$got" = "$isa" ] || { echo "isa-check: HOOP_KERNEL_ISA=$isa, but hoop-info says '$got'" >&2; exit 1; }
   echo "isa-check: $isa (oneDNN at most $dnnl)"
-  "$build/bin/hoop-unit-tests" "[kernels],[wire],[executor],[inproc],[schedule]" | tail -3
+  run "$build/bin/hoop-unit-tests" "[kernels],[wire],[executor],[inproc],[schedule]"
   if [ -x "$build/bin/hoop-train-tests" ]; then
     # One argument: Catch ORs the comma-separated specs of it.
-    "$build/bin/hoop-train-tests" \
-      "*4 ranks with the same global batch reach the same parameters,*trains to the hand-written layers*,*2 x 2 reaches sync*" |
-      tail -3
+    run "$build/bin/hoop-train-tests" \
+      "*4 ranks with the same global batch reach the same parameters,*trains to the hand-written layers*,*2 x 2 reaches sync*"
   fi
 done
 echo "isa-check: passed"
