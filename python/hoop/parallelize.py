@@ -16,29 +16,40 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
   - where the script uses CUDA, the device pinned to the local rank;
   - each torch.optim optimizer's learning rate scaled by the number of ranks;
   - horovod: the optimizer wrapped in hvd.DistributedOptimizer, the model's parameters and the
-    optimizer's state broadcast from rank 0; ddp: the model wrapped in DistributedDataParallel
-    (which broadcasts rank 0's parameters), its state_dict() read from .module;
+    optimizer's state broadcast from rank 0 (the model found through model.parameters() or
+    parameter groups made from its named_parameters(); with several optimizers, each one's tensor
+    names prefixed by its model's); ddp: the model wrapped in DistributedDataParallel (which
+    broadcasts rank 0's parameters), its state_dict() and its own methods and attributes (a VAE's
+    decode()) read from .module;
   - each training DataLoader given a DistributedSampler (its shuffle= moved to the sampler) and
-    the sampler's set_epoch(epoch) called at the top of the epoch loop; manual batching over
-    range(0, N, B) split so that each rank takes every size()-th batch, the same count on each;
+    the sampler's set_epoch(epoch) called at the top of the epoch loop (a loop that iterates it,
+    or calls a function that does); manual batching over range(0, N, B) (or enumerate of it) split
+    so that each rank takes every size()-th batch, the same count on each;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():`) averaged over
-    the ranks after the block; a ratio over a training loader's len(loader.dataset) (a count of
-    this rank's share over the whole set) taken over len(loader.sampler) and averaged;
+    the ranks after the block (numbers and one-element tensors, their type kept); a ratio over a
+    training loader's len(loader.dataset) or its dataset's len(dataset), as `/` or `/=` (a count
+    of this rank's share over the whole set), taken over this rank's share and averaged;
   - gradient clipping (clip_grad_norm_, clip_grad_value_): horovod: optimizer.synchronize() first,
     so the averaged gradients are clipped (step() then has nothing left to wait for); ddp: as is
     (the gradients are averaged by the end of backward);
-  - gradient accumulation (step() under an `if` in the loop that runs backward): ddp: as is;
-    horovod: optimizer.synchronize() after each backward, so every pass is averaged as it comes
-    (what DDP does) whatever the pattern of steps;
+  - gradient accumulation (step() under an `if` in the loop that runs backward) and several
+    backward passes per step (a GAN's discriminator on real and fake data, its generator through
+    the discriminator): ddp: as is; horovod: synchronize() of each optimizer stepped in the loop
+    after each backward, so every pass is averaged as it comes (what DDP does) whatever the
+    pattern of steps;
   - AMP's GradScaler: horovod: optimizer.synchronize() before scaler.unscale_(opt) or
     scaler.step(opt), which read the gradients;
   - OneCycleLR/CyclicLR: its max_lr (and base_lr) scaled like the optimizer's rate, which it
     overrides;
-  - print, logging, torch.save and other file writes done on rank 0 only, and tqdm's bars drawn
-    by rank 0 only.
-It refuses a script that is already distributed, trains nothing (no .backward()), builds no
-torch.optim optimizer (a custom optimizer factory), or gives a training DataLoader a sampler of
-its own. --check runs the result on 2 ranks under hooprun for a few optimizer steps and compares
+  - print, logging (basicConfig too), torch.save and other file writes done on rank 0 only;
+    tqdm's bars drawn by rank 0 only; a SummaryWriter or a file opened for writing outside a
+    `with` block (a CSV log) made on rank 0 only (the others get a stand-in that does nothing), a
+    logging FileHandler a NullHandler elsewhere; where rank 0 writes files, torch.load waits for
+    it first (a barrier), so every rank loads the checkpoint it saved.
+It refuses, naming the line, a script that is already distributed, trains nothing (no
+.backward()), updates its parameters without a torch.optim optimizer (by hand, as
+word_language_model does, or through a custom factory), or gives a training DataLoader a sampler
+of its own (WeightedRandomSampler). --check runs the result on 2 ranks under hooprun for a few optimizer steps and compares
 the ranks' parameters then (bitwise); a failed check leaves the script at OUTPUT.failed instead.
 """
 import argparse
@@ -51,11 +62,24 @@ import tempfile
 
 OPTIMIZERS = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
               "Rprop", "LBFGS", "SparseAdam"}
-WRITERS = {"torch.save", "np.save", "numpy.save", "np.savetxt", "numpy.savetxt", "json.dump", "pickle.dump",
-           "plt.savefig", "shutil.copy", "os.makedirs", "os.mkdir"}
+WRITERS = {"torch.save", "np.save", "numpy.save", "np.savetxt", "numpy.savetxt", "np.savez", "numpy.savez", "json.dump",
+           "pickle.dump", "plt.savefig", "shutil.copy", "shutil.copyfile", "shutil.copy2", "shutil.move", "os.makedirs",
+           "os.mkdir", "os.replace", "os.rename"}
+# Objects that write files as soon as they are made: made on rank 0 only (elsewhere a stand-in that
+# does nothing, whatever is called on it).
+MAKERS = {"SummaryWriter"}
+# What DistributedDataParallel answers itself, as nn.Module does: everything else is read from its .module.
+MODULE_ATTRS = {"train", "eval", "training", "parameters", "named_parameters", "buffers", "named_buffers", "children",
+                "named_children", "modules", "named_modules", "state_dict", "load_state_dict", "to", "cuda", "cpu",
+                "half", "float", "double", "bfloat16", "type", "zero_grad", "apply", "requires_grad_", "forward",
+                "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+                "register_backward_hook", "register_buffer", "register_parameter", "add_module", "no_sync", "module",
+                "join", "share_memory", "get_submodule", "get_parameter", "get_buffer", "to_empty",
+                "register_comm_hook", "__class__", "__dict__"}
+FILE_HANDLERS = {"FileHandler", "RotatingFileHandler", "TimedRotatingFileHandler", "WatchedFileHandler"}
 CLIPPERS = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"}
 CYCLIC = {"OneCycleLR": ("max_lr",), "CyclicLR": ("base_lr", "max_lr")}
-LOGGING = {"debug", "info", "warning", "error", "critical", "exception", "log"}
+LOGGING = {"debug", "info", "warning", "error", "critical", "exception", "log", "basicConfig"}
 MARK = "# hoop-parallelize:"
 
 
@@ -198,8 +222,12 @@ class Converter:
             raise Refused("no .backward() call: this does not look like a training script")
         self.optimizers = [c for c in calls if self.is_optimizer(c)]
         if not self.optimizers:
-            raise Refused("no torch.optim optimizer is constructed in the script (a custom optimizer factory?): wrap "
-                          "yours by hand (hvd.DistributedOptimizer, or DistributedDataParallel on the model)")
+            first = min((c for c in calls if isinstance(c.func, ast.Attribute) and c.func.attr == "backward"),
+                        key=lambda c: c.lineno)
+            raise Refused(f"line {first.lineno}: backward() runs but no torch.optim optimizer is constructed (the "
+                          "parameters updated by hand, or by a custom optimizer factory): use a torch.optim optimizer, "
+                          "or average the gradients yourself before the update (hvd.allreduce_ on each p.grad, or "
+                          "DistributedDataParallel on the model)")
         for name in ("hvd", "dist", "DistributedSampler"):
             if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(self.tree)):
                 raise Refused(f"the script assigns the name '{name}', which the converted script needs")
@@ -249,20 +277,53 @@ class Converter:
                       f"    torch.cuda.set_device({local})"]
             self.notes.append("the script uses CUDA: its device is pinned to the local rank, but hoop.torch takes CPU "
                               "tensors in this version, so tensors must stay on the CPU")
-        if self.rank0_calls:
-            lines += ["", "", "def _hoop_on_rank0(fn):  " + MARK + " fn on rank 0; elsewhere nothing (arguments are still "
+        if self.rank0_calls or self.rank0_makers:
+            lines += ["", "", "class _HoopNothing:  " + MARK + " what rank-0-only calls give the other ranks: every use "
+                      "of it does nothing",
+                      "    def __getattr__(self, name):",
+                      "        return self",
+                      "",
+                      "    def __call__(self, *args, **kwargs):",
+                      "        return self",
+                      "",
+                      "    def __enter__(self):",
+                      "        return self",
+                      "",
+                      "    def __exit__(self, *exc):",
+                      "        return False",
+                      "",
+                      "    def __iter__(self):",
+                      "        return iter(())",
+                      "", "",
+                      "def _hoop_on_rank0(fn):  " + MARK + " fn on rank 0; elsewhere nothing (arguments are still "
                       "evaluated)",
-                      f"    return fn if {self.RANK} == 0 else (lambda *args, **kwargs: None)"]
+                      f"    return fn if {self.RANK} == 0 else (lambda *args, **kwargs: _HoopNothing())"]
+        if self.loads_after_saves:
+            barrier = "hvd.barrier()" if self.style == "horovod" else "dist.barrier()"
+            lines += ["", "", "def _hoop_saved(load):  " + MARK + " rank 0 writes the files: every rank waits for it "
+                      "before it reads one",
+                      "    def after_saves(*args, **kwargs):",
+                      f"        {barrier}",
+                      "        return load(*args, **kwargs)",
+                      "    return after_saves"]
         if self.metric_blocks or self.dataset_ratios:
             if self.style == "horovod":
-                lines += ["", "", "def _hoop_mean(value):  " + MARK + " a metric averaged over the ranks",
-                          "    return hvd.allreduce(torch.tensor(float(value), dtype=torch.float64), op=hvd.Average,",
-                          "                         name='metric').item()"]
+                mean = ["    t = hvd.allreduce(t, op=hvd.Average, name='metric')"]
             else:
-                lines += ["", "", "def _hoop_mean(value):  " + MARK + " a metric averaged over the ranks",
-                          "    t = torch.tensor(float(value), dtype=torch.float64)",
-                          "    dist.all_reduce(t, op=dist.ReduceOp.AVG)",
-                          "    return t.item()"]
+                mean = ["    dist.all_reduce(t, op=dist.ReduceOp.AVG)"]
+            lines += ["", "", "def _hoop_mean(value):  " + MARK + " a metric averaged over the ranks (its type kept: an "
+                      "int stays one where the mean is whole)",
+                      "    if isinstance(value, torch.Tensor) and value.numel() == 1:",
+                      "        t = value.detach().to('cpu', torch.float64).reshape(())",
+                      "    elif isinstance(value, (int, float)) and not isinstance(value, bool):",
+                      "        t = torch.tensor(float(value), dtype=torch.float64)",
+                      "    else:",
+                      "        return value  # not a number: left as it is",
+                      *mean,
+                      "    if isinstance(value, torch.Tensor):",
+                      "        return t.to(value.dtype).reshape(value.shape).to(value.device)",
+                      "    mean = t.item()",
+                      "    return int(mean) if isinstance(value, int) and mean.is_integer() else mean"]
         self.e.insert_after(last, lines, "")
         self.changes.append(f"hoop.torch imported and initialised after line {last.end_lineno}"
                             + (" (the device pinned to the local rank)" if uses_cuda else ""))
@@ -281,12 +342,21 @@ class Converter:
         self.changes.append(f"line {call.lineno}: learning rate scaled by the number of ranks")
 
     def model_of(self, call):
-        """'model' for torch.optim.X(model.parameters(), ...), else None."""
+        """'model' for torch.optim.X(model.parameters(), ...), or for parameter groups made from
+        one model's parameters()/named_parameters() (in place, or in a list assigned to a name
+        first), else None."""
         first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
-        if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "parameters" \
-                and not first.args:
-            return self.e.source(first.func.value)
-        return None
+        if first is None:
+            return None
+        exprs = [first]
+        if isinstance(first, ast.Name):
+            scope = self.enclosing(call, (ast.FunctionDef,)) or self.tree
+            exprs = [a.value for a in ast.walk(scope) if isinstance(a, ast.Assign) and a.lineno < call.lineno
+                     and any(isinstance(t, ast.Name) and t.id == first.id for t in a.targets)][-1:]
+        owners = {self.e.source(c.func.value) for e in exprs for c in ast.walk(e) if isinstance(c, ast.Call)
+                  and isinstance(c.func, ast.Attribute) and c.func.attr in ("parameters", "named_parameters")
+                  and not c.args}
+        return owners.pop() if len(owners) == 1 else None
 
     def wrap_optimizer(self, call):
         stmt = self.stmt_of(call)
@@ -299,6 +369,8 @@ class Converter:
         model = self.model_of(call)
         if self.style == "horovod":
             named = f", named_parameters={model}.named_parameters()" if model else ""
+            if model and len(self.optimizers) > 1:  # the names must differ between the optimizers' tensors
+                named = f", named_parameters=[({model + '.'!r} + n, p) for n, p in {model}.named_parameters()]"
             lines = [f"{opt} = hvd.DistributedOptimizer({opt}{named})  {MARK} gradients averaged over the ranks"]
             if model:
                 lines.append(f"hvd.broadcast_parameters({model}.state_dict(), root_rank=0)  {MARK} rank 0's start")
@@ -316,40 +388,51 @@ class Converter:
                               "to wrap in DistributedDataParallel is unknown (try --style horovod)")
             self.e.insert_before(stmt.lineno, [f"{model} = torch.nn.parallel.DistributedDataParallel({model})  {MARK} "
                                                "gradients averaged over the ranks"], self.e.indent_of(stmt))
-            self.ddp_models.add(model)
-            self.ddp_from = stmt.lineno
+            self.ddp_models[model] = (stmt.lineno, self.enclosing(stmt, (ast.FunctionDef,)))
             self.changes.append(f"line {stmt.lineno}: model '{model}' wrapped in DistributedDataParallel")
 
     def steps_of(self, opt):
-        """The `opt.step()` calls."""
+        """The `opt.step()` calls, and AMP's `scaler.step(opt)`."""
         return [c for c in ast.walk(self.tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-                and c.func.attr == "step" and self.e.source(c.func.value) == opt]
+                and c.func.attr == "step" and (self.e.source(c.func.value) == opt
+                                               or (len(c.args) == 1 and self.e.source(c.args[0]) == opt))]
 
-    def sync_each_pass(self, opt):
-        """Horovod: a step taken only on some passes (`if (i + 1) % accum == 0: opt.step()`).
-        backward_passes_per_step would have to match the passes between steps exactly, across
-        epoch ends too (a last short round crashes the next backward); instead each pass's
-        gradients are averaged at once, as DistributedDataParallel does, and the next pass adds
-        to the average: the same sum, for any pattern of steps."""
-        for c in self.steps_of(opt):
-            loop = self.enclosing(c, (ast.For, ast.While))
-            cond = self.enclosing(c, (ast.If,))
-            if loop is None or cond is None or cond not in list(ast.walk(loop)):
+    def is_backward(self, n):
+        return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+
+    def sync_each_pass(self):
+        """Horovod: a loop whose steps do not follow one backward pass each: a step taken only on
+        some passes (`if (i + 1) % accum == 0: opt.step()`), or several backward passes per
+        iteration (a GAN: the discriminator on real and on fake data, then the generator through
+        the discriminator, whose parameters get gradients too). backward_passes_per_step would have
+        to match the passes between steps exactly, across epoch ends too; instead, after every
+        backward pass in the loop, each optimizer stepped there averages what that pass added, as
+        DistributedDataParallel does, and the next pass adds to the average: the same sum for any
+        pattern of steps, and no reduction still running when a module's zero_grad() clears."""
+        done = set()
+        for loop in ast.walk(self.tree):
+            if not isinstance(loop, (ast.For, ast.While)) or id(loop) in done:
                 continue
-            inside = set(ast.walk(cond))
-            for n in ast.walk(loop):
-                if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward") \
-                        or n in inside:
-                    continue
+            inner = [o for o in ast.walk(loop) if o is not loop and isinstance(o, (ast.For, ast.While))]
+            steps = [(o, c) for o in self.opt_names for c in self.steps_of(o) if c in set(ast.walk(loop))
+                     and not any(c in set(ast.walk(i)) for i in inner)]
+            backwards = [n for n in ast.walk(loop) if self.is_backward(n) and not any(n in set(ast.walk(i)) for i in inner)]
+            conditional = [c for _, c in steps if self.enclosing(c, (ast.If,)) in set(ast.walk(loop))]
+            if not steps or not backwards or (len(backwards) < 2 and not conditional):
+                continue
+            done.add(id(loop))
+            opts = list(dict.fromkeys(o for o, _ in steps))
+            why = "several backward passes per step" if len(backwards) > 1 else \
+                "a step on some passes only (gradient accumulation)"
+            for n in backwards:
                 stmt = self.stmt_of(n)
                 if not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
-                    raise Refused(f"line {n.lineno}: gradient accumulation, and the backward shares its line with "
-                                  f"other code: call {opt}.synchronize() after each backward by hand")
-                self.e.insert_after(stmt, [f"{opt}.synchronize()  {MARK} several passes per step: each averaged "
-                                           "over the ranks as it comes"])
-                self.changes.append(f"line {n.lineno}: {opt}.synchronize() after each backward pass (gradient "
-                                    f"accumulation: {opt}.step() at line {c.lineno} runs on some passes only)")
-            return
+                    raise Refused(f"line {n.lineno}: {why}, and the backward shares its line with other code: call "
+                                  f"{'.synchronize(), '.join(opts)}.synchronize() after each backward by hand")
+                self.e.insert_after(stmt, [f"{o}.synchronize()  {MARK} {why}: each pass averaged over the ranks as it "
+                                           "comes" for o in opts])
+                self.changes.append(f"line {n.lineno}: {', '.join(o + '.synchronize()' for o in opts)} after each "
+                                    f"backward pass ({why})")
 
     def gradient_readers(self):
         """[(call, statement, optimizer, what)] for the calls that read the gradients before
@@ -567,7 +650,7 @@ class Converter:
         for l in ast.walk(self.tree):
             if not (isinstance(l, ast.For) and isinstance(l.target, ast.Name)):
                 continue
-            used = self.names_loaded(ast.Module(body=l.body, type_ignores=[]))
+            used = self.names_loaded(ast.Module(body=l.body, type_ignores=[])) | self.globals_read_by_calls(l)
             hit = sorted(n for n in names if n in used and n not in self.names_loaded(l.iter))
             if hit:
                 loops.append((l, hit[0]))
@@ -585,21 +668,44 @@ class Converter:
                                                 "each epoch"], self.e.indent_of(first))
             self.changes.append(f"line {loop.lineno}: {name}.sampler.set_epoch({loop.target.id}) each epoch")
 
+    def globals_read_by_calls(self, loop, depth=3):
+        """The module-level names that the script's functions called in the loop's body read
+        (`for epoch in ...: train(epoch)` where train() iterates the global train_loader)."""
+        fns, top = self.functions(), {t.id for a in self.tree.body if isinstance(a, ast.Assign)
+                                      for t in a.targets if isinstance(t, ast.Name)}
+        seen, todo, out = set(), [ast.Module(body=loop.body, type_ignores=[])], set()
+        for _ in range(depth):
+            called = {c.func.id for node in todo for c in ast.walk(node) if isinstance(c, ast.Call)
+                      and isinstance(c.func, ast.Name) and c.func.id in fns} - seen
+            seen |= called
+            todo = [fns[f] for f in called]
+            for f in todo:
+                local = {a.arg for a in f.args.args} | {n.id for n in ast.walk(f) if isinstance(n, ast.Name)
+                                                        and isinstance(n.ctx, ast.Store)}
+                out |= (self.names_loaded(f) - local) & top
+        return out
+
     def shard_manual_batches(self):
-        """for i in range(0, N, B) loops that train: each rank takes every size()-th batch."""
+        """for i in range(0, N, B) loops that train (or enumerate(range(0, N, B)), as
+        word_language_model's get_batch loop): each rank takes every size()-th batch."""
         done = False
         for loop in ast.walk(self.tree):
-            if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and call_name(loop.iter) == "range"
-                    and len(loop.iter.args) == 3 and not loop.iter.keywords):
+            if not isinstance(loop, ast.For):
+                continue
+            rng = loop.iter
+            if isinstance(rng, ast.Call) and call_name(rng) == "enumerate" and len(rng.args) == 1:
+                rng = rng.args[0]
+            if not (isinstance(rng, ast.Call) and call_name(rng) == "range" and len(rng.args) == 3
+                    and not rng.keywords):
                 continue
             if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
                        for n in ast.walk(loop)):
                 continue
-            start, stop, step = (self.e.source(a) for a in loop.iter.args)
+            start, stop, step = (self.e.source(a) for a in rng.args)
             if start != "0":
                 raise Refused(f"line {loop.lineno}: a batch loop over range({start}, ...): only range(0, N, B) is "
                               "split between ranks")
-            self.e.replace(loop.iter, f"range({self.RANK} * ({step}), ({stop}) // (({step}) * {self.SIZE}) * ({step}) * "
+            self.e.replace(rng, f"range({self.RANK} * ({step}), ({stop}) // (({step}) * {self.SIZE}) * ({step}) * "
                                       f"{self.SIZE}, ({step}) * {self.SIZE})")
             self.changes.append(f"line {loop.lineno}: batches split between the ranks (every {self.SIZE}-th batch; the "
                                 "last incomplete round is dropped so every rank takes as many steps)")
@@ -621,30 +727,53 @@ class Converter:
                     self.metric_blocks.append((w, names))
 
     def find_dataset_ratios(self, train):
-        """`x / len(loader.dataset)` for a training loader about to be sharded: x counts this rank's
-        share only, so the ratio would come out divided by the number of ranks."""
-        names = set()
+        """`x / len(loader.dataset)`, `x / len(dataset)` and `x /= len(...)` for a training loader
+        about to be sharded (by its names, or its dataset's): x counts this rank's share only, so
+        the ratio would come out divided by the number of ranks."""
+        names, datasets = set(), set()
         for c, _, _ in train:
             names |= self.aliases.get(c, set())
+            first = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "dataset"), None)
+            if isinstance(first, ast.Name):
+                datasets.add(first.id)
         self.dataset_ratios = []
         for n in ast.walk(self.tree):
-            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and isinstance(n.right, ast.Call) \
-                    and call_name(n.right) == "len" and len(n.right.args) == 1 \
-                    and isinstance(n.right.args[0], ast.Attribute) and n.right.args[0].attr == "dataset" \
-                    and isinstance(n.right.args[0].value, ast.Name) and n.right.args[0].value.id in names:
-                if any(b.lineno <= n.lineno <= b.end_lineno for b in self.rank0_blocks):
-                    raise Refused(f"line {n.lineno}: a metric over the training set's length in a block only rank 0 "
-                                  "will run: compute it before the block (it must be averaged over the ranks)")
-                self.dataset_ratios.append(n)
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
+                denominator = n.right
+            elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Div) and isinstance(n.target, ast.Name):
+                denominator = n.value
+            else:
+                continue
+            if not (isinstance(denominator, ast.Call) and call_name(denominator) == "len"
+                    and len(denominator.args) == 1):
+                continue
+            of = denominator.args[0]
+            if isinstance(of, ast.Attribute) and of.attr == "dataset" and isinstance(of.value, ast.Name) \
+                    and of.value.id in names:
+                share = f"len({of.value.id}.sampler)"
+            elif isinstance(of, ast.Name) and of.id in datasets:
+                share = f"((len({of.id}) + {self.SIZE} - 1) // {self.SIZE})"  # a DistributedSampler's share
+            else:
+                continue
+            if self.in_rank0_block(n):
+                raise Refused(f"line {n.lineno}: a metric over the training set's length in a block only rank 0 "
+                              "will run: compute it before the block (it must be averaged over the ranks)")
+            if isinstance(n, ast.AugAssign) and (not self.e.alone_on_lines(n) or self.on_header_line(n)):
+                raise Refused(f"line {n.lineno}: a metric divided by the training set's length shares its line with "
+                              "other code: give it a line of its own")
+            self.dataset_ratios.append((n, share, self.e.source(of)))
 
     def average_dataset_ratios(self):
         """Each becomes this rank's share (len(loader.sampler)) averaged over the ranks: the
         DistributedSampler gives every rank as many samples."""
-        for n in self.dataset_ratios:
-            loader = n.right.args[0].value.id
-            self.e.replace(n, f"_hoop_mean({self.e.source(n.left)} / len({loader}.sampler))")
-            self.changes.append(f"line {n.lineno}: a ratio over len({loader}.dataset) taken over this rank's share "
-                                "(len(...sampler)) and averaged over the ranks")
+        for n, share, of in self.dataset_ratios:
+            if isinstance(n, ast.AugAssign):
+                name = n.target.id
+                self.e.replace(n, f"{name} = _hoop_mean({name} / {share})  {MARK} this rank's share, averaged")
+            else:
+                self.e.replace(n, f"_hoop_mean({self.e.source(n.left)} / {share})")
+            self.changes.append(f"line {n.lineno}: a ratio over len({of}) taken over this rank's share and averaged "
+                                "over the ranks")
 
     def average_metrics(self):
         for w, names in self.metric_blocks:
@@ -677,6 +806,29 @@ class Converter:
             o is not b and o.lineno <= b.lineno and b.end_lineno <= o.end_lineno for o in self.rank0_blocks)]
         self.rank0_calls = [c for c in self.rank0_calls if not any(
             b.lineno <= c.lineno and c.end_lineno <= b.end_lineno for b in self.rank0_blocks)]
+        self.find_makers()
+
+    def in_rank0_block(self, node):
+        return any(b.lineno <= node.lineno and node.end_lineno <= b.end_lineno for b in self.rank0_blocks)
+
+    def find_makers(self):
+        """Objects that write files from the moment they are made, wherever they are made: a
+        SummaryWriter, a file opened for writing outside a `with` block (a CSV log), a logging
+        FileHandler; and the torch.load calls that may read what rank 0 wrote."""
+        in_with = {id(i.context_expr) for w in ast.walk(self.tree) if isinstance(w, ast.With) for i in w.items}
+        self.rank0_makers, self.file_handlers = [], []
+        for c in ast.walk(self.tree):
+            if not isinstance(c, ast.Call) or self.in_rank0_block(c) or c in self.rank0_calls:
+                continue
+            last = (call_name(c) or "").split(".")[-1]
+            if last in MAKERS or (self.opens_for_writing(c) and id(c) not in in_with):
+                self.rank0_makers.append(c)
+            elif last in FILE_HANDLERS:
+                self.file_handlers.append(c)
+        saves = self.rank0_blocks or self.rank0_makers or any(call_name(c) in WRITERS for c in self.rank0_calls)
+        self.loads_after_saves = [c for c in ast.walk(self.tree) if saves and isinstance(c, ast.Call)
+                                  and call_name(c) == "torch.load" and not self.in_rank0_block(c)
+                                  and self.enclosing(c, (ast.ClassDef,)) is None]
 
     def quiet_progress_bars(self):
         """tqdm/trange bars drawn by rank 0 only (disable= on the others), unless the script
@@ -700,6 +852,19 @@ class Converter:
             self.e.replace(c.func, f"_hoop_on_rank0({self.e.source(c.func)})")
         for b in self.rank0_blocks:
             self.e.wrap(b, self.RANK0)
+        for c in self.rank0_makers:
+            what = call_name(c)
+            self.e.replace(c.func, f"_hoop_on_rank0({self.e.source(c.func)})")
+            self.changes.append(f"line {c.lineno}: {'a file opened for writing' if what == 'open' else what} made on "
+                                "rank 0 only (elsewhere a stand-in that does nothing)")
+        for c in self.file_handlers:
+            self.e.replace(c.func, f"({self.e.source(c.func)} if {self.RANK} == 0 else (lambda *args, **kwargs: "
+                                   "__import__('logging').NullHandler()))")
+            self.changes.append(f"line {c.lineno}: the log file's handler made on rank 0 only (a NullHandler "
+                                "elsewhere)")
+        for c in self.loads_after_saves:
+            self.e.replace(c.func, f"_hoop_saved({self.e.source(c.func)})")
+            self.changes.append(f"line {c.lineno}: torch.load waits for rank 0's writes first (a barrier)")
         if self.rank0_calls or self.rank0_blocks:
             lines = sorted([c.lineno for c in self.rank0_calls] + [b.lineno for b in self.rank0_blocks])
             self.changes.append(f"{len(lines)} print/log/save/write statement(s) made rank 0 only (lines "
@@ -716,19 +881,27 @@ class Converter:
         mode = expr.args[1] if len(expr.args) > 1 else next((k.value for k in expr.keywords if k.arg == "mode"), None)
         return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(c in mode.value for c in "wax")
 
-    def ddp_state_dicts(self):
-        """DDP: model.state_dict() after the wrap reads model.module.state_dict() (the same keys as before)."""
-        for c in ast.walk(self.tree):
-            if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("state_dict",
-                                                                                                 "load_state_dict"):
-                owner = self.e.source(c.func.value)
-                if owner in self.ddp_models and c.lineno > self.ddp_from:
-                    self.e.replace(c.func.value, f"{owner}.module")
-                    self.changes.append(f"line {c.lineno}: {owner}.{c.func.attr} reads the wrapped model's .module")
+    def ddp_module_access(self):
+        """DDP: what the script reads from the model other than calling it or nn.Module's own
+        methods (its state_dict(), so the keys stay as they were; a method of its own, as a VAE's
+        decode(); an attribute) goes to the wrapped model's .module. Where the model was wrapped:
+        after the wrap; in other functions: everywhere (they run after it)."""
+        for a in ast.walk(self.tree):
+            if not (isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Load)):
+                continue
+            owner = self.e.source(a.value)
+            if owner not in self.ddp_models or (a.attr in MODULE_ATTRS and a.attr not in ("state_dict",
+                                                                                           "load_state_dict")):
+                continue
+            line, scope = self.ddp_models[owner]
+            if self.enclosing(a, (ast.FunctionDef,)) is scope and a.lineno <= line:
+                continue
+            self.e.replace(a.value, f"{owner}.module")
+            self.changes.append(f"line {a.lineno}: {owner}.{a.attr} read from the wrapped model's .module")
 
     def convert(self):
         self.refuse_if_not_convertible()
-        self.ddp_models, self.ddp_from = set(), 0
+        self.ddp_models = {}
         self.find_loaders()
         self.find_metric_blocks()
         self.find_side_effects()
@@ -750,11 +923,10 @@ class Converter:
             self.wrap_optimizer(opt)
         self.scale_cyclic_lr()
         if self.style == "horovod":
-            for opt in self.opt_names:
-                self.sync_each_pass(opt)
+            self.sync_each_pass()
             self.sync_before_clipping()
         if self.style == "ddp":
-            self.ddp_state_dicts()
+            self.ddp_module_access()
         self.average_metrics()
         self.rank0_side_effects()
         return self.e.apply()
