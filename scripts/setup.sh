@@ -16,7 +16,8 @@
 #   perf/compare, perf/train-plot:  python3 (Debian's, /usr/bin/python3), gnuplot-nox (the PNG plots)
 #   the Python package (python/, its tests):  python3-dev pybind11-dev python3-numpy; its
 #           torch.distributed backend and the PyTorch comparisons (perf/torch_train.py,
-#           perf/train-bench):  python3-torch libtorch-dev (Debian's PyTorch, CPU)
+#           perf/train-bench):  python3-torch libtorch-dev (Debian's PyTorch, CPU); the
+#           hoop-parallelize corpus's progress bars:  python3-tqdm
 #   trainer (hoop-train and its tests):  libopenblas-dev (GEMM), libdnnl-dev (oneDNN, --layers
 #           onednn), zlib1g-dev (gzip IDX files),
 #           dataset-fashion-mnist (the data, under /usr/share/datasets/fashion-mnist)
@@ -24,7 +25,8 @@
 set -euo pipefail
 packages=(g++ cmake make pkg-config nlohmann-json3-dev libcli11-dev clang libclang-rt-14-dev ninja-build catch2 procps valgrind libucx-dev libfabric-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev
           iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist openssh-server
-          openssh-client python3-dev pybind11-dev python3-numpy python3-torch libtorch-dev libdnnl-dev)
+          openssh-client python3-dev pybind11-dev python3-numpy python3-torch libtorch-dev libdnnl-dev
+          python3-tqdm)
 for arg in "$@"; do
   case "$arg" in
     --torch) ;;
