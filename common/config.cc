@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <functional>
 #include <set>
 #include <vector>
 
@@ -31,12 +32,133 @@ constexpr size_t kMaxChunkBytes = size_t{64} << 20;     // HOOP_CHUNK_BYTES
 constexpr size_t kLargestDefaultChunk = 16 << 20;       // the back ends' own (shm on a GPU host)
 constexpr size_t kMaxStagingBytes = size_t{1} << 30;    // HOOP_CHUNK_BYTES x HOOP_WINDOW
 
-const std::vector<std::string> kKnown = {
-    "HOOP_RANK", "HOOP_SIZE", "HOOP_LOCAL_RANK", "HOOP_LOCAL_SIZE", "HOOP_STORE",
-    "HOOP_JOB_TOKEN", "HOOP_TIMEOUT", "HOOP_ALGO", "HOOP_TRANSPORT", "HOOP_HOST",
-    "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_STAGE_BYTES", "HOOP_STAGE_AHEAD", "HOOP_LOG_LEVEL", "HOOP_COMPRESSION", "HOOP_CYCLE_TIME_MS",
-    "HOOP_FUSION_THRESHOLD", "HOOP_CACHE_CAPACITY", "HOOP_STALL_WARNING_S", "HOOP_TIMELINE",
-    "HOOP_UNEXPECTED_BYTES", "HOOP_CROSS_RANK", "HOOP_CROSS_SIZE", "HOOP_CUDA_IPC", "HOOP_KERNEL_ISA"};
+// The variables FromEnv reads in code, since they depend on one another (rank and size, the
+// launchers' variables); every other HOOP_* variable is a row of kVars below.
+const std::vector<std::string> kLaunchVars = {"HOOP_RANK",       "HOOP_SIZE",       "HOOP_LOCAL_RANK",
+                                              "HOOP_LOCAL_SIZE", "HOOP_CROSS_RANK", "HOOP_CROSS_SIZE"};
+
+Status Expected(const std::string& name, const std::string& text, const std::string& what) {
+  return InvalidArgument(name + "='" + text + "': " + what);
+}
+
+Status NotAnInteger(const std::string& name, const std::string& text, int64_t lo, int64_t hi) {
+  return InvalidArgument(name + "='" + text + "' is not an integer in [" + std::to_string(lo) + ", " +
+                         std::to_string(hi) + "]");
+}
+
+// One plain variable: its name, and how its text becomes a field of Config (or the error).
+struct Var {
+  const char* name;
+  std::function<Status(const std::string& name, const std::string& text, Config& c)> read;
+};
+
+auto Text(std::string Config::*field) {
+  return [field](const std::string&, const std::string& text, Config& c) {
+    c.*field = text;
+    return Status::Ok();
+  };
+}
+
+auto OneOf(std::string Config::*field, std::set<std::string> names, std::string what) {
+  return [=](const std::string& name, const std::string& text, Config& c) {
+    if (!names.count(text)) return Expected(name, text, what);
+    c.*field = text;
+    return Status::Ok();
+  };
+}
+
+// A byte count with K/M/G suffixes in [lo, hi].
+auto Bytes(size_t Config::*field, size_t lo, size_t hi, std::string what) {
+  return [=](const std::string& name, const std::string& text, Config& c) {
+    auto b = ParseSize(text);
+    if (!b || *b < lo || *b > hi) return Expected(name, text, what);
+    c.*field = *b;
+    return Status::Ok();
+  };
+}
+
+// A plain integer in [lo, hi].
+auto Count(size_t Config::*field, int64_t lo, int64_t hi) {
+  return [=](const std::string& name, const std::string& text, Config& c) {
+    auto n = ParseInt(text);
+    if (!n || *n < lo || *n > hi) return NotAnInteger(name, text, lo, hi);
+    c.*field = static_cast<size_t>(*n);
+    return Status::Ok();
+  };
+}
+
+// A non-negative number (seconds, milliseconds) up to hi.
+auto Amount(double Config::*field, double hi, std::string what) {
+  return [=](const std::string& name, const std::string& text, Config& c) {
+    auto v = ParseNonNegative(text);
+    if (!v || *v > hi) return Expected(name, text, what);
+    c.*field = *v;
+    return Status::Ok();
+  };
+}
+
+Status ReadTimeout(const std::string& name, const std::string& text, Config& c) {
+  // Bounded so that every deadline (now + timeout, in nanoseconds) is representable.
+  auto s = ParseSeconds(text);
+  if (!s || *s < 0.001 || *s > kMaxSeconds) return Expected(name, text, "expected seconds in [0.001, 604800] (a week)");
+  c.timeout = std::chrono::milliseconds(static_cast<long long>(*s * 1000));
+  return Status::Ok();
+}
+
+Status ReadCudaIpc(const std::string& name, const std::string& text, Config& c) {
+  if (text != "0" && text != "1") return Expected(name, text, "expected 1 (use it) or 0 (stage through host memory)");
+  c.cuda_ipc = text == "1";
+  return Status::Ok();
+}
+
+Status ReadLogLevel(const std::string& name, const std::string& text, Config& c) {
+  auto level = ParseLogLevel(text);
+  if (!level)
+    return Expected(name, text, "expected none, error, warn, info or debug (any case; warning and trace too)");
+  c.log_level = *level;
+  return Status::Ok();
+}
+
+const std::vector<Var>& Vars() {
+  static const std::vector<Var> vars = {
+      {"HOOP_STORE", Text(&Config::store)},
+      {"HOOP_JOB_TOKEN", Text(&Config::token)},
+      {"HOOP_TRANSPORT", Text(&Config::transport)},
+      {"HOOP_HOST", Text(&Config::host)},
+      {"HOOP_TIMEOUT", ReadTimeout},
+      // Every name of collectives/algo.h (common/ cannot include it; the unit test checks they agree).
+      {"HOOP_ALGO", OneOf(&Config::algo,
+                          {"auto", "ring", "tree", "doubling", "chain", "binomial", "flat", "pairwise",
+                           "dissemination", "hierarchical"},
+                          "expected auto, ring, tree, doubling, chain, binomial, flat, pairwise, dissemination "
+                          "or hierarchical")},
+      {"HOOP_CHUNK_BYTES", Bytes(&Config::chunk_bytes, 4096, kMaxChunkBytes, "expected a size in [4K, 64M]")},
+      {"HOOP_WINDOW", Count(&Config::window, 1, 256)},
+      {"HOOP_STAGE_BYTES", Bytes(&Config::stage_bytes, 0, kMaxStagingBytes, "expected a size in [0, 1G]")},
+      {"HOOP_STAGE_AHEAD", Bytes(&Config::stage_ahead_bytes, 0, kMaxStagingBytes, "expected a size in [0, 1G]")},
+      {"HOOP_COMPRESSION", OneOf(&Config::compression, {"none", "fp16", "bf16", "auto"},
+                                 "expected none, fp16, bf16 or auto")},
+      {"HOOP_UNEXPECTED_BYTES", Bytes(&Config::unexpected_bytes, 4096, size_t{1} << 40,
+                                      "expected a size in [4K, 1T]")},
+      {"HOOP_CUDA_IPC", ReadCudaIpc},
+      {"HOOP_CYCLE_TIME_MS", Amount(&Config::cycle_time_ms, 10000, "expected milliseconds in [0, 10000]")},
+      {"HOOP_FUSION_THRESHOLD", Bytes(&Config::fusion_threshold, 0, 4ull << 30, "expected a size in [0, 4G]")},
+      {"HOOP_CACHE_CAPACITY", Count(&Config::cache_capacity, 0, 1 << 20)},
+      {"HOOP_STALL_WARNING_S", Amount(&Config::stall_warning_s, kMaxSeconds,
+                                      "expected seconds in [0, 604800] (0: never warn)")},
+      {"HOOP_TIMELINE", Text(&Config::timeline)},
+      {"HOOP_LOG_LEVEL", ReadLogLevel},
+      {"HOOP_KERNEL_ISA", OneOf(&Config::kernel_isa, {"auto", "generic", "avx2", "avx512"},
+                                "expected auto, generic, avx2 or avx512")},
+  };
+  return vars;
+}
+
+std::vector<std::string> KnownNames() {
+  std::vector<std::string> known = kLaunchVars;
+  for (const Var& v : Vars()) known.push_back(v.name);
+  return known;
+}
 
 class Reader {
  public:
@@ -49,9 +171,7 @@ class Reader {
     const std::string* v = Get(k);
     if (!v) return Status::Ok();
     auto n = ParseInt(*v);
-    if (!n || *n < lo || *n > hi)
-      return InvalidArgument(k + "='" + *v + "' is not an integer in [" + std::to_string(lo) +
-                             ", " + std::to_string(hi) + "]");
+    if (!n || *n < lo || *n > hi) return NotAnInteger(k, *v, lo, hi);
     *out = static_cast<int>(*n);
     return Status::Ok();
   }
@@ -60,24 +180,25 @@ class Reader {
   const std::map<std::string, std::string>& env_;
 };
 
-}  // namespace
+// An unknown HOOP_* name is an error naming the nearest known one: a typo is never ignored.
+Status CheckNames(const std::map<std::string, std::string>& env) {
+  const std::vector<std::string> known = KnownNames();
+  for (const auto& kv : env) {
+    const std::string& k = kv.first;
+    if (k.rfind("HOOP_", 0) != 0 || std::find(known.begin(), known.end(), k) != known.end()) continue;
+    if (std::string near = Nearest(k, known); !near.empty())
+      return InvalidArgument("unknown variable " + k + " (did you mean " + near + "?)");
+    std::string all;
+    for (const auto& n : known) all += (all.empty() ? "" : ", ") + n;
+    return InvalidArgument("unknown variable " + k + " (known: " + all + ")");
+  }
+  return Status::Ok();
+}
 
-StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) {
-  Config c;
-  Reader r(env);
-  for (const auto& [k, v] : env)
-    if (k.rfind("HOOP_", 0) == 0 && std::find(kKnown.begin(), kKnown.end(), k) == kKnown.end()) {
-      if (std::string near = Nearest(k, kKnown); !near.empty())
-        return InvalidArgument("unknown variable " + k + " (did you mean " + near + "?)");
-      std::string all;
-      for (const auto& n : kKnown) all += (all.empty() ? "" : ", ") + n;
-      return InvalidArgument("unknown variable " + k + " (known: " + all + ")");
-    }
-
-  // Rank and size: hooprun's own variables win, then mpirun's, then Slurm's.
+// Rank and size: hooprun's own variables win, then mpirun's, then Slurm's, then torchrun's.
+Status ReadLauncher(const Reader& r, Config& c) {
   if (r.Get("HOOP_RANK") || r.Get("HOOP_SIZE")) {
-    if (!r.Get("HOOP_RANK") || !r.Get("HOOP_SIZE"))
-      return InvalidArgument("HOOP_RANK and HOOP_SIZE must be set together");
+    if (!r.Get("HOOP_RANK") || !r.Get("HOOP_SIZE")) return InvalidArgument("HOOP_RANK and HOOP_SIZE must be set together");
     c.launcher = Launcher::kHooprun;
     HOOP_RETURN_IF_ERROR(r.Int("HOOP_SIZE", &c.size, 1, 1 << 20));
     HOOP_RETURN_IF_ERROR(r.Int("HOOP_RANK", &c.rank, 0, c.size - 1));
@@ -111,102 +232,23 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
   HOOP_RETURN_IF_ERROR(r.Int("HOOP_LOCAL_RANK", &c.local_rank, 0, 1 << 20));
   HOOP_RETURN_IF_ERROR(r.Int("HOOP_LOCAL_SIZE", &c.local_size, 1, 1 << 20));
   HOOP_RETURN_IF_ERROR(r.Int("HOOP_CROSS_SIZE", &c.cross_size, 1, 1 << 20));
-  HOOP_RETURN_IF_ERROR(r.Int("HOOP_CROSS_RANK", &c.cross_rank, 0, (c.cross_size > 0 ? c.cross_size : 1 << 20) - 1));
+  return r.Int("HOOP_CROSS_RANK", &c.cross_rank, 0, (c.cross_size > 0 ? c.cross_size : 1 << 20) - 1);
+}
 
-  if (auto* v = r.Get("HOOP_STORE")) c.store = *v;
-  if (auto* v = r.Get("HOOP_JOB_TOKEN")) c.token = *v;
-  if (auto* v = r.Get("HOOP_TRANSPORT")) c.transport = *v;
-  if (auto* v = r.Get("HOOP_HOST")) c.host = *v;
-  if (auto* v = r.Get("HOOP_TIMEOUT")) {
-    // Bounded so that every deadline (now + timeout, in nanoseconds) is representable.
-    auto s = ParseSeconds(*v);
-    if (!s || *s < 0.001 || *s > kMaxSeconds)
-      return InvalidArgument("HOOP_TIMEOUT='" + *v + "': expected seconds in [0.001, 604800] (a week)");
-    c.timeout = std::chrono::milliseconds(static_cast<long long>(*s * 1000));
-  }
-  if (auto* v = r.Get("HOOP_ALGO")) {
-    // Every name of collectives/algo.h (common/ cannot include it; the unit test checks they agree).
-    static const std::set<std::string> algos = {"auto",     "ring",     "tree", "doubling",     "chain",
-                                                "binomial", "flat",     "pairwise", "dissemination", "hierarchical"};
-    if (!algos.count(*v))
-      return InvalidArgument("HOOP_ALGO='" + *v +
-                             "': expected auto, ring, tree, doubling, chain, binomial, flat, pairwise, dissemination "
-                             "or hierarchical");
-    c.algo = *v;
-  }
-  if (auto* v = r.Get("HOOP_CHUNK_BYTES")) {
-    auto b = ParseSize(*v);
-    if (!b || *b < 4096 || *b > kMaxChunkBytes)
-      return InvalidArgument("HOOP_CHUNK_BYTES='" + *v + "': expected a size in [4K, 64M]");
-    c.chunk_bytes = *b;
-  }
-  if (r.Get("HOOP_WINDOW")) {
-    int w = 0;
-    HOOP_RETURN_IF_ERROR(r.Int("HOOP_WINDOW", &w, 1, 256));
-    c.window = static_cast<size_t>(w);
-  }
+}  // namespace
+
+StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) {
+  Config c;
+  Reader r(env);
+  HOOP_RETURN_IF_ERROR(CheckNames(env));
+  HOOP_RETURN_IF_ERROR(ReadLauncher(r, c));
+  for (const Var& v : Vars())
+    if (const std::string* text = r.Get(v.name)) HOOP_RETURN_IF_ERROR(v.read(v.name, *text, c));
   // Every communicator keeps `window` staging chunks (more while compressed sends are in flight).
   const size_t chunk = c.chunk_bytes ? c.chunk_bytes : kLargestDefaultChunk;
   if (chunk * c.window > kMaxStagingBytes)
     return InvalidArgument("HOOP_CHUNK_BYTES x HOOP_WINDOW = " + FormatBytes(chunk) + " x " + std::to_string(c.window) +
                            " bytes of staging per communicator; at most 1G");
-  if (auto* v = r.Get("HOOP_STAGE_BYTES")) {
-    auto b = ParseSize(*v);
-    if (!b || *b > kMaxStagingBytes) return InvalidArgument("HOOP_STAGE_BYTES='" + *v + "': expected a size in [0, 1G]");
-    c.stage_bytes = *b;
-  }
-  if (auto* v = r.Get("HOOP_STAGE_AHEAD")) {
-    auto b = ParseSize(*v);
-    if (!b || *b > kMaxStagingBytes) return InvalidArgument("HOOP_STAGE_AHEAD='" + *v + "': expected a size in [0, 1G]");
-    c.stage_ahead_bytes = *b;
-  }
-  if (auto* v = r.Get("HOOP_COMPRESSION")) {
-    if (*v != "none" && *v != "fp16" && *v != "bf16" && *v != "auto")
-      return InvalidArgument("HOOP_COMPRESSION='" + *v + "': expected none, fp16, bf16 or auto");
-    c.compression = *v;
-  }
-  if (auto* v = r.Get("HOOP_UNEXPECTED_BYTES")) {
-    auto b = ParseSize(*v);
-    if (!b || *b < 4096 || *b > (size_t{1} << 40))
-      return InvalidArgument("HOOP_UNEXPECTED_BYTES='" + *v + "': expected a size in [4K, 1T]");
-    c.unexpected_bytes = *b;
-  }
-  if (auto* v = r.Get("HOOP_CUDA_IPC")) {
-    if (*v != "0" && *v != "1") return InvalidArgument("HOOP_CUDA_IPC='" + *v + "': expected 1 (use it) or 0 (stage through host memory)");
-    c.cuda_ipc = *v == "1";
-  }
-  if (auto* v = r.Get("HOOP_CYCLE_TIME_MS")) {
-    auto ms = ParseNonNegative(*v);
-    if (!ms || *ms > 10000) return InvalidArgument("HOOP_CYCLE_TIME_MS='" + *v + "': expected milliseconds in [0, 10000]");
-    c.cycle_time_ms = *ms;
-  }
-  if (auto* v = r.Get("HOOP_FUSION_THRESHOLD")) {
-    auto b = ParseSize(*v);
-    if (!b || *b > (4ull << 30)) return InvalidArgument("HOOP_FUSION_THRESHOLD='" + *v + "': expected a size in [0, 4G]");
-    c.fusion_threshold = *b;
-  }
-  if (r.Get("HOOP_CACHE_CAPACITY")) {
-    int n = 0;
-    HOOP_RETURN_IF_ERROR(r.Int("HOOP_CACHE_CAPACITY", &n, 0, 1 << 20));
-    c.cache_capacity = static_cast<size_t>(n);
-  }
-  if (auto* v = r.Get("HOOP_STALL_WARNING_S")) {
-    auto s = ParseNonNegative(*v);
-    if (!s || *s > kMaxSeconds)
-      return InvalidArgument("HOOP_STALL_WARNING_S='" + *v + "': expected seconds in [0, 604800] (0: never warn)");
-    c.stall_warning_s = *s;
-  }
-  if (auto* v = r.Get("HOOP_TIMELINE")) c.timeline = *v;
-  if (auto* v = r.Get("HOOP_LOG_LEVEL")) {
-    auto level = ParseLogLevel(*v);
-    if (!level) return InvalidArgument("HOOP_LOG_LEVEL='" + *v + "': expected none, error, warn, info or debug (any case; warning and trace too)");
-    c.log_level = *level;
-  }
-  if (auto* v = r.Get("HOOP_KERNEL_ISA")) {
-    if (*v != "auto" && *v != "generic" && *v != "avx2" && *v != "avx512")
-      return InvalidArgument("HOOP_KERNEL_ISA='" + *v + "': expected auto, generic, avx2 or avx512");
-    c.kernel_isa = *v;
-  }
   return c;
 }
 
