@@ -64,14 +64,16 @@ AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Al
   (void)nranks;  // the thresholds measured held for every rank count (docs/PERF.md)
   if (per_call != Algo::kAuto) {
     if (!FindAlgo(kind, per_call))
-      return {Algo::kAuto, std::string("algorithm '") + AlgoName(per_call) + "' does not apply to " + CollKindName(kind)};
+      return {Algo::kAuto,
+              std::string("algorithm '") + AlgoName(per_call) + "' does not apply to " + CollKindName(kind)};
     return {per_call, ""};
   }
   if (env_default != Algo::kAuto && FindAlgo(kind, env_default)) return {env_default, ""};
   for (const AlgoRow& r : AlgoTable())
     if (r.kind == kind && bytes >= r.auto_min_bytes && bytes <= r.auto_max_bytes && (even_hosts || !r.needs_even_hosts))
       return {r.algo, ""};
-  return {Algo::kAuto, std::string("no algorithm runs ") + CollKindName(kind) + " of " + std::to_string(bytes) + " bytes"};
+  return {Algo::kAuto,
+          std::string("no algorithm runs ") + CollKindName(kind) + " of " + std::to_string(bytes) + " bytes"};
 }
 
 }  // namespace hoop

@@ -38,9 +38,9 @@ std::vector<std::string> AlgoNames();
 struct ScheduleArgs {
   int rank = 0;
   int size = 1;
-  int root = -1;     // rooted collectives
-  size_t count = 0;  // the collective's own count (Communicator::DescCount)
-  const VBlocks* v = nullptr;  // the v-collectives' per-rank layouts
+  int root = -1;                              // rooted collectives
+  size_t count = 0;                           // the collective's own count (Communicator::DescCount)
+  const VBlocks* v = nullptr;                 // the v-collectives' per-rank layouts
   const std::vector<int>* host_of = nullptr;  // each rank's host (an id per distinct host name)
 };
 using ScheduleBuilder = Schedule (*)(const ScheduleArgs& a);

@@ -40,44 +40,64 @@ constexpr size_t kNamedMin = 1, kNamedMax = 0;
 
 const std::vector<AlgoRow>& AlgoTable() {
   static const std::vector<AlgoRow> table = {
-      {CollKind::kAllreduce, Algo::kDoubling, [](const ScheduleArgs& a) { return DoublingAllreduce(a.rank, a.size, a.count); }, 0, kSmall},
+      {CollKind::kAllreduce, Algo::kDoubling,
+       [](const ScheduleArgs& a) { return DoublingAllreduce(a.rank, a.size, a.count); }, 0, kSmall},
       {CollKind::kAllreduce, Algo::kHierarchical,
        [](const ScheduleArgs& a) {
          return a.host_of ? HierarchicalAllreduce(a.rank, *a.host_of, a.count) : RingAllreduce(a.rank, a.size, a.count);
        },
        kSmall + 1, kAll, true},
-      {CollKind::kAllreduce, Algo::kRing, [](const ScheduleArgs& a) { return RingAllreduce(a.rank, a.size, a.count); }, 0, kAll},
-      {CollKind::kAllreduce, Algo::kTree, [](const ScheduleArgs& a) { return TreeAllreduce(a.rank, a.size, a.count); }, kNamedMin, kNamedMax},
-      {CollKind::kBroadcast, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialBroadcast(a.rank, a.size, a.root, a.count); }, 0, kSmall},
+      {CollKind::kAllreduce, Algo::kRing, [](const ScheduleArgs& a) { return RingAllreduce(a.rank, a.size, a.count); },
+       0, kAll},
+      {CollKind::kAllreduce, Algo::kTree, [](const ScheduleArgs& a) { return TreeAllreduce(a.rank, a.size, a.count); },
+       kNamedMin, kNamedMax},
+      {CollKind::kBroadcast, Algo::kBinomial,
+       [](const ScheduleArgs& a) { return BinomialBroadcast(a.rank, a.size, a.root, a.count); }, 0, kSmall},
       {CollKind::kBroadcast, Algo::kHierarchical,
        [](const ScheduleArgs& a) {
-         return a.host_of ? HierarchicalBroadcast(a.rank, *a.host_of, a.root, a.count) : ChainBroadcast(a.rank, a.size, a.root, a.count);
+         return a.host_of ? HierarchicalBroadcast(a.rank, *a.host_of, a.root, a.count)
+                          : ChainBroadcast(a.rank, a.size, a.root, a.count);
        },
        kSmall + 1, kAll, true},
-      {CollKind::kBroadcast, Algo::kChain, [](const ScheduleArgs& a) { return ChainBroadcast(a.rank, a.size, a.root, a.count); }, 0, kAll},
-      {CollKind::kReduce, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialReduce(a.rank, a.size, a.root, a.count); }, 0, kSmall},
-      {CollKind::kReduce, Algo::kChain, [](const ScheduleArgs& a) { return ChainReduce(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kBroadcast, Algo::kChain,
+       [](const ScheduleArgs& a) { return ChainBroadcast(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kReduce, Algo::kBinomial,
+       [](const ScheduleArgs& a) { return BinomialReduce(a.rank, a.size, a.root, a.count); }, 0, kSmall},
+      {CollKind::kReduce, Algo::kChain,
+       [](const ScheduleArgs& a) { return ChainReduce(a.rank, a.size, a.root, a.count); }, 0, kAll},
       {CollKind::kAllgather, Algo::kHierarchical,
        [](const ScheduleArgs& a) {
          return a.host_of ? HierarchicalAllgather(a.rank, *a.host_of, a.count) : RingAllgather(a.rank, a.size, a.count);
        },
        kSmall + 1, kAll, true},
-      {CollKind::kAllgather, Algo::kRing, [](const ScheduleArgs& a) { return RingAllgather(a.rank, a.size, a.count); }, 0, kAll},
+      {CollKind::kAllgather, Algo::kRing, [](const ScheduleArgs& a) { return RingAllgather(a.rank, a.size, a.count); },
+       0, kAll},
       {CollKind::kReduceScatter, Algo::kHierarchical,
        [](const ScheduleArgs& a) {
-         return a.host_of ? HierarchicalReduceScatter(a.rank, *a.host_of, a.count) : RingReduceScatter(a.rank, a.size, a.count);
+         return a.host_of ? HierarchicalReduceScatter(a.rank, *a.host_of, a.count)
+                          : RingReduceScatter(a.rank, a.size, a.count);
        },
        kSmall + 1, kAll, true},
-      {CollKind::kReduceScatter, Algo::kRing, [](const ScheduleArgs& a) { return RingReduceScatter(a.rank, a.size, a.count); }, 0, kAll},
-      {CollKind::kGather, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialGather(a.rank, a.size, a.root, a.count); }, kNamedMin, kNamedMax},
-      {CollKind::kGather, Algo::kFlat, [](const ScheduleArgs& a) { return FlatGather(a.rank, a.size, a.root, a.count); }, 0, kAll},
-      {CollKind::kScatter, Algo::kBinomial, [](const ScheduleArgs& a) { return BinomialScatter(a.rank, a.size, a.root, a.count); }, kNamedMin, kNamedMax},
-      {CollKind::kScatter, Algo::kFlat, [](const ScheduleArgs& a) { return FlatScatter(a.rank, a.size, a.root, a.count); }, 0, kAll},
-      {CollKind::kAllgatherv, Algo::kRing, [](const ScheduleArgs& a) { return RingAllgatherv(a.rank, a.size, a.v->recv); }, 0, kAll},
-      {CollKind::kReduceScatterv, Algo::kRing, [](const ScheduleArgs& a) { return RingReduceScatterv(a.rank, a.size, a.v->recv); }, 0, kAll},
-      {CollKind::kAlltoallv, Algo::kPairwise, [](const ScheduleArgs& a) { return PairwiseAlltoallv(a.rank, a.size, a.v->send, a.v->recv); }, 0, kAll},
-      {CollKind::kAlltoall, Algo::kPairwise, [](const ScheduleArgs& a) { return PairwiseAlltoall(a.rank, a.size, a.count); }, 0, kAll},
-      {CollKind::kBarrier, Algo::kDissemination, [](const ScheduleArgs& a) { return DisseminationBarrier(a.rank, a.size); }, 0, kAll},
+      {CollKind::kReduceScatter, Algo::kRing,
+       [](const ScheduleArgs& a) { return RingReduceScatter(a.rank, a.size, a.count); }, 0, kAll},
+      {CollKind::kGather, Algo::kBinomial,
+       [](const ScheduleArgs& a) { return BinomialGather(a.rank, a.size, a.root, a.count); }, kNamedMin, kNamedMax},
+      {CollKind::kGather, Algo::kFlat,
+       [](const ScheduleArgs& a) { return FlatGather(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kScatter, Algo::kBinomial,
+       [](const ScheduleArgs& a) { return BinomialScatter(a.rank, a.size, a.root, a.count); }, kNamedMin, kNamedMax},
+      {CollKind::kScatter, Algo::kFlat,
+       [](const ScheduleArgs& a) { return FlatScatter(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kAllgatherv, Algo::kRing,
+       [](const ScheduleArgs& a) { return RingAllgatherv(a.rank, a.size, a.v->recv); }, 0, kAll},
+      {CollKind::kReduceScatterv, Algo::kRing,
+       [](const ScheduleArgs& a) { return RingReduceScatterv(a.rank, a.size, a.v->recv); }, 0, kAll},
+      {CollKind::kAlltoallv, Algo::kPairwise,
+       [](const ScheduleArgs& a) { return PairwiseAlltoallv(a.rank, a.size, a.v->send, a.v->recv); }, 0, kAll},
+      {CollKind::kAlltoall, Algo::kPairwise,
+       [](const ScheduleArgs& a) { return PairwiseAlltoall(a.rank, a.size, a.count); }, 0, kAll},
+      {CollKind::kBarrier, Algo::kDissemination,
+       [](const ScheduleArgs& a) { return DisseminationBarrier(a.rank, a.size); }, 0, kAll},
   };
   return table;
 }

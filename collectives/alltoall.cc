@@ -25,7 +25,8 @@ Status Communicator::RunAlltoall(const Op& op, uint32_t seq) {
     HOOP_RETURN_IF_ERROR(Place(in.data, op.in.data, bytes));
   }
   const size_t own = static_cast<size_t>(opts_.rank) * block * esize;
-  HOOP_RETURN_IF_ERROR(Place(static_cast<char*>(op.out.data) + own, static_cast<const char*>(in.data) + own, block * esize));
+  HOOP_RETURN_IF_ERROR(
+      Place(static_cast<char*>(op.out.data) + own, static_cast<const char*>(in.data) + own, block * esize));
   if (opts_.size == 1) return Status::Ok();
   return RunSchedule(op, algo, block, in, op.out, seq);
 }

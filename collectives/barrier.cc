@@ -36,9 +36,9 @@ Status Communicator::RunBarrier(const Op& op, uint32_t seq) {
     const PlanKey key{op.kind, algo, op.root, 0, ChunkElems(1)};
     if (!plans_.Contains(key)) {
       (void)plans_.Get(key);  // remembered as seen; the executor's plan for the same call
-      HOOP_LOG(kDebug, Describe(op, seq, algo) << ": new call shape: " << AlgoName(algo) << " in " << rounds
-                                               << " blocking exchange(s) of 0 B on this thread (barrier.cc), over "
-                                               << transport_->Label());
+      HOOP_LOG(kDebug, Describe(op, seq, algo)
+                           << ": new call shape: " << AlgoName(algo) << " in " << rounds
+                           << " blocking exchange(s) of 0 B on this thread (barrier.cc), over " << transport_->Label());
     }
   }
   for (int j = 0; j < rounds; ++j) {

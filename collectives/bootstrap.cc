@@ -9,7 +9,7 @@ Job::~Job() {
   auto* files = dynamic_cast<FileStore*>(store.get());
   if (!files || !comm) return;
   const bool clean = comm->healthy();
-  comm.reset();  // closes this rank's connections first
+  comm.reset();        // closes this rank's connections first
   if (!clean) return;  // a failed job's entries stay: its stall reports are there
   auto open = files->Add("hoop/open", -1);
   if (open.ok() && *open == 0) files->RemoveAll();
@@ -43,8 +43,9 @@ StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
   Deadline deadline = Deadline::After(cfg.timeout);
   if (cfg.store.empty()) {
     if (cfg.size != 1)
-      return InvalidArgument(ctx + ": HOOP_STORE is not set (start the job with hooprun, or set "
-                                   "HOOP_STORE=tcp://HOST:PORT or file:///DIR)");
+      return InvalidArgument(ctx +
+                             ": HOOP_STORE is not set (start the job with hooprun, or set "
+                             "HOOP_STORE=tcp://HOST:PORT or file:///DIR)");
     job->store = std::make_unique<MemoryStore>();
   } else {
     // Rank 0 serves a tcp:// store itself, as under mpirun, Slurm and torchrun: a job started by
@@ -56,7 +57,8 @@ StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
       auto server = TcpStoreServer::Start(hp.host, hp.port, cfg.token);
       // Taken already: by this process's earlier communicator, whose server this one then shares
       // (the token check below tells), or by a stranger (and then the error says both).
-      if (server.ok()) job->server = std::move(server).value();
+      if (server.ok())
+        job->server = std::move(server).value();
       else if (!OpenStore(cfg.store, cfg.token, Deadline::After(std::chrono::seconds(2))).ok())
         return server.status().WithContext(ctx + ": serving the store at " + cfg.store);
     }

@@ -55,7 +55,8 @@ hoop_status_t BadArg(const std::string& what) { return Report(hoop::InvalidArgum
 hoop_status_t CheckComm(hoop_comm_t comm, const char* fn) {
   if (hoop_status_t bad = CheckLive(comm, fn)) return bad;
   if (comm->fusion_active.load())
-    return BadArg(std::string(fn) + ": a tensor fusion runtime drives this communicator; submit through it "
+    return BadArg(std::string(fn) +
+                  ": a tensor fusion runtime drives this communicator; submit through it "
                   "(hoop_fusion_*), or stop it first");
   return HOOP_SUCCESS;
 }
@@ -63,7 +64,8 @@ hoop_status_t CheckComm(hoop_comm_t comm, const char* fn) {
 // The C enums are the C++ ones' values, cast straight across.
 static_assert(HOOP_U8 == static_cast<int>(hoop::DType::kU8) && HOOP_F64 == static_cast<int>(hoop::DType::kF64) &&
               HOOP_I8 == static_cast<int>(hoop::DType::kI8) && HOOP_BOOL == static_cast<int>(hoop::DType::kBool));
-static_assert(HOOP_PROD == static_cast<int>(hoop::ReduceOp::kProd) && HOOP_BAND == static_cast<int>(hoop::ReduceOp::kBand) &&
+static_assert(HOOP_PROD == static_cast<int>(hoop::ReduceOp::kProd) &&
+              HOOP_BAND == static_cast<int>(hoop::ReduceOp::kBand) &&
               HOOP_BXOR == static_cast<int>(hoop::ReduceOp::kBxor));
 bool ValidDType(const hoop_dtype_t& d) { return RawEnum(d) >= HOOP_U8 && RawEnum(d) <= HOOP_BOOL; }
 bool ValidOp(const hoop_op_t& o) { return RawEnum(o) >= HOOP_SUM && RawEnum(o) <= HOOP_BXOR; }
@@ -129,8 +131,8 @@ hoop::Buffer Buf(const void* p, size_t count, hoop_dtype_t d) {
 
 // A v-collective's counts and displacements, copied from the caller's arrays (one entry per
 // rank; displs NULL: back to back), and the extent they need of their buffer in *extent.
-hoop_status_t ReadBlocks(hoop_comm_t comm, const char* fn, const char* what, const size_t* counts,
-                         const size_t* displs, bool need_displs, hoop::Blocks* out, size_t* extent) {
+hoop_status_t ReadBlocks(hoop_comm_t comm, const char* fn, const char* what, const size_t* counts, const size_t* displs,
+                         bool need_displs, hoop::Blocks* out, size_t* extent) {
   if (!counts) return BadArg(Rank(comm) + fn + ": " + what + "counts is NULL");
   if (need_displs && !displs) return BadArg(Rank(comm) + fn + ": " + what + "displs is NULL");
   const size_t n = static_cast<size_t>((*comm)->size());
@@ -169,10 +171,12 @@ hoop_status_t PostAllreduce(hoop_comm_t comm, const char* fn, const void* sendbu
     const int c = RawEnum(opts->compression);
     if (c < HOOP_COMPRESSION_DEFAULT || c > HOOP_COMPRESSION_AUTO)
       return BadArg(Rank(comm) + fn + ": unknown compression " + std::to_string(c));
-    if (opts->compression != HOOP_COMPRESSION_DEFAULT) o.compression = static_cast<hoop::Compression>(opts->compression);
+    if (opts->compression != HOOP_COMPRESSION_DEFAULT)
+      o.compression = static_cast<hoop::Compression>(opts->compression);
     o.residual = opts->residual;
   }
-  *work = (*comm)->Allreduce(Buf(sendbuf, count, dtype), Buf(recvbuf, count, dtype), static_cast<hoop::ReduceOp>(op), o);
+  *work =
+      (*comm)->Allreduce(Buf(sendbuf, count, dtype), Buf(recvbuf, count, dtype), static_cast<hoop::ReduceOp>(op), o);
   return HOOP_SUCCESS;
 }
 
@@ -192,13 +196,12 @@ hoop_status_t PostAllgather(hoop_comm_t comm, const char* fn, const void* sendbu
   if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   size_t total = 0;
   if (hoop_status_t bad = TimesSize(comm, fn, sendcount, &total)) return bad;
-  *work = (*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, total, dtype),
-                             mode.Options());
+  *work = (*comm)->Allgather(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, total, dtype), mode.Options());
   return HOOP_SUCCESS;
 }
 
-hoop_status_t PostReduceScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
-                                size_t recvcount, hoop_dtype_t dtype, hoop_op_t op, Mode mode, hoop::Work* work) {
+hoop_status_t PostReduceScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t recvcount,
+                                hoop_dtype_t dtype, hoop_op_t op, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDTypeOp(comm, fn, dtype, op)) return bad;
   size_t total = 0;
@@ -251,14 +254,13 @@ hoop_status_t PostScatter(hoop_comm_t comm, const char* fn, const void* sendbuf,
   return HOOP_SUCCESS;
 }
 
-hoop_status_t PostAlltoall(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
-                           size_t count_per_rank, hoop_dtype_t dtype, Mode mode, hoop::Work* work) {
+hoop_status_t PostAlltoall(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count_per_rank,
+                           hoop_dtype_t dtype, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckComm(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   size_t total = 0;
   if (hoop_status_t bad = TimesSize(comm, fn, count_per_rank, &total)) return bad;
-  *work = (*comm)->Alltoall(Buf(sendbuf, total, dtype), Buf(recvbuf, total, dtype),
-                            mode.Options());
+  *work = (*comm)->Alltoall(Buf(sendbuf, total, dtype), Buf(recvbuf, total, dtype), mode.Options());
   return HOOP_SUCCESS;
 }
 
@@ -270,8 +272,8 @@ hoop_status_t PostAllgatherv(hoop_comm_t comm, const char* fn, const void* sendb
   hoop::Blocks b;
   size_t extent = 0;
   if (hoop_status_t bad = ReadBlocks(comm, fn, "recv", recvcounts, displs, true, &b, &extent)) return bad;
-  *work = (*comm)->Allgatherv(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, extent, dtype), std::move(b),
-                              mode.Options());
+  *work =
+      (*comm)->Allgatherv(Buf(sendbuf, sendcount, dtype), Buf(recvbuf, extent, dtype), std::move(b), mode.Options());
   return HOOP_SUCCESS;
 }
 
@@ -313,8 +315,8 @@ hoop_status_t PostSend(hoop_comm_t comm, const char* fn, const void* buf, size_t
   return HOOP_SUCCESS;
 }
 
-hoop_status_t PostRecv(hoop_comm_t comm, const char* fn, void* buf, size_t count, hoop_dtype_t dtype, int peer,
-                       int tag, std::shared_ptr<hoop::RecvInfo> info, Mode mode, hoop::Work* work) {
+hoop_status_t PostRecv(hoop_comm_t comm, const char* fn, void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
+                       std::shared_ptr<hoop::RecvInfo> info, Mode mode, hoop::Work* work) {
   if (hoop_status_t bad = CheckLive(comm, fn)) return bad;
   if (hoop_status_t bad = CheckDType(comm, fn, dtype)) return bad;
   *work = (*comm)->Recv(Buf(buf, count, dtype), peer, tag, std::move(info), mode.Options());
@@ -410,12 +412,12 @@ hoop_status_t hoop_get_version(int* version) {
   return HOOP_SUCCESS;
 }
 
-#define HOOP_GETTER(name, expr)                                            \
-  hoop_status_t hoop_##name(hoop_comm_t comm, int* out) {                  \
-    if (hoop_status_t bad = CheckLive(comm, "hoop_" #name)) return bad;    \
-    if (!out) return BadArg("hoop_" #name ": NULL argument");              \
+#define HOOP_GETTER(name, expr)                                         \
+  hoop_status_t hoop_##name(hoop_comm_t comm, int* out) {               \
+    if (hoop_status_t bad = CheckLive(comm, "hoop_" #name)) return bad; \
+    if (!out) return BadArg("hoop_" #name ": NULL argument");           \
     *out = (*comm)->expr();                                             \
-    return HOOP_SUCCESS;                                                   \
+    return HOOP_SUCCESS;                                                \
   }
 HOOP_GETTER(rank, rank)
 HOOP_GETTER(size, size)
@@ -437,19 +439,20 @@ hoop_status_t hoop_locality(hoop_comm_t comm, char* buf, size_t cap, size_t* nee
   const std::string j = hoop::LocalityJson((*comm)->rank(), (*comm)->local_rank(), (*comm)->local_size());
   if (needed) *needed = j.size() + 1;
   if (!buf || cap < j.size() + 1)
-    return BadArg("rank " + std::to_string((*comm)->rank()) + ": hoop_locality: the text needs " + std::to_string(j.size() + 1) +
-                  " bytes, cap is " + std::to_string(cap) + (buf ? "" : " (buf is NULL)"));
+    return BadArg("rank " + std::to_string((*comm)->rank()) + ": hoop_locality: the text needs " +
+                  std::to_string(j.size() + 1) + " bytes, cap is " + std::to_string(cap) +
+                  (buf ? "" : " (buf is NULL)"));
   std::memcpy(buf, j.c_str(), j.size() + 1);
   return HOOP_SUCCESS;
 }
 
-hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                             hoop_dtype_t dtype, hoop_op_t op) {
+hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                             hoop_op_t op) {
   return hoop_allreduce_ex(comm, sendbuf, recvbuf, count, dtype, op, nullptr);
 }
 
-hoop_status_t hoop_allreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                                hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts) {
+hoop_status_t hoop_allreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                                hoop_op_t op, const hoop_allreduce_opts_t* opts) {
   return Blocking("hoop_allreduce", [&](hoop::Work* w) {
     return PostAllreduce(comm, "hoop_allreduce", sendbuf, recvbuf, count, dtype, op, opts, true, w);
   });
@@ -460,8 +463,8 @@ double hoop_compression_error_factor(hoop_compression_t compression, int nranks)
   return hoop::CompressionErrorFactor(static_cast<hoop::Compression>(compression), nranks);
 }
 
-hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                             hoop_dtype_t dtype, int root) {
+hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                             int root) {
   return Blocking("hoop_broadcast", [&](hoop::Work* w) {
     return PostBroadcast(comm, "hoop_broadcast", sendbuf, recvbuf, count, dtype, root, true, w);
   });
@@ -499,8 +502,8 @@ hoop_status_t hoop_gather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, 
   });
 }
 
-hoop_status_t hoop_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
-                           hoop_dtype_t dtype, int root) {
+hoop_status_t hoop_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount, hoop_dtype_t dtype,
+                           int root) {
   return Blocking("hoop_scatter", [&](hoop::Work* w) {
     return PostScatter(comm, "hoop_scatter", sendbuf, recvbuf, recvcount, dtype, root, true, w);
   });

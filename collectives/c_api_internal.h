@@ -31,9 +31,9 @@
 // communicator and connections stay until the last communicator using them is freed.
 struct hoop_comm {
   std::shared_ptr<hoop::Job> job;
-  std::unique_ptr<hoop::Communicator> own;  // a split's or dup's; null: the job's own
+  std::unique_ptr<hoop::Communicator> own;     // a split's or dup's; null: the job's own
   std::shared_ptr<const hoop::Config> config;  // what the job was joined with (fusion settings too)
-  int rank = -1;  // for messages, also once finalized
+  int rank = -1;                               // for messages, also once finalized
   // A tensor fusion runtime drives this communicator: direct collectives are refused meanwhile.
   std::atomic<bool> fusion_active{false};
   hoop::Communicator& get() const { return own ? *own : *job->comm; }
@@ -101,8 +101,8 @@ hoop_status_t PostBroadcast(hoop_comm_t comm, const char* fn, const void* sendbu
                             hoop_dtype_t dtype, int root, Mode mode, hoop::Work* work);
 hoop_status_t PostAllgather(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
                             hoop_dtype_t dtype, Mode mode, hoop::Work* work);
-hoop_status_t PostReduceScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
-                                size_t recvcount, hoop_dtype_t dtype, hoop_op_t op, Mode mode, hoop::Work* work);
+hoop_status_t PostReduceScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t recvcount,
+                                hoop_dtype_t dtype, hoop_op_t op, Mode mode, hoop::Work* work);
 hoop_status_t PostBarrier(hoop_comm_t comm, const char* fn, Mode mode, hoop::Work* work);
 hoop_status_t PostAllgatherv(hoop_comm_t comm, const char* fn, const void* sendbuf, size_t sendcount, void* recvbuf,
                              const size_t* recvcounts, const size_t* displs, hoop_dtype_t dtype, Mode mode,
@@ -119,12 +119,12 @@ hoop_status_t PostGather(hoop_comm_t comm, const char* fn, const void* sendbuf, 
                          hoop_dtype_t dtype, int root, Mode mode, hoop::Work* work);
 hoop_status_t PostScatter(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t recvcount,
                           hoop_dtype_t dtype, int root, Mode mode, hoop::Work* work);
-hoop_status_t PostAlltoall(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf,
-                           size_t count_per_rank, hoop_dtype_t dtype, Mode mode, hoop::Work* work);
+hoop_status_t PostAlltoall(hoop_comm_t comm, const char* fn, const void* sendbuf, void* recvbuf, size_t count_per_rank,
+                           hoop_dtype_t dtype, Mode mode, hoop::Work* work);
 hoop_status_t PostSend(hoop_comm_t comm, const char* fn, const void* buf, size_t count, hoop_dtype_t dtype, int peer,
                        int tag, Mode mode, hoop::Work* work);
-hoop_status_t PostRecv(hoop_comm_t comm, const char* fn, void* buf, size_t count, hoop_dtype_t dtype, int peer,
-                       int tag, std::shared_ptr<hoop::RecvInfo> info, Mode mode, hoop::Work* work);
+hoop_status_t PostRecv(hoop_comm_t comm, const char* fn, void* buf, size_t count, hoop_dtype_t dtype, int peer, int tag,
+                       std::shared_ptr<hoop::RecvInfo> info, Mode mode, hoop::Work* work);
 // The C form of a receive's result.
 void CopyInfo(const hoop::RecvInfo& from, hoop_recv_info_t* to);
 

@@ -92,9 +92,8 @@ hoop_status_t hoop_iallreduce(hoop_comm_t comm, const void* sendbuf, void* recvb
   });
 }
 
-hoop_status_t hoop_iallreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                                 hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts,
-                                 hoop_request_t* request) {
+hoop_status_t hoop_iallreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                                 hoop_op_t op, const hoop_allreduce_opts_t* opts, hoop_request_t* request) {
   return Nonblocking(comm, "hoop_iallreduce_ex", request, [&](hoop::Work* w) {
     return hoop::capi::PostAllreduce(comm, "hoop_iallreduce_ex", sendbuf, recvbuf, count, dtype, op, opts, false, w);
   });
@@ -141,8 +140,8 @@ hoop_status_t hoop_igather(hoop_comm_t comm, const void* sendbuf, void* recvbuf,
   });
 }
 
-hoop_status_t hoop_iscatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
-                            hoop_dtype_t dtype, int root, hoop_request_t* request) {
+hoop_status_t hoop_iscatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount, hoop_dtype_t dtype,
+                            int root, hoop_request_t* request) {
   return Nonblocking(comm, "hoop_iscatter", request, [&](hoop::Work* w) {
     return hoop::capi::PostScatter(comm, "hoop_iscatter", sendbuf, recvbuf, recvcount, dtype, root, false, w);
   });
@@ -167,7 +166,8 @@ hoop_status_t hoop_iallgatherv(hoop_comm_t comm, const void* sendbuf, size_t sen
 hoop_status_t hoop_ireduce_scatterv(hoop_comm_t comm, const void* sendbuf, void* recvbuf, const size_t* recvcounts,
                                     hoop_dtype_t dtype, hoop_op_t op, hoop_request_t* request) {
   return Nonblocking(comm, "hoop_ireduce_scatterv", request, [&](hoop::Work* w) {
-    return hoop::capi::PostReduceScatterv(comm, "hoop_ireduce_scatterv", sendbuf, recvbuf, recvcounts, dtype, op, false, w);
+    return hoop::capi::PostReduceScatterv(comm, "hoop_ireduce_scatterv", sendbuf, recvbuf, recvcounts, dtype, op, false,
+                                          w);
   });
 }
 
@@ -257,7 +257,9 @@ hoop_status_t hoop_irecv(hoop_comm_t comm, void* buf, size_t count, hoop_dtype_t
   auto got = info ? std::make_shared<hoop::RecvInfo>() : nullptr;
   return Nonblocking(
       comm, "hoop_irecv", request,
-      [&](hoop::Work* w) { return hoop::capi::PostRecv(comm, "hoop_irecv", buf, count, dtype, peer, tag, got, false, w); },
+      [&](hoop::Work* w) {
+        return hoop::capi::PostRecv(comm, "hoop_irecv", buf, count, dtype, peer, tag, got, false, w);
+      },
       got, info);
 }
 

@@ -62,8 +62,8 @@ hoop_status_t hoop_barrier_stream(hoop_comm_t comm, void* cuda_stream) {
   });
 }
 
-hoop_status_t hoop_reduce_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                                 hoop_dtype_t dtype, hoop_op_t op, int root, void* cuda_stream) {
+hoop_status_t hoop_reduce_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                                 hoop_op_t op, int root, void* cuda_stream) {
   return OnStream("hoop_reduce_stream", [&](hoop::Work* w) {
     return hoop::capi::PostReduce(comm, "hoop_reduce_stream", sendbuf, recvbuf, count, dtype, op, root,
                                   Mode::OnStream(cuda_stream), w);

@@ -82,10 +82,10 @@ struct CommOptions {
   std::string transport;  // empty: first registered back end that can reach every peer
   std::chrono::milliseconds timeout{300000};
   Algo algo = Algo::kAuto;  // default when a call says auto
-  size_t chunk_bytes = 0;  // 0: the transport's preferred chunk
+  size_t chunk_bytes = 0;   // 0: the transport's preferred chunk
   size_t window = 8;
   Compression compression = Compression::kNone;  // default for allreduce calls (HOOP_COMPRESSION)
-  size_t unexpected_bytes = 64u << 20;  // point-to-point messages held unreceived (HOOP_UNEXPECTED_BYTES)
+  size_t unexpected_bytes = 64u << 20;           // point-to-point messages held unreceived (HOOP_UNEXPECTED_BYTES)
   // Tests only: what is done to a "stream" (StreamOrder's seam). Set, calls on a stream need no
   // CUDA device, so their ordering is tested on a fake stream with host buffers.
   const StreamOps* stream_ops = nullptr;
@@ -244,8 +244,8 @@ class Communicator {
     std::optional<Compression> compression;
     void* residual = nullptr;
     std::shared_ptr<const VBlocks> v;  // the v-collectives' layouts
-    bool abort = false;  // Abort(): poisons and tells peers, runs nothing
-    std::shared_ptr<P2pCall> p2p;  // a send or receive (kind is then meaningless)
+    bool abort = false;                // Abort(): poisons and tells peers, runs nothing
+    std::shared_ptr<P2pCall> p2p;      // a send or receive (kind is then meaningless)
     std::shared_ptr<Work::State> state;
     std::optional<void*> stream;  // CallOptions::stream
     StreamTicket ticket;          // its place on that stream (seq 0: none), taken when queued
@@ -409,27 +409,27 @@ class Communicator {
   Status ExplainTimeout(const Status& timeout);
 
   CommOptions opts_;
-  Store* store_;  // the job's store, for stall reports; outlives the communicator
-  uint32_t splits_ = 0;  // splits made from this communicator, which name the new ones
-  std::vector<int> waiting_for_;  // the last operation's peers still awaited when it timed out
-  std::unique_ptr<Mailbox> mailbox_;  // destroyed after the transport that holds its memory
-  Membership membership_;  // the hub: the back end goes with its last communicator
+  Store* store_;                          // the job's store, for stall reports; outlives the communicator
+  uint32_t splits_ = 0;                   // splits made from this communicator, which name the new ones
+  std::vector<int> waiting_for_;          // the last operation's peers still awaited when it timed out
+  std::unique_ptr<Mailbox> mailbox_;      // destroyed after the transport that holds its memory
+  Membership membership_;                 // the hub: the back end goes with its last communicator
   std::unique_ptr<Transport> transport_;  // used only by whoever holds the turn
   StagingPool staging_;
-  PinnedStaging device_staging_;  // host copies of device buffers (RunStaged, RunPipelined)
+  PinnedStaging device_staging_;                   // host copies of device buffers (RunStaged, RunPipelined)
   std::unique_ptr<CudaStageCopies> stage_copies_;  // the staging's streams and events, on one device
-  ReadyEvents ready_events_;  // where plain calls on device memory start (Submit)
-  StreamStaging stream_staging_;  // the same for calls on a CUDA stream (under mu_)
-  mutable ReadableCache readable_;  // host buffers found readable (CheckCall, where CUDA devices are)
-  StreamOrder stream_order_;      // calls on CUDA streams (after the worker, which releases them)
+  ReadyEvents ready_events_;                       // where plain calls on device memory start (Submit)
+  StreamStaging stream_staging_;                   // the same for calls on a CUDA stream (under mu_)
+  mutable ReadableCache readable_;                 // host buffers found readable (CheckCall, where CUDA devices are)
+  StreamOrder stream_order_;                       // calls on CUDA streams (after the worker, which releases them)
   PlanCache plans_;
   bool even_hosts_ = false;  // 2+ hosts, the same 2+ ranks on each: auto may pick hierarchical
   ExecState exec_;
-  std::vector<char> scratch_;  // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's
-  DeviceQueue* direct_ = nullptr;  // inside a device run (RunDirect): its queue
-  std::vector<char> small_buf_;  // the small calls' landing place for a partner's message (SmallStep),
-  Region small_recv_;            // registered with the transport on first use
-  Status direct_error_;            // the first Scratch failure inside one
+  std::vector<char> scratch_;        // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's
+  DeviceQueue* direct_ = nullptr;    // inside a device run (RunDirect): its queue
+  std::vector<char> small_buf_;      // the small calls' landing place for a partner's message (SmallStep),
+  Region small_recv_;                // registered with the transport on first use
+  Status direct_error_;              // the first Scratch failure inside one
   std::optional<double> link_gbps_;  // HOOP_COMPRESSION=auto's measured ring bandwidth
 
   std::mutex mu_;
@@ -441,8 +441,8 @@ class Communicator {
   // queued, the communicator is stopping or failed, so the turn is not to be taken without mu_.
   static constexpr uint32_t kHeld = 1, kBlocked = 2;
   std::atomic<uint32_t> turn_{0};
-  bool p2p_busy_ = false;  // the mailbox has calls in flight: the idle worker drives progress
-  Status poisoned_;  // first failure; guarded by mu_
+  bool p2p_busy_ = false;    // the mailbox has calls in flight: the idle worker drives progress
+  Status poisoned_;          // first failure; guarded by mu_
   uint32_t seq_ = 0;         // operation sequence number; used by whoever holds the turn
   bool told_peers_ = false;  // likewise
   std::thread worker_;

@@ -33,9 +33,9 @@ StatusOr<Compression> Communicator::WireFor(const Op& op) {
   if (!link_gbps_) {
     HOOP_ASSIGN_OR_RETURN(double gbps, ProbeLinkGBps());
     link_gbps_ = gbps;
-    HOOP_LOG(kInfo, "HOOP_COMPRESSION=auto: the ring measured " << gbps << " GB/s bus bandwidth: allreduces of f32/f64 "
-                                                                << (gbps < kAutoSlowLinkGBps ? "from 1 MiB up travel in fp16"
-                                                                                             : "travel uncompressed"));
+    HOOP_LOG(kInfo, "HOOP_COMPRESSION=auto: the ring measured "
+                        << gbps << " GB/s bus bandwidth: allreduces of f32/f64 "
+                        << (gbps < kAutoSlowLinkGBps ? "from 1 MiB up travel in fp16" : "travel uncompressed"));
   }
   return *link_gbps_ < kAutoSlowLinkGBps ? Compression::kFp16 : Compression::kNone;
 }

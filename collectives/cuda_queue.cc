@@ -176,8 +176,7 @@ class CudaQueue final : public DeviceQueue {
           ClosePeerMappings(ref.pid);
           m = IpcMappings::Process().Open(key, open);
         }
-        if (!m.ok())
-          return m.status().WithContext("mapping process " + std::to_string(ref.pid) + "'s device memory");
+        if (!m.ok()) return m.status().WithContext("mapping process " + std::to_string(ref.pid) + "'s device memory");
         it = maps_.emplace(key, *m).first;
       }
       base = static_cast<const char*>(it->second);
@@ -237,7 +236,7 @@ class CudaQueue final : public DeviceQueue {
   void* const stream_;
   std::mutex mu_;
   uint64_t marks_ = 0, passed_ = 0;
-  bool fresh_ = false;  // work queued since the last mark
+  bool fresh_ = false;                           // work queued since the last mark
   std::deque<std::pair<uint64_t, void*>> live_;  // recorded events not known to have passed
   std::vector<void*> free_;
   std::vector<std::pair<char*, size_t>> scratch_;
@@ -248,7 +247,8 @@ class CudaQueue final : public DeviceQueue {
 StatusOr<std::unique_ptr<DeviceQueue>> MakeCudaQueue(int device) {
   HOOP_ASSIGN_OR_RETURN(int n, CudaDeviceCount());
   if (device < 0 || device >= n)
-    return InvalidArgument("CUDA device " + std::to_string(device) + " is not one of this process's " + std::to_string(n));
+    return InvalidArgument("CUDA device " + std::to_string(device) + " is not one of this process's " +
+                           std::to_string(n));
   HOOP_ASSIGN_OR_RETURN(void* stream, CudaStreamCreate(device));
   return std::unique_ptr<DeviceQueue>(new CudaQueue(device, stream));
 }

@@ -56,7 +56,8 @@ static StagePlan PlanStaging(const Buffer& in, bool uses_in, const Buffer& out, 
 
 Status Communicator::RunStaged(const Op& op, uint32_t seq) {
   const auto ctx = [&](const Status& s) {
-    return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": staging device memory");
+    return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
+                         ": staging device memory");
   };
   const StagePlan plan = PlanStaging(op.in, UsesIn(op), op.out, UsesOut(op));
   // Allreduce, broadcast, allgather and reduce-scatter across ranks, their device buffers on one
@@ -113,7 +114,8 @@ Status Communicator::RunStaged(const Op& op, uint32_t seq) {
 
 Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
   const auto ctx = [&](const Status& s) {
-    return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": staging device memory");
+    return s.WithContext("rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
+                         ": staging device memory");
   };
   HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
   Compression wire = Compression::kNone;
@@ -184,12 +186,12 @@ Status Communicator::RunPipelined(const Op& op, uint32_t seq, int device) {
       const auto us = [](auto d) { return std::chrono::duration<double, std::micro>(d).count(); };
       const PipelinedStaging::Times& t = memory.times();
       HOOP_LOG(kDebug, "rank " << opts_.rank << ": " << CollKindName(op.kind) << " of " << (count * es)
-                                << " B staged piece by piece" << (in_place ? ", in place" : "") << ": "
-                                << memory.copies_in() << " copies in (" << memory.map().in.size()
-                                << " ranges) queued in " << t.queue_in_us << " us, waited " << t.wait_in_us
-                                << " us for them; " << memory.copies_out() << " copies back queued in "
-                                << t.queue_out_us << " us; the run " << us(ran - start) << " us, then "
-                                << us(std::chrono::steady_clock::now() - ran) << " us for the last copies");
+                               << " B staged piece by piece" << (in_place ? ", in place" : "") << ": "
+                               << memory.copies_in() << " copies in (" << memory.map().in.size()
+                               << " ranges) queued in " << t.queue_in_us << " us, waited " << t.wait_in_us
+                               << " us for them; " << memory.copies_out() << " copies back queued in " << t.queue_out_us
+                               << " us; the run " << us(ran - start) << " us, then "
+                               << us(std::chrono::steady_clock::now() - ran) << " us for the last copies");
     }
     if (!run.ok()) return run;
     return copies.ok() ? copies : ctx(copies);
@@ -229,11 +231,13 @@ StatusOr<StreamTicket> Communicator::EnterStream(Op& op) {
   const Buffer dev_out = op.out;
   // Before the hold: the device input into the slot.
   Status c;
-  if (plan.out_dev && plan.inside) c = CopyMem(slot->out, MemKind::kCudaPinned, op.out.data, MemKind::kCuda, plan.out_bytes, stream);
+  if (plan.out_dev && plan.inside)
+    c = CopyMem(slot->out, MemKind::kCudaPinned, op.out.data, MemKind::kCuda, plan.out_bytes, stream);
   if (c.ok() && in_need > 0) c = CopyMem(slot->in, MemKind::kCudaPinned, op.in.data, MemKind::kCuda, in_need, stream);
   auto t = c.ok() ? stream_order_.Enter(stream) : StatusOr<StreamTicket>(c);
   // After it: the host output back to the device.
-  if (t.ok() && plan.out_dev) c = CopyMem(dev_out.data, MemKind::kCuda, slot->out, MemKind::kCudaPinned, plan.out_bytes, stream);
+  if (t.ok() && plan.out_dev)
+    c = CopyMem(dev_out.data, MemKind::kCuda, slot->out, MemKind::kCudaPinned, plan.out_bytes, stream);
   stream_staging_.Give(slot, stream);
   if (!t.ok()) return t.status();
   // A copy back that could not be queued: the call still goes to the worker, which releases its

@@ -33,8 +33,8 @@ Status Communicator::CheckCall(const Op& op) const {
     if ((b == &op.out ? out_used : in_used) && b->kind == MemKind::kCuda && !opts_.device_access) {
       auto devices = CudaDeviceCount();
       if (!devices.ok())
-        return Status(devices.status().code(), "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": " +
-                                                   (b == &op.in ? "input" : "output") +
+        return Status(devices.status().code(), "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
+                                                   ": " + (b == &op.in ? "input" : "output") +
                                                    " is CUDA device memory, but: " + devices.status().message());
     }
   }
@@ -48,7 +48,8 @@ Status Communicator::CheckCall(const Op& op) const {
     return Status(Code::kUnimplemented, "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) +
                                             ": a residual (error feedback) in CUDA device memory is not supported yet");
   auto need_data = [&](const Buffer& b, const char* which) -> Status {
-    if (b.count > 0 && b.data == nullptr) return bad(std::string(which) + " is null with count " + std::to_string(b.count));
+    if (b.count > 0 && b.data == nullptr)
+      return bad(std::string(which) + " is null with count " + std::to_string(b.count));
     return Status::Ok();
   };
   // Sizes first: every product below must be known not to wrap before it is compared.
@@ -56,10 +57,12 @@ Status Communicator::CheckCall(const Op& op) const {
   for (const Buffer* b : {&op.in, &op.out}) {
     if (!(b == &op.in ? in_used : out_used)) continue;
     const char* which = b == &op.in ? "input" : "output";
-    if (std::string why = ExtentProblem(b->data, b->count, b->dtype); !why.empty()) return bad(std::string(which) + " " + why);
+    if (std::string why = ExtentProblem(b->data, b->count, b->dtype); !why.empty())
+      return bad(std::string(which) + " " + why);
     if (b->count * DTypeSize(b->dtype) > max_bytes)
-      return bad(std::string(which) + " count " + std::to_string(b->count) + " x " + DTypeName(b->dtype) + " is more than the " +
-                 std::to_string(max_bytes) + " bytes one call can address (2^24 chunks of HOOP_CHUNK_BYTES)");
+      return bad(std::string(which) + " count " + std::to_string(b->count) + " x " + DTypeName(b->dtype) +
+                 " is more than the " + std::to_string(max_bytes) +
+                 " bytes one call can address (2^24 chunks of HOOP_CHUNK_BYTES)");
   }
   // "Host" memory that is another process's device memory: refused, not crashed on.
   for (const Buffer* b : {&op.in, &op.out})
@@ -74,7 +77,8 @@ Status Communicator::CheckCall(const Op& op) const {
   switch (op.kind) {
     case CollKind::kAllreduce: {
       if (op.in.count != op.out.count)
-        return bad("input count " + std::to_string(op.in.count) + " differs from output count " + std::to_string(op.out.count));
+        return bad("input count " + std::to_string(op.in.count) + " differs from output count " +
+                   std::to_string(op.out.count));
       const Compression c = op.compression.value_or(Compression::kNone);
       if (c == Compression::kFp16 || c == Compression::kBf16) {
         if (!Compressible(op.out.dtype, op.op))
@@ -98,29 +102,31 @@ Status Communicator::CheckCall(const Op& op) const {
       break;
     case CollKind::kAllgather:
       if (op.out.count != op.in.count * n)
-        return bad("output count " + std::to_string(op.out.count) + " must be size x input count = " +
-                   std::to_string(op.in.count * n));
+        return bad("output count " + std::to_string(op.out.count) +
+                   " must be size x input count = " + std::to_string(op.in.count * n));
       break;
     case CollKind::kReduceScatter:
       if (op.in.count != op.out.count * n)
-        return bad("input count " + std::to_string(op.in.count) + " must be size x output count = " +
-                   std::to_string(op.out.count * n));
+        return bad("input count " + std::to_string(op.in.count) +
+                   " must be size x output count = " + std::to_string(op.out.count * n));
       break;
     case CollKind::kGather:
       if (op.root == opts_.rank && op.out.count != op.in.count * n)
-        return bad("root's output count " + std::to_string(op.out.count) + " must be size x input count = " +
-                   std::to_string(op.in.count * n));
+        return bad("root's output count " + std::to_string(op.out.count) +
+                   " must be size x input count = " + std::to_string(op.in.count * n));
       break;
     case CollKind::kScatter:
       if (op.root == opts_.rank && op.in.count != op.out.count * n)
-        return bad("root's input count " + std::to_string(op.in.count) + " must be size x output count = " +
-                   std::to_string(op.out.count * n));
+        return bad("root's input count " + std::to_string(op.in.count) +
+                   " must be size x output count = " + std::to_string(op.out.count * n));
       break;
     case CollKind::kAlltoall:
       if (op.in.count != op.out.count)
-        return bad("input count " + std::to_string(op.in.count) + " differs from output count " + std::to_string(op.out.count));
+        return bad("input count " + std::to_string(op.in.count) + " differs from output count " +
+                   std::to_string(op.out.count));
       if (op.in.count % n != 0)
-        return bad("count " + std::to_string(op.in.count) + " is not a multiple of the " + std::to_string(n) + " ranks");
+        return bad("count " + std::to_string(op.in.count) + " is not a multiple of the " + std::to_string(n) +
+                   " ranks");
       break;
     case CollKind::kAllgatherv:
     case CollKind::kReduceScatterv:
@@ -154,7 +160,8 @@ Buffer Communicator::Scratch(size_t count, DType dtype) {
   if (direct_) {
     auto p = direct_->Scratch(kScratchWork, bytes);
     if (p.ok()) return Buffer{*p, count, dtype, MemKind::kCuda};
-    if (direct_error_.ok()) direct_error_ = p.status().WithContext("rank " + std::to_string(opts_.rank) + ": a device working copy");
+    if (direct_error_.ok())
+      direct_error_ = p.status().WithContext("rank " + std::to_string(opts_.rank) + ": a device working copy");
     return Buffer{nullptr, 0, dtype, MemKind::kCuda};  // the schedule refuses to run (RunSchedule)
   }
   // Offset from the allocation's start: large allocations (this one and the caller's) begin at

@@ -63,8 +63,15 @@ namespace {
 class Run {
  public:
   Run(Transport& t, StagingPool& pool, ExecState& st, const ExecArgs& a)
-      : t_(t), pool_(&pool), s_(st), a_(a), plan_(*a.plan), units_(plan_.units), steps_(plan_.schedule.steps),
-        esize_(DTypeSize(a.dtype)), aliased_(Overlap(a.in, a.out)) {}
+      : t_(t),
+        pool_(&pool),
+        s_(st),
+        a_(a),
+        plan_(*a.plan),
+        units_(plan_.units),
+        steps_(plan_.schedule.steps),
+        esize_(DTypeSize(a.dtype)),
+        aliased_(Overlap(a.in, a.out)) {}
 
   Status Go() {
     const size_t n = units_.size();
@@ -83,7 +90,8 @@ class Run {
     if (q_ && (a_.compression != Compression::kNone || a_.memory))
       return Internal(a_.what() + ": a device run with compression or a memory seam");
     if (reduces && q_) {
-      if (!q_->CanReduce(a_.dtype, a_.op)) return Unimplemented(a_.what() + ": no device reduction kernel for this data");
+      if (!q_->CanReduce(a_.dtype, a_.op))
+        return Unimplemented(a_.what() + ": no device reduction kernel for this data");
     } else if (reduces) {
       reduce_ = LookupReduce(a_.dtype, a_.op, a_.in.kind);
       if (!reduce_) return Unimplemented(a_.what() + ": no reduction kernel for this memory");
@@ -236,8 +244,10 @@ class Run {
     const Step& st = StepOf(u);
     if (s_.slot[u] >= 0) {  // staged: the unit's data waits in a staging chunk
       size_t slot = static_cast<size_t>(s_.slot[u]);
-      if (wire_) LandWire(u, static_cast<const char*>(pool_->region(slot).base));
-      else Land(u, 0, pool_->region(slot).base, un.count * esize_);
+      if (wire_)
+        LandWire(u, static_cast<const char*>(pool_->region(slot).base));
+      else
+        Land(u, 0, pool_->region(slot).base, un.count * esize_);
       pool_->Release(slot);
       s_.slot[u] = -1;
     }
@@ -265,14 +275,19 @@ class Run {
     const bool sent_on = !st.send_peers.empty() && !st.send_from_in;
     const bool stream = a_.out.bytes >= kStreamingBytes && !sent_on;
     if (st.recv == RecvKind::kReduce) {
-      const char* src = st.accumulate ? out : static_cast<const char*>(a_.in.base) + (st.in_offset + un.offset) * esize_ + off;
+      const char* src =
+          st.accumulate ? out : static_cast<const char*>(a_.in.base) + (st.in_offset + un.offset) * esize_ + off;
       int divisor = st.finalize && a_.op == ReduceOp::kAvg ? a_.nranks : 0;
       const void* left = st.recv_left ? data : src;
       const void* right = st.recv_left ? src : data;
-      if (q_) Queued(q_->Reduce(a_.dtype, a_.op, out, left, right, len / esize_, divisor));
-      else if (stream && stream_) stream_(out, left, right, len / esize_, divisor);
-      else if (stream) ReduceStreaming(reduce_, esize_, out, left, right, len / esize_, divisor);
-      else reduce_(out, left, right, len / esize_, divisor);
+      if (q_)
+        Queued(q_->Reduce(a_.dtype, a_.op, out, left, right, len / esize_, divisor));
+      else if (stream && stream_)
+        stream_(out, left, right, len / esize_, divisor);
+      else if (stream)
+        ReduceStreaming(reduce_, esize_, out, left, right, len / esize_, divisor);
+      else
+        reduce_(out, left, right, len / esize_, divisor);
     } else if (q_) {
       Queued(q_->Copy(out, MemKind::kCuda, data, MemKind::kCuda, len));
     } else if (stream) {
@@ -323,8 +338,10 @@ class Run {
     char* res = residual_ && !st.accumulate ? residual_ + in_at : nullptr;
     const int divisor = st.finalize && a_.op == ReduceOp::kAvg ? a_.nranks : 0;
     wire_->decode_add(out, src, res, w, un.count, inv, divisor);
-    if (sent_on) EncodeSend(u, out, nullptr, res, out, divisor > 1 ? divisor : 1);
-    else if (res) std::memset(res, 0, un.count * esize_);  // nothing of this rank's was rounded
+    if (sent_on)
+      EncodeSend(u, out, nullptr, res, out, divisor > 1 ? divisor : 1);
+    else if (res)
+      std::memset(res, 0, un.count * esize_);  // nothing of this rank's was rounded
   }
 
   // Encodes unit u's data x (+ add) into a send chunk; see WireKernels::encode for res/round.
@@ -338,8 +355,8 @@ class Run {
     char* base = static_cast<char*>(s_.wire_sends.region(*slot).base);
     const WireHeader h{WireScaleExponent(wire_->absmax(x, add, count), a_.dtype), static_cast<uint32_t>(count)};
     std::memcpy(base, &h, sizeof h);
-    wire_->encode(reinterpret_cast<uint16_t*>(base + sizeof h), round, x, add, res, count,
-                  std::ldexp(1.0, h.scale_exp), std::ldexp(1.0, -h.scale_exp), res_mult);
+    wire_->encode(reinterpret_cast<uint16_t*>(base + sizeof h), round, x, add, res, count, std::ldexp(1.0, h.scale_exp),
+                  std::ldexp(1.0, -h.scale_exp), res_mult);
     s_.send_slot[u] = static_cast<int>(*slot);
   }
 
@@ -367,8 +384,10 @@ class Run {
         }
         ep->PostSend(s_.wire_sends.region(static_cast<size_t>(s_.send_slot[u])), 0, MessageBytes(un.count), tag,
                      (u << 1) | 1);
-      } else if (st.send_from_in) ep->PostSend(a_.in, (st.in_offset + un.offset) * esize_, len, tag, (u << 1) | 1);
-      else ep->PostSend(a_.out, (st.out_offset + un.offset) * esize_, len, tag, (u << 1) | 1);
+      } else if (st.send_from_in)
+        ep->PostSend(a_.in, (st.in_offset + un.offset) * esize_, len, tag, (u << 1) | 1);
+      else
+        ep->PostSend(a_.out, (st.out_offset + un.offset) * esize_, len, tag, (u << 1) | 1);
       ++pending_sends_;
     }
   }
@@ -412,7 +431,7 @@ class Run {
   const size_t esize_;
   const bool aliased_;  // in and out share memory (in place)
   ReduceFn reduce_ = nullptr;
-  ReduceFn stream_ = nullptr;  // the non-temporal variant, where there is one
+  ReduceFn stream_ = nullptr;          // the non-temporal variant, where there is one
   const WireKernels* wire_ = nullptr;  // compression's codec, or null
   char* const residual_ = static_cast<char*>(a_.residual);
   Status error_;  // the first failure inside a completion handler

@@ -116,9 +116,9 @@ struct ExecArgs {
   Region out;
   DType dtype = DType::kF32;
   ReduceOp op = ReduceOp::kSum;
-  int nranks = 1;        // the average's divisor
-  uint32_t seq = 0;      // operation sequence number (same on every rank)
-  uint64_t check = 0;    // operation description both ends must agree on
+  int nranks = 1;      // the average's divisor
+  uint32_t seq = 0;    // operation sequence number (same on every rank)
+  uint64_t check = 0;  // operation description both ends must agree on
   size_t chunk_bytes = 512 * 1024;
   size_t window = 8;
   // kFp16 / kBf16: f32 or f64 data travels encoded (kernels/wire.h); kNone: as it is.

@@ -40,8 +40,9 @@ Status Communicator::RunGather(const Op& op, uint32_t seq) {
   const bool is_root = op.root == opts_.rank;
   const size_t block_bytes = op.in.count * DTypeSize(op.in.dtype);
   const auto place = [this](void* dst, const void* src, size_t bytes) { return Place(dst, src, bytes); };
-  if (is_root) HOOP_RETURN_IF_ERROR(Place(static_cast<char*>(op.out.data) + static_cast<size_t>(opts_.rank) * block_bytes,
-                                          op.in.data, block_bytes));
+  if (is_root)
+    HOOP_RETURN_IF_ERROR(Place(static_cast<char*>(op.out.data) + static_cast<size_t>(opts_.rank) * block_bytes,
+                               op.in.data, block_bytes));
   if (opts_.size == 1) return Status::Ok();
   if (algo == Algo::kBinomial) {
     const int n = opts_.size, q = ((opts_.rank - op.root) % n + n) % n;
@@ -50,7 +51,8 @@ Status Communicator::RunGather(const Op& op, uint32_t seq) {
     HOOP_RETURN_IF_ERROR(Place(rel.data, op.in.data, block_bytes));
     HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.in.count, op.in, rel, seq));
     if (is_root && block_bytes > 0)
-      return Rotate(static_cast<char*>(op.out.data), static_cast<char*>(rel.data), block_bytes, op.root, n, true, place);
+      return Rotate(static_cast<char*>(op.out.data), static_cast<char*>(rel.data), block_bytes, op.root, n, true,
+                    place);
     return Status::Ok();
   }
   // Non-roots write nothing: their schedule only sends from in.
@@ -63,7 +65,8 @@ Status Communicator::RunScatter(const Op& op, uint32_t seq) {
   const size_t block_bytes = op.out.count * DTypeSize(op.out.dtype);
   const auto place = [this](void* dst, const void* src, size_t bytes) { return Place(dst, src, bytes); };
   if (is_root)
-    HOOP_RETURN_IF_ERROR(Place(op.out.data, static_cast<const char*>(op.in.data) + static_cast<size_t>(opts_.rank) * block_bytes,
+    HOOP_RETURN_IF_ERROR(Place(op.out.data,
+                               static_cast<const char*>(op.in.data) + static_cast<size_t>(opts_.rank) * block_bytes,
                                block_bytes));
   if (opts_.size == 1) return Status::Ok();
   if (algo == Algo::kBinomial) {
@@ -71,7 +74,8 @@ Status Communicator::RunScatter(const Op& op, uint32_t seq) {
     if (is_root && op.root == 0) return RunSchedule(op, algo, op.out.count, op.in, op.out, seq);
     Buffer rel = Scratch(static_cast<size_t>(BinomialSpan(q, n)) * op.out.count, op.out.dtype);
     if (is_root && block_bytes > 0)
-      HOOP_RETURN_IF_ERROR(Rotate(static_cast<char*>(op.in.data), static_cast<char*>(rel.data), block_bytes, op.root, n, false, place));
+      HOOP_RETURN_IF_ERROR(
+          Rotate(static_cast<char*>(op.in.data), static_cast<char*>(rel.data), block_bytes, op.root, n, false, place));
     // The root sends from its (rotated) input; the others receive into `rel` and send from it.
     HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.out.count, rel, is_root ? op.out : rel, seq));
     if (!is_root) return Place(op.out.data, rel.data, block_bytes);

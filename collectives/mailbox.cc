@@ -10,8 +10,10 @@
 namespace hoop {
 
 Mailbox::Mailbox(Transport& t, Options o)
-    : t_(t), o_(o),
-      credit_(std::max<uint64_t>(o.unexpected_bytes / static_cast<uint64_t>(std::max(1, o.size - 1)), 4 * kFrameBytes)) {
+    : t_(t),
+      o_(o),
+      credit_(
+          std::max<uint64_t>(o.unexpected_bytes / static_cast<uint64_t>(std::max(1, o.size - 1)), 4 * kFrameBytes)) {
   for (int p = 0; p < o_.size; ++p) {
     peers_.push_back(std::make_unique<PeerState>());
     peers_.back()->credit = credit_;
@@ -28,8 +30,8 @@ uint64_t Mailbox::DataMatch(uint64_t msg, uint64_t piece) const {
 Status Mailbox::Start() {
   static_assert(sizeof(Frame) == kFrameBytes);
   in_mem_ = std::make_unique<char[]>(kFrameBytes * static_cast<size_t>(o_.size));
-  HOOP_ASSIGN_OR_RETURN(in_frames_, t_.RegisterStaging(in_mem_.get(), kFrameBytes * static_cast<size_t>(o_.size),
-                                                        MemKind::kHost));
+  HOOP_ASSIGN_OR_RETURN(in_frames_,
+                        t_.RegisterStaging(in_mem_.get(), kFrameBytes * static_cast<size_t>(o_.size), MemKind::kHost));
   for (int p = 0; p < o_.size; ++p)
     if (p != o_.rank) PostFrameRecv(p);
   return Status::Ok();
@@ -38,7 +40,8 @@ Status Mailbox::Start() {
 void Mailbox::PostFrameRecv(int peer) {
   PeerState& ps = *peers_[static_cast<size_t>(peer)];
   t_.endpoint(peer)->PostRecv(in_frames_, kFrameBytes * static_cast<size_t>(peer), kFrameBytes,
-                              Tag{FrameMatch(ps.next_in), kFrameCheck}, OpId(Kind::kFrameIn, static_cast<uint64_t>(peer)));
+                              Tag{FrameMatch(ps.next_in), kFrameCheck},
+                              OpId(Kind::kFrameIn, static_cast<uint64_t>(peer)));
 }
 
 StatusOr<uint64_t> Mailbox::FrameSlot() {
@@ -81,9 +84,12 @@ void Mailbox::SendFrame(int peer, Frame& f) {
 std::string Mailbox::Describe(const P2pCall& c) const {
   std::ostringstream os;
   os << "rank " << o_.rank << ": " << (c.is_send ? "send to rank " : "receive from ");
-  if (c.is_send) os << c.peer;
-  else if (c.peer == kAnySource) os << "any rank";
-  else os << "rank " << c.peer;
+  if (c.is_send)
+    os << c.peer;
+  else if (c.peer == kAnySource)
+    os << "any rank";
+  else
+    os << "rank " << c.peer;
   os << ", tag " << c.tag << " (" << c.count << " x " << DTypeName(c.dtype) << ")";
   return os.str();
 }
@@ -115,8 +121,10 @@ void Mailbox::Post(std::shared_ptr<P2pCall> call) {
       SendSmall(call->peer, call->tag, call->data, call->count * DTypeSize(call->dtype), call->dtype))
     return Complete(call, Status::Ok());
   if (call->deadline.IsNever()) call->deadline = Deadline::After(o_.timeout);
-  if (call->is_send) PostSend(std::move(call));
-  else PostRecv(std::move(call));
+  if (call->is_send)
+    PostSend(std::move(call));
+  else
+    PostRecv(std::move(call));
 }
 
 bool Mailbox::SendSmall(int peer, int tag, const void* data, uint64_t bytes, DType dtype) {
@@ -382,8 +390,10 @@ bool Mailbox::DeliverInline(int peer, const Frame& f) {
   auto it = std::find_if(posted_.begin(), posted_.end(), [&](const auto& c) { return Matches(*c, peer, f.tag); });
   if (it == posted_.end()) return false;
   auto call = std::move(*it);
-  if (it == posted_.begin()) posted_.pop_front();  // the usual one, without the deque's general erase
-  else posted_.erase(it);
+  if (it == posted_.begin())
+    posted_.pop_front();  // the usual one, without the deque's general erase
+  else
+    posted_.erase(it);
   const DType dtype = f.dtype <= static_cast<uint8_t>(kLastDType) ? static_cast<DType>(f.dtype) : DType::kU8;
   Status s = Refusal(*call, peer, f.bytes, dtype);
   if (call->info) *call->info = RecvInfo{peer, f.tag, f.bytes / DTypeSize(dtype)};
@@ -430,7 +440,8 @@ void Mailbox::ReceivePayload(Arrival& a, char* dest, bool one_piece_buffer) {
   Endpoint* ep = t_.endpoint(a.peer);
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t off = i * a.piece, len = std::min<uint64_t>(a.piece, a.bytes - off);
-    ep->PostRecv(*region, one_piece_buffer ? 0 : off, len, Tag{DataMatch(a.msg, i), kDataCheck}, OpId(Kind::kDataIn, a.id));
+    ep->PostRecv(*region, one_piece_buffer ? 0 : off, len, Tag{DataMatch(a.msg, i), kDataCheck},
+                 OpId(Kind::kDataIn, a.id));
   }
   if (n == 0) Finish(a.id);
 }
@@ -461,7 +472,8 @@ Status Mailbox::Deliver(P2pCall& to, const void* from, DeviceQueue* from_queue, 
     std::memcpy(to.data, from, bytes);
     return Status::Ok();
   }
-  Status s = q->Copy(to.data, to.queue ? MemKind::kCuda : to.kind, from, from_queue ? MemKind::kCuda : MemKind::kHost, bytes);
+  Status s =
+      q->Copy(to.data, to.queue ? MemKind::kCuda : to.kind, from, from_queue ? MemKind::kCuda : MemKind::kHost, bytes);
   if (s.ok()) s = q->Drain();
   return s.ok() ? s : s.WithContext(Describe(to) + ": copying the message into place");
 }

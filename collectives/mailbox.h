@@ -73,9 +73,9 @@ struct P2pCall {
   size_t count = 0;
   DType dtype = DType::kU8;
   MemKind kind = MemKind::kHost;
-  std::shared_ptr<RecvInfo> info;  // a receive's result, written before `complete` (may be null)
+  std::shared_ptr<RecvInfo> info;               // a receive's result, written before `complete` (may be null)
   std::function<void(const Status&)> complete;  // called once
-  Deadline deadline = Deadline::Never();  // set by Post (now + HOOP_TIMEOUT) unless done at once or set before
+  Deadline deadline = Deadline::Never();        // set by Post (now + HOOP_TIMEOUT) unless done at once or set before
   // Where a caller that waits on its own thread keeps the result (Communicator::SendNow):
   // `complete` then only writes these, and needs no state of its own.
   bool done = false;
@@ -177,7 +177,7 @@ class Mailbox : public Leftover {
   // Whether a message held unexpected matches `recv` (PostRecv would take it).
   bool HeldFor(const P2pCall& recv) const;
   void SendToSelf(std::shared_ptr<P2pCall> call);
-  void Launch(int peer);  // starts the waiting sends to `peer` that credit allows
+  void Launch(int peer);               // starts the waiting sends to `peer` that credit allows
   void SendFrame(int peer, Frame& f);  // fills in f.credit
   StatusOr<uint64_t> FrameSlot();
   void PostFrameRecv(int peer);
@@ -197,7 +197,7 @@ class Mailbox : public Leftover {
   // The frame from `peer` has landed in its receive, which the back end posted again for the
   // next frame (`posted_again`, TakeFrame) or completed (the poll's).
   void FrameIn(int peer, bool posted_again);
-  Frame Landed(int peer) const;  // a copy of the frame in `peer`'s landing slot
+  Frame Landed(int peer) const;                // a copy of the frame in `peer`'s landing slot
   void TakeCredit(int peer, uint64_t credit);  // credit a frame returned, and the sends it frees
   // TakeFrame's first half: the frame into its receive (posted again for the next); HandleTaken
   // is the second.
@@ -225,12 +225,12 @@ class Mailbox : public Leftover {
   std::vector<Region> frame_regions_;
   std::vector<uint64_t> free_frames_;
   uint64_t next_id_ = 1;
-  std::unordered_map<uint64_t, std::unique_ptr<Send>> sends_;       // by id: posted, not complete
-  std::map<std::pair<int, uint64_t>, uint64_t> awaiting_cts_;       // (peer, msg) -> send id
+  std::unordered_map<uint64_t, std::unique_ptr<Send>> sends_;        // by id: posted, not complete
+  std::map<std::pair<int, uint64_t>, uint64_t> awaiting_cts_;        // (peer, msg) -> send id
   std::unordered_map<uint64_t, std::unique_ptr<Arrival>> arrivals_;  // by id: messages not delivered
-  std::map<std::pair<int, uint64_t>, uint64_t> rndv_by_msg_;          // (peer, msg) -> arrival id
-  std::list<uint64_t> unexpected_;                   // arrivals no receive matched yet, in order
-  std::deque<std::shared_ptr<P2pCall>> posted_;      // receives no message matched yet, in order
+  std::map<std::pair<int, uint64_t>, uint64_t> rndv_by_msg_;         // (peer, msg) -> arrival id
+  std::list<uint64_t> unexpected_;                                   // arrivals no receive matched yet, in order
+  std::deque<std::shared_ptr<P2pCall>> posted_;                      // receives no message matched yet, in order
   uint64_t self_msg_ = 0;
   uint64_t self_held_ = 0;  // bytes of sends to self held unreceived
   size_t live_ = 0;

@@ -90,9 +90,10 @@ void Mailbox::Expire() {
       continue;
     }
     Status why = s.state == Send::kWaiting
-                     ? DeadlineExceeded(who + ": rank " + std::to_string(s.peer) + " held this rank's unreceived messages "
-                                        "up to HOOP_UNEXPECTED_BYTES / (ranks - 1) = " + std::to_string(credit_) +
-                                        " bytes and received none of them within " + limit())
+                     ? DeadlineExceeded(who + ": rank " + std::to_string(s.peer) +
+                                        " held this rank's unreceived messages "
+                                        "up to HOOP_UNEXPECTED_BYTES / (ranks - 1) = " +
+                                        std::to_string(credit_) + " bytes and received none of them within " + limit())
                      : DeadlineExceeded(who + ": rank " + std::to_string(s.peer) +
                                         " posted no matching receive within " + limit());
     if (s.state == Send::kAwaitingCts) awaiting_cts_.erase({s.peer, s.msg});

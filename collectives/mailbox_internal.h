@@ -55,8 +55,8 @@ struct Mailbox::Arrival {
   uint32_t piece = 0;
   uint64_t cost = 0;  // credit its sender spent on it
   char small[kInlineBytes] = {};
-  std::unique_ptr<char[]> own;  // an unexpected payload, or a refused one's landing piece
-  const char* from = nullptr;   // where the delivered bytes are (small, own, or a send to self)
+  std::unique_ptr<char[]> own;         // an unexpected payload, or a refused one's landing piece
+  const char* from = nullptr;          // where the delivered bytes are (small, own, or a send to self)
   std::shared_ptr<P2pCall> self_send;  // a send to self held by reference
   size_t pieces_left = 0;
   bool posted = false;  // its payload's receives are posted (or it had none to post)
@@ -83,8 +83,8 @@ struct Mailbox::PeerState {
   uint64_t next_in = 0, next_out = 0, next_msg = 0;
   uint64_t credit = 0, owed = 0;
   std::deque<uint64_t> waiting;  // send ids, in post order
-  Status lost;  // the peer is gone
-  bool bye = false;  // the peer freed the communicator: no more frames come from it
+  Status lost;                   // the peer is gone
+  bool bye = false;              // the peer freed the communicator: no more frames come from it
 };
 
 }  // namespace hoop

@@ -31,8 +31,8 @@ Status Communicator::CheckP2p(bool is_send, const Buffer& b, int peer, int tag, 
   // Device memory is staged before the call is posted (at the call on a stream, else by
   // Send/Recv), or moved by the transport itself (DirectP2p: `direct`).
   if (!HostVisible(b.kind) && !((on_stream || direct) && b.kind == MemKind::kCuda))
-    return Status(Code::kUnimplemented, "rank " + std::to_string(opts_.rank) + ": " + call + ": " + MemKindName(b.kind) +
-                                            " memory is not supported yet (host memory only)");
+    return Status(Code::kUnimplemented, "rank " + std::to_string(opts_.rank) + ": " + call + ": " +
+                                            MemKindName(b.kind) + " memory is not supported yet (host memory only)");
   if (b.count > 0 && b.data == nullptr) return bad("buffer is null with count " + std::to_string(b.count));
   if (std::string why = ExtentProblem(b.data, b.count, b.dtype); !why.empty()) return bad("buffer " + why);
   if (!HostReadable(b)) return bad("buffer" + Unreadable(b));
@@ -146,7 +146,8 @@ Status Communicator::RecvNow(const Buffer& out, int peer, int tag, RecvInfo* inf
       return host.status();
     }
     RecvInfo got;
-    HOOP_RETURN_IF_ERROR(RunNow(false, Buffer{(*host)->data(), out.count, out.dtype, MemKind::kHost}, peer, tag, &got, refused));
+    HOOP_RETURN_IF_ERROR(
+        RunNow(false, Buffer{(*host)->data(), out.count, out.dtype, MemKind::kHost}, peer, tag, &got, refused));
     if (info) *info = got;
     return UnstageP2p(out, **host, got.count * DTypeSize(out.dtype));
   }
@@ -293,8 +294,8 @@ void Communicator::RunP2p(const Op& op, bool caller_waits) {
     state->cv.notify_all();
   };
   if (ticket.seq != 0) {
-    const std::string what = "rank " + std::to_string(opts_.rank) + ": " + (call->is_send ? "send" : "receive") +
-                             ": on a CUDA stream";
+    const std::string what =
+        "rank " + std::to_string(opts_.rank) + ": " + (call->is_send ? "send" : "receive") + ": on a CUDA stream";
     Status ready = op.stage_error.ok() ? WaitStreamInput(ticket) : op.stage_error;
     if (!ready.ok()) {
       call->complete(ready.WithContext(what));

@@ -18,7 +18,8 @@ StatusOr<std::shared_ptr<std::vector<char>>> Communicator::StageP2p(bool is_send
   const std::string call = "rank " + std::to_string(opts_.rank) + ": " + (is_send ? "send" : "receive");
   auto devices = CudaDeviceCount();
   if (!devices.ok())
-    return Status(devices.status().code(), call + ": the buffer is CUDA device memory, but: " + devices.status().message());
+    return Status(devices.status().code(),
+                  call + ": the buffer is CUDA device memory, but: " + devices.status().message());
   const size_t esize = DTypeSize(b.dtype);
   // What the host copy would hide: the checks of the buffer itself, worded as for host memory.
   if (esize == 0 || (b.count > 0 && b.data == nullptr) || b.count > (size_t{1} << 40))

@@ -14,7 +14,9 @@ namespace {
 struct AddElapsed {
   double& total;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  ~AddElapsed() { total += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count(); }
+  ~AddElapsed() {
+    total += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  }
 };
 }  // namespace
 
@@ -37,11 +39,14 @@ static void AddWriteNeeds(const Plan& plan, size_t esize, StageMap& m) {
 namespace {
 // The ranges sorted by address, those that touch joined (a side's ranges never overlap).
 std::vector<ByteRange> Joined(std::vector<ByteRange> r) {
-  std::sort(r.begin(), r.end(), [](const ByteRange& a, const ByteRange& b) { return a.out != b.out ? a.out < b.out : a.lo < b.lo; });
+  std::sort(r.begin(), r.end(),
+            [](const ByteRange& a, const ByteRange& b) { return a.out != b.out ? a.out < b.out : a.lo < b.lo; });
   std::vector<ByteRange> j;
   for (const ByteRange& x : r) {
-    if (!j.empty() && j.back().out == x.out && j.back().hi == x.lo) j.back().hi = x.hi;
-    else j.push_back(x);
+    if (!j.empty() && j.back().out == x.out && j.back().hi == x.lo)
+      j.back().hi = x.hi;
+    else
+      j.push_back(x);
   }
   return j;
 }
@@ -64,7 +69,8 @@ Status PipelinedStaging::Begin(const Plan& plan, size_t esize) {
   size_t cap = 0;  // the first batch: one range
   for (size_t i = 0; i < map_.in.size();) {
     size_t j = i + 1, bytes = map_.in[i].hi - map_.in[i].lo;
-    for (; j < map_.in.size() && bytes + (map_.in[j].hi - map_.in[j].lo) <= cap; ++j) bytes += map_.in[j].hi - map_.in[j].lo;
+    for (; j < map_.in.size() && bytes + (map_.in[j].hi - map_.in[j].lo) <= cap; ++j)
+      bytes += map_.in[j].hi - map_.in[j].lo;
     // A side read in place (host memory) copies nothing, but its ranges keep their mark.
     std::vector<ByteRange> copies;
     for (size_t k = i; k < j; ++k) {
@@ -98,8 +104,9 @@ Status PipelinedStaging::QueueAhead(size_t need) {
       const char* from = r.out ? dev_out_ : dev_in_;
       char* to = r.out ? host_out_ : host_in_;
       const bool none = r.hi == r.lo;
-      HOOP_RETURN_IF_ERROR(copies_.QueueIn(none ? nullptr : to + r.lo, none ? nullptr : from + r.lo, r.hi - r.lo,
-                                           k + 1 == batch_at_[marks_in_ + 1])
+      HOOP_RETURN_IF_ERROR(copies_
+                               .QueueIn(none ? nullptr : to + r.lo, none ? nullptr : from + r.lo, r.hi - r.lo,
+                                        k + 1 == batch_at_[marks_in_ + 1])
                                .WithContext("queueing the copy of the device input to host memory"));
       copies_in_ += none ? 0 : 1;
     }
@@ -199,7 +206,8 @@ Status CudaStageCopies::QueueIn(void* host, const void* device, size_t bytes, bo
 
 Status CudaStageCopies::WaitIn(uint32_t k, Deadline deadline) {
   if (k == 0) return Status::Ok();
-  if (k > queued_) return Internal("waiting for copy " + std::to_string(k) + " of " + std::to_string(queued_) + " queued");
+  if (k > queued_)
+    return Internal("waiting for copy " + std::to_string(k) + " of " + std::to_string(queued_) + " queued");
   // Polled, not cudaEventSynchronize: the wait keeps the deadline. The copy engine is far ahead of
   // any wire, so this spins briefly at the start of a call and seldom after.
   for (int polls = 0;; ++polls) {
@@ -207,8 +215,10 @@ Status CudaStageCopies::WaitIn(uint32_t k, Deadline deadline) {
     if (done) return Status::Ok();
     if (deadline.Expired())
       return DeadlineExceeded("the copy of the device input to host memory had not finished by the deadline");
-    if (polls < 1000) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (polls < 1000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 }
 

@@ -87,8 +87,14 @@ class PipelinedStaging final : public ExecMemory {
   static constexpr size_t kAheadBytes = size_t{8} << 20;
   PipelinedStaging(StageCopies& copies, const char* dev_in, char* host_in, char* dev_out, char* host_out,
                    Deadline deadline, size_t stage_bytes = 0, size_t ahead_bytes = kAheadBytes)
-      : copies_(copies), dev_in_(dev_in), host_in_(host_in), dev_out_(dev_out), host_out_(host_out),
-        deadline_(deadline), stage_bytes_(stage_bytes), ahead_bytes_(ahead_bytes) {}
+      : copies_(copies),
+        dev_in_(dev_in),
+        host_in_(host_in),
+        dev_out_(dev_out),
+        host_out_(host_out),
+        deadline_(deadline),
+        stage_bytes_(stage_bytes),
+        ahead_bytes_(ahead_bytes) {}
 
   Status Begin(const Plan& plan, size_t esize) override;
   Status BeforeRead(size_t unit) override;
@@ -160,12 +166,12 @@ class CudaStageCopies final : public StageCopies {
   int caller_device_ = -1;  // the thread's current device before Prepare
   void* in_ = nullptr;      // streams
   void* out_ = nullptr;
-  void* start_ = nullptr;  // event: the caller's earlier work
+  void* start_ = nullptr;     // event: the caller's earlier work
   void* ins_done_ = nullptr;  // event: every copy in, for the out stream to wait on
   std::vector<void*> marks_;  // events: the marks after copies in
   uint32_t queued_ = 0;       // marks
   size_t copies_ = 0;         // copies in
-  bool out_waits_ = false;  // the out stream already waits for every copy in
+  bool out_waits_ = false;    // the out stream already waits for every copy in
 };
 
 }  // namespace hoop

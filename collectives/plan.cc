@@ -61,7 +61,8 @@ const Plan& PlanCache::Get(const PlanKey& key) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   if (plans_.size() >= kMaxPlans) plans_.clear();
-  auto plan = std::make_unique<Plan>(MakePlan(BuildSchedule(key, rank_, size_, host_of_.empty() ? nullptr : &host_of_), key.chunk_elems));
+  auto plan = std::make_unique<Plan>(
+      MakePlan(BuildSchedule(key, rank_, size_, host_of_.empty() ? nullptr : &host_of_), key.chunk_elems));
   return *plans_.emplace(key, std::move(plan)).first->second;
 }
 

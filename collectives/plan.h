@@ -25,20 +25,20 @@ struct PlanKey {
   CollKind kind = CollKind::kAllreduce;
   Algo algo = Algo::kAuto;  // resolved
   int root = -1;
-  size_t count = 0;        // the schedule's count (DescCount)
+  size_t count = 0;  // the schedule's count (DescCount)
   size_t chunk_elems = 1;
   bool operator==(const PlanKey&) const = default;
 };
 
 struct Plan {
   Schedule schedule;
-  std::vector<Unit> units;        // in issue order
+  std::vector<Unit> units;  // in issue order
   // Who waits on whom: unit u acts only after dep_count[u] others have (Unit::dep and waits), and
   // once it has, each of dependents[dependents_at[u] .. dependents_at[u + 1]) has one fewer to wait for.
   std::vector<uint32_t> dep_count;
   std::vector<uint32_t> dependents_at;
   std::vector<int> dependents;
-  std::vector<int> send_waiter;   // per unit: the unit whose after_sent waits for it, or -1
+  std::vector<int> send_waiter;  // per unit: the unit whose after_sent waits for it, or -1
   // Per peer sent to: the units that send to it, in unit order (the order messages must travel).
   std::vector<std::pair<int, std::vector<int>>> sends;
 };

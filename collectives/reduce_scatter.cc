@@ -26,7 +26,8 @@ Status Communicator::RunReduceScatter(const Op& op, uint32_t seq) {
   if (opts_.size == 1) return Place(op.out.data, in_block, block_bytes);
   Buffer work = Scratch(op.in.count, op.in.dtype);
   HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.out.count, op.in, work, seq));
-  return Place(op.out.data, static_cast<const char*>(work.data) + static_cast<size_t>(opts_.rank) * block_bytes, block_bytes);
+  return Place(op.out.data, static_cast<const char*>(work.data) + static_cast<size_t>(opts_.rank) * block_bytes,
+               block_bytes);
 }
 
 }  // namespace hoop

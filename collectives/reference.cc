@@ -37,14 +37,12 @@ Draw DrawFor(DType dtype, ReduceOp op) {
       if (dtype == DType::kU8) return {0, 256};
       if (dtype == DType::kI8) return {-128, 256};
       return {-(1 << 19), 1 << 20};
-    case ReduceOp::kProd:
-      return is_unsigned ? Draw{1, 2} : Draw{0, 4, kProdChoices};
+    case ReduceOp::kProd: return is_unsigned ? Draw{1, 2} : Draw{0, 4, kProdChoices};
     case ReduceOp::kMin:
     case ReduceOp::kMax:
       if (dtype == DType::kI8) return {-128, 256};
       return is_unsigned ? Draw{0, 256} : Draw{-500, 1001};
-    default:
-      return is_unsigned ? Draw{0, 17} : Draw{-8, 17};
+    default: return is_unsigned ? Draw{0, 17} : Draw{-8, 17};
   }
 }
 
@@ -123,8 +121,7 @@ void FillInputSlice(DType dtype, ReduceOp op, void* buf, size_t total, size_t fi
   }
 }
 
-void ReferenceReduce(DType dtype, ReduceOp op, const std::vector<const void*>& inputs, void* out,
-                     size_t count) {
+void ReferenceReduce(DType dtype, ReduceOp op, const std::vector<const void*>& inputs, void* out, size_t count) {
   size_t bytes = count * DTypeSize(dtype);
   if (inputs.empty() || bytes == 0) return;
   std::memcpy(out, inputs[0], bytes);
@@ -166,8 +163,10 @@ void FillMixed(DType dtype, void* buf, size_t count, uint64_t seed) {
     const double mant = 1.0 + static_cast<double>(r >> 11 & 0xfffff) / double(1 << 20);
     const int e = static_cast<int>((r >> 40) % 49) - 24;
     const double v = (r & 1 ? -1.0 : 1.0) * std::ldexp(mant, e);
-    if (dtype == DType::kF64) static_cast<double*>(buf)[i] = v;
-    else static_cast<float*>(buf)[i] = static_cast<float>(v);
+    if (dtype == DType::kF64)
+      static_cast<double*>(buf)[i] = v;
+    else
+      static_cast<float*>(buf)[i] = static_cast<float>(v);
   }
 }
 

@@ -21,8 +21,7 @@ void FillInput(DType dtype, ReduceOp op, void* buf, size_t count, uint64_t seed)
 // a rank's block of every rank's input, without making the rest.
 void FillInputSlice(DType dtype, ReduceOp op, void* buf, size_t total, size_t first, size_t len, uint64_t seed);
 // out = reduce(inputs) elementwise, in order, with the average's division at the end.
-void ReferenceReduce(DType dtype, ReduceOp op, const std::vector<const void*>& inputs, void* out,
-                     size_t count);
+void ReferenceReduce(DType dtype, ReduceOp op, const std::vector<const void*>& inputs, void* out, size_t count);
 // Number of elements that differ (compared as values; -0 == +0).
 size_t CountMismatches(DType dtype, const void* got, const void* want, size_t count);
 

@@ -52,7 +52,7 @@ struct Step {
   // earlier steps wrote waits for exactly that, and the steps issued between them run free (the
   // hierarchical allreduce's pipelined parts).
   std::vector<int> after;
-  bool recv_left = false;       // kReduce: out = message op src (else src op message)
+  bool recv_left = false;  // kReduce: out = message op src (else src op message)
   std::vector<int> send_peers;
   uint16_t send_msg = 0;
   bool send_from_in = false;
@@ -87,8 +87,8 @@ struct Blocks {
   std::vector<size_t> counts;
   std::vector<size_t> displs;
 };
-Blocks EvenBlocks(int n, size_t count);                      // count elements each, back to back
-Blocks PackedBlocks(const std::vector<size_t>& counts);      // back to back: displs are prefix sums
+Blocks EvenBlocks(int n, size_t count);                  // count elements each, back to back
+Blocks PackedBlocks(const std::vector<size_t>& counts);  // back to back: displs are prefix sums
 // A v-collective's layouts: allgatherv's out (recv), reduce_scatterv's in and working buffer
 // (recv), alltoallv's in (send) and out (recv).
 struct VBlocks {
@@ -183,9 +183,9 @@ struct Unit {
   uint32_t chunk = 0;
   size_t offset = 0;  // elements, relative to the step's in_offset / out_offset
   size_t count = 0;
-  int dep = -1;       // unit whose action must come first (after_previous), or -1
+  int dep = -1;            // unit whose action must come first (after_previous), or -1
   std::vector<int> waits;  // further units whose action must come first (Step::after)
-  int sent_dep = -1;  // unit whose sends must have completed first (after_sent), or -1
+  int sent_dep = -1;       // unit whose sends must have completed first (after_sent), or -1
 };
 std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems);
 

@@ -70,8 +70,8 @@ Status Communicator::SmallStep(const SmallCall& k, int recv_peer, int send_peer,
     if (s.code() == Code::kDeadlineExceeded) {
       waiting_for_.assign(got ? 0 : 1, recv_peer);
       std::ostringstream os;  // the executor's words (executor.cc, TimeoutError)
-      os << what() << ": timed out after " << static_cast<double>(opts_.timeout.count()) / 1000.0 << " s (HOOP_TIMEOUT) "
-         << (got ? "with sends still queued" : "waiting for rank " + std::to_string(recv_peer));
+      os << what() << ": timed out after " << static_cast<double>(opts_.timeout.count()) / 1000.0
+         << " s (HOOP_TIMEOUT) " << (got ? "with sends still queued" : "waiting for rank " + std::to_string(recv_peer));
       return DeadlineExceeded(os.str());
     }
     if (!s.ok()) return s;
@@ -82,7 +82,8 @@ Status Communicator::SmallStep(const SmallCall& k, int recv_peer, int send_peer,
       }
       if (!c.status.ok()) {
         if (c.status.code() == Code::kFailedPrecondition && c.peer_check != 0 && c.peer_check != k.check)
-          return FailedPrecondition(what() + ": ranks disagree: " + k.desc.DescribeDifference(OpDesc::Unpack(c.peer_check), c.peer));
+          return FailedPrecondition(
+              what() + ": ranks disagree: " + k.desc.DescribeDifference(OpDesc::Unpack(c.peer_check), c.peer));
         return Status(c.status.code(), what() + ": " + (c.is_send ? "sending to rank " : "receiving from rank ") +
                                            std::to_string(c.peer) + ": " + c.status.message());
       }
@@ -118,8 +119,8 @@ Status Communicator::RunSmallAllreduce(const Op& op, uint32_t seq, Algo algo) {
     if (!plans_.Contains(key)) {
       (void)plans_.Get(key);  // remembered as seen; the executor's plan for the same call
       HOOP_LOG(kDebug, what() << ": new call shape: " << AlgoName(algo) << " in " << rounds
-                                << " blocking exchange(s) of " << bytes << " B on this thread (small_allreduce.cc), over "
-                                << transport_->Label());
+                              << " blocking exchange(s) of " << bytes << " B on this thread (small_allreduce.cc), over "
+                              << transport_->Label());
     }
   }
   const int extra = n - p;
@@ -144,8 +145,10 @@ Status Communicator::RunSmallAllreduce(const Op& op, uint32_t seq, Algo algo) {
     const int partner = real(v ^ (1 << j));
     HOOP_RETURN_IF_ERROR(SmallStep(k, partner, partner, static_cast<uint16_t>(j), partial));
     const int divisor = j == rounds - 1 && op.op == ReduceOp::kAvg ? n : 0;
-    if (partner < rank) reduce(out, theirs, partial, op.in.count, divisor);
-    else reduce(out, partial, theirs, op.in.count, divisor);
+    if (partner < rank)
+      reduce(out, theirs, partial, op.in.count, divisor);
+    else
+      reduce(out, partial, theirs, op.in.count, divisor);
     partial = out;
   }
   if (folded) HOOP_RETURN_IF_ERROR(SmallStep(k, -1, rank - 1, kDoublingResultMsg, out));  // the result to the extra

@@ -18,7 +18,7 @@ namespace hoop {
 
 namespace {
 constexpr int64_t kMarker = 0x686f6f7073706c74;  // "hooplspt": a record, not a caller's allgather
-constexpr size_t kWords = 3 + kMaxViews / 64;   // marker, color, key, id bitmap
+constexpr size_t kWords = 3 + kMaxViews / 64;    // marker, color, key, id bitmap
 }  // namespace
 
 StatusOr<std::unique_ptr<Communicator>> Communicator::Dup() { return Split(0, opts_.rank); }
@@ -68,8 +68,9 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key) 
   for (int i = 1; i < kMaxViews && id < 0; ++i)
     if (!(taken[static_cast<size_t>(i) / 64] >> (i % 64) & 1)) id = i;
   if (id < 0)
-    return InvalidArgument(who + ": " + std::to_string(kMaxViews - 1) + " communicators already share these "
-                             "connections on some member (free some with hoop_comm_free)");
+    return InvalidArgument(who + ": " + std::to_string(kMaxViews - 1) +
+                           " communicators already share these "
+                           "connections on some member (free some with hoop_comm_free)");
 
   Membership m;
   m.hub = membership_.hub;

@@ -99,14 +99,18 @@ StageMap BuildStageMap(const Plan& plan, size_t esize) {
   const size_t n = plan.units.size();
   StageMap m;
   m.need.assign(n, 0);
-  std::map<size_t, Read> read[2];  // of `in`, and of `out` before it was written
+  std::map<size_t, Read> read[2];   // of `in`, and of `out` before it was written
   std::map<size_t, Written> wrote;  // of `out` by the units so far
   // Adds the parts of r (of side `out`) not listed yet; returns the ranges r needs.
   auto need_for = [&](const ByteRange& r, bool out) {
     uint32_t need = 0;
     std::vector<ByteRange> gaps;
-    Walk(read[out], r, [&](size_t lo, size_t hi) { gaps.push_back({lo, hi, out}); },
-         [&](auto it) { need = std::max(need, it->second.index + 1); });
+    Walk(
+        read[out], r,
+        [&](size_t lo, size_t hi) {
+          gaps.push_back({lo, hi, out});
+        },
+        [&](auto it) { need = std::max(need, it->second.index + 1); });
     for (const ByteRange& g : gaps) {
       read[out].emplace(g.lo, Read{g.hi, static_cast<uint32_t>(m.in.size())});
       m.in.push_back(g);
@@ -124,8 +128,12 @@ StageMap BuildStageMap(const Plan& plan, size_t esize) {
     const bool write_first = !(st.recv == RecvKind::kReduce && st.accumulate);
     if (write_first && w.lo < w.hi) Cover(wrote, w, [](size_t, size_t) {});
     if (ro.lo < ro.hi)
-      Walk(wrote, ro, [&](size_t lo, size_t hi) { need = std::max(need, need_for({lo, hi, true}, true)); },
-           [](auto) {});
+      Walk(
+          wrote, ro,
+          [&](size_t lo, size_t hi) {
+            need = std::max(need, need_for({lo, hi, true}, true));
+          },
+          [](auto) {});
     if (!write_first && w.lo < w.hi) Cover(wrote, w, [](size_t, size_t) {});
     m.need[u] = need;
   }

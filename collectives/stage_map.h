@@ -34,11 +34,11 @@ struct ByteRange {
 };
 
 struct StageMap {
-  std::vector<ByteRange> in;        // in first-read order, disjoint on each side
-  std::vector<uint32_t> need;       // per unit: ranges of `in` it needs ([0, need[u]))
-  std::vector<uint32_t> final_at;   // per unit: its final ranges are final[final_at[u] .. final_at[u + 1])
+  std::vector<ByteRange> in;       // in first-read order, disjoint on each side
+  std::vector<uint32_t> need;      // per unit: ranges of `in` it needs ([0, need[u]))
+  std::vector<uint32_t> final_at;  // per unit: its final ranges are final[final_at[u] .. final_at[u + 1])
   std::vector<ByteRange> final;
-  size_t written = 0;               // bytes of `out` the plan writes
+  size_t written = 0;  // bytes of `out` the plan writes
 };
 
 StageMap BuildStageMap(const Plan& plan, size_t esize);

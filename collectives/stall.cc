@@ -72,7 +72,8 @@ StallVerdict FindStalledRanks(Store& store, const std::string& prefix, int rank,
   if (v.stalled.empty()) {
     std::vector<int> all;
     for (auto& [r, w] : waits) all.push_back(r);
-    v.explanation = Ranks(all) + " all wait for one another: did every rank call the same collectives in the same order?";
+    v.explanation =
+        Ranks(all) + " all wait for one another: did every rank call the same collectives in the same order?";
     return v;
   }
   // The chain from this rank to the first stalled one: "rank 0 waits for 1, 1 for 2".

@@ -38,7 +38,7 @@ StatusOr<StreamTicket> StreamOrder::TakeWord() {
     if (released(t)) free_.push_back(t.at);
   held_.erase(std::remove_if(held_.begin(), held_.end(), released), held_.end());
   if (free_.empty()) {
-    HOOP_ASSIGN_OR_RETURN(uint32_t* words, ops_.alloc_words(kSlabWords));
+    HOOP_ASSIGN_OR_RETURN(uint32_t * words, ops_.alloc_words(kSlabWords));
     auto slab = std::make_shared<StreamWords>();
     slab->words = words;
     slab->n = kSlabWords;

@@ -108,8 +108,8 @@ class StreamOrder {
   const StreamOps ops_;
   std::mutex mu_;
   std::vector<std::shared_ptr<StreamWords>> slabs_;
-  std::vector<uint32_t> values_;  // per word (slab-major): the last value handed out
-  std::vector<size_t> free_;      // words whose last call was released
+  std::vector<uint32_t> values_;    // per word (slab-major): the last value handed out
+  std::vector<size_t> free_;        // words whose last call was released
   std::vector<StreamTicket> held_;  // entered, perhaps released since (pruned at Enter)
   uint64_t next_ = 0;
 };

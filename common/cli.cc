@@ -35,8 +35,7 @@ std::vector<std::string> Split(const std::string& names) {
 
 std::string Join(const std::vector<std::string>& words) {
   std::string out;
-  for (size_t i = 0; i < words.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+  for (size_t i = 0; i < words.size(); ++i) out += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
   return out;
 }
 }  // namespace
@@ -114,8 +113,10 @@ Status Flags::Parse(int argc, char** argv, int first) {
     std::string name = w.substr(0, w.find('='));
     if (std::find(dash_long_.begin(), dash_long_.end(), name) != dash_long_.end())
       words[i] = DashLongName(name) + w.substr(name.size());
-    if (std::find(value_names_.begin(), value_names_.end(), w) != value_names_.end()) ++i;  // its value
-    else if (w.empty() || w[0] != '-') break;                                            // the first positional
+    if (std::find(value_names_.begin(), value_names_.end(), w) != value_names_.end())
+      ++i;  // its value
+    else if (w.empty() || w[0] != '-')
+      break;  // the first positional
   }
   std::reverse(words.begin(), words.end());  // CLI11 reads a reversed vector
   given_.clear();

@@ -90,9 +90,9 @@ Flags::Take Int(T* out, long long lo, long long hi, const char* what = "an integ
     return "";
   };
 }
-Flags::Take Text(std::string* out);                      // any value, even empty
-Flags::Take NonEmpty(std::string* out, const char* what);  // "expected a file name"
-Flags::Take Seconds(double* out);                        // "expected a positive number of seconds"
+Flags::Take Text(std::string* out);                                     // any value, even empty
+Flags::Take NonEmpty(std::string* out, const char* what);               // "expected a file name"
+Flags::Take Seconds(double* out);                                       // "expected a positive number of seconds"
 Flags::Take OneOf(std::string* out, std::vector<std::string> allowed);  // "expected a, b or c"
 
 }  // namespace hoop::cli

@@ -27,10 +27,10 @@ const char* LauncherName(Launcher l) {
 
 namespace {
 
-constexpr double kMaxSeconds = 7 * 24 * 3600;          // HOOP_TIMEOUT, HOOP_STALL_WARNING_S
-constexpr size_t kMaxChunkBytes = size_t{64} << 20;     // HOOP_CHUNK_BYTES
-constexpr size_t kLargestDefaultChunk = 16 << 20;       // the back ends' own (shm on a GPU host)
-constexpr size_t kMaxStagingBytes = size_t{1} << 30;    // HOOP_CHUNK_BYTES x HOOP_WINDOW
+constexpr double kMaxSeconds = 7 * 24 * 3600;         // HOOP_TIMEOUT, HOOP_STALL_WARNING_S
+constexpr size_t kMaxChunkBytes = size_t{64} << 20;   // HOOP_CHUNK_BYTES
+constexpr size_t kLargestDefaultChunk = 16 << 20;     // the back ends' own (shm on a GPU host)
+constexpr size_t kMaxStagingBytes = size_t{1} << 30;  // HOOP_CHUNK_BYTES x HOOP_WINDOW
 
 // The variables FromEnv reads in code, since they depend on one another (rank and size, the
 // launchers' variables); every other HOOP_* variable is a row of kVars below.
@@ -128,28 +128,27 @@ const std::vector<Var>& Vars() {
       {"HOOP_TIMEOUT", ReadTimeout},
       // Every name of collectives/algo.h (common/ cannot include it; the unit test checks they agree).
       {"HOOP_ALGO", OneOf(&Config::algo,
-                          {"auto", "ring", "tree", "doubling", "chain", "binomial", "flat", "pairwise",
-                           "dissemination", "hierarchical"},
+                          {"auto", "ring", "tree", "doubling", "chain", "binomial", "flat", "pairwise", "dissemination",
+                           "hierarchical"},
                           "expected auto, ring, tree, doubling, chain, binomial, flat, pairwise, dissemination "
                           "or hierarchical")},
       {"HOOP_CHUNK_BYTES", Bytes(&Config::chunk_bytes, 4096, kMaxChunkBytes, "expected a size in [4K, 64M]")},
       {"HOOP_WINDOW", Count(&Config::window, 1, 256)},
       {"HOOP_STAGE_BYTES", Bytes(&Config::stage_bytes, 0, kMaxStagingBytes, "expected a size in [0, 1G]")},
       {"HOOP_STAGE_AHEAD", Bytes(&Config::stage_ahead_bytes, 0, kMaxStagingBytes, "expected a size in [0, 1G]")},
-      {"HOOP_COMPRESSION", OneOf(&Config::compression, {"none", "fp16", "bf16", "auto"},
-                                 "expected none, fp16, bf16 or auto")},
-      {"HOOP_UNEXPECTED_BYTES", Bytes(&Config::unexpected_bytes, 4096, size_t{1} << 40,
-                                      "expected a size in [4K, 1T]")},
+      {"HOOP_COMPRESSION",
+       OneOf(&Config::compression, {"none", "fp16", "bf16", "auto"}, "expected none, fp16, bf16 or auto")},
+      {"HOOP_UNEXPECTED_BYTES", Bytes(&Config::unexpected_bytes, 4096, size_t{1} << 40, "expected a size in [4K, 1T]")},
       {"HOOP_CUDA_IPC", ReadCudaIpc},
       {"HOOP_CYCLE_TIME_MS", Amount(&Config::cycle_time_ms, 10000, "expected milliseconds in [0, 10000]")},
       {"HOOP_FUSION_THRESHOLD", Bytes(&Config::fusion_threshold, 0, 4ull << 30, "expected a size in [0, 4G]")},
       {"HOOP_CACHE_CAPACITY", Count(&Config::cache_capacity, 0, 1 << 20)},
-      {"HOOP_STALL_WARNING_S", Amount(&Config::stall_warning_s, kMaxSeconds,
-                                      "expected seconds in [0, 604800] (0: never warn)")},
+      {"HOOP_STALL_WARNING_S",
+       Amount(&Config::stall_warning_s, kMaxSeconds, "expected seconds in [0, 604800] (0: never warn)")},
       {"HOOP_TIMELINE", Text(&Config::timeline)},
       {"HOOP_LOG_LEVEL", ReadLogLevel},
-      {"HOOP_KERNEL_ISA", OneOf(&Config::kernel_isa, {"auto", "generic", "avx2", "avx512"},
-                                "expected auto, generic, avx2 or avx512")},
+      {"HOOP_KERNEL_ISA",
+       OneOf(&Config::kernel_isa, {"auto", "generic", "avx2", "avx512"}, "expected auto, generic, avx2 or avx512")},
   };
   return vars;
 }
@@ -198,7 +197,8 @@ Status CheckNames(const std::map<std::string, std::string>& env) {
 // Rank and size: hooprun's own variables win, then mpirun's, then Slurm's, then torchrun's.
 Status ReadLauncher(const Reader& r, Config& c) {
   if (r.Get("HOOP_RANK") || r.Get("HOOP_SIZE")) {
-    if (!r.Get("HOOP_RANK") || !r.Get("HOOP_SIZE")) return InvalidArgument("HOOP_RANK and HOOP_SIZE must be set together");
+    if (!r.Get("HOOP_RANK") || !r.Get("HOOP_SIZE"))
+      return InvalidArgument("HOOP_RANK and HOOP_SIZE must be set together");
     c.launcher = Launcher::kHooprun;
     HOOP_RETURN_IF_ERROR(r.Int("HOOP_SIZE", &c.size, 1, 1 << 20));
     HOOP_RETURN_IF_ERROR(r.Int("HOOP_RANK", &c.rank, 0, c.size - 1));

@@ -80,16 +80,16 @@ struct Config {
   std::chrono::milliseconds timeout{300000};
   std::string algo = "auto";
   std::string transport;
-  std::string host;  // empty: the address on the route to the store server (see JoinJob)
+  std::string host;        // empty: the address on the route to the store server (see JoinJob)
   size_t chunk_bytes = 0;  // 0: the back end's preference
   size_t window = 8;
   std::string compression = "none";
   LogLevel log_level = LogLevel::kWarn;
   size_t unexpected_bytes = 64u << 20;
-  size_t stage_bytes = 4u << 20;  // HOOP_STAGE_BYTES
+  size_t stage_bytes = 4u << 20;        // HOOP_STAGE_BYTES
   size_t stage_ahead_bytes = 8u << 20;  // HOOP_STAGE_AHEAD
-  std::string kernel_isa = "auto";  // HOOP_KERNEL_ISA
-  bool cuda_ipc = true;  // HOOP_CUDA_IPC: device buffers of ranks on one host move by CUDA IPC
+  std::string kernel_isa = "auto";      // HOOP_KERNEL_ISA
+  bool cuda_ipc = true;                 // HOOP_CUDA_IPC: device buffers of ranks on one host move by CUDA IPC
   // Tensor fusion (tensorfusion/runtime.h).
   double cycle_time_ms = 1;
   size_t fusion_threshold = 64u << 20;

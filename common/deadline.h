@@ -12,9 +12,7 @@ class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
   static Deadline After(std::chrono::milliseconds d) { return Deadline(Clock::now() + d); }
-  static Deadline AfterSeconds(double s) {
-    return After(std::chrono::milliseconds(static_cast<long long>(s * 1000)));
-  }
+  static Deadline AfterSeconds(double s) { return After(std::chrono::milliseconds(static_cast<long long>(s * 1000))); }
   static Deadline Never() { return Deadline(Clock::time_point::max()); }
   static Deadline At(Clock::time_point at) { return Deadline(at); }
 

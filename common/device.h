@@ -52,7 +52,6 @@ struct MemInfo {
 // plain host memory (also whenever CUDA is not built in or has no driver, and for nullptr).
 MemInfo QueryMemory(const void* p);
 
-
 // ---- memory operations ----
 // Device memory on `device`, or pinned (page-locked, device-visible) host memory.
 StatusOr<void*> CudaAlloc(int device, size_t bytes);

@@ -14,7 +14,8 @@ namespace hoop {
 namespace {
 
 Status CudaError(const char* call, cudaError_t e) {
-  std::string what = std::string(call) + ": " + cudaGetErrorString(e) + " (error " + std::to_string(static_cast<int>(e)) + ")";
+  std::string what =
+      std::string(call) + ": " + cudaGetErrorString(e) + " (error " + std::to_string(static_cast<int>(e)) + ")";
   switch (e) {
     case cudaErrorInsufficientDriver:
     case cudaErrorNoDevice:
@@ -27,13 +28,13 @@ Status CudaError(const char* call, cudaError_t e) {
   }
 }
 
-#define HOOP_CUDA_RETURN(call)                       \
-  do {                                               \
-    cudaError_t hoop_cuda_e = (call);                \
-    if (hoop_cuda_e != cudaSuccess) {                \
-      (void)cudaGetLastError(); /* not sticky */     \
-      return CudaError(#call, hoop_cuda_e);          \
-    }                                                \
+#define HOOP_CUDA_RETURN(call)                   \
+  do {                                           \
+    cudaError_t hoop_cuda_e = (call);            \
+    if (hoop_cuda_e != cudaSuccess) {            \
+      (void)cudaGetLastError(); /* not sticky */ \
+      return CudaError(#call, hoop_cuda_e);      \
+    }                                            \
   } while (0)
 
 // The answer to "any devices?", asked once: the runtime's own answer does not change within a
@@ -84,8 +85,8 @@ StatusOr<std::vector<CudaDevice>> CudaDevices() {
 StatusOr<bool> CudaPeerAccess(int a, int b) {
   HOOP_ASSIGN_OR_RETURN(int n, Devices());
   if (a < 0 || b < 0 || a >= n || b >= n)
-    return InvalidArgument("CudaPeerAccess: devices " + std::to_string(a) + " and " + std::to_string(b) + " (this process sees " +
-                           std::to_string(n) + ")");
+    return InvalidArgument("CudaPeerAccess: devices " + std::to_string(a) + " and " + std::to_string(b) +
+                           " (this process sees " + std::to_string(n) + ")");
   if (a == b) return true;
   int can = 0;
   HOOP_CUDA_RETURN(cudaDeviceCanAccessPeer(&can, a, b));
@@ -123,8 +124,10 @@ StatusOr<void*> CudaAllocPinned(size_t bytes) {
 
 void CudaFree(void* p, MemKind kind) {
   if (p == nullptr) return;
-  if (kind == MemKind::kCudaPinned) (void)cudaFreeHost(p);
-  else (void)cudaFree(p);
+  if (kind == MemKind::kCudaPinned)
+    (void)cudaFreeHost(p);
+  else
+    (void)cudaFree(p);
   (void)cudaGetLastError();
 }
 
@@ -222,8 +225,8 @@ Status CudaStreamWaitWord(void* stream, const uint32_t* word, uint32_t value) {
   HOOP_ASSIGN_OR_RETURN(WaitValue32 wait, FindWaitValue32());
   void* dev = nullptr;
   HOOP_CUDA_RETURN(cudaHostGetDevicePointer(&dev, const_cast<uint32_t*>(word), 0));
-  const CUresult r = wait(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(dev), value,
-                          CU_STREAM_WAIT_VALUE_GEQ);
+  const CUresult r =
+      wait(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(dev), value, CU_STREAM_WAIT_VALUE_GEQ);
   if (r != CUDA_SUCCESS)
     return Internal("cuStreamWaitValue32: CUDA driver error " + std::to_string(static_cast<int>(r)));
   return Status::Ok();
@@ -283,7 +286,6 @@ StatusOr<float> CudaEventMs(void* start, void* end) {
   HOOP_CUDA_RETURN(cudaEventElapsedTime(&ms, E(start), E(end)));
   return ms;
 }
-
 
 StatusOr<uint64_t> CudaBufferId(const void* p) {
   HOOP_RETURN_IF_ERROR(Devices().status());

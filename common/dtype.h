@@ -13,7 +13,7 @@ namespace hoop {
 // New types are appended: the values are the C API's (include/hoop/hoop.h). Bool elements are
 // one byte, 0 or 1.
 enum class DType : uint8_t { kU8 = 0, kI32, kI64, kF16, kBF16, kF32, kF64, kI8, kBool };
-inline constexpr DType kAllDTypes[] = {DType::kU8,  DType::kI8,  DType::kI32, DType::kI64, DType::kF16,
+inline constexpr DType kAllDTypes[] = {DType::kU8,   DType::kI8,  DType::kI32, DType::kI64, DType::kF16,
                                        DType::kBF16, DType::kF32, DType::kF64, DType::kBool};
 inline constexpr DType kLastDType = DType::kBool;  // the highest value: decoders range-check with it
 
@@ -37,7 +37,7 @@ std::optional<DType> ParseDType(const std::string& name);
 
 // Bitwise and, or and xor (kBand, kBor, kBxor) apply to the integer types and bool only.
 enum class ReduceOp : uint8_t { kSum = 0, kAvg, kMin, kMax, kProd, kBand, kBor, kBxor };
-inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kAvg,  ReduceOp::kMin, ReduceOp::kMax,
+inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum,  ReduceOp::kAvg,  ReduceOp::kMin, ReduceOp::kMax,
                                              ReduceOp::kProd, ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
 inline constexpr ReduceOp kLastReduceOp = ReduceOp::kBxor;  // the highest value
 const char* ReduceOpName(ReduceOp op);
@@ -53,7 +53,7 @@ std::string OpMismatch(DType t, ReduceOp op);
 // Where a buffer lives: host memory, CUDA device memory, or CUDA's host-visible kinds (pinned
 // host memory, managed memory), which the host reads and writes like its own.
 enum class MemKind : uint8_t { kHost = 0, kCuda, kCudaPinned, kCudaManaged };
-const char* MemKindName(MemKind k);  // "host", "cuda", "cuda-pinned", "cuda-managed"
+const char* MemKindName(MemKind k);                             // "host", "cuda", "cuda-pinned", "cuda-managed"
 inline constexpr MemKind kLastMemKind = MemKind::kCudaManaged;  // the highest value: decoders range-check with it
 constexpr bool HostVisible(MemKind k) { return k != MemKind::kCuda; }
 
@@ -92,8 +92,8 @@ constexpr bool HostVisible(MemKind k) { return k != MemKind::kCuda; }
   if (ax > 0x7f800000u) return uint16_t(sign | 0x7e00 | ((ax >> 13) & 0x3ff));  // quiet nan, as F16C
   if (ax == 0x7f800000u) return uint16_t(sign | 0x7c00);
   if (ax >= 0x477ff000u) return uint16_t(sign | 0x7c00);  // rounds to >= 65520: inf
-  if (ax < 0x38800000u) {                                // result is subnormal or zero
-    if (ax < 0x33000000u) return uint16_t(sign);         // below half the smallest subnormal
+  if (ax < 0x38800000u) {                                 // result is subnormal or zero
+    if (ax < 0x33000000u) return uint16_t(sign);          // below half the smallest subnormal
     uint32_t e = ax >> 23;
     uint32_t m = (ax & 0x7fffff) | 0x800000;
     uint32_t shift = 126 - e;  // 14..24
@@ -105,7 +105,7 @@ constexpr bool HostVisible(MemKind k) { return k != MemKind::kCuda; }
   }
   uint32_t r = ax - 0x38000000u;  // rebias exponent 127 -> 15 (in place)
   uint32_t lsb = (r >> 13) & 1;
-  r += 0xfff + lsb;               // round to nearest even
+  r += 0xfff + lsb;  // round to nearest even
   return uint16_t(sign | (r >> 13));
 }
 

@@ -66,7 +66,8 @@ std::string LocalityJson(int rank, int local_rank, int local_size) {
     j["gpu_why"] = devices.status().message();
   } else {
     const CudaDevice& d = (*devices)[static_cast<size_t>(*dev)];
-    nlohmann::json g{{"device", *dev}, {"name", d.name}, {"pci", Lower(d.pci_bus_id)}, {"near_cpus", nullptr}, {"near_me", nullptr}};
+    nlohmann::json g{
+        {"device", *dev}, {"name", d.name}, {"pci", Lower(d.pci_bus_id)}, {"near_cpus", nullptr}, {"near_me", nullptr}};
     if (topo.ok())
       for (const auto* t : Gpus(*topo))
         if (Lower(t->detail).rfind(Lower(d.pci_bus_id), 0) == 0) {

@@ -21,11 +21,11 @@ void LogLine(LogLevel level, const std::string& text);
 
 }  // namespace hoop
 
-#define HOOP_LOG(LEVEL, EXPR)                                           \
-  do {                                                                  \
-    if (::hoop::LogEnabled(::hoop::LogLevel::LEVEL)) {                  \
-      std::ostringstream hoop_log_os_;                                  \
-      hoop_log_os_ << EXPR;                                             \
-      ::hoop::LogLine(::hoop::LogLevel::LEVEL, hoop_log_os_.str());     \
-    }                                                                   \
+#define HOOP_LOG(LEVEL, EXPR)                                       \
+  do {                                                              \
+    if (::hoop::LogEnabled(::hoop::LogLevel::LEVEL)) {              \
+      std::ostringstream hoop_log_os_;                              \
+      hoop_log_os_ << EXPR;                                         \
+      ::hoop::LogLine(::hoop::LogLevel::LEVEL, hoop_log_os_.str()); \
+    }                                                               \
   } while (0)

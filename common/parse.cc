@@ -23,11 +23,16 @@ std::optional<uint64_t> ParseSize(const std::string& text) {
   if (errno != 0 || end == text.c_str()) return std::nullopt;
   std::string suffix(end);
   uint64_t mult = 1;
-  if (suffix == "" || suffix == "B") mult = 1;
-  else if (suffix == "K" || suffix == "k" || suffix == "KB" || suffix == "KiB") mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB") mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB") mult = 1ull << 30;
-  else return std::nullopt;
+  if (suffix == "" || suffix == "B")
+    mult = 1;
+  else if (suffix == "K" || suffix == "k" || suffix == "KB" || suffix == "KiB")
+    mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB")
+    mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB")
+    mult = 1ull << 30;
+  else
+    return std::nullopt;
   if (v > UINT64_MAX / mult) return std::nullopt;
   return v * mult;
 }

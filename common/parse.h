@@ -10,8 +10,8 @@ namespace hoop {
 
 std::optional<uint64_t> ParseSize(const std::string& text);  // "64M" -> 67108864
 std::optional<int64_t> ParseInt(const std::string& text);
-std::optional<double> ParseSeconds(const std::string& text);  // "30", "0.5"
+std::optional<double> ParseSeconds(const std::string& text);      // "30", "0.5"
 std::optional<double> ParseNonNegative(const std::string& text);  // like ParseSeconds, 0 allowed
-std::string FormatBytes(uint64_t bytes);                       // 67108864 -> "64M"
+std::string FormatBytes(uint64_t bytes);                          // 67108864 -> "64M"
 
 }  // namespace hoop

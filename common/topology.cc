@@ -101,7 +101,8 @@ StatusOr<std::vector<std::vector<int>>> Bindings(const Topology& t, int ranks, B
   if (policy == BindTo::kDefault) policy = DefaultBinding(t, ranks);
   std::vector<std::vector<int>> out(static_cast<size_t>(std::max(ranks, 0)));
   if (policy == BindTo::kNone) return out;
-  if (t.cores.empty()) return FailedPrecondition("--bind-to " + std::string(BindToName(policy)) + ": hwloc found no cores");
+  if (t.cores.empty())
+    return FailedPrecondition("--bind-to " + std::string(BindToName(policy)) + ": hwloc found no cores");
   if (policy == BindTo::kHwthread) {
     const std::vector<int> threads = ThreadsInOrder(t);
     if (ranks > static_cast<int>(threads.size()))

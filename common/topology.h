@@ -5,7 +5,8 @@
 // Binding: rank i of a host is placed on core i (round-robin over the cores) and bound to that
 // core, or to the NUMA node or the package (socket) that holds it. On a host with GPUs, local
 // rank i uses GPU i (mod their count) and is placed on the first free core nearest that GPU
-// instead (hwloc's locality of its PCI device), so its binding is the GPU's side of the host. The default is the NUMA node
+// instead (hwloc's locality of its PCI device), so its binding is the GPU's side of the host. The default is the NUMA
+// node
 // (the package where hwloc sees none), and none when the host's ranks outnumber its cores. Not
 // OpenMPI's core binding for up to 2 ranks: a hoop rank runs a worker thread beside its caller,
 // and pinned to one core the two take turns (2 ranks on the CI machine, 8 B ping-pong: 0.21-0.45
@@ -25,9 +26,9 @@ struct Topology {
     std::vector<int> cpus;  // the logical processors (OS numbering) it holds
   };
   struct Device {
-    std::string kind;   // "nic" or "gpu"
-    std::string name;   // "eth0", "ib0", "cuda0", or the PCI address
-    std::string detail;  // PCI address and vendor/device ids, where known
+    std::string kind;       // "nic" or "gpu"
+    std::string name;       // "eth0", "ib0", "cuda0", or the PCI address
+    std::string detail;     // PCI address and vendor/device ids, where known
     std::vector<int> near;  // the processors closest to it (its non-I/O ancestor's); empty: unknown
   };
   std::vector<Unit> packages, numa_nodes, cores;

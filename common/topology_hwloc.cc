@@ -32,8 +32,8 @@ std::string PciOf(hwloc_obj_t o) {
   while (o && o->type != HWLOC_OBJ_PCI_DEVICE) o = o->parent;
   if (!o) return "";
   char s[64];
-  std::snprintf(s, sizeof s, "%04x:%02x:%02x.%x [%04x:%04x]", o->attr->pcidev.domain, o->attr->pcidev.bus, o->attr->pcidev.dev,
-                o->attr->pcidev.func, o->attr->pcidev.vendor_id, o->attr->pcidev.device_id);
+  std::snprintf(s, sizeof s, "%04x:%02x:%02x.%x [%04x:%04x]", o->attr->pcidev.domain, o->attr->pcidev.bus,
+                o->attr->pcidev.dev, o->attr->pcidev.func, o->attr->pcidev.vendor_id, o->attr->pcidev.device_id);
   return s;
 }
 
@@ -69,7 +69,8 @@ StatusOr<Topology> LoadTopology(bool devices) {
       {HWLOC_OBJ_PACKAGE, &t.packages}, {HWLOC_OBJ_NUMANODE, &t.numa_nodes}, {HWLOC_OBJ_CORE, &t.cores}};
   for (auto [type, units] : kinds) {
     const int n = hwloc_get_nbobjs_by_type(topo, type);
-    for (int i = 0; i < n; ++i) units->push_back({CpusOf(hwloc_get_obj_by_type(topo, type, static_cast<unsigned>(i))->cpuset)});
+    for (int i = 0; i < n; ++i)
+      units->push_back({CpusOf(hwloc_get_obj_by_type(topo, type, static_cast<unsigned>(i))->cpuset)});
   }
   t.pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
   for (hwloc_obj_t o = hwloc_get_next_osdev(topo, nullptr); o; o = hwloc_get_next_osdev(topo, o)) {
@@ -84,8 +85,7 @@ StatusOr<Topology> LoadTopology(bool devices) {
     const unsigned cls = o->attr->pcidev.class_id >> 8;
     if (cls != 0x03) continue;
     bool listed = false;
-    for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling)
-      listed |= c->type == HWLOC_OBJ_OS_DEVICE;
+    for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) listed |= c->type == HWLOC_OBJ_OS_DEVICE;
     if (!listed) t.devices.push_back({"gpu", PciOf(o), PciOf(o), Near(topo, o)});
   }
   hwloc_topology_destroy(topo);

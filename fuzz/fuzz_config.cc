@@ -10,12 +10,30 @@
 #include "common/parse.h"
 
 namespace {
-const char* const kNames[] = {"HOOP_RANK", "HOOP_SIZE", "HOOP_LOCAL_RANK", "HOOP_LOCAL_SIZE", "HOOP_STORE",
-                              "HOOP_JOB_TOKEN", "HOOP_TIMEOUT", "HOOP_ALGO", "HOOP_TRANSPORT", "HOOP_HOST",
-                              "HOOP_CHUNK_BYTES", "HOOP_WINDOW", "HOOP_LOG_LEVEL", "HOOP_COMPRESSION",
-                              "HOOP_CYCLE_TIME_MS", "HOOP_FUSION_THRESHOLD", "HOOP_CACHE_CAPACITY",
-                              "HOOP_STALL_WARNING_S", "HOOP_TIMELINE", "OMPI_COMM_WORLD_RANK",
-                              "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"};
+const char* const kNames[] = {"HOOP_RANK",
+                              "HOOP_SIZE",
+                              "HOOP_LOCAL_RANK",
+                              "HOOP_LOCAL_SIZE",
+                              "HOOP_STORE",
+                              "HOOP_JOB_TOKEN",
+                              "HOOP_TIMEOUT",
+                              "HOOP_ALGO",
+                              "HOOP_TRANSPORT",
+                              "HOOP_HOST",
+                              "HOOP_CHUNK_BYTES",
+                              "HOOP_WINDOW",
+                              "HOOP_LOG_LEVEL",
+                              "HOOP_COMPRESSION",
+                              "HOOP_CYCLE_TIME_MS",
+                              "HOOP_FUSION_THRESHOLD",
+                              "HOOP_CACHE_CAPACITY",
+                              "HOOP_STALL_WARNING_S",
+                              "HOOP_TIMELINE",
+                              "OMPI_COMM_WORLD_RANK",
+                              "OMPI_COMM_WORLD_SIZE",
+                              "SLURM_PROCID",
+                              "SLURM_NTASKS",
+                              "SLURM_LOCALID"};
 constexpr size_t kNameCount = sizeof(kNames) / sizeof(kNames[0]);
 }  // namespace
 
@@ -48,9 +66,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto ms = c->timeout.count();
   const size_t chunk = c->chunk_bytes ? c->chunk_bytes : 512 * 1024;
   if (c->size < 1 || c->rank < 0 || c->rank >= c->size || ms < 1 || ms > 7ll * 24 * 3600 * 1000 ||
-      (c->chunk_bytes && (c->chunk_bytes < 4096 || c->chunk_bytes > (64u << 20))) || c->window < 1 ||
-      c->window > 256 || chunk * c->window > (1u << 30) || c->stall_warning_s > 7 * 24 * 3600.0 ||
-      c->cycle_time_ms > 10000 || c->fusion_threshold > (4ull << 30))
+      (c->chunk_bytes && (c->chunk_bytes < 4096 || c->chunk_bytes > (64u << 20))) || c->window < 1 || c->window > 256 ||
+      chunk * c->window > (1u << 30) || c->stall_warning_s > 7 * 24 * 3600.0 || c->cycle_time_ms > 10000 ||
+      c->fusion_threshold > (4ull << 30))
     __builtin_trap();
   return 0;
 }

@@ -69,7 +69,9 @@ Status Bench::Mirror(Layout& l) const {
     HOOP_ASSIGN_OR_RETURN(l.db.p, CudaAlloc(o_.cuda_device, l.b.size()));
     base_b = static_cast<char*>(l.db.p);
   }
-  auto at = [&](char* p) { return p >= l.a.data() && p < l.a.data() + l.a.size() ? base_a + (p - l.a.data()) : base_b + (p - l.b.data()); };
+  auto at = [&](char* p) {
+    return p >= l.a.data() && p < l.a.data() + l.a.size() ? base_a + (p - l.a.data()) : base_b + (p - l.b.data());
+  };
   l.din = at(l.in);
   l.dout = at(l.out);
   return Status::Ok();
@@ -94,8 +96,10 @@ void Bench::Fill(Layout& l, uint64_t seed) const { FillFor(l.in, l.in_count, see
 
 void Bench::FillFor(void* buf, size_t count, uint64_t seed, int rank) const {
   const uint64_t s = seed * 1000 + static_cast<uint64_t>(rank);
-  if (Compressed()) FillMixed(dtype_, buf, count, s);
-  else FillInput(dtype_, op_, buf, count, s);
+  if (Compressed())
+    FillMixed(dtype_, buf, count, s);
+  else
+    FillInput(dtype_, op_, buf, count, s);
 }
 
 bool Bench::Compressed() const {
@@ -108,8 +112,8 @@ Work Bench::Launch(Layout& l, bool blocking) {
   Buffer bo{o_.cuda ? l.dout : l.out, l.out_count, dtype_, kind};
   CallOptions co{o_.algo, blocking};  // blocking: on the calling thread, done when it returns
   // fp16/bf16 only where they apply (-d all / -o all also visit the cases they do not).
-  if (o_.compression && (*o_.compression == Compression::kAuto || *o_.compression == Compression::kNone ||
-                         Compressible(dtype_, op_)))
+  if (o_.compression &&
+      (*o_.compression == Compression::kAuto || *o_.compression == Compression::kNone || Compressible(dtype_, op_)))
     co.compression = o_.compression;
   switch (o_.kind) {
     case CollKind::kAllreduce: return c_.Allreduce(bi, bo, op_, co);
@@ -210,7 +214,8 @@ StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place, int i
 // ranks. Output memory that is not also input is poisoned first, so stale results cannot pass.
 StatusOr<int64_t> Bench::Check(Layout& l, uint64_t seed, double* err_ratio) {
   size_t in_b = l.in_count * esize_, out_b = l.out_count * esize_, me = static_cast<size_t>(c_.rank());
-  if (l.in != l.out || o_.kind == CollKind::kAllgather || o_.kind == CollKind::kAllgatherv || o_.kind == CollKind::kGather)
+  if (l.in != l.out || o_.kind == CollKind::kAllgather || o_.kind == CollKind::kAllgatherv ||
+      o_.kind == CollKind::kGather)
     std::memset(l.out, 0x5a, out_b);
   Fill(l, seed);
   HOOP_RETURN_IF_ERROR(Upload(l));

@@ -24,7 +24,7 @@ struct Row {
   double time_us = 0, min_us = 0, max_us = 0;  // median, fastest and slowest repetition
   double algbw = 0, busbw = 0;                 // GB/s, from the median
   int64_t wrong = -1;                          // -1: not checked
-  double err_ratio = -1;  // compressed and checked: the worst |error| / bound, else -1
+  double err_ratio = -1;                       // compressed and checked: the worst |error| / bound, else -1
 };
 
 double BusFactor(CollKind k, int n);

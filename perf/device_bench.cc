@@ -60,7 +60,8 @@ StatusOr<std::vector<int>> ParseList(const std::string& flag, const std::string&
   for (std::string item; std::getline(in, item, ',');) {
     auto v = ParseInt(item);
     if (!v || *v < 0 || *v > most)
-      return InvalidArgument(flag + " '" + text + "': '" + item + "' is not an integer in [0, " + std::to_string(most) + "]");
+      return InvalidArgument(flag + " '" + text + "': '" + item + "' is not an integer in [0, " + std::to_string(most) +
+                             "]");
     if (*v > 0) out.push_back(static_cast<int>(*v));
   }
   return out;
@@ -164,7 +165,8 @@ struct Row {
 int Main(int argc, char** argv) {
   auto opts = Parse(argc, argv);
   if (!opts.ok()) {
-    std::fprintf(stderr, "hoop-bench-device: %s\n(run 'hoop-bench-device --help' for usage)\n", opts.status().message().c_str());
+    std::fprintf(stderr, "hoop-bench-device: %s\n(run 'hoop-bench-device --help' for usage)\n",
+                 opts.status().message().c_str());
     return 2;
   }
   if (opts->version) {
@@ -181,7 +183,8 @@ int Main(int argc, char** argv) {
   std::string why = "--cpu-only";
   std::unique_ptr<GpuBench> gpu = o.cpu_only ? nullptr : OpenGpu(&why);
   std::printf("hoop-bench-device: CPU: OpenBLAS sgemm and the trainer's convolution (%s), %d thread(s); GPU: %s\n",
-              train::HaveOneDnn() ? "oneDNN" : "hand-written", o.threads, gpu ? gpu->Describe().c_str() : ("none (" + why + ")").c_str());
+              train::HaveOneDnn() ? "oneDNN" : "hand-written", o.threads,
+              gpu ? gpu->Describe().c_str() : ("none (" + why + ")").c_str());
   std::printf("each case: 1 warm-up run, then the mean of %d\n\n", o.repeats);
   std::printf("| case | n | CPU mean s | GPU mean s | GPU/CPU speed-up |\n|---|---|---|---|---|\n");
   std::fflush(stdout);
@@ -209,7 +212,8 @@ int Main(int argc, char** argv) {
         return 1;
       }
       if (double g = Gap(c, gc); g > 1e-3) {
-        std::fprintf(stderr, "hoop-bench-device: gemm %d: the GPU's product differs from the CPU's by %.3g (relative)\n", n, g);
+        std::fprintf(stderr,
+                     "hoop-bench-device: gemm %d: the GPU's product differs from the CPU's by %.3g (relative)\n", n, g);
         return 1;
       }
       r.gpu_s = *t;
@@ -233,10 +237,12 @@ int Main(int argc, char** argv) {
         std::fprintf(stderr, "hoop-bench-device: GPU conv %d: %s\n", n, t.status().message().c_str());
         return 1;
       }
-      for (auto [name, g] : {std::pair{"output", Gap(cpu.y, dev.y)}, {"updated weights", Gap(cpu.w, dev.w)},
+      for (auto [name, g] : {std::pair{"output", Gap(cpu.y, dev.y)},
+                             {"updated weights", Gap(cpu.w, dev.w)},
                              {"updated bias", Gap(cpu.b, dev.b)}})
         if (g > 1e-3) {
-          std::fprintf(stderr, "hoop-bench-device: conv %d: the GPU's %s differ from the CPU's by %.3g (relative)\n", n, name, g);
+          std::fprintf(stderr, "hoop-bench-device: conv %d: the GPU's %s differ from the CPU's by %.3g (relative)\n", n,
+                       name, g);
           return 1;
         }
       r.gpu_s = *t;
@@ -249,8 +255,10 @@ int Main(int argc, char** argv) {
     f << "kind,size,repeats,cpu_s,gpu_s,speedup\n";
     for (const Row& r : rows) {
       f << r.kind << ',' << r.size << ',' << o.repeats << ',' << r.cpu_s << ',';
-      if (r.gpu_s >= 0) f << r.gpu_s << ',' << r.cpu_s / r.gpu_s;
-      else f << ',';
+      if (r.gpu_s >= 0)
+        f << r.gpu_s << ',' << r.cpu_s / r.gpu_s;
+      else
+        f << ',';
       f << '\n';
     }
     if (!f.good()) {

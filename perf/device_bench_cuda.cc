@@ -81,8 +81,9 @@ class CudaBench : public GpuBench {
     const float one = 1.0f, zero = 0.0f;
     // Row-major C = A B is column-major C^T = B^T A^T: the same call with A and B swapped.
     auto run = [&] {
-      return Cublas(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, db.f(), n, da.f(), n, &zero, dc.f(), n),
-                    "cublasSgemm");
+      return Cublas(
+          cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, db.f(), n, da.f(), n, &zero, dc.f(), n),
+          "cublasSgemm");
     };
     HOOP_ASSIGN_OR_RETURN(double t, Mean(repeats, run));
     c.resize(static_cast<size_t>(n) * n);
@@ -98,8 +99,16 @@ class CudaBench : public GpuBench {
     DeviceArray x, y, dy, dx, w, b, dw, db, w0, b0;
     const size_t xs = sizeof(float) * s.x.size(), ys = sizeof(float) * s.dy.size(), ws = sizeof(float) * s.w.size(),
                  bs = sizeof(float) * s.b.size();
-    for (auto [arr, n] : {std::pair{&x, xs}, {&y, ys}, {&dy, ys}, {&dx, xs}, {&w, ws}, {&b, bs}, {&dw, ws}, {&db, bs},
-                          {&w0, ws}, {&b0, bs}})
+    for (auto [arr, n] : {std::pair{&x, xs},
+                          {&y, ys},
+                          {&dy, ys},
+                          {&dx, xs},
+                          {&w, ws},
+                          {&b, bs},
+                          {&dw, ws},
+                          {&db, bs},
+                          {&w0, ws},
+                          {&b0, bs}})
       HOOP_RETURN_IF_ERROR(arr->Alloc(n));
     HOOP_RETURN_IF_ERROR(CopyMem(x.p, MemKind::kCuda, s.x.data(), MemKind::kHost, xs, stream_));
     HOOP_RETURN_IF_ERROR(CopyMem(dy.p, MemKind::kCuda, s.dy.data(), MemKind::kHost, ys, stream_));
@@ -111,13 +120,20 @@ class CudaBench : public GpuBench {
     cudnnConvolutionBwdDataAlgoPerf_t dp;
     cudnnConvolutionBwdFilterAlgoPerf_t wp;
     int got = 0;
-    HOOP_RETURN_IF_ERROR(Cudnn(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, d.x, d.w, d.conv, d.y, 1, &got, &fp), "forward algorithm"));
-    HOOP_RETURN_IF_ERROR(Cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, d.w, d.y, d.conv, d.x, 1, &got, &dp), "backward data algorithm"));
-    HOOP_RETURN_IF_ERROR(Cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, d.x, d.y, d.conv, d.w, 1, &got, &wp), "backward filter algorithm"));
+    HOOP_RETURN_IF_ERROR(Cudnn(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, d.x, d.w, d.conv, d.y, 1, &got, &fp),
+                               "forward algorithm"));
+    HOOP_RETURN_IF_ERROR(Cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, d.w, d.y, d.conv, d.x, 1, &got, &dp),
+                               "backward data algorithm"));
+    HOOP_RETURN_IF_ERROR(
+        Cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, d.x, d.y, d.conv, d.w, 1, &got, &wp),
+              "backward filter algorithm"));
     size_t f_ws = 0, d_ws = 0, w_ws = 0;
-    HOOP_RETURN_IF_ERROR(Cudnn(cudnnGetConvolutionForwardWorkspaceSize(cudnn_, d.x, d.w, d.conv, d.y, fp.algo, &f_ws), "workspace"));
-    HOOP_RETURN_IF_ERROR(Cudnn(cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, d.w, d.y, d.conv, d.x, dp.algo, &d_ws), "workspace"));
-    HOOP_RETURN_IF_ERROR(Cudnn(cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn_, d.x, d.y, d.conv, d.w, wp.algo, &w_ws), "workspace"));
+    HOOP_RETURN_IF_ERROR(
+        Cudnn(cudnnGetConvolutionForwardWorkspaceSize(cudnn_, d.x, d.w, d.conv, d.y, fp.algo, &f_ws), "workspace"));
+    HOOP_RETURN_IF_ERROR(Cudnn(
+        cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, d.w, d.y, d.conv, d.x, dp.algo, &d_ws), "workspace"));
+    HOOP_RETURN_IF_ERROR(Cudnn(
+        cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn_, d.x, d.y, d.conv, d.w, wp.algo, &w_ws), "workspace"));
     DeviceArray work;
     HOOP_RETURN_IF_ERROR(work.Alloc(std::max({f_ws, d_ws, w_ws})));
 
@@ -126,14 +142,19 @@ class CudaBench : public GpuBench {
       HOOP_RETURN_IF_ERROR(CopyMem(w.p, MemKind::kCuda, w0.p, MemKind::kCuda, ws, stream_));  // the same start
       HOOP_RETURN_IF_ERROR(CopyMem(b.p, MemKind::kCuda, b0.p, MemKind::kCuda, bs, stream_));
       HOOP_RETURN_IF_ERROR(Cudnn(cudnnConvolutionForward(cudnn_, &one, d.x, x.p, d.w, w.p, d.conv, fp.algo, work.p,
-                                                         work.bytes, &zero, d.y, y.p), "forward"));
+                                                         work.bytes, &zero, d.y, y.p),
+                                 "forward"));
       HOOP_RETURN_IF_ERROR(Cudnn(cudnnAddTensor(cudnn_, &one, d.b, b.p, &one, d.y, y.p), "bias"));
-      HOOP_RETURN_IF_ERROR(Cudnn(cudnnConvolutionBackwardBias(cudnn_, &one, d.y, dy.p, &zero, d.b, db.p), "backward bias"));
-      HOOP_RETURN_IF_ERROR(Cudnn(cudnnConvolutionBackwardFilter(cudnn_, &one, d.x, x.p, d.y, dy.p, d.conv, wp.algo, work.p,
-                                                                work.bytes, &zero, d.w, dw.p), "backward filter"));
-      HOOP_RETURN_IF_ERROR(Cudnn(cudnnConvolutionBackwardData(cudnn_, &one, d.w, w.p, d.y, dy.p, d.conv, dp.algo, work.p,
-                                                              work.bytes, &zero, d.x, dx.p), "backward data"));
-      HOOP_RETURN_IF_ERROR(Cublas(cublasSaxpy(cublas_, static_cast<int>(s.w.size()), &minus_lr, dw.f(), 1, w.f(), 1), "update"));
+      HOOP_RETURN_IF_ERROR(
+          Cudnn(cudnnConvolutionBackwardBias(cudnn_, &one, d.y, dy.p, &zero, d.b, db.p), "backward bias"));
+      HOOP_RETURN_IF_ERROR(Cudnn(cudnnConvolutionBackwardFilter(cudnn_, &one, d.x, x.p, d.y, dy.p, d.conv, wp.algo,
+                                                                work.p, work.bytes, &zero, d.w, dw.p),
+                                 "backward filter"));
+      HOOP_RETURN_IF_ERROR(Cudnn(cudnnConvolutionBackwardData(cudnn_, &one, d.w, w.p, d.y, dy.p, d.conv, dp.algo,
+                                                              work.p, work.bytes, &zero, d.x, dx.p),
+                                 "backward data"));
+      HOOP_RETURN_IF_ERROR(
+          Cublas(cublasSaxpy(cublas_, static_cast<int>(s.w.size()), &minus_lr, dw.f(), 1, w.f(), 1), "update"));
       return Cublas(cublasSaxpy(cublas_, static_cast<int>(s.b.size()), &minus_lr, db.f(), 1, b.f(), 1), "update");
     };
     HOOP_ASSIGN_OR_RETURN(double t, Mean(repeats, step));
@@ -169,7 +190,8 @@ class CudaBench : public GpuBench {
       HOOP_RETURN_IF_ERROR(Cudnn(cudnnSetTensor4dDescriptor(y, nchw, f32, n, kFilters, out, out), "output"));
       HOOP_RETURN_IF_ERROR(Cudnn(cudnnSetTensor4dDescriptor(b, nchw, f32, 1, kFilters, 1, 1), "bias"));
       HOOP_RETURN_IF_ERROR(Cudnn(cudnnSetFilter4dDescriptor(w, f32, nchw, kFilters, 1, kKernel, kKernel), "filter"));
-      HOOP_RETURN_IF_ERROR(Cudnn(cudnnSetConvolution2dDescriptor(conv, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, f32), "convolution"));
+      HOOP_RETURN_IF_ERROR(
+          Cudnn(cudnnSetConvolution2dDescriptor(conv, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, f32), "convolution"));
       return Cudnn(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "math type");  // FP32, no TF32
     }
   };

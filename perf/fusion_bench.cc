@@ -30,7 +30,11 @@ double Median(std::vector<double> v) {
 class FusionBench {
  public:
   FusionBench(Communicator& c, const Options& o, const fusion::FusionOptions& fo)
-      : c_(c), o_(o), fo_(fo), count_(o.bytes / 4), tensors_(o.tensors, std::vector<float>(count_)),
+      : c_(c),
+        o_(o),
+        fo_(fo),
+        count_(o.bytes / 4),
+        tensors_(o.tensors, std::vector<float>(count_)),
         big_(count_ * o.tensors) {}
 
   // One repetition: the per-round times of each way on this rank, the negotiation figures.
@@ -59,14 +63,16 @@ class FusionBench {
     HOOP_ASSIGN_OR_RETURN(auto rt, fusion::Runtime::Start(c_, fo_));
     for (int i = 0; i < o_.warmup; ++i) HOOP_RETURN_IF_ERROR(Fused(*rt));
     float one = 1;
-    HOOP_RETURN_IF_ERROR(rt->Allreduce("barrier", {&one, 1, DType::kF32}, {&one, 1, DType::kF32}, ReduceOp::kSum).Wait());
+    HOOP_RETURN_IF_ERROR(
+        rt->Allreduce("barrier", {&one, 1, DType::kF32}, {&one, 1, DType::kF32}, ReduceOp::kSum).Wait());
     fusion::RuntimeStats before = rt->stats();
     t = Clock::now();
     for (int i = 0; i < o_.rounds; ++i) HOOP_RETURN_IF_ERROR(Fused(*rt));
     r.fused = Since(t) / o_.rounds;
     fusion::RuntimeStats after = rt->stats();
     // One more round on fresh data, checked.
-    for (size_t k = 0; k < tensors_.size(); ++k) FillPattern(tensors_[k].data(), count_, c_.rank() + static_cast<int>(k % 7));
+    for (size_t k = 0; k < tensors_.size(); ++k)
+      FillPattern(tensors_[k].data(), count_, c_.rank() + static_cast<int>(k % 7));
     HOOP_RETURN_IF_ERROR(Fused(*rt));
     for (size_t k = 0; k < tensors_.size(); ++k) r.wrong += Wrong(tensors_[k], static_cast<int>(k % 7));
     // The steady state's own cost: idle cycles, every name still cached (the exchange carries a
@@ -83,7 +89,8 @@ class FusionBench {
     };
     r.cycles = static_cast<double>(after.cycles - before.cycles) / o_.rounds;
     r.groups = static_cast<double>(after.groups - before.groups) / o_.rounds;
-    r.coordinated = after.coordinated_cycles - before.coordinated_cycles + idle1.coordinated_cycles - idle0.coordinated_cycles;
+    r.coordinated =
+        after.coordinated_cycles - before.coordinated_cycles + idle1.coordinated_cycles - idle0.coordinated_cycles;
     r.cycle_wait = per_cycle(before, after);
     r.negotiation = per_cycle(idle0, idle1);
     return r;
@@ -107,7 +114,8 @@ class FusionBench {
   Status Separate() {
     const CallOptions now{Algo::kAuto, true};
     for (auto& t : tensors_)
-      HOOP_RETURN_IF_ERROR(c_.Allreduce({t.data(), count_, DType::kF32}, {t.data(), count_, DType::kF32}, ReduceOp::kSum, now).Wait());
+      HOOP_RETURN_IF_ERROR(
+          c_.Allreduce({t.data(), count_, DType::kF32}, {t.data(), count_, DType::kF32}, ReduceOp::kSum, now).Wait());
     return Status::Ok();
   }
   Status Fused(fusion::Runtime& rt) {
@@ -151,7 +159,8 @@ class FusionBench {
 int RunFusionBench(int argc, char** argv) {
   auto opts = ParseFusionOptions(argc, argv);
   if (!opts.ok()) {
-    std::fprintf(stderr, "hoop-perf fusion: %s\n(run 'hoop-perf fusion --help' for usage)\n", opts.status().message().c_str());
+    std::fprintf(stderr, "hoop-perf fusion: %s\n(run 'hoop-perf fusion --help' for usage)\n",
+                 opts.status().message().c_str());
     return 2;
   }
   if (opts->help) {
@@ -164,11 +173,12 @@ int RunFusionBench(int argc, char** argv) {
   const fusion::FusionOptions fo = fusion::FusionOptions::FromConfig(pj.cfg);
   const bool lead = c.rank() == 0;
   if (lead)
-    std::printf("# hoop-perf fusion: %d ranks over %s, %zu tensors x %s (f32 sum), cycle %g ms, fusion threshold %s\n"
-                "# %4s %12s %12s %12s %10s %10s %14s %13s %8s %8s %6s\n",
-                c.size(), c.transport_name().c_str(), opts->tensors, FormatBytes(opts->bytes).c_str(), fo.cycle_time_ms,
-                FormatBytes(fo.fusion_threshold).c_str(), "rep", "fused_us", "single_us", "unfused_us", "fused/sgl",
-                "unfsd/fsd", "negotiation_us", "cycle_wait_us", "cycles", "groups", "wrong");
+    std::printf(
+        "# hoop-perf fusion: %d ranks over %s, %zu tensors x %s (f32 sum), cycle %g ms, fusion threshold %s\n"
+        "# %4s %12s %12s %12s %10s %10s %14s %13s %8s %8s %6s\n",
+        c.size(), c.transport_name().c_str(), opts->tensors, FormatBytes(opts->bytes).c_str(), fo.cycle_time_ms,
+        FormatBytes(fo.fusion_threshold).c_str(), "rep", "fused_us", "single_us", "unfused_us", "fused/sgl",
+        "unfsd/fsd", "negotiation_us", "cycle_wait_us", "cycles", "groups", "wrong");
   FusionBench bench(c, *opts, fo);
   std::vector<double> fused, single, unfused, negotiation, cycle_wait, f_over_s, u_over_f;
   uint64_t wrong = 0, coordinated = 0;
@@ -187,34 +197,37 @@ int RunFusionBench(int argc, char** argv) {
     u_over_f.push_back(r->unfused / r->fused);
     wrong += r->wrong, coordinated += r->coordinated, cycles = r->cycles, groups = r->groups;
     if (lead)
-      std::printf("  %4d %12.1f %12.1f %12.1f %10.2f %10.1f %14.2f %13.1f %8.1f %8.1f %6llu\n", rep + 1, r->fused, r->single,
-                  r->unfused, r->fused / r->single, r->unfused / r->fused, r->negotiation, r->cycle_wait, r->cycles, r->groups,
-                  static_cast<unsigned long long>(r->wrong));
+      std::printf("  %4d %12.1f %12.1f %12.1f %10.2f %10.1f %14.2f %13.1f %8.1f %8.1f %6llu\n", rep + 1, r->fused,
+                  r->single, r->unfused, r->fused / r->single, r->unfused / r->fused, r->negotiation, r->cycle_wait,
+                  r->cycles, r->groups, static_cast<unsigned long long>(r->wrong));
   }
   const double f = Median(fused), s = Median(single), u = Median(unfused), n = Median(negotiation),
                w = Median(cycle_wait), fs = Median(f_over_s), uf = Median(u_over_f);
   if (lead) {
-    std::printf("# median: fused %.1f us, single %.1f us, unfused %.1f us; of the repetitions' ratios: fused/single %.2f,"
-                " unfused/fused %.1f;\n"
-                "# negotiation %.2f us per idle cycle (%.1f us per cycle while busy, waiting for the slowest rank);\n"
-                "# %llu cycles needed the coordinator after warm-up; wrong %llu\n",
-                f, s, u, fs, uf, n, w, static_cast<unsigned long long>(coordinated), static_cast<unsigned long long>(wrong));
+    std::printf(
+        "# median: fused %.1f us, single %.1f us, unfused %.1f us; of the repetitions' ratios: fused/single %.2f,"
+        " unfused/fused %.1f;\n"
+        "# negotiation %.2f us per idle cycle (%.1f us per cycle while busy, waiting for the slowest rank);\n"
+        "# %llu cycles needed the coordinator after warm-up; wrong %llu\n",
+        f, s, u, fs, uf, n, w, static_cast<unsigned long long>(coordinated), static_cast<unsigned long long>(wrong));
     if (!opts->json.empty()) {
       std::FILE* out = std::fopen(opts->json.c_str(), "w");
       if (!out) {
         std::fprintf(stderr, "hoop-perf fusion: cannot write %s\n", opts->json.c_str());
         return 1;
       }
-      std::fprintf(out,
-                   "{\"collective\": \"fusion\", \"ranks\": %d, \"transport\": \"%s\", \"tensors\": %zu, \"bytes\": %llu, "
-                   "\"rounds\": %d, \"repeats\": %d, \"cycle_time_ms\": %g, \"fusion_threshold\": %llu, "
-                   "\"fused_us\": %.3f, \"single_us\": %.3f, \"unfused_us\": %.3f, \"negotiation_us\": %.3f, \"cycle_wait_us\": %.3f, "
-                   "\"fused_over_single\": %.4f, \"unfused_over_fused\": %.4f, \"cycles_per_round\": %.2f, "
-                   "\"groups_per_round\": %.2f, \"coordinated_cycles\": %llu, \"wrong\": %llu}\n",
-                   c.size(), c.transport_name().c_str(), opts->tensors, static_cast<unsigned long long>(opts->bytes),
-                   opts->rounds, opts->repeats, fo.cycle_time_ms, static_cast<unsigned long long>(fo.fusion_threshold), f, s,
-                   u, n, w, fs, uf, cycles, groups, static_cast<unsigned long long>(coordinated),
-                   static_cast<unsigned long long>(wrong));
+      std::fprintf(
+          out,
+          "{\"collective\": \"fusion\", \"ranks\": %d, \"transport\": \"%s\", \"tensors\": %zu, \"bytes\": %llu, "
+          "\"rounds\": %d, \"repeats\": %d, \"cycle_time_ms\": %g, \"fusion_threshold\": %llu, "
+          "\"fused_us\": %.3f, \"single_us\": %.3f, \"unfused_us\": %.3f, \"negotiation_us\": %.3f, \"cycle_wait_us\": "
+          "%.3f, "
+          "\"fused_over_single\": %.4f, \"unfused_over_fused\": %.4f, \"cycles_per_round\": %.2f, "
+          "\"groups_per_round\": %.2f, \"coordinated_cycles\": %llu, \"wrong\": %llu}\n",
+          c.size(), c.transport_name().c_str(), opts->tensors, static_cast<unsigned long long>(opts->bytes),
+          opts->rounds, opts->repeats, fo.cycle_time_ms, static_cast<unsigned long long>(fo.fusion_threshold), f, s, u,
+          n, w, fs, uf, cycles, groups, static_cast<unsigned long long>(coordinated),
+          static_cast<unsigned long long>(wrong));
       std::fclose(out);
     }
   }

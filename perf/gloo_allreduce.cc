@@ -33,8 +33,8 @@ int EnvInt(const char* a, const char* b) {
   return v ? std::atoi(v) : -1;
 }
 
-std::unique_ptr<gloo::Algorithm> Make(const std::string& algo, const std::shared_ptr<gloo::Context>& ctx,
-                                      float* p, int count) {
+std::unique_ptr<gloo::Algorithm> Make(const std::string& algo, const std::shared_ptr<gloo::Context>& ctx, float* p,
+                                      int count) {
   if (algo == "ring") return std::make_unique<gloo::AllreduceRing<float>>(ctx, std::vector<float*>{p}, count);
   if (algo == "ring_chunked")
     return std::make_unique<gloo::AllreduceRingChunked<float>>(ctx, std::vector<float*>{p}, count);
@@ -57,8 +57,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (a.help) {
-    std::puts("usage: hooprun -np N gloo-allreduce --store DIR [-a ring|ring_chunked|halving_doubling] [-b MIN]\n"
-              "       [-e MAX] [-f FACTOR] [--csv FILE] [--host ADDR]");
+    std::puts(
+        "usage: hooprun -np N gloo-allreduce --store DIR [-a ring|ring_chunked|halving_doubling] [-b MIN]\n"
+        "       [-e MAX] [-f FACTOR] [--csv FILE] [--host ADDR]");
     return 0;
   }
   if (a.algo.empty()) a.algo = "ring";
@@ -68,8 +69,9 @@ int main(int argc, char** argv) {
   }
   int rank = EnvInt("HOOP_RANK", "OMPI_COMM_WORLD_RANK"), size = EnvInt("HOOP_SIZE", "OMPI_COMM_WORLD_SIZE");
   if (rank < 0 || size < 1 || store_dir.empty()) {
-    std::fprintf(stderr, "gloo-allreduce: needs HOOP_RANK/HOOP_SIZE (hooprun) or OMPI_COMM_WORLD_* (mpirun), "
-                         "and --store DIR\n");
+    std::fprintf(stderr,
+                 "gloo-allreduce: needs HOOP_RANK/HOOP_SIZE (hooprun) or OMPI_COMM_WORLD_* (mpirun), "
+                 "and --store DIR\n");
     return 2;
   }
   if (a.label.empty()) a.label = "tcp";

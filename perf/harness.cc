@@ -18,7 +18,8 @@ int PingPongIters(uint64_t bytes) {
 
 int BandwidthIters(uint64_t bytes) {
   const uint64_t cap = bytes ? (uint64_t{1} << 30) / (kBandwidthWindow * bytes) : 1000;
-  return static_cast<int>(std::max<uint64_t>(5, std::min<uint64_t>(static_cast<uint64_t>(PingPongIters(bytes)) / 10, cap)));
+  return static_cast<int>(
+      std::max<uint64_t>(5, std::min<uint64_t>(static_cast<uint64_t>(PingPongIters(bytes)) / 10, cap)));
 }
 
 int AutoIters(uint64_t bytes) {
@@ -54,7 +55,8 @@ bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out,
     a.factor = static_cast<uint64_t>(*n);
     return "";
   });
-  f.Value("--coll", cli::OneOf(&a.coll, {"allreduce", "alltoall", "reduce", "gather", "scatter", "barrier", "sendrecv"}));
+  f.Value("--coll",
+          cli::OneOf(&a.coll, {"allreduce", "alltoall", "reduce", "gather", "scatter", "barrier", "sendrecv"}));
   f.Value("-a", cli::Text(&a.algo));
   f.Value("--csv", cli::Text(&a.csv));
   f.Value("--label", cli::Text(&a.label));
@@ -119,7 +121,9 @@ double BusFactor(const std::string& coll, int ranks) {
 
 namespace {
 // The element `i` of the block `src` sends to `dst`: small integers, exact in f32.
-float Value(int src, int dst, size_t i) { return static_cast<float>((i + size_t(src) * 7 + size_t(dst) * 3) % 17) - 8.0f; }
+float Value(int src, int dst, size_t i) {
+  return static_cast<float>((i + size_t(src) * 7 + size_t(dst) * 3) % 17) - 8.0f;
+}
 }  // namespace
 
 void FillFor(const std::string& coll, const CallShape& s, int rank, int ranks, float* in) {
@@ -166,10 +170,10 @@ bool WriteHarnessCsv(const HarnessArgs& a, const char* algo, int ranks, bool in_
     double algbw = r.time_us > 0 ? static_cast<double>(r.bytes) / (r.time_us * 1e3) : 0;
     char buf[512];
     const bool reduces = a.coll == "allreduce" || a.coll == "reduce";
-    std::snprintf(buf, sizeof(buf), "%s,%s,%s,f32,%s,%d,%llu,%d,%d,1,%.3f,%.3f,%.3f,%.4f,%.4f,%zu\n",
-                  a.coll.c_str(), algo, a.label.c_str(), reduces ? "sum" : "none", ranks,
-                  static_cast<unsigned long long>(r.bytes), in_place ? 1 : 0, r.iters, r.time_us, r.time_us,
-                  r.time_us, algbw, algbw * BusFactor(a.coll, ranks), r.wrong);
+    std::snprintf(buf, sizeof(buf), "%s,%s,%s,f32,%s,%d,%llu,%d,%d,1,%.3f,%.3f,%.3f,%.4f,%.4f,%zu\n", a.coll.c_str(),
+                  algo, a.label.c_str(), reduces ? "sum" : "none", ranks, static_cast<unsigned long long>(r.bytes),
+                  in_place ? 1 : 0, r.iters, r.time_us, r.time_us, r.time_us, algbw, algbw * BusFactor(a.coll, ranks),
+                  r.wrong);
     f << buf;
   }
   return static_cast<bool>(f.flush());

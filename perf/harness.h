@@ -37,9 +37,9 @@ int BandwidthIters(uint64_t bytes);
 struct HarnessArgs {
   uint64_t min_bytes = 4096, max_bytes = 64 << 20, factor = 4;
   std::string coll = "allreduce";  // --coll: allreduce, alltoall, reduce, gather, scatter (root 0), barrier, sendrecv
-  std::string algo;  // gloo-allreduce: ring | ring_chunked | halving_doubling
-  std::string csv;   // write the rows here (rank 0)
-  std::string label; // the transport column, e.g. "vader" or "tcp"
+  std::string algo;                // gloo-allreduce: ring | ring_chunked | halving_doubling
+  std::string csv;                 // write the rows here (rank 0)
+  std::string label;               // the transport column, e.g. "vader" or "tcp"
   bool help = false;
 };
 

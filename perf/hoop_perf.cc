@@ -37,8 +37,10 @@ std::string TooLarge(const Communicator& c, const PerfOptions& o, uint64_t bytes
   const double share = memory / std::max(1, c.local_size());
   if (per_rank > share) {
     char text[256];
-    std::snprintf(text, sizeof text, "%s: each rank's buffers would need %.3g GB, more than its share of this host's "
-                  "memory (%.3g GB for %d ranks)", size.c_str(), per_rank / 1e9, memory / 1e9, c.local_size());
+    std::snprintf(text, sizeof text,
+                  "%s: each rank's buffers would need %.3g GB, more than its share of this host's "
+                  "memory (%.3g GB for %d ranks)",
+                  size.c_str(), per_rank / 1e9, memory / 1e9, c.local_size());
     return text;
   }
   return "";
@@ -55,7 +57,8 @@ StatusOr<std::vector<RankLine>> GatherRanks(Communicator& c) {
   ::gethostname(me.host, sizeof me.host - 1);
   std::snprintf(me.transport, sizeof me.transport, "%s", c.transport_name().c_str());
   std::vector<Record> all(static_cast<size_t>(c.size()));
-  Buffer in{&me, sizeof me, DType::kU8, MemKind::kHost}, out{all.data(), sizeof me * all.size(), DType::kU8, MemKind::kHost};
+  Buffer in{&me, sizeof me, DType::kU8, MemKind::kHost},
+      out{all.data(), sizeof me * all.size(), DType::kU8, MemKind::kHost};
   HOOP_RETURN_IF_ERROR(c.Allgather(in, out).Wait());
   std::vector<RankLine> lines;
   for (size_t r = 0; r < all.size(); ++r) {
@@ -117,8 +120,8 @@ int Main(int argc, char** argv) {
     Buffer mb{&mine, 1, DType::kI32, MemKind::kHost}, ab{&any, 1, DType::kI32, MemKind::kHost};
     if (!c.Allreduce(mb, ab, ReduceOp::kMax).Wait().ok() || any != 0) return 2;
   }
-  RunInfo info{&o, c.size(), c.transport_name(),
-               o.compression ? CompressionName(*o.compression) : pj.cfg.compression, {}};
+  RunInfo info{
+      &o, c.size(), c.transport_name(), o.compression ? CompressionName(*o.compression) : pj.cfg.compression, {}};
   auto ranks = GatherRanks(c);
   if (!ranks.ok()) {
     std::fprintf(stderr, "hoop-perf: rank %d: %s\n", c.rank(), ranks.status().message().c_str());
@@ -138,10 +141,11 @@ int Main(int argc, char** argv) {
       const bool per_rank = PerRankBlocks(o.kind);
       const uint64_t least = DTypeSize(d) * (per_rank ? static_cast<uint64_t>(c.size()) : 1);
       if (lead)
-        std::fprintf(stderr, "hoop-perf: -b %llu is less than one %s element%s (%llu bytes): give -b 0 for one empty "
-                     "call, or -b %llu or more\n", static_cast<unsigned long long>(o.min_bytes), DTypeName(d),
-                     per_rank ? " per rank" : "", static_cast<unsigned long long>(least),
-                     static_cast<unsigned long long>(least));
+        std::fprintf(stderr,
+                     "hoop-perf: -b %llu is less than one %s element%s (%llu bytes): give -b 0 for one empty "
+                     "call, or -b %llu or more\n",
+                     static_cast<unsigned long long>(o.min_bytes), DTypeName(d), per_rank ? " per rank" : "",
+                     static_cast<unsigned long long>(least), static_cast<unsigned long long>(least));
       return 2;
     }
   }
@@ -158,13 +162,15 @@ int Main(int argc, char** argv) {
   if (lead && o.rotate > 1)
     PrintCaseNote("buffers: " + std::to_string(o.rotate) + " sets per size, each call on the next (--rotate)");
   std::vector<Row> rows;
-  const bool compressing = o.compression && (*o.compression == Compression::kFp16 || *o.compression == Compression::kBf16);
+  const bool compressing =
+      o.compression && (*o.compression == Compression::kFp16 || *o.compression == Compression::kBf16);
   const std::vector<ReduceOp> ops = Reduces(o.kind) ? o.ops : std::vector<ReduceOp>{o.ops[0]};
   if (lead && Reduces(o.kind)) {  // -d all / -o all: say once which pairs have no meaning
     std::string skipped;
     for (DType d : o.dtypes)
       for (ReduceOp op : ops)
-        if (!OpApplies(d, op)) skipped += std::string(skipped.empty() ? "" : ", ") + DTypeName(d) + " " + ReduceOpName(op);
+        if (!OpApplies(d, op))
+          skipped += std::string(skipped.empty() ? "" : ", ") + DTypeName(d) + " " + ReduceOpName(op);
     if (!skipped.empty()) PrintCaseNote("skipped, no such reduction: " + skipped);
   }
   for (const std::string& note : o.notes)
@@ -219,7 +225,8 @@ int Main(int argc, char** argv) {
     return 0;
   };
   for (int cycle = 1; cycle <= o.cycles; ++cycle) {
-    if (lead && o.cycles > 1) PrintCaseNote("cycle " + std::to_string(cycle) + " of " + std::to_string(o.cycles) + " (-N)");
+    if (lead && o.cycles > 1)
+      PrintCaseNote("cycle " + std::to_string(cycle) + " of " + std::to_string(o.cycles) + " (-N)");
     if (int code = sweep(); code != 0) return code;
   }
   bool wrong = false;

@@ -3,7 +3,8 @@
 // last-level cache (64 MiB by default), so its rate is bytes moved (3 x the array) per second.
 // The limits: one core's memcpy (2 streams), and the 3-stream limit, the best of two plain
 // loops that move the same bytes with no arithmetic (an integer OR of two arrays, with plain and
-// with non-temporal stores, the latter 16, 32 and 64 bytes wide where the CPU has them). Kernels run as the collectives call them: plain (the kernel
+// with non-temporal stores, the latter 16, 32 and 64 bytes wide where the CPU has them). Kernels run as the
+// collectives call them: plain (the kernel
 // alone) and streaming (for outputs beyond kStreamingBytes: the kernel's own non-temporal
 // variant where it has one, else ReduceStreaming, reduced through L1 and streamed out), per
 // instruction set this CPU runs.
@@ -91,11 +92,15 @@ int main(int argc, char** argv) {
   flags.Early("--version", &version);
   flags.Switch("--all-ops", &all_ops);
   flags.Value("--device", [&device](const std::string& v) -> std::string {
-    if (v == "cpu") device = -1;
-    else if (v == "cuda") device = 0;
-    else if (v.rfind("cuda:", 0) == 0 && v.size() > 5 && v.size() < 9 && v.find_first_not_of("0123456789", 5) == std::string::npos)
+    if (v == "cpu")
+      device = -1;
+    else if (v == "cuda")
+      device = 0;
+    else if (v.rfind("cuda:", 0) == 0 && v.size() > 5 && v.size() < 9 &&
+             v.find_first_not_of("0123456789", 5) == std::string::npos)
       device = std::atoi(v.c_str() + 5);
-    else return "expected cpu, cuda or cuda:N";
+    else
+      return "expected cpu, cuda or cuda:N";
     return "";
   });
   flags.Value("--mib", hoop::cli::Int(&mib_flag, 1, 65536));
@@ -109,12 +114,13 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (help) {
-    std::puts("usage: kernel-bench [--mib 64] [--repeats 5] [--all-ops] [--device cpu|cuda[:N]] | --version\n"
-              "Each reduction kernel (sum, or every op with --all-ops) over arrays of MIB MiB, per instruction\n"
-              "set this CPU runs, plain and streaming, in GB/s of bytes moved (two reads, one write), next to\n"
-              "memcpy and the 3-stream limit measured in the same run; medians of REPEATS runs.\n"
-              "--device cuda[:N]: the GPU kernels on device N (default 0) instead, next to a device-to-device\n"
-              "copy of the same array timed alternately with each kernel; exits 1 where there is no device.");
+    std::puts(
+        "usage: kernel-bench [--mib 64] [--repeats 5] [--all-ops] [--device cpu|cuda[:N]] | --version\n"
+        "Each reduction kernel (sum, or every op with --all-ops) over arrays of MIB MiB, per instruction\n"
+        "set this CPU runs, plain and streaming, in GB/s of bytes moved (two reads, one write), next to\n"
+        "memcpy and the 3-stream limit measured in the same run; medians of REPEATS runs.\n"
+        "--device cuda[:N]: the GPU kernels on device N (default 0) instead, next to a device-to-device\n"
+        "copy of the same array timed alternately with each kernel; exits 1 where there is no device.");
     return 0;
   }
   mib = static_cast<size_t>(mib_flag);
@@ -166,8 +172,10 @@ int main(int argc, char** argv) {
         double plain = rate(MedianSeconds(repeats, [&] { fn(d, a, b, n, 1); }), 3);
         ReduceFn direct = LookupStreamIsa(isa, dt, op);
         auto streaming = [&] {
-          if (direct) direct(d, a, b, n, 1);
-          else ReduceStreaming(fn, es, d, a, b, n, 1);
+          if (direct)
+            direct(d, a, b, n, 1);
+          else
+            ReduceStreaming(fn, es, d, a, b, n, 1);
         };
         // The machine's speed drifts; timing the kernel and the limit alternately, run for run,
         // gives a ratio that drift does not move.
@@ -186,15 +194,19 @@ int main(int argc, char** argv) {
   limits();
   const double limit = std::max(or_plain, or_stream);
   std::printf("# memcpy (2 streams): %.2f GB/s\n", memcpy_gbs);
-  std::printf("# 3-stream limit: %.2f GB/s (OR of two arrays: plain stores %.2f, non-temporal %.2f (the best of\n"
-              "# 16-, 32- and 64-byte stores the CPU has); the better of a run before and one after the kernels)\n",
-              limit, or_plain, or_stream);
+  std::printf(
+      "# 3-stream limit: %.2f GB/s (OR of two arrays: plain stores %.2f, non-temporal %.2f (the best of\n"
+      "# 16-, 32- and 64-byte stores the CPU has); the better of a run before and one after the kernels)\n",
+      limit, or_plain, or_stream);
   std::printf("# paired: streaming / the %s OR timed alternately with it, run for run (median over runs)\n",
-              avx512 ? "64-byte streaming" : avx2 ? "32-byte streaming" : "16-byte streaming");
-  std::printf("# %6s %5s %8s %10s %10s %10s %10s\n", "dtype", "op", "isa", "plain", "streaming", "best/limit", "paired");
+              avx512 ? "64-byte streaming"
+              : avx2 ? "32-byte streaming"
+                     : "16-byte streaming");
+  std::printf("# %6s %5s %8s %10s %10s %10s %10s\n", "dtype", "op", "isa", "plain", "streaming", "best/limit",
+              "paired");
   for (const Result& r : rows)
-    std::printf("  %6s %5s %8s %10.2f %10.2f %10.2f %10.2f\n", DTypeName(r.dt), ReduceOpName(r.op), KernelIsaName(r.isa),
-                r.plain, r.stream, std::max(r.plain, r.stream) / limit, r.paired);
+    std::printf("  %6s %5s %8s %10.2f %10.2f %10.2f %10.2f\n", DTypeName(r.dt), ReduceOpName(r.op),
+                KernelIsaName(r.isa), r.plain, r.stream, std::max(r.plain, r.stream) / limit, r.paired);
   std::free(a);
   std::free(b);
   std::free(d);

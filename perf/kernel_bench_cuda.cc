@@ -52,15 +52,18 @@ Status Run(int device, size_t mib, int repeats, bool all_ops) {
   auto rate = [&](double s, int streams) { return static_cast<double>(bytes) * streams / s / 1e9; };
 
   auto devices = CudaDevices();
-  std::printf("# kernel-bench --device cuda: device %d (%s), arrays of %zu MiB, median of %d runs, GB/s of bytes moved\n",
-              device, devices.ok() ? (*devices)[static_cast<size_t>(device)].name.c_str() : "?", mib, repeats);
-  std::printf("# copy: cudaMemcpyAsync device to device of one array (2 streams: read + write), timed alternately\n"
-              "# with each kernel; ratio: the kernel's GB/s / the copy's GB/s, run for run (median)\n");
+  std::printf(
+      "# kernel-bench --device cuda: device %d (%s), arrays of %zu MiB, median of %d runs, GB/s of bytes moved\n",
+      device, devices.ok() ? (*devices)[static_cast<size_t>(device)].name.c_str() : "?", mib, repeats);
+  std::printf(
+      "# copy: cudaMemcpyAsync device to device of one array (2 streams: read + write), timed alternately\n"
+      "# with each kernel; ratio: the kernel's GB/s / the copy's GB/s, run for run (median)\n");
   std::printf("# %6s %5s %10s %10s %8s\n", "dtype", "op", "kernel", "copy", "ratio");
   std::vector<ReduceOp> ops = {ReduceOp::kSum};
   if (all_ops) ops.assign(std::begin(kAllReduceOps), std::end(kAllReduceOps));
   std::vector<char> host(bytes);
-  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kF64, DType::kI32, DType::kI64, DType::kI8, DType::kU8}) {
+  for (DType dt :
+       {DType::kF32, DType::kBF16, DType::kF16, DType::kF64, DType::kI32, DType::kI64, DType::kI8, DType::kU8}) {
     const size_t es = DTypeSize(dt), n = bytes / es;
     for (ReduceOp op : ops) {
       DeviceReduceFn fn = LookupDeviceReduce(dt, op);

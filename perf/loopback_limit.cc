@@ -60,9 +60,10 @@ double Exchange(int fd, size_t bytes) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && (std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help")) {
-    std::puts("usage: loopback-limit [SIZE_MB (default 1024)] [REPEATS (default 3)]\n"
-              "Streams SIZE_MB both ways at once between two processes over TCP loopback and prints\n"
-              "the per-direction rate of each repeat and their median.");
+    std::puts(
+        "usage: loopback-limit [SIZE_MB (default 1024)] [REPEATS (default 3)]\n"
+        "Streams SIZE_MB both ways at once between two processes over TCP loopback and prints\n"
+        "the per-direction rate of each repeat and their median.");
     return 0;
   }
   size_t mb = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1024;

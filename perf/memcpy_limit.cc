@@ -12,8 +12,9 @@
 
 int main(int argc, char** argv) {
   if (argc > 1 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help"))) {
-    std::puts("usage: memcpy-limit [SIZE_MB (default 256)] [REPEATS (default 5)]\n"
-              "Copies SIZE_MB MiB between two buffers REPEATS times; prints GB/s per run and the median.");
+    std::puts(
+        "usage: memcpy-limit [SIZE_MB (default 256)] [REPEATS (default 5)]\n"
+        "Copies SIZE_MB MiB between two buffers REPEATS times; prints GB/s per run and the median.");
     return 0;
   }
   size_t mb = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 256;

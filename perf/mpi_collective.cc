@@ -111,9 +111,11 @@ int RunSendRecv(const HarnessArgs& a, int rank, int size) {
     MPI_Allreduce(&wrong, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     rc |= total ? 1 : 0;
     if (rank == 0) {
-      std::printf("mpi-collective sendrecv %s ranks %d bytes %llu lat_iters %d lat_us %.3f bw_windows %d bw_GBps %.4f "
-                  "wrong %llu\n", a.label.c_str(), size, static_cast<unsigned long long>(b), lat_iters, Median(lat),
-                  bw_iters, Median(bw), total);
+      std::printf(
+          "mpi-collective sendrecv %s ranks %d bytes %llu lat_iters %d lat_us %.3f bw_windows %d bw_GBps %.4f "
+          "wrong %llu\n",
+          a.label.c_str(), size, static_cast<unsigned long long>(b), lat_iters, Median(lat), bw_iters, Median(bw),
+          total);
       std::fflush(stdout);
       if (csv.is_open())
         csv << "sendrecv," << a.label << "," << size << "," << b << "," << lat_iters << "," << Median(lat) << ","
@@ -159,7 +161,8 @@ int main(int argc, char** argv) {
   if (!ParseHarnessArgs(argc, argv, "mpi-collective", &a) || a.help) {
     if (rank == 0 && a.help)
       std::puts(
-          "usage: mpirun -np N mpi-collective [--coll allreduce|alltoall|reduce|gather|scatter|barrier|sendrecv] [-b MIN]\n"
+          "usage: mpirun -np N mpi-collective [--coll allreduce|alltoall|reduce|gather|scatter|barrier|sendrecv] [-b "
+          "MIN]\n"
           "       [-e MAX] [-f FACTOR] [--csv FILE] [--label L]");
     MPI_Finalize();
     return a.help ? 0 : 2;

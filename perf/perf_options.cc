@@ -224,10 +224,14 @@ void Declare(cli::Flags& f, PerfOptions& o, bool* factor_given) {
   });
   f.Value("--transport", cli::OneOf(&o.transport, {"shm", "ucx", "ofi", "tcp"}));
   f.Value("--place", [&o](const std::string& v) -> std::string {
-    if (v == "out") o.place = Place::kOut;
-    else if (v == "in") o.place = Place::kIn;
-    else if (v == "both") o.place = Place::kBoth;
-    else return "expected out, in or both";
+    if (v == "out")
+      o.place = Place::kOut;
+    else if (v == "in")
+      o.place = Place::kIn;
+    else if (v == "both")
+      o.place = Place::kBoth;
+    else
+      return "expected out, in or both";
     return "";
   });
   f.Value("--algo", [&o](const std::string& v) -> std::string {
@@ -300,27 +304,43 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   if (first == "all_gather") first = "allgather";
   if (first == "all_to_all") first = "alltoall";
   if (first.size() > 1 && first[0] == '-' && first != "-h" && first != "--help" && first != "--version")
-    return InvalidArgument("missing COLLECTIVE before '" + first + "': hoop-perf COLLECTIVE [options], e.g. hoop-perf "
-                           "allreduce " + first + " ... (COLLECTIVE: allreduce, broadcast, allgather, reduce_scatter, "
+    return InvalidArgument("missing COLLECTIVE before '" + first +
+                           "': hoop-perf COLLECTIVE [options], e.g. hoop-perf "
+                           "allreduce " +
+                           first +
+                           " ... (COLLECTIVE: allreduce, broadcast, allgather, reduce_scatter, "
                            "alltoall, ...; nccl-tests' all_reduce and all_gather too)");
-  if (first == "allreduce") o.kind = CollKind::kAllreduce;
-  else if (first == "broadcast") o.kind = CollKind::kBroadcast;
-  else if (first == "allgather") o.kind = CollKind::kAllgather;
-  else if (first == "reduce_scatter") o.kind = CollKind::kReduceScatter;
-  else if (first == "barrier") o.kind = CollKind::kBarrier;
-  else if (first == "reduce") o.kind = CollKind::kReduce;
-  else if (first == "gather") o.kind = CollKind::kGather;
-  else if (first == "scatter") o.kind = CollKind::kScatter;
-  else if (first == "alltoall") o.kind = CollKind::kAlltoall;
-  else if (first == "allgatherv") o.kind = CollKind::kAllgatherv;
-  else if (first == "reduce_scatterv") o.kind = CollKind::kReduceScatterv;
-  else if (first == "alltoallv") o.kind = CollKind::kAlltoallv;
+  if (first == "allreduce")
+    o.kind = CollKind::kAllreduce;
+  else if (first == "broadcast")
+    o.kind = CollKind::kBroadcast;
+  else if (first == "allgather")
+    o.kind = CollKind::kAllgather;
+  else if (first == "reduce_scatter")
+    o.kind = CollKind::kReduceScatter;
+  else if (first == "barrier")
+    o.kind = CollKind::kBarrier;
+  else if (first == "reduce")
+    o.kind = CollKind::kReduce;
+  else if (first == "gather")
+    o.kind = CollKind::kGather;
+  else if (first == "scatter")
+    o.kind = CollKind::kScatter;
+  else if (first == "alltoall")
+    o.kind = CollKind::kAlltoall;
+  else if (first == "allgatherv")
+    o.kind = CollKind::kAllgatherv;
+  else if (first == "reduce_scatterv")
+    o.kind = CollKind::kReduceScatterv;
+  else if (first == "alltoallv")
+    o.kind = CollKind::kAlltoallv;
   else {
-    static const std::vector<std::string> kCollectives = {"allreduce", "broadcast", "allgather", "reduce_scatter",
-                                                         "barrier", "reduce", "gather", "scatter", "alltoall",
-                                                         "allgatherv", "reduce_scatterv", "alltoallv", "fusion", "sendrecv"};
+    static const std::vector<std::string> kCollectives = {
+        "allreduce", "broadcast", "allgather",  "reduce_scatter",  "barrier",   "reduce", "gather",
+        "scatter",   "alltoall",  "allgatherv", "reduce_scatterv", "alltoallv", "fusion", "sendrecv"};
     std::string near = Nearest(first, kCollectives);
-    return InvalidArgument("unknown collective '" + first + "'" + (near.empty() ? "" : " (did you mean " + near + "?)"));
+    return InvalidArgument("unknown collective '" + first + "'" +
+                           (near.empty() ? "" : " (did you mean " + near + "?)"));
   }
   bool factor_given = false;
   cli::Flags f;
@@ -329,7 +349,8 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   if (o.help || o.version) return o;
   if (o.min_bytes > o.max_bytes) return InvalidArgument("-b is larger than -e");
   if (o.step_bytes && factor_given) return InvalidArgument("-i (linear steps) and -f (a factor) exclude each other");
-  if (o.compression && o.kind != CollKind::kAllreduce) return InvalidArgument("--compression applies to allreduce only");
+  if (o.compression && o.kind != CollKind::kAllreduce)
+    return InvalidArgument("--compression applies to allreduce only");
   if (Reduces(o.kind)) {  // some pair must apply; -d all / -o all skip the others
     bool any = false;
     for (DType d : o.dtypes)

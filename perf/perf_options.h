@@ -28,24 +28,24 @@ struct PerfOptions {
   uint64_t min_bytes = 8, max_bytes = 64 << 20;
   uint64_t factor = 2;      // -f: multiply each step
   uint64_t step_bytes = 0;  // -i: add each step instead (0: use -f)
-  int iters = 0;    // 0: scaled by size (AutoIters, harness.h)
-  int warmup = -1;  // -1: scaled by size (AutoWarmup)
-  int agg = 1;      // -m: calls per timed iteration
+  int iters = 0;            // 0: scaled by size (AutoIters, harness.h)
+  int warmup = -1;          // -1: scaled by size (AutoWarmup)
+  int agg = 1;              // -m: calls per timed iteration
   int repeats = 3;
   int rotate = 1;  // --rotate: calls go round this many sets of buffers (1: the same each call)
   bool check = true;
   bool blocking = true;  // -z 1: each call on the calling thread; 0: posted, waited per iteration
   Average average = Average::kMax;
-  double timeout_s = 0;  // -T; 0: HOOP_TIMEOUT's
-  std::vector<DType> dtypes{DType::kF32};      // -d, or every one with -d all
-  std::vector<ReduceOp> ops{ReduceOp::kSum};   // -o, or every one with -o all
+  double timeout_s = 0;                       // -T; 0: HOOP_TIMEOUT's
+  std::vector<DType> dtypes{DType::kF32};     // -d, or every one with -d all
+  std::vector<ReduceOp> ops{ReduceOp::kSum};  // -o, or every one with -o all
   Algo algo = Algo::kAuto;
   Place place = Place::kBoth;
   int root = 0;
-  std::string transport;  // empty: HOOP_TRANSPORT, else per peer
+  std::string transport;                   // empty: HOOP_TRANSPORT, else per peer
   std::optional<Compression> compression;  // --compression; unset: HOOP_COMPRESSION's setting
-  bool cuda = false;     // --device cuda: every call on CUDA device buffers
-  int cuda_device = -1;  // the device this rank uses (set by hoop-perf once joined, not parsed)
+  bool cuda = false;                       // --device cuda: every call on CUDA device buffers
+  int cuda_device = -1;                    // the device this rank uses (set by hoop-perf once joined, not parsed)
   std::string json, csv;
   bool help = false, version = false;
   int cycles = 1;  // -N: the whole sweep this many times (nccl-tests' run_cycles)

@@ -48,9 +48,10 @@ void Receive(Line& l, uint64_t n, char* msg) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help"))) {
-    std::puts("usage: pingpong-limit [ITERS (default 1000000)] [REPEATS (default 5)]\n"
-              "Two processes ping-pong 8 bytes through one shared cache line each way, ITERS round trips\n"
-              "per run; prints each run's one-way latency in us (half a round trip) and the median.");
+    std::puts(
+        "usage: pingpong-limit [ITERS (default 1000000)] [REPEATS (default 5)]\n"
+        "Two processes ping-pong 8 bytes through one shared cache line each way, ITERS round trips\n"
+        "per run; prints each run's one-way latency in us (half a round trip) and the median.");
     return 0;
   }
   const long iters = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 1000000;

@@ -24,8 +24,8 @@ bool Compressed(const RunInfo& info) { return info.o->kind == CollKind::kAllredu
 // Wide enough for every algorithm's name, so no row shifts.
 int AlgoWidth() {
   size_t w = 4;
-  for (Algo a : {Algo::kAuto, Algo::kRing, Algo::kTree, Algo::kChain, Algo::kBinomial, Algo::kDissemination,
-                 Algo::kDoubling})
+  for (Algo a :
+       {Algo::kAuto, Algo::kRing, Algo::kTree, Algo::kChain, Algo::kBinomial, Algo::kDissemination, Algo::kDoubling})
     w = std::max(w, std::strlen(AlgoName(a)));
   return static_cast<int>(w);
 }
@@ -49,15 +49,17 @@ void PrintHeader(const RunInfo& info) {
   for (DType d : o.dtypes) dtypes.append(dtypes.empty() ? "" : ",").append(DTypeName(d));
   for (ReduceOp op : o.ops) ops.append(ops.empty() ? "" : ",").append(ReduceOpName(op));
   char step[64];
-  if (o.step_bytes) std::snprintf(step, sizeof step, "%llu(bytes)", static_cast<unsigned long long>(o.step_bytes));
-  else std::snprintf(step, sizeof step, "%llu(factor)", static_cast<unsigned long long>(o.factor));
+  if (o.step_bytes)
+    std::snprintf(step, sizeof step, "%llu(bytes)", static_cast<unsigned long long>(o.step_bytes));
+  else
+    std::snprintf(step, sizeof step, "%llu(factor)", static_cast<unsigned long long>(o.factor));
   std::printf("# %s: %s, %d ranks\n", VersionLine("hoop-perf").c_str(), CollKindName(o.kind), info.ranks);
-  std::printf("#  minBytes %llu maxBytes %llu step: %s warmup iters: %s iters: %s agg iters: %d repeats: %d "
-              "validation: %d average: %d (%s) blocking: %d\n",
-              static_cast<unsigned long long>(o.min_bytes), static_cast<unsigned long long>(o.max_bytes), step,
-              o.warmup >= 0 ? std::to_string(o.warmup).c_str() : "auto",
-              o.iters > 0 ? std::to_string(o.iters).c_str() : "auto", o.agg, o.repeats, o.check ? 1 : 0,
-              static_cast<int>(o.average), AverageName(o.average), o.blocking ? 1 : 0);
+  std::printf(
+      "#  minBytes %llu maxBytes %llu step: %s warmup iters: %s iters: %s agg iters: %d repeats: %d "
+      "validation: %d average: %d (%s) blocking: %d\n",
+      static_cast<unsigned long long>(o.min_bytes), static_cast<unsigned long long>(o.max_bytes), step,
+      o.warmup >= 0 ? std::to_string(o.warmup).c_str() : "auto", o.iters > 0 ? std::to_string(o.iters).c_str() : "auto",
+      o.agg, o.repeats, o.check ? 1 : 0, static_cast<int>(o.average), AverageName(o.average), o.blocking ? 1 : 0);
   std::printf("#  type: %s", o.kind == CollKind::kBarrier ? "none" : dtypes.c_str());
   if (Reduces(o.kind)) std::printf(" op: %s", ops.c_str());
   if (Rooted(o.kind)) std::printf(" root: %d", o.root);
@@ -121,8 +123,10 @@ void PrintRow(const RunInfo& info, const SizeRows& s) {
     std::snprintf(busbw, sizeof busbw, "%.3f", r->busbw);
     std::printf(kGroup, time, spread, algbw, busbw, r->wrong < 0 ? "N/A" : std::to_string(r->wrong).c_str());
     if (z) {
-      if (r->err_ratio < 0) std::printf(" %7s", "N/A");
-      else std::printf(" %7.3f", r->err_ratio);
+      if (r->err_ratio < 0)
+        std::printf(" %7s", "N/A");
+      else
+        std::printf(" %7.3f", r->err_ratio);
     }
   }
   std::printf("\n");
@@ -174,12 +178,25 @@ bool RowFiles::Add(const RunInfo& info, const Row& r, std::string* why) {
     }
   }
   if (!json_path_.empty()) {
-    nlohmann::ordered_json j = {
-        {"collective", CollKindName(o.kind)}, {"algo", AlgoName(r.algo)}, {"transport", info.transport},
-        {"dtype", DTypeName(r.dtype)}, {"op", OpName(o, r)}, {"ranks", info.ranks}, {"bytes", r.bytes},
-        {"in_place", r.in_place}, {"iters", r.iters}, {"repeats", r.repeats}, {"time_us", r.time_us},
-        {"time_min_us", r.min_us}, {"time_max_us", r.max_us}, {"algbw_gbps", r.algbw}, {"busbw_gbps", r.busbw},
-        {"compression", compression}, {"err_ratio", r.err_ratio}, {"wrong", r.wrong}, {"root", root}};
+    nlohmann::ordered_json j = {{"collective", CollKindName(o.kind)},
+                                {"algo", AlgoName(r.algo)},
+                                {"transport", info.transport},
+                                {"dtype", DTypeName(r.dtype)},
+                                {"op", OpName(o, r)},
+                                {"ranks", info.ranks},
+                                {"bytes", r.bytes},
+                                {"in_place", r.in_place},
+                                {"iters", r.iters},
+                                {"repeats", r.repeats},
+                                {"time_us", r.time_us},
+                                {"time_min_us", r.min_us},
+                                {"time_max_us", r.max_us},
+                                {"algbw_gbps", r.algbw},
+                                {"busbw_gbps", r.busbw},
+                                {"compression", compression},
+                                {"err_ratio", r.err_ratio},
+                                {"wrong", r.wrong},
+                                {"root", root}};
     json_rows_.push_back(j.dump());
     std::string w;
     if (!WriteJson(&w)) {

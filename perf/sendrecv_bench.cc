@@ -162,8 +162,9 @@ int RunSendRecvBench(int argc, char** argv) {
   Communicator& c = *pj.job->comm;
   const bool lead = c.rank() == 0;
   if (c.size() < 2) {
-    std::fprintf(stderr, "hoop-perf sendrecv: needs 2 ranks or more (ranks 0 and 1 measure): run it as "
-                         "'hooprun -np 2 hoop-perf sendrecv'\n");
+    std::fprintf(stderr,
+                 "hoop-perf sendrecv: needs 2 ranks or more (ranks 0 and 1 measure): run it as "
+                 "'hooprun -np 2 hoop-perf sendrecv'\n");
     return 2;
   }
   std::vector<uint64_t> sizes;
@@ -172,11 +173,12 @@ int RunSendRecvBench(int argc, char** argv) {
     if (b >= opts->max_bytes || b * opts->factor > opts->max_bytes) break;
   }
   if (lead)
-    std::printf("# hoop-perf sendrecv: ranks 0 and 1 of %d over %s; latency: half a ping-pong round trip "
-                "(osu_latency), bandwidth: %d sends in flight then a reply (osu_bw); median of %d\n"
-                "# %12s %10s %10s %8s %8s %10s %8s %8s\n",
-                c.size(), c.transport_name().c_str(), kBandwidthWindow, opts->repeats, "size", "lat_iters", "lat_us",
-                "spread", "windows", "bw_GB/s", "spread", "#wrong");
+    std::printf(
+        "# hoop-perf sendrecv: ranks 0 and 1 of %d over %s; latency: half a ping-pong round trip "
+        "(osu_latency), bandwidth: %d sends in flight then a reply (osu_bw); median of %d\n"
+        "# %12s %10s %10s %8s %8s %10s %8s %8s\n",
+        c.size(), c.transport_name().c_str(), kBandwidthWindow, opts->repeats, "size", "lat_iters", "lat_us", "spread",
+        "windows", "bw_GB/s", "spread", "#wrong");
   std::vector<Row> rows;
   for (uint64_t bytes : sizes) {
     auto row = Measure(c, *opts, bytes);
@@ -206,13 +208,14 @@ int RunSendRecvBench(int argc, char** argv) {
       std::fprintf(out, "[");
       for (size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
-        std::fprintf(out,
-                     "%s\n  {\"collective\": \"sendrecv\", \"ranks\": %d, \"transport\": \"%s\", \"bytes\": %llu, "
-                     "\"lat_iters\": %d, \"lat_us\": %.6g, \"lat_spread\": %.4f, \"bw_windows\": %d, \"bw_window\": %d, "
-                     "\"bw_GBps\": %.6g, \"bw_spread\": %.4f, \"wrong\": %llu}",
-                     i ? "," : "", c.size(), c.transport_name().c_str(), static_cast<unsigned long long>(r.bytes),
-                     r.lat_iters, r.lat_us, r.lat_spread, r.bw_iters, kBandwidthWindow, r.bw_gbs, r.bw_spread,
-                     static_cast<unsigned long long>(r.wrong));
+        std::fprintf(
+            out,
+            "%s\n  {\"collective\": \"sendrecv\", \"ranks\": %d, \"transport\": \"%s\", \"bytes\": %llu, "
+            "\"lat_iters\": %d, \"lat_us\": %.6g, \"lat_spread\": %.4f, \"bw_windows\": %d, \"bw_window\": %d, "
+            "\"bw_GBps\": %.6g, \"bw_spread\": %.4f, \"wrong\": %llu}",
+            i ? "," : "", c.size(), c.transport_name().c_str(), static_cast<unsigned long long>(r.bytes), r.lat_iters,
+            r.lat_us, r.lat_spread, r.bw_iters, kBandwidthWindow, r.bw_gbs, r.bw_spread,
+            static_cast<unsigned long long>(r.wrong));
       }
       std::fprintf(out, "\n]\n");
       std::fclose(out);

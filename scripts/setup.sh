@@ -5,7 +5,8 @@
 #           libcli11-dev (the tools' command lines, common/cli.h)
 #   sanitizer and fuzzing runs (scripts/sanitize.sh, scripts/fuzz.sh):  clang, libclang-rt-14-dev
 #           (ASan, TSan, UBSan and libFuzzer runtimes), ninja-build
-#   tests:  catch2 (v2), procps, valgrind (a job where pidfd_open is refused)
+#   tests:  catch2 (v2), procps, valgrind (a job where pidfd_open is refused), clang-format (the
+#           sources' layout, tests/check_format.sh)
 #   back ends: libucx-dev libfabric-dev (the ucx and ofi transports)
 #   topology:  libhwloc-dev (hoop-info --topology, hooprun --bind-to)
 #   peers:  libopenmpi-dev openmpi-bin libgloo-dev (mpirun start-up test; perf/compare's
@@ -23,7 +24,8 @@
 #           dataset-fashion-mnist (the data, under /usr/share/datasets/fashion-mnist)
 # --torch is accepted for older instructions: PyTorch is in the default set now.
 set -euo pipefail
-packages=(g++ cmake make pkg-config nlohmann-json3-dev libcli11-dev clang libclang-rt-14-dev ninja-build catch2 procps valgrind libucx-dev libfabric-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev
+packages=(g++ cmake make pkg-config nlohmann-json3-dev libcli11-dev clang libclang-rt-14-dev ninja-build catch2 procps valgrind
+          clang-format libucx-dev libfabric-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev
           iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist openssh-server
           openssh-client python3-dev pybind11-dev python3-numpy python3-torch libtorch-dev libdnnl-dev
           python3-tqdm)

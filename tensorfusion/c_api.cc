@@ -44,8 +44,8 @@ hoop_status_t CheckRunning(hoop_fusion_t f, const char* fn) {
   return HOOP_SUCCESS;
 }
 
-hoop_status_t CheckCall(hoop_fusion_t f, const char* fn, const char* name, const hoop_dtype_t& dtype, hoop_callback_t cb,
-                        hoop_handle_t* handle) {
+hoop_status_t CheckCall(hoop_fusion_t f, const char* fn, const char* name, const hoop_dtype_t& dtype,
+                        hoop_callback_t cb, hoop_handle_t* handle) {
   if (hoop_status_t bad = CheckRunning(f, fn)) return bad;
   if (!name) return BadArg(std::string(fn) + ": name is NULL");
   if (RawEnum(dtype) < HOOP_U8 || RawEnum(dtype) > HOOP_BOOL)
@@ -114,8 +114,8 @@ hoop_status_t hoop_fusion_start(hoop_comm_t comm, hoop_fusion_t* fusion) {
   });
 }
 
-hoop_status_t hoop_fusion_allreduce(hoop_fusion_t f, const char* name, const void* sendbuf, void* recvbuf,
-                                    size_t count, hoop_dtype_t dtype, hoop_op_t op, const hoop_tensor_opts_t* opts,
+hoop_status_t hoop_fusion_allreduce(hoop_fusion_t f, const char* name, const void* sendbuf, void* recvbuf, size_t count,
+                                    hoop_dtype_t dtype, hoop_op_t op, const hoop_tensor_opts_t* opts,
                                     hoop_callback_t cb, void* user, hoop_handle_t* handle) {
   return Guard([&] {
     if (hoop_status_t bad = CheckCall(f, "hoop_fusion_allreduce", name, dtype, cb, handle)) return bad;
@@ -128,23 +128,28 @@ hoop_status_t hoop_fusion_allreduce(hoop_fusion_t f, const char* name, const voi
       if (c < HOOP_COMPRESSION_DEFAULT || c > HOOP_COMPRESSION_AUTO)
         return BadArg("rank " + std::to_string(f->comm->rank) + ": hoop_fusion_allreduce: tensor '" + name +
                       "': unknown compression " + std::to_string(c));
-      if (opts->compression != HOOP_COMPRESSION_DEFAULT) o.compression = static_cast<hoop::Compression>(opts->compression);
+      if (opts->compression != HOOP_COMPRESSION_DEFAULT)
+        o.compression = static_cast<hoop::Compression>(opts->compression);
       if (opts->prescale != 0) o.prescale = opts->prescale;
       if (opts->postscale != 0) o.postscale = opts->postscale;
     }
-    return Keep(f, f->rt->Allreduce(name, Buf(sendbuf, count, dtype), Buf(recvbuf, count, dtype),
-                                    static_cast<hoop::ReduceOp>(op), std::move(o)), cb, user, handle);
+    return Keep(f,
+                f->rt->Allreduce(name, Buf(sendbuf, count, dtype), Buf(recvbuf, count, dtype),
+                                 static_cast<hoop::ReduceOp>(op), std::move(o)),
+                cb, user, handle);
   });
 }
 
-hoop_status_t hoop_fusion_broadcast(hoop_fusion_t f, const char* name, const void* sendbuf, void* recvbuf,
-                                    size_t count, hoop_dtype_t dtype, int root, hoop_callback_t cb, void* user,
+hoop_status_t hoop_fusion_broadcast(hoop_fusion_t f, const char* name, const void* sendbuf, void* recvbuf, size_t count,
+                                    hoop_dtype_t dtype, int root, hoop_callback_t cb, void* user,
                                     hoop_handle_t* handle) {
   return Guard([&] {
     if (hoop_status_t bad = CheckCall(f, "hoop_fusion_broadcast", name, dtype, cb, handle)) return bad;
     bool is_root = (*f->comm)->rank() == root;
-    return Keep(f, f->rt->Broadcast(name, Buf(is_root ? sendbuf : nullptr, is_root ? count : 0, dtype),
-                                    Buf(recvbuf, count, dtype), root), cb, user, handle);
+    return Keep(f,
+                f->rt->Broadcast(name, Buf(is_root ? sendbuf : nullptr, is_root ? count : 0, dtype),
+                                 Buf(recvbuf, count, dtype), root),
+                cb, user, handle);
   });
 }
 
@@ -195,7 +200,8 @@ hoop_status_t hoop_fusion_stop(hoop_fusion_t f) {
   return Guard([&] {
     if (!f) return BadArg("hoop_fusion_stop: fusion is NULL");
     if (!f->rt)
-      return BadArg("rank " + std::to_string(f->comm->rank) + ": hoop_fusion_stop: the tensor fusion runtime was stopped already");
+      return BadArg("rank " + std::to_string(f->comm->rank) +
+                    ": hoop_fusion_stop: the tensor fusion runtime was stopped already");
     hoop::Status s = f->rt->Shutdown();
     f->rt.reset();
     {

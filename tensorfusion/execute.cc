@@ -46,12 +46,9 @@ Status RunAlone(Communicator& c, const Member& m) {
       if (p.postscale != 1) ScaledCopy(p.dtype, m.out.data, m.out.data, p.count, p.postscale);
       return Status::Ok();
     }
-    case CollKind::kBroadcast:
-      return c.Broadcast(m.in, m.out, p.root, o).Wait();
-    case CollKind::kAllgather:
-      return c.Allgather(m.in, m.out, o).Wait();
-    default:
-      return Internal("tensor fusion: unexpected collective");
+    case CollKind::kBroadcast: return c.Broadcast(m.in, m.out, p.root, o).Wait();
+    case CollKind::kAllgather: return c.Allgather(m.in, m.out, o).Wait();
+    default: return Internal("tensor fusion: unexpected collective");
   }
 }
 

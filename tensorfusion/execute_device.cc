@@ -39,7 +39,8 @@ Status RunGroupOnDevice(Communicator& c, const std::vector<Member>& members, int
   for (const Member& m : members) total += m.params->count;
   const size_t blocks = gather ? n : 1;
   const auto ctx = [&](const Status& s) {
-    return s.WithContext("rank " + std::to_string(c.rank()) + ": tensor fusion on CUDA device " + std::to_string(device));
+    return s.WithContext("rank " + std::to_string(c.rank()) + ": tensor fusion on CUDA device " +
+                         std::to_string(device));
   };
   auto buf = buffer.Get(device, std::max<size_t>(total * es * blocks, 1));
   if (!buf.ok()) return ctx(buf.status());

@@ -3,8 +3,8 @@
 namespace hoop::fusion {
 
 bool CanFuse(const TensorParams& a, const TensorParams& b) {
-  return a.kind == b.kind && a.dtype == b.dtype && a.op == b.op && a.root == b.root &&
-         a.compression == b.compression && a.mem == b.mem;
+  return a.kind == b.kind && a.dtype == b.dtype && a.op == b.op && a.root == b.root && a.compression == b.compression &&
+         a.mem == b.mem;
 }
 
 std::vector<FusionGroup> PlanFusion(const std::vector<TensorParams>& agreed, uint64_t threshold, int nranks) {
@@ -23,8 +23,10 @@ std::vector<FusionGroup> PlanFusion(const std::vector<TensorParams>& agreed, uin
     }
     groups.push_back({{i}, bytes});
     if (bytes >= threshold) continue;  // alone: nothing else fits with it
-    if (slot) *slot = groups.size() - 1;
-    else open.push_back(groups.size() - 1);
+    if (slot)
+      *slot = groups.size() - 1;
+    else
+      open.push_back(groups.size() - 1);
   }
   return groups;
 }

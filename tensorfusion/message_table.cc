@@ -51,8 +51,10 @@ std::string DescribeDisagreement(const std::vector<TensorParams>& by_rank) {
     for (size_t r = 0; r < by_rank.size(); ++r) {
       std::string v = show(by_rank[r]);
       auto it = std::find_if(values.begin(), values.end(), [&](const auto& x) { return x.first == v; });
-      if (it == values.end()) values.push_back({v, {static_cast<int>(r)}});
-      else it->second.push_back(static_cast<int>(r));
+      if (it == values.end())
+        values.push_back({v, {static_cast<int>(r)}});
+      else
+        it->second.push_back(static_cast<int>(r));
     }
     if (values.size() < 2) continue;
     std::string part = label;

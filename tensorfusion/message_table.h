@@ -45,7 +45,7 @@ class MessageTable {
     int reported = 0;
     Clock::time_point first;  // when its earliest submission was made, on its own rank
     Clock::time_point warned;
-    uint64_t completed = 0;   // order in which it became complete; 0: not yet
+    uint64_t completed = 0;  // order in which it became complete; 0: not yet
   };
   std::vector<int> Ranks(const Entry& e, bool submitted) const;
   int n_;

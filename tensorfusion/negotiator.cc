@@ -44,10 +44,10 @@ Status Negotiator::Gather(const std::vector<char>& mine, std::vector<std::vector
   send_.assign(longest, 0);
   std::memcpy(send_.data(), mine.data(), mine.size());
   recv_.resize(longest * n);
-  HOOP_RETURN_IF_ERROR(comm_.Allgather(Bytes(send_.data(), longest), Bytes(recv_.data(), longest * n), kBlocking).Wait());
+  HOOP_RETURN_IF_ERROR(
+      comm_.Allgather(Bytes(send_.data(), longest), Bytes(recv_.data(), longest * n), kBlocking).Wait());
   all->assign(n, {});
-  for (size_t r = 0; r < n; ++r)
-    (*all)[r].assign(recv_.data() + r * longest, recv_.data() + r * longest + lens[r]);
+  for (size_t r = 0; r < n; ++r) (*all)[r].assign(recv_.data() + r * longest, recv_.data() + r * longest + lens[r]);
   return Status::Ok();
 }
 

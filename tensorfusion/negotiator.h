@@ -25,7 +25,7 @@ namespace hoop::fusion {
 
 struct Readiness {
   bool need_coordinator = false;
-  int shutdown_by = -1;  // the lowest rank that asked to shut down, or -1
+  int shutdown_by = -1;             // the lowest rank that asked to shut down, or -1
   std::vector<size_t> ready_slots;  // cache slots every rank has ready, ascending
 };
 

@@ -44,11 +44,11 @@
 namespace hoop::fusion {
 
 struct FusionOptions {
-  double cycle_time_ms = 1;                 // HOOP_CYCLE_TIME_MS
-  uint64_t fusion_threshold = 64u << 20;    // HOOP_FUSION_THRESHOLD (0: no fusion)
-  size_t cache_capacity = 1024;             // HOOP_CACHE_CAPACITY (0: always ask rank 0)
-  double stall_warning_s = 60;              // HOOP_STALL_WARNING_S (0: never warn)
-  std::string timeline;                     // HOOP_TIMELINE (rank 0 writes it)
+  double cycle_time_ms = 1;                   // HOOP_CYCLE_TIME_MS
+  uint64_t fusion_threshold = 64u << 20;      // HOOP_FUSION_THRESHOLD (0: no fusion)
+  size_t cache_capacity = 1024;               // HOOP_CACHE_CAPACITY (0: always ask rank 0)
+  double stall_warning_s = 60;                // HOOP_STALL_WARNING_S (0: never warn)
+  std::string timeline;                       // HOOP_TIMELINE (rank 0 writes it)
   std::chrono::milliseconds timeout{300000};  // HOOP_TIMEOUT
   static FusionOptions FromConfig(const Config& c);
 };
@@ -60,11 +60,11 @@ struct TensorOptions {
 };
 
 struct RuntimeStats {
-  uint64_t cycles = 0;              // negotiation cycles run
-  uint64_t coordinated_cycles = 0;  // those that also went through rank 0's coordinator
-  double readiness_us = 0;          // time in the one-allreduce exchange, all cycles
-  double coordinate_us = 0;         // time in the coordinator's exchanges
-  uint64_t tensors = 0, groups = 0; // tensors run, and the collectives that ran them
+  uint64_t cycles = 0;               // negotiation cycles run
+  uint64_t coordinated_cycles = 0;   // those that also went through rank 0's coordinator
+  double readiness_us = 0;           // time in the one-allreduce exchange, all cycles
+  double coordinate_us = 0;          // time in the coordinator's exchanges
+  uint64_t tensors = 0, groups = 0;  // tensors run, and the collectives that ran them
 };
 
 class Runtime {

@@ -34,9 +34,7 @@ void ScaledCopy(DType dtype, void* dst, const void* src, size_t count, double fa
     case DType::kF32:
       Scale(static_cast<float*>(dst), static_cast<const float*>(src), count, static_cast<float>(factor));
       return;
-    case DType::kF64:
-      Scale(static_cast<double*>(dst), static_cast<const double*>(src), count, factor);
-      return;
+    case DType::kF64: Scale(static_cast<double*>(dst), static_cast<const double*>(src), count, factor); return;
     case DType::kF16:
       ScaleHalf<FromHalf, ToHalf>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
                                   static_cast<float>(factor));

@@ -68,7 +68,7 @@ Status BackupWorkers::Exchange(int64_t step, int images) {
     }
     mean_step_ = -1;
     behind_ = in_[floats_ + 1] == 0;  // rank 0 did not use this rank's gradient
-    Unpack(in_, 1.0);  // rank 0 sent the mean itself
+    Unpack(in_, 1.0);                 // rank 0 sent the mean itself
     return Status::Ok();
   }
   // Rank 0: its own gradient, then the first N - B - 1 others of this step to arrive.

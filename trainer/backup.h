@@ -49,9 +49,9 @@ class BackupWorkers {
   size_t floats_ = 0;
   std::vector<float> mine_, sum_, in_;
   std::vector<std::unique_ptr<Pending>> pending_;
-  Work mean_;             // ranks but 0: the receive of the mean of `mean_step_`, posted early
+  Work mean_;  // ranks but 0: the receive of the mean of `mean_step_`, posted early
   int64_t mean_step_ = -1;
-  bool behind_ = false;   // ranks but 0: rank 0 dropped this rank's last gradient
+  bool behind_ = false;  // ranks but 0: rank 0 dropped this rank's last gradient
   int64_t dropped_ = 0, skipped_ = 0;
 };
 

@@ -49,7 +49,8 @@ StatusOr<std::vector<int>> ParseShares(const std::string& text) {
     out.push_back(static_cast<int>(*v));
     sum += *v;
   }
-  if (out.empty() || sum == 0) return InvalidArgument("--shares '" + text + "': expected one image count per rank, not all 0");
+  if (out.empty() || sum == 0)
+    return InvalidArgument("--shares '" + text + "': expected one image count per rank, not all 0");
   return out;
 }
 

@@ -40,14 +40,14 @@ void CudnnBatchNorm::Forward(const Tensor& in, Tensor& out, Mode mode, ThreadPoo
   out.ResizeLike(in, in.shape);
   x_.Set(in.shape);
   if (mode == Mode::kTrain) {
-    CheckDnn(cudnnBatchNormalizationForwardTraining(ctx_->dnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x_, in.ptr(), x_,
-                                                    out.ptr(), stats_, gamma_.value.ptr(), beta_.value.ptr(),
+    CheckDnn(cudnnBatchNormalizationForwardTraining(ctx_->dnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x_, in.ptr(),
+                                                    x_, out.ptr(), stats_, gamma_.value.ptr(), beta_.value.ptr(),
                                                     BatchNorm::kMomentum, running_mean_.ptr(), running_var_.ptr(),
                                                     BatchNorm::kEps, saved_mean_.ptr(), saved_invstd_.ptr()),
              "cudnnBatchNormalizationForwardTraining");
   } else {
-    CheckDnn(cudnnBatchNormalizationForwardInference(ctx_->dnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x_, in.ptr(), x_,
-                                                     out.ptr(), stats_, gamma_.value.ptr(), beta_.value.ptr(),
+    CheckDnn(cudnnBatchNormalizationForwardInference(ctx_->dnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x_, in.ptr(),
+                                                     x_, out.ptr(), stats_, gamma_.value.ptr(), beta_.value.ptr(),
                                                      running_mean_.ptr(), running_var_.ptr(), BatchNorm::kEps),
              "cudnnBatchNormalizationForwardInference");
   }
@@ -57,10 +57,11 @@ void CudnnBatchNorm::Backward(const Tensor& in, const Tensor&, const Tensor& dou
   x_.Set(in.shape);
   Tensor* dx = din ? din : &scratch_;  // cuDNN always writes the input's gradient
   dx->ResizeLike(in, in.shape);
-  CheckDnn(cudnnBatchNormalizationBackward(ctx_->dnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, &kOne, &kZero, x_, in.ptr(), x_,
-                                           dout.ptr(), x_, dx->ptr(), stats_, gamma_.value.ptr(), gamma_.grad.ptr(),
-                                           beta_.grad.ptr(), BatchNorm::kEps, saved_mean_.ptr(), saved_invstd_.ptr()),
-           "cudnnBatchNormalizationBackward");
+  CheckDnn(
+      cudnnBatchNormalizationBackward(ctx_->dnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, &kOne, &kZero, x_, in.ptr(),
+                                      x_, dout.ptr(), x_, dx->ptr(), stats_, gamma_.value.ptr(), gamma_.grad.ptr(),
+                                      beta_.grad.ptr(), BatchNorm::kEps, saved_mean_.ptr(), saved_invstd_.ptr()),
+      "cudnnBatchNormalizationBackward");
 }
 
 }  // namespace hoop::train

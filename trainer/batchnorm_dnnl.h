@@ -24,7 +24,7 @@ class DnnlBatchNorm : public BatchNorm {
   Primitives& For(const Shape& in, int block, Mode mode);
   bool relu_;
   std::vector<float> var_;  // the last training batch's (biased) variance, beside mean_
-  Tensor scratch_;              // diff_src when the caller wants none
+  Tensor scratch_;          // diff_src when the caller wants none
   std::vector<std::unique_ptr<Primitives>> cache_;
 };
 

@@ -134,12 +134,14 @@ Status SaveCheckpoint(const std::string& path, const CheckpointInfo& info, const
   return Status::Ok();
 }
 
-Status LoadCheckpoint(const std::string& path, const std::string& model, const NamedTensors& tensors, CheckpointInfo* info) {
+Status LoadCheckpoint(const std::string& path, const std::string& model, const NamedTensors& tensors,
+                      CheckpointInfo* info) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return ErrnoStatus(Code::kNotFound, "checkpoint: cannot open " + path, errno);
   std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto bad = [&](const std::string& why) { return InvalidArgument("checkpoint " + path + ": " + why); };
-  if (b.size() < sizeof kMagic + 4 || std::memcmp(b.data(), kMagic, sizeof kMagic) != 0) return bad("not a hoop checkpoint");
+  if (b.size() < sizeof kMagic + 4 || std::memcmp(b.data(), kMagic, sizeof kMagic) != 0)
+    return bad("not a hoop checkpoint");
   uint32_t stored;
   std::memcpy(&stored, b.data() + b.size() - 4, 4);
   if (Crc(b.data(), b.size() - 4) != stored) return bad("corrupt (checksum mismatch)");
@@ -147,8 +149,10 @@ Status LoadCheckpoint(const std::string& path, const std::string& model, const N
   Reader r(b);
   r.Skip(sizeof kMagic);
   uint32_t version = 0, count = 0;
-  if (!r.Get(&version) || version < 1 || version > kVersion) return bad("unsupported version " + std::to_string(version));
-  if (!r.GetStr(&info->model) || !r.Get(&info->epochs_done) || !r.Get(&info->steps_done)) return bad("truncated header");
+  if (!r.Get(&version) || version < 1 || version > kVersion)
+    return bad("unsupported version " + std::to_string(version));
+  if (!r.GetStr(&info->model) || !r.Get(&info->epochs_done) || !r.Get(&info->steps_done))
+    return bad("truncated header");
   if (version >= 2) {
     if (!r.Get(&info->step_in_epoch) || !r.Get(&info->ranks) || !r.Get(&info->batch) || !r.Get(&info->wall_s))
       return bad("truncated header");
@@ -173,7 +177,8 @@ Status LoadCheckpoint(const std::string& path, const std::string& model, const N
     auto it = want.find(name);
     if (it == want.end()) return bad("holds tensor '" + name + "', which this model does not have");
     if (n != it->second->size())
-      return bad("tensor '" + name + "' has " + std::to_string(n) + " values, the model " + std::to_string(it->second->size()));
+      return bad("tensor '" + name + "' has " + std::to_string(n) + " values, the model " +
+                 std::to_string(it->second->size()));
     Tensor& t = *it->second;
     std::vector<float> host(t.on_device() ? n : 0);  // a device tensor's values, before they go up
     if (!r.GetFloats(t.on_device() ? host.data() : t.ptr(), n)) return bad("truncated in tensor '" + name + "'");

@@ -25,13 +25,13 @@ namespace hoop::train {
 struct CheckpointInfo {
   std::string model;
   uint32_t epochs_done = 0;
-  uint64_t steps_done = 0;       // over the whole run
-  uint32_t step_in_epoch = 0;    // steps of the unfinished epoch done (0: at an epoch's end)
-  uint32_t ranks = 0, batch = 0; // the run that wrote it (0: a version 1 file, unknown)
-  double wall_s = 0;             // training time so far
-  std::vector<double> partial;   // the unfinished epoch's sums (epoch_sums.h's order)
-  std::vector<double> history;   // the finished epochs' metrics, flattened (metrics.h)
-  uint32_t history_fields = 0;   // per epoch in `history`; 0 when saving: EpochFieldCount()
+  uint64_t steps_done = 0;        // over the whole run
+  uint32_t step_in_epoch = 0;     // steps of the unfinished epoch done (0: at an epoch's end)
+  uint32_t ranks = 0, batch = 0;  // the run that wrote it (0: a version 1 file, unknown)
+  double wall_s = 0;              // training time so far
+  std::vector<double> partial;    // the unfinished epoch's sums (epoch_sums.h's order)
+  std::vector<double> history;    // the finished epochs' metrics, flattened (metrics.h)
+  uint32_t history_fields = 0;    // per epoch in `history`; 0 when saving: EpochFieldCount()
 };
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor*>>;
@@ -42,6 +42,7 @@ Status ProbeOutputs(const std::string& metrics, const std::string& checkpoint);
 
 Status SaveCheckpoint(const std::string& path, const CheckpointInfo& info, const NamedTensors& tensors);
 // Fills `tensors` (which must all be in the file, with their sizes) and `info`.
-Status LoadCheckpoint(const std::string& path, const std::string& model, const NamedTensors& tensors, CheckpointInfo* info);
+Status LoadCheckpoint(const std::string& path, const std::string& model, const NamedTensors& tensors,
+                      CheckpointInfo* info);
 
 }  // namespace hoop::train

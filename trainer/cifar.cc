@@ -28,13 +28,15 @@ Status ReadBatch(const std::string& path, Dataset& d) {
   std::fclose(f);
   if (error) return InvalidArgument(path + ": read error");
   if (bytes.empty() || bytes.size() % kRecord != 0)
-    return InvalidArgument(path + ": " + std::to_string(bytes.size()) + " bytes, not a whole number of CIFAR-10 records (" +
-                           std::to_string(kRecord) + " bytes each: a label, then 32x32x3 pixels)");
+    return InvalidArgument(path + ": " + std::to_string(bytes.size()) +
+                           " bytes, not a whole number of CIFAR-10 records (" + std::to_string(kRecord) +
+                           " bytes each: a label, then 32x32x3 pixels)");
   const size_t n = bytes.size() / kRecord;
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* r = bytes.data() + i * kRecord;
     if (r[0] > 9)
-      return InvalidArgument(path + ": label " + std::to_string(r[0]) + " of record " + std::to_string(i) + " is not in 0..9");
+      return InvalidArgument(path + ": label " + std::to_string(r[0]) + " of record " + std::to_string(i) +
+                             " is not in 0..9");
     d.labels.push_back(r[0]);
     d.pixels.insert(d.pixels.end(), r + 1, r + kRecord);
   }

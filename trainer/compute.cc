@@ -29,7 +29,8 @@ const Tensor& ForwardBatch(Model& model, Workspace& ws, Mode mode, ThreadPool& p
 
 StatusOr<int> InputPad(const Model& model, const Dataset& data) {
   const Shape& want = model.input;
-  if (data.rows > want.h || data.cols > want.w || (want.h - data.rows) % 2 != 0 || want.h - data.rows != want.w - data.cols)
+  if (data.rows > want.h || data.cols > want.w || (want.h - data.rows) % 2 != 0 ||
+      want.h - data.rows != want.w - data.cols)
     return InvalidArgument("--model " + model.name + " takes " + std::to_string(want.h) + "x" + std::to_string(want.w) +
                            " images; " + data.name + "'s are " + std::to_string(data.rows) + "x" +
                            std::to_string(data.cols) + " (resnet18 and resnet34 take 32x32)");
@@ -56,14 +57,15 @@ LossResult ComputeGradient(Model& model, const Dataset& train, const int64_t* pe
     ws.dlogits_on_device.Upload(ws.dlogits.ptr(), ws.dlogits.size());
     model.net.Backward(ws.on_device, ws.dlogits_on_device, nullptr, pool, on_layer);
     // The device's backward pass timed as backward, not as the wait for the gradients after it.
-    if (Status s = CudaStreamSync(nullptr); !s.ok()) throw DeviceError("the backward pass on the device: " + s.message());
+    if (Status s = CudaStreamSync(nullptr); !s.ok())
+      throw DeviceError("the backward pass on the device: " + s.message());
   }
   times.backward += Since(t);
   return r;
 }
 
-EvalSums Evaluate(Model& model, const Dataset& test, int64_t begin, int64_t end, int pad, ThreadPool& pool, Workspace& ws,
-                  float* probs) {
+EvalSums Evaluate(Model& model, const Dataset& test, int64_t begin, int64_t end, int pad, ThreadPool& pool,
+                  Workspace& ws, float* probs) {
   EvalSums sums;
   std::vector<int64_t> idx;
   const int chunk = EvalChunk(model.name);

@@ -45,7 +45,7 @@ LossResult ComputeGradient(Model& model, const Dataset& train, const int64_t* pe
 struct EvalSums {
   double loss = 0, correct = 0, images = 0;
 };
-EvalSums Evaluate(Model& model, const Dataset& test, int64_t begin, int64_t end, int pad, ThreadPool& pool, Workspace& ws,
-                  float* probs);
+EvalSums Evaluate(Model& model, const Dataset& test, int64_t begin, int64_t end, int pad, ThreadPool& pool,
+                  Workspace& ws, float* probs);
 
 }  // namespace hoop::train

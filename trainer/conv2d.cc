@@ -100,7 +100,8 @@ void Conv2d::Forward(const Tensor& in, Tensor& out, Mode, ThreadPool& pool) {
         for (int o = 0; o < s_.out; ++o) std::fill(y + o * ohw, y + (o + 1) * ohw, bias_.value.data[o]);
       }
       Im2Col(in.item(i), in.shape.h, in.shape.w, col.data());
-      Gemm(false, false, s_.out, ohw, ckk, 1.0f, weight_.value.ptr(), ckk, col.data(), ohw, s_.bias ? 1.0f : 0.0f, y, ohw);
+      Gemm(false, false, s_.out, ohw, ckk, 1.0f, weight_.value.ptr(), ckk, col.data(), ohw, s_.bias ? 1.0f : 0.0f, y,
+           ohw);
     }
   });
 }

@@ -28,7 +28,8 @@ CudnnConv2d::CudnnConv2d(std::string name, ConvSpec spec, std::mt19937& rng, std
   CheckDnn(cudnnSetConvolution2dDescriptor(conv_, s_.pad, s_.pad, s_.stride, s_.stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                            CUDNN_DATA_FLOAT),
            "cudnnSetConvolution2dDescriptor");
-  CheckDnn(cudnnSetConvolutionMathType(conv_, ctx_->tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+  CheckDnn(cudnnSetConvolutionMathType(conv_, ctx_->tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+           "cudnnSetConvolutionMathType");
   b_.Set({1, s_.out, 1, 1});
 }
 
@@ -65,13 +66,16 @@ const CudnnConv2d::Algos& CudnnConv2d::For(const Shape& in) {
   CheckDnn(cudnnGetConvolutionForwardAlgorithm_v7(h, x, wdesc_, conv_, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp),
            "cudnnGetConvolutionForwardAlgorithm_v7");
   a.fwd = Pick(fp, got, "forward", in).algo;
-  CheckDnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wdesc_, y, conv_, x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, dp),
+  CheckDnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wdesc_, y, conv_, x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                       &got, dp),
            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
   a.data = Pick(dp, got, "backward data", in).algo;
-  CheckDnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x, y, conv_, wdesc_, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp),
+  CheckDnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x, y, conv_, wdesc_,
+                                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp),
            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
   a.filter = Pick(wp, got, "backward filter", in).algo;
-  CheckDnn(cudnnGetConvolutionForwardWorkspaceSize(h, x, wdesc_, conv_, y, a.fwd, &a.fwd_bytes), "forward workspace size");
+  CheckDnn(cudnnGetConvolutionForwardWorkspaceSize(h, x, wdesc_, conv_, y, a.fwd, &a.fwd_bytes),
+           "forward workspace size");
   CheckDnn(cudnnGetConvolutionBackwardDataWorkspaceSize(h, wdesc_, y, conv_, x, a.data, &a.data_bytes),
            "backward data workspace size");
   CheckDnn(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x, y, conv_, wdesc_, a.filter, &a.filter_bytes),
@@ -89,7 +93,8 @@ void CudnnConv2d::Forward(const Tensor& in, Tensor& out, Mode, ThreadPool&) {
   CheckDnn(cudnnConvolutionForward(ctx_->dnn(), &kOne, x_, in.ptr(), wdesc_, weight_.value.ptr(), conv_, a.fwd,
                                    ctx_->Workspace(a.fwd_bytes), a.fwd_bytes, &kZero, y_, out.ptr()),
            "cudnnConvolutionForward");
-  if (s_.bias) CheckDnn(cudnnAddTensor(ctx_->dnn(), &kOne, b_, bias_.value.ptr(), &kOne, y_, out.ptr()), "cudnnAddTensor (bias)");
+  if (s_.bias)
+    CheckDnn(cudnnAddTensor(ctx_->dnn(), &kOne, b_, bias_.value.ptr(), &kOne, y_, out.ptr()), "cudnnAddTensor (bias)");
 }
 
 void CudnnConv2d::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din, ThreadPool&) {
@@ -98,9 +103,11 @@ void CudnnConv2d::Backward(const Tensor& in, const Tensor& out, const Tensor& do
   y_.Set(out.shape);
   cudnnHandle_t h = ctx_->dnn();
   if (s_.bias)
-    CheckDnn(cudnnConvolutionBackwardBias(h, &kOne, y_, dout.ptr(), &kZero, b_, bias_.grad.ptr()), "cudnnConvolutionBackwardBias");
-  CheckDnn(cudnnConvolutionBackwardFilter(h, &kOne, x_, in.ptr(), y_, dout.ptr(), conv_, a.filter, ctx_->Workspace(a.filter_bytes),
-                                          a.filter_bytes, &kZero, wdesc_, weight_.grad.ptr()),
+    CheckDnn(cudnnConvolutionBackwardBias(h, &kOne, y_, dout.ptr(), &kZero, b_, bias_.grad.ptr()),
+             "cudnnConvolutionBackwardBias");
+  CheckDnn(cudnnConvolutionBackwardFilter(h, &kOne, x_, in.ptr(), y_, dout.ptr(), conv_, a.filter,
+                                          ctx_->Workspace(a.filter_bytes), a.filter_bytes, &kZero, wdesc_,
+                                          weight_.grad.ptr()),
            "cudnnConvolutionBackwardFilter");
   if (!din) return;
   din->ResizeLike(in, in.shape);

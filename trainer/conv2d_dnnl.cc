@@ -7,7 +7,7 @@ namespace hoop::train {
 using dnnl::memory;
 
 struct DnnlConv2d::Primitives : PrimitivesBase {
-  int out_block = 0;  // the output's layout, the primitive's choice
+  int out_block = 0;      // the output's layout, the primitive's choice
   memory::desc wei, bia;  // the parameters' own layouts
   dnnl::convolution_forward fwd;
   Slot f_src, f_wei, f_dst;
@@ -33,8 +33,9 @@ DnnlConv2d::Primitives& DnnlConv2d::For(const Shape& in, int block) {
     const memory::dims strides{s_.stride, s_.stride}, pad{s_.pad, s_.pad};
     const auto algo = dnnl::algorithm::convolution_direct;
     const auto train = dnnl::prop_kind::forward_training;
-    auto fwd_d = s_.bias ? dnnl::convolution_forward::desc(train, algo, src_any, wei_any, p.bia, dst_any, strides, pad, pad)
-                         : dnnl::convolution_forward::desc(train, algo, src_any, wei_any, dst_any, strides, pad, pad);
+    auto fwd_d = s_.bias
+                     ? dnnl::convolution_forward::desc(train, algo, src_any, wei_any, p.bia, dst_any, strides, pad, pad)
+                     : dnnl::convolution_forward::desc(train, algo, src_any, wei_any, dst_any, strides, pad, pad);
     dnnl::convolution_forward::primitive_desc fwd_pd(fwd_d, p.eng);
     p.fwd = dnnl::convolution_forward(fwd_pd);
     // The output takes the primitive's layout when a Tensor can carry it.
@@ -52,8 +53,9 @@ DnnlConv2d::Primitives& DnnlConv2d::For(const Shape& in, int block) {
     p.d_wei.Make(bd_pd.weights_desc(), p.wei, p.eng);
     p.d_src.Make(bd_pd.diff_src_desc(), src, p.eng);
 
-    auto bw_d = s_.bias ? dnnl::convolution_backward_weights::desc(algo, src_any, wei_any, p.bia, dst_any, strides, pad, pad)
-                        : dnnl::convolution_backward_weights::desc(algo, src_any, wei_any, dst_any, strides, pad, pad);
+    auto bw_d =
+        s_.bias ? dnnl::convolution_backward_weights::desc(algo, src_any, wei_any, p.bia, dst_any, strides, pad, pad)
+                : dnnl::convolution_backward_weights::desc(algo, src_any, wei_any, dst_any, strides, pad, pad);
     dnnl::convolution_backward_weights::primitive_desc bw_pd(bw_d, p.eng, fwd_pd);
     p.bwd_weights = dnnl::convolution_backward_weights(bw_pd);
     p.w_src.Make(bw_pd.src_desc(), src, p.eng);

@@ -14,7 +14,8 @@ void CheckBlas(cublasStatus_t s, const char* what) {
 }
 
 std::shared_ptr<CudnnContext> CudnnContext::Create(int device, bool tf32) {
-  if (Status s = CudaSetDevice(device); !s.ok()) throw DeviceError("CUDA device " + std::to_string(device) + ": " + s.message());
+  if (Status s = CudaSetDevice(device); !s.ok())
+    throw DeviceError("CUDA device " + std::to_string(device) + ": " + s.message());
   std::shared_ptr<CudnnContext> c(new CudnnContext());
   c->device_ = device;
   c->tf32_ = tf32;
@@ -43,7 +44,8 @@ TensorDesc::~TensorDesc() {
 
 const TensorDesc& TensorDesc::Set(const Shape& s) {
   if (s == shape_) return *this;
-  CheckDnn(cudnnSetTensor4dDescriptor(d_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.n, s.c, s.h, s.w), "cudnnSetTensor4dDescriptor");
+  CheckDnn(cudnnSetTensor4dDescriptor(d_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.n, s.c, s.h, s.w),
+           "cudnnSetTensor4dDescriptor");
   shape_ = s;
   return *this;
 }

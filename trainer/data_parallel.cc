@@ -22,12 +22,11 @@ Status DataParallel::Broadcast(const std::vector<std::pair<std::string, Tensor*>
 }
 
 void DataParallel::GradientsReady(Layer& layer) {
-  for (Param* p : layer.Params()) pending_.push_back(rt_.Allreduce("grad." + p->name, Of(p->grad), Of(p->grad), ReduceOp::kSum));
+  for (Param* p : layer.Params())
+    pending_.push_back(rt_.Allreduce("grad." + p->name, Of(p->grad), Of(p->grad), ReduceOp::kSum));
 }
 
-Status DataParallel::Wait() {
-  return WaitAll(pending_);
-}
+Status DataParallel::Wait() { return WaitAll(pending_); }
 
 Status DataParallel::Average(const std::vector<std::pair<std::string, Tensor*>>& tensors, double weight) {
   std::vector<fusion::Handle> hs;

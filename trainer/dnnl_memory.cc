@@ -5,7 +5,7 @@ namespace hoop::train {
 using dnnl::memory;
 
 memory::desc DescOf(const Shape& s, int block) {
-  const auto tag = block == 16 ? memory::format_tag::nChw16c
+  const auto tag = block == 16  ? memory::format_tag::nChw16c
                    : block == 8 ? memory::format_tag::nChw8c
                                 : memory::format_tag::nchw;
   return memory::desc({s.n, s.c, s.h, s.w}, memory::data_type::f32, tag);

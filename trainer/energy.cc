@@ -61,7 +61,8 @@ EnergyMeter::EnergyMeter(const std::string& powercap, const std::string& nvml) {
       const std::string dir = powercap + "/" + z;
       std::string why;
       errno = 0;
-      const std::string now = ReadLine(dir + "/energy_uj", &why), range = ReadLine(dir + "/max_energy_range_uj", nullptr);
+      const std::string now = ReadLine(dir + "/energy_uj", &why),
+                        range = ReadLine(dir + "/max_energy_range_uj", nullptr);
       if (!now.empty() && Number(now) < 0) why = dir + "/energy_uj: '" + now + "' is not a counter";
       if (now.empty() || Number(now) < 0) {
         cpu_why_ = why + (errno == EACCES ? " (RAPL counters are readable by root only since Linux 5.10)" : "");
@@ -92,7 +93,8 @@ EnergyMeter::EnergyMeter(const std::string& powercap, const std::string& nvml) {
   auto init = reinterpret_cast<int (*)()>(dlsym(n->lib, "nvmlInit_v2"));
   auto count = reinterpret_cast<int (*)(unsigned*)>(dlsym(n->lib, "nvmlDeviceGetCount_v2"));
   auto handle = reinterpret_cast<int (*)(unsigned, Nvml::Device*)>(dlsym(n->lib, "nvmlDeviceGetHandleByIndex_v2"));
-  n->energy = reinterpret_cast<int (*)(Nvml::Device, unsigned long long*)>(dlsym(n->lib, "nvmlDeviceGetTotalEnergyConsumption"));
+  n->energy = reinterpret_cast<int (*)(Nvml::Device, unsigned long long*)>(
+      dlsym(n->lib, "nvmlDeviceGetTotalEnergyConsumption"));
   auto shutdown = reinterpret_cast<int (*)()>(dlsym(n->lib, "nvmlShutdown"));
   if (!init || !count || !handle || !n->energy || !shutdown) {
     gpu_why_ = "NVML: " + nvml + " lacks the energy calls";

@@ -19,7 +19,8 @@ class EnergyMeter {
  public:
   // `powercap`: the powercap directory (a test may point it elsewhere); `nvml`: the NVML library
   // to load ("" tries none).
-  explicit EnergyMeter(const std::string& powercap = "/sys/class/powercap", const std::string& nvml = "libnvidia-ml.so.1");
+  explicit EnergyMeter(const std::string& powercap = "/sys/class/powercap",
+                       const std::string& nvml = "libnvidia-ml.so.1");
   ~EnergyMeter();
   EnergyMeter(const EnergyMeter&) = delete;
   EnergyMeter& operator=(const EnergyMeter&) = delete;
@@ -36,8 +37,8 @@ class EnergyMeter {
 
  private:
   struct Package {
-    std::string path;          // its energy_uj
-    double range_uj = 0;       // max_energy_range_uj: where the counter wraps
+    std::string path;     // its energy_uj
+    double range_uj = 0;  // max_energy_range_uj: where the counter wraps
     double last_uj = 0, total_uj = 0;
   };
   struct Nvml;  // the loaded library and its devices

@@ -8,8 +8,21 @@
 
 namespace hoop::train {
 
-enum EpochSum { kLoss, kCorrect, kImages, kTestLoss, kTestCorrect, kTestImages, kData, kForward, kBackward, kComm, kOpt,
-                kTrainS, kSums };
+enum EpochSum {
+  kLoss,
+  kCorrect,
+  kImages,
+  kTestLoss,
+  kTestCorrect,
+  kTestImages,
+  kData,
+  kForward,
+  kBackward,
+  kComm,
+  kOpt,
+  kTrainS,
+  kSums
+};
 
 // The metrics of epoch `epoch` (0-based) from the sums over `ranks` contributors: the losses and
 // accuracies per image, the times per contributor (their mean), images/s over that mean time.

@@ -6,8 +6,8 @@
 namespace hoop::train {
 
 // op(A) is M x K, op(B) is K x N, C is M x N; lda/ldb/ldc are the row strides as stored.
-void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
-          float beta, float* c, int ldc);
+void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+          int ldb, float beta, float* c, int ldc);
 
 // Call once before any Gemm: pins OpenBLAS to one thread.
 void InitBlas();

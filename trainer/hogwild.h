@@ -26,8 +26,8 @@ class SharedParams {
   SharedParams& operator=(const SharedParams&) = delete;
   void Unlink();
 
-  void Publish();  // the model's parameters into the shared copy (once, from one rank)
-  void Read();     // the shared copy into the model, and remembered as the step's start
+  void Publish();    // the model's parameters into the shared copy (once, from one rank)
+  void Read();       // the shared copy into the model, and remembered as the step's start
   void AddChange();  // the shared copy += the model's parameters - the step's start
 
  private:

@@ -7,7 +7,8 @@ namespace hoop::train {
 Status JobEnergy::Open(int rank, int local_rank, const Sum& sum, RunInfo& info, const std::string& label) {
   if (local_rank == 0) meter_ = std::make_unique<EnergyMeter>();
   // {hosts, hosts whose CPU counters read, hosts whose GPU counters read}
-  std::vector<double> hosts{meter_ ? 1.0 : 0.0, meter_ && meter_->cpu() ? 1.0 : 0.0, meter_ && meter_->gpu() ? 1.0 : 0.0};
+  std::vector<double> hosts{meter_ ? 1.0 : 0.0, meter_ && meter_->cpu() ? 1.0 : 0.0,
+                            meter_ && meter_->gpu() ? 1.0 : 0.0};
   HOOP_RETURN_IF_ERROR(sum("energy.hosts", hosts));
   cpu_ = hosts[0] > 0 && hosts[1] == hosts[0];
   gpu_ = hosts[0] > 0 && hosts[2] == hosts[0];
@@ -20,7 +21,8 @@ Status JobEnergy::Open(int rank, int local_rank, const Sum& sum, RunInfo& info, 
   info.cpu_energy = note(cpu_, meter_ && meter_->cpu(), meter_ ? meter_->cpu_why() : "", hosts[1]);
   info.gpu_energy = note(gpu_, meter_ && meter_->gpu(), meter_ ? meter_->gpu_why() : "", hosts[2]);
   if (rank == 0 && (!cpu_ || !gpu_))
-    std::printf("%shoop-train: energy: CPU %s; GPU %s\n", label.c_str(), info.cpu_energy.c_str(), info.gpu_energy.c_str());
+    std::printf("%shoop-train: energy: CPU %s; GPU %s\n", label.c_str(), info.cpu_energy.c_str(),
+                info.gpu_energy.c_str());
   polled_ = std::chrono::steady_clock::now();
   return Status::Ok();
 }

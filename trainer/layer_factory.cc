@@ -35,7 +35,8 @@ std::unique_ptr<Layer> LayerFactory::Linear(std::string name, int in, int out, s
   return std::make_unique<hoop::train::Linear>(std::move(name), in, out, rng);
 }
 
-void LayerFactory::AddBatchNorm(Chain& chain, const std::string& name, int channels, const std::string& relu_name) const {
+void LayerFactory::AddBatchNorm(Chain& chain, const std::string& name, int channels,
+                                const std::string& relu_name) const {
   chain.Add(std::make_unique<BatchNorm>(name, channels));
   if (!relu_name.empty()) chain.Add(Relu(relu_name));
 }

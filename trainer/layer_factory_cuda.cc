@@ -34,13 +34,16 @@ class CudaMath : public TensorMath {
   void AddRelu(const Tensor& a, const Tensor& b, Tensor& out) override {
     out.ResizeLike(a, a.shape);
     x_.Set(a.shape);
-    CheckDnn(cudnnOpTensor(ctx_->dnn(), add_, &kOne, x_, a.ptr(), &kOne, x_, b.ptr(), &kZero, x_, out.ptr()), "cudnnOpTensor (add)");
-    CheckDnn(cudnnActivationForward(ctx_->dnn(), relu_, &kOne, x_, out.ptr(), &kZero, x_, out.ptr()), "cudnnActivationForward");
+    CheckDnn(cudnnOpTensor(ctx_->dnn(), add_, &kOne, x_, a.ptr(), &kOne, x_, b.ptr(), &kZero, x_, out.ptr()),
+             "cudnnOpTensor (add)");
+    CheckDnn(cudnnActivationForward(ctx_->dnn(), relu_, &kOne, x_, out.ptr(), &kZero, x_, out.ptr()),
+             "cudnnActivationForward");
   }
   void ReluMask(const Tensor& out, const Tensor& dout, Tensor& d) override {
     d.ResizeLike(out, out.shape);
     x_.Set(out.shape);
-    CheckDnn(cudnnActivationBackward(ctx_->dnn(), relu_, &kOne, x_, out.ptr(), x_, dout.ptr(), x_, out.ptr(), &kZero, x_, d.ptr()),
+    CheckDnn(cudnnActivationBackward(ctx_->dnn(), relu_, &kOne, x_, out.ptr(), x_, dout.ptr(), x_, out.ptr(), &kZero,
+                                     x_, d.ptr()),
              "cudnnActivationBackward");
   }
   void Accumulate(const Tensor& x, Tensor& acc) override {
@@ -53,7 +56,8 @@ class CudaMath : public TensorMath {
     const float step = -lr;
     CheckBlas(cublasSscal(h, n, &momentum, v.ptr(), 1), "cublasSscal (momentum)");
     CheckBlas(cublasSaxpy(h, n, &kOne, g.ptr(), 1, v.ptr(), 1), "cublasSaxpy (gradient)");
-    if (weight_decay != 0) CheckBlas(cublasSaxpy(h, n, &weight_decay, w.ptr(), 1, v.ptr(), 1), "cublasSaxpy (weight decay)");
+    if (weight_decay != 0)
+      CheckBlas(cublasSaxpy(h, n, &weight_decay, w.ptr(), 1, v.ptr(), 1), "cublasSaxpy (weight decay)");
     CheckBlas(cublasSaxpy(h, n, &step, v.ptr(), 1, w.ptr(), 1), "cublasSaxpy (update)");
   }
 
@@ -66,7 +70,8 @@ class CudaMath : public TensorMath {
 
 class CudaFactory : public LayerFactory {
  public:
-  explicit CudaFactory(std::shared_ptr<CudnnContext> ctx) : ctx_(std::move(ctx)), math_(std::make_shared<CudaMath>(ctx_)) {}
+  explicit CudaFactory(std::shared_ptr<CudnnContext> ctx)
+      : ctx_(std::move(ctx)), math_(std::make_shared<CudaMath>(ctx_)) {}
   std::unique_ptr<Layer> Conv(std::string name, ConvSpec spec, std::mt19937& rng) const override {
     return std::make_unique<CudnnConv2d>(std::move(name), spec, rng, ctx_);
   }
@@ -76,7 +81,9 @@ class CudaFactory : public LayerFactory {
   std::unique_ptr<Layer> GlobalAvgPool(std::string name) const override {
     return std::make_unique<CudnnPool>(std::move(name), 0, ctx_);
   }
-  std::unique_ptr<Layer> Relu(std::string name) const override { return std::make_unique<CudnnRelu>(std::move(name), ctx_); }
+  std::unique_ptr<Layer> Relu(std::string name) const override {
+    return std::make_unique<CudnnRelu>(std::move(name), ctx_);
+  }
   std::unique_ptr<Layer> Linear(std::string name, int in, int out, std::mt19937& rng) const override {
     return std::make_unique<CublasLinear>(std::move(name), in, out, rng, ctx_);
   }
@@ -104,7 +111,8 @@ StatusOr<std::unique_ptr<LayerFactory>> CudaLayerFactory(int device, bool tf32) 
   try {
     return std::unique_ptr<LayerFactory>(std::make_unique<CudaFactory>(CudnnContext::Create(device, tf32)));
   } catch (const DeviceError& e) {
-    return Unavailable(std::string("the cuDNN/cuBLAS layers on CUDA device ") + std::to_string(device) + ": " + e.what());
+    return Unavailable(std::string("the cuDNN/cuBLAS layers on CUDA device ") + std::to_string(device) + ": " +
+                       e.what());
   }
 }
 

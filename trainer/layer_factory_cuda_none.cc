@@ -7,8 +7,9 @@ namespace hoop::train {
 bool HaveCudaLayers() { return false; }
 
 StatusOr<std::unique_ptr<LayerFactory>> CudaLayerFactory(int, bool) {
-  return Unimplemented("this hoop-train was built without the cuDNN/cuBLAS layers (configure hoop with CUDA, cuDNN and "
-                       "cuBLAS found)");
+  return Unimplemented(
+      "this hoop-train was built without the cuDNN/cuBLAS layers (configure hoop with CUDA, cuDNN and "
+      "cuBLAS found)");
 }
 
 }  // namespace hoop::train

@@ -34,7 +34,8 @@ void Linear::Forward(const Tensor& in, Tensor& out, Mode, ThreadPool& pool) {
 void Linear::Backward(const Tensor& in, const Tensor&, const Tensor& dout, Tensor* din, ThreadPool& pool) {
   const int n = in.shape.n;
   pool.For(out_, [&](int b, int e, int) {
-    Gemm(true, false, e - b, in_, n, 1.0f, dout.ptr() + b, out_, in.ptr(), in_, 0.0f, weight_.grad.ptr() + b * in_, in_);
+    Gemm(true, false, e - b, in_, n, 1.0f, dout.ptr() + b, out_, in.ptr(), in_, 0.0f, weight_.grad.ptr() + b * in_,
+         in_);
     for (int o = b; o < e; ++o) {
       float sum = 0;
       for (int i = 0; i < n; ++i) sum += dout.data[static_cast<size_t>(i) * out_ + o];

@@ -88,8 +88,8 @@ std::string FormatEpoch(const EpochMetrics& m, int epochs) {
   std::snprintf(b, sizeof b,
                 "epoch %d/%d: train loss %.4f acc %.2f%% | test loss %.4f acc %.2f%% | %.0f images/s | %.1f s "
                 "(data %.2f, forward %.2f, backward %.2f, comm wait %.2f, optimizer %.2f) | %.1f s elapsed",
-                m.epoch, epochs, m.train_loss, 100 * m.train_acc, m.test_loss, 100 * m.test_acc, m.images_per_s, m.train_s,
-                m.data_s, m.forward_s, m.backward_s, m.comm_wait_s, m.optimizer_s, m.wall_s);
+                m.epoch, epochs, m.train_loss, 100 * m.train_acc, m.test_loss, 100 * m.test_acc, m.images_per_s,
+                m.train_s, m.data_s, m.forward_s, m.backward_s, m.comm_wait_s, m.optimizer_s, m.wall_s);
   std::string line = b;
   if (std::isnan(m.images_per_joule)) return line + " | energy n/a";
   auto joules = [](double j) { return std::isnan(j) ? std::string("n/a") : Num(j, false) + " J"; };
@@ -101,8 +101,8 @@ Status WriteMetrics(const std::string& path, const RunInfo& run, const std::vect
   std::ostringstream o;
   if (EndsWith(path, ".json")) {
     o << "{\"model\": \"" << run.model << "\", \"ranks\": " << run.ranks << ", \"batch\": " << run.batch
-      << ", \"threads\": " << run.threads << ", \"transport\": \"" << run.transport << "\", \"cpu_energy\": "
-      << JsonText(run.cpu_energy) << ", \"gpu_energy\": " << JsonText(run.gpu_energy)
+      << ", \"threads\": " << run.threads << ", \"transport\": \"" << run.transport
+      << "\", \"cpu_energy\": " << JsonText(run.cpu_energy) << ", \"gpu_energy\": " << JsonText(run.gpu_energy)
       << ", \"devices\": " << nlohmann::json(run.devices).dump() << ", \"epochs\": [";
     for (size_t i = 0; i < epochs.size(); ++i) {
       o << (i ? ",\n  {" : "\n  {");
@@ -111,8 +111,8 @@ Status WriteMetrics(const std::string& path, const RunInfo& run, const std::vect
         o << (first ? "" : ", ") << '"' << k << "\": " << Num(v, true);
         first = false;
       }
-      o << ", \"shares\": " << List(epochs[i].shares, true) << ", \"rank_images_per_s\": "
-        << List(epochs[i].rank_images_per_s, true) << "}";
+      o << ", \"shares\": " << List(epochs[i].shares, true)
+        << ", \"rank_images_per_s\": " << List(epochs[i].rank_images_per_s, true) << "}";
     }
     o << "\n]}\n";
   } else {

@@ -17,14 +17,14 @@
 namespace hoop::train {
 
 struct EpochMetrics {
-  int epoch = 0;           // 1-based
-  double wall_s = 0;       // since training began, at the end of this epoch's evaluation
-  double train_s = 0;      // this epoch's training steps
-  int64_t images = 0;      // trained on, all ranks
-  double images_per_s = 0; // images / train_s
+  int epoch = 0;            // 1-based
+  double wall_s = 0;        // since training began, at the end of this epoch's evaluation
+  double train_s = 0;       // this epoch's training steps
+  int64_t images = 0;       // trained on, all ranks
+  double images_per_s = 0;  // images / train_s
   double data_s = 0, forward_s = 0, backward_s = 0, comm_wait_s = 0, optimizer_s = 0;
   double train_loss = 0, train_acc = 0, test_loss = 0, test_acc = 0;
-  double lr = 0;           // at the epoch's last step
+  double lr = 0;  // at the epoch's last step
   // Energy of the epoch's training steps over all hosts (energy.h), NaN where not available;
   // images per joule of the sources that are.
   double cpu_joules = kNoValue, gpu_joules = kNoValue, images_per_joule = kNoValue;
@@ -39,9 +39,9 @@ struct EpochMetrics {
 struct RunInfo {
   std::string model;
   int ranks = 1, batch = 0, threads = 1;
-  std::string transport;  // the back ends the communicator uses
+  std::string transport;                                                 // the back ends the communicator uses
   std::string cpu_energy = "not measured", gpu_energy = "not measured";  // "measured", or why not
-  std::vector<std::string> devices = {};  // per rank: "cpu"
+  std::vector<std::string> devices = {};                                 // per rank: "cpu"
 };
 
 // An epoch's metrics as numbers in the files' column order, and back (for checkpoints; `fields`:

@@ -57,7 +57,8 @@ Status ReadIdx(const std::string& path, int want_dims, std::vector<uint32_t>* di
   if (total > (size_t{1} << 34)) return fail("implausible dimensions");
   bytes->resize(total);
   size_t got = read(bytes->data(), total);
-  if (got != total) return fail("truncated: expected " + std::to_string(total) + " bytes of data, got " + std::to_string(got));
+  if (got != total)
+    return fail("truncated: expected " + std::to_string(total) + " bytes of data, got " + std::to_string(got));
   gzclose(f);
   return Status::Ok();
 }
@@ -77,12 +78,16 @@ StatusOr<Dataset> LoadFashionMnist(const std::string& dir, const std::string& sp
   if (auto s = ReadIdx(ip, 3, &idims, &d.pixels); !s.ok()) return s;
   if (auto s = ReadIdx(lp, 1, &ldims, &d.labels); !s.ok()) return s;
   if (idims[1] != 28 || idims[2] != 28)
-    return InvalidArgument(ip + ": images are " + std::to_string(idims[1]) + "x" + std::to_string(idims[2]) + ", expected 28x28");
+    return InvalidArgument(ip + ": images are " + std::to_string(idims[1]) + "x" + std::to_string(idims[2]) +
+                           ", expected 28x28");
   if (idims[0] != ldims[0])
-    return InvalidArgument(ip + " holds " + std::to_string(idims[0]) + " images but " + lp + " " + std::to_string(ldims[0]) + " labels");
+    return InvalidArgument(ip + " holds " + std::to_string(idims[0]) + " images but " + lp + " " +
+                           std::to_string(ldims[0]) + " labels");
   if (idims[0] == 0) return InvalidArgument(ip + ": no images");
   for (size_t i = 0; i < d.labels.size(); ++i)
-    if (d.labels[i] > 9) return InvalidArgument(lp + ": label " + std::to_string(d.labels[i]) + " of image " + std::to_string(i) + " is not in 0..9");
+    if (d.labels[i] > 9)
+      return InvalidArgument(lp + ": label " + std::to_string(d.labels[i]) + " of image " + std::to_string(i) +
+                             " is not in 0..9");
   d.count = static_cast<int>(idims[0]);
   return d;
 }

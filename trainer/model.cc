@@ -24,10 +24,10 @@ struct Cost {
   int eval_chunk;
 };
 constexpr Cost kCosts[] = {
-    {"lenet", 100e6, 306e3, 500},       // batch 500 and 4000
-    {"resnet", 100e6, 1546e3, 500},     // batch 500 and 4000
-    {"resnet18", 500e6, 14.5e6, 100},   // batch 100 and 300: 1.80 and 4.64 GB
-    {"resnet34", 800e6, 24.4e6, 100},   // batch 100 and 300: 2.99 and 7.75 GB
+    {"lenet", 100e6, 306e3, 500},      // batch 500 and 4000
+    {"resnet", 100e6, 1546e3, 500},    // batch 500 and 4000
+    {"resnet18", 500e6, 14.5e6, 100},  // batch 100 and 300: 1.80 and 4.64 GB
+    {"resnet34", 800e6, 24.4e6, 100},  // batch 100 and 300: 2.99 and 7.75 GB
 };
 
 const Cost& CostOf(const std::string& model) {
@@ -92,14 +92,17 @@ size_t Model::ParamCount() const {
 
 StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed, Layers layers, int channels) {
   std::unique_ptr<LayerFactory> make = MakeLayerFactory(layers);
-  if (!make && layers == Layers::kCuda) return InvalidArgument("the cuda layers need a device: build with CudaLayerFactory");
+  if (!make && layers == Layers::kCuda)
+    return InvalidArgument("the cuda layers need a device: build with CudaLayerFactory");
   if (!make)
-    return InvalidArgument("--layers onednn: this hoop-train was built without oneDNN (install libdnnl-dev and "
-                           "configure again)");
+    return InvalidArgument(
+        "--layers onednn: this hoop-train was built without oneDNN (install libdnnl-dev and "
+        "configure again)");
   return BuildModel(name, seed, *make, channels);
 }
 
-StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed, const LayerFactory& make, int channels) {
+StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed, const LayerFactory& make,
+                                            int channels) {
   auto m = std::make_unique<Model>();
   m->name = name;
   m->device = make.device();
@@ -108,10 +111,12 @@ StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t se
   m->input = deep ? Shape{0, channels, 32, 32} : Shape{0, channels, 28, 28};
   std::mt19937 rng(static_cast<uint32_t>(seed));
   if (name == "lenet") {
-    if (channels != 1) return InvalidArgument("lenet takes 1-channel 28x28 images (Fashion-MNIST); use resnet18 or resnet34");
+    if (channels != 1)
+      return InvalidArgument("lenet takes 1-channel 28x28 images (Fashion-MNIST); use resnet18 or resnet34");
     LeNet(m->net, rng, make);
   } else if (name == "resnet") {
-    if (channels != 1) return InvalidArgument("resnet takes 1-channel 28x28 images (Fashion-MNIST); use resnet18 or resnet34");
+    if (channels != 1)
+      return InvalidArgument("resnet takes 1-channel 28x28 images (Fashion-MNIST); use resnet18 or resnet34");
     ResNet(m->net, rng, make);
   } else if (name == "resnet18") {
     DeepResNet(m->net, rng, make, channels, {2, 2, 2, 2});
@@ -133,7 +138,8 @@ std::string BatchTooLarge(const std::string& model, int batch, int local_ranks) 
   const double share = memory / std::max(1, local_ranks);
   if (need <= share) return "";
   char text[256];
-  std::snprintf(text, sizeof text, "--batch %d: %s needs about %.1f GB per rank (%.0f KB per image), more than this "
+  std::snprintf(text, sizeof text,
+                "--batch %d: %s needs about %.1f GB per rank (%.0f KB per image), more than this "
                 "host's %.1f GB shared by %d rank(s) allows; the largest that fits is about %d",
                 batch, model.c_str(), need / 1e9, per_image / 1e3, memory / 1e9, local_ranks,
                 static_cast<int>(std::max(0.0, (share - fixed) / per_image)));

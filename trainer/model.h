@@ -24,7 +24,7 @@ struct Model {
   Shape input{0, 1, 28, 28};  // what one image must be (n unused)
   int classes = 10;
   Chain net;
-  int device = -1;                    // the CUDA device its tensors live on; -1: host memory
+  int device = -1;                   // the CUDA device its tensors live on; -1: host memory
   std::shared_ptr<TensorMath> math;  // its back end's arithmetic between layers (tensor_math.h)
   size_t ParamCount() const;
 };
@@ -36,7 +36,8 @@ inline constexpr const char* kModelNames = "lenet, resnet, resnet18 or resnet34"
 StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed, Layers layers = Layers::kNative,
                                             int channels = 1);
 // The same, on the layers `make` makes (CudaLayerFactory's, for a model on a GPU).
-StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed, const LayerFactory& make, int channels = 1);
+StatusOr<std::unique_ptr<Model>> BuildModel(const std::string& name, uint64_t seed, const LayerFactory& make,
+                                            int channels = 1);
 
 // Why `batch` images per rank of `model` would not fit in this host's memory shared by
 // `local_ranks` ranks, or "". The estimate is measured (docs/PERF.md): a fixed part (the data

@@ -242,12 +242,15 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if ((o.servers || o.staleness >= 0) && o.strategy != "ps")
     return InvalidArgument(std::string(o.servers ? "--servers" : "--staleness") + " is for --strategy ps");
   if ((o.stages || micro_given || schedule_given) && o.strategy != "pipeline")
-    return InvalidArgument(std::string(o.stages ? "--stages" : micro_given ? "--micro-batches" : "--schedule-pipe") +
+    return InvalidArgument(std::string(o.stages      ? "--stages"
+                                       : micro_given ? "--micro-batches"
+                                                     : "--schedule-pipe") +
                            " is for --strategy pipeline");
   if (o.strategy == "pipeline" || o.strategy == "ps") {
     if (o.balance != "equal" || !o.shares.empty())
       return InvalidArgument("--strategy " + o.strategy + ": --balance and --shares are for --strategy sync");
-    if (!o.sweep.empty()) return InvalidArgument("--sweep runs --strategy sync or hogwild configurations, not " + o.strategy);
+    if (!o.sweep.empty())
+      return InvalidArgument("--sweep runs --strategy sync or hogwild configurations, not " + o.strategy);
   }
   if (o.strategy == "ps") {
     if (!o.servers) o.servers = 1;
@@ -256,7 +259,8 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (!o.sweep.empty() && (!o.checkpoint.empty() || o.resume))
     return InvalidArgument("--sweep runs many models: --checkpoint and --resume are for one");
   if ((o.slow_rank >= 0) != (o.slow_ms > 0)) return InvalidArgument("--slow-rank and --slow-ms go together");
-  if (!o.shares.empty() && o.balance == "speed") return InvalidArgument("--shares fixes the split; --balance speed measures it: give one");
+  if (!o.shares.empty() && o.balance == "speed")
+    return InvalidArgument("--shares fixes the split; --balance speed measures it: give one");
   if (device_given && !o.devices.empty()) return InvalidArgument("--device and --devices: give one");
   bool any_gpu = o.device != "cpu", any_cpu = o.device != "cuda";
   if (!o.devices.empty()) {

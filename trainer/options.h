@@ -11,33 +11,34 @@ namespace hoop::train {
 
 struct Options {
   std::string model = "lenet";
-  std::string layers;  // onednn | native (layer_factory.h); empty: onednn where built with it
+  std::string layers;                // onednn | native (layer_factory.h); empty: onednn where built with it
   std::string device = "cpu";        // cpu | cuda | auto (device_choice.h)
   std::vector<std::string> devices;  // --devices: one per rank (cpu | cuda); empty: --device
   bool tf32 = true;                  // cuDNN convolutions may use TF32 (--tf32 on|off)
-  int epochs = 0;        // 0: the model's default
-  int batch = 0;         // per rank; 0: the model's default
-  double lr = 0;         // per rank (scaled by the number of ranks); 0: the model's default
+  int epochs = 0;                    // 0: the model's default
+  int batch = 0;                     // per rank; 0: the model's default
+  double lr = 0;                     // per rank (scaled by the number of ranks); 0: the model's default
   double momentum = 0.9, weight_decay = 5e-4, warmup_epochs = 0.2;
   bool cosine = true;
   uint64_t seed = 1;
-  std::string data;      // empty: kDefaultDataDir
+  std::string data;  // empty: kDefaultDataDir
   std::string metrics, checkpoint;
   bool resume = false;
   bool force = false;            // resume on another rank count
   int64_t checkpoint_every = 0;  // steps; 0: at epoch ends only
   double progress_s = 10;        // a progress line this often within an epoch; 0: none
-  int threads = 0;       // 0: this host's cores / ranks on it
-  std::string strategy = "sync";  // sync (data parallel, the default) | hogwild (hogwild.h) | ps (ps_run.h) | pipeline (pipeline_run.h)
-  int servers = 0;                // ps: ranks 0..servers-1 hold the parameters (0: not given, 1)
-  int stages = 0;                 // pipeline: stages per pipeline (0: all the ranks, one pipeline)
-  int micro_batches = 4;          // pipeline: micro-batches per step
+  int threads = 0;               // 0: this host's cores / ranks on it
+  std::string strategy =
+      "sync";  // sync (data parallel, the default) | hogwild (hogwild.h) | ps (ps_run.h) | pipeline (pipeline_run.h)
+  int servers = 0;                     // ps: ranks 0..servers-1 hold the parameters (0: not given, 1)
+  int stages = 0;                      // pipeline: stages per pipeline (0: all the ranks, one pipeline)
+  int micro_batches = 4;               // pipeline: micro-batches per step
   std::string schedule_pipe = "1f1b";  // pipeline: gpipe | 1f1b
-  int staleness = -1;             // ps: the most steps a worker may run ahead of the slowest (-1: none)
-  int backup_workers = -1;        // sync with backup workers (backup.h); -1: none (allreduce)
-  std::string balance = "equal";  // equal | speed: shares of each global batch (balance.h)
-  std::vector<int> shares;        // --shares: fixed images per rank per step (empty: --batch each)
-  int slow_rank = -1;             // a straggler to study: this rank sleeps slow_ms per step
+  int staleness = -1;                  // ps: the most steps a worker may run ahead of the slowest (-1: none)
+  int backup_workers = -1;             // sync with backup workers (backup.h); -1: none (allreduce)
+  std::string balance = "equal";       // equal | speed: shares of each global batch (balance.h)
+  std::vector<int> shares;             // --shares: fixed images per rank per step (empty: --batch each)
+  int slow_rank = -1;                  // a straggler to study: this rank sleeps slow_ms per step
   double slow_ms = 0;
   int64_t train_limit = 0, test_limit = 0;  // 0: the whole set
   std::string transport;

@@ -36,7 +36,8 @@ constexpr int kStateTag = 1 << 22;  // a stage's layers to rank 0, for the check
 
 class PipelineRun {
  public:
-  PipelineRun(const Options& o, Communicator& comm, const Dataset& train, const Dataset& test, const std::atomic<int>* stop)
+  PipelineRun(const Options& o, Communicator& comm, const Dataset& train, const Dataset& test,
+              const std::atomic<int>* stop)
       : o_(o), comm_(comm), train_(train), test_(test), stop_(stop), pool_(o.threads) {}
   StatusOr<RunResult> Go();
 
@@ -110,7 +111,8 @@ Status PipelineRun::Average(std::vector<Tensor*> tensors, Communicator& over, bo
   std::vector<float> flat;
   for (Tensor* t : tensors) flat.insert(flat.end(), t->data.begin(), t->data.end());
   if (flat.empty() || over.size() == 1) return Status::Ok();
-  HOOP_RETURN_IF_ERROR(over.Allreduce(Floats(flat.data(), flat.size()), Floats(flat.data(), flat.size()), ReduceOp::kSum).Wait());
+  HOOP_RETURN_IF_ERROR(
+      over.Allreduce(Floats(flat.data(), flat.size()), Floats(flat.data(), flat.size()), ReduceOp::kSum).Wait());
   const float scale = mean ? 1.0f / static_cast<float>(over.size()) : 1.0f;
   size_t at = 0;
   for (Tensor* t : tensors)
@@ -135,8 +137,9 @@ Status PipelineRun::Checkpoint(const RunResult& result, int epochs_done, double 
     return pipe_->SendNow(Floats(state.data(), state.size()), 0, kStateTag);
   }
   // Rank 0: a whole model to hold every stage's part, filled stage by stage in its layers' order.
-  HOOP_ASSIGN_OR_RETURN(auto whole, BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative,
-                                               train_.channels));
+  HOOP_ASSIGN_OR_RETURN(
+      auto whole,
+      BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative, train_.channels));
   std::vector<Param*> all = whole->net.Params();
   Sgd sgd(all, o_.momentum, o_.weight_decay);
   auto momentum = sgd.State();
@@ -172,9 +175,15 @@ Status PipelineRun::Checkpoint(const RunResult& result, int epochs_done, double 
   for (Param* p : all) tensors.emplace_back(p->name, &p->value);
   for (auto& b : whole->net.Buffers()) tensors.push_back(b);
   for (auto& m : momentum) tensors.push_back(m);
-  CheckpointInfo ck{o_.model, static_cast<uint32_t>(epochs_done), static_cast<uint64_t>(steps_ * epochs_done + in_epoch),
-                    static_cast<uint32_t>(in_epoch), static_cast<uint32_t>(replicas_), static_cast<uint32_t>(o_.batch), wall_s,
-                    std::move(partial), {}};
+  CheckpointInfo ck{o_.model,
+                    static_cast<uint32_t>(epochs_done),
+                    static_cast<uint64_t>(steps_ * epochs_done + in_epoch),
+                    static_cast<uint32_t>(in_epoch),
+                    static_cast<uint32_t>(replicas_),
+                    static_cast<uint32_t>(o_.batch),
+                    wall_s,
+                    std::move(partial),
+                    {}};
   for (const auto& m : result.epochs)
     for (double v : EpochValues(m)) ck.history.push_back(v);
   return SaveCheckpoint(o_.checkpoint, ck, tensors);
@@ -191,13 +200,17 @@ void PipelineRun::Evaluate(std::vector<double>& sums, Status* failed) {
     idx.resize(m);
     for (int i = 0; i < m; ++i) idx[i] = at + i;
     LossResult r;
-    *failed = stage_->Evaluate(m, [&](int, Tensor* images, std::vector<uint8_t>* labels) {
-      if (images) Gather(test_, idx.data(), m, *images, labels ? *labels : scratch_labels_, pad_);
-      else {
-        labels->resize(m);
-        for (int i = 0; i < m; ++i) (*labels)[i] = test_.labels[idx[i]];
-      }
-    }, &r);
+    *failed = stage_->Evaluate(
+        m,
+        [&](int, Tensor* images, std::vector<uint8_t>* labels) {
+          if (images)
+            Gather(test_, idx.data(), m, *images, labels ? *labels : scratch_labels_, pad_);
+          else {
+            labels->resize(m);
+            for (int i = 0; i < m; ++i) (*labels)[i] = test_.labels[idx[i]];
+          }
+        },
+        &r);
     if (stage_->last()) {
       sums[kTestLoss] += r.loss_sum;
       sums[kTestCorrect] += static_cast<double>(r.correct);
@@ -211,14 +224,17 @@ StatusOr<RunResult> PipelineRun::Go() {
   stages_ = o_.stages > 0 ? o_.stages : ranks;
   if (ranks % stages_ != 0)
     return InvalidArgument("--stages " + std::to_string(stages_) + ": the job's " + std::to_string(ranks) +
-                           " rank(s) do not make whole pipelines; run a multiple of " + std::to_string(stages_) + " ranks");
+                           " rank(s) do not make whole pipelines; run a multiple of " + std::to_string(stages_) +
+                           " ranks");
   replicas_ = ranks / stages_;
   pipeline_ = comm_.rank() / stages_;
   stage_index_ = comm_.rank() % stages_;
   if (o_.slow_rank >= ranks)
-    return InvalidArgument("--slow-rank " + std::to_string(o_.slow_rank) + ": the job has ranks 0 to " + std::to_string(ranks - 1));
-  HOOP_ASSIGN_OR_RETURN(auto model, BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative,
-                                               train_.channels));
+    return InvalidArgument("--slow-rank " + std::to_string(o_.slow_rank) + ": the job has ranks 0 to " +
+                           std::to_string(ranks - 1));
+  HOOP_ASSIGN_OR_RETURN(
+      auto model,
+      BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative, train_.channels));
   HOOP_ASSIGN_OR_RETURN(pad_, InputPad(*model, train_));
   SetOneDnnThreads(pool_.threads());
   const size_t parameters = model->ParamCount();
@@ -235,8 +251,8 @@ StatusOr<RunResult> PipelineRun::Go() {
   auto layers = model->net.TakeLayers();
   const int count = static_cast<int>(layers.size());
   if (stages_ > count)
-    return InvalidArgument("--stages " + std::to_string(stages_) + ": --model " + o_.model + " has " + std::to_string(count) +
-                           " layers to split, so at most " + std::to_string(count) + " stages");
+    return InvalidArgument("--stages " + std::to_string(stages_) + ": --model " + o_.model + " has " +
+                           std::to_string(count) + " layers to split, so at most " + std::to_string(count) + " stages");
   // Both collectives on the job's communicator, on every rank, before anything else uses it.
   HOOP_ASSIGN_OR_RETURN(pipe_, comm_.Split(pipeline_, stage_index_));
   HOOP_ASSIGN_OR_RETURN(same_stage_, comm_.Split(stage_index_, pipeline_));
@@ -272,19 +288,20 @@ StatusOr<RunResult> PipelineRun::Go() {
   int64_t first = from.step;
   if (first > 0 && from.ranks && (from.ranks != replicas_ || from.batch != o_.batch))
     first = std::min<int64_t>(steps_, first * from.batch * from.ranks / (static_cast<int64_t>(o_.batch) * replicas_));
-  const LrSchedule sched{o_.lr, replicas_, static_cast<int64_t>(std::llround(o_.warmup_epochs * steps_)), steps_ * o_.epochs,
-                         o_.cosine};
+  const LrSchedule sched{o_.lr, replicas_, static_cast<int64_t>(std::llround(o_.warmup_epochs * steps_)),
+                         steps_ * o_.epochs, o_.cosine};
   const int rank = comm_.rank();
   if (rank == 0) {
-    std::printf("hoop-train: %s (%zu parameters, %s layers), pipeline: %d stage(s) x %d replica(s), batch %d per replica "
-                "in %d micro-batch(es), schedule %s; %s; %d thread(s) per rank, %lld steps per epoch, over %s\n",
-                o_.model.c_str(), parameters, o_.layers.c_str(), stages_, replicas_, o_.batch, o_.micro_batches,
-                o_.schedule_pipe.c_str(), plan.c_str(), pool_.threads(), static_cast<long long>(steps_),
-                (comm_.transport_name() +
-                 (!o_.resume ? std::string()
-                  : first ? ", resuming in epoch " + std::to_string(from.epochs_done + 1) + " after step " + std::to_string(first)
-                          : ", resuming after epoch " + std::to_string(from.epochs_done)))
-                    .c_str());
+    std::printf(
+        "hoop-train: %s (%zu parameters, %s layers), pipeline: %d stage(s) x %d replica(s), batch %d per replica "
+        "in %d micro-batch(es), schedule %s; %s; %d thread(s) per rank, %lld steps per epoch, over %s\n",
+        o_.model.c_str(), parameters, o_.layers.c_str(), stages_, replicas_, o_.batch, o_.micro_batches,
+        o_.schedule_pipe.c_str(), plan.c_str(), pool_.threads(), static_cast<long long>(steps_),
+        (comm_.transport_name() + (!o_.resume ? std::string()
+                                   : first    ? ", resuming in epoch " + std::to_string(from.epochs_done + 1) +
+                                                 " after step " + std::to_string(first)
+                                           : ", resuming after epoch " + std::to_string(from.epochs_done)))
+            .c_str());
     std::fflush(stdout);
   }
   RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
@@ -298,7 +315,8 @@ StatusOr<RunResult> PipelineRun::Go() {
   std::vector<Tensor*> grads, buffers;
   for (Param* p : stage_->layers().Params()) grads.push_back(&p->grad);
   for (auto& b : stage_->layers().Buffers()) buffers.push_back(b.second);
-  const auto begin = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from.wall_s));
+  const auto begin =
+      Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from.wall_s));
   int64_t step = from.epochs_done * steps_ + first;
   double lr = 0;
   for (int epoch = from.epochs_done; epoch < o_.epochs; ++epoch) {
@@ -320,15 +338,19 @@ StatusOr<RunResult> PipelineRun::Go() {
             std::vector<double> partial = sums;
             partial[kTrainS] += Since(epoch_start);
             Status st = Average(buffers, *same_stage_, true);
-            if (st.ok()) st = comm_.Allreduce(Doubles(partial.data(), kSums), Doubles(partial.data(), kSums), ReduceOp::kSum).Wait();
+            if (st.ok())
+              st = comm_.Allreduce(Doubles(partial.data(), kSums), Doubles(partial.data(), kSums), ReduceOp::kSum)
+                       .Wait();
             if (st.ok()) st = Checkpoint(result, epoch, Since(begin), s, partial);
             if (!st.ok()) return st.WithContext("checkpoint on interrupt");
           }
           if (rank == 0)
-            std::printf("hoop-train: interrupted by %s at epoch %d, step %lld of %lld%s\n", ::strsignal(result.interrupted),
-                        epoch + 1, static_cast<long long>(s), static_cast<long long>(steps_),
-                        o_.checkpoint.empty() ? " (no --checkpoint: nothing saved)"
-                                              : ("; checkpoint written to " + o_.checkpoint + ", --resume continues from there").c_str());
+            std::printf("hoop-train: interrupted by %s at epoch %d, step %lld of %lld%s\n",
+                        ::strsignal(result.interrupted), epoch + 1, static_cast<long long>(s),
+                        static_cast<long long>(steps_),
+                        o_.checkpoint.empty()
+                            ? " (no --checkpoint: nothing saved)"
+                            : ("; checkpoint written to " + o_.checkpoint + ", --resume continues from there").c_str());
           return result;
         }
       }
@@ -353,8 +375,9 @@ StatusOr<RunResult> PipelineRun::Go() {
             for (int k = 0; k < sizes[i]; ++k) (*lab)[k] = train_.labels[at[k]];
           }
         };
-        if (Status st = stage_->Train(PipeSchedule(o_.schedule_pipe, stage_index_, stages_, static_cast<int>(sizes.size())),
-                                      sizes, fill, 1.0f / static_cast<float>(slice.step_images), &r, &t);
+        if (Status st =
+                stage_->Train(PipeSchedule(o_.schedule_pipe, stage_index_, stages_, static_cast<int>(sizes.size())),
+                              sizes, fill, 1.0f / static_cast<float>(slice.step_images), &r, &t);
             !st.ok())
           return st.WithContext("epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1));
       }
@@ -380,20 +403,23 @@ StatusOr<RunResult> PipelineRun::Go() {
     sums[kTrainS] = Since(epoch_start);
     auto joules = energy.Since(joules_before, sum);  // the training steps' energy
     if (!joules.ok()) return joules.status().WithContext("summing epoch " + std::to_string(epoch + 1) + "'s energy");
-    if (Status st = Average(buffers, *same_stage_, true); !st.ok()) return st.WithContext("averaging batch-norm statistics");
+    if (Status st = Average(buffers, *same_stage_, true); !st.ok())
+      return st.WithContext("averaging batch-norm statistics");
     Status failed;
     Evaluate(sums, &failed);
     if (!failed.ok()) return failed.WithContext("evaluating epoch " + std::to_string(epoch + 1));
-    HOOP_RETURN_IF_ERROR(comm_.Allreduce(Doubles(sums.data(), kSums), Doubles(sums.data(), kSums), ReduceOp::kSum).Wait());
+    HOOP_RETURN_IF_ERROR(
+        comm_.Allreduce(Doubles(sums.data(), kSums), Doubles(sums.data(), kSums), ReduceOp::kSum).Wait());
     EpochMetrics m = MetricsFromSums(sums, ranks, epoch, Since(begin), lr);
     energy.Fill(*joules, sums[kImages], m);
     result.epochs.push_back(m);
     if (rank == 0) {
-      std::printf("%s | pipeline %dx%d, %d micro-batch(es), %s\n", FormatEpoch(m, o_.epochs).c_str(), stages_, replicas_,
-                  o_.micro_batches, o_.schedule_pipe.c_str());
+      std::printf("%s | pipeline %dx%d, %d micro-batch(es), %s\n", FormatEpoch(m, o_.epochs).c_str(), stages_,
+                  replicas_, o_.micro_batches, o_.schedule_pipe.c_str());
       std::fflush(stdout);
       if (!o_.metrics.empty())
-        if (Status st = WriteMetrics(o_.metrics, info, result.epochs); !st.ok()) return st.WithContext("epoch " + std::to_string(m.epoch));
+        if (Status st = WriteMetrics(o_.metrics, info, result.epochs); !st.ok())
+          return st.WithContext("epoch " + std::to_string(m.epoch));
     }
     if (!o_.checkpoint.empty())
       if (Status st = Checkpoint(result, m.epoch, Since(begin)); !st.ok())

@@ -52,8 +52,8 @@ Status PipelineStage::Settle() {
   return first;
 }
 
-Status PipelineStage::Train(const std::vector<PipeOp>& ops, const std::vector<int>& sizes, const Fill& fill, float scale,
-                            LossResult* loss, Times* times) {
+Status PipelineStage::Train(const std::vector<PipeOp>& ops, const std::vector<int>& sizes, const Fill& fill,
+                            float scale, LossResult* loss, Times* times) {
   const int micros = static_cast<int>(sizes.size());
   inputs_.resize(micros);
   douts_.resize(micros);
@@ -95,8 +95,10 @@ Status PipelineStage::Train(const std::vector<PipeOp>& ops, const std::vector<in
       HOOP_RETURN_IF_ERROR(Receive(grad_in_, out, stage() + 1, 2 * i + 1, "a gradient"));
       times->wait += Since(t);
       t = Clock::now();
-      if (out_block_ != 0) Relayout(grad_in_, out_block_, douts_[i]);
-      else std::swap(douts_[i], grad_in_);
+      if (out_block_ != 0)
+        Relayout(grad_in_, out_block_, douts_[i]);
+      else
+        std::swap(douts_[i], grad_in_);
     }
     if (held != i) {  // re-materialise micro-batch i's activations; its statistics were counted once
       saved_buffers_.resize(buffers.size());
@@ -114,7 +116,8 @@ Status PipelineStage::Train(const std::vector<PipeOp>& ops, const std::vector<in
     if (!first()) Send(din_, sent_bwd_[i], stage() - 1, 2 * i + 1);
     times->backward += Since(t);
   }
-  for (size_t k = 0; k < params_.size(); ++k) std::copy(sum_[k].data.begin(), sum_[k].data.end(), params_[k]->grad.data.begin());
+  for (size_t k = 0; k < params_.size(); ++k)
+    std::copy(sum_[k].data.begin(), sum_[k].data.end(), params_[k]->grad.data.begin());
   return Settle();
 }
 
@@ -124,8 +127,10 @@ Status PipelineStage::Evaluate(int n, const Fill& fill, LossResult* loss) {
   inputs_.resize(1);
   labels_.resize(1);
   sent_fwd_.resize(1);
-  if (first()) fill(0, &inputs_[0], last() ? &labels_[0] : nullptr);
-  else HOOP_RETURN_IF_ERROR(Receive(inputs_[0], in, stage() - 1, 0, "an activation"));
+  if (first())
+    fill(0, &inputs_[0], last() ? &labels_[0] : nullptr);
+  else
+    HOOP_RETURN_IF_ERROR(Receive(inputs_[0], in, stage() - 1, 0, "an activation"));
   if (last() && !first()) fill(0, nullptr, &labels_[0]);
   const Tensor& y = chain_.Forward(inputs_[0], Mode::kEval, pool_);
   if (last()) {

@@ -52,11 +52,11 @@ class PipelineStage {
   Shape in_;
   Communicator& pipe_;
   ThreadPool& pool_;
-  Shape out_;       // one item's output shape
+  Shape out_;          // one item's output shape
   int out_block_ = 0;  // the layout the layers' output comes in
   std::vector<Param*> params_;
-  std::vector<Tensor> sum_;              // gradients summed over micro-batches
-  std::vector<Tensor> inputs_, douts_;   // per micro-batch
+  std::vector<Tensor> sum_;             // gradients summed over micro-batches
+  std::vector<Tensor> inputs_, douts_;  // per micro-batch
   std::vector<std::vector<uint8_t>> labels_;
   std::vector<std::vector<float>> sent_fwd_, sent_bwd_;
   std::vector<Work> sending_;

@@ -30,8 +30,8 @@ void CudnnPool::SetWindow(const Shape& in) {
     CheckDnn(cudnnSetPooling2dDescriptor(desc_, CUDNN_POOLING_MAX, CUDNN_NOT_PROPAGATE_NAN, k_, k_, 0, 0, k_, k_),
              "cudnnSetPooling2dDescriptor");
   else
-    CheckDnn(cudnnSetPooling2dDescriptor(desc_, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, CUDNN_NOT_PROPAGATE_NAN, in.h,
-                                         in.w, 0, 0, in.h, in.w),
+    CheckDnn(cudnnSetPooling2dDescriptor(desc_, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, CUDNN_NOT_PROPAGATE_NAN,
+                                         in.h, in.w, 0, 0, in.h, in.w),
              "cudnnSetPooling2dDescriptor");
   window_for_ = in;
 }
@@ -46,13 +46,16 @@ void CudnnPool::Backward(const Tensor& in, const Tensor& out, const Tensor& dout
   if (!din) return;
   SetWindow(in.shape);
   din->ResizeLike(in, in.shape);
-  CheckDnn(cudnnPoolingBackward(ctx_->dnn(), desc_, &kOne, y_, out.ptr(), y_, dout.ptr(), x_, in.ptr(), &kZero, x_, din->ptr()),
+  CheckDnn(cudnnPoolingBackward(ctx_->dnn(), desc_, &kOne, y_, out.ptr(), y_, dout.ptr(), x_, in.ptr(), &kZero, x_,
+                                din->ptr()),
            "cudnnPoolingBackward");
 }
 
-CudnnRelu::CudnnRelu(std::string name, std::shared_ptr<CudnnContext> ctx) : Layer(std::move(name)), ctx_(std::move(ctx)) {
+CudnnRelu::CudnnRelu(std::string name, std::shared_ptr<CudnnContext> ctx)
+    : Layer(std::move(name)), ctx_(std::move(ctx)) {
   CheckDnn(cudnnCreateActivationDescriptor(&act_), "cudnnCreateActivationDescriptor");
-  CheckDnn(cudnnSetActivationDescriptor(act_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0), "cudnnSetActivationDescriptor");
+  CheckDnn(cudnnSetActivationDescriptor(act_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
+           "cudnnSetActivationDescriptor");
 }
 
 CudnnRelu::~CudnnRelu() {
@@ -62,14 +65,16 @@ CudnnRelu::~CudnnRelu() {
 void CudnnRelu::Forward(const Tensor& in, Tensor& out, Mode, ThreadPool&) {
   out.ResizeLike(in, in.shape);
   x_.Set(in.shape);
-  CheckDnn(cudnnActivationForward(ctx_->dnn(), act_, &kOne, x_, in.ptr(), &kZero, x_, out.ptr()), "cudnnActivationForward");
+  CheckDnn(cudnnActivationForward(ctx_->dnn(), act_, &kOne, x_, in.ptr(), &kZero, x_, out.ptr()),
+           "cudnnActivationForward");
 }
 
 void CudnnRelu::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din, ThreadPool&) {
   if (!din) return;
   x_.Set(in.shape);
   din->ResizeLike(in, in.shape);
-  CheckDnn(cudnnActivationBackward(ctx_->dnn(), act_, &kOne, x_, out.ptr(), x_, dout.ptr(), x_, in.ptr(), &kZero, x_, din->ptr()),
+  CheckDnn(cudnnActivationBackward(ctx_->dnn(), act_, &kOne, x_, out.ptr(), x_, dout.ptr(), x_, in.ptr(), &kZero, x_,
+                                   din->ptr()),
            "cudnnActivationBackward");
 }
 

@@ -33,8 +33,8 @@ DnnlMaxPool::Primitives& DnnlMaxPool::For(const Shape& in, int block, Mode mode)
     p.fwd = dnnl::pooling_forward(fwd_pd);
     if (train) {
       p.workspace = memory(fwd_pd.workspace_desc(), p.eng);
-      dnnl::pooling_backward::primitive_desc bwd_pd(
-          dnnl::pooling_backward::desc(algo, p.src, p.dst, k, k, zero, pad_r), p.eng, fwd_pd);
+      dnnl::pooling_backward::primitive_desc bwd_pd(dnnl::pooling_backward::desc(algo, p.src, p.dst, k, k, zero, pad_r),
+                                                    p.eng, fwd_pd);
       p.bwd = dnnl::pooling_backward(bwd_pd);
     }
   });

@@ -42,7 +42,7 @@ class PsRun {
   Status Push(int64_t clock, int64_t step, int images);
   Status Report(int epoch, const std::vector<double>& sums);
   StatusOr<int64_t> Next(int epoch);  // server 0 deals the epoch's next batch (-1: none left)
-  void Tell(int kind, int64_t a);  // every server, failures ignored (the worker is ending)
+  void Tell(int kind, int64_t a);     // every server, failures ignored (the worker is ending)
   Status Checkpoint(PsServer& server, const std::vector<float>& buffers, const RunResult& result, int epochs_done,
                     Clock::time_point begin);
   std::string Who(int server) const { return "parameter server rank " + std::to_string(server); }
@@ -64,7 +64,7 @@ class PsRun {
   std::vector<std::vector<float>> wire_;  // a worker's per-server buffer: a shard's values or gradients
   RunResult result_;                      // with --resume, the checkpoint's epochs first (rank 0)
   ResumedAt from_;
-  std::vector<Tensor> momentum_;          // with --resume, every parameter's momentum
+  std::vector<Tensor> momentum_;  // with --resume, every parameter's momentum
 };
 
 StatusOr<RunResult> PsRun::Go() {
@@ -95,8 +95,8 @@ StatusOr<RunResult> PsRun::Go() {
   // rank's step at --lr would. At --lr itself (a round as far as sync's step over the same
   // images) lenet on 2 workers did not learn: asynchrony adds its own momentum (Mitliagkas et
   // al. 2016) to SGD's 0.9.
-  schedule_ = {o_.staleness == 0 ? o_.lr : o_.lr / workers_, o_.staleness == 0 ? workers_ : 1, static_cast<int64_t>(std::llround(o_.warmup_epochs * steps_)),
-               steps_ * o_.epochs, o_.cosine};
+  schedule_ = {o_.staleness == 0 ? o_.lr : o_.lr / workers_, o_.staleness == 0 ? workers_ : 1,
+               static_cast<int64_t>(std::llround(o_.warmup_epochs * steps_)), steps_ * o_.epochs, o_.cosine};
   HOOP_RETURN_IF_ERROR(CheckOutputs(o_, comm_));  // while the job's communicator is whole
   if (o_.resume) {
     Sgd whole(params_, o_.momentum, o_.weight_decay);
@@ -152,19 +152,22 @@ StatusOr<RunResult> PsRun::Server() {
   }
   size_t shard_floats = 0;
   for (Param* p : shard) shard_floats += p->value.size();
-  std::printf("hoop-train: %s (%zu parameters, %s layers), parameter servers: %d server(s) (rank 0 holds %zu of them), "
-              "%d worker(s) x batch %d, staleness %s, %d thread(s) per rank, %lld %s per epoch, over %s\n",
-              o_.model.c_str(), model_->ParamCount(), o_.layers.c_str(), servers_, shard_floats, workers_, o_.batch,
-              o_.staleness < 0 ? "unbounded" : std::to_string(o_.staleness).c_str(), pool_.threads(),
-              static_cast<long long>(steps_), dealt_ ? "batches dealt to the workers as they ask" : "steps per worker",
-              (comm_.transport_name() + (o_.resume ? ", resuming after epoch " + std::to_string(from_.epochs_done) : "")).c_str());
+  std::printf(
+      "hoop-train: %s (%zu parameters, %s layers), parameter servers: %d server(s) (rank 0 holds %zu of them), "
+      "%d worker(s) x batch %d, staleness %s, %d thread(s) per rank, %lld %s per epoch, over %s\n",
+      o_.model.c_str(), model_->ParamCount(), o_.layers.c_str(), servers_, shard_floats, workers_, o_.batch,
+      o_.staleness < 0 ? "unbounded" : std::to_string(o_.staleness).c_str(), pool_.threads(),
+      static_cast<long long>(steps_), dealt_ ? "batches dealt to the workers as they ask" : "steps per worker",
+      (comm_.transport_name() + (o_.resume ? ", resuming after epoch " + std::to_string(from_.epochs_done) : ""))
+          .c_str());
   std::fflush(stdout);
   RunInfo info{o_.model, comm_.size(), o_.batch, pool_.threads(), comm_.transport_name()};
   info.devices.assign(comm_.size(), "cpu");
   // A host's counters cover every rank on it, and the workers end their epochs each at its own
   // time: there is no one interval per epoch to charge (job_energy.h).
   info.cpu_energy = info.gpu_energy = "not measured: parameter-server workers end their epochs at different times";
-  const auto begin = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from_.wall_s));
+  const auto begin =
+      Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from_.wall_s));
   Status failed;
   PsServer::Stats before;
   for (int epoch = from_.epochs_done; epoch < o_.epochs; ++epoch) {
@@ -179,8 +182,10 @@ StatusOr<RunResult> PsRun::Server() {
                                      schedule_.At(std::min<int64_t>(steps_ * (epoch + 1), steps_ * o_.epochs) - 1));
     result.epochs.push_back(m);
     char extra[200];
-    std::snprintf(extra, sizeof extra, " | ps: %lld update(s) on rank 0's shard, lag mean %.1f max %lld, %d of %d worker(s) "
-                  "reported, images per worker ", static_cast<long long>(now.updates - before.updates), now.mean_lag,
+    std::snprintf(extra, sizeof extra,
+                  " | ps: %lld update(s) on rank 0's shard, lag mean %.1f max %lld, %d of %d worker(s) "
+                  "reported, images per worker ",
+                  static_cast<long long>(now.updates - before.updates), now.mean_lag,
                   static_cast<long long>(now.max_lag), reporters, workers_);
     std::string per;
     for (int64_t n : images) {
@@ -238,7 +243,8 @@ Status PsRun::Checkpoint(PsServer& server, const std::vector<float>& buffers, co
       snap.resize(2 * floats);
       std::vector<int64_t> h{kSnapshot, 0, 0, 0};
       HOOP_RETURN_IF_ERROR(links_.among_servers->SendNow(Buf(h.data(), h.size(), DType::kI64), s, kPsHeaderTag));
-      if (Status st = links_.among_servers->RecvNow(Buf(snap.data(), snap.size(), DType::kF32), s, kPsReplyTag); !st.ok())
+      if (Status st = links_.among_servers->RecvNow(Buf(snap.data(), snap.size(), DType::kF32), s, kPsReplyTag);
+          !st.ok())
         return st.WithContext(Who(s) + " is gone");
     }
     size_t at = 0;
@@ -255,13 +261,21 @@ Status PsRun::Checkpoint(PsServer& server, const std::vector<float>& buffers, co
   for (Param* p : params_) state.emplace_back(p->name, &p->value);
   size_t at = 0;
   for (auto& b : model_->net.Buffers()) {
-    if (at + b.second->size() <= buffers.size()) std::copy_n(buffers.begin() + at, b.second->size(), b.second->data.begin());
+    if (at + b.second->size() <= buffers.size())
+      std::copy_n(buffers.begin() + at, b.second->size(), b.second->data.begin());
     at += b.second->size();
     state.push_back(b);
   }
   for (auto& m : momentum) state.push_back(m);
-  CheckpointInfo ck{o_.model, static_cast<uint32_t>(epochs_done), static_cast<uint64_t>(steps_ * epochs_done), 0,
-                    static_cast<uint32_t>(dealt_ ? 1 : workers_), static_cast<uint32_t>(o_.batch), Since(begin), {}, {}};
+  CheckpointInfo ck{o_.model,
+                    static_cast<uint32_t>(epochs_done),
+                    static_cast<uint64_t>(steps_ * epochs_done),
+                    0,
+                    static_cast<uint32_t>(dealt_ ? 1 : workers_),
+                    static_cast<uint32_t>(o_.batch),
+                    Since(begin),
+                    {},
+                    {}};
   for (const auto& m : result.epochs)
     for (double v : EpochValues(m)) ck.history.push_back(v);
   return SaveCheckpoint(o_.checkpoint, ck, state);
@@ -309,7 +323,8 @@ Status PsRun::Report(int epoch, const std::vector<double>& sums) {
   for (auto& b : model_->net.Buffers()) buffers.insert(buffers.end(), b.second->data.begin(), b.second->data.end());
   Status st = links_.peers[0]->SendNow(Buf(h.data(), h.size(), DType::kI64), 0, kPsHeaderTag);
   if (st.ok()) st = links_.peers[0]->SendNow(Buf(s.data(), s.size(), DType::kF64), 0, kPsPayloadTag);
-  if (st.ok() && !buffers.empty()) st = links_.peers[0]->SendNow(Buf(buffers.data(), buffers.size(), DType::kF32), 0, kPsPayloadTag);
+  if (st.ok() && !buffers.empty())
+    st = links_.peers[0]->SendNow(Buf(buffers.data(), buffers.size(), DType::kF32), 0, kPsPayloadTag);
   return st.ok() ? st : st.WithContext(Who(0) + " is gone");
 }
 
@@ -318,7 +333,8 @@ StatusOr<int64_t> PsRun::Next(int epoch) {
   int64_t batch = -1;
   Status st = links_.peers[0]->SendNow(Buf(h.data(), h.size(), DType::kI64), 0, kPsHeaderTag);
   if (st.ok()) st = links_.peers[0]->RecvNow(Buf(&batch, 1, DType::kI64), 0, kPsReplyTag);
-  if (!st.ok()) return st.WithContext(Who(0) + " is gone (asking it for a batch of epoch " + std::to_string(epoch + 1) + ")");
+  if (!st.ok())
+    return st.WithContext(Who(0) + " is gone (asking it for a batch of epoch " + std::to_string(epoch + 1) + ")");
   return batch;
 }
 
@@ -389,7 +405,8 @@ StatusOr<RunResult> PsRun::Worker() {
     sums[kTestLoss] = ev.loss;
     sums[kTestCorrect] = ev.correct;
     sums[kTestImages] = ev.images;
-    if (Status st = Report(epoch, sums); !st.ok()) return st.WithContext("reporting epoch " + std::to_string(epoch + 1));
+    if (Status st = Report(epoch, sums); !st.ok())
+      return st.WithContext("reporting epoch " + std::to_string(epoch + 1));
   }
   Tell(kPsDone, 0);
   return result;

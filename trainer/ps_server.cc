@@ -9,7 +9,8 @@ namespace hoop::train {
 std::vector<std::vector<int>> ShardParams(const std::vector<Param*>& params, int servers) {
   std::vector<int> order(params.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return params[a]->value.size() > params[b]->value.size(); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return params[a]->value.size() > params[b]->value.size(); });
   std::vector<size_t> load(servers, 0);
   std::vector<std::vector<int>> shards(servers);
   for (int i : order) {
@@ -22,7 +23,10 @@ std::vector<std::vector<int>> ShardParams(const std::vector<Param*>& params, int
 }
 
 PsServer::PsServer(std::vector<Param*> shard, const Settings& settings, PsLinks& links, int rank)
-    : shard_(std::move(shard)), sgd_(shard_, settings.momentum, settings.weight_decay), set_(settings), links_(links),
+    : shard_(std::move(shard)),
+      sgd_(shard_, settings.momentum, settings.weight_decay),
+      set_(settings),
+      links_(links),
       rank_(rank) {
   for (const Param* p : shard_) floats_ += p->value.size();
   const size_t workers = links_.peers.size();
@@ -87,7 +91,8 @@ void PsServer::Serve(int w) {
       st = link.SendNow(buf(&batch, 1, DType::kI64), 1, kPsReplyTag);
     } else if (st.ok() && h[0] == kPsEpoch) {
       st = link.RecvNow(buf(sums.data(), sums.size(), DType::kF64), 1, kPsPayloadTag);
-      if (st.ok() && !buffers.empty()) st = link.RecvNow(buf(buffers.data(), buffers.size(), DType::kF32), 1, kPsPayloadTag);
+      if (st.ok() && !buffers.empty())
+        st = link.RecvNow(buf(buffers.data(), buffers.size(), DType::kF32), 1, kPsPayloadTag);
       if (st.ok()) {
         std::lock_guard<std::mutex> lock(mu_);
         Report& r = reports_[static_cast<int>(h[1])];
@@ -175,9 +180,11 @@ void PsServer::Retire(int w, State why, const std::string& cause) {
     if (set_.announce) {
       // The cause is the link's words, and the link is a communicator of two ranks of its own: in
       // it this server is rank 0 and the worker rank 1, whatever their ranks in the job.
-      std::printf("hoop-train: rank %d: worker rank %d is gone (its link: %s; on the link, ranks are the link's: "
-                  "the worker is its rank 1, this server its rank 0); the parameter servers go on: %d worker(s) "
-                  "training, %d finished\n", rank_, links_.servers + w, cause.c_str(), live, done);
+      std::printf(
+          "hoop-train: rank %d: worker rank %d is gone (its link: %s; on the link, ranks are the link's: "
+          "the worker is its rank 1, this server its rank 0); the parameter servers go on: %d worker(s) "
+          "training, %d finished\n",
+          rank_, links_.servers + w, cause.c_str(), live, done);
       std::fflush(stdout);
     }
   }
@@ -199,7 +206,8 @@ bool PsServer::WaitEpoch(int epoch, std::vector<double>* sums, std::vector<float
   *reporters = it->second.count;
   *images = it->second.images;
   buffers->resize(it->second.buffers.size());
-  for (size_t i = 0; i < buffers->size(); ++i) (*buffers)[i] = static_cast<float>(it->second.buffers[i] / it->second.count);
+  for (size_t i = 0; i < buffers->size(); ++i)
+    (*buffers)[i] = static_cast<float>(it->second.buffers[i] / it->second.count);
   reports_.erase(it);
   return true;
 }

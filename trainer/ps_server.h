@@ -42,8 +42,8 @@ std::vector<std::vector<int>> ShardParams(const std::vector<Param*>& params, int
 class PsServer {
  public:
   struct Settings {
-    int staleness = -1;       // -1: none
-    LrSchedule schedule;      // by the pushing worker's global step
+    int staleness = -1;   // -1: none
+    LrSchedule schedule;  // by the pushing worker's global step
     double momentum = 0.9, weight_decay = 0;
     int64_t batches = 0;        // server 0: batches per epoch it deals out (0: none)
     size_t report_doubles = 0;  // server 0: an epoch report's sums
@@ -67,11 +67,11 @@ class PsServer {
   // The shard's parameters then its momentum buffers, one consistent copy (for the checkpoint).
   std::vector<float> Snapshot();
   struct Stats {
-    int64_t updates = 0;     // SGD steps applied
-    double mean_lag = 0;     // updates by others between a gradient's pull and its push
+    int64_t updates = 0;  // SGD steps applied
+    double mean_lag = 0;  // updates by others between a gradient's pull and its push
     int64_t max_lag = 0;
     int live = 0, done = 0, gone = 0;  // workers
-    std::string gone_why;    // the first gone worker's cause
+    std::string gone_why;              // the first gone worker's cause
   };
   Stats stats();
   int signal() const { return signal_; }  // a stop signal a worker passed on when it stopped, or 0
@@ -115,7 +115,7 @@ class PsServer {
   };
   std::map<int, Report> reports_;
   std::map<int64_t, int64_t> dealt_;  // epoch -> batches dealt
-  std::vector<int> reported_;  // epochs each worker has reported
+  std::vector<int> reported_;         // epochs each worker has reported
 };
 
 }  // namespace hoop::train

@@ -22,7 +22,8 @@ DnnlRelu::Primitives& DnnlRelu::For(const Shape& shape, int block) {
     dnnl::eltwise_forward::primitive_desc fwd_pd(
         dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algo, p.data, 0.0f), p.eng);
     p.fwd = dnnl::eltwise_forward(fwd_pd);
-    dnnl::eltwise_backward::primitive_desc bwd_pd(dnnl::eltwise_backward::desc(algo, p.data, p.data, 0.0f), p.eng, fwd_pd);
+    dnnl::eltwise_backward::primitive_desc bwd_pd(dnnl::eltwise_backward::desc(algo, p.data, p.data, 0.0f), p.eng,
+                                                  fwd_pd);
     p.bwd = dnnl::eltwise_backward(bwd_pd);
   });
 }

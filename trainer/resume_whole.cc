@@ -9,8 +9,9 @@ namespace hoop::train {
 Status CheckOutputs(const Options& o, Communicator& comm) {
   Status cause = comm.rank() == 0 ? ProbeOutputs(o.metrics, o.checkpoint) : Status::Ok();
   double bad = cause.ok() ? 0 : 1;
-  HOOP_RETURN_IF_ERROR(comm.Allreduce(Buffer{&bad, 1, DType::kF64, MemKind::kHost}, Buffer{&bad, 1, DType::kF64, MemKind::kHost},
-                                      ReduceOp::kSum).Wait());
+  HOOP_RETURN_IF_ERROR(comm.Allreduce(Buffer{&bad, 1, DType::kF64, MemKind::kHost},
+                                      Buffer{&bad, 1, DType::kF64, MemKind::kHost}, ReduceOp::kSum)
+                           .Wait());
   if (bad != 0) return cause.ok() ? FailedPrecondition("rank 0 cannot write its output files (see its error)") : cause;
   return Status::Ok();
 }
@@ -18,8 +19,10 @@ Status CheckOutputs(const Options& o, Communicator& comm) {
 bool NothingLeft(const Options& o, const Communicator& comm, const ResumedAt& at, RunResult* result) {
   if (at.epochs_done < o.epochs) return false;
   if (comm.rank() == 0)
-    std::printf("hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs to go "
-                "on)\n", o.checkpoint.c_str(), at.epochs_done, o.epochs);
+    std::printf(
+        "hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs to go "
+        "on)\n",
+        o.checkpoint.c_str(), at.epochs_done, o.epochs);
   result->nothing_left = true;
   return true;
 }
@@ -38,14 +41,16 @@ StatusOr<ResumedAt> ResumeWhole(const Options& o, Communicator& comm, int ranks,
     CheckpointInfo info;
     cause = LoadCheckpoint(o.checkpoint, model.name, state, &info);
     if (cause.ok() && info.step_in_epoch != 0 && !mid_epoch)
-      cause = FailedPrecondition(o.checkpoint + " was saved in the middle of epoch " + std::to_string(info.epochs_done + 1) +
-                                 "; --strategy " + o.strategy + " resumes at an epoch's end: continue it with --strategy "
+      cause = FailedPrecondition(o.checkpoint + " was saved in the middle of epoch " +
+                                 std::to_string(info.epochs_done + 1) + "; --strategy " + o.strategy +
+                                 " resumes at an epoch's end: continue it with --strategy "
                                  "sync (to the epoch's end), then switch");
     if (cause.ok() && info.ranks && static_cast<int>(info.ranks) != ranks && !o.force) {
       char why[384];
-      std::snprintf(why, sizeof why, "%s was written by a run of %u rank(s) (workers or pipelines); this one has %d: the "
-                    "learning rate and the global batch change; add --force to resume anyway", o.checkpoint.c_str(),
-                    info.ranks, ranks);
+      std::snprintf(why, sizeof why,
+                    "%s was written by a run of %u rank(s) (workers or pipelines); this one has %d: the "
+                    "learning rate and the global batch change; add --force to resume anyway",
+                    o.checkpoint.c_str(), info.ranks, ranks);
       cause = FailedPrecondition(why);
     }
     if (cause.ok()) {
@@ -66,12 +71,15 @@ StatusOr<ResumedAt> ResumeWhole(const Options& o, Communicator& comm, int ranks,
   }
   const size_t slots = kFixed + kMostSums;
   HOOP_RETURN_IF_ERROR(comm.Broadcast(Buffer{found, slots, DType::kF64, MemKind::kHost},
-                                      Buffer{found, slots, DType::kF64, MemKind::kHost}, 0).Wait());
-  if (found[0] != 1) return cause.ok() ? FailedPrecondition("rank 0 could not resume from " + o.checkpoint + " (see its error)") : cause;
+                                      Buffer{found, slots, DType::kF64, MemKind::kHost}, 0)
+                           .Wait());
+  if (found[0] != 1)
+    return cause.ok() ? FailedPrecondition("rank 0 could not resume from " + o.checkpoint + " (see its error)") : cause;
   std::vector<float> flat;
   for (auto& t : state) flat.insert(flat.end(), t.second->data.begin(), t.second->data.end());
   HOOP_RETURN_IF_ERROR(comm.Broadcast(Buffer{flat.data(), flat.size(), DType::kF32, MemKind::kHost},
-                                      Buffer{flat.data(), flat.size(), DType::kF32, MemKind::kHost}, 0).Wait());
+                                      Buffer{flat.data(), flat.size(), DType::kF32, MemKind::kHost}, 0)
+                           .Wait());
   size_t at = 0;
   for (auto& t : state) {
     std::copy_n(flat.begin() + at, t.second->size(), t.second->data.begin());

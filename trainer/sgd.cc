@@ -8,7 +8,8 @@ namespace hoop::train {
 
 double LrSchedule::At(int64_t step) const {
   const double target = lr * ranks;
-  if (step < warmup_steps) return lr + (target - lr) * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
+  if (step < warmup_steps)
+    return lr + (target - lr) * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
   if (!cosine) return target;
   const double span = static_cast<double>(std::max<int64_t>(1, total_steps - warmup_steps));
   const double t = std::min(1.0, static_cast<double>(step - warmup_steps) / span);
@@ -16,7 +17,9 @@ double LrSchedule::At(int64_t step) const {
 }
 
 Sgd::Sgd(std::vector<Param*> params, double momentum, double weight_decay, std::shared_ptr<TensorMath> math)
-    : params_(std::move(params)), momentum_(static_cast<float>(momentum)), weight_decay_(static_cast<float>(weight_decay)),
+    : params_(std::move(params)),
+      momentum_(static_cast<float>(momentum)),
+      weight_decay_(static_cast<float>(weight_decay)),
       math_(math ? std::move(math) : HostMath()) {
   velocity_.resize(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) velocity_[i].ResizeLike(params_[i]->value, params_[i]->value.shape, true);

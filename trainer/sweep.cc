@@ -10,7 +10,8 @@ namespace hoop::train {
 
 namespace {
 
-constexpr const char* kKeys[] = {"lr", "batch", "momentum", "weight-decay", "warmup-epochs", "seed", "epochs", "model", "layers"};
+constexpr const char* kKeys[] = {"lr",   "batch",  "momentum", "weight-decay", "warmup-epochs",
+                                 "seed", "epochs", "model",    "layers"};
 
 Status SumOver(Communicator& comm, void* data, size_t count, DType dtype) {
   Buffer b{data, count, dtype, MemKind::kHost};
@@ -41,7 +42,8 @@ StatusOr<SweepAxis> ParseSweep(const std::string& text) {
   return axis;
 }
 
-StatusOr<std::vector<SweepConfig>> SweepConfigs(const std::vector<std::string>& args, const std::vector<std::string>& sweeps) {
+StatusOr<std::vector<SweepConfig>> SweepConfigs(const std::vector<std::string>& args,
+                                                const std::vector<std::string>& sweeps) {
   std::vector<SweepAxis> axes;
   for (const std::string& s : sweeps) {
     HOOP_ASSIGN_OR_RETURN(SweepAxis axis, ParseSweep(s));
@@ -129,7 +131,8 @@ StatusOr<int> RunSweep(const std::vector<SweepConfig>& configs, bool ensemble, c
   for (int k = 0; k < c; ++k)
     std::printf("| %s | %.2f%% | %.1f | %.0f |\n", configs[k].label.c_str(), 100 * table[3 * k], table[3 * k + 1],
                 table[3 * k + 2]);
-  if (ensemble) std::printf("| ensemble: the %d models' averaged probabilities | %.2f%% | | |\n", c, 100 * ensemble_acc);
+  if (ensemble)
+    std::printf("| ensemble: the %d models' averaged probabilities | %.2f%% | | |\n", c, 100 * ensemble_acc);
   std::printf("hoop-train: sweep done in %.1f s\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
   std::fflush(stdout);

@@ -34,7 +34,8 @@ struct SweepConfig {
 // Every combination of `sweeps` (Options::sweep), each parsed as a command line: `args` (the
 // run's own, less --sweep and --ensemble) then --KEY VALUE for each axis, so each gets the same
 // checks and per-model defaults as a command line would.
-StatusOr<std::vector<SweepConfig>> SweepConfigs(const std::vector<std::string>& args, const std::vector<std::string>& sweeps);
+StatusOr<std::vector<SweepConfig>> SweepConfigs(const std::vector<std::string>& args,
+                                                const std::vector<std::string>& sweeps);
 
 // Trains the configurations across world's ranks; rank 0 prints the table. Returns the signal
 // that interrupted it, or 0.

@@ -53,8 +53,8 @@ void DeviceFloats::Reserve(int device, size_t n) {
   if (n == 0) return;
   StatusOr<void*> got = CudaAlloc(device, n * sizeof(float));
   if (!got.ok())
-    throw DeviceError("allocating " + std::to_string(n * sizeof(float)) + " bytes on CUDA device " + std::to_string(device) +
-                      ": " + got.status().message());
+    throw DeviceError("allocating " + std::to_string(n * sizeof(float)) + " bytes on CUDA device " +
+                      std::to_string(device) + ": " + got.status().message());
   p_ = static_cast<float*>(*got);
   cap_ = n;
 }
@@ -104,7 +104,8 @@ void Tensor::Upload(const float* values, size_t n) {
     std::memcpy(data.data(), values, n * sizeof(float));
     return;
   }
-  Check(CopyMem(dev.get(), MemKind::kCuda, values, MemKind::kHost, n * sizeof(float), nullptr), "copying to the device");
+  Check(CopyMem(dev.get(), MemKind::kCuda, values, MemKind::kHost, n * sizeof(float), nullptr),
+        "copying to the device");
   // A pageable source is read before the copy returns; the sync keeps `values` free to change.
   Check(CudaStreamSync(nullptr), "copying to the device");
 }

@@ -65,7 +65,7 @@ struct Tensor {
   Shape shape;
   std::vector<float> data;  // host memory (kind kHost)
   MemKind kind = MemKind::kHost;
-  DeviceFloats dev;         // device memory (kind kCuda)
+  DeviceFloats dev;  // device memory (kind kCuda)
   // Channels per block when the data is in oneDNN's blocked layout nChw{block}c (N, C/block,
   // H, W, block; C a multiple of block), which its fastest kernels read and write; 0 for plain
   // NCHW. Only layers that say they take blocked tensors (Layer::TakesBlocked) ever see one;

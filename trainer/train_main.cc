@@ -45,8 +45,10 @@ Status SettleResume(Options& o, Communicator& comm) {
       std::printf("hoop-train: --resume: no checkpoint at %s yet; training from the start (it is written there)\n",
                   o.checkpoint.c_str());
   } else if (!o.resume && exists != 0 && comm.rank() == 0) {
-    std::printf("hoop-train: --checkpoint %s exists; this run starts afresh and overwrites it (--resume continues "
-                "from it)\n", o.checkpoint.c_str());
+    std::printf(
+        "hoop-train: --checkpoint %s exists; this run starts afresh and overwrites it (--resume continues "
+        "from it)\n",
+        o.checkpoint.c_str());
   }
   std::fflush(stdout);
   return Status::Ok();
@@ -118,10 +120,11 @@ int Main(int argc, char** argv) {
   if (!opts->shares.empty()) most = *std::max_element(opts->shares.begin(), opts->shares.end());
   if (opts->balance == "speed") most = opts->batch * std::max(1, (*job)->comm->size());
   // A rank on a GPU keeps its activations there: the host's memory bounds CPU ranks only.
-  const bool on_gpu = opts->device == "cuda" || (!opts->devices.empty() && cfg->rank >= 0 &&
-                                                 cfg->rank < static_cast<int>(opts->devices.size()) &&
-                                                 opts->devices[cfg->rank] == "cuda");
-  if (std::string why = on_gpu ? "" : BatchTooLarge(opts->model, most, cfg->local_size > 0 ? cfg->local_size : 1); !why.empty()) {
+  const bool on_gpu = opts->device == "cuda" ||
+                      (!opts->devices.empty() && cfg->rank >= 0 && cfg->rank < static_cast<int>(opts->devices.size()) &&
+                       opts->devices[cfg->rank] == "cuda");
+  if (std::string why = on_gpu ? "" : BatchTooLarge(opts->model, most, cfg->local_size > 0 ? cfg->local_size : 1);
+      !why.empty()) {
     std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, why.c_str());
     return 2;
   }
@@ -137,8 +140,9 @@ int Main(int argc, char** argv) {
       args.push_back(a);
     }
     auto configs = SweepConfigs(args, opts->sweep);
-    StatusOr<int> swept = configs.ok() ? RunSweep(*configs, opts->ensemble, *cfg, *(*job)->comm, *train, *test, &StopFlag())
-                                       : StatusOr<int>(configs.status());
+    StatusOr<int> swept = configs.ok()
+                              ? RunSweep(*configs, opts->ensemble, *cfg, *(*job)->comm, *train, *test, &StopFlag())
+                              : StatusOr<int>(configs.status());
     if (!swept.ok()) {
       std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, swept.status().message().c_str());
       return 1;
@@ -168,8 +172,8 @@ int Main(int argc, char** argv) {
   if (result->nothing_left) return 0;
   if (cfg->rank == 0 && !result->epochs.empty()) {
     const auto& last = result->epochs.back();
-    std::printf("hoop-train: done: %s, %d epoch(s), test accuracy %.2f%%, %.1f s\n", opts->model.c_str(),
-                last.epoch, 100 * last.test_acc, last.wall_s);
+    std::printf("hoop-train: done: %s, %d epoch(s), test accuracy %.2f%%, %.1f s\n", opts->model.c_str(), last.epoch,
+                100 * last.test_acc, last.wall_s);
   }
   return 0;
 }

@@ -38,7 +38,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-
 class Run {
  public:
   Run(const Options& o, const Config& cfg, Communicator& comm, const Dataset& train, const Dataset& test,
@@ -73,12 +72,12 @@ class Run {
   const std::atomic<int>* stop_;
   ThreadPool pool_;
   Clock::time_point last_progress_;
-  int64_t resumed_at_ = 0;   // the epoch's first step in this process
-  int pad_ = 0;              // black border that brings the data set's images to the model's size
+  int64_t resumed_at_ = 0;  // the epoch's first step in this process
+  int pad_ = 0;             // black border that brings the data set's images to the model's size
   JobEnergy energy_;
   double my_images_ = 0, my_compute_s_ = 0;  // this rank's images and compute time this epoch
-  std::vector<float> probs_;  // with keep_predictions: the last evaluation's class probabilities
-  double images_before_ = 0; // images of the epoch trained before it (a resumed checkpoint's)
+  std::vector<float> probs_;                 // with keep_predictions: the last evaluation's class probabilities
+  double images_before_ = 0;                 // images of the epoch trained before it (a resumed checkpoint's)
   bool shown_ = false;
   std::unique_ptr<Model> model_;
   Workspace ws_;
@@ -96,24 +95,35 @@ StatusOr<Run::Resumed> Run::Resume(DataParallel& dp, const NamedTensors& state, 
     cause = LoadCheckpoint(o_.checkpoint, model_->name, state, &info);
     if (cause.ok() && info.ranks && static_cast<int>(info.ranks) != comm_.size() && !o_.force) {
       char why[512];
-      std::snprintf(why, sizeof why, "%s was written by a %u-rank run; this one has %d ranks: the learning rate "
-                    "(--lr x ranks) would be %g instead of %g, the global batch %d instead of %u; add --force to resume "
-                    "anyway", o_.checkpoint.c_str(), info.ranks, comm_.size(), o_.lr * comm_.size(), o_.lr * info.ranks,
-                    o_.batch * comm_.size(), info.batch * info.ranks);
+      std::snprintf(
+          why, sizeof why,
+          "%s was written by a %u-rank run; this one has %d ranks: the learning rate "
+          "(--lr x ranks) would be %g instead of %g, the global batch %d instead of %u; add --force to resume "
+          "anyway",
+          o_.checkpoint.c_str(), info.ranks, comm_.size(), o_.lr * comm_.size(), o_.lr * info.ranks,
+          o_.batch * comm_.size(), info.batch * info.ranks);
       cause = FailedPrecondition(why);
     }
     if (cause.ok()) {
-      found = {1.0, static_cast<double>(info.epochs_done), static_cast<double>(info.steps_done),
-               static_cast<double>(info.step_in_epoch), static_cast<double>(info.ranks), static_cast<double>(info.batch),
+      found = {1.0,
+               static_cast<double>(info.epochs_done),
+               static_cast<double>(info.steps_done),
+               static_cast<double>(info.step_in_epoch),
+               static_cast<double>(info.ranks),
+               static_cast<double>(info.batch),
                info.wall_s};
       found.resize(7 + kSums, 0.0);
-      if (info.partial.size() == static_cast<size_t>(kSums)) std::copy(info.partial.begin(), info.partial.end(), found.begin() + 7);
+      if (info.partial.size() == static_cast<size_t>(kSums))
+        std::copy(info.partial.begin(), info.partial.end(), found.begin() + 7);
       const size_t n = info.history_fields;
-      for (size_t at = 0; at + n <= info.history.size(); at += n) result->epochs.push_back(EpochFromValues(&info.history[at], n));
+      for (size_t at = 0; at + n <= info.history.size(); at += n)
+        result->epochs.push_back(EpochFromValues(&info.history[at], n));
     }
   }
   if (Status s = dp.SumDoubles("resume", found); !s.ok()) return s;
-  if (found[0] != 1.0) return cause.ok() ? FailedPrecondition("rank 0 could not resume from " + o_.checkpoint + " (see its error)") : cause;
+  if (found[0] != 1.0)
+    return cause.ok() ? FailedPrecondition("rank 0 could not resume from " + o_.checkpoint + " (see its error)")
+                      : cause;
   Resumed r;
   r.epoch = static_cast<int>(found[1]);
   r.step = static_cast<int64_t>(found[3]);
@@ -166,7 +176,7 @@ StatusOr<std::unique_ptr<SharedParams>> Run::OpenShared(DataParallel& dp, const 
 void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums) {
   const auto start = Clock::now();
   const bool hogwild = o_.strategy == "hogwild";  // no gradients exchanged: each rank steps alone
-  const bool backup = o_.backup_workers >= 0;      // gradients go to rank 0 afterwards (backup.h)
+  const bool backup = o_.backup_workers >= 0;     // gradients go to rank 0 afterwards (backup.h)
   auto on_layer = [&](Layer& l) {
     if (!hogwild && !backup) dp.GradientsReady(l);
   };
@@ -199,8 +209,10 @@ void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParall
 void Run::Evaluate(std::vector<double>& sums) {
   int64_t n = o_.test_limit > 0 ? std::min<int64_t>(o_.test_limit, test_.count) : test_.count, b, e;
   Shard(n, comm_.rank(), comm_.size(), &b, &e);
-  if (o_.keep_predictions) probs_.assign(static_cast<size_t>(n) * model_->classes, 0.0f);  // this rank's shard filled in
-  const EvalSums r = train::Evaluate(*model_, test_, b, e, pad_, pool_, ws_, o_.keep_predictions ? probs_.data() : nullptr);
+  if (o_.keep_predictions)
+    probs_.assign(static_cast<size_t>(n) * model_->classes, 0.0f);  // this rank's shard filled in
+  const EvalSums r =
+      train::Evaluate(*model_, test_, b, e, pad_, pool_, ws_, o_.keep_predictions ? probs_.data() : nullptr);
   sums[kTestLoss] += r.loss;
   sums[kTestCorrect] += r.correct;
   sums[kTestImages] += r.images;
@@ -216,7 +228,8 @@ Status Run::Preflight(DataParallel& dp) {
     ok[0] = cause.ok() ? 1.0 : 0.0;
   }
   HOOP_RETURN_IF_ERROR(dp.SumDoubles("preflight", ok));
-  if (ok[0] != 1.0) return cause.ok() ? FailedPrecondition("rank 0 cannot write its output files (see its error)") : cause;
+  if (ok[0] != 1.0)
+    return cause.ok() ? FailedPrecondition("rank 0 cannot write its output files (see its error)") : cause;
   return Status::Ok();
 }
 
@@ -239,9 +252,12 @@ void Run::Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_
   char line[256];
   std::snprintf(line, sizeof line, "epoch %d/%d: step %lld/%lld (%.0f%%), %.0f images/s, %.0f s left in the epoch",
                 epoch + 1, o_.epochs, static_cast<long long>(s), static_cast<long long>(steps),
-                100.0 * static_cast<double>(s) / static_cast<double>(steps), t > 0 ? (images - images_before_) * comm_.size() / t : 0, left);
-  if (tty) std::printf("\r\033[K%s%s", o_.label.c_str(), line);
-  else std::printf("%s%s\n", o_.label.c_str(), line);
+                100.0 * static_cast<double>(s) / static_cast<double>(steps),
+                t > 0 ? (images - images_before_) * comm_.size() / t : 0, left);
+  if (tty)
+    std::printf("\r\033[K%s%s", o_.label.c_str(), line);
+  else
+    std::printf("%s%s\n", o_.label.c_str(), line);
   shown_ = tty;
   std::fflush(stdout);
 }
@@ -255,15 +271,17 @@ StatusOr<RunResult> Run::Go() {
     if (!make.ok()) return make.status();
     HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed, **make, train_.channels));
   } else {
-    HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative,
-                                             train_.channels));
+    HOOP_ASSIGN_OR_RETURN(
+        model_,
+        BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative, train_.channels));
   }
   HOOP_ASSIGN_OR_RETURN(pad_, InputPad(*model_, train_));
   SetOneDnnThreads(pool_.threads());
   const int64_t images = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
   DistributedSampler sampler(images, o_.batch, rank, ranks, o_.seed);
   if (o_.slow_rank >= ranks)
-    return InvalidArgument("--slow-rank " + std::to_string(o_.slow_rank) + ": the job has ranks 0 to " + std::to_string(ranks - 1));
+    return InvalidArgument("--slow-rank " + std::to_string(o_.slow_rank) + ": the job has ranks 0 to " +
+                           std::to_string(ranks - 1));
   if (!o_.shares.empty()) {
     if (static_cast<int>(o_.shares.size()) != ranks)
       return InvalidArgument("--shares gives " + std::to_string(o_.shares.size()) + " image counts for " +
@@ -277,9 +295,10 @@ StatusOr<RunResult> Run::Go() {
   Sgd sgd(model_->net.Params(), o_.momentum, o_.weight_decay, model_->math);
   const bool hogwild = o_.strategy == "hogwild";
   if (hogwild && comm_.local_size() != ranks)
-    return InvalidArgument("--strategy hogwild: the ranks share one copy of the parameters in memory, so all must be on "
-                           "one host; this job has " + std::to_string(comm_.local_size()) + " of its " +
-                           std::to_string(ranks) + " ranks on this one");
+    return InvalidArgument(
+        "--strategy hogwild: the ranks share one copy of the parameters in memory, so all must be on "
+        "one host; this job has " +
+        std::to_string(comm_.local_size()) + " of its " + std::to_string(ranks) + " ranks on this one");
   // Hogwild's ranks' steps add up rather than being averaged: N ranks each stepping at --lr / N
   // move the model as one rank at --lr would (at 4 ranks here, --lr itself diverged: PERF.md).
   LrSchedule sched{hogwild ? o_.lr / ranks : o_.lr, hogwild ? 1 : ranks,
@@ -309,8 +328,10 @@ StatusOr<RunResult> Run::Go() {
     HOOP_ASSIGN_OR_RETURN(from, Resume(dp, state, steps, &result));
     if (from.epoch >= o_.epochs) {
       if (rank == 0)
-        std::printf("hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs "
-                    "to go on)\n", o_.checkpoint.c_str(), from.epoch, o_.epochs);
+        std::printf(
+            "hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs "
+            "to go on)\n",
+            o_.checkpoint.c_str(), from.epoch, o_.epochs);
       (void)rt->Shutdown();
       result.nothing_left = true;
       return result;
@@ -325,7 +346,8 @@ StatusOr<RunResult> Run::Go() {
   // Every rank's device, for the metrics and the first line: each adds its own (device + 2, 0 unset).
   std::vector<double> devices(ranks, 0.0);
   devices[rank] = model_->device + 2;
-  if (Status s = dp.SumDoubles("devices", devices); !s.ok()) return s.WithContext(Where() + "exchanging the ranks' devices");
+  if (Status s = dp.SumDoubles("devices", devices); !s.ok())
+    return s.WithContext(Where() + "exchanging the ranks' devices");
   std::string device_list;
   for (int r = 0; r < ranks; ++r) {
     info.devices.push_back(DeviceName(static_cast<int>(devices[r]) - 2));
@@ -337,26 +359,30 @@ StatusOr<RunResult> Run::Go() {
   if (rank == 0) {
     std::string resuming;
     if (o_.resume)
-      resuming = from.step ? ", resuming in epoch " + std::to_string(from.epoch + 1) + " after step " + std::to_string(from.step)
-                         : ", resuming after epoch " + std::to_string(from.epoch);
-    const std::string data = train_.name + (pad_ ? " padded to " + std::to_string(model_->input.h) + "x" +
-                                                       std::to_string(model_->input.w) : std::string());
+      resuming = from.step ? ", resuming in epoch " + std::to_string(from.epoch + 1) + " after step " +
+                                 std::to_string(from.step)
+                           : ", resuming after epoch " + std::to_string(from.epoch);
+    const std::string data =
+        train_.name + (pad_ ? " padded to " + std::to_string(model_->input.h) + "x" + std::to_string(model_->input.w)
+                            : std::string());
     const bool gpus = device_list.find("cuda") != std::string::npos;
     const std::string layers = !gpus ? o_.layers + " layers"
                                : device_list.find("cpu") == std::string::npos
                                    ? "cuDNN/cuBLAS layers on " + device_list
                                    : "cuDNN/cuBLAS and " + o_.layers + " layers on " + device_list;
-    std::printf("%shoop-train: %s (%zu parameters, %s), %d rank(s) x batch %d, %d thread(s) per rank, %lld images of %s, "
-                "%lld steps per epoch, over %s%s\n",
-                o_.label.c_str(), o_.model.c_str(), model_->ParamCount(), layers.c_str(), ranks, o_.batch, pool_.threads(),
-                static_cast<long long>(images), data.c_str(), static_cast<long long>(steps), comm_.transport_name().c_str(),
-                resuming.c_str());
+    std::printf(
+        "%shoop-train: %s (%zu parameters, %s), %d rank(s) x batch %d, %d thread(s) per rank, %lld images of %s, "
+        "%lld steps per epoch, over %s%s\n",
+        o_.label.c_str(), o_.model.c_str(), model_->ParamCount(), layers.c_str(), ranks, o_.batch, pool_.threads(),
+        static_cast<long long>(images), data.c_str(), static_cast<long long>(steps), comm_.transport_name().c_str(),
+        resuming.c_str());
     std::fflush(stdout);
   }
-  const auto begin = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from.wall_s));
+  const auto begin =
+      Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from.wall_s));
   int64_t step = from.global_step;
   int64_t check_at = step + 1, check_every = 1;  // when the ranks next agree on whether to stop
-  double step_s = 0;                              // rank 0's mean step time so far, for the cadence
+  double step_s = 0;                             // rank 0's mean step time so far, for the cadence
   int64_t timed_steps = 0;
 
   // Rank 0 writes the checkpoint; every rank takes part in what it needs (batch-norm statistics
@@ -367,9 +393,15 @@ StatusOr<RunResult> Run::Go() {
       HOOP_RETURN_IF_ERROR(dp.SumDoubles("checkpoint.sums", partial));
     }
     if (rank != 0) return Status::Ok();
-    CheckpointInfo ck{o_.model, static_cast<uint32_t>(epochs_done), static_cast<uint64_t>(step),
-                      static_cast<uint32_t>(in_epoch), static_cast<uint32_t>(ranks), static_cast<uint32_t>(o_.batch),
-                      Since(begin), in_epoch > 0 ? partial : std::vector<double>{}, {}};
+    CheckpointInfo ck{o_.model,
+                      static_cast<uint32_t>(epochs_done),
+                      static_cast<uint64_t>(step),
+                      static_cast<uint32_t>(in_epoch),
+                      static_cast<uint32_t>(ranks),
+                      static_cast<uint32_t>(o_.batch),
+                      Since(begin),
+                      in_epoch > 0 ? partial : std::vector<double>{},
+                      {}};
     for (const auto& m : result.epochs)
       for (double v : EpochValues(m)) ck.history.push_back(v);
     return SaveCheckpoint(o_.checkpoint, ck, state);
@@ -395,8 +427,8 @@ StatusOr<RunResult> Run::Go() {
       if (backup) {
         auto c = backup->CatchUp(step);
         if (!c.ok())
-          return c.status().WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
-                                        ": backup workers' exchange");
+          return c.status().WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " +
+                                        std::to_string(s + 1) + ": backup workers' exchange");
         caught_up = *c;
       }
       if (!caught_up) TrainStep(perm, slice, dp, sums);
@@ -405,7 +437,8 @@ StatusOr<RunResult> Run::Go() {
         if (Status st = backup->Exchange(step, slice.count()); !st.ok())
           return st.WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
                                 ": backup workers' exchange");
-      if (Status st = dp.Wait(); !st.ok()) return st.WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1));
+      if (Status st = dp.Wait(); !st.ok())
+        return st.WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1));
       sums[kComm] += Since(t);
       t = Clock::now();
       lr = sched.At(step);
@@ -431,13 +464,15 @@ StatusOr<RunResult> Run::Go() {
           partial[kTrainS] += Since(epoch_start);
           ++step;
           if (!o_.checkpoint.empty())
-            if (Status st = save(epoch, s + 1, partial); !st.ok()) return st.WithContext(Where() + "checkpoint on interrupt");
+            if (Status st = save(epoch, s + 1, partial); !st.ok())
+              return st.WithContext(Where() + "checkpoint on interrupt");
           result.interrupted = sig;
           if (rank == 0)
             std::printf("hoop-train: interrupted by %s at epoch %d, step %lld of %lld%s\n", ::strsignal(sig), epoch + 1,
                         static_cast<long long>(s + 1), static_cast<long long>(steps),
-                        o_.checkpoint.empty() ? " (no --checkpoint: nothing saved)"
-                                              : ("; checkpoint written to " + o_.checkpoint + ", --resume continues from there").c_str());
+                        o_.checkpoint.empty()
+                            ? " (no --checkpoint: nothing saved)"
+                            : ("; checkpoint written to " + o_.checkpoint + ", --resume continues from there").c_str());
           (void)rt->Shutdown();
           return result;
         }
@@ -460,21 +495,25 @@ StatusOr<RunResult> Run::Go() {
     // Steps the ranks behind with backup workers took without computing (backup.h), so far.
     std::vector<double> skipped{backup ? static_cast<double>(backup->skipped()) : 0.0};
     if (backup)
-      if (Status s = dp.SumDoubles("backup.skipped", skipped); !s.ok()) return s.WithContext(Where() + "counting skipped steps");
+      if (Status s = dp.SumDoubles("backup.skipped", skipped); !s.ok())
+        return s.WithContext(Where() + "counting skipped steps");
     std::vector<double> speeds(2 * ranks, 0.0);
     speeds[rank] = my_images_;
     speeds[ranks + rank] = my_compute_s_;
-    if (Status s = dp.SumDoubles("epoch.speeds", speeds); !s.ok()) return s.WithContext(Where() + "exchanging the ranks' speeds");
+    if (Status s = dp.SumDoubles("epoch.speeds", speeds); !s.ok())
+      return s.WithContext(Where() + "exchanging the ranks' speeds");
     for (int r = 0; r < ranks; ++r) speeds[r] = speeds[ranks + r] > 0 ? speeds[r] / speeds[ranks + r] : 0;
     speeds.resize(ranks);
-    if (shared) {  // evaluate and save the shared model, once every rank's steps are in
+    if (shared) {                   // evaluate and save the shared model, once every rank's steps are in
       std::vector<double> done{1};  // a barrier: every rank's last update is in
       if (Status s = dp.SumDoubles("hogwild.epoch", done); !s.ok()) return s.WithContext(Where() + "ending the epoch");
       shared->Read();
     }
-    if (Status s = dp.Average(buffers, weight()); !s.ok()) return s.WithContext(Where() + "averaging batch-norm statistics");
+    if (Status s = dp.Average(buffers, weight()); !s.ok())
+      return s.WithContext(Where() + "averaging batch-norm statistics");
     Evaluate(sums);
-    if (Status s = dp.SumDoubles("epoch.sums", sums); !s.ok()) return s.WithContext(Where() + "summing the epoch's metrics");
+    if (Status s = dp.SumDoubles("epoch.sums", sums); !s.ok())
+      return s.WithContext(Where() + "summing the epoch's metrics");
     EpochMetrics m = MetricsFromSums(sums, ranks, epoch, Since(begin), lr);
     energy_.Fill(*joules, sums[kImages], m);
     m.shares = sampler.shares();
@@ -498,7 +537,8 @@ StatusOr<RunResult> Run::Go() {
     std::printf("%s%s%s\n", o_.label.c_str(), FormatEpoch(m, o_.epochs).c_str(), split.c_str());
     std::fflush(stdout);
     if (!o_.metrics.empty())
-      if (Status s = WriteMetrics(o_.metrics, info, result.epochs); !s.ok()) return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
+      if (Status s = WriteMetrics(o_.metrics, info, result.epochs); !s.ok())
+        return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
     if (!o_.checkpoint.empty())
       if (Status s = save(m.epoch, 0, {}); !s.ok()) return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
   }
@@ -511,8 +551,8 @@ StatusOr<RunResult> Run::Go() {
 
 }  // namespace
 
-StatusOr<RunResult> Train(const Options& opts, const Config& cfg, Communicator& comm, const Dataset& train, const Dataset& test,
-                          const std::atomic<int>* stop) {
+StatusOr<RunResult> Train(const Options& opts, const Config& cfg, Communicator& comm, const Dataset& train,
+                          const Dataset& test, const std::atomic<int>* stop) {
   if (opts.strategy == "ps") return TrainPs(opts, comm, train, test, stop);
   if (opts.strategy == "pipeline") return TrainPipeline(opts, comm, train, test, stop);
   return Run(opts, cfg, comm, train, test, stop).Go();

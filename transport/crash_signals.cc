@@ -10,15 +10,14 @@ namespace hoop {
 namespace {
 
 // The libraries whose handlers are taken back (matched on the file's base name).
-constexpr const char* kBackEndLibraries[] = {"libucs.", "libucm.", "libuct.", "libucp.",
-                                             "libinfinipath.", "libpsm", "libfabric."};
+constexpr const char* kBackEndLibraries[] = {"libucs.",        "libucm.", "libuct.",   "libucp.",
+                                             "libinfinipath.", "libpsm",  "libfabric."};
 
 // The signals that end a process by default and that those libraries were seen to catch.
 constexpr int kSignals[] = {SIGHUP, SIGINT, SIGQUIT, SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGTERM};
 
 void* HandlerOf(const struct sigaction& sa) {
-  return (sa.sa_flags & SA_SIGINFO) ? reinterpret_cast<void*>(sa.sa_sigaction)
-                                    : reinterpret_cast<void*>(sa.sa_handler);
+  return (sa.sa_flags & SA_SIGINFO) ? reinterpret_cast<void*>(sa.sa_sigaction) : reinterpret_cast<void*>(sa.sa_handler);
 }
 
 bool InBackEndLibrary(const struct sigaction& sa) {

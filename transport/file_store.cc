@@ -61,9 +61,7 @@ std::string FileStore::PathOf(const std::string& key) const {
   return dir_ + "/" + name;
 }
 
-Status FileStore::Set(const std::string& key, const std::string& value) {
-  return WriteAtomically(PathOf(key), value);
-}
+Status FileStore::Set(const std::string& key, const std::string& value) { return WriteAtomically(PathOf(key), value); }
 
 StatusOr<std::string> FileStore::Get(const std::string& key, Deadline deadline) {
   int backoff_ms = 1;
@@ -104,9 +102,8 @@ Status FileStore::Claim(const std::string& token, int rank) {
   ::gethostname(host, sizeof host - 1);
   const std::string mine = std::to_string(h), me = std::string(host) + ":" + std::to_string(::getpid());
   auto other = [&](const std::string& why) {
-    return Status(Code::kFailedPrecondition,
-                  "file store " + dir_ + " holds another job's entries (" + why +
-                      "); give every job a fresh directory, or empty this one");
+    return Status(Code::kFailedPrecondition, "file store " + dir_ + " holds another job's entries (" + why +
+                                                 "); give every job a fresh directory, or empty this one");
   };
   std::string job;
   if (ReadFile(PathOf("hoop/job"), &job) && job != mine) return other("written with another HOOP_JOB_TOKEN");
@@ -127,7 +124,8 @@ Status FileStore::Claim(const std::string& token, int rank) {
       if (r == std::to_string(rank))
         found = other("rank " + r + "'s were written by " + owner + ", this rank is " + me);
       else if (here && pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-        found = other("rank " + r + "'s were written by pid " + std::to_string(pid) + " of this host, which has exited");
+        found =
+            other("rank " + r + "'s were written by pid " + std::to_string(pid) + " of this host, which has exited");
       if (!found.ok()) break;
     }
     ::closedir(d);

@@ -29,8 +29,12 @@ bool SameSecret(const std::string& a, const std::string& b) {
 }  // namespace
 
 Status SendHello(int fd, const std::string& token, const Hello& hello, Deadline deadline) {
-  WireHello w{kMagic, kVersion, static_cast<uint32_t>(hello.kind), hello.rank,
-              static_cast<uint32_t>(token.size()), static_cast<uint32_t>(hello.comm.size())};
+  WireHello w{kMagic,
+              kVersion,
+              static_cast<uint32_t>(hello.kind),
+              hello.rank,
+              static_cast<uint32_t>(token.size()),
+              static_cast<uint32_t>(hello.comm.size())};
   std::string buf(reinterpret_cast<const char*>(&w), sizeof(w));
   buf += token;
   buf += hello.comm;
@@ -42,7 +46,8 @@ Status SendHello(int fd, const std::string& token, const Hello& hello, Deadline 
   // Only an explicit "refused" means the token (or the kind of connection) was wrong; silence
   // and a closed connection are something else and say so.
   if (s.code() == Code::kDeadlineExceeded)
-    return DeadlineExceeded("no answer to the hello from " + who + " before the deadline (is it overloaded, or stopped?)");
+    return DeadlineExceeded("no answer to the hello from " + who +
+                            " before the deadline (is it overloaded, or stopped?)");
   if (!s.ok()) return Unavailable("no answer to the hello from " + who + ": " + s.message());
   if (answer == kRefused)
     return PermissionDenied("connection refused by " + who +

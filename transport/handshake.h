@@ -27,7 +27,8 @@ struct Hello {
 Status SendHello(int fd, const std::string& token, const Hello& hello, Deadline deadline);
 
 // Server side, for servers that serve many callers at once without blocking on any (the store
-// server; the TCP back end's Doorman): looks at the bytes buffered so far. kNeedMore: not a whole hello yet. Otherwise `consumed` bytes made the hello,
+// server; the TCP back end's Doorman): looks at the bytes buffered so far. kNeedMore: not a whole hello yet. Otherwise
+// `consumed` bytes made the hello,
 // and the caller sends HelloAnswer(verdict == kAccepted) (then closes on refusal; `why` says why).
 enum class HelloVerdict { kNeedMore, kAccepted, kRefused };
 HelloVerdict ParseHello(const std::string& buffered, const std::string& token, HelloKind expected, Hello* hello,

@@ -4,9 +4,7 @@
 
 namespace hoop {
 
-int64_t DecodeCounter(const std::string& value) {
-  return value.empty() ? 0 : std::strtoll(value.c_str(), nullptr, 10);
-}
+int64_t DecodeCounter(const std::string& value) { return value.empty() ? 0 : std::strtoll(value.c_str(), nullptr, 10); }
 
 std::optional<int64_t> AddToCounter(const std::string& value, int64_t delta) {
   int64_t sum = 0;

@@ -75,7 +75,9 @@ Status MultiTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
 
 // Each part's own loop does the spinning and sleeping; here they take turns: a look at each
 // without waiting, and a sleep of at most 1 ms in each.
-Status MultiTransport::Progress(std::vector<Completion>* out) { return Each(out, Deadline::After(std::chrono::milliseconds(0))); }
+Status MultiTransport::Progress(std::vector<Completion>* out) {
+  return Each(out, Deadline::After(std::chrono::milliseconds(0)));
+}
 
 void MultiTransport::Watch(std::vector<Completion>*) {}  // each part watches its own peers
 

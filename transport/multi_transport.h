@@ -31,7 +31,7 @@ class MultiTransport : public Transport {
   void Abort(const std::string& cause) override;
   Status Close(Deadline deadline) override;  // every part's
   void AllConnected() override;
-  void HoldEarly(size_t cap) override;  // every part's
+  void HoldEarly(size_t cap) override;          // every part's
   size_t PreferredChunkBytes() const override;  // the smallest of the parts'
   bool StageLargeCopies() const override;       // only if every part prefers it
 

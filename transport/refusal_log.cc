@@ -30,8 +30,8 @@ void RefusalLog::SayHeld() {
   if (held_ == 0) return;
   HOOP_LOG(kWarn, who_ << ": refused " << held_ << " more connection(s) within "
                        << std::chrono::duration_cast<std::chrono::seconds>(kInterval).count()
-                       << " s of a burst (only the first " << kBurst << " of each are said; the latest from "
-                       << last_ << ")");
+                       << " s of a burst (only the first " << kBurst << " of each are said; the latest from " << last_
+                       << ")");
   held_ = 0;
 }
 

@@ -31,9 +31,9 @@ class RefusalLog {
   std::string who_;
   std::mutex mu_;
   std::chrono::steady_clock::time_point start_{};
-  int said_ = 0;      // in full, this interval
+  int said_ = 0;       // in full, this interval
   uint64_t held_ = 0;  // counted only, since the last summary
-  std::string last_;  // the latest held one: "ADDRESS: why"
+  std::string last_;   // the latest held one: "ADDRESS: why"
 };
 
 }  // namespace hoop

@@ -23,8 +23,7 @@ Registry& TheRegistry() {
 }
 }  // namespace
 
-void RegisterTransport(const std::string& name, int priority, TransportFactory factory,
-                       TransportDescriber describe) {
+void RegisterTransport(const std::string& name, int priority, TransportFactory factory, TransportDescriber describe) {
   Registry& r = TheRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.entries.push_back({name, priority, std::move(factory), std::move(describe)});

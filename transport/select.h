@@ -22,8 +22,7 @@ namespace hoop {
 
 // Connects this rank to every other (opts.peers lists every rank's host). Store keys go under
 // `prefix`. Returns one back end, or a MultiTransport when peers are served by several.
-StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::string& prefix,
-                                                  const TransportOptions& opts, const std::string& forced,
-                                                  Deadline deadline);
+StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::string& prefix, const TransportOptions& opts,
+                                                  const std::string& forced, Deadline deadline);
 
 }  // namespace hoop

@@ -11,9 +11,9 @@ constexpr auto kTurn = std::chrono::milliseconds(1);  // the longest poll while 
 }  // namespace
 
 struct TransportHub::Slot {
-  std::vector<int> members;  // view rank -> back end rank
-  std::vector<int> rank_of;  // back end rank -> view rank (-1: not a member)
-  std::vector<Completion> ready;  // polled by another view's thread, not yet handed over
+  std::vector<int> members;            // view rank -> back end rank
+  std::vector<int> rank_of;            // back end rank -> view rank (-1: not a member)
+  std::vector<Completion> ready;       // polled by another view's thread, not yet handed over
   std::unique_ptr<Transport> retired;  // a freed communicator's view, kept for `left`
   std::unique_ptr<Leftover> left;
 };
@@ -269,7 +269,7 @@ void TransportHub::Retire(std::unique_ptr<Transport> view, std::unique_ptr<Lefto
   Slot& s = *slots_[static_cast<size_t>(v->id())];
   v->Release();  // the caller still holds the hub
   --open_;
-  if (!failed_.ok()) return;  // nothing more moves: the view and its leftover just go
+  if (!failed_.ok()) return;                            // nothing more moves: the view and its leftover just go
   for (const Completion& c : s.ready) left->Handle(c);  // polled for it by another thread
   s.ready.clear();
   s.retired = std::move(view);
@@ -306,9 +306,12 @@ void TransportHub::Route(Completion c, int me, std::vector<Completion>* out) {
   Slot* s = slots_[static_cast<size_t>(id)].get();
   if (!s) return;  // a view long gone
   if (c.peer >= 0 && static_cast<size_t>(c.peer) < s->rank_of.size()) c.peer = s->rank_of[static_cast<size_t>(c.peer)];
-  if (s->left) s->left->Handle(c);
-  else if (id == me) out->push_back(std::move(c));
-  else s->ready.push_back(std::move(c));
+  if (s->left)
+    s->left->Handle(c);
+  else if (id == me)
+    out->push_back(std::move(c));
+  else
+    s->ready.push_back(std::move(c));
 }
 
 void TransportHub::Fail(const Status& why, bool tell_peers) {

@@ -46,8 +46,7 @@ StatusOr<HostPort> ParseHostPort(const std::string& text) {
   }
   char* end = nullptr;
   long p = std::strtol(port.c_str(), &end, 10);
-  if (port.empty() || *end != '\0' || p < 0 || p > 65535)
-    return InvalidArgument("bad port in address '" + text + "'");
+  if (port.empty() || *end != '\0' || p < 0 || p > 65535) return InvalidArgument("bad port in address '" + text + "'");
   hp.port = static_cast<int>(p);
   return hp;
 }
@@ -77,7 +76,7 @@ Status WaitFd(int fd, short events, Deadline deadline, const char* what) {
 }  // namespace
 
 StatusOr<Fd> Listen(const std::string& host, int port, int* bound_port) {
-  HOOP_ASSIGN_OR_RETURN(addrinfo* res, Resolve(host, port, true));
+  HOOP_ASSIGN_OR_RETURN(addrinfo * res, Resolve(host, port, true));
   Status last = Unavailable("no usable address for " + host);
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
     Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -108,7 +107,7 @@ StatusOr<Fd> ConnectRetry(const HostPort& to, Deadline deadline) {
   int backoff_ms = 5;
   Status last = Unavailable("cannot connect to " + to.ToString());
   while (true) {
-    HOOP_ASSIGN_OR_RETURN(addrinfo* res, Resolve(to.host, to.port, false));
+    HOOP_ASSIGN_OR_RETURN(addrinfo * res, Resolve(to.host, to.port, false));
     for (addrinfo* ai = res; ai; ai = ai->ai_next) {
       Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
       if (!fd.valid()) continue;

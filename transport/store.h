@@ -24,7 +24,6 @@ class Store {
   virtual StatusOr<int64_t> Add(const std::string& key, int64_t delta) = 0;
 };
 
-StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url, const std::string& token,
-                                           Deadline deadline);
+StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url, const std::string& token, Deadline deadline);
 
 }  // namespace hoop

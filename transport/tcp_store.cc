@@ -58,7 +58,10 @@ StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::strin
 }
 
 TcpStoreServer::TcpStoreServer(Fd listen_fd, int port, std::string token, Fd wake)
-    : listen_fd_(std::move(listen_fd)), port_(port), token_(std::move(token)), wake_(std::move(wake)),
+    : listen_fd_(std::move(listen_fd)),
+      port_(port),
+      token_(std::move(token)),
+      wake_(std::move(wake)),
       reserve_(OpenReserve()) {}
 
 TcpStoreServer::~TcpStoreServer() {
@@ -150,8 +153,10 @@ bool TcpStoreServer::HandleInput(Client& c) {
       }
     } else if (h.op == kGet) {
       auto it = data_.find(key);
-      if (it != data_.end()) Reply(c.fd.get(), kOk, it->second);
-      else parked_.push_back({c.fd.get(), key, Deadline::After(std::chrono::milliseconds(std::min(arg, kMaxWaitMs)))});
+      if (it != data_.end())
+        Reply(c.fd.get(), kOk, it->second);
+      else
+        parked_.push_back({c.fd.get(), key, Deadline::After(std::chrono::milliseconds(std::min(arg, kMaxWaitMs)))});
     } else if (h.op == kAdd) {
       auto sum = AddToCounter(data_[key], static_cast<int64_t>(arg));
       if (!sum) {
@@ -193,7 +198,8 @@ void TcpStoreServer::Serve() {
     }
     std::vector<int> dropped;
     for (auto& c : clients_)
-      if (!c->authenticated && c->hello_by.Expired() && !Refuse(*c, "no hello within 5 s")) dropped.push_back(c->fd.get());
+      if (!c->authenticated && c->hello_by.Expired() && !Refuse(*c, "no hello within 5 s"))
+        dropped.push_back(c->fd.get());
     if (rc > 0 && (fds[1].revents & POLLIN)) AcceptClient();
     for (size_t i = 2; rc > 0 && i < fds.size(); ++i) {
       if (!fds[i].revents) continue;
@@ -216,8 +222,7 @@ std::map<std::string, std::string> TcpStoreServer::Find(const std::string& part)
   return out;
 }
 
-StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(const HostPort& server,
-                                                                  const std::string& token,
+StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(const HostPort& server, const std::string& token,
                                                                   Deadline deadline) {
   HOOP_ASSIGN_OR_RETURN(Fd fd, ConnectRetry(server, deadline));
   SetNoDelay(fd.get());
@@ -228,8 +233,8 @@ StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(const HostPort
   return std::unique_ptr<TcpStoreClient>(new TcpStoreClient(std::move(fd), server.ToString()));
 }
 
-StatusOr<std::string> TcpStoreClient::Call(uint8_t op, const std::string& key, uint64_t arg,
-                                           const std::string& value, Deadline deadline) {
+StatusOr<std::string> TcpStoreClient::Call(uint8_t op, const std::string& key, uint64_t arg, const std::string& value,
+                                           Deadline deadline) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!fd_.valid()) return Unavailable("store " + server_ + ": connection lost earlier");
   ReqHeader h{op, static_cast<uint32_t>(key.size()), arg};
@@ -248,7 +253,8 @@ StatusOr<std::string> TcpStoreClient::Call(uint8_t op, const std::string& key, u
     return Unavailable("store " + server_ + ": " + s.message());
   }
   if (r.status == kTimeout) return DeadlineExceeded("store: key '" + key + "' did not appear in time");
-  if (r.status == kBad) return InvalidArgument("store " + server_ + ": refused the request on '" + key + "' (a counter would overflow)");
+  if (r.status == kBad)
+    return InvalidArgument("store " + server_ + ": refused the request on '" + key + "' (a counter would overflow)");
   if (r.status != kOk) return Internal("store " + server_ + ": bad reply");
   return data;
 }
@@ -265,16 +271,15 @@ StatusOr<std::string> TcpStoreClient::Get(const std::string& key, Deadline deadl
 }
 
 StatusOr<int64_t> TcpStoreClient::Add(const std::string& key, int64_t delta) {
-  HOOP_ASSIGN_OR_RETURN(std::string v, Call(kAdd, key, static_cast<uint64_t>(delta), "",
-                                            Deadline::After(std::chrono::seconds(30))));
+  HOOP_ASSIGN_OR_RETURN(std::string v,
+                        Call(kAdd, key, static_cast<uint64_t>(delta), "", Deadline::After(std::chrono::seconds(30))));
   int64_t out = 0;
   if (v.size() != sizeof(out)) return Internal("store " + server_ + ": bad Add reply");
   std::memcpy(&out, v.data(), sizeof(out));
   return out;
 }
 
-StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url, const std::string& token,
-                                           Deadline deadline) {
+StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url, const std::string& token, Deadline deadline) {
   if (url.rfind("tcp://", 0) == 0) {
     HOOP_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(url.substr(6)));
     HOOP_ASSIGN_OR_RETURN(auto client, TcpStoreClient::Connect(hp, token, deadline));

@@ -24,8 +24,7 @@ namespace hoop {
 class TcpStoreServer {
  public:
   // Listens on host:port (0: any free port) and serves from a thread until destroyed.
-  static StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port,
-                                                         const std::string& token);
+  static StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port, const std::string& token);
   ~TcpStoreServer();
   int port() const { return port_; }
   // Connections refused so far (wrong token or not a hoop client).
@@ -39,14 +38,14 @@ class TcpStoreServer {
   TcpStoreServer(Fd listen_fd, int port, std::string token, Fd wake);
   void Serve();
   void AcceptClient();
-  bool HandleInput(Client& c);  // false: drop the client
+  bool HandleInput(Client& c);                     // false: drop the client
   bool Refuse(Client& c, const std::string& why);  // logs, answers "refused"; returns false
   void Reply(int fd, uint8_t status, const std::string& data);
 
   Fd listen_fd_;
   int port_;
   std::string token_;
-  Fd wake_;  // eventfd that stops Serve()
+  Fd wake_;     // eventfd that stops Serve()
   Fd reserve_;  // spare descriptor: out of them, a waiting client is dropped, not left queued
   Deadline listen_again_ = Deadline::After(std::chrono::milliseconds(0));  // accepting paused until
   std::atomic<bool> stop_{false};
@@ -61,8 +60,8 @@ class TcpStoreServer {
 
 class TcpStoreClient : public Store {
  public:
-  static StatusOr<std::unique_ptr<TcpStoreClient>> Connect(const HostPort& server,
-                                                           const std::string& token, Deadline deadline);
+  static StatusOr<std::unique_ptr<TcpStoreClient>> Connect(const HostPort& server, const std::string& token,
+                                                           Deadline deadline);
   Status Set(const std::string& key, const std::string& value) override;
   StatusOr<std::string> Get(const std::string& key, Deadline deadline) override;
   StatusOr<int64_t> Add(const std::string& key, int64_t delta) override;
@@ -72,8 +71,8 @@ class TcpStoreClient : public Store {
  private:
   TcpStoreClient(Fd fd, std::string server)
       : fd_(std::move(fd)), server_(std::move(server)), local_address_(LocalAddressOf(fd_.get())) {}
-  StatusOr<std::string> Call(uint8_t op, const std::string& key, uint64_t arg,
-                             const std::string& value, Deadline deadline);
+  StatusOr<std::string> Call(uint8_t op, const std::string& key, uint64_t arg, const std::string& value,
+                             Deadline deadline);
   std::mutex mu_;
   Fd fd_;
   std::string server_;

@@ -132,7 +132,7 @@ struct TransportOptions {
   int size = 1;
   std::string host = "127.0.0.1";  // listen/advertise address
   std::string token;
-  std::string comm;  // communicator name; connections of another communicator are refused
+  std::string comm;             // communicator name; connections of another communicator are refused
   std::vector<PeerInfo> peers;  // every rank's host (same-host back ends size themselves by it)
   // Device queues for the back ends that move device memory themselves (shm's CUDA IPC); unset:
   // none does, and device buffers are staged through host memory above the transport.

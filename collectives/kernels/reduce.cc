@@ -22,18 +22,18 @@ namespace kernels {
 namespace generic {
 ReduceFn Lookup(DType dtype, ReduceOp op);
 void Divide(DType dtype, void* dst, size_t n, int divisor);
-}
+}  // namespace generic
 #ifdef HOOP_HAVE_AVX2_KERNELS
 namespace avx2 {
 ReduceFn Lookup(DType dtype, ReduceOp op);
 ReduceFn LookupStream(DType dtype, ReduceOp op);
-}
+}  // namespace avx2
 #endif
 #ifdef HOOP_HAVE_AVX512_KERNELS
 namespace avx512 {
 ReduceFn Lookup(DType dtype, ReduceOp op);
 ReduceFn LookupStream(DType dtype, ReduceOp op);
-}
+}  // namespace avx512
 #endif
 }  // namespace kernels
 

@@ -83,7 +83,9 @@ inline C Apply(C a, C b) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 constexpr size_t kLanes = 16;
 using VecF = __m512;
-inline VecF LoadHalf(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline VecF LoadHalf(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 using Bits16 = __m256i;  // kLanes 16-bit values
 inline Bits16 HalfBits(VecF v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 inline VecF LoadBF16(const uint16_t* p) {
@@ -116,7 +118,9 @@ inline VecF ZeroNaN(VecF v) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v
 #elif defined(__AVX2__) && defined(__F16C__)
 constexpr size_t kLanes = 8;
 using VecF = __m256;
-inline VecF LoadHalf(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline VecF LoadHalf(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
 using Bits16 = __m128i;  // kLanes 16-bit values
 inline Bits16 HalfBits(VecF v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 inline VecF LoadBF16(const uint16_t* p) {
@@ -173,8 +177,10 @@ size_t Vector16(uint16_t* d, const uint16_t* x, const uint16_t* y, size_t n, int
     VecF b = half ? LoadHalf(y + i) : LoadBF16(y + i);
     VecF r = VApply<Op>(a, b);
     if (divide) r = Div(r, static_cast<float>(divisor));
-    if constexpr (half) StoreHalf(d + i, r);
-    else StoreBF16(d + i, r);
+    if constexpr (half)
+      StoreHalf(d + i, r);
+    else
+      StoreBF16(d + i, r);
   }
   return i;
 }
@@ -188,7 +194,8 @@ void Kernel(void* dst, const void* a, const void* b, size_t n, int divisor) {
   using C = typename Codec::Compute;
   size_t i = 0;
 #ifdef HOOP_VEC16
-  if constexpr (std::is_same_v<Codec, Half> || std::is_same_v<Codec, BFloat>) i = Vector16<Codec, Op>(d, x, y, n, divisor);
+  if constexpr (std::is_same_v<Codec, Half> || std::is_same_v<Codec, BFloat>)
+    i = Vector16<Codec, Op>(d, x, y, n, divisor);
 #endif
   if (Op == ReduceOp::kAvg && divisor > 1) {
     const C div = static_cast<C>(divisor);
@@ -232,19 +239,26 @@ void StreamKernel(void* dst, const void* a, const void* b, size_t n, int divisor
   constexpr size_t kAlign = kLanes * sizeof(Storage);  // one vector of results
   size_t head = 0;
   while (head < n && reinterpret_cast<uintptr_t>(d + head) % kAlign != 0) ++head;
-  if (head == n || reinterpret_cast<uintptr_t>(d) % sizeof(Storage) != 0) return Kernel<Storage, Codec, Op>(dst, a, b, n, divisor);
+  if (head == n || reinterpret_cast<uintptr_t>(d) % sizeof(Storage) != 0)
+    return Kernel<Storage, Codec, Op>(dst, a, b, n, divisor);
   Kernel<Storage, Codec, Op>(d, x, y, head, divisor);
   const bool divide = Op == ReduceOp::kAvg && divisor > 1;
   size_t i = head;
   for (; i + kLanes <= n; i += kLanes) {
     VecF r;
-    if constexpr (std::is_same_v<Codec, Half>) r = VApply<Op>(LoadHalf(x + i), LoadHalf(y + i));
-    else if constexpr (std::is_same_v<Codec, BFloat>) r = VApply<Op>(LoadBF16(x + i), LoadBF16(y + i));
-    else r = VApply<Op>(LoadF(x + i), LoadF(y + i));
+    if constexpr (std::is_same_v<Codec, Half>)
+      r = VApply<Op>(LoadHalf(x + i), LoadHalf(y + i));
+    else if constexpr (std::is_same_v<Codec, BFloat>)
+      r = VApply<Op>(LoadBF16(x + i), LoadBF16(y + i));
+    else
+      r = VApply<Op>(LoadF(x + i), LoadF(y + i));
     if (divide) r = Div(r, static_cast<float>(divisor));
-    if constexpr (std::is_same_v<Codec, Half>) StreamBits(d + i, HalfBits(r));
-    else if constexpr (std::is_same_v<Codec, BFloat>) StreamBits(d + i, BF16Bits(r));
-    else StreamF(d + i, r);
+    if constexpr (std::is_same_v<Codec, Half>)
+      StreamBits(d + i, HalfBits(r));
+    else if constexpr (std::is_same_v<Codec, BFloat>)
+      StreamBits(d + i, BF16Bits(r));
+    else
+      StreamF(d + i, r);
   }
   _mm_sfence();
   Kernel<Storage, Codec, Op>(d + i, x + i, y + i, n - i, divisor);
@@ -280,9 +294,13 @@ ReduceFn LookupStream(DType dtype, ReduceOp op) {
   if (op != ReduceOp::kSum && op != ReduceOp::kAvg) return nullptr;
   const bool sum = op == ReduceOp::kSum;
   switch (dtype) {
-    case DType::kF32: return sum ? &StreamKernel<float, Native<float>, ReduceOp::kSum> : &StreamKernel<float, Native<float>, ReduceOp::kAvg>;
-    case DType::kF16: return sum ? &StreamKernel<uint16_t, Half, ReduceOp::kSum> : &StreamKernel<uint16_t, Half, ReduceOp::kAvg>;
-    case DType::kBF16: return sum ? &StreamKernel<uint16_t, BFloat, ReduceOp::kSum> : &StreamKernel<uint16_t, BFloat, ReduceOp::kAvg>;
+    case DType::kF32:
+      return sum ? &StreamKernel<float, Native<float>, ReduceOp::kSum>
+                 : &StreamKernel<float, Native<float>, ReduceOp::kAvg>;
+    case DType::kF16:
+      return sum ? &StreamKernel<uint16_t, Half, ReduceOp::kSum> : &StreamKernel<uint16_t, Half, ReduceOp::kAvg>;
+    case DType::kBF16:
+      return sum ? &StreamKernel<uint16_t, BFloat, ReduceOp::kSum> : &StreamKernel<uint16_t, BFloat, ReduceOp::kAvg>;
     default: return nullptr;
   }
 #else

@@ -46,13 +46,17 @@ double AbsMaxT(const void* xv, const void* addv, size_t n) {
 #ifdef HOOP_VEC16
 template <class W>
 inline VecF Load16(const uint16_t* p) {
-  if constexpr (std::is_same_v<W, Half>) return LoadHalf(p);
-  else return LoadBF16(p);
+  if constexpr (std::is_same_v<W, Half>)
+    return LoadHalf(p);
+  else
+    return LoadBF16(p);
 }
 template <class W>
 inline void Store16(uint16_t* p, VecF v) {
-  if constexpr (std::is_same_v<W, Half>) StoreHalf(p, v);
-  else StoreBF16(p, v);
+  if constexpr (std::is_same_v<W, Half>)
+    StoreHalf(p, v);
+  else
+    StoreBF16(p, v);
 }
 #endif
 
@@ -97,8 +101,8 @@ void EncodeT(uint16_t* w, void* round_out, const void* xv, const void* addv, voi
 }
 
 template <class T, class W>
-void Encode(uint16_t* w, void* round_out, const void* x, const void* add, void* res, size_t n, double scale,
-            double inv, double mult) {
+void Encode(uint16_t* w, void* round_out, const void* x, const void* add, void* res, size_t n, double scale, double inv,
+            double mult) {
   const int k = (add ? 4 : 0) | (res ? 2 : 0) | (round_out ? 1 : 0);
   switch (k) {
     case 0: return EncodeT<T, W, false, false, false>(w, round_out, x, add, res, n, scale, inv, mult);

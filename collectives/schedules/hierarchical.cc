@@ -26,7 +26,7 @@
 namespace hoop {
 namespace {
 
-constexpr uint16_t kCrossMsg = 0x4000;   // B's messages; A's from 0, C's from kGatherMsg
+constexpr uint16_t kCrossMsg = 0x4000;  // B's messages; A's from 0, C's from kGatherMsg
 constexpr uint16_t kGatherMsg = 0x8000;
 constexpr int kMaxParts = 16;
 constexpr uint16_t kMsgsPerPart = 0x4000 / kMaxParts;
@@ -89,7 +89,8 @@ std::vector<Phase> PartPhases(const std::vector<int>& host_ring, int lp, const s
   if (local > 1) {
     Ring ring{host_ring, lp, static_cast<uint16_t>(kGatherMsg + qoff)};
     for (int k = 0; k <= local - 1; ++k)
-      out[2].steps.push_back(ring.Make(seg(lp - k), k > 0 ? RecvKind::kCopy : RecvKind::kNone, k - 1, k < local - 1 ? k : -1));
+      out[2].steps.push_back(
+          ring.Make(seg(lp - k), k > 0 ? RecvKind::kCopy : RecvKind::kNone, k - 1, k < local - 1 ? k : -1));
     out[2].waits = Phase::kFirstOnAll;
   }
   return out;

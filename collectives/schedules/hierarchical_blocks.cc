@@ -93,7 +93,8 @@ Schedule HierarchicalReduceScatter(int rank, const std::vector<int>& host_of, si
     if (L > 1) {
       const Ring host{g.host_ring, g.lp, static_cast<uint16_t>(k * L)};
       for (int j = 0; j < L; ++j) {
-        Step st = host.Make(block(h, g.lp - j - 1), j > 0 ? RecvKind::kReduce : RecvKind::kNone, j - 1, j < L - 1 ? j : -1);
+        Step st =
+            host.Make(block(h, g.lp - j - 1), j > 0 ? RecvKind::kReduce : RecvKind::kNone, j - 1, j < L - 1 ? j : -1);
         st.send_from_in = j == 0;
         st.finalize = j == L - 1 && H == 1;
         reduced = static_cast<int>(s.steps.size());

@@ -57,7 +57,8 @@ HostRings GroupByHost(int rank, const std::vector<int>& host_of) {
   if (g.hosts == 0) return g;
   g.host_ring = g.members[static_cast<size_t>(g.my_host)];
   if (g.even)
-    for (int h = 0; h < g.hosts; ++h) g.cross_ring.push_back(g.members[static_cast<size_t>(h)][static_cast<size_t>(g.lp)]);
+    for (int h = 0; h < g.hosts; ++h)
+      g.cross_ring.push_back(g.members[static_cast<size_t>(h)][static_cast<size_t>(g.lp)]);
   return g;
 }
 
@@ -114,7 +115,8 @@ std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems) {
       const size_t from = std::max(lo, sa.out_offset), to = std::min(hi, sa.out_offset + sa.count);
       if (from >= to) continue;
       const auto& idx = index_of[static_cast<size_t>(a)];
-      for (size_t k = (from - sa.out_offset) / chunk_elems; k <= (to - 1 - sa.out_offset) / chunk_elems && k < idx.size(); ++k)
+      for (size_t k = (from - sa.out_offset) / chunk_elems;
+           k <= (to - 1 - sa.out_offset) / chunk_elems && k < idx.size(); ++k)
         u.waits.push_back(idx[k]);
     }
     if (s.serial && !units.empty()) u.dep = static_cast<int>(units.size()) - 1;

@@ -26,8 +26,7 @@ int BuildRange(int lo, int hi, int parent, BinaryTree& t) {
   return mid;
 }
 
-void AddTreeSteps(const BinaryTree& t, int pos, int n, bool mirrored, Range half, uint16_t tree_id,
-                  Schedule& s) {
+void AddTreeSteps(const BinaryTree& t, int pos, int n, bool mirrored, Range half, uint16_t tree_id, Schedule& s) {
   auto rank_of = [&](int p) { return mirrored ? n - 1 - p : p; };
   const uint16_t up = static_cast<uint16_t>(2 * tree_id), down = static_cast<uint16_t>(2 * tree_id + 1);
   const auto& kids = t.children[static_cast<size_t>(pos)];

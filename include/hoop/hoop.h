@@ -43,7 +43,8 @@
 extern "C" {
 #endif
 
-#define HOOP_API_VERSION 10 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+#define HOOP_API_VERSION \
+  10 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
                               6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
                               7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
@@ -58,7 +59,7 @@ extern "C" {
 #define HOOP_VERSION_MAJOR 0
 #define HOOP_VERSION_MINOR 1
 #define HOOP_VERSION_PATCH 0
-#define HOOP_VERSION_CODE(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
+#define HOOP_VERSION_CODE(major, minor, patch) ((major)*10000 + (minor)*100 + (patch))
 #define HOOP_VERSION HOOP_VERSION_CODE(HOOP_VERSION_MAJOR, HOOP_VERSION_MINOR, HOOP_VERSION_PATCH)
 
 /* Every enum below also has enumerators at the int range's two ends. They are no values of the
@@ -91,7 +92,7 @@ typedef enum {
   HOOP_F32 = 5,
   HOOP_F64 = 6,
   HOOP_I8 = 7,
-  HOOP_BOOL = 8, /* one byte per element, 0 or 1 */
+  HOOP_BOOL = 8,                                /* one byte per element, 0 or 1 */
   HOOP_DTYPE_RANGE_MIN_ = HOOP_ENUM_RANGE_MIN_, /* not dtypes: see HOOP_ENUM_RANGE_MIN_ */
   HOOP_DTYPE_RANGE_MAX_ = HOOP_ENUM_RANGE_MAX_
 } hoop_dtype_t;
@@ -135,8 +136,7 @@ hoop_status_t hoop_init(hoop_comm_t* comm, int rank, int size, const char* store
 #define HOOP_STORE_TIMEOUT 1
 typedef struct {
   int (*set)(void* ctx, const char* key, const void* value, size_t len, char* err, size_t err_cap);
-  int (*get)(void* ctx, const char* key, long long timeout_ms, void** value, size_t* len, char* err,
-             size_t err_cap);
+  int (*get)(void* ctx, const char* key, long long timeout_ms, void** value, size_t* len, char* err, size_t err_cap);
   int (*add)(void* ctx, const char* key, long long delta, long long* result, char* err, size_t err_cap);
   void* ctx;
 } hoop_store_t;
@@ -172,11 +172,11 @@ hoop_status_t hoop_local_device(hoop_comm_t comm, int* device);
 hoop_status_t hoop_locality(hoop_comm_t comm, char* buf, size_t cap, size_t* needed);
 
 /* sendbuf and recvbuf may be equal (in place). */
-hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                             hoop_dtype_t dtype, hoop_op_t op);
+hoop_status_t hoop_allreduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                             hoop_op_t op);
 /* On non-root ranks sendbuf is ignored and may be NULL. */
-hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                             hoop_dtype_t dtype, int root);
+hoop_status_t hoop_broadcast(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                             int root);
 /* recvbuf holds size * sendcount elements. */
 hoop_status_t hoop_allgather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount,
                              hoop_dtype_t dtype);
@@ -197,8 +197,8 @@ hoop_status_t hoop_reduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf, 
                           hoop_op_t op, int root);
 hoop_status_t hoop_gather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount, hoop_dtype_t dtype,
                           int root);
-hoop_status_t hoop_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
-                           hoop_dtype_t dtype, int root);
+hoop_status_t hoop_scatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount, hoop_dtype_t dtype,
+                           int root);
 /* sendbuf and recvbuf hold size * count_per_rank elements: block p of sendbuf goes to rank p, block
  * p of recvbuf comes from rank p. They may be the same memory (then exchanged from a copy).
  * Pairwise exchange: n-1 rounds, sending to rank+k while receiving from rank-k. */
@@ -257,8 +257,8 @@ hoop_status_t hoop_ireduce(hoop_comm_t comm, const void* sendbuf, void* recvbuf,
                            hoop_op_t op, int root, hoop_request_t* request);
 hoop_status_t hoop_igather(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount, hoop_dtype_t dtype,
                            int root, hoop_request_t* request);
-hoop_status_t hoop_iscatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
-                            hoop_dtype_t dtype, int root, hoop_request_t* request);
+hoop_status_t hoop_iscatter(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount, hoop_dtype_t dtype,
+                            int root, hoop_request_t* request);
 hoop_status_t hoop_ialltoall(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count_per_rank,
                              hoop_dtype_t dtype, hoop_request_t* request);
 hoop_status_t hoop_iallgatherv(hoop_comm_t comm, const void* sendbuf, size_t sendcount, void* recvbuf,
@@ -300,8 +300,8 @@ hoop_status_t hoop_allgather_stream(hoop_comm_t comm, const void* sendbuf, void*
 hoop_status_t hoop_reduce_scatter_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
                                          hoop_dtype_t dtype, hoop_op_t op, void* cuda_stream);
 hoop_status_t hoop_barrier_stream(hoop_comm_t comm, void* cuda_stream);
-hoop_status_t hoop_reduce_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                                 hoop_dtype_t dtype, hoop_op_t op, int root, void* cuda_stream);
+hoop_status_t hoop_reduce_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                                 hoop_op_t op, int root, void* cuda_stream);
 hoop_status_t hoop_gather_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t sendcount,
                                  hoop_dtype_t dtype, int root, void* cuda_stream);
 hoop_status_t hoop_scatter_stream(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
@@ -419,12 +419,11 @@ typedef struct {
 /* hoop_allreduce with options; opts may be NULL (then it is hoop_allreduce). FP16 or BF16 on
  * data other than f32/f64 with sum or avg is HOOP_ERR_INVALID_ARGUMENT; DEFAULT and AUTO leave
  * such calls uncompressed. Compressed calls run the ring algorithm. */
-hoop_status_t hoop_allreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                                hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts);
+hoop_status_t hoop_allreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                                hoop_op_t op, const hoop_allreduce_opts_t* opts);
 /* hoop_allreduce_ex's nonblocking form. */
-hoop_status_t hoop_iallreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                                 hoop_dtype_t dtype, hoop_op_t op, const hoop_allreduce_opts_t* opts,
-                                 hoop_request_t* request);
+hoop_status_t hoop_iallreduce_ex(hoop_comm_t comm, const void* sendbuf, void* recvbuf, size_t count, hoop_dtype_t dtype,
+                                 hoop_op_t op, const hoop_allreduce_opts_t* opts, hoop_request_t* request);
 /* g of the bound above (0 for NONE or one rank). */
 double hoop_compression_error_factor(hoop_compression_t compression, int nranks);
 
@@ -444,7 +443,8 @@ double hoop_compression_error_factor(hoop_compression_t compression, int nranks)
  * given; otherwise wait on every handle, which frees it. Until a tensor completes its buffers
  * belong to the runtime. A tensor fails, on every rank that submitted it, when the ranks passed
  * different parameters for its name (HOOP_ERR_MISMATCH, naming the ranks and values), when some
- * rank did not submit it within HOOP_TIMEOUT (HOOP_ERR_TIMEOUT, naming them), when a peer is lost (HOOP_ERR_UNAVAILABLE for the
+ * rank did not submit it within HOOP_TIMEOUT (HOOP_ERR_TIMEOUT, naming them), when a peer is lost
+ * (HOOP_ERR_UNAVAILABLE for the
  * tensors of the failing collective, HOOP_ERR_ABORTED for every other), or when the runtime is
  * stopped first (HOOP_ERR_ABORTED). A name submitted again while its earlier submission is
  * pending is refused at the call (HOOP_ERR_INVALID_ARGUMENT). Rank 0 logs which ranks are missing for any name that
@@ -475,8 +475,8 @@ hoop_status_t hoop_fusion_broadcast(hoop_fusion_t fusion, const char* name, cons
                                     void* user_data, hoop_handle_t* handle);
 /* recvbuf holds size * sendcount elements; every rank passes the same sendcount. */
 hoop_status_t hoop_fusion_allgather(hoop_fusion_t fusion, const char* name, const void* sendbuf, void* recvbuf,
-                                    size_t sendcount, hoop_dtype_t dtype, hoop_callback_t callback,
-                                    void* user_data, hoop_handle_t* handle);
+                                    size_t sendcount, hoop_dtype_t dtype, hoop_callback_t callback, void* user_data,
+                                    hoop_handle_t* handle);
 /* Blocks until the tensor completes; returns its status and frees the handle. */
 hoop_status_t hoop_fusion_wait(hoop_fusion_t fusion, hoop_handle_t handle);
 /* *done = 1 once the tensor completed (then hoop_fusion_wait returns at once), else 0. */

@@ -20,8 +20,7 @@ int DtypeOfFormat(const std::string& format, size_t itemsize) {
     case 'd': return HOOP_F64;
     case 'i':
     case 'l':
-    case 'q':
-      return itemsize == 4 ? HOOP_I32 : itemsize == 8 ? HOOP_I64 : -1;
+    case 'q': return itemsize == 4 ? HOOP_I32 : itemsize == 8 ? HOOP_I64 : -1;
     default: return -1;
   }
 }

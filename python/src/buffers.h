@@ -23,7 +23,7 @@ const char* DtypeName(hoop_dtype_t d);
 size_t DtypeSize(hoop_dtype_t d);
 
 struct View {
-  pybind11::object owner;                      // the Python object (kept alive)
+  pybind11::object owner;                       // the Python object (kept alive)
   std::unique_ptr<pybind11::buffer_info> info;  // the exported buffer (released last)
   void* data = nullptr;
   size_t count = 0;  // elements of dtype

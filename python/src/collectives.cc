@@ -283,8 +283,8 @@ void RegisterCollectives(pyb::class_<Comm, CommRef>& comm) {
 
   comm.def(
       "alltoallv",
-      [](const CommRef& c, pyb::object send, std::vector<size_t> scounts, pyb::object recv,
-         std::vector<size_t> rcounts, int dtype, bool nonblocking) {
+      [](const CommRef& c, pyb::object send, std::vector<size_t> scounts, pyb::object recv, std::vector<size_t> rcounts,
+         int dtype, bool nonblocking) {
         const char* call = "alltoallv";
         View s = In(*c, call, send, dtype, "sendbuf"), r = Out(*c, call, recv, dtype, "recvbuf");
         SameDtype(*c, call, s, r);
@@ -336,9 +336,8 @@ void RegisterCollectives(pyb::class_<Comm, CommRef>& comm) {
         size_t n = b.count;
         hoop_dtype_t d = b.dtype;
         if (nonblocking)
-          return Call(c, "recv", true, Keep(std::move(b)), buf, [=](Request* q) {
-            return hoop_irecv(h, p, n, d, peer, tag, q->recv_info(), q->handle());
-          });
+          return Call(c, "recv", true, Keep(std::move(b)), buf,
+                      [=](Request* q) { return hoop_irecv(h, p, n, d, peer, tag, q->recv_info(), q->handle()); });
         hoop_recv_info_t info{};
         Call(c, "recv", false, {}, pyb::none(), [&](Request*) { return hoop_recv(h, p, n, d, peer, tag, &info); });
         return pyb::make_tuple(buf, pyb::make_tuple(info.source, info.tag, info.count));

@@ -70,7 +70,8 @@ class Comm : public std::enable_shared_from_this<Comm> {
 };
 
 // The binding of a blocking call or a nonblocking one: `run(Request*)` (null: blocking) makes
-// the C API call without the GIL, passing the Request's handle() slot; its failure raises. Returns `result` (blocking) or a Request that
+// the C API call without the GIL, passing the Request's handle() slot; its failure raises. Returns `result` (blocking)
+// or a Request that
 // gives it from wait().
 template <class Run>
 pybind11::object Call(const std::shared_ptr<Comm>& comm, const char* what, bool nonblocking, std::vector<View> views,

@@ -73,8 +73,9 @@ void RegisterFusion(pyb::module_& m) {
             return h;
           },
           pyb::arg("name"), pyb::arg("send"), pyb::arg("recv"), pyb::arg("count"), pyb::arg("dtype"),
-          pyb::arg("op") = static_cast<int>(HOOP_SUM), pyb::arg("compression") = static_cast<int>(HOOP_COMPRESSION_DEFAULT),
-          pyb::arg("prescale") = 1.0, pyb::arg("postscale") = 1.0)
+          pyb::arg("op") = static_cast<int>(HOOP_SUM),
+          pyb::arg("compression") = static_cast<int>(HOOP_COMPRESSION_DEFAULT), pyb::arg("prescale") = 1.0,
+          pyb::arg("postscale") = 1.0)
       .def(
           "broadcast",
           [](const Fusion& f, const std::string& name, uintptr_t send, uintptr_t recv, size_t count, int dtype,

@@ -34,14 +34,29 @@ PYBIND11_MODULE(_hoop, m) {
       },
       "g of the C API's bound: |result - exact| <= g * (sum |x| + 2^-24 * M).");
   // The C API's enumerators, by their C names less the prefix.
-  const std::pair<const char*, int> values[] = {
-      {"U8", HOOP_U8},       {"I8", HOOP_I8},        {"BOOL", HOOP_BOOL},         {"I32", HOOP_I32},
-      {"I64", HOOP_I64},     {"F16", HOOP_F16},      {"BF16", HOOP_BF16},         {"F32", HOOP_F32},
-      {"F64", HOOP_F64},     {"SUM", HOOP_SUM},      {"AVG", HOOP_AVG},           {"MIN", HOOP_MIN},
-      {"MAX", HOOP_MAX},     {"PROD", HOOP_PROD},    {"BAND", HOOP_BAND},         {"BOR", HOOP_BOR},
-      {"BXOR", HOOP_BXOR},   {"ANY_SOURCE", HOOP_ANY_SOURCE}, {"UNDEFINED", HOOP_UNDEFINED},
-      {"COMPRESSION_DEFAULT", HOOP_COMPRESSION_DEFAULT}, {"COMPRESSION_NONE", HOOP_COMPRESSION_NONE},
-      {"COMPRESSION_FP16", HOOP_COMPRESSION_FP16}, {"COMPRESSION_BF16", HOOP_COMPRESSION_BF16},
-      {"COMPRESSION_AUTO", HOOP_COMPRESSION_AUTO}};
+  const std::pair<const char*, int> values[] = {{"U8", HOOP_U8},
+                                                {"I8", HOOP_I8},
+                                                {"BOOL", HOOP_BOOL},
+                                                {"I32", HOOP_I32},
+                                                {"I64", HOOP_I64},
+                                                {"F16", HOOP_F16},
+                                                {"BF16", HOOP_BF16},
+                                                {"F32", HOOP_F32},
+                                                {"F64", HOOP_F64},
+                                                {"SUM", HOOP_SUM},
+                                                {"AVG", HOOP_AVG},
+                                                {"MIN", HOOP_MIN},
+                                                {"MAX", HOOP_MAX},
+                                                {"PROD", HOOP_PROD},
+                                                {"BAND", HOOP_BAND},
+                                                {"BOR", HOOP_BOR},
+                                                {"BXOR", HOOP_BXOR},
+                                                {"ANY_SOURCE", HOOP_ANY_SOURCE},
+                                                {"UNDEFINED", HOOP_UNDEFINED},
+                                                {"COMPRESSION_DEFAULT", HOOP_COMPRESSION_DEFAULT},
+                                                {"COMPRESSION_NONE", HOOP_COMPRESSION_NONE},
+                                                {"COMPRESSION_FP16", HOOP_COMPRESSION_FP16},
+                                                {"COMPRESSION_BF16", HOOP_COMPRESSION_BF16},
+                                                {"COMPRESSION_AUTO", HOOP_COMPRESSION_AUTO}};
   for (const auto& [name, value] : values) m.attr(name) = value;
 }

@@ -122,8 +122,10 @@ ProcessGroupHoop::Work ProcessGroupHoop::Start(const char* call, c10d::OpType ty
     throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
   std::weak_ptr<Completer> c = completer_;
   w->on_future = [c](c10::intrusive_ptr<HoopWork> x) {
-    if (auto live = c.lock()) live->Add(std::move(x));
-    else x->Complete();
+    if (auto live = c.lock())
+      live->Add(std::move(x));
+    else
+      x->Complete();
   };
   return w;
 }
@@ -165,11 +167,12 @@ ProcessGroupHoop::Work ProcessGroupHoop::allreduce_coalesced(Tensors& tensors,
   const hoop_dtype_t dt = DtypeOf(flat, where);
   const hoop_op_t op = OpOf(opts.reduceOp, where);
   Tensors outs = tensors;
-  return Start("hoop:allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors, {flat},
-               [outs, flat]() mutable { SplitInto(flat, outs); },
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_iallreduce(comm_, Ptr(flat), Ptr(flat), Count(flat), dt, op, r);
-               });
+  return Start(
+      "hoop:allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors, {flat},
+      [outs, flat]() mutable { SplitInto(flat, outs); },
+      [&](hoop_request_t* r, hoop_recv_info_t*) {
+        return hoop_iallreduce(comm_, Ptr(flat), Ptr(flat), Count(flat), dt, op, r);
+      });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::reduce(Tensors& tensors, const c10d::ReduceOptions& opts) {
@@ -189,18 +192,17 @@ ProcessGroupHoop::Work ProcessGroupHoop::allgather(std::vector<Tensors>& outputs
                                                    const c10d::AllgatherOptions&) {
   const std::string where = Where("allgather");
   const at::Tensor& in = One(inputs, where);
-  TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(), where,
-              ": one list of ", getSize(), " output tensors (one per rank)");
+  TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(), where, ": one list of ",
+              getSize(), " output tensors (one per rank)");
   SameAs(outputs[0], in, where, "output");
   at::Tensor d = Dense(in);
   at::Tensor flat = at::empty({static_cast<int64_t>(getSize()) * in.numel()}, in.options());
   const hoop_dtype_t dt = DtypeOf(in, where);
   Tensors outs = outputs[0];
-  return Start("hoop:allgather", c10d::OpType::ALLGATHER, outputs[0], {d, flat},
-               [outs, flat]() mutable { SplitInto(flat, outs); },
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_iallgather(comm_, Ptr(d), Ptr(flat), Count(d), dt, r);
-               });
+  return Start(
+      "hoop:allgather", c10d::OpType::ALLGATHER, outputs[0], {d, flat},
+      [outs, flat]() mutable { SplitInto(flat, outs); },
+      [&](hoop_request_t* r, hoop_recv_info_t*) { return hoop_iallgather(comm_, Ptr(d), Ptr(flat), Count(d), dt, r); });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -212,10 +214,9 @@ ProcessGroupHoop::Work ProcessGroupHoop::_allgather_base(at::Tensor& output, at:
               ": the output must hold ", getSize(), " x ", input.numel(), " elements of ", input.scalar_type());
   at::Tensor d = Dense(input), o = Dense(output);
   const hoop_dtype_t dt = DtypeOf(input, where);
-  return Start("hoop:_allgather_base", c10d::OpType::_ALLGATHER_BASE, {output}, {d, o}, BackInto(output, o),
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_iallgather(comm_, Ptr(d), Ptr(o), Count(d), dt, r);
-               });
+  return Start(
+      "hoop:_allgather_base", c10d::OpType::_ALLGATHER_BASE, {output}, {d, o}, BackInto(output, o),
+      [&](hoop_request_t* r, hoop_recv_info_t*) { return hoop_iallgather(comm_, Ptr(d), Ptr(o), Count(d), dt, r); });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::gather(std::vector<Tensors>& outputs, Tensors& inputs,
@@ -272,8 +273,8 @@ ProcessGroupHoop::Work ProcessGroupHoop::reduce_scatter(Tensors& outputs, std::v
                                                         const c10d::ReduceScatterOptions& opts) {
   const std::string where = Where("reduce_scatter");
   const at::Tensor& out = One(outputs, where);
-  TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(), where, ": one list of ",
-              getSize(), " input tensors (one per rank)");
+  TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(), where, ": one list of ", getSize(),
+              " input tensors (one per rank)");
   SameAs(inputs[0], out, where, "input");
   at::Tensor flat = Joined(inputs[0], out), o = Dense(out);
   const hoop_dtype_t dt = DtypeOf(out, where);
@@ -294,8 +295,8 @@ ProcessGroupHoop::Work ProcessGroupHoop::_reduce_scatter_base(at::Tensor& output
   at::Tensor d = Dense(input), o = Dense(output);
   const hoop_dtype_t dt = DtypeOf(input, where);
   const hoop_op_t op = OpOf(opts.reduceOp, where);
-  return Start("hoop:_reduce_scatter_base", c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {d, o},
-               BackInto(output, o), [&](hoop_request_t* r, hoop_recv_info_t*) {
+  return Start("hoop:_reduce_scatter_base", c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {d, o}, BackInto(output, o),
+               [&](hoop_request_t* r, hoop_recv_info_t*) {
                  return hoop_ireduce_scatter(comm_, Ptr(d), Ptr(o), Count(o), dt, op, r);
                });
 }
@@ -342,8 +343,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::alltoall_base(at::Tensor& output, at::T
 ProcessGroupHoop::Work ProcessGroupHoop::alltoall(Tensors& outputs, Tensors& inputs, const c10d::AllToAllOptions&) {
   const std::string where = Where("all_to_all");
   const size_t n = static_cast<size_t>(getSize());
-  TORCH_CHECK(outputs.size() == n && inputs.size() == n, where, ": one input and one output tensor per rank (", n,
-              ")");
+  TORCH_CHECK(outputs.size() == n && inputs.size() == n, where, ": one input and one output tensor per rank (", n, ")");
   for (const auto& t : inputs) CheckTensor(t, where);
   for (const auto& t : outputs) {
     CheckTensor(t, where);
@@ -357,15 +357,15 @@ ProcessGroupHoop::Work ProcessGroupHoop::alltoall(Tensors& outputs, Tensors& inp
   std::exclusive_scan(sc.begin(), sc.end(), sd.begin(), size_t{0});
   std::exclusive_scan(rc.begin(), rc.end(), rd.begin(), size_t{0});
   at::Tensor in = Joined(inputs, inputs[0]);
-  at::Tensor out = at::empty({static_cast<int64_t>(std::accumulate(rc.begin(), rc.end(), size_t{0}))},
-                             outputs[0].options());
+  at::Tensor out =
+      at::empty({static_cast<int64_t>(std::accumulate(rc.begin(), rc.end(), size_t{0}))}, outputs[0].options());
   const hoop_dtype_t dt = DtypeOf(inputs[0], where);
   Tensors outs = outputs;
-  return Start("hoop:alltoall", c10d::OpType::ALLTOALL, outputs, {in, out},
-               [outs, out]() mutable { SplitInto(out, outs); },
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_ialltoallv(comm_, Ptr(in), sc.data(), sd.data(), Ptr(out), rc.data(), rd.data(), dt, r);
-               });
+  return Start(
+      "hoop:alltoall", c10d::OpType::ALLTOALL, outputs, {in, out}, [outs, out]() mutable { SplitInto(out, outs); },
+      [&](hoop_request_t* r, hoop_recv_info_t*) {
+        return hoop_ialltoallv(comm_, Ptr(in), sc.data(), sd.data(), Ptr(out), rc.data(), rd.data(), dt, r);
+      });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::barrier(const c10d::BarrierOptions&) {
@@ -390,7 +390,9 @@ ProcessGroupHoop::Work ProcessGroupHoop::recv(Tensors& tensors, int src, int tag
   const hoop_dtype_t dt = DtypeOf(t, where);
   return Start(
       "hoop:recv", c10d::OpType::RECV, tensors, {d}, BackInto(t, d),
-      [&](hoop_request_t* r, hoop_recv_info_t* info) { return hoop_irecv(comm_, Ptr(d), Count(d), dt, src, tag, info, r); },
+      [&](hoop_request_t* r, hoop_recv_info_t* info) {
+        return hoop_irecv(comm_, Ptr(d), Count(d), dt, src, tag, info, r);
+      },
       true);
 }
 

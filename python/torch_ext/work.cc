@@ -65,8 +65,10 @@ void HoopWork::Complete() {
   lock.unlock();
   done_cv_.notify_all();
   finish(error);  // the base class's state, for its own waiters
-  if (error) future_->setError(error);
-  else future_->markCompleted(c10::IValue(outputs_));
+  if (error)
+    future_->setError(error);
+  else
+    future_->markCompleted(c10::IValue(outputs_));
 }
 
 bool HoopWork::wait(std::chrono::milliseconds timeout) {

@@ -18,7 +18,8 @@ enum class Coll { kAllreduce, kBroadcast, kAllgather, kReduceScatter, kReduce, k
 constexpr Coll kColls[] = {Coll::kAllreduce, Coll::kBroadcast, Coll::kAllgather, Coll::kReduceScatter,
                            Coll::kReduce,    Coll::kGather,    Coll::kScatter,   Coll::kAlltoall};
 const char* Name(Coll c) {
-  static const char* names[] = {"allreduce", "broadcast", "allgather", "reduce_scatter", "reduce", "gather", "scatter", "alltoall"};
+  static const char* names[] = {"allreduce", "broadcast", "allgather", "reduce_scatter",
+                                "reduce",    "gather",    "scatter",   "alltoall"};
   return names[static_cast<int>(c)];
 }
 bool Reduces(Coll c) { return c == Coll::kAllreduce || c == Coll::kReduceScatter || c == Coll::kReduce; }
@@ -79,8 +80,9 @@ Status Compare(Communicator& comm, int rank, int n, Coll c, DType d, ReduceOp op
   HOOP_RETURN_IF_ERROR(CopyMem(got.data(), MemKind::kHost, dout.p, MemKind::kCuda, out_count * es, nullptr));
   HOOP_RETURN_IF_ERROR(CudaStreamSync(nullptr));
   if (std::memcmp(got.data(), host_out.data(), out_count * es) != 0)
-    return Internal(std::string(Name(c)) + " " + DTypeName(d) + " " + ReduceOpName(op) + " count " + std::to_string(count) +
-                    (in_place ? " in place" : "") + " rank " + std::to_string(rank) + ": device result differs from host result");
+    return Internal(std::string(Name(c)) + " " + DTypeName(d) + " " + ReduceOpName(op) + " count " +
+                    std::to_string(count) + (in_place ? " in place" : "") + " rank " + std::to_string(rank) +
+                    ": device result differs from host result");
   return Status::Ok();
 }
 
@@ -100,8 +102,8 @@ TEST_CASE("gpu: every collective on device buffers gives the host result, 1-4 ra
                 if (Reduces(c) ? !OpApplies(d, op) : op != ReduceOp::kSum) continue;
                 for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{100003}}) {
                   HOOP_RETURN_IF_ERROR(Compare(comm, rank, n, c, d, op, count, false));
-                  const bool can_in_place = c == Coll::kAllreduce || c == Coll::kBroadcast || c == Coll::kAllgather ||
-                                            c == Coll::kAlltoall;
+                  const bool can_in_place =
+                      c == Coll::kAllreduce || c == Coll::kBroadcast || c == Coll::kAllgather || c == Coll::kAlltoall;
                   if (can_in_place) HOOP_RETURN_IF_ERROR(Compare(comm, rank, n, c, d, op, count, true));
                 }
               }
@@ -115,7 +117,8 @@ TEST_CASE("gpu: every collective on device buffers gives the host result, 1-4 ra
   }
 }
 
-TEST_CASE("cuda: device memory in a collective where there is no device is refused, naming the reason", "[gpu][nodevice]") {
+TEST_CASE("cuda: device memory in a collective where there is no device is refused, naming the reason",
+          "[gpu][nodevice]") {
   auto n = CudaDeviceCount();
   if (n.ok()) return;  // a device is here: the case above covers device memory
   auto ranks = test::ThreadRanks::Start(1, "shm");
@@ -175,7 +178,8 @@ TEST_CASE("gpu: a collective on a CUDA stream is ordered with the stream's work,
                                 Buffer{out.p, bytes, DType::kU8, MemKind::kCuda}, ReduceOp::kSum, o);
         if (w.Refused()) return w.Wait();
         HOOP_RETURN_IF_ERROR(LookupDeviceReduce(DType::kU8, ReduceOp::kSum)(twice.p, out.p, out.p, bytes, 1, stream));
-        HOOP_RETURN_IF_ERROR(CopyMem(got, n == 1 ? MemKind::kHost : MemKind::kCudaPinned, twice.p, MemKind::kCuda, bytes, stream));
+        HOOP_RETURN_IF_ERROR(
+            CopyMem(got, n == 1 ? MemKind::kHost : MemKind::kCudaPinned, twice.p, MemKind::kCuda, bytes, stream));
         HOOP_RETURN_IF_ERROR(CudaStreamSync(stream));
         HOOP_RETURN_IF_ERROR(w.Wait());  // done by now, and it succeeded
         for (size_t i = 0; i < bytes; ++i)
@@ -191,7 +195,8 @@ TEST_CASE("gpu: a collective on a CUDA stream is ordered with the stream's work,
   }
 }
 
-TEST_CASE("cuda: a call on a stream where there is no device is refused at once, naming the reason", "[gpu][nodevice]") {
+TEST_CASE("cuda: a call on a stream where there is no device is refused at once, naming the reason",
+          "[gpu][nodevice]") {
   auto n = CudaDeviceCount();
   if (n.ok()) return;
   auto ranks = test::ThreadRanks::Start(1, "shm");
@@ -213,7 +218,11 @@ TEST_CASE("cuda: a call on a stream where there is no device is refused at once,
   CHECK(recv.Refused());
   CHECK_THAT(recv.Wait().message(), Catch::StartsWith("rank 0: receive: a CUDA stream was given, but: "));
   // The communicator is not poisoned by a refusal: a plain call still runs.
-  REQUIRE((*ranks)->comm(0).Allreduce(Buffer{a.data(), 8, DType::kF32, MemKind::kHost},
-                                      Buffer{b.data(), 8, DType::kF32, MemKind::kHost}, ReduceOp::kSum).Wait().ok());
+  REQUIRE((*ranks)
+              ->comm(0)
+              .Allreduce(Buffer{a.data(), 8, DType::kF32, MemKind::kHost},
+                         Buffer{b.data(), 8, DType::kF32, MemKind::kHost}, ReduceOp::kSum)
+              .Wait()
+              .ok());
   CHECK(b == std::vector<float>(8, 1.0f));
 }

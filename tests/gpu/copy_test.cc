@@ -22,7 +22,8 @@ std::vector<char> RandomValues(DType t, size_t count, uint64_t seed) {
     if (t == DType::kF16 || t == DType::kBF16) {
       uint16_t h;
       std::memcpy(&h, p, 2);
-      nan = t == DType::kF16 ? ((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0) : ((h & 0x7f80) == 0x7f80 && (h & 0x7f) != 0);
+      nan =
+          t == DType::kF16 ? ((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0) : ((h & 0x7f80) == 0x7f80 && (h & 0x7f) != 0);
     } else if (t == DType::kF32) {
       float f;
       std::memcpy(&f, p, 4);

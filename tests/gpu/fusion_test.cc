@@ -48,7 +48,8 @@ TEST_CASE("gpu: the fusion runtime reduces, broadcasts and gathers device tensor
     scaled.postscale = 0.5;
     for (size_t k = 0; k < 4; ++k) {
       Buffer b{dev[k].p, counts[k], DType::kF32, MemKind::kCuda};
-      handles.push_back(rt->Allreduce("t" + std::to_string(k), b, b, ReduceOp::kSum, k % 2 ? scaled : fusion::TensorOptions{}));
+      handles.push_back(
+          rt->Allreduce("t" + std::to_string(k), b, b, ReduceOp::kSum, k % 2 ? scaled : fusion::TensorOptions{}));
     }
     Buffer hb{host.data(), host.size(), DType::kF32, MemKind::kHost};
     handles.push_back(rt->Allreduce("host", hb, hb, ReduceOp::kSum));

@@ -21,7 +21,8 @@ TEST_CASE("gpu: device buffers between processes by CUDA IPC, and staged with HO
     INFO("HOOP_CUDA_IPC=" << ipc << "\n" << r.output);
     REQUIRE_FALSE(r.timed_out);
     CHECK(r.exit_code == 0);
-    for (int rank = 0; rank < 3; ++rank) CHECK_FALSE(LineOf(r.output, "rank " + std::to_string(rank) + ": device ipc: ").empty());
+    for (int rank = 0; rank < 3; ++rank)
+      CHECK_FALSE(LineOf(r.output, "rank " + std::to_string(rank) + ": device ipc: ").empty());
     CHECK(r.output.find("cases ok") != std::string::npos);
     CHECK(WaitGone(marker, 10) == 0);
   }

@@ -15,9 +15,9 @@ TEST_CASE("gpu: a rank killed mid device-allreduce: the others fail fast naming 
   ProcOptions o;
   o.timeout_s = 90;
   o.env["HOOP_TIMEOUT"] = "30";
-  auto r = RunProc({Bin("hooprun"), "-np", std::to_string(n), Bin("hoop-test-rank"), "device_kill", std::to_string(victim),
-                    marker},
-                   o);
+  auto r = RunProc(
+      {Bin("hooprun"), "-np", std::to_string(n), Bin("hoop-test-rank"), "device_kill", std::to_string(victim), marker},
+      o);
   INFO(r.output);
   REQUIRE_FALSE(r.timed_out);
   CHECK(r.exit_code != 0);

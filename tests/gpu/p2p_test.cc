@@ -79,8 +79,9 @@ TEST_CASE("gpu: sends and receives of device buffers, every dtype and size class
         HOOP_RETURN_IF_ERROR(CudaSetDevice(0));
         for (DType d : kAllDTypes)
           for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{100003}})
-            for (auto [from, to] : {std::pair{MemKind::kCuda, MemKind::kCuda}, std::pair{MemKind::kCuda, MemKind::kHost},
-                                    std::pair{MemKind::kHost, MemKind::kCuda}})
+            for (auto [from, to] :
+                 {std::pair{MemKind::kCuda, MemKind::kCuda}, std::pair{MemKind::kCuda, MemKind::kHost},
+                  std::pair{MemKind::kHost, MemKind::kCuda}})
               for (bool blocking : {true, false}) HOOP_RETURN_IF_ERROR(Exchange(rank, c, d, count, from, to, blocking));
         return Status::Ok();
       },

@@ -82,8 +82,8 @@ TEST_CASE("gpu: the reduction kernels give the host kernels' bits", "[gpu]") {
           // Offsets in elements of a, b and dst within their buffers: aligned, equally
           // misaligned (a head and a tail done one by one), and unequally (all one by one).
           for (auto [oa, ob, od] : {std::array<size_t, 3>{0, 0, 0}, {1, 1, 1}, {1, 2, 3}}) {
-            INFO(DTypeName(t) << " " << ReduceOpName(op) << " n=" << n << " divisor=" << divisor << " offsets " << oa << ","
-                              << ob << "," << od);
+            INFO(DTypeName(t) << " " << ReduceOpName(op) << " n=" << n << " divisor=" << divisor << " offsets " << oa
+                              << "," << ob << "," << od);
             const uint64_t seed = n * 131 + static_cast<uint64_t>(op) * 17 + static_cast<uint64_t>(t);
             std::vector<char> a = Elements(t, n, seed), b = Elements(t, n, seed + 1);
             std::vector<char> want(n * es);

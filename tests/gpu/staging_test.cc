@@ -54,28 +54,31 @@ TEST_CASE("gpu: allreduce with ranks placing buffers differently, staged piece b
   for (int n : {2, 3, 4}) {
     auto ranks = ThreadRanks::Start(n, "shm");
     REQUIRE(ranks.ok());
-    Status s = (*ranks)->Run([&](int rank, Communicator& comm) -> Status {
-      for (DType d : {DType::kF32, DType::kBF16, DType::kI64})
-        for (size_t count : {size_t{1}, size_t{1000}, size_t{100003}, size_t{3000001}}) {
-          std::vector<std::vector<char>> inputs;
-          std::vector<const void*> ptrs;
-          for (int r = 0; r < n; ++r) {
-            inputs.emplace_back(count * DTypeSize(d) + 1);
-            FillInput(d, ReduceOp::kSum, inputs.back().data(), count, 31 * count + static_cast<uint64_t>(r));
-          }
-          for (auto& v : inputs) ptrs.push_back(v.data());
-          std::vector<char> want(count * DTypeSize(d) + 1);
-          ReferenceReduce(d, ReduceOp::kSum, ptrs, want.data(), count);
-          // Each call, every rank places its buffers another way (rank + k).
-          for (size_t k = 0; k < std::size(kPlaces); ++k) {
-            const Place place = kPlaces[(static_cast<size_t>(rank) + k) % std::size(kPlaces)];
-            const std::string what = std::string(DTypeName(d)) + " count " + std::to_string(count) + " rank " +
-                                     std::to_string(rank) + " placement " + std::to_string(static_cast<int>(place));
-            HOOP_RETURN_IF_ERROR(OneCall(comm, place, d, ReduceOp::kSum, inputs[static_cast<size_t>(rank)], want, count, what));
-          }
-        }
-      return Status::Ok();
-    }, std::chrono::seconds(240));
+    Status s = (*ranks)->Run(
+        [&](int rank, Communicator& comm) -> Status {
+          for (DType d : {DType::kF32, DType::kBF16, DType::kI64})
+            for (size_t count : {size_t{1}, size_t{1000}, size_t{100003}, size_t{3000001}}) {
+              std::vector<std::vector<char>> inputs;
+              std::vector<const void*> ptrs;
+              for (int r = 0; r < n; ++r) {
+                inputs.emplace_back(count * DTypeSize(d) + 1);
+                FillInput(d, ReduceOp::kSum, inputs.back().data(), count, 31 * count + static_cast<uint64_t>(r));
+              }
+              for (auto& v : inputs) ptrs.push_back(v.data());
+              std::vector<char> want(count * DTypeSize(d) + 1);
+              ReferenceReduce(d, ReduceOp::kSum, ptrs, want.data(), count);
+              // Each call, every rank places its buffers another way (rank + k).
+              for (size_t k = 0; k < std::size(kPlaces); ++k) {
+                const Place place = kPlaces[(static_cast<size_t>(rank) + k) % std::size(kPlaces)];
+                const std::string what = std::string(DTypeName(d)) + " count " + std::to_string(count) + " rank " +
+                                         std::to_string(rank) + " placement " + std::to_string(static_cast<int>(place));
+                HOOP_RETURN_IF_ERROR(
+                    OneCall(comm, place, d, ReduceOp::kSum, inputs[static_cast<size_t>(rank)], want, count, what));
+              }
+            }
+          return Status::Ok();
+        },
+        std::chrono::seconds(240));
     INFO(n << " ranks: " << s.message());
     CHECK(s.ok());
   }

@@ -127,7 +127,8 @@ TEST_CASE("cuda layers: the same outputs and gradients as the hand-written layer
   if (!test::HaveGpu()) return;
   auto gpu = Gpu();
   LayerFactory native;
-  const ConvSpec specs[] = {{3, 5, 3, 1, 1, true}, {4, 6, 3, 2, 1, false}, {2, 3, 1, 2, 0, false}, {1, 16, 5, 1, 2, true}};
+  const ConvSpec specs[] = {
+      {3, 5, 3, 1, 1, true}, {4, 6, 3, 2, 1, false}, {2, 3, 1, 2, 0, false}, {1, 16, 5, 1, 2, true}};
   for (const ConvSpec& s : specs) {
     std::mt19937 ra(21), rb(21);
     auto a = native.Conv("conv", s, ra), b = gpu->Conv("conv", s, rb);
@@ -182,7 +183,8 @@ TEST_CASE("cuda layers: numerical gradients", "[gpu][trainer]") {
   CheckLayer(block, Random({3, 3, 6, 6}, 45));
 }
 
-TEST_CASE("models on cuda: the same outputs, gradients and optimizer step as the hand-written layers", "[gpu][trainer]") {
+TEST_CASE("models on cuda: the same outputs, gradients and optimizer step as the hand-written layers",
+          "[gpu][trainer]") {
   if (!test::HaveGpu()) return;
   auto gpu = Gpu();
   for (const char* name : {"lenet", "resnet", "resnet18"}) {

@@ -83,7 +83,9 @@ TEST_CASE("gpu: the wire codec's kernels give the host codec's bits", "[gpu][com
         test::DeviceBuf word(8);
         for (bool with_add : {false, true}) {
           const double want = host->absmax(x.data(), with_add ? add.data() : nullptr, n);
-          REQUIRE(dev->absmax(dx.get(), with_add ? dadd.get() : nullptr, n, reinterpret_cast<uint64_t*>(word.get()), nullptr).ok());
+          REQUIRE(dev->absmax(dx.get(), with_add ? dadd.get() : nullptr, n, reinterpret_cast<uint64_t*>(word.get()),
+                              nullptr)
+                      .ok());
           uint64_t bits = 0;
           std::vector<char> wb = word.Download(8);
           std::memcpy(&bits, wb.data(), 8);
@@ -95,11 +97,11 @@ TEST_CASE("gpu: the wire codec's kernels give the host codec's bits", "[gpu][com
         for (int k = 0; k < 8; ++k) {
           const bool a = k & 4, r = k & 2, o = k & 1;
           std::vector<char> hw(2 * n + 2), hres(n * es + 8), hrnd(n * es + 8);
-          host->encode(reinterpret_cast<uint16_t*>(hw.data()), o ? hrnd.data() : nullptr, x.data(), a ? add.data() : nullptr,
-                       r ? hres.data() : nullptr, n, scale, inv, mult);
+          host->encode(reinterpret_cast<uint16_t*>(hw.data()), o ? hrnd.data() : nullptr, x.data(),
+                       a ? add.data() : nullptr, r ? hres.data() : nullptr, n, scale, inv, mult);
           test::DeviceBuf dw(2 * n + 2), dres(n * es + 8), drnd(n * es + 8);
-          REQUIRE(dev->encode(reinterpret_cast<uint16_t*>(dw.get()), o ? drnd.get() : nullptr, dx.get(), a ? dadd.get() : nullptr,
-                              r ? dres.get() : nullptr, n, scale, inv, mult, nullptr)
+          REQUIRE(dev->encode(reinterpret_cast<uint16_t*>(dw.get()), o ? drnd.get() : nullptr, dx.get(),
+                              a ? dadd.get() : nullptr, r ? dres.get() : nullptr, n, scale, inv, mult, nullptr)
                       .ok());
           INFO("encode variant " << k);
           CHECK(SameHalves(hw, dw.Download(2 * n + 2), n));

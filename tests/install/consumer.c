@@ -19,8 +19,8 @@ int main(void) {
     return 1;
   }
   long long want = (long long)size * (size + 1) / 2;
-  int ok = sum[0] == want && sum[2] == want && version == HOOP_VERSION_CODE(HOOP_VERSION_MAJOR, HOOP_VERSION_MINOR,
-                                                                            HOOP_VERSION_PATCH);
+  int ok = sum[0] == want && sum[2] == want &&
+           version == HOOP_VERSION_CODE(HOOP_VERSION_MAJOR, HOOP_VERSION_MINOR, HOOP_VERSION_PATCH);
   printf("consumer-c rank %d of %d: sum %lld (want %lld), version %d: %s\n", rank, size, sum[0], want, version,
          ok ? "ok" : "WRONG");
   hoop_finalize(comm);

@@ -126,7 +126,8 @@ int main(void) {
     int v[2] = {1, 2}, w[2] = {0, 0};
     st = hoop_send_stream(comm, v, 2, HOOP_I32, rank, 77, NULL);
     if (st == HOOP_SUCCESS) {
-      CHECK(hoop_recv_stream(comm, w, 2, HOOP_I32, rank, 77, NULL) == HOOP_SUCCESS, "recv_stream: %s", hoop_last_error());
+      CHECK(hoop_recv_stream(comm, w, 2, HOOP_I32, rank, 77, NULL) == HOOP_SUCCESS, "recv_stream: %s",
+            hoop_last_error());
       CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier after stream sends");
     } else {
       CHECK(strstr(hoop_last_error(), "hoop_send_stream") != NULL &&

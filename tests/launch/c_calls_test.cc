@@ -40,9 +40,7 @@ TEST_CASE("C reduce, gather, scatter and alltoall over every back end", "[collec
   RunEverywhere("hoop-c-more-collectives-test", "c-more-collectives");
 }
 
-TEST_CASE("C point-to-point over every back end", "[p2p]") {
-  RunEverywhere("hoop-c-p2p-test", "c-p2p");
-}
+TEST_CASE("C point-to-point over every back end", "[p2p]") { RunEverywhere("hoop-c-p2p-test", "c-p2p"); }
 
 TEST_CASE("C point-to-point with little room for unexpected messages: senders wait", "[p2p]") {
   for (const char* label : {"shm", "tcp"}) {
@@ -71,9 +69,7 @@ TEST_CASE("C point-to-point: a receive nobody sends to fails at HOOP_TIMEOUT nam
   }
 }
 
-TEST_CASE("C sub-communicators over every back end", "[split]") {
-  RunEverywhere("hoop-c-split-test", "c-split");
-}
+TEST_CASE("C sub-communicators over every back end", "[split]") { RunEverywhere("hoop-c-split-test", "c-split"); }
 
 TEST_CASE("C split that one rank does not call: every rank gets an error, none hangs", "[split]") {
   for (const char* label : {"shm", "tcp"}) {
@@ -85,7 +81,8 @@ TEST_CASE("C split that one rank does not call: every rank gets an error, none h
     INFO(label << "\n" << r.output);
     CHECK(r.exit_code == 0);
     CHECK(r.seconds < 15);  // the disagreement is seen at once, not at HOOP_TIMEOUT
-    for (int k = 0; k < 4; ++k) CHECK(r.output.find("c-split ok rank " + std::to_string(k) + " of 4") != std::string::npos);
+    for (int k = 0; k < 4; ++k)
+      CHECK(r.output.find("c-split ok rank " + std::to_string(k) + " of 4") != std::string::npos);
     // Whichever side meets the other's call first names both: the split by name, not by the
     // allgather it runs.
     CHECK((r.output.find("collective split here, barrier on rank 3") != std::string::npos ||
@@ -109,7 +106,8 @@ TEST_CASE("signal actions a program set survive loading libhoop and starting eve
   }
 }
 
-TEST_CASE("completed nonblocking sends reach a late receiver after the sender finalized and exited", "[p2p][finalize]") {
+TEST_CASE("completed nonblocking sends reach a late receiver after the sender finalized and exited",
+          "[p2p][finalize]") {
   // K isends + wait_all + finalize + exit on rank 0, rank 1 receiving 100 ms later: 0 lost, on
   // every back end, small (inside their frames) and mixed sizes, and receives that start only
   // after the receiver saw the sender leave ("left"). HOOPTEST_FINALIZE_RUNS (default

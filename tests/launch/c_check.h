@@ -17,12 +17,12 @@
 #define CHECK_WHERE() fprintf(stdout, CHECK_TAG " FAIL line %d: ", __LINE__)
 #endif
 
-#define CHECK(cond, ...)                               \
-  do {                                                 \
-    if (!(cond)) {                                     \
-      CHECK_WHERE();                                   \
-      fprintf(stdout, __VA_ARGS__);                    \
-      fprintf(stdout, " (%s)\n", hoop_last_error());   \
-      exit(1);                                         \
-    }                                                  \
+#define CHECK(cond, ...)                             \
+  do {                                               \
+    if (!(cond)) {                                   \
+      CHECK_WHERE();                                 \
+      fprintf(stdout, __VA_ARGS__);                  \
+      fprintf(stdout, " (%s)\n", hoop_last_error()); \
+      exit(1);                                       \
+    }                                                \
   } while (0)

@@ -23,8 +23,10 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static void on_done(hoop_status_t s, const char* message, void* user) {
   (void)message;
   pthread_mutex_lock(&mu);
-  if (s == HOOP_SUCCESS && user == (void*)&callbacks_ok) ++callbacks_ok;
-  else ++callbacks_failed;
+  if (s == HOOP_SUCCESS && user == (void*)&callbacks_ok)
+    ++callbacks_ok;
+  else
+    ++callbacks_failed;
   pthread_mutex_unlock(&mu);
 }
 
@@ -36,8 +38,8 @@ static void* submit(void* arg) {
     char name[32];
     snprintf(name, sizeof name, "grad/%d", k);
     hoop_tensor_opts_t o = {HOOP_COMPRESSION_DEFAULT, 0.5, 0};
-    hoop_status_t s = hoop_fusion_allreduce(fusion, name, grads[k], grads[k], N, HOOP_F32, HOOP_AVG,
-                                            k % 2 ? &o : NULL, on_done, &callbacks_ok, &handles[k]);
+    hoop_status_t s = hoop_fusion_allreduce(fusion, name, grads[k], grads[k], N, HOOP_F32, HOOP_AVG, k % 2 ? &o : NULL,
+                                            on_done, &callbacks_ok, &handles[k]);
     CHECK(s == HOOP_SUCCESS, "submit %s", name);
   }
   return NULL;
@@ -68,8 +70,9 @@ int main(void) {
   long long b[3] = {0, 0, 0};
   if (rank == size - 1) b[0] = 42, b[1] = -1, b[2] = 7;
   hoop_handle_t hb, hg;
-  CHECK(hoop_fusion_broadcast(fusion, "params", rank == size - 1 ? b : NULL, b, 3, HOOP_I64, size - 1, NULL, NULL, &hb) ==
-            HOOP_SUCCESS, "broadcast");
+  CHECK(hoop_fusion_broadcast(fusion, "params", rank == size - 1 ? b : NULL, b, 3, HOOP_I64, size - 1, NULL, NULL,
+                              &hb) == HOOP_SUCCESS,
+        "broadcast");
   int mine[2] = {rank, -rank};
   int* all = malloc(sizeof(int) * 2 * (size_t)size);
   CHECK(hoop_fusion_allgather(fusion, "ranks", mine, all, 2, HOOP_I32, NULL, NULL, &hg) == HOOP_SUCCESS, "allgather");
@@ -99,12 +102,17 @@ int main(void) {
   int ints[2] = {1, 2};
   hoop_tensor_opts_t scale = {HOOP_COMPRESSION_DEFAULT, 2, 0};
   CHECK(hoop_fusion_allreduce(fusion, "ints", ints, ints, 2, HOOP_I32, HOOP_SUM, &scale, on_done, NULL, &h) ==
-            HOOP_ERR_INVALID_ARGUMENT, "scale on integers");
+            HOOP_ERR_INVALID_ARGUMENT,
+        "scale on integers");
   CHECK(strstr(hoop_last_error(), "scale factors need floating-point data, not i32") != NULL, "scale message");
-  CHECK(hoop_fusion_allreduce(fusion, NULL, x, x, 4, HOOP_F32, HOOP_SUM, NULL, NULL, NULL, &h) == HOOP_ERR_INVALID_ARGUMENT, "no name");
-  CHECK(hoop_fusion_allreduce(fusion, "x", x, x, 4, HOOP_F32, HOOP_SUM, NULL, NULL, NULL, NULL) == HOOP_ERR_INVALID_ARGUMENT,
+  CHECK(hoop_fusion_allreduce(fusion, NULL, x, x, 4, HOOP_F32, HOOP_SUM, NULL, NULL, NULL, &h) ==
+            HOOP_ERR_INVALID_ARGUMENT,
+        "no name");
+  CHECK(hoop_fusion_allreduce(fusion, "x", x, x, 4, HOOP_F32, HOOP_SUM, NULL, NULL, NULL, NULL) ==
+            HOOP_ERR_INVALID_ARGUMENT,
         "neither handle nor callback");
-  CHECK(hoop_fusion_broadcast(fusion, "x", x, x, 4, HOOP_F32, size, NULL, NULL, &h) == HOOP_ERR_INVALID_ARGUMENT, "root");
+  CHECK(hoop_fusion_broadcast(fusion, "x", x, x, 4, HOOP_F32, size, NULL, NULL, &h) == HOOP_ERR_INVALID_ARGUMENT,
+        "root");
   CHECK(strstr(hoop_last_error(), "is not a rank") != NULL, "root message");
   pthread_mutex_lock(&mu);
   CHECK(callbacks_failed == 0, "a refused call ran its callback");

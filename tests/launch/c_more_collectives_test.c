@@ -76,7 +76,8 @@ static void Alltoall(hoop_comm_t comm, int rank, int size, size_t n, int c) {
   CHECK(hoop_alltoall(comm, in, out, n, HOOP_I32) == HOOP_SUCCESS, "alltoall count %zu", n);
   for (int r = 0; r < size; ++r)
     for (size_t i = 0; i < n; ++i)
-      CHECK(out[(size_t)r * n + i] == r * 100000 + rank * 1000 + (int)(i % 1000) + c, "alltoall block %d element %zu", r, i);
+      CHECK(out[(size_t)r * n + i] == r * 100000 + rank * 1000 + (int)(i % 1000) + c, "alltoall block %d element %zu",
+            r, i);
   CHECK(hoop_alltoall(comm, in, in, n, HOOP_I32) == HOOP_SUCCESS, "in-place alltoall count %zu", n);
   CHECK(all == 0 || memcmp(in, out, sizeof(int) * all) == 0, "in-place alltoall differs from out of place");
   free(in);
@@ -118,7 +119,8 @@ int main(void) {
     CHECK(hoop_wait_all(rq, 4) == HOOP_SUCCESS, "wait_all");
     if (rank == root) {
       CHECK(sum == (float)(size * (size + 1) / 2), "ireduce %f", sum);
-      for (int r = 0; r < size; ++r) CHECK(g[2 * r] == r && g[2 * r + 1] == -r, "igather block %d (f16 moved bit for bit)", r);
+      for (int r = 0; r < size; ++r)
+        CHECK(g[2 * r] == r && g[2 * r + 1] == -r, "igather block %d (f16 moved bit for bit)", r);
     }
     for (int i = 0; i < 3; ++i) CHECK(s_out[i] == (unsigned char)(rank * 3 + i), "iscatter element %d", i);
     for (int r = 0; r < size; ++r) CHECK(a_out[r] == (long long)r * size + rank, "ialltoall block %d", r);
@@ -155,7 +157,8 @@ int main(void) {
     long long* rs_out = malloc(sizeof(long long) * (counts[rank] + 1));
     for (size_t j = 0; j < total; ++j) rs_in[j] = rank + (long long)j;
     hoop_request_t rq[2] = {NULL, NULL};
-    CHECK(hoop_ireduce_scatterv(comm, rs_in, rs_out, counts, HOOP_I64, HOOP_SUM, &rq[0]) == HOOP_SUCCESS, "ireduce_scatterv");
+    CHECK(hoop_ireduce_scatterv(comm, rs_in, rs_out, counts, HOOP_I64, HOOP_SUM, &rq[0]) == HOOP_SUCCESS,
+          "ireduce_scatterv");
     /* alltoallv: rank k sends rank p (k + p) % 4 elements, k * 1000 + p * 10 + i, packed. */
     size_t* sc = malloc(sizeof(size_t) * (size_t)size);
     size_t* sd = malloc(sizeof(size_t) * (size_t)size);
@@ -164,7 +167,7 @@ int main(void) {
     size_t s_total = 0, r_total = 0;
     for (int p = 0; p < size; ++p) {
       sc[p] = (size_t)((rank + p) % 4), sd[p] = s_total, s_total += sc[p];
-      rc[p] = (size_t)((p + rank) % 4), rd[p] = r_total + 3, r_total += rc[p] + 3;  /* gaps of 3 */
+      rc[p] = (size_t)((p + rank) % 4), rd[p] = r_total + 3, r_total += rc[p] + 3; /* gaps of 3 */
     }
     int* a_in = malloc(sizeof(int) * (s_total + 1));
     int* a_out = malloc(sizeof(int) * (r_total + 1));
@@ -181,16 +184,19 @@ int main(void) {
     }
     for (int k = 0; k < size; ++k)
       for (size_t i = 0; i < rc[k]; ++i)
-        CHECK(a_out[rd[k] + i] == k * 1000 + rank * 10 + (int)i, "alltoallv from %d element %zu: %d", k, i, a_out[rd[k] + i]);
+        CHECK(a_out[rd[k] + i] == k * 1000 + rank * 10 + (int)i, "alltoallv from %d element %zu: %d", k, i,
+              a_out[rd[k] + i]);
     /* Bad layouts are refused, naming the call and the argument. */
-    CHECK(hoop_allgatherv(comm, mine, counts[rank], all, NULL, displs, HOOP_I32) == HOOP_ERR_INVALID_ARGUMENT, "NULL counts");
-    CHECK(strstr(hoop_last_error(), "hoop_allgatherv") != NULL && strstr(hoop_last_error(), "recvcounts is NULL") != NULL,
-          "message: %s", hoop_last_error());
+    CHECK(hoop_allgatherv(comm, mine, counts[rank], all, NULL, displs, HOOP_I32) == HOOP_ERR_INVALID_ARGUMENT,
+          "NULL counts");
+    CHECK(
+        strstr(hoop_last_error(), "hoop_allgatherv") != NULL && strstr(hoop_last_error(), "recvcounts is NULL") != NULL,
+        "message: %s", hoop_last_error());
     int q = size - 1;
-    while (q > 0 && counts[q] == 0) --q;  /* an empty block overlaps nothing */
+    while (q > 0 && counts[q] == 0) --q; /* an empty block overlaps nothing */
     if (q > 0 && counts[0] > 0) {
       size_t save = displs[0];
-      displs[0] = displs[q];  /* rank 0's block onto rank q's */
+      displs[0] = displs[q]; /* rank 0's block onto rank q's */
       CHECK(hoop_allgatherv(comm, mine, counts[rank], all, counts, displs, HOOP_I32) == HOOP_ERR_INVALID_ARGUMENT,
             "overlapping blocks accepted");
       CHECK(strstr(hoop_last_error(), "overlap") != NULL, "message: %s", hoop_last_error());
@@ -220,7 +226,8 @@ int main(void) {
     CHECK(hoop_allreduce(comm, b, odd, 3, HOOP_BOOL, HOOP_BXOR) == HOOP_SUCCESS, "bool bxor");
     CHECK(any[0] == 1 && any[1] == 1 && any[2] == (size > 1), "bool bor %d %d %d", any[0], any[1], any[2]);
     CHECK(all[0] == (size == 1) && all[1] == 1 && all[2] == 0, "bool band %d %d %d", all[0], all[1], all[2]);
-    CHECK(odd[0] == 1 && odd[1] == (size % 2) && odd[2] == ((size / 2) % 2), "bool bxor %d %d %d", odd[0], odd[1], odd[2]);
+    CHECK(odd[0] == 1 && odd[1] == (size % 2) && odd[2] == ((size / 2) % 2), "bool bxor %d %d %d", odd[0], odd[1],
+          odd[2]);
     /* Bitwise on i64 and i32: bit r set by rank r. */
     long long bit = 1LL << (40 + rank), bits = 0;
     CHECK(hoop_reduce(comm, &bit, &bits, 1, HOOP_I64, HOOP_BOR, 0) == HOOP_SUCCESS, "i64 bor reduce");
@@ -244,11 +251,11 @@ int main(void) {
   {
     int x[64] = {0}, y[64] = {0};
     CHECK(hoop_reduce(comm, x, y, 1, HOOP_I32, HOOP_SUM, size) == HOOP_ERR_INVALID_ARGUMENT, "root = size");
-    CHECK(strstr(hoop_last_error(), "hoop_reduce") != NULL && strstr(hoop_last_error(), "root") != NULL,
-          "message: %s", hoop_last_error());
+    CHECK(strstr(hoop_last_error(), "hoop_reduce") != NULL && strstr(hoop_last_error(), "root") != NULL, "message: %s",
+          hoop_last_error());
     CHECK(hoop_gather(comm, x, y, 1, HOOP_I32, -1) == HOOP_ERR_INVALID_ARGUMENT, "root -1");
     CHECK(strstr(hoop_last_error(), "hoop_gather") != NULL, "message: %s", hoop_last_error());
-    if (rank == 0) {  /* a root's NULL buffer is the root's own error */
+    if (rank == 0) { /* a root's NULL buffer is the root's own error */
       CHECK(hoop_scatter(comm, NULL, y, 1, HOOP_I32, 0) == HOOP_ERR_INVALID_ARGUMENT, "root's NULL input");
       CHECK(strstr(hoop_last_error(), "hoop_scatter") != NULL && strstr(hoop_last_error(), "input") != NULL,
             "message: %s", hoop_last_error());

@@ -51,10 +51,14 @@ int main(void) {
       long long want = ops[c % 4] == HOOP_SUM ? 0 : ops[c % 4] == HOOP_PROD ? 1 : Value(0, i, c);
       for (int r = 0; r < size; ++r) {
         long long v = Value(r, i, c);
-        if (ops[c % 4] == HOOP_SUM) want += v;
-        else if (ops[c % 4] == HOOP_PROD) want *= v;
-        else if (ops[c % 4] == HOOP_MAX) want = v > want ? v : want;
-        else want = v < want ? v : want;
+        if (ops[c % 4] == HOOP_SUM)
+          want += v;
+        else if (ops[c % 4] == HOOP_PROD)
+          want *= v;
+        else if (ops[c % 4] == HOOP_MAX)
+          want = v > want ? v : want;
+        else
+          want = v < want ? v : want;
       }
       long long got = c % 2 == 0 ? (long long)f64[c][i] : i32[c][i];
       CHECK(got == want, "allreduce %d (count %zu) element %zu: %lld, want %lld", c, counts[c], i, got, want);
@@ -97,12 +101,10 @@ int main(void) {
     CHECK(hoop_ibroadcast(comm, rank == size - 1 ? b : NULL, b, 4, HOOP_I64, size - 1, &rq[0]) == HOOP_SUCCESS,
           "ibroadcast");
     CHECK(hoop_iallgather(comm, mine, all, 3, HOOP_I32, &rq[1]) == HOOP_SUCCESS, "iallgather");
-    CHECK(hoop_ireduce_scatter(comm, rs_in, rs_out, 2, HOOP_F64, HOOP_SUM, &rq[2]) == HOOP_SUCCESS,
-          "ireduce_scatter");
+    CHECK(hoop_ireduce_scatter(comm, rs_in, rs_out, 2, HOOP_F64, HOOP_SUM, &rq[2]) == HOOP_SUCCESS, "ireduce_scatter");
     CHECK(hoop_ibarrier(comm, &rq[3]) == HOOP_SUCCESS, "ibarrier");
     hoop_allreduce_opts_t opts = {HOOP_COMPRESSION_NONE, NULL};
-    CHECK(hoop_iallreduce_ex(comm, &a, &a_out, 1, HOOP_F32, HOOP_AVG, &opts, &rq[4]) == HOOP_SUCCESS,
-          "iallreduce_ex");
+    CHECK(hoop_iallreduce_ex(comm, &a, &a_out, 1, HOOP_F32, HOOP_AVG, &opts, &rq[4]) == HOOP_SUCCESS, "iallreduce_ex");
     /* rq[5] stays NULL: a complete entry. A blocking call queues behind what was posted. */
     int one = 1, total = 0;
     CHECK(hoop_allreduce(comm, &one, &total, 1, HOOP_I32, HOOP_SUM) == HOOP_SUCCESS && total == size,
@@ -151,8 +153,8 @@ int main(void) {
     CHECK(hoop_iallreduce(comm, &y, &sum, 1, HOOP_I32, HOOP_SUM, &r) == HOOP_SUCCESS, "iallreduce to free");
     CHECK(hoop_request_free(r) == HOOP_SUCCESS, "request_free");
     CHECK(hoop_wait(r) == HOOP_ERR_INVALID_ARGUMENT, "wait on a freed request accepted");
-    CHECK(strstr(hoop_last_error(), "hoop_wait") != NULL && strstr(hoop_last_error(), "freed") != NULL,
-          "message: %s", hoop_last_error());
+    CHECK(strstr(hoop_last_error(), "hoop_wait") != NULL && strstr(hoop_last_error(), "freed") != NULL, "message: %s",
+          hoop_last_error());
     CHECK(hoop_request_free(r) == HOOP_ERR_INVALID_ARGUMENT, "second free accepted");
     CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier");
     CHECK(sum == size * (size + 1) / 2, "freed request's result %d", sum);

@@ -23,9 +23,13 @@ static int g_rank = -1;
 
 static size_t Size(hoop_dtype_t d) {
   switch (d) {
-    case HOOP_U8: case HOOP_I8: case HOOP_BOOL: return 1;
-    case HOOP_F16: case HOOP_BF16: return 2;
-    case HOOP_I32: case HOOP_F32: return 4;
+    case HOOP_U8:
+    case HOOP_I8:
+    case HOOP_BOOL: return 1;
+    case HOOP_F16:
+    case HOOP_BF16: return 2;
+    case HOOP_I32:
+    case HOOP_F32: return 4;
     default: return 8;
   }
 }
@@ -51,7 +55,7 @@ static uint32_t Rand(void) {
 
 /* Every dtype, counts 0, 1, 7 and a large odd one, to the next rank (to itself alone). */
 static void Ring(hoop_comm_t comm, int rank, int size) {
-  static const hoop_dtype_t dtypes[] = {HOOP_U8, HOOP_I8, HOOP_I32, HOOP_I64, HOOP_F16,
+  static const hoop_dtype_t dtypes[] = {HOOP_U8,   HOOP_I8,  HOOP_I32, HOOP_I64, HOOP_F16,
                                         HOOP_BF16, HOOP_F32, HOOP_F64, HOOP_BOOL};
   static const size_t counts[] = {0, 1, 7, 300001};
   const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
@@ -103,7 +107,7 @@ static void Random(hoop_comm_t comm, int rank, int size) {
   unsigned char** got = calloc(M, sizeof(unsigned char*));
   for (int m = M - 1; m >= 0; --m) {
     if (dst[m] != rank) continue;
-    const size_t room = bytes[m] + (size_t)(m % 3);  /* longer receives are fine */
+    const size_t room = bytes[m] + (size_t)(m % 3); /* longer receives are fine */
     got[m] = malloc(room + 1);
     CHECK(hoop_irecv(comm, got[m], room, HOOP_U8, src[m], m, &info[m], &req[n++]) == HOOP_SUCCESS, "irecv %d", m);
   }
@@ -159,7 +163,7 @@ static void Order(hoop_comm_t comm, int rank, int size) {
     Fill(out[k], sizes[k], rank, next, 5000 + k);
     CHECK(hoop_isend(comm, out[k], sizes[k], HOOP_U8, next, 3, &req[k]) == HOOP_SUCCESS, "isend %d", k);
   }
-  CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier");  /* all of them arrive before any receive */
+  CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier"); /* all of them arrive before any receive */
   unsigned char* in = malloc(100001);
   for (int k = 0; k < K; ++k) {
     hoop_recv_info_t info;
@@ -177,10 +181,10 @@ static void Order(hoop_comm_t comm, int rank, int size) {
  * the refusals (too long, another dtype) worded as for any message. */
 static void Inline(hoop_comm_t comm, int rank, int size) {
   const int other = 1 - rank;
-  const int rounds = size >= 2 && rank <= 1 ? 300 : 0;  /* ranks 0 and 1; the others wait in the barriers */
+  const int rounds = size >= 2 && rank <= 1 ? 300 : 0; /* ranks 0 and 1; the others wait in the barriers */
   int32_t out[6], in[6];
   for (int round = 0; round < rounds; ++round) {
-    const size_t n = (size_t)(round % 7);  /* 0 to 6 i32: 0 to 24 bytes */
+    const size_t n = (size_t)(round % 7); /* 0 to 6 i32: 0 to 24 bytes */
     for (size_t i = 0; i < n; ++i) out[i] = round * 10 + (int)i + rank * 1000;
     for (int turn = 0; turn < 2; ++turn) {
       if (turn == rank) {
@@ -204,10 +208,12 @@ static void Inline(hoop_comm_t comm, int rank, int size) {
   CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "barrier");
   if (rank == 0 && rounds) {
     const int32_t x = 111, y = 222;
-    CHECK(hoop_send(comm, &x, 1, HOOP_I32, 1, 15) == HOOP_SUCCESS && hoop_send(comm, &y, 1, HOOP_I32, 1, 15) == HOOP_SUCCESS,
+    CHECK(hoop_send(comm, &x, 1, HOOP_I32, 1, 15) == HOOP_SUCCESS &&
+              hoop_send(comm, &y, 1, HOOP_I32, 1, 15) == HOOP_SUCCESS,
           "sends");
   } else if (rank == 1 && rounds) {
-    CHECK(hoop_recv(comm, &b, 1, HOOP_I32, 0, 15, NULL) == HOOP_SUCCESS && hoop_wait(first) == HOOP_SUCCESS, "receives");
+    CHECK(hoop_recv(comm, &b, 1, HOOP_I32, 0, 15, NULL) == HOOP_SUCCESS && hoop_wait(first) == HOOP_SUCCESS,
+          "receives");
     CHECK(a == 111 && b == 222, "posted ahead got %d, the blocking one %d", a, b);
   }
   /* Refused as any message is: too long for the receive, and another dtype. */
@@ -215,7 +221,8 @@ static void Inline(hoop_comm_t comm, int rank, int size) {
   if (rank == 0 && rounds) {
     const int32_t v[6] = {1, 2, 3, 4, 5, 6};
     const float f = 1.5f;
-    CHECK(hoop_send(comm, v, 6, HOOP_I32, 1, 16) == HOOP_SUCCESS && hoop_send(comm, &f, 1, HOOP_F32, 1, 17) == HOOP_SUCCESS,
+    CHECK(hoop_send(comm, v, 6, HOOP_I32, 1, 16) == HOOP_SUCCESS &&
+              hoop_send(comm, &f, 1, HOOP_F32, 1, 17) == HOOP_SUCCESS,
           "sends to be refused");
   } else if (rank == 1 && rounds) {
     CHECK(hoop_recv(comm, in, 5, HOOP_I32, 0, 16, NULL) == HOOP_ERR_INVALID_ARGUMENT, "short receive accepted");

@@ -20,7 +20,11 @@ static volatile sig_atomic_t g_got;
 static void Mine(int sig) { g_got = sig; }
 
 static int Check(const char* when) {
-  struct { int sig; void (*want)(int); const char* name; } expect[] = {
+  struct {
+    int sig;
+    void (*want)(int);
+    const char* name;
+  } expect[] = {
       {SIGINT, Mine, "SIGINT"}, {SIGTERM, Mine, "SIGTERM"}, {SIGHUP, SIG_IGN, "SIGHUP"}, {SIGQUIT, SIG_DFL, "SIGQUIT"}};
   for (size_t i = 0; i < sizeof expect / sizeof expect[0]; ++i) {
     struct sigaction sa;

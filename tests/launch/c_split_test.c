@@ -1,7 +1,8 @@
 /* Sub-communicators from C, including only <hoop/hoop.h>: halves running different collectives
  * at the same time (allreduce in one, allgather in the other, then swapped), checked against a
  * reference at counts 0, 1, 7 and a large odd one; pairs ordered by a reversed key (broadcast in
- * some and allreduce in others at the same time, then point-to-point inside each pair); a dup whose messages never meet the parent's; a split of a
+ * some and allreduce in others at the same time, then point-to-point inside each pair); a dup whose messages never
+ * meet the parent's; a split of a
  * split; HOOP_UNDEFINED; 300 dups made and freed (more than the 255 ids, so ids are reused);
  * bad calls (a negative color on one rank fails every rank; NULL newcomm; a freed handle).
  * Mode "missing": one rank calls a barrier where the others split: every rank gets an error,
@@ -94,8 +95,10 @@ static void Halves(hoop_comm_t world, int rank, int size) {
   CHECK(hoop_local_rank(half, &lr) == HOOP_SUCCESS && hoop_local_size(half, &ls) == HOOP_SUCCESS, "local");
   CHECK(lr == rank - first && ls == n, "one host: local rank %d of %d", lr, ls);
   for (int round = 0; round < 2; ++round) {
-    if ((color + round) % 2 == 0) GroupAllreduce(half, first, n);
-    else GroupAllgather(half, first, n);
+    if ((color + round) % 2 == 0)
+      GroupAllreduce(half, first, n);
+    else
+      GroupAllgather(half, first, n);
   }
   /* A split of the split: by parity inside the half. */
   hoop_comm_t quarter = NULL;

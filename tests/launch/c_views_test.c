@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     if (g_rank % 2 == 0) {
       hoop_request_t req;
       CHECK(hoop_iallreduce(dup, a, a, n, HOOP_F32, HOOP_SUM, &req) == HOOP_SUCCESS, "iallreduce on the dup");
-      struct timespec t = {0, 50 * 1000 * 1000};  /* its first messages go out ahead of the world's */
+      struct timespec t = {0, 50 * 1000 * 1000}; /* its first messages go out ahead of the world's */
       nanosleep(&t, NULL);
       CHECK(hoop_allreduce(world, b, b, n, HOOP_F32, HOOP_SUM) == HOOP_SUCCESS, "allreduce on the world");
       CHECK(hoop_wait(req) == HOOP_SUCCESS, "wait for the dup's");

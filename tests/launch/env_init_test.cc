@@ -51,8 +51,10 @@ TEST_CASE("C API with Slurm's variables and a file store", "[env]") {
     ranks.emplace_back([&, k] {
       ProcOptions o;
       o.timeout_s = 60;
-      o.env = {{"SLURM_PROCID", std::to_string(k)}, {"SLURM_NTASKS", std::to_string(n)},
-               {"SLURM_LOCALID", std::to_string(k)}, {"HOOP_STORE", std::string("file://") + dir}};
+      o.env = {{"SLURM_PROCID", std::to_string(k)},
+               {"SLURM_NTASKS", std::to_string(n)},
+               {"SLURM_LOCALID", std::to_string(k)},
+               {"HOOP_STORE", std::string("file://") + dir}};
       o.unset = {"HOOP_RANK", "HOOP_SIZE", "OMPI_COMM_WORLD_RANK"};
       results[static_cast<size_t>(k)] = RunProc({Bin("hoop-c-api-test")}, o);
     });
@@ -61,7 +63,8 @@ TEST_CASE("C API with Slurm's variables and a file store", "[env]") {
   for (int k = 0; k < n; ++k) {
     INFO(results[static_cast<size_t>(k)].output);
     CHECK(results[static_cast<size_t>(k)].exit_code == 0);
-    CHECK(results[static_cast<size_t>(k)].output.find("c-api ok rank " + std::to_string(k) + " of 3") != std::string::npos);
+    CHECK(results[static_cast<size_t>(k)].output.find("c-api ok rank " + std::to_string(k) + " of 3") !=
+          std::string::npos);
   }
   // A job that ends cleanly leaves nothing behind.
   CHECK(::access(dir, F_OK) != 0);
@@ -69,8 +72,7 @@ TEST_CASE("C API with Slurm's variables and a file store", "[env]") {
   CHECK(std::system(cmd.c_str()) == 0);
 }
 
-TEST_CASE("a job launched by hand (HOOP_RANK, HOOP_SIZE, HOOP_STORE=tcp://) runs: rank 0 serves the store",
-          "[env]") {
+TEST_CASE("a job launched by hand (HOOP_RANK, HOOP_SIZE, HOOP_STORE=tcp://) runs: rank 0 serves the store", "[env]") {
   // Two shells, no launcher: what hoop's message for a missing HOOP_STORE suggests.
   const std::string store = "tcp://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   const int n = 2;
@@ -89,7 +91,8 @@ TEST_CASE("a job launched by hand (HOOP_RANK, HOOP_SIZE, HOOP_STORE=tcp://) runs
   for (int k = 0; k < n; ++k) {
     INFO(results[static_cast<size_t>(k)].output);
     CHECK(results[static_cast<size_t>(k)].exit_code == 0);
-    CHECK(results[static_cast<size_t>(k)].output.find("c-api ok rank " + std::to_string(k) + " of 2") != std::string::npos);
+    CHECK(results[static_cast<size_t>(k)].output.find("c-api ok rank " + std::to_string(k) + " of 2") !=
+          std::string::npos);
     CHECK(results[static_cast<size_t>(k)].seconds < 30);
   }
   // Rank 1 alone: within seconds it says who should serve the store, then waits on (HOOP_TIMEOUT).
@@ -114,9 +117,12 @@ TEST_CASE("a file store directory that holds another job's entries is refused, n
       if (only >= 0 && k != only) continue;
       ranks.emplace_back([&, k] {
         ProcOptions o = Within(30);
-        o.env = {{"SLURM_PROCID", std::to_string(k)}, {"SLURM_NTASKS", std::to_string(n)},
-                 {"SLURM_LOCALID", std::to_string(k)}, {"HOOP_STORE", std::string("file://") + dir},
-                 {"HOOP_JOB_TOKEN", token}, {"HOOP_TIMEOUT", "2"}};
+        o.env = {{"SLURM_PROCID", std::to_string(k)},
+                 {"SLURM_NTASKS", std::to_string(n)},
+                 {"SLURM_LOCALID", std::to_string(k)},
+                 {"HOOP_STORE", std::string("file://") + dir},
+                 {"HOOP_JOB_TOKEN", token},
+                 {"HOOP_TIMEOUT", "2"}};
         o.unset = {"HOOP_RANK", "HOOP_SIZE", "OMPI_COMM_WORLD_RANK"};
         results[static_cast<size_t>(k)] = RunProc({Bin("hoop-c-api-test")}, o);
       });
@@ -133,7 +139,8 @@ TEST_CASE("a file store directory that holds another job's entries is refused, n
     INFO(r.output);
     CHECK(r.exit_code != 0);
     CHECK(r.seconds < 2);
-    CHECK(r.output.find(std::string("file store ") + dir + " holds another job's entries (written with another "
+    CHECK(r.output.find(std::string("file store ") + dir +
+                        " holds another job's entries (written with another "
                         "HOOP_JOB_TOKEN); give every job a fresh directory, or empty this one") != std::string::npos);
   }
   // The same token: rank 0's entries are a process's that has exited.

@@ -27,17 +27,19 @@ TEST_CASE("the tensor fusion C API under hooprun and mpirun", "[fusion][env]") {
   auto r = RunUnderMpirun(3, {Bin("hoop-c-fusion-test")}, 90);
   INFO(r.output);
   CHECK(r.exit_code == 0);
-  for (int k = 0; k < 3; ++k) CHECK(r.output.find("c-fusion ok rank " + std::to_string(k) + " of 3") != std::string::npos);
+  for (int k = 0; k < 3; ++k)
+    CHECK(r.output.find("c-fusion ok rank " + std::to_string(k) + " of 3") != std::string::npos);
 }
 
 TEST_CASE("hoop-perf fusion measures fused, single and unfused, and writes JSON", "[fusion][perf]") {
   std::string json = "/tmp/hoop-perf-fusion-" + std::to_string(::getpid()) + ".json";
-  auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "fusion", "--tensors", "200", "--bytes", "1K", "-n", "3",
-                    "-w", "2", "-R", "2", "--json", json},
+  auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "fusion", "--tensors", "200", "--bytes", "1K", "-n",
+                    "3", "-w", "2", "-R", "2", "--json", json},
                    Within(120));
   INFO(r.output);
   CHECK(r.exit_code == 0);
-  CHECK(r.output.find("hoop-perf fusion: 3 ranks over shm, 200 tensors x 1K (f32 sum), cycle 1 ms, fusion threshold 64M") !=
+  CHECK(r.output.find(
+            "hoop-perf fusion: 3 ranks over shm, 200 tensors x 1K (f32 sum), cycle 1 ms, fusion threshold 64M") !=
         std::string::npos);
   CHECK(r.output.find("# median: fused ") != std::string::npos);
   CHECK(r.output.find("wrong 0") != std::string::npos);

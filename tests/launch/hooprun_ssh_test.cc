@@ -34,10 +34,10 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-#define SKIP_WITHOUT(hosts)                            \
-  if (!(hosts).ok()) {                                 \
+#define SKIP_WITHOUT(hosts)                             \
+  if (!(hosts).ok()) {                                  \
     WARN("SKIPPED: ssh test hosts: " << (hosts).why()); \
-    return;                                            \
+    return;                                             \
   }
 
 }  // namespace
@@ -46,12 +46,12 @@ TEST_CASE("hooprun -H over ssh: 2 hosts x 2 ranks, every collective checked, pla
   SshHosts h(2);
   SKIP_WITHOUT(h);
   const std::string hosts = h.name(0) + ":2," + h.address(1) + ":2";
-  auto places = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "60", "-x", "HOOP_TEST_X=forwarded", "--wdir", h.dir(),
-                                    "/bin/sh", "-c",
-                                    "echo rank=$HOOP_RANK/$HOOP_SIZE local=$HOOP_LOCAL_RANK/$HOOP_LOCAL_SIZE "
-                                    "cross=$HOOP_CROSS_RANK/$HOOP_CROSS_SIZE host=$(hostname); "
-                                    "echo x=$HOOP_TEST_X in=$(pwd) store=$HOOP_STORE"}),
-                        Within(60));
+  auto places = RunProc(
+      Hooprun(h, {"-H", hosts, "--timeout", "60", "-x", "HOOP_TEST_X=forwarded", "--wdir", h.dir(), "/bin/sh", "-c",
+                  "echo rank=$HOOP_RANK/$HOOP_SIZE local=$HOOP_LOCAL_RANK/$HOOP_LOCAL_SIZE "
+                  "cross=$HOOP_CROSS_RANK/$HOOP_CROSS_SIZE host=$(hostname); "
+                  "echo x=$HOOP_TEST_X in=$(pwd) store=$HOOP_STORE"}),
+      Within(60));
   INFO(places.output);
   CHECK(places.exit_code == 0);
   // -x reaches every rank, --wdir is every rank's folder, and the store is on host 0's address.
@@ -60,17 +60,19 @@ TEST_CASE("hooprun -H over ssh: 2 hosts x 2 ranks, every collective checked, pla
     CHECK(places.output.find("[" + host + ":" + std::to_string(r) + "] x=forwarded in=" + h.dir() + " store=tcp://" +
                              h.address(0) + ":") != std::string::npos);
   }
-  CHECK(places.output.find("[" + h.name(0) + ":0] rank=0/4 local=0/2 cross=0/2 host=" + h.name(0)) != std::string::npos);
-  CHECK(places.output.find("[" + h.name(0) + ":1] rank=1/4 local=1/2 cross=0/2 host=" + h.name(0)) != std::string::npos);
+  CHECK(places.output.find("[" + h.name(0) + ":0] rank=0/4 local=0/2 cross=0/2 host=" + h.name(0)) !=
+        std::string::npos);
+  CHECK(places.output.find("[" + h.name(0) + ":1] rank=1/4 local=1/2 cross=0/2 host=" + h.name(0)) !=
+        std::string::npos);
   CHECK(places.output.find("[" + h.address(1) + ":2] rank=2/4 local=0/2 cross=1/2 host=" + h.name(1)) !=
         std::string::npos);
   CHECK(places.output.find("[" + h.address(1) + ":3] rank=3/4 local=1/2 cross=1/2 host=" + h.name(1)) !=
         std::string::npos);
   // Every collective, dtype and op against its reference, shm inside each host, a network back
   // end across.
-  auto matrix = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "150", "-x", "HOOP_TIMEOUT=60", Bin("hoop-test-rank"),
-                                    "matrix"}),
-                        Within(180));
+  auto matrix =
+      RunProc(Hooprun(h, {"-H", hosts, "--timeout", "150", "-x", "HOOP_TIMEOUT=60", Bin("hoop-test-rank"), "matrix"}),
+              Within(180));
   INFO(matrix.output);
   CHECK(matrix.exit_code == 0);
   for (int r = 0; r < 4; ++r)
@@ -82,7 +84,9 @@ TEST_CASE("hooprun --hostfile over ssh: 3 hosts x 2 ranks, --map-by node, every 
   SshHosts h(3);
   SKIP_WITHOUT(h);
   const std::string file = h.dir() + "/hosts";
-  std::ofstream(file) << "# the test's hosts\n" << h.name(0) << " slots=2\n" << h.address(1) << " slots=2\n"
+  std::ofstream(file) << "# the test's hosts\n"
+                      << h.name(0) << " slots=2\n"
+                      << h.address(1) << " slots=2\n"
                       << h.address(2) << " slots=2  # the last\n";
   const std::string out = h.dir() + "/out";
   // Every collective, hierarchical allreduce over interleaved hosts included.
@@ -123,8 +127,8 @@ TEST_CASE("hooprun over ssh: a remote rank killed, a host lost, Ctrl-C - the job
       std::this_thread::sleep_for(std::chrono::seconds(3));
       h.KillHost(1);
     });
-    auto r = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "60", Bin("hoop-test-rank"), "idle", "40", marker}),
-                     Within(90));
+    auto r =
+        RunProc(Hooprun(h, {"-H", hosts, "--timeout", "60", Bin("hoop-test-rank"), "idle", "40", marker}), Within(90));
     killer.join();
     INFO(r.output);
     CHECK(r.exit_code == 255);
@@ -136,8 +140,8 @@ TEST_CASE("hooprun over ssh: a remote rank killed, a host lost, Ctrl-C - the job
   }
   SECTION("--timeout") {
     std::string marker = NewMarker();
-    auto r = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "3", Bin("hoop-test-rank"), "idle", "40", marker}),
-                     Within(60));
+    auto r =
+        RunProc(Hooprun(h, {"-H", hosts, "--timeout", "3", Bin("hoop-test-rank"), "idle", "40", marker}), Within(60));
     INFO(r.output);
     CHECK(r.exit_code == 124);
     CHECK(r.seconds < 15);
@@ -179,10 +183,10 @@ TEST_CASE("hooprun over ssh refuses what it cannot reach or run, naming the host
   CHECK(missing.exit_code == 127);
   CHECK(missing.output.find("hooprun: host " + h.address(1) + ": /nonexistent/prog-" + marker +
                             ": No such file or directory; stopped the other ranks") != std::string::npos);
-  auto bad_port = RunProc(Hooprun(h, {"-H", h.address(1) + ":1", "-p", "2222", "--start-timeout", "4", "/bin/true"}),
-                          Within(60));
+  auto bad_port =
+      RunProc(Hooprun(h, {"-H", h.address(1) + ":1", "-p", "2222", "--start-timeout", "4", "/bin/true"}), Within(60));
   INFO(bad_port.output);
   CHECK(bad_port.exit_code == 1);
-  CHECK(bad_port.output.find(h.address(1) + ": ssh: connect to host " + h.address(1) + " port 2222: Connection refused") !=
-        std::string::npos);
+  CHECK(bad_port.output.find(h.address(1) + ": ssh: connect to host " + h.address(1) +
+                             " port 2222: Connection refused") != std::string::npos);
 }

@@ -37,8 +37,8 @@ TEST_CASE("hooprun --help and argument errors", "[hooprun]") {
   auto wait = RunProc({Bin("hooprun"), "-np", "1", "--start-timeout", "-1", "/bin/true"});
   CHECK(wait.exit_code == 2);
   CHECK(wait.output.find("--start-timeout '-1': expected a positive number of seconds") != std::string::npos);
-  auto store = RunProc({Bin("hooprun"), "-np", "1", "--store-address", "10.0.0.1", "--network-interface", "eth0",
-                        "/bin/true"});
+  auto store =
+      RunProc({Bin("hooprun"), "-np", "1", "--store-address", "10.0.0.1", "--network-interface", "eth0", "/bin/true"});
   CHECK(store.exit_code == 2);
   CHECK(store.output.find("--store-address and --network-interface: give one of them") != std::string::npos);
 }
@@ -74,8 +74,8 @@ TEST_CASE("a program that cannot run is found once, before any rank starts, with
 }
 
 TEST_CASE("every tool says its version", "[hooprun]") {
-  for (const char* tool : {"hooprun", "hoop-perf", "hoop-info", "hoop-train", "kernel-bench", "hoop-bench-device",
-                           "hoop-parallelize"}) {
+  for (const char* tool :
+       {"hooprun", "hoop-perf", "hoop-info", "hoop-train", "kernel-bench", "hoop-bench-device", "hoop-parallelize"}) {
     if (::access(Bin(tool).c_str(), X_OK) != 0) continue;  // not built here (no trainer, no Python package)
     auto v = RunProc({Bin(tool), "--version"}, Within(60));
     INFO(tool << ": " << v.output);
@@ -127,8 +127,8 @@ TEST_CASE("horovodrun's tensor fusion flags set the variables for every rank, ch
   CHECK(mb.output.find("--fusion-threshold-mb 'lots': expected megabytes in [0, 4096]") != std::string::npos);
   // horovodrun's and mpirun's habits: levels in capitals, WARNING, TRACE; --allow-run-as-root.
   for (const char* level : {"DEBUG", "WARNING", "TRACE", "Info"}) {
-    auto l = RunProc({Bin("hooprun"), "-np", "1", "--log-level", level, "--allow-run-as-root",
-                      Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "8", "-R", "1"},
+    auto l = RunProc({Bin("hooprun"), "-np", "1", "--log-level", level, "--allow-run-as-root", Bin("hoop-perf"),
+                      "allreduce", "-b", "8", "-e", "8", "-R", "1"},
                      Within(60));
     INFO(level << ": " << l.output);
     CHECK(l.exit_code == 0);
@@ -160,9 +160,9 @@ TEST_CASE("hooprun gives every rank its environment and prefixes its output", "[
 
 TEST_CASE("hooprun stops the job when a rank fails and says which", "[hooprun]") {
   std::string marker = NewMarker();
-  auto r = RunProc({Bin("hooprun"), "-np", "4", "/bin/sh", "-c",
-                    "if [ $HOOP_RANK = 1 ]; then exit 3; fi; sleep 60; : " + marker},
-                   Within(30));
+  auto r = RunProc(
+      {Bin("hooprun"), "-np", "4", "/bin/sh", "-c", "if [ $HOOP_RANK = 1 ]; then exit 3; fi; sleep 60; : " + marker},
+      Within(30));
   INFO(r.output);
   CHECK(r.exit_code == 3);
   CHECK(r.seconds < 10);
@@ -198,15 +198,16 @@ TEST_CASE("hooprun --enable-recovery: a failed rank is reported and the others g
   CHECK(r.output.find("exited with code 3; the other ranks go on (--enable-recovery)") != std::string::npos);
   CHECK(r.output.find("exited with code 3; the other ranks went on (--enable-recovery)") != std::string::npos);
   // Ctrl-C still stops them all.
-  auto c = RunProc({Bin("hooprun"), "-np", "2", "--enable-recovery", "/bin/sh", "-c", "sleep 60"}, SignalAfter(SIGINT, 1, 30));
+  auto c = RunProc({Bin("hooprun"), "-np", "2", "--enable-recovery", "/bin/sh", "-c", "sleep 60"},
+                   SignalAfter(SIGINT, 1, 30));
   CHECK(c.exit_code == 130);
   CHECK(c.seconds < 15);
 }
 
 TEST_CASE("hooprun --timeout stops a job that runs too long", "[hooprun]") {
   std::string marker = NewMarker();
-  auto r = RunProc({Bin("hooprun"), "-np", "2", "--timeout", "1", "/bin/sh", "-c", "sleep 60; : " + marker},
-                   Within(30));
+  auto r =
+      RunProc({Bin("hooprun"), "-np", "2", "--timeout", "1", "/bin/sh", "-c", "sleep 60; : " + marker}, Within(30));
   INFO(r.output);
   CHECK(r.exit_code == 124);
   CHECK(r.seconds < 3);  // SIGTERM at the timeout itself, not after a grace period
@@ -251,8 +252,8 @@ TEST_CASE("ranks started through a wrapper script do not outlive a hooprun that 
   // SIGKILL took the shell (PR_SET_PDEATHSIG) and left the program running.
   std::string marker = NewMarker();
   ProcOptions o = SignalAfter(SIGKILL, 1.0, 30);
-  auto r = RunProc({Bin("hooprun"), "-np", "3", "/bin/sh", "-c", Bin("hoop-test-rank") + " idle 60 " + marker + "; true"},
-                   o);
+  auto r = RunProc(
+      {Bin("hooprun"), "-np", "3", "/bin/sh", "-c", Bin("hoop-test-rank") + " idle 60 " + marker + "; true"}, o);
   CHECK(r.signal == SIGKILL);
   CHECK(WaitGone(marker, 5) == 0);
 }
@@ -315,8 +316,9 @@ TEST_CASE("hooprun out of file descriptors sheds store connections instead of sp
   std::string marker = NewMarker();
   ProcOptions o = Within(60);
   o.env["HOOP_TRANSPORT"] = "tcp";
-  auto r = RunProc({"/usr/bin/prlimit", "--nofile=40:4096", Bin("hooprun"), "-np", "2", Bin("hoop-test-rank"),
-                    "fd_flood", marker}, o);
+  auto r = RunProc(
+      {"/usr/bin/prlimit", "--nofile=40:4096", Bin("hooprun"), "-np", "2", Bin("hoop-test-rank"), "fd_flood", marker},
+      o);
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("rank 0: fd_flood ok") != std::string::npos);
@@ -328,8 +330,9 @@ TEST_CASE("hooprun out of file descriptors sheds store connections instead of sp
 // its default, every rank gets its local and cross rank, and what cannot be run is refused before
 // anything starts, naming the host or the file's line.
 TEST_CASE("hooprun -H and --hostfile on this host: slots, -np, the ranks' places, refusals", "[hooprun][hosts]") {
-  const std::string show = "echo rank=$HOOP_RANK/$HOOP_SIZE local=$HOOP_LOCAL_RANK/$HOOP_LOCAL_SIZE "
-                           "cross=$HOOP_CROSS_RANK/$HOOP_CROSS_SIZE";
+  const std::string show =
+      "echo rank=$HOOP_RANK/$HOOP_SIZE local=$HOOP_LOCAL_RANK/$HOOP_LOCAL_SIZE "
+      "cross=$HOOP_CROSS_RANK/$HOOP_CROSS_SIZE";
   auto three = RunProc({Bin("hooprun"), "-H", "localhost:3", "sh", "-c", show}, Within(60));
   INFO(three.output);
   CHECK(three.exit_code == 0);
@@ -356,8 +359,8 @@ TEST_CASE("hooprun -H and --hostfile on this host: slots, -np, the ranks' places
   CHECK(missing.exit_code == 2);
   CHECK(missing.output.find("--hostfile " + file + ": cannot read it") != std::string::npos);
   // Another host is reached over ssh first: one that cannot be is named, with ssh's words.
-  auto remote = RunProc({Bin("hooprun"), "-H", "localhost:1,far-away-host.invalid:2", "--start-timeout", "10",
-                         "/bin/true"}, Within(30));
+  auto remote = RunProc(
+      {Bin("hooprun"), "-H", "localhost:1,far-away-host.invalid:2", "--start-timeout", "10", "/bin/true"}, Within(30));
   CHECK(remote.exit_code == 1);
   CHECK(remote.output.find("hooprun: cannot reach every host over ssh") == 0);
   CHECK(remote.output.find("far-away-host.invalid: ssh: Could not resolve hostname far-away-host.invalid") !=
@@ -392,7 +395,8 @@ TEST_CASE("hooprun binds ranks and says where; hoop-info --topology", "[hooprun]
     CHECK((def.output.find("hooprun: rank 1 bound to numa: cpus ") != std::string::npos ||
            def.output.find("hooprun: rank 1 bound to socket: cpus ") != std::string::npos));
   }
-  auto two = RunProc({Bin("hooprun"), "-np", "2", "--bind-to", "core", "--report-bindings", "sh", "-c", show}, Within(60));
+  auto two =
+      RunProc({Bin("hooprun"), "-np", "2", "--bind-to", "core", "--report-bindings", "sh", "-c", show}, Within(60));
   INFO(two.output);
   CHECK(two.exit_code == 0);
   if (cores >= 2) {  // a core each, rank i on core i
@@ -403,7 +407,8 @@ TEST_CASE("hooprun binds ranks and says where; hoop-info --topology", "[hooprun]
     CHECK(line0 != line1);
     CHECK(line0.find('-') == std::string::npos);  // one core's processors (one per core here)
   }
-  auto none = RunProc({Bin("hooprun"), "-np", "2", "--bind-to", "none", "--report-bindings", "sh", "-c", show}, Within(60));
+  auto none =
+      RunProc({Bin("hooprun"), "-np", "2", "--bind-to", "none", "--report-bindings", "sh", "-c", show}, Within(60));
   CHECK(none.exit_code == 0);
   CHECK(none.output.find("hooprun: rank 1 not bound (--bind-to none)") == std::string::npos);  // none: nothing to say
   const std::string all = LineOf(none.output, "[0] Cpus_allowed_list:");
@@ -412,9 +417,10 @@ TEST_CASE("hooprun binds ranks and says where; hoop-info --topology", "[hooprun]
   CHECK(all.substr(4) == all1.substr(std::min<size_t>(4, all1.size())));  // the same set, past "[r] "
   auto over = RunProc({Bin("hooprun"), "-np", std::to_string(cores + 1), "--bind-to", "core", "/bin/true"}, Within(30));
   CHECK(over.exit_code == 2);
-  CHECK(over.output.find("--bind-to core: " + std::to_string(cores + 1) + " ranks on this host's") != std::string::npos);
-  auto hw = RunProc({Bin("hooprun"), "-np", "2", "--bind-to", "hwthread", "--report-bindings", "sh", "-c", show},
-                    Within(60));
+  CHECK(over.output.find("--bind-to core: " + std::to_string(cores + 1) + " ranks on this host's") !=
+        std::string::npos);
+  auto hw =
+      RunProc({Bin("hooprun"), "-np", "2", "--bind-to", "hwthread", "--report-bindings", "sh", "-c", show}, Within(60));
   INFO(hw.output);
   CHECK(hw.exit_code == 0);
   if (cores >= 2) {  // one hardware thread each

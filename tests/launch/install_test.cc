@@ -49,8 +49,7 @@ void RunsUnderInstalledHooprun(const fs::path& prefix, const fs::path& program, 
   auto r = RunProc({(prefix / "bin" / "hooprun").string(), "-np", "3", program.string()}, Within(60));
   INFO(r.output);
   CHECK(r.exit_code == 0);
-  for (int k = 0; k < 3; ++k)
-    CHECK(r.output.find(tag + " rank " + std::to_string(k) + " of 3: ") != std::string::npos);
+  for (int k = 0; k < 3; ++k) CHECK(r.output.find(tag + " rank " + std::to_string(k) + " of 3: ") != std::string::npos);
   CHECK(r.output.find("WRONG") == std::string::npos);
 }
 
@@ -63,10 +62,10 @@ TEST_CASE("the installed package builds C and C++ programs with CMake and pkg-co
   auto inst = RunProc({"/usr/bin/cmake", "--install", HOOP_BUILD_DIR, "--prefix", prefix.string()}, Within(120));
   INFO(inst.output);
   REQUIRE(inst.exit_code == 0);
-  for (const char* f : {"include/hoop/hoop.h", "include/hoop/hoop.hpp", "lib/libhoop.so", "lib/libhoop_signals.so.0", "bin/hooprun",
-                        "bin/hoop-perf", "bin/hoop-info", "lib/cmake/hoop/hoopConfig.cmake",
-                        "lib/cmake/hoop/hoopConfigVersion.cmake", "lib/cmake/hoop/hoopTargets.cmake",
-                        "lib/pkgconfig/hoop.pc"})
+  for (const char* f :
+       {"include/hoop/hoop.h", "include/hoop/hoop.hpp", "lib/libhoop.so", "lib/libhoop_signals.so.0", "bin/hooprun",
+        "bin/hoop-perf", "bin/hoop-info", "lib/cmake/hoop/hoopConfig.cmake", "lib/cmake/hoop/hoopConfigVersion.cmake",
+        "lib/cmake/hoop/hoopTargets.cmake", "lib/pkgconfig/hoop.pc"})
     CHECK(fs::exists(prefix / f));
   // The installed tools run from the prefix alone.
   auto info = Sh((prefix / "bin" / "hoop-info").string() + " --version", 30);
@@ -93,11 +92,12 @@ TEST_CASE("the installed package builds C and C++ programs with CMake and pkg-co
     CHECK(old.exit_code != 0);
     CHECK(old.output.find("hoop") != std::string::npos);
     // A C-only project links hoop::hoop too: the C++20 it carries is for C++ sources alone.
-    auto c_only = Sh("mkdir -p " + (tmp.path / "c").string() + " && cd " + (tmp.path / "c").string() +
-                         " && cp " + src + "/consumer.c . && printf 'cmake_minimum_required(VERSION 3.16)\nproject(c C)\n"
+    auto c_only = Sh("mkdir -p " + (tmp.path / "c").string() + " && cd " + (tmp.path / "c").string() + " && cp " + src +
+                         "/consumer.c . && printf 'cmake_minimum_required(VERSION 3.16)\nproject(c C)\n"
                          "find_package(hoop 0.1 REQUIRED)\nadd_executable(c consumer.c)\n"
                          "target_link_libraries(c PRIVATE hoop::hoop)\n' > CMakeLists.txt && cmake -S . -B b "
-                         "-DCMAKE_PREFIX_PATH=" + prefix.string() + " && cmake --build b",
+                         "-DCMAKE_PREFIX_PATH=" +
+                         prefix.string() + " && cmake --build b",
                      120);
     INFO(c_only.output);
     CHECK(c_only.exit_code == 0);

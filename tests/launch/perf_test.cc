@@ -54,8 +54,29 @@ std::string Slurp(const std::string& path) {
 TEST_CASE("hoop-perf allreduce sweep is correct at every size, ring, tree and doubling", "[perf]") {
   for (const char* algo : {"ring", "tree", "doubling"}) {
     DYNAMIC_SECTION(algo) {
-      auto r = RunProc({Bin("hooprun"), "-np", "4", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "16M", "-f", "4",
-                        "-c", "1", "-n", "3", "-w", "1", "-R", "1", "--algo", algo, "--place", "out"},
+      auto r = RunProc({Bin("hooprun"),
+                        "-np",
+                        "4",
+                        Bin("hoop-perf"),
+                        "allreduce",
+                        "-b",
+                        "8",
+                        "-e",
+                        "16M",
+                        "-f",
+                        "4",
+                        "-c",
+                        "1",
+                        "-n",
+                        "3",
+                        "-w",
+                        "1",
+                        "-R",
+                        "1",
+                        "--algo",
+                        algo,
+                        "--place",
+                        "out"},
                        Within(180));
       INFO(r.output);
       CHECK(r.exit_code == 0);
@@ -72,8 +93,27 @@ TEST_CASE("the acceptance sweep is correct over every back end", "[perf][transpo
       ProcOptions o;
       o.env = b.env;
       o.timeout_s = 180;
-      auto r = RunProc({Bin("hooprun"), "-np", "4", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "16M", "-f", "4",
-                        "-c", "1", "-n", "3", "-w", "1", "-R", "1", "--place", "out"},
+      auto r = RunProc({Bin("hooprun"),
+                        "-np",
+                        "4",
+                        Bin("hoop-perf"),
+                        "allreduce",
+                        "-b",
+                        "8",
+                        "-e",
+                        "16M",
+                        "-f",
+                        "4",
+                        "-c",
+                        "1",
+                        "-n",
+                        "3",
+                        "-w",
+                        "1",
+                        "-R",
+                        "1",
+                        "--place",
+                        "out"},
                        o);
       INFO(r.output);
       CHECK(r.exit_code == 0);
@@ -92,8 +132,27 @@ TEST_CASE("8 ranks on 2 cores over shm: a 16 MiB sweep finishes and is correct",
   ProcOptions o;
   o.env = {{"HOOP_TRANSPORT", "shm"}};
   o.timeout_s = 240;
-  auto r = RunProc({Bin("hooprun"), "-np", "8", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "16M", "-f", "4",
-                    "-c", "1", "-n", "3", "-w", "1", "-R", "1", "--place", "out"},
+  auto r = RunProc({Bin("hooprun"),
+                    "-np",
+                    "8",
+                    Bin("hoop-perf"),
+                    "allreduce",
+                    "-b",
+                    "8",
+                    "-e",
+                    "16M",
+                    "-f",
+                    "4",
+                    "-c",
+                    "1",
+                    "-n",
+                    "3",
+                    "-w",
+                    "1",
+                    "-R",
+                    "1",
+                    "--place",
+                    "out"},
                    o);
   INFO(r.output);
   CHECK_FALSE(r.timed_out);
@@ -112,8 +171,33 @@ TEST_CASE("hoop-perf checks every collective in and out of place, and writes JSO
       const bool rooted = c == "broadcast" || c == "reduce" || c == "gather" || c == "scatter";
       const bool reduces = c == "allreduce" || c == "reduce_scatter" || c == "reduce" || c == "reduce_scatterv";
       const std::string root = c == "broadcast" ? "0" : "2";  // the last rank: not where rank 0 reports from
-      auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), coll, "-b", "1K", "-e", "1M", "-f", "32",
-                        "-n", "2", "-w", "1", "-R", "2", "-d", "bf16", "-o", "max", "-r", root, "--json", json, "-F", csv},
+      auto r = RunProc({Bin("hooprun"),
+                        "-np",
+                        "3",
+                        Bin("hoop-perf"),
+                        coll,
+                        "-b",
+                        "1K",
+                        "-e",
+                        "1M",
+                        "-f",
+                        "32",
+                        "-n",
+                        "2",
+                        "-w",
+                        "1",
+                        "-R",
+                        "2",
+                        "-d",
+                        "bf16",
+                        "-o",
+                        "max",
+                        "-r",
+                        root,
+                        "--json",
+                        json,
+                        "-F",
+                        csv},
                        Within(120));
       INFO(r.output);
       CHECK(r.exit_code == 0);
@@ -152,7 +236,7 @@ TEST_CASE("hoop-perf checks every collective in and out of place, and writes JSO
         std::istringstream ls(line);
         for (std::string c; std::getline(ls, c, ',');) cells.push_back(c);
         REQUIRE(cells.size() == 19);
-        CHECK(cells[17] == "0");  // wrong
+        CHECK(cells[17] == "0");                     // wrong
         CHECK(cells[18] == (rooted ? root : "-1"));  // root
       }
       CHECK(lines == 6);
@@ -163,7 +247,8 @@ TEST_CASE("hoop-perf checks every collective in and out of place, and writes JSO
 }
 
 TEST_CASE("hoop-perf barrier, --transport picks the back end, sizes scale the iterations", "[perf]") {
-  auto b = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "barrier", "--transport", "tcp", "-R", "1"}, Within(60));
+  auto b =
+      RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "barrier", "--transport", "tcp", "-R", "1"}, Within(60));
   INFO(b.output);
   CHECK(b.exit_code == 0);
   CHECK(b.output.find("hoop-perf (hoop) " HOOP_VERSION_STRING ": barrier, 3 ranks") != std::string::npos);
@@ -202,9 +287,8 @@ TEST_CASE("hoop-perf under OpenMPI's mpirun", "[perf][env]") {
     WARN("SKIPPED: /usr/bin/mpirun not installed (scripts/setup.sh installs openmpi-bin)");
     return;
   }
-  auto r = RunUnderMpirun(3, {Bin("hoop-perf"), "allreduce", "-b", "1K", "-e", "1M", "-f", "32", "-c", "1", "-n", "3",
-                              "-R", "1"},
-                          90);
+  auto r = RunUnderMpirun(
+      3, {Bin("hoop-perf"), "allreduce", "-b", "1K", "-e", "1M", "-f", "32", "-c", "1", "-n", "3", "-R", "1"}, 90);
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find(": allreduce, 3 ranks") != std::string::npos);
@@ -240,8 +324,9 @@ TEST_CASE("hoop-perf --help and bad options", "[perf]") {
   CHECK(zold.output.find("-z 'fp16': expected 0 or 1") != std::string::npos);
   auto g = RunProc({Bin("hoop-perf"), "allreduce", "-g", "4"});
   CHECK(g.exit_code == 2);
-  CHECK(g.output.find("-g '4': hoop-perf runs one rank per process; start 4 ranks with 'hooprun -np 4 hoop-perf ...'") !=
-        std::string::npos);
+  CHECK(
+      g.output.find("-g '4': hoop-perf runs one rank per process; start 4 ranks with 'hooprun -np 4 hoop-perf ...'") !=
+      std::string::npos);
   auto th = RunProc({Bin("hoop-perf"), "allreduce", "-t", "2"});
   CHECK(th.exit_code == 2);
   CHECK(th.output.find("'hooprun -np 2 hoop-perf ...'") != std::string::npos);
@@ -253,16 +338,39 @@ TEST_CASE("hoop-perf --help and bad options", "[perf]") {
   auto both = RunProc({Bin("hoop-perf"), "allreduce", "-i", "1K", "-f", "4"});
   CHECK(both.output.find("-i (linear steps) and -f (a factor) exclude each other") != std::string::npos);
   // --help states every default.
-  for (const char* d : {"(default 8)", "(default 64M)", "(default 2)", "(default 1)", "(default f32)", "(default sum)",
-                        "(default 0)", "(default 3; nccl-tests' default is 1)", "(default both)", "(default auto",
-                        "(default 1: every call",
-                        "(default: HOOP_TRANSPORT", "(default: HOOP_TIMEOUT, else 300)", "(default:\n"})
+  for (const char* d :
+       {"(default 8)", "(default 64M)", "(default 2)", "(default 1)", "(default f32)", "(default sum)", "(default 0)",
+        "(default 3; nccl-tests' default is 1)", "(default both)", "(default auto", "(default 1: every call",
+        "(default: HOOP_TRANSPORT", "(default: HOOP_TIMEOUT, else 300)", "(default:\n"})
     CHECK(h.output.find(d) != std::string::npos);
 }
 
 TEST_CASE("hoop-perf takes nccl-tests' flags: -g 1 -t 1 -p, -d all -o all, -i, -m, -a, -z, -T", "[perf]") {
-  auto all = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "64", "-e", "64", "-d", "all",
-                      "-o", "all", "-g", "1", "-t", "1", "-p", "0", "-n", "2", "-w", "1", "-R", "1"},
+  auto all = RunProc({Bin("hooprun"),
+                      "-np",
+                      "2",
+                      Bin("hoop-perf"),
+                      "allreduce",
+                      "-b",
+                      "64",
+                      "-e",
+                      "64",
+                      "-d",
+                      "all",
+                      "-o",
+                      "all",
+                      "-g",
+                      "1",
+                      "-t",
+                      "1",
+                      "-p",
+                      "0",
+                      "-n",
+                      "2",
+                      "-w",
+                      "1",
+                      "-R",
+                      "1"},
                      Within(120));
   INFO(all.output);
   CHECK(all.exit_code == 0);
@@ -279,8 +387,27 @@ TEST_CASE("hoop-perf takes nccl-tests' flags: -g 1 -t 1 -p, -d all -o all, -i, -
                      "-o", "all", "-R", "1", "-n", "2"},
                     Within(60));
   CHECK(Rows(ag.output).size() == 9);
-  auto lin = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "1K", "-e", "4K", "-i", "1K",
-                      "-R", "1", "-n", "2", "-m", "4", "-z", "0", "-a", "1"},
+  auto lin = RunProc({Bin("hooprun"),
+                      "-np",
+                      "2",
+                      Bin("hoop-perf"),
+                      "allreduce",
+                      "-b",
+                      "1K",
+                      "-e",
+                      "4K",
+                      "-i",
+                      "1K",
+                      "-R",
+                      "1",
+                      "-n",
+                      "2",
+                      "-m",
+                      "4",
+                      "-z",
+                      "0",
+                      "-a",
+                      "1"},
                      Within(60));
   INFO(lin.output);
   CHECK(lin.exit_code == 0);
@@ -293,8 +420,27 @@ TEST_CASE("hoop-perf takes nccl-tests' flags: -g 1 -t 1 -p, -d all -o all, -i, -
   CHECK(RowsWithWrong(lin.output, "0") == 8);
   // --rotate: the calls go round three sets of buffers (-n 2 -w 1 -m 2: every set used); the
   // rows are as without it, and checked.
-  auto rot = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "4K", "-e", "64K", "-f", "4",
-                      "-R", "2", "-n", "2", "-w", "1", "-m", "2", "--rotate", "3"},
+  auto rot = RunProc({Bin("hooprun"),
+                      "-np",
+                      "2",
+                      Bin("hoop-perf"),
+                      "allreduce",
+                      "-b",
+                      "4K",
+                      "-e",
+                      "64K",
+                      "-f",
+                      "4",
+                      "-R",
+                      "2",
+                      "-n",
+                      "2",
+                      "-w",
+                      "1",
+                      "-m",
+                      "2",
+                      "--rotate",
+                      "3"},
                      Within(60));
   INFO(rot.output);
   CHECK(rot.exit_code == 0);
@@ -325,14 +471,13 @@ TEST_CASE("hoop-perf takes nccl-tests' flags: -g 1 -t 1 -p, -d all -o all, -i, -
 }
 
 TEST_CASE("hoop-perf's table: parameters, one line per rank, places side by side, rows that line up", "[perf]") {
-  auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "8M", "-f", "8",
-                    "-R", "1", "-n", "2", "-w", "0"},
+  auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "8M", "-f", "8", "-R",
+                    "1", "-n", "2", "-w", "0"},
                    Within(120));
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("validation: 1") != std::string::npos);  // checked by default
-  for (int k = 0; k < 3; ++k)
-    CHECK(r.output.find("#  Rank  " + std::to_string(k) + " Pid ") != std::string::npos);
+  for (int k = 0; k < 3; ++k) CHECK(r.output.find("#  Rank  " + std::to_string(k) + " Pid ") != std::string::npos);
   CHECK(r.output.find("back end shm") != std::string::npos);
   CHECK(r.output.find("out-of-place") < r.output.find("in-place"));
   // Every row and the column header are equally long: a wide algorithm name shifts nothing.
@@ -365,8 +510,8 @@ TEST_CASE("hoop-perf writes --csv and --json as it goes, and refuses a path it c
   const std::string json = base + ".json", csv = base + ".csv";
   // Stopped midway (SIGINT to hooprun, 3 s in: the small sizes are done, 64 MiB x 300 is not).
   ProcOptions o = SignalAfter(SIGINT, 3.0, 60);
-  auto r = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "4K", "-e", "64M", "-f", "4",
-                    "-n", "300", "-R", "3", "--json", json, "--csv", csv},
+  auto r = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "4K", "-e", "64M", "-f", "4", "-n",
+                    "300", "-R", "3", "--json", json, "--csv", csv},
                    o);
   INFO(r.output);
   CHECK(r.exit_code == 130);
@@ -381,12 +526,12 @@ TEST_CASE("hoop-perf writes --csv and --json as it goes, and refuses a path it c
   std::remove(json.c_str());
   std::remove(csv.c_str());
   for (const char* flag : {"--csv", "--json"}) {
-    auto bad = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", flag, "/nonexistent/dir/out"},
-                       Within(30));
+    auto bad =
+        RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", flag, "/nonexistent/dir/out"}, Within(30));
     INFO(bad.output);
     CHECK(bad.exit_code == 2);
-    CHECK(bad.output.find(std::string("hoop-perf: cannot write ") + flag + " /nonexistent/dir/out: No such file or directory") !=
-          std::string::npos);
+    CHECK(bad.output.find(std::string("hoop-perf: cannot write ") + flag +
+                          " /nonexistent/dir/out: No such file or directory") != std::string::npos);
     CHECK(Rows(bad.output).empty());
     CHECK(bad.output.find("Using ranks") == std::string::npos);
   }
@@ -408,7 +553,8 @@ TEST_CASE("hoop-perf -z: compressed allreduce, checked against the error bound",
   }
 }
 
-TEST_CASE("hoop-perf -b 0 runs an empty call and goes on, saying so; below one element or beyond memory is refused", "[perf]") {
+TEST_CASE("hoop-perf -b 0 runs an empty call and goes on, saying so; below one element or beyond memory is refused",
+          "[perf]") {
   // -b 0 used to loop for ever before its first call (0 x factor), growing memory; -b 2^62 died
   // on an uncaught std::bad_alloc.
   auto zero = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "0", "-e", "64", "-c", "1"},
@@ -425,7 +571,8 @@ TEST_CASE("hoop-perf -b 0 runs an empty call and goes on, saying so; below one e
   auto ag = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allgather", "-b", "4", "-e", "64"}, Within(30));
   CHECK(ag.output.find("-b 4 is less than one f32 element per rank (8 bytes)") != std::string::npos);
   for (const char* size : {"4611686018427387904", "16E", "1024G"}) {
-    auto huge = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", size, "-e", size}, Within(30));
+    auto huge =
+        RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", size, "-e", size}, Within(30));
     INFO(huge.output);
     if (std::string(size) == "16E") {  // not even a size
       CHECK(huge.exit_code == 2);
@@ -478,8 +625,8 @@ TEST_CASE("hoop-perf sendrecv: ping-pong latency and windowed bandwidth, checked
 // error.
 TEST_CASE("hoop-perf --device cuda runs on device buffers, or every rank says why it cannot", "[perf][gpu]") {
   auto n = hoop::CudaDeviceCount();
-  auto r = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "--device", "cuda", "-b", "8", "-e", "64K",
-                    "-c", "1"},
+  auto r = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "--device", "cuda", "-b", "8", "-e",
+                    "64K", "-c", "1"},
                    Within(120));
   INFO(r.output);
   if (n.ok()) {
@@ -499,8 +646,27 @@ TEST_CASE("hoop-perf --device cuda runs on device buffers, or every rank says wh
 
 TEST_CASE("hoop-perf as nccl-tests wrappers call it: their names and flags, usage errors once per job", "[perf]") {
   // all_reduce_perf's name and flags: -N runs the sweep again, -G/-y/-C are taken and said to do nothing.
-  auto r = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "all_reduce", "-b", "8", "-e", "64", "-N", "2", "-G",
-                    "1", "-y", "0", "-C", "1", "-g", "1", "-t", "1"},
+  auto r = RunProc({Bin("hooprun"),
+                    "-np",
+                    "2",
+                    Bin("hoop-perf"),
+                    "all_reduce",
+                    "-b",
+                    "8",
+                    "-e",
+                    "64",
+                    "-N",
+                    "2",
+                    "-G",
+                    "1",
+                    "-y",
+                    "0",
+                    "-C",
+                    "1",
+                    "-g",
+                    "1",
+                    "-t",
+                    "1"},
                    Within(60));
   INFO(r.output);
   CHECK(r.exit_code == 0);
@@ -508,7 +674,8 @@ TEST_CASE("hoop-perf as nccl-tests wrappers call it: their names and flags, usag
   CHECK(r.output.find("-G 1 ignored: hoop-perf does not capture CUDA graphs") != std::string::npos);
   CHECK(r.output.find("-C 1 ignored: hoop-perf reports wall-clock time only") != std::string::npos);
   CHECK(r.output.find("-y 0 ignored") == std::string::npos);  // 0 asks for nothing
-  auto gather = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "all_gather", "-b", "8", "-e", "64"}, Within(60));
+  auto gather =
+      RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "all_gather", "-b", "8", "-e", "64"}, Within(60));
   CHECK(gather.exit_code == 0);
   // No collective: said so, not "unknown collective '-b'".
   auto missing = RunProc({Bin("hoop-perf"), "-b", "8", "-e", "1K"});

@@ -37,8 +37,9 @@ int LinktestNamespaces() {
 
 TEST_CASE("perf/compare measures every system, checks their results, writes table and plot", "[compare]") {
   if (!Exists(Bin("mpi-collective")) || !Exists(Bin("gloo-allreduce")) || !Exists("/usr/bin/python3")) {
-    WARN("SKIPPED: mpi-collective/gloo-allreduce not built or no /usr/bin/python3 (scripts/setup.sh installs "
-         "libopenmpi-dev, libgloo-dev, python3)");
+    WARN(
+        "SKIPPED: mpi-collective/gloo-allreduce not built or no /usr/bin/python3 (scripts/setup.sh installs "
+        "libopenmpi-dev, libgloo-dev, python3)");
     return;
   }
   char dir[] = "/tmp/hoop-compare-test-XXXXXX";
@@ -63,8 +64,9 @@ TEST_CASE("perf/compare measures every system, checks their results, writes tabl
 
 TEST_CASE("perf/compare --collective measures alltoall, reduce, gather and scatter against OpenMPI", "[compare]") {
   if (!Exists(Bin("mpi-collective")) || !Exists("/usr/bin/python3") || !HaveMpirun()) {
-    WARN("SKIPPED: mpi-collective or mpirun not built or no /usr/bin/python3 (scripts/setup.sh installs "
-         "libopenmpi-dev, openmpi-bin, python3)");
+    WARN(
+        "SKIPPED: mpi-collective or mpirun not built or no /usr/bin/python3 (scripts/setup.sh installs "
+        "libopenmpi-dev, openmpi-bin, python3)");
     return;
   }
   // The OpenMPI harness checks every collective's result on odd sizes and 1..3 ranks (its own
@@ -103,26 +105,28 @@ TEST_CASE("perf/compare --collective measures alltoall, reduce, gather and scatt
 
 TEST_CASE("perf/compare --collective sendrecv: latency and bandwidth against OpenMPI", "[compare][p2p]") {
   if (!Exists(Bin("mpi-collective")) || !Exists("/usr/bin/python3") || !HaveMpirun()) {
-    WARN("SKIPPED: mpi-collective or mpirun not built or no /usr/bin/python3 (scripts/setup.sh installs "
-         "libopenmpi-dev, openmpi-bin, python3)");
+    WARN(
+        "SKIPPED: mpi-collective or mpirun not built or no /usr/bin/python3 (scripts/setup.sh installs "
+        "libopenmpi-dev, openmpi-bin, python3)");
     return;
   }
   char dir[] = "/tmp/hoop-compare-test-XXXXXX";
   REQUIRE(mkdtemp(dir) != nullptr);
-  auto r = RunProc({Src("perf/compare"), "--collective", "sendrecv", "--ranks", "2", "--repeats", "1", "-b", "8",
-                    "-e", "8K", "-f", "1024", "--no-build", "--build", BuildDir(), "--out", dir},
+  auto r = RunProc({Src("perf/compare"), "--collective", "sendrecv", "--ranks", "2", "--repeats", "1", "-b", "8", "-e",
+                    "8K", "-f", "1024", "--no-build", "--build", BuildDir(), "--out", dir},
                    Within(180));
   INFO(r.output);
   CHECK(r.exit_code == 0);
   std::string md = Slurp(std::string(dir) + "/compare.md");
   for (const char* s : {"osu_latency ping-pong", "2 ranks: latency (us)", "2 ranks: peer / hoop (latency ratio)",
                         "2 ranks: bandwidth (GB/s)", "| 8 B |", "| 8 KiB |", "hoop shm / OpenMPI vader",
-                        "hoop tcp / OpenMPI tcp", "(pingpong-limit: 8 bytes", "hoop shm at 8 B: ",
-                        "OpenMPI vader at 8 B: ", "x the floor of its repetition (median over 1)",
+                        "hoop tcp / OpenMPI tcp", "(pingpong-limit: 8 bytes",
+                        "hoop shm at 8 B: ", "OpenMPI vader at 8 B: ", "x the floor of its repetition (median over 1)",
                         "hoop shm at 8 B was at most OpenMPI vader's latency in "})
     CHECK(md.find(s) != std::string::npos);
   std::string runs = Slurp(std::string(dir) + "/runs.csv");
-  for (const char* s : {"hoop-shm,2,1,8,", "mpi-vader,2,1,8,", "hoop-tcp,2,1,8192,", "mpi-tcp,2,1,8192,", "floor,2,1,8,"})
+  for (const char* s :
+       {"hoop-shm,2,1,8,", "mpi-vader,2,1,8,", "hoop-tcp,2,1,8192,", "mpi-tcp,2,1,8192,", "floor,2,1,8,"})
     CHECK(runs.find(s) != std::string::npos);
   std::filesystem::remove_all(dir);
 }
@@ -139,7 +143,8 @@ TEST_CASE("perf/compare's report flags a pathological peer and keeps the plot re
   REQUIRE(mkdtemp(dir) != nullptr);
   const std::string script = std::string(R"(
 import sys
-sys.path.insert(0, ")") + Src("perf") + R"(")
+sys.path.insert(0, ")") + Src("perf") +
+                             R"(")
 import compare_report
 runs = []
 for rep, f in ((0, 1.0), (1, 1.2)):
@@ -207,7 +212,8 @@ TEST_CASE("perf/linktest measures shaped links and removes its namespaces", "[li
   CHECK(WaitGone("hoop-linktest-", 5) == 0);
 }
 
-TEST_CASE("perf/linktest --ranks-per-host runs the flat and the hierarchical collective side by side", "[linktest][netns]") {
+TEST_CASE("perf/linktest --ranks-per-host runs the flat and the hierarchical collective side by side",
+          "[linktest][netns]") {
   if (!CanMakeNamespaces()) {
     WARN("SKIPPED: cannot create network namespaces here (needs root and iproute2)");
     return;
@@ -238,8 +244,27 @@ TEST_CASE("perf/linktest --ranks-per-host runs the flat and the hierarchical col
   CHECK(LinktestNamespaces() == 0);
   // Broadcast with ranks round-robin over the hosts: the chain in rank order against the one
   // taken host by host.
-  auto bc = RunProc({Src("perf/linktest"), "-k", "2", "--ranks-per-host", "2", "--map-by", "node", "--rate", "500mbit",
-                     "-t", "tcp", "-c", "broadcast", "-b", "1M", "-e", "1M", "-R", "1", "--build", BuildDir()},
+  auto bc = RunProc({Src("perf/linktest"),
+                     "-k",
+                     "2",
+                     "--ranks-per-host",
+                     "2",
+                     "--map-by",
+                     "node",
+                     "--rate",
+                     "500mbit",
+                     "-t",
+                     "tcp",
+                     "-c",
+                     "broadcast",
+                     "-b",
+                     "1M",
+                     "-e",
+                     "1M",
+                     "-R",
+                     "1",
+                     "--build",
+                     BuildDir()},
                     Within(240));
   INFO(bc.output);
   CHECK(bc.exit_code == 0);
@@ -252,7 +277,8 @@ TEST_CASE("perf/linktest --ranks-per-host runs the flat and the hierarchical col
   CHECK(bad.output.find("--ranks-per-host '0': expected 1 to 16") != std::string::npos);
   auto bcast = RunProc({Src("perf/linktest"), "-k", "2", "--ranks-per-host", "2", "-c", "gather"}, Within(30));
   CHECK(bcast.exit_code != 0);
-  CHECK(bcast.output.find("runs allreduce, allgather, reduce_scatter or broadcast (flat against hierarchical), not gather") !=
+  CHECK(bcast.output.find(
+            "runs allreduce, allgather, reduce_scatter or broadcast (flat against hierarchical), not gather") !=
         std::string::npos);
 }
 
@@ -262,9 +288,9 @@ TEST_CASE("perf/linktest interrupted mid-run removes everything it made", "[link
     return;
   }
   // 64 MiB over 100 Mbit/s links takes seconds per call: the signal lands mid-collective.
-  auto r = RunProc({Src("perf/linktest"), "-k", "3", "--rate", "100mbit", "-b", "64M", "-e", "64M", "--build",
-                    BuildDir()},
-                   SignalAfter(SIGTERM, 4, 60));
+  auto r =
+      RunProc({Src("perf/linktest"), "-k", "3", "--rate", "100mbit", "-b", "64M", "-e", "64M", "--build", BuildDir()},
+              SignalAfter(SIGTERM, 4, 60));
   INFO(r.output);
   CHECK_FALSE(r.timed_out);
   CHECK(r.exit_code == 130);

@@ -54,8 +54,9 @@ TEST_CASE("hoop-info lists the back ends and what a job would pick", "[select]")
 TEST_CASE("HOOP_LOG_LEVEL=debug says the back end per peer and the plan per call shape", "[select]") {
   ProcOptions o = Within(60);
   o.env = {{"HOOP_LOG_LEVEL", "debug"}};
-  auto r = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "4K", "-e", "4K", "-R", "1",
-                    "-n", "2", "-w", "0"}, o);
+  auto r = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "4K", "-e", "4K", "-R", "1", "-n",
+                    "2", "-w", "0"},
+                   o);
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("[0] hoop[rank 0] DEBUG: peer rank 1 (host ") != std::string::npos);
@@ -75,18 +76,21 @@ TEST_CASE("HOOP_ALGO=hierarchical where the hosts are uneven says it runs the fl
           "[select]") {
   ProcOptions o = Within(60);
   o.env = {{"HOOP_ALGO", "hierarchical"}};
-  auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "allreduce", "-b", "1M", "-e", "1M", "-R", "1", "-n", "2",
-                    "-w", "0"}, o);
+  auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "allreduce", "-b", "1M", "-e", "1M", "-R", "1", "-n",
+                    "2", "-w", "0"},
+                   o);
   INFO(r.output);
   CHECK(r.exit_code == 0);
-  const std::string warn = "[0] hoop[rank 0] WARN: communicator 'world': HOOP_ALGO=hierarchical needs 2 or more hosts with "
-                           "the same number (2 or more) of ranks on each; ranks per host here: 3. Allreduce, allgather "
-                           "and reduce_scatter run the flat ring instead";
+  const std::string warn =
+      "[0] hoop[rank 0] WARN: communicator 'world': HOOP_ALGO=hierarchical needs 2 or more hosts with "
+      "the same number (2 or more) of ranks on each; ranks per host here: 3. Allreduce, allgather "
+      "and reduce_scatter run the flat ring instead";
   CHECK(r.output.find(warn) != std::string::npos);
   CHECK(r.output.find("WARN: communicator") == r.output.rfind("WARN: communicator"));  // once
   // Asked for by name where it does apply, or not asked for: no warning.
   o.env = {{"HOOP_ALGO", "ring"}};
-  auto flat = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "1M", "-e", "1M", "-R", "1"}, o);
+  auto flat =
+      RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "1M", "-e", "1M", "-R", "1"}, o);
   CHECK(flat.exit_code == 0);
   CHECK(flat.output.find("HOOP_ALGO=hierarchical") == std::string::npos);
 }
@@ -131,11 +135,14 @@ TEST_CASE("hoop-info and kernel-bench --device cuda say what this machine has fo
     CHECK(r.output.find("cuda: not built in (HOOP_WITH_CUDA=OFF)\n") != std::string::npos);
   } else {
     CHECK(r.output.find("cuda: built in (runtime ") != std::string::npos);
-    if (n.ok()) CHECK(r.output.find("  device 0: ") != std::string::npos);
-    else CHECK(r.output.find("  no devices here: " + n.status().message() + "\n") != std::string::npos);
+    if (n.ok())
+      CHECK(r.output.find("  device 0: ") != std::string::npos);
+    else
+      CHECK(r.output.find("  no devices here: " + n.status().message() + "\n") != std::string::npos);
   }
   // UCX says whether it moves device memory itself (Debian's does not).
-  if (r.output.find("  ucx  UCX ") != std::string::npos) CHECK(r.output.find("; CUDA-capable transports: ") != std::string::npos);
+  if (r.output.find("  ucx  UCX ") != std::string::npos)
+    CHECK(r.output.find("; CUDA-capable transports: ") != std::string::npos);
   // Without a device the benchmark refuses with the reason, at once; a bad device is a usage error.
   if (!n.ok()) {
     auto k = RunProc({Bin("kernel-bench"), "--device", "cuda", "--mib", "1"}, Within(30));
@@ -160,7 +167,8 @@ TEST_CASE("HOOP_TRANSPORT naming an unusable back end is an error that says why"
   auto s = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-perf"), "allreduce", "-b", "8", "-e", "8"}, o);
   INFO(s.output);
   CHECK(s.exit_code != 0);
-  CHECK(s.output.find("HOOP_TRANSPORT=ofi is unavailable: ofi: libfabric's sockets provider hangs") != std::string::npos);
+  CHECK(s.output.find("HOOP_TRANSPORT=ofi is unavailable: ofi: libfabric's sockets provider hangs") !=
+        std::string::npos);
 }
 
 // Every shared-memory path: hoop's shm (memfds: nothing is ever named), UCX's sm transports, and
@@ -178,7 +186,8 @@ TEST_CASE("shared-memory back ends leave nothing in /dev/shm, also when a rank i
       INFO(r.output);
       CHECK(r.output.find("killed by signal 9") != std::string::npos);
       CHECK(WaitGone(marker, 5) == 0);
-      auto ok = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "allreduce", "-b", "1M", "-e", "1M", "-c", "1"}, o);
+      auto ok =
+          RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-perf"), "allreduce", "-b", "1M", "-e", "1M", "-c", "1"}, o);
       CHECK(ok.exit_code == 0);
       std::set<std::string> after = DevShm();
       for (const auto& name : after) {

@@ -32,12 +32,15 @@ using namespace hoop::train;
 TEST_CASE("1, 2 and 4 ranks with the same global batch reach the same parameters", "[train]") {
   // 200 images in global batches of 48: four full steps, then 8 images that on 4 ranks all fall
   // to rank 0 while ranks 1 to 3 contribute zero gradients.
-  const std::vector<std::string> common = {"--model", "lenet", "--epochs", "1", "--train-limit", "200", "--test-limit", "100",
-                                           "--warmup-epochs", "0", "--seed", "5", "--threads", "1"};
-  auto run = [&](int np, int batch, const std::string& lr, const std::string& transport, const std::string& seed = "5") {
+  const std::vector<std::string> common = {"--model",      "lenet", "--epochs",        "1", "--train-limit", "200",
+                                           "--test-limit", "100",   "--warmup-epochs", "0", "--seed",        "5",
+                                           "--threads",    "1"};
+  auto run = [&](int np, int batch, const std::string& lr, const std::string& transport,
+                 const std::string& seed = "5") {
     std::string ck = Tmp("eq-" + std::to_string(np) + transport + seed);
     auto args = common;
-    args.insert(args.end(), {"--batch", std::to_string(batch), "--lr", lr, "--checkpoint", ck, "-t", transport, "--seed", seed});
+    args.insert(args.end(),
+                {"--batch", std::to_string(batch), "--lr", lr, "--checkpoint", ck, "-t", transport, "--seed", seed});
     auto r = Train(np, args);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
@@ -110,8 +113,8 @@ TEST_CASE("1, 2 and 4 ranks with the same global batch reach the same parameters
 TEST_CASE("--layers onednn trains to the hand-written layers' parameters, within float rounding", "[train]") {
   // One step (2 ranks x 16 images).
   // (Over many steps the resnet's batch norm amplifies rounding: 1.4e-2 after 16 steps.)
-  const std::vector<std::string> common = {"--model", "resnet", "--train-limit", "32", "--test-limit", "64", "--batch",
-                                           "16", "--threads", "1", "--epochs", "1"};
+  const std::vector<std::string> common = {"--model", "resnet", "--train-limit", "32", "--test-limit", "64",
+                                           "--batch", "16",     "--threads",     "1",  "--epochs",     "1"};
   std::string native = Tmp("native"), onednn = Tmp("onednn");
   auto args = common;
   args.insert(args.end(), {"--checkpoint", native, "--layers", "native"});
@@ -143,8 +146,9 @@ TEST_CASE("--layers onednn trains to the hand-written layers' parameters, within
 }
 
 TEST_CASE("resnet18 and resnet34 train on Fashion-MNIST padded to 32x32 and on CIFAR-10's files", "[train]") {
-  const std::vector<std::string> step = {"--train-limit", "8", "--test-limit", "4", "--batch", "4", "--threads", "1",
-                                         "--epochs", "1", "--layers", HaveOneDnn() ? "onednn" : "native"};
+  const std::vector<std::string> step = {"--train-limit", "8", "--test-limit", "4",
+                                         "--batch",       "4", "--threads",    "1",
+                                         "--epochs",      "1", "--layers",     HaveOneDnn() ? "onednn" : "native"};
   for (const char* model : {"resnet18", "resnet34"}) {
     auto args = step;
     args.insert(args.end(), {"--model", model});
@@ -177,15 +181,16 @@ TEST_CASE("resnet18 and resnet34 train on Fashion-MNIST padded to 32x32 and on C
   CHECK(c.output.find("8 images of cifar-10,") != std::string::npos);
   auto l = Train(1, {"--model", "lenet", "--data", dir}, 60);
   CHECK(l.exit_code == 1);
-  CHECK(l.output.find("lenet takes 1-channel 28x28 images (Fashion-MNIST); use resnet18 or resnet34") != std::string::npos);
+  CHECK(l.output.find("lenet takes 1-channel 28x28 images (Fashion-MNIST); use resnet18 or resnet34") !=
+        std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a run resumed from its checkpoint ends where an unbroken run does", "[train]") {
   // A constant rate after warm-up: the cosine's length depends on --epochs, which differs here
   // between the first part of the broken run and the unbroken one.
-  const std::vector<std::string> common = {"--model", "resnet", "--train-limit", "256", "--test-limit", "64", "--batch", "16",
-                                           "--threads", "1", "--schedule", "constant"};
+  const std::vector<std::string> common = {"--model", "resnet", "--train-limit", "256", "--test-limit", "64",
+                                           "--batch", "16",     "--threads",     "1",   "--schedule",   "constant"};
   std::string straight = Tmp("straight"), broken = Tmp("broken"), metrics = Tmp("m.json");
   auto args = common;
   args.insert(args.end(), {"--epochs", "2", "--checkpoint", straight});
@@ -219,7 +224,8 @@ TEST_CASE("a run resumed from its checkpoint ends where an unbroken run does", "
   for (auto& f : {straight, broken, metrics}) std::remove(f.c_str());
   // A checkpoint of another model is refused by rank 0, and every rank says why it stops.
   std::string other = Tmp("lenet-ck");
-  auto d = Train(1, {"--model", "lenet", "--train-limit", "64", "--test-limit", "10", "--epochs", "1", "--checkpoint", other});
+  auto d = Train(
+      1, {"--model", "lenet", "--train-limit", "64", "--test-limit", "10", "--epochs", "1", "--checkpoint", other});
   REQUIRE(d.exit_code == 0);
   auto e = Train(2, {"--model", "resnet", "--epochs", "2", "--checkpoint", other, "--resume"});
   INFO(e.output);
@@ -230,8 +236,8 @@ TEST_CASE("a run resumed from its checkpoint ends where an unbroken run does", "
 }
 
 TEST_CASE("an interrupted run checkpoints mid-epoch and --resume ends where an unbroken run does", "[train]") {
-  const std::vector<std::string> common = {"--model", "lenet", "--train-limit", "30000", "--test-limit", "500",
-                                           "--epochs", "2", "--threads", "1", "--progress", "1"};
+  const std::vector<std::string> common = {"--model",  "lenet", "--train-limit", "30000", "--test-limit", "500",
+                                           "--epochs", "2",     "--threads",     "1",     "--progress",   "1"};
   const std::string straight = Tmp("i-straight"), broken = Tmp("i-broken"), m1 = Tmp("i-m1.csv"), m2 = Tmp("i-m2.csv");
   auto args = common;
   args.insert(args.end(), {"--checkpoint", straight, "--metrics", m1});
@@ -270,7 +276,7 @@ TEST_CASE("an interrupted run checkpoints mid-epoch and --resume ends where an u
   std::string l1, l2;
   int rows = 0;
   while (std::getline(f2, l2)) ++rows;
-  CHECK(rows == 3);  // the header and both epochs
+  CHECK(rows == 3);                         // the header and both epochs
   auto acc = [](const std::string& path) {  // the last row's test_acc
     std::ifstream f(path);
     std::string line, last;
@@ -289,8 +295,9 @@ TEST_CASE("an interrupted run checkpoints mid-epoch and --resume ends where an u
                          "--train-limit", "640", "--test-limit", "10"});
   INFO(other.output);
   CHECK(other.exit_code == 1);
-  CHECK(other.output.find("was written by a 2-rank run; this one has 1 ranks: the learning rate (--lr x ranks) would be "
-                          "0.025 instead of 0.05, the global batch 32 instead of 64; add --force") != std::string::npos);
+  CHECK(
+      other.output.find("was written by a 2-rank run; this one has 1 ranks: the learning rate (--lr x ranks) would be "
+                        "0.025 instead of 0.05, the global batch 32 instead of 64; add --force") != std::string::npos);
   auto forced = Train(1, {"--model", "lenet", "--epochs", "3", "--checkpoint", broken, "--resume", "--force",
                           "--progress", "0", "--train-limit", "640", "--test-limit", "10"});
   INFO(forced.output);
@@ -302,8 +309,20 @@ TEST_CASE("an interrupted run checkpoints mid-epoch and --resume ends where an u
 TEST_CASE("--checkpoint-every saves mid-epoch; a SIGKILLed run resumes from the last one", "[train]") {
   const std::string ck = Tmp("every");
   // The hand-written layers and all 60000 images: the first epoch outlasts the 4 s before the kill.
-  std::vector<std::string> argv = {Bin("hooprun"), "-np", "2", Bin("hoop-train"), "--layers", "native", "--epochs", "1",
-                                   "--checkpoint", ck, "--checkpoint-every", "40", "--progress", "0"};
+  std::vector<std::string> argv = {Bin("hooprun"),
+                                   "-np",
+                                   "2",
+                                   Bin("hoop-train"),
+                                   "--layers",
+                                   "native",
+                                   "--epochs",
+                                   "1",
+                                   "--checkpoint",
+                                   ck,
+                                   "--checkpoint-every",
+                                   "40",
+                                   "--progress",
+                                   "0"};
   auto r = RunProc(argv, SignalAfter(SIGKILL, 4.0, 60));
   CHECK(r.signal == SIGKILL);
   Loaded l = Load(ck, "lenet");
@@ -319,7 +338,8 @@ TEST_CASE("--device auto without a GPU: every rank on the CPU, the batch split b
     return;
   }
   const std::string json = Tmp("auto.json");
-  auto r = Train(2, {"--device", "auto", "--train-limit", "2000", "--test-limit", "500", "--epochs", "1", "--metrics", json});
+  auto r = Train(
+      2, {"--device", "auto", "--train-limit", "2000", "--test-limit", "500", "--epochs", "1", "--metrics", json});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK((r.output.find("onednn layers") != std::string::npos || r.output.find("native layers") != std::string::npos));
@@ -335,7 +355,8 @@ TEST_CASE("hoop-train refuses, before training, paths it cannot write and batche
     auto r = Train(2, {flag, "/nonexistent/dir/file", "--train-limit", "64"}, 60);
     INFO(r.output);
     CHECK(r.exit_code == 1);
-    CHECK(r.output.find(std::string("hoop-train: rank 0: ") + flag + " /nonexistent/dir/file: cannot write there: No such "
+    CHECK(r.output.find(std::string("hoop-train: rank 0: ") + flag +
+                        " /nonexistent/dir/file: cannot write there: No such "
                         "file or directory") != std::string::npos);
     CHECK(r.output.find("epoch 1/") == std::string::npos);
     CHECK(r.seconds < 20);
@@ -357,8 +378,10 @@ TEST_CASE("hoop-train learns, and writes CSV metrics", "[train]") {
   std::getline(in, header);
   std::getline(in, row);
   std::remove(csv.c_str());
-  CHECK(header.find("images_per_s,data_s,forward_s,backward_s,comm_wait_s,optimizer_s,train_loss,train_acc,test_loss,test_acc") !=
-        std::string::npos);
+  CHECK(
+      header.find(
+          "images_per_s,data_s,forward_s,backward_s,comm_wait_s,optimizer_s,train_loss,train_acc,test_loss,test_acc") !=
+      std::string::npos);
   // test_acc is the 14th of the epoch's fields, after model, ranks, batch, threads, transport.
   std::vector<std::string> cells;
   std::stringstream rs(row);
@@ -368,20 +391,22 @@ TEST_CASE("hoop-train learns, and writes CSV metrics", "[train]") {
   // Where neither the CPU's nor a GPU's energy is readable (this machine: a VM without RAPL, no
   // NVIDIA driver), hoop-train says why and the energy cells are empty, never a made-up figure.
   const std::string energy = row.substr(0, row.rfind(',', row.rfind(',') - 1));  // less the per-rank cells
-  if (r.output.find("energy: CPU not available") != std::string::npos && r.output.find("GPU not available") != std::string::npos)
+  if (r.output.find("energy: CPU not available") != std::string::npos &&
+      r.output.find("GPU not available") != std::string::npos)
     CHECK(energy.substr(energy.size() - 3) == ",,,");
   else
     CHECK(energy.substr(energy.size() - 3) != ",,,");
   CHECK(row.find(",32;32,") != std::string::npos);  // each rank's share of the global batch
   CHECK(cells[0] == "lenet");
   CHECK(cells[1] == "2");
-  CHECK(cells[4] == "shm");  // the back end actually used
+  CHECK(cells[4] == "shm");           // the back end actually used
   CHECK(std::stod(cells[18]) > 0.7);  // 6000 images, one epoch: well above chance (0.1)
 }
 
 TEST_CASE("hoop-bench-device: the CPU-against-GPU table, its CSV and its PNG", "[train][perf]") {
   const std::string csv = Tmp("device.csv"), png = Tmp("device.png");
-  auto r = RunProc({Bin("hoop-bench-device"), "--gemm", "16,33", "--conv", "2", "--repeats", "2", "--csv", csv}, Within(120));
+  auto r = RunProc({Bin("hoop-bench-device"), "--gemm", "16,33", "--conv", "2", "--repeats", "2", "--csv", csv},
+                   Within(120));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("| matrix product n x n | 33 | ") != std::string::npos);
@@ -396,8 +421,7 @@ TEST_CASE("hoop-bench-device: the CPU-against-GPU table, its CSV and its PNG", "
   CHECK(rows == 3);
   // Without a GPU (this machine) the GPU columns are empty and the first line says why; with
   // one, both devices ran and agreed (the tool fails when their results differ).
-  if (r.output.find("GPU: none (") != std::string::npos)
-    CHECK(r.output.find("| n/a | n/a |") != std::string::npos);
+  if (r.output.find("GPU: none (") != std::string::npos) CHECK(r.output.find("| n/a | n/a |") != std::string::npos);
   auto p = RunProc({HOOP_SOURCE_DIR "/perf/train-plot", "device", csv, "--out", png}, Within(60));
   INFO(p.output);
   CHECK(p.exit_code == 0);
@@ -431,7 +455,8 @@ TEST_CASE("hoop-train: help, bad options, missing data", "[train]") {
   auto m = Train(2, {"--data", "/nonexistent/fmnist"}, 60);
   INFO(m.output);
   CHECK(m.exit_code == 1);
-  CHECK(m.output.find("hoop-train: rank 0: no train-images-idx3-ubyte.gz (or train-images-idx3-ubyte) in /nonexistent/fmnist") !=
+  CHECK(m.output.find(
+            "hoop-train: rank 0: no train-images-idx3-ubyte.gz (or train-images-idx3-ubyte) in /nonexistent/fmnist") !=
         std::string::npos);
   CHECK(m.seconds < 30);
   if (!hoop::CudaDeviceCount().ok()) {  // no GPU here: --device cuda ends every rank with the reason
@@ -486,12 +511,12 @@ TEST_CASE("perf/train-bench and perf/train-plot draw their PNGs", "[train][perf]
   RunProc({"rm", "-rf", out});
 }
 
-TEST_CASE("a preemption loop is one command: --resume with no checkpoint yet starts afresh, and says so",
-          "[train]") {
+TEST_CASE("a preemption loop is one command: --resume with no checkpoint yet starts afresh, and says so", "[train]") {
   const std::string ck = Tmp("loop");
   std::remove(ck.c_str());
-  const std::vector<std::string> args = {"--model", "lenet", "--epochs", "1", "--train-limit", "64", "--test-limit",
-                                         "32", "--progress", "0", "--threads", "1", "--checkpoint", ck};
+  const std::vector<std::string> args = {"--model",      "lenet", "--epochs",   "1", "--train-limit", "64",
+                                         "--test-limit", "32",    "--progress", "0", "--threads",     "1",
+                                         "--checkpoint", ck};
   auto with_resume = args;
   with_resume.push_back("--resume");
   // For every strategy that resumes: sync (2 ranks), a parameter server and a pipeline.

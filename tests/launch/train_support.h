@@ -26,7 +26,9 @@ using train::NamedTensors;
 using train::Param;
 using train::Sgd;
 
-inline std::string Tmp(const std::string& tag) { return "/tmp/hoop-train-test-" + std::to_string(::getpid()) + "-" + tag; }
+inline std::string Tmp(const std::string& tag) {
+  return "/tmp/hoop-train-test-" + std::to_string(::getpid()) + "-" + tag;
+}
 
 // Everything a checkpoint holds, in the trainer's order, filled from `path`.
 struct Loaded {
@@ -103,6 +105,5 @@ inline ProcResult Train(int np, std::vector<std::string> args, double seconds = 
   argv.insert(argv.end(), args.begin(), args.end());
   return RunProc(argv, Within(seconds));
 }
-
 
 }  // namespace hoop::test

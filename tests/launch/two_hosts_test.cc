@@ -51,9 +51,14 @@ TEST_CASE("two ranks on two hosts (network namespaces) find each other's address
     ranks.emplace_back([&, k] {
       ProcOptions o;
       o.timeout_s = 60;
-      o.env = {{"SLURM_PROCID", std::to_string(k)}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
-               {"HOOP_STORE", store}, {"HOOP_JOB_TOKEN", "two-hosts"}, {"HOOP_TIMEOUT", "20"},
-               {"HOOP_LOG_LEVEL", "info"}, {"HOOP_TRANSPORT", "tcp"}};
+      o.env = {{"SLURM_PROCID", std::to_string(k)},
+               {"SLURM_NTASKS", "2"},
+               {"SLURM_LOCALID", "0"},
+               {"HOOP_STORE", store},
+               {"HOOP_JOB_TOKEN", "two-hosts"},
+               {"HOOP_TIMEOUT", "20"},
+               {"HOOP_LOG_LEVEL", "info"},
+               {"HOOP_TRANSPORT", "tcp"}};
       o.unset = {"HOOP_RANK", "HOOP_SIZE", "HOOP_HOST", "OMPI_COMM_WORLD_RANK"};
       results[static_cast<size_t>(k)] =
           RunProc({"/usr/sbin/ip", "netns", "exec", k == 0 ? net.a : net.b, Bin("hoop-c-api-test")}, o);
@@ -63,10 +68,11 @@ TEST_CASE("two ranks on two hosts (network namespaces) find each other's address
   for (int k = 0; k < 2; ++k) {
     INFO(results[static_cast<size_t>(k)].output);
     CHECK(results[static_cast<size_t>(k)].exit_code == 0);
-    CHECK(results[static_cast<size_t>(k)].output.find("c-api ok rank " + std::to_string(k) + " of 2") != std::string::npos);
-    // Each rank advertised its own end of the veth pair, found from the route to the store.
-    CHECK(results[static_cast<size_t>(k)].output.find("this rank at " + net.prefix + "." + std::to_string(k + 1) + ":") !=
+    CHECK(results[static_cast<size_t>(k)].output.find("c-api ok rank " + std::to_string(k) + " of 2") !=
           std::string::npos);
+    // Each rank advertised its own end of the veth pair, found from the route to the store.
+    CHECK(results[static_cast<size_t>(k)].output.find("this rank at " + net.prefix + "." + std::to_string(k + 1) +
+                                                      ":") != std::string::npos);
   }
 }
 
@@ -86,11 +92,15 @@ TEST_CASE("two ranks on each of two hosts: shm inside a host, a network back end
     ranks.emplace_back([&, k] {
       ProcOptions o;
       o.timeout_s = 60;
-      o.env = {{"SLURM_PROCID", std::to_string(k)}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", std::to_string(k % 2)},
-               {"HOOP_STORE", store}, {"HOOP_JOB_TOKEN", "two-by-two"}, {"HOOP_TIMEOUT", "20"},
+      o.env = {{"SLURM_PROCID", std::to_string(k)},
+               {"SLURM_NTASKS", "4"},
+               {"SLURM_LOCALID", std::to_string(k % 2)},
+               {"HOOP_STORE", store},
+               {"HOOP_JOB_TOKEN", "two-by-two"},
+               {"HOOP_TIMEOUT", "20"},
                {"HOOP_LOG_LEVEL", "info"}};
-      o.unset = {"HOOP_RANK", "HOOP_SIZE", "HOOP_HOST", "HOOP_TRANSPORT", "OMPI_COMM_WORLD_RANK", "UCX_TLS",
-                 "FI_PROVIDER"};
+      o.unset = {"HOOP_RANK", "HOOP_SIZE",  "HOOP_HOST", "HOOP_TRANSPORT", "OMPI_COMM_WORLD_RANK",
+                 "UCX_TLS",   "FI_PROVIDER"};
       const std::string host = k < 2 ? "hoop-host-a" : "hoop-host-b";
       results[static_cast<size_t>(k)] =
           RunProc({"/usr/sbin/ip", "netns", "exec", k < 2 ? net.a : net.b, "unshare", "--uts", "sh", "-c",
@@ -102,7 +112,8 @@ TEST_CASE("two ranks on each of two hosts: shm inside a host, a network back end
   for (int k = 0; k < 4; ++k) {
     INFO(results[static_cast<size_t>(k)].output);
     CHECK(results[static_cast<size_t>(k)].exit_code == 0);
-    CHECK(results[static_cast<size_t>(k)].output.find("c-api ok rank " + std::to_string(k) + " of 4") != std::string::npos);
+    CHECK(results[static_cast<size_t>(k)].output.find("c-api ok rank " + std::to_string(k) + " of 4") !=
+          std::string::npos);
     CHECK(results[static_cast<size_t>(k)].output.find("4 ranks over shm+ucx") != std::string::npos);
   }
 }

@@ -35,7 +35,8 @@ std::vector<std::string> Lines(const std::string& out, const std::string& has) {
 
 }  // namespace
 
-TEST_CASE("fusion: ranks submitting in different orders from several threads get the right results", "[multiproc][fusion]") {
+TEST_CASE("fusion: ranks submitting in different orders from several threads get the right results",
+          "[multiproc][fusion]") {
   struct Run {
     std::string backend;
     int n;
@@ -59,7 +60,8 @@ TEST_CASE("fusion: ranks submitting in different orders from several threads get
   }
 }
 
-TEST_CASE("fusion: a name submitted with different parameters fails on every rank, naming them", "[multiproc][fusion]") {
+TEST_CASE("fusion: a name submitted with different parameters fails on every rank, naming them",
+          "[multiproc][fusion]") {
   const std::map<std::string, std::string> want = {
       {"dtype", "dtype f32 on ranks 0, 2 vs f64 on rank 1"},
       {"count", "count 100 on ranks 0, 2 vs 99 on rank 1"},
@@ -85,7 +87,8 @@ TEST_CASE("fusion: a name submitted with different parameters fails on every ran
   }
 }
 
-TEST_CASE("fusion: a rank killed with tensors pending fails every other rank's tensors at once", "[multiproc][fusion]") {
+TEST_CASE("fusion: a rank killed with tensors pending fails every other rank's tensors at once",
+          "[multiproc][fusion]") {
   for (const char* backend : {"tcp", "shm"}) {
     DYNAMIC_SECTION(backend) {
       std::string marker = NewMarker();
@@ -103,7 +106,7 @@ TEST_CASE("fusion: a rank killed with tensors pending fails every other rank's t
         ++reported;
         CHECK((err[0].find("lost peer 2") != std::string::npos || err[0].find("rank 2") != std::string::npos));
         CHECK(err[0].find("tensor 't") != std::string::npos);  // names the tensor
-        CHECK(later.size() == 1);                               // later submissions are refused, not hung
+        CHECK(later.size() == 1);                              // later submissions are refused, not hung
       }
       CHECK(reported >= 2);
       CHECK(WaitGone(marker, 5) == 0);
@@ -123,7 +126,8 @@ TEST_CASE("fusion: shutdown on one rank stops every rank and fails what has not 
       CHECK(Lines(r.output, "shutdown ok").size() == 3);
       // Every in-flight tensor ends the same way on every rank: run everywhere, or failed everywhere.
       std::set<std::string> outcomes;
-      for (const auto& line : Lines(r.output, ": in flight: ")) outcomes.insert(line.substr(line.find(": in flight: ")));
+      for (const auto& line : Lines(r.output, ": in flight: "))
+        outcomes.insert(line.substr(line.find(": in flight: ")));
       CHECK(outcomes.size() == 1);
       CHECK(Lines(r.output, "others-only: Aborted: ").size() == 2);
       CHECK(Lines(r.output, "the tensor fusion runtime was shut down (asked by rank 0)").size() >= 2);
@@ -146,15 +150,17 @@ TEST_CASE("fusion: rank 0 warns which ranks have not submitted a stalled tensor"
   CHECK(WaitGone(marker, 5) == 0);
 }
 
-TEST_CASE("fusion: a name some rank never submits fails at HOOP_TIMEOUT on the others, naming it", "[multiproc][fusion]") {
+TEST_CASE("fusion: a name some rank never submits fails at HOOP_TIMEOUT on the others, naming it",
+          "[multiproc][fusion]") {
   std::string marker = NewMarker();
   auto r = Fusion(Named("shm"), 3, {"timeout"}, marker, 60, {{"HOOP_TIMEOUT", "3"}});
   INFO(r.output);
   REQUIRE_FALSE(r.timed_out);
   CHECK(r.exit_code == 0);
   // A wait that ran out, said as one (DeadlineExceeded, HOOP_ERR_TIMEOUT), not as a disagreement.
-  auto failed = Lines(r.output, "DeadlineExceeded: tensor 'never': rank 2 did not submit it within HOOP_TIMEOUT (3 s); "
-                                "submitted by ranks 0, 1");
+  auto failed = Lines(r.output,
+                      "DeadlineExceeded: tensor 'never': rank 2 did not submit it within HOOP_TIMEOUT (3 s); "
+                      "submitted by ranks 0, 1");
   CHECK(failed.size() == 2);
   CHECK(Lines(r.output, "timeout ok").size() == 3);
   CHECK(WaitGone(marker, 5) == 0);

@@ -40,7 +40,8 @@ TEST_CASE("counts whose byte size overflows are refused by every entry point, na
         CHECK(r.exit_code == 0);
         CHECK(r.signal == 0);
         CHECK(r.output.find("FAIL") == std::string::npos);
-        for (int k = 0; k < n; ++k) CHECK(r.output.find("rank " + std::to_string(k) + ": counts ok") != std::string::npos);
+        for (int k = 0; k < n; ++k)
+          CHECK(r.output.find("rank " + std::to_string(k) + ": counts ok") != std::string::npos);
         CHECK(WaitGone(marker, 5) == 0);
       }
     }
@@ -54,8 +55,8 @@ TEST_CASE("ranks passing different broadcast roots fail naming both roots; nothi
     std::string roots;
     std::string count;
   };
-  const Case cases[] = {{2, "0,1", "1000"}, {2, "1,0", "100000"}, {3, "0,0,1", "1000"},
-                        {3, "0,1,2", "100000"}, {3, "1,0,0", "7"}, {4, "0,0,2,2", "1000"}};
+  const Case cases[] = {{2, "0,1", "1000"},     {2, "1,0", "100000"}, {3, "0,0,1", "1000"},
+                        {3, "0,1,2", "100000"}, {3, "1,0,0", "7"},    {4, "0,0,2,2", "1000"}};
   for (const char* label : {"tcp", "shm"}) {
     for (const Case& c : cases) {
       DYNAMIC_SECTION(label << " x " << c.n << " roots " << c.roots << " count " << c.count) {
@@ -166,7 +167,8 @@ TEST_CASE("strangers against a rank and the store, during start-up and after: re
   CHECK(r.exit_code == 0);
   // Three silent strangers cost start-up 15 s before; now nothing.
   CHECK(r.seconds < 8);
-  for (int k = 0; k < 2; ++k) CHECK(r.output.find("rank " + std::to_string(k) + ": strangers done") != std::string::npos);
+  for (int k = 0; k < 2; ++k)
+    CHECK(r.output.find("rank " + std::to_string(k) + ": strangers done") != std::string::npos);
   CHECK(r.output.find("all results right") != std::string::npos);
   CHECK(r.output.find("ACCEPTED") == std::string::npos);
   CHECK(r.output.find("FAIL") == std::string::npos);
@@ -177,7 +179,7 @@ TEST_CASE("strangers against a rank and the store, during start-up and after: re
   CHECK(r.output.find("came after start-up") != std::string::npos);
   // After start-up every hello is answered at once: refused, not left to time out.
   CHECK(CountOf(r.output, "stranger stale-peer at") == 1);
-  CHECK(r.output.find("stranger stale-peer at " ) != std::string::npos);
+  CHECK(r.output.find("stranger stale-peer at ") != std::string::npos);
   CHECK(LineOf(r.output, "stranger stale-peer at").find("connection refused by") != std::string::npos);
   // The store server (in hooprun) refuses and logs its strangers too.
   CHECK(CountOf(r.output, "store: refused connection from") >= 4);
@@ -223,13 +225,16 @@ TEST_CASE("same-host jobs run where pidfd_open is refused: under valgrind", "[mu
   o.env = Named("shm").env;
   o.env["HOOP_TIMEOUT"] = "60";
   o.timeout_s = 120;
-  auto r = RunProc({Bin("hooprun"), "-np", "3", "/usr/bin/valgrind", "-q", "--error-exitcode=99", Bin("hoop-probe-rank"),
-                    "two_comms", marker}, o);
+  auto r = RunProc({Bin("hooprun"), "-np", "3", "/usr/bin/valgrind", "-q", "--error-exitcode=99",
+                    Bin("hoop-probe-rank"), "two_comms", marker},
+                   o);
   INFO(r.output);
   CHECK(r.exit_code == 0);
-  for (int k = 0; k < 3; ++k) CHECK(r.output.find("rank " + std::to_string(k) + ": two communicators ok") != std::string::npos);
+  for (int k = 0; k < 3; ++k)
+    CHECK(r.output.find("rank " + std::to_string(k) + ": two communicators ok") != std::string::npos);
   // A rank killed mid-allreduce is named, not waited for.
-  auto k = RunProc({Bin("hooprun"), "-np", "2", "/usr/bin/valgrind", "-q", Bin("hoop-test-rank"), "kill", "1", marker}, o);
+  auto k =
+      RunProc({Bin("hooprun"), "-np", "2", "/usr/bin/valgrind", "-q", Bin("hoop-test-rank"), "kill", "1", marker}, o);
   INFO(k.output);
   CHECK(k.output.find("lost peer 1 (process") != std::string::npos);
   CHECK(k.output.find("hooprun: rank 1 (pid") != std::string::npos);

@@ -42,7 +42,8 @@ std::shared_ptr<P2pCall> Receive(void* data, size_t count, DType dtype, int peer
 // Polls until `call` is done, five seconds at most.
 bool Await(Mailbox& m, const P2pCall& call) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!call.done && std::chrono::steady_clock::now() < end) m.Progress(Deadline::After(std::chrono::milliseconds(10)));
+  while (!call.done && std::chrono::steady_clock::now() < end)
+    m.Progress(Deadline::After(std::chrono::milliseconds(10)));
   return call.done;
 }
 
@@ -76,7 +77,7 @@ TEST_CASE("shm: a blocking receive takes a message inside its frame at once, and
     CHECK(info.count == 1);
     CHECK_FALSE(b.Busy());
     CHECK(b.TakeInline(0, 5, &got, 8, DType::kI32, &info, 1000) == Taken::kNothing);  // nothing more came
-    REQUIRE(a.SendSmall(1, 5, nullptr, 0, DType::kI32));  // an empty one
+    REQUIRE(a.SendSmall(1, 5, nullptr, 0, DType::kI32));                              // an empty one
     info = {};
     CHECK(b.TakeInline(0, 5, &got, 8, DType::kI32, &info, kSpins) == Taken::kMine);
     CHECK(info.count == 0);

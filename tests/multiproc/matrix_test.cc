@@ -10,28 +10,28 @@ using namespace hoop::test;
 
 TEST_CASE("every collective matches the reference for 1..8 ranks over every back end", "[multiproc][matrix]") {
   for (const Backend& b : Backends()) {
-  for (int n = 1; n <= 8; ++n) {
-    // Every rank count over the native back ends; UCX's and libfabric's paths at 2, 3 and 8
-    // (one rank touches no back end; the suite's time goes mostly here).
-    const bool native = b.label == "shm" || b.label == "tcp";
-    if (!native && n != 2 && n != 3 && n != 8) continue;
-    DYNAMIC_SECTION(b.label << ", " << n << " ranks") {
-      std::string marker = NewMarker();
-      ProcOptions o;
-      o.env = b.env;
-      o.timeout_s = 240;
-      o.env["HOOP_TIMEOUT"] = "60";
-      // Small chunks so that even the test's counts are cut into several pipelined chunks.
-      o.env["HOOP_CHUNK_BYTES"] = "64K";
-      auto r = RunProc({Bin("hooprun"), "-np", std::to_string(n), Bin("hoop-test-rank"), "matrix", marker}, o);
-      INFO(r.output);
-      CHECK_FALSE(r.timed_out);
-      CHECK(r.exit_code == 0);
-      for (int rank = 0; rank < n; ++rank)
-        CHECK(r.output.find("rank " + std::to_string(rank) + ": matrix ok") != std::string::npos);
-      CHECK(WaitGone(marker, 5) == 0);
+    for (int n = 1; n <= 8; ++n) {
+      // Every rank count over the native back ends; UCX's and libfabric's paths at 2, 3 and 8
+      // (one rank touches no back end; the suite's time goes mostly here).
+      const bool native = b.label == "shm" || b.label == "tcp";
+      if (!native && n != 2 && n != 3 && n != 8) continue;
+      DYNAMIC_SECTION(b.label << ", " << n << " ranks") {
+        std::string marker = NewMarker();
+        ProcOptions o;
+        o.env = b.env;
+        o.timeout_s = 240;
+        o.env["HOOP_TIMEOUT"] = "60";
+        // Small chunks so that even the test's counts are cut into several pipelined chunks.
+        o.env["HOOP_CHUNK_BYTES"] = "64K";
+        auto r = RunProc({Bin("hooprun"), "-np", std::to_string(n), Bin("hoop-test-rank"), "matrix", marker}, o);
+        INFO(r.output);
+        CHECK_FALSE(r.timed_out);
+        CHECK(r.exit_code == 0);
+        for (int rank = 0; rank < n; ++rank)
+          CHECK(r.output.find("rank " + std::to_string(rank) + ": matrix ok") != std::string::npos);
+        CHECK(WaitGone(marker, 5) == 0);
+      }
     }
-  }
   }
 }
 
@@ -39,22 +39,22 @@ TEST_CASE("every collective matches the reference for 1..8 ranks over every back
 // cut into many messages and any ordering mistake between ranks would deadlock or misplace data.
 TEST_CASE("the matrix also passes with a window of one and tiny chunks", "[multiproc][matrix]") {
   for (const Backend& b : Backends()) {
-  DYNAMIC_SECTION(b.label) {
-  std::string marker = NewMarker();
-  ProcOptions o;
-  o.env = b.env;
-  o.timeout_s = 240;
-  o.env["HOOP_TIMEOUT"] = "60";
-  o.env["HOOP_CHUNK_BYTES"] = "4K";
-  o.env["HOOP_WINDOW"] = "1";
-  auto r = RunProc({Bin("hooprun"), "-np", "5", Bin("hoop-test-rank"), "matrix", marker}, o);
-  INFO(r.output);
-  CHECK_FALSE(r.timed_out);
-  CHECK(r.exit_code == 0);
-  for (int rank = 0; rank < 5; ++rank)
-    CHECK(r.output.find("rank " + std::to_string(rank) + ": matrix ok") != std::string::npos);
-  CHECK(WaitGone(marker, 5) == 0);
-}
+    DYNAMIC_SECTION(b.label) {
+      std::string marker = NewMarker();
+      ProcOptions o;
+      o.env = b.env;
+      o.timeout_s = 240;
+      o.env["HOOP_TIMEOUT"] = "60";
+      o.env["HOOP_CHUNK_BYTES"] = "4K";
+      o.env["HOOP_WINDOW"] = "1";
+      auto r = RunProc({Bin("hooprun"), "-np", "5", Bin("hoop-test-rank"), "matrix", marker}, o);
+      INFO(r.output);
+      CHECK_FALSE(r.timed_out);
+      CHECK(r.exit_code == 0);
+      for (int rank = 0; rank < 5; ++rank)
+        CHECK(r.output.find("rank " + std::to_string(rank) + ": matrix ok") != std::string::npos);
+      CHECK(WaitGone(marker, 5) == 0);
+    }
   }
 }
 
@@ -65,20 +65,20 @@ TEST_CASE("the matrix also passes with a window of one and tiny chunks", "[multi
 // failed with "Cannot allocate memory", or the job hung.
 TEST_CASE("senders far ahead of one receiver stay within every back end's room", "[multiproc][matrix]") {
   for (const Backend& b : Backends()) {
-  DYNAMIC_SECTION(b.label) {
-    ProcOptions o;
-    o.env = b.env;
-    o.timeout_s = 120;
-    o.env["HOOP_TIMEOUT"] = "60";
-    o.env["HOOP_CHUNK_BYTES"] = "4K";
-    o.env["HOOP_WINDOW"] = "1";
-    auto r = RunProc({Bin("hooprun"), "-np", "8", "--oversubscribe", Bin("hoop-perf"), "gather", "-b", "16M", "-e",
-                      "16M", "-n", "2", "-w", "1", "-c", "1"},
-                     o);
-    INFO(r.output);
-    CHECK_FALSE(r.timed_out);
-    CHECK(r.exit_code == 0);
-    CHECK(r.output.find("# Out of bounds values : 0 OK") != std::string::npos);
-  }
+    DYNAMIC_SECTION(b.label) {
+      ProcOptions o;
+      o.env = b.env;
+      o.timeout_s = 120;
+      o.env["HOOP_TIMEOUT"] = "60";
+      o.env["HOOP_CHUNK_BYTES"] = "4K";
+      o.env["HOOP_WINDOW"] = "1";
+      auto r = RunProc({Bin("hooprun"), "-np", "8", "--oversubscribe", Bin("hoop-perf"), "gather", "-b", "16M", "-e",
+                        "16M", "-n", "2", "-w", "1", "-c", "1"},
+                       o);
+      INFO(r.output);
+      CHECK_FALSE(r.timed_out);
+      CHECK(r.exit_code == 0);
+      CHECK(r.output.find("# Out of bounds values : 0 OK") != std::string::npos);
+    }
   }
 }

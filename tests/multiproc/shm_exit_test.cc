@@ -55,7 +55,8 @@ constexpr int kFirst = 5, kSecond = 6;  // the two tags the child sends, in this
 
 }  // namespace
 
-TEST_CASE("shm: a peer that exited after sending: all it sent is received, in any posting order", "[transport][failure]") {
+TEST_CASE("shm: a peer that exited after sending: all it sent is received, in any posting order",
+          "[transport][failure]") {
   const std::string name = "exit" + std::to_string(getpid());
   TransportOptions o;
   o.rank = 0;

@@ -96,7 +96,7 @@ TEST_CASE("shm: a small message copied into the ring and taken where it lies, or
   SECTION("two copies go together or not at all") {
     for (uint32_t i = 0; i + 1 < shm::kSlots; ++i) REQUIRE(to_b->SendCopy(msg.data(), 8, Tag{20, 1}));
     const Endpoint::Copy two[2] = {{msg.data(), 8, Tag{21, 1}}, {msg.data(), 8, Tag{22, 1}}};
-    CHECK_FALSE(to_b->SendCopies(two, 2));  // one slot left: neither goes
+    CHECK_FALSE(to_b->SendCopies(two, 2));             // one slot left: neither goes
     CHECK(to_b->SendCopy(msg.data(), 8, Tag{23, 1}));  // that slot is still free
     for (uint32_t i = 0; i + 1 < shm::kSlots; ++i) {
       from_a->PostRecv(rgot, 0, 8, Tag{20, 1}, 500 + i);

@@ -50,8 +50,8 @@ TEST_CASE("tcp transport refuses a stranger, then connects the real peer and mov
   REQUIRE(hp.ok());
   auto fd = ConnectRetry(*hp, Deadline::After(std::chrono::seconds(5)));
   REQUIRE(fd.ok());
-  Status stranger = SendHello(fd->get(), "guess", Hello{HelloKind::kPeer, 0, "test"},
-                              Deadline::After(std::chrono::seconds(5)));
+  Status stranger =
+      SendHello(fd->get(), "guess", Hello{HelloKind::kPeer, 0, "test"}, Deadline::After(std::chrono::seconds(5)));
   CHECK(stranger.code() == Code::kPermissionDenied);
   // The right token for another communicator is refused too, in the handshake, and the
   // transport keeps waiting for rank 0.

@@ -58,8 +58,7 @@ inline const Backend& Named(const std::string& label) {
 // `hooprun -np n PROGRAM MODE_ARGS... marker` over back end b, with `env` added (HOOP_TIMEOUT and
 // the like) and a hard bound of timeout_s. PROGRAM: hoop-test-rank, or hoop-fusion-rank.
 inline ProcResult RunRanks(const Backend& b, int n, const std::vector<std::string>& mode_args,
-                           const std::string& marker, double timeout_s,
-                           const std::map<std::string, std::string>& env,
+                           const std::string& marker, double timeout_s, const std::map<std::string, std::string>& env,
                            const std::string& program = "hoop-test-rank") {
   ProcOptions o;
   o.env = b.env;

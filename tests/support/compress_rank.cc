@@ -65,7 +65,9 @@ struct Checker {
     if (!s.ok()) return Fail(what + ": " + s.ToString());
     BoundCheck b = CheckCompressedBound(dt, op, z, ptrs, dst, count);
     worst = std::max(worst, b.worst);
-    if (b.outside) Fail(what + ": " + std::to_string(b.outside) + " elements outside the bound, worst " + std::to_string(b.worst) + "x it");
+    if (b.outside)
+      Fail(what + ": " + std::to_string(b.outside) + " elements outside the bound, worst " + std::to_string(b.worst) +
+           "x it");
     if (!SameEverywhere(dst, count * es)) Fail(what + ": ranks hold different bits");
   }
 
@@ -85,7 +87,8 @@ struct Checker {
     if (!(out[3] == INFINITY)) Fail(what + ": inf became " + std::to_string(out[3]));
     if (!std::isnan(out[5]) && c.size() > 1) Fail(what + ": NaN became " + std::to_string(out[5]));
     for (size_t i = 0; i < count; ++i)
-      if (i != 3 && i != 5 && !std::isfinite(out[i])) return Fail(what + ": finite sum at " + std::to_string(i) + " became " + std::to_string(out[i]));
+      if (i != 3 && i != 5 && !std::isfinite(out[i]))
+        return Fail(what + ": finite sum at " + std::to_string(i) + " became " + std::to_string(out[i]));
   }
 
   // Error feedback: the same input K times. Without it every call makes the same error, so the
@@ -110,14 +113,19 @@ struct Checker {
       o.compression = z;
       o.residual = feedback ? residual.data() : nullptr;
       for (int k = 0; k < K; ++k) {
-        if (!c.Allreduce({const_cast<float*>(mine), count, DType::kF32}, {out.data(), count, DType::kF32}, ReduceOp::kSum, o).Wait().ok()) return -1;
+        if (!c.Allreduce({const_cast<float*>(mine), count, DType::kF32}, {out.data(), count, DType::kF32},
+                         ReduceOp::kSum, o)
+                 .Wait()
+                 .ok())
+          return -1;
         for (size_t i = 0; i < count; ++i) sum[i] += out[i];
       }
       const double g = CompressionErrorFactor(z, c.size());
       std::vector<double> exact(count, 0.0), a(count, 0.0);
       double m = 0, acc = 0;
       for (size_t i = 0; i < count; ++i) {
-        for (const void* p : ptrs) exact[i] += static_cast<const float*>(p)[i], a[i] += std::fabs(static_cast<const float*>(p)[i]);
+        for (const void* p : ptrs)
+          exact[i] += static_cast<const float*>(p)[i], a[i] += std::fabs(static_cast<const float*>(p)[i]);
         m = std::max(m, a[i]);
       }
       for (size_t i = 0; i < count; ++i) {
@@ -127,10 +135,13 @@ struct Checker {
       return std::sqrt(acc / count);
     };
     const double plain = rms_of_mean(false), fed = rms_of_mean(true);
-    std::printf("rank %d: %s error feedback: RMS error of the mean of 16 calls, relative to the bound: %.4f without, %.4f with\n",
-                c.rank(), CompressionName(z), plain, fed);
+    std::printf(
+        "rank %d: %s error feedback: RMS error of the mean of 16 calls, relative to the bound: %.4f without, %.4f "
+        "with\n",
+        c.rank(), CompressionName(z), plain, fed);
     if (plain < 0 || fed < 0) return Fail(std::string(CompressionName(z)) + " error feedback: a call failed");
-    if (!(fed < plain / 4)) Fail(std::string(CompressionName(z)) + " error feedback did not shrink the error of the mean");
+    if (!(fed < plain / 4))
+      Fail(std::string(CompressionName(z)) + " error feedback did not shrink the error of the mean");
   }
 
   void Refusals() {
@@ -143,7 +154,8 @@ struct Checker {
     };
     CallOptions o;
     o.compression = Compression::kFp16;
-    expect("fp16 on i32", c.Allreduce({ints.data(), 10, DType::kI32}, {ints.data(), 10, DType::kI32}, ReduceOp::kSum, o).Wait(),
+    expect("fp16 on i32",
+           c.Allreduce({ints.data(), 10, DType::kI32}, {ints.data(), 10, DType::kI32}, ReduceOp::kSum, o).Wait(),
            "compression fp16 applies to f32 and f64 sum and avg, not i32 sum");
     expect("fp16 max", c.Allreduce({f.data(), 10, DType::kF32}, {f.data(), 10, DType::kF32}, ReduceOp::kMax, o).Wait(),
            "not f32 max");
@@ -153,7 +165,8 @@ struct Checker {
     CallOptions r;
     r.compression = Compression::kNone;
     r.residual = res.data();
-    expect("residual without compression", c.Allreduce({f.data(), 10, DType::kF32}, {f.data(), 10, DType::kF32}, ReduceOp::kSum, r).Wait(),
+    expect("residual without compression",
+           c.Allreduce({f.data(), 10, DType::kF32}, {f.data(), 10, DType::kF32}, ReduceOp::kSum, r).Wait(),
            "residual (error feedback) was given with compression none");
   }
 };
@@ -182,7 +195,8 @@ int RunCompressMismatch(Communicator& c) {
   std::vector<float> x(1 << 20, 1.0f), out(x.size());
   CallOptions o;
   o.compression = c.rank() == 0 ? Compression::kFp16 : Compression::kNone;
-  Status s = c.Allreduce({x.data(), x.size(), DType::kF32}, {out.data(), out.size(), DType::kF32}, ReduceOp::kSum, o).Wait();
+  Status s =
+      c.Allreduce({x.data(), x.size(), DType::kF32}, {out.data(), out.size(), DType::kF32}, ReduceOp::kSum, o).Wait();
   std::printf("rank %d: %s\n", c.rank(), s.ToString().c_str());
   return s.ok() ? 0 : 1;
 }

@@ -4,7 +4,8 @@
 // 1, 7, 1000 and 262147, in and out of place, with every rank's buffers on the device and with
 // rank 0's on the host (the others then send it descriptors and receive its bytes); broadcast,
 // allgather, reduce-scatter, reduce, gather, scatter and alltoall; sends and receives; two
-// communicators created separately over the same buffers. Every case allocates its buffers anew and frees them after, so
+// communicators created separately over the same buffers. Every case allocates its buffers anew and frees them after,
+// so
 // addresses are reused by new allocations, which a mapping cache keyed on the address alone
 // would get wrong. Results are compared with the reference, bit for bit.
 #include <cstdio>
@@ -83,14 +84,17 @@ Status BlockCollectives(Communicator& c, size_t count) {
   HOOP_RETURN_IF_ERROR(all.status);
   for (size_t i = 0; i < count; ++i) h[i] = rank == n - 1 ? static_cast<int32_t>(5 * i + 3) : -1;
   HOOP_RETURN_IF_ERROR(Up(in.p, h.data(), count * es));
-  HOOP_RETURN_IF_ERROR(c.Broadcast({in.p, count, DType::kI32, MemKind::kCuda}, {out.p, count, DType::kI32, MemKind::kCuda}, n - 1).Wait());
+  HOOP_RETURN_IF_ERROR(
+      c.Broadcast({in.p, count, DType::kI32, MemKind::kCuda}, {out.p, count, DType::kI32, MemKind::kCuda}, n - 1)
+          .Wait());
   HOOP_RETURN_IF_ERROR(Down(h.data(), out.p, count * es));
   for (size_t i = 0; i < count; ++i)
     if (h[i] != static_cast<int32_t>(5 * i + 3)) return Internal("broadcast: element " + std::to_string(i));
   for (size_t i = 0; i < count; ++i) h[i] = static_cast<int32_t>(rank * 1000003 + static_cast<int>(i));
   HOOP_RETURN_IF_ERROR(Up(in.p, h.data(), count * es));
   HOOP_RETURN_IF_ERROR(c.Allgather({in.p, count, DType::kI32, MemKind::kCuda},
-                                   {all.p, count * static_cast<size_t>(n), DType::kI32, MemKind::kCuda}).Wait());
+                                   {all.p, count * static_cast<size_t>(n), DType::kI32, MemKind::kCuda})
+                           .Wait());
   HOOP_RETURN_IF_ERROR(Down(h.data(), all.p, h.size() * es));
   for (int r = 0; r < n; ++r)
     for (size_t i = 0; i < count; ++i)
@@ -98,8 +102,9 @@ Status BlockCollectives(Communicator& c, size_t count) {
         return Internal("allgather: rank " + std::to_string(r) + "'s element " + std::to_string(i));
   for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<int32_t>(i) + rank;
   HOOP_RETURN_IF_ERROR(Up(all.p, h.data(), h.size() * es));
-  HOOP_RETURN_IF_ERROR(c.ReduceScatter({all.p, h.size(), DType::kI32, MemKind::kCuda}, {out.p, count, DType::kI32, MemKind::kCuda},
-                                       ReduceOp::kSum).Wait());
+  HOOP_RETURN_IF_ERROR(c.ReduceScatter({all.p, h.size(), DType::kI32, MemKind::kCuda},
+                                       {out.p, count, DType::kI32, MemKind::kCuda}, ReduceOp::kSum)
+                           .Wait());
   HOOP_RETURN_IF_ERROR(Down(h.data(), out.p, count * es));
   for (size_t i = 0; i < count; ++i) {
     const auto g = static_cast<int32_t>(static_cast<size_t>(rank) * count + i);
@@ -123,7 +128,8 @@ Status RootedCollectives(Communicator& c, size_t count) {
   if (rank == 1) {
     HOOP_RETURN_IF_ERROR(Down(h.data(), out.p, count * es));
     for (size_t i = 0; i < count; ++i)
-      if (h[i] != static_cast<int32_t>(n * static_cast<int>(i) + n * (n - 1) / 2)) return Internal("reduce: element " + std::to_string(i));
+      if (h[i] != static_cast<int32_t>(n * static_cast<int>(i) + n * (n - 1) / 2))
+        return Internal("reduce: element " + std::to_string(i));
   }
   for (size_t i = 0; i < count; ++i) h[i] = static_cast<int32_t>(rank * 1000003 + static_cast<int>(i));
   HOOP_RETURN_IF_ERROR(Up(in.p, h.data(), count * es));
@@ -131,20 +137,23 @@ Status RootedCollectives(Communicator& c, size_t count) {
   if (rank == n - 1) {
     HOOP_RETURN_IF_ERROR(Down(h.data(), out.p, all * es));
     for (size_t i = 0; i < all; ++i)
-      if (h[i] != static_cast<int32_t>((i / count) * 1000003 + i % count)) return Internal("gather: element " + std::to_string(i));
+      if (h[i] != static_cast<int32_t>((i / count) * 1000003 + i % count))
+        return Internal("gather: element " + std::to_string(i));
   }
   for (size_t i = 0; i < all; ++i) h[i] = rank == 0 ? static_cast<int32_t>(7 * i + 1) : -1;
   HOOP_RETURN_IF_ERROR(Up(in.p, h.data(), all * es));
   HOOP_RETURN_IF_ERROR(c.Scatter(dev(in.p, all), dev(out.p, count), 0).Wait());
   HOOP_RETURN_IF_ERROR(Down(h.data(), out.p, count * es));
   for (size_t i = 0; i < count; ++i)
-    if (h[i] != static_cast<int32_t>(7 * (static_cast<size_t>(rank) * count + i) + 1)) return Internal("scatter: element " + std::to_string(i));
+    if (h[i] != static_cast<int32_t>(7 * (static_cast<size_t>(rank) * count + i) + 1))
+      return Internal("scatter: element " + std::to_string(i));
   for (size_t i = 0; i < all; ++i) h[i] = static_cast<int32_t>(rank * 1000 + (i / count) * 100000 + i % count);
   HOOP_RETURN_IF_ERROR(Up(in.p, h.data(), all * es));
   HOOP_RETURN_IF_ERROR(c.Alltoall(dev(in.p, all), dev(out.p, all)).Wait());
   HOOP_RETURN_IF_ERROR(Down(h.data(), out.p, all * es));
   for (size_t i = 0; i < all; ++i)
-    if (h[i] != static_cast<int32_t>((i / count) * 1000 + rank * 100000 + i % count)) return Internal("alltoall: element " + std::to_string(i));
+    if (h[i] != static_cast<int32_t>((i / count) * 1000 + rank * 100000 + i % count))
+      return Internal("alltoall: element " + std::to_string(i));
   return Status::Ok();
 }
 
@@ -165,13 +174,15 @@ Status Exchange(Communicator& c, size_t count) {
   HOOP_RETURN_IF_ERROR(r.Wait());
   HOOP_RETURN_IF_ERROR(Down(h.data(), in.p, bytes));
   for (size_t i = 0; i < count; ++i)
-    if (h[i] != static_cast<int32_t>(from * 1000003 + static_cast<int>(i))) return Internal("send/recv: element " + std::to_string(i));
+    if (h[i] != static_cast<int32_t>(from * 1000003 + static_cast<int>(i)))
+      return Internal("send/recv: element " + std::to_string(i));
   if (rank == 1) HOOP_RETURN_IF_ERROR(c.Send({out.p, count, DType::kI32, MemKind::kCuda}, 0, 22).Wait());
   if (rank == 0) {
     std::vector<int32_t> host(count);
     HOOP_RETURN_IF_ERROR(c.Recv({host.data(), count, DType::kI32, MemKind::kHost}, 1, 22).Wait());
     for (size_t i = 0; i < count; ++i)
-      if (host[i] != static_cast<int32_t>(1000003 + static_cast<int>(i))) return Internal("send to host: element " + std::to_string(i));
+      if (host[i] != static_cast<int32_t>(1000003 + static_cast<int>(i)))
+        return Internal("send to host: element " + std::to_string(i));
   }
   return Status::Ok();
 }
@@ -195,8 +206,10 @@ Status TwoCommunicators(Communicator& c) {
     for (Communicator* k : {&c, second->get(), &c}) {
       for (size_t i = 0; i < count; ++i) h[i] = static_cast<int32_t>(rank * 7 + static_cast<int>(i) + round);
       HOOP_RETURN_IF_ERROR(Up(in.p, h.data(), count * es));
-      HOOP_RETURN_IF_ERROR(k->Allreduce({in.p, count, DType::kI32, MemKind::kCuda}, {out.p, count, DType::kI32, MemKind::kCuda},
-                                        ReduceOp::kSum).Wait().WithContext(k == &c ? "the first communicator" : "the second"));
+      HOOP_RETURN_IF_ERROR(k->Allreduce({in.p, count, DType::kI32, MemKind::kCuda},
+                                        {out.p, count, DType::kI32, MemKind::kCuda}, ReduceOp::kSum)
+                               .Wait()
+                               .WithContext(k == &c ? "the first communicator" : "the second"));
       HOOP_RETURN_IF_ERROR(Down(h.data(), out.p, count * es));
       for (size_t i = 0; i < count; ++i)
         if (h[i] != static_cast<int32_t>(7 * n * (n - 1) / 2 + n * (static_cast<int>(i) + round)))
@@ -215,14 +228,15 @@ int RunDeviceIpc(Communicator& c) {
   };
   int cases = 0;
   for (bool host_zero : {false, true})
-    for (Pair p : {Pair{DType::kF32, ReduceOp::kSum}, Pair{DType::kBF16, ReduceOp::kSum}, Pair{DType::kI64, ReduceOp::kMax},
-                   Pair{DType::kF64, ReduceOp::kAvg}})
+    for (Pair p : {Pair{DType::kF32, ReduceOp::kSum}, Pair{DType::kBF16, ReduceOp::kSum},
+                   Pair{DType::kI64, ReduceOp::kMax}, Pair{DType::kF64, ReduceOp::kAvg}})
       for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{262147}})
         for (bool in_place : {false, true}) {
           Status s = OneAllreduce(c, p.t, p.op, count, in_place, host_zero);
           if (!s.ok()) {
-            std::printf("rank %d: device ipc: allreduce %s %s x %zu%s%s: %s\n", c.rank(), DTypeName(p.t), ReduceOpName(p.op),
-                        count, in_place ? " in place" : "", host_zero ? " (rank 0 on the host)" : "", s.ToString().c_str());
+            std::printf("rank %d: device ipc: allreduce %s %s x %zu%s%s: %s\n", c.rank(), DTypeName(p.t),
+                        ReduceOpName(p.op), count, in_place ? " in place" : "",
+                        host_zero ? " (rank 0 on the host)" : "", s.ToString().c_str());
             return 1;
           }
           ++cases;

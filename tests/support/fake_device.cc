@@ -39,9 +39,12 @@ void FakeDevice::Queued(const void* queue, uint64_t job, std::vector<Range> read
   std::lock_guard<std::mutex> l(mu_);
   for (const Pending& p : pending_) {
     if (p.queue == queue || !hazard_.empty()) continue;
-    if (overlap(reads, p.writes)) hazard_ = "a job reads memory another rank's queue has yet to write";
-    else if (overlap(writes, p.reads)) hazard_ = "a job writes memory another rank's queue has yet to read";
-    else if (overlap(writes, p.writes)) hazard_ = "a job writes memory another rank's queue has yet to write";
+    if (overlap(reads, p.writes))
+      hazard_ = "a job reads memory another rank's queue has yet to write";
+    else if (overlap(writes, p.reads))
+      hazard_ = "a job writes memory another rank's queue has yet to read";
+    else if (overlap(writes, p.writes))
+      hazard_ = "a job writes memory another rank's queue has yet to write";
   }
   pending_.push_back({queue, job, std::move(reads), std::move(writes)});
 }
@@ -75,7 +78,8 @@ class FakeQueue final : public DeviceQueue {
       return Internal("fake device: a copy failed (injected)");
     const FakeDevice::Range w{static_cast<const char*>(dst), static_cast<const char*>(dst) + bytes};
     if (dev_.DeviceOf(src) < 0) {  // host memory: read now
-      auto held = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + bytes);
+      auto held =
+          std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + bytes);
       return Queue([dst, held] { std::memcpy(dst, held->data(), held->size()); }, {}, {w});
     }
     const FakeDevice::Range r{static_cast<const char*>(src), static_cast<const char*>(src) + bytes};

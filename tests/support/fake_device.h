@@ -10,7 +10,8 @@
 // queued to read what another rank's queue has still to write, or to write what another rank's
 // queue has still to read or write, is a hazard the protocol should have ordered (by a mark or an
 // acknowledgement), named in hazard() whether or not the timing made the bytes come out wrong.
-// A copy from host memory reads its source when queued, as CUDA's copies from pageable memory do. Ranks are threads of one
+// A copy from host memory reads its source when queued, as CUDA's copies from pageable memory do. Ranks are threads of
+// one
 // process, so a descriptor's address is used as it is (as the CUDA queue does within a process).
 #pragma once
 

@@ -126,7 +126,8 @@ struct Flag {
 };
 
 inline const StreamOps* FakeStreamOps() {
-  static const StreamOps ops{&FakeStream::Launch, &FakeStream::WaitWord, &FakeStream::AllocWords, &FakeStream::FreeWords};
+  static const StreamOps ops{&FakeStream::Launch, &FakeStream::WaitWord, &FakeStream::AllocWords,
+                             &FakeStream::FreeWords};
   return &ops;
 }
 

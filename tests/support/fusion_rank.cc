@@ -89,7 +89,8 @@ std::vector<Tensor> MakeTensors(int n) {
     for (int root = 0; root < n; ++root)
       ts.push_back(Make("bc/" + std::string(DTypeName(dt)) + "/root" + std::to_string(root), CollKind::kBroadcast, dt,
                         ReduceOp::kSum, root, counts[k++ % 5]));
-    ts.push_back(Make("ag/" + std::string(DTypeName(dt)), CollKind::kAllgather, dt, ReduceOp::kSum, 0, counts[k++ % 5]));
+    ts.push_back(
+        Make("ag/" + std::string(DTypeName(dt)), CollKind::kAllgather, dt, ReduceOp::kSum, 0, counts[k++ % 5]));
   }
   return ts;
 }
@@ -111,7 +112,9 @@ void Prepare(Tensor& t, uint64_t id, int rank, int n, int step) {
   } else if (t.kind == CollKind::kBroadcast) {
     std::memcpy(t.want.data(), all[static_cast<size_t>(t.root)].data(), t.count * es);
   } else {
-    for (int r = 0; r < n; ++r) std::memcpy(t.want.data() + static_cast<size_t>(r) * t.count * es, all[static_cast<size_t>(r)].data(), t.count * es);
+    for (int r = 0; r < n; ++r)
+      std::memcpy(t.want.data() + static_cast<size_t>(r) * t.count * es, all[static_cast<size_t>(r)].data(),
+                  t.count * es);
   }
 }
 
@@ -168,7 +171,8 @@ int RunOrders(Communicator& c, Runtime& rt, int steps) {
       size_t bad = s.ok() ? CountMismatches(t.dtype, t.out.data(), t.want.data(), t.out_count) : 0;
       if (!s.ok() || bad) {
         ++failures;
-        std::printf("FAIL step %d %s: %s, %zu of %zu wrong\n", step, t.name.c_str(), s.ToString().c_str(), bad, t.out_count);
+        std::printf("FAIL step %d %s: %s, %zu of %zu wrong\n", step, t.name.c_str(), s.ToString().c_str(), bad,
+                    t.out_count);
       }
     }
     Status sync = rt.Synchronize();
@@ -179,7 +183,8 @@ int RunOrders(Communicator& c, Runtime& rt, int steps) {
     size_t with_cb = (ts.size() + 2) / 3;
     if (callbacks.load() != static_cast<int>(with_cb) || callback_errors.load()) {
       ++failures;
-      std::printf("FAIL step %d: %d callbacks (%d errors), want %zu\n", step, callbacks.load(), callback_errors.load(), with_cb);
+      std::printf("FAIL step %d: %d callbacks (%d errors), want %zu\n", step, callbacks.load(), callback_errors.load(),
+                  with_cb);
     }
   }
   RuntimeStats st = rt.stats();
@@ -205,10 +210,14 @@ int RunMismatch(Communicator& c, Runtime& rt, const std::string& field) {
   size_t count = field == "count" && odd ? 99 : 100;
   Buffer in{bad_in.data(), count, dt}, out{bad_out.data(), count, dt};
   Handle bad;
-  if (field == "op") bad = rt.Allreduce("bad", in, out, odd ? ReduceOp::kMax : ReduceOp::kSum);
-  else if (field == "root") bad = rt.Broadcast("bad", in, out, odd ? 1 : 0);
-  else if (field == "collective" && odd) bad = rt.Allgather("bad", in, {bad_out.data(), count * static_cast<size_t>(n), dt});
-  else bad = rt.Allreduce("bad", in, out, ReduceOp::kSum);
+  if (field == "op")
+    bad = rt.Allreduce("bad", in, out, odd ? ReduceOp::kMax : ReduceOp::kSum);
+  else if (field == "root")
+    bad = rt.Broadcast("bad", in, out, odd ? 1 : 0);
+  else if (field == "collective" && odd)
+    bad = rt.Allgather("bad", in, {bad_out.data(), count * static_cast<size_t>(n), dt});
+  else
+    bad = rt.Allreduce("bad", in, out, ReduceOp::kSum);
   Status s = bad.Wait();
   std::printf("rank %d: bad: %s\n", me, s.ToString().c_str());
   int wrong = s.code() == Code::kFailedPrecondition ? 0 : 1;
@@ -222,7 +231,8 @@ int RunMismatch(Communicator& c, Runtime& rt, const std::string& field) {
   }
   // The runtime goes on: the same name, now agreed, runs.
   std::vector<float> again(10, 1.0f);
-  Status after = rt.Allreduce("bad", {again.data(), 10, DType::kF32}, {again.data(), 10, DType::kF32}, ReduceOp::kSum).Wait();
+  Status after =
+      rt.Allreduce("bad", {again.data(), 10, DType::kF32}, {again.data(), 10, DType::kF32}, ReduceOp::kSum).Wait();
   if (!after.ok() || again[0] != static_cast<float>(n)) {
     ++wrong;
     std::printf("FAIL rank %d: after the mismatch: %s\n", me, after.ToString().c_str());
@@ -248,8 +258,9 @@ int RunKill(Communicator& c, Runtime& rt, int victim) {
       if (!s.ok()) {
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         std::printf("rank %d: error after %.0f ms: %s\n", c.rank(), ms, s.ToString().c_str());
-        Status later = rt.Allreduce("later", {bufs[0].data(), 1, DType::kF32}, {bufs[0].data(), 1, DType::kF32},
-                                    ReduceOp::kSum).Wait();
+        Status later =
+            rt.Allreduce("later", {bufs[0].data(), 1, DType::kF32}, {bufs[0].data(), 1, DType::kF32}, ReduceOp::kSum)
+                .Wait();
         std::printf("rank %d: a later submission: %s\n", c.rank(), later.ToString().c_str());
         return 1;
       }
@@ -268,18 +279,20 @@ int RunShutdown(Communicator& c, Runtime& rt) {
                               {bufs[i].data(), bufs[i].size(), DType::kF32}, ReduceOp::kSum));
   std::vector<float> x(10, 1.0f);
   Handle never;
-  if (me != 0) never = rt.Allreduce("others-only", {x.data(), 10, DType::kF32}, {x.data(), 10, DType::kF32}, ReduceOp::kSum);
+  if (me != 0)
+    never = rt.Allreduce("others-only", {x.data(), 10, DType::kF32}, {x.data(), 10, DType::kF32}, ReduceOp::kSum);
   int wrong = 0;
   if (me != 0) {  // the same name again while it is pending: refused at the call, not at its wait
-    Handle again = rt.Allreduce("others-only", {x.data(), 10, DType::kF32}, {x.data(), 10, DType::kF32}, ReduceOp::kSum);
+    Handle again =
+        rt.Allreduce("others-only", {x.data(), 10, DType::kF32}, {x.data(), 10, DType::kF32}, ReduceOp::kSum);
     const bool at_once = again.Test();
     Status s = again.Wait();
     std::printf("rank %d: others-only again: %s%s\n", me, s.ToString().c_str(), at_once ? " (at once)" : "");
     // Refused at once either way: as a repeat while the first is pending, or, where rank 0's
     // shutdown reached this rank first, because the runtime stopped.
-    const bool as_repeat = s.code() == Code::kInvalidArgument &&
-                           s.message().find("submitted again while its earlier submission is still pending") !=
-                               std::string::npos;
+    const bool as_repeat =
+        s.code() == Code::kInvalidArgument &&
+        s.message().find("submitted again while its earlier submission is still pending") != std::string::npos;
     const bool as_stopped = s.code() == Code::kAborted && s.message().find("shut down") != std::string::npos;
     wrong += !at_once || !(as_repeat || as_stopped);
   }
@@ -355,7 +368,8 @@ int RunTimeout(Communicator& c, Runtime& rt) {
 int main(int argc, char** argv) {
   using namespace hoop;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  const char* usage = "usage: hoop-fusion-rank orders STEPS | mismatch FIELD | kill VICTIM | shutdown | stall S | timeout\n";
+  const char* usage =
+      "usage: hoop-fusion-rank orders STEPS | mismatch FIELD | kill VICTIM | shutdown | stall S | timeout\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
     return 2;

@@ -63,7 +63,8 @@ int Counts(hoop_comm_t c) {
   // 2^62 f32 is exactly 2^64 bytes: a wrapped product of 0 ("success, nothing done").
   bad += ExpectRefused(hoop_allreduce(c, small, out, k62, HOOP_F32, HOOP_SUM), "allreduce", {std::to_string(k62)});
   // 2^62 + 1 f32: 4 bytes after wrapping.
-  bad += ExpectRefused(hoop_allreduce(c, small, out, k62 + 1, HOOP_F32, HOOP_SUM), "allreduce", {std::to_string(k62 + 1)});
+  bad +=
+      ExpectRefused(hoop_allreduce(c, small, out, k62 + 1, HOOP_F32, HOOP_SUM), "allreduce", {std::to_string(k62 + 1)});
   hoop_allreduce_opts_t none = {HOOP_COMPRESSION_NONE, nullptr};
   bad += ExpectRefused(hoop_allreduce_ex(c, small, out, k62 + 1, HOOP_F32, HOOP_SUM, &none), "allreduce",
                        {std::to_string(k62 + 1)});
@@ -75,7 +76,8 @@ int Counts(hoop_comm_t c) {
                        {std::to_string(k63 + 4)});
   // Byte sizes that fit in 64 bits but not in memory: more than PTRDIFF_MAX, and past the end of
   // the address space from a buffer near its top.
-  bad += ExpectRefused(hoop_allreduce(c, small, out, k63 + 8, HOOP_U8, HOOP_MAX), "allreduce", {std::to_string(k63 + 8)});
+  bad +=
+      ExpectRefused(hoop_allreduce(c, small, out, k63 + 8, HOOP_U8, HOOP_MAX), "allreduce", {std::to_string(k63 + 8)});
   void* top = reinterpret_cast<void*>(UINTPTR_MAX - 64);
   bad += ExpectRefused(hoop_allreduce(c, top, top, 1000, HOOP_F64, HOOP_SUM), "allreduce", {"1000"});
   // Addressable bytes, but more chunks than a call's message tags can number (2^24 chunks).
@@ -85,12 +87,13 @@ int Counts(hoop_comm_t c) {
   hoop_fusion_t f = nullptr;
   if (hoop_fusion_start(c, &f) != HOOP_SUCCESS) return Fail("fusion start");
   hoop_handle_t h = 0;
-  bad += ExpectRefused(hoop_fusion_allreduce(f, "a", small, out, k62 + 1, HOOP_F32, HOOP_SUM, nullptr, nullptr, nullptr, &h),
-                       "tensor 'a'", {std::to_string(k62 + 1)});
+  bad += ExpectRefused(
+      hoop_fusion_allreduce(f, "a", small, out, k62 + 1, HOOP_F32, HOOP_SUM, nullptr, nullptr, nullptr, &h),
+      "tensor 'a'", {std::to_string(k62 + 1)});
   bad += ExpectRefused(hoop_fusion_broadcast(f, "b", small, out, k62 + 2, HOOP_F32, 0, nullptr, nullptr, &h),
                        "tensor 'b'", {std::to_string(k62 + 2)});
-  bad += ExpectRefused(hoop_fusion_allgather(f, "g", small, out, per_rank, HOOP_U8, nullptr, nullptr, &h),
-                       "tensor 'g'", {std::to_string(per_rank)});
+  bad += ExpectRefused(hoop_fusion_allgather(f, "g", small, out, per_rank, HOOP_U8, nullptr, nullptr, &h), "tensor 'g'",
+                       {std::to_string(per_rank)});
   // The runtime still works.
   float t[4] = {1, 1, 1, 1};
   if (hoop_fusion_allreduce(f, "ok", t, t, 4, HOOP_F32, HOOP_SUM, nullptr, nullptr, nullptr, &h) != HOOP_SUCCESS ||
@@ -152,8 +155,8 @@ int TwoComms() {
     if (hoop_allreduce(a, xa, xa, 3, HOOP_I32, HOOP_SUM) != HOOP_SUCCESS) return Fail("allreduce on the first");
     if (hoop_allreduce(b, xb, xb, 3, HOOP_I32, HOOP_SUM) != HOOP_SUCCESS) return Fail("allreduce on the second");
     const int ranks_sum = size * (size - 1) / 2;
-    if (xa[0] != ranks_sum || xa[1] != size || xa[2] != size * round || xb[0] != 100 * ranks_sum ||
-        xb[1] != 2 * size || xb[2] != 10 * round * size) {
+    if (xa[0] != ranks_sum || xa[1] != size || xa[2] != size * round || xb[0] != 100 * ranks_sum || xb[1] != 2 * size ||
+        xb[2] != 10 * round * size) {
       std::printf("rank %d: FAIL wrong results: first {%d %d %d}, second {%d %d %d}\n", g_rank, xa[0], xa[1], xa[2],
                   xb[0], xb[1], xb[2]);
       return 1;
@@ -237,8 +240,9 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "two_comms") return TwoComms();
   if (mode.empty() || (mode == "roots" && argc < 4) || ((mode == "crash" || mode == "stop") && argc < 3)) {
-    std::fprintf(stderr, "usage: hoop-probe-rank init_finalize | counts | roots R0,R1,... N | two_comms | after_finalize"
-                         " | fusion_misuse | crash segv|abort | stop RANK\n");
+    std::fprintf(stderr,
+                 "usage: hoop-probe-rank init_finalize | counts | roots R0,R1,... N | two_comms | after_finalize"
+                 " | fusion_misuse | crash segv|abort | stop RANK\n");
     return 2;
   }
   hoop_comm_t c = Init();

@@ -37,8 +37,13 @@ ProcResult RunUnderMpirun(int np, const std::vector<std::string>& program, doubl
     failed.output = "no free loopback port for the store";
     return failed;
   }
-  std::vector<std::string> argv = {"/usr/bin/mpirun", "--oversubscribe", "-np", std::to_string(np), "-x",
-                                   "HOOP_STORE=tcp://127.0.0.1:" + std::to_string(port), "-x",
+  std::vector<std::string> argv = {"/usr/bin/mpirun",
+                                   "--oversubscribe",
+                                   "-np",
+                                   std::to_string(np),
+                                   "-x",
+                                   "HOOP_STORE=tcp://127.0.0.1:" + std::to_string(port),
+                                   "-x",
                                    "HOOP_JOB_TOKEN=mpirun-test-token"};
   argv.insert(argv.end(), program.begin(), program.end());
   return RunProc(argv, o);
@@ -81,7 +86,8 @@ ProcResult RunProc(const std::vector<std::string>& argv, const ProcOptions& opts
       if (::poll(&p, 1, 50) > 0) {
         char buf[65536];
         ssize_t n = ::read(fd, buf, sizeof(buf));
-        if (n > 0) r.output.append(buf, static_cast<size_t>(n));
+        if (n > 0)
+          r.output.append(buf, static_cast<size_t>(n));
         else {
           ::close(fd);
           fd = -1;

@@ -10,18 +10,18 @@
 namespace hoop::test {
 
 struct ProcResult {
-  int exit_code = -1;   // -1 if killed by a signal
+  int exit_code = -1;  // -1 if killed by a signal
   int signal = 0;
   bool timed_out = false;
   double seconds = 0;
-  std::string output;   // stdout and stderr, interleaved as written
+  std::string output;  // stdout and stderr, interleaved as written
 };
 
 struct ProcOptions {
   std::map<std::string, std::string> env;  // added to (or replacing in) this process's environment
   std::vector<std::string> unset;          // removed from it
   double timeout_s = 60;
-  double signal_after_s = 0;               // > 0: send `signal` to the program at this time
+  double signal_after_s = 0;  // > 0: send `signal` to the program at this time
   int signal = 0;
 };
 
@@ -50,11 +50,11 @@ int SignalRank(const std::string& marker, int rank, int signal);
 // Waits up to `seconds` for every process with the marker to disappear; returns how many remain.
 int WaitGone(const std::string& marker, double seconds);
 std::string Bin(const std::string& name);  // build/bin/NAME
-bool HaveMpirun();                          // /usr/bin/mpirun is there
+bool HaveMpirun();                         // /usr/bin/mpirun is there
 // Runs `program` as `np` ranks under OpenMPI's mpirun on this host (as root, oversubscribed),
 // with HOOP_STORE on a free loopback port (rank 0 serves it) and a job token; bounded by `seconds`.
 ProcResult RunUnderMpirun(int np, const std::vector<std::string>& program, double seconds);
-int FreeLoopbackPort();                     // a port nobody listens on right now
+int FreeLoopbackPort();  // a port nobody listens on right now
 // The first line of `out` that contains `part`, or "".
 std::string LineOf(const std::string& out, const std::string& part);
 

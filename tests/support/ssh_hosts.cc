@@ -51,8 +51,8 @@ SshHosts::SshHosts(int n) {
     stale += "; ip netns pids " + ns + " 2>/dev/null | xargs -r kill -9; ip netns del " + ns;
   }
   Sh(stale);
-  std::string cmd = "ip netns add " + sw + " && ip -n " + sw + " link add br0 type bridge && ip -n " + sw +
-                    " link set br0 up";
+  std::string cmd =
+      "ip netns add " + sw + " && ip -n " + sw + " link add br0 type bridge && ip -n " + sw + " link set br0 up";
   for (int i = 0; i < n; ++i) {
     const std::string ns = "hsh" + id_ + "_" + std::to_string(i), v = "hv" + id_ + "_" + std::to_string(i),
                       p = "hp" + id_ + "_" + std::to_string(i);
@@ -116,19 +116,27 @@ SshHosts::~SshHosts() {
 }
 
 std::vector<std::string> SshHosts::Run(int i, const std::vector<std::string>& command) const {
-  std::vector<std::string> argv{"/usr/sbin/ip", "netns", "exec", ns_[static_cast<size_t>(i)], "/usr/bin/unshare", "--uts", "/bin/sh", "-c",
-                                "hostname " + name_[static_cast<size_t>(i)] + " && exec \"$@\"", "sh"};
+  std::vector<std::string> argv{"/usr/sbin/ip",
+                                "netns",
+                                "exec",
+                                ns_[static_cast<size_t>(i)],
+                                "/usr/bin/unshare",
+                                "--uts",
+                                "/bin/sh",
+                                "-c",
+                                "hostname " + name_[static_cast<size_t>(i)] + " && exec \"$@\"",
+                                "sh"};
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
 }
 
 std::vector<std::string> SshHosts::SshFlags() const {
-  return {"-i", dir_ + "/id", "--ssh-args", "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"};
+  return {"-i", dir_ + "/id", "--ssh-args",
+          "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"};
 }
 
 void SshHosts::KillHost(int i) {
-  if (static_cast<size_t>(i) < ns_.size())
-    Sh("ip netns pids " + ns_[static_cast<size_t>(i)] + " | xargs -r kill -9");
+  if (static_cast<size_t>(i) < ns_.size()) Sh("ip netns pids " + ns_[static_cast<size_t>(i)] + " | xargs -r kill -9");
 }
 
 int SshHosts::ProcessesOn(int i) const {

@@ -46,8 +46,8 @@ struct Matrix {
   int checks = 0;
   uint64_t case_id = 0;
 
-  void Expect(const std::string& what, Status s, const std::vector<char>& got, const std::vector<char>& want,
-              DType dt, size_t count) {
+  void Expect(const std::string& what, Status s, const std::vector<char>& got, const std::vector<char>& want, DType dt,
+              size_t count) {
     ++checks;
     if (!s.ok()) {
       ++failures;
@@ -92,7 +92,8 @@ struct Matrix {
   std::vector<std::vector<char>> Slices(DType dt, ReduceOp op, size_t total, size_t first, size_t len) {
     std::vector<std::vector<char>> in(static_cast<size_t>(c.size()), std::vector<char>(len * DTypeSize(dt) + 1));
     for (int r = 0; r < c.size(); ++r)
-      FillInputSlice(dt, op, in[static_cast<size_t>(r)].data(), total, first, len, case_id * 131 + static_cast<uint64_t>(r));
+      FillInputSlice(dt, op, in[static_cast<size_t>(r)].data(), total, first, len,
+                     case_id * 131 + static_cast<uint64_t>(r));
     return in;
   }
   static std::vector<const void*> Ptrs(const std::vector<std::vector<char>>& v) {
@@ -126,11 +127,13 @@ struct Matrix {
             std::vector<char> want(count * es + 1), out(count * es + 1, 0x33);
             ReferenceReduce(dt, op, Ptrs(in), want.data(), count);
             Status s = c.Allreduce({in[me].data(), count, dt}, {out.data(), count, dt}, op, {algo}).Wait();
-            Expect(tag("allreduce", (std::string(AlgoName(algo)) + " " + ReduceOpName(op)).c_str()), s, out, want, dt, count);
+            Expect(tag("allreduce", (std::string(AlgoName(algo)) + " " + ReduceOpName(op)).c_str()), s, out, want, dt,
+                   count);
             // In place.
             std::vector<char> buf = in[me];
             s = c.Allreduce({buf.data(), count, dt}, {buf.data(), count, dt}, op, {algo}).Wait();
-            Expect(tag("allreduce in-place", (std::string(AlgoName(algo)) + " " + ReduceOpName(op)).c_str()), s, buf, want, dt, count);
+            Expect(tag("allreduce in-place", (std::string(AlgoName(algo)) + " " + ReduceOpName(op)).c_str()), s, buf,
+                   want, dt, count);
           }
           ++case_id;
           std::vector<char> mine = Own(dt, op, count * n);
@@ -140,7 +143,8 @@ struct Matrix {
           for (Algo algo : {Algo::kRing, Algo::kHierarchical}) {
             std::fill(out.begin(), out.end(), 0x33);
             s = c.ReduceScatter({mine.data(), count * n, dt}, {out.data(), count, dt}, op, {algo}).Wait();
-            Expect(tag("reduce_scatter", (std::string(AlgoName(algo)) + " " + ReduceOpName(op)).c_str()), s, out, want, dt, count);
+            Expect(tag("reduce_scatter", (std::string(AlgoName(algo)) + " " + ReduceOpName(op)).c_str()), s, out, want,
+                   dt, count);
           }
           {  // reduce_scatterv: uneven blocks, some empty
             ++case_id;
@@ -164,11 +168,13 @@ struct Matrix {
             const bool is_root = static_cast<int>(me) == root;
             // Non-roots pass no output at all.
             s = c.Reduce({rin[me].data(), count, dt}, is_root ? Buffer{rout.data(), count, dt} : Buffer{}, op, root,
-                         {algo}).Wait();
+                         {algo})
+                    .Wait();
             if (is_root) rwant.back() = rout.back();  // the guard byte past the end is not compared
-            Expect(tag("reduce", (std::string(AlgoName(algo)) + " " + ReduceOpName(op) + " root " +
-                                  std::to_string(root)).c_str()),
-                   s, is_root ? rout : rwant, rwant, dt, count);
+            Expect(
+                tag("reduce",
+                    (std::string(AlgoName(algo)) + " " + ReduceOpName(op) + " root " + std::to_string(root)).c_str()),
+                s, is_root ? rout : rwant, rwant, dt, count);
           }
         }
         for (Algo algo : {Algo::kChain, Algo::kBinomial, Algo::kHierarchical}) {
@@ -256,7 +262,8 @@ struct Matrix {
           for (size_t k = 0; k < n; ++k) send[k] = PackedBlocks(VCounts(count + k));
           Blocks recv{std::vector<size_t>(n), std::vector<size_t>(n)};
           size_t at = 0;
-          for (size_t k = n; k-- > 0;) recv.counts[k] = send[k].counts[me], recv.displs[k] = (at += 2), at += recv.counts[k];
+          for (size_t k = n; k-- > 0;)
+            recv.counts[k] = send[k].counts[me], recv.displs[k] = (at += 2), at += recv.counts[k];
           const size_t extent = at;
           std::vector<std::vector<char>> ins;
           for (size_t k = 0; k < n; ++k) {
@@ -268,7 +275,8 @@ struct Matrix {
           }
           std::vector<char> vwant(extent * es + 1, 0x36), vout(extent * es + 1, 0x36);
           for (size_t k = 0; k < n; ++k)
-            std::memcpy(vwant.data() + recv.displs[k] * es, ins[k].data() + send[k].displs[me] * es, recv.counts[k] * es);
+            std::memcpy(vwant.data() + recv.displs[k] * es, ins[k].data() + send[k].displs[me] * es,
+                        recv.counts[k] * es);
           s = c.Alltoallv({ins[me].data(), ins[me].size() / es, dt}, send[me], {vout.data(), extent, dt}, recv).Wait();
           Expect(tag("alltoallv", ""), s, vout, vwant, dt, extent);
         }
@@ -290,7 +298,8 @@ int RunMatrix(Communicator& c) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   Matrix m{c};
   m.Run();
-  std::printf("rank %d: matrix %s: %d checks, %d failed\n", c.rank(), m.failures ? "FAILED" : "ok", m.checks, m.failures);
+  std::printf("rank %d: matrix %s: %d checks, %d failed\n", c.rank(), m.failures ? "FAILED" : "ok", m.checks,
+              m.failures);
   return m.failures ? 1 : 0;
 }
 
@@ -358,7 +367,8 @@ int RunStraggler(Communicator& c, int sleep_s) {
   if (c.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(sleep_s));
   std::vector<float> in(4096, 1.0f), out(4096);
   auto t0 = std::chrono::steady_clock::now();
-  Status s = c.Allreduce({in.data(), in.size(), DType::kF32}, {out.data(), out.size(), DType::kF32}, ReduceOp::kSum).Wait();
+  Status s =
+      c.Allreduce({in.data(), in.size(), DType::kF32}, {out.data(), out.size(), DType::kF32}, ReduceOp::kSum).Wait();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("rank %d: after %.1f s: %s\n", c.rank(), secs, s.ToString().c_str());
   return s.ok() ? 0 : 1;
@@ -376,7 +386,9 @@ int main(int argc, char** argv) {
   using namespace hoop;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::fprintf(stderr, "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress | compress_mismatch | device_ipc | strangers | fd_flood\n");
+    std::fprintf(stderr,
+                 "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress "
+                 "| compress_mismatch | device_ipc | strangers | fd_flood\n");
     return 2;
   }
   std::string mode = argv[1];
@@ -400,7 +412,8 @@ int main(int argc, char** argv) {
   if (mode == "matrix") return RunMatrix(c);
   if (mode == "kill" && argc > 2) return RunKill(c, std::atoi(argv[2]));
   // The same on CUDA device buffers (tests/gpu/kill_test.cc).
-  if (mode == "device_kill" && argc > 2) return AllreduceUntilError(c, c, std::atoi(argv[2]), 8 << 20, 1000, MemKind::kCuda);
+  if (mode == "device_kill" && argc > 2)
+    return AllreduceUntilError(c, c, std::atoi(argv[2]), 8 << 20, 1000, MemKind::kCuda);
   if (mode == "mismatch") return RunMismatch(c);
   if (mode == "split_kill" && argc > 2) return RunSplitKill(c, std::atoi(argv[2]));
   if (mode == "straggler" && argc > 2) return RunStraggler(c, std::atoi(argv[2]));

@@ -74,7 +74,8 @@ StatusOr<std::unique_ptr<ThreadRanks>> ThreadRanks::Start(int n, const std::stri
       std::chrono::duration_cast<std::chrono::seconds>(op_timeout) + std::chrono::seconds(10), [] {}, &late);
   for (int r = 0; r < n; ++r)
     if (!made[static_cast<size_t>(r)].ok())
-      return made[static_cast<size_t>(r)].WithContext("in-process rank " + std::to_string(r) + " of " + std::to_string(n));
+      return made[static_cast<size_t>(r)].WithContext("in-process rank " + std::to_string(r) + " of " +
+                                                      std::to_string(n));
   return t;
 }
 

@@ -50,7 +50,8 @@ TEST_CASE("hierarchical collectives: auto above 64 KiB on even hosts, by name an
   CHECK_FALSE(EvenHosts({}));
   const size_t big = 1 << 20;
   CHECK(ChooseAlgo(CollKind::kAllreduce, big, 4, Algo::kAuto, Algo::kAuto, true).algo == Algo::kHierarchical);
-  CHECK(ChooseAlgo(CollKind::kAllreduce, (64 << 10) + 4, 4, Algo::kAuto, Algo::kAuto, true).algo == Algo::kHierarchical);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, (64 << 10) + 4, 4, Algo::kAuto, Algo::kAuto, true).algo ==
+        Algo::kHierarchical);
   CHECK(ChooseAlgo(CollKind::kAllreduce, 64 << 10, 4, Algo::kAuto, Algo::kAuto, true).algo == Algo::kDoubling);
   CHECK(ChooseAlgo(CollKind::kAllreduce, big, 4, Algo::kAuto, Algo::kAuto, false).algo == Algo::kRing);
   CHECK(ChooseAlgo(CollKind::kAllreduce, big, 4, Algo::kAuto, Algo::kRing, true).algo == Algo::kRing);

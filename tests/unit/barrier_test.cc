@@ -16,7 +16,8 @@ using hoop::test::ThreadRanks;
 
 namespace {
 
-std::unique_ptr<ThreadRanks> Ranks(int n, const std::string& transport, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+std::unique_ptr<ThreadRanks> Ranks(int n, const std::string& transport,
+                                   std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   auto t = ThreadRanks::Start(n, transport, timeout);
   INFO(t.status().message());
   REQUIRE(t.ok());
@@ -37,8 +38,10 @@ TEST_CASE("barrier: no rank leaves before every rank has entered, 1-8 ranks, blo
         for (int r = 0; r < kRounds; ++r) {
           // The round's latecomer sleeps longest: every rank in turn, then random ones.
           const int late = r < n ? r : static_cast<int>(rng() % static_cast<unsigned>(n));
-          if (rank == late) std::this_thread::sleep_for(std::chrono::milliseconds(3 + r % 3));
-          else if (rng() % 2) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 500));
+          if (rank == late)
+            std::this_thread::sleep_for(std::chrono::milliseconds(3 + r % 3));
+          else if (rng() % 2)
+            std::this_thread::sleep_for(std::chrono::microseconds(rng() % 500));
           entered[static_cast<size_t>(r)].fetch_add(1);
           CallOptions o;
           o.blocking = r % 3 != 2;  // every third round through the worker thread
@@ -64,8 +67,8 @@ TEST_CASE("barrier: a rank allreducing meanwhile gets 'ranks disagree', not a ha
     (void)ranks->Run([&](int rank, Communicator& c) -> Status {
       float x = 1, y = 0;
       Status s = rank == 0 ? c.Barrier().Wait()
-                           : c.Allreduce(Buffer{&x, 1, DType::kF32, MemKind::kHost}, Buffer{&y, 1, DType::kF32, MemKind::kHost},
-                                         ReduceOp::kSum)
+                           : c.Allreduce(Buffer{&x, 1, DType::kF32, MemKind::kHost},
+                                         Buffer{&y, 1, DType::kF32, MemKind::kHost}, ReduceOp::kSum)
                                  .Wait();
       said[static_cast<size_t>(rank)] = s.message();
       return s;
@@ -73,7 +76,8 @@ TEST_CASE("barrier: a rank allreducing meanwhile gets 'ranks disagree', not a ha
     INFO(transport << ": rank 0: " << said[0] << "\nrank 1: " << said[1]);
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
     // Whoever gets the other's message first names the difference; the other hears the abort.
-    const bool named = said[0].find("ranks disagree") != std::string::npos || said[1].find("ranks disagree") != std::string::npos;
+    const bool named =
+        said[0].find("ranks disagree") != std::string::npos || said[1].find("ranks disagree") != std::string::npos;
     CHECK(named);
     CHECK(said[0].find("barrier") != std::string::npos);
     CHECK_FALSE(said[1].empty());

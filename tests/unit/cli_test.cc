@@ -148,8 +148,8 @@ TEST_CASE("cli: the first positional ends the flags; the rest is left as given",
 TEST_CASE("cli: Names lists every alias declared", "[cli]") {
   Tool t;
   std::vector<std::string> names = t.flags.Names();
-  for (const char* n : {"-h", "--help", "--version", "-np", "-n", "--np", "-m", "--mode", "-x", "-p", "--port", "-v",
-                        "--verbose"})
+  for (const char* n :
+       {"-h", "--help", "--version", "-np", "-n", "--np", "-m", "--mode", "-x", "-p", "--port", "-v", "--verbose"})
     CHECK(std::find(names.begin(), names.end(), n) != names.end());
 }
 

@@ -9,7 +9,8 @@
 // descriptors to host memory); broadcast, allgather, reduce-scatter, reduce, gather, scatter,
 // alltoall (in place too) and the v-collectives; sends and receives of every size class, device
 // to device, device to host and back, to self, from any source, held until posted. That the runs
-// went by descriptors is checked too. On a GPU the same protocol runs with CUDA's queue and IPC (tests/gpu/ipc_test.cc).
+// went by descriptors is checked too. On a GPU the same protocol runs with CUDA's queue and IPC
+// (tests/gpu/ipc_test.cc).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -51,7 +52,8 @@ void Allreduces(int n, Place place, const std::vector<Case>& cases) {
     std::vector<std::vector<char>> inputs(static_cast<size_t>(n), std::vector<char>(std::max<size_t>(bytes, 1)));
     std::vector<const void*> ins;
     for (int r = 0; r < n; ++r) {
-      FillInput(k.dtype, k.op, inputs[static_cast<size_t>(r)].data(), k.count, 1000 * static_cast<uint64_t>(r) + k.count);
+      FillInput(k.dtype, k.op, inputs[static_cast<size_t>(r)].data(), k.count,
+                1000 * static_cast<uint64_t>(r) + k.count);
       ins.push_back(inputs[static_cast<size_t>(r)].data());
     }
     std::vector<char> want(std::max<size_t>(bytes, 1));
@@ -141,7 +143,8 @@ TEST_CASE("device runs: broadcast, allgather and reduce-scatter through CUDA IPC
       char* out = dev.Alloc(count * es);
       for (size_t i = 0; i < count; ++i) set(in, i, rank == 1 ? static_cast<int32_t>(3 * i + 1) : -1);
       HOOP_RETURN_IF_ERROR(c.Broadcast(Buffer{in, count, DType::kI32, MemKind::kCuda},
-                                       Buffer{out, count, DType::kI32, MemKind::kCuda}, 1).Wait());
+                                       Buffer{out, count, DType::kI32, MemKind::kCuda}, 1)
+                               .Wait());
       dev.Touch(in, count * es);
       dev.Touch(out, count * es);
       for (size_t i = 0; i < count; ++i)
@@ -150,7 +153,8 @@ TEST_CASE("device runs: broadcast, allgather and reduce-scatter through CUDA IPC
       char* all = dev.Alloc(count * n * es);
       for (size_t i = 0; i < count; ++i) set(in, i, static_cast<int32_t>(rank * 100000 + i));
       HOOP_RETURN_IF_ERROR(c.Allgather(Buffer{in, count, DType::kI32, MemKind::kCuda},
-                                       Buffer{all, count * n, DType::kI32, MemKind::kCuda}).Wait());
+                                       Buffer{all, count * n, DType::kI32, MemKind::kCuda})
+                               .Wait());
       dev.Touch(in, count * es);
       dev.Touch(all, count * n * es);
       for (int r = 0; r < n; ++r)
@@ -160,7 +164,8 @@ TEST_CASE("device runs: broadcast, allgather and reduce-scatter through CUDA IPC
       // Reduce-scatter of what was gathered, each rank adding its rank + 1.
       for (size_t i = 0; i < count * n; ++i) set(all, i, static_cast<int32_t>(i) + rank + 1);
       HOOP_RETURN_IF_ERROR(c.ReduceScatter(Buffer{all, count * n, DType::kI32, MemKind::kCuda},
-                                           Buffer{out, count, DType::kI32, MemKind::kCuda}, ReduceOp::kSum).Wait());
+                                           Buffer{out, count, DType::kI32, MemKind::kCuda}, ReduceOp::kSum)
+                               .Wait());
       dev.Touch(all, count * n * es);
       dev.Touch(out, count * es);
       for (size_t i = 0; i < count; ++i) {
@@ -209,7 +214,8 @@ Status OtherCollectives(int rank, int n, Communicator& c, FakeDevice& dev, size_
   for (size_t i = 0; i < all; ++i) Set(in, i, rank == 1 ? static_cast<int32_t>(7 * i + 1) : -1);
   HOOP_RETURN_IF_ERROR(c.Scatter(Dev(in, all), Dev(out, count), 1).Wait());
   for (size_t i = 0; i < count; ++i)
-    if (At(out, i) != static_cast<int32_t>(7 * (static_cast<size_t>(rank) * count + i) + 1)) return Differs("scatter", i);
+    if (At(out, i) != static_cast<int32_t>(7 * (static_cast<size_t>(rank) * count + i) + 1))
+      return Differs("scatter", i);
   // Alltoall, out of place then in place: block d of rank s's input is s * 1000 + d * 100000 + i.
   for (bool in_place : {false, true}) {
     for (size_t i = 0; i < all; ++i) Set(in, i, static_cast<int32_t>(rank * 1000 + (i / count) * 100000 + i % count));
@@ -231,10 +237,12 @@ Status OtherCollectives(int rank, int n, Communicator& c, FakeDevice& dev, size_
   HOOP_RETURN_IF_ERROR(c.Allgatherv(Dev(in, counts[static_cast<size_t>(rank)]), Dev(vout, total), packed).Wait());
   for (int r = 0; r < n; ++r)
     for (size_t i = 0; i < counts[static_cast<size_t>(r)]; ++i)
-      if (At(vout, packed.displs[static_cast<size_t>(r)] + i) != static_cast<int32_t>(r * 1000003 + i)) return Differs("allgatherv", i);
+      if (At(vout, packed.displs[static_cast<size_t>(r)] + i) != static_cast<int32_t>(r * 1000003 + i))
+        return Differs("allgatherv", i);
   // Reduce-scatterv: every rank adds (its rank + the index) over the whole input.
   for (size_t i = 0; i < total; ++i) Set(vin, i, static_cast<int32_t>(rank + i));
-  HOOP_RETURN_IF_ERROR(c.ReduceScatterv(Dev(vin, total), Dev(out, counts[static_cast<size_t>(rank)]), counts, ReduceOp::kSum).Wait());
+  HOOP_RETURN_IF_ERROR(
+      c.ReduceScatterv(Dev(vin, total), Dev(out, counts[static_cast<size_t>(rank)]), counts, ReduceOp::kSum).Wait());
   for (size_t i = 0; i < counts[static_cast<size_t>(rank)]; ++i)
     if (At(out, i) != static_cast<int32_t>(n * (packed.displs[static_cast<size_t>(rank)] + i)) + n * (n - 1) / 2)
       return Differs("reduce_scatterv", i);
@@ -262,7 +270,8 @@ Status OtherCollectives(int rank, int n, Communicator& c, FakeDevice& dev, size_
 
 }  // namespace
 
-TEST_CASE("device runs: reduce, gather, scatter, alltoall and the v-collectives through CUDA IPC descriptors", "[device]") {
+TEST_CASE("device runs: reduce, gather, scatter, alltoall and the v-collectives through CUDA IPC descriptors",
+          "[device]") {
   for (int n : {2, 3, 4}) {
     FakeDevice dev;
     auto ranks = Ranks(n, dev);

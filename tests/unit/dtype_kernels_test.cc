@@ -26,8 +26,8 @@ TEST_CASE("f16 and bf16 round-trip every value through f32", "[dtype]") {
 }
 
 TEST_CASE("f16 and bf16 conversion rounds to nearest even", "[dtype]") {
-  CHECK(HalfToFloat(FloatToHalf(1.0f + 1.0f / 2048)) == 1.0f);                 // tie -> even
-  CHECK(HalfToFloat(FloatToHalf(1.0f + 3.0f / 2048)) == 1.0f + 2.0f / 1024);   // tie -> even (up)
+  CHECK(HalfToFloat(FloatToHalf(1.0f + 1.0f / 2048)) == 1.0f);                // tie -> even
+  CHECK(HalfToFloat(FloatToHalf(1.0f + 3.0f / 2048)) == 1.0f + 2.0f / 1024);  // tie -> even (up)
   CHECK(HalfToFloat(FloatToHalf(65520.0f)) == INFINITY);
   CHECK(HalfToFloat(FloatToHalf(65519.0f)) == 65504.0f);
   CHECK(HalfToFloat(FloatToHalf(1e-8f)) == 0.0f);
@@ -143,11 +143,22 @@ TEST_CASE("FillInput draws every value of its range for each dtype and op", "[re
       if (!OpApplies(dt, op)) continue;
       const bool bitwise = op == ReduceOp::kBand || op == ReduceOp::kBor || op == ReduceOp::kBxor;
       double lo = -8, hi = 8;
-      if (dt == DType::kBool) lo = 0, hi = 1;
-      else if (bitwise) lo = dt == DType::kU8 ? 0 : dt == DType::kI8 ? -128 : -(1 << 19), hi = lo + (dt == DType::kU8 || dt == DType::kI8 ? 255 : (1 << 20) - 1);
-      else if (op == ReduceOp::kProd) lo = dt == DType::kU8 ? 1 : -2, hi = 2;
-      else if (op == ReduceOp::kMin || op == ReduceOp::kMax) lo = dt == DType::kU8 ? 0 : dt == DType::kI8 ? -128 : -500, hi = dt == DType::kU8 || dt == DType::kI8 ? lo + 255 : 500;
-      else if (dt == DType::kU8) lo = 0, hi = 16;
+      if (dt == DType::kBool)
+        lo = 0, hi = 1;
+      else if (bitwise)
+        lo = dt == DType::kU8   ? 0
+             : dt == DType::kI8 ? -128
+                                : -(1 << 19),
+        hi = lo + (dt == DType::kU8 || dt == DType::kI8 ? 255 : (1 << 20) - 1);
+      else if (op == ReduceOp::kProd)
+        lo = dt == DType::kU8 ? 1 : -2, hi = 2;
+      else if (op == ReduceOp::kMin || op == ReduceOp::kMax)
+        lo = dt == DType::kU8   ? 0
+             : dt == DType::kI8 ? -128
+                                : -500,
+        hi = dt == DType::kU8 || dt == DType::kI8 ? lo + 255 : 500;
+      else if (dt == DType::kU8)
+        lo = 0, hi = 16;
       // Odd counts, so the tail is drawn too; 2^20 values need a few million draws to show both ends.
       const bool wide = bitwise && (dt == DType::kI32 || dt == DType::kI64);
       const size_t count = wide ? 4000003 : 20011;
@@ -187,7 +198,8 @@ TEST_CASE("FillInputSlice gives exactly the elements of the whole fill, wherever
           for (size_t len = 0; first + len <= total; ++len) {
             std::vector<unsigned char> part(len * es + 1, 0xee);
             FillInputSlice(dt, op, part.data(), total, first, len, 99);
-            INFO(DTypeName(dt) << " " << ReduceOpName(op) << " total " << total << " first " << first << " len " << len);
+            INFO(DTypeName(dt) << " " << ReduceOpName(op) << " total " << total << " first " << first << " len "
+                               << len);
             REQUIRE(std::memcmp(part.data(), whole.data() + first * es, len * es) == 0);
             REQUIRE(part[len * es] == 0xee);  // nothing written past the slice
           }

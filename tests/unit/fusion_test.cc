@@ -42,8 +42,8 @@ TEST_CASE("requests and responses survive their encoding; malformed lists are re
   s.postscale = 2;
   s.compression = 1;
   // The last dtype and op pass too (the decoder once stopped at f64 and prod).
-  std::vector<Request> reqs = {{"a", b, 12}, {"grad/conv1.weight", s, 0}, {"", Ar(0), 99},
-                               {"mask", Ar(5, kLastDType, kLastReduceOp), 1}};
+  std::vector<Request> reqs = {
+      {"a", b, 12}, {"grad/conv1.weight", s, 0}, {"", Ar(0), 99}, {"mask", Ar(5, kLastDType, kLastReduceOp), 1}};
   std::vector<char> bytes;
   EncodeRequests(reqs, &bytes);
   auto back = DecodeRequests(bytes.data(), bytes.size());
@@ -54,7 +54,8 @@ TEST_CASE("requests and responses survive their encoding; malformed lists are re
     CHECK((*back)[i].params == reqs[i].params);
     CHECK((*back)[i].age_ms == reqs[i].age_ms);
   }
-  std::vector<Response> resp = {{"x", s, "", false}, {"y", b, "tensor 'y': ranks disagree", false},
+  std::vector<Response> resp = {{"x", s, "", false},
+                                {"y", b, "tensor 'y': ranks disagree", false},
                                 {"z", s, "tensor 'z': rank 1 did not submit it", true}};
   EncodeResponses(resp, &bytes);
   auto rb = DecodeResponses(bytes.data(), bytes.size());
@@ -124,7 +125,8 @@ TEST_CASE("the message table decides complete names in order and names disagreem
   CHECK(d[0].name == "a");  // complete first
   CHECK(d[0].error.empty());
   CHECK(d[1].name == "b");
-  CHECK(d[1].error == "tensor 'b': ranks disagree: dtype f32 on ranks 0, 1 vs f64 on rank 2; count 5 on ranks 0, 1 vs 6 on rank 2");
+  CHECK(d[1].error ==
+        "tensor 'b': ranks disagree: dtype f32 on ranks 0, 1 vs f64 on rank 2; count 5 on ranks 0, 1 vs 6 on rank 2");
   CHECK(t.empty());
 
   TensorParams bc = Ar(4);
@@ -169,10 +171,10 @@ TEST_CASE("fusion groups tensors one collective can serve, up to the threshold, 
   REQUIRE(g.size() == 5);
   CHECK(g[0].members == std::vector<size_t>{0, 3});  // 800 bytes; the third would pass 1000
   CHECK(g[0].bytes == 800);
-  CHECK(g[1].members == std::vector<size_t>{1});     // f64
-  CHECK(g[2].members == std::vector<size_t>{2});     // broadcast
-  CHECK(g[3].members == std::vector<size_t>{4, 6});  // a new f32 group
-  CHECK(g[4].members == std::vector<size_t>{5});     // larger than the threshold: alone
+  CHECK(g[1].members == std::vector<size_t>{1});        // f64
+  CHECK(g[2].members == std::vector<size_t>{2});        // broadcast
+  CHECK(g[3].members == std::vector<size_t>{4, 6});     // a new f32 group
+  CHECK(g[4].members == std::vector<size_t>{5});        // larger than the threshold: alone
   CHECK(PlanFusion(list, 0, 4).size() == list.size());  // threshold 0: no fusion
   TensorParams ag = Ar(100);
   ag.kind = CollKind::kAllgather;
@@ -235,8 +237,10 @@ TEST_CASE("the timeline writes a Chrome trace with one row per tensor, names esc
 }
 
 TEST_CASE("Config reads the tensor fusion settings and refuses bad ones", "[fusion][common]") {
-  auto c = Config::FromEnv({{"HOOP_CYCLE_TIME_MS", "0.5"}, {"HOOP_FUSION_THRESHOLD", "16M"},
-                            {"HOOP_CACHE_CAPACITY", "0"}, {"HOOP_STALL_WARNING_S", "0"},
+  auto c = Config::FromEnv({{"HOOP_CYCLE_TIME_MS", "0.5"},
+                            {"HOOP_FUSION_THRESHOLD", "16M"},
+                            {"HOOP_CACHE_CAPACITY", "0"},
+                            {"HOOP_STALL_WARNING_S", "0"},
                             {"HOOP_TIMELINE", "/tmp/t.json"}});
   REQUIRE(c.ok());
   CHECK(c->cycle_time_ms == 0.5);
@@ -250,7 +254,8 @@ TEST_CASE("Config reads the tensor fusion settings and refuses bad ones", "[fusi
   CHECK(d->fusion_threshold == 64u << 20);
   CHECK(d->cache_capacity == 1024);
   CHECK(d->stall_warning_s == 60);
-  CHECK(Config::FromEnv({{"HOOP_CYCLE_TIME_MS", "-1"}}).status().message().find("HOOP_CYCLE_TIME_MS") != std::string::npos);
+  CHECK(Config::FromEnv({{"HOOP_CYCLE_TIME_MS", "-1"}}).status().message().find("HOOP_CYCLE_TIME_MS") !=
+        std::string::npos);
   CHECK_FALSE(Config::FromEnv({{"HOOP_FUSION_THRESHOLD", "lots"}}).ok());
   CHECK_FALSE(Config::FromEnv({{"HOOP_CACHE_CAPACITY", "-3"}}).ok());
   CHECK_FALSE(Config::FromEnv({{"HOOP_STALL_WARNING_S", "soon"}}).ok());

@@ -16,39 +16,48 @@ using namespace hoop::sim;
 // one host (degenerate rings), and uneven hosts (the flat ring instead).
 TEST_CASE("hierarchical allreduce reduces every element exactly once, alike on every rank, for any host map",
           "[schedule]") {
-  std::vector<std::vector<int>> maps = {{0, 0},          {0, 1},          {0, 0, 1, 1},       {0, 1, 0, 1},
-                                        {0, 0, 0, 1, 1, 1}, {0, 0, 1, 1, 2, 2}, {5, 5, 5, 5, 9, 9, 9, 9},
-                                        {0, 1, 2, 3, 0, 1, 2, 3}, {0, 0, 0, 0}, {0, 1, 2, 3}, {0, 0, 1},
+  std::vector<std::vector<int>> maps = {{0, 0},
+                                        {0, 1},
+                                        {0, 0, 1, 1},
+                                        {0, 1, 0, 1},
+                                        {0, 0, 0, 1, 1, 1},
+                                        {0, 0, 1, 1, 2, 2},
+                                        {5, 5, 5, 5, 9, 9, 9, 9},
+                                        {0, 1, 2, 3, 0, 1, 2, 3},
+                                        {0, 0, 0, 0},
+                                        {0, 1, 2, 3},
+                                        {0, 0, 1},
                                         {0, 0, 0, 1, 1, 1, 2, 2, 2}};
   for (const auto& host_of : maps) {
     const int n = static_cast<int>(host_of.size());
     for (size_t count : kCounts)
       for (size_t chunk : kChunks)
         for (size_t part : {size_t{1} << 20, size_t{10}, size_t{1}})  // one part; pipelined parts
-        for (bool in_place : {false, true}) {
-          std::vector<Schedule> s;
-          for (int k = 0; k < n; ++k) s.push_back(HierarchicalAllreduce(k, host_of, count, part));
-          auto r = Simulate(n, s, Own(n, count), Unset(n, count), chunk, in_place);
-          std::string map;
-          for (int h : host_of) map += std::to_string(h);
-          INFO("hosts " << map << (in_place ? " in place" : "") << " count=" << count << " chunk=" << chunk
-                        << " part=" << part << ": " << r.error);
-          REQUIRE(r.ok);
-          for (int k = 0; k < n; ++k)
-            for (size_t i = 0; i < count; ++i) {
-              const Elem& e = r.out[static_cast<size_t>(k)][i];
-              REQUIRE(e.set == (All(n) | kFinal));
-              REQUIRE(e.expr == r.out[0][i].expr);
-            }
-          // Out of order, as UCX and libfabric complete: the same result (a seed per case).
-          if (chunk == 1000) continue;
-          const uint32_t seed = static_cast<uint32_t>(count * 31 + chunk * 7 + part + (in_place ? 1 : 0));
-          auto q = SimulateAnyOrder(n, s, Own(n, count), Unset(n, count), chunk, in_place, seed);
-          INFO("any order, seed " << seed << ": " << q.error);
-          REQUIRE(q.ok);
-          for (int k = 0; k < n; ++k)
-            for (size_t i = 0; i < count; ++i) REQUIRE(q.out[static_cast<size_t>(k)][i] == r.out[static_cast<size_t>(k)][i]);
-        }
+          for (bool in_place : {false, true}) {
+            std::vector<Schedule> s;
+            for (int k = 0; k < n; ++k) s.push_back(HierarchicalAllreduce(k, host_of, count, part));
+            auto r = Simulate(n, s, Own(n, count), Unset(n, count), chunk, in_place);
+            std::string map;
+            for (int h : host_of) map += std::to_string(h);
+            INFO("hosts " << map << (in_place ? " in place" : "") << " count=" << count << " chunk=" << chunk
+                          << " part=" << part << ": " << r.error);
+            REQUIRE(r.ok);
+            for (int k = 0; k < n; ++k)
+              for (size_t i = 0; i < count; ++i) {
+                const Elem& e = r.out[static_cast<size_t>(k)][i];
+                REQUIRE(e.set == (All(n) | kFinal));
+                REQUIRE(e.expr == r.out[0][i].expr);
+              }
+            // Out of order, as UCX and libfabric complete: the same result (a seed per case).
+            if (chunk == 1000) continue;
+            const uint32_t seed = static_cast<uint32_t>(count * 31 + chunk * 7 + part + (in_place ? 1 : 0));
+            auto q = SimulateAnyOrder(n, s, Own(n, count), Unset(n, count), chunk, in_place, seed);
+            INFO("any order, seed " << seed << ": " << q.error);
+            REQUIRE(q.ok);
+            for (int k = 0; k < n; ++k)
+              for (size_t i = 0; i < count; ++i)
+                REQUIRE(q.out[static_cast<size_t>(k)][i] == r.out[static_cast<size_t>(k)][i]);
+          }
   }
   CHECK(HierarchicalAllreduce(0, {0, 0, 1}, 10).algo == "ring");  // uneven: the flat ring
   // What waits for what (rank 1 of 2 x 2, one part: A steps 0-1, B 2-4, C 5-6): every step of B
@@ -76,11 +85,11 @@ TEST_CASE("hierarchical allreduce reduces every element exactly once, alike on e
   // Pipelined parts: part 1's reduce-scatter is issued before part 0's cross-host phase, and
   // each part's phases wait for their own part's phase before.
   const Schedule p = HierarchicalAllreduce(1, {0, 0, 1, 1}, 100, 25);  // 4 parts
-  REQUIRE(p.steps.size() == 4 * (2 + 3 + 2));  // A: 2 steps, B: 3 (two hosts), C: 2
-  CHECK(p.steps[2].after.empty());                  // A1, right after A0
-  CHECK(p.steps[4].after == std::vector<int>{1});   // B0 on A0's last
-  CHECK(p.steps[9].after == std::vector<int>{3});   // B1 (issued after A2, 7-8) on A1's last (3)
-  CHECK(p.steps[12].after == std::vector<int>{4, 5, 6});  // C0 on B0
+  REQUIRE(p.steps.size() == 4 * (2 + 3 + 2));                          // A: 2 steps, B: 3 (two hosts), C: 2
+  CHECK(p.steps[2].after.empty());                                     // A1, right after A0
+  CHECK(p.steps[4].after == std::vector<int>{1});                      // B0 on A0's last
+  CHECK(p.steps[9].after == std::vector<int>{3});                      // B1 (issued after A2, 7-8) on A1's last (3)
+  CHECK(p.steps[12].after == std::vector<int>{4, 5, 6});               // C0 on B0
 }
 
 // Out of order, a schedule must say what it waits for: without `after`, the hierarchical
@@ -108,9 +117,17 @@ TEST_CASE("the any-order simulator catches a missing wait that the in-order one 
 
 // Hierarchical allgather and reduce-scatter over the same host maps, in order and out of order.
 TEST_CASE("hierarchical allgather and reduce-scatter match the ring's layouts for any host map", "[schedule]") {
-  const std::vector<std::vector<int>> maps = {{0, 0},       {0, 1},          {0, 0, 1, 1},       {0, 1, 0, 1},
-                                              {0, 0, 0, 1, 1, 1}, {0, 0, 1, 1, 2, 2}, {5, 5, 5, 5, 9, 9, 9, 9},
-                                              {0, 1, 2, 3, 0, 1, 2, 3}, {0, 0, 0, 0}, {0, 1, 2}, {0, 0, 1}};
+  const std::vector<std::vector<int>> maps = {{0, 0},
+                                              {0, 1},
+                                              {0, 0, 1, 1},
+                                              {0, 1, 0, 1},
+                                              {0, 0, 0, 1, 1, 1},
+                                              {0, 0, 1, 1, 2, 2},
+                                              {5, 5, 5, 5, 9, 9, 9, 9},
+                                              {0, 1, 2, 3, 0, 1, 2, 3},
+                                              {0, 0, 0, 0},
+                                              {0, 1, 2},
+                                              {0, 0, 1}};
   for (const auto& host_of : maps) {
     const int n = static_cast<int>(host_of.size());
     std::string map;
@@ -129,13 +146,15 @@ TEST_CASE("hierarchical allgather and reduce-scatter match the ring's layouts fo
           for (int k = 0; k < n; ++k) {
             ag.push_back(HierarchicalAllgather(k, host_of, count));
             rs.push_back(HierarchicalReduceScatter(k, host_of, count));
-            for (size_t i = 0; i < count; ++i) out[static_cast<size_t>(k)][static_cast<size_t>(k) * count + i] = Leaf(k);
+            for (size_t i = 0; i < count; ++i)
+              out[static_cast<size_t>(k)][static_cast<size_t>(k) * count + i] = Leaf(k);
           }
           auto r = sim(ag, Own(n, count), out);
           INFO("allgather: " << r.error);
           REQUIRE(r.ok);
           for (int k = 0; k < n; ++k)
-            for (size_t i = 0; i < total; ++i) REQUIRE(r.out[static_cast<size_t>(k)][i] == Leaf(static_cast<int>(i / count)));
+            for (size_t i = 0; i < total; ++i)
+              REQUIRE(r.out[static_cast<size_t>(k)][i] == Leaf(static_cast<int>(i / count)));
           auto q = sim(rs, Own(n, total), Unset(n, total));
           INFO("reduce-scatter: " << q.error);
           REQUIRE(q.ok);

@@ -52,9 +52,11 @@ TEST_CASE("in-process: allreduce and reduce give the reference's exact values, e
               HOOP_RETURN_IF_ERROR(c.Reduce(in, rout, op, n - 1).Wait());
               const std::string what = std::string(DTypeName(d)) + " " + ReduceOpName(op) + " count " +
                                        std::to_string(count) + " rank " + std::to_string(rank);
-              HOOP_RETURN_IF_ERROR(Expect(CountMismatches(d, got.data(), want.data(), count) == 0, "allreduce " + what));
+              HOOP_RETURN_IF_ERROR(
+                  Expect(CountMismatches(d, got.data(), want.data(), count) == 0, "allreduce " + what));
               if (rank == n - 1)
-                HOOP_RETURN_IF_ERROR(Expect(CountMismatches(d, root_got.data(), want.data(), count) == 0, "reduce " + what));
+                HOOP_RETURN_IF_ERROR(
+                    Expect(CountMismatches(d, root_got.data(), want.data(), count) == 0, "reduce " + what));
             }
           }
         }
@@ -124,9 +126,9 @@ TEST_CASE("in-process: point-to-point between random pairs, any source, in order
       for (auto& w : works) HOOP_RETURN_IF_ERROR(w.Wait());
       for (size_t m = 0; m < plan.size(); ++m) {
         if (plan[m].dst != rank) continue;
-        HOOP_RETURN_IF_ERROR(Expect(info[m]->source == plan[m].src && info[m]->tag == static_cast<int>(m) &&
-                                        info[m]->count == plan[m].count,
-                                    "message " + std::to_string(m) + " info"));
+        HOOP_RETURN_IF_ERROR(Expect(
+            info[m]->source == plan[m].src && info[m]->tag == static_cast<int>(m) && info[m]->count == plan[m].count,
+            "message " + std::to_string(m) + " info"));
         for (size_t i = 0; i < plan[m].count; ++i)
           HOOP_RETURN_IF_ERROR(Expect(in[m][i] == value(static_cast<int>(m), i), "message " + std::to_string(m)));
         HOOP_RETURN_IF_ERROR(Expect(in[m][plan[m].count] == -1, "message " + std::to_string(m) + " overran"));
@@ -170,7 +172,8 @@ TEST_CASE("in-process: blocking sends and receives without a Work (SendNow, Recv
         auto value = [&](int from, size_t i) { return static_cast<int32_t>(from * 1000003 + count * 7 + i); };
         std::vector<int32_t> out(count), in(count + 2, -1);
         for (size_t i = 0; i < count; ++i) out[i] = value(rank, i);
-        Buffer ob{out.data(), count, DType::kI32, MemKind::kHost}, ib{in.data(), count + 2, DType::kI32, MemKind::kHost};
+        Buffer ob{out.data(), count, DType::kI32, MemKind::kHost},
+            ib{in.data(), count + 2, DType::kI32, MemKind::kHost};
         RecvInfo info;
         const std::string what = "count " + std::to_string(count) + " rank " + std::to_string(rank);
         if (rank % 2 == 0) {  // even ranks send first, odd ones receive first
@@ -198,11 +201,13 @@ TEST_CASE("in-process: blocking sends and receives without a Work (SendNow, Recv
       HOOP_RETURN_IF_ERROR(fits.Wait());
       HOOP_RETURN_IF_ERROR(Expect(one == prev, "posted receive got " + std::to_string(one)));
       Status sr = short_recv.Wait(), wt = wrong_type.Wait();
-      HOOP_RETURN_IF_ERROR(Expect(sr.code() == Code::kInvalidArgument && sr.message().find("12 bytes") != std::string::npos &&
+      HOOP_RETURN_IF_ERROR(Expect(sr.code() == Code::kInvalidArgument &&
+                                      sr.message().find("12 bytes") != std::string::npos &&
                                       sr.message().find("4 bytes") != std::string::npos,
                                   "short receive: " + sr.message()));
-      HOOP_RETURN_IF_ERROR(Expect(wt.code() == Code::kInvalidArgument && wt.message().find("i32, not f32") != std::string::npos,
-                                  "dtype mismatch: " + wt.message()));
+      HOOP_RETURN_IF_ERROR(
+          Expect(wt.code() == Code::kInvalidArgument && wt.message().find("i32, not f32") != std::string::npos,
+                 "dtype mismatch: " + wt.message()));
       // Behind a nonblocking collective the blocking call waits its turn and still completes.
       std::vector<int32_t> sum_in(5, rank + 1), sum_out(5, 0);
       Work ar = c.Allreduce(Buffer{sum_in.data(), 5, DType::kI32, MemKind::kHost},

@@ -80,8 +80,8 @@ TEST_CASE("IPC mappings: another allocation in a mapped block unmaps the unheld 
     t.Release({200, 3});
     auto m = t.Open({100, 2}, d.Opener(2));
     REQUIRE(m.ok());
-    CHECK(d.closes == 1);        // buffer 1's mapping, not the other exporter's
-    CHECK(t.mapped() == 2);      // buffer 2's and exporter 200's
+    CHECK(d.closes == 1);    // buffer 1's mapping, not the other exporter's
+    CHECK(t.mapped() == 2);  // buffer 2's and exporter 200's
     CHECK(t.referenced() == 1);
   }
 }

@@ -1,5 +1,6 @@
 // The kernels of every instruction set this CPU runs (generic, AVX2+F16C, AVX-512), and their
-// non-temporal variants, give the same bits as the generic ones for every dtype x op, with and without the average's divisor, on
+// non-temporal variants, give the same bits as the generic ones for every dtype x op, with and without the average's
+// divisor, on
 // random bits (so NaN, inf, subnormals and signed zeros all occur), every length up to 70 (the
 // vector loops' tails) and 1000, at every alignment, in place and not. NaN results need only be
 // NaN on both sides: which operand's payload survives is the compiler's choice.
@@ -17,10 +18,26 @@ using namespace hoop;
 namespace {
 bool IsNan(DType dt, const char* p) {
   switch (dt) {
-    case DType::kF16: { uint16_t v; std::memcpy(&v, p, 2); return std::isnan(HalfToFloat(v)); }
-    case DType::kBF16: { uint16_t v; std::memcpy(&v, p, 2); return std::isnan(BF16ToFloat(v)); }
-    case DType::kF32: { float v; std::memcpy(&v, p, 4); return std::isnan(v); }
-    case DType::kF64: { double v; std::memcpy(&v, p, 8); return std::isnan(v); }
+    case DType::kF16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return std::isnan(HalfToFloat(v));
+    }
+    case DType::kBF16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return std::isnan(BF16ToFloat(v));
+    }
+    case DType::kF32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return std::isnan(v);
+    }
+    case DType::kF64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return std::isnan(v);
+    }
     default: return false;
   }
 }
@@ -83,7 +100,8 @@ TEST_CASE("every instruction set's kernels give the generic kernels' bits", "[ke
 
 TEST_CASE("the host kernels are the widest instruction set's", "[kernels]") {
   KernelIsa best = BestKernelIsa();
-  CHECK(LookupReduce(DType::kF16, ReduceOp::kSum, MemKind::kHost) == LookupReduceIsa(best, DType::kF16, ReduceOp::kSum));
+  CHECK(LookupReduce(DType::kF16, ReduceOp::kSum, MemKind::kHost) ==
+        LookupReduceIsa(best, DType::kF16, ReduceOp::kSum));
   CHECK(LookupReduce(DType::kF32, ReduceOp::kSum, MemKind::kCuda) == nullptr);
   WARN("reduction kernels here: " << KernelIsaName(best));
 }

@@ -16,7 +16,6 @@
 
 namespace hoop::train {
 
-
 inline void Fill(Tensor& t, std::mt19937& rng, float scale = 1.0f) {
   std::normal_distribution<float> d(0.0f, scale);
   for (float& v : t.data) v = d(rng);
@@ -42,8 +41,8 @@ inline double Loss(Layer& l, const Tensor& x, const Tensor& r, ThreadPool& pool)
 // position passes when the central difference agrees at one of the step sizes eps, eps/10,
 // eps/30: in f32 a large step may cross a ReLU kink somewhere inside a block, a small one is
 // noisy, and a wrong backward agrees at none of them.
-inline void CheckPositions(const char* what, Tensor& value, const Tensor& grad, const std::function<double()>& loss, float eps,
-                    std::mt19937& rng, int samples = 24) {
+inline void CheckPositions(const char* what, Tensor& value, const Tensor& grad, const std::function<double()>& loss,
+                           float eps, std::mt19937& rng, int samples = 24) {
   std::uniform_int_distribution<size_t> pick(0, value.size() - 1);
   for (int k = 0; k < samples; ++k) {
     size_t j = pick(rng);
@@ -84,7 +83,8 @@ inline void CheckLayer(Layer& l, Tensor x, float eps = 1e-2f, int threads = 2) {
   auto loss = [&] { return Loss(l, x, r, pool); };
   CheckPositions("input", x, dx, loss, eps, rng);
   auto params = l.Params();
-  for (size_t i = 0; i < params.size(); ++i) CheckPositions(params[i]->name.c_str(), params[i]->value, grads[i], loss, eps, rng);
+  for (size_t i = 0; i < params.size(); ++i)
+    CheckPositions(params[i]->name.c_str(), params[i]->value, grads[i], loss, eps, rng);
 }
 
 inline Tensor Random(Shape s, uint32_t seed) {
@@ -93,6 +93,5 @@ inline Tensor Random(Shape s, uint32_t seed) {
   Fill(t, rng);
   return t;
 }
-
 
 }  // namespace hoop::train

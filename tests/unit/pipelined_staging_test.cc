@@ -49,7 +49,8 @@ class FakeCopies final : public StageCopies {
     return Status::Ok();
   }
   Status WaitIn(uint32_t k, Deadline) override {
-    if (k > marks_.size()) return Internal("asked for mark " + std::to_string(k) + " of " + std::to_string(marks_.size()));
+    if (k > marks_.size())
+      return Internal("asked for mark " + std::to_string(k) + " of " + std::to_string(marks_.size()));
     if (asked_.empty()) queued_at_first_ask_ = marks_.size();
     asked_.push_back(k);
     if (k > 0) Flush(marks_[k - 1]);
@@ -113,7 +114,7 @@ struct Case {
   ReduceOp op;
   Compression wire;
   Place place;
-  size_t stage = 0;  // PipelinedStaging's stage_bytes
+  size_t stage = 0;                              // PipelinedStaging's stage_bytes
   size_t ahead = PipelinedStaging::kAheadBytes;  // and its ahead_bytes
   std::string Name() const {
     return std::string(AlgoName(algo)) + " " + std::to_string(count) + " x " + DTypeName(dtype) + " " +
@@ -166,8 +167,10 @@ struct Rank {
     const PlanKey key{CollKind::kAllreduce, c.algo, -1, c.count, chunk};
     const Plan plan = MakePlan(BuildSchedule(key, rank, size, &hosts), chunk);
     std::vector<char> input(bytes), plain(bytes);
-    if (c.wire != Compression::kNone) FillMixed(c.dtype, input.data(), c.count, 77 + static_cast<uint64_t>(rank));
-    else FillInput(c.dtype, c.op, input.data(), c.count, 77 + static_cast<uint64_t>(rank));
+    if (c.wire != Compression::kNone)
+      FillMixed(c.dtype, input.data(), c.count, 77 + static_cast<uint64_t>(rank));
+    else
+      FillInput(c.dtype, c.op, input.data(), c.count, 77 + static_cast<uint64_t>(rank));
     HOOP_RETURN_IF_ERROR(Exec(plan, c, input.data(), plain.data(), nullptr));
 
     // The "device" buffers, and the host copies the executor runs on (poison until handed over).
@@ -196,7 +199,8 @@ struct Rank {
     if (out_dev && std::memcmp(d_out, host_out.data(), bytes) != 0)
       return Internal(where + ": a part handed back as final changed afterwards");
     if (out_dev && copies.out_bytes() != bytes)
-      return Internal(where + ": " + std::to_string(copies.out_bytes()) + " bytes handed back, not " + std::to_string(bytes));
+      return Internal(where + ": " + std::to_string(copies.out_bytes()) + " bytes handed back, not " +
+                      std::to_string(bytes));
     if (!out_dev && copies.out_bytes() != 0) return Internal(where + ": output handed back from host memory");
     if (!in_dev && copies.in_bytes() != 0) return Internal(where + ": host input copied in");
     // Joined where a copy may hold the whole buffer: batches doubling from one range, so a few
@@ -204,15 +208,18 @@ struct Rank {
     // the ranges where there are many.
     const StageMap& m = memory.map();
     if (c.stage >= bytes && in_dev && m.in.size() > 16 && memory.marks() * 4 > m.in.size())
-      return Internal(where + ": " + std::to_string(memory.marks()) + " marks for " + std::to_string(m.in.size()) + " ranges");
+      return Internal(where + ": " + std::to_string(memory.marks()) + " marks for " + std::to_string(m.in.size()) +
+                      " ranges");
     if (c.stage >= bytes && out_dev && m.final.size() > 64 && memory.copies_out() * 2 > m.final.size())
-      return Internal(where + ": " + std::to_string(memory.copies_out()) + " copies back of " + std::to_string(m.final.size()) + " ranges");
+      return Internal(where + ": " + std::to_string(memory.copies_out()) + " copies back of " +
+                      std::to_string(m.final.size()) + " ranges");
     // The input moved piece by piece: the first ask was for part of it, where there are parts.
     if (in_dev && copies.queued() > 2 && (copies.asked().empty() || copies.asked().front() >= copies.queued()))
       return Internal(where + ": the first ask was for all " + std::to_string(copies.queued()) + " copies in");
     // Queued no further ahead than asked: with no bytes ahead, one batch before the first ask.
     if (in_dev && c.ahead == 0 && !copies.asked().empty() && copies.queued_at_first_ask() > 1)
-      return Internal(where + ": " + std::to_string(copies.queued_at_first_ask()) + " marks queued before the first ask");
+      return Internal(where + ": " + std::to_string(copies.queued_at_first_ask()) +
+                      " marks queued before the first ask");
     if (in_dev && copies.queued_at_first_out() && *copies.queued_at_first_out() != memory.marks())
       return Internal(where + ": " + std::to_string(*copies.queued_at_first_out()) + " of " +
                       std::to_string(memory.marks()) + " marks queued when the first copy back was");
@@ -240,7 +247,7 @@ struct Rank {
     HOOP_RETURN_IF_ERROR(Exec(plan, c, plain_in, in_bytes, plain.data(), out_bytes, nullptr));
 
     std::vector<char> dev_in = input, dev_out(out_bytes + 1, 0x11), host_in(in_bytes + 1, 0x7f),
-        host_out(out_bytes + 1, 0x7f);
+                      host_out(out_bytes + 1, 0x7f);
     const bool in_dev = kind != CollKind::kBroadcast || root;
     FakeCopies copies;
     HOOP_RETURN_IF_ERROR(copies.Prepare(nullptr));
@@ -309,25 +316,31 @@ TEST_CASE("pipelined staging: hands input over piece by piece and output back as
       for (size_t count : {size_t{1}, size_t{7}, size_t{2001}}) {
         // One copy per range, queued only when asked for; ranges joined up to a few chunks,
         // queued a little ahead; all but the first joined, all queued at the start.
-        cases.push_back({CollKind::kAllreduce, algo, count, DType::kF32, ReduceOp::kSum, Compression::kNone, place, 0, 0});
-        cases.push_back({CollKind::kAllreduce, algo, count, DType::kI64, ReduceOp::kMax, Compression::kNone, place, 1000, 1500});
-        cases.push_back({CollKind::kAllreduce, algo, count, DType::kBF16, ReduceOp::kAvg, Compression::kNone, place, 1 << 20});
+        cases.push_back(
+            {CollKind::kAllreduce, algo, count, DType::kF32, ReduceOp::kSum, Compression::kNone, place, 0, 0});
+        cases.push_back(
+            {CollKind::kAllreduce, algo, count, DType::kI64, ReduceOp::kMax, Compression::kNone, place, 1000, 1500});
+        cases.push_back(
+            {CollKind::kAllreduce, algo, count, DType::kBF16, ReduceOp::kAvg, Compression::kNone, place, 1 << 20});
       }
   // Enough ranges that the output's sixteenths hold several each.
   for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kDoubling, Algo::kHierarchical})
     for (Place place : {Place::kDevice, Place::kInPlaceHost})
       for (size_t ahead : {size_t{0}, PipelinedStaging::kAheadBytes})
-        cases.push_back({CollKind::kAllreduce, algo, 20001, DType::kBF16, ReduceOp::kSum, Compression::kNone, place, 1 << 20, ahead});
+        cases.push_back({CollKind::kAllreduce, algo, 20001, DType::kBF16, ReduceOp::kSum, Compression::kNone, place,
+                         1 << 20, ahead});
   // Compression reads the input when it encodes (the ring only).
   for (Place place : {Place::kDevice, Place::kInPlace, Place::kInPlaceHost})
-    cases.push_back({CollKind::kAllreduce, Algo::kRing, 3001, DType::kF32, ReduceOp::kSum, Compression::kFp16, place, 1000, 0});
+    cases.push_back(
+        {CollKind::kAllreduce, Algo::kRing, 3001, DType::kF32, ReduceOp::kSum, Compression::kFp16, place, 1000, 0});
   // The other collectives staged piece by piece, every algorithm each has.
   for (CollKind kind : {CollKind::kBroadcast, CollKind::kAllgather, CollKind::kReduceScatter})
     for (int a = 1; a <= static_cast<int>(Algo::kHierarchical); ++a)
       if (FindAlgo(kind, static_cast<Algo>(a)))
         for (size_t count : {size_t{1}, size_t{7}, size_t{2001}})
           cases.push_back({kind, static_cast<Algo>(a), count, DType::kI32, ReduceOp::kSum, Compression::kNone,
-                           Place::kDevice, count > 7 ? size_t{1000} : 0, count > 7 ? size_t{0} : PipelinedStaging::kAheadBytes});
+                           Place::kDevice, count > 7 ? size_t{1000} : 0,
+                           count > 7 ? size_t{0} : PipelinedStaging::kAheadBytes});
   for (const char* transport : {"tcp", "shm"})
     for (int n : {2, 3, 4}) {
       Status s = RunAll(transport, n, cases);

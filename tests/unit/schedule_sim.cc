@@ -13,7 +13,8 @@ namespace {
 // Does unit u's work on rank k with the message `data`: copies it into `o` or reduces it with the
 // step's source, checking that nothing is counted twice or divided early.
 template <typename Fail>
-void Apply(int k, const Step& st, const Unit& u, const Mem& data, Mem& o, const Mem& in_k, uint64_t complete, Fail&& fail) {
+void Apply(int k, const Step& st, const Unit& u, const Mem& data, Mem& o, const Mem& in_k, uint64_t complete,
+           Fail&& fail) {
   for (size_t i = 0; i < data.size(); ++i) {
     size_t oi = st.out_offset + u.offset + i;
     if (st.recv == RecvKind::kCopy) {
@@ -21,8 +22,10 @@ void Apply(int k, const Step& st, const Unit& u, const Mem& data, Mem& o, const 
       continue;
     }
     Elem src = st.accumulate ? o[oi] : in_k[st.in_offset + u.offset + i];
-    if (src.set == kUnset || data[i].set == kUnset) return fail("rank " + std::to_string(k) + ": reduces an unset element");
-    if ((src.set | data[i].set) & kFinal) return fail("rank " + std::to_string(k) + ": reduces an already divided element");
+    if (src.set == kUnset || data[i].set == kUnset)
+      return fail("rank " + std::to_string(k) + ": reduces an unset element");
+    if ((src.set | data[i].set) & kFinal)
+      return fail("rank " + std::to_string(k) + ": reduces an already divided element");
     if (src.set & data[i].set) return fail("rank " + std::to_string(k) + ": counts a rank twice");
     const Elem& left = st.recv_left ? data[i] : src;
     const Elem& right = st.recv_left ? src : data[i];
@@ -163,7 +166,8 @@ SimResult SimulateAnyOrder(int n, const std::vector<Schedule>& s, std::vector<Me
     const Step& sp = step_of(k, u);
     const Unit& un = units[k][u];
     if (waits_for_send(k, u)) return false;
-    return sp.recv == RecvKind::kCopy || (sp.recv == RecvKind::kReduce && !sp.accumulate && un.dep < 0 && un.waits.empty());
+    return sp.recv == RecvKind::kCopy ||
+           (sp.recv == RecvKind::kReduce && !sp.accumulate && un.dep < 0 && un.waits.empty());
   };
   auto key_of = [&](size_t k, size_t u) {
     const Step& sp = step_of(k, u);
@@ -211,7 +215,8 @@ SimResult SimulateAnyOrder(int n, const std::vector<Schedule>& s, std::vector<Me
         if (step_of(k, started[k]++).recv != RecvKind::kNone) ++inflight[k];
       while (low[k] < started[k] && st[k][low[k]].acted) ++low[k];
       for (size_t u = low[k]; u < started[k]; ++u) {
-        if (step_of(k, u).recv != RecvKind::kNone && !st[k][u].taken && wire.count(key_of(k, u))) takes.push_back({k, u});
+        if (step_of(k, u).recv != RecvKind::kNone && !st[k][u].taken && wire.count(key_of(k, u)))
+          takes.push_back({k, u});
         if (can_act(k, u)) acts.push_back({k, u});
       }
     }

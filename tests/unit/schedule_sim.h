@@ -41,8 +41,8 @@ inline Elem Leaf(int rank) { return {1ull << rank, Mix(static_cast<uint64_t>(ran
 using Mem = std::vector<Elem>;
 
 struct SimResult {
-  std::vector<Mem> out;            // per rank
-  std::vector<uint64_t> heard;     // per rank: ranks it has (transitively) heard from
+  std::vector<Mem> out;         // per rank
+  std::vector<uint64_t> heard;  // per rank: ranks it has (transitively) heard from
   bool ok = true;
   std::string error;
 };

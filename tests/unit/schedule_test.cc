@@ -36,7 +36,8 @@ TEST_CASE("ring, tree and doubling allreduce reduce every element exactly once, 
             INFO("any order: " << q.error);
             REQUIRE(q.ok);
             for (int k = 0; k < n; ++k)
-              for (size_t i = 0; i < count; ++i) REQUIRE(q.out[static_cast<size_t>(k)][i] == r.out[static_cast<size_t>(k)][i]);
+              for (size_t i = 0; i < count; ++i)
+                REQUIRE(q.out[static_cast<size_t>(k)][i] == r.out[static_cast<size_t>(k)][i]);
           }
 }
 
@@ -87,7 +88,8 @@ TEST_CASE("ring reduce-scatter leaves block r, complete, on rank r", "[schedule]
         INFO("n=" << n << " count=" << count << " chunk=" << chunk << ": " << r.error);
         REQUIRE(r.ok);
         for (int k = 0; k < n; ++k)
-          for (size_t i = 0; i < count; ++i) REQUIRE(r.out[static_cast<size_t>(k)][static_cast<size_t>(k) * count + i].set == (All(n) | kFinal));
+          for (size_t i = 0; i < count; ++i)
+            REQUIRE(r.out[static_cast<size_t>(k)][static_cast<size_t>(k) * count + i].set == (All(n) | kFinal));
       }
 }
 
@@ -99,7 +101,8 @@ TEST_CASE("ring allgather puts rank i's block at block i everywhere", "[schedule
         std::vector<Mem> out = Unset(n, count * static_cast<size_t>(n));
         for (int k = 0; k < n; ++k) {
           s.push_back(RingAllgather(k, n, count));
-          for (size_t i = 0; i < count; ++i) out[static_cast<size_t>(k)][static_cast<size_t>(k) * count + i] = Leaf(k);  // the caller's copy
+          for (size_t i = 0; i < count; ++i)
+            out[static_cast<size_t>(k)][static_cast<size_t>(k) * count + i] = Leaf(k);  // the caller's copy
         }
         auto r = Simulate(n, s, Own(n, count), out, chunk);
         INFO("n=" << n << " count=" << count << " chunk=" << chunk << ": " << r.error);
@@ -112,7 +115,8 @@ TEST_CASE("ring allgather puts rank i's block at block i everywhere", "[schedule
 
 // The host-ordered chain: every root, any host map; it crosses between hosts H-1 times.
 TEST_CASE("hierarchical broadcast delivers the root's data, crossing each host boundary once", "[schedule]") {
-  const std::vector<std::vector<int>> maps = {{0, 0}, {0, 1}, {0, 1, 0, 1}, {0, 0, 1}, {0, 1, 2, 0, 1, 2}, {7, 7, 3, 3, 3}};
+  const std::vector<std::vector<int>> maps = {{0, 0},         {0, 1}, {0, 1, 0, 1}, {0, 0, 1}, {0, 1, 2, 0, 1, 2},
+                                              {7, 7, 3, 3, 3}};
   for (const auto& host_of : maps) {
     const int n = static_cast<int>(host_of.size());
     int hosts = 0;
@@ -130,9 +134,11 @@ TEST_CASE("hierarchical broadcast delivers the root's data, crossing each host b
           int crossings = 0;
           for (int k = 0; k < n; ++k) {
             s.push_back(HierarchicalBroadcast(k, host_of, root, count));
-            for (int p : s.back().steps.back().send_peers) crossings += host_of[static_cast<size_t>(p)] != host_of[static_cast<size_t>(k)];
+            for (int p : s.back().steps.back().send_peers)
+              crossings += host_of[static_cast<size_t>(p)] != host_of[static_cast<size_t>(k)];
           }
-          auto r = seed == 0 ? Simulate(n, s, Own(n, count), out, 3) : SimulateAnyOrder(n, s, Own(n, count), out, 3, false, seed);
+          auto r = seed == 0 ? Simulate(n, s, Own(n, count), out, 3)
+                             : SimulateAnyOrder(n, s, Own(n, count), out, 3, false, seed);
           INFO("n=" << n << " root=" << root << " seed=" << seed << ": " << r.error);
           REQUIRE(r.ok);
           CHECK(crossings == hosts - 1);
@@ -170,8 +176,8 @@ TEST_CASE("binomial and chain reduce leave the complete, divided reduction on th
             for (int k = 0; k < n; ++k)
               s.push_back(binomial ? BinomialReduce(k, n, root, count) : ChainReduce(k, n, root, count));
             auto r = Simulate(n, s, Own(n, count), Unset(n, count), chunk);
-            INFO((binomial ? "binomial" : "chain") << " n=" << n << " root=" << root << " count=" << count
-                                                   << " chunk=" << chunk << ": " << r.error);
+            INFO((binomial ? "binomial" : "chain")
+                 << " n=" << n << " root=" << root << " count=" << count << " chunk=" << chunk << ": " << r.error);
             REQUIRE(r.ok);
             for (const Elem& v : r.out[static_cast<size_t>(root)]) REQUIRE(v.set == (All(n) | kFinal));
           }
@@ -190,7 +196,8 @@ TEST_CASE("flat gather and scatter move block r between rank r and the root", "[
           }
           // Gather: the root's own block is the caller's copy.
           std::vector<Mem> out = Unset(n, total);
-          for (size_t i = 0; i < count; ++i) out[static_cast<size_t>(root)][static_cast<size_t>(root) * count + i] = Leaf(root);
+          for (size_t i = 0; i < count; ++i)
+            out[static_cast<size_t>(root)][static_cast<size_t>(root) * count + i] = Leaf(root);
           auto r = Simulate(n, g, Own(n, count), out, chunk);
           INFO("n=" << n << " root=" << root << " count=" << count << " chunk=" << chunk << ": " << r.error);
           REQUIRE(r.ok);
@@ -329,7 +336,9 @@ Blocks RandomBlocks(int n, uint64_t seed, size_t* extent) {
   for (int r = 0; r < n; ++r) b.counts.push_back(Mix(seed * 31 + static_cast<uint64_t>(r)) % 6);  // 0..5
   std::vector<int> order;
   for (int r = 0; r < n; ++r) order.push_back(r);
-  for (int i = n - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[Mix(seed + static_cast<uint64_t>(i)) % static_cast<uint64_t>(i + 1)]);
+  for (int i = n - 1; i > 0; --i)
+    std::swap(order[static_cast<size_t>(i)],
+              order[Mix(seed + static_cast<uint64_t>(i)) % static_cast<uint64_t>(i + 1)]);
   b.displs.assign(static_cast<size_t>(n), 0);
   size_t at = 0;
   for (int r : order) {
@@ -388,7 +397,9 @@ TEST_CASE("pairwise alltoallv delivers each pair's block, whatever its size and 
         // counts[k][p]: what rank k sends rank p; rank k's send layout and rank p's receive layout.
         std::vector<Blocks> send(static_cast<size_t>(n)), recv(static_cast<size_t>(n));
         std::vector<size_t> in_extent(static_cast<size_t>(n)), out_extent(static_cast<size_t>(n));
-        for (int k = 0; k < n; ++k) send[static_cast<size_t>(k)] = RandomBlocks(n, seed * 100 + static_cast<uint64_t>(k), &in_extent[static_cast<size_t>(k)]);
+        for (int k = 0; k < n; ++k)
+          send[static_cast<size_t>(k)] =
+              RandomBlocks(n, seed * 100 + static_cast<uint64_t>(k), &in_extent[static_cast<size_t>(k)]);
         for (int p = 0; p < n; ++p) {
           std::vector<size_t> from;
           for (int k = 0; k < n; ++k) from.push_back(send[static_cast<size_t>(k)].counts[static_cast<size_t>(p)]);
@@ -396,20 +407,25 @@ TEST_CASE("pairwise alltoallv delivers each pair's block, whatever its size and 
           for (auto& d : b.displs) d = d * 2 + 1;  // gaps, and not where the sender had them
           recv[static_cast<size_t>(p)] = b;
           size_t end = 0;
-          for (int k = 0; k < n; ++k) end = std::max(end, b.displs[static_cast<size_t>(k)] + b.counts[static_cast<size_t>(k)]);
+          for (int k = 0; k < n; ++k)
+            end = std::max(end, b.displs[static_cast<size_t>(k)] + b.counts[static_cast<size_t>(k)]);
           out_extent[static_cast<size_t>(p)] = end + 1;
         }
         std::vector<Schedule> s;
         std::vector<Mem> in, out;
-        auto tag = [&](int k, int p, size_t i) { return Elem{1ull << k, Mix(static_cast<uint64_t>((k * n + p) * 64) + i)}; };
+        auto tag = [&](int k, int p, size_t i) {
+          return Elem{1ull << k, Mix(static_cast<uint64_t>((k * n + p) * 64) + i)};
+        };
         for (int k = 0; k < n; ++k) {
           const size_t uk = static_cast<size_t>(k);
           s.push_back(PairwiseAlltoallv(k, n, send[uk], recv[uk]));
           in.emplace_back(in_extent[uk]);
           out.emplace_back(out_extent[uk]);
           for (int p = 0; p < n; ++p)
-            for (size_t i = 0; i < send[uk].counts[static_cast<size_t>(p)]; ++i) in[uk][send[uk].displs[static_cast<size_t>(p)] + i] = tag(k, p, i);
-          for (size_t i = 0; i < send[uk].counts[uk]; ++i) out[uk][recv[uk].displs[uk] + i] = tag(k, k, i);  // the caller's copy
+            for (size_t i = 0; i < send[uk].counts[static_cast<size_t>(p)]; ++i)
+              in[uk][send[uk].displs[static_cast<size_t>(p)] + i] = tag(k, p, i);
+          for (size_t i = 0; i < send[uk].counts[uk]; ++i)
+            out[uk][recv[uk].displs[uk] + i] = tag(k, k, i);  // the caller's copy
         }
         auto r = Simulate(n, s, in, out, chunk);
         INFO("n=" << n << " seed=" << seed << " chunk=" << chunk << ": " << r.error);
@@ -417,6 +433,7 @@ TEST_CASE("pairwise alltoallv delivers each pair's block, whatever its size and 
         for (int p = 0; p < n; ++p)
           for (int k = 0; k < n; ++k)
             for (size_t i = 0; i < recv[static_cast<size_t>(p)].counts[static_cast<size_t>(k)]; ++i)
-              REQUIRE(r.out[static_cast<size_t>(p)][recv[static_cast<size_t>(p)].displs[static_cast<size_t>(k)] + i] == tag(k, p, i));
+              REQUIRE(r.out[static_cast<size_t>(p)][recv[static_cast<size_t>(p)].displs[static_cast<size_t>(k)] + i] ==
+                      tag(k, p, i));
       }
 }

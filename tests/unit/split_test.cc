@@ -33,7 +33,8 @@ TEST_CASE("in-process: a split, a dup and their parent all busy at once give exa
       std::vector<Work> works;
       for (size_t k = 0; k < w.size(); ++k) {
         for (size_t j = 0; j < count; ++j) w[k][j] = static_cast<int64_t>(rank * 1000 + k + j);
-        works.push_back(world.Allreduce({w[k].data(), count, DType::kI64}, {w[k].data(), count, DType::kI64}, ReduceOp::kSum));
+        works.push_back(
+            world.Allreduce({w[k].data(), count, DType::kI64}, {w[k].data(), count, DType::kI64}, ReduceOp::kSum));
       }
       // ... a second thread sends around a ring on the dup ...
       Status ring;
@@ -51,7 +52,8 @@ TEST_CASE("in-process: a split, a dup and their parent all busy at once give exa
       for (int m = 0; m < 50 && mine.ok(); ++m) {
         std::vector<float> v(777, static_cast<float>(rank + m));
         mine = sub->Allreduce({v.data(), v.size(), DType::kF32}, {v.data(), v.size(), DType::kF32}, ReduceOp::kSum,
-                              CallOptions(Algo::kAuto, true)).Wait();
+                              CallOptions(Algo::kAuto, true))
+                   .Wait();
         const float want = static_cast<float>((rank % 2) + (rank % 2 + 2) + 2 * m);
         if (mine.ok() && v[776] != want) mine = Internal("split allreduce: wrong value");
       }

@@ -95,10 +95,10 @@ TEST_CASE("stage map: each allreduce schedule's input in first-read order and it
             const PlanKey key{CollKind::kAllreduce, algo, -1, count, chunk};
             const Plan plan = MakePlan(BuildSchedule(key, rank, size, &hosts), chunk);
             const size_t esize = 4;
-            const size_t preread =
-                CheckMap(plan, esize, count * esize, count * esize,
-                         std::string(AlgoName(algo)) + " size " + std::to_string(size) + " rank " +
-                             std::to_string(rank) + " count " + std::to_string(count) + " chunk " + std::to_string(chunk));
+            const size_t preread = CheckMap(plan, esize, count * esize, count * esize,
+                                            std::string(AlgoName(algo)) + " size " + std::to_string(size) + " rank " +
+                                                std::to_string(rank) + " count " + std::to_string(count) + " chunk " +
+                                                std::to_string(chunk));
             CHECK(preread == 0);
             // Every allreduce reads its whole input and writes its whole output (pipelined
             // staging copies in only what is read and back only what is written).
@@ -114,7 +114,9 @@ TEST_CASE("stage map: each allreduce schedule's input in first-read order and it
   }
 }
 
-TEST_CASE("stage map: broadcast, allgather and reduce-scatter; only a hierarchical allgather reads its own block from out", "[stage]") {
+TEST_CASE(
+    "stage map: broadcast, allgather and reduce-scatter; only a hierarchical allgather reads its own block from out",
+    "[stage]") {
   for (CollKind kind : {CollKind::kBroadcast, CollKind::kAllgather, CollKind::kReduceScatter})
     for (int a = 1; a <= static_cast<int>(Algo::kHierarchical); ++a) {
       const Algo algo = static_cast<Algo>(a);

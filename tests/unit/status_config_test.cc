@@ -34,8 +34,12 @@ TEST_CASE("sizes parse with K/M/G suffixes", "[common]") {
 }
 
 TEST_CASE("Config reads hooprun, mpirun, Slurm and torchrun environments", "[common]") {
-  auto c = Config::FromEnv({{"HOOP_RANK", "2"}, {"HOOP_SIZE", "4"}, {"HOOP_STORE", "tcp://127.0.0.1:1"},
-                            {"HOOP_TIMEOUT", "2.5"}, {"HOOP_CHUNK_BYTES", "1M"}, {"HOOP_ALGO", "tree"}});
+  auto c = Config::FromEnv({{"HOOP_RANK", "2"},
+                            {"HOOP_SIZE", "4"},
+                            {"HOOP_STORE", "tcp://127.0.0.1:1"},
+                            {"HOOP_TIMEOUT", "2.5"},
+                            {"HOOP_CHUNK_BYTES", "1M"},
+                            {"HOOP_ALGO", "tree"}});
   REQUIRE(c.ok());
   CHECK(c->rank == 2);
   CHECK(c->size == 4);
@@ -44,8 +48,10 @@ TEST_CASE("Config reads hooprun, mpirun, Slurm and torchrun environments", "[com
   CHECK(c->chunk_bytes == 1u << 20);
   CHECK(c->algo == "tree");
 
-  auto m = Config::FromEnv({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "3"},
-                            {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}});
+  auto m = Config::FromEnv({{"OMPI_COMM_WORLD_RANK", "1"},
+                            {"OMPI_COMM_WORLD_SIZE", "3"},
+                            {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                            {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}});
   REQUIRE(m.ok());
   CHECK(m->launcher == Launcher::kMpirun);
   CHECK(m->rank == 1);
@@ -58,8 +64,12 @@ TEST_CASE("Config reads hooprun, mpirun, Slurm and torchrun environments", "[com
   CHECK(s->local_rank == 1);
 
   // torchrun's: hoop's store one port above PyTorch's, unless HOOP_STORE names one.
-  auto t = Config::FromEnv({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
-                            {"MASTER_ADDR", "10.0.0.7"}, {"MASTER_PORT", "29500"}});
+  auto t = Config::FromEnv({{"RANK", "3"},
+                            {"WORLD_SIZE", "4"},
+                            {"LOCAL_RANK", "1"},
+                            {"LOCAL_WORLD_SIZE", "2"},
+                            {"MASTER_ADDR", "10.0.0.7"},
+                            {"MASTER_PORT", "29500"}});
   REQUIRE(t.ok());
   CHECK(t->launcher == Launcher::kTorchrun);
   CHECK(t->rank == 3);
@@ -67,11 +77,14 @@ TEST_CASE("Config reads hooprun, mpirun, Slurm and torchrun environments", "[com
   CHECK(t->local_rank == 1);
   CHECK(t->local_size == 2);
   CHECK(t->store == "tcp://10.0.0.7:29501");
-  auto t6 = Config::FromEnv({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "::1"}, {"MASTER_PORT", "7"},
-                             {"HOOP_JOB_TOKEN", "x"}});
+  auto t6 = Config::FromEnv(
+      {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "::1"}, {"MASTER_PORT", "7"}, {"HOOP_JOB_TOKEN", "x"}});
   REQUIRE(t6.ok());
   CHECK(t6->store == "tcp://[::1]:8");
-  auto own = Config::FromEnv({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "7"},
+  auto own = Config::FromEnv({{"RANK", "0"},
+                              {"WORLD_SIZE", "2"},
+                              {"MASTER_ADDR", "h"},
+                              {"MASTER_PORT", "7"},
                               {"HOOP_STORE", "file:///tmp/s"}});
   REQUIRE(own.ok());
   CHECK(own->store == "file:///tmp/s");
@@ -107,7 +120,8 @@ TEST_CASE("Config rejects bad values with the variable's name", "[common]") {
   CHECK(Config::FromEnv({}).value().unexpected_bytes == (64u << 20));
   for (const char* bad : {"1K", "2T", "lots"}) {
     auto b = Config::FromEnv({{"HOOP_UNEXPECTED_BYTES", bad}});
-    CHECK(b.status().message().find("HOOP_UNEXPECTED_BYTES='" + std::string(bad) + "': expected a size in [4K, 1T]") == 0);
+    CHECK(b.status().message().find("HOOP_UNEXPECTED_BYTES='" + std::string(bad) + "': expected a size in [4K, 1T]") ==
+          0);
   }
 }
 
@@ -163,7 +177,8 @@ TEST_CASE("HOOP_STAGE_BYTES: the largest staging copy, 4M unless set, 0 allowed"
   REQUIRE(none.ok());
   CHECK(none->stage_bytes == size_t{4} << 20);
   CHECK(CommOptions::FromConfig(*none).stage_bytes == size_t{4} << 20);
-  for (auto [text, bytes] : {std::pair{"0", size_t{0}}, std::pair{"16M", size_t{16} << 20}, std::pair{"1G", size_t{1} << 30}}) {
+  for (auto [text, bytes] :
+       {std::pair{"0", size_t{0}}, std::pair{"16M", size_t{16} << 20}, std::pair{"1G", size_t{1} << 30}}) {
     auto c = Config::FromEnv({{"HOOP_STAGE_BYTES", text}});
     INFO(text);
     REQUIRE(c.ok());
@@ -209,7 +224,8 @@ TEST_CASE("HOOP_LOG_LEVEL in any case, with horovodrun's and mpirun's words", "[
   }
   auto bad = Config::FromEnv({{"HOOP_LOG_LEVEL", "loud"}});
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message().find("HOOP_LOG_LEVEL='loud': expected none, error, warn, info or debug") != std::string::npos);
+  CHECK(bad.status().message().find("HOOP_LOG_LEVEL='loud': expected none, error, warn, info or debug") !=
+        std::string::npos);
 }
 
 TEST_CASE("HOOP_KERNEL_ISA names an instruction set or auto", "[config]") {
@@ -221,7 +237,8 @@ TEST_CASE("HOOP_KERNEL_ISA names an instruction set or auto", "[config]") {
   }
   auto bad = Config::FromEnv({{"HOOP_KERNEL_ISA", "sse"}});
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message().find("HOOP_KERNEL_ISA='sse': expected auto, generic, avx2 or avx512") != std::string::npos);
+  CHECK(bad.status().message().find("HOOP_KERNEL_ISA='sse': expected auto, generic, avx2 or avx512") !=
+        std::string::npos);
 }
 
 TEST_CASE("HOOP_ALGO takes every algorithm the table names, flat and pairwise too", "[config]") {

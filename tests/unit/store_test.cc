@@ -62,7 +62,8 @@ TEST_CASE("a store that never answers is reported as silent, not as a wrong toke
   int port = 0;
   auto listener = Listen("127.0.0.1", 0, &port);
   REQUIRE(listener.ok());
-  auto store = OpenStore("tcp://127.0.0.1:" + std::to_string(port), "token", Deadline::After(std::chrono::milliseconds(300)));
+  auto store =
+      OpenStore("tcp://127.0.0.1:" + std::to_string(port), "token", Deadline::After(std::chrono::milliseconds(300)));
   REQUIRE_FALSE(store.ok());
   CHECK(store.status().code() == Code::kDeadlineExceeded);
   CHECK(store.status().message().find("no answer to the hello") != std::string::npos);

@@ -82,11 +82,13 @@ TEST_CASE("stream calls: a send then a receive on one stream, against a receive 
       }
       // Nothing can have run: the stream has not reached the calls.
       for (Work& w : calls)
-        if (w.Done() || w.Refused()) return Internal("rank " + std::to_string(rank) + ": a call ended before its stream reached it");
+        if (w.Done() || w.Refused())
+          return Internal("rank " + std::to_string(rank) + ": a call ended before its stream reached it");
       gate.up = true;
       HOOP_RETURN_IF_ERROR(Reached(end, c, "rank " + std::to_string(rank)));
       for (Work& w : calls) HOOP_RETURN_IF_ERROR(w.Wait());
-      return right ? Status::Ok() : Internal("rank " + std::to_string(rank) + ": the stream's work after the receive saw wrong data");
+      return right ? Status::Ok()
+                   : Internal("rank " + std::to_string(rank) + ": the stream's work after the receive saw wrong data");
     });
   }
 }
@@ -144,7 +146,8 @@ TEST_CASE("stream calls: a collective on a stream after a receive on it, the wor
     HOOP_RETURN_IF_ERROR(Reached(end, c, "rank " + std::to_string(rank)));
     for (Work& w : calls) HOOP_RETURN_IF_ERROR(w.Wait());
     // 0 + 1 + (2 + 0 + 100)
-    return out == std::vector<int32_t>(5000, 103) ? Status::Ok() : Internal("rank " + std::to_string(rank) + ": wrong sum");
+    return out == std::vector<int32_t>(5000, 103) ? Status::Ok()
+                                                  : Internal("rank " + std::to_string(rank) + ": wrong sum");
   });
 }
 
@@ -162,7 +165,8 @@ TEST_CASE("stream calls: a receive shorter than its buffer leaves the rest; bad 
     HOOP_RETURN_IF_ERROR(w.Wait());
     if (rank == 1)
       for (size_t i = 0; i < got.size(); ++i)
-        if (got[i] != (i < 10 ? 5 : -1)) return Internal("rank 1: element " + std::to_string(i) + " is " + std::to_string(got[i]));
+        if (got[i] != (i < 10 ? 5 : -1))
+          return Internal("rank 1: element " + std::to_string(i) + " is " + std::to_string(got[i]));
     return Status::Ok();
   });
 }

@@ -28,7 +28,8 @@ const StreamOps kCounted{&FakeStream::Launch, &FakeStream::WaitWord, &CountedAll
 
 }  // namespace
 
-TEST_CASE("stream order: the worker waits for the stream's earlier work, the stream's later work for the release", "[stream]") {
+TEST_CASE("stream order: the worker waits for the stream's earlier work, the stream's later work for the release",
+          "[stream]") {
   FakeStream stream;
   Flag gate, after;
   stream.Queue([&] { gate.Within(10s); });  // the caller's earlier work, still running

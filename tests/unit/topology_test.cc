@@ -10,7 +10,8 @@ namespace {
 Topology Host() {
   Topology t;
   t.pus = 16;
-  for (int p = 0; p < 2; ++p) t.packages.push_back({{p * 8, p * 8 + 1, p * 8 + 2, p * 8 + 3, p * 8 + 4, p * 8 + 5, p * 8 + 6, p * 8 + 7}});
+  for (int p = 0; p < 2; ++p)
+    t.packages.push_back({{p * 8, p * 8 + 1, p * 8 + 2, p * 8 + 3, p * 8 + 4, p * 8 + 5, p * 8 + 6, p * 8 + 7}});
   for (int n = 0; n < 4; ++n) t.numa_nodes.push_back({{n * 4, n * 4 + 1, n * 4 + 2, n * 4 + 3}});
   for (int c = 0; c < 8; ++c) t.cores.push_back({{c * 2, c * 2 + 1}});
   return t;
@@ -78,9 +79,9 @@ TEST_CASE("binding on a host with GPUs: each rank near its GPU", "[topology]") {
   CHECK(gpus[1]->name == "card1");
   auto core = Bindings(t, 4, BindTo::kCore);
   REQUIRE(core.ok());
-  CHECK((*core)[0] == std::vector<int>{0, 1});    // GPU 0's package, its first core
-  CHECK((*core)[1] == std::vector<int>{8, 9});    // GPU 1's package
-  CHECK((*core)[2] == std::vector<int>{2, 3});    // GPU 0 again: the next free core near it
+  CHECK((*core)[0] == std::vector<int>{0, 1});  // GPU 0's package, its first core
+  CHECK((*core)[1] == std::vector<int>{8, 9});  // GPU 1's package
+  CHECK((*core)[2] == std::vector<int>{2, 3});  // GPU 0 again: the next free core near it
   CHECK((*core)[3] == std::vector<int>{10, 11});
   auto numa = Bindings(t, 2, BindTo::kNuma);
   REQUIRE(numa.ok());

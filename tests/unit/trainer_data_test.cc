@@ -104,7 +104,7 @@ TEST_CASE("sampler: every image once per epoch, same global batches for any rank
   DistributedSampler s(1000, 10, 0, 1, 1);
   auto e0 = s.Shuffle(0);
   auto e1 = s.Shuffle(1);
-  CHECK(e0 != e1);  // a new order every epoch
+  CHECK(e0 != e1);                                                // a new order every epoch
   CHECK(DistributedSampler(1000, 10, 0, 1, 1).Shuffle(1) == e1);  // ... the same on every rank
   int64_t b, e;
   Shard(10, 2, 3, &b, &e);
@@ -286,11 +286,11 @@ TEST_CASE("fashion-mnist padded to 32x32: a black border around the same image",
   Gather(d, idx, 1, x, y, 2);
   REQUIRE(x.shape == Shape{1, 1, 32, 32});
   const float black = -0.2860f / 0.3530f;
-  CHECK(x.data[0] == Approx(black));                // border
+  CHECK(x.data[0] == Approx(black));  // border
   CHECK(x.data[31 * 32 + 31] == Approx(black));
   CHECK(x.data[2 * 32 + 2] == Approx((1.0 - 0.2860) / 0.3530));  // the image's (0, 0)
   CHECK(x.data[29 * 32 + 29] == Approx((0.2 - 0.2860) / 0.3530));
-  CHECK(x.data[2 * 32 + 3] == Approx(black));       // a black pixel inside the image
+  CHECK(x.data[2 * 32 + 3] == Approx(black));  // a black pixel inside the image
   CHECK(y == std::vector<uint8_t>{4});
 }
 
@@ -299,11 +299,13 @@ TEST_CASE("cifar-10 reader: binary batches, three channels, named errors", "[tra
   // Records: a label, then 1024 red, 1024 green, 1024 blue bytes.
   auto record = [](uint8_t label, uint8_t r, uint8_t g, uint8_t b) {
     std::string rec(1, static_cast<char>(label));
-    rec += std::string(1024, static_cast<char>(r)) + std::string(1024, static_cast<char>(g)) + std::string(1024, static_cast<char>(b));
+    rec += std::string(1024, static_cast<char>(r)) + std::string(1024, static_cast<char>(g)) +
+           std::string(1024, static_cast<char>(b));
     return rec;
   };
   for (int i = 1; i <= 5; ++i)
-    std::ofstream(dir + "/data_batch_" + std::to_string(i) + ".bin", std::ios::binary) << record(i, 255, 0, 128) << record(0, 0, 0, 0);
+    std::ofstream(dir + "/data_batch_" + std::to_string(i) + ".bin", std::ios::binary)
+        << record(i, 255, 0, 128) << record(0, 0, 0, 0);
   std::ofstream(dir + "/test_batch.bin", std::ios::binary) << record(9, 1, 2, 3);
   auto train = LoadDataset(dir, "train");
   REQUIRE(train.ok());
@@ -315,8 +317,8 @@ TEST_CASE("cifar-10 reader: binary batches, three channels, named errors", "[tra
   int64_t idx[] = {4};
   Gather(*train, idx, 1, x, y);
   REQUIRE(x.shape == Shape{1, 3, 32, 32});
-  CHECK(x.data[0] == Approx((1.0 - 0.4914) / 0.2470));          // red
-  CHECK(x.data[1024 + 5] == Approx((0.0 - 0.4822) / 0.2435));   // green
+  CHECK(x.data[0] == Approx((1.0 - 0.4914) / 0.2470));         // red
+  CHECK(x.data[1024 + 5] == Approx((0.0 - 0.4822) / 0.2435));  // green
   CHECK(x.data[2048 + 7] == Approx((128 / 255.0 - 0.4465) / 0.2616));
   CHECK(y == std::vector<uint8_t>{3});
   auto test = LoadDataset(dir, "test");
@@ -324,13 +326,15 @@ TEST_CASE("cifar-10 reader: binary batches, three channels, named errors", "[tra
   CHECK((test->count == 1 && test->labels[0] == 9));
   // In the archive's own subdirectory too.
   REQUIRE(std::system(("mkdir -p " + dir + "/up && mv " + dir + "/*.bin " + dir + "/up/ && mv " + dir + "/up " + dir +
-                       "/cifar-10-batches-bin").c_str()) == 0);
+                       "/cifar-10-batches-bin")
+                          .c_str()) == 0);
   CHECK(LoadDataset(dir, "test").ok());
   const std::string at = dir + "/cifar-10-batches-bin";
   std::ofstream(at + "/test_batch.bin", std::ios::binary) << record(9, 1, 2, 3) << "xyz";
   auto torn = LoadDataset(dir, "test");
   REQUIRE_FALSE(torn.ok());
-  CHECK_THAT(torn.status().message(), Catch::Contains("test_batch.bin: 3076 bytes, not a whole number of CIFAR-10 records"));
+  CHECK_THAT(torn.status().message(),
+             Catch::Contains("test_batch.bin: 3076 bytes, not a whole number of CIFAR-10 records"));
   std::ofstream(at + "/test_batch.bin", std::ios::binary) << record(0, 0, 0, 0) << record(12, 0, 0, 0);
   CHECK_THAT(LoadDataset(dir, "test").status().message(), Catch::Contains("label 12 of record 1 is not in 0..9"));
   std::remove((at + "/data_batch_3.bin").c_str());
@@ -404,11 +408,11 @@ TEST_CASE("energy counters: RAPL packages through powercap, wrap-around, and why
   CHECK(meter.CpuJoules() == 0);
   zone("intel-rapl:0", "800000000");  // +300 J
   zone("intel-rapl:0:0", "900000000");
-  zone("intel-rapl:1", "2000100");    // +2 J
+  zone("intel-rapl:1", "2000100");  // +2 J
   CHECK(meter.CpuJoules() == Approx(302));
   zone("intel-rapl:0", "100000000");  // wrapped at 1000 J: +300 J
   CHECK(meter.CpuJoules() == Approx(602));
-  zone("intel-rapl:1", "garbage");     // a read that makes no sense is skipped, not a crash
+  zone("intel-rapl:1", "garbage");  // a read that makes no sense is skipped, not a crash
   CHECK(meter.CpuJoules() == Approx(602));
   std::filesystem::remove_all(dir);
 
@@ -491,10 +495,12 @@ TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
   if (!hoop::CudaDeviceCount().ok()) {  // this machine: no GPU, so cuda is refused and auto is the CPU
     auto none = RankDevice("cuda", {}, 1, 2, 1);
     REQUIRE_FALSE(none.ok());
-    CHECK(none.status().message() == "--device cuda: no CUDA device for rank 1: " + hoop::CudaDeviceCount().status().message());
+    CHECK(none.status().message() ==
+          "--device cuda: no CUDA device for rank 1: " + hoop::CudaDeviceCount().status().message());
     CHECK(RankDevice("auto", {}, 0, 2, 0).value() == -1);
     CHECK_THAT(CudaLayerFactory(0, true).status().message(),
-               Catch::Contains(HaveCudaLayers() ? hoop::CudaDeviceCount().status().message() : "without the cuDNN/cuBLAS layers"));
+               Catch::Contains(HaveCudaLayers() ? hoop::CudaDeviceCount().status().message()
+                                                : "without the cuDNN/cuBLAS layers"));
   }
 }
 

@@ -21,7 +21,6 @@
 
 using namespace hoop::train;
 
-
 TEST_CASE("host tensors: placement, resizing like another, values in and out", "[trainer][layers]") {
   Tensor t = Random({2, 3, 4, 5}, 1);
   t.Place(-1);  // already host memory: nothing changes
@@ -168,7 +167,8 @@ TEST_CASE("models: shapes and parameter counts", "[trainer][layers]") {
     REQUIRE((a.ok() && b.ok()));
     auto pa = (*a)->net.Params(), pb = (*b)->net.Params();
     REQUIRE(pa.size() == pb.size());
-    for (size_t i = 0; i < pa.size(); ++i) CHECK((pa[i]->name == pb[i]->name && pa[i]->value.data == pb[i]->value.data));
+    for (size_t i = 0; i < pa.size(); ++i)
+      CHECK((pa[i]->name == pb[i]->name && pa[i]->value.data == pb[i]->value.data));
   } else {
     auto none = BuildModel("lenet", 1, Layers::kOneDnn);
     CHECK_THAT(none.status().message(), Catch::Contains("built without oneDNN"));
@@ -182,7 +182,8 @@ TEST_CASE("models: shapes and parameter counts", "[trainer][layers]") {
   CHECK((*r18)->input == Shape{0, 3, 32, 32});
   CHECK((*r34)->net.OutShape({2, 3, 32, 32}) == Shape{2, 10, 1, 1});
   CHECK((*BuildModel("resnet18", 1))->ParamCount() == 11172810);  // one channel: Fashion-MNIST
-  CHECK_THAT(BuildModel("lenet", 1, Layers::kNative, 3).status().message(), Catch::Contains("lenet takes 1-channel 28x28 images"));
+  CHECK_THAT(BuildModel("lenet", 1, Layers::kNative, 3).status().message(),
+             Catch::Contains("lenet takes 1-channel 28x28 images"));
   auto bad = BuildModel("vgg", 1);
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("unknown model 'vgg'"));

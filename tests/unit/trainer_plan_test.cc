@@ -60,8 +60,10 @@ TEST_CASE("PipeSchedule: every micro-batch forward then backward, 1F1B bounded i
             most = std::max(most, in_flight);
           }
           for (int i = 0; i < micros; ++i) CHECK(fwd[i] < bwd[i]);
-          if (std::string(kind) == "1f1b") CHECK(most <= std::min(stages - stage, micros));
-          else CHECK(most == micros);
+          if (std::string(kind) == "1f1b")
+            CHECK(most <= std::min(stages - stage, micros));
+          else
+            CHECK(most == micros);
         }
   // 1F1B on the last stage alternates from the start.
   CHECK(PipeSchedule("1f1b", 1, 2, 2) == std::vector<PipeOp>{{true, 0}, {false, 0}, {true, 1}, {false, 1}});

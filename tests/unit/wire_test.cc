@@ -22,7 +22,8 @@ std::vector<T> RandomValues(std::mt19937_64& rng, size_t n) {
       uint64_t bits = rng();
       std::memcpy(&v[i], &bits, sizeof(T));
     } else {
-      v[i] = static_cast<T>(std::ldexp(static_cast<double>(rng() % 2000000) / 1e6 - 1.0, static_cast<int>(rng() % 60) - 30));
+      v[i] = static_cast<T>(
+          std::ldexp(static_cast<double>(rng() % 2000000) / 1e6 - 1.0, static_cast<int>(rng() % 60) - 30));
     }
   }
   return v;
@@ -83,9 +84,12 @@ TEST_CASE("every instruction set's wire kernels give the generic kernels' bits",
           WARN(KernelIsaName(isa) << " not run here: not built or not on this CPU");
           continue;
         }
-        for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, size_t{70}, size_t{1000}}) {
-          if (dt == DType::kF32) CompareIsa<float>(*want, *got, rng, n);
-          else CompareIsa<double>(*want, *got, rng, n);
+        for (size_t n :
+             {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, size_t{70}, size_t{1000}}) {
+          if (dt == DType::kF32)
+            CompareIsa<float>(*want, *got, rng, n);
+          else
+            CompareIsa<double>(*want, *got, rng, n);
         }
       }
     }
@@ -102,7 +106,8 @@ TEST_CASE("the per-chunk scale keeps fp16 finite and each value within u", "[wir
       const size_t n = 4096;
       std::vector<float> x(n);
       for (size_t i = 0; i < n; ++i)
-        x[i] = static_cast<float>((i % 2 ? -1 : 1) * std::ldexp(1.0 + static_cast<double>(rng() % 1000) / 1000, top - static_cast<int>(rng() % 12)));
+        x[i] = static_cast<float>((i % 2 ? -1 : 1) * std::ldexp(1.0 + static_cast<double>(rng() % 1000) / 1000,
+                                                                top - static_cast<int>(rng() % 12)));
       x[7] = std::ldexp(1.99f, top);  // rounds up to the next power of two at worst
       const double absmax = k->absmax(x.data(), nullptr, n);
       const int e = WireScaleExponent(absmax, DType::kF32);
@@ -142,7 +147,7 @@ TEST_CASE("the error bound's factor and the scale's limits", "[wire]") {
   CHECK(CompressionErrorFactor(Compression::kBf16, 8) > CompressionErrorFactor(Compression::kBf16, 4));
   CHECK(WireScaleExponent(0, DType::kF32) == 0);
   CHECK(WireScaleExponent(INFINITY, DType::kF32) == 0);
-  CHECK(WireScaleExponent(1e-44, DType::kF32) == 126);   // clamped: 2^126 is a normal f32
+  CHECK(WireScaleExponent(1e-44, DType::kF32) == 126);  // clamped: 2^126 is a normal f32
   CHECK(WireScaleExponent(1e300, DType::kF64) == 15 - 997);
   CHECK(WireScaleExponent(1e-320, DType::kF64) == 1000);
   CHECK(ParseCompression("bf16") == Compression::kBf16);

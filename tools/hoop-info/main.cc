@@ -95,7 +95,8 @@ void PrintCuda(bool ipc) {
     }
   std::printf("  CUDA IPC between local ranks on devices: %s\n", direct.empty() ? "none" : direct.c_str());
   if (!via.empty())
-    std::printf("  CUDA IPC through the sender's device (no peer access: mapped there, then copied): %s\n", via.c_str());
+    std::printf("  CUDA IPC through the sender's device (no peer access: mapped there, then copied): %s\n",
+                via.c_str());
 }
 
 // hoop-info --topology.
@@ -109,7 +110,8 @@ int PrintTopology() {
               t->packages.size() == 1 ? "" : "s", t->numa_nodes.size(), t->numa_nodes.size() == 1 ? "" : "s",
               t->cores.size(), t->cores.size() == 1 ? "" : "s", t->pus, t->pus == 1 ? "" : "s");
   auto units = [](const char* what, const std::vector<hoop::Topology::Unit>& us) {
-    for (size_t i = 0; i < us.size(); ++i) std::printf("  %s %zu: cpus %s\n", what, i, hoop::CpuList(us[i].cpus).c_str());
+    for (size_t i = 0; i < us.size(); ++i)
+      std::printf("  %s %zu: cpus %s\n", what, i, hoop::CpuList(us[i].cpus).c_str());
   };
   units("package", t->packages);
   units("numa", t->numa_nodes);

@@ -146,8 +146,8 @@ int RunAgent() {
   for (auto& [k, v] : extra)
     if (k == "PATH") path = v.c_str();
   const std::string& prog = command[0];
-  const std::string checked = !wdir.empty() && prog.find('/') != std::string::npos && prog[0] != '/'
-                                  ? wdir + "/" + prog : prog;
+  const std::string checked =
+      !wdir.empty() && prog.find('/') != std::string::npos && prog[0] != '/' ? wdir + "/" + prog : prog;
   std::string why;
   if (int code = CheckProgram(checked, path, &why)) return Fail(code, why);
   if (!wdir.empty()) {
@@ -172,7 +172,8 @@ int RunAgent() {
   std::vector<Rank> procs;
   const auto base = ProcessEnvironment();
   for (size_t i = 0; i < ranks.size(); ++i) {
-    auto r = StartRank(ranks[i], command, RankEnv(base, extra, ranks[i], np, places[i], store, token), (*bound)[i], wdir);
+    auto r =
+        StartRank(ranks[i], command, RankEnv(base, extra, ranks[i], np, places[i], store, token), (*bound)[i], wdir);
     if (!r.ok()) {
       for (auto& p : procs) ::kill(-p.pid, SIGKILL);
       return Fail(1, "cannot start rank " + std::to_string(ranks[i]) + ": " + r.status().message());

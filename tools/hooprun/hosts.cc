@@ -15,7 +15,8 @@ constexpr int kMaxSlots = 4096;
 bool PlainHost(const std::string& h) {
   if (h.empty() || h.size() > 255 || h[0] == '-') return false;
   return std::all_of(h.begin(), h.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+           c == '_';
   });
 }
 
@@ -87,7 +88,8 @@ StatusOr<std::vector<HostSlots>> ParseHostfile(const std::string& text, const st
     }
     if (said_most && !said) slots = most;  // mpirun: max_slots alone gives that many slots
     if (most && slots > most)
-      return InvalidArgument(where + "slots=" + std::to_string(slots) + " is more than max_slots=" + std::to_string(most));
+      return InvalidArgument(where + "slots=" + std::to_string(slots) +
+                             " is more than max_slots=" + std::to_string(most));
     HOOP_RETURN_IF_ERROR(Add(&hosts, host, slots, where));
     hosts.back().max_slots = most;
   }
@@ -119,7 +121,8 @@ StatusOr<std::vector<HostSlots>> Room(std::vector<HostSlots> hosts, int np, bool
 }
 }  // namespace
 
-StatusOr<std::vector<Placement>> PlaceRanks(const std::vector<HostSlots>& given, int np, MapBy map, bool oversubscribe) {
+StatusOr<std::vector<Placement>> PlaceRanks(const std::vector<HostSlots>& given, int np, MapBy map,
+                                            bool oversubscribe) {
   if (given.empty()) return InvalidArgument("no hosts");
   int total = 0;
   for (const HostSlots& h : given) total += h.slots;
@@ -173,7 +176,8 @@ bool IsThisHost(const std::string& host, const std::string& self, const std::vec
   if (host == self) return true;
   // "node1" and "node1.cluster.example": one is the other's short form.
   auto shortname = [](const std::string& s) { return s.substr(0, s.find('.')); };
-  return shortname(host) == shortname(self) && (host.find('.') == std::string::npos || self.find('.') == std::string::npos);
+  return shortname(host) == shortname(self) &&
+         (host.find('.') == std::string::npos || self.find('.') == std::string::npos);
 }
 
 }  // namespace hoop::run

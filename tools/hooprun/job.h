@@ -36,7 +36,12 @@ class Job {
  public:
   Job(const Options& o, std::vector<Rank> ranks, std::vector<Agent> agents, const TcpStoreServer& store,
       Sentinel& sentinel, Writer& out, Writer& err)
-      : o_(o), ranks_(std::move(ranks)), agents_(std::move(agents)), store_(store), sentinel_(sentinel), out_(out),
+      : o_(o),
+        ranks_(std::move(ranks)),
+        agents_(std::move(agents)),
+        store_(store),
+        sentinel_(sentinel),
+        out_(out),
         err_(err) {
     for (const auto& r : ranks_) multi_host_ |= r.remote;
   }
@@ -70,8 +75,7 @@ class Job {
       for (auto& a : agents_)
         if (relay) ReadAgent(a);
       Reap();
-      if (o_.timeout_s > 0 && !stopping_ &&
-          Clock::now() - start > std::chrono::duration<double>(o_.timeout_s)) {
+      if (o_.timeout_s > 0 && !stopping_ && Clock::now() - start > std::chrono::duration<double>(o_.timeout_s)) {
         reason_ = "the job ran past --timeout " + std::to_string(static_cast<int>(o_.timeout_s)) + " s";
         exit_code_ = 124;
         BeginStop(true);  // no grace: nothing failed that the ranks could report; --timeout N ends at N
@@ -92,8 +96,7 @@ class Job {
       pollfd p{sig_fd, POLLIN, 0};
       if (::poll(&p, 1, 0) > 0) {
         signalfd_siginfo si;
-        while (::read(sig_fd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si)))
-          hurry |= si.ssi_signo != SIGCHLD;
+        while (::read(sig_fd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) hurry |= si.ssi_signo != SIGCHLD;
       }
       if (hurry && std::max(out_.Stalled(), err_.Stalled()) > std::chrono::seconds(2)) return false;
     }
@@ -133,7 +136,8 @@ class Job {
     while (::read(sig_fd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
       if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP) {
         if (!stopping_) {
-          reason_ = std::string("interrupted by ") + ::strsignal(static_cast<int>(si.ssi_signo)) + "; stopped every rank";
+          reason_ =
+              std::string("interrupted by ") + ::strsignal(static_cast<int>(si.ssi_signo)) + "; stopped every rank";
           exit_code_ = 128 + static_cast<int>(si.ssi_signo);  // as a shell reports it: 130, 143, 129
           // Ctrl-C reaches the ranks as Ctrl-C (Python's KeyboardInterrupt, a trainer's "interrupted
           // by Interrupt"); SIGTERM follows if they are still there, then SIGKILL.
@@ -217,7 +221,8 @@ class Job {
       if (exit_code_ == 0) exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
       if (reason_.empty())
         reason_ = Who(*cause) + " " + DescribeExit(st) +
-                  (o_.enable_recovery && !termed_ ? "; the other ranks went on (--enable-recovery)" : "; stopped the other ranks");
+                  (o_.enable_recovery && !termed_ ? "; the other ranks went on (--enable-recovery)"
+                                                  : "; stopped the other ranks");
     }
   }
 
@@ -297,7 +302,8 @@ class Job {
       BeginStop(false);
       return;
     }
-    err_.Write("hooprun: " + Who(r) + " " + DescribeExit(r.wait_status) + "; the other ranks go on (--enable-recovery)\n");
+    err_.Write("hooprun: " + Who(r) + " " + DescribeExit(r.wait_status) +
+               "; the other ranks go on (--enable-recovery)\n");
   }
 
   // The agent's output: its ranks' lines (already prefixed) go out as they are; its control
@@ -307,8 +313,10 @@ class Job {
     std::string lines = Relay(a.out_fd, a.out_buf, "");
     for (size_t start = 0, nl; (nl = lines.find('\n', start)) != std::string::npos; start = nl + 1) {
       std::string line = lines.substr(start, nl - start);
-      if (!line.empty() && line[0] == kControl) Control(a, line.substr(1));
-      else out_.Write(Stamped(line + "\n"));
+      if (!line.empty() && line[0] == kControl)
+        Control(a, line.substr(1));
+      else
+        out_.Write(Stamped(line + "\n"));
     }
     lines = Relay(a.err_fd, a.err_buf, "");
     for (size_t start = 0, nl; (nl = lines.find('\n', start)) != std::string::npos; start = nl + 1) {

@@ -48,7 +48,6 @@
 namespace hoop::run {
 namespace {
 
-
 std::string NewToken() {
   unsigned char raw[16];
   if (::getrandom(raw, sizeof(raw), 0) != static_cast<ssize_t>(sizeof(raw))) {
@@ -119,16 +118,16 @@ StatusOr<std::vector<std::pair<int, int>>> OutputFiles(const Options& opts, cons
   std::vector<std::pair<int, int>> fds(static_cast<size_t>(opts.np), {-1, -1});
   if (opts.output_dir.empty()) return fds;
   const size_t width = std::to_string(opts.np - 1).size();
-  auto make = [](const std::string& dir) {
-    return ::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST;
-  };
+  auto make = [](const std::string& dir) { return ::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST; };
   if (!make(opts.output_dir))
-    return InvalidArgument("--output-filename " + opts.output_dir + ": cannot create it (" + std::strerror(errno) + ")");
+    return InvalidArgument("--output-filename " + opts.output_dir + ": cannot create it (" + std::strerror(errno) +
+                           ")");
   for (int r = 0; r < opts.np; ++r) {
     if (!here[static_cast<size_t>(r)]) continue;  // its host's agent writes them there
     std::string n = std::to_string(r);
     const std::string dir = opts.output_dir + "/rank." + std::string(width - n.size(), '0') + n;
-    if (!make(dir)) return InvalidArgument("--output-filename: cannot create " + dir + " (" + std::strerror(errno) + ")");
+    if (!make(dir))
+      return InvalidArgument("--output-filename: cannot create " + dir + " (" + std::strerror(errno) + ")");
     for (int k = 0; k < 2; ++k) {
       const std::string file = dir + (k == 0 ? "/stdout" : "/stderr");
       int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -159,7 +158,9 @@ void PrintPlan(const Options& opts, const JobPlan& plan, const std::vector<std::
     const bool here = plan.here[r];
     std::fprintf(stderr, "hooprun: rank %zu: host %s, local rank %d of %d, cross rank %d of %d, %s%s: %s%s%s\n", r,
                  p.host.c_str(), p.local_rank, p.local_size, p.cross_rank, p.cross_size,
-                 !here ? "bound there" : bound[r].empty() ? "not bound" : "cpus ",
+                 !here              ? "bound there"
+                 : bound[r].empty() ? "not bound"
+                                    : "cpus ",
                  here && !bound[r].empty() ? CpuList(bound[r]).c_str() : "", command.c_str(),
                  opts.wdir.empty() ? "" : " in ", opts.wdir.c_str());
   }
@@ -187,12 +188,14 @@ std::string AgentPlan(const Options& o, const JobPlan& plan, const std::string& 
   for (size_t r = 0; r < plan.placed.size(); ++r) {
     const Placement& p = plan.placed[r];
     if (p.host != host) continue;
-    j["ranks"].push_back({{"rank", r}, {"local_rank", p.local_rank}, {"local_size", p.local_size},
-                          {"cross_rank", p.cross_rank}, {"cross_size", p.cross_size}});
+    j["ranks"].push_back({{"rank", r},
+                          {"local_rank", p.local_rank},
+                          {"local_size", p.local_size},
+                          {"cross_rank", p.cross_rank},
+                          {"cross_size", p.cross_size}});
   }
   return j.dump();
 }
-
 
 // More ranks than cores: a warning (unless --oversubscribe). A job that cannot work, refused:
 // shm rings beyond this host's memory, or more than kMaxRanksPerCore ranks per core.
@@ -205,20 +208,23 @@ bool CheckCrowding(const Options& o, int here) {
   const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
   char line[512];
   if (rings > memory) {
-    std::snprintf(line, sizeof line, "hooprun: -np %d: the shared-memory rings between every pair of ranks would need "
+    std::snprintf(line, sizeof line,
+                  "hooprun: -np %d: the shared-memory rings between every pair of ranks would need "
                   "%.1f GB (N x (N-1) x %zu KiB), more than this host's %.1f GB\n",
                   here, rings / 1e9, shm::RingBytes() / 1024, memory / 1e9);
     std::fputs(line, stderr);
     return false;
   }
   if (here > kMaxRanksPerCore * cores) {
-    std::fprintf(stderr, "hooprun: -np %d on %d core%s: more than %d ranks per core is not supported (ranks that wait "
+    std::fprintf(stderr,
+                 "hooprun: -np %d on %d core%s: more than %d ranks per core is not supported (ranks that wait "
                  "long for a core are taken for lost peers); use at most %d\n",
                  here, cores, cores == 1 ? "" : "s", kMaxRanksPerCore, kMaxRanksPerCore * cores);
     return false;
   }
   if (here > cores && !o.oversubscribe)
-    std::fprintf(stderr, "hooprun: warning: %d ranks on %d core%s (oversubscribed): ranks share cores and wait for "
+    std::fprintf(stderr,
+                 "hooprun: warning: %d ranks on %d core%s (oversubscribed): ranks share cores and wait for "
                  "each other's turns; shm rings take up to %.0f MB (--oversubscribe: no warning)\n",
                  here, cores, cores == 1 ? "" : "s", rings / 1e6);
   return true;
@@ -275,14 +281,15 @@ int main(int argc, char** argv) {
     struct stat st {};
     const bool there = ::stat(opts->wdir.c_str(), &st) == 0;
     if (!there || !S_ISDIR(st.st_mode)) {
-      std::fprintf(stderr, "hooprun: --wdir %s: %s\n", opts->wdir.c_str(), there ? "not a folder" : std::strerror(errno));
+      std::fprintf(stderr, "hooprun: --wdir %s: %s\n", opts->wdir.c_str(),
+                   there ? "not a folder" : std::strerror(errno));
       return 2;
     }
   }
   // A relative path with a '/' is found from where the ranks will run.
   const std::string& prog = opts->command[0];
-  const std::string checked = !opts->wdir.empty() && prog.find('/') != std::string::npos && prog[0] != '/'
-                                  ? opts->wdir + "/" + prog : prog;
+  const std::string checked =
+      !opts->wdir.empty() && prog.find('/') != std::string::npos && prog[0] != '/' ? opts->wdir + "/" + prog : prog;
   if (int code = local.empty() ? 0 : CheckProgram(checked, path, &why)) {
     std::fprintf(stderr, "hooprun: %s\n", why.c_str());
     return code;

@@ -50,8 +50,10 @@ const char* const kUsage =
     "  -x VAR[=VAL]         set VAR for every rank (VAR alone: pass this shell's value)\n"
     "  --timeout SECONDS    stop the whole job if it runs longer (exit code 124)\n"
     "  --tag-output         prefix lines with [RANK]<stdout>: / [RANK]<stderr>: instead of [RANK]\n"
-    "  --timestamp-output   start every line with the time hooprun relayed it (mpirun's)\n"    "  --output-filename DIR  also write each rank's output, unprefixed, to DIR/rank.N/stdout\n"
-    "                       and DIR/rank.N/stderr (N zero-padded; made or truncated at start)\n"    "  --wdir DIR           the ranks' working folder (default: hooprun's); a relative PROGRAM\n"
+    "  --timestamp-output   start every line with the time hooprun relayed it (mpirun's)\n"
+    "  --output-filename DIR  also write each rank's output, unprefixed, to DIR/rank.N/stdout\n"
+    "                       and DIR/rank.N/stderr (N zero-padded; made or truncated at start)\n"
+    "  --wdir DIR           the ranks' working folder (default: hooprun's); a relative PROGRAM\n"
     "                       path is found from there\n"
     "  -v, --verbose        print the plan (hosts, slots, each rank's place, binding and command,\n"
     "                       the store's address; never the job token) and each start\n"
@@ -121,7 +123,6 @@ constexpr Knob kKnobs[] = {
     {"--log-level", "HOOP_LOG_LEVEL", AsIs},
 };
 
-
 // Every flag, stored into `o` as it is read.
 void Declare(cli::Flags& f, Options& o) {
   f.Early("-h,--help", &o.help);
@@ -138,12 +139,18 @@ void Declare(cli::Flags& f, Options& o) {
     return "";
   });
   f.Value("--bind-to", [&](const std::string& v) -> std::string {
-    if (v == "none") o.bind_to = BindTo::kNone;
-    else if (v == "core") o.bind_to = BindTo::kCore;
-    else if (v == "numa") o.bind_to = BindTo::kNuma;
-    else if (v == "socket" || v == "package") o.bind_to = BindTo::kSocket;
-    else if (v == "hwthread") o.bind_to = BindTo::kHwthread;
-    else return "expected none, core, hwthread, numa or socket";
+    if (v == "none")
+      o.bind_to = BindTo::kNone;
+    else if (v == "core")
+      o.bind_to = BindTo::kCore;
+    else if (v == "numa")
+      o.bind_to = BindTo::kNuma;
+    else if (v == "socket" || v == "package")
+      o.bind_to = BindTo::kSocket;
+    else if (v == "hwthread")
+      o.bind_to = BindTo::kHwthread;
+    else
+      return "expected none, core, hwthread, numa or socket";
     return "";
   });
   f.Value("--output-filename", cli::NonEmpty(&o.output_dir, "a folder name"));
@@ -170,7 +177,8 @@ void Declare(cli::Flags& f, Options& o) {
   // it runs as anyone); --mca is refused with what hoop reads instead.
   f.Switch("--allow-run-as-root", &o.allow_run_as_root);
   f.Value("--mca", [](const std::string& v) -> std::string {
-    return "'" + v + "': hoop has no MCA parameters; its settings are HOOP_* variables, given to every rank with "
+    return "'" + v +
+           "': hoop has no MCA parameters; its settings are HOOP_* variables, given to every rank with "
            "-x VAR=VALUE (README, Configuration)";
   });
   f.Switch("--enable-recovery", &o.enable_recovery);

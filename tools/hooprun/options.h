@@ -13,27 +13,27 @@
 namespace hoop::run {
 
 struct Options {
-  int np = 0;                 // 0 with hosts given: the sum of their slots
-  std::string hosts;          // -H HOST[:SLOTS],...
-  std::string hostfile;       // --hostfile FILE
+  int np = 0;            // 0 with hosts given: the sum of their slots
+  std::string hosts;     // -H HOST[:SLOTS],...
+  std::string hostfile;  // --hostfile FILE
   MapBy map_by = MapBy::kSlot;
   BindTo bind_to = BindTo::kDefault;  // --bind-to
   bool report_bindings = false;
-  std::string output_dir;  // --output-filename DIR
-  std::string wdir;        // --wdir DIR: the ranks' working folder
-  bool verbose = false;    // --verbose: the plan and each start
+  std::string output_dir;                                // --output-filename DIR
+  std::string wdir;                                      // --wdir DIR: the ranks' working folder
+  bool verbose = false;                                  // --verbose: the plan and each start
   std::vector<std::pair<std::string, std::string>> env;  // -x VAR[=VAL]
-  double timeout_s = 0;                                   // 0: none
+  double timeout_s = 0;                                  // 0: none
   bool tag_output = false;
-  bool timestamp_output = false;  // --timestamp-output: each line starts with its time
+  bool timestamp_output = false;   // --timestamp-output: each line starts with its time
   bool oversubscribe = false;      // no warning for more ranks than cores
   bool allow_run_as_root = false;  // mpirun's flag, accepted and ignored
   int npernode = 0;                // -N/--npernode: ranks per host (0: the hosts' slots)
-  bool enable_recovery = false;  // a failed rank does not stop the others (OpenMPI's flag)
-  SshOptions ssh;                 // -p, -i, --ssh-args, --start-timeout
-  std::string store_address;      // --store-address ADDR
-  std::string network_interface;  // --network-interface NAME
-  bool agent = false;             // --agent: run a remote host's share (remote.h)
+  bool enable_recovery = false;    // a failed rank does not stop the others (OpenMPI's flag)
+  SshOptions ssh;                  // -p, -i, --ssh-args, --start-timeout
+  std::string store_address;       // --store-address ADDR
+  std::string network_interface;   // --network-interface NAME
+  bool agent = false;              // --agent: run a remote host's share (remote.h)
   bool help = false, version = false;
   std::vector<std::string> command;
 };

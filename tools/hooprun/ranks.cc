@@ -35,7 +35,7 @@ int CheckProgram(const std::string& program, const char* path, std::string* why)
     return err == ENOENT || err == ENOTDIR ? 127 : 126;
   }
   const std::string dirs = path ? path : "/bin:/usr/bin";  // execvp's default path
-  int found_err = 0;  // a file of that name that could not be run
+  int found_err = 0;                                       // a file of that name that could not be run
   for (size_t start = 0;;) {
     size_t colon = dirs.find(':', start);
     std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
@@ -60,8 +60,7 @@ StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, cons
   for (int c : cpus)
     if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
   int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
-    return ErrnoStatus(Code::kInternal, "pipe", errno);
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return ErrnoStatus(Code::kInternal, "pipe", errno);
   std::vector<char*> argv, envp;
   for (auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -86,7 +85,8 @@ StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, cons
       ::_exit(127);
     }
     if (!wdir.empty() && ::chdir(wdir.c_str()) != 0) {
-      std::string msg = "hooprun: rank " + std::to_string(rank) + ": cannot enter " + wdir + ": " + std::strerror(errno) + "\n";
+      std::string msg =
+          "hooprun: rank " + std::to_string(rank) + ": cannot enter " + wdir + ": " + std::strerror(errno) + "\n";
       ssize_t ignored = ::write(err[1], msg.data(), msg.size());
       (void)ignored;
       ::_exit(127);
@@ -186,9 +186,9 @@ std::vector<std::string> RankEnv(std::map<std::string, std::string> env,
   return out;
 }
 
-std::vector<std::pair<std::string, std::string>> TorchrunJobEnv(const std::map<std::string, std::string>& base,
-                                                                const std::vector<std::pair<std::string, std::string>>& extra,
-                                                                const std::string& rank0_host) {
+std::vector<std::pair<std::string, std::string>> TorchrunJobEnv(
+    const std::map<std::string, std::string>& base, const std::vector<std::pair<std::string, std::string>>& extra,
+    const std::string& rank0_host) {
   auto given = [&](const std::string& k) {
     if (base.count(k)) return true;
     for (auto& [name, v] : extra)
@@ -221,7 +221,8 @@ StatusOr<std::vector<std::vector<int>>> BindRanks(BindTo bind_to, bool report, c
       if (report) std::fprintf(stderr, "hooprun: ranks not bound: %s\n", topo.status().message().c_str());
       return none;
     }
-    return Status(topo.status().code(), std::string("--bind-to ") + BindToName(bind_to) + ": " + topo.status().message());
+    return Status(topo.status().code(),
+                  std::string("--bind-to ") + BindToName(bind_to) + ": " + topo.status().message());
   }
   const BindTo policy = bind_to == BindTo::kDefault ? DefaultBinding(*topo, n) : bind_to;
   HOOP_ASSIGN_OR_RETURN(auto sets, Bindings(*topo, n, policy));
@@ -229,8 +230,10 @@ StatusOr<std::vector<std::vector<int>>> BindRanks(BindTo bind_to, bool report, c
     for (int i = 0; i < n; ++i) {
       const auto& cpus = sets[static_cast<size_t>(i)];
       const int r = ranks[static_cast<size_t>(i)];
-      if (cpus.empty()) std::fprintf(stderr, "hooprun: rank %d not bound (--bind-to %s)\n", r, BindToName(policy));
-      else std::fprintf(stderr, "hooprun: rank %d bound to %s: cpus %s\n", r, BindToName(policy), CpuList(cpus).c_str());
+      if (cpus.empty())
+        std::fprintf(stderr, "hooprun: rank %d not bound (--bind-to %s)\n", r, BindToName(policy));
+      else
+        std::fprintf(stderr, "hooprun: rank %d bound to %s: cpus %s\n", r, BindToName(policy), CpuList(cpus).c_str());
     }
   return sets;
 }

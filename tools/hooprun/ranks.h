@@ -57,9 +57,9 @@ std::vector<std::string> RankEnv(std::map<std::string, std::string> base,
 // torch.distributed's env:// rendezvous, and PYTHONUNBUFFERED=1 (Python's output reaches
 // hooprun as it is printed, not when a pipe's buffer fills). RankEnv sets RANK, WORLD_SIZE,
 // LOCAL_RANK and LOCAL_WORLD_SIZE.
-std::vector<std::pair<std::string, std::string>> TorchrunJobEnv(const std::map<std::string, std::string>& base,
-                                                                const std::vector<std::pair<std::string, std::string>>& extra,
-                                                                const std::string& rank0_host);
+std::vector<std::pair<std::string, std::string>> TorchrunJobEnv(
+    const std::map<std::string, std::string>& base, const std::vector<std::pair<std::string, std::string>>& extra,
+    const std::string& rank0_host);
 
 // Where each of `ranks` (job ranks, all on this host) is bound (--bind-to), said on stderr with
 // `report` (--report-bindings). Without hwloc nothing is bound, and asking for a binding is an

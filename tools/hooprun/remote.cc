@@ -35,7 +35,8 @@ std::string LastLine(const std::string& text) {
   size_t end = text.find_last_not_of("\r\n \t");
   if (end == std::string::npos) return "";
   size_t start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+  return text.substr(start == std::string::npos ? 0 : start + 1,
+                     end - (start == std::string::npos ? 0 : start + 1) + 1);
 }
 
 }  // namespace
@@ -43,8 +44,16 @@ std::string LastLine(const std::string& text) {
 std::vector<std::string> SshCommand(const SshOptions& o, const std::string& host, const std::string& remote,
                                     int connect_timeout_s) {
   // Keep-alives: a host that vanishes without closing the connection is noticed in ~15 s.
-  std::vector<std::string> c{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=" + std::to_string(connect_timeout_s),
-                             "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-T"};
+  std::vector<std::string> c{"ssh",
+                             "-o",
+                             "BatchMode=yes",
+                             "-o",
+                             "ConnectTimeout=" + std::to_string(connect_timeout_s),
+                             "-o",
+                             "ServerAliveInterval=5",
+                             "-o",
+                             "ServerAliveCountMax=3",
+                             "-T"};
   if (o.port > 0) c.insert(c.end(), {"-p", std::to_string(o.port)});
   if (!o.identity.empty()) c.insert(c.end(), {"-i", o.identity});
   c.insert(c.end(), o.args.begin(), o.args.end());
@@ -96,8 +105,10 @@ Status CheckHosts(const std::vector<std::string>& hosts, const SshOptions& o) {
           t.said += Relay(t.proc.err_fd, t.proc.err_buf, "") + t.proc.err_buf;
           for (int* fd : {&t.proc.out_fd, &t.proc.err_fd})
             if (*fd >= 0) ::close(*fd), *fd = -1;
-          if (ExitedCleanly(st)) t.reached = true;
-          else t.next = Clock::now() + std::chrono::seconds(1);  // another try while time is left
+          if (ExitedCleanly(st))
+            t.reached = true;
+          else
+            t.next = Clock::now() + std::chrono::seconds(1);  // another try while time is left
           if (!t.reached && LastLine(t.said).empty()) t.said = "ssh " + DescribeExit(st);
         }
       }
@@ -158,8 +169,8 @@ StatusOr<std::string> StoreAddress(const std::string& address, const std::string
     }
     ::freeifaddrs(all);
     if (found.empty())
-      return InvalidArgument("--network-interface " + interface + ": no IPv4 address on it (interfaces with one: " +
-                             names + ")");
+      return InvalidArgument("--network-interface " + interface +
+                             ": no IPv4 address on it (interfaces with one: " + names + ")");
     return found;
   }
   // The address this host would use to reach the first remote host (a UDP connect sends nothing).

@@ -27,10 +27,10 @@ namespace hoop::run {
 inline constexpr char kControl = '\x1e';  // ASCII record separator: never the first byte of a prefixed line
 
 struct SshOptions {
-  int port = 0;                  // -p (0: ssh's default)
-  std::string identity;          // -i
-  std::vector<std::string> args; // --ssh-args, split on spaces
-  double start_timeout_s = 30;   // --start-timeout: the reachability check and the agents' start
+  int port = 0;                   // -p (0: ssh's default)
+  std::string identity;           // -i
+  std::vector<std::string> args;  // --ssh-args, split on spaces
+  double start_timeout_s = 30;    // --start-timeout: the reachability check and the agents' start
 };
 
 // ssh's command line to run `remote` (a shell command) on `host`, never asking anything

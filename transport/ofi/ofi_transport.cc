@@ -22,16 +22,14 @@ const bool kRegistered = [] {
   return true;
 }();
 
-constexpr uint64_t kAbortTag = ~uint64_t{0};  // no collective's match word is all ones
+constexpr uint64_t kAbortTag = ~uint64_t{0};   // no collective's match word is all ones
 constexpr uint64_t kCreditTag = ~uint64_t{2};  // nor this (~1 is select.cc's confirmation)
 constexpr size_t kMinWindow = 8;
 constexpr size_t kAbortBytes = 1024;
 constexpr const char* kShmScheme = "fi_shm://";
 constexpr auto kSpin = std::chrono::microseconds(50);
 
-Status FiError(const std::string& what, int rc) {
-  return Unavailable(what + ": " + fi_strerror(rc < 0 ? -rc : rc));
-}
+Status FiError(const std::string& what, int rc) { return Unavailable(what + ": " + fi_strerror(rc < 0 ? -rc : rc)); }
 
 fi_info* Hints() {
   fi_info* h = fi_allocinfo();
@@ -69,14 +67,17 @@ StatusOr<std::unique_ptr<Transport>> OfiTransport::Create(const TransportOptions
   fi_info* pick = nullptr;
   std::string refused;
   for (fi_info* i = list; i && !pick; i = i->next) {
-    if (Usable(i)) pick = i;
-    else if (refused.empty()) refused = i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "?";
+    if (Usable(i))
+      pick = i;
+    else if (refused.empty())
+      refused = i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "?";
   }
   if (!pick) {
     fi_freeinfo(list);
     if (refused == "sockets")
-      return FailedPrecondition("ofi: libfabric's sockets provider hangs on this machine and is refused; "
-                                "choose another with FI_PROVIDER ('tcp;ofi_rxm' or 'shm')");
+      return FailedPrecondition(
+          "ofi: libfabric's sockets provider hangs on this machine and is refused; "
+          "choose another with FI_PROVIDER ('tcp;ofi_rxm' or 'shm')");
     return Unavailable("ofi: no usable provider (found only " + refused + ")");
   }
   fi_info* mine = fi_dupinfo(pick);
@@ -124,7 +125,8 @@ void OfiTransport::AllConnected() {
   // Only a name of this process's own ("<pid>:..."), never a path.
   const std::string& r = own_shm_region_;
   if (r.empty() || r.find('/') != std::string::npos || r.rfind(std::to_string(::getpid()) + ":", 0) != 0) return;
-  if (::shm_unlink(("/" + r).c_str()) == 0) HOOP_LOG(kDebug, "ofi: unlinked /dev/shm/" << r << ": every peer has it mapped");
+  if (::shm_unlink(("/" + r).c_str()) == 0)
+    HOOP_LOG(kDebug, "ofi: unlinked /dev/shm/" << r << ": every peer has it mapped");
   own_shm_region_.clear();
 }
 
@@ -144,7 +146,8 @@ Status OfiTransport::Connect(int peer, const std::string& address, Deadline) {
   std::string hex = colon == std::string::npos ? "" : address.substr(colon + 1);
   if (hex.empty() || hex.size() % 2) return InvalidArgument(ctx + ": bad address");
   std::vector<unsigned char> raw(hex.size() / 2);
-  for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  for (size_t i = 0; i < raw.size(); ++i)
+    raw[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   PeerState& ps = peers_[static_cast<size_t>(peer)];
   int n = fi_av_insert(av_, raw.data(), 1, &ps.addr, 0, nullptr);
   if (n != 1) return FiError(ctx + ": fi_av_insert", n < 0 ? n : -FI_EINVAL);
@@ -161,14 +164,16 @@ Status OfiTransport::Connect(int peer, const std::string& address, Deadline) {
   ps.credits = window_;
   if (window_ > 0) PostCreditRecv(peer);
   int pid = std::atoi(address.substr(0, colon).c_str());
-  if (!opts_.peers.empty() && opts_.peers[static_cast<size_t>(peer)].host == opts_.peers[static_cast<size_t>(opts_.rank)].host)
+  if (!opts_.peers.empty() &&
+      opts_.peers[static_cast<size_t>(peer)].host == opts_.peers[static_cast<size_t>(opts_.rank)].host)
     HOOP_RETURN_IF_ERROR(watch_.Watch(peer, pid).WithContext(ctx));
   return Status::Ok();
 }
 
 StatusOr<Region> OfiTransport::Register(void* ptr, size_t bytes, MemKind kind) {
   if (!HostVisible(kind))
-    return Unimplemented("ofi transport: only host memory is supported (got " + std::string(MemKindName(kind)) + " memory)");
+    return Unimplemented("ofi transport: only host memory is supported (got " + std::string(MemKindName(kind)) +
+                         " memory)");
   return Region{ptr, bytes, kind, 0};  // the providers used need no local registration
 }
 
@@ -230,8 +235,10 @@ void OfiTransport::Issue(Op* op) {
     again_.push_back(op);
     return;
   }
-  if (rc != 0) return Complete(op, FiError(std::string(op->is_send ? "sending to" : "receiving from") + " rank " +
-                                               std::to_string(op->peer), static_cast<int>(rc)));
+  if (rc != 0)
+    return Complete(
+        op, FiError(std::string(op->is_send ? "sending to" : "receiving from") + " rank " + std::to_string(op->peer),
+                    static_cast<int>(rc)));
   op->posted = true;
   ps.posted.push_back(op);
 }
@@ -284,7 +291,8 @@ void OfiTransport::ReturnCredit(int peer) {
     if (std::find(owed_.begin(), owed_.end(), peer) == owed_.end()) owed_.push_back(peer);
     return;
   }
-  if (rc != 0) return losses_.Add(peer, FiError("returning credit to rank " + std::to_string(peer), static_cast<int>(rc)));
+  if (rc != 0)
+    return losses_.Add(peer, FiError("returning credit to rank " + std::to_string(peer), static_cast<int>(rc)));
   ps.taken = 0;
 }
 
@@ -330,7 +338,8 @@ void OfiTransport::FailPeer(int peer, const Status& why) {
       continue;
     }
     fi_cancel(&ep_->fid, &op->ctx);
-    if (!op->is_abort && !op->is_credit && !op->reported) completed_.push_back({op->op_id, op->peer, op->is_send, why, 0});
+    if (!op->is_abort && !op->is_credit && !op->reported)
+      completed_.push_back({op->op_id, op->peer, op->is_send, why, 0});
     op->reported = true;
   }
   for (Op* op : ps.held) Complete(op, why);
@@ -364,11 +373,11 @@ void OfiTransport::DrainCq() {
       // (our check word, never 0) zeroed.
       const bool truncated = err.err == FI_ETRUNC || err.err == -FI_ETRUNC;
       const bool has_check = (err.flags & FI_REMOTE_CQ_DATA) && err.data != 0;
-      Status s = truncated
-                     ? FailedPrecondition("peer " + std::to_string(op->peer) + " sent a longer message than the " +
-                                          std::to_string(op->len) + " bytes expected: the ranks disagree on the operation")
-                     : Unavailable("lost peer " + std::to_string(op->peer) + ": " +
-                                   fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0));
+      Status s = truncated ? FailedPrecondition("peer " + std::to_string(op->peer) +
+                                                " sent a longer message than the " + std::to_string(op->len) +
+                                                " bytes expected: the ranks disagree on the operation")
+                           : Unavailable("lost peer " + std::to_string(op->peer) + ": " +
+                                         fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0));
       if (truncated && has_check) {
         int peer = op->peer;
         Complete(op, s, err.data);  // the sender's check word: the caller names the difference

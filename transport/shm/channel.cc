@@ -39,7 +39,7 @@ void Channel::PostSend(const Region& region, size_t offset, size_t len, Tag tag,
 
 void Channel::PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
   const bool dev = region.kind == MemKind::kCuda && len > 0;
-  const RecvOp r{static_cast<char*>(region.base) + offset, len, tag, op_id, nullptr, region.kind,
+  const RecvOp r{static_cast<char*>(region.base) + offset,      len, tag, op_id, nullptr, region.kind,
                  dev ? static_cast<int>(region.handle) - 1 : -1};
   if (!held_.empty() && TakeHeld(r, &deferred_)) return;  // held whole: taken also after a failure
   if (!failure_.ok()) {
@@ -138,8 +138,10 @@ void Channel::WriteSlot(const char* data, size_t total, size_t offset, size_t n,
   // the receiver finds it soonest: streaming the messages of a 1 MiB allreduce or alltoall
   // measured 1.5x slower (docs/PERF.md).
   char* payload = reinterpret_cast<char*>(h) + 64;
-  if (stream) CopyStreaming(payload, data, n);
-  else if (n > 0) std::memcpy(payload, data, n);  // an empty message may have no buffer
+  if (stream)
+    CopyStreaming(payload, data, n);
+  else if (n > 0)
+    std::memcpy(payload, data, n);  // an empty message may have no buffer
   h->seq.store(tail_ + 1, std::memory_order_release);
   ++tail_;
   out_->tail.store(tail_, std::memory_order_release);
@@ -171,8 +173,10 @@ bool Channel::TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) 
   auto it = std::find_if(recvs_.begin(), recvs_.end(), [&](const RecvOp& r) { return r.op_id == op_id; });
   if (it == recvs_.end() || it->sink || it->tag.match != tag.match || it->len != h->total) return false;
   if (h->len > 0) std::memcpy(it->data, reinterpret_cast<const char*>(h) + 64, h->len);
-  if (then) it->tag = *then;  // posted again where it was, for the stream's next message
-  else recvs_.erase(it);
+  if (then)
+    it->tag = *then;  // posted again where it was, for the stream's next message
+  else
+    recvs_.erase(it);
   ++head_;
   in_->head.store(head_, std::memory_order_release);
   Ring(peer_bell_);  // the peer may be waiting for ring space
@@ -251,8 +255,10 @@ bool Channel::ProgressRecvs(std::vector<Completion>* out) {
       if (cur_error_.ok()) {
         auto q = RecvQueue(cur_.device);
         auto mark = q.ok() ? (*q)->Mark() : StatusOr<uint64_t>(q.status());
-        if (mark.ok()) l.q = *q, l.mark = *mark;
-        else l.error = mark.status();
+        if (mark.ok())
+          l.q = *q, l.mark = *mark;
+        else
+          l.error = mark.status();
       }
       landing_.push_back(std::move(l));
     }

@@ -79,7 +79,7 @@ class Channel : public Endpoint {
     size_t sent = 0;
     Tag tag;
     uint64_t op_id;
-    bool stream;  // written into the ring with non-temporal stores
+    bool stream;               // written into the ring with non-temporal stores
     DeviceQueue* q = nullptr;  // device memory: goes as a descriptor once q passes `mark`
     uint64_t mark = 0;
     // Device memory CUDA cannot export (a stream-ordered pool's, say): its bytes, copied to the
@@ -103,7 +103,7 @@ class Channel : public Endpoint {
     uint64_t mark;
     bool ack;
     const void* src;  // the peer's memory read (a descriptor's), for TSan (common/tsan.h)
-    Status error;  // the bytes could not be moved: completes with this, in its turn
+    Status error;     // the bytes could not be moved: completes with this, in its turn
   };
   struct Unacked {
     uint64_t op_id;
@@ -138,8 +138,8 @@ class Channel : public Endpoint {
   const bool crowded_;
 
   std::deque<SendOp> sends_;
-  uint64_t tail_ = 0;              // our copy of out_->tail
-  uint64_t peer_head_ = 0;         // out_->head as last read (it only grows)
+  uint64_t tail_ = 0;       // our copy of out_->tail
+  uint64_t peer_head_ = 0;  // out_->head as last read (it only grows)
   std::vector<RecvOp> recvs_;
   uint64_t head_ = 0;  // our copy of in_->head
   bool in_msg_ = false;
@@ -154,11 +154,11 @@ class Channel : public Endpoint {
   const bool same_process_;
   std::deque<Landing> landing_;
   std::deque<Unacked> unacked_;
-  uint64_t described_ = 0;    // descriptors this side has published
-  uint64_t peer_acked_ = 0;   // out_->acked as last read
-  uint64_t acked_ = 0;        // descriptors this side has acknowledged (in_->acked)
-  bool cur_landing_ = false;  // cur_'s bytes went to a device queue: complete through landing_
-  Status cur_error_;          // cur_'s bytes could not be moved to the device
+  uint64_t described_ = 0;         // descriptors this side has published
+  uint64_t peer_acked_ = 0;        // out_->acked as last read
+  uint64_t acked_ = 0;             // descriptors this side has acknowledged (in_->acked)
+  bool cur_landing_ = false;       // cur_'s bytes went to a device queue: complete through landing_
+  Status cur_error_;               // cur_'s bytes could not be moved to the device
   const void* cur_src_ = nullptr;  // a descriptor's memory, as mapped here
   std::vector<char> host_bounce_;  // a descriptor's bytes for a host sink
 

@@ -52,7 +52,8 @@ bool Channel::PublishDescriptor(SendOp& s) {
   if (!err.ok()) {
     // Nothing goes out for it: the peer's receive stays unmatched, and this rank's run ends
     // with the error (and aborts the peers).
-    deferred_.push_back({s.op_id, peer_, true, err.WithContext("shm: sending device memory to rank " + std::to_string(peer_)), 0});
+    deferred_.push_back(
+        {s.op_id, peer_, true, err.WithContext("shm: sending device memory to rank " + std::to_string(peer_)), 0});
     return true;
   }
   TsanRelease(s.data);  // what wrote the memory happens before the peer reads it
@@ -63,7 +64,8 @@ bool Channel::PublishDescriptor(SendOp& s) {
 
 StatusOr<DeviceQueue*> Channel::RecvQueue(int device) const {
   if (dq_ == nullptr)
-    return Unimplemented("rank " + std::to_string(peer_) + " sent device memory (CUDA IPC), and this back end has no CUDA access");
+    return Unimplemented("rank " + std::to_string(peer_) +
+                         " sent device memory (CUDA IPC), and this back end has no CUDA access");
   return device >= 0 ? dq_->Get(device) : dq_->Any();
 }
 

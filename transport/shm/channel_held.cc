@@ -39,7 +39,8 @@ void Channel::HeldDone(std::vector<Completion>* out) {
 }
 
 bool Channel::TakeHeld(const RecvOp& r, std::vector<Completion>* out) {
-  auto h = std::find_if(held_.begin(), held_.end(), [&](const Held& m) { return m.whole && m.tag.match == r.tag.match; });
+  auto h =
+      std::find_if(held_.begin(), held_.end(), [&](const Held& m) { return m.whole && m.tag.match == r.tag.match; });
   if (h == held_.end()) return false;
   const std::vector<char> bytes = std::move(h->bytes);
   const uint64_t check = h->tag.check;
@@ -78,8 +79,10 @@ bool Channel::TakeHeld(const RecvOp& r, std::vector<Completion>* out) {
   if (error.ok()) {
     auto q = RecvQueue(r.device);
     auto mark = q.ok() ? (*q)->Mark() : StatusOr<uint64_t>(q.status());
-    if (mark.ok()) l.q = *q, l.mark = *mark;
-    else l.error = mark.status();
+    if (mark.ok())
+      l.q = *q, l.mark = *mark;
+    else
+      l.error = mark.status();
   }
   landing_.push_back(std::move(l));
   return true;

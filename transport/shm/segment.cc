@@ -61,9 +61,9 @@ StatusOr<Segment> Segment::Open(int pid, int fd_num, int rank, int size, uint64_
   std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd_num);
   std::string who = "shm: rank " + std::to_string(rank) + "'s segment (" + path + ")";
   Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoStatus(errno == ENOENT ? Code::kUnavailable : Code::kPermissionDenied,
-                                      "opening " + who, errno);
-  struct stat st{};
+  if (!fd.valid())
+    return ErrnoStatus(errno == ENOENT ? Code::kUnavailable : Code::kPermissionDenied, "opening " + who, errno);
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(Code::kInternal, "fstat " + who, errno);
   size_t bytes = static_cast<size_t>(st.st_size);
   if (bytes < sizeof(SegHeader)) return FailedPrecondition(who + " is too small");

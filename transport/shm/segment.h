@@ -49,8 +49,8 @@ constexpr uint32_t kSlotDevice = 1;
 static_assert(sizeof(SlotHeader) <= 64);
 
 struct alignas(64) RingHeader {
-  alignas(64) std::atomic<uint64_t> tail{0};  // slots published (sender; receivers wait on a slot's seq)
-  alignas(64) std::atomic<uint64_t> head{0};  // slots consumed (receiver)
+  alignas(64) std::atomic<uint64_t> tail{0};   // slots published (sender; receivers wait on a slot's seq)
+  alignas(64) std::atomic<uint64_t> head{0};   // slots consumed (receiver)
   alignas(64) std::atomic<uint64_t> acked{0};  // descriptors read to the end (receiver; channel.h)
   alignas(64) std::atomic<uint32_t> aborted{0};
   char cause[1020] = {0};  // the sender's abort cause (a chain of ranks' errors can be long)
@@ -88,9 +88,7 @@ class Segment {
   RingHeader* ring(uint32_t i) const {
     return reinterpret_cast<RingHeader*>(static_cast<char*>(base_) + sizeof(SegHeader) + i * RingBytes());
   }
-  static char* slot(RingHeader* r, uint64_t n) {
-    return reinterpret_cast<char*>(r + 1) + (n % kSlots) * kSlotBytes;
-  }
+  static char* slot(RingHeader* r, uint64_t n) { return reinterpret_cast<char*>(r + 1) + (n % kSlots) * kSlotBytes; }
   int fd() const { return fd_.get(); }
 
  private:

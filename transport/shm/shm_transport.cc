@@ -33,7 +33,8 @@ StatusOr<std::unique_ptr<Transport>> ShmTransport::Create(const TransportOptions
   std::vector<int> index(static_cast<size_t>(opts.size), -1);
   int local = 0;
   for (int r = 0; r < opts.size; ++r) {
-    bool same = opts.peers.empty() || opts.peers[static_cast<size_t>(r)].host == opts.peers[static_cast<size_t>(opts.rank)].host;
+    bool same = opts.peers.empty() ||
+                opts.peers[static_cast<size_t>(r)].host == opts.peers[static_cast<size_t>(opts.rank)].host;
     if (same) index[static_cast<size_t>(r)] = local++;
   }
   HOOP_ASSIGN_OR_RETURN(shm::Segment own, shm::Segment::Create(opts.rank, opts.size, static_cast<uint32_t>(local),
@@ -43,7 +44,10 @@ StatusOr<std::unique_ptr<Transport>> ShmTransport::Create(const TransportOptions
 }
 
 ShmTransport::ShmTransport(TransportOptions opts, std::vector<int> local_index, shm::Segment own, bool crowded)
-    : opts_(std::move(opts)), local_index_(std::move(local_index)), own_(std::move(own)), crowded_(crowded),
+    : opts_(std::move(opts)),
+      local_index_(std::move(local_index)),
+      own_(std::move(own)),
+      crowded_(crowded),
       dq_(opts_.device) {
   by_rank_.resize(static_cast<size_t>(opts_.size));
   if (dq_.available()) {

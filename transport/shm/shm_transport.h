@@ -2,7 +2,8 @@
 // an inbound ring per local peer (segment.h) and maps its peers' segments. Every message is
 // copied into the peer's ring by the sender, in 32 KiB fragments, and taken out by the receiver
 // while the sender fills the next: for a collective's receives, reduced or copied straight into
-// the output (Endpoint::PostRecvTo), never staged. Progress happens in Poll() on the caller's thread: it spins for a few
+// the output (Endpoint::PostRecvTo), never staged. Progress happens in Poll() on the caller's thread: it spins for a
+// few
 // tens of microseconds, then sleeps on this rank's futex doorbell, which peers ring when they
 // publish or consume a slot; so ranks that outnumber cores still make progress.
 //
@@ -68,7 +69,7 @@ class ShmTransport : public Transport {
   std::vector<std::unique_ptr<shm::Channel>> by_rank_;
   std::vector<shm::Channel*> active_;
   PeerWatch watch_;
-  bool crowded_;  // more ranks on this host than cores to run them: yield while spinning
+  bool crowded_;     // more ranks on this host than cores to run them: yield while spinning
   DeviceQueues dq_;  // CUDA IPC: device queues, made when first asked for
   size_t hold_cap_ = 0;
   bool device_chunks_ = false;  // CUDA IPC on and a device here: PreferredChunkBytes' 16 MiB

@@ -176,7 +176,8 @@ bool Connection::MatchHeader(std::vector<Completion>* out) {
   }
   if (hdr_.kind != kData && hdr_.kind != kAbort) {
     Fail(Internal("peer " + std::to_string(peer_) + " (" + peer_addr_ + ") sent a frame of unknown kind " +
-                  std::to_string(hdr_.kind)), out);
+                  std::to_string(hdr_.kind)),
+         out);
     return false;
   }
   if (hdr_.kind == kAbort) {
@@ -200,9 +201,8 @@ bool Connection::MatchHeader(std::vector<Completion>* out) {
     recvs_.erase(it);
     if (hdr_.check != current_.check || hdr_.len != current_.len) {
       Completion c{current_.op_id, peer_, false,
-                   FailedPrecondition("peer " + std::to_string(peer_) + " sent " +
-                                      std::to_string(hdr_.len) + " bytes where " +
-                                      std::to_string(current_.len) + " were expected"),
+                   FailedPrecondition("peer " + std::to_string(peer_) + " sent " + std::to_string(hdr_.len) +
+                                      " bytes where " + std::to_string(current_.len) + " were expected"),
                    hdr_.check};
       out->push_back(c);
       Fail(FailedPrecondition("stream from peer " + std::to_string(peer_) + " is out of step"), out);

@@ -88,10 +88,11 @@ void Connection::AnswerFromRest(std::vector<Completion>* out) {
       continue;
     }
     if (p->check != r.check || p->payload.size() != r.len) {
-      out->push_back({r.op_id, peer_, false,
-                      FailedPrecondition("peer " + std::to_string(peer_) + " sent " + std::to_string(p->payload.size()) +
-                                         " bytes where " + std::to_string(r.len) + " were expected"),
-                      p->check});
+      out->push_back(
+          {r.op_id, peer_, false,
+           FailedPrecondition("peer " + std::to_string(peer_) + " sent " + std::to_string(p->payload.size()) +
+                              " bytes where " + std::to_string(r.len) + " were expected"),
+           p->check});
     } else {
       if (r.len > 0) std::memcpy(r.data, p->payload.data(), r.len);
       out->push_back({r.op_id, peer_, false, Status::Ok(), 0});

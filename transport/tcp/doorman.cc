@@ -14,7 +14,11 @@ constexpr auto kHelloTime = std::chrono::seconds(5);
 }  // namespace
 
 Doorman::Doorman(int listen_fd, std::string token, std::string comm, int rank, int size)
-    : listen_fd_(listen_fd), token_(std::move(token)), comm_(std::move(comm)), rank_(rank), size_(size),
+    : listen_fd_(listen_fd),
+      token_(std::move(token)),
+      comm_(std::move(comm)),
+      rank_(rank),
+      size_(size),
       reserve_(OpenReserve()) {}
 
 void Doorman::Refuse(Caller& c, const std::string& why) {

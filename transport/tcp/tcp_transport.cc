@@ -38,13 +38,17 @@ StatusOr<std::unique_ptr<Transport>> TcpTransport::Create(const TransportOptions
   epoll_event lev{};
   lev.events = EPOLLIN;  // level-triggered: whatever waits is accepted on the next look
   lev.data.u32 = kDoormanId;
-  if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, lfd.get(), &lev) != 0) return ErrnoStatus(Code::kInternal, "epoll_ctl", errno);
+  if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, lfd.get(), &lev) != 0)
+    return ErrnoStatus(Code::kInternal, "epoll_ctl", errno);
   return std::unique_ptr<Transport>(new TcpTransport(opts, std::move(lfd), std::move(ep), address));
 }
 
 TcpTransport::TcpTransport(TransportOptions opts, Fd listen_fd, Fd epoll_fd, std::string address)
-    : opts_(std::move(opts)), listen_fd_(std::move(listen_fd)), epoll_fd_(std::move(epoll_fd)),
-      address_(std::move(address)), doorman_(listen_fd_.get(), opts_.token, opts_.comm, opts_.rank, opts_.size),
+    : opts_(std::move(opts)),
+      listen_fd_(std::move(listen_fd)),
+      epoll_fd_(std::move(epoll_fd)),
+      address_(std::move(address)),
+      doorman_(listen_fd_.get(), opts_.token, opts_.comm, opts_.rank, opts_.size),
       crowded_(HostCrowded(opts_)) {}
 
 void TcpTransport::WatchCallers() {
@@ -118,8 +122,8 @@ Status TcpTransport::Connect(int peer, const std::string& address, Deadline dead
 
 StatusOr<Region> TcpTransport::Register(void* ptr, size_t bytes, MemKind kind) {
   if (!HostVisible(kind))
-    return Unimplemented("tcp transport: only host memory is supported (got " +
-                         std::string(MemKindName(kind)) + " memory)");
+    return Unimplemented("tcp transport: only host memory is supported (got " + std::string(MemKindName(kind)) +
+                         " memory)");
   return Region{ptr, bytes, kind, 0};
 }
 
@@ -153,8 +157,8 @@ Status TcpTransport::Progress(std::vector<Completion>* out) {
 }
 
 Status TcpTransport::Sleep(std::vector<Completion>* out, Deadline deadline) {
-  const int wait_ms = doorman_.has_callers() ? doorman_.NextExpiryMs(deadline.RemainingMs(1000))
-                                             : deadline.RemainingMs(1000);
+  const int wait_ms =
+      doorman_.has_callers() ? doorman_.NextExpiryMs(deadline.RemainingMs(1000)) : deadline.RemainingMs(1000);
   return Events(out, wait_ms);
 }
 

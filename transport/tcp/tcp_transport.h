@@ -30,7 +30,7 @@ class TcpTransport : public Transport {
   Status Poll(std::vector<Completion>* out, Deadline deadline) override;
   void Abort(const std::string& cause) override;
   Status Close(Deadline deadline) override;  // close.cc
-  void HoldEarly(size_t cap) override;         // every connection's, now and later (held.cc)
+  void HoldEarly(size_t cap) override;       // every connection's, now and later (held.cc)
   // Connections refused so far (wrong token, wrong communicator, after start-up, silent).
   int refused() const { return doorman_.refused(); }
 

@@ -24,9 +24,7 @@ constexpr uint16_t kAmId = 0x68;  // 'h'
 constexpr uint32_t kData = 0, kAbort = 1;
 constexpr auto kSpin = std::chrono::microseconds(50);
 
-Status UcsError(const std::string& what, ucs_status_t s) {
-  return Unavailable(what + ": " + ucs_status_string(s));
-}
+Status UcsError(const std::string& what, ucs_status_t s) { return Unavailable(what + ": " + ucs_status_string(s)); }
 
 StatusOr<ucp_context_h> MakeContext() {
   ucp_config_t* cfg = nullptr;
@@ -140,8 +138,8 @@ Status UcxTransport::Connect(int peer, const std::string& address, Deadline) {
   const bool local = !opts_.peers.empty() &&
                      opts_.peers[static_cast<size_t>(peer)].host == opts_.peers[static_cast<size_t>(opts_.rank)].host;
   ucp_ep_params_t ep{};
-  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.field_mask =
+      UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
   ep.address = reinterpret_cast<const ucp_address_t*>(raw.data());
   ep.err_mode = local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
   ep.err_handler.cb = &UcxTransport::OnPeerError;
@@ -149,14 +147,14 @@ Status UcxTransport::Connect(int peer, const std::string& address, Deadline) {
   ucs_status_t st = ucp_ep_create(worker_, &ep, &ps->ep);
   if (st != UCS_OK) return UcsError(ctx, st);
   ps->endpoint = std::make_unique<Peer>(this, peer);
-  if (local)
-    HOOP_RETURN_IF_ERROR(watch_.Watch(peer, ps->pid).WithContext(ctx));
+  if (local) HOOP_RETURN_IF_ERROR(watch_.Watch(peer, ps->pid).WithContext(ctx));
   return Status::Ok();
 }
 
 StatusOr<Region> UcxTransport::Register(void* ptr, size_t bytes, MemKind kind) {
   if (!HostVisible(kind))
-    return Unimplemented("ucx transport: only host memory is supported (got " + std::string(MemKindName(kind)) + " memory)");
+    return Unimplemented("ucx transport: only host memory is supported (got " + std::string(MemKindName(kind)) +
+                         " memory)");
   return Region{ptr, bytes, kind, 0};  // UCX's registration cache serves user buffers
 }
 
@@ -192,8 +190,15 @@ UcxTransport::Op* UcxTransport::NewOp(int peer, bool is_send, uint64_t op_id, co
     op = free_.back();
     free_.pop_back();
   }
-  *op = Op{this, peer, is_send, op_id, static_cast<char*>(r.base) + offset, len, tag,
-           reinterpret_cast<ucp_mem_h>(r.handle), Header{tag.match, tag.check, opts_.rank, kData}};
+  *op = Op{this,
+           peer,
+           is_send,
+           op_id,
+           static_cast<char*>(r.base) + offset,
+           len,
+           tag,
+           reinterpret_cast<ucp_mem_h>(r.handle),
+           Header{tag.match, tag.check, opts_.rank, kData}};
   return op;
 }
 
@@ -240,8 +245,9 @@ void UcxTransport::Start(Op* op, ucs_status_ptr_t r, const char* what) {
 void UcxTransport::Deliver(Op* op, const Early& msg) {
   if (msg.header.check != op->tag.check || msg.len != op->len) {
     ucp_am_data_release(worker_, msg.data);
-    Complete(op, FailedPrecondition("peer " + std::to_string(op->peer) + " sent " + std::to_string(msg.len) +
-                                    " bytes where " + std::to_string(op->len) + " were expected"),
+    Complete(op,
+             FailedPrecondition("peer " + std::to_string(op->peer) + " sent " + std::to_string(msg.len) +
+                                " bytes where " + std::to_string(op->len) + " were expected"),
              msg.header.check);
     FailPeer(op->peer, FailedPrecondition("stream from peer " + std::to_string(op->peer) + " is out of step"));
     return;
@@ -279,7 +285,8 @@ ucs_status_t UcxTransport::OnMessage(void* arg, const void* header, size_t heade
   if (h.kind == kAbort) {
     // Applied after the messages that came before it are matched (MatchFresh): an abort must not
     // overtake data the peer sent first.
-    if (!rndv) t->aborts_.emplace_back(h.sender, PeerAborted(h.sender, std::string(static_cast<const char*>(data), len)));
+    if (!rndv)
+      t->aborts_.emplace_back(h.sender, PeerAborted(h.sender, std::string(static_cast<const char*>(data), len)));
     return UCS_OK;
   }
   // Matched after the progress call returns (no UCX calls from inside its callback).
@@ -324,8 +331,7 @@ void UcxTransport::OnRecvDone(void* request, ucs_status_t status, size_t, void* 
 void UcxTransport::OnPeerError(void* arg, ucp_ep_h ep, ucs_status_t status) {
   auto* t = static_cast<UcxTransport*>(arg);
   for (size_t p = 0; p < t->peers_.size(); ++p)
-    if (t->peers_[p].ep == ep)
-      t->losses_.Add(static_cast<int>(p), UcsError("lost peer " + std::to_string(p), status));
+    if (t->peers_[p].ep == ep) t->losses_.Add(static_cast<int>(p), UcsError("lost peer " + std::to_string(p), status));
 }
 
 void UcxTransport::Complete(Op* op, Status s, uint64_t peer_check) {
@@ -431,7 +437,8 @@ std::string UcxTransport::Describe() {
     if (tl.rfind("cuda_", 0) == 0 || tl.rfind("gdr_copy", 0) == 0) cuda += (cuda.empty() ? "" : ", ") + tl;
   }
   return s + "; transports: " + (res.empty() ? "(none listed)" : res) + "; CUDA-capable transports: " +
-         (cuda.empty() ? "none (this UCX was built without CUDA)" : cuda + " (hoop stages device buffers through host memory all the same, for now)");
+         (cuda.empty() ? "none (this UCX was built without CUDA)"
+                       : cuda + " (hoop stages device buffers through host memory all the same, for now)");
 }
 
 }  // namespace hoop

@@ -71,9 +71,9 @@ class UcxTransport : public Transport {
     size_t len;
     Tag tag;
     ucp_mem_h memh;
-    Header header;         // sends: kept alive until UCX is done with it
-    bool in_ucx = false;   // UCX holds a request for it (its callback is still to come)
-    bool reported = false; // its completion has been handed out
+    Header header;          // sends: kept alive until UCX is done with it
+    bool in_ucx = false;    // UCX holds a request for it (its callback is still to come)
+    bool reported = false;  // its completion has been handed out
   };
   // A message that arrived before its receive was posted.
   struct Early {
@@ -128,7 +128,7 @@ class UcxTransport : public Transport {
   std::vector<std::unique_ptr<Op>> ops_;  // every Op ever made; reused through free_
   std::vector<Op*> free_;
   std::vector<std::pair<int, uint64_t>> fresh_;  // (peer, match) arrived in the last progress
-  std::vector<std::pair<int, Status>> aborts_;     // abort notices from the last progress
+  std::vector<std::pair<int, Status>> aborts_;   // abort notices from the last progress
   std::vector<Completion> completed_;            // filled by callbacks, drained by Poll
   std::map<const void*, ucp_mem_h> staging_;
   PeerWatch watch_;

@@ -22,7 +22,8 @@ struct Half {
   using Compute = float;
   __device__ static float Load(uint16_t v) {
     if ((v & 0x7c00u) == 0x7c00u && (v & 0x3ffu) != 0)  // NaN: the payload kept, as on the host
-      return __uint_as_float((static_cast<uint32_t>(v & 0x8000u) << 16) | 0x7f800000u | (static_cast<uint32_t>(v & 0x3ffu) << 13));
+      return __uint_as_float((static_cast<uint32_t>(v & 0x8000u) << 16) | 0x7f800000u |
+                             (static_cast<uint32_t>(v & 0x3ffu) << 13));
     return __half2float(__ushort_as_half(v));
   }
   __device__ static uint16_t Store(float f) {

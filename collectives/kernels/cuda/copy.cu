@@ -47,7 +47,8 @@ Status Launch(const DeviceCopyItem* items, size_t n, size_t elem_scale, void* st
     if (most == 0) continue;
     constexpr unsigned kThreads = 256;
     const unsigned blocks = static_cast<unsigned>(std::min<size_t>((most + kThreads - 1) / kThreads, 1024));
-    ScaledCopyKernel<Codec, S><<<dim3(blocks, static_cast<unsigned>(k)), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(b);
+    ScaledCopyKernel<Codec, S>
+        <<<dim3(blocks, static_cast<unsigned>(k)), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(b);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
       return Internal(std::string("launching the batched copy kernel: ") + cudaGetErrorString(e) + " (error " +

@@ -97,7 +97,8 @@ __device__ __forceinline__ bool HalfVector(const uint4& xa, const uint4& xb, int
       if (divisor > 1) fr = make_float2(fr.x / static_cast<float>(divisor), fr.y / static_cast<float>(divisor));
     }
     const __half2 h = __float22half2_rn(fr);
-    wr[k] = static_cast<uint32_t>(__half_as_ushort(__low2half(h))) | (static_cast<uint32_t>(__half_as_ushort(__high2half(h))) << 16);
+    wr[k] = static_cast<uint32_t>(__half_as_ushort(__low2half(h))) |
+            (static_cast<uint32_t>(__half_as_ushort(__high2half(h))) << 16);
     nan |= HalfNaNs(wr[k]);
   }
   if (nan != 0) return false;
@@ -110,7 +111,8 @@ constexpr size_t kVecBytes = 16;
 
 // Elements [0, head) and [head + nvec * per, n) one at a time; the 16-byte vectors between.
 template <class S, class Codec, ReduceOp Op>
-__global__ void __launch_bounds__(kThreads) Reduce(S* d, const S* a, const S* b, size_t head, size_t nvec, size_t n, int divisor) {
+__global__ void __launch_bounds__(kThreads)
+    Reduce(S* d, const S* a, const S* b, size_t head, size_t nvec, size_t n, int divisor) {
   constexpr size_t kPer = kVecBytes / sizeof(S);
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -146,7 +148,8 @@ Status Launch(void* dst, const void* a, const void* b, size_t n, int divisor, vo
   constexpr size_t kPer = kVecBytes / sizeof(S);
   const auto at = [](const void* p) { return reinterpret_cast<uintptr_t>(p); };
   size_t head = n, nvec = 0;  // no common alignment: every element one at a time
-  if (at(dst) % kVecBytes == at(a) % kVecBytes && at(dst) % kVecBytes == at(b) % kVecBytes && at(dst) % sizeof(S) == 0) {
+  if (at(dst) % kVecBytes == at(a) % kVecBytes && at(dst) % kVecBytes == at(b) % kVecBytes &&
+      at(dst) % sizeof(S) == 0) {
     head = ((kVecBytes - at(dst) % kVecBytes) % kVecBytes) / sizeof(S);
     if (head > n) head = n;
     nvec = (n - head) / kPer;

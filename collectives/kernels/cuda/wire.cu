@@ -19,7 +19,9 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
-unsigned Blocks(size_t n) { return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>((n + kThreads - 1) / kThreads, 8192))); }
+unsigned Blocks(size_t n) {
+  return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>((n + kThreads - 1) / kThreads, 8192)));
+}
 
 Status Launched(const char* what) {
   const cudaError_t e = cudaGetLastError();
@@ -34,8 +36,10 @@ using Bits = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long
 template <class T>
 __device__ Bits<T> MagnitudeBits(T v) {
   Bits<T> b;
-  if constexpr (sizeof(T) == 4) b = __float_as_uint(v) & 0x7fffffffu;
-  else b = static_cast<unsigned long long>(__double_as_longlong(v)) & 0x7fffffffffffffffull;
+  if constexpr (sizeof(T) == 4)
+    b = __float_as_uint(v) & 0x7fffffffu;
+  else
+    b = static_cast<unsigned long long>(__double_as_longlong(v)) & 0x7fffffffffffffffull;
   constexpr Bits<T> kInf = sizeof(T) == 4 ? Bits<T>(0x7f800000u) : Bits<T>(0x7ff0000000000000ull);
   return b < kInf ? b : 0;
 }
@@ -43,7 +47,8 @@ __device__ Bits<T> MagnitudeBits(T v) {
 template <class T>
 __global__ void __launch_bounds__(kThreads) AbsMax(const T* x, const T* add, size_t n, unsigned long long* out) {
   Bits<T> m = 0;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const Bits<T> b = MagnitudeBits<T>(add ? x[i] + add[i] : x[i]);
     m = b > m ? b : m;
   }
@@ -60,14 +65,15 @@ Status AbsMaxLaunch(const void* x, const void* add, size_t n, uint64_t* bits_out
   if (cudaMemsetAsync(bits_out, 0, sizeof(uint64_t), s) != cudaSuccess) return Launched("absmax");
   if (n == 0) return Status::Ok();
   AbsMax<T><<<Blocks(n), kThreads, 0, s>>>(static_cast<const T*>(x), static_cast<const T*>(add), n,
-                                          reinterpret_cast<unsigned long long*>(bits_out));
+                                           reinterpret_cast<unsigned long long*>(bits_out));
   return Launched("absmax");
 }
 
 template <class T, class W>
-__global__ void __launch_bounds__(kThreads) Encode(uint16_t* w, T* rnd, const T* x, const T* add, T* res, size_t n,
-                                                   T s, T iv, T m) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+__global__ void __launch_bounds__(kThreads)
+    Encode(uint16_t* w, T* rnd, const T* x, const T* add, T* res, size_t n, T s, T iv, T m) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     T v = x[i];
     if (add) v = v + add[i];
     const uint16_t q = W::Store(static_cast<float>(v * s));
@@ -88,16 +94,17 @@ Status EncodeLaunch(uint16_t* w, void* round_out, const void* x, const void* res
                     double scale, double inv, double res_mult, void* stream) {
   if (n == 0) return Status::Ok();
   Encode<T, W><<<Blocks(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      w, static_cast<T*>(round_out), static_cast<const T*>(x), static_cast<const T*>(res_add), static_cast<T*>(res_out), n,
-      static_cast<T>(scale), static_cast<T>(inv), static_cast<T>(res_mult));
+      w, static_cast<T*>(round_out), static_cast<const T*>(x), static_cast<const T*>(res_add), static_cast<T*>(res_out),
+      n, static_cast<T>(scale), static_cast<T>(inv), static_cast<T>(res_mult));
   return Launched("encode");
 }
 
 template <class T, class W>
-__global__ void __launch_bounds__(kThreads) DecodeAdd(T* out, const T* src, const T* add, const uint16_t* w, size_t n,
-                                                      T iv, int divisor) {
+__global__ void __launch_bounds__(kThreads)
+    DecodeAdd(T* out, const T* src, const T* add, const uint16_t* w, size_t n, T iv, int divisor) {
   const T dv = static_cast<T>(divisor);
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     T v = src[i];
     if (add) v = v + add[i];
     v = v + static_cast<T>(W::Load(w[i])) * iv;
@@ -111,26 +118,29 @@ Status DecodeAddLaunch(void* out, const void* src, const void* res_add, const ui
                        int divisor, void* stream) {
   if (n == 0) return Status::Ok();
   DecodeAdd<T, W><<<Blocks(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<T*>(out), static_cast<const T*>(src), static_cast<const T*>(res_add), w, n, static_cast<T>(inv), divisor);
+      static_cast<T*>(out), static_cast<const T*>(src), static_cast<const T*>(res_add), w, n, static_cast<T>(inv),
+      divisor);
   return Launched("decode_add");
 }
 
 template <class T, class W>
 __global__ void __launch_bounds__(kThreads) Decode(T* out, const uint16_t* w, size_t n, T iv) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
     out[i] = static_cast<T>(W::Load(w[i])) * iv;
 }
 
 template <class T, class W>
 Status DecodeLaunch(void* out, const uint16_t* w, size_t n, double inv, void* stream) {
   if (n == 0) return Status::Ok();
-  Decode<T, W><<<Blocks(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<T*>(out), w, n,
-                                                                              static_cast<T>(inv));
+  Decode<T, W>
+      <<<Blocks(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<T*>(out), w, n, static_cast<T>(inv));
   return Launched("decode");
 }
 
 template <class T, class W>
-constexpr DeviceWireKernels kDeviceWire{&AbsMaxLaunch<T>, &EncodeLaunch<T, W>, &DecodeAddLaunch<T, W>, &DecodeLaunch<T, W>};
+constexpr DeviceWireKernels kDeviceWire{&AbsMaxLaunch<T>, &EncodeLaunch<T, W>, &DecodeAddLaunch<T, W>,
+                                        &DecodeLaunch<T, W>};
 
 }  // namespace
 
