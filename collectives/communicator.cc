@@ -78,8 +78,8 @@ std::string HostName() {
 StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const CommOptions& in) {
   CommOptions o = in;
   if (o.size < 1 || o.rank < 0 || o.rank >= o.size)
-    return InvalidArgument("communicator: rank " + std::to_string(o.rank) + " is not in [0, " +
-                           std::to_string(o.size) + ")");
+    return InvalidArgument("communicator: rank " + std::to_string(o.rank) + " is not in [0, " + std::to_string(o.size) +
+                           ")");
   SetLogRank(o.rank);
   const std::string ctx = "rank " + std::to_string(o.rank) + ": creating communicator '" + o.name + "'";
   Deadline deadline = Deadline::After(o.timeout);
@@ -104,14 +104,16 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Store& store, const
 
   // Back ends, per peer: shm on this host, then ucx/ofi/tcp (transport/select.h).
   DeviceAccess device;
-  if (o.device_access) device = *o.device_access;
-  else if (o.cuda_ipc) device = CudaDeviceAccess();
+  if (o.device_access)
+    device = *o.device_access;
+  else if (o.cuda_ipc)
+    device = CudaDeviceAccess();
   TransportOptions topts{o.rank, o.size, o.host, o.token, o.name, peers, device};
   auto transport = ConnectPeers(store, prefix, topts, o.transport, deadline);
   if (!transport.ok()) return transport.status().WithContext(ctx);
   HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << (*transport)->Label()
-                                   << " (the back ends in use), this rank at " << (*transport)->Address()
-                                   << "; rank " << o.rank << ", " << local_size << " on this host name"
+                                   << " (the back ends in use), this rank at " << (*transport)->Address() << "; rank "
+                                   << o.rank << ", " << local_size << " on this host name"
                                    << " (HOOP_LOG_LEVEL=debug: the back end per peer and the plan per call shape)");
   Membership m;
   m.hub = TransportHub::Make(std::move(transport).value(), o.unexpected_bytes);
@@ -244,7 +246,9 @@ void Communicator::Abort(const std::string& cause) {
     if (poisoned_.ok()) poisoned_ = Aborted("rank " + std::to_string(opts_.rank) + " aborted: " + cause);
     Blocked();
   }
-  Submit(op, true).Wait();
+  // The abort's own status is the poison set above (every later call returns it): nothing to
+  // report from here, only to wait until the worker has torn the calls down.
+  static_cast<void>(Submit(op, true).Wait());
 }
 
 // ---- the worker ----
@@ -314,13 +318,16 @@ bool Communicator::ClaimLocked() {
   // A blocking send or receive may take a free turn without mu_ (TryTurn): compare and swap.
   uint32_t now = turn_.load(std::memory_order_relaxed);
   while (!(now & kHeld))
-    if (turn_.compare_exchange_weak(now, now | kHeld, std::memory_order_acquire, std::memory_order_relaxed)) return true;
+    if (turn_.compare_exchange_weak(now, now | kHeld, std::memory_order_acquire, std::memory_order_relaxed))
+      return true;
   return false;
 }
 
 void Communicator::Blocked() {
-  if (!queue_.empty() || stopping_ || !poisoned_.ok()) turn_.fetch_or(kBlocked, std::memory_order_relaxed);
-  else turn_.fetch_and(~kBlocked, std::memory_order_relaxed);
+  if (!queue_.empty() || stopping_ || !poisoned_.ok())
+    turn_.fetch_or(kBlocked, std::memory_order_relaxed);
+  else
+    turn_.fetch_and(~kBlocked, std::memory_order_relaxed);
 }
 
 void Communicator::WorkerLoop() {
@@ -343,8 +350,10 @@ void Communicator::WorkerLoop() {
         Blocked();
       }
     }
-    if (op) RunOne(*op, false);
-    else mailbox_->Progress(Deadline::After(kSlice));
+    if (op)
+      RunOne(*op, false);
+    else
+      mailbox_->Progress(Deadline::After(kSlice));
     AfterTurn();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -450,7 +459,8 @@ Status Communicator::ExplainTimeout(const Status& timeout) {
   // The others time out within moments of this rank when they entered the operation with it;
   // one that has said nothing after a quarter of the timeout (1 to 10 s) is not waiting in hoop.
   const auto grace = std::clamp(opts_.timeout / 4, std::chrono::milliseconds(1000), std::chrono::milliseconds(10000));
-  StallVerdict v = FindStalledRanks(*store_, "hoop/" + opts_.name + "/", opts_.rank, waiting_for_, Deadline::After(grace));
+  StallVerdict v =
+      FindStalledRanks(*store_, "hoop/" + opts_.name + "/", opts_.rank, waiting_for_, Deadline::After(grace));
   if (v.explanation.empty())
     return DeadlineExceeded(timeout.message() + "; did every rank call the same collectives in the same order?");
   return DeadlineExceeded(timeout.message() + "; " + v.explanation);
@@ -492,7 +502,8 @@ std::string Communicator::Describe(const Op& op, uint32_t seq, Algo algo, Compre
 
 Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out,
                                  uint32_t seq, Compression wire, ExecMemory* memory) {
-  OpDesc desc{op.kind, out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op), static_cast<uint8_t>(wire)};
+  OpDesc desc{
+      op.kind, out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op), static_cast<uint8_t>(wire)};
   size_t esize = DTypeSize(out.dtype);
   ExecArgs a;
   a.chunk_bytes = ChunkBytes();
@@ -500,14 +511,16 @@ Status Communicator::RunSchedule(const Op& op, Algo algo, size_t count, const Bu
   // The v-collectives' plans depend on their counts: built for the call, never cached.
   std::optional<Plan> own;
   if (op.v)
-    own.emplace(MakePlan(FindAlgo(op.kind, algo)->build(ScheduleArgs{opts_.rank, opts_.size, op.root, count, op.v.get()}),
-                         key.chunk_elems));
+    own.emplace(
+        MakePlan(FindAlgo(op.kind, algo)->build(ScheduleArgs{opts_.rank, opts_.size, op.root, count, op.v.get()}),
+                 key.chunk_elems));
   const bool new_shape = LogEnabled(LogLevel::kDebug) && (op.v || !plans_.Contains(key));
   a.plan = op.v ? &*own : &plans_.Get(key);
   if (new_shape)  // as NCCL_DEBUG=INFO: what a call of this shape runs, once per shape
-    HOOP_LOG(kDebug, Describe(op, seq, algo, wire) << ": new call shape: " << AlgoName(algo) << " in "
-                     << a.plan->units.size() << " steps of up to " << a.chunk_bytes << " B chunks, window "
-                     << opts_.window << ", over " << transport_->Label());
+    HOOP_LOG(kDebug, Describe(op, seq, algo, wire)
+                         << ": new call shape: " << AlgoName(algo) << " in " << a.plan->units.size()
+                         << " steps of up to " << a.chunk_bytes << " B chunks, window " << opts_.window << ", over "
+                         << transport_->Label());
   HOOP_ASSIGN_OR_RETURN(a.in, transport_->Register(in.data, in.count * esize, in.kind));
   HOOP_ASSIGN_OR_RETURN(a.out, transport_->Register(out.data, out.count * esize, out.kind));
   a.in.large = a.out.large = std::max(in.count, out.count) * esize >= kStreamingBytes;

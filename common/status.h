@@ -25,7 +25,7 @@ enum class Code {
 
 const char* CodeName(Code code);
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -60,7 +60,7 @@ Status ErrnoStatus(Code code, const std::string& what, int err);
 std::string Escaped(const std::string& text);
 
 template <class T>
-class StatusOr {
+class [[nodiscard]] StatusOr {
  public:
   StatusOr(Status status) : v_(std::move(status)) { assert(!std::get<Status>(v_).ok()); }
   StatusOr(T value) : v_(std::move(value)) {}
@@ -85,9 +85,9 @@ class StatusOr {
 #define HOOP_CONCAT_INNER(a, b) a##b
 #define HOOP_CONCAT(a, b) HOOP_CONCAT_INNER(a, b)
 
-#define HOOP_RETURN_IF_ERROR(expr)            \
-  do {                                        \
-    ::hoop::Status hoop_status_ = (expr);     \
+#define HOOP_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::hoop::Status hoop_status_ = (expr);        \
     if (!hoop_status_.ok()) return hoop_status_; \
   } while (0)
 
@@ -96,5 +96,4 @@ class StatusOr {
   if (!tmp.ok()) return tmp.status();              \
   lhs = std::move(tmp).value()
 
-#define HOOP_ASSIGN_OR_RETURN(lhs, expr) \
-  HOOP_ASSIGN_OR_RETURN_IMPL(HOOP_CONCAT(hoop_or_, __LINE__), lhs, expr)
+#define HOOP_ASSIGN_OR_RETURN(lhs, expr) HOOP_ASSIGN_OR_RETURN_IMPL(HOOP_CONCAT(hoop_or_, __LINE__), lhs, expr)

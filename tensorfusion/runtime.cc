@@ -39,7 +39,12 @@ Runtime::Runtime(Communicator& comm, const FusionOptions& o)
   report_after_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s / 2));
 }
 
-Runtime::~Runtime() { Shutdown(); }
+// An error it had stopped on was returned to every handle it failed already: nothing is lost
+// by not returning it again from here.
+Runtime::~Runtime() {
+  if (Status s = Shutdown(); !s.ok())
+    HOOP_LOG(kDebug, "tensor fusion runtime destroyed after it stopped: " << s.message());
+}
 
 // ---- submission (any thread) ----
 
@@ -89,7 +94,8 @@ std::string Runtime::Check(const TensorParams& p, const Buffer& in, const Buffer
   const size_t want_out = p.kind == CollKind::kAllgather ? in.count * n : out.count;
   if (reads_in && p.kind != CollKind::kAllgather && in.count != out.count)
     return "input has " + std::to_string(in.count) + " elements, output " + std::to_string(out.count);
-  if (out.count != want_out) return "output has " + std::to_string(out.count) + " elements, needs " + std::to_string(want_out);
+  if (out.count != want_out)
+    return "output has " + std::to_string(out.count) + " elements, needs " + std::to_string(want_out);
   if ((reads_in && in.count && !in.data) || (out.count && !out.data)) return "buffer is NULL";
   if (p.kind == CollKind::kBroadcast && (p.root < 0 || p.root >= comm_.size()))
     return "root " + std::to_string(p.root) + " is not a rank (size " + std::to_string(comm_.size()) + ")";
@@ -133,7 +139,8 @@ Handle Runtime::Submit(const std::string& name, TensorParams p, const Buffer& in
       s = Aborted(who + name + "' refused: " +
                   (stopped_ ? stop_cause_.message() : std::string("the tensor fusion runtime is shutting down")));
     } else if (still && !still->finished) {
-      s = InvalidArgument(who + name + "' submitted again while its earlier submission is still pending (wait for "
+      s = InvalidArgument(who + name +
+                          "' submitted again while its earlier submission is still pending (wait for "
                           "it first, or give this one another name)");
     } else {
       latest_[name] = state;
@@ -194,7 +201,8 @@ RuntimeStats Runtime::stats() const {
 
 void Runtime::Loop() {
   Status cause;
-  const auto cycle = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(opts_.cycle_time_ms));
+  const auto cycle =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(opts_.cycle_time_ms));
   while (true) {
     int shutdown_by = -1;
     cause = Cycle(&shutdown_by);
@@ -222,7 +230,8 @@ void Runtime::Loop() {
   std::vector<std::string> left;
   for (auto& [name, e] : pending_) left.push_back(name);
   for (const std::string& name : left)
-    Finish(name, Aborted("rank " + std::to_string(comm_.rank()) + ": tensor '" + name + "' did not run: " + cause.message()));
+    Finish(name,
+           Aborted("rank " + std::to_string(comm_.rank()) + ": tensor '" + name + "' did not run: " + cause.message()));
   timeline_.Close();
 }
 
@@ -253,8 +262,10 @@ Status Runtime::Cycle(int* shutdown_by) {
   for (auto& [name, e] : pending_) {
     if (e.reported) continue;
     e.slot = now - e.submitted < report_after_ ? cache_.Find(name, e.params) : -1;
-    if (e.slot >= 0) bits_[static_cast<size_t>(e.slot)] = 1;
-    else need = true;
+    if (e.slot >= 0)
+      bits_[static_cast<size_t>(e.slot)] = 1;
+    else
+      need = true;
   }
   const auto t0 = Clock::now();
   HOOP_ASSIGN_OR_RETURN(Readiness ready, negotiator_.ExchangeReadiness(need, asked, bits_));
@@ -349,7 +360,8 @@ void Runtime::Finish(const std::vector<std::string>& names, const Status& s) {
   for (const std::string& name : names) {
     auto it = pending_.find(name);
     if (it == pending_.end()) continue;
-    done_.emplace_back(std::move(it->second.handle), s.ok() ? s : Status(s.code(), "tensor '" + name + "': " + s.message()));
+    done_.emplace_back(std::move(it->second.handle),
+                       s.ok() ? s : Status(s.code(), "tensor '" + name + "': " + s.message()));
     pending_.erase(it);
   }
   CompleteAll(done_);
