@@ -1,5 +1,6 @@
 #include "transport/select.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -37,7 +38,8 @@ Status ConfirmConnections(Transport& t, const TransportOptions& opts, Deadline d
     if (!s.ok()) {
       std::string missing;
       for (int r = 0; r < opts.size; ++r)
-        if (r != opts.rank && !heard[static_cast<size_t>(r)]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        if (r != opts.rank && !heard[static_cast<size_t>(r)])
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       return DeadlineExceeded("no word over the new connections from rank(s) " + missing +
                               " before the deadline (HOOP_TIMEOUT): did they fail to start?");
     }
@@ -83,46 +85,47 @@ StatusOr<Record> ParseRecord(const std::string& text) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::string& prefix,
-                                                  const TransportOptions& opts, const std::string& forced,
-                                                  Deadline deadline) {
-  const int me = opts.rank;
-  const size_t n = static_cast<size_t>(opts.size);
-  const PeerInfo& self = opts.peers[static_cast<size_t>(me)];
-  std::vector<std::string> names = RegisteredTransports();
-  // HOOP_TRANSPORT names one back end for every peer, or a list (shm,tcp) tried in its order per
-  // peer, as the built-in order is without it.
-  const bool one = !forced.empty() && forced.find(',') == std::string::npos;
-  if (!forced.empty()) {
-    std::vector<std::string> listed;
-    std::istringstream items(forced);
-    for (std::string x; std::getline(items, x, ',');) {
-      bool known = false;
-      for (auto& b : names) known |= b == x;
-      if (!known)
-        return InvalidArgument("HOOP_TRANSPORT=" + forced + (one ? std::string(": no such back end") : ": no back end '" + x + "'") +
-                               " is built in (built in: " + Join(names) + ")");
-      listed.push_back(x);
-    }
-    names = listed;
-  }
+namespace {
 
-  // Create back ends in priority order while some peer is not covered.
+// HOOP_TRANSPORT names one back end for every peer, or a list (shm,tcp) tried in its order per
+// peer, as the built-in order is without it: the names to try, in order.
+StatusOr<std::vector<std::string>> BackEndsToTry(const std::string& forced) {
+  std::vector<std::string> names = RegisteredTransports();
+  if (forced.empty()) return names;
+  const bool one = forced.find(',') == std::string::npos;
+  std::vector<std::string> listed;
+  std::istringstream items(forced);
+  for (std::string x; std::getline(items, x, ',');) {
+    bool known = false;
+    for (auto& b : names) known |= b == x;
+    if (!known)
+      return InvalidArgument("HOOP_TRANSPORT=" + forced +
+                             (one ? std::string(": no such back end") : ": no back end '" + x + "'") +
+                             " is built in (built in: " + Join(names) + ")");
+    listed.push_back(x);
+  }
+  return listed;
+}
+
+// Creates back ends in priority order while some peer is not covered by one.
+StatusOr<std::vector<std::unique_ptr<Transport>>> CreateCovering(const std::vector<std::string>& names,
+                                                                 const TransportOptions& opts,
+                                                                 const std::string& forced) {
+  const size_t n = static_cast<size_t>(opts.size);
+  const PeerInfo& self = opts.peers[static_cast<size_t>(opts.rank)];
+  const bool one = !forced.empty() && forced.find(',') == std::string::npos;
   std::vector<std::unique_ptr<Transport>> parts;
   std::vector<bool> covered(n, false);
-  covered[static_cast<size_t>(me)] = true;
+  covered[static_cast<size_t>(opts.rank)] = true;
   std::vector<std::string> skipped;
-  auto all_covered = [&] {
-    for (bool c : covered)
-      if (!c) return false;
-    return true;
-  };
+  auto all_covered = [&] { return std::find(covered.begin(), covered.end(), false) == covered.end(); };
   for (const auto& name : names) {
     if (all_covered() && !(opts.size == 1 && parts.empty())) break;
     auto t = CreateTransport(name, opts);
     if (!t.ok()) {
       if (!forced.empty())
-        return t.status().WithContext("HOOP_TRANSPORT=" + forced + (one ? std::string() : ": " + name) + " is unavailable");
+        return t.status().WithContext("HOOP_TRANSPORT=" + forced + (one ? std::string() : ": " + name) +
+                                      " is unavailable");
       HOOP_LOG(kInfo, "back end " << name << " unavailable: " << t.status().message());
       skipped.push_back(name + " (" + t.status().message() + ")");
       continue;
@@ -133,24 +136,35 @@ StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::strin
       covered[r] = true;
       useful = true;
     }
-    if (one && !all_covered()) {
-      for (size_t r = 0; r < n; ++r)
-        if (!covered[r])
-          return InvalidArgument("HOOP_TRANSPORT=" + forced + " cannot reach rank " + std::to_string(r) + " (on host " +
-                                 opts.peers[r].host + "; this rank is on " + self.host + ")");
-    }
+    for (size_t r = 0; one && r < n; ++r)
+      if (!covered[r])
+        return InvalidArgument("HOOP_TRANSPORT=" + forced + " cannot reach rank " + std::to_string(r) + " (on host " +
+                               opts.peers[r].host + "; this rank is on " + self.host + ")");
     if (useful) parts.push_back(std::move(t).value());
   }
   if (!all_covered() || parts.empty())
     return Unavailable("no back end reaches every peer (tried: " + Join(skipped) + ")");
+  return parts;
+}
 
-  // Publish what this rank created; read every peer's record.
+// Each peer's back end (an index into parts, -1 for this rank) and its address there.
+struct Choice {
+  std::vector<int> part;
+  std::vector<std::string> addr;
+};
+
+// Publishes what this rank created and reads every peer's record: the first back end both
+// have that can reach the peer.
+StatusOr<Choice> ChooseBackEnds(Store& store, const std::string& prefix, const TransportOptions& opts,
+                                const std::vector<std::unique_ptr<Transport>>& parts, Deadline deadline) {
+  const int me = opts.rank;
+  const size_t n = static_cast<size_t>(opts.size);
+  const PeerInfo& self = opts.peers[static_cast<size_t>(me)];
   std::ostringstream rec;
   rec << opts.size;
   for (auto& p : parts) rec << " " << p->Name() << "=" << p->Address();
   HOOP_RETURN_IF_ERROR(store.Set(prefix + "addr/" + std::to_string(me), rec.str()));
-  std::vector<int> choice(n, -1);
-  std::vector<std::string> addrs(n);
+  Choice c{std::vector<int>(n, -1), std::vector<std::string>(n)};
   for (size_t r = 0; r < n; ++r) {
     if (static_cast<int>(r) == me) continue;
     auto v = store.Get(prefix + "addr/" + std::to_string(r), deadline);
@@ -159,36 +173,47 @@ StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::strin
     if (peer.size != opts.size)
       return InvalidArgument("rank " + std::to_string(r) + " was started with size " + std::to_string(peer.size) +
                              ", this rank with " + std::to_string(opts.size));
-    for (size_t i = 0; i < parts.size() && choice[r] < 0; ++i) {
+    for (size_t i = 0; i < parts.size() && c.part[r] < 0; ++i) {
       auto it = peer.addr.find(parts[i]->Name());
       if (it == peer.addr.end() || !parts[i]->CanConnect(self, opts.peers[r])) continue;
-      choice[r] = static_cast<int>(i);
-      addrs[r] = it->second;
+      c.part[r] = static_cast<int>(i);
+      c.addr[r] = it->second;
     }
-    if (choice[r] < 0) {
+    if (c.part[r] < 0) {
       std::vector<std::string> mine;
       for (auto& p : parts) mine.push_back(p->Name());
-      return Unavailable("rank " + std::to_string(r) + " and this rank share no back end (this rank has " +
-                         Join(mine) + "; rank " + std::to_string(r) + " has " + Join(peer.order) + ")");
+      return Unavailable("rank " + std::to_string(r) + " and this rank share no back end (this rank has " + Join(mine) +
+                         "; rank " + std::to_string(r) + " has " + Join(peer.order) + ")");
     }
   }
-
   if (LogEnabled(LogLevel::kDebug))
     for (size_t r = 0; r < n; ++r)
-      if (choice[r] >= 0)
+      if (c.part[r] >= 0)
         HOOP_LOG(kDebug, "peer rank " << r << " (host " << opts.peers[r].host << "): back end "
-                                      << parts[static_cast<size_t>(choice[r])]->Name() << ", its address " << addrs[r]);
-  // Connect, back end by back end: dial the higher ranks first, then accept the lower ones, so
-  // the chain of TCP dials always finds someone accepting (the others do not block).
+                                      << parts[static_cast<size_t>(c.part[r])]->Name() << ", its address "
+                                      << c.addr[r]);
+  return c;
+}
+
+// Connects, back end by back end: dials the higher ranks first, then accepts the lower ones, so
+// the chain of TCP dials always finds someone accepting (the others do not block).
+Status ConnectChosen(std::vector<std::unique_ptr<Transport>>& parts, const Choice& c, const TransportOptions& opts,
+                     Deadline deadline) {
+  const int me = opts.rank;
   for (size_t i = 0; i < parts.size(); ++i) {
     for (int r = me + 1; r < opts.size; ++r)
-      if (choice[static_cast<size_t>(r)] == static_cast<int>(i))
-        HOOP_RETURN_IF_ERROR(parts[i]->Connect(r, addrs[static_cast<size_t>(r)], deadline));
+      if (c.part[static_cast<size_t>(r)] == static_cast<int>(i))
+        HOOP_RETURN_IF_ERROR(parts[i]->Connect(r, c.addr[static_cast<size_t>(r)], deadline));
     for (int r = me - 1; r >= 0; --r)
-      if (choice[static_cast<size_t>(r)] == static_cast<int>(i))
-        HOOP_RETURN_IF_ERROR(parts[i]->Connect(r, addrs[static_cast<size_t>(r)], deadline));
+      if (c.part[static_cast<size_t>(r)] == static_cast<int>(i))
+        HOOP_RETURN_IF_ERROR(parts[i]->Connect(r, c.addr[static_cast<size_t>(r)], deadline));
   }
-  // Drop back ends no peer ended up using (a peer may lack one this rank created).
+  return Status::Ok();
+}
+
+// The back ends some peer uses (a peer may lack one this rank created), as one Transport.
+std::unique_ptr<Transport> KeepUsed(std::vector<std::unique_ptr<Transport>> parts, std::vector<int> choice,
+                                    const TransportOptions& opts) {
   std::vector<std::unique_ptr<Transport>> used;
   std::vector<int> remap(parts.size(), -1);
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -198,14 +223,21 @@ StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::strin
     remap[i] = static_cast<int>(used.size());
     used.push_back(std::move(parts[i]));
   }
-  std::unique_ptr<Transport> out;
-  if (used.size() == 1) {
-    out = std::move(used[0]);
-  } else {
-    for (int& c : choice)
-      if (c >= 0) c = remap[static_cast<size_t>(c)];
-    out.reset(new MultiTransport(std::move(used), std::move(choice)));
-  }
+  if (used.size() == 1) return std::move(used[0]);
+  for (int& c : choice)
+    if (c >= 0) c = remap[static_cast<size_t>(c)];
+  return std::unique_ptr<Transport>(new MultiTransport(std::move(used), std::move(choice)));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Transport>> ConnectPeers(Store& store, const std::string& prefix, const TransportOptions& opts,
+                                                  const std::string& forced, Deadline deadline) {
+  HOOP_ASSIGN_OR_RETURN(std::vector<std::string> names, BackEndsToTry(forced));
+  HOOP_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Transport>> parts, CreateCovering(names, opts, forced));
+  HOOP_ASSIGN_OR_RETURN(Choice choice, ChooseBackEnds(store, prefix, opts, parts, deadline));
+  HOOP_RETURN_IF_ERROR(ConnectChosen(parts, choice, opts, deadline));
+  std::unique_ptr<Transport> out = KeepUsed(std::move(parts), std::move(choice.part), opts);
   HOOP_RETURN_IF_ERROR(ConfirmConnections(*out, opts, deadline));
   out->AllConnected();
   return out;
