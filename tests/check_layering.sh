@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The layering rule of DESIGN.md: common <- transport <- collectives <- tensorfusion <- trainer;
-# tools and perf sit on top; python/ (the binding) sees only the C API (hoop/hoop.h). A folder
+# tools, perf and fuzz sit on top, each with its own list below; python/ (the binding) sees only
+# the C API (hoop/hoop.h). A folder
 # may include only from itself and the folders below it, and collectives/ never includes a
 # transport back end (transport/tcp/, transport/shm/, ...).
 set -u
@@ -15,9 +16,15 @@ allowed() {
     tensorfusion) echo "common transport collectives tensorfusion hoop" ;;
     trainer) echo "common transport collectives tensorfusion trainer hoop" ;;
     python) echo "python hoop" ;;  # the Python binding: the C API only
+    # On top: the tools (hooprun, hoop-info) use the library, never the trainer or the
+    # benchmarks; perf/ measures everything, the trainer's layers included (hoop-bench-device);
+    # the fuzzers drive the parsers of the layers below the trainer.
+    tools) echo "common transport collectives tensorfusion tools hoop" ;;
+    perf) echo "common transport collectives tensorfusion trainer perf hoop" ;;
+    fuzz) echo "common transport collectives tensorfusion hoop" ;;
   esac
 }
-for layer in common transport collectives tensorfusion trainer python; do
+for layer in common transport collectives tensorfusion trainer python tools perf fuzz; do
   [ -d "$layer" ] || continue
   ok=$(allowed "$layer")
   while IFS= read -r line; do
