@@ -30,58 +30,9 @@
 #include "trainer/ps_run.h"
 #include "trainer/sampler.h"
 #include "trainer/sgd.h"
+#include "trainer/sync_run.h"
 
 namespace hoop::train {
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-class Run {
- public:
-  Run(const Options& o, const Config& cfg, Communicator& comm, const Dataset& train, const Dataset& test,
-      const std::atomic<int>* stop)
-      : o_(o), cfg_(cfg), comm_(comm), train_(train), test_(test), stop_(stop), pool_(o.threads) {}
-
-  StatusOr<RunResult> Go();
-
- private:
-  struct Resumed {  // where a resumed run starts
-    int epoch = 0;
-    int64_t step = 0;         // into that epoch
-    int64_t global_step = 0;  // over the run (the rate schedule's position)
-    double wall_s = 0;
-    std::vector<double> partial;  // the epoch's sums so far (rank 0 adds them in)
-  };
-  Status Preflight(DataParallel& dp);
-  StatusOr<Resumed> Resume(DataParallel& dp, const NamedTensors& state, int64_t steps, RunResult* result);
-  int PendingStop() const;
-  void Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_start, double images, bool final);
-  void TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums);
-  // Hogwild's shared parameters: rank 0 creates them from its model, the others open them.
-  StatusOr<std::unique_ptr<SharedParams>> OpenShared(DataParallel& dp, const std::vector<Param*>& params);
-  void Evaluate(std::vector<double>& sums);
-  std::string Where() const { return "hoop-train: rank " + std::to_string(comm_.rank()) + ": "; }
-
-  const Options& o_;
-  const Config& cfg_;
-  Communicator& comm_;
-  const Dataset& train_;
-  const Dataset& test_;
-  const std::atomic<int>* stop_;
-  ThreadPool pool_;
-  Clock::time_point last_progress_;
-  int64_t resumed_at_ = 0;  // the epoch's first step in this process
-  int pad_ = 0;             // black border that brings the data set's images to the model's size
-  JobEnergy energy_;
-  double my_images_ = 0, my_compute_s_ = 0;  // this rank's images and compute time this epoch
-  std::vector<float> probs_;                 // with keep_predictions: the last evaluation's class probabilities
-  double images_before_ = 0;                 // images of the epoch trained before it (a resumed checkpoint's)
-  bool shown_ = false;
-  std::unique_ptr<Model> model_;
-  Workspace ws_;
-};
 
 // Rank 0 reads the checkpoint and every rank gets what it found: [ok, epochs done, steps done,
 // steps into the unfinished epoch, its ranks, its batch, wall seconds, the partial sums...]. A
@@ -262,23 +213,29 @@ void Run::Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_
   std::fflush(stdout);
 }
 
-StatusOr<RunResult> Run::Go() {
-  const int ranks = comm_.size(), rank = comm_.rank();
-  auto device = RankDevice(o_.device, o_.devices, rank, ranks, comm_.local_rank());
+double Run::Weight() const { return static_cast<double>(sampler_->shares()[comm_.rank()]) / global_batch_; }
+
+Status Run::MakeModel() {
+  auto device = RankDevice(o_.device, o_.devices, comm_.rank(), comm_.size(), comm_.local_rank());
   if (!device.ok()) return device.status();
   if (*device >= 0) {
     auto make = CudaLayerFactory(*device, o_.tf32);
     if (!make.ok()) return make.status();
-    HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed, **make, train_.channels));
+    HOOP_ASSIGN_OR_RETURN(model_, train::BuildModel(o_.model, o_.seed, **make, train_.channels));
   } else {
     HOOP_ASSIGN_OR_RETURN(
-        model_,
-        BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative, train_.channels));
+        model_, train::BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative,
+                                  train_.channels));
   }
   HOOP_ASSIGN_OR_RETURN(pad_, InputPad(*model_, train_));
   SetOneDnnThreads(pool_.threads());
-  const int64_t images = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
-  DistributedSampler sampler(images, o_.batch, rank, ranks, o_.seed);
+  return Status::Ok();
+}
+
+Status Run::MakeSampler() {
+  const int ranks = comm_.size();
+  images_ = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
+  sampler_.emplace(images_, o_.batch, comm_.rank(), ranks, o_.seed);
   if (o_.slow_rank >= ranks)
     return InvalidArgument("--slow-rank " + std::to_string(o_.slow_rank) + ": the job has ranks 0 to " +
                            std::to_string(ranks - 1));
@@ -286,13 +243,16 @@ StatusOr<RunResult> Run::Go() {
     if (static_cast<int>(o_.shares.size()) != ranks)
       return InvalidArgument("--shares gives " + std::to_string(o_.shares.size()) + " image counts for " +
                              std::to_string(ranks) + " ranks: give one per rank");
-    sampler.SetShares(o_.shares);
+    sampler_->SetShares(o_.shares);
   }
-  const int global_batch = std::accumulate(sampler.shares().begin(), sampler.shares().end(), 0);
-  const int64_t steps = sampler.steps_per_epoch();
-  // This rank's weight in averages over the ranks (batch-norm statistics): its share of the batch.
-  auto weight = [&] { return static_cast<double>(sampler.shares()[rank]) / global_batch; };
-  Sgd sgd(model_->net.Params(), o_.momentum, o_.weight_decay, model_->math);
+  global_batch_ = std::accumulate(sampler_->shares().begin(), sampler_->shares().end(), 0);
+  steps_ = sampler_->steps_per_epoch();
+  return Status::Ok();
+}
+
+Status Run::MakeOptimizer() {
+  const int ranks = comm_.size();
+  sgd_.emplace(model_->net.Params(), o_.momentum, o_.weight_decay, model_->math);
   const bool hogwild = o_.strategy == "hogwild";
   if (hogwild && comm_.local_size() != ranks)
     return InvalidArgument(
@@ -301,255 +261,114 @@ StatusOr<RunResult> Run::Go() {
         std::to_string(comm_.local_size()) + " of its " + std::to_string(ranks) + " ranks on this one");
   // Hogwild's ranks' steps add up rather than being averaged: N ranks each stepping at --lr / N
   // move the model as one rank at --lr would (at 4 ranks here, --lr itself diverged: PERF.md).
-  LrSchedule sched{hogwild ? o_.lr / ranks : o_.lr, hogwild ? 1 : ranks,
-                   static_cast<int64_t>(std::llround(o_.warmup_epochs * steps)), steps * o_.epochs, o_.cosine};
+  sched_ = LrSchedule{hogwild ? o_.lr / ranks : o_.lr, hogwild ? 1 : ranks,
+                      static_cast<int64_t>(std::llround(o_.warmup_epochs * steps_)), steps_ * o_.epochs, o_.cosine};
+  buffers_ = model_->net.Buffers();
+  for (Param* p : model_->net.Params()) state_.emplace_back(p->name, &p->value);
+  state_.insert(state_.end(), buffers_.begin(), buffers_.end());
+  for (auto& s : sgd_->State()) state_.push_back(s);
+  return Status::Ok();
+}
 
-  NamedTensors params, buffers = model_->net.Buffers(), state;
-  for (Param* p : model_->net.Params()) params.emplace_back(p->name, &p->value);
-  state = params;
-  state.insert(state.end(), buffers.begin(), buffers.end());
-  for (auto& s : sgd.State()) state.push_back(s);
-
+Status Run::StartRuntime() {
   // Before the fusion runtime starts: duplicating the communicator is a collective on it, which
   // must not interleave with the runtime's own.
-  std::unique_ptr<BackupWorkers> backup;
   if (o_.backup_workers >= 0) {
-    if (o_.backup_workers >= ranks)
+    if (o_.backup_workers >= comm_.size())
       return InvalidArgument("--backup-workers " + std::to_string(o_.backup_workers) + ": at least one of the " +
-                             std::to_string(ranks) + " ranks' gradients must be used");
-    HOOP_ASSIGN_OR_RETURN(backup, BackupWorkers::Create(comm_, model_->net.Params(), o_.backup_workers));
+                             std::to_string(comm_.size()) + " ranks' gradients must be used");
+    HOOP_ASSIGN_OR_RETURN(backup_, BackupWorkers::Create(comm_, model_->net.Params(), o_.backup_workers));
   }
-  HOOP_ASSIGN_OR_RETURN(auto rt, fusion::Runtime::Start(comm_, fusion::FusionOptions::FromConfig(cfg_)));
-  DataParallel dp(*rt);
-  HOOP_RETURN_IF_ERROR(Preflight(dp));
-  RunResult result;
-  Resumed from;
-  if (o_.resume) {
-    HOOP_ASSIGN_OR_RETURN(from, Resume(dp, state, steps, &result));
-    if (from.epoch >= o_.epochs) {
-      if (rank == 0)
-        std::printf(
-            "hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs "
-            "to go on)\n",
-            o_.checkpoint.c_str(), from.epoch, o_.epochs);
-      (void)rt->Shutdown();
-      result.nothing_left = true;
-      return result;
-    }
+  HOOP_ASSIGN_OR_RETURN(rt_, fusion::Runtime::Start(comm_, fusion::FusionOptions::FromConfig(cfg_)));
+  dp_.emplace(*rt_);
+  DataParallel* dp = &*dp_;
+  sum_ = [dp](const std::string& name, std::vector<double>& v) { return dp->SumDoubles(name, v); };
+  return Preflight(*dp_);
+}
+
+// Rank 0's model to every rank, the shared parameters of hogwild, every rank's device and its
+// energy counters, then the run's first line.
+Status Run::ShareStart() {
+  const int ranks = comm_.size(), rank = comm_.rank();
+  if (Status s = dp_->Broadcast(state_); !s.ok()) return s.WithContext(Where() + "broadcasting the initial model");
+  if (o_.strategy == "hogwild") {
+    HOOP_ASSIGN_OR_RETURN(shared_, OpenShared(*dp_, model_->net.Params()));
   }
-  if (Status s = dp.Broadcast(state); !s.ok()) return s.WithContext(Where() + "broadcasting the initial model");
-  std::unique_ptr<SharedParams> shared;
-  if (hogwild) {
-    HOOP_ASSIGN_OR_RETURN(shared, OpenShared(dp, model_->net.Params()));
-  }
-  RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
+  info_ = RunInfo{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
   // Every rank's device, for the metrics and the first line: each adds its own (device + 2, 0 unset).
   std::vector<double> devices(ranks, 0.0);
   devices[rank] = model_->device + 2;
-  if (Status s = dp.SumDoubles("devices", devices); !s.ok())
+  if (Status s = dp_->SumDoubles("devices", devices); !s.ok())
     return s.WithContext(Where() + "exchanging the ranks' devices");
   std::string device_list;
   for (int r = 0; r < ranks; ++r) {
-    info.devices.push_back(DeviceName(static_cast<int>(devices[r]) - 2));
-    device_list += (r ? "," : "") + info.devices.back();
+    info_.devices.push_back(DeviceName(static_cast<int>(devices[r]) - 2));
+    device_list += (r ? "," : "") + info_.devices.back();
   }
-  const JobEnergy::Sum sum = [&dp](const std::string& name, std::vector<double>& v) { return dp.SumDoubles(name, v); };
-  if (Status s = energy_.Open(rank, comm_.local_rank(), sum, info, o_.label); !s.ok())
+  if (Status s = energy_.Open(rank, comm_.local_rank(), sum_, info_, o_.label); !s.ok())
     return s.WithContext(Where() + "finding the energy counters");
-  if (rank == 0) {
-    std::string resuming;
-    if (o_.resume)
-      resuming = from.step ? ", resuming in epoch " + std::to_string(from.epoch + 1) + " after step " +
-                                 std::to_string(from.step)
-                           : ", resuming after epoch " + std::to_string(from.epoch);
-    const std::string data =
-        train_.name + (pad_ ? " padded to " + std::to_string(model_->input.h) + "x" + std::to_string(model_->input.w)
-                            : std::string());
-    const bool gpus = device_list.find("cuda") != std::string::npos;
-    const std::string layers = !gpus ? o_.layers + " layers"
-                               : device_list.find("cpu") == std::string::npos
-                                   ? "cuDNN/cuBLAS layers on " + device_list
-                                   : "cuDNN/cuBLAS and " + o_.layers + " layers on " + device_list;
-    std::printf(
-        "%shoop-train: %s (%zu parameters, %s), %d rank(s) x batch %d, %d thread(s) per rank, %lld images of %s, "
-        "%lld steps per epoch, over %s%s\n",
-        o_.label.c_str(), o_.model.c_str(), model_->ParamCount(), layers.c_str(), ranks, o_.batch, pool_.threads(),
-        static_cast<long long>(images), data.c_str(), static_cast<long long>(steps), comm_.transport_name().c_str(),
-        resuming.c_str());
-    std::fflush(stdout);
-  }
-  const auto begin =
-      Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from.wall_s));
-  int64_t step = from.global_step;
-  int64_t check_at = step + 1, check_every = 1;  // when the ranks next agree on whether to stop
-  double step_s = 0;                             // rank 0's mean step time so far, for the cadence
-  int64_t timed_steps = 0;
-
-  // Rank 0 writes the checkpoint; every rank takes part in what it needs (batch-norm statistics
-  // averaged, the unfinished epoch's sums added up), at a step every rank has reached.
-  auto save = [&](int epochs_done, int64_t in_epoch, std::vector<double> partial) -> Status {
-    if (in_epoch > 0) {
-      HOOP_RETURN_IF_ERROR(dp.Average(buffers, weight()));
-      HOOP_RETURN_IF_ERROR(dp.SumDoubles("checkpoint.sums", partial));
-    }
-    if (rank != 0) return Status::Ok();
-    CheckpointInfo ck{o_.model,
-                      static_cast<uint32_t>(epochs_done),
-                      static_cast<uint64_t>(step),
-                      static_cast<uint32_t>(in_epoch),
-                      static_cast<uint32_t>(ranks),
-                      static_cast<uint32_t>(o_.batch),
-                      Since(begin),
-                      in_epoch > 0 ? partial : std::vector<double>{},
-                      {}};
-    for (const auto& m : result.epochs)
-      for (double v : EpochValues(m)) ck.history.push_back(v);
-    return SaveCheckpoint(o_.checkpoint, ck, state);
-  };
-
-  for (int epoch = from.epoch; epoch < o_.epochs; ++epoch) {
-    std::vector<double> sums(kSums, 0.0);
-    const int64_t first = epoch == from.epoch ? from.step : 0;
-    if (first > 0 && rank == 0 && from.partial.size() == static_cast<size_t>(kSums)) sums = from.partial;
-    const auto& perm = sampler.Shuffle(epoch);
-    const auto epoch_start = Clock::now();
-    resumed_at_ = first;
-    images_before_ = sums[kImages];
-    my_images_ = my_compute_s_ = 0;
-    last_progress_ = epoch_start;
-    const std::vector<double> joules_before = energy_.Joules();
-    double lr = sched.At(std::max<int64_t>(0, step - 1));
-    for (int64_t s = first; s < steps; ++s, ++step) {
-      const auto t0 = Clock::now();
-      if (shared) shared->Read();  // the shared model as it is now
-      const Slice slice = sampler.At(s);
-      bool caught_up = false;  // a dropped rank that takes this step with the others' mean
-      if (backup) {
-        auto c = backup->CatchUp(step);
-        if (!c.ok())
-          return c.status().WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " +
-                                        std::to_string(s + 1) + ": backup workers' exchange");
-        caught_up = *c;
-      }
-      if (!caught_up) TrainStep(perm, slice, dp, sums);
-      auto t = Clock::now();
-      if (backup && !caught_up)
-        if (Status st = backup->Exchange(step, slice.count()); !st.ok())
-          return st.WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
-                                ": backup workers' exchange");
-      if (Status st = dp.Wait(); !st.ok())
-        return st.WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1));
-      sums[kComm] += Since(t);
-      t = Clock::now();
-      lr = sched.At(step);
-      sgd.Step(lr);
-      if (shared) shared->AddChange();  // this rank's step, added to the shared model
-      sums[kOpt] += Since(t);
-      step_s += (Since(t0) - step_s) / static_cast<double>(++timed_steps);
-      Progress(epoch, s + 1, steps, epoch_start, sums[kImages], false);
-      energy_.Poll();
-      const int64_t done = step + 1;  // steps finished over the run
-      if (done == check_at) {
-        // [stop, rank 0's next interval]: about four looks a second, the same steps on every rank
-        // (summed over ranks: any rank's signal stops all; the interval is rank 0's alone).
-        const double interval = std::clamp(std::floor(0.25 / std::max(step_s, 1e-6)), 1.0, 1000.0);
-        std::vector<double> look{static_cast<double>(PendingStop()), rank == 0 ? interval : 0.0};
-        if (Status st = dp.SumDoubles("stop", look); !st.ok()) return st.WithContext(Where() + "agreeing on a stop");
-        check_every = static_cast<int64_t>(look[1]);
-        check_at = done + std::max<int64_t>(1, check_every);
-        if (look[0] > 0 && s + 1 < steps) {
-          Progress(epoch, s + 1, steps, epoch_start, 0, true);
-          const int sig = look[0] >= SIGTERM ? SIGTERM : SIGINT;  // the signal some rank had
-          std::vector<double> partial = sums;
-          partial[kTrainS] += Since(epoch_start);
-          ++step;
-          if (!o_.checkpoint.empty())
-            if (Status st = save(epoch, s + 1, partial); !st.ok())
-              return st.WithContext(Where() + "checkpoint on interrupt");
-          result.interrupted = sig;
-          if (rank == 0)
-            std::printf("hoop-train: interrupted by %s at epoch %d, step %lld of %lld%s\n", ::strsignal(sig), epoch + 1,
-                        static_cast<long long>(s + 1), static_cast<long long>(steps),
-                        o_.checkpoint.empty()
-                            ? " (no --checkpoint: nothing saved)"
-                            : ("; checkpoint written to " + o_.checkpoint + ", --resume continues from there").c_str());
-          (void)rt->Shutdown();
-          return result;
-        }
-      }
-      if (o_.checkpoint_every > 0 && done % o_.checkpoint_every == 0 && s + 1 < steps) {
-        std::vector<double> partial = sums;
-        partial[kTrainS] += Since(epoch_start);
-        ++step;  // save() records steps done
-        Status st = save(epoch, s + 1, partial);
-        --step;
-        if (!st.ok()) return st.WithContext(Where() + "checkpoint at step " + std::to_string(done));
-      }
-    }
-    Progress(epoch, steps, steps, epoch_start, 0, true);
-    sums[kTrainS] += Since(epoch_start);
-    auto joules = energy_.Since(joules_before, sum);  // the training steps' energy
-    if (!joules.ok()) return joules.status().WithContext(Where() + "summing the epoch's energy");
-    // Every rank's compute speed this epoch (its images over its time loading, forward and
-    // backward: not the waits, which a slow peer inflates), the same vector on every rank.
-    // Steps the ranks behind with backup workers took without computing (backup.h), so far.
-    std::vector<double> skipped{backup ? static_cast<double>(backup->skipped()) : 0.0};
-    if (backup)
-      if (Status s = dp.SumDoubles("backup.skipped", skipped); !s.ok())
-        return s.WithContext(Where() + "counting skipped steps");
-    std::vector<double> speeds(2 * ranks, 0.0);
-    speeds[rank] = my_images_;
-    speeds[ranks + rank] = my_compute_s_;
-    if (Status s = dp.SumDoubles("epoch.speeds", speeds); !s.ok())
-      return s.WithContext(Where() + "exchanging the ranks' speeds");
-    for (int r = 0; r < ranks; ++r) speeds[r] = speeds[ranks + r] > 0 ? speeds[r] / speeds[ranks + r] : 0;
-    speeds.resize(ranks);
-    if (shared) {                   // evaluate and save the shared model, once every rank's steps are in
-      std::vector<double> done{1};  // a barrier: every rank's last update is in
-      if (Status s = dp.SumDoubles("hogwild.epoch", done); !s.ok()) return s.WithContext(Where() + "ending the epoch");
-      shared->Read();
-    }
-    if (Status s = dp.Average(buffers, weight()); !s.ok())
-      return s.WithContext(Where() + "averaging batch-norm statistics");
-    Evaluate(sums);
-    if (Status s = dp.SumDoubles("epoch.sums", sums); !s.ok())
-      return s.WithContext(Where() + "summing the epoch's metrics");
-    EpochMetrics m = MetricsFromSums(sums, ranks, epoch, Since(begin), lr);
-    energy_.Fill(*joules, sums[kImages], m);
-    m.shares = sampler.shares();
-    m.rank_images_per_s = speeds;
-    result.epochs.push_back(m);
-    if (o_.balance == "speed") sampler.SetShares(SharesBySpeed(speeds, global_batch));  // for the next epoch
-    if (rank != 0) continue;
-    std::string split;
-    if (backup)
-      split += " | " + std::to_string(backup->dropped()) + " gradient(s) dropped so far (" +
-               std::to_string(o_.backup_workers) + " backup worker(s)), " +
-               std::to_string(static_cast<int64_t>(skipped[0])) + " step(s) skipped by ranks catching up";
-    if (o_.balance == "speed" || !o_.shares.empty()) {
-      split = " | shares " + FormatShares(m.shares) + ", compute images/s";
-      for (int r = 0; r < ranks; ++r) {
-        split += r ? '/' : ' ';
-        split += std::to_string(static_cast<int>(std::lround(speeds[r])));
-      }
-      if (o_.balance == "speed" && epoch + 1 < o_.epochs) split += ", next " + FormatShares(sampler.shares());
-    }
-    std::printf("%s%s%s\n", o_.label.c_str(), FormatEpoch(m, o_.epochs).c_str(), split.c_str());
-    std::fflush(stdout);
-    if (!o_.metrics.empty())
-      if (Status s = WriteMetrics(o_.metrics, info, result.epochs); !s.ok())
-        return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
-    if (!o_.checkpoint.empty())
-      if (Status s = save(m.epoch, 0, {}); !s.ok()) return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
-  }
-  if (backup)
-    if (Status s = backup->Drain(); !s.ok()) return s.WithContext(Where() + "receiving the dropped gradients");
-  if (Status s = rt->Shutdown(); !s.ok()) return s.WithContext(Where() + "stopping the tensor fusion runtime");
-  result.test_probs = std::move(probs_);
-  return result;
+  if (rank == 0) Announce(device_list);
+  return Status::Ok();
 }
 
-}  // namespace
+void Run::Announce(const std::string& device_list) {
+  std::string resuming;
+  if (o_.resume)
+    resuming = from_.step ? ", resuming in epoch " + std::to_string(from_.epoch + 1) + " after step " +
+                                std::to_string(from_.step)
+                          : ", resuming after epoch " + std::to_string(from_.epoch);
+  const std::string data =
+      train_.name +
+      (pad_ ? " padded to " + std::to_string(model_->input.h) + "x" + std::to_string(model_->input.w) : std::string());
+  const bool gpus = device_list.find("cuda") != std::string::npos;
+  const std::string layers = !gpus ? o_.layers + " layers"
+                             : device_list.find("cpu") == std::string::npos
+                                 ? "cuDNN/cuBLAS layers on " + device_list
+                                 : "cuDNN/cuBLAS and " + o_.layers + " layers on " + device_list;
+  std::printf(
+      "%shoop-train: %s (%zu parameters, %s), %d rank(s) x batch %d, %d thread(s) per rank, %lld images of %s, "
+      "%lld steps per epoch, over %s%s\n",
+      o_.label.c_str(), o_.model.c_str(), model_->ParamCount(), layers.c_str(), comm_.size(), o_.batch, pool_.threads(),
+      static_cast<long long>(images_), data.c_str(), static_cast<long long>(steps_), comm_.transport_name().c_str(),
+      resuming.c_str());
+  std::fflush(stdout);
+}
+
+StatusOr<RunResult> Run::Go() {
+  HOOP_RETURN_IF_ERROR(MakeModel());
+  HOOP_RETURN_IF_ERROR(MakeSampler());
+  HOOP_RETURN_IF_ERROR(MakeOptimizer());
+  HOOP_RETURN_IF_ERROR(StartRuntime());
+  if (o_.resume) {
+    HOOP_ASSIGN_OR_RETURN(from_, Resume(*dp_, state_, steps_, &result_));
+    if (from_.epoch >= o_.epochs) {
+      if (comm_.rank() == 0)
+        std::printf(
+            "hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs "
+            "to go on)\n",
+            o_.checkpoint.c_str(), from_.epoch, o_.epochs);
+      (void)rt_->Shutdown();
+      result_.nothing_left = true;
+      return std::move(result_);
+    }
+  }
+  HOOP_RETURN_IF_ERROR(ShareStart());
+  begin_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from_.wall_s));
+  step_ = from_.global_step;
+  check_at_ = step_ + 1;
+  for (int epoch = from_.epoch; epoch < o_.epochs; ++epoch) {
+    HOOP_ASSIGN_OR_RETURN(bool go_on, TrainEpoch(epoch));
+    if (!go_on) {
+      (void)rt_->Shutdown();
+      return std::move(result_);
+    }
+  }
+  if (backup_)
+    if (Status s = backup_->Drain(); !s.ok()) return s.WithContext(Where() + "receiving the dropped gradients");
+  if (Status s = rt_->Shutdown(); !s.ok()) return s.WithContext(Where() + "stopping the tensor fusion runtime");
+  result_.test_probs = std::move(probs_);
+  return std::move(result_);
+}
 
 StatusOr<RunResult> Train(const Options& opts, const Config& cfg, Communicator& comm, const Dataset& train,
                           const Dataset& test, const std::atomic<int>* stop) {

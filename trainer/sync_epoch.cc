@@ -1,0 +1,197 @@
+// The data-parallel run's epoch loop (sync_run.h): each step trains this rank's slice (or, a
+// dropped backup worker, catches up), waits for the averaged gradients and steps the optimizer;
+// now and then the ranks agree on a stop (a signal any rank got ends every rank at the same
+// step, with a checkpoint); each epoch ends with evaluation, the metrics summed over the ranks,
+// one line from rank 0 and a checkpoint.
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "trainer/balance.h"
+#include "trainer/epoch_sums.h"
+#include "trainer/metrics.h"
+#include "trainer/sync_run.h"
+
+namespace hoop::train {
+
+StatusOr<bool> Run::TrainEpoch(int epoch) {
+  std::vector<double> sums(kSums, 0.0);
+  const int64_t first = epoch == from_.epoch ? from_.step : 0;
+  if (first > 0 && comm_.rank() == 0 && from_.partial.size() == static_cast<size_t>(kSums)) sums = from_.partial;
+  const auto& perm = sampler_->Shuffle(epoch);
+  const auto epoch_start = Clock::now();
+  resumed_at_ = first;
+  images_before_ = sums[kImages];
+  my_images_ = my_compute_s_ = 0;
+  last_progress_ = epoch_start;
+  const std::vector<double> joules_before = energy_.Joules();
+  double lr = sched_.At(std::max<int64_t>(0, step_ - 1));
+  auto where = [&](int64_t s) {
+    return Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1);
+  };
+  for (int64_t s = first; s < steps_; ++s, ++step_) {
+    const auto t0 = Clock::now();
+    if (shared_) shared_->Read();  // the shared model as it is now
+    const Slice slice = sampler_->At(s);
+    bool caught_up = false;  // a dropped rank that takes this step with the others' mean
+    if (backup_) {
+      auto c = backup_->CatchUp(step_);
+      if (!c.ok()) return c.status().WithContext(where(s) + ": backup workers' exchange");
+      caught_up = *c;
+    }
+    if (!caught_up) TrainStep(perm, slice, *dp_, sums);
+    auto t = Clock::now();
+    if (backup_ && !caught_up)
+      if (Status st = backup_->Exchange(step_, slice.count()); !st.ok())
+        return st.WithContext(where(s) + ": backup workers' exchange");
+    if (Status st = dp_->Wait(); !st.ok()) return st.WithContext(where(s));
+    sums[kComm] += Since(t);
+    t = Clock::now();
+    lr = sched_.At(step_);
+    sgd_->Step(lr);
+    if (shared_) shared_->AddChange();  // this rank's step, added to the shared model
+    sums[kOpt] += Since(t);
+    step_s_ += (Since(t0) - step_s_) / static_cast<double>(++timed_steps_);
+    Progress(epoch, s + 1, steps_, epoch_start, sums[kImages], false);
+    energy_.Poll();
+    HOOP_ASSIGN_OR_RETURN(bool stopped, AfterStep(epoch, s, sums, epoch_start));
+    if (stopped) return false;
+  }
+  HOOP_RETURN_IF_ERROR(EndEpoch(epoch, sums, lr, epoch_start, joules_before));
+  return true;
+}
+
+StatusOr<bool> Run::AfterStep(int epoch, int64_t s, const std::vector<double>& sums, Clock::time_point epoch_start) {
+  const int64_t done = step_ + 1;  // steps finished over the run
+  if (done == check_at_) {
+    // [stop, rank 0's next interval]: about four looks a second, the same steps on every rank
+    // (summed over ranks: any rank's signal stops all; the interval is rank 0's alone).
+    const double interval = std::clamp(std::floor(0.25 / std::max(step_s_, 1e-6)), 1.0, 1000.0);
+    std::vector<double> look{static_cast<double>(PendingStop()), comm_.rank() == 0 ? interval : 0.0};
+    if (Status st = dp_->SumDoubles("stop", look); !st.ok()) return st.WithContext(Where() + "agreeing on a stop");
+    check_every_ = static_cast<int64_t>(look[1]);
+    check_at_ = done + std::max<int64_t>(1, check_every_);
+    if (look[0] > 0 && s + 1 < steps_) {
+      Progress(epoch, s + 1, steps_, epoch_start, 0, true);
+      const int sig = look[0] >= SIGTERM ? SIGTERM : SIGINT;  // the signal some rank had
+      std::vector<double> partial = sums;
+      partial[kTrainS] += Since(epoch_start);
+      ++step_;
+      if (!o_.checkpoint.empty())
+        if (Status st = Save(epoch, s + 1, partial); !st.ok())
+          return st.WithContext(Where() + "checkpoint on interrupt");
+      result_.interrupted = sig;
+      if (comm_.rank() == 0)
+        std::printf("hoop-train: interrupted by %s at epoch %d, step %lld of %lld%s\n", ::strsignal(sig), epoch + 1,
+                    static_cast<long long>(s + 1), static_cast<long long>(steps_),
+                    o_.checkpoint.empty()
+                        ? " (no --checkpoint: nothing saved)"
+                        : ("; checkpoint written to " + o_.checkpoint + ", --resume continues from there").c_str());
+      return true;
+    }
+  }
+  if (o_.checkpoint_every > 0 && done % o_.checkpoint_every == 0 && s + 1 < steps_) {
+    std::vector<double> partial = sums;
+    partial[kTrainS] += Since(epoch_start);
+    ++step_;  // Save() records steps done
+    Status st = Save(epoch, s + 1, partial);
+    --step_;
+    if (!st.ok()) return st.WithContext(Where() + "checkpoint at step " + std::to_string(done));
+  }
+  return false;
+}
+
+StatusOr<std::vector<double>> Run::RankSpeeds() {
+  // Every rank's compute speed this epoch (its images over its time loading, forward and
+  // backward: not the waits, which a slow peer inflates), the same vector on every rank.
+  const int ranks = comm_.size();
+  std::vector<double> speeds(2 * ranks, 0.0);
+  speeds[comm_.rank()] = my_images_;
+  speeds[ranks + comm_.rank()] = my_compute_s_;
+  if (Status s = dp_->SumDoubles("epoch.speeds", speeds); !s.ok())
+    return s.WithContext(Where() + "exchanging the ranks' speeds");
+  for (int r = 0; r < ranks; ++r) speeds[r] = speeds[ranks + r] > 0 ? speeds[r] / speeds[ranks + r] : 0;
+  speeds.resize(ranks);
+  return speeds;
+}
+
+Status Run::EndEpoch(int epoch, std::vector<double>& sums, double lr, Clock::time_point epoch_start,
+                     const std::vector<double>& joules_before) {
+  Progress(epoch, steps_, steps_, epoch_start, 0, true);
+  sums[kTrainS] += Since(epoch_start);
+  auto joules = energy_.Since(joules_before, sum_);  // the training steps' energy
+  if (!joules.ok()) return joules.status().WithContext(Where() + "summing the epoch's energy");
+  // Steps the ranks behind with backup workers took without computing (backup.h), so far.
+  std::vector<double> skipped{backup_ ? static_cast<double>(backup_->skipped()) : 0.0};
+  if (backup_)
+    if (Status s = dp_->SumDoubles("backup.skipped", skipped); !s.ok())
+      return s.WithContext(Where() + "counting skipped steps");
+  HOOP_ASSIGN_OR_RETURN(std::vector<double> speeds, RankSpeeds());
+  if (shared_) {                  // evaluate and save the shared model, once every rank's steps are in
+    std::vector<double> done{1};  // a barrier: every rank's last update is in
+    if (Status s = dp_->SumDoubles("hogwild.epoch", done); !s.ok()) return s.WithContext(Where() + "ending the epoch");
+    shared_->Read();
+  }
+  if (Status s = dp_->Average(buffers_, Weight()); !s.ok())
+    return s.WithContext(Where() + "averaging batch-norm statistics");
+  Evaluate(sums);
+  if (Status s = dp_->SumDoubles("epoch.sums", sums); !s.ok())
+    return s.WithContext(Where() + "summing the epoch's metrics");
+  EpochMetrics m = MetricsFromSums(sums, comm_.size(), epoch, Since(begin_), lr);
+  energy_.Fill(*joules, sums[kImages], m);
+  m.shares = sampler_->shares();
+  m.rank_images_per_s = speeds;
+  result_.epochs.push_back(m);
+  if (o_.balance == "speed") sampler_->SetShares(SharesBySpeed(speeds, global_batch_));  // for the next epoch
+  if (comm_.rank() != 0) return Status::Ok();
+  PrintEpoch(m, skipped[0], epoch);
+  if (!o_.metrics.empty())
+    if (Status s = WriteMetrics(o_.metrics, info_, result_.epochs); !s.ok())
+      return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
+  if (!o_.checkpoint.empty())
+    if (Status s = Save(m.epoch, 0, {}); !s.ok()) return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
+  return Status::Ok();
+}
+
+void Run::PrintEpoch(const EpochMetrics& m, double skipped, int epoch) {
+  std::string split;
+  if (backup_)
+    split += " | " + std::to_string(backup_->dropped()) + " gradient(s) dropped so far (" +
+             std::to_string(o_.backup_workers) + " backup worker(s)), " +
+             std::to_string(static_cast<int64_t>(skipped)) + " step(s) skipped by ranks catching up";
+  if (o_.balance == "speed" || !o_.shares.empty()) {
+    split = " | shares " + FormatShares(m.shares) + ", compute images/s";
+    for (size_t r = 0; r < m.rank_images_per_s.size(); ++r) {
+      split += r ? '/' : ' ';
+      split += std::to_string(static_cast<int>(std::lround(m.rank_images_per_s[r])));
+    }
+    if (o_.balance == "speed" && epoch + 1 < o_.epochs) split += ", next " + FormatShares(sampler_->shares());
+  }
+  std::printf("%s%s%s\n", o_.label.c_str(), FormatEpoch(m, o_.epochs).c_str(), split.c_str());
+  std::fflush(stdout);
+}
+
+Status Run::Save(int epochs_done, int64_t in_epoch, std::vector<double> partial) {
+  if (in_epoch > 0) {
+    HOOP_RETURN_IF_ERROR(dp_->Average(buffers_, Weight()));
+    HOOP_RETURN_IF_ERROR(dp_->SumDoubles("checkpoint.sums", partial));
+  }
+  if (comm_.rank() != 0) return Status::Ok();
+  CheckpointInfo ck{o_.model,
+                    static_cast<uint32_t>(epochs_done),
+                    static_cast<uint64_t>(step_),
+                    static_cast<uint32_t>(in_epoch),
+                    static_cast<uint32_t>(comm_.size()),
+                    static_cast<uint32_t>(o_.batch),
+                    Since(begin_),
+                    in_epoch > 0 ? partial : std::vector<double>{},
+                    {}};
+  for (const auto& m : result_.epochs)
+    for (double v : EpochValues(m)) ck.history.push_back(v);
+  return SaveCheckpoint(o_.checkpoint, ck, state_);
+}
+
+}  // namespace hoop::train

@@ -1,0 +1,121 @@
+// The data-parallel run of hoop-train (strategies sync, hogwild and backup workers; ps and
+// pipeline have runs of their own): set up once (model, sampler, optimizer, the fusion runtime,
+// a resumed checkpoint, the shared start), then one epoch loop of steps, each ending with the
+// ranks' agreement on a stop and an optional checkpoint, and each epoch with evaluation,
+// metrics and a checkpoint. trainer.cc holds the set-up, sync_epoch.cc the epoch loop.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "tensorfusion/runtime.h"
+#include "trainer/backup.h"
+#include "trainer/checkpoint.h"
+#include "trainer/compute.h"
+#include "trainer/data_parallel.h"
+#include "trainer/hogwild.h"
+#include "trainer/job_energy.h"
+#include "trainer/model.h"
+#include "trainer/parallel.h"
+#include "trainer/sampler.h"
+#include "trainer/sgd.h"
+#include "trainer/trainer.h"
+
+namespace hoop::train {
+
+using Clock = std::chrono::steady_clock;
+inline double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+class Run {
+ public:
+  Run(const Options& o, const Config& cfg, Communicator& comm, const Dataset& train, const Dataset& test,
+      const std::atomic<int>* stop)
+      : o_(o), cfg_(cfg), comm_(comm), train_(train), test_(test), stop_(stop), pool_(o.threads) {}
+
+  StatusOr<RunResult> Go();
+
+ private:
+  struct Resumed {  // where a resumed run starts
+    int epoch = 0;
+    int64_t step = 0;         // into that epoch
+    int64_t global_step = 0;  // over the run (the rate schedule's position)
+    double wall_s = 0;
+    std::vector<double> partial;  // the epoch's sums so far (rank 0 adds them in)
+  };
+  // Set-up (trainer.cc).
+  Status MakeModel();
+  Status MakeSampler();
+  Status MakeOptimizer();
+  Status StartRuntime();
+  Status ShareStart();
+  void Announce(const std::string& device_list);
+  Status Preflight(DataParallel& dp);
+  StatusOr<Resumed> Resume(DataParallel& dp, const NamedTensors& state, int64_t steps, RunResult* result);
+  // Hogwild's shared parameters: rank 0 creates them from its model, the others open them.
+  StatusOr<std::unique_ptr<SharedParams>> OpenShared(DataParallel& dp, const std::vector<Param*>& params);
+  // The epoch loop (sync_epoch.cc): false when a stop signal ended the run.
+  StatusOr<bool> TrainEpoch(int epoch);
+  // After step s of the epoch: the ranks agree on a stop now and then (true: stopped, the
+  // checkpoint written), and a --checkpoint-every checkpoint.
+  StatusOr<bool> AfterStep(int epoch, int64_t s, const std::vector<double>& sums, Clock::time_point epoch_start);
+  Status EndEpoch(int epoch, std::vector<double>& sums, double lr, Clock::time_point epoch_start,
+                  const std::vector<double>& joules_before);
+  // Every rank's compute speed this epoch, the same vector on every rank.
+  StatusOr<std::vector<double>> RankSpeeds();
+  void PrintEpoch(const EpochMetrics& m, double skipped, int epoch);
+  // Rank 0 writes the checkpoint; every rank takes part in what it needs (batch-norm statistics
+  // averaged, the unfinished epoch's sums added up), at a step every rank has reached.
+  Status Save(int epochs_done, int64_t in_epoch, std::vector<double> partial);
+  void TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums);
+  void Evaluate(std::vector<double>& sums);
+  int PendingStop() const;
+  void Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_start, double images, bool final);
+  // This rank's weight in averages over the ranks (batch-norm statistics): its share of the batch.
+  double Weight() const;
+  std::string Where() const { return "hoop-train: rank " + std::to_string(comm_.rank()) + ": "; }
+
+  const Options& o_;
+  const Config& cfg_;
+  Communicator& comm_;
+  const Dataset& train_;
+  const Dataset& test_;
+  const std::atomic<int>* stop_;
+  ThreadPool pool_;
+  Clock::time_point last_progress_;
+  int64_t resumed_at_ = 0;  // the epoch's first step in this process
+  int pad_ = 0;             // black border that brings the data set's images to the model's size
+  JobEnergy energy_;
+  double my_images_ = 0, my_compute_s_ = 0;  // this rank's images and compute time this epoch
+  std::vector<float> probs_;                 // with keep_predictions: the last evaluation's class probabilities
+  double images_before_ = 0;                 // images of the epoch trained before it (a resumed checkpoint's)
+  bool shown_ = false;
+  std::unique_ptr<Model> model_;
+  Workspace ws_;
+  // What the run holds from set-up to its end, in the order it is made (and unmade in reverse).
+  std::optional<DistributedSampler> sampler_;
+  int64_t images_ = 0, steps_ = 0;  // the training images used, the steps per epoch
+  int global_batch_ = 0;
+  std::optional<Sgd> sgd_;
+  LrSchedule sched_;
+  NamedTensors buffers_, state_;  // state: parameters, buffers and the optimizer's
+  std::unique_ptr<BackupWorkers> backup_;
+  std::unique_ptr<fusion::Runtime> rt_;
+  std::optional<DataParallel> dp_;
+  JobEnergy::Sum sum_;  // a sum over the ranks through dp_
+  RunResult result_;
+  Resumed from_;
+  std::unique_ptr<SharedParams> shared_;
+  RunInfo info_;
+  Clock::time_point begin_;
+  int64_t step_ = 0;                        // steps done over the run
+  int64_t check_at_ = 1, check_every_ = 1;  // when the ranks next agree on whether to stop
+  double step_s_ = 0;                       // rank 0's mean step time so far, for the cadence
+  int64_t timed_steps_ = 0;
+};
+
+}  // namespace hoop::train
