@@ -28,7 +28,7 @@ inline bool HaveGpu() {
 // Device memory on device 0, freed on scope exit.
 class DeviceBuf {
  public:
-  explicit DeviceBuf(size_t bytes, int device = 0) : bytes_(bytes) {
+  explicit DeviceBuf(size_t bytes, int device = 0) {
     auto p = CudaAlloc(device, bytes);
     REQUIRE(p.ok());
     p_ = *p;
@@ -50,7 +50,6 @@ class DeviceBuf {
 
  private:
   void* p_ = nullptr;
-  size_t bytes_;
 };
 
 inline std::vector<char> RandomBytes(size_t n, uint64_t seed) {
