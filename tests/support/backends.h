@@ -1,9 +1,12 @@
 // The back-end configurations every multi-process test runs over: each back end forced with
 // HOOP_TRANSPORT, and UCX and libfabric each over their TCP and their shared-memory paths.
 // HOOPTEST_BACKENDS=tcp,shm (a comma list of labels) keeps only those: the sanitizer runs use it
-// (scripts/test.sh --sanitize). It is the tests' own variable, not a HOOP_* setting.
+// (scripts/test.sh --sanitize). It is the tests' own variable, not a HOOP_* setting; so is
+// HOOPTEST_SEED, which repeats a run's draws (NativeAndOneDrawn).
 #pragma once
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <stdexcept>
@@ -53,6 +56,31 @@ inline const Backend& Named(const std::string& label) {
   for (const Backend& b : Backends())
     if (b.label == label) return b;
   throw std::runtime_error("no back end " + label + " in this run (HOOPTEST_BACKENDS)");
+}
+
+// The seed of this run's draws (HOOPTEST_SEED, else from the clock), said once on stderr so that
+// a failing draw can be run again.
+inline unsigned RunSeed() {
+  static const unsigned seed = [] {
+    const char* env = std::getenv("HOOPTEST_SEED");
+    const unsigned s =
+        env ? static_cast<unsigned>(std::strtoul(env, nullptr, 10))
+            : static_cast<unsigned>(std::chrono::system_clock::now().time_since_epoch().count() % 1000003);
+    std::fprintf(stderr, "hooptest: this run's draws: HOOPTEST_SEED=%u\n", s);
+    return s;
+  }();
+  return seed;
+}
+
+// For the costly cases that repeat the whole matrix under another setting: tcp and shm (where this
+// run tests them) and one of the other back ends, drawn by RunSeed(), so that over runs each is
+// covered without every run paying for all six. HOOPTEST_BACKENDS set: every one it keeps.
+inline std::vector<Backend> NativeAndOneDrawn() {
+  if (std::getenv("HOOPTEST_BACKENDS")) return Backends();
+  std::vector<Backend> kept, others;
+  for (const Backend& b : Backends()) (b.label == "tcp" || b.label == "shm" ? kept : others).push_back(b);
+  if (!others.empty()) kept.push_back(others[RunSeed() % others.size()]);
+  return kept;
 }
 
 // `hooprun -np n PROGRAM MODE_ARGS... marker` over back end b, with `env` added (HOOP_TIMEOUT and
