@@ -1,28 +1,23 @@
 // Allgather: block r of every rank's output is rank r's input. Ring: each rank forwards the
 // block it received last step, n-1 steps, (n-1)/n of the output through every link.
-#include <cstring>
-
-#include "collectives/communicator.h"
+#include "collectives/core/coll_table.h"
 
 namespace hoop {
 
-Work Communicator::Allgather(const Buffer& in, const Buffer& out, const CallOptions& o) {
-  Op x;
-  x.kind = CollKind::kAllgather;
-  x.in = in;
-  x.out = out;
-  x.algo = o.algo;
-  x.stream = o.stream;
-  return Submit(x, o.blocking);
+Status RunAllgather(CallContext& ctx, const CollCall& c) {
+  HOOP_ASSIGN_OR_RETURN(Algo algo, ctx.Resolve());
+  const size_t block_bytes = c.in.count * DTypeSize(c.in.dtype);
+  char* own = static_cast<char*>(c.out.data) + static_cast<size_t>(ctx.rank()) * block_bytes;
+  HOOP_RETURN_IF_ERROR(ctx.Place(own, c.in.data, block_bytes));
+  if (ctx.size() == 1) return Status::Ok();
+  return ctx.RunSchedule(algo, c.in.count, c.in, c.out);
 }
 
-Status Communicator::RunAllgather(const Op& op, uint32_t seq) {
-  HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
-  size_t block_bytes = op.in.count * DTypeSize(op.in.dtype);
-  char* own = static_cast<char*>(op.out.data) + static_cast<size_t>(opts_.rank) * block_bytes;
-  HOOP_RETURN_IF_ERROR(Place(own, op.in.data, block_bytes));
-  if (opts_.size == 1) return Status::Ok();
-  return RunSchedule(op, algo, op.in.count, op.in, op.out, seq);
+std::string CheckAllgather(const CollCall& c, int, int size) {
+  const size_t want = c.in.count * static_cast<size_t>(size);  // checked not to wrap first
+  if (c.out.count != want)
+    return "output count " + std::to_string(c.out.count) + " must be size x input count = " + std::to_string(want);
+  return "";
 }
 
 }  // namespace hoop

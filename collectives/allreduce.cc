@@ -6,37 +6,38 @@
 // the ring's 2(n-1) (schedules/tree.cc). Doubling (small messages, two ranks): recursive
 // doubling, one exchange per round, log2(n) rounds (schedules/doubling.cc). One rank: a copy
 // (and the average divides by 1). Small calls of recursive doubling run as blocking exchanges
-// on the caller's thread, sending the plan's own messages (small_allreduce.cc). Any of them may be asked to send
-// f32/f64 data compressed to 16
-// bits (kernels/wire.h); that runs the ring, whose hops decode, add and encode.
-#include <cstring>
-
-#include "collectives/communicator.h"
+// on the caller's thread, sending the plan's own messages (small_allreduce.cc, chosen beneath
+// CallContext::RunSchedule). Any of them may be asked to send f32/f64 data compressed to 16 bits
+// (kernels/wire.h); that runs the ring, whose hops decode, add and encode.
+#include "collectives/core/coll_table.h"
 
 namespace hoop {
 
-Work Communicator::Allreduce(const Buffer& in, const Buffer& out, ReduceOp op, const CallOptions& o) {
-  Op x;
-  x.kind = CollKind::kAllreduce;
-  x.in = in;
-  x.out = out;
-  x.op = op;
-  x.algo = o.algo;
-  x.compression = o.compression;
-  x.residual = o.residual;
-  x.stream = o.stream;
-  return Submit(x, o.blocking);
+Status RunAllreduce(CallContext& ctx, const CollCall& c) {
+  HOOP_ASSIGN_OR_RETURN(Algo algo, ctx.Resolve());
+  if (ctx.size() == 1) return ctx.Place(c.out.data, c.in.data, c.in.count * DTypeSize(c.in.dtype));
+  HOOP_ASSIGN_OR_RETURN(Compression wire, ctx.Wire());
+  if (wire != Compression::kNone) algo = Algo::kRing;  // the codec's hop-by-hop rounding assumes it
+  return ctx.RunSchedule(algo, c.in.count, c.in, c.out, wire);
 }
 
-Status Communicator::RunAllreduce(const Op& op, uint32_t seq) {
-  HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
-  if (opts_.size == 1) {
-    return Place(op.out.data, op.in.data, op.in.count * DTypeSize(op.in.dtype));
+std::string CheckAllreduce(const CollCall& c, int, int) {
+  if (c.in.count != c.out.count)
+    return "input count " + std::to_string(c.in.count) + " differs from output count " + std::to_string(c.out.count);
+  const Compression z = c.compression.value_or(Compression::kNone);
+  if (z == Compression::kFp16 || z == Compression::kBf16) {
+    if (!Compressible(c.out.dtype, c.op))
+      return std::string("compression ") + CompressionName(z) + " applies to f32 and f64 sum and avg, not " +
+             DTypeName(c.out.dtype) + " " + ReduceOpName(c.op);
+    if (c.algo != Algo::kAuto && c.algo != Algo::kRing)
+      return std::string("compression runs the ring algorithm, not ") + AlgoName(c.algo);
   }
-  HOOP_ASSIGN_OR_RETURN(Compression wire, WireFor(op));
-  if (wire != Compression::kNone) algo = Algo::kRing;  // the codec's hop-by-hop rounding assumes it
-  if (SmallAllreduceFits(op, algo, wire)) return RunSmallAllreduce(op, seq, algo);
-  return RunSchedule(op, algo, op.in.count, op.in, op.out, seq, wire);
+  if (c.residual && c.compression == Compression::kNone)
+    return "a residual (error feedback) was given with compression none";
+  if (c.residual && !Compressible(c.out.dtype, c.op))
+    return std::string("a residual (error feedback) applies to compressed f32/f64 sum and avg, not ") +
+           DTypeName(c.out.dtype) + " " + ReduceOpName(c.op);
+  return "";
 }
 
 }  // namespace hoop

@@ -2,33 +2,36 @@
 // belongs to the sender. Pairwise exchange (schedules/pairwise.cc); the rank's own block is a
 // copy. In place, the input is first copied to the communicator's working buffer: the exchange
 // reads blocks of in after it has written the same blocks of out.
-#include <cstring>
-
-#include "collectives/communicator.h"
+#include "collectives/core/coll_table.h"
 
 namespace hoop {
 
-Work Communicator::Alltoall(const Buffer& in, const Buffer& out, const CallOptions& o) {
-  return Post(CollKind::kAlltoall, in, out, ReduceOp::kSum, -1, o);
+Status RunAlltoall(CallContext& ctx, const CollCall& c) {
+  HOOP_ASSIGN_OR_RETURN(Algo algo, ctx.Resolve());
+  const size_t esize = DTypeSize(c.in.dtype);
+  const size_t block = c.in.count / static_cast<size_t>(ctx.size());
+  const size_t bytes = c.in.count * esize;
+  Buffer in = c.in;
+  const char* a = static_cast<const char*>(c.in.data);
+  const char* b = static_cast<const char*>(c.out.data);
+  if (bytes > 0 && a < b + bytes && b < a + bytes) {  // overlapping: exchange from a copy
+    in = ctx.Scratch(c.in.count, c.in.dtype);
+    HOOP_RETURN_IF_ERROR(ctx.Place(in.data, c.in.data, bytes));
+  }
+  const size_t own = static_cast<size_t>(ctx.rank()) * block * esize;
+  HOOP_RETURN_IF_ERROR(
+      ctx.Place(static_cast<char*>(c.out.data) + own, static_cast<const char*>(in.data) + own, block * esize));
+  if (ctx.size() == 1) return Status::Ok();
+  return ctx.RunSchedule(algo, block, in, c.out);
 }
 
-Status Communicator::RunAlltoall(const Op& op, uint32_t seq) {
-  HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
-  const size_t esize = DTypeSize(op.in.dtype);
-  const size_t block = op.in.count / static_cast<size_t>(opts_.size);
-  const size_t bytes = op.in.count * esize;
-  Buffer in = op.in;
-  const char* a = static_cast<const char*>(op.in.data);
-  const char* b = static_cast<const char*>(op.out.data);
-  if (bytes > 0 && a < b + bytes && b < a + bytes) {  // overlapping: exchange from a copy
-    in = Scratch(op.in.count, op.in.dtype);
-    HOOP_RETURN_IF_ERROR(Place(in.data, op.in.data, bytes));
-  }
-  const size_t own = static_cast<size_t>(opts_.rank) * block * esize;
-  HOOP_RETURN_IF_ERROR(
-      Place(static_cast<char*>(op.out.data) + own, static_cast<const char*>(in.data) + own, block * esize));
-  if (opts_.size == 1) return Status::Ok();
-  return RunSchedule(op, algo, block, in, op.out, seq);
+std::string CheckAlltoall(const CollCall& c, int, int size) {
+  const size_t n = static_cast<size_t>(size);
+  if (c.in.count != c.out.count)
+    return "input count " + std::to_string(c.in.count) + " differs from output count " + std::to_string(c.out.count);
+  if (c.in.count % n != 0)
+    return "count " + std::to_string(c.in.count) + " is not a multiple of the " + std::to_string(n) + " ranks";
+  return "";
 }
 
 }  // namespace hoop

@@ -2,22 +2,15 @@
 // small messages, a pipelined chain for large ones (schedules/reduce.cc). Ranks other than the
 // root reduce their subtree's (or the chain's) partial results in a working buffer the
 // communicator keeps, since their own output is not theirs to write.
-#include <cstring>
-
-#include "collectives/communicator.h"
+#include "collectives/core/coll_table.h"
 
 namespace hoop {
 
-Work Communicator::Reduce(const Buffer& in, const Buffer& out, ReduceOp op, int root, const CallOptions& o) {
-  return Post(CollKind::kReduce, in, out, op, root, o);
-}
-
-Status Communicator::RunReduce(const Op& op, uint32_t seq) {
-  HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
-  const bool is_root = op.root == opts_.rank;
-  if (opts_.size == 1) return Place(op.out.data, op.in.data, op.in.count * DTypeSize(op.in.dtype));
-  Buffer out = is_root ? op.out : Scratch(op.in.count, op.in.dtype);
-  return RunSchedule(op, algo, op.in.count, op.in, out, seq);
+Status RunReduce(CallContext& ctx, const CollCall& c) {
+  HOOP_ASSIGN_OR_RETURN(Algo algo, ctx.Resolve());
+  if (ctx.size() == 1) return ctx.Place(c.out.data, c.in.data, c.in.count * DTypeSize(c.in.dtype));
+  const Buffer out = c.root == ctx.rank() ? c.out : ctx.Scratch(c.in.count, c.in.dtype);
+  return ctx.RunSchedule(algo, c.in.count, c.in, out);
 }
 
 }  // namespace hoop

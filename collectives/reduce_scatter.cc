@@ -1,33 +1,25 @@
 // Reduce-scatter: rank r ends with block r of the reduction of every rank's input. The ring's
 // first half: partial sums travel n-1 steps. The partial sums need a full-size working buffer
 // (the caller's output holds one block), kept by the communicator between calls.
-#include <cstring>
-
-#include "collectives/communicator.h"
+#include "collectives/core/coll_table.h"
 
 namespace hoop {
 
-Work Communicator::ReduceScatter(const Buffer& in, const Buffer& out, ReduceOp op, const CallOptions& o) {
-  Op x;
-  x.kind = CollKind::kReduceScatter;
-  x.in = in;
-  x.out = out;
-  x.op = op;
-  x.algo = o.algo;
-  x.stream = o.stream;
-  return Submit(x, o.blocking);
+Status RunReduceScatter(CallContext& ctx, const CollCall& c) {
+  HOOP_ASSIGN_OR_RETURN(Algo algo, ctx.Resolve());
+  const size_t block_bytes = c.out.count * DTypeSize(c.in.dtype);
+  const size_t own = static_cast<size_t>(ctx.rank()) * block_bytes;
+  if (ctx.size() == 1) return ctx.Place(c.out.data, static_cast<const char*>(c.in.data) + own, block_bytes);
+  Buffer work = ctx.Scratch(c.in.count, c.in.dtype);
+  HOOP_RETURN_IF_ERROR(ctx.RunSchedule(algo, c.out.count, c.in, work));
+  return ctx.Place(c.out.data, static_cast<const char*>(work.data) + own, block_bytes);
 }
 
-Status Communicator::RunReduceScatter(const Op& op, uint32_t seq) {
-  HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
-  const size_t esize = DTypeSize(op.in.dtype);
-  const size_t block_bytes = op.out.count * esize;
-  const char* in_block = static_cast<const char*>(op.in.data) + static_cast<size_t>(opts_.rank) * block_bytes;
-  if (opts_.size == 1) return Place(op.out.data, in_block, block_bytes);
-  Buffer work = Scratch(op.in.count, op.in.dtype);
-  HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.out.count, op.in, work, seq));
-  return Place(op.out.data, static_cast<const char*>(work.data) + static_cast<size_t>(opts_.rank) * block_bytes,
-               block_bytes);
+std::string CheckReduceScatter(const CollCall& c, int, int size) {
+  const size_t want = c.out.count * static_cast<size_t>(size);  // checked not to wrap first
+  if (c.in.count != want)
+    return "input count " + std::to_string(c.in.count) + " must be size x output count = " + std::to_string(want);
+  return "";
 }
 
 }  // namespace hoop

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "collectives/communicator.h"
+#include "collectives/core/coll_table.h"
 #include "common/extent.h"
 
 namespace hoop {
@@ -45,118 +45,86 @@ size_t Extent(const Blocks& b) {
 
 }  // namespace
 
-Work Communicator::Allgatherv(const Buffer& in, const Buffer& out, Blocks out_blocks, const CallOptions& o) {
-  Op x;
-  x.kind = CollKind::kAllgatherv;
-  x.in = in;
-  x.out = out;
-  x.algo = o.algo;
-  x.v = std::make_shared<const VBlocks>(VBlocks{{}, std::move(out_blocks)});
-  x.stream = o.stream;
-  return Submit(x, o.blocking);
+std::string CheckAllgatherv(const CollCall& c, int rank, int size) {
+  if (!c.v) return "no counts given";
+  const Blocks& recv = c.v->recv;
+  if (std::string why = CheckLayout(recv, static_cast<size_t>(size), c.out.count, "output", false); !why.empty())
+    return why;
+  const size_t me = static_cast<size_t>(rank);
+  if (c.in.count != recv.counts[me])
+    return "input count " + std::to_string(c.in.count) + " differs from this rank's count " +
+           std::to_string(recv.counts[me]);
+  return "";
 }
 
-Work Communicator::ReduceScatterv(const Buffer& in, const Buffer& out, std::vector<size_t> counts, ReduceOp op,
-                                  const CallOptions& o) {
-  Op x;
-  x.kind = CollKind::kReduceScatterv;
-  x.in = in;
-  x.out = out;
-  x.op = op;
-  x.algo = o.algo;
-  // Displacements as prefix sums; a total that wraps is caught by CheckBlocks first.
-  x.v = std::make_shared<const VBlocks>(VBlocks{{}, PackedBlocks(counts)});
-  x.stream = o.stream;
-  return Submit(x, o.blocking);
-}
-
-Work Communicator::Alltoallv(const Buffer& in, Blocks send, const Buffer& out, Blocks recv, const CallOptions& o) {
-  Op x;
-  x.kind = CollKind::kAlltoallv;
-  x.in = in;
-  x.out = out;
-  x.algo = o.algo;
-  x.v = std::make_shared<const VBlocks>(VBlocks{std::move(send), std::move(recv)});
-  x.stream = o.stream;
-  return Submit(x, o.blocking);
-}
-
-std::string Communicator::CheckBlocks(const Op& op) const {
-  const size_t n = static_cast<size_t>(opts_.size), me = static_cast<size_t>(opts_.rank);
-  if (!op.v) return "no counts given";
-  const Blocks& recv = op.v->recv;
-  switch (op.kind) {
-    case CollKind::kAllgatherv: {
-      if (std::string why = CheckLayout(recv, n, op.out.count, "output", false); !why.empty()) return why;
-      if (op.in.count != recv.counts[me])
-        return "input count " + std::to_string(op.in.count) + " differs from this rank's count " +
-               std::to_string(recv.counts[me]);
-      return "";
-    }
-    case CollKind::kReduceScatterv: {
-      if (recv.counts.size() != n)
-        return std::to_string(recv.counts.size()) + " counts for " + std::to_string(n) + " ranks";
-      size_t total = 0;
-      for (size_t c : recv.counts) {
-        if (c > SIZE_MAX - total) return "the counts add up to 2^64 elements or more";
-        total += c;
-      }
-      if (op.in.count != total)
-        return "input count " + std::to_string(op.in.count) + " differs from the counts' sum " + std::to_string(total);
-      if (op.out.count != recv.counts[me])
-        return "output count " + std::to_string(op.out.count) + " differs from this rank's count " +
-               std::to_string(recv.counts[me]);
-      return "";
-    }
-    case CollKind::kAlltoallv: {
-      if (std::string why = CheckLayout(op.v->send, n, op.in.count, "input", true); !why.empty()) return why;
-      if (std::string why = CheckLayout(recv, n, op.out.count, "output", false); !why.empty()) return why;
-      if (op.v->send.counts[me] != recv.counts[me])
-        return "sends itself " + std::to_string(op.v->send.counts[me]) + " elements but receives " +
-               std::to_string(recv.counts[me]) + " from itself";
-      return "";
-    }
-    default: return "";
+std::string CheckReduceScatterv(const CollCall& c, int rank, int size) {
+  if (!c.v) return "no counts given";
+  const Blocks& recv = c.v->recv;
+  const size_t n = static_cast<size_t>(size), me = static_cast<size_t>(rank);
+  if (recv.counts.size() != n)
+    return std::to_string(recv.counts.size()) + " counts for " + std::to_string(n) + " ranks";
+  size_t total = 0;
+  for (size_t x : recv.counts) {
+    if (x > SIZE_MAX - total) return "the counts add up to 2^64 elements or more";
+    total += x;
   }
+  if (c.in.count != total)
+    return "input count " + std::to_string(c.in.count) + " differs from the counts' sum " + std::to_string(total);
+  if (c.out.count != recv.counts[me])
+    return "output count " + std::to_string(c.out.count) + " differs from this rank's count " +
+           std::to_string(recv.counts[me]);
+  return "";
 }
 
-Status Communicator::RunAllgatherv(const Op& op, uint32_t seq) {
-  HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
-  const size_t es = DTypeSize(op.out.dtype), me = static_cast<size_t>(opts_.rank);
+std::string CheckAlltoallv(const CollCall& c, int rank, int size) {
+  if (!c.v) return "no counts given";
+  const size_t n = static_cast<size_t>(size), me = static_cast<size_t>(rank);
+  const Blocks &send = c.v->send, &recv = c.v->recv;
+  if (std::string why = CheckLayout(send, n, c.in.count, "input", true); !why.empty()) return why;
+  if (std::string why = CheckLayout(recv, n, c.out.count, "output", false); !why.empty()) return why;
+  if (send.counts[me] != recv.counts[me])
+    return "sends itself " + std::to_string(send.counts[me]) + " elements but receives " +
+           std::to_string(recv.counts[me]) + " from itself";
+  return "";
+}
+
+Status RunAllgatherv(CallContext& ctx, const CollCall& op) {
+  HOOP_ASSIGN_OR_RETURN(Algo algo, ctx.Resolve());
+  const size_t es = DTypeSize(op.out.dtype), me = static_cast<size_t>(ctx.rank());
   const Blocks& b = op.v->recv;
   char* own = static_cast<char*>(op.out.data) + b.displs[me] * es;
-  HOOP_RETURN_IF_ERROR(Place(own, op.in.data, b.counts[me] * es));
-  if (opts_.size == 1) return Status::Ok();
-  return RunSchedule(op, algo, DescCount(op), op.in, op.out, seq);
+  HOOP_RETURN_IF_ERROR(ctx.Place(own, op.in.data, b.counts[me] * es));
+  if (ctx.size() == 1) return Status::Ok();
+  return ctx.RunSchedule(algo, DescCount(op), op.in, op.out);
 }
 
-Status Communicator::RunReduceScatterv(const Op& op, uint32_t seq) {
-  HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
-  const size_t es = DTypeSize(op.in.dtype), me = static_cast<size_t>(opts_.rank);
+Status RunReduceScatterv(CallContext& ctx, const CollCall& op) {
+  HOOP_ASSIGN_OR_RETURN(Algo algo, ctx.Resolve());
+  const size_t es = DTypeSize(op.in.dtype), me = static_cast<size_t>(ctx.rank());
   const Blocks& b = op.v->recv;
   const size_t mine = b.counts[me] * es;
-  if (opts_.size == 1) return Place(op.out.data, op.in.data, mine);
-  Buffer work = Scratch(op.in.count, op.in.dtype);
-  HOOP_RETURN_IF_ERROR(RunSchedule(op, algo, op.in.count, op.in, work, seq));
-  return Place(op.out.data, static_cast<const char*>(work.data) + b.displs[me] * es, mine);
+  if (ctx.size() == 1) return ctx.Place(op.out.data, op.in.data, mine);
+  Buffer work = ctx.Scratch(op.in.count, op.in.dtype);
+  HOOP_RETURN_IF_ERROR(ctx.RunSchedule(algo, op.in.count, op.in, work));
+  return ctx.Place(op.out.data, static_cast<const char*>(work.data) + b.displs[me] * es, mine);
 }
 
-Status Communicator::RunAlltoallv(const Op& op, uint32_t seq) {
-  HOOP_ASSIGN_OR_RETURN(Algo algo, Resolve(op));
-  const size_t es = DTypeSize(op.in.dtype), me = static_cast<size_t>(opts_.rank);
+Status RunAlltoallv(CallContext& ctx, const CollCall& op) {
+  HOOP_ASSIGN_OR_RETURN(Algo algo, ctx.Resolve());
+  const size_t es = DTypeSize(op.in.dtype), me = static_cast<size_t>(ctx.rank());
   const Blocks &send = op.v->send, &recv = op.v->recv;
   Buffer in = op.in;
   const size_t in_bytes = Extent(send) * es, out_bytes = Extent(recv) * es;
   const char* a = static_cast<const char*>(op.in.data);
   const char* o = static_cast<const char*>(op.out.data);
   if (in_bytes > 0 && out_bytes > 0 && a < o + out_bytes && o < a + in_bytes) {  // overlapping: from a copy
-    in = Scratch(op.in.count, op.in.dtype);
-    HOOP_RETURN_IF_ERROR(Place(in.data, op.in.data, in_bytes));
+    in = ctx.Scratch(op.in.count, op.in.dtype);
+    HOOP_RETURN_IF_ERROR(ctx.Place(in.data, op.in.data, in_bytes));
   }
-  HOOP_RETURN_IF_ERROR(Place(static_cast<char*>(op.out.data) + recv.displs[me] * es,
-                             static_cast<const char*>(in.data) + send.displs[me] * es, recv.counts[me] * es));
-  if (opts_.size == 1) return Status::Ok();
-  return RunSchedule(op, algo, 0, in, op.out, seq);
+  HOOP_RETURN_IF_ERROR(ctx.Place(static_cast<char*>(op.out.data) + recv.displs[me] * es,
+                                 static_cast<const char*>(in.data) + send.displs[me] * es, recv.counts[me] * es));
+  if (ctx.size() == 1) return Status::Ok();
+  return ctx.RunSchedule(algo, 0, in, op.out);
 }
 
 }  // namespace hoop

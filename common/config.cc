@@ -126,7 +126,7 @@ const std::vector<Var>& Vars() {
       {"HOOP_TRANSPORT", Text(&Config::transport)},
       {"HOOP_HOST", Text(&Config::host)},
       {"HOOP_TIMEOUT", ReadTimeout},
-      // Every name of collectives/algo.h (common/ cannot include it; the unit test checks they agree).
+      // Every name of collectives/core/algo.h (common/ cannot include it; the unit test checks they agree).
       {"HOOP_ALGO", OneOf(&Config::algo,
                           {"auto", "ring", "tree", "doubling", "chain", "binomial", "flat", "pairwise", "dissemination",
                            "hierarchical"},

@@ -1,5 +1,5 @@
 // libFuzzer target: what a peer says about an operation. Two halves:
-//  - the operation description word every message carries (collectives/op_desc.h): any 64-bit
+//  - the operation description word every message carries (collectives/core/op_desc.h): any 64-bit
 //    word a peer sends must unpack, explain a difference in words ("count 1000 here, 999 on rank
 //    1"), and pack back to itself;
 //  - the tensor fusion runtime's negotiation lists (tensorfusion/request.h), decoded from bytes
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "collectives/op_desc.h"
+#include "collectives/core/op_desc.h"
 #include "tensorfusion/request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

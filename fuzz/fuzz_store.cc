@@ -1,9 +1,9 @@
-// libFuzzer target: the rendezvous store's protocol (transport/tcp_store.h), from the side a
+// libFuzzer target: the rendezvous store's protocol (transport/store/tcp_store.h), from the side a
 // stranger or a broken client reaches. One server runs for the whole fuzzing session; every input
 // is one connection's bytes: a hello (a valid one first when the first byte says so, so the
 // requests behind it are read) and then whatever follows. The server must answer, refuse or drop
 // the connection, never crash, spin or let memory grow without bound. The hello parser the TCP
-// back end's doorman shares (transport/handshake.h) is fed the same bytes directly.
+// back end's doorman shares (transport/util/handshake.h) is fed the same bytes directly.
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,8 +12,8 @@
 #include <cstring>
 #include <memory>
 
-#include "transport/handshake.h"
-#include "transport/tcp_store.h"
+#include "transport/store/tcp_store.h"
+#include "transport/util/handshake.h"
 
 namespace {
 const char kToken[] = "fuzz-token";

@@ -29,7 +29,7 @@ write("tcp_frames", "unknown-kind", bytes([1, 0]) + frame(kind=9, payload=b"x"))
 write("tcp_frames", "bad-magic", bytes([1, 0]) + frame(magic=0xdeadbeef))
 write("tcp_frames", "wrong-length", bytes([2, 0x01]) + frame(tag=0, payload=b"toolong"))
 
-# collectives/op_desc.h: odd mode byte, then two 64-bit words.
+# collectives/core/op_desc.h: odd mode byte, then two 64-bit words.
 def desc(kind, dtype, op, algo, root, comp, count):
     return (kind << 60) | (dtype << 56) | (op << 52) | (algo << 48) | (((root + 1) & 0xFFFF) << 32) | (comp << 30) | count
 
@@ -52,7 +52,7 @@ write("op_desc", "fusion-requests", b"\x02" + requests)
 write("op_desc", "fusion-responses", b"\x00" + responses)
 write("op_desc", "fusion-truncated", b"\x02" + requests[:-3])
 
-# transport/tcp_store.cc: after the hello, requests {u8 op, u32 key_len, u64 arg} + key + value.
+# transport/store/tcp_store.cc: after the hello, requests {u8 op, u32 key_len, u64 arg} + key + value.
 def request(op, key, arg, value=b""):
     return struct.pack("<BIQ", op, len(key), arg) + key + value
 

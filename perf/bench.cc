@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "collectives/reference.h"
+#include "collectives/testing/reference.h"
 #include "common/device.h"
 
 namespace hoop::perf {

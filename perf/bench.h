@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/api/communicator.h"
 #include "perf/perf_options.h"
 
 namespace hoop::perf {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "collectives/bootstrap.h"
+#include "collectives/api/bootstrap.h"
 
 namespace hoop::perf {
 

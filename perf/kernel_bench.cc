@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "collectives/kernels/reduce.h"
-#include "collectives/reference.h"
+#include "collectives/testing/reference.h"
 #include "common/cli.h"
 #include "common/version.h"
 #include "perf/kernel_bench_cuda.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "collectives/kernels/device_reduce.h"
-#include "collectives/reference.h"
+#include "collectives/testing/reference.h"
 #include "common/device.h"
 
 namespace hoop {

@@ -99,11 +99,6 @@ const char* AverageName(Average a) {
   return "?";
 }
 
-bool Reduces(CollKind k) {
-  return k == CollKind::kAllreduce || k == CollKind::kReduceScatter || k == CollKind::kReduce ||
-         k == CollKind::kReduceScatterv;
-}
-
 bool PerRankBlocks(CollKind k) {
   return k == CollKind::kAllgather || k == CollKind::kReduceScatter || k == CollKind::kGather ||
          k == CollKind::kScatter || k == CollKind::kAlltoall || k == CollKind::kAllgatherv ||

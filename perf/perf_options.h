@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives/algo.h"
+#include "collectives/core/algo.h"
+#include "collectives/core/op_desc.h"
 #include "collectives/kernels/wire.h"
-#include "collectives/op_desc.h"
 #include "common/dtype.h"
 #include "common/status.h"
 #include "perf/harness.h"  // AutoIters, AutoWarmup
@@ -58,8 +58,6 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv);
 // Every flag ParsePerfOptions reads after the collective, each alias (for the usage test).
 std::vector<std::string> PerfFlagNames();
 
-// Whether the collective reduces (has an op); Rooted (op_desc.h) says whether it has a root.
-bool Reduces(CollKind k);
 // Per-rank blocks of SIZE / ranks elements (allgather, reduce_scatter, gather, scatter, alltoall).
 bool PerRankBlocks(CollKind k);
 

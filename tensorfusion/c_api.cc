@@ -6,7 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "collectives/c_api_internal.h"
+#include "collectives/api/c_api_internal.h"
 #include "common/device.h"
 #include "common/extent.h"
 #include "tensorfusion/runtime.h"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/api/communicator.h"
 #include "tensorfusion/request.h"
 
 namespace hoop::fusion {

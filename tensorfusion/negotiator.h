@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/api/communicator.h"
 #include "tensorfusion/message_table.h"
 #include "tensorfusion/request.h"
 #include "tensorfusion/response_cache.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/op_desc.h"
+#include "collectives/core/op_desc.h"
 #include "common/dtype.h"
 #include "common/status.h"
 

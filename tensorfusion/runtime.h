@@ -33,7 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/api/communicator.h"
 #include "common/config.h"
 #include "tensorfusion/execute.h"
 #include "tensorfusion/handle.h"

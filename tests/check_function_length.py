@@ -16,9 +16,6 @@ DIRS = ("common", "transport", "collectives", "tensorfusion", "trainer")
 KNOWN = {
     ("trainer/pipeline_run.cc", "StatusOr<RunResult> PipelineRun::Go()"): 208,
     ("trainer/ps_run.cc", "StatusOr<RunResult> PsRun::Server()"): 118,
-    ("collectives/dispatch.cc", "Status Communicator::CheckCall(const Op& op) const"): 130,
-    ("collectives/p2p.cc", "Status Communicator::RunNow("): 101,
-    ("collectives/device_staging.cc", "Status Communicator::RunPipelined("): 89,
 }
 HEADER = re.compile(r"^[A-Za-z_][^;{}()]*\(")  # a return type and name, then the parameters
 

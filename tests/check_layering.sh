@@ -2,8 +2,10 @@
 # The layering rule of DESIGN.md: common <- transport <- collectives <- tensorfusion <- trainer;
 # tools, perf and fuzz sit on top, each with its own list below; python/ (the binding) sees only
 # the C API (hoop/hoop.h). A folder
-# may include only from itself and the folders below it, and collectives/ never includes a
-# transport back end (transport/tcp/, transport/shm/, ...).
+# may include only from itself and the folders below it, collectives/ never includes a
+# transport back end (transport/tcp/, transport/shm/, ...), and nothing above collectives/
+# includes the Communicator's implementation (core/comm_core.h, the executor, device/, the
+# mailbox).
 set -u
 root=${1:-$(dirname "$0")/..}
 cd "$root" || exit 2
@@ -33,6 +35,13 @@ for layer in common transport collectives tensorfusion trainer python tools perf
     top=${inc%%/*}
     if ! grep -qw -- "$top" <<<"$ok"; then
       echo "layering: $file includes \"$inc\" ($layer may include only: $ok)"
+      fail=1
+    fi
+    # The Communicator's implementation stays behind its front (collectives/api/communicator.h):
+    # above collectives/, none of the core's own headers.
+    if [ "$layer" != collectives ] && [ "$layer" != transport ] && [ "$layer" != common ] &&
+      grep -qE '^(collectives/core/(comm_core|executor|plan)|collectives/device/.*|transport/tagged/mailbox(_internal)?)\.h$' <<<"$inc"; then
+      echo "layering: $file includes \"$inc\", the Communicator's implementation (use collectives/api/communicator.h)"
       fail=1
     fi
     if [ "$layer" = collectives ] && grep -qE '^transport/(tcp|shm|ucx|ofi|cuda)/' <<<"$inc"; then

@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/api/communicator.h"
 #include "trainer/layer.h"
 
 namespace hoop::train {

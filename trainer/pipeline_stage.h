@@ -14,7 +14,7 @@
 #include <functional>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/api/communicator.h"
 #include "trainer/chain.h"
 #include "trainer/loss.h"
 #include "trainer/pipeline_plan.h"

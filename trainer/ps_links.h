@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/api/communicator.h"
 
 namespace hoop::train {
 

@@ -15,7 +15,7 @@
 #pragma once
 #include <atomic>
 
-#include "collectives/communicator.h"
+#include "collectives/api/communicator.h"
 #include "trainer/mnist.h"
 #include "trainer/options.h"
 #include "trainer/trainer.h"

@@ -5,7 +5,7 @@
 // layers). A checkpoint of another rank count needs --force, as sync's. One written mid-epoch is
 // refused unless the caller can start there (the pipeline can; ps starts at an epoch's beginning).
 #pragma once
-#include "collectives/communicator.h"
+#include "collectives/api/communicator.h"
 #include "trainer/model.h"
 #include "trainer/options.h"
 #include "trainer/sgd.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/api/communicator.h"
 #include "common/config.h"
 #include "common/status.h"
 #include "trainer/mnist.h"

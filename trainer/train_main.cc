@@ -10,7 +10,7 @@
 #include <new>
 #include <thread>
 
-#include "collectives/bootstrap.h"
+#include "collectives/api/bootstrap.h"
 #include "common/version.h"
 #include "trainer/gemm.h"
 #include "trainer/model.h"

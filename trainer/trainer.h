@@ -16,7 +16,7 @@
 #include <atomic>
 #include <memory>
 
-#include "collectives/communicator.h"
+#include "collectives/api/communicator.h"
 #include "common/config.h"
 #include "trainer/metrics.h"
 #include "trainer/mnist.h"

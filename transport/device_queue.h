@@ -1,6 +1,6 @@
 // A DeviceQueue is one in-order queue of device work (a CUDA stream of hoop's own on one device)
 // with the memory operations the data path needs on it. The shm back end's CUDA IPC
-// (shm/channel.h) and the executor's device runs (collectives/executor.h) queue on the same one,
+// (shm/channel.h) and the executor's device runs (collectives/core/executor.h) queue on the same one,
 // so that their work on a rank is ordered by the queue alone: a receive's copy, the reduction
 // that reads it and the copy that sends the result on follow one another without a host wait.
 // Only what crosses between processes needs a point in the queue (Mark/Passed): a descriptor is
@@ -8,7 +8,7 @@
 // read it has.
 //
 // Nothing here waits on the host except Drain. The transport layer only declares the interface;
-// the collectives make the CUDA one (collectives/cuda_queue.h) and hand it down through
+// the collectives make the CUDA one (collectives/device/cuda_queue.h) and hand it down through
 // TransportOptions::device, since its reductions are the collectives' kernels. Tests hand down
 // a fake whose "device" is host memory and whose work runs only when a mark is asked about
 // (tests/support/fake_device.h): what waits for the wrong point shows as wrong bits.

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "transport/socket.h"
+#include "transport/util/socket.h"
 
 namespace hoop {
 

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <mutex>
 
-#include "transport/crash_signals.h"
 #include "transport/transport.h"
+#include "transport/util/crash_signals.h"
 
 namespace hoop {
 namespace {

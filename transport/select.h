@@ -15,7 +15,7 @@
 
 #include "common/deadline.h"
 #include "common/status.h"
-#include "transport/store.h"
+#include "transport/store/store.h"
 #include "transport/transport.h"
 
 namespace hoop {

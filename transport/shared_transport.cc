@@ -123,7 +123,7 @@ class HubView : public Transport {
   }
   size_t PreferredChunkBytes() const override { return hub_->base_->PreferredChunkBytes(); }
   bool StageLargeCopies() const override { return hub_->base_->StageLargeCopies(); }
-  // The queue is the base's, shared by every view (it locks itself, collectives/cuda_queue.h).
+  // The queue is the base's, shared by every view (it locks itself, collectives/device/cuda_queue.h).
   DeviceQueue* DeviceQueueFor(int device) override {
     TransportHub::Lock l(*hub_);
     return hub_->base_->DeviceQueueFor(device);

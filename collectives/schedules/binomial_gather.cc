@@ -21,7 +21,7 @@
 // different roots fail naming them.
 #include <algorithm>
 
-#include "collectives/schedule.h"
+#include "collectives/schedules/schedule.h"
 
 namespace hoop {
 namespace {

@@ -24,7 +24,7 @@
 // A round writes `out` after sending the partial it held (from `out`, or from `in`, which may be
 // the same memory), and the partner's data does not depend on that send: so each reduction waits
 // for its round's send to complete (after_sent).
-#include "collectives/schedule.h"
+#include "collectives/schedules/schedule.h"
 
 namespace hoop {
 

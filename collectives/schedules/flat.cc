@@ -3,7 +3,7 @@
 // link rate, which no tree beats for the root's bytes). Positions are absolute: block r of the
 // root's buffer belongs to rank r. The root places its own block itself. Both open with the
 // roll call (schedule.h), so ranks that pass different roots fail naming them.
-#include "collectives/schedule.h"
+#include "collectives/schedules/schedule.h"
 
 namespace hoop {
 

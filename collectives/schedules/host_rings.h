@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "collectives/schedule.h"
+#include "collectives/schedules/schedule.h"
 
 namespace hoop {
 

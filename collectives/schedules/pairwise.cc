@@ -7,7 +7,7 @@
 // in and out: in place, a later round's send would read a block an earlier receive overwrote).
 // alltoallv is the same exchange with each pair's own counts and displacements: a rank's send to
 // p and p's receive from it have the same length when the callers' counts agree.
-#include "collectives/schedule.h"
+#include "collectives/schedules/schedule.h"
 
 namespace hoop {
 

@@ -13,7 +13,7 @@
 // Both open with the roll call (schedule.h), so ranks that pass different roots fail naming
 // them instead of waiting for messages nobody sends. The root's last reduction applies the
 // average's division.
-#include "collectives/schedule.h"
+#include "collectives/schedules/schedule.h"
 
 namespace hoop {
 

@@ -10,7 +10,7 @@
 // which moves 2(n-1)/n of the data in and out of every rank: the bandwidth optimum.
 // Message k of the ring is what a rank sends in its k-th sending step; its right neighbour
 // receives it in its (k+1)-th step. Units are issued step by step, except with two ranks (below).
-#include "collectives/schedule.h"
+#include "collectives/schedules/schedule.h"
 
 namespace hoop {
 

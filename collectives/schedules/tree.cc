@@ -10,7 +10,7 @@
 //   recvCopySend(parent -> children)         the finished chunk comes down and goes on down
 // A leaf sends `in` up and receives the result; the root reduces with the average's division
 // and starts the way down. Units are issued chunk-major so going up and coming down overlap.
-#include "collectives/schedule.h"
+#include "collectives/schedules/schedule.h"
 
 namespace hoop {
 namespace {

@@ -1,4 +1,4 @@
-// Collectives on CUDA device buffers (collectives/device_staging.h), 1 to 4 ranks sharing one
+// Collectives on CUDA device buffers (collectives/device/device_staging.h), 1 to 4 ranks sharing one
 // GPU as threads of this process over the shm back end (tests/support/thread_ranks.h): every
 // collective x dtype (x op where it reduces) x count {0, 1, 7, 1000, 100003}, out of place and
 // in place, must give exactly the bytes the same call gives on host buffers, which the rest of
@@ -7,7 +7,7 @@
 #include "tests/gpu/gpu_support.h"
 
 #include "collectives/kernels/device_reduce.h"
-#include "collectives/reference.h"
+#include "collectives/testing/reference.h"
 #include "tests/support/thread_ranks.h"
 
 using namespace hoop;

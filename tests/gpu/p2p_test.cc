@@ -1,4 +1,4 @@
-// Point-to-point on CUDA device buffers (collectives/p2p_device.cc), ranks as threads sharing one
+// Point-to-point on CUDA device buffers (collectives/p2p/p2p_device.cc), ranks as threads sharing one
 // GPU over shm: blocking and nonblocking sends and receives of every dtype at counts 0, 1, 7,
 // 1000 and a large odd one (past the eager limit), device to device, device to host and host to
 // device, a receive longer than its message (only the message's bytes land), a send and a
@@ -6,7 +6,7 @@
 // no device (the case that runs without a GPU).
 #include "tests/gpu/gpu_support.h"
 
-#include "collectives/reference.h"
+#include "collectives/testing/reference.h"
 #include "tests/support/thread_ranks.h"
 
 using namespace hoop;

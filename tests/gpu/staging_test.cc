@@ -1,4 +1,4 @@
-// Pipelined staging on a GPU (collectives/pipelined_staging.h): allreduces whose ranks place
+// Pipelined staging on a GPU (collectives/device/pipelined_staging.h): allreduces whose ranks place
 // their buffers differently in one call (device in and out, in place on the device, device input
 // with host output, host input with device output, all host) give the reference's exact values,
 // 2-4 ranks sharing one GPU over shm, at counts that make one chunk, a few, and many. The upload
@@ -10,7 +10,7 @@
 #include <chrono>
 #include <thread>
 
-#include "collectives/reference.h"
+#include "collectives/testing/reference.h"
 #include "tests/support/thread_ranks.h"
 
 using namespace hoop;

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "collectives/kernels/device_wire.h"
-#include "collectives/reference.h"
+#include "collectives/testing/reference.h"
 
 using namespace hoop;
 

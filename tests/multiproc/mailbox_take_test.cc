@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/mailbox.h"
 #include "tests/support/shm_pair.h"
+#include "transport/tagged/mailbox.h"
 
 using namespace hoop;
 

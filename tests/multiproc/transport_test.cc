@@ -7,10 +7,10 @@
 #include <cstring>
 #include <thread>
 
-#include "transport/handshake.h"
-#include "transport/socket.h"
+#include "transport/store/tcp_store.h"
 #include "transport/tcp/tcp_transport.h"
-#include "transport/tcp_store.h"
+#include "transport/util/handshake.h"
+#include "transport/util/socket.h"
 
 using namespace hoop;
 

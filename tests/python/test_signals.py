@@ -1,7 +1,7 @@
 """Ctrl-C after `import hoop`: Python's own SIGINT handler must still be there, so the program
 gets KeyboardInterrupt (its `finally:` and save-on-interrupt code run) instead of dying by the
 signal. libfabric's psm provider installs a SIGINT handler when libhoop loads it; hoop gives the
-signal back what it had before (transport/crash_signals.h). Also with hoop.init() over every
+signal back what it had before (transport/util/crash_signals.h). Also with hoop.init() over every
 back end, which starts one (and loads UCX or a libfabric provider)."""
 import signal
 import subprocess

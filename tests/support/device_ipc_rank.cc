@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/communicator.h"
-#include "collectives/reference.h"
+#include "collectives/api/communicator.h"
+#include "collectives/testing/reference.h"
 #include "common/device.h"
 
 namespace hoop {

@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "collectives/stream_order.h"
+#include "collectives/device/stream_order.h"
 #include "common/status.h"
 
 namespace hoop::test {

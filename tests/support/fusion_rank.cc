@@ -25,11 +25,11 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/bootstrap.h"
-#include "tests/support/rank_support.h"
-#include "collectives/reference.h"
+#include "collectives/api/bootstrap.h"
+#include "collectives/testing/reference.h"
 #include "tensorfusion/runtime.h"
 #include "tensorfusion/scale.h"
+#include "tests/support/rank_support.h"
 
 namespace hoop::fusion {
 namespace {

@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "collectives/bootstrap.h"
+#include "collectives/api/bootstrap.h"
 #include "tests/support/rank_support.h"
-#include "transport/handshake.h"
-#include "transport/tcp_store.h"
+#include "transport/store/tcp_store.h"
+#include "transport/util/handshake.h"
 
 namespace hoop {
 namespace {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <thread>
 
-#include "collectives/bootstrap.h"
+#include "collectives/api/bootstrap.h"
 
 namespace hoop::test {
 

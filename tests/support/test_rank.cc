@@ -30,10 +30,10 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/bootstrap.h"
-#include "tests/support/rank_support.h"
-#include "collectives/reference.h"
+#include "collectives/api/bootstrap.h"
+#include "collectives/testing/reference.h"
 #include "common/device.h"
+#include "tests/support/rank_support.h"
 
 namespace hoop {
 namespace {

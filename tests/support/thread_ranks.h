@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/communicator.h"
-#include "transport/memory_store.h"
+#include "collectives/api/communicator.h"
+#include "transport/store/memory_store.h"
 
 namespace hoop::test {
 

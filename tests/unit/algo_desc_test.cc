@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "collectives/algo.h"
-#include "collectives/op_desc.h"
+#include "collectives/core/algo.h"
+#include "collectives/core/op_desc.h"
 
 using namespace hoop;
 

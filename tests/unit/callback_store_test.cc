@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "hoop/hoop.h"
-#include "transport/memory_store.h"
+#include "transport/store/memory_store.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include <cstring>
 
-#include "collectives/reference.h"
+#include "collectives/testing/reference.h"
 #include "tests/support/fake_device.h"
 #include "tests/support/thread_ranks.h"
 

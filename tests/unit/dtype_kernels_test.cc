@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "collectives/kernels/reduce.h"
-#include "collectives/reference.h"
+#include "collectives/testing/reference.h"
 #include "common/dtype.h"
 
 using namespace hoop;

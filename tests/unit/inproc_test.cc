@@ -9,7 +9,7 @@
 #include <cstring>
 #include <random>
 
-#include "collectives/reference.h"
+#include "collectives/testing/reference.h"
 #include "tests/support/thread_ranks.h"
 
 using namespace hoop;

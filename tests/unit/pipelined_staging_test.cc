@@ -1,4 +1,4 @@
-// Pipelined staging (collectives/pipelined_staging.h) without a device: the executor over real
+// Pipelined staging (collectives/device/pipelined_staging.h) without a device: the executor over real
 // tcp and shm back ends, ranks as threads, with a fake StageCopies whose "device" is host memory.
 // The fake hands the input over only when the executor asks for it (WaitIn) and the host copy
 // starts as poison, so a read before the ask shows in the result; it copies output back the
@@ -15,11 +15,11 @@
 #include <optional>
 #include <thread>
 
-#include "collectives/executor.h"
-#include "collectives/pipelined_staging.h"
-#include "collectives/reference.h"
-#include "transport/memory_store.h"
+#include "collectives/core/executor.h"
+#include "collectives/device/pipelined_staging.h"
+#include "collectives/testing/reference.h"
 #include "transport/select.h"
+#include "transport/store/memory_store.h"
 
 using namespace hoop;
 

@@ -1,7 +1,7 @@
 // Plans: a schedule compiled once per call shape, and the cache that keeps them.
 #include <catch2/catch.hpp>
 
-#include "collectives/plan.h"
+#include "collectives/core/plan.h"
 
 using namespace hoop;
 

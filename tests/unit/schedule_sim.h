@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/schedule.h"
+#include "collectives/schedules/schedule.h"
 
 namespace hoop::sim {
 

@@ -1,4 +1,4 @@
-// The stage map (collectives/stage_map.h) of every schedule pipelined staging runs, checked byte
+// The stage map (collectives/device/stage_map.h) of every schedule pipelined staging runs, checked byte
 // by byte against a brute-force reading of the plan: the input ranges cover each byte read
 // exactly once (of `in`, and of `out` before the plan writes it), a unit's ranges cover what it
 // reads, and each byte's final writer is the last unit in plan order that writes it.
@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "collectives/plan.h"
-#include "collectives/stage_map.h"
+#include "collectives/core/plan.h"
+#include "collectives/device/stage_map.h"
 
 using namespace hoop;
 

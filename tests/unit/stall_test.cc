@@ -1,9 +1,9 @@
-// FindStalledRanks (collectives/stall.h) over an in-memory store: the records of the ranks that
+// FindStalledRanks (collectives/core/stall.h) over an in-memory store: the records of the ranks that
 // timed out are laid down first, as they would be by those ranks, then one rank follows them.
 #include <catch2/catch.hpp>
 
-#include "collectives/stall.h"
-#include "transport/memory_store.h"
+#include "collectives/core/stall.h"
+#include "transport/store/memory_store.h"
 
 using namespace hoop;
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "collectives/communicator.h"
-#include "collectives/pipelined_staging.h"
+#include "collectives/api/communicator.h"
+#include "collectives/device/pipelined_staging.h"
 #include "common/config.h"
 #include "common/parse.h"
 #include "common/status.h"

@@ -9,11 +9,11 @@
 #include <string>
 #include <thread>
 
-#include "transport/file_store.h"
-#include "transport/memory_store.h"
-#include "transport/refusal_log.h"
-#include "transport/socket.h"
-#include "transport/tcp_store.h"
+#include "transport/store/file_store.h"
+#include "transport/store/memory_store.h"
+#include "transport/store/tcp_store.h"
+#include "transport/util/refusal_log.h"
+#include "transport/util/socket.h"
 
 using namespace hoop;
 

@@ -1,11 +1,11 @@
-// StreamOrder's logic (collectives/stream_order.h) on a fake CUDA stream: a thread that runs the
+// StreamOrder's logic (collectives/device/stream_order.h) on a fake CUDA stream: a thread that runs the
 // host functions queued on it in order, as CUDA runs a stream's work. What a real stream adds
 // (the hold as CUDA sees it, the staging copies around it) is tested on a GPU in tests/gpu.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 
-#include "collectives/stream_order.h"
+#include "collectives/device/stream_order.h"
 #include "tests/support/fake_stream.h"
 
 namespace hoop {

@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "collectives/stall.h"
+#include "collectives/core/stall.h"
 #include "tools/hooprun/options.h"
 #include "tools/hooprun/output.h"
 #include "tools/hooprun/ranks.h"
 #include "tools/hooprun/remote.h"
 #include "tools/hooprun/sentinel.h"
-#include "transport/tcp_store.h"
+#include "transport/store/tcp_store.h"
 
 namespace hoop::run {
 
@@ -167,7 +167,7 @@ class Job {
   }
 
   // The ranks that timed out name the one that stopped making progress in the store
-  // (collectives/stall.h): "hoop/<comm>/stalled/<rank that timed out>" = its verdict.
+  // (collectives/core/stall.h): "hoop/<comm>/stalled/<rank that timed out>" = its verdict.
   bool ExplainStall() {
     std::set<int> stalled, waiters;
     for (const auto& [key, value] : store_.Find("/stalled/")) {

@@ -32,7 +32,7 @@
 #include <set>
 #include <sstream>
 
-#include "collectives/stall.h"
+#include "collectives/core/stall.h"
 #include "common/config.h"
 #include "common/deadline.h"
 #include "common/version.h"
@@ -43,7 +43,7 @@
 #include "tools/hooprun/remote.h"
 #include "tools/hooprun/sentinel.h"
 #include "transport/shm/segment.h"
-#include "transport/tcp_store.h"
+#include "transport/store/tcp_store.h"
 
 namespace hoop::run {
 namespace {

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "transport/socket.h"
+#include "transport/util/socket.h"
 
 namespace hoop::run {
 

@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "common/logging.h"
-#include "transport/hex.h"
+#include "transport/util/hex.h"
 
 namespace hoop {
 namespace {

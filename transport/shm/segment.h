@@ -24,8 +24,8 @@
 #include <string>
 
 #include "common/status.h"
-#include "transport/futex.h"
-#include "transport/socket.h"
+#include "transport/util/futex.h"
+#include "transport/util/socket.h"
 
 namespace hoop::shm {
 

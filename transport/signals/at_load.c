@@ -2,7 +2,7 @@
  *
  * UCX (libucs) and libfabric's psm providers install signal handlers from their constructors,
  * which run before libhoop's. libhoop then gives each such signal back what the program had
- * (transport/crash_signals.cc), and to know that it needs a look taken before those constructors
+ * (transport/util/crash_signals.cc), and to know that it needs a look taken before those constructors
  * ran. This library takes it: it is linked with -z initfirst, so the dynamic loader runs its
  * constructor before every other one of the objects loaded with it (at start-up, or in the
  * dlopen of a Python extension or a plugin that pulls libhoop in), and it depends on nothing

@@ -29,8 +29,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transport/socket.h"
 #include "transport/transport.h"
+#include "transport/util/socket.h"
 
 namespace hoop {
 

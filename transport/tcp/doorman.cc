@@ -6,7 +6,7 @@
 #include <cerrno>
 
 #include "common/logging.h"
-#include "transport/handshake.h"
+#include "transport/util/handshake.h"
 
 namespace hoop {
 namespace {

@@ -1,7 +1,7 @@
 // Doorman: the TCP back end's listening socket, served without ever blocking on a caller.
 //
 // Every connection must open with a hello that proves the job token and names the communicator
-// and the caller's rank (transport/handshake.h). The doorman accepts whatever waits, reads hellos
+// and the caller's rank (transport/util/handshake.h). The doorman accepts whatever waits, reads hellos
 // as their bytes arrive, from any number of callers at once, and drops a caller that has not
 // finished its hello within 5 s. So a silent stranger costs nobody anything: before, the rank
 // read one hello at a time with 5 s each, and three silent connections delayed a job by 15 s.
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "transport/refusal_log.h"
-#include "transport/socket.h"
+#include "transport/util/refusal_log.h"
+#include "transport/util/socket.h"
 
 namespace hoop {
 

@@ -9,7 +9,7 @@
 #include <chrono>
 
 #include "common/logging.h"
-#include "transport/handshake.h"
+#include "transport/util/handshake.h"
 
 namespace hoop {
 namespace {

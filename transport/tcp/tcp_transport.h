@@ -11,10 +11,10 @@
 #include <memory>
 
 #include "transport/progress_loop.h"
-#include "transport/socket.h"
 #include "transport/tcp/connection.h"
 #include "transport/tcp/doorman.h"
 #include "transport/transport.h"
+#include "transport/util/socket.h"
 
 namespace hoop {
 

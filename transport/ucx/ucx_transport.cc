@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "common/logging.h"
-#include "transport/hex.h"
+#include "transport/util/hex.h"
 
 namespace hoop {
 namespace {

@@ -1,0 +1,46 @@
+// The C API's sub-communicators: hoop_comm_split, hoop_comm_dup, hoop_comm_free
+// (Communicator::Split, collectives/core/split.cc). A new handle shares its parent's job (the store
+// and the connections, c_api_internal.h) and holds its own communicator.
+#include <string>
+
+#include "collectives/api/c_api_internal.h"
+#include "collectives/api/communicator.h"
+
+using hoop::capi::CheckLive;
+using hoop::capi::Guard;
+using hoop::capi::Report;
+
+static_assert(HOOP_UNDEFINED == hoop::kUndefined);
+
+extern "C" {
+
+hoop_status_t hoop_comm_split(hoop_comm_t comm, int color, int key, hoop_comm_t* newcomm) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_comm_split")) return bad;
+    const std::string who = "rank " + std::to_string(comm->rank) + ": hoop_comm_split";
+    if (!newcomm) return Report(hoop::InvalidArgument(who + ": newcomm is NULL"));
+    *newcomm = nullptr;
+    if (comm->fusion_active.load())
+      return Report(hoop::InvalidArgument(who + ": a tensor fusion runtime drives this communicator; stop it first"));
+    // A bad color is checked after every rank's arguments are exchanged, so all ranks fail alike.
+    auto sub = comm->get().Split(color, key);
+    if (!sub.ok()) return Report(sub.status());
+    if (!*sub) return HOOP_SUCCESS;  // HOOP_UNDEFINED
+    auto* h = new hoop_comm;
+    h->job = comm->job;
+    h->config = comm->config;
+    h->rank = (*sub)->rank();
+    h->own = std::move(sub).value();
+    *newcomm = h;
+    return HOOP_SUCCESS;
+  });
+}
+
+hoop_status_t hoop_comm_dup(hoop_comm_t comm, hoop_comm_t* newcomm) {
+  if (hoop_status_t bad = CheckLive(comm, "hoop_comm_dup")) return bad;
+  return hoop_comm_split(comm, 0, comm->get().rank(), newcomm);
+}
+
+hoop_status_t hoop_comm_free(hoop_comm_t comm) { return hoop::capi::Finalize(comm, "hoop_comm_free"); }
+
+}  // extern "C"

@@ -1,0 +1,105 @@
+// The table of algorithms: one row per (collective, algorithm), with the function that builds
+// its schedule (schedules/) and the message sizes auto picks it for. Rows of one collective are
+// tried in order; the first whose range holds the call's bytes wins.
+//
+// Thresholds measured over shm and TCP (docs/PERF.md): below them, fewer hops beat fewer bytes.
+// Recursive doubling beat both the tree and the ring up to 32 KiB for 2 to 8 ranks, and lost to
+// the ring from 512 KiB (it moves log2(n) whole buffers per rank). The binomial trees of
+// broadcast and reduce take log2(n) rounds, the chains n-1 hops but every link busy at once.
+// Gather and scatter send every block straight between its rank and the root (the root's link
+// carries each block once, the least it can); their binomial trees (the root takes log2(n)
+// messages, not n-1, but a block travels log2(n) hops) run when asked for by name: with 4 and 8
+// ranks on 2 cores they measured level with flat at best (4-rank shm gather of blocks up to
+// 64 B) and up to 2.6x slower, over shm and tcp, blocks of 8 B to 32 KiB (docs/PERF.md), so auto
+// waits for a measurement with a core per rank.
+// Hierarchical allreduce (rings inside hosts, a ring per local rank across them, in pipelined
+// parts) replaces the ring above 64 KiB on jobs spanning 2 or more hosts with the same number
+// (2 or more) of ranks on each: on 1 Gbit/s links, 2 hosts x 4 ranks, it measured 1.64x the flat
+// ring's algbw at 64 MiB (1.6x to 3.75x from 64 KiB), 4 x 2 1.12-1.17x (perf/linktest,
+// docs/PERF.md). Allgather and reduce-scatter take the same rule (their rings across hosts carry
+// each rank's own blocks only, inside hosts all of them), and broadcast's chain is taken host by
+// host (the same chain where ranks are placed host by host and the root leads its host; with
+// ranks interleaved over hosts the rank-order chain crosses hosts at every hop).
+// Alltoall exchanges pairwise, n-1 rounds, each rank sending to rank+k while it receives from
+// rank-k.
+// The v-collectives (per-rank counts) run the same ring and pairwise exchange, one whole block
+// per step; their plans depend on the counts and are built per call, not cached.
+#include <cstdint>
+
+#include "collectives/core/algo.h"
+
+namespace hoop {
+namespace {
+
+constexpr size_t kAll = SIZE_MAX;
+constexpr size_t kSmall = 64 << 10;  // doubling and binomial up to here, ring and chain above
+// A row auto never picks: it runs only when asked for by name.
+constexpr size_t kNamedMin = 1, kNamedMax = 0;
+
+}  // namespace
+
+const std::vector<AlgoRow>& AlgoTable() {
+  static const std::vector<AlgoRow> table = {
+      {CollKind::kAllreduce, Algo::kDoubling,
+       [](const ScheduleArgs& a) { return DoublingAllreduce(a.rank, a.size, a.count); }, 0, kSmall},
+      {CollKind::kAllreduce, Algo::kHierarchical,
+       [](const ScheduleArgs& a) {
+         return a.host_of ? HierarchicalAllreduce(a.rank, *a.host_of, a.count) : RingAllreduce(a.rank, a.size, a.count);
+       },
+       kSmall + 1, kAll, true},
+      {CollKind::kAllreduce, Algo::kRing, [](const ScheduleArgs& a) { return RingAllreduce(a.rank, a.size, a.count); },
+       0, kAll},
+      {CollKind::kAllreduce, Algo::kTree, [](const ScheduleArgs& a) { return TreeAllreduce(a.rank, a.size, a.count); },
+       kNamedMin, kNamedMax},
+      {CollKind::kBroadcast, Algo::kBinomial,
+       [](const ScheduleArgs& a) { return BinomialBroadcast(a.rank, a.size, a.root, a.count); }, 0, kSmall},
+      {CollKind::kBroadcast, Algo::kHierarchical,
+       [](const ScheduleArgs& a) {
+         return a.host_of ? HierarchicalBroadcast(a.rank, *a.host_of, a.root, a.count)
+                          : ChainBroadcast(a.rank, a.size, a.root, a.count);
+       },
+       kSmall + 1, kAll, true},
+      {CollKind::kBroadcast, Algo::kChain,
+       [](const ScheduleArgs& a) { return ChainBroadcast(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kReduce, Algo::kBinomial,
+       [](const ScheduleArgs& a) { return BinomialReduce(a.rank, a.size, a.root, a.count); }, 0, kSmall},
+      {CollKind::kReduce, Algo::kChain,
+       [](const ScheduleArgs& a) { return ChainReduce(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kAllgather, Algo::kHierarchical,
+       [](const ScheduleArgs& a) {
+         return a.host_of ? HierarchicalAllgather(a.rank, *a.host_of, a.count) : RingAllgather(a.rank, a.size, a.count);
+       },
+       kSmall + 1, kAll, true},
+      {CollKind::kAllgather, Algo::kRing, [](const ScheduleArgs& a) { return RingAllgather(a.rank, a.size, a.count); },
+       0, kAll},
+      {CollKind::kReduceScatter, Algo::kHierarchical,
+       [](const ScheduleArgs& a) {
+         return a.host_of ? HierarchicalReduceScatter(a.rank, *a.host_of, a.count)
+                          : RingReduceScatter(a.rank, a.size, a.count);
+       },
+       kSmall + 1, kAll, true},
+      {CollKind::kReduceScatter, Algo::kRing,
+       [](const ScheduleArgs& a) { return RingReduceScatter(a.rank, a.size, a.count); }, 0, kAll},
+      {CollKind::kGather, Algo::kBinomial,
+       [](const ScheduleArgs& a) { return BinomialGather(a.rank, a.size, a.root, a.count); }, kNamedMin, kNamedMax},
+      {CollKind::kGather, Algo::kFlat,
+       [](const ScheduleArgs& a) { return FlatGather(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kScatter, Algo::kBinomial,
+       [](const ScheduleArgs& a) { return BinomialScatter(a.rank, a.size, a.root, a.count); }, kNamedMin, kNamedMax},
+      {CollKind::kScatter, Algo::kFlat,
+       [](const ScheduleArgs& a) { return FlatScatter(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kAllgatherv, Algo::kRing,
+       [](const ScheduleArgs& a) { return RingAllgatherv(a.rank, a.size, a.v->recv); }, 0, kAll},
+      {CollKind::kReduceScatterv, Algo::kRing,
+       [](const ScheduleArgs& a) { return RingReduceScatterv(a.rank, a.size, a.v->recv); }, 0, kAll},
+      {CollKind::kAlltoallv, Algo::kPairwise,
+       [](const ScheduleArgs& a) { return PairwiseAlltoallv(a.rank, a.size, a.v->send, a.v->recv); }, 0, kAll},
+      {CollKind::kAlltoall, Algo::kPairwise,
+       [](const ScheduleArgs& a) { return PairwiseAlltoall(a.rank, a.size, a.count); }, 0, kAll},
+      {CollKind::kBarrier, Algo::kDissemination,
+       [](const ScheduleArgs& a) { return DisseminationBarrier(a.rank, a.size); }, 0, kAll},
+  };
+  return table;
+}
+
+}  // namespace hoop

@@ -1,0 +1,516 @@
+// CommCore (comm_core.h): creation (meet through the store, connect a full mesh), the operation
+// queue and its worker, the turn on the transport, poisoning, timeouts explained, and the run of
+// a collective's plan by the executor (RunSchedule).
+#include "collectives/core/comm_core.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <sstream>
+
+#include "collectives/core/stall.h"
+#include "collectives/device/cuda_queue.h"
+#include "collectives/kernels/reduce.h"
+#include "common/logging.h"
+#include "transport/select.h"
+
+namespace hoop {
+
+// ---- creation: meet through the store, connect a full mesh ----
+
+namespace {
+std::string HostName() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+}  // namespace
+
+StatusOr<std::unique_ptr<CommCore>> CommCore::Create(Store& store, const CommOptions& in) {
+  CommOptions o = in;
+  if (o.size < 1 || o.rank < 0 || o.rank >= o.size)
+    return InvalidArgument("communicator: rank " + std::to_string(o.rank) + " is not in [0, " + std::to_string(o.size) +
+                           ")");
+  SetLogRank(o.rank);
+  const std::string ctx = "rank " + std::to_string(o.rank) + ": creating communicator '" + o.name + "'";
+  Deadline deadline = Deadline::After(o.timeout);
+  const std::string prefix = "hoop/" + o.name + "/";
+
+  // Host names give the local rank and size, and "same host" for transport selection.
+  std::string me = HostName();
+  HOOP_RETURN_IF_ERROR(store.Set(prefix + "host/" + std::to_string(o.rank), me).WithContext(ctx));
+  std::vector<PeerInfo> peers(static_cast<size_t>(o.size));
+  int local_rank = 0, local_size = 0;
+  for (int r = 0; r < o.size; ++r) {
+    auto h = store.Get(prefix + "host/" + std::to_string(r), deadline);
+    if (!h.ok()) return h.status().WithContext(ctx + ": waiting for rank " + std::to_string(r) + " to join");
+    peers[static_cast<size_t>(r)] = {r, *h};
+    if (*h == me) {
+      ++local_size;
+      if (r < o.rank) ++local_rank;
+    }
+  }
+  if (o.local_rank < 0) o.local_rank = local_rank;
+  if (o.local_size < 0) o.local_size = local_size;
+
+  // Back ends, per peer: shm on this host, then ucx/ofi/tcp (transport/select.h).
+  DeviceAccess device;
+  if (o.device_access)
+    device = *o.device_access;
+  else if (o.cuda_ipc)
+    device = CudaDeviceAccess();
+  TransportOptions topts{o.rank, o.size, o.host, o.token, o.name, peers, device};
+  auto transport = ConnectPeers(store, prefix, topts, o.transport, deadline);
+  if (!transport.ok()) return transport.status().WithContext(ctx);
+  HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << (*transport)->Label()
+                                   << " (the back ends in use), this rank at " << (*transport)->Address() << "; rank "
+                                   << o.rank << ", " << local_size << " on this host name"
+                                   << " (HOOP_LOG_LEVEL=debug: the back end per peer and the plan per call shape)");
+  Membership m;
+  m.hub = TransportHub::Make(std::move(transport).value(), o.unexpected_bytes);
+  for (const PeerInfo& p : peers) {
+    m.members.push_back(p.rank);
+    m.hosts.push_back(p.host);
+  }
+  auto view = m.hub->View(0, m.members, o.rank);
+  if (!view.ok()) return view.status().WithContext(ctx);
+  std::unique_ptr<CommCore> comm(new CommCore(o, &store, std::move(m), std::move(view).value()));
+  // Nothing is queued yet, so this thread may use the transport.
+  HOOP_RETURN_IF_ERROR(comm->mailbox_->Start().WithContext(ctx));
+  return comm;
+}
+
+namespace {
+// Each rank's host as a small id (its host name's order of first appearance), the same on every
+// rank: what the hierarchical schedules group ranks by.
+std::vector<int> HostIds(const std::vector<std::string>& hosts) {
+  std::vector<int> ids;
+  std::vector<std::string> seen;
+  for (const auto& h : hosts) {
+    auto it = std::find(seen.begin(), seen.end(), h);
+    ids.push_back(static_cast<int>(it - seen.begin()));
+    if (it == seen.end()) seen.push_back(h);
+  }
+  return ids;
+}
+}  // namespace
+
+CommCore::CommCore(CommOptions opts, Store* store, Membership m, std::unique_ptr<Transport> transport)
+    : opts_(std::move(opts)),
+      store_(store),
+      membership_(std::move(m)),
+      transport_(std::move(transport)),
+      stream_order_(opts_.stream_ops),
+      plans_(opts_.rank, opts_.size, HostIds(membership_.hosts)),
+      even_hosts_(EvenHosts(HostIds(membership_.hosts))) {
+  Mailbox::Options mo;
+  mo.rank = opts_.rank;
+  mo.size = opts_.size;
+  mo.unexpected_bytes = opts_.unexpected_bytes;
+  mo.piece_bytes = ChunkBytes();
+  mo.timeout = opts_.timeout;
+  mailbox_ = std::make_unique<Mailbox>(*transport_, mo);
+  WarnUnevenHierarchical();
+  worker_ = std::thread([this] { WorkerLoop(); });
+}
+
+void CommCore::WarnUnevenHierarchical() const {
+  // HOOP_ALGO=hierarchical on hosts that hold different numbers of ranks (or one host, or a
+  // host with one rank): the schedules then run the flat ring, which the user should hear of
+  // once, from the communicator's rank 0, rather than find in a profile.
+  if (opts_.algo != Algo::kHierarchical || even_hosts_ || opts_.size < 2 || opts_.rank != 0) return;
+  std::string counts;
+  for (int k : RanksPerHost(HostIds(membership_.hosts))) counts += (counts.empty() ? "" : ", ") + std::to_string(k);
+  HOOP_LOG(kWarn, "communicator '" << opts_.name << "': HOOP_ALGO=hierarchical needs 2 or more hosts with the same "
+                                   << "number (2 or more) of ranks on each; ranks per host here: " << counts
+                                   << ". Allreduce, allgather and reduce_scatter run the flat ring instead "
+                                   << "(broadcast still goes host by host)");
+}
+
+Status CommCore::Close() {
+  if (closed_) return Status::Ok();
+  closed_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    Blocked();
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  if (!healthy()) return Status::Ok();  // failed already: nothing more can be promised
+  const Deadline deadline = Deadline::After(opts_.timeout);
+  // A small send completes once copied into its frame: those frames go out now.
+  while (mailbox_->FramesOut() && mailbox_->fatal().ok() && !deadline.Expired()) {
+    mailbox_->Progress(Deadline::After(std::chrono::milliseconds(10)));
+    AfterTurn();
+  }
+  const std::string me = "rank " + std::to_string(opts_.rank) + ": finalizing communicator '" + opts_.name + "'";
+  if (!mailbox_->fatal().ok()) return mailbox_->fatal().WithContext(me);
+  if (!healthy()) return Status::Ok();  // a peer's abort came in meanwhile: nothing to deliver to
+  if (mailbox_->FramesOut())
+    return DeadlineExceeded(me + ": messages already sent were not taken by their peers within HOOP_TIMEOUT");
+  Status s = transport_->Close(deadline);
+  return s.ok() ? s : s.WithContext(me);
+}
+
+CommCore::~CommCore() {
+  if (Status s = Close(); !s.ok()) HOOP_LOG(kError, s.message());
+  // Sends and receives nobody waited for: their Works complete, the transport goes.
+  const Status pending = Aborted("the communicator was destroyed with the call pending");
+  TransportHub& hub = *membership_.hub;
+  if (hub.open_views() == 1 || !healthy()) {
+    mailbox_->FailAll(pending);
+    return;
+  }
+  // Other communicators go on over these connections: payloads already moving finish (the
+  // transport holds their memory), calls that never matched fail, and the mailbox stays with the
+  // hub, answering its peers, until each has said goodbye; only then is the id used again.
+  const Deadline deadline = Deadline::After(opts_.timeout);
+  while (mailbox_->Moving() && !deadline.Expired()) {
+    mailbox_->Progress(Deadline::After(std::chrono::milliseconds(10)));
+    AfterTurn();
+  }
+  if (mailbox_->Moving()) {  // a peer stopped halfway: the connections cannot be trusted
+    Poison(Aborted("rank " + std::to_string(opts_.rank) + ": freeing communicator '" + opts_.name +
+                   "': point-to-point payloads stopped moving (HOOP_TIMEOUT)"));
+    mailbox_->FailAll(pending);
+    return;
+  }
+  mailbox_->FailAll(pending);
+  mailbox_->Retire();
+  hub.Retire(std::move(transport_), std::move(mailbox_));
+}
+
+std::string CommCore::transport_name() const { return transport_->Label(); }
+
+bool CommCore::healthy() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return poisoned_.ok();
+}
+
+void CommCore::Abort(const std::string& cause) {
+  Op op;
+  op.kind = CollKind::kBarrier;
+  op.abort = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (poisoned_.ok()) poisoned_ = Aborted("rank " + std::to_string(opts_.rank) + " aborted: " + cause);
+    Blocked();
+  }
+  // The abort's own status is the poison set above (every later call returns it): nothing to
+  // report from here, only to wait until the worker has torn the calls down.
+  static_cast<void>(Submit(op, true).Wait());
+}
+
+// ---- the worker ----
+
+Work CommCore::Post(CollKind kind, const Buffer& in, const Buffer& out, ReduceOp op, int root, const CallOptions& o,
+                    std::shared_ptr<const VBlocks> v) {
+  Op x;
+  x.kind = kind;
+  x.in = in;
+  x.out = out;
+  x.op = op;
+  x.root = root;
+  x.algo = o.algo;
+  if (kind == CollKind::kAllreduce) {  // the only collective that compresses; the others ignore them
+    x.compression = o.compression;
+    x.residual = o.residual;
+  }
+  x.v = std::move(v);
+  x.stream = o.stream;
+  return Submit(std::move(x), o.blocking);
+}
+
+Work CommCore::Submit(Op op, bool blocking) {
+  if (!op.abort) {
+    Status s = op.p2p ? CheckP2p(*op.p2p, op.stream.has_value()) : CheckCall(op);
+    if (!s.ok()) return Work::MakeRefused(s);
+  }
+  // A plain call on device memory starts after the caller's work queued before it: marked now,
+  // not when the worker gets to it (ready_events.h).
+  if (!op.abort && !op.p2p && !op.stream && OnDevice(op) && !opts_.device_access) {
+    auto ready = ready_events_.Record();
+    if (!ready.ok())
+      return Work::MakeRefused(ready.status().WithContext("rank " + std::to_string(opts_.rank) + ": " +
+                                                          CollKindName(op.kind) + ": marking the caller's CUDA work"));
+    op.ready = *ready;
+  }
+  // A blocking call with nothing queued, stopping or failed runs here, the turn taken by one
+  // compare-and-swap (as a blocking send takes it): no lock, and where it succeeds no state of
+  // its own. A small allreduce's every microsecond is the caller's.
+  if (blocking && !op.stream && !op.p2p && !op.abort && TryTurn()) {
+    Status result = RunCollectiveOp(op);
+    ready_events_.Give(op.ready);
+    EndTurn();
+    Work w;
+    if (result.ok()) {
+      w.state_ = done_ok_;
+    } else {
+      w.state_ = std::make_shared<Work::State>();
+      w.state_->done = true;
+      w.state_->status = std::move(result);
+    }
+    return w;
+  }
+  Work w;
+  w.state_ = std::make_shared<Work::State>();
+  op.state = w.state_;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    // Nothing ahead of it: run it here, sparing the hand-off to the worker and back. A send or
+    // receive is only posted to the mailbox, which never waits, unless the caller will.
+    // A call on a CUDA stream takes its place on the stream here, in queue order, and never
+    // runs on the caller's thread (the caller does not wait for it).
+    if (op.stream) {
+      blocking = false;
+      auto t = EnterStream(op);
+      if (!t.ok())
+        return Work::MakeRefused(t.status().WithContext("rank " + std::to_string(opts_.rank) + ": " +
+                                                        CollKindName(op.kind) + ": ordering on the CUDA stream"));
+      op.ticket = *t;
+    }
+    if ((blocking || (op.p2p && !op.stream)) && queue_.empty() && !stopping_ && ClaimLocked()) {
+      lock.unlock();
+      RunOne(op, blocking);
+      EndTurn();
+      return w;
+    }
+    queue_.push_back(std::move(op));
+    Blocked();
+  }
+  cv_.notify_all();
+  return w;
+}
+
+bool CommCore::ClaimLocked() {
+  // A blocking send or receive may take a free turn without mu_ (TryTurn): compare and swap.
+  uint32_t now = turn_.load(std::memory_order_relaxed);
+  while (!(now & kHeld))
+    if (turn_.compare_exchange_weak(now, now | kHeld, std::memory_order_acquire, std::memory_order_relaxed))
+      return true;
+  return false;
+}
+
+void CommCore::Blocked() {
+  if (!queue_.empty() || stopping_ || !poisoned_.ok())
+    turn_.fetch_or(kBlocked, std::memory_order_relaxed);
+  else
+    turn_.fetch_and(~kBlocked, std::memory_order_relaxed);
+}
+
+void CommCore::WorkerLoop() {
+  // The wait between looks for sends and receives in flight when nothing is queued: a queued
+  // call starts at most this late.
+  constexpr auto kSlice = std::chrono::milliseconds(1);
+  SetThreadLogRank(membership_.members[static_cast<size_t>(opts_.rank)]);  // the job's rank, in a split too
+  while (true) {
+    std::optional<Op> op;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || (!Held() && (!queue_.empty() || p2p_busy_)); });
+      if (Held() && stopping_) return;
+      if (queue_.empty() && (stopping_ || !p2p_busy_)) return;
+      // A blocking send or receive may have taken the turn since (TryTurn): wait again.
+      if (!ClaimLocked()) continue;
+      if (!queue_.empty()) {
+        op = std::move(queue_.front());
+        queue_.pop_front();
+        Blocked();
+      }
+    }
+    if (op)
+      RunOne(*op, false);
+    else
+      mailbox_->Progress(Deadline::After(kSlice));
+    AfterTurn();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ReleaseLocked();
+    }
+    cv_.notify_all();
+  }
+}
+
+void CommCore::Poison(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (poisoned_.ok()) poisoned_ = why;
+    Blocked();
+  }
+  HOOP_LOG(kError, why.message());
+  if (!told_peers_) {
+    transport_->Abort(why.message());
+    told_peers_ = true;
+  }
+}
+
+void CommCore::AfterTurn() {
+  if (!mailbox_->fatal().ok()) Poison(mailbox_->fatal());
+  Status poisoned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    poisoned = poisoned_;
+  }
+  if (!poisoned.ok() && mailbox_->Busy()) mailbox_->FailAll(Aborted("the communicator failed: " + poisoned.message()));
+  std::lock_guard<std::mutex> lock(mu_);
+  p2p_busy_ = mailbox_->Busy();
+}
+
+void CommCore::EndTurn() {
+  // Nothing in flight before or now, nothing failed, and (the swap checks it) nothing queued,
+  // stopping or poisoned: nobody needs waking. (p2p_busy_ is written only by the turn's holder.)
+  if (!p2p_busy_ && mailbox_->fatal().ok() && !mailbox_->Busy()) {
+    uint32_t held = kHeld;
+    if (turn_.compare_exchange_strong(held, 0, std::memory_order_release, std::memory_order_relaxed)) return;
+  }
+  bool wake = false, released = false;
+  if (mailbox_->fatal().ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (poisoned_.ok()) {  // nothing to fail: one hold of the lock
+      p2p_busy_ = mailbox_->Busy();
+      ReleaseLocked();
+      released = true;
+      wake = !queue_.empty() || p2p_busy_;
+    }
+  }
+  if (!released) {  // something failed: AfterTurn words it and fails what is pending
+    AfterTurn();
+    std::lock_guard<std::mutex> lock(mu_);
+    ReleaseLocked();
+    wake = !queue_.empty() || p2p_busy_;
+  }
+  if (wake) cv_.notify_all();
+}
+
+void CommCore::RunOne(const Op& op, bool caller_waits) {
+  Status poisoned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    poisoned = poisoned_;
+  }
+  Status result;
+  if (!poisoned.ok()) {
+    if (!told_peers_) {
+      transport_->Abort(poisoned.message());
+      told_peers_ = true;
+    }
+    const std::string what = op.p2p ? (op.p2p->is_send ? "send" : "receive") : CollKindName(op.kind);
+    result = op.abort ? Status::Ok()
+                      : Aborted("rank " + std::to_string(opts_.rank) + ": " + what +
+                                " refused: the communicator failed earlier: " + poisoned.message());
+  } else if (op.p2p) {
+    return RunP2p(op, caller_waits);
+  } else {
+    result = RunCollectiveOp(op);
+  }
+  if (op.ticket.seq != 0) StreamOrder::Release(op.ticket);  // done or failed: the stream goes on
+  ready_events_.Give(op.ready);
+  {
+    std::lock_guard<std::mutex> lock(op.state->mu);
+    op.state->done = true;
+    op.state->status = result;
+  }
+  op.state->cv.notify_all();
+}
+
+Status CommCore::RunCollectiveOp(const Op& op) {
+  waiting_for_.clear();
+  Status result = RunOp(op, seq_++);
+  // Before telling the peers: they must time out on their own to say whom they wait for.
+  if (result.code() == Code::kDeadlineExceeded) result = ExplainTimeout(result);
+  if (!result.ok() && result.code() != Code::kInvalidArgument) Poison(result);
+  return result;
+}
+
+Status CommCore::ExplainTimeout(const Status& timeout) {
+  if (waiting_for_.empty()) return timeout;
+  // The others time out within moments of this rank when they entered the operation with it;
+  // one that has said nothing after a quarter of the timeout (1 to 10 s) is not waiting in hoop.
+  const auto grace = std::clamp(opts_.timeout / 4, std::chrono::milliseconds(1000), std::chrono::milliseconds(10000));
+  StallVerdict v =
+      FindStalledRanks(*store_, "hoop/" + opts_.name + "/", opts_.rank, waiting_for_, Deadline::After(grace));
+  if (v.explanation.empty())
+    return DeadlineExceeded(timeout.message() + "; did every rank call the same collectives in the same order?");
+  return DeadlineExceeded(timeout.message() + "; " + v.explanation);
+}
+
+std::string CommCore::Describe(const Op& op, uint32_t seq, Algo algo, Compression wire) const {
+  std::ostringstream os;
+  os << "rank " << opts_.rank;
+  if (membership_.id != 0) {  // a split's ranks are not the job's: say which they are
+    os << " of '" << opts_.name << "' (its ranks are ranks ";
+    for (size_t r = 0; r < membership_.members.size() && r < 8; ++r) os << (r ? "," : "") << membership_.members[r];
+    if (membership_.members.size() > 8) os << ",...";
+    os << " of the job)";
+  }
+  const bool split = op.kind == CollKind::kAllgather && op.root == kSplitRoot;  // split.cc's allgather
+  os << ": " << (split ? "split (an allgather)" : CollKindName(op.kind)) << " #" << seq << " (" << AlgoName(algo);
+  if (op.kind != CollKind::kBarrier)
+    os << ", " << DescCount(op) << " x " << DTypeName(UsesOut(op) ? op.out.dtype : op.in.dtype);
+  if (Reduces(op.kind)) os << ", " << ReduceOpName(op.op);
+  if (Rooted(op.kind)) os << ", root " << op.root;
+  if (wire != Compression::kNone) os << ", " << CompressionName(wire) << " on the wire";
+  os << ")";
+  return os.str();
+}
+
+Status CommCore::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq,
+                             Compression wire, ExecMemory* memory) {
+  OpDesc desc{
+      op.kind, out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op), static_cast<uint8_t>(wire)};
+  size_t esize = DTypeSize(out.dtype);
+  ExecArgs a;
+  a.chunk_bytes = ChunkBytes();
+  const PlanKey key{op.kind, algo, op.root, count, ChunkElems(esize)};
+  // The v-collectives' plans depend on their counts: built for the call, never cached.
+  std::optional<Plan> own;
+  if (op.v)
+    own.emplace(
+        MakePlan(FindAlgo(op.kind, algo)->build(ScheduleArgs{opts_.rank, opts_.size, op.root, count, op.v.get()}),
+                 key.chunk_elems));
+  const bool new_shape = LogEnabled(LogLevel::kDebug) && (op.v || !plans_.Contains(key));
+  a.plan = op.v ? &*own : &plans_.Get(key);
+  if (new_shape)  // as NCCL_DEBUG=INFO: what a call of this shape runs, once per shape
+    HOOP_LOG(kDebug, Describe(op, seq, algo, wire)
+                         << ": new call shape: " << AlgoName(algo) << " in " << a.plan->units.size()
+                         << " steps of up to " << a.chunk_bytes << " B chunks, window " << opts_.window << ", over "
+                         << transport_->Label());
+  HOOP_ASSIGN_OR_RETURN(a.in, transport_->Register(in.data, in.count * esize, in.kind));
+  HOOP_ASSIGN_OR_RETURN(a.out, transport_->Register(out.data, out.count * esize, out.kind));
+  a.in.large = a.out.large = std::max(in.count, out.count) * esize >= kStreamingBytes;
+  a.dtype = out.dtype;
+  a.op = op.op;
+  a.nranks = opts_.size;
+  a.seq = seq;
+  a.check = desc.Pack();
+  a.window = opts_.window;
+  a.compression = wire;
+  a.residual = wire != Compression::kNone ? op.residual : nullptr;
+  a.deadline = Deadline::After(opts_.timeout);
+  a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
+  a.waiting_for = &waiting_for_;
+  a.memory = memory;
+  a.queue = direct_;
+  // A working copy a device run could not get (Scratch) ends the call here, as it would have.
+  if (direct_ && !direct_error_.ok()) return direct_error_;
+  Mailbox* mailbox = mailbox_.get();
+  a.foreign = [mailbox](const Completion& c) { mailbox->Handle(c); };
+  struct Context {
+    const CommCore* self;
+    const Op* op;
+    uint32_t seq;
+    Algo algo;
+    OpDesc desc;
+  } ctx{this, &op, seq, algo, desc};
+  const Context* c = &ctx;
+  a.what = [c] { return c->self->Describe(*c->op, c->seq, c->algo, static_cast<Compression>(c->desc.compression)); };
+  a.explain_mismatch = [c](uint64_t theirs, int peer) {
+    return c->desc.DescribeDifference(OpDesc::Unpack(theirs), peer);
+  };
+  return Execute(*transport_, staging_, exec_, a);
+}
+
+}  // namespace hoop

@@ -1,0 +1,301 @@
+// CommCore: the Communicator's implementation, behind its front (communicator.h, which says
+// what each call means): the operation queue and its worker, the turn on the transport, the
+// checks and runs of the collective table's rows (coll_table.h), point-to-point through the
+// mailbox, device buffers (staged, pipelined or by CUDA IPC), calls on CUDA streams, splits.
+// Only collectives/ sees it; tensorfusion/, trainer/, perf/ and tools/ see the front.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "collectives/api/communicator.h"
+#include "collectives/core/algo.h"
+#include "collectives/core/coll_call.h"
+#include "collectives/core/coll_table.h"
+#include "collectives/core/executor.h"
+#include "collectives/core/op_desc.h"
+#include "collectives/device/device_staging.h"
+#include "collectives/device/pipelined_staging.h"
+#include "collectives/device/ready_events.h"
+#include "collectives/device/stream_order.h"
+#include "collectives/device/stream_staging.h"
+#include "collectives/kernels/wire.h"
+#include "common/config.h"
+#include "common/dtype.h"
+#include "common/host_memory.h"
+#include "common/status.h"
+#include "transport/shared_transport.h"
+#include "transport/store/store.h"
+#include "transport/tagged/mailbox.h"
+#include "transport/transport.h"
+
+namespace hoop {
+
+class CommCore {
+ public:
+  static StatusOr<std::unique_ptr<CommCore>> Create(Store& store, const CommOptions& options);
+  ~CommCore();
+  CommCore(const CommCore&) = delete;
+  CommCore& operator=(const CommCore&) = delete;
+  Status Close();
+
+  int rank() const { return opts_.rank; }
+  int size() const { return opts_.size; }
+  int local_rank() const { return opts_.local_rank; }
+  int local_size() const { return opts_.local_size; }
+  std::string transport_name() const;
+  std::string DeviceRoute(int device);
+  const CommOptions& options() const { return opts_; }
+  Store& store() const { return *store_; }
+  Algo ChosenAlgo(CollKind kind, size_t bytes, Algo per_call) const {
+    return ChooseAlgo(kind, bytes, opts_.size, per_call, opts_.algo).algo;
+  }
+
+  // Queues a collective call of `kind` (the front's calls: communicator.cc); `v`: the
+  // v-collectives' layouts.
+  Work Post(CollKind kind, const Buffer& in, const Buffer& out, ReduceOp op, int root, const CallOptions& o,
+            std::shared_ptr<const VBlocks> v = nullptr);
+
+  Work Send(const Buffer& in, int peer, int tag, const CallOptions& o = {});
+  Work Recv(const Buffer& out, int peer, int tag, std::shared_ptr<RecvInfo> info = nullptr, const CallOptions& o = {});
+  Status SendNow(const Buffer& in, int peer, int tag, bool* refused = nullptr);
+  Status RecvNow(const Buffer& out, int peer, int tag, RecvInfo* info = nullptr, bool* refused = nullptr);
+  StatusOr<std::unique_ptr<CommCore>> Split(int color, int key);
+  StatusOr<std::unique_ptr<CommCore>> Dup();
+  void Abort(const std::string& cause);
+  bool healthy();
+  size_t MaxCallBytes() const;
+
+ private:
+  // The pipeline chunk every run cuts its buffers into: HOOP_CHUNK_BYTES, else the back end's.
+  size_t ChunkBytes() const { return opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes(); }
+  // Elements of `esize` bytes in a chunk (at least one): the plans' unit, part of their key.
+  size_t ChunkElems(size_t esize) const { return std::max<size_t>(1, ChunkBytes() / esize); }
+  // Rank 0 says once when HOOP_ALGO=hierarchical cannot apply to this communicator's host map.
+  void WarnUnevenHierarchical() const;
+  // A queued operation: a collective call (coll_call.h) and how it is to run.
+  struct Op : CollCall {
+    bool abort = false;            // Abort(): poisons and tells peers, runs nothing
+    std::shared_ptr<P2pCall> p2p;  // a send or receive (kind is then meaningless)
+    std::shared_ptr<Work::State> state;
+    std::optional<void*> stream;  // CallOptions::stream
+    StreamTicket ticket;          // its place on that stream (seq 0: none), taken when queued
+    Status stage_error;           // staging it on the stream failed after its hold was queued
+    ReadyEvents::Ready ready;     // a plain call on device memory: the caller's work before it
+  };
+  // Where a communicator sits among those sharing its connections.
+  struct Membership {
+    std::shared_ptr<TransportHub> hub;
+    int id = 0;                      // its view's id (0: the communicator that made the connections)
+    std::vector<int> members;        // its rank r is the connections' rank members[r]
+    std::vector<std::string> hosts;  // by rank
+  };
+  CommCore(CommOptions opts, Store* store, Membership m, std::unique_ptr<Transport> transport);
+  Work Submit(Op op, bool blocking);
+  void WorkerLoop();
+  void RunOne(const Op& op, bool caller_waits);  // runs (or refuses) one operation and completes its Work
+  // RunOne's run of a collective on the turn's holder, with a communicator not failed: the next
+  // sequence number, a timeout explained, a failure poisoning the communicator.
+  Status RunCollectiveOp(const Op& op);
+  // Hands a send or receive to the mailbox; with `caller_waits`, drives progress until it is done.
+  void RunP2p(const Op& op, bool caller_waits);
+  // After a blocking send or receive: polls until the transport has taken the mailbox's frames
+  // (a small send completes inside one), for the call's HOOP_TIMEOUT at most.
+  void FlushFrames(Deadline flush);
+  // SendNow/RecvNow's shared body (p2p.cc), in three steps: on a free turn, a first look that
+  // may finish the call at once (a small send sent, a receive from one peer taken where it
+  // lies); the call object (the last one reused, or a new one); its post and drive.
+  Status RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused);
+  struct NowLook {
+    bool looked = false;  // the peer's stream was looked at, and nothing was there
+    bool taken = false;   // a frame of another call was taken, to be handled after the post
+    Deadline due = Deadline::Never();
+  };
+  // Tens of microseconds of looking at one peer's stream (a look is a load from L1).
+  static constexpr unsigned kNowTakeSpins = 1u << 16;
+  std::optional<Status> RunNowAtOnce(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused,
+                                     NowLook& look);
+  std::shared_ptr<P2pCall> NowCall(bool here, bool is_send, const Buffer& b, int peer, int tag,
+                                   std::shared_ptr<RecvInfo> at);
+  Status DriveNow(std::shared_ptr<P2pCall> call, bool is_send, int peer, const NowLook& look);
+  // on_stream: a call on a CUDA stream, whose device buffer is staged at the call (EnterStreamP2p).
+  Status CheckP2p(bool is_send, const Buffer& b, int peer, int tag, bool on_stream = false, bool direct = false) const;
+  // A send or receive of device memory (p2p_device.cc): its host copy (a send's filled), and the
+  // host buffer to run the call on; an error naming rank and call where it cannot be staged.
+  StatusOr<std::shared_ptr<std::vector<char>>> StageP2p(bool is_send, const Buffer& b) const;
+  // Copies a staged receive's `bytes` back to the device buffer.
+  Status UnstageP2p(const Buffer& b, const std::vector<char>& host, size_t bytes) const;
+  // A send or receive of at most one piece of host memory that CheckP2p would pass, told at a
+  // glance (no Status, no string): false means only "ask CheckP2p". On a ping-pong's path.
+  bool PlainP2p(bool is_send, const Buffer& b, int peer, int tag) const {
+    const size_t bytes = b.count * DTypeSize(b.dtype);  // count is bounded below first
+    return peer >= (is_send ? 0 : kAnySource) && peer < opts_.size && tag >= 0 && HostVisible(b.kind) &&
+           DTypeSize(b.dtype) != 0 && b.count < (size_t{1} << 40) && (b.data != nullptr || b.count == 0) &&
+           reinterpret_cast<uintptr_t>(b.data) < (uintptr_t{1} << 62) && bytes <= mailbox_->piece_bytes() &&
+           HostReadable(b);
+  }
+  // Whether a host buffer is memory this process can read: the C API takes for host memory
+  // whatever cudaPointerGetAttributes does not know, which includes a device pointer from another
+  // process (where CUDA merely reserves the addresses, or nothing is mapped). Asked only where
+  // CUDA devices are; each answer kept for the range (ReadableCache). Unreadable: the refusal's words.
+  bool HostReadable(const Buffer& b) const;
+  static std::string Unreadable(const Buffer& b);
+  Status CheckP2p(const P2pCall& c, bool on_stream = false) const {
+    return CheckP2p(c.is_send, Buffer{c.data, c.count, c.dtype, c.kind}, c.peer, c.tag, on_stream, c.queue != nullptr);
+  }
+  // After every turn on the transport: a mailbox failure poisons the communicator; a poisoned
+  // one fails the mailbox's calls. Then publishes whether the mailbox has calls in flight.
+  void AfterTurn();
+  // AfterTurn, then gives the transport back (the turn) and wakes the worker if it has work:
+  // the end of a call run on the caller's thread; one compare-and-swap when nothing is queued,
+  // failed or in flight, else one hold of mu_ when nothing failed.
+  void EndTurn();
+  // The turn on the transport (turn_): taken without mu_ when it is free and nothing is queued,
+  // stopping or failed (a blocking send or receive); under mu_ otherwise. Blocked() recomputes
+  // kBlocked after any change of queue_, stopping_ or poisoned_ (under mu_).
+  bool TryTurn() {
+    uint32_t free = 0;
+    return turn_.compare_exchange_strong(free, kHeld, std::memory_order_acquire, std::memory_order_relaxed);
+  }
+  bool ClaimLocked();
+  bool Held() const { return turn_.load(std::memory_order_relaxed) & kHeld; }
+  void ReleaseLocked() { turn_.fetch_and(~kHeld, std::memory_order_release); }
+  void Blocked();
+  // Poisons the communicator with `why` (first failure wins) and tells the peers.
+  void Poison(const Status& why);
+  Status RunOp(const Op& op, uint32_t seq);
+  // Device buffers: whether op has any this rank uses, and the run through pinned host staging
+  // (device_staging.h).
+  bool OnDevice(const Op& op) const;
+  Status RunStaged(const Op& op, uint32_t seq);
+  // An allreduce on device buffers: staged piece by piece beside the wire (pipelined_staging.h).
+  Status RunPipelined(const Op& op, uint32_t seq, int device);
+  // Device buffers the transport moves itself (CUDA IPC, device_direct.cc): the queue to run op
+  // on, or null (it is staged), and the run: the collective's own code with direct_ set.
+  DeviceQueue* DirectQueue(const Op& op);
+  Status RunDirect(const Op& op, uint32_t seq, DeviceQueue& q);
+  // The collective's own code (its row's run: allreduce.cc, ...), on host buffers or inside a
+  // device run, over a CallRun: the call's view of this communicator (dispatch.cc).
+  Status RunCollective(const Op& op, uint32_t seq);
+  class CallRun;
+  friend class CallRun;
+  // The collectives' own copies (placements of a rank's block, working copies): memmove on the
+  // host, or queued on the device run's queue (through a bounce where the ranges overlap).
+  Status Place(void* dst, const void* src, size_t bytes);
+  int DeviceOf(const void* p) const;  // -1: not device memory
+  // Sends and receives of device memory the transport moves itself (CUDA IPC, p2p.cc): its queue
+  // for `b`, or null (staged); and the call to submit, or none (stage it).
+  DeviceQueue* DirectP2pQueue(const Buffer& b);
+  std::optional<Op> DirectP2p(bool is_send, const Buffer& b, int peer, int tag, std::shared_ptr<RecvInfo> info);
+  // A call on a CUDA stream, at the call (under mu_): its device buffers staged by copies queued
+  // on the stream around its hold, `op` rewritten to the pinned copies (stream_staging.h).
+  StatusOr<StreamTicket> EnterStream(Op& op);
+  // The same for a send or receive: a device buffer's pinned copy filled before the hold (a
+  // receive's too, so that a message shorter than the buffer leaves the rest as it was) and a
+  // receive's copied back after it (p2p_device.cc).
+  StatusOr<StreamTicket> EnterStreamP2p(Op& op);
+  // On the worker: until the stream's work before the call is done, driving the sends and
+  // receives in flight meanwhile (the stream may be waiting for one of them to end).
+  Status WaitStreamInput(const StreamTicket& t);
+  // A small allreduce as blocking exchanges on the caller's thread (small_allreduce.cc): where
+  // it fits, and the run; a barrier's rounds the same way.
+  static constexpr size_t kSmallAllreduceBytes = 4096;
+  bool SmallAllreduceFits(const Op& op, Algo algo, Compression wire) const;
+  Status RunSmallAllreduce(const Op& op, uint32_t seq, Algo algo);
+  Status RunSmallBarrier(const Op& op, uint32_t seq);
+  // One of its steps: the receive from recv_peer (-1: none) lands in small_recv_, `send` goes to
+  // send_peer (-1: none), both as message `msg` of the call; returns once both are done.
+  struct SmallCall {
+    const Op* op;
+    Algo algo;
+    uint32_t seq;
+    uint64_t check;
+    OpDesc desc;
+    size_t bytes;
+    Deadline deadline;
+  };
+  Status SmallStep(const SmallCall& k, int recv_peer, int send_peer, uint16_t msg, const void* send);
+  // small_recv_ registered (once); false where the back end refuses it (then the executor runs).
+  bool SmallRecvReady();
+  // Runs the plan for (op's collective, algo, count) from in to out; plans are cached (plan.h).
+  // `memory`: the executor's memory seam (executor.h), for staged device buffers. Inside a device
+  // run (direct_) the executor runs on its queue.
+  Status RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq,
+                     Compression wire = Compression::kNone, ExecMemory* memory = nullptr);
+  // How an allreduce travels: none, fp16 or bf16, with auto decided (compression_policy.cc).
+  StatusOr<Compression> WireFor(const Op& op);
+  StatusOr<double> ProbeLinkGBps();
+  // Checks that a call is well-formed before it is queued; the error names rank and operation:
+  // what every call is checked for, then its row's shape check.
+  Status CheckCall(const Op& op) const;
+  // The buffers' part: devices and streams there, sizes within bounds, memory readable.
+  Status CheckBuffers(const Op& op) const;
+  StatusOr<Algo> Resolve(const Op& op) const;
+  std::string Describe(const Op& op, uint32_t seq, Algo algo, Compression wire = Compression::kNone) const;
+  // Whether this rank reads op's in / writes op's out (its row's uses).
+  bool UsesIn(const Op& op) const { return hoop::UsesIn(op, opts_.rank); }
+  bool UsesOut(const Op& op) const { return hoop::UsesOut(op, opts_.rank); }
+  // A scratch_ buffer of `count` elements of `dtype` (grown, never shrunk); device memory of the
+  // queue's inside a device run.
+  Buffer Scratch(size_t count, DType dtype);
+
+  // A timeout's message, completed with who stopped making progress (stall.h).
+  Status ExplainTimeout(const Status& timeout);
+
+  CommOptions opts_;
+  Store* store_;                          // the job's store, for stall reports; outlives the communicator
+  uint32_t splits_ = 0;                   // splits made from this communicator, which name the new ones
+  std::vector<int> waiting_for_;          // the last operation's peers still awaited when it timed out
+  std::unique_ptr<Mailbox> mailbox_;      // destroyed after the transport that holds its memory
+  Membership membership_;                 // the hub: the back end goes with its last communicator
+  std::unique_ptr<Transport> transport_;  // used only by whoever holds the turn
+  StagingPool staging_;
+  PinnedStaging device_staging_;                   // host copies of device buffers (RunStaged, RunPipelined)
+  std::unique_ptr<CudaStageCopies> stage_copies_;  // the staging's streams and events, on one device
+  ReadyEvents ready_events_;                       // where plain calls on device memory start (Submit)
+  StreamStaging stream_staging_;                   // the same for calls on a CUDA stream (under mu_)
+  mutable ReadableCache readable_;                 // host buffers found readable (CheckCall, where CUDA devices are)
+  StreamOrder stream_order_;                       // calls on CUDA streams (after the worker, which releases them)
+  PlanCache plans_;
+  bool even_hosts_ = false;  // 2+ hosts, the same 2+ ranks on each: auto may pick hierarchical
+  ExecState exec_;
+  std::vector<char> scratch_;        // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's
+  DeviceQueue* direct_ = nullptr;    // inside a device run (RunDirect): its queue
+  std::vector<char> small_buf_;      // the small calls' landing place for a partner's message (SmallStep),
+  Region small_recv_;                // registered with the transport on first use
+  Status direct_error_;              // the first Scratch failure inside one
+  std::optional<double> link_gbps_;  // HOOP_COMPRESSION=auto's measured ring bandwidth
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Op> queue_;
+  bool stopping_ = false;
+  bool closed_ = false;  // Close ran (the owner's thread only)
+  // kHeld: an operation is running (on the worker or a blocking caller); kBlocked: something is
+  // queued, the communicator is stopping or failed, so the turn is not to be taken without mu_.
+  static constexpr uint32_t kHeld = 1, kBlocked = 2;
+  std::atomic<uint32_t> turn_{0};
+  bool p2p_busy_ = false;    // the mailbox has calls in flight: the idle worker drives progress
+  Status poisoned_;          // first failure; guarded by mu_
+  uint32_t seq_ = 0;         // operation sequence number; used by whoever holds the turn
+  bool told_peers_ = false;  // likewise
+  std::thread worker_;
+  std::shared_ptr<P2pCall> now_call_;  // reused by SendNow/RecvNow; touched only by the turn's holder
+  // The state of every blocking call that ran on its caller's thread and succeeded: done, OK,
+  // never written again, so shared by their Works (no allocation per call).
+  const std::shared_ptr<Work::State> done_ok_ = [] {
+    auto s = std::make_shared<Work::State>();
+    s->done = true;
+    return s;
+  }();
+};
+
+}  // namespace hoop

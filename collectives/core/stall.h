@@ -1,0 +1,36 @@
+// Who stopped making progress, when an operation times out.
+//
+// A rank that times out knows only whom it waits for directly; with one rank stopped (SIGSTOP,
+// stuck in its own code, waiting on something else) every other rank waits for someone, and most
+// of them for a rank that is itself waiting. So each rank that times out writes whom it waits for
+// into the job's store (hoop/<comm>/stall/<rank>) and follows those records from its own: a rank
+// whose record has not appeared within a grace period is not waiting inside hoop, and it is the
+// one the others are all, directly or through one another, waiting for. Every rank that times
+// out reaches the same answer, writes it (hoop/<comm>/stalled/<rank>, which hooprun reads to
+// name the rank in its last line), and says it in its error. Where every rank waits for another
+// (ranks that called collectives in different orders) it says that instead.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/deadline.h"
+#include "transport/store/store.h"
+
+namespace hoop {
+
+struct StallVerdict {
+  std::vector<int> stalled;  // the ranks not waiting inside hoop (empty: none found)
+  std::string explanation;   // "rank 2 is not making progress (rank 0 waits for 1, 1 for 2)"
+};
+
+// `waiting_for`: the peers this rank's timed-out operation waits for. Store calls are bounded by
+// `grace`; a store that fails gives an empty verdict.
+StallVerdict FindStalledRanks(Store& store, const std::string& prefix, int rank, const std::vector<int>& waiting_for,
+                              Deadline grace);
+
+// What a StallVerdict's record holds, for hooprun: "1,3" -> {1, 3}; false if malformed.
+bool ParseRankList(const std::string& text, std::vector<int>* ranks);
+std::string RankListText(const std::vector<int>& ranks);  // {1, 3} -> "1,3"
+
+}  // namespace hoop

@@ -1,0 +1,82 @@
+// The TCP store: a tiny key-value server (run by hooprun, or by rank 0 of an mpirun/Slurm job)
+// and its client. One connection per client; requests are framed
+//   request:  u8 op | u32 key_len | u64 arg | key | value   (arg: value length, Get's timeout in
+//             ms, or Add's delta)
+//   response: u8 status | u64 len | data
+// A Get for a missing key is parked on the server until the key is set or its timeout passes,
+// so waiting costs no polling traffic. Every client must pass the token handshake first.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/store/store.h"
+#include "transport/util/refusal_log.h"
+#include "transport/util/socket.h"
+
+namespace hoop {
+
+class TcpStoreServer {
+ public:
+  // Listens on host:port (0: any free port) and serves from a thread until destroyed.
+  static StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port, const std::string& token);
+  ~TcpStoreServer();
+  int port() const { return port_; }
+  // Connections refused so far (wrong token or not a hoop client).
+  int refused() const { return refused_.load(); }
+  // The entries whose key contains `part` (hooprun reads the ranks' stall verdicts this way).
+  std::map<std::string, std::string> Find(const std::string& part) const;
+
+ private:
+  struct Client;
+  struct Parked;
+  TcpStoreServer(Fd listen_fd, int port, std::string token, Fd wake);
+  void Serve();
+  void AcceptClient();
+  bool HandleInput(Client& c);                     // false: drop the client
+  bool Refuse(Client& c, const std::string& why);  // logs, answers "refused"; returns false
+  void Reply(int fd, uint8_t status, const std::string& data);
+
+  Fd listen_fd_;
+  int port_;
+  std::string token_;
+  Fd wake_;     // eventfd that stops Serve()
+  Fd reserve_;  // spare descriptor: out of them, a waiting client is dropped, not left queued
+  Deadline listen_again_ = Deadline::After(std::chrono::milliseconds(0));  // accepting paused until
+  std::atomic<bool> stop_{false};
+  std::atomic<int> refused_{0};
+  RefusalLog refusals_{"store"};
+  mutable std::mutex data_mu_;
+  std::map<std::string, std::string> data_;
+  std::vector<std::unique_ptr<Client>> clients_;
+  std::vector<Parked> parked_;
+  std::thread thread_;
+};
+
+class TcpStoreClient : public Store {
+ public:
+  static StatusOr<std::unique_ptr<TcpStoreClient>> Connect(const HostPort& server, const std::string& token,
+                                                           Deadline deadline);
+  Status Set(const std::string& key, const std::string& value) override;
+  StatusOr<std::string> Get(const std::string& key, Deadline deadline) override;
+  StatusOr<int64_t> Add(const std::string& key, int64_t delta) override;
+  // This host's address on the route to the store server: what peers can most likely reach.
+  const std::string& local_address() const { return local_address_; }
+
+ private:
+  TcpStoreClient(Fd fd, std::string server)
+      : fd_(std::move(fd)), server_(std::move(server)), local_address_(LocalAddressOf(fd_.get())) {}
+  StatusOr<std::string> Call(uint8_t op, const std::string& key, uint64_t arg, const std::string& value,
+                             Deadline deadline);
+  std::mutex mu_;
+  Fd fd_;
+  std::string server_;
+  std::string local_address_;
+};
+
+}  // namespace hoop
