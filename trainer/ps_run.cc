@@ -36,7 +36,16 @@ class PsRun {
   StatusOr<RunResult> Go();
 
  private:
+  // Server ranks: each runs its shard's PsServer; rank 0 also leads the epochs (ServerEpochs:
+  // metrics, checkpoints, the report of each) and tells the others to finish; the others serve
+  // its snapshot requests (ServeSnapshots) until then. Ended: how the run ended, from the stats.
   StatusOr<RunResult> Server();
+  Status ServeSnapshots(PsServer& server);
+  void Announce(size_t shard_floats) const;
+  Status ServerEpochs(PsServer& server);
+  void PrintServerEpoch(const EpochMetrics& m, const PsServer::Stats& now, const PsServer::Stats& before, int reporters,
+                        const std::vector<int64_t>& images) const;
+  StatusOr<RunResult> Ended(PsServer& server);
   StatusOr<RunResult> Worker();
   Status Pull(int64_t clock);
   Status Push(int64_t clock, int64_t step, int images);
@@ -131,27 +140,39 @@ StatusOr<RunResult> PsRun::Server() {
     server.LoadMomentum(mine);
   }
   server.Start();
-  RunResult& result = result_;
   if (me != 0) {  // serve rank 0's requests for this shard until it says finish
-    std::vector<int64_t> h(4);
-    for (;;) {
-      Status st = links_.among_servers->RecvNow(Buf(h.data(), h.size(), DType::kI64), 0, kPsHeaderTag);
-      if (st.ok() && h[0] == kSnapshot) {
-        std::vector<float> snap = server.Snapshot();
-        st = links_.among_servers->SendNow(Buf(snap.data(), snap.size(), DType::kF32), 0, kPsReplyTag);
-      } else if (st.ok()) {
-        break;
-      }
-      if (!st.ok()) {
-        server.Join();
-        return st.WithContext(Who(0) + " is gone");
-      }
-    }
+    Status served = ServeSnapshots(server);
     server.Join();
-    return result;
+    if (!served.ok()) return served;
+    return result_;
   }
   size_t shard_floats = 0;
   for (Param* p : shard) shard_floats += p->value.size();
+  Announce(shard_floats);
+  Status failed = ServerEpochs(server);
+  for (int s = 1; s < servers_; ++s) {
+    std::vector<int64_t> h{kFinish, 0, 0, 0};
+    (void)links_.among_servers->SendNow(Buf(h.data(), h.size(), DType::kI64), s, kPsHeaderTag);
+  }
+  server.Join();
+  if (!failed.ok()) return failed;
+  return Ended(server);
+}
+
+Status PsRun::ServeSnapshots(PsServer& server) {
+  std::vector<int64_t> h(4);
+  for (;;) {
+    Status st = links_.among_servers->RecvNow(Buf(h.data(), h.size(), DType::kI64), 0, kPsHeaderTag);
+    if (st.ok() && h[0] != kSnapshot) return Status::Ok();  // finish
+    if (st.ok()) {
+      std::vector<float> snap = server.Snapshot();
+      st = links_.among_servers->SendNow(Buf(snap.data(), snap.size(), DType::kF32), 0, kPsReplyTag);
+    }
+    if (!st.ok()) return st.WithContext(Who(0) + " is gone");
+  }
+}
+
+void PsRun::Announce(size_t shard_floats) const {
   std::printf(
       "hoop-train: %s (%zu parameters, %s layers), parameter servers: %d server(s) (rank 0 holds %zu of them), "
       "%d worker(s) x batch %d, staleness %s, %d thread(s) per rank, %lld %s per epoch, over %s\n",
@@ -161,6 +182,9 @@ StatusOr<RunResult> PsRun::Server() {
       (comm_.transport_name() + (o_.resume ? ", resuming after epoch " + std::to_string(from_.epochs_done) : ""))
           .c_str());
   std::fflush(stdout);
+}
+
+Status PsRun::ServerEpochs(PsServer& server) {
   RunInfo info{o_.model, comm_.size(), o_.batch, pool_.threads(), comm_.transport_name()};
   info.devices.assign(comm_.size(), "cpu");
   // A host's counters cover every rank on it, and the workers end their epochs each at its own
@@ -168,7 +192,6 @@ StatusOr<RunResult> PsRun::Server() {
   info.cpu_energy = info.gpu_energy = "not measured: parameter-server workers end their epochs at different times";
   const auto begin =
       Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from_.wall_s));
-  Status failed;
   PsServer::Stats before;
   for (int epoch = from_.epochs_done; epoch < o_.epochs; ++epoch) {
     std::vector<double> sums;
@@ -177,41 +200,40 @@ StatusOr<RunResult> PsRun::Server() {
     std::vector<int64_t> images;
     if (!server.WaitEpoch(epoch, &sums, &avg_buffers, &reporters, &images)) break;  // stopped, or no worker left
     const PsServer::Stats now = server.stats();
-    const double n = reporters;
-    EpochMetrics m = MetricsFromSums(sums, n, epoch, Since(begin),
+    EpochMetrics m = MetricsFromSums(sums, reporters, epoch, Since(begin),
                                      schedule_.At(std::min<int64_t>(steps_ * (epoch + 1), steps_ * o_.epochs) - 1));
-    result.epochs.push_back(m);
-    char extra[200];
-    std::snprintf(extra, sizeof extra,
-                  " | ps: %lld update(s) on rank 0's shard, lag mean %.1f max %lld, %d of %d worker(s) "
-                  "reported, images per worker ",
-                  static_cast<long long>(now.updates - before.updates), now.mean_lag,
-                  static_cast<long long>(now.max_lag), reporters, workers_);
-    std::string per;
-    for (int64_t n : images) {
-      if (!per.empty()) per.append("/");
-      per.append(std::to_string(n));
-    }
+    result_.epochs.push_back(m);
+    PrintServerEpoch(m, now, before, reporters, images);
     before = now;
-    std::printf("%s%s%s\n", FormatEpoch(m, o_.epochs).c_str(), extra, per.c_str());
-    std::fflush(stdout);
     if (!o_.metrics.empty())
-      if (Status s = WriteMetrics(o_.metrics, info, result.epochs); !s.ok()) {
-        failed = s.WithContext("epoch " + std::to_string(m.epoch));
-        break;
-      }
+      if (Status s = WriteMetrics(o_.metrics, info, result_.epochs); !s.ok())
+        return s.WithContext("epoch " + std::to_string(m.epoch));
     if (!o_.checkpoint.empty())
-      if (Status s = Checkpoint(server, avg_buffers, result, m.epoch, begin); !s.ok()) {
-        failed = s.WithContext("checkpoint after epoch " + std::to_string(m.epoch));
-        break;
-      }
+      if (Status s = Checkpoint(server, avg_buffers, result_, m.epoch, begin); !s.ok())
+        return s.WithContext("checkpoint after epoch " + std::to_string(m.epoch));
   }
-  for (int s = 1; s < servers_; ++s) {
-    std::vector<int64_t> h{kFinish, 0, 0, 0};
-    (void)links_.among_servers->SendNow(Buf(h.data(), h.size(), DType::kI64), s, kPsHeaderTag);
+  return Status::Ok();
+}
+
+void PsRun::PrintServerEpoch(const EpochMetrics& m, const PsServer::Stats& now, const PsServer::Stats& before,
+                             int reporters, const std::vector<int64_t>& images) const {
+  char extra[200];
+  std::snprintf(extra, sizeof extra,
+                " | ps: %lld update(s) on rank 0's shard, lag mean %.1f max %lld, %d of %d worker(s) "
+                "reported, images per worker ",
+                static_cast<long long>(now.updates - before.updates), now.mean_lag, static_cast<long long>(now.max_lag),
+                reporters, workers_);
+  std::string per;
+  for (int64_t n : images) {
+    if (!per.empty()) per.append("/");
+    per.append(std::to_string(n));
   }
-  server.Join();
-  if (!failed.ok()) return failed;
+  std::printf("%s%s%s\n", FormatEpoch(m, o_.epochs).c_str(), extra, per.c_str());
+  std::fflush(stdout);
+}
+
+StatusOr<RunResult> PsRun::Ended(PsServer& server) {
+  RunResult& result = result_;
   const PsServer::Stats end = server.stats();
   if (server.signal()) {
     result.interrupted = server.signal();
