@@ -199,7 +199,7 @@ StatusOr<Row> Bench::RunSize(uint64_t bytes, uint64_t seed, bool in_place, int i
   row.min_us = times.front(), row.max_us = times.back();
   row.algbw = row.time_us > 0 ? static_cast<double>(row.bytes) / (row.time_us * 1e3) : 0;
   row.busbw = row.algbw * BusFactor(o_.kind, n_);
-  // The count every rank passes alike decides the algorithm (Communicator::Resolve).
+  // The count every rank passes alike decides the algorithm (CommCore::Resolve).
   const size_t desc_count = o_.kind == CollKind::kScatter ? l.out_count : l.in_count;
   row.algo = c_.ChosenAlgo(o_.kind, desc_count * esize_, o_.algo);
   if (Compressed() && *o_.compression != Compression::kAuto) row.algo = Algo::kRing;  // what compression runs

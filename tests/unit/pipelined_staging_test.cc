@@ -240,7 +240,7 @@ struct Rank {
     const Plan plan = MakePlan(BuildSchedule(key, rank, size, &hosts), kChunkElems);
     std::vector<char> input(in_bytes + 1), plain(out_bytes + 1, 0x11);
     FillInput(c.dtype, c.op, input.data(), in_bytes / es, 99 + static_cast<uint64_t>(rank));
-    // The plain run, with the callers' placements (communicator's RunBroadcast, RunAllgather).
+    // The plain run, with the callers' placements (RunBroadcast's, RunAllgather's).
     if (root) std::memcpy(plain.data(), input.data(), out_bytes);
     if (ag) std::memcpy(plain.data() + own, input.data(), count * es);
     char* plain_in = kind == CollKind::kBroadcast && !root ? plain.data() : input.data();
