@@ -14,7 +14,8 @@ Status RunAllgather(CallContext& ctx, const CollCall& c) {
 }
 
 std::string CheckAllgather(const CollCall& c, int, int size) {
-  const size_t want = c.in.count * static_cast<size_t>(size);  // checked not to wrap first
+  if (std::string why = BlocksWrap(c.in.count, size); !why.empty()) return why;
+  const size_t want = c.in.count * static_cast<size_t>(size);  // BlocksWrap said it does not wrap
   if (c.out.count != want)
     return "output count " + std::to_string(c.out.count) + " must be size x input count = " + std::to_string(want);
   return "";

@@ -72,7 +72,8 @@ Status RunScatter(CallContext& ctx, const CollCall& op) {
 }
 
 std::string CheckGather(const CollCall& c, int rank, int size) {
-  const size_t want = c.in.count * static_cast<size_t>(size);  // checked not to wrap first
+  if (std::string why = BlocksWrap(c.in.count, size); !why.empty()) return why;
+  const size_t want = c.in.count * static_cast<size_t>(size);  // BlocksWrap said it does not wrap
   if (c.root == rank && c.out.count != want)
     return "root's output count " + std::to_string(c.out.count) +
            " must be size x input count = " + std::to_string(want);
@@ -80,7 +81,8 @@ std::string CheckGather(const CollCall& c, int rank, int size) {
 }
 
 std::string CheckScatter(const CollCall& c, int rank, int size) {
-  const size_t want = c.out.count * static_cast<size_t>(size);  // checked not to wrap first
+  if (std::string why = BlocksWrap(c.out.count, size); !why.empty()) return why;
+  const size_t want = c.out.count * static_cast<size_t>(size);  // BlocksWrap said it does not wrap
   if (c.root == rank && c.in.count != want)
     return "root's input count " + std::to_string(c.in.count) +
            " must be size x output count = " + std::to_string(want);

@@ -16,7 +16,8 @@ Status RunReduceScatter(CallContext& ctx, const CollCall& c) {
 }
 
 std::string CheckReduceScatter(const CollCall& c, int, int size) {
-  const size_t want = c.out.count * static_cast<size_t>(size);  // checked not to wrap first
+  if (std::string why = BlocksWrap(c.out.count, size); !why.empty()) return why;
+  const size_t want = c.out.count * static_cast<size_t>(size);  // BlocksWrap said it does not wrap
   if (c.in.count != want)
     return "input count " + std::to_string(c.in.count) + " must be size x output count = " + std::to_string(want);
   return "";

@@ -5,6 +5,8 @@
 
 #include <iterator>
 
+#include "common/extent.h"
+
 namespace hoop {
 namespace {
 
@@ -49,6 +51,11 @@ constexpr bool InKindOrder() {
   return true;
 }
 static_assert(InKindOrder(), "kCollRows must list the collectives in CollKind's order");
+
+std::string BlocksWrap(size_t count, int size) {
+  if (CheckedMul(count, static_cast<size_t>(size))) return "";
+  return "count " + std::to_string(count) + " x " + std::to_string(size) + " ranks is 2^64 elements or more";
+}
 
 const char* CollKindName(CollKind k) {
   const CollRow* r = FindColl(k);

@@ -77,6 +77,10 @@ inline bool Used(Uses u, const CollCall& c, int rank) {
 inline bool UsesIn(const CollCall& c, int rank) { return Used(Row(c.kind).in, c, rank); }
 inline bool UsesOut(const CollCall& c, int rank) { return Used(Row(c.kind).out, c, rank); }
 
+// For the checks of collectives with one block per rank: "" when `count` x `size` ranks is below
+// 2^64 elements, else why not (the products the checks compare must not wrap).
+std::string BlocksWrap(size_t count, int size);
+
 // The collectives' own code, each in its file (allreduce.cc, broadcast.cc, ...): runs and checks.
 Status RunAllreduce(CallContext& ctx, const CollCall& c);
 Status RunBroadcast(CallContext& ctx, const CollCall& c);

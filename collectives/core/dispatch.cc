@@ -27,13 +27,6 @@ Status CommCore::CheckCall(const Op& op) const {
     return bad(std::string("input dtype ") + DTypeName(op.in.dtype) + " differs from output dtype " +
                DTypeName(op.out.dtype));
   HOOP_RETURN_IF_ERROR(CheckBuffers(op));
-  // The per-rank count that is multiplied by the rank count somewhere.
-  const bool block_in = op.kind == CollKind::kAllgather || op.kind == CollKind::kGather;
-  const bool block_out = op.kind == CollKind::kReduceScatter || op.kind == CollKind::kScatter;
-  const size_t n = static_cast<size_t>(opts_.size);
-  if ((block_in && !CheckedMul(op.in.count, n)) || (block_out && !CheckedMul(op.out.count, n)))
-    return bad("count " + std::to_string(block_in ? op.in.count : op.out.count) + " x " + std::to_string(n) +
-               " ranks is 2^64 elements or more");
   if (std::string why = row.check(op, opts_.rank, opts_.size); !why.empty()) return bad(why);
   for (const Buffer* b : {&op.in, &op.out}) {
     if ((b == &op.in ? in_used : out_used) && b->count > 0 && b->data == nullptr)

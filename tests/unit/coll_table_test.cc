@@ -102,6 +102,10 @@ TEST_CASE("the rows' shape checks name what is wrong", "[coll_table]") {
   // Only the root's counts must agree.
   CHECK(Row(CollKind::kGather).check(Make(CollKind::kGather, a, b, 0), 1, 2) == "");
   CHECK(Row(CollKind::kGather).check(Make(CollKind::kGather, a, b, 0), 0, 2) != "");
+  // A count whose blocks for every rank pass 2^64 elements is refused, not wrapped.
+  CollCall huge = Make(CollKind::kScatter, a, b, 0);
+  huge.out.count = SIZE_MAX / 2 + 1;
+  CHECK(Row(CollKind::kScatter).check(huge, 1, 2).find("2^64 elements or more") != std::string::npos);
   CollCall v = Make(CollKind::kAlltoallv, a, a);
   CHECK(Row(CollKind::kAlltoallv).check(v, 0, 2) == "no counts given");
 }
