@@ -2,7 +2,9 @@
 from it, and hooprun jobs with a hard bound that kill what they started."""
 import collections
 import os
+import random
 import signal
+import socket
 import subprocess
 import unittest
 
@@ -26,6 +28,33 @@ def python_env(extra=None):
     env["PYTHONPATH"] = os.path.join(BUILD, "python") + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra or {})
     return env
+
+
+def free_ports(count=1):
+    """A port P with P .. P + count - 1 all free on 127.0.0.1 (hoop.init serves its store at
+    MASTER_PORT + 1), drawn below the kernel's ephemeral range so that no other test's outgoing
+    connection takes one of them between this check and the job's bind."""
+    top = 30000
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            top = min(top, int(f.read().split()[0]) - count)
+    except (OSError, ValueError, IndexError):
+        pass
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(10000, top)
+        socks = []
+        try:
+            for i in range(count):
+                socks.append(socket.socket())
+                socks[-1].bind(("127.0.0.1", port + i))
+            return port
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no {count} free ports in a row below the ephemeral range")
 
 
 def hooprun(n, command, env=None, timeout=120, args=()):

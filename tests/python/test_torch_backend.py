@@ -8,7 +8,7 @@ import sys
 import tempfile
 import unittest
 
-from support import BUILD, HERE, hooprun
+from support import BUILD, HERE, free_ports, hooprun
 
 try:
     import torch
@@ -39,10 +39,7 @@ class Backend(unittest.TestCase):
             for method in (f"file://{tmp}/store", "tcp://127.0.0.1:{port}"):
                 with self.subTest(init_method=method.split(":")[0]):
                     if "{port}" in method:
-                        import socket
-                        with socket.socket() as s:
-                            s.bind(("127.0.0.1", 0))
-                            method = method.format(port=s.getsockname()[1])
+                        method = method.format(port=free_ports())
                     r = hooprun(2, [sys.executable, script, method], timeout=240)
                     rank_lines_ok(self, r, 2)
 

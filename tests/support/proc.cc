@@ -129,18 +129,30 @@ std::string LineOf(const std::string& out, const std::string& part) {
   return "";
 }
 
-int FreeLoopbackPort() {
+namespace {
+bool LoopbackPortFree(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok;
+}
+}  // namespace
+
+// Drawn below the kernel's ephemeral range: a port the kernel hands out for some other test's
+// outgoing connection could be taken between this check and the job's bind.
+int FreeLoopbackPort() {
+  int top = 30000;
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  if (int lo = 0; range >> lo && lo - 1 < top) top = lo - 1;
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> pick(10000, top);
+  for (int i = 0; i < 200; ++i)
+    if (int port = pick(rng); LoopbackPortFree(port)) return port;
+  return 0;
 }
 
 std::string NewMarker() {

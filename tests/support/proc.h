@@ -54,7 +54,7 @@ bool HaveMpirun();                         // /usr/bin/mpirun is there
 // Runs `program` as `np` ranks under OpenMPI's mpirun on this host (as root, oversubscribed),
 // with HOOP_STORE on a free loopback port (rank 0 serves it) and a job token; bounded by `seconds`.
 ProcResult RunUnderMpirun(int np, const std::vector<std::string>& program, double seconds);
-int FreeLoopbackPort();  // a port nobody listens on right now
+int FreeLoopbackPort();  // a port nobody holds right now, below the ephemeral range
 // The first line of `out` that contains `part`, or "".
 std::string LineOf(const std::string& out, const std::string& part);
 
