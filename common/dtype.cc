@@ -1,63 +1,58 @@
+// The dtype table's lookups (names, parsing, which ops apply) and element access through a
+// double for the code that is not a kernel.
 #include "common/dtype.h"
+
+#include <sstream>
 
 namespace hoop {
 
-const char* DTypeName(DType t) {
-  switch (t) {
-    case DType::kU8: return "u8";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kF32: return "f32";
-    case DType::kF64: return "f64";
-    case DType::kI8: return "i8";
-    case DType::kBool: return "bool";
-  }
-  return "?";
+const char* DTypeName(DType t) { return ValidDType(t) ? DTypeRow(t).name : "?"; }
+
+namespace {
+std::string Lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
 }
+bool NamedBy(const DTypeInfo& row, const std::string& name) {
+  if (name == row.name || name == row.numpy || name == row.torch || name == Lower(row.c_name)) return true;
+  std::istringstream aliases(row.aliases);
+  for (std::string a; aliases >> a;)
+    if (name == a) return true;
+  return false;
+}
+}  // namespace
 
 std::optional<DType> ParseDType(const std::string& name) {
-  for (DType t : kAllDTypes)
-    if (name == DTypeName(t)) return t;
-  if (name == "float" || name == "float32") return DType::kF32;
-  if (name == "double" || name == "float64") return DType::kF64;
-  if (name == "half" || name == "float16") return DType::kF16;
-  if (name == "bfloat16") return DType::kBF16;
-  if (name == "int32") return DType::kI32;
-  if (name == "int64") return DType::kI64;
-  if (name == "uint8") return DType::kU8;
-  if (name == "int8") return DType::kI8;
+  if (name.empty()) return std::nullopt;
+  std::string n = name.rfind("torch.", 0) == 0 ? name.substr(6) : name;
+  for (const DTypeInfo& row : kDTypeTable)
+    if (NamedBy(row, n)) return row.type;
   return std::nullopt;
 }
 
-const char* ReduceOpName(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kAvg: return "avg";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kProd: return "prod";
-    case ReduceOp::kBand: return "band";
-    case ReduceOp::kBor: return "bor";
-    case ReduceOp::kBxor: return "bxor";
-  }
-  return "?";
+std::string DTypeNames() {
+  std::string out;
+  for (DType t : kAllDTypes) out += (out.empty() ? "" : ", ") + std::string(DTypeName(t));
+  return out;
 }
 
-bool IsFloat(DType t) { return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32 || t == DType::kF64; }
+bool IsFloat(DType t) { return ValidDType(t) && DTypeRow(t).cls == DTypeClass::kFloat; }
 
 std::string OpMismatch(DType t, ReduceOp op) {
-  const bool bitwise = op == ReduceOp::kBand || op == ReduceOp::kBor || op == ReduceOp::kBxor;
-  if (bitwise && IsFloat(t))
-    return std::string(ReduceOpName(op)) + " takes integer and bool elements, not " + DTypeName(t);
-  if (t == DType::kBool && (op == ReduceOp::kSum || op == ReduceOp::kAvg || op == ReduceOp::kProd))
+  if (!ValidDType(t)) return "unknown dtype " + std::to_string(static_cast<int>(t));
+  const DTypeInfo& row = DTypeRow(t);
+  if (row.ops & OpBit(op)) return "";
+  const bool bitwise = kBitwiseOps & OpBit(op);
+  if (bitwise && row.cls == DTypeClass::kFloat)
+    return std::string(ReduceOpName(op)) + " takes integer and bool elements, not " + row.name;
+  if (row.cls == DTypeClass::kBool)
     return std::string("bool takes min, max, band, bor and bxor, not ") + ReduceOpName(op) +
            (op == ReduceOp::kProd ? " (band is its logical and)" : " (bor is its logical or)");
-  return "";
+  return std::string(row.name) + " does not take " + ReduceOpName(op);
 }
 
-bool OpApplies(DType t, ReduceOp op) { return OpMismatch(t, op).empty(); }
+bool OpApplies(DType t, ReduceOp op) { return ValidDType(t) && (DTypeRow(t).ops & OpBit(op)); }
 
 std::optional<ReduceOp> ParseReduceOp(const std::string& name) {
   for (ReduceOp op : kAllReduceOps)
@@ -73,6 +68,40 @@ const char* MemKindName(MemKind k) {
     case MemKind::kCudaManaged: return "cuda-managed";
   }
   return "unknown";
+}
+
+double LoadAsDouble(DType t, const void* p, size_t i) {
+  switch (t) {
+    case DType::kU8:
+    case DType::kBool: return static_cast<const uint8_t*>(p)[i];
+    case DType::kI8: return static_cast<const int8_t*>(p)[i];
+    case DType::kI32: return static_cast<const int32_t*>(p)[i];
+    case DType::kI64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    case DType::kF16: return HalfToFloat(static_cast<const uint16_t*>(p)[i]);
+    case DType::kBF16: return BF16ToFloat(static_cast<const uint16_t*>(p)[i]);
+    case DType::kF32: return static_cast<const float*>(p)[i];
+    case DType::kF64: return static_cast<const double*>(p)[i];
+    case DType::kF8E4M3: return F8E4M3ToFloat(static_cast<const uint8_t*>(p)[i]);
+    case DType::kF8E5M2: return F8E5M2ToFloat(static_cast<const uint8_t*>(p)[i]);
+  }
+  return 0;
+}
+
+void StoreFromDouble(DType t, void* p, size_t i, double v) {
+  const float f = static_cast<float>(v);
+  switch (t) {
+    case DType::kU8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int64_t>(v)); return;
+    case DType::kBool: static_cast<uint8_t*>(p)[i] = v != 0; return;
+    case DType::kI8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(static_cast<int64_t>(v)); return;
+    case DType::kI32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(static_cast<int64_t>(v)); return;
+    case DType::kI64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); return;
+    case DType::kF16: static_cast<uint16_t*>(p)[i] = FloatToHalf(f); return;
+    case DType::kBF16: static_cast<uint16_t*>(p)[i] = FloatToBF16(f); return;
+    case DType::kF32: static_cast<float*>(p)[i] = f; return;
+    case DType::kF64: static_cast<double*>(p)[i] = v; return;
+    case DType::kF8E4M3: static_cast<uint8_t*>(p)[i] = FloatToF8E4M3(f); return;
+    case DType::kF8E5M2: static_cast<uint8_t*>(p)[i] = FloatToF8E5M2(f); return;
+  }
 }
 
 }  // namespace hoop

@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
   auto widest = avx512 ? &OrStream512 : avx2 ? &OrStream256 : &OrStream;
   std::vector<ReduceOp> ops = {ReduceOp::kSum};
   if (all_ops) ops.assign(std::begin(kAllReduceOps), std::end(kAllReduceOps));
-  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64, DType::kI32, DType::kI64, DType::kU8}) {
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64, DType::kI32, DType::kI64, DType::kU8,
+                   DType::kF8E4M3, DType::kF8E5M2}) {
     const size_t es = DTypeSize(dt), n = bytes / es;
     for (ReduceOp op : ops) {
       // The test suite's data: small integers, exact in every dtype, never subnormal.

@@ -32,7 +32,8 @@ const char* const kPerfUsage =
     "  -m, --agg_iters N        calls per iteration (default 1); the time is per call\n"
     "  -c, --check 0|1          check every result against a reference (default 1): one more call\n"
     "                           per size on fresh data, wrong elements counted in #wrong\n"
-    "  -d, --datatype T|all     u8 i8 i32 i64 f16 bf16 f32 f64 bool, or all of them in turn (default f32)\n"
+    "  -d, --datatype T|all     u8 i8 i32 i64 f16 bf16 f32 f64 bool f8e4m3 f8e5m2, or all of them in\n"
+    "                           turn (default f32); NumPy's and torch's names work too (float16...)\n"
     "  -o, --op OP|all          sum avg min max prod band bor bxor, or all of them in turn (default sum);\n"
     "                           band/bor/bxor take integers and bool, bool takes min max band bor bxor\n"
     "                           (with all, the pairs that do not apply are skipped, saying so)\n"
@@ -198,7 +199,7 @@ void Declare(cli::Flags& f, PerfOptions& o, bool* factor_given) {
       return "";
     }
     auto d = ParseDType(v);
-    if (!d) return "expected u8, i8, i32, i64, f16, bf16, f32, f64, bool or all";
+    if (!d) return "expected " + DTypeNames() + " or all";
     o.dtypes = {*d};
     return "";
   });

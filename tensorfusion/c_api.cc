@@ -48,7 +48,7 @@ hoop_status_t CheckCall(hoop_fusion_t f, const char* fn, const char* name, const
                         hoop_callback_t cb, hoop_handle_t* handle) {
   if (hoop_status_t bad = CheckRunning(f, fn)) return bad;
   if (!name) return BadArg(std::string(fn) + ": name is NULL");
-  if (RawEnum(dtype) < HOOP_U8 || RawEnum(dtype) > HOOP_BOOL)
+  if (RawEnum(dtype) < 0 || RawEnum(dtype) > static_cast<int>(hoop::kLastDType))
     return BadArg("rank " + std::to_string(f->comm->rank) + ": " + fn + ": tensor '" + name + "': unknown dtype " +
                   std::to_string(RawEnum(dtype)));
   if (!cb && !handle) return BadArg(std::string(fn) + ": give a handle pointer, a callback, or both");

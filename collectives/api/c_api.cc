@@ -63,11 +63,14 @@ hoop_status_t CheckComm(hoop_comm_t comm, const char* fn) {
 
 // The C enums are the C++ ones' values, cast straight across.
 static_assert(HOOP_U8 == static_cast<int>(hoop::DType::kU8) && HOOP_F64 == static_cast<int>(hoop::DType::kF64) &&
-              HOOP_I8 == static_cast<int>(hoop::DType::kI8) && HOOP_BOOL == static_cast<int>(hoop::DType::kBool));
+              HOOP_I8 == static_cast<int>(hoop::DType::kI8) && HOOP_BOOL == static_cast<int>(hoop::DType::kBool) &&
+              HOOP_F8E4M3 == static_cast<int>(hoop::DType::kF8E4M3) &&
+              HOOP_F8E5M2 == static_cast<int>(hoop::DType::kF8E5M2) &&
+              HOOP_F8E5M2 == static_cast<int>(hoop::kLastDType));
 static_assert(HOOP_PROD == static_cast<int>(hoop::ReduceOp::kProd) &&
               HOOP_BAND == static_cast<int>(hoop::ReduceOp::kBand) &&
               HOOP_BXOR == static_cast<int>(hoop::ReduceOp::kBxor));
-bool ValidDType(const hoop_dtype_t& d) { return RawEnum(d) >= HOOP_U8 && RawEnum(d) <= HOOP_BOOL; }
+bool ValidDType(const hoop_dtype_t& d) { return RawEnum(d) >= 0 && RawEnum(d) <= static_cast<int>(hoop::kLastDType); }
 bool ValidOp(const hoop_op_t& o) { return RawEnum(o) >= HOOP_SUM && RawEnum(o) <= HOOP_BXOR; }
 std::string Rank(hoop_comm_t comm) { return "rank " + std::to_string((*comm)->rank()) + ": "; }
 // An out-of-range dtype (and op, for the calls that reduce), refused naming rank and call.

@@ -42,8 +42,8 @@ std::string OpDesc::DescribeDifference(const OpDesc& t, int peer) const {
   add("collective", name(*this), name(t));
   if (kind == t.kind && name(*this) == name(t)) {
     add("count", std::to_string(count & kCountMask), std::to_string(t.count));
-    add("dtype", DTypeName(dtype), t.dtype <= DType::kF64 ? DTypeName(t.dtype) : "?");
-    if (Reduces(kind)) add("op", ReduceOpName(op), t.op <= ReduceOp::kProd ? ReduceOpName(t.op) : "?");
+    add("dtype", DTypeName(dtype), DTypeName(t.dtype));
+    if (Reduces(kind)) add("op", ReduceOpName(op), ReduceOpName(t.op));
     if (Rooted(kind)) add("root", std::to_string(root), std::to_string(t.root));
     add("algorithm", AlgoName(static_cast<Algo>(algo)), AlgoName(static_cast<Algo>(t.algo)));
     add("compression", CompressionName(static_cast<Compression>(compression)),

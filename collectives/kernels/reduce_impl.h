@@ -8,11 +8,14 @@
 // Native types are plain loops the compiler vectorises. f16 and bf16 are widened to f32 eight
 // or sixteen at a time (F16C's conversion instructions; bf16 by shifting), reduced in f32 and
 // rounded once to nearest even, exactly as the scalar code does: every instruction set gives
-// the same bits, NaN payloads aside.
+// the same bits, NaN payloads aside. The fp8 formats are widened by table and narrowed by the
+// scalar code, also through f32.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #if defined(__AVX2__) || defined(__AVX512F__)
@@ -44,6 +47,22 @@ struct BFloat {
   static float Load(uint16_t v) { return BF16ToFloat(v); }
   static uint16_t Store(float v) { return FloatToBF16(v); }
 };
+
+// The 8-bit floats decode by table lookup (exact) and encode by the scalar rounding of
+// common/dtype.h: there is no vector path, every instruction set runs the same code.
+template <class Fmt>
+struct Fp8 {
+  using Compute = float;
+  static constexpr std::array<uint32_t, 256> kBits = F8BitsTable<Fmt>();
+  static float Load(uint8_t v) {
+    float f;
+    std::memcpy(&f, &kBits[v], 4);
+    return f;
+  }
+  static uint8_t Store(float v) { return FloatToF8<Fmt>(v); }
+};
+using E4M3 = Fp8<F8E4M3Format>;
+using E5M2 = Fp8<F8E5M2Format>;
 
 template <class T>
 T WrapAdd(T a, T b) {
@@ -285,6 +304,8 @@ void Divide(DType dtype, void* dst, size_t n, int divisor) {
     case DType::kF64: return DivideAll<double, Native<double>>(dst, n, divisor);
     case DType::kI8: return DivideAll<int8_t, Native<int8_t>>(dst, n, divisor);
     case DType::kBool: return;  // bool has no average (OpApplies)
+    case DType::kF8E4M3: return DivideAll<uint8_t, E4M3>(dst, n, divisor);
+    case DType::kF8E5M2: return DivideAll<uint8_t, E5M2>(dst, n, divisor);
   }
 }
 
@@ -321,6 +342,8 @@ ReduceFn Lookup(DType dtype, ReduceOp op) {
     case DType::kF64: return ForOp<double, Native<double>>(op);
     case DType::kI8: return ForOp<int8_t, Native<int8_t>>(op);
     case DType::kBool: return OpApplies(dtype, op) ? ForOp<uint8_t, Native<uint8_t>>(op) : nullptr;
+    case DType::kF8E4M3: return ForOp<uint8_t, E4M3>(op);
+    case DType::kF8E5M2: return ForOp<uint8_t, E5M2>(op);
   }
   return nullptr;
 }

@@ -44,14 +44,15 @@ extern "C" {
 #endif
 
 #define HOOP_API_VERSION \
-  10 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+  11 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
                               6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
                               7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
                                  hoop_reduce_scatterv, hoop_alltoallv;
                               8: point-to-point (hoop_send, hoop_recv, hoop_isend, hoop_irecv);
                               9: sub-communicators (hoop_comm_split, hoop_comm_dup, hoop_comm_free);
-                              10: a store of the caller's (hoop_store_t, hoop_init_store) */
+                              10: a store of the caller's (hoop_store_t, hoop_init_store);
+                              11: HOOP_F8E4M3, HOOP_F8E5M2, hoop_dtype_info */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -92,7 +93,13 @@ typedef enum {
   HOOP_F32 = 5,
   HOOP_F64 = 6,
   HOOP_I8 = 7,
-  HOOP_BOOL = 8,                                /* one byte per element, 0 or 1 */
+  HOOP_BOOL = 8, /* one byte per element, 0 or 1 */
+  /* The OCP 8-bit floats, as NCCL names them: e4m3 without infinities (largest finite 448), e5m2
+   * with them (largest 57344). Reduced in f32 and rounded once to nearest even; a result past
+   * the largest finite saturates to it (as NCCL's and CUDA's satfinite conversion); a NaN is 0x7f.
+   * Sum, avg, min, max and prod apply, not the bitwise ops. */
+  HOOP_F8E4M3 = 9,
+  HOOP_F8E5M2 = 10,
   HOOP_DTYPE_RANGE_MIN_ = HOOP_ENUM_RANGE_MIN_, /* not dtypes: see HOOP_ENUM_RANGE_MIN_ */
   HOOP_DTYPE_RANGE_MAX_ = HOOP_ENUM_RANGE_MAX_
 } hoop_dtype_t;
@@ -151,6 +158,23 @@ hoop_status_t hoop_finalize(hoop_comm_t comm);
 /* The loaded library's version as HOOP_VERSION_CODE(major, minor, patch), as ncclGetVersion.
  * Needs no communicator. HOOP_ERR_INVALID_ARGUMENT when version is NULL. */
 hoop_status_t hoop_get_version(int* version);
+
+/* What the library knows of a dtype (its table, common/dtype.h): for a framework mapping its own
+ * types, and for the Python package and the torch backend, which read it. Strings are the
+ * library's, valid while it is loaded. Walk dtype 0, 1, ... until HOOP_ERR_INVALID_ARGUMENT to
+ * list them all; a library newer than the header may know more. */
+typedef struct {
+  const char* name;   /* hoop's name: "f32", "f8e4m3" (hoop-perf -d takes it) */
+  const char* c_name; /* the enumerator less HOOP_: "F32", "F8E4M3" */
+  size_t size;        /* bytes per element */
+  int is_float;       /* 1 for f16, bf16, f32, f64 and the fp8s */
+  unsigned ops;       /* bit (1u << op) set for every hoop_op_t that reduces it */
+  const char* numpy;  /* NumPy's dtype name, or ml_dtypes' where NumPy has none (bfloat16, the fp8s) */
+  const char* torch;  /* torch's: torch.<torch> ("float8_e4m3fn"); "" where torch has none */
+  const char* aten;   /* c10::ScalarType's name, as c10::toString gives it ("Float8_e4m3fn") */
+} hoop_dtype_info_t;
+/* HOOP_ERR_INVALID_ARGUMENT for an unknown dtype or a NULL info. Needs no communicator. */
+hoop_status_t hoop_dtype_info(hoop_dtype_t dtype, hoop_dtype_info_t* info);
 
 hoop_status_t hoop_rank(hoop_comm_t comm, int* rank);
 hoop_status_t hoop_size(hoop_comm_t comm, int* size);

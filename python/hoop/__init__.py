@@ -12,7 +12,9 @@ Every function takes the communicator as `comm=` (default: the one hoop.init() m
 and dup() make others). Inputs are anything with the buffer protocol (NumPy arrays, bytearray,
 memoryview, array.array), read as NumPy arrays; outputs are new NumPy arrays unless `out=` names
 one (C-contiguous, writable, the input's dtype). Element types: uint8, int8, bool, int32,
-int64, float16, float32, float64, and bfloat16 given as uint16 with dtype=hoop.BF16. Failures
+int64, float16, float32, float64; bfloat16 given as uint16 with dtype=hoop.BF16, and the 8-bit
+floats given as uint8 with dtype=hoop.F8E4M3 or hoop.F8E5M2 (hoop.dtypes() lists every one, with
+the ops it takes). Failures
 raise hoop.HoopError subclasses whose message names the rank, the call and the cause; a bad
 call (hoop.InvalidArgumentError, also a ValueError) sends nothing.
 """
@@ -21,7 +23,8 @@ import numpy as _np
 
 from . import _hoop
 from ._hoop import (  # noqa: F401  (the package's names)
-    ANY_SOURCE, AVG, BAND, BF16, BOOL, BOR, BXOR, F16, F32, F64, I8, I32, I64, MAX, MIN, PROD, SUM, U8, UNDEFINED,
+    ANY_SOURCE, AVG, BAND, BF16, BOOL, BOR, BXOR, F8E4M3, F8E5M2, F16, F32, F64, I8, I32, I64, MAX, MIN, PROD, SUM,
+    U8, UNDEFINED,
     AbortedError, Comm, HoopError, InternalError, InvalidArgumentError, MismatchError, PermissionError, Request,
     TimeoutError, UnavailableError, UnimplementedError, compression_error_factor)
 
@@ -30,6 +33,7 @@ __all__ = [
     "locality", "allreduce", "iallreduce", "broadcast", "ibroadcast", "allgather", "iallgather", "allgatherv",
     "reduce_scatter", "ireduce_scatter", "reduce", "ireduce", "gather", "igather", "scatter", "iscatter",
     "alltoall", "ialltoall", "barrier", "ibarrier", "send", "isend", "recv", "irecv", "split", "dup", "version",
+    "dtypes",
     "Comm", "Request", "HoopError", "SUM", "AVG", "MIN", "MAX", "PROD", "BAND", "BOR", "BXOR", "NONE", "FP16",
     "BF16_WIRE", "AUTO",
 ]
@@ -52,6 +56,13 @@ __version__ = ".".join(str(v) for v in _hoop.version())  # the loaded library's,
 def version():
     """The loaded library's version, (major, minor, patch)."""
     return _hoop.version()
+
+
+def dtypes():
+    """hoop's element types, one dict each from the library's dtype table: value (the dtype=
+    argument, hoop.F32 and so on), name ("f32"), c_name ("F32"), size in bytes, float, the
+    numpy and torch names ("" where there is none) and the ops that reduce it ("sum", ...)."""
+    return [dict(row) for row in _hoop.DTYPES]
 
 
 def init():

@@ -25,31 +25,15 @@ int DtypeOfFormat(const std::string& format, size_t itemsize) {
   }
 }
 
+// From the library's dtype table (hoop_dtype_info).
 const char* DtypeName(hoop_dtype_t d) {
-  switch (d) {
-    case HOOP_U8: return "u8";
-    case HOOP_I8: return "i8";
-    case HOOP_BOOL: return "bool";
-    case HOOP_I32: return "i32";
-    case HOOP_I64: return "i64";
-    case HOOP_F16: return "f16";
-    case HOOP_BF16: return "bf16";
-    case HOOP_F32: return "f32";
-    case HOOP_F64: return "f64";
-    default: return "?";
-  }
+  hoop_dtype_info_t info;
+  return hoop_dtype_info(d, &info) == HOOP_SUCCESS ? info.name : "?";
 }
 
 size_t DtypeSize(hoop_dtype_t d) {
-  switch (d) {
-    case HOOP_I32:
-    case HOOP_F32: return 4;
-    case HOOP_I64:
-    case HOOP_F64: return 8;
-    case HOOP_F16:
-    case HOOP_BF16: return 2;
-    default: return 1;
-  }
+  hoop_dtype_info_t info;
+  return hoop_dtype_info(d, &info) == HOOP_SUCCESS ? info.size : 1;
 }
 
 View View::Of(const pyb::object& obj, bool writable, int dtype, const std::string& what) {
@@ -80,7 +64,8 @@ View View::Of(const pyb::object& obj, bool writable, int dtype, const std::strin
   if (dtype < 0) {
     if (own < 0)
       Invalid(what + ": elements of format '" + v.info->format + "' (" + std::to_string(v.info->itemsize) +
-              " bytes) are no hoop dtype (u8, i8, bool, i32, i64, f16, f32, f64; bf16 by dtype=)");
+              " bytes) are no hoop dtype (u8, i8, bool, i32, i64, f16, f32, f64; bf16, f8e4m3 and f8e5m2 by "
+              "dtype=)");
     v.dtype = static_cast<hoop_dtype_t>(own);
   } else {
     v.dtype = static_cast<hoop_dtype_t>(dtype);

@@ -33,17 +33,30 @@ PYBIND11_MODULE(_hoop, m) {
         return hoop_compression_error_factor(static_cast<hoop_compression_t>(compression), nranks);
       },
       "g of the C API's bound: |result - exact| <= g * (sum |x| + 2^-24 * M).");
-  // The C API's enumerators, by their C names less the prefix.
-  const std::pair<const char*, int> values[] = {{"U8", HOOP_U8},
-                                                {"I8", HOOP_I8},
-                                                {"BOOL", HOOP_BOOL},
-                                                {"I32", HOOP_I32},
-                                                {"I64", HOOP_I64},
-                                                {"F16", HOOP_F16},
-                                                {"BF16", HOOP_BF16},
-                                                {"F32", HOOP_F32},
-                                                {"F64", HOOP_F64},
-                                                {"SUM", HOOP_SUM},
+  // The dtype table (hoop_dtype_info): its enumerators by their C names less the prefix, and
+  // the rows themselves for the layers above (hoop.dtypes(), the torch and NumPy mappings).
+  static const char* const kOpNames[] = {"sum", "avg", "min", "max", "prod", "band", "bor", "bxor"};
+  pyb::list rows;
+  hoop_dtype_info_t info;
+  for (int v = 0; hoop_dtype_info(static_cast<hoop_dtype_t>(v), &info) == HOOP_SUCCESS; ++v) {
+    m.attr(info.c_name) = v;
+    pyb::list ops;
+    for (int op = HOOP_SUM; op <= HOOP_BXOR; ++op)
+      if (info.ops & (1u << op)) ops.append(kOpNames[op]);
+    pyb::dict d;
+    d["value"] = v;
+    d["name"] = info.name;
+    d["c_name"] = info.c_name;
+    d["size"] = info.size;
+    d["float"] = info.is_float != 0;
+    d["numpy"] = info.numpy;
+    d["torch"] = info.torch;
+    d["ops"] = ops;
+    rows.append(d);
+  }
+  m.attr("DTYPES") = pyb::tuple(rows);
+  // The C API's other enumerators, by their C names less the prefix.
+  const std::pair<const char*, int> values[] = {{"SUM", HOOP_SUM},
                                                 {"AVG", HOOP_AVG},
                                                 {"MIN", HOOP_MIN},
                                                 {"MAX", HOOP_MAX},

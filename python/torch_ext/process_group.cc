@@ -4,27 +4,24 @@
 
 #include <numeric>
 #include <stdexcept>
+#include <string>
 
 namespace hoop::torch_ext {
 namespace {
 
 using Tensors = std::vector<at::Tensor>;
 
+// By c10's name for the scalar type, from the library's dtype table (hoop_dtype_info): a torch
+// with the fp8 types maps them, an older one never names them.
 hoop_dtype_t DtypeOf(const at::Tensor& t, const std::string& where) {
-  switch (t.scalar_type()) {
-    case at::kByte: return HOOP_U8;
-    case at::kChar: return HOOP_I8;
-    case at::kBool: return HOOP_BOOL;
-    case at::kInt: return HOOP_I32;
-    case at::kLong: return HOOP_I64;
-    case at::kHalf: return HOOP_F16;
-    case at::kBFloat16: return HOOP_BF16;
-    case at::kFloat: return HOOP_F32;
-    case at::kDouble: return HOOP_F64;
-    default:
-      TORCH_CHECK(false, where, ": tensors of ", t.scalar_type(),
-                  " are not supported (uint8, int8, bool, int32, int64, float16, bfloat16, float32, float64)");
+  const std::string name = c10::toString(t.scalar_type());
+  std::string known;
+  hoop_dtype_info_t info;
+  for (int v = 0; hoop_dtype_info(static_cast<hoop_dtype_t>(v), &info) == HOOP_SUCCESS; ++v) {
+    if (name == info.aten) return static_cast<hoop_dtype_t>(v);
+    if (*info.torch) known += std::string(known.empty() ? "" : ", ") + info.torch;
   }
+  TORCH_CHECK(false, where, ": tensors of ", t.scalar_type(), " are not supported (", known, ")");
 }
 
 hoop_op_t OpOf(const c10d::ReduceOp& op, const std::string& where) {

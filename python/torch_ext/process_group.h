@@ -8,7 +8,9 @@
 //
 // Tensors: CPU, one per call (one device per process), any layout (non-contiguous ones go
 // through a contiguous copy), dtypes uint8, int8, bool, int32, int64, float16, bfloat16, float32,
-// float64. Ops: SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR (PREMUL_SUM is refused).
+// float64, and float8_e4m3fn and float8_e5m2 where torch has them (the library's dtype table,
+// hoop_dtype_info, matched by c10's names; the fp8s take sum, avg, min, max and prod). Ops: SUM,
+// AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR (PREMUL_SUM is refused).
 // Anything else is refused with an error naming the rank, the call and the cause.
 #pragma once
 

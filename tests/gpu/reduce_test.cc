@@ -15,31 +15,7 @@ using namespace hoop;
 
 namespace {
 
-bool IsNaN(DType t, const char* p) {
-  switch (t) {
-    case DType::kF16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0;
-    }
-    case DType::kBF16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return (h & 0x7f80) == 0x7f80 && (h & 0x7f) != 0;
-    }
-    case DType::kF32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f != f;
-    }
-    case DType::kF64: {
-      double d;
-      std::memcpy(&d, p, 8);
-      return d != d;
-    }
-    default: return false;
-  }
-}
+bool IsNaN(DType t, const char* p) { return IsFloat(t) && std::isnan(LoadAsDouble(t, p, 0)); }
 
 // The index of the first element that differs, or -1.
 long FirstMismatch(DType t, const std::vector<char>& want, const std::vector<char>& got, size_t n) {

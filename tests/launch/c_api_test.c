@@ -20,6 +20,26 @@ int main(void) {
         HOOP_VERSION);
   CHECK(HOOP_VERSION == HOOP_VERSION_CODE(HOOP_VERSION_MAJOR, HOOP_VERSION_MINOR, HOOP_VERSION_PATCH), "version code");
   CHECK(hoop_get_version(NULL) == HOOP_ERR_INVALID_ARGUMENT, "hoop_get_version(NULL) accepted");
+  /* The dtype table: every enumerator up to HOOP_F8E5M2 is a row, the next is not. */
+  {
+    hoop_dtype_info_t info;
+    int n = 0;
+    while (hoop_dtype_info((hoop_dtype_t)n, &info) == HOOP_SUCCESS) ++n;
+    CHECK(n == HOOP_F8E5M2 + 1, "hoop_dtype_info knows %d dtypes", n);
+    CHECK(strstr(hoop_last_error(), "unknown dtype") != NULL, "message: %s", hoop_last_error());
+    CHECK(hoop_dtype_info(HOOP_F8E4M3, &info) == HOOP_SUCCESS && strcmp(info.name, "f8e4m3") == 0 &&
+              strcmp(info.c_name, "F8E4M3") == 0 && info.size == 1 && info.is_float &&
+              info.ops ==
+                  ((1u << HOOP_SUM) | (1u << HOOP_AVG) | (1u << HOOP_MIN) | (1u << HOOP_MAX) | (1u << HOOP_PROD)) &&
+              strcmp(info.torch, "float8_e4m3fn") == 0 && strcmp(info.aten, "Float8_e4m3fn") == 0,
+          "f8e4m3's row: %s %s %zu %d %x %s %s", info.name, info.c_name, info.size, info.is_float, info.ops, info.torch,
+          info.aten);
+    CHECK(hoop_dtype_info(HOOP_BOOL, &info) == HOOP_SUCCESS && !info.is_float && (info.ops & (1u << HOOP_BXOR)) &&
+              !(info.ops & (1u << HOOP_SUM)),
+          "bool's row: ops %x", info.ops);
+    CHECK(hoop_dtype_info(HOOP_F32, NULL) == HOOP_ERR_INVALID_ARGUMENT, "NULL info accepted");
+    CHECK(hoop_dtype_info((hoop_dtype_t)-1, &info) == HOOP_ERR_INVALID_ARGUMENT, "dtype -1 accepted");
+  }
   const char* explicit_init = getenv("C_API_EXPLICIT");
   if (explicit_init && strcmp(explicit_init, "1") == 0) {
     CHECK(hoop_init(&comm, 0, 0, "tcp://127.0.0.1:1", NULL) == HOOP_ERR_INVALID_ARGUMENT, "size 0 accepted");

@@ -1,7 +1,7 @@
 /* The C API's reduce, gather, scatter and alltoall from C, including only <hoop/hoop.h>: every
  * root in turn, counts 0, 1, 7 and a large odd one, non-roots passing NULL for the buffers they do
- * not use, the in-place forms, the nonblocking forms completed with hoop_wait_all, HOOP_I8 and
- * HOOP_BOOL and the bitwise ops (and what they refuse), allgatherv, reduce_scatterv and alltoallv
+ * not use, the in-place forms, the nonblocking forms completed with hoop_wait_all, HOOP_I8,
+ * HOOP_BOOL and the bitwise ops (and what they refuse), HOOP_F8E4M3 and HOOP_F8E5M2, allgatherv, reduce_scatterv and alltoallv
  * with uneven counts and gapped layouts, and bad calls
  * (root out of range, a root's NULL buffer, an alltoall count that is not a multiple of the ranks)
  * refused with a message naming the call. Run as every rank of a job (hooprun).
@@ -244,7 +244,30 @@ int main(void) {
     CHECK(strstr(hoop_last_error(), "bool takes min, max, band, bor and bxor, not sum") != NULL, "message: %s",
           hoop_last_error());
     CHECK(hoop_allreduce(comm, &f, &f, 1, HOOP_F32, (hoop_op_t)8) == HOOP_ERR_INVALID_ARGUMENT, "op 8 accepted");
-    CHECK(hoop_allreduce(comm, &f, &f, 1, (hoop_dtype_t)9, HOOP_SUM) == HOOP_ERR_INVALID_ARGUMENT, "dtype 9 accepted");
+    CHECK(hoop_allreduce(comm, &f, &f, 1, (hoop_dtype_t)11, HOOP_SUM) == HOOP_ERR_INVALID_ARGUMENT,
+          "dtype 11 accepted");
+  }
+
+  /* The 8-bit floats: bytes in, bytes out. e4m3 1.0 is 0x38, 2.0 0x40, 448 (its largest) 0x7e;
+   * e5m2 1.0 is 0x3c, 57344 (its largest) 0x7b. Sums past the largest saturate, as NCCL's. */
+  {
+    unsigned char one4[2] = {0x38, 0x7e}, sum4[2], one5[2] = {0x3c, 0x7b}, sum5[2], mx[1], r8 = (unsigned char)rank;
+    CHECK(hoop_allreduce(comm, one4, sum4, 2, HOOP_F8E4M3, HOOP_SUM) == HOOP_SUCCESS, "f8e4m3 sum");
+    CHECK(hoop_allreduce(comm, one5, sum5, 2, HOOP_F8E5M2, HOOP_SUM) == HOOP_SUCCESS, "f8e5m2 sum");
+    /* size ranks of 1.0: exact up to 16 in e4m3 and 8 in e5m2 (the test runs on at most 8). */
+    static const unsigned char e4m3_int[9] = {0, 0x38, 0x40, 0x44, 0x48, 0x4a, 0x4c, 0x4e, 0x50};
+    static const unsigned char e5m2_int[9] = {0, 0x3c, 0x40, 0x42, 0x44, 0x45, 0x46, 0x47, 0x48};
+    if (size <= 8) {
+      CHECK(sum4[0] == e4m3_int[size], "f8e4m3 sum of %d ones: 0x%02x, want 0x%02x", size, sum4[0], e4m3_int[size]);
+      CHECK(sum5[0] == e5m2_int[size], "f8e5m2 sum of %d ones: 0x%02x, want 0x%02x", size, sum5[0], e5m2_int[size]);
+    }
+    CHECK(sum4[1] == 0x7e && sum5[1] == 0x7b, "saturating sums: 0x%02x 0x%02x", sum4[1], sum5[1]);
+    /* max of rank as e4m3's small positive codes (monotone in the code): the largest rank's. */
+    CHECK(hoop_allreduce(comm, &r8, mx, 1, HOOP_F8E4M3, HOOP_MAX) == HOOP_SUCCESS, "f8e4m3 max");
+    CHECK(mx[0] == (unsigned char)(size - 1), "f8e4m3 max: 0x%02x", mx[0]);
+    CHECK(hoop_allreduce(comm, one4, sum4, 1, HOOP_F8E4M3, HOOP_BOR) == HOOP_ERR_INVALID_ARGUMENT, "f8 bor accepted");
+    CHECK(strstr(hoop_last_error(), "bor takes integer and bool elements, not f8e4m3") != NULL, "message: %s",
+          hoop_last_error());
   }
 
   /* Bad calls: refused on every rank alike, naming the call and the argument. */

@@ -184,8 +184,16 @@ TEST_CASE("fusion: HOOP_TIMELINE writes a Chrome trace of every tensor's phases"
   auto py = RunProc({"/usr/bin/python3", "-c", script, path}, Within(30));
   INFO(py.output);
   CHECK(py.exit_code == 0);
-  CHECK(py.output.find("rows 101 ") != std::string::npos);  // every tensor of 'orders' with 3 ranks
-  for (const char* phase : {"ALLGATHER=", "ALLREDUCE=", "BROADCAST=", "NEGOTIATE=202", "QUEUE=202"})
+  // Every tensor of 'orders' (as many as the rank says: they follow the dtype table), each
+  // negotiated and queued once per step.
+  int tensors = 0;
+  const size_t at = r.output.find("orders ok: ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(std::sscanf(r.output.c_str() + at, "orders ok: %d tensors x 2 steps", &tensors) == 1);
+  CHECK(py.output.find("rows " + std::to_string(tensors) + " ") != std::string::npos);
+  const std::string twice = std::to_string(2 * tensors);
+  for (const std::string& phase : {std::string("ALLGATHER="), std::string("ALLREDUCE="), std::string("BROADCAST="),
+                                   "NEGOTIATE=" + twice, "QUEUE=" + twice})
     CHECK(py.output.find(phase) != std::string::npos);
   CHECK(py.output.find("tensor-ar ") != std::string::npos);
   std::remove(path.c_str());

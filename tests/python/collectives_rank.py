@@ -1,10 +1,11 @@
 """One rank of the Python package's check against NumPy (run under hooprun by test_collectives.py).
 
 Every rank makes every rank's input from a seed of (rank, case), so each can compute the
-reference itself: random small integers as every dtype (exact in f16/bf16 sums, no integer
-overflow), counts 0, 1, 7 and 1001, every op that applies to the dtype; the collectives blocking
-and nonblocking, point-to-point around a ring, a split, and refused calls. Prints
-"rank R: ok N checks" at the end; any mismatch raises, naming the call.
+reference itself: random small integers as every dtype (exact in f16/bf16/fp8 sums, no integer
+overflow; bf16 and the fp8s as their bits with dtype=), counts 0, 1, 7 and 1001, every op that
+applies to the dtype; the collectives blocking and nonblocking, point-to-point around a ring, a
+split, and refused calls. Prints "rank R: ok N checks" at the end; any mismatch raises, naming
+the call.
 """
 import sys
 
@@ -13,10 +14,33 @@ import numpy as np
 import hoop
 
 COUNTS = [0, 1, 7, 1001]
-DTYPES = ["u8", "i8", "bool", "i32", "i64", "f16", "bf16", "f32", "f64"]
+DTYPES = ["u8", "i8", "bool", "i32", "i64", "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"]
 NUMPY = {"u8": np.uint8, "i8": np.int8, "bool": np.bool_, "i32": np.int32, "i64": np.int64, "f16": np.float16,
-         "bf16": np.uint16, "f32": np.float32, "f64": np.float64}
-FLOATS = {"f16", "bf16", "f32", "f64"}
+         "bf16": np.uint16, "f32": np.float32, "f64": np.float64, "f8e4m3": np.uint8, "f8e5m2": np.uint8}
+FLOATS = {"f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"}
+AS_BITS = {"bf16": hoop.BF16, "f8e4m3": hoop.F8E4M3, "f8e5m2": hoop.F8E5M2}  # no NumPy type: bits, and dtype=
+
+
+def fp8_table(e_bits, m_bits):
+    """The value of each of the 256 codes (the OCP formula; NaNs and infinities as NaN)."""
+    bias = (1 << (e_bits - 1)) - 1
+    out = np.empty(256)
+    for c in range(256):
+        e, m = (c >> m_bits) & ((1 << e_bits) - 1), c & ((1 << m_bits) - 1)
+        sign = -1.0 if c & 0x80 else 1.0
+        special = (c & 0x7F) == 0x7F if e_bits == 4 else e == (1 << e_bits) - 1
+        out[c] = np.nan if special else sign * (2.0 ** (1 - bias - m_bits) * m if e == 0 else
+                                                2.0 ** (e - bias) * (1 + m / (1 << m_bits)))
+    return out
+
+
+FP8 = {"f8e4m3": fp8_table(4, 3), "f8e5m2": fp8_table(5, 2)}
+
+
+def fp8_bits(dt, values):  # the nearest code (the tests' values are exact or averages of them)
+    table = np.nan_to_num(FP8[dt], nan=np.inf)
+    v = np.asarray(values, dtype=np.float64)
+    return np.abs(table[None, :] - v.reshape(-1, 1)).argmin(1).astype(np.uint8).reshape(v.shape)
 checks = 0
 
 
@@ -42,16 +66,20 @@ def data(rank, case, dt, count, small=False):
     rng = np.random.default_rng([rank, case])
     if dt == "bool":
         return rng.integers(0, 2, count).astype(np.bool_)
-    lo, hi = (0, 5) if dt == "u8" else (-3, 4)
+    lo, hi = (0, 5) if dt == "u8" else (-1, 2) if dt in FP8 else (-3, 4)  # fp8: sums exact
     if small:  # for prod: at most 2^ranks in magnitude
         lo, hi = (1, 3) if dt == "u8" else (-2, 3)
     v = rng.integers(lo, hi, count)
     if dt == "bf16":
         return bf16_bits(v)
+    if dt in FP8:
+        return fp8_bits(dt, v)
     return v.astype(NUMPY[dt])
 
 
 def as_values(dt, a):
+    if dt in FP8:
+        return FP8[dt][np.asarray(a, dtype=np.uint8)]
     return bf16_values(a) if dt == "bf16" else a
 
 
@@ -79,6 +107,8 @@ def reference(dt, op, inputs):
         r = fn.reduce(np.stack(vals), 0)
     if dt == "bf16":
         return bf16_bits(r)
+    if dt in FP8:
+        return fp8_bits(dt, r)
     return r.astype(NUMPY[dt])
 
 
@@ -87,7 +117,7 @@ def same(what, dt, got, want):
     checks += 1
     if dt in FLOATS:
         g, w = as_values(dt, np.asarray(got)).astype(np.float64), as_values(dt, np.asarray(want)).astype(np.float64)
-        tol = 1e-2 if dt in ("f16", "bf16") else 1e-6
+        tol = 0.13 if dt in FP8 else 1e-2 if dt in ("f16", "bf16") else 1e-6
         ok = g.shape == w.shape and np.allclose(g, w, rtol=tol, atol=tol)
     else:
         ok = np.array_equal(np.asarray(got), np.asarray(want))
@@ -96,7 +126,7 @@ def same(what, dt, got, want):
 
 
 def kw(dt):
-    return {"dtype": hoop.BF16} if dt == "bf16" else {}
+    return {"dtype": AS_BITS[dt]} if dt in AS_BITS else {}
 
 
 def check_reductions(me, n):

@@ -71,21 +71,7 @@ TEST_CASE("every dtype x op kernel agrees with plain arithmetic", "[kernels]") {
       REQUIRE(fn != nullptr);
       fn(d.data(), a.data(), b.data(), n, op == ReduceOp::kAvg ? 2 : 0);
       for (size_t i = 0; i < n; ++i) {
-        auto get = [&](const std::vector<char>& v) -> double {
-          const char* p = v.data() + i * es;
-          switch (dt) {
-            case DType::kU8: return *reinterpret_cast<const uint8_t*>(p);
-            case DType::kI32: return *reinterpret_cast<const int32_t*>(p);
-            case DType::kI64: return static_cast<double>(*reinterpret_cast<const int64_t*>(p));
-            case DType::kF16: return HalfToFloat(*reinterpret_cast<const uint16_t*>(p));
-            case DType::kBF16: return BF16ToFloat(*reinterpret_cast<const uint16_t*>(p));
-            case DType::kF32: return *reinterpret_cast<const float*>(p);
-            case DType::kF64: return *reinterpret_cast<const double*>(p);
-            case DType::kI8: return *reinterpret_cast<const int8_t*>(p);
-            case DType::kBool: return *reinterpret_cast<const uint8_t*>(p);
-          }
-          return 0;
-        };
+        auto get = [&](const std::vector<char>& v) { return LoadAsDouble(dt, v.data(), i); };
         const bool integer = !IsFloat(dt);
         double x = get(a), y = get(b), r = get(d), e = 0;
         switch (op) {
@@ -100,6 +86,11 @@ TEST_CASE("every dtype x op kernel agrees with plain arithmetic", "[kernels]") {
         }
         if (dt == DType::kU8) e = static_cast<double>(static_cast<uint8_t>(static_cast<int>(e) & 0xff));
         if (dt == DType::kI8) e = static_cast<double>(static_cast<int8_t>(static_cast<int>(e) & 0xff));
+        if (!integer) {  // rounded once to the dtype, as the kernel does
+          std::vector<char> one(es);
+          StoreFromDouble(dt, one.data(), 0, e);
+          e = LoadAsDouble(dt, one.data(), 0);
+        }
         INFO(DTypeName(dt) << " " << ReduceOpName(op) << " i=" << i << " x=" << x << " y=" << y);
         CHECK(r == e);
       }
@@ -123,20 +114,11 @@ TEST_CASE("integer sums and products wrap instead of overflowing", "[kernels]") 
 // The reference's data (reference.h): exact small integers whose whole range turns up, so that
 // reductions are exact and every value an op can meet is met; and another seed, other data.
 TEST_CASE("FillInput draws every value of its range for each dtype and op", "[reference]") {
-  auto value = [](DType dt, const std::vector<char>& v, size_t i) -> double {
-    const char* p = v.data() + i * DTypeSize(dt);
-    switch (dt) {
-      case DType::kU8:
-      case DType::kBool: return *reinterpret_cast<const uint8_t*>(p);
-      case DType::kI8: return *reinterpret_cast<const int8_t*>(p);
-      case DType::kI32: return *reinterpret_cast<const int32_t*>(p);
-      case DType::kI64: return static_cast<double>(*reinterpret_cast<const int64_t*>(p));
-      case DType::kF16: return HalfToFloat(*reinterpret_cast<const uint16_t*>(p));
-      case DType::kBF16: return BF16ToFloat(*reinterpret_cast<const uint16_t*>(p));
-      case DType::kF32: return *reinterpret_cast<const float*>(p);
-      case DType::kF64: return *reinterpret_cast<const double*>(p);
-    }
-    return 0;
+  auto value = [](DType dt, const std::vector<char>& v, size_t i) { return LoadAsDouble(dt, v.data(), i); };
+  auto as_dtype = [](DType dt, double x) {  // x rounded to dt, as the fill converts it
+    char one[8];
+    StoreFromDouble(dt, one, 0, x);
+    return LoadAsDouble(dt, one, 0);
   };
   for (DType dt : kAllDTypes) {
     for (ReduceOp op : kAllReduceOps) {
@@ -159,6 +141,11 @@ TEST_CASE("FillInput draws every value of its range for each dtype and op", "[re
         hi = dt == DType::kU8 || dt == DType::kI8 ? lo + 255 : 500;
       else if (dt == DType::kU8)
         lo = 0, hi = 16;
+      else if (dt == DType::kF8E4M3)  // small enough that sums of 8 ranks stay exact
+        lo = -2, hi = 2;
+      else if (dt == DType::kF8E5M2)
+        lo = -1, hi = 1;
+      if (IsFloat(dt)) lo = as_dtype(dt, lo), hi = as_dtype(dt, hi);
       // Odd counts, so the tail is drawn too; 2^20 values need a few million draws to show both ends.
       const bool wide = bitwise && (dt == DType::kI32 || dt == DType::kI64);
       const size_t count = wide ? 4000003 : 20011;

@@ -16,31 +16,7 @@
 using namespace hoop;
 
 namespace {
-bool IsNan(DType dt, const char* p) {
-  switch (dt) {
-    case DType::kF16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return std::isnan(HalfToFloat(v));
-    }
-    case DType::kBF16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return std::isnan(BF16ToFloat(v));
-    }
-    case DType::kF32: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return std::isnan(v);
-    }
-    case DType::kF64: {
-      double v;
-      std::memcpy(&v, p, 8);
-      return std::isnan(v);
-    }
-    default: return false;
-  }
-}
+bool IsNan(DType dt, const char* p) { return IsFloat(dt) && std::isnan(LoadAsDouble(dt, p, 0)); }
 }  // namespace
 
 TEST_CASE("every instruction set's kernels give the generic kernels' bits", "[kernels]") {

@@ -3,10 +3,13 @@
 // conversions (exact widening; narrowing rounds to nearest even like the host code, subnormals
 // kept), except for NaN, where the host code (common/dtype.h) keeps the payload and the hardware
 // does not: there the host's bits are built explicitly, so device and host give the same bits.
+// The fp8 formats widen exactly (through f16) and narrow with CUDA's round-to-nearest-even,
+// saturating conversion, which the host code (common/dtype.h) matches bit for bit, NaN as 0x7f.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 
@@ -41,5 +44,18 @@ struct BFloat {
     return __bfloat16_as_ushort(__float2bfloat16_rn(f));
   }
 };
+
+template <__nv_fp8_interpretation_t Kind>
+struct Fp8 {
+  using Compute = float;
+  __device__ static float Load(uint8_t v) {
+    return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(v), Kind)));
+  }
+  __device__ static uint8_t Store(float f) {
+    return static_cast<uint8_t>(__nv_cvt_float_to_fp8(f, __NV_SATFINITE, Kind));
+  }
+};
+using E4M3 = Fp8<__NV_E4M3>;
+using E5M2 = Fp8<__NV_E5M2>;
 
 }  // namespace hoop::cuda

@@ -65,6 +65,8 @@ Status DeviceBatchedScaledCopy(DType dtype, const DeviceCopyItem* items, size_t 
     case DType::kF64: return Launch<cuda::Native<double>, double>(items, n, 1, stream);
     case DType::kF16: return Launch<cuda::Half, uint16_t>(items, n, 1, stream);
     case DType::kBF16: return Launch<cuda::BFloat, uint16_t>(items, n, 1, stream);
+    case DType::kF8E4M3: return Launch<cuda::E4M3, uint8_t>(items, n, 1, stream);
+    case DType::kF8E5M2: return Launch<cuda::E5M2, uint8_t>(items, n, 1, stream);
     default:
       for (size_t j = 0; j < n; ++j)
         if (items[j].factor != 1)

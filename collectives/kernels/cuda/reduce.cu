@@ -7,7 +7,7 @@
 // done one at a time by the same launch (one launch per call, whatever the alignment), as long
 // as the three pointers are equally misaligned; otherwise every element goes one at a time.
 //
-// f16 and bf16 go through cuda/codecs.cuh (the host's bits, NaNs included). Arithmetic is IEEE
+// f16, bf16 and the fp8s go through cuda/codecs.cuh (the host's bits, NaNs included). Arithmetic is IEEE
 // (nvcc's defaults: no flush to zero, correctly rounded division), as on the host. f16 vectors
 // with no NaN in them, in or out, take the paired conversions and one NaN test per vector
 // (HalfVector): element by element, the codec's NaN handling and conversions bound f16 at 0.83-0.88
@@ -200,6 +200,8 @@ DeviceReduceFn LookupDeviceReduce(DType dtype, ReduceOp op) {
     case DType::kF32: return ForOp<float, Native<float>>(op);
     case DType::kF64: return ForOp<double, Native<double>>(op);
     case DType::kBool: return ForOp<uint8_t, Native<uint8_t>>(op);
+    case DType::kF8E4M3: return ForOp<uint8_t, cuda::E4M3>(op);
+    case DType::kF8E5M2: return ForOp<uint8_t, cuda::E5M2>(op);
   }
   return nullptr;
 }

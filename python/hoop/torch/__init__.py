@@ -17,7 +17,9 @@ BXOR), broadcast, allgather (and all_gather_into_tensor), reduce_scatter (and
 reduce_scatter_tensor), reduce, gather, scatter, all_to_all (and all_to_all_single), barrier,
 send, recv (any source too) and new_group, every call asynchronous (async_op=True gives a Work;
 its Future completes by itself, which DDP's hooks use). CPU tensors of uint8, int8, bool,
-int32, int64, float16, bfloat16, float32 and float64; anything else raises, naming the rank, the
+int32, int64, float16, bfloat16, float32 and float64, and float8_e4m3fn and float8_e5m2 where
+torch has them (sum, avg, min, max, prod; results past the largest finite saturate, as NCCL's do);
+anything else raises, naming the rank, the
 call and the cause. HOOP_* variables tune it as any hoop job (HOOP_TRANSPORT, HOOP_TIMEOUT...).
 Across hosts each rank advertises its address on the route to MASTER_ADDR (HOOP_HOST overrides).
 """

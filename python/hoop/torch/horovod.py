@@ -69,9 +69,22 @@ class Compression:
     bf16 = _Wire("bf16", _hoop.COMPRESSION_BF16)
 
 
-_DTYPES = {torch.uint8: hoop.U8, torch.int8: hoop.I8, torch.bool: hoop.BOOL, torch.int32: hoop.I32,
-           torch.int64: hoop.I64, torch.float16: hoop.F16, torch.bfloat16: hoop.BF16, torch.float32: hoop.F32,
-           torch.float64: hoop.F64}
+# torch dtype -> hoop dtype, from the library's dtype table (the fp8s where this torch has them).
+_DTYPES = {getattr(torch, row["torch"]): row["value"] for row in hoop.dtypes()
+           if row["torch"] and hasattr(torch, row["torch"])}
+# The ones NumPy has no type for (bf16, the fp8s): their bytes travel as unsigned integers of
+# their size, read as the hoop dtype.
+_BITS = {1: torch.uint8, 2: torch.int16}
+def _numpy_has(name):
+    try:
+        np.dtype(name)
+        return True
+    except TypeError:
+        return False
+
+
+_NOT_NUMPY = {getattr(torch, row["torch"]): row for row in hoop.dtypes()
+              if row["torch"] and hasattr(torch, row["torch"]) and not _numpy_has(row["numpy"])}
 
 
 class _State:
@@ -360,9 +373,11 @@ def broadcast_(tensor, root_rank, name=None):
 # ---- allgather and alltoall (first dimensions may differ between ranks)
 
 def _numpy(t):
-    """t's memory as a NumPy array and the hoop dtype to read it as (bf16 has no NumPy type)."""
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy(), hoop.BF16
+    """t's memory as a NumPy array and the hoop dtype to read it as (bf16 and the fp8s have no
+    NumPy type)."""
+    row = _NOT_NUMPY.get(t.dtype)
+    if row is not None:
+        return t.view(_BITS[row["size"]]).numpy(), row["value"]
     return t.numpy(), -1
 
 
