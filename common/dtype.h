@@ -246,32 +246,32 @@ constexpr std::array<uint32_t, 256> F8BitsTable() {
   return t;
 }
 
+// Branch-free, so the kernels' loops vectorise: normal results by rebiasing the exponent in
+// place and rounding the dropped bits to nearest even (as FloatToHalf); subnormal ones by adding
+// 2^(24 - bias - M), whose float ulp is the format's smallest subnormal, so that the float
+// addition itself rounds to nearest even; then the saturation and the NaN chosen.
 template <class Fmt>
 [[gnu::always_inline]] inline uint8_t FloatToF8(float f) {
   constexpr int M = Fmt::kM;
+  constexpr uint32_t kMinNormal = uint32_t(127 + 1 - Fmt::kBias) << 23;   // f32 bits of 2^(1 - bias)
+  constexpr uint32_t kMagic = uint32_t(127 + 24 - Fmt::kBias - M) << 23;  // f32 bits of 2^(24 - bias - M)
   uint32_t x;
   std::memcpy(&x, &f, 4);
   const uint32_t sign = (x >> 24) & 0x80;
   const uint32_t ax = x & 0x7fffffff;
-  if (ax > 0x7f800000u) return 0x7f;                            // NaN
-  if (ax >= 0x7f800000u) return uint8_t(sign | Fmt::kMaxCode);  // infinity saturates
-  const uint32_t min_normal_exp = 127 + 1 - Fmt::kBias;         // the float exponent of 2^(1 - bias)
-  const uint32_t e = ax >> 23;
-  if (e >= min_normal_exp) {  // rebias in place, round the dropped bits to nearest even
-    uint32_t r = ax - ((127u - Fmt::kBias) << 23);
-    r += (1u << (22 - M)) - 1 + ((r >> (23 - M)) & 1);
-    const uint32_t code = r >> (23 - M);
-    return uint8_t(sign | (code > Fmt::kMaxCode ? Fmt::kMaxCode : code));
-  }
-  // Subnormal or zero: the value in units of the smallest subnormal 2^(1 - bias - M), rounded.
-  if (e == 0) return uint8_t(sign);  // float subnormals are far below half the smallest fp8
-  const uint32_t m = (ax & 0x7fffff) | 0x800000;
-  const uint32_t shift = min_normal_exp + 23 - M - e;  // > 23 - M
-  if (shift >= 32) return uint8_t(sign);
-  uint32_t r = m >> shift;
-  const uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-  if (rem > half || (rem == half && (r & 1))) ++r;
-  return uint8_t(sign | r);  // r may reach 1 << M: the smallest normal, encoded the same way
+  uint32_t r = ax - ((127u - Fmt::kBias) << 23);
+  r += (1u << (22 - M)) - 1 + ((r >> (23 - M)) & 1);
+  uint32_t normal = r >> (23 - M);
+  normal = normal > Fmt::kMaxCode ? Fmt::kMaxCode : normal;  // past the largest finite, infinity too
+  float a, magic;
+  std::memcpy(&a, &ax, 4);
+  std::memcpy(&magic, &kMagic, 4);
+  const float t = a + magic;  // rounds a to a multiple of the smallest subnormal
+  uint32_t tb;
+  std::memcpy(&tb, &t, 4);
+  const uint32_t sub = tb - kMagic;  // may reach 1 << M: the smallest normal, encoded the same way
+  const uint32_t code = ax < kMinNormal ? sub : normal;
+  return uint8_t(ax > 0x7f800000u ? 0x7fu : (sign | code));
 }
 
 [[gnu::always_inline]] inline float F8E4M3ToFloat(uint8_t c) { return F8ToFloat<F8E4M3Format>(c); }
