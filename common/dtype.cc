@@ -43,6 +43,7 @@ std::string OpMismatch(DType t, ReduceOp op) {
   if (!ValidDType(t)) return "unknown dtype " + std::to_string(static_cast<int>(t));
   const DTypeInfo& row = DTypeRow(t);
   if (row.ops & OpBit(op)) return "";
+  if (OpBit(op) == 0) return "unknown op " + std::to_string(static_cast<int>(op));
   const bool bitwise = kBitwiseOps & OpBit(op);
   if (bitwise && row.cls == DTypeClass::kFloat)
     return std::string(ReduceOpName(op)) + " takes integer and bool elements, not " + row.name;
@@ -51,8 +52,6 @@ std::string OpMismatch(DType t, ReduceOp op) {
            (op == ReduceOp::kProd ? " (band is its logical and)" : " (bor is its logical or)");
   return std::string(row.name) + " does not take " + ReduceOpName(op);
 }
-
-bool OpApplies(DType t, ReduceOp op) { return ValidDType(t) && (DTypeRow(t).ops & OpBit(op)); }
 
 std::optional<ReduceOp> ParseReduceOp(const std::string& name) {
   for (ReduceOp op : kAllReduceOps)

@@ -23,7 +23,9 @@ enum class ReduceOp : uint8_t { kSum = 0, kAvg, kMin, kMax, kProd, kBand, kBor, 
 inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum,  ReduceOp::kAvg,  ReduceOp::kMin, ReduceOp::kMax,
                                              ReduceOp::kProd, ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
 inline constexpr ReduceOp kLastReduceOp = ReduceOp::kBxor;  // the highest value
-constexpr uint8_t OpBit(ReduceOp op) { return static_cast<uint8_t>(1u << static_cast<unsigned>(op)); }
+constexpr uint8_t OpBit(ReduceOp op) {                      // 0 for a value outside the enum
+  return static_cast<unsigned>(op) < 8 ? static_cast<uint8_t>(1u << static_cast<unsigned>(op)) : 0;
+}
 
 enum class DTypeClass : uint8_t { kUnsigned, kSigned, kFloat, kBool };
 
@@ -110,7 +112,7 @@ std::optional<ReduceOp> ParseReduceOp(const std::string& name);
 bool IsFloat(DType t);  // f16, bf16, f32, f64, f8e4m3, f8e5m2
 // Whether `op` reduces `t`: the bitwise ops take no floats; bool takes min, max (and, or) and
 // the bitwise ops, not sum, avg or prod.
-bool OpApplies(DType t, ReduceOp op);
+constexpr bool OpApplies(DType t, ReduceOp op) { return ValidDType(t) && (DTypeRow(t).ops & OpBit(op)); }
 // Why `op` does not reduce `t`, for an error message ("" when it does).
 std::string OpMismatch(DType t, ReduceOp op);
 

@@ -100,7 +100,7 @@ std::string Runtime::Check(const TensorParams& p, const Buffer& in, const Buffer
   if (p.kind == CollKind::kBroadcast && (p.root < 0 || p.root >= comm_.size()))
     return "root " + std::to_string(p.root) + " is not a rank (size " + std::to_string(comm_.size()) + ")";
   if (p.kind == CollKind::kAllreduce) {
-    if (std::string why = OpMismatch(out.dtype, p.op); !why.empty()) return why;
+    if (!OpApplies(out.dtype, p.op)) return OpMismatch(out.dtype, p.op);
   }
   const bool is_float = IsFloat(out.dtype);
   if (o.prescale != 1 || o.postscale != 1) {

@@ -20,9 +20,7 @@ Status CommCore::CheckCall(const Op& op) const {
   if (row.rooted && (op.root < 0 || op.root >= opts_.size))
     return bad("root " + std::to_string(op.root) + " is not a rank (size " + std::to_string(opts_.size) + ")");
   const bool in_used = UsesIn(op), out_used = UsesOut(op);
-  if (row.reduces) {
-    if (std::string why = OpMismatch(op.in.dtype, op.op); !why.empty()) return bad(why);
-  }
+  if (row.reduces && !OpApplies(op.in.dtype, op.op)) return bad(OpMismatch(op.in.dtype, op.op));
   if (in_used && out_used && op.in.dtype != op.out.dtype)
     return bad(std::string("input dtype ") + DTypeName(op.in.dtype) + " differs from output dtype " +
                DTypeName(op.out.dtype));
