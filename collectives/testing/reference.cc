@@ -99,6 +99,16 @@ template <class T>
 T Cast(int64_t v) {
   return static_cast<T>(v);
 }
+// A 16- or 8-bit float's code for a drawn value (exact: the draws are small integers).
+template <class T>
+struct Coded {
+  DType dtype;
+  T operator()(int64_t v) const {
+    T code;
+    StoreFromDouble(dtype, &code, 0, static_cast<double>(v));
+    return code;
+  }
+};
 }  // namespace
 
 void FillInput(DType dtype, ReduceOp op, void* buf, size_t count, uint64_t seed) {
@@ -117,17 +127,9 @@ void FillInputSlice(DType dtype, ReduceOp op, void* buf, size_t total, size_t fi
     case DType::kF32: FillAs<float>(buf, total, first, len, s, d, Cast<float>); break;
     case DType::kF64: FillAs<double>(buf, total, first, len, s, d, Cast<double>); break;
     case DType::kF16:
-      FillAs<uint16_t>(buf, total, first, len, s, d, [](int64_t v) { return FloatToHalf(static_cast<float>(v)); });
-      break;
-    case DType::kBF16:
-      FillAs<uint16_t>(buf, total, first, len, s, d, [](int64_t v) { return FloatToBF16(static_cast<float>(v)); });
-      break;
+    case DType::kBF16: FillAs<uint16_t>(buf, total, first, len, s, d, Coded<uint16_t>{dtype}); break;
     case DType::kF8E4M3:
-      FillAs<uint8_t>(buf, total, first, len, s, d, [](int64_t v) { return FloatToF8E4M3(static_cast<float>(v)); });
-      break;
-    case DType::kF8E5M2:
-      FillAs<uint8_t>(buf, total, first, len, s, d, [](int64_t v) { return FloatToF8E5M2(static_cast<float>(v)); });
-      break;
+    case DType::kF8E5M2: FillAs<uint8_t>(buf, total, first, len, s, d, Coded<uint8_t>{dtype}); break;
   }
 }
 
