@@ -43,9 +43,12 @@ class MultiTransport : public Transport {
   void Watch(std::vector<Completion>* out);
   Status Sleep(std::vector<Completion>* out, Deadline deadline);
   Status Each(std::vector<Completion>* out, Deadline deadline);  // polls the parts in turn until one completes
-  class Routed : public Endpoint {
+  // Its fast paths are the part's, where the part has them.
+  class Routed : public Endpoint, public EndpointFastPath {
    public:
-    Routed(MultiTransport* owner, size_t part, Endpoint* inner) : owner_(owner), part_(part), inner_(inner) {}
+    Routed(MultiTransport* owner, size_t part, Endpoint* inner) : owner_(owner), part_(part), inner_(inner) {
+      if (inner->fast()) set_fast(this);
+    }
     int peer() const override { return inner_->peer(); }
     void PostSend(const Region& r, size_t off, size_t len, Tag tag, uint64_t op_id) override {
       inner_->PostSend(owner_->Translate(r, part_), off, len, tag, op_id);
@@ -56,7 +59,7 @@ class MultiTransport : public Transport {
     bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override {
       return inner_->PostRecvTo(sink, len, elem, tag, op_id);
     }
-    bool SendCopies(const Copy* msgs, size_t n) override { return inner_->SendCopies(msgs, n); }
+    bool SendCopies(const CopyMsg* msgs, size_t n) override { return inner_->SendCopies(msgs, n); }
     bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) override {
       return inner_->TakeNow(tag, op_id, spins, then);
     }

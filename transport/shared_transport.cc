@@ -57,14 +57,17 @@ void TransportHub::Leave() {
 
 // ---- a view ----
 
-class ViewEndpoint : public Endpoint {
+// Its fast paths are the base's, tags and op ids stamped, where the base has them.
+class ViewEndpoint : public Endpoint, public EndpointFastPath {
  public:
-  ViewEndpoint(TransportHub* hub, int id, int peer, Endpoint* base) : hub_(hub), id_(id), peer_(peer), base_(base) {}
+  ViewEndpoint(TransportHub* hub, int id, int peer, Endpoint* base) : hub_(hub), id_(id), peer_(peer), base_(base) {
+    if (base->fast()) set_fast(this);
+  }
   int peer() const override { return peer_; }
   void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override;
-  bool SendCopies(const Copy* msgs, size_t n) override;
+  bool SendCopies(const CopyMsg* msgs, size_t n) override;
   bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) override;
   bool Withdraw(uint64_t op_id) override;
 
@@ -162,10 +165,10 @@ bool ViewEndpoint::PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, 
   return base_->PostRecvTo(sink, len, elem, Stamp(tag), Stamp(op_id));
 }
 
-bool ViewEndpoint::SendCopies(const Copy* msgs, size_t n) {
+bool ViewEndpoint::SendCopies(const CopyMsg* msgs, size_t n) {
   constexpr size_t kMost = 4;  // the mailbox sends a frame and at most its payload
   if (n > kMost) return false;
-  Copy stamped[kMost];
+  CopyMsg stamped[kMost];
   for (size_t i = 0; i < n; ++i) stamped[i] = {msgs[i].data, msgs[i].len, Stamp(msgs[i].tag)};
   TransportHub::Lock l(*hub_);
   return hub_->failed_.ok() && base_->SendCopies(stamped, n);  // failed: PostSend says why

@@ -1,5 +1,10 @@
-// The Transport/Endpoint interface every back end implements (tcp/ now; shm/, ucx/, ofi/, cuda/
-// later). A Transport owns its connections to the other ranks of one communicator and makes
+// The Transport/Endpoint interface every back end implements (tcp/, shm/, ucx/, ofi/). A new
+// back end writes eleven calls: Endpoint's peer, PostSend and PostRecv, and Transport's Name,
+// CanConnect, Address, Connect, Register, endpoint, Poll and Abort. Everything else has a
+// default that is right for it; the fast paths (EndpointFastPath: in-place receives, immediate
+// copies, taking a message without a poll) are one optional interface, all or none.
+//
+// A Transport owns its connections to the other ranks of one communicator and makes
 // progress inside Poll() (shm also starts a one-slot send inside PostSend), always on the
 // caller's thread: no hidden progress threads, no locks on the data path.
 //
@@ -69,57 +74,77 @@ class RecvSink {
   ~RecvSink() = default;
 };
 
-class Endpoint {
+// A small message copied out at once (EndpointFastPath::SendCopies).
+struct CopyMsg {
+  const void* data;
+  size_t len;
+  Tag tag;
+};
+
+// The optional fast paths of an endpoint, all or none: for a back end with memory its caller
+// can read and write in place (shm's rings). It implements them and hands them to its Endpoint
+// (Endpoint's constructor, or set_fast); without them every call below is a plain false and the
+// callers take the required calls' way (PostSend, PostRecv, Poll).
+class EndpointFastPath {
  public:
-  virtual ~Endpoint() = default;
-  virtual int peer() const = 0;
-  // Both complete through Transport::Poll. Errors are reported as completions, never dropped.
-  virtual void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) = 0;
-  virtual void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) = 0;
   // Like PostRecv, but the bytes go to `sink`. Returns false, posting nothing, where this back
   // end cannot hand bytes over in place (it has no memory the caller can read); the caller then
   // posts a PostRecv instead. `elem` is the element size the pieces are cut on.
-  virtual bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) {
-    (void)sink, (void)len, (void)elem, (void)tag, (void)op_id;
-    return false;
-  }
+  virtual bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) = 0;
   // Sends copies of small messages at once, in order, all or none, where the back end can
   // without waiting and with nothing of its own queued ahead of them: true when the bytes are
   // copied out (the memory may be reused at once) and on their way; no completion follows. False,
   // nothing sent, otherwise: the caller posts PostSends instead. For the point-to-point frames
-  // (and a small payload behind its frame), whose every nanosecond is a ping-pong's; a back end
-  // without such a path keeps the default.
-  struct Copy {
-    const void* data;
-    size_t len;
-    Tag tag;
-  };
-  virtual bool SendCopies(const Copy* msgs, size_t n) {
-    (void)msgs, (void)n;
-    return false;
-  }
-  bool SendCopy(const void* data, size_t len, Tag tag) {
-    const Copy one{data, len, tag};
-    return SendCopies(&one, 1);
-  }
+  // (and a small payload behind its frame) and the blocking interpreter's messages, whose every
+  // nanosecond is a ping-pong's.
+  virtual bool SendCopies(const CopyMsg* msgs, size_t n) = 0;
   // Completes the receive posted here with `tag` and `op_id` on the caller's thread, without a
   // Poll, if its message is next on this peer's stream and has come whole: waits for it up to
   // `spins` looks where the back end spins at all (not on a crowded host). True: the bytes are
   // in the receive's memory and no completion follows for it. False: nothing changed, the
   // receive completes through Poll as ever. With `then`, a receive taken stays posted, in its
   // place and with the same memory and op id, for the message tagged `*then`: a stream of frames
-  // keeps its receive without posting a new one (Withdraw ends it). For the point-to-point frames
-  // a blocking receive waits on; a back end without such a path keeps the default.
-  virtual bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) {
-    (void)tag, (void)op_id, (void)spins, (void)then;
-    return false;
-  }
+  // keeps its receive without posting a new one (Withdraw ends it).
+  virtual bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) = 0;
   // Removes the receive posted with `op_id` if no byte of its message has come: true, and no
-  // completion follows for it. False: nothing changed. Back ends with TakeNow's `then` have it.
-  virtual bool Withdraw(uint64_t op_id) {
-    (void)op_id;
-    return false;
+  // completion follows for it. False: nothing changed.
+  virtual bool Withdraw(uint64_t op_id) = 0;
+
+ protected:
+  ~EndpointFastPath() = default;
+};
+
+class Endpoint {
+ public:
+  using Copy = CopyMsg;
+  explicit Endpoint(EndpointFastPath* fast = nullptr) : fast_(fast) {}
+  virtual ~Endpoint() = default;
+  // The three calls every back end writes.
+  virtual int peer() const = 0;
+  // Both complete through Transport::Poll. Errors are reported as completions, never dropped.
+  virtual void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) = 0;
+  virtual void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) = 0;
+
+  // The fast paths (EndpointFastPath says what each does), or false where the back end has none.
+  EndpointFastPath* fast() const { return fast_; }
+  bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) {
+    return fast_ && fast_->PostRecvTo(sink, len, elem, tag, op_id);
   }
+  bool SendCopies(const Copy* msgs, size_t n) { return fast_ && fast_->SendCopies(msgs, n); }
+  bool SendCopy(const void* data, size_t len, Tag tag) {
+    const Copy one{data, len, tag};
+    return SendCopies(&one, 1);
+  }
+  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) {
+    return fast_ && fast_->TakeNow(tag, op_id, spins, then);
+  }
+  bool Withdraw(uint64_t op_id) { return fast_ && fast_->Withdraw(op_id); }
+
+ protected:
+  void set_fast(EndpointFastPath* fast) { fast_ = fast; }
+
+ private:
+  EndpointFastPath* fast_;
 };
 
 struct PeerInfo {

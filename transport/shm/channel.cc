@@ -11,6 +11,7 @@ namespace hoop::shm {
 Channel::Channel(int peer, RingHeader* in, RingHeader* out, Doorbell* peer_bell, bool crowded, DeviceQueues* dq,
                  bool same_process)
     : peer_(peer), in_(in), out_(out), peer_bell_(peer_bell), crowded_(crowded), dq_(dq), same_process_(same_process) {
+  set_fast(this);
   tail_ = out_->tail.load(std::memory_order_relaxed);
   peer_acked_ = out_->acked.load(std::memory_order_relaxed);
   described_ = peer_acked_;
@@ -147,7 +148,7 @@ void Channel::WriteSlot(const char* data, size_t total, size_t offset, size_t n,
   out_->tail.store(tail_, std::memory_order_release);
 }
 
-bool Channel::SendCopies(const Copy* msgs, size_t n) {
+bool Channel::SendCopies(const CopyMsg* msgs, size_t n) {
   if (!failure_.ok() || exited_ || !sends_.empty() || n > kSlots) return false;
   for (size_t i = 0; i < n; ++i)
     if (msgs[i].len > kInlineMax) return false;

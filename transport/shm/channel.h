@@ -42,7 +42,7 @@
 
 namespace hoop::shm {
 
-class Channel : public Endpoint {
+class Channel : public Endpoint, public EndpointFastPath {
  public:
   // `in`: the ring in our segment this peer writes; `out`: the ring in the peer's segment we
   // write; `peer_bell`: the peer's doorbell; `own_bell`: ours (the peer wakes us through it).
@@ -56,7 +56,7 @@ class Channel : public Endpoint {
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override;
   // One-slot messages with no send queued ahead and a free slot each: into the ring now.
-  bool SendCopies(const Copy* msgs, size_t n) override;
+  bool SendCopies(const CopyMsg* msgs, size_t n) override;
   // A one-slot message at the head of the ring, for a receive posted with exactly its length.
   bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) override;
   bool Withdraw(uint64_t op_id) override;
