@@ -6,7 +6,7 @@
 // the ring's 2(n-1) (schedules/tree.cc). Doubling (small messages, two ranks): recursive
 // doubling, one exchange per round, log2(n) rounds (schedules/doubling.cc). One rank: a copy
 // (and the average divides by 1). Small calls of recursive doubling run as blocking exchanges
-// on the caller's thread, sending the plan's own messages (small_allreduce.cc, chosen beneath
+// on the caller's thread, walking the plan's own units (blocking.cc, chosen beneath
 // CallContext::RunSchedule). Any of them may be asked to send f32/f64 data compressed to 16 bits
 // (kernels/wire.h); that runs the ring, whose hops decode, add and encode.
 #include "collectives/core/coll_table.h"

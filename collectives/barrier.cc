@@ -1,8 +1,8 @@
 // Barrier: returns on a rank only once every rank has entered it. Dissemination: in round k
 // every rank signals rank + 2^k and waits for rank - 2^k, ceil(log2 n) rounds of empty messages
-// (schedules/broadcast.cc). Beneath CallContext::RunSchedule the rounds run as blocking exchanges
-// on the calling thread (CommCore::RunSmallBarrier, small_allreduce.cc), not through the
-// executor: a barrier moves no data, so the executor's set-up would be all of its cost.
+// (schedules/broadcast.cc). Beneath CallContext::RunSchedule the plan's rounds are walked on the
+// calling thread (the blocking interpreter, core/blocking.cc), not by the executor: a barrier
+// moves no data, so the executor's set-up would be all of its cost.
 #include "collectives/core/coll_table.h"
 
 namespace hoop {

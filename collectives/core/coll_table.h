@@ -28,8 +28,9 @@ class CallContext {
   virtual Status Place(void* dst, const void* src, size_t bytes) = 0;
   // A working buffer of `count` elements, valid until the call ends (grown, never shrunk).
   virtual Buffer Scratch(size_t count, DType dtype) = 0;
-  // Runs the plan of (the call's kind, algo, count) from in to out, by the executor or, for a
-  // call it fits, as blocking exchanges on this thread (small_allreduce.cc, barrier.cc).
+  // Runs the plan of (the call's kind, algo, count) from in to out: by the executor or, for a
+  // plan of one small chunk on host memory, by the blocking interpreter on this thread
+  // (blocking.cc).
   virtual Status RunSchedule(Algo algo, size_t count, const Buffer& in, const Buffer& out,
                              Compression wire = Compression::kNone) = 0;
 };

@@ -473,11 +473,16 @@ Status CommCore::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer
                  key.chunk_elems));
   const bool new_shape = LogEnabled(LogLevel::kDebug) && (op.v || !plans_.Contains(key));
   a.plan = op.v ? &*own : &plans_.Get(key);
+  const bool blocking = BlockingFits(*a.plan, in, out, wire, memory);
   if (new_shape)  // as NCCL_DEBUG=INFO: what a call of this shape runs, once per shape
-    HOOP_LOG(kDebug, Describe(op, seq, algo, wire)
-                         << ": new call shape: " << AlgoName(algo) << " in " << a.plan->units.size()
-                         << " steps of up to " << a.chunk_bytes << " B chunks, window " << opts_.window << ", over "
-                         << transport_->Label());
+    HOOP_LOG(kDebug,
+             Describe(op, seq, algo, wire)
+                 << ": new call shape: " << AlgoName(algo) << " in " << a.plan->units.size()
+                 << (blocking ? " blocking steps on this thread (blocking.cc)" : " steps of up to ")
+                 << (blocking ? ""
+                              : std::to_string(a.chunk_bytes) + " B chunks, window " + std::to_string(opts_.window))
+                 << ", over " << transport_->Label());
+  if (blocking) return RunBlocking(BlockingCall{a.plan, &op, algo, seq, desc.Pack(), &desc, in, out});
   HOOP_ASSIGN_OR_RETURN(a.in, transport_->Register(in.data, in.count * esize, in.kind));
   HOOP_ASSIGN_OR_RETURN(a.out, transport_->Register(out.data, out.count * esize, out.kind));
   a.in.large = a.out.large = std::max(in.count, out.count) * esize >= kStreamingBytes;

@@ -205,26 +205,24 @@ class CommCore {
   // On the worker: until the stream's work before the call is done, driving the sends and
   // receives in flight meanwhile (the stream may be waiting for one of them to end).
   Status WaitStreamInput(const StreamTicket& t);
-  // A small allreduce as blocking exchanges on the caller's thread (small_allreduce.cc): where
-  // it fits, and the run; a barrier's rounds the same way.
-  static constexpr size_t kSmallAllreduceBytes = 4096;
-  bool SmallAllreduceFits(const Op& op, Algo algo, Compression wire) const;
-  Status RunSmallAllreduce(const Op& op, uint32_t seq, Algo algo);
-  Status RunSmallBarrier(const Op& op, uint32_t seq);
-  // One of its steps: the receive from recv_peer (-1: none) lands in small_recv_, `send` goes to
-  // send_peer (-1: none), both as message `msg` of the call; returns once both are done.
-  struct SmallCall {
+  // The blocking interpreter (blocking.cc): a plan of one chunk of at most kBlockingBytes per
+  // message and at most kBlockingUnits units, on host memory, walked on the caller's thread.
+  static constexpr size_t kBlockingBytes = 4096;
+  static constexpr size_t kBlockingUnits = 64;
+  bool BlockingFits(const Plan& plan, const Buffer& in, const Buffer& out, Compression wire, const ExecMemory* memory);
+  struct BlockingCall {
+    const Plan* plan;
     const Op* op;
     Algo algo;
     uint32_t seq;
     uint64_t check;
-    OpDesc desc;
-    size_t bytes;
-    Deadline deadline;
+    const OpDesc* desc;
+    Buffer in, out;
   };
-  Status SmallStep(const SmallCall& k, int recv_peer, int send_peer, uint16_t msg, const void* send);
-  // small_recv_ registered (once); false where the back end refuses it (then the executor runs).
-  bool SmallRecvReady();
+  Status RunBlocking(const BlockingCall& k);
+  class BlockingRun;
+  // blocking_recv_ registered (once); false where the back end refuses it (then the executor runs).
+  bool BlockingRecvReady();
   // Runs the plan for (op's collective, algo, count) from in to out; plans are cached (plan.h).
   // `memory`: the executor's memory seam (executor.h), for staged device buffers. Inside a device
   // run (direct_) the executor runs on its queue.
@@ -269,8 +267,8 @@ class CommCore {
   ExecState exec_;
   std::vector<char> scratch_;        // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's
   DeviceQueue* direct_ = nullptr;    // inside a device run (RunDirect): its queue
-  std::vector<char> small_buf_;      // the small calls' landing place for a partner's message (SmallStep),
-  Region small_recv_;                // registered with the transport on first use
+  std::vector<char> blocking_buf_;   // the blocking interpreter's landing place for a message,
+  Region blocking_recv_;             // registered with the transport on first use
   Status direct_error_;              // the first Scratch failure inside one
   std::optional<double> link_gbps_;  // HOOP_COMPRESSION=auto's measured ring bandwidth
 

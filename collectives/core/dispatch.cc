@@ -166,11 +166,7 @@ class CommCore::CallRun final : public CallContext {
   StatusOr<Compression> Wire() override { return c_.WireFor(op_); }
   Status Place(void* dst, const void* src, size_t bytes) override { return c_.Place(dst, src, bytes); }
   Buffer Scratch(size_t count, DType dtype) override { return c_.Scratch(count, dtype); }
-  // The blocking exchanges where they fit the call (small_allreduce.cc), else the executor.
   Status RunSchedule(Algo algo, size_t count, const Buffer& in, const Buffer& out, Compression wire) override {
-    if (op_.kind == CollKind::kAllreduce && c_.SmallAllreduceFits(op_, algo, wire))
-      return c_.RunSmallAllreduce(op_, seq_, algo);
-    if (op_.kind == CollKind::kBarrier && c_.SmallRecvReady()) return c_.RunSmallBarrier(op_, seq_);
     return c_.RunSchedule(op_, algo, count, in, out, seq_, wire);
   }
 

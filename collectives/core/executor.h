@@ -40,7 +40,7 @@ namespace hoop {
 // A collective message's match word: sequence (15 bits: links keep order, so a rank at most
 // a few operations ahead of its peer never aliases), chunk (24), message within the chunk's step
 // (16). Bits 55-62 are the communicator's (transport/shared_transport.h); bit 63 marks
-// point-to-point traffic (mailbox.h). The executor's, and small_allreduce.cc's, which sends
+// point-to-point traffic (mailbox.h). The executor's, and blocking.cc's, which sends
 // the same messages.
 inline uint64_t MatchTag(uint32_t seq, uint32_t chunk, uint16_t msg) {
   return (uint64_t(seq & 0x7fff) << 40) | (uint64_t(chunk & 0xffffff) << 16) | msg;

@@ -104,7 +104,7 @@ Schedule TreeAllreduce(int rank, int size, size_t count);
 // Two ranks: one exchange, one hand-off each way at once, the fewest hops there are.
 Schedule DoublingAllreduce(int rank, int size, size_t count);
 // Its message numbers: round j's exchange is message j; an extra's fold into its odd partner and
-// the result handed back are these (small_allreduce.cc sends the same messages).
+// the result handed back are these (the blocking interpreter, blocking.cc, sends the same messages).
 inline constexpr uint16_t kDoublingFoldMsg = 1000;
 inline constexpr uint16_t kDoublingResultMsg = 1001;
 // Hierarchical allreduce over hosts (`host_of[r]`: rank r's host, any ids; every host must hold

@@ -88,7 +88,7 @@ TEST_CASE("a rank killed inside a sub-communicator's allreduce: every rank of ev
 }
 
 TEST_CASE("ranks calling allreduce with different counts get an error, not a hang", "[multiproc][failure]") {
-  // 4000 bytes: the small allreduce's blocking exchanges (small_allreduce.cc), on 3 ranks with
+  // 4000 bytes: the blocking interpreter's walk of the doubling plan (blocking.cc), on 3 ranks with
   // the fold of rank 0 into rank 1, on 2 without; they must say what the executor says.
   for (int n : {3, 2})
     for (const Backend& b : Backends()) {

@@ -110,7 +110,7 @@ TEST_CASE("device runs: allreduce of every dtype and op through CUDA IPC descrip
 }
 
 TEST_CASE("device runs: ranks that mix host and device buffers in one allreduce", "[device]") {
-  // Small calls: the host rank runs them as blocking exchanges (small_allreduce.cc; on 3 ranks
+  // Small calls: the host rank walks their plans on its thread (blocking.cc; on 3 ranks
   // as the extra that folds into rank 1), the device ranks through the executor; the messages
   // must be the same.
   for (int n : {2, 3, 4}) {

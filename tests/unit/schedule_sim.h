@@ -4,7 +4,8 @@
 // combined them (operand order included). A reduction must join disjoint sets (nothing counted
 // twice), the average's division must happen exactly once and only on a complete set, every
 // message must be received exactly once, running each rank's units strictly in order must not
-// deadlock (so the executor, which runs them with a window, cannot), and every rank must end
+// deadlock (so the executor, which runs them with a window, cannot; and that order is the
+// blocking interpreter's, collectives/core/blocking.cc, so Simulate covers it), and every rank must end
 // with the same expression for every element (the same bits, whatever the op).
 //
 // The network is as unkind as the transports may be: a message is read from the sender's memory

@@ -1,0 +1,211 @@
+// The blocking interpreter: a plan of one chunk and few units (plan.h), walked on the calling
+// thread one unit after another, instead of by the executor (executor.h). It is the same plan:
+// the same units in the same order, the same messages byte for byte (match words of sequence,
+// chunk 0 and the step's message number; the same check word; the same bytes), and the same
+// reductions in the same operand order, so the result has the same bits. A rank whose call goes
+// this way and one whose call of the same shape runs the executor (device buffers, a call on a
+// CUDA stream) meet as ever, and a rank whose call differs gets the executor's "ranks disagree"
+// or timeout, worded the same.
+//
+// Why it is safe: the schedule simulator (tests/unit/schedule_sim.h, Simulate) runs every
+// schedule with each rank doing its units strictly in order, and fails on a deadlock; sends here
+// never wait, as there. Why it exists: an 8-byte allreduce over shm spent its time in the
+// executor's set-up (its state, registrations, its poll loop), not on the link (docs/PERF.md).
+//
+// Unit u: its receive (posted ahead, before the previous unit's sends) lands in one registered
+// staging chunk; after_sent waits for the named unit's sends; then the copy or reduction as the
+// executor's Land does it; then the next unit's receive is posted and this unit's sends go, with
+// the back end's immediate copy where it has one (TransportFastPath::SendCopies: copied out at
+// once), else posted and awaited at the latest at the end. A receive is taken where it lies if
+// it has come (TakeNow), else polled for. Point-to-point completions meanwhile go to the mailbox.
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "collectives/core/comm_core.h"
+#include "collectives/kernels/reduce.h"
+#include "common/logging.h"
+
+namespace hoop {
+
+namespace {
+uint64_t RecvId(size_t u) { return uint64_t(u) << 9; }  // p2p traffic has bit 63 (mailbox.h)
+uint64_t SendId(size_t u, size_t i) { return (uint64_t(u) << 9) | (uint64_t(i) << 1) | 1; }
+size_t UnitOf(uint64_t id) { return static_cast<size_t>(id >> 9); }
+}  // namespace
+
+bool CommCore::BlockingFits(const Plan& plan, const Buffer& in, const Buffer& out, Compression wire,
+                            const ExecMemory* memory) {
+  if (wire != Compression::kNone || memory || direct_ || opts_.size < 2) return false;
+  if (!HostVisible(in.kind) || !HostVisible(out.kind) || plan.units.size() > kBlockingUnits) return false;
+  const size_t esize = DTypeSize(out.dtype);
+  for (const Unit& u : plan.units)
+    if (u.chunk != 0 || u.count * esize > kBlockingBytes) return false;
+  return BlockingRecvReady();
+}
+
+bool CommCore::BlockingRecvReady() {
+  if (blocking_recv_.base != nullptr) return true;
+  blocking_buf_.resize(kBlockingBytes);
+  auto r = transport_->RegisterStaging(blocking_buf_.data(), blocking_buf_.size(), MemKind::kHost);
+  if (!r.ok()) return false;  // then the executor runs
+  blocking_recv_ = *r;
+  return true;
+}
+
+// One call's walk. Holds what the units share: the plan, the buffers, the receive in flight and
+// the sends not yet completed.
+class CommCore::BlockingRun {
+ public:
+  BlockingRun(CommCore& c, const BlockingCall& k)
+      : c_(c), k_(k), plan_(*k.plan), esize_(DTypeSize(k.out.dtype)), deadline_(Deadline::After(c.opts_.timeout)) {}
+
+  Status Walk() {
+    reduce_ = LookupReduce(k_.out.dtype, k_.op->op, MemKind::kHost);
+    const size_t n = plan_.units.size();
+    for (size_t u = 0; u < n; ++u) {
+      const Unit& un = plan_.units[u];
+      const Step& st = StepOf(u);
+      Post(u);
+      if (un.sent_dep >= 0) {
+        const size_t d = static_cast<size_t>(un.sent_dep);
+        HOOP_RETURN_IF_ERROR(PollUntil([&] { return sends_left_[d] == 0; }));
+      }
+      if (st.recv != RecvKind::kNone) {
+        if (!got_) got_ = From(u)->TakeNow(RecvTag(u), RecvId(u), kTakeSpins, nullptr);
+        HOOP_RETURN_IF_ERROR(PollUntil([&] { return got_; }));
+        HOOP_RETURN_IF_ERROR(Act(u));
+      }
+      if (u + 1 < n) Post(u + 1);  // the next receive before this unit's sends
+      HOOP_RETURN_IF_ERROR(Send(u));
+    }
+    return PollUntil([&] { return pending_ == 0; });
+  }
+
+ private:
+  // Tens of microseconds of looking before the poll loop, where the back end spins at all.
+  static constexpr unsigned kTakeSpins = 1u << 16;
+
+  const Step& StepOf(size_t u) const { return plan_.schedule.steps[static_cast<size_t>(plan_.units[u].step)]; }
+  Endpoint* From(size_t u) const { return c_.transport_->endpoint(StepOf(u).recv_peer); }
+  Tag RecvTag(size_t u) const { return {MatchTag(k_.seq, plan_.units[u].chunk, StepOf(u).recv_msg), k_.check}; }
+
+  void Post(size_t u) {
+    if (posted_ >= static_cast<long>(u) || StepOf(u).recv == RecvKind::kNone) return;
+    posted_ = static_cast<long>(u);
+    got_ = false;
+    From(u)->PostRecv(c_.blocking_recv_, 0, plan_.units[u].count * esize_, RecvTag(u), RecvId(u));
+  }
+
+  // The executor's Land on the staged message: a copy into `out`, or `out = src op message`.
+  Status Act(size_t u) {
+    const Step& st = StepOf(u);
+    const Unit& un = plan_.units[u];
+    char* out = static_cast<char*>(k_.out.data) + (st.out_offset + un.offset) * esize_;
+    const void* msg = c_.blocking_recv_.base;
+    if (st.recv == RecvKind::kCopy) {
+      if (un.count) std::memcpy(out, msg, un.count * esize_);
+      return Status::Ok();
+    }
+    if (!reduce_) return Unimplemented(c_.Describe(*k_.op, k_.seq, k_.algo) + ": no reduction kernel for this memory");
+    const void* src = st.accumulate ? out : static_cast<const char*>(k_.in.data) + (st.in_offset + un.offset) * esize_;
+    const int divisor = st.finalize && k_.op->op == ReduceOp::kAvg ? c_.opts_.size : 0;
+    reduce_(out, st.recv_left ? msg : src, st.recv_left ? src : msg, un.count, divisor);
+    return Status::Ok();
+  }
+
+  Status Send(size_t u) {
+    const Step& st = StepOf(u);
+    const Unit& un = plan_.units[u];
+    const size_t bytes = un.count * esize_;
+    const Buffer& b = st.send_from_in ? k_.in : k_.out;
+    const size_t off = ((st.send_from_in ? st.in_offset : st.out_offset) + un.offset) * esize_;
+    const Tag tag{MatchTag(k_.seq, un.chunk, st.send_msg), k_.check};
+    for (size_t i = 0; i < st.send_peers.size(); ++i) {
+      Endpoint* to = c_.transport_->endpoint(st.send_peers[i]);
+      const char* data = static_cast<const char*>(b.data) + off;
+      if (to->SendCopy(data, bytes, tag)) continue;
+      if (bytes == 0) {
+        to->PostSend(c_.blocking_recv_, 0, 0, tag, SendId(u, i));  // an empty message: no memory of its own
+      } else {
+        Region& r = st.send_from_in ? in_r_ : out_r_;
+        if (!r.base) {
+          HOOP_ASSIGN_OR_RETURN(r, c_.transport_->Register(b.data, b.count * esize_, b.kind));
+        }
+        to->PostSend(r, off, bytes, tag, SendId(u, i));
+      }
+      ++sends_left_[u];
+      ++pending_;
+    }
+    return Status::Ok();
+  }
+
+  template <class Done>
+  Status PollUntil(Done done) {
+    std::vector<Completion>& got = c_.exec_.done;
+    while (!done()) {
+      got.clear();
+      Status s = c_.transport_->Poll(&got, deadline_);
+      if (s.code() == Code::kDeadlineExceeded) return Timeout();
+      if (!s.ok()) return s;
+      for (const Completion& cm : got) HOOP_RETURN_IF_ERROR(Complete(cm));
+    }
+    return Status::Ok();
+  }
+
+  Status Complete(const Completion& cm) {
+    if (cm.op_id & kP2pBit) {  // point-to-point traffic meanwhile
+      c_.mailbox_->Handle(cm);
+      return Status::Ok();
+    }
+    const auto what = [&] { return c_.Describe(*k_.op, k_.seq, k_.algo); };
+    if (!cm.status.ok()) {
+      if (cm.status.code() == Code::kFailedPrecondition && cm.peer_check != 0 && cm.peer_check != k_.check)
+        return FailedPrecondition(
+            what() + ": ranks disagree: " + k_.desc->DescribeDifference(OpDesc::Unpack(cm.peer_check), cm.peer));
+      return Status(cm.status.code(), what() + ": " + (cm.is_send ? "sending to rank " : "receiving from rank ") +
+                                          std::to_string(cm.peer) + ": " + cm.status.message());
+    }
+    if (cm.is_send) {
+      --sends_left_[UnitOf(cm.op_id)];
+      --pending_;
+    } else {
+      got_ = true;
+    }
+    return Status::Ok();
+  }
+
+  // The executor's words (executor.cc, TimeoutError).
+  Status Timeout() {
+    std::set<int> waiting;
+    if (posted_ >= 0 && !got_) waiting.insert(StepOf(static_cast<size_t>(posted_)).recv_peer);
+    c_.waiting_for_.assign(waiting.begin(), waiting.end());
+    std::ostringstream os;
+    os << c_.Describe(*k_.op, k_.seq, k_.algo) << ": timed out after "
+       << static_cast<double>(c_.opts_.timeout.count()) / 1000.0 << " s (HOOP_TIMEOUT) ";
+    if (waiting.empty())
+      os << "with sends still queued";
+    else
+      os << "waiting for rank " << *waiting.begin();
+    return DeadlineExceeded(os.str());
+  }
+
+  CommCore& c_;
+  const BlockingCall& k_;
+  const Plan& plan_;
+  const size_t esize_;
+  const Deadline deadline_;
+  ReduceFn reduce_ = nullptr;
+  long posted_ = -1;  // the last unit whose receive was posted
+  bool got_ = false;  // whether it has completed
+  Region in_r_, out_r_;
+  uint32_t sends_left_[kBlockingUnits] = {};
+  size_t pending_ = 0;
+};
+
+Status CommCore::RunBlocking(const BlockingCall& k) {
+  BlockingRun run(*this, k);
+  return run.Walk();
+}
+
+}  // namespace hoop
