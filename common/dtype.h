@@ -76,6 +76,13 @@ constexpr bool DTypeTableInOrder() {
   return static_cast<size_t>(kLastDType) + 1 == kNumDTypes;
 }
 static_assert(DTypeTableInOrder(), "kDTypeTable's rows are in DType order, one per value");
+// Sizes are powers of two: element counts are byte counts shifted (CommCore::ChunkElems).
+constexpr bool DTypeSizesArePowersOfTwo() {
+  for (const DTypeInfo& row : kDTypeTable)
+    if (row.size == 0 || (row.size & (row.size - 1)) != 0) return false;
+  return true;
+}
+static_assert(DTypeSizesArePowersOfTwo(), "every dtype's size is a power of two");
 
 // Every dtype, in the order tests and hoop-perf -d all walk them.
 inline constexpr DType kAllDTypes[] = {DType::kU8,   DType::kI8,     DType::kI32,   DType::kI64,

@@ -36,12 +36,10 @@ size_t UnitOf(uint64_t id) { return static_cast<size_t>(id >> 9); }
 
 bool CommCore::BlockingFits(const Plan& plan, const Buffer& in, const Buffer& out, Compression wire,
                             const ExecMemory* memory) {
+  if (!plan.in_order || !plan.one_chunk || plan.units.size() > kBlockingUnits) return false;
   if (wire != Compression::kNone || memory || direct_ || opts_.size < 2) return false;
-  if (!HostVisible(in.kind) || !HostVisible(out.kind) || plan.units.size() > kBlockingUnits) return false;
-  const size_t esize = DTypeSize(out.dtype);
-  for (const Unit& u : plan.units)
-    if (u.chunk != 0 || u.count * esize > kBlockingBytes) return false;
-  return BlockingRecvReady();
+  if (!HostVisible(in.kind) || !HostVisible(out.kind)) return false;
+  return plan.max_unit_count * DTypeSize(out.dtype) <= kBlockingBytes && BlockingRecvReady();
 }
 
 bool CommCore::BlockingRecvReady() {
@@ -61,25 +59,29 @@ class CommCore::BlockingRun {
       : c_(c), k_(k), plan_(*k.plan), esize_(DTypeSize(k.out.dtype)), deadline_(Deadline::After(c.opts_.timeout)) {}
 
   Status Walk() {
-    reduce_ = LookupReduce(k_.out.dtype, k_.op->op, MemKind::kHost);
     const size_t n = plan_.units.size();
+    for (size_t u = 0; u < n; ++u) sends_left_[u] = 0;  // (a few units: not the whole array)
+    // A Status is made only where something is waited for or went wrong: the common unit, whose
+    // message has come and whose sends were copied out, makes none.
     for (size_t u = 0; u < n; ++u) {
       const Unit& un = plan_.units[u];
       const Step& st = StepOf(u);
       Post(u);
-      if (un.sent_dep >= 0) {
+      if (un.sent_dep >= 0 && sends_left_[un.sent_dep] != 0) {
         const size_t d = static_cast<size_t>(un.sent_dep);
         HOOP_RETURN_IF_ERROR(PollUntil([&] { return sends_left_[d] == 0; }));
       }
       if (st.recv != RecvKind::kNone) {
-        if (!got_) got_ = From(u)->TakeNow(RecvTag(u), RecvId(u), kTakeSpins, nullptr);
-        HOOP_RETURN_IF_ERROR(PollUntil([&] { return got_; }));
-        HOOP_RETURN_IF_ERROR(Act(u));
+        if (!got_) got_ = from_->TakeNow(RecvTag(u), RecvId(u), kTakeSpins, nullptr);
+        if (!got_) HOOP_RETURN_IF_ERROR(PollUntil([&] { return got_; }));
+        if (!Act(u))
+          return Unimplemented(c_.Describe(*k_.op, k_.seq, k_.algo) + ": no reduction kernel for this memory");
       }
       if (u + 1 < n) Post(u + 1);  // the next receive before this unit's sends
-      HOOP_RETURN_IF_ERROR(Send(u));
+      if (!st.send_peers.empty()) HOOP_RETURN_IF_ERROR(Send(u));
     }
-    return PollUntil([&] { return pending_ == 0; });
+    if (pending_ != 0) return PollUntil([&] { return pending_ == 0; });
+    return Status::Ok();
   }
 
  private:
@@ -87,31 +89,33 @@ class CommCore::BlockingRun {
   static constexpr unsigned kTakeSpins = 1u << 16;
 
   const Step& StepOf(size_t u) const { return plan_.schedule.steps[static_cast<size_t>(plan_.units[u].step)]; }
-  Endpoint* From(size_t u) const { return c_.transport_->endpoint(StepOf(u).recv_peer); }
   Tag RecvTag(size_t u) const { return {MatchTag(k_.seq, plan_.units[u].chunk, StepOf(u).recv_msg), k_.check}; }
 
   void Post(size_t u) {
     if (posted_ >= static_cast<long>(u) || StepOf(u).recv == RecvKind::kNone) return;
     posted_ = static_cast<long>(u);
     got_ = false;
-    From(u)->PostRecv(c_.blocking_recv_, 0, plan_.units[u].count * esize_, RecvTag(u), RecvId(u));
+    from_ = c_.transport_->endpoint(StepOf(u).recv_peer);
+    from_->PostRecv(c_.blocking_recv_, 0, plan_.units[u].count * esize_, RecvTag(u), RecvId(u));
   }
 
-  // The executor's Land on the staged message: a copy into `out`, or `out = src op message`.
-  Status Act(size_t u) {
+  // The executor's Land on the staged message: a copy into `out`, or `out = src op message`; false
+  // where no reduction kernel applies.
+  bool Act(size_t u) {
     const Step& st = StepOf(u);
     const Unit& un = plan_.units[u];
     char* out = static_cast<char*>(k_.out.data) + (st.out_offset + un.offset) * esize_;
     const void* msg = c_.blocking_recv_.base;
     if (st.recv == RecvKind::kCopy) {
       if (un.count) std::memcpy(out, msg, un.count * esize_);
-      return Status::Ok();
+      return true;
     }
-    if (!reduce_) return Unimplemented(c_.Describe(*k_.op, k_.seq, k_.algo) + ": no reduction kernel for this memory");
+    if (!reduce_) reduce_ = LookupReduce(k_.out.dtype, k_.op->op, MemKind::kHost);  // on the first reduction
+    if (!reduce_) return false;
     const void* src = st.accumulate ? out : static_cast<const char*>(k_.in.data) + (st.in_offset + un.offset) * esize_;
     const int divisor = st.finalize && k_.op->op == ReduceOp::kAvg ? c_.opts_.size : 0;
     reduce_(out, st.recv_left ? msg : src, st.recv_left ? src : msg, un.count, divisor);
-    return Status::Ok();
+    return true;
   }
 
   Status Send(size_t u) {
@@ -196,10 +200,11 @@ class CommCore::BlockingRun {
   const size_t esize_;
   const Deadline deadline_;
   ReduceFn reduce_ = nullptr;
-  long posted_ = -1;  // the last unit whose receive was posted
-  bool got_ = false;  // whether it has completed
+  long posted_ = -1;          // the last unit whose receive was posted
+  Endpoint* from_ = nullptr;  // its sender
+  bool got_ = false;          // whether it has completed
   Region in_r_, out_r_;
-  uint32_t sends_left_[kBlockingUnits] = {};
+  uint16_t sends_left_[kBlockingUnits];  // per unit: its sends posted and not completed (Walk clears)
   size_t pending_ = 0;
 };
 

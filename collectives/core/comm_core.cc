@@ -459,30 +459,44 @@ std::string CommCore::Describe(const Op& op, uint32_t seq, Algo algo, Compressio
 
 Status CommCore::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq,
                              Compression wire, ExecMemory* memory) {
-  OpDesc desc{
-      op.kind, out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op), static_cast<uint8_t>(wire)};
-  size_t esize = DTypeSize(out.dtype);
-  ExecArgs a;
-  a.chunk_bytes = ChunkBytes();
+  BlockingMemo& m = blocking_memo_;  // the same shape as the last blocking call: its plan again
+  if (wire == Compression::kNone && !memory && !direct_ && !op.v && m.Matches(op, algo, count, in, out, plans_.epoch()))
+    return RunBlocking(BlockingCall{m.plan, &op, algo, seq, m.check, &m.desc, in, out});
+  const size_t esize = DTypeSize(out.dtype);
   const PlanKey key{op.kind, algo, op.root, count, ChunkElems(esize)};
   // The v-collectives' plans depend on their counts: built for the call, never cached.
-  std::optional<Plan> own;
+  // (On the heap: a Plan on this frame would be cleared on every call.)
+  std::unique_ptr<Plan> own;
   if (op.v)
-    own.emplace(
+    own = std::make_unique<Plan>(
         MakePlan(FindAlgo(op.kind, algo)->build(ScheduleArgs{opts_.rank, opts_.size, op.root, count, op.v.get()}),
                  key.chunk_elems));
   const bool new_shape = LogEnabled(LogLevel::kDebug) && (op.v || !plans_.Contains(key));
-  a.plan = op.v ? &*own : &plans_.Get(key);
-  const bool blocking = BlockingFits(*a.plan, in, out, wire, memory);
+  const Plan& plan = op.v ? *own : plans_.Get(key);
+  const OpDesc desc{
+      op.kind, out.dtype, op.op, static_cast<uint8_t>(algo), op.root, DescCount(op), static_cast<uint8_t>(wire)};
+  const bool blocking = BlockingFits(plan, in, out, wire, memory);
   if (new_shape)  // as NCCL_DEBUG=INFO: what a call of this shape runs, once per shape
-    HOOP_LOG(kDebug,
-             Describe(op, seq, algo, wire)
-                 << ": new call shape: " << AlgoName(algo) << " in " << a.plan->units.size()
-                 << (blocking ? " blocking steps on this thread (blocking.cc)" : " steps of up to ")
-                 << (blocking ? ""
-                              : std::to_string(a.chunk_bytes) + " B chunks, window " + std::to_string(opts_.window))
-                 << ", over " << transport_->Label());
-  if (blocking) return RunBlocking(BlockingCall{a.plan, &op, algo, seq, desc.Pack(), &desc, in, out});
+    HOOP_LOG(kDebug, Describe(op, seq, algo, wire)
+                         << ": new call shape: " << AlgoName(algo) << " in " << plan.units.size()
+                         << (blocking ? " blocking steps on this thread (blocking.cc)"
+                                      : " steps of up to " + std::to_string(ChunkBytes()) + " B chunks, window " +
+                                            std::to_string(opts_.window))
+                         << ", over " << transport_->Label());
+  if (blocking && !op.v)
+    m = {&plan,        plans_.epoch(), op.kind, algo,    op.root,  count, op.in.count,
+         op.out.count, out.dtype,      op.op,   in.kind, out.kind, desc,  desc.Pack()};
+  if (blocking) return RunBlocking(BlockingCall{&plan, &op, algo, seq, desc.Pack(), &desc, in, out});
+  return ExecutePlan(op, plan, desc, algo, in, out, seq, memory);
+}
+
+Status CommCore::ExecutePlan(const Op& op, const Plan& plan, const OpDesc& desc, Algo algo, const Buffer& in,
+                             const Buffer& out, uint32_t seq, ExecMemory* memory) {
+  const size_t esize = DTypeSize(out.dtype);
+  const Compression wire = static_cast<Compression>(desc.compression);
+  ExecArgs a;
+  a.plan = &plan;
+  a.chunk_bytes = ChunkBytes();
   HOOP_ASSIGN_OR_RETURN(a.in, transport_->Register(in.data, in.count * esize, in.kind));
   HOOP_ASSIGN_OR_RETURN(a.out, transport_->Register(out.data, out.count * esize, out.kind));
   a.in.large = a.out.large = std::max(in.count, out.count) * esize >= kStreamingBytes;

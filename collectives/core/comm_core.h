@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -78,7 +79,8 @@ class CommCore {
   // The pipeline chunk every run cuts its buffers into: HOOP_CHUNK_BYTES, else the back end's.
   size_t ChunkBytes() const { return opts_.chunk_bytes ? opts_.chunk_bytes : transport_->PreferredChunkBytes(); }
   // Elements of `esize` bytes in a chunk (at least one): the plans' unit, part of their key.
-  size_t ChunkElems(size_t esize) const { return std::max<size_t>(1, ChunkBytes() / esize); }
+  // (Element sizes are powers of two: a shift, not a division, on every call's path.)
+  size_t ChunkElems(size_t esize) const { return std::max<size_t>(1, ChunkBytes() >> std::countr_zero(esize)); }
   // Rank 0 says once when HOOP_ALGO=hierarchical cannot apply to this communicator's host map.
   void WarnUnevenHierarchical() const;
   // A queued operation: a collective call (coll_call.h) and how it is to run.
@@ -208,7 +210,7 @@ class CommCore {
   // The blocking interpreter (blocking.cc): a plan of one chunk of at most kBlockingBytes per
   // message and at most kBlockingUnits units, on host memory, walked on the caller's thread.
   static constexpr size_t kBlockingBytes = 4096;
-  static constexpr size_t kBlockingUnits = 64;
+  static constexpr size_t kBlockingUnits = Plan::kInOrderUnits;
   bool BlockingFits(const Plan& plan, const Buffer& in, const Buffer& out, Compression wire, const ExecMemory* memory);
   struct BlockingCall {
     const Plan* plan;
@@ -221,6 +223,27 @@ class CommCore {
   };
   Status RunBlocking(const BlockingCall& k);
   class BlockingRun;
+  // The last call the blocking interpreter ran: the next of the same shape (a training or
+  // benchmark loop repeats one) goes straight to it, its plan not looked up or checked again.
+  struct BlockingMemo {
+    const Plan* plan = nullptr;
+    uint64_t epoch = 0;  // plans_'s, when `plan` was taken
+    CollKind kind = CollKind::kAllreduce;
+    Algo algo = Algo::kAuto;
+    int root = -1;
+    size_t count = 0, in_count = 0, out_count = 0;  // the schedule's, and the call's (DescCount)
+    DType dtype = DType::kF32;
+    ReduceOp op = ReduceOp::kSum;
+    MemKind in_kind = MemKind::kHost, out_kind = MemKind::kHost;
+    OpDesc desc;
+    uint64_t check = 0;
+    bool Matches(const Op& o, Algo a, size_t n, const Buffer& in, const Buffer& out, uint64_t plans_epoch) const {
+      return plan && epoch == plans_epoch && o.kind == kind && a == algo && o.root == root && n == count &&
+             o.in.count == in_count && o.out.count == out_count && out.dtype == dtype && o.op == op &&
+             in.kind == in_kind && out.kind == out_kind;
+    }
+  };
+  BlockingMemo blocking_memo_;
   // blocking_recv_ registered (once); false where the back end refuses it (then the executor runs).
   bool BlockingRecvReady();
   // Runs the plan for (op's collective, algo, count) from in to out; plans are cached (plan.h).
@@ -228,6 +251,9 @@ class CommCore {
   // run (direct_) the executor runs on its queue.
   Status RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq,
                      Compression wire = Compression::kNone, ExecMemory* memory = nullptr);
+  // The executor's part of RunSchedule: the plan run over the transport (executor.h).
+  Status ExecutePlan(const Op& op, const Plan& plan, const OpDesc& desc, Algo algo, const Buffer& in, const Buffer& out,
+                     uint32_t seq, ExecMemory* memory);
   // How an allreduce travels: none, fp16 or bf16, with auto decided (compression_policy.cc).
   StatusOr<Compression> WireFor(const Op& op);
   StatusOr<double> ProbeLinkGBps();

@@ -12,6 +12,28 @@ Schedule BuildSchedule(const PlanKey& k, int rank, int size, const std::vector<i
   return row->build(a);
 }
 
+namespace {
+// Plan::in_order: each unit's transitive waits as a bit mask over the units before it.
+bool InOrder(const Plan& p) {
+  const size_t n = p.units.size();
+  if (n > Plan::kInOrderUnits) return false;
+  uint64_t before[Plan::kInOrderUnits] = {};
+  uint64_t receivers = 0;  // units with a receive, so far
+  for (size_t u = 0; u < n; ++u) {
+    const Unit& un = p.units[u];
+    const auto wait = [&](int d) {
+      if (d >= 0) before[u] |= (uint64_t(1) << d) | before[d];
+    };
+    wait(un.dep);
+    wait(un.sent_dep);
+    for (int w : un.waits) wait(w);
+    if ((before[u] & receivers) != receivers) return false;
+    if (p.schedule.steps[static_cast<size_t>(un.step)].recv != RecvKind::kNone) receivers |= uint64_t(1) << u;
+  }
+  return true;
+}
+}  // namespace
+
 Plan MakePlan(Schedule schedule, size_t chunk_elems) {
   Plan p;
   p.schedule = std::move(schedule);
@@ -43,7 +65,10 @@ Plan MakePlan(Schedule schedule, size_t chunk_elems) {
       if (it == p.sends.end()) it = p.sends.insert(p.sends.end(), {peer, {}});
       it->second.push_back(static_cast<int>(u));
     }
+    p.max_unit_count = std::max(p.max_unit_count, un.count);
+    p.one_chunk = p.one_chunk && un.chunk == 0;
   }
+  p.in_order = InOrder(p);
   return p;
 }
 
@@ -58,12 +83,20 @@ size_t PlanCache::Hash::operator()(const PlanKey& k) const {
 }
 
 const Plan& PlanCache::Get(const PlanKey& key) {
+  if (last_ && key == last_key_) return *last_;
   auto it = plans_.find(key);
-  if (it != plans_.end()) return *it->second;
-  if (plans_.size() >= kMaxPlans) plans_.clear();
-  auto plan = std::make_unique<Plan>(
-      MakePlan(BuildSchedule(key, rank_, size_, host_of_.empty() ? nullptr : &host_of_), key.chunk_elems));
-  return *plans_.emplace(key, std::move(plan)).first->second;
+  if (it == plans_.end()) {
+    if (plans_.size() >= kMaxPlans) {
+      plans_.clear();
+      ++epoch_;
+    }
+    auto plan = std::make_unique<Plan>(
+        MakePlan(BuildSchedule(key, rank_, size_, host_of_.empty() ? nullptr : &host_of_), key.chunk_elems));
+    it = plans_.emplace(key, std::move(plan)).first;
+  }
+  last_key_ = key;
+  last_ = it->second.get();
+  return *last_;
 }
 
 }  // namespace hoop

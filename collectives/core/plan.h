@@ -41,6 +41,16 @@ struct Plan {
   std::vector<int> send_waiter;  // per unit: the unit whose after_sent waits for it, or -1
   // Per peer sent to: the units that send to it, in unit order (the order messages must travel).
   std::vector<std::pair<int, std::vector<int>>> sends;
+  // For the blocking interpreter (core/blocking.cc): the largest unit's count, whether every unit
+  // is chunk 0, and whether the plan's order is its dependency order: at most kInOrderUnits units,
+  // and every unit after one that receives waits for it (through dep, waits or sent_dep, directly
+  // or not). Walked one unit after another, such a plan then waits for nothing the executor would
+  // not; another (a rooted collective's roll call, whose data steps need not wait for it) would
+  // hold each rank's later units behind a receive the executor lets them pass.
+  size_t max_unit_count = 0;
+  bool one_chunk = true;
+  static constexpr size_t kInOrderUnits = 64;
+  bool in_order = false;
 };
 
 // The schedule a call of this shape runs on `rank` of `size`.
@@ -56,6 +66,8 @@ class PlanCache {
   // The plan for `key`, built on first use. Valid until the next Get.
   const Plan& Get(const PlanKey& key);
   size_t size() const { return plans_.size(); }
+  // Counts the times the cache started afresh: a plan taken in the same epoch is still valid.
+  uint64_t epoch() const { return epoch_; }
   bool Contains(const PlanKey& key) const { return plans_.count(key) > 0; }
 
  private:
@@ -65,6 +77,10 @@ class PlanCache {
   int rank_, size_;
   std::vector<int> host_of_;
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, Hash> plans_;
+  // The last plan handed out: a loop of one call shape finds it without hashing.
+  PlanKey last_key_;
+  const Plan* last_ = nullptr;
+  uint64_t epoch_ = 0;
 };
 
 }  // namespace hoop

@@ -41,3 +41,25 @@ TEST_CASE("the plan cache builds a shape once and stays bounded", "[plan]") {
   // What the cache returns is what BuildSchedule makes for that shape.
   CHECK(cache.Get(ring).units.size() == ExpandUnits(RingAllreduce(1, 4, 1000), 64).size());
 }
+
+TEST_CASE("a plan is in order where every unit after a receive waits for it", "[plan]") {
+  // The blocking interpreter walks these (collectives/core/blocking.cc): recursive doubling and the
+  // dissemination barrier on every rank of every count, folds included.
+  for (int n = 2; n <= 16; ++n)
+    for (int r = 0; r < n; ++r) {
+      INFO(n << " ranks, rank " << r);
+      const Plan d = MakePlan(DoublingAllreduce(r, n, 7), 1024);
+      CHECK(d.in_order);
+      CHECK(d.one_chunk);
+      CHECK(d.max_unit_count == 7);
+      CHECK(MakePlan(DisseminationBarrier(r, n), 1024).in_order);
+    }
+  // Not these: the root's data need not wait for its roll call's receive (schedules/broadcast.cc),
+  // nor an alltoall's later rounds for the earlier rounds' receives.
+  CHECK_FALSE(MakePlan(BinomialBroadcast(0, 4, 0, 8), 1024).in_order);
+  CHECK_FALSE(MakePlan(PairwiseAlltoall(1, 3, 8), 1024).in_order);
+  // Many chunks: not one.
+  const Plan many = MakePlan(DoublingAllreduce(0, 2, 100), 10);
+  CHECK_FALSE(many.one_chunk);
+  CHECK(many.max_unit_count == 10);
+}
