@@ -1,5 +1,8 @@
-// The blocking interpreter: a plan of one chunk and few units (plan.h), walked on the calling
-// thread one unit after another, instead of by the executor (executor.h). It is the same plan:
+// The blocking interpreter: a plan of one chunk and few units, in its dependency order
+// (Plan::in_order: recursive doubling, the dissemination barrier, and some others on 2 ranks),
+// walked on the calling thread one unit after another, instead of by the executor (executor.h).
+// A plan out of that order (a rooted collective's roll call) stays with the executor, which lets
+// later units pass a receive that has not come. It is the same plan:
 // the same units in the same order, the same messages byte for byte (match words of sequence,
 // chunk 0 and the step's message number; the same check word; the same bytes), and the same
 // reductions in the same operand order, so the result has the same bits. A rank whose call goes
@@ -10,12 +13,13 @@
 // Why it is safe: the schedule simulator (tests/unit/schedule_sim.h, Simulate) runs every
 // schedule with each rank doing its units strictly in order, and fails on a deadlock; sends here
 // never wait, as there. Why it exists: an 8-byte allreduce over shm spent its time in the
-// executor's set-up (its state, registrations, its poll loop), not on the link (docs/PERF.md).
+// executor's set-up (its state, registrations, its poll loop), not on the link (docs/PERF.md). A
+// loop of one shape skips even the plan's lookup (CommCore::BlockingMemo).
 //
 // Unit u: its receive (posted ahead, before the previous unit's sends) lands in one registered
 // staging chunk; after_sent waits for the named unit's sends; then the copy or reduction as the
 // executor's Land does it; then the next unit's receive is posted and this unit's sends go, with
-// the back end's immediate copy where it has one (TransportFastPath::SendCopies: copied out at
+// the back end's immediate copy where it has one (EndpointFastPath::SendCopies: copied out at
 // once), else posted and awaited at the latest at the end. A receive is taken where it lies if
 // it has come (TakeNow), else polled for. Point-to-point completions meanwhile go to the mailbox.
 #include <cstring>
