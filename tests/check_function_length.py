@@ -13,9 +13,7 @@ import sys
 LIMIT = 80
 DIRS = ("common", "transport", "collectives", "tensorfusion", "trainer")
 # Still to split (issue 50): file, the function's header's start, its length then.
-KNOWN = {
-    ("trainer/pipeline_run.cc", "StatusOr<RunResult> PipelineRun::Go()"): 208,
-}
+KNOWN = {}
 HEADER = re.compile(r"^[A-Za-z_][^;{}()]*\(")  # a return type and name, then the parameters
 
 
@@ -66,8 +64,8 @@ def main(root):
     for b in breaches:
         print(f"check_function_length: {b}")
     if not breaches:
-        print(f"check_function_length: no function over {LIMIT} lines in {', '.join(DIRS)} "
-              f"(but {len(KNOWN)} listed to split)")
+        listed = f" (but {len(KNOWN)} listed to split)" if KNOWN else ""
+        print(f"check_function_length: no function over {LIMIT} lines in {', '.join(DIRS)}{listed}")
     return 1 if breaches else 0
 
 

@@ -42,6 +42,16 @@ class PipelineRun {
   StatusOr<RunResult> Go();
 
  private:
+  // The run in parts: set-up (true: a resumed run with nothing left), the start of training, an
+  // epoch (true: stopped by a signal), its steps, the stop check, and the epoch's end.
+  StatusOr<bool> SetUp();
+  std::string DescribeSplit(const std::vector<double>& times) const;
+  Status Start();
+  void Announce() const;
+  StatusOr<bool> Epoch(int epoch);
+  StatusOr<bool> StopIfAsked(int epoch, int64_t s, const std::vector<double>& sums, Clock::time_point epoch_start);
+  Status Step(int epoch, int64_t s, const std::vector<int64_t>& perm, std::vector<double>& sums);
+  Status EndEpoch(int epoch, std::vector<double>& sums, const std::vector<double>& joules_before);
   // Rank 0 times each layer's forward and backward on one micro-batch; every rank gets the times.
   StatusOr<std::vector<double>> MeasureLayers(std::vector<std::unique_ptr<Layer>>& layers, int micro);
   Status Average(std::vector<Tensor*> tensors, Communicator& over, bool mean);
@@ -66,6 +76,21 @@ class PipelineRun {
   std::vector<std::string> layer_names_;
   std::vector<uint8_t> scratch_labels_;
   int64_t steps_ = 0;
+  // The run's state across its parts.
+  RunResult result_;
+  ResumedAt from_;
+  size_t parameters_ = 0;
+  std::string split_;  // which layers each stage runs, for the banner
+  std::unique_ptr<DistributedSampler> sampler_;
+  int64_t first_step_ = 0;  // of the first epoch run (a mid-epoch resume's)
+  LrSchedule sched_;
+  RunInfo info_;
+  JobEnergy energy_;
+  JobEnergy::Sum sum_;
+  std::vector<Tensor*> grads_, buffers_;
+  Clock::time_point begin_;
+  int64_t step_ = 0;
+  double lr_ = 0;
 };
 
 StatusOr<std::vector<double>> PipelineRun::MeasureLayers(std::vector<std::unique_ptr<Layer>>& layers, int micro) {
@@ -220,6 +245,17 @@ void PipelineRun::Evaluate(std::vector<double>& sums, Status* failed) {
 }
 
 StatusOr<RunResult> PipelineRun::Go() {
+  HOOP_ASSIGN_OR_RETURN(bool done, SetUp());
+  if (done) return result_;
+  HOOP_RETURN_IF_ERROR(Start());
+  for (int epoch = from_.epochs_done; epoch < o_.epochs; ++epoch) {
+    HOOP_ASSIGN_OR_RETURN(bool stopped, Epoch(epoch));
+    if (stopped) break;
+  }
+  return result_;
+}
+
+StatusOr<bool> PipelineRun::SetUp() {
   const int ranks = comm_.size();
   stages_ = o_.stages > 0 ? o_.stages : ranks;
   if (ranks % stages_ != 0)
@@ -237,16 +273,14 @@ StatusOr<RunResult> PipelineRun::Go() {
       BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative, train_.channels));
   HOOP_ASSIGN_OR_RETURN(pad_, InputPad(*model, train_));
   SetOneDnnThreads(pool_.threads());
-  const size_t parameters = model->ParamCount();
+  parameters_ = model->ParamCount();
   HOOP_RETURN_IF_ERROR(CheckOutputs(o_, comm_));
-  RunResult result;
-  ResumedAt from;
   std::map<std::string, Tensor> momentum;  // with --resume: each parameter's, by name
   if (o_.resume) {
     Sgd whole(model->net.Params(), o_.momentum, o_.weight_decay);
-    HOOP_ASSIGN_OR_RETURN(from, ResumeWhole(o_, comm_, replicas_, *model, whole, &result, true));
+    HOOP_ASSIGN_OR_RETURN(from_, ResumeWhole(o_, comm_, replicas_, *model, whole, &result_, true));
     for (auto& m : whole.State()) momentum.emplace(m.first, *m.second);
-    if (NothingLeft(o_, comm_, from, &result)) return result;
+    if (NothingLeft(o_, comm_, from_, &result_)) return true;
   }
   auto layers = model->net.TakeLayers();
   const int count = static_cast<int>(layers.size());
@@ -263,7 +297,21 @@ StatusOr<RunResult> PipelineRun::Go() {
   HOOP_ASSIGN_OR_RETURN(auto times, MeasureLayers(layers, micro));
   first_ = SplitLayers(times, stages_);
   for (auto& l : layers) layer_names_.push_back(l->name());
+  split_ = DescribeSplit(times);
+  Chain mine;
+  const int end = stage_index_ + 1 < stages_ ? first_[stage_index_ + 1] : count;
+  for (int l = first_[stage_index_]; l < end; ++l) mine.Add(std::move(layers[l]));
+  layers.clear();
+  stage_ = std::make_unique<PipelineStage>(std::move(mine), shapes[first_[stage_index_]], *pipe_, pool_);
+  sgd_ = std::make_unique<Sgd>(stage_->layers().Params(), o_.momentum, o_.weight_decay);
+  for (auto& m : sgd_->State())
+    if (auto it = momentum.find(m.first); it != momentum.end()) m.second->data = it->second.data;
+  return false;
+}
+
+std::string PipelineRun::DescribeSplit(const std::vector<double>& times) const {
   std::string plan;
+  const int count = static_cast<int>(layer_names_.size());
   for (int s = 0; s < stages_; ++s) {
     const int end = s + 1 < stages_ ? first_[s + 1] : count;
     double ms = 0;
@@ -273,159 +321,169 @@ StatusOr<RunResult> PipelineRun::Go() {
                   layer_names_[end - 1].c_str(), ms);
     plan += part;
   }
-  Chain mine;
-  const int end = stage_index_ + 1 < stages_ ? first_[stage_index_ + 1] : count;
-  for (int l = first_[stage_index_]; l < end; ++l) mine.Add(std::move(layers[l]));
-  layers.clear();
-  stage_ = std::make_unique<PipelineStage>(std::move(mine), shapes[first_[stage_index_]], *pipe_, pool_);
-  sgd_ = std::make_unique<Sgd>(stage_->layers().Params(), o_.momentum, o_.weight_decay);
-  for (auto& m : sgd_->State())
-    if (auto it = momentum.find(m.first); it != momentum.end()) m.second->data = it->second.data;
+  return plan;
+}
+
+Status PipelineRun::Start() {
   const int64_t images = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
-  DistributedSampler sampler(images, o_.batch, pipeline_, replicas_, o_.seed);
-  steps_ = sampler.steps_per_epoch();
+  sampler_ = std::make_unique<DistributedSampler>(images, o_.batch, pipeline_, replicas_, o_.seed);
+  steps_ = sampler_->steps_per_epoch();
   // A mid-epoch checkpoint: the same image of the epoch under this run's global batch.
-  int64_t first = from.step;
-  if (first > 0 && from.ranks && (from.ranks != replicas_ || from.batch != o_.batch))
-    first = std::min<int64_t>(steps_, first * from.batch * from.ranks / (static_cast<int64_t>(o_.batch) * replicas_));
-  const LrSchedule sched{o_.lr, replicas_, static_cast<int64_t>(std::llround(o_.warmup_epochs * steps_)),
-                         steps_ * o_.epochs, o_.cosine};
-  const int rank = comm_.rank();
-  if (rank == 0) {
-    std::printf(
-        "hoop-train: %s (%zu parameters, %s layers), pipeline: %d stage(s) x %d replica(s), batch %d per replica "
-        "in %d micro-batch(es), schedule %s; %s; %d thread(s) per rank, %lld steps per epoch, over %s\n",
-        o_.model.c_str(), parameters, o_.layers.c_str(), stages_, replicas_, o_.batch, o_.micro_batches,
-        o_.schedule_pipe.c_str(), plan.c_str(), pool_.threads(), static_cast<long long>(steps_),
-        (comm_.transport_name() + (!o_.resume ? std::string()
-                                   : first    ? ", resuming in epoch " + std::to_string(from.epochs_done + 1) +
-                                                 " after step " + std::to_string(first)
-                                           : ", resuming after epoch " + std::to_string(from.epochs_done)))
-            .c_str());
-    std::fflush(stdout);
-  }
-  RunInfo info{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
-  info.devices.assign(ranks, "cpu");
-  JobEnergy energy;
-  const JobEnergy::Sum sum = [this](const std::string&, std::vector<double>& v) {
+  first_step_ = from_.step;
+  if (first_step_ > 0 && from_.ranks && (from_.ranks != replicas_ || from_.batch != o_.batch))
+    first_step_ = std::min<int64_t>(
+        steps_, first_step_ * from_.batch * from_.ranks / (static_cast<int64_t>(o_.batch) * replicas_));
+  sched_ = LrSchedule{o_.lr, replicas_, static_cast<int64_t>(std::llround(o_.warmup_epochs * steps_)),
+                      steps_ * o_.epochs, o_.cosine};
+  if (comm_.rank() == 0) Announce();
+  info_ = RunInfo{o_.model, comm_.size(), o_.batch, pool_.threads(), comm_.transport_name()};
+  info_.devices.assign(comm_.size(), "cpu");
+  sum_ = [this](const std::string&, std::vector<double>& v) {
     return comm_.Allreduce(Doubles(v.data(), v.size()), Doubles(v.data(), v.size()), ReduceOp::kSum).Wait();
   };
-  if (Status st = energy.Open(rank, comm_.local_rank(), sum, info, o_.label); !st.ok())
+  if (Status st = energy_.Open(comm_.rank(), comm_.local_rank(), sum_, info_, o_.label); !st.ok())
     return st.WithContext("finding the energy counters");
-  std::vector<Tensor*> grads, buffers;
-  for (Param* p : stage_->layers().Params()) grads.push_back(&p->grad);
-  for (auto& b : stage_->layers().Buffers()) buffers.push_back(b.second);
-  const auto begin =
-      Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from.wall_s));
-  int64_t step = from.epochs_done * steps_ + first;
-  double lr = 0;
-  for (int epoch = from.epochs_done; epoch < o_.epochs; ++epoch) {
-    std::vector<double> sums(kSums, 0.0);
-    const int64_t begin_at = epoch == from.epochs_done ? first : 0;
-    if (begin_at > 0 && rank == 0 && from.partial.size() == static_cast<size_t>(kSums)) sums = from.partial;
-    const auto& perm = sampler.Shuffle(epoch);
-    const auto epoch_start = Clock::now();
-    const std::vector<double> joules_before = energy.Joules();
-    for (int64_t s = begin_at; s < steps_; ++s, ++step) {
-      if ((s - begin_at) % 8 == 0) {  // the ranks agree whether a stop signal arrived anywhere
-        double stop = stop_ ? stop_->load(std::memory_order_relaxed) : 0;
-        if (Status st = comm_.Allreduce(Doubles(&stop, 1), Doubles(&stop, 1), ReduceOp::kMax).Wait(); !st.ok())
-          return st.WithContext("epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
-                                ": agreeing on a stop");
-        if (stop > 0) {
-          result.interrupted = static_cast<int>(stop) >= SIGTERM ? SIGTERM : SIGINT;
-          if (!o_.checkpoint.empty()) {  // saved here, s steps into the epoch, with its sums so far
-            std::vector<double> partial = sums;
-            partial[kTrainS] += Since(epoch_start);
-            Status st = Average(buffers, *same_stage_, true);
-            if (st.ok())
-              st = comm_.Allreduce(Doubles(partial.data(), kSums), Doubles(partial.data(), kSums), ReduceOp::kSum)
-                       .Wait();
-            if (st.ok()) st = Checkpoint(result, epoch, Since(begin), s, partial);
-            if (!st.ok()) return st.WithContext("checkpoint on interrupt");
-          }
-          if (rank == 0)
-            std::printf("hoop-train: interrupted by %s at epoch %d, step %lld of %lld%s\n",
-                        ::strsignal(result.interrupted), epoch + 1, static_cast<long long>(s),
-                        static_cast<long long>(steps_),
-                        o_.checkpoint.empty()
-                            ? " (no --checkpoint: nothing saved)"
-                            : ("; checkpoint written to " + o_.checkpoint + ", --resume continues from there").c_str());
-          return result;
-        }
-      }
-      const Slice slice = sampler.At(s);
-      const std::vector<int> sizes = MicroBatches(slice.count(), o_.micro_batches);
-      std::vector<int64_t> offset{slice.begin};
-      for (int n : sizes) offset.push_back(offset.back() + n);
-      PipelineStage::Times t;
-      LossResult r;
-      if (sizes.empty()) {
-        for (Tensor* g : grads) g->Zero();
-      } else {
-        if (rank == o_.slow_rank) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o_.slow_ms));
-        auto fill = [&](int i, Tensor* images, std::vector<uint8_t>* lab) {
-          const int64_t* at = perm.data() + offset[i];
-          if (images) {
-            const auto t0 = Clock::now();
-            Gather(train_, at, sizes[i], *images, lab ? *lab : scratch_labels_, pad_);
-            sums[kData] += Since(t0);
-          } else {
-            lab->resize(sizes[i]);
-            for (int k = 0; k < sizes[i]; ++k) (*lab)[k] = train_.labels[at[k]];
-          }
-        };
-        if (Status st =
-                stage_->Train(PipeSchedule(o_.schedule_pipe, stage_index_, stages_, static_cast<int>(sizes.size())),
-                              sizes, fill, 1.0f / static_cast<float>(slice.step_images), &r, &t);
-            !st.ok())
-          return st.WithContext("epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1));
-      }
-      sums[kForward] += t.forward;
-      sums[kBackward] += t.backward;
-      sums[kComm] += t.wait;
-      if (stage_->last()) {
-        sums[kLoss] += r.loss_sum;
-        sums[kCorrect] += static_cast<double>(r.correct);
-        sums[kImages] += slice.count();
-      }
-      auto t0 = Clock::now();
-      if (Status st = Average(grads, *same_stage_, false); !st.ok())
-        return st.WithContext("epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
-                              ": summing stage " + std::to_string(stage_index_) + "'s gradients over the replicas");
-      sums[kComm] += Since(t0);
-      t0 = Clock::now();
-      lr = sched.At(step);
-      sgd_->Step(lr);
-      sums[kOpt] += Since(t0);
-      energy.Poll();
+  for (Param* p : stage_->layers().Params()) grads_.push_back(&p->grad);
+  for (auto& b : stage_->layers().Buffers()) buffers_.push_back(b.second);
+  begin_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from_.wall_s));
+  step_ = from_.epochs_done * steps_ + first_step_;
+  return Status::Ok();
+}
+
+void PipelineRun::Announce() const {
+  const std::string resuming = !o_.resume    ? std::string()
+                               : first_step_ ? ", resuming in epoch " + std::to_string(from_.epochs_done + 1) +
+                                                   " after step " + std::to_string(first_step_)
+                                             : ", resuming after epoch " + std::to_string(from_.epochs_done);
+  std::printf(
+      "hoop-train: %s (%zu parameters, %s layers), pipeline: %d stage(s) x %d replica(s), batch %d per replica "
+      "in %d micro-batch(es), schedule %s; %s; %d thread(s) per rank, %lld steps per epoch, over %s\n",
+      o_.model.c_str(), parameters_, o_.layers.c_str(), stages_, replicas_, o_.batch, o_.micro_batches,
+      o_.schedule_pipe.c_str(), split_.c_str(), pool_.threads(), static_cast<long long>(steps_),
+      (comm_.transport_name() + resuming).c_str());
+  std::fflush(stdout);
+}
+
+StatusOr<bool> PipelineRun::Epoch(int epoch) {
+  std::vector<double> sums(kSums, 0.0);
+  const int64_t begin_at = epoch == from_.epochs_done ? first_step_ : 0;
+  if (begin_at > 0 && comm_.rank() == 0 && from_.partial.size() == static_cast<size_t>(kSums)) sums = from_.partial;
+  const auto& perm = sampler_->Shuffle(epoch);
+  const auto epoch_start = Clock::now();
+  const std::vector<double> joules_before = energy_.Joules();
+  for (int64_t s = begin_at; s < steps_; ++s, ++step_) {
+    if ((s - begin_at) % 8 == 0) {  // the ranks agree whether a stop signal arrived anywhere
+      HOOP_ASSIGN_OR_RETURN(bool stopped, StopIfAsked(epoch, s, sums, epoch_start));
+      if (stopped) return true;
     }
-    sums[kTrainS] = Since(epoch_start);
-    auto joules = energy.Since(joules_before, sum);  // the training steps' energy
-    if (!joules.ok()) return joules.status().WithContext("summing epoch " + std::to_string(epoch + 1) + "'s energy");
-    if (Status st = Average(buffers, *same_stage_, true); !st.ok())
-      return st.WithContext("averaging batch-norm statistics");
-    Status failed;
-    Evaluate(sums, &failed);
-    if (!failed.ok()) return failed.WithContext("evaluating epoch " + std::to_string(epoch + 1));
-    HOOP_RETURN_IF_ERROR(
-        comm_.Allreduce(Doubles(sums.data(), kSums), Doubles(sums.data(), kSums), ReduceOp::kSum).Wait());
-    EpochMetrics m = MetricsFromSums(sums, ranks, epoch, Since(begin), lr);
-    energy.Fill(*joules, sums[kImages], m);
-    result.epochs.push_back(m);
-    if (rank == 0) {
-      std::printf("%s | pipeline %dx%d, %d micro-batch(es), %s\n", FormatEpoch(m, o_.epochs).c_str(), stages_,
-                  replicas_, o_.micro_batches, o_.schedule_pipe.c_str());
-      std::fflush(stdout);
-      if (!o_.metrics.empty())
-        if (Status st = WriteMetrics(o_.metrics, info, result.epochs); !st.ok())
-          return st.WithContext("epoch " + std::to_string(m.epoch));
-    }
-    if (!o_.checkpoint.empty())
-      if (Status st = Checkpoint(result, m.epoch, Since(begin)); !st.ok())
-        return st.WithContext("checkpoint after epoch " + std::to_string(m.epoch));
+    HOOP_RETURN_IF_ERROR(Step(epoch, s, perm, sums));
   }
-  return result;
+  sums[kTrainS] = Since(epoch_start);
+  HOOP_RETURN_IF_ERROR(EndEpoch(epoch, sums, joules_before));
+  return false;
+}
+
+StatusOr<bool> PipelineRun::StopIfAsked(int epoch, int64_t s, const std::vector<double>& sums,
+                                        Clock::time_point epoch_start) {
+  double stop = stop_ ? stop_->load(std::memory_order_relaxed) : 0;
+  if (Status st = comm_.Allreduce(Doubles(&stop, 1), Doubles(&stop, 1), ReduceOp::kMax).Wait(); !st.ok())
+    return st.WithContext("epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
+                          ": agreeing on a stop");
+  if (stop <= 0) return false;
+  result_.interrupted = static_cast<int>(stop) >= SIGTERM ? SIGTERM : SIGINT;
+  if (!o_.checkpoint.empty()) {  // saved here, s steps into the epoch, with its sums so far
+    std::vector<double> partial = sums;
+    partial[kTrainS] += Since(epoch_start);
+    Status st = Average(buffers_, *same_stage_, true);
+    if (st.ok())
+      st = comm_.Allreduce(Doubles(partial.data(), kSums), Doubles(partial.data(), kSums), ReduceOp::kSum).Wait();
+    if (st.ok()) st = Checkpoint(result_, epoch, Since(begin_), s, partial);
+    if (!st.ok()) return st.WithContext("checkpoint on interrupt");
+  }
+  if (comm_.rank() == 0)
+    std::printf("hoop-train: interrupted by %s at epoch %d, step %lld of %lld%s\n", ::strsignal(result_.interrupted),
+                epoch + 1, static_cast<long long>(s), static_cast<long long>(steps_),
+                o_.checkpoint.empty()
+                    ? " (no --checkpoint: nothing saved)"
+                    : ("; checkpoint written to " + o_.checkpoint + ", --resume continues from there").c_str());
+  return true;
+}
+
+Status PipelineRun::Step(int epoch, int64_t s, const std::vector<int64_t>& perm, std::vector<double>& sums) {
+  const auto where = [&] { return "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1); };
+  const Slice slice = sampler_->At(s);
+  const std::vector<int> sizes = MicroBatches(slice.count(), o_.micro_batches);
+  std::vector<int64_t> offset{slice.begin};
+  for (int n : sizes) offset.push_back(offset.back() + n);
+  PipelineStage::Times t;
+  LossResult r;
+  if (sizes.empty()) {
+    for (Tensor* g : grads_) g->Zero();
+  } else {
+    if (comm_.rank() == o_.slow_rank)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o_.slow_ms));
+    auto fill = [&](int i, Tensor* images, std::vector<uint8_t>* lab) {
+      const int64_t* at = perm.data() + offset[i];
+      if (images) {
+        const auto t0 = Clock::now();
+        Gather(train_, at, sizes[i], *images, lab ? *lab : scratch_labels_, pad_);
+        sums[kData] += Since(t0);
+      } else {
+        lab->resize(sizes[i]);
+        for (int k = 0; k < sizes[i]; ++k) (*lab)[k] = train_.labels[at[k]];
+      }
+    };
+    if (Status st = stage_->Train(PipeSchedule(o_.schedule_pipe, stage_index_, stages_, static_cast<int>(sizes.size())),
+                                  sizes, fill, 1.0f / static_cast<float>(slice.step_images), &r, &t);
+        !st.ok())
+      return st.WithContext(where());
+  }
+  sums[kForward] += t.forward;
+  sums[kBackward] += t.backward;
+  sums[kComm] += t.wait;
+  if (stage_->last()) {
+    sums[kLoss] += r.loss_sum;
+    sums[kCorrect] += static_cast<double>(r.correct);
+    sums[kImages] += slice.count();
+  }
+  auto t0 = Clock::now();
+  if (Status st = Average(grads_, *same_stage_, false); !st.ok())
+    return st.WithContext(where() + ": summing stage " + std::to_string(stage_index_) +
+                          "'s gradients over the replicas");
+  sums[kComm] += Since(t0);
+  t0 = Clock::now();
+  lr_ = sched_.At(step_);
+  sgd_->Step(lr_);
+  sums[kOpt] += Since(t0);
+  energy_.Poll();
+  return Status::Ok();
+}
+
+Status PipelineRun::EndEpoch(int epoch, std::vector<double>& sums, const std::vector<double>& joules_before) {
+  auto joules = energy_.Since(joules_before, sum_);  // the training steps' energy
+  if (!joules.ok()) return joules.status().WithContext("summing epoch " + std::to_string(epoch + 1) + "'s energy");
+  if (Status st = Average(buffers_, *same_stage_, true); !st.ok())
+    return st.WithContext("averaging batch-norm statistics");
+  Status failed;
+  Evaluate(sums, &failed);
+  if (!failed.ok()) return failed.WithContext("evaluating epoch " + std::to_string(epoch + 1));
+  HOOP_RETURN_IF_ERROR(
+      comm_.Allreduce(Doubles(sums.data(), kSums), Doubles(sums.data(), kSums), ReduceOp::kSum).Wait());
+  EpochMetrics m = MetricsFromSums(sums, comm_.size(), epoch, Since(begin_), lr_);
+  energy_.Fill(*joules, sums[kImages], m);
+  result_.epochs.push_back(m);
+  if (comm_.rank() == 0) {
+    std::printf("%s | pipeline %dx%d, %d micro-batch(es), %s\n", FormatEpoch(m, o_.epochs).c_str(), stages_, replicas_,
+                o_.micro_batches, o_.schedule_pipe.c_str());
+    std::fflush(stdout);
+    if (!o_.metrics.empty())
+      if (Status st = WriteMetrics(o_.metrics, info_, result_.epochs); !st.ok())
+        return st.WithContext("epoch " + std::to_string(m.epoch));
+  }
+  if (!o_.checkpoint.empty())
+    if (Status st = Checkpoint(result_, m.epoch, Since(begin_)); !st.ok())
+      return st.WithContext("checkpoint after epoch " + std::to_string(m.epoch));
+  return Status::Ok();
 }
 
 }  // namespace
