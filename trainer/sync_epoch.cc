@@ -1,5 +1,6 @@
-// The data-parallel run's epoch loop (sync_run.h): each step trains this rank's slice (or, a
-// dropped backup worker, catches up), waits for the averaged gradients and steps the optimizer;
+// The data-parallel run's epoch loop (sync_run.h): each step trains this rank's slice (unless
+// the strategy took it without: a dropped backup worker catching up), lets the strategy bring
+// the gradients in (strategy.h) and steps the optimizer;
 // now and then the ranks agree on a stop (a signal any rank got ends every rank at the same
 // step, with a checkpoint); each epoch ends with evaluation, the metrics summed over the ranks,
 // one line from rank 0 and a checkpoint.
@@ -34,25 +35,17 @@ StatusOr<bool> Run::TrainEpoch(int epoch) {
   };
   for (int64_t s = first; s < steps_; ++s, ++step_) {
     const auto t0 = Clock::now();
-    if (shared_) shared_->Read();  // the shared model as it is now
     const Slice slice = sampler_->At(s);
-    bool caught_up = false;  // a dropped rank that takes this step with the others' mean
-    if (backup_) {
-      auto c = backup_->CatchUp(step_);
-      if (!c.ok()) return c.status().WithContext(where(s) + ": backup workers' exchange");
-      caught_up = *c;
-    }
-    if (!caught_up) TrainStep(perm, slice, *dp_, sums);
+    auto took = strategy_->BeginStep(step_);  // a backup worker catching up takes the step without computing
+    if (!took.ok()) return took.status().WithContext(where(s));
+    if (!*took) TrainStep(perm, slice, sums);
     auto t = Clock::now();
-    if (backup_ && !caught_up)
-      if (Status st = backup_->Exchange(step_, slice.count()); !st.ok())
-        return st.WithContext(where(s) + ": backup workers' exchange");
-    if (Status st = dp_->Wait(); !st.ok()) return st.WithContext(where(s));
+    if (Status st = strategy_->BeforeOptimizer(step_, slice.count(), !*took); !st.ok()) return st.WithContext(where(s));
     sums[kComm] += Since(t);
     t = Clock::now();
     lr = sched_.At(step_);
     sgd_->Step(lr);
-    if (shared_) shared_->AddChange();  // this rank's step, added to the shared model
+    strategy_->AfterStep();
     sums[kOpt] += Since(t);
     step_s_ += (Since(t0) - step_s_) / static_cast<double>(++timed_steps_);
     Progress(epoch, s + 1, steps_, epoch_start, sums[kImages], false);
@@ -124,17 +117,8 @@ Status Run::EndEpoch(int epoch, std::vector<double>& sums, double lr, Clock::tim
   sums[kTrainS] += Since(epoch_start);
   auto joules = energy_.Since(joules_before, sum_);  // the training steps' energy
   if (!joules.ok()) return joules.status().WithContext(Where() + "summing the epoch's energy");
-  // Steps the ranks behind with backup workers took without computing (backup.h), so far.
-  std::vector<double> skipped{backup_ ? static_cast<double>(backup_->skipped()) : 0.0};
-  if (backup_)
-    if (Status s = dp_->SumDoubles("backup.skipped", skipped); !s.ok())
-      return s.WithContext(Where() + "counting skipped steps");
   HOOP_ASSIGN_OR_RETURN(std::vector<double> speeds, RankSpeeds());
-  if (shared_) {                  // evaluate and save the shared model, once every rank's steps are in
-    std::vector<double> done{1};  // a barrier: every rank's last update is in
-    if (Status s = dp_->SumDoubles("hogwild.epoch", done); !s.ok()) return s.WithContext(Where() + "ending the epoch");
-    shared_->Read();
-  }
+  if (Status s = strategy_->EndEpoch(); !s.ok()) return s.WithContext(Where() + "ending the epoch");
   if (Status s = dp_->Average(buffers_, Weight()); !s.ok())
     return s.WithContext(Where() + "averaging batch-norm statistics");
   Evaluate(sums);
@@ -147,7 +131,7 @@ Status Run::EndEpoch(int epoch, std::vector<double>& sums, double lr, Clock::tim
   result_.epochs.push_back(m);
   if (o_.balance == "speed") sampler_->SetShares(SharesBySpeed(speeds, global_batch_));  // for the next epoch
   if (comm_.rank() != 0) return Status::Ok();
-  PrintEpoch(m, skipped[0], epoch);
+  PrintEpoch(m, epoch);
   if (!o_.metrics.empty())
     if (Status s = WriteMetrics(o_.metrics, info_, result_.epochs); !s.ok())
       return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
@@ -156,14 +140,10 @@ Status Run::EndEpoch(int epoch, std::vector<double>& sums, double lr, Clock::tim
   return Status::Ok();
 }
 
-void Run::PrintEpoch(const EpochMetrics& m, double skipped, int epoch) {
-  std::string split;
-  if (backup_)
-    split += " | " + std::to_string(backup_->dropped()) + " gradient(s) dropped so far (" +
-             std::to_string(o_.backup_workers) + " backup worker(s)), " +
-             std::to_string(static_cast<int64_t>(skipped)) + " step(s) skipped by ranks catching up";
+void Run::PrintEpoch(const EpochMetrics& m, int epoch) {
+  std::string split = strategy_->EpochNote();
   if (o_.balance == "speed" || !o_.shares.empty()) {
-    split = " | shares " + FormatShares(m.shares) + ", compute images/s";
+    split += " | shares " + FormatShares(m.shares) + ", compute images/s";
     for (size_t r = 0; r < m.rank_images_per_s.size(); ++r) {
       split += r ? '/' : ' ';
       split += std::to_string(static_cast<int>(std::lround(m.rank_images_per_s[r])));

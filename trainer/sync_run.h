@@ -1,8 +1,9 @@
-// The data-parallel run of hoop-train (strategies sync, hogwild and backup workers; ps and
-// pipeline have runs of their own): set up once (model, sampler, optimizer, the fusion runtime,
-// a resumed checkpoint, the shared start), then one epoch loop of steps, each ending with the
-// ranks' agreement on a stop and an optional checkpoint, and each epoch with evaluation,
-// metrics and a checkpoint. trainer.cc holds the set-up, sync_epoch.cc the epoch loop.
+// The data-parallel run of hoop-train (strategies sync, hogwild and backup workers, each a
+// Strategy: strategy.h; ps and pipeline have runs of their own): set up once (model, sampler,
+// strategy, optimizer, the fusion runtime, a resumed checkpoint, the shared start), then one
+// epoch loop of steps, each ending with the ranks' agreement on a stop and an optional
+// checkpoint, and each epoch with evaluation, metrics and a checkpoint. trainer.cc holds the
+// set-up, sync_epoch.cc the epoch loop; what differs between the strategies is in their hooks.
 #pragma once
 
 #include <atomic>
@@ -14,16 +15,15 @@
 
 #include "common/config.h"
 #include "tensorfusion/runtime.h"
-#include "trainer/backup.h"
 #include "trainer/checkpoint.h"
 #include "trainer/compute.h"
 #include "trainer/data_parallel.h"
-#include "trainer/hogwild.h"
 #include "trainer/job_energy.h"
 #include "trainer/model.h"
 #include "trainer/parallel.h"
 #include "trainer/sampler.h"
 #include "trainer/sgd.h"
+#include "trainer/strategy.h"
 #include "trainer/trainer.h"
 
 namespace hoop::train {
@@ -56,8 +56,6 @@ class Run {
   void Announce(const std::string& device_list);
   Status Preflight(DataParallel& dp);
   StatusOr<Resumed> Resume(DataParallel& dp, const NamedTensors& state, int64_t steps, RunResult* result);
-  // Hogwild's shared parameters: rank 0 creates them from its model, the others open them.
-  StatusOr<std::unique_ptr<SharedParams>> OpenShared(DataParallel& dp, const std::vector<Param*>& params);
   // The epoch loop (sync_epoch.cc): false when a stop signal ended the run.
   StatusOr<bool> TrainEpoch(int epoch);
   // After step s of the epoch: the ranks agree on a stop now and then (true: stopped, the
@@ -67,11 +65,11 @@ class Run {
                   const std::vector<double>& joules_before);
   // Every rank's compute speed this epoch, the same vector on every rank.
   StatusOr<std::vector<double>> RankSpeeds();
-  void PrintEpoch(const EpochMetrics& m, double skipped, int epoch);
+  void PrintEpoch(const EpochMetrics& m, int epoch);
   // Rank 0 writes the checkpoint; every rank takes part in what it needs (batch-norm statistics
   // averaged, the unfinished epoch's sums added up), at a step every rank has reached.
   Status Save(int epochs_done, int64_t in_epoch, std::vector<double> partial);
-  void TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums);
+  void TrainStep(const std::vector<int64_t>& perm, const Slice& s, std::vector<double>& sums);
   void Evaluate(std::vector<double>& sums);
   int PendingStop() const;
   void Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_start, double images, bool final);
@@ -103,13 +101,12 @@ class Run {
   std::optional<Sgd> sgd_;
   LrSchedule sched_;
   NamedTensors buffers_, state_;  // state: parameters, buffers and the optimizer's
-  std::unique_ptr<BackupWorkers> backup_;
+  std::unique_ptr<Strategy> strategy_;
   std::unique_ptr<fusion::Runtime> rt_;
   std::optional<DataParallel> dp_;
   JobEnergy::Sum sum_;  // a sum over the ranks through dp_
   RunResult result_;
   Resumed from_;
-  std::unique_ptr<SharedParams> shared_;
   RunInfo info_;
   Clock::time_point begin_;
   int64_t step_ = 0;                        // steps done over the run

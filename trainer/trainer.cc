@@ -10,11 +10,9 @@
 #include <cstdio>
 #include <cstring>
 #include <numeric>
-#include <random>
 #include <thread>
 
 #include "tensorfusion/runtime.h"
-#include "trainer/backup.h"
 #include "trainer/balance.h"
 #include "trainer/checkpoint.h"
 #include "trainer/compute.h"
@@ -22,7 +20,6 @@
 #include "trainer/device_choice.h"
 #include "trainer/job_energy.h"
 #include "trainer/epoch_sums.h"
-#include "trainer/hogwild.h"
 #include "trainer/layer_factory.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"
@@ -30,6 +27,7 @@
 #include "trainer/ps_run.h"
 #include "trainer/sampler.h"
 #include "trainer/sgd.h"
+#include "trainer/strategy.h"
 #include "trainer/sync_run.h"
 
 namespace hoop::train {
@@ -91,48 +89,11 @@ StatusOr<Run::Resumed> Run::Resume(DataParallel& dp, const NamedTensors& state, 
   return r;
 }
 
-StatusOr<std::unique_ptr<SharedParams>> Run::OpenShared(DataParallel& dp, const std::vector<Param*>& params) {
-  // A name no other job uses: rank 0's pid and a random number, sent to all as two doubles.
-  std::vector<double> id{0, 0};
-  if (comm_.rank() == 0) {
-    std::random_device rd;
-    id = {static_cast<double>(::getpid()), static_cast<double>(rd() & 0xffffffu)};
-  }
-  HOOP_RETURN_IF_ERROR(dp.SumDoubles("hogwild.name", id));
-  const std::string name = "/hoop-hogwild-" + std::to_string(static_cast<long long>(id[0])) + "-" +
-                           std::to_string(static_cast<long long>(id[1]));
-  std::unique_ptr<SharedParams> shared;
-  Status made = Status::Ok();
-  if (comm_.rank() == 0) {
-    auto s = SharedParams::Open(name, params, true);
-    if (s.ok()) {
-      shared = std::move(*s);
-      shared->Publish();
-    } else {
-      made = s.status();
-    }
-  }
-  std::vector<double> ok{made.ok() ? 0.0 : 1.0};  // rank 0's outcome, before the others open
-  HOOP_RETURN_IF_ERROR(dp.SumDoubles("hogwild.made", ok));
-  if (ok[0] != 0) return made.ok() ? Unavailable("hogwild: rank 0 could not create " + name) : made;
-  if (comm_.rank() != 0) {
-    HOOP_ASSIGN_OR_RETURN(shared, SharedParams::Open(name, params, false));
-  }
-  std::vector<double> opened{1};  // a barrier: every rank has mapped it
-  HOOP_RETURN_IF_ERROR(dp.SumDoubles("hogwild.opened", opened));
-  if (comm_.rank() == 0) shared->Unlink();  // every rank has it mapped: nothing stays in /dev/shm
-  return shared;
-}
-
-void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParallel& dp, std::vector<double>& sums) {
+void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, std::vector<double>& sums) {
   const auto start = Clock::now();
-  const bool hogwild = o_.strategy == "hogwild";  // no gradients exchanged: each rank steps alone
-  const bool backup = o_.backup_workers >= 0;     // gradients go to rank 0 afterwards (backup.h)
-  auto on_layer = [&](Layer& l) {
-    if (!hogwild && !backup) dp.GradientsReady(l);
-  };
+  auto on_layer = [&](Layer& l) { strategy_->OnLayerGradients(l); };
   if (s.count() == 0) {
-    // Nothing left for this rank in the last step: it still sends zero gradients, layer by
+    // Nothing left for this rank in the last step: it still hands over zero gradients, layer by
     // layer like the others, so every rank submits the same tensors.
     for (auto it = model_->net.layers().rbegin(); it != model_->net.layers().rend(); ++it) {
       for (Param* p : (*it)->Params()) p->grad.Zero();
@@ -140,10 +101,7 @@ void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, DataParall
     }
     return;
   }
-  // Sync: this rank's part of the mean over the whole step's images (summed over ranks); hogwild:
-  // the mean over this rank's own batch, which it applies alone.
-  // With backup workers: the sum over this rank's images, which rank 0 averages over those used.
-  const float scale = backup ? 1.0f : 1.0f / static_cast<float>(hogwild ? s.count() : s.step_images);
+  const float scale = strategy_->GradientScale(s);
   StepTimes times;
   LossResult r = ComputeGradient(*model_, train_, perm.data() + s.begin, s.count(), scale, pad_, pool_, ws_, on_layer,
                                  comm_.rank() == o_.slow_rank ? o_.slow_ms : 0, times);
@@ -253,15 +211,7 @@ Status Run::MakeSampler() {
 Status Run::MakeOptimizer() {
   const int ranks = comm_.size();
   sgd_.emplace(model_->net.Params(), o_.momentum, o_.weight_decay, model_->math);
-  const bool hogwild = o_.strategy == "hogwild";
-  if (hogwild && comm_.local_size() != ranks)
-    return InvalidArgument(
-        "--strategy hogwild: the ranks share one copy of the parameters in memory, so all must be on "
-        "one host; this job has " +
-        std::to_string(comm_.local_size()) + " of its " + std::to_string(ranks) + " ranks on this one");
-  // Hogwild's ranks' steps add up rather than being averaged: N ranks each stepping at --lr / N
-  // move the model as one rank at --lr would (at 4 ranks here, --lr itself diverged: PERF.md).
-  sched_ = LrSchedule{hogwild ? o_.lr / ranks : o_.lr, hogwild ? 1 : ranks,
+  sched_ = LrSchedule{strategy_->Rate(o_.lr, ranks), strategy_->RateRanks(ranks),
                       static_cast<int64_t>(std::llround(o_.warmup_epochs * steps_)), steps_ * o_.epochs, o_.cosine};
   buffers_ = model_->net.Buffers();
   for (Param* p : model_->net.Params()) state_.emplace_back(p->name, &p->value);
@@ -271,14 +221,6 @@ Status Run::MakeOptimizer() {
 }
 
 Status Run::StartRuntime() {
-  // Before the fusion runtime starts: duplicating the communicator is a collective on it, which
-  // must not interleave with the runtime's own.
-  if (o_.backup_workers >= 0) {
-    if (o_.backup_workers >= comm_.size())
-      return InvalidArgument("--backup-workers " + std::to_string(o_.backup_workers) + ": at least one of the " +
-                             std::to_string(comm_.size()) + " ranks' gradients must be used");
-    HOOP_ASSIGN_OR_RETURN(backup_, BackupWorkers::Create(comm_, model_->net.Params(), o_.backup_workers));
-  }
   HOOP_ASSIGN_OR_RETURN(rt_, fusion::Runtime::Start(comm_, fusion::FusionOptions::FromConfig(cfg_)));
   dp_.emplace(*rt_);
   DataParallel* dp = &*dp_;
@@ -291,9 +233,7 @@ Status Run::StartRuntime() {
 Status Run::ShareStart() {
   const int ranks = comm_.size(), rank = comm_.rank();
   if (Status s = dp_->Broadcast(state_); !s.ok()) return s.WithContext(Where() + "broadcasting the initial model");
-  if (o_.strategy == "hogwild") {
-    HOOP_ASSIGN_OR_RETURN(shared_, OpenShared(*dp_, model_->net.Params()));
-  }
+  if (Status s = strategy_->Begin(*dp_); !s.ok()) return s.WithContext(Where() + "starting --strategy " + o_.strategy);
   info_ = RunInfo{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
   // Every rank's device, for the metrics and the first line: each adds its own (device + 2, 0 unset).
   std::vector<double> devices(ranks, 0.0);
@@ -337,6 +277,9 @@ void Run::Announce(const std::string& device_list) {
 StatusOr<RunResult> Run::Go() {
   HOOP_RETURN_IF_ERROR(MakeModel());
   HOOP_RETURN_IF_ERROR(MakeSampler());
+  // Before the fusion runtime starts: backup workers duplicate the communicator, a collective
+  // on it that must not interleave with the runtime's own.
+  HOOP_ASSIGN_OR_RETURN(strategy_, MakeStrategy(o_, comm_, model_->net.Params()));
   HOOP_RETURN_IF_ERROR(MakeOptimizer());
   HOOP_RETURN_IF_ERROR(StartRuntime());
   if (o_.resume) {
@@ -363,8 +306,7 @@ StatusOr<RunResult> Run::Go() {
       return std::move(result_);
     }
   }
-  if (backup_)
-    if (Status s = backup_->Drain(); !s.ok()) return s.WithContext(Where() + "receiving the dropped gradients");
+  if (Status s = strategy_->End(); !s.ok()) return s.WithContext(Where() + "ending --strategy " + o_.strategy);
   if (Status s = rt_->Shutdown(); !s.ok()) return s.WithContext(Where() + "stopping the tensor fusion runtime");
   result_.test_probs = std::move(probs_);
   return std::move(result_);
