@@ -4,7 +4,7 @@ namespace hoop::fusion {
 
 bool CanFuse(const TensorParams& a, const TensorParams& b) {
   return a.kind == b.kind && a.dtype == b.dtype && a.op == b.op && a.root == b.root && a.compression == b.compression &&
-         a.mem == b.mem;
+         a.mem == b.mem && !a.unfused && !b.unfused;
 }
 
 std::vector<FusionGroup> PlanFusion(const std::vector<TensorParams>& agreed, uint64_t threshold, int nranks) {
@@ -22,7 +22,7 @@ std::vector<FusionGroup> PlanFusion(const std::vector<TensorParams>& agreed, uin
       continue;
     }
     groups.push_back({{i}, bytes});
-    if (bytes >= threshold) continue;  // alone: nothing else fits with it
+    if (bytes >= threshold || p.unfused) continue;  // alone: nothing else fits with it
     if (slot)
       *slot = groups.size() - 1;
     else

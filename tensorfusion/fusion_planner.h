@@ -5,8 +5,9 @@
 // compression and memory kind (scale factors are applied per tensor while packing, so they may
 // differ). Going down the list, each tensor joins the open group of its kind while the group's
 // fusion buffer stays within `threshold` bytes, and otherwise opens a new one; a tensor larger
-// than the threshold runs alone, straight from the caller's buffers. Groups run in the order
-// they were opened. Threshold 0 turns fusion off.
+// than the threshold, or one submitted unfused (TensorParams::unfused), runs alone, straight
+// from the caller's buffers. Groups run in the order they were opened. Threshold 0 turns
+// fusion off.
 #pragma once
 
 #include <cstdint>

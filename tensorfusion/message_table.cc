@@ -44,6 +44,7 @@ std::string DescribeDisagreement(const std::vector<TensorParams>& by_rank) {
       {"compression", [](const TensorParams& p) { return CompressionText(p.compression); }},
       {"prescale", [](const TensorParams& p) { return Number(p.prescale); }},
       {"postscale", [](const TensorParams& p) { return Number(p.postscale); }},
+      {"fuse", [](const TensorParams& p) { return std::string(p.unfused ? "no" : "yes"); }},
   };
   std::string out;
   for (const auto& [label, show] : fields) {

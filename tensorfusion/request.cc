@@ -21,6 +21,7 @@ std::string DescribeParams(const TensorParams& p) {
   if (p.mem != MemKind::kHost) os << " " << MemKindName(p.mem);
   if (p.prescale != 1) os << " prescale " << p.prescale;
   if (p.postscale != 1) os << " postscale " << p.postscale;
+  if (p.unfused) os << " unfused";
   return os.str();
 }
 
@@ -49,6 +50,7 @@ class Writer {
     Put<uint64_t>(p.count);
     Put<double>(p.prescale);
     Put<double>(p.postscale);
+    Put<uint8_t>(p.unfused ? 1 : 0);
   }
 
  private:
@@ -73,10 +75,11 @@ class Reader {
     return true;
   }
   bool GetParams(TensorParams* p) {
-    uint8_t kind, dtype, op, mem;
+    uint8_t kind, dtype, op, mem, unfused;
     if (!Get(&kind) || !Get(&dtype) || !Get(&op) || !Get(&p->compression) || !Get(&mem) || !Get(&p->root) ||
-        !Get(&p->count) || !Get(&p->prescale) || !Get(&p->postscale))
+        !Get(&p->count) || !Get(&p->prescale) || !Get(&p->postscale) || !Get(&unfused) || unfused > 1)
       return false;
+    p->unfused = unfused == 1;
     if (kind < static_cast<uint8_t>(CollKind::kAllreduce) || kind > static_cast<uint8_t>(CollKind::kAllgather) ||
         dtype > static_cast<uint8_t>(kLastDType) || op > static_cast<uint8_t>(kLastReduceOp) ||
         mem > static_cast<uint8_t>(kLastMemKind) ||

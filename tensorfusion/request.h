@@ -32,6 +32,9 @@ struct TensorParams {
   // The agreed (rank 0's) value only keeps its host and device tensors in separate groups.
   MemKind mem = MemKind::kHost;
   double prescale = 1, postscale = 1;  // allreduce of floating-point data only
+  // Runs alone, straight on the caller's buffers, whatever its size (TensorOptions::fuse):
+  // for tensors that are already buckets of their own, such as the trainer's gradient arena's.
+  bool unfused = false;
 
   bool operator==(const TensorParams&) const = default;
   // What every rank must submit alike: all but `mem`.

@@ -122,6 +122,7 @@ Handle Runtime::Submit(const std::string& name, TensorParams p, const Buffer& in
   p.mem = out.kind;
   p.prescale = o.prescale;
   p.postscale = o.postscale;
+  p.unfused = !o.fuse;
   if (o.compression) p.compression = static_cast<uint8_t>(*o.compression);
   auto state = std::make_shared<HandleState>(name, std::move(o.callback));
   const std::string who = "rank " + std::to_string(comm_.rank()) + ": tensor '";

@@ -57,6 +57,9 @@ struct TensorOptions {
   std::optional<Compression> compression;  // allreduce: as CallOptions::compression
   double prescale = 1, postscale = 1;      // allreduce of f16/bf16/f32/f64: in * pre, out * post
   Callback callback;                       // run when the tensor completes (handle.h)
+  // false: the tensor runs alone, straight on its buffers, never packed into the fusion buffer
+  // (a bucket of its own already); every rank must submit it alike.
+  bool fuse = true;
 };
 
 struct RuntimeStats {

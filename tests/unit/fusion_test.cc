@@ -41,6 +41,7 @@ TEST_CASE("requests and responses survive their encoding; malformed lists are re
   s.prescale = 0.5;
   s.postscale = 2;
   s.compression = 1;
+  s.unfused = true;
   // The last dtype and op pass too (the decoder once stopped at f64 and prod).
   std::vector<Request> reqs = {
       {"a", b, 12}, {"grad/conv1.weight", s, 0}, {"", Ar(0), 99}, {"mask", Ar(5, kLastDType, kLastReduceOp), 1}};
@@ -182,6 +183,15 @@ TEST_CASE("fusion groups tensors one collective can serve, up to the threshold, 
   REQUIRE(a.size() == 2);
   CHECK(a[0].bytes == 3200);
   CHECK_FALSE(CanFuse(Ar(1), Ar(1, DType::kF32, ReduceOp::kMax)));
+  // Submitted unfused (a bucket of its own): alone however small, and its neighbours fuse around it.
+  TensorParams bucket = Ar(10);
+  bucket.unfused = true;
+  auto u = PlanFusion({Ar(10), bucket, Ar(10), bucket}, 1000, 4);
+  REQUIRE(u.size() == 3);
+  CHECK(u[0].members == std::vector<size_t>{0, 2});
+  CHECK(u[1].members == std::vector<size_t>{1});
+  CHECK(u[2].members == std::vector<size_t>{3});
+  CHECK(DescribeParams(bucket).find("unfused") != std::string::npos);
 }
 
 TEST_CASE("scaled copies scale floats in their own precision and copy the rest", "[fusion]") {
