@@ -36,7 +36,7 @@ BackupWorkers::~BackupWorkers() = default;
 void BackupWorkers::Pack() {
   size_t at = 0;
   for (const Param* p : params_) {
-    std::copy(p->grad.data.begin(), p->grad.data.end(), mine_.begin() + at);
+    std::copy(p->grad.ptr(), p->grad.ptr() + p->grad.size(), mine_.begin() + at);
     at += p->grad.size();
   }
 }
@@ -45,7 +45,7 @@ void BackupWorkers::Unpack(const std::vector<float>& from, double images) {
   const float scale = images > 0 ? static_cast<float>(1.0 / images) : 0.0f;
   size_t at = 0;
   for (Param* p : params_) {
-    for (size_t i = 0; i < p->grad.size(); ++i) p->grad.data[i] = from[at + i] * scale;
+    for (size_t i = 0; i < p->grad.size(); ++i) p->grad.ptr()[i] = from[at + i] * scale;
     at += p->grad.size();
   }
 }

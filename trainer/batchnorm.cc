@@ -84,8 +84,8 @@ void BatchNorm::Backward(const Tensor& in, const Tensor&, const Tensor& dout, Te
           sdyx += dy[p] * (x[p] - mean) * invstd;
         }
       }
-      gamma_.grad.data[c] = static_cast<float>(sdyx);
-      beta_.grad.data[c] = static_cast<float>(sdy);
+      gamma_.grad.ptr()[c] = static_cast<float>(sdyx);
+      beta_.grad.ptr()[c] = static_cast<float>(sdy);
       if (!din || m == 0) continue;
       const float k = gamma_.value.data[c] * invstd / m, a = static_cast<float>(sdy), bx = static_cast<float>(sdyx);
       for (int i = 0; i < n; ++i) {

@@ -141,9 +141,9 @@ void Conv2d::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, T
   weight_.grad.Zero();
   if (s_.bias) bias_.grad.Zero();
   for (int t = 0; t < used && in.shape.n > 0; ++t) {
-    for (size_t j = 0; j < weight_.grad.size(); ++j) weight_.grad.data[j] += dw_[t][j];
+    for (size_t j = 0; j < weight_.grad.size(); ++j) weight_.grad.ptr()[j] += dw_[t][j];
     if (s_.bias)
-      for (int o = 0; o < s_.out; ++o) bias_.grad.data[o] += db_[t][o];
+      for (int o = 0; o < s_.out; ++o) bias_.grad.ptr()[o] += db_[t][o];
   }
 }
 

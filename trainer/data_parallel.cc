@@ -21,12 +21,38 @@ Status DataParallel::Broadcast(const std::vector<std::pair<std::string, Tensor*>
   return WaitAll(hs);
 }
 
+void DataParallel::UseArena(GradientArena& arena) {
+  arena_ = &arena;
+  left_.clear();
+  for (const auto& b : arena.buckets()) left_.push_back(b.layers);
+}
+
 void DataParallel::GradientsReady(Layer& layer) {
+  if (arena_) {
+    const int b = arena_->BucketOf(&layer);
+    if (b < 0 || --left_[static_cast<size_t>(b)] != 0) return;
+    const auto& bucket = arena_->buckets()[static_cast<size_t>(b)];
+    const Buffer view{arena_->BucketData(b), bucket.count, DType::kF32, arena_->kind()};
+    fusion::TensorOptions o;
+    o.fuse = false;  // a bucket already: reduced where it lies
+    pending_.push_back(rt_.Allreduce("grad.bucket." + std::to_string(b), view, view, ReduceOp::kSum, o));
+    return;
+  }
   for (Param* p : layer.Params())
     pending_.push_back(rt_.Allreduce("grad." + p->name, Of(p->grad), Of(p->grad), ReduceOp::kSum));
 }
 
-Status DataParallel::Wait() { return WaitAll(pending_); }
+Status DataParallel::Wait() {
+  Status status = WaitAll(pending_);
+  if (!arena_) return status;
+  for (size_t b = 0; b < left_.size(); ++b) {
+    if (left_[b] != 0 && status.ok())  // a layer's backward never reported: its bucket was not reduced
+      status = Internal("gradient bucket " + std::to_string(b) + " was never complete this step (" +
+                        std::to_string(left_[b]) + " of its layers did not report their gradients)");
+    left_[b] = arena_->buckets()[b].layers;
+  }
+  return status;
+}
 
 Status DataParallel::Average(const std::vector<std::pair<std::string, Tensor*>>& tensors, double weight) {
   std::vector<fusion::Handle> hs;

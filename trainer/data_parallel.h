@@ -3,8 +3,11 @@
 //  - Start: rank 0's parameters and buffers are broadcast, so every rank begins identical.
 //  - Backward: as soon as a layer's backward returns, each of its parameter gradients is
 //    submitted as a named sum-allreduce ("grad.<param>"); the runtime fuses whatever is ready
-//    each cycle and reduces it while earlier layers are still computing. The loss gradient is
-//    already scaled by 1 / (the step's images over all ranks), so the sum is the exact mean.
+//    each cycle and reduces it while earlier layers are still computing. With the model's
+//    gradient arena (UseArena, gradient_arena.h) a whole bucket goes instead, once its last
+//    layer is done, as one unfused tensor ("grad.bucket.<i>") reduced in place: no packing.
+//    The loss gradient is already scaled by 1 / (the step's images over all ranks), so the sum
+//    is the exact mean.
 //  - Before the optimizer: Wait() blocks until every gradient of the step has come back; that
 //    time is what the metrics call waiting on communication.
 //  - Batch norm's running statistics are averaged before evaluation and checkpoints.
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "tensorfusion/runtime.h"
+#include "trainer/gradient_arena.h"
 #include "trainer/layer.h"
 
 namespace hoop::train {
@@ -22,7 +26,10 @@ class DataParallel {
   explicit DataParallel(fusion::Runtime& rt) : rt_(rt) {}
   // Broadcasts each tensor from rank 0 (name-tagged; every rank passes the same list).
   Status Broadcast(const std::vector<std::pair<std::string, Tensor*>>& tensors);
-  // Submits the layer's gradients; returns at once.
+  // From now on GradientsReady hands over the arena's buckets (bound; every rank alike).
+  void UseArena(GradientArena& arena);
+  // Submits the layer's gradients (with an arena: its bucket, once the bucket's layers are all
+  // done); returns at once.
   void GradientsReady(Layer& layer);
   // Waits for everything GradientsReady submitted since the last Wait.
   Status Wait();
@@ -35,6 +42,8 @@ class DataParallel {
  private:
   fusion::Runtime& rt_;
   std::vector<fusion::Handle> pending_;
+  GradientArena* arena_ = nullptr;
+  std::vector<int> left_;  // per bucket: its layers whose gradients have not come this step
 };
 
 }  // namespace hoop::train

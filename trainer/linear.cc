@@ -39,7 +39,7 @@ void Linear::Backward(const Tensor& in, const Tensor&, const Tensor& dout, Tenso
     for (int o = b; o < e; ++o) {
       float sum = 0;
       for (int i = 0; i < n; ++i) sum += dout.data[static_cast<size_t>(i) * out_ + o];
-      bias_.grad.data[o] = sum;
+      bias_.grad.ptr()[o] = sum;
     }
   });
   if (!din) return;

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "trainer/chain.h"
+#include "trainer/gradient_arena.h"
 #include "trainer/layer_factory.h"
 
 namespace hoop::train {
@@ -26,6 +27,8 @@ struct Model {
   Chain net;
   int device = -1;                   // the CUDA device its tensors live on; -1: host memory
   std::shared_ptr<TensorMath> math;  // its back end's arithmetic between layers (tensor_math.h)
+  // Its gradients in one array, once the data-parallel run binds it (gradient_arena.h).
+  GradientArena grads;
   size_t ParamCount() const;
 };
 

@@ -117,7 +117,7 @@ Status PipelineStage::Train(const std::vector<PipeOp>& ops, const std::vector<in
     times->backward += Since(t);
   }
   for (size_t k = 0; k < params_.size(); ++k)
-    std::copy(sum_[k].data.begin(), sum_[k].data.end(), params_[k]->grad.data.begin());
+    std::copy(sum_[k].data.begin(), sum_[k].data.end(), params_[k]->grad.ptr());
   return Settle();
 }
 

@@ -327,7 +327,7 @@ Status PsRun::Push(int64_t clock, int64_t step, int images) {
     std::vector<float>& w = wire_[s];
     size_t at = 0;
     for (int i : shards_[s]) {
-      std::copy(params_[i]->grad.data.begin(), params_[i]->grad.data.end(), w.begin() + at);
+      std::copy(params_[i]->grad.ptr(), params_[i]->grad.ptr() + params_[i]->grad.size(), w.begin() + at);
       at += params_[i]->grad.size();
     }
     std::vector<int64_t> h{kPsPush, clock, step, images};

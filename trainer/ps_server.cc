@@ -126,7 +126,7 @@ void PsServer::Step(const float* grad, double images, double lr) {
   const float scale = static_cast<float>(1.0 / images);
   size_t at = 0;
   for (Param* p : shard_) {
-    for (size_t i = 0; i < p->grad.size(); ++i) p->grad.data[i] = grad[at + i] * scale;
+    for (size_t i = 0; i < p->grad.size(); ++i) p->grad.ptr()[i] = grad[at + i] * scale;
     at += p->grad.size();
   }
   sgd_.Step(lr);

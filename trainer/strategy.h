@@ -25,6 +25,7 @@
 #include "common/status.h"
 #include "trainer/data_parallel.h"
 #include "trainer/layer.h"
+#include "trainer/model.h"
 #include "trainer/options.h"
 #include "trainer/sampler.h"
 
@@ -50,10 +51,11 @@ class Strategy {
 
 // The strategy --strategy and --backup-workers name (sync, hogwild or backup workers), checked
 // against the job: hogwild's ranks on one host, backup workers fewer than the ranks.
-StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const Options& o, Communicator& comm, std::vector<Param*> params);
+StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const Options& o, Communicator& comm, Model& model);
 
-// The three, for MakeStrategy (strategy_*.cc).
-std::unique_ptr<Strategy> SyncStrategy();
+// The three, for MakeStrategy (strategy_*.cc). Sync binds the model's gradient arena at Begin
+// and hands the fusion runtime its buckets (gradient_arena.h).
+std::unique_ptr<Strategy> SyncStrategy(Model& model);
 std::unique_ptr<Strategy> HogwildStrategy(Communicator& comm, std::vector<Param*> params);
 StatusOr<std::unique_ptr<Strategy>> BackupStrategy(Communicator& comm, std::vector<Param*> params, int backups);
 

@@ -59,7 +59,55 @@ void DeviceFloats::Reserve(int device, size_t n) {
   cap_ = n;
 }
 
+Tensor::Tensor(const Tensor& o) { *this = o; }
+
+Tensor& Tensor::operator=(const Tensor& o) {
+  if (this == &o) return *this;
+  shape = o.shape;
+  kind = o.kind;
+  block = o.block;
+  external = nullptr;
+  external_device = -1;
+  if (!o.external) {
+    data = o.data;
+    dev = o.dev;
+    return *this;
+  }
+  // A copy of a view owns its values.
+  if (o.on_device()) {
+    std::vector<float>().swap(data);
+    dev.Reserve(o.external_device, o.size());
+    dev.used = o.size();
+    if (o.size() > 0)
+      Check(CopyMem(dev.get(), MemKind::kCuda, o.external, MemKind::kCuda, o.size() * sizeof(float), nullptr),
+            "copying a device tensor");
+  } else {
+    dev = DeviceFloats();
+    data.assign(o.external, o.external + o.size());
+  }
+  return *this;
+}
+
+void Tensor::BindExternal(float* p) {
+  const size_t n = shape.size();
+  if (n > 0 && p != ptr())
+    Check(CopyMem(p, kind, ptr(), kind, n * sizeof(float), nullptr), "moving a tensor into its arena");
+  external_device = device();
+  external = p;
+  std::vector<float>().swap(data);
+  dev = DeviceFloats();
+}
+
 void Tensor::Resize(Shape s, bool zero) {
+  if (external) {  // a view keeps its place and size
+    if (s.size() != shape.size())
+      throw std::logic_error("a tensor held in an arena cannot change its size (" + shape.str() + " to " + s.str() +
+                             ")");
+    shape = s;
+    block = 0;
+    if (zero) Zero();
+    return;
+  }
   shape = s;
   block = 0;
   if (on_device()) {
@@ -73,13 +121,17 @@ void Tensor::Resize(Shape s, bool zero) {
 
 void Tensor::Zero() {
   if (!on_device()) {
-    std::fill(data.begin(), data.end(), 0.0f);
+    std::fill(ptr(), ptr() + size(), 0.0f);
     return;
   }
-  if (size() > 0) Check(CudaMemset(dev.get(), 0, size() * sizeof(float), nullptr), "zeroing a device tensor");
+  if (size() > 0) Check(CudaMemset(ptr(), 0, size() * sizeof(float), nullptr), "zeroing a device tensor");
 }
 
 void Tensor::Place(int device) {
+  if (external) {
+    if (device == this->device()) return;
+    throw std::logic_error("a tensor held in an arena cannot move to another device");
+  }
   if (device < 0) {
     if (!on_device()) return;
     kind = MemKind::kHost;
@@ -101,11 +153,10 @@ void Tensor::ResizeLike(const Tensor& other, Shape s, bool zero) {
 
 void Tensor::Upload(const float* values, size_t n) {
   if (!on_device()) {
-    std::memcpy(data.data(), values, n * sizeof(float));
+    std::memcpy(ptr(), values, n * sizeof(float));
     return;
   }
-  Check(CopyMem(dev.get(), MemKind::kCuda, values, MemKind::kHost, n * sizeof(float), nullptr),
-        "copying to the device");
+  Check(CopyMem(ptr(), MemKind::kCuda, values, MemKind::kHost, n * sizeof(float), nullptr), "copying to the device");
   // A pageable source is read before the copy returns; the sync keeps `values` free to change.
   Check(CudaStreamSync(nullptr), "copying to the device");
 }
@@ -113,11 +164,11 @@ void Tensor::Upload(const float* values, size_t n) {
 void Tensor::Download(std::vector<float>& out) const {
   out.resize(size());
   if (!on_device()) {
-    std::copy(data.begin(), data.end(), out.begin());
+    std::copy(ptr(), ptr() + size(), out.begin());
     return;
   }
   if (out.empty()) return;
-  Check(CopyMem(out.data(), MemKind::kHost, dev.get(), MemKind::kCuda, out.size() * sizeof(float), nullptr),
+  Check(CopyMem(out.data(), MemKind::kHost, ptr(), MemKind::kCuda, out.size() * sizeof(float), nullptr),
         "copying from the device");
   Check(CudaStreamSync(nullptr), "copying from the device");
 }

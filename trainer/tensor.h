@@ -5,6 +5,10 @@
 // gradient. ptr() is the array in whichever memory it is; host code that reads `data` must
 // only be given host tensors (Download() copies a device tensor's values out).
 //
+// A tensor may instead be a view (`external`): its values live in memory something else owns
+// (a GradientArena: gradient_arena.h), host or device, and it keeps its size; a copy of a view
+// owns its values.
+//
 // Device memory comes through hoop's device seam (common/device.h), so this file builds without
 // CUDA. All device work of the trainer is queued on CUDA's legacy default stream: copies here,
 // the layers' cuDNN and cuBLAS calls, and hoop's plain (non-stream) collectives order themselves
@@ -71,9 +75,19 @@ struct Tensor {
   // NCHW. Only layers that say they take blocked tensors (Layer::TakesBlocked) ever see one;
   // the chain converts for the others (layout.h). Resize makes a tensor plain.
   int block = 0;
+  // A view's values (BindExternal), on `external_device` (-1: host memory); `data`/`dev` unused.
+  float* external = nullptr;
+  int external_device = -1;
 
   Tensor() = default;
   explicit Tensor(Shape s) : shape(s), data(s.size()) {}
+  Tensor(const Tensor& o);
+  Tensor& operator=(const Tensor& o);
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
+  // Makes this tensor a view of shape.size() floats at `p` in this tensor's own memory (host, or
+  // its device), its values copied there first; its own storage is freed.
+  void BindExternal(float* p);
   // Reshapes (plain layout), reusing the allocation in the tensor's memory; contents are
   // unspecified unless `zero`.
   void Resize(Shape s, bool zero = false);
@@ -84,15 +98,15 @@ struct Tensor {
   // Shape and memory of `other` (its device, or the host), contents unspecified unless `zero`.
   void ResizeLike(const Tensor& other, Shape s, bool zero = false);
   bool on_device() const { return kind == MemKind::kCuda; }
-  int device() const { return on_device() ? dev.device() : -1; }
+  int device() const { return on_device() ? (external ? external_device : dev.device()) : -1; }
   // Host values in, device or host; host values out (waits for the device's queued work).
   void Upload(const float* values, size_t n);
   void Download(std::vector<float>& out) const;
-  float* ptr() { return on_device() ? dev.get() : data.data(); }
-  const float* ptr() const { return on_device() ? dev.get() : data.data(); }
+  float* ptr() { return external ? external : on_device() ? dev.get() : data.data(); }
+  const float* ptr() const { return external ? external : on_device() ? dev.get() : data.data(); }
   float* item(int i) { return ptr() + i * shape.per_item(); }
   const float* item(int i) const { return ptr() + i * shape.per_item(); }
-  size_t size() const { return on_device() ? shape.size() : data.size(); }
+  size_t size() const { return external || on_device() ? shape.size() : data.size(); }
 };
 
 }  // namespace hoop::train

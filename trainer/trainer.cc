@@ -279,7 +279,7 @@ StatusOr<RunResult> Run::Go() {
   HOOP_RETURN_IF_ERROR(MakeSampler());
   // Before the fusion runtime starts: backup workers duplicate the communicator, a collective
   // on it that must not interleave with the runtime's own.
-  HOOP_ASSIGN_OR_RETURN(strategy_, MakeStrategy(o_, comm_, model_->net.Params()));
+  HOOP_ASSIGN_OR_RETURN(strategy_, MakeStrategy(o_, comm_, *model_));
   HOOP_RETURN_IF_ERROR(MakeOptimizer());
   HOOP_RETURN_IF_ERROR(StartRuntime());
   if (o_.resume) {
