@@ -28,11 +28,13 @@
 
 #include "collectives/core/comm_core.h"
 #include "collectives/kernels/reduce.h"
-#include "common/logging.h"
 
 namespace hoop {
 
 namespace {
+// A unit's receive, and its send to its i-th peer: the peer index in bits 1-8, which in-order
+// plans keep within (Plan::kInOrderSendPeers).
+static_assert(Plan::kInOrderSendPeers <= 256, "SendId packs the send peer's index in 8 bits");
 uint64_t RecvId(size_t u) { return uint64_t(u) << 9; }  // p2p traffic has bit 63 (mailbox.h)
 uint64_t SendId(size_t u, size_t i) { return (uint64_t(u) << 9) | (uint64_t(i) << 1) | 1; }
 size_t UnitOf(uint64_t id) { return static_cast<size_t>(id >> 9); }

@@ -21,6 +21,7 @@ bool InOrder(const Plan& p) {
   uint64_t receivers = 0;  // units with a receive, so far
   for (size_t u = 0; u < n; ++u) {
     const Unit& un = p.units[u];
+    if (p.schedule.steps[static_cast<size_t>(un.step)].send_peers.size() > Plan::kInOrderSendPeers) return false;
     const auto wait = [&](int d) {
       if (d >= 0) before[u] |= (uint64_t(1) << d) | before[d];
     };

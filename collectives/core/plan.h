@@ -43,13 +43,15 @@ struct Plan {
   std::vector<std::pair<int, std::vector<int>>> sends;
   // For the blocking interpreter (core/blocking.cc): the largest unit's count, whether every unit
   // is chunk 0, and whether the plan's order is its dependency order: at most kInOrderUnits units,
-  // and every unit after one that receives waits for it (through dep, waits or sent_dep, directly
+  // none sending to more than kInOrderSendPeers peers, and every unit after one that receives
+  // waits for it (through dep, waits or sent_dep, directly
   // or not). Walked one unit after another, such a plan then waits for nothing the executor would
   // not; another (a rooted collective's roll call, whose data steps need not wait for it) would
   // hold each rank's later units behind a receive the executor lets them pass.
   size_t max_unit_count = 0;
   bool one_chunk = true;
   static constexpr size_t kInOrderUnits = 64;
+  static constexpr size_t kInOrderSendPeers = 256;
   bool in_order = false;
 };
 

@@ -58,6 +58,14 @@ TEST_CASE("a plan is in order where every unit after a receive waits for it", "[
   // nor an alltoall's later rounds for the earlier rounds' receives.
   CHECK_FALSE(MakePlan(BinomialBroadcast(0, 4, 0, 8), 1024).in_order);
   CHECK_FALSE(MakePlan(PairwiseAlltoall(1, 3, 8), 1024).in_order);
+  // Nor a step sending to more peers than the interpreter's message ids can name.
+  Schedule wide = DoublingAllreduce(0, 2, 7);
+  REQUIRE(MakePlan(wide, 1024).in_order);
+  Step& fan = wide.steps.back();
+  fan.send_peers.assign(Plan::kInOrderSendPeers, 1);
+  CHECK(MakePlan(wide, 1024).in_order);
+  fan.send_peers.push_back(1);
+  CHECK_FALSE(MakePlan(wide, 1024).in_order);
   // Many chunks: not one.
   const Plan many = MakePlan(DoublingAllreduce(0, 2, 100), 10);
   CHECK_FALSE(many.one_chunk);
