@@ -23,9 +23,9 @@ void GradientArena::Bind(const std::vector<Layer*>& layers, size_t bucket_bytes)
     ++buckets_.back().layers;
     bucket_of_[layer] = static_cast<int>(buckets_.size() - 1);
   }
-  bound_empty_ = buckets_.empty();
   if (total > static_cast<size_t>(std::numeric_limits<int>::max()))
     throw std::length_error("a gradient arena holds at most 2^31 - 1 floats; this model has " + std::to_string(total));
+  bound_ = true;
   storage_.shape = Shape{static_cast<int>(total)};
   storage_.Place(device);
   storage_.Resize(storage_.shape, true);

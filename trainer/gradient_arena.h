@@ -31,7 +31,7 @@ class GradientArena {
   // `layers` in backward's order; their parameters' gradients move into the arena (values kept).
   // Once only: the gradients stay views of this arena for its lifetime.
   void Bind(const std::vector<Layer*>& layers, size_t bucket_bytes = kBucketBytes);
-  bool bound() const { return !buckets_.empty() || bound_empty_; }
+  bool bound() const { return bound_; }
   const std::vector<Bucket>& buckets() const { return buckets_; }
   // The bucket holding `layer`'s gradients, or -1 (a layer without parameters, or not bound).
   int BucketOf(const Layer* layer) const;
@@ -46,7 +46,7 @@ class GradientArena {
   Tensor storage_;  // the arena itself: host `data`, or device memory
   std::vector<Bucket> buckets_;
   std::unordered_map<const Layer*, int> bucket_of_;
-  bool bound_empty_ = false;
+  bool bound_ = false;
 };
 
 }  // namespace hoop::train
