@@ -2,7 +2,7 @@
 // rank 0 (a counter covers the whole host); which kinds (CPU, GPU) every host can read, agreed
 // once; and an epoch's joules, each host's difference summed over hosts, with images per joule.
 // For the strategies whose ranks end their epochs together: data parallel (trainer.cc) and
-// pipelines (pipeline_run.cc). The parameter servers' workers end theirs each at its own time,
+// pipelines (strategy_pipeline.cc). The parameter servers' workers end theirs each at its own time,
 // so those runs say why they do not measure.
 #pragma once
 #include <chrono>

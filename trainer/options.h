@@ -29,7 +29,7 @@ struct Options {
   double progress_s = 10;        // a progress line this often within an epoch; 0: none
   int threads = 0;               // 0: this host's cores / ranks on it
   std::string strategy =
-      "sync";  // sync (data parallel, the default) | hogwild (hogwild.h) | ps (ps_run.h) | pipeline (pipeline_run.h)
+      "sync";  // sync (data parallel, the default) | hogwild (hogwild.h) | ps (ps_run.h) | pipeline (strategy_pipeline.cc)
   int servers = 0;                     // ps: ranks 0..servers-1 hold the parameters (0: not given, 1)
   int stages = 0;                      // pipeline: stages per pipeline (0: all the ranks, one pipeline)
   int micro_batches = 4;               // pipeline: micro-batches per step

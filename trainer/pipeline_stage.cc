@@ -13,8 +13,8 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 Buffer Floats(float* p, size_t n) { return Buffer{p, n, DType::kF32, MemKind::kHost}; }
 }  // namespace
 
-PipelineStage::PipelineStage(Chain layers, Shape in, Communicator& pipe, ThreadPool& pool)
-    : chain_(std::move(layers)), in_(in), pipe_(pipe), pool_(pool) {
+PipelineStage::PipelineStage(Chain& layers, Shape in, Communicator& pipe, ThreadPool& pool)
+    : chain_(layers), in_(in), pipe_(pipe), pool_(pool) {
   Shape one = in;
   one.n = 1;
   out_ = chain_.OutShape(one);

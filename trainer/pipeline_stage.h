@@ -23,8 +23,9 @@ namespace hoop::train {
 
 class PipelineStage {
  public:
-  // `pipe`: the pipeline's communicator, rank = stage. in: one item's input shape (n unused).
-  PipelineStage(Chain layers, Shape in, Communicator& pipe, ThreadPool& pool);
+  // `layers`: the stage's (they outlive it); `pipe`: the pipeline's communicator, rank = stage.
+  // in: one item's input shape (n unused).
+  PipelineStage(Chain& layers, Shape in, Communicator& pipe, ThreadPool& pool);
   int stage() const { return pipe_.rank(); }
   bool first() const { return pipe_.rank() == 0; }
   bool last() const { return pipe_.rank() == pipe_.size() - 1; }
@@ -48,7 +49,7 @@ class PipelineStage {
   void Send(const Tensor& t, std::vector<float>& keep, int to, int tag);
   Status Settle();  // waits for the sends in flight
 
-  Chain chain_;
+  Chain& chain_;
   Shape in_;
   Communicator& pipe_;
   ThreadPool& pool_;

@@ -1,4 +1,4 @@
-// The start of the strategies that deal the whole model out (ps_run.h, pipeline_run.h): their
+// The start of the strategies that deal the whole model out (ps_run.h, strategy_pipeline.cc): their
 // output checks, and --resume before they deal the model out: rank 0 reads the checkpoint into a whole model and
 // its momentum, and the job's communicator (whole at the start) broadcasts the lot, with where
 // the run stands, to every rank, which then takes its part (a server its shard, a stage its

@@ -12,8 +12,8 @@ namespace {
 class Backup final : public Strategy {
  public:
   Backup(std::unique_ptr<BackupWorkers> workers, int backups) : workers_(std::move(workers)), backups_(backups) {}
-  Status Begin(DataParallel& dp) override {
-    dp_ = &dp;
+  Status Begin(DataParallel* dp) override {
+    dp_ = dp;
     return Status::Ok();
   }
   StatusOr<bool> BeginStep(int64_t step) override {

@@ -52,9 +52,9 @@ StatusOr<std::unique_ptr<SharedParams>> OpenShared(Communicator& comm, DataParal
 class Hogwild final : public Strategy {
  public:
   Hogwild(Communicator& comm, std::vector<Param*> params) : comm_(comm), params_(std::move(params)) {}
-  Status Begin(DataParallel& dp) override {
-    dp_ = &dp;
-    HOOP_ASSIGN_OR_RETURN(shared_, OpenShared(comm_, dp, params_));
+  Status Begin(DataParallel* dp) override {
+    dp_ = dp;
+    HOOP_ASSIGN_OR_RETURN(shared_, OpenShared(comm_, *dp, params_));
     return Status::Ok();
   }
   StatusOr<bool> BeginStep(int64_t) override {

@@ -12,12 +12,12 @@ namespace {
 class Sync final : public Strategy {
  public:
   explicit Sync(Model& model) : model_(model) {}
-  Status Begin(DataParallel& dp) override {
-    dp_ = &dp;
+  Status Begin(DataParallel* dp) override {
+    dp_ = dp;
     std::vector<Layer*> backward;  // the order backward hands the layers over
     for (auto it = model_.net.layers().rbegin(); it != model_.net.layers().rend(); ++it) backward.push_back(it->get());
     if (!model_.grads.bound()) model_.grads.Bind(backward);
-    dp.UseArena(model_.grads);
+    dp->UseArena(model_.grads);
     return Status::Ok();
   }
   StatusOr<bool> BeginStep(int64_t) override { return false; }
@@ -38,8 +38,12 @@ class Sync final : public Strategy {
 
 std::unique_ptr<Strategy> SyncStrategy(Model& model) { return std::make_unique<Sync>(model); }
 
-StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const Options& o, Communicator& comm, Model& model) {
+StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const StrategyContext& c) {
+  const Options& o = c.o;
+  Communicator& comm = c.comm;
+  Model& model = c.model;
   const int ranks = comm.size();
+  if (o.strategy == "pipeline") return PipelineStrategy(c);
   if (o.strategy == "hogwild") {
     if (comm.local_size() != ranks)
       return InvalidArgument(

@@ -1,6 +1,6 @@
-// The data-parallel run's epoch loop (sync_run.h): each step trains this rank's slice (unless
-// the strategy took it without: a dropped backup worker catching up), lets the strategy bring
-// the gradients in (strategy.h) and steps the optimizer;
+// The run's epoch loop (sync_run.h): each step trains this rank's slice (unless the strategy
+// took it without: a dropped backup worker catching up; a pipeline stage its part of it), lets
+// the strategy bring the gradients in (strategy.h) and steps the optimizer;
 // now and then the ranks agree on a stop (a signal any rank got ends every rank at the same
 // step, with a checkpoint); each epoch ends with evaluation, the metrics summed over the ranks,
 // one line from rank 0 and a checkpoint.
@@ -38,7 +38,8 @@ StatusOr<bool> Run::TrainEpoch(int epoch) {
     const Slice slice = sampler_->At(s);
     auto took = strategy_->BeginStep(step_);  // a backup worker catching up takes the step without computing
     if (!took.ok()) return took.status().WithContext(where(s));
-    if (!*took) TrainStep(perm, slice, sums);
+    if (!*took)
+      if (Status st = TrainStep(perm, slice, sums); !st.ok()) return st.WithContext(where(s));
     auto t = Clock::now();
     if (Status st = strategy_->BeforeOptimizer(step_, slice.count(), !*took); !st.ok()) return st.WithContext(where(s));
     sums[kComm] += Since(t);
@@ -48,7 +49,7 @@ StatusOr<bool> Run::TrainEpoch(int epoch) {
     strategy_->AfterStep();
     sums[kOpt] += Since(t);
     step_s_ += (Since(t0) - step_s_) / static_cast<double>(++timed_steps_);
-    Progress(epoch, s + 1, steps_, epoch_start, sums[kImages], false);
+    Progress(epoch, s + 1, steps_, epoch_start, ImagesDone(s + 1, sums), false);
     energy_.Poll();
     HOOP_ASSIGN_OR_RETURN(bool stopped, AfterStep(epoch, s, sums, epoch_start));
     if (stopped) return false;
@@ -64,7 +65,9 @@ StatusOr<bool> Run::AfterStep(int epoch, int64_t s, const std::vector<double>& s
     // (summed over ranks: any rank's signal stops all; the interval is rank 0's alone).
     const double interval = std::clamp(std::floor(0.25 / std::max(step_s_, 1e-6)), 1.0, 1000.0);
     std::vector<double> look{static_cast<double>(PendingStop()), comm_.rank() == 0 ? interval : 0.0};
-    if (Status st = dp_->SumDoubles("stop", look); !st.ok()) return st.WithContext(Where() + "agreeing on a stop");
+    if (Status st = sum_("stop", look); !st.ok())
+      return st.WithContext(Where() + "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
+                            ": agreeing on a stop");
     check_every_ = static_cast<int64_t>(look[1]);
     check_at_ = done + std::max<int64_t>(1, check_every_);
     if (look[0] > 0 && s + 1 < steps_) {
@@ -104,8 +107,7 @@ StatusOr<std::vector<double>> Run::RankSpeeds() {
   std::vector<double> speeds(2 * ranks, 0.0);
   speeds[comm_.rank()] = my_images_;
   speeds[ranks + comm_.rank()] = my_compute_s_;
-  if (Status s = dp_->SumDoubles("epoch.speeds", speeds); !s.ok())
-    return s.WithContext(Where() + "exchanging the ranks' speeds");
+  if (Status s = sum_("epoch.speeds", speeds); !s.ok()) return s.WithContext(Where() + "exchanging the ranks' speeds");
   for (int r = 0; r < ranks; ++r) speeds[r] = speeds[ranks + r] > 0 ? speeds[r] / speeds[ranks + r] : 0;
   speeds.resize(ranks);
   return speeds;
@@ -117,24 +119,27 @@ Status Run::EndEpoch(int epoch, std::vector<double>& sums, double lr, Clock::tim
   sums[kTrainS] += Since(epoch_start);
   auto joules = energy_.Since(joules_before, sum_);  // the training steps' energy
   if (!joules.ok()) return joules.status().WithContext(Where() + "summing the epoch's energy");
-  HOOP_ASSIGN_OR_RETURN(std::vector<double> speeds, RankSpeeds());
+  std::vector<double> speeds;  // a model dealt out: its ranks compute unlike parts, no speeds to compare
+  if (!part_) {
+    HOOP_ASSIGN_OR_RETURN(speeds, RankSpeeds());
+  }
   if (Status s = strategy_->EndEpoch(); !s.ok()) return s.WithContext(Where() + "ending the epoch");
-  if (Status s = dp_->Average(buffers_, Weight()); !s.ok())
-    return s.WithContext(Where() + "averaging batch-norm statistics");
-  Evaluate(sums);
-  if (Status s = dp_->SumDoubles("epoch.sums", sums); !s.ok())
-    return s.WithContext(Where() + "summing the epoch's metrics");
+  if (Status s = AverageBuffers(); !s.ok()) return s.WithContext(Where() + "averaging batch-norm statistics");
+  if (Status s = Evaluate(sums); !s.ok())
+    return s.WithContext(Where() + "evaluating epoch " + std::to_string(epoch + 1));
+  if (Status s = sum_("epoch.sums", sums); !s.ok()) return s.WithContext(Where() + "summing the epoch's metrics");
   EpochMetrics m = MetricsFromSums(sums, comm_.size(), epoch, Since(begin_), lr);
   energy_.Fill(*joules, sums[kImages], m);
-  m.shares = sampler_->shares();
+  if (!part_) m.shares = sampler_->shares();
   m.rank_images_per_s = speeds;
   result_.epochs.push_back(m);
   if (o_.balance == "speed") sampler_->SetShares(SharesBySpeed(speeds, global_batch_));  // for the next epoch
-  if (comm_.rank() != 0) return Status::Ok();
-  PrintEpoch(m, epoch);
-  if (!o_.metrics.empty())
-    if (Status s = WriteMetrics(o_.metrics, info_, result_.epochs); !s.ok())
-      return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
+  if (comm_.rank() == 0) {
+    PrintEpoch(m, epoch);
+    if (!o_.metrics.empty())
+      if (Status s = WriteMetrics(o_.metrics, info_, result_.epochs); !s.ok())
+        return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
+  }
   if (!o_.checkpoint.empty())
     if (Status s = Save(m.epoch, 0, {}); !s.ok()) return s.WithContext(Where() + "epoch " + std::to_string(m.epoch));
   return Status::Ok();
@@ -156,22 +161,22 @@ void Run::PrintEpoch(const EpochMetrics& m, int epoch) {
 
 Status Run::Save(int epochs_done, int64_t in_epoch, std::vector<double> partial) {
   if (in_epoch > 0) {
-    HOOP_RETURN_IF_ERROR(dp_->Average(buffers_, Weight()));
-    HOOP_RETURN_IF_ERROR(dp_->SumDoubles("checkpoint.sums", partial));
+    HOOP_RETURN_IF_ERROR(AverageBuffers());
+    HOOP_RETURN_IF_ERROR(sum_("checkpoint.sums", partial));
   }
-  if (comm_.rank() != 0) return Status::Ok();
+  if (comm_.rank() != 0 && !part_) return Status::Ok();
   CheckpointInfo ck{o_.model,
                     static_cast<uint32_t>(epochs_done),
                     static_cast<uint64_t>(step_),
                     static_cast<uint32_t>(in_epoch),
-                    static_cast<uint32_t>(comm_.size()),
+                    static_cast<uint32_t>(part_ ? part_->Replicas() : comm_.size()),
                     static_cast<uint32_t>(o_.batch),
                     Since(begin_),
                     in_epoch > 0 ? partial : std::vector<double>{},
                     {}};
   for (const auto& m : result_.epochs)
     for (double v : EpochValues(m)) ck.history.push_back(v);
-  return SaveCheckpoint(o_.checkpoint, ck, state_);
+  return part_ ? part_->Save(o_.checkpoint, ck) : SaveCheckpoint(o_.checkpoint, ck, state_);
 }
 
 }  // namespace hoop::train

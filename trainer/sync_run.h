@@ -1,9 +1,10 @@
-// The data-parallel run of hoop-train (strategies sync, hogwild and backup workers, each a
-// Strategy: strategy.h; ps and pipeline have runs of their own): set up once (model, sampler,
-// strategy, optimizer, the fusion runtime, a resumed checkpoint, the shared start), then one
-// epoch loop of steps, each ending with the ranks' agreement on a stop and an optional
+// The run of hoop-train (strategies sync, hogwild, backup workers and pipeline, each a Strategy:
+// strategy.h; the parameter servers have a run of their own, ps_run.h): set up once (model,
+// strategy, sampler, optimizer, the fusion runtime, a resumed checkpoint, the shared start),
+// then one epoch loop of steps, each ending with the ranks' agreement on a stop and an optional
 // checkpoint, and each epoch with evaluation, metrics and a checkpoint. trainer.cc holds the
-// set-up, sync_epoch.cc the epoch loop; what differs between the strategies is in their hooks.
+// set-up, sync_epoch.cc the epoch loop; what differs between the strategies is in their hooks,
+// and a strategy that deals the model out (its ModelPart) computes, evaluates and saves its part.
 #pragma once
 
 #include <atomic>
@@ -54,8 +55,11 @@ class Run {
   Status StartRuntime();
   Status ShareStart();
   void Announce(const std::string& device_list);
-  Status Preflight(DataParallel& dp);
+  Status Preflight();
+  Status Shutdown();  // the fusion runtime's, where one runs
   StatusOr<Resumed> Resume(DataParallel& dp, const NamedTensors& state, int64_t steps, RunResult* result);
+  // Where a checkpoint read into the whole model before it was dealt out (ModelPart) left off.
+  Resumed ResumedPart(const ResumedAt& at) const;
   // The epoch loop (sync_epoch.cc): false when a stop signal ended the run.
   StatusOr<bool> TrainEpoch(int epoch);
   // After step s of the epoch: the ranks agree on a stop now and then (true: stopped, the
@@ -69,10 +73,13 @@ class Run {
   // Rank 0 writes the checkpoint; every rank takes part in what it needs (batch-norm statistics
   // averaged, the unfinished epoch's sums added up), at a step every rank has reached.
   Status Save(int epochs_done, int64_t in_epoch, std::vector<double> partial);
-  void TrainStep(const std::vector<int64_t>& perm, const Slice& s, std::vector<double>& sums);
-  void Evaluate(std::vector<double>& sums);
+  Status TrainStep(const std::vector<int64_t>& perm, const Slice& s, std::vector<double>& sums);
+  Status Evaluate(std::vector<double>& sums);
+  Status AverageBuffers();
   int PendingStop() const;
+  // `images`: trained over all ranks in this process this epoch.
   void Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_start, double images, bool final);
+  double ImagesDone(int64_t s, const std::vector<double>& sums) const;
   // This rank's weight in averages over the ranks (batch-norm statistics): its share of the batch.
   double Weight() const;
   std::string Where() const { return "hoop-train: rank " + std::to_string(comm_.rank()) + ": "; }
@@ -91,6 +98,7 @@ class Run {
   double my_images_ = 0, my_compute_s_ = 0;  // this rank's images and compute time this epoch
   std::vector<float> probs_;                 // with keep_predictions: the last evaluation's class probabilities
   double images_before_ = 0;                 // images of the epoch trained before it (a resumed checkpoint's)
+  ModelPart* part_ = nullptr;                // the strategy's, when it deals the model out
   bool shown_ = false;
   std::unique_ptr<Model> model_;
   Workspace ws_;
@@ -104,7 +112,7 @@ class Run {
   std::unique_ptr<Strategy> strategy_;
   std::unique_ptr<fusion::Runtime> rt_;
   std::optional<DataParallel> dp_;
-  JobEnergy::Sum sum_;  // a sum over the ranks through dp_
+  JobEnergy::Sum sum_;  // a sum over the ranks: through dp_, or the job's communicator without a runtime
   RunResult result_;
   Resumed from_;
   RunInfo info_;

@@ -23,7 +23,6 @@
 #include "trainer/layer_factory.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"
-#include "trainer/pipeline_run.h"
 #include "trainer/ps_run.h"
 #include "trainer/sampler.h"
 #include "trainer/sgd.h"
@@ -89,8 +88,26 @@ StatusOr<Run::Resumed> Run::Resume(DataParallel& dp, const NamedTensors& state, 
   return r;
 }
 
-void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, std::vector<double>& sums) {
+Run::Resumed Run::ResumedPart(const ResumedAt& at) const {
+  Resumed r;
+  r.epoch = at.epochs_done;
+  r.wall_s = at.wall_s;
+  r.step = at.step;  // a mid-epoch checkpoint's: the same image of the epoch under this run's global batch
+  if (r.step > 0 && at.ranks && (at.ranks != part_->Replicas() || at.batch != o_.batch))
+    r.step = std::min<int64_t>(steps_, r.step * at.batch * at.ranks / static_cast<int64_t>(global_batch_));
+  r.global_step = static_cast<int64_t>(r.epoch) * steps_ + r.step;
+  if (r.step > 0) r.partial = at.partial;
+  return r;
+}
+
+Status Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, std::vector<double>& sums) {
   const auto start = Clock::now();
+  if (part_) {
+    HOOP_RETURN_IF_ERROR(part_->Compute(perm, s, sums));
+    my_images_ += s.count();
+    my_compute_s_ += Since(start);
+    return Status::Ok();
+  }
   auto on_layer = [&](Layer& l) { strategy_->OnLayerGradients(l); };
   if (s.count() == 0) {
     // Nothing left for this rank in the last step: it still hands over zero gradients, layer by
@@ -99,7 +116,7 @@ void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, std::vecto
       for (Param* p : (*it)->Params()) p->grad.Zero();
       on_layer(**it);
     }
-    return;
+    return Status::Ok();
   }
   const float scale = strategy_->GradientScale(s);
   StepTimes times;
@@ -113,9 +130,11 @@ void Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, std::vecto
   sums[kLoss] += r.loss_sum;
   sums[kCorrect] += static_cast<double>(r.correct);
   sums[kImages] += s.count();
+  return Status::Ok();
 }
 
-void Run::Evaluate(std::vector<double>& sums) {
+Status Run::Evaluate(std::vector<double>& sums) {
+  if (part_) return part_->Evaluate(sums);
   int64_t n = o_.test_limit > 0 ? std::min<int64_t>(o_.test_limit, test_.count) : test_.count, b, e;
   Shard(n, comm_.rank(), comm_.size(), &b, &e);
   if (o_.keep_predictions)
@@ -125,21 +144,31 @@ void Run::Evaluate(std::vector<double>& sums) {
   sums[kTestLoss] += r.loss;
   sums[kTestCorrect] += r.correct;
   sums[kTestImages] += r.images;
+  return Status::Ok();
 }
+
+Status Run::AverageBuffers() { return part_ ? part_->AverageBuffers() : dp_->Average(buffers_, Weight()); }
 
 // rank 0's verdict on the output paths, before any training: a --metrics or --checkpoint that
 // cannot be written stops every rank now, not after the first epoch.
-Status Run::Preflight(DataParallel& dp) {
+Status Run::Preflight() {
   std::vector<double> ok{comm_.rank() == 0 ? 1.0 : 0.0};  // summed over ranks: rank 0's alone
   Status cause;
   if (comm_.rank() == 0) {
     cause = ProbeOutputs(o_.metrics, o_.checkpoint);
     ok[0] = cause.ok() ? 1.0 : 0.0;
   }
-  HOOP_RETURN_IF_ERROR(dp.SumDoubles("preflight", ok));
+  HOOP_RETURN_IF_ERROR(sum_("preflight", ok));
   if (ok[0] != 1.0)
     return cause.ok() ? FailedPrecondition("rank 0 cannot write its output files (see its error)") : cause;
   return Status::Ok();
+}
+
+// Rank 0's images times the ranks (a model dealt out: the steps' global batches; rank 0, its
+// first stage, counts no images).
+double Run::ImagesDone(int64_t s, const std::vector<double>& sums) const {
+  if (part_) return static_cast<double>(s - resumed_at_) * global_batch_;
+  return (sums[kImages] - images_before_) * comm_.size();
 }
 
 // The stop signal this rank got (hoop-train's handler stores it), or 0.
@@ -161,8 +190,7 @@ void Run::Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_
   char line[256];
   std::snprintf(line, sizeof line, "epoch %d/%d: step %lld/%lld (%.0f%%), %.0f images/s, %.0f s left in the epoch",
                 epoch + 1, o_.epochs, static_cast<long long>(s), static_cast<long long>(steps),
-                100.0 * static_cast<double>(s) / static_cast<double>(steps),
-                t > 0 ? (images - images_before_) * comm_.size() / t : 0, left);
+                100.0 * static_cast<double>(s) / static_cast<double>(steps), t > 0 ? images / t : 0, left);
   if (tty)
     std::printf("\r\033[K%s%s", o_.label.c_str(), line);
   else
@@ -193,7 +221,8 @@ Status Run::MakeModel() {
 Status Run::MakeSampler() {
   const int ranks = comm_.size();
   images_ = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
-  sampler_.emplace(images_, o_.batch, comm_.rank(), ranks, o_.seed);
+  sampler_.emplace(images_, o_.batch, part_ ? part_->Replica() : comm_.rank(), part_ ? part_->Replicas() : ranks,
+                   o_.seed);
   if (o_.slow_rank >= ranks)
     return InvalidArgument("--slow-rank " + std::to_string(o_.slow_rank) + ": the job has ranks 0 to " +
                            std::to_string(ranks - 1));
@@ -217,29 +246,41 @@ Status Run::MakeOptimizer() {
   for (Param* p : model_->net.Params()) state_.emplace_back(p->name, &p->value);
   state_.insert(state_.end(), buffers_.begin(), buffers_.end());
   for (auto& s : sgd_->State()) state_.push_back(s);
+  if (part_) part_->UseOptimizer(*sgd_);
   return Status::Ok();
 }
 
 Status Run::StartRuntime() {
+  if (part_) {
+    // A model dealt out moves its own tensors from this thread (a pipeline's activations, its
+    // stages' gradients): the run's sums go over the job's communicator from here too.
+    Communicator* comm = &comm_;
+    sum_ = [comm](const std::string&, std::vector<double>& v) {
+      const Buffer b{v.data(), v.size(), DType::kF64, MemKind::kHost};
+      return comm->Allreduce(b, b, ReduceOp::kSum).Wait();
+    };
+    return Preflight();
+  }
   HOOP_ASSIGN_OR_RETURN(rt_, fusion::Runtime::Start(comm_, fusion::FusionOptions::FromConfig(cfg_)));
   dp_.emplace(*rt_);
   DataParallel* dp = &*dp_;
   sum_ = [dp](const std::string& name, std::vector<double>& v) { return dp->SumDoubles(name, v); };
-  return Preflight(*dp_);
+  return Preflight();
 }
 
 // Rank 0's model to every rank, the shared parameters of hogwild, every rank's device and its
 // energy counters, then the run's first line.
 Status Run::ShareStart() {
   const int ranks = comm_.size(), rank = comm_.rank();
-  if (Status s = dp_->Broadcast(state_); !s.ok()) return s.WithContext(Where() + "broadcasting the initial model");
-  if (Status s = strategy_->Begin(*dp_); !s.ok()) return s.WithContext(Where() + "starting --strategy " + o_.strategy);
+  if (!part_)  // a model dealt out: every replica built its part from --seed, or took it from the checkpoint
+    if (Status s = dp_->Broadcast(state_); !s.ok()) return s.WithContext(Where() + "broadcasting the initial model");
+  if (Status s = strategy_->Begin(dp_ ? &*dp_ : nullptr); !s.ok())
+    return s.WithContext(Where() + "starting --strategy " + o_.strategy);
   info_ = RunInfo{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
   // Every rank's device, for the metrics and the first line: each adds its own (device + 2, 0 unset).
   std::vector<double> devices(ranks, 0.0);
   devices[rank] = model_->device + 2;
-  if (Status s = dp_->SumDoubles("devices", devices); !s.ok())
-    return s.WithContext(Where() + "exchanging the ranks' devices");
+  if (Status s = sum_("devices", devices); !s.ok()) return s.WithContext(Where() + "exchanging the ranks' devices");
   std::string device_list;
   for (int r = 0; r < ranks; ++r) {
     info_.devices.push_back(DeviceName(static_cast<int>(devices[r]) - 2));
@@ -257,6 +298,7 @@ void Run::Announce(const std::string& device_list) {
     resuming = from_.step ? ", resuming in epoch " + std::to_string(from_.epoch + 1) + " after step " +
                                 std::to_string(from_.step)
                           : ", resuming after epoch " + std::to_string(from_.epoch);
+  if (part_) return part_->Announce(steps_, resuming);
   const std::string data =
       train_.name +
       (pad_ ? " padded to " + std::to_string(model_->input.h) + "x" + std::to_string(model_->input.w) : std::string());
@@ -274,23 +316,31 @@ void Run::Announce(const std::string& device_list) {
   std::fflush(stdout);
 }
 
+Status Run::Shutdown() { return rt_ ? rt_->Shutdown() : Status::Ok(); }
+
 StatusOr<RunResult> Run::Go() {
   HOOP_RETURN_IF_ERROR(MakeModel());
+  // Before the fusion runtime starts: backup workers duplicate the communicator and the pipeline
+  // splits it, collectives on it that must not interleave with the runtime's own.
+  HOOP_ASSIGN_OR_RETURN(strategy_,
+                        MakeStrategy(StrategyContext{o_, comm_, *model_, train_, test_, pad_, pool_, &result_}));
+  part_ = strategy_->Part();
   HOOP_RETURN_IF_ERROR(MakeSampler());
-  // Before the fusion runtime starts: backup workers duplicate the communicator, a collective
-  // on it that must not interleave with the runtime's own.
-  HOOP_ASSIGN_OR_RETURN(strategy_, MakeStrategy(o_, comm_, *model_));
   HOOP_RETURN_IF_ERROR(MakeOptimizer());
   HOOP_RETURN_IF_ERROR(StartRuntime());
   if (o_.resume) {
-    HOOP_ASSIGN_OR_RETURN(from_, Resume(*dp_, state_, steps_, &result_));
+    if (part_) {
+      from_ = ResumedPart(part_->Resumed());
+    } else {
+      HOOP_ASSIGN_OR_RETURN(from_, Resume(*dp_, state_, steps_, &result_));
+    }
     if (from_.epoch >= o_.epochs) {
       if (comm_.rank() == 0)
         std::printf(
             "hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs "
             "to go on)\n",
             o_.checkpoint.c_str(), from_.epoch, o_.epochs);
-      (void)rt_->Shutdown();
+      (void)Shutdown();
       result_.nothing_left = true;
       return std::move(result_);
     }
@@ -302,12 +352,12 @@ StatusOr<RunResult> Run::Go() {
   for (int epoch = from_.epoch; epoch < o_.epochs; ++epoch) {
     HOOP_ASSIGN_OR_RETURN(bool go_on, TrainEpoch(epoch));
     if (!go_on) {
-      (void)rt_->Shutdown();
+      (void)Shutdown();
       return std::move(result_);
     }
   }
   if (Status s = strategy_->End(); !s.ok()) return s.WithContext(Where() + "ending --strategy " + o_.strategy);
-  if (Status s = rt_->Shutdown(); !s.ok()) return s.WithContext(Where() + "stopping the tensor fusion runtime");
+  if (Status s = Shutdown(); !s.ok()) return s.WithContext(Where() + "stopping the tensor fusion runtime");
   result_.test_probs = std::move(probs_);
   return std::move(result_);
 }
@@ -315,7 +365,6 @@ StatusOr<RunResult> Run::Go() {
 StatusOr<RunResult> Train(const Options& opts, const Config& cfg, Communicator& comm, const Dataset& train,
                           const Dataset& test, const std::atomic<int>* stop) {
   if (opts.strategy == "ps") return TrainPs(opts, comm, train, test, stop);
-  if (opts.strategy == "pipeline") return TrainPipeline(opts, comm, train, test, stop);
   return Run(opts, cfg, comm, train, test, stop).Go();
 }
 
