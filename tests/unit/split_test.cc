@@ -4,6 +4,7 @@
 // where the hub's turns between threads are checked for exact values (and, under TSan, races).
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <thread>
 
 #include "tests/support/thread_ranks.h"
@@ -67,6 +68,62 @@ TEST_CASE("in-process: a split, a dup and their parent all busy at once give exa
       }
       return Status::Ok();
     });
+    INFO(s.message());
+    CHECK(s.ok());
+  }
+}
+
+// A pipeline's shape: this thread sends activations and gradients as Work (the split's worker
+// carries them) and takes the other side's with blocking RecvNow, while another thread of the
+// same rank runs small allreduces on the parent, as the tensor fusion runtime's readiness
+// exchange does. Neither may starve or lose the other's messages.
+TEST_CASE("in-process: point-to-point on a split beside small allreduces on its parent", "[inproc][split]") {
+  for (const char* transport : {"shm", "tcp"}) {
+    const int n = 2, micros = 4;
+    const size_t floats = 73728;
+    auto t = ThreadRanks::Start(n, transport);
+    INFO(transport << ": " << t.status().message());
+    REQUIRE(t.ok());
+    auto& ranks = **t;
+    Status s = ranks.Run(
+        [&](int rank, Communicator& world) -> Status {
+          HOOP_ASSIGN_OR_RETURN(auto pipe, world.Split(0, rank));
+          std::atomic<bool> done{false};
+          Status side;
+          std::thread other([&] {
+            // The same count of allreduces on both ranks: each runs until both are done.
+            for (int m = 0; side.ok(); ++m) {
+              double v[2] = {done.load() ? 1.0 : 0.0, 1.0};
+              side = world.Allreduce({v, 2, DType::kF64}, {v, 2, DType::kF64}, ReduceOp::kSum).Wait();
+              if (side.ok() && v[1] != 2.0) side = Internal("parent allreduce: wrong value");
+              if (v[0] == 2.0) break;
+              std::this_thread::sleep_for(std::chrono::microseconds(500));
+            }
+          });
+          Status mine;
+          std::vector<std::vector<float>> out(micros, std::vector<float>(floats)),
+              in(micros, std::vector<float>(floats));
+          const int peer = 1 - rank;
+          for (int step = 0; step < 300 && mine.ok(); ++step) {
+            std::vector<Work> sends;
+            for (int i = 0; i < micros && mine.ok(); ++i) {
+              const int tag = rank == 0 ? 2 * i : 2 * i + 1;  // rank 0 sends activations, rank 1 gradients
+              if (rank == 1) mine = pipe->RecvNow({in[i].data(), floats, DType::kF32}, peer, 2 * i);
+              std::fill(out[i].begin(), out[i].end(), static_cast<float>(step * 10 + i) * (rank ? -1.0f : 1.0f));
+              sends.push_back(pipe->Send({out[i].data(), floats, DType::kF32}, peer, tag));
+              if (rank == 0) mine = pipe->RecvNow({in[i].data(), floats, DType::kF32}, peer, 2 * i + 1);
+              const float want = static_cast<float>(step * 10 + i) * (rank ? 1.0f : -1.0f);
+              if (mine.ok() && in[i][floats - 1] != want) mine = Internal("pipe message: wrong value");
+            }
+            for (Work& w : sends)
+              if (Status st = w.Wait(); mine.ok()) mine = st;
+          }
+          done = true;
+          other.join();
+          HOOP_RETURN_IF_ERROR(mine);
+          return side;
+        },
+        std::chrono::seconds(60));
     INFO(s.message());
     CHECK(s.ok());
   }
