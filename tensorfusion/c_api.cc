@@ -32,7 +32,9 @@ hoop_status_t BadArg(const std::string& what) { return Report(hoop::InvalidArgum
 // The memory kind is found from the pointer (common/device.h): plain host memory wherever CUDA
 // is not built in or has no device, at the cost of one cached check.
 hoop::Buffer Buf(const void* p, size_t count, hoop_dtype_t d) {
-  return hoop::Buffer{const_cast<void*>(p), count, static_cast<hoop::DType>(d), hoop::QueryMemory(p).kind};
+  const hoop::MemInfo m = hoop::QueryMemory(p);
+  return hoop::Buffer{const_cast<void*>(p), count, static_cast<hoop::DType>(d), m.kind,
+                      m.kind == hoop::MemKind::kCuda ? m.device : -1};
 }
 
 // f can take calls: not NULL, not stopped.

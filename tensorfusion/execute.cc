@@ -64,7 +64,7 @@ int OneDevice(const std::vector<Member>& members) {
   int device = -1;
   for (const Member& m : members) {
     if (m.in.kind != MemKind::kCuda || m.out.kind != MemKind::kCuda) return -1;
-    const int d = QueryMemory(m.out.data).device, din = QueryMemory(m.in.data).device;
+    const int d = m.out.device, din = m.in.device;
     if (d < 0 || din != d || (device >= 0 && d != device)) return -1;
     device = d;
   }

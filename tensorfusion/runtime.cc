@@ -117,6 +117,13 @@ std::string Runtime::Check(const TensorParams& p, const Buffer& in, const Buffer
   return "";
 }
 
+namespace {
+Buffer Located(Buffer b) {
+  if (b.kind == MemKind::kCuda && b.device < 0 && b.data != nullptr) b.device = QueryMemory(b.data).device;
+  return b;
+}
+}  // namespace
+
 Handle Runtime::Submit(const std::string& name, TensorParams p, const Buffer& in, const Buffer& out, TensorOptions o) {
   p.dtype = out.dtype;
   p.mem = out.kind;
@@ -154,8 +161,8 @@ Handle Runtime::Submit(const std::string& name, TensorParams p, const Buffer& in
       submitted_.push_back(state);
       Entry& e = incoming_.emplace_back(name, Entry{}).second;
       e.params = p;
-      e.in = in;
-      e.out = out;
+      e.in = Located(in);  // the device ordinals found once, here (execute.cc reads them)
+      e.out = Located(out);
       e.handle = state;
       e.submitted = Clock::now();
     }

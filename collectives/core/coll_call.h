@@ -18,12 +18,15 @@
 
 namespace hoop {
 
-// A typed view of caller memory.
+// A typed view of caller memory. `device`: the CUDA ordinal of device memory, found once where
+// the call enters (the C API asks the pointer; CommCore's calls and the fusion runtime's
+// Submit fill in what a C++ caller left at -1); the layers beneath read it, never the pointer.
 struct Buffer {
   void* data = nullptr;
   size_t count = 0;
   DType dtype = DType::kF32;
   MemKind kind = MemKind::kHost;
+  int device = -1;
 };
 
 struct CollCall {

@@ -210,8 +210,8 @@ Work CommCore::Post(CollKind kind, const Buffer& in, const Buffer& out, ReduceOp
                     std::shared_ptr<const VBlocks> v) {
   Op x;
   x.kind = kind;
-  x.in = in;
-  x.out = out;
+  x.in = Located(in);
+  x.out = Located(out);
   x.op = op;
   x.root = root;
   x.algo = o.algo;

@@ -193,6 +193,8 @@ class CommCore {
   // host, or queued on the device run's queue (through a bounce where the ranges overlap).
   Status Place(void* dst, const void* src, size_t bytes);
   int DeviceOf(const void* p) const;  // -1: not device memory
+  // `b` with its device ordinal found, where the caller left it unset (the calls' entries: once).
+  Buffer Located(Buffer b) const;
   // Sends and receives of device memory the transport moves itself (CUDA IPC, p2p.cc): its queue
   // for `b`, or null (staged); and the call to submit, or none (stage it).
   DeviceQueue* DirectP2pQueue(const Buffer& b);

@@ -95,10 +95,10 @@ Buffer CommCore::Scratch(size_t count, DType dtype) {
   const size_t bytes = count * DTypeSize(dtype);
   if (direct_) {
     auto p = direct_->Scratch(kScratchWork, bytes);
-    if (p.ok()) return Buffer{*p, count, dtype, MemKind::kCuda};
+    if (p.ok()) return Buffer{*p, count, dtype, MemKind::kCuda, direct_->device()};
     if (direct_error_.ok())
       direct_error_ = p.status().WithContext("rank " + std::to_string(opts_.rank) + ": a device working copy");
-    return Buffer{nullptr, 0, dtype, MemKind::kCuda};  // the schedule refuses to run (RunSchedule)
+    return Buffer{nullptr, 0, dtype, MemKind::kCuda, direct_->device()};  // the schedule refuses to run (RunSchedule)
   }
   // Offset from the allocation's start: large allocations (this one and the caller's) begin at
   // the same offset in a page, and copying between buffers at equal page offsets ran 4x slower

@@ -21,6 +21,11 @@ int CommCore::DeviceOf(const void* p) const {
   return m.kind == MemKind::kCuda ? m.device : -1;
 }
 
+Buffer CommCore::Located(Buffer b) const {
+  if (b.kind == MemKind::kCuda && b.device < 0 && b.data != nullptr) b.device = DeviceOf(b.data);
+  return b;
+}
+
 std::string CommCore::DeviceRoute(int device) {
   return transport_->DeviceQueueFor(device) ? "by CUDA IPC" : "staged through pinned host memory";
 }
@@ -31,7 +36,7 @@ DeviceQueue* CommCore::DirectQueue(const Op& op) {
   for (const Buffer* b : {&op.in, &op.out}) {
     if (!(b == &op.in ? UsesIn(op) : UsesOut(op)) || b->count == 0) continue;
     if (b->kind != MemKind::kCuda) return nullptr;
-    const int d = DeviceOf(b->data);
+    const int d = b->device;
     if (d < 0 || (device >= 0 && d != device)) return nullptr;
     device = d;
   }

@@ -65,15 +65,15 @@ Status CommCore::RunStaged(const Op& op, uint32_t seq) {
   // to out, also with one side on the host). The others, and mixed buffers, are staged whole.
   const Staging staging = Row(op.kind).staging;
   if (staging != Staging::kWhole && opts_.size > 1 && DescCount(op) > 0) {
-    const int din = plan.in_dev ? QueryMemory(op.in.data).device : -1;
-    const int dout = plan.out_dev ? QueryMemory(op.out.data).device : -1;
+    const int din = plan.in_dev ? op.in.device : -1;
+    const int dout = plan.out_dev ? op.out.device : -1;
     const bool all_device = (!UsesIn(op) || plan.in_dev) && (!UsesOut(op) || plan.out_dev);
     if ((staging == Staging::kPipelined || all_device) && (din < 0 || dout < 0 || din == dout))
       return RunPipelined(op, seq, din >= 0 ? din : dout);
   }
   // Whole buffers, on the staging streams of the device of the input (else the output): after the
   // caller's work before the call (op.ready), waited for before the run and after it.
-  const int device = QueryMemory(plan.in_dev ? op.in.data : op.out.data).device;
+  const int device = plan.in_dev ? op.in.device : op.out.device;
   if (!stage_copies_ || stage_copies_->device() != device) stage_copies_ = std::make_unique<CudaStageCopies>(device);
   Op host = op;
   uint32_t ins = 0;

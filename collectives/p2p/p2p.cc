@@ -70,7 +70,8 @@ std::shared_ptr<P2pCall> MakeCall(bool is_send, const Buffer& b, int peer, int t
 }
 }  // namespace
 
-Work CommCore::Send(const Buffer& in, int peer, int tag, const CallOptions& o) {
+Work CommCore::Send(const Buffer& given, int peer, int tag, const CallOptions& o) {
+  const Buffer in = Located(given);
   Op op;
   op.kind = CollKind::kBarrier;
   if (o.stream) {  // staged at the call, on the stream (EnterStreamP2p)
@@ -90,7 +91,8 @@ Work CommCore::Send(const Buffer& in, int peer, int tag, const CallOptions& o) {
   return Submit(std::move(op), o.blocking);
 }
 
-Work CommCore::Recv(const Buffer& out, int peer, int tag, std::shared_ptr<RecvInfo> info, const CallOptions& o) {
+Work CommCore::Recv(const Buffer& given, int peer, int tag, std::shared_ptr<RecvInfo> info, const CallOptions& o) {
+  const Buffer out = Located(given);
   Op op;
   op.kind = CollKind::kBarrier;
   if (o.stream) {
@@ -113,7 +115,8 @@ Work CommCore::Recv(const Buffer& out, int peer, int tag, std::shared_ptr<RecvIn
   return Submit(std::move(op), o.blocking);
 }
 
-Status CommCore::SendNow(const Buffer& in, int peer, int tag, bool* refused) {
+Status CommCore::SendNow(const Buffer& given, int peer, int tag, bool* refused) {
+  const Buffer in = Located(given);
   if (in.kind == MemKind::kCuda && DirectP2pQueue(in)) {  // queued like Send, and waited for
     Work w = Send(in, peer, tag, CallOptions{});
     if (refused) *refused = w.Refused();
@@ -130,7 +133,8 @@ Status CommCore::SendNow(const Buffer& in, int peer, int tag, bool* refused) {
   return RunNow(true, in, peer, tag, nullptr, refused);
 }
 
-Status CommCore::RecvNow(const Buffer& out, int peer, int tag, RecvInfo* info, bool* refused) {
+Status CommCore::RecvNow(const Buffer& given, int peer, int tag, RecvInfo* info, bool* refused) {
+  const Buffer out = Located(given);
   if (out.kind == MemKind::kCuda && DirectP2pQueue(out)) {
     auto got = std::make_shared<RecvInfo>();
     Work w = Recv(out, peer, tag, got, CallOptions{});
@@ -157,8 +161,7 @@ Status CommCore::RecvNow(const Buffer& out, int peer, int tag, RecvInfo* info, b
 DeviceQueue* CommCore::DirectP2pQueue(const Buffer& b) {
   // The transport has a queue for the device only where it moves device memory to every peer.
   if (b.data == nullptr) return nullptr;  // an empty buffer may have no address: staged (nothing)
-  const int device = DeviceOf(b.data);
-  return device < 0 ? nullptr : transport_->DeviceQueueFor(device);
+  return b.device < 0 ? nullptr : transport_->DeviceQueueFor(b.device);
 }
 
 std::optional<CommCore::Op> CommCore::DirectP2p(bool is_send, const Buffer& b, int peer, int tag,
