@@ -174,9 +174,10 @@ class CommCore {
   // Poisons the communicator with `why` (first failure wins) and tells the peers.
   void Poison(const Status& why);
   Status RunOp(const Op& op, uint32_t seq);
-  // Device buffers: whether op has any this rank uses, and the run through pinned host staging
-  // (device_staging.h).
+  // Device buffers: whether op has any this rank uses, and the one route of such a call
+  // (device_route.cc: direct, pipelined or whole); the run staged whole (device_staging.h).
   bool OnDevice(const Op& op) const;
+  Status RunOnDevice(const Op& op, uint32_t seq);
   Status RunStaged(const Op& op, uint32_t seq);
   // An allreduce on device buffers: staged piece by piece beside the wire (pipelined_staging.h).
   Status RunPipelined(const Op& op, uint32_t seq, int device);

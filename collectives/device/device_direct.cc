@@ -9,7 +9,7 @@
 // runs as on the host, its copies and working memory on the queue (CommCore::Place,
 // Scratch). Not a compressed allreduce (the codec runs on the host), and not on a CUDA stream
 // (such a call's device buffers are staged on the caller's stream, stream_staging.h): those stage
-// (device_staging.cc).
+// (RunOnDevice, device_route.cc, chooses).
 #include "collectives/core/comm_core.h"
 #include "common/device.h"
 
@@ -47,10 +47,6 @@ DeviceQueue* CommCore::DirectQueue(const Op& op) {
 }
 
 Status CommCore::RunDirect(const Op& op, uint32_t seq, DeviceQueue& q) {
-  if (op.kind == CollKind::kAllreduce) {
-    HOOP_ASSIGN_OR_RETURN(Compression wire, WireFor(op));
-    if (wire != Compression::kNone) return RunStaged(op, seq);  // the codec runs on the host copy
-  }
   // After the caller's work before the call; then the collective's own code, whose placements,
   // working copies and schedule all go on the queue (Place, Scratch, RunSchedule).
   Status run = q.After(op.ready.event);

@@ -1,5 +1,6 @@
-// CommCore::RunStaged and PinnedStaging (device_staging.h); CommCore::EnterStream
-// (stream_staging.h).
+// CommCore::RunStaged (device buffers staged whole) and RunPipelined (in pinned pieces beside the
+// wire), the two staged ways of RunOnDevice (device_route.cc); PinnedStaging (device_staging.h);
+// CommCore::EnterStream (stream_staging.h).
 #include "collectives/device/device_staging.h"
 
 #include <algorithm>
@@ -26,10 +27,6 @@ StatusOr<char*> PinnedStaging::Get(int which, size_t bytes) {
     bytes_[w] = want;
   }
   return buf_[w];
-}
-
-bool CommCore::OnDevice(const Op& op) const {
-  return (UsesIn(op) && op.in.kind == MemKind::kCuda) || (UsesOut(op) && op.out.kind == MemKind::kCuda);
 }
 
 namespace {
@@ -60,17 +57,6 @@ Status CommCore::RunStaged(const Op& op, uint32_t seq) {
                          ": staging device memory");
   };
   const StagePlan plan = PlanStaging(op.in, UsesIn(op), op.out, UsesOut(op));
-  // The collectives whose row says so (allreduce, broadcast, allgather, reduce-scatter) across
-  // ranks, their device buffers on one device: piece by piece beside the wire (the allreduce, in
-  // to out, also with one side on the host). The others, and mixed buffers, are staged whole.
-  const Staging staging = Row(op.kind).staging;
-  if (staging != Staging::kWhole && opts_.size > 1 && DescCount(op) > 0) {
-    const int din = plan.in_dev ? op.in.device : -1;
-    const int dout = plan.out_dev ? op.out.device : -1;
-    const bool all_device = (!UsesIn(op) || plan.in_dev) && (!UsesOut(op) || plan.out_dev);
-    if ((staging == Staging::kPipelined || all_device) && (din < 0 || dout < 0 || din == dout))
-      return RunPipelined(op, seq, din >= 0 ? din : dout);
-  }
   // Whole buffers, on the staging streams of the device of the input (else the output): after the
   // caller's work before the call (op.ready), waited for before the run and after it.
   const int device = plan.in_dev ? op.in.device : op.out.device;

@@ -1,0 +1,46 @@
+// CommCore::RunOnDevice: the one place a call's device buffers find their way to its run
+// (RunOp comes here whenever the call uses device memory; Submit only marked the caller's CUDA
+// work before it, ready_events.h). Each rank chooses alone, from its buffers (their ordinals,
+// found once where the call entered: Buffer::device), its transport and the collective's table
+// row; no choice changes a message, so ranks that choose differently still meet.
+//
+//   direct     the transport moves device memory itself (CUDA IPC over shm) and the buffers sit
+//              on one device: the collective's own code runs with its copies, working memory
+//              and reductions on the device queue (device_direct.cc). Not a compressed
+//              allreduce: the codec runs on host copies.
+//   pipelined  the row says its collective stages piece by piece (allreduce, broadcast,
+//              allgather, reduce-scatter, each with its placement: Staging in coll_table.h),
+//              across ranks, its device buffers on one device: pinned host pieces copied beside
+//              the wire (RunPipelined, pipelined_staging.h).
+//   whole      everything else: each device buffer copied whole to pinned host memory, the
+//              call run there, the output copied back (RunStaged, device_staging.cc).
+#include "collectives/core/comm_core.h"
+
+namespace hoop {
+
+bool CommCore::OnDevice(const Op& op) const {
+  return (UsesIn(op) && op.in.kind == MemKind::kCuda) || (UsesOut(op) && op.out.kind == MemKind::kCuda);
+}
+
+Status CommCore::RunOnDevice(const Op& op, uint32_t seq) {
+  if (DeviceQueue* q = DirectQueue(op)) {
+    Compression wire = Compression::kNone;
+    if (op.kind == CollKind::kAllreduce) {
+      HOOP_ASSIGN_OR_RETURN(wire, WireFor(op));
+    }
+    if (wire == Compression::kNone) return RunDirect(op, seq, *q);
+  }
+  const Staging staging = Row(op.kind).staging;
+  if (staging != Staging::kWhole && opts_.size > 1 && DescCount(op) > 0) {
+    const bool in_dev = UsesIn(op) && op.in.kind == MemKind::kCuda;
+    const bool out_dev = UsesOut(op) && op.out.kind == MemKind::kCuda;
+    const int din = in_dev ? op.in.device : -1, dout = out_dev ? op.out.device : -1;
+    const bool all_device = (!UsesIn(op) || in_dev) && (!UsesOut(op) || out_dev);
+    // An allreduce also with one side on the host; the others with every buffer on the device.
+    if ((staging == Staging::kPipelined || all_device) && (din < 0 || dout < 0 || din == dout))
+      return RunPipelined(op, seq, din >= 0 ? din : dout);
+  }
+  return RunStaged(op, seq);
+}
+
+}  // namespace hoop
