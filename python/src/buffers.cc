@@ -40,7 +40,7 @@ View View::Of(const pyb::object& obj, bool writable, int dtype, const std::strin
   View v;
   v.owner = obj;
   if (!PyObject_CheckBuffer(obj.ptr()))
-    Invalid(what + ": a " + std::string(pyb::str(obj.get_type().attr("__name__"))) +
+    Invalid(what + ": a " + std::string(pyb::str(pyb::type::handle_of(obj).attr("__name__"))) +
             " has no buffer (pass a NumPy array, bytearray, memoryview or array.array)");
   Py_buffer* raw = new Py_buffer;
   int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
