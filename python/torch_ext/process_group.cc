@@ -1,97 +1,11 @@
 #include "python/torch_ext/process_group.h"
 
-#include <ATen/ATen.h>
-
 #include <numeric>
-#include <stdexcept>
 #include <string>
 
+#include "python/torch_ext/tensors.h"
+
 namespace hoop::torch_ext {
-namespace {
-
-using Tensors = std::vector<at::Tensor>;
-
-// By c10's name for the scalar type, from the library's dtype table (hoop_dtype_info): a torch
-// with the fp8 types maps them, an older one never names them.
-hoop_dtype_t DtypeOf(const at::Tensor& t, const std::string& where) {
-  const std::string name = c10::toString(t.scalar_type());
-  std::string known;
-  hoop_dtype_info_t info;
-  for (int v = 0; hoop_dtype_info(static_cast<hoop_dtype_t>(v), &info) == HOOP_SUCCESS; ++v) {
-    if (name == info.aten) return static_cast<hoop_dtype_t>(v);
-    if (*info.torch) known += std::string(known.empty() ? "" : ", ") + info.torch;
-  }
-  TORCH_CHECK(false, where, ": tensors of ", t.scalar_type(), " are not supported (", known, ")");
-}
-
-hoop_op_t OpOf(const c10d::ReduceOp& op, const std::string& where) {
-  switch (static_cast<c10d::ReduceOp::RedOpType>(op)) {
-    case c10d::ReduceOp::SUM: return HOOP_SUM;
-    case c10d::ReduceOp::AVG: return HOOP_AVG;
-    case c10d::ReduceOp::PRODUCT: return HOOP_PROD;
-    case c10d::ReduceOp::MIN: return HOOP_MIN;
-    case c10d::ReduceOp::MAX: return HOOP_MAX;
-    case c10d::ReduceOp::BAND: return HOOP_BAND;
-    case c10d::ReduceOp::BOR: return HOOP_BOR;
-    case c10d::ReduceOp::BXOR: return HOOP_BXOR;
-    default:
-      TORCH_CHECK(false, where, ": reduce op ", static_cast<int>(static_cast<c10d::ReduceOp::RedOpType>(op)),
-                  " (PREMUL_SUM) is not supported (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR)");
-  }
-}
-
-void CheckTensor(const at::Tensor& t, const std::string& where) {
-  TORCH_CHECK(t.defined(), where, ": an undefined tensor");
-  TORCH_CHECK(t.device().is_cpu(), where, ": a tensor on ", t.device(),
-              "; the hoop backend takes CPU tensors in this version");
-  DtypeOf(t, where);
-}
-
-const at::Tensor& One(const Tensors& ts, const std::string& where) {
-  TORCH_CHECK(ts.size() == 1, where, ": one tensor per call (one device per process), not ", ts.size());
-  CheckTensor(ts[0], where);
-  return ts[0];
-}
-
-// t itself where it is contiguous, else a contiguous copy (the caller copies results back).
-at::Tensor Dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
-
-// After an in-place call through Dense: the results back into the caller's tensor.
-std::function<void()> BackInto(const at::Tensor& t, const at::Tensor& dense) {
-  if (dense.data_ptr() == t.data_ptr()) return {};
-  return [t, dense]() mutable { t.copy_(dense); };
-}
-
-// The tensors one after another in one new flat tensor (for list calls).
-at::Tensor Joined(const Tensors& ts, const at::Tensor& like) {
-  if (ts.empty()) return at::empty({0}, like.options());
-  std::vector<at::Tensor> flat;
-  for (const auto& t : ts) flat.push_back(t.reshape({-1}));
-  return at::cat(flat);
-}
-
-// Copies consecutive pieces of flat into each of outs.
-void SplitInto(const at::Tensor& flat, Tensors& outs) {
-  int64_t at = 0;
-  for (auto& o : outs) {
-    o.copy_(flat.narrow(0, at, o.numel()).view(o.sizes()));
-    at += o.numel();
-  }
-}
-
-void SameAs(const Tensors& ts, const at::Tensor& ref, const std::string& where, const char* what) {
-  for (const auto& t : ts) {
-    CheckTensor(t, where);
-    TORCH_CHECK(t.scalar_type() == ref.scalar_type() && t.numel() == ref.numel(), where, ": every ", what,
-                " tensor must match the input (", ref.scalar_type(), ", ", ref.numel(), " elements), not ",
-                t.scalar_type(), ", ", t.numel());
-  }
-}
-
-void* Ptr(const at::Tensor& t) { return t.data_ptr(); }
-size_t Count(const at::Tensor& t) { return static_cast<size_t>(t.numel()); }
-
-}  // namespace
 
 ProcessGroupHoop::ProcessGroupHoop(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                    const std::string& host)
@@ -111,22 +25,6 @@ std::string ProcessGroupHoop::Where(const char* call) const {
   return "hoop: rank " + std::to_string(getRank()) + ": " + call;
 }
 
-template <class Issue>
-ProcessGroupHoop::Work ProcessGroupHoop::Start(const char* call, c10d::OpType type, Tensors outputs, Tensors keep,
-                                               std::function<void()> after, Issue issue, bool recv) {
-  auto w = c10::make_intrusive<HoopWork>(getRank(), type, call, std::move(outputs), std::move(keep), std::move(after));
-  if (issue(w->slot(), recv ? w->recv_info() : nullptr) != HOOP_SUCCESS)
-    throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
-  std::weak_ptr<Completer> c = completer_;
-  w->on_future = [c](c10::intrusive_ptr<HoopWork> x) {
-    if (auto live = c.lock())
-      live->Add(std::move(x));
-    else
-      x->Complete();
-  };
-  return w;
-}
-
 ProcessGroupHoop::Work ProcessGroupHoop::broadcast(Tensors& tensors, const c10d::BroadcastOptions& opts) {
   const std::string where = Where("broadcast");
   const at::Tensor& t = One(tensors, where);
@@ -142,9 +40,10 @@ ProcessGroupHoop::Work ProcessGroupHoop::broadcast(Tensors& tensors, const c10d:
 ProcessGroupHoop::Work ProcessGroupHoop::allreduce(Tensors& tensors, const c10d::AllreduceOptions& opts) {
   const std::string where = Where("allreduce");
   const at::Tensor& t = One(tensors, where);
-  at::Tensor d = Dense(t);
+  const Reduction red = ReductionOf(opts.reduceOp, where);
+  at::Tensor d = red.Input(Dense(t));
   const hoop_dtype_t dt = DtypeOf(t, where);
-  const hoop_op_t op = OpOf(opts.reduceOp, where);
+  const hoop_op_t op = red.op;
   return Start("hoop:allreduce", c10d::OpType::ALLREDUCE, tensors, {d}, BackInto(t, d),
                [&](hoop_request_t* r, hoop_recv_info_t*) {
                  return hoop_iallreduce(comm_, Ptr(d), Ptr(d), Count(d), dt, op, r);
@@ -162,7 +61,9 @@ ProcessGroupHoop::Work ProcessGroupHoop::allreduce_coalesced(Tensors& tensors,
   }
   at::Tensor flat = Joined(tensors, tensors[0]);
   const hoop_dtype_t dt = DtypeOf(flat, where);
-  const hoop_op_t op = OpOf(opts.reduceOp, where);
+  const Reduction red = ReductionOf(opts.reduceOp, where);
+  red.ScaleOwn(flat);
+  const hoop_op_t op = red.op;
   Tensors outs = tensors;
   return Start(
       "hoop:allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors, {flat},
@@ -175,9 +76,10 @@ ProcessGroupHoop::Work ProcessGroupHoop::allreduce_coalesced(Tensors& tensors,
 ProcessGroupHoop::Work ProcessGroupHoop::reduce(Tensors& tensors, const c10d::ReduceOptions& opts) {
   const std::string where = Where("reduce");
   const at::Tensor& t = One(tensors, where);
-  at::Tensor d = Dense(t);
+  const Reduction red = ReductionOf(opts.reduceOp, where);
+  at::Tensor d = red.Input(Dense(t));
   const hoop_dtype_t dt = DtypeOf(t, where);
-  const hoop_op_t op = OpOf(opts.reduceOp, where);
+  const hoop_op_t op = red.op;
   const int root = static_cast<int>(opts.rootRank);
   return Start("hoop:reduce", c10d::OpType::REDUCE, tensors, {d}, root == getRank() ? BackInto(t, d) : nullptr,
                [&](hoop_request_t* r, hoop_recv_info_t*) {
@@ -275,7 +177,9 @@ ProcessGroupHoop::Work ProcessGroupHoop::reduce_scatter(Tensors& outputs, std::v
   SameAs(inputs[0], out, where, "input");
   at::Tensor flat = Joined(inputs[0], out), o = Dense(out);
   const hoop_dtype_t dt = DtypeOf(out, where);
-  const hoop_op_t op = OpOf(opts.reduceOp, where);
+  const Reduction red = ReductionOf(opts.reduceOp, where);
+  red.ScaleOwn(flat);
+  const hoop_op_t op = red.op;
   return Start("hoop:reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs, {flat, o}, BackInto(out, o),
                [&](hoop_request_t* r, hoop_recv_info_t*) {
                  return hoop_ireduce_scatter(comm_, Ptr(flat), Ptr(o), Count(o), dt, op, r);
@@ -289,9 +193,10 @@ ProcessGroupHoop::Work ProcessGroupHoop::_reduce_scatter_base(at::Tensor& output
   CheckTensor(output, where);
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && input.numel() == output.numel() * getSize(), where,
               ": the input must hold ", getSize(), " x ", output.numel(), " elements of ", output.scalar_type());
-  at::Tensor d = Dense(input), o = Dense(output);
+  const Reduction red = ReductionOf(opts.reduceOp, where);
+  at::Tensor d = red.Input(Dense(input)), o = Dense(output);
   const hoop_dtype_t dt = DtypeOf(input, where);
-  const hoop_op_t op = OpOf(opts.reduceOp, where);
+  const hoop_op_t op = red.op;
   return Start("hoop:_reduce_scatter_base", c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {d, o}, BackInto(output, o),
                [&](hoop_request_t* r, hoop_recv_info_t*) {
                  return hoop_ireduce_scatter(comm_, Ptr(d), Ptr(o), Count(o), dt, op, r);

@@ -10,7 +10,7 @@
 // through a contiguous copy), dtypes uint8, int8, bool, int32, int64, float16, bfloat16, float32,
 // float64, and float8_e4m3fn and float8_e5m2 where torch has them (the library's dtype table,
 // hoop_dtype_info, matched by c10's names; the fp8s take sum, avg, min, max and prod). Ops: SUM,
-// AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR (PREMUL_SUM is refused).
+// AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR, and PREMUL_SUM (tensors.h).
 // Anything else is refused with an error naming the rank, the call and the cause.
 #pragma once
 
@@ -18,6 +18,8 @@
 #include <torch/version.h>
 
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "hoop/hoop.h"
 #include "python/torch_ext/store.h"
@@ -61,6 +63,14 @@ class ProcessGroupHoop : public GroupBase {
   Work send(Tensors& tensors, int dst, int tag) override;
   Work recv(Tensors& tensors, int src, int tag) override;
   Work recvAnysource(Tensors& tensors, int tag) override;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  // Several all_gather_into_tensor / reduce_scatter_tensor calls as one (coalesced.cc): what
+  // DTensor's redistributions and FSDP2's state dict call through functional collectives.
+  Work allgather_into_tensor_coalesced(Tensors& outputs, Tensors& inputs,
+                                       const c10d::AllgatherOptions& opts = {}) override;
+  Work reduce_scatter_tensor_coalesced(Tensors& outputs, Tensors& inputs,
+                                       const c10d::ReduceScatterOptions& opts = {}) override;
+#endif
 
  private:
   // A Work for `call` whose C call `issue(request)` is made here; a refused call throws.
@@ -73,5 +83,21 @@ class ProcessGroupHoop : public GroupBase {
   hoop_comm_t comm_ = nullptr;
   std::shared_ptr<Completer> completer_;  // shared with the Works that hand it their futures
 };
+
+template <class Issue>
+ProcessGroupHoop::Work ProcessGroupHoop::Start(const char* call, c10d::OpType type, Tensors outputs, Tensors keep,
+                                               std::function<void()> after, Issue issue, bool recv) {
+  auto w = c10::make_intrusive<HoopWork>(getRank(), type, call, std::move(outputs), std::move(keep), std::move(after));
+  if (issue(w->slot(), recv ? w->recv_info() : nullptr) != HOOP_SUCCESS)
+    throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
+  std::weak_ptr<Completer> c = completer_;
+  w->on_future = [c](c10::intrusive_ptr<HoopWork> x) {
+    if (auto live = c.lock())
+      live->Add(std::move(x));
+    else
+      x->Complete();
+  };
+  return w;
+}
 
 }  // namespace hoop::torch_ext

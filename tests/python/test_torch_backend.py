@@ -1,7 +1,9 @@
 """The torch.distributed backend "hoop" (hoop.torch): every call through PyTorch's functions
 (torch_calls_rank.py) on 1 to 4 ranks over tcp and shm, joined through each kind of PyTorch
 store (env://, file://, tcp://); DistributedDataParallel ending with the parameters of one
-process on the global batch and of backend "gloo" (ddp_rank.py); a lost rank. Skipped, saying
+process on the global batch and of backend "gloo" (ddp_rank.py); DTensor's redistributions and
+FSDP2 training and state dicts equal to gloo's on 2 and 4 ranks (fsdp2_rank.py, PyTorch 2.6 and
+later); a lost rank. Skipped, saying
 so, without PyTorch or without the backend (hoop built without libtorch)."""
 import os
 import sys
@@ -14,6 +16,7 @@ try:
     import torch
 except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh --torch installs Debian's)")
+TORCH_VERSION = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
 if not any(f.startswith("_c10d") for f in os.listdir(os.path.join(BUILD, "python", "hoop"))):
     raise unittest.SkipTest("hoop was built without the torch.distributed backend (needs libtorch-dev)")
 
@@ -67,6 +70,35 @@ class Backend(unittest.TestCase):
             self.assertGreater(moved, 1e-2)
             for name, v in params[("hoop", 2)].items():
                 self.assertTrue(torch.allclose(v, params[("gloo", 2)][name], rtol=1e-5, atol=1e-6), name)
+
+    @unittest.skipIf(TORCH_VERSION < (2, 6),
+                     f"DTensor and FSDP2's fully_shard need PyTorch 2.6 (this is {torch.__version__})")
+    def test_dtensor_and_fsdp2_match_gloo(self):
+        script = os.path.join(HERE, "fsdp2_rank.py")
+        steps = 6
+        with tempfile.TemporaryDirectory(prefix="hoop-fsdp2-") as tmp:
+            for n in (2, 4):
+                got = {}
+                for backend in ("gloo", "hoop"):
+                    out = os.path.join(tmp, f"{backend}-{n}.pt")
+                    r = hooprun(n, [sys.executable, script, backend, str(steps), out], timeout=300)
+                    rank_lines_ok(self, r, n)
+                    got[backend] = torch.load(out)
+                for mode, want in got["gloo"].items():
+                    have = got["hoop"][mode]
+                    self.assertEqual(len(have["losses"]), steps)
+                    self.assertGreater(max(have["losses"]) - min(have["losses"]), 1e-3,
+                                       f"{mode}: training moved nothing")
+                    for a, b in zip(have["losses"], want["losses"]):
+                        self.assertAlmostEqual(a, b, places=5,
+                                               msg=f"{n} ranks, {mode}: losses {have['losses']} vs gloo {want['losses']}")
+                    for part in ("params", "momentum"):
+                        self.assertEqual(sorted(have[part]), sorted(want[part]))
+                        for name, v in have[part].items():
+                            w = want[part][name]
+                            self.assertTrue(torch.allclose(v.float(), w.float(), rtol=1e-5, atol=1e-6),
+                                            f"{n} ranks, {mode}: {part} {name} differs from gloo's by "
+                                            f"{(v.float() - w.float()).abs().max().item()}")
 
     def test_perf_torch_ddp_runs_both_backends(self):
         import subprocess

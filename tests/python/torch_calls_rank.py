@@ -1,7 +1,8 @@
 """One rank of the torch.distributed backend check (test_torch_backend.py): every call PyTorch
 offers, through PyTorch's own functions, against references each rank computes itself from
-every rank's seeded input; dtypes and ops the backend takes, counts 0, 1 and 1001, async forms,
-non-contiguous tensors, new_group, point-to-point, and the refusals. Prints "rank R: ok N checks".
+every rank's seeded input; dtypes and ops the backend takes (PREMUL_SUM too), counts 0, 1 and
+1001, async forms, non-contiguous tensors, new_group, point-to-point, the coalesced calls of
+PyTorch 2.x, and the refusals. Prints "rank R: ok N checks".
 
 Usage: torch_calls_rank.py INIT_METHOD   (env://, file:///PATH or tcp://HOST:PORT)
 """
@@ -14,6 +15,7 @@ import torch.distributed as dist
 import hoop.torch  # noqa: F401  (registers "hoop")
 
 checks = 0
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 DTYPES = [torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
           torch.float64, torch.bool]
 FLOATS = {torch.float16, torch.bfloat16, torch.float32, torch.float64}
@@ -150,6 +152,83 @@ def check_movement(me, n):
             same("all_to_all_single uneven", got, torch.cat(want))
 
 
+def premul_ops():
+    """PREMUL_SUM (FSDP's scaled sum) with a float factor, and on PyTorch 2 a tensor factor."""
+    ops = [(0.25, dist._make_nccl_premul_sum(0.25))]
+    if TORCH2:
+        ops.append((1.5, dist._make_nccl_premul_sum(torch.tensor([1.5], dtype=torch.float64))))
+    return ops
+
+
+def check_premul(me, n):
+    case = 5000
+    for dt in (torch.float32, torch.float64, torch.bfloat16):
+        for count in (0, 1, 1001):
+            for factor, op in premul_ops():
+                case += 1
+                ins = [data(r, case, dt, count) for r in range(n)]
+                want = reference(dt, "sum", [x.double() * factor for x in ins])
+                mine = ins[me].clone()
+                t = mine.clone()
+                dist.all_reduce(t, op)
+                same(f"all_reduce premul_sum x{factor} count {count}", t, want)
+                root = case % n
+                t = mine.clone()
+                dist.reduce(t, root, op)
+                if me == root:
+                    same(f"reduce premul_sum x{factor}", t, want)
+                blocks = [torch.cat([data(r, case * 10 + p, dt, count) for p in range(n)]) for r in range(n)]
+                src = blocks[me].clone()
+                out = torch.empty(count, dtype=dt)
+                dist.reduce_scatter_tensor(out, src, op)
+                piece = [b[me * count:(me + 1) * count].double() * factor for b in blocks]
+                same(f"reduce_scatter_tensor premul_sum x{factor}", out, reference(dt, "sum", piece))
+                same("reduce_scatter_tensor premul_sum leaves the input", src, blocks[me])
+
+
+def check_coalesced(me, n):
+    """The coalesced all_gather_into_tensor and reduce_scatter_tensor (PyTorch 2.x): through the
+    functional collectives DTensor uses (mixed dtypes and counts 0, 1, 1001 in one call) and
+    through _coalescing_manager with the caller's outputs, non-contiguous among them."""
+    import torch.distributed._functional_collectives as funcol
+    group = dist.group.WORLD
+    # Newer PyTorch renamed them (the old names warn).
+    gather = getattr(funcol, "all_gather_single_coalesced", None) or funcol.all_gather_into_tensor_coalesced
+    scatter = getattr(funcol, "reduce_scatter_single_coalesced", None) or funcol.reduce_scatter_tensor_coalesced
+    specs = [(torch.float32, 1001), (torch.int64, 0), (torch.bfloat16, 1), (torch.uint8, 7), (torch.float64, 33)]
+    ins = [[data(r, 7000 + i, dt, c) for i, (dt, c) in enumerate(specs)] for r in range(n)]
+    got = gather([x.clone() for x in ins[me]], group)
+    for i, g in enumerate(got):
+        same(f"all_gather_into_tensor_coalesced #{i}", torch.as_tensor(g), torch.cat([ins[r][i] for r in range(n)]))
+    for op_name, op in (("sum", dist.ReduceOp.SUM), ("avg", dist.ReduceOp.AVG), ("max", dist.ReduceOp.MAX)):
+        for dt in (torch.float32, torch.int32):
+            if op_name == "avg" and dt == torch.int32:
+                continue
+            sizes = (1001, 0, 5)
+            big = [[data(r, 7100 + i, dt, c * n) for i, c in enumerate(sizes)] for r in range(n)]
+            got = scatter([x.clone() for x in big[me]], op_name, [0] * len(sizes), group)
+            for i, c in enumerate(sizes):
+                want = reference(dt, op_name, [big[r][i][me * c:(me + 1) * c] for r in range(n)])
+                same(f"reduce_scatter_tensor_coalesced {op_name} #{i}", torch.as_tensor(got[i]), want)
+    outs = [torch.empty(n * 3, 4)[:, 1], torch.empty(n * 6, dtype=torch.int64)]
+    srcs = [data(me, 7200, torch.float32, 3), data(me, 7201, torch.int64, 6)]
+    with dist._coalescing_manager(group=group):
+        for o, s in zip(outs, srcs):
+            dist.all_gather_into_tensor(o, s)
+    for i, o in enumerate(outs):
+        want = torch.cat([data(r, 7200 + i, srcs[i].dtype, srcs[i].numel()) for r in range(n)])
+        same(f"coalescing_manager all_gather_into_tensor #{i}", o, want)
+    outs = [torch.empty(4), torch.empty(2)]
+    full = [[data(r, 7300 + i, torch.float32, c * n) for i, c in enumerate((4, 2))] for r in range(n)]
+    factor, op = premul_ops()[-1]
+    with dist._coalescing_manager(group=group):
+        for o, s in zip(outs, full[me]):
+            dist.reduce_scatter_tensor(o, s.clone(), op)
+    for i, c in enumerate((4, 2)):
+        want = reference(torch.float32, "sum", [full[r][i][me * c:(me + 1) * c].double() * factor for r in range(n)])
+        same(f"coalescing_manager reduce_scatter_tensor premul_sum #{i}", outs[i], want)
+
+
 def check_layouts_and_groups(me, n):
     # A non-contiguous tensor (a transposed view) is reduced in place.
     base = torch.arange(12, dtype=torch.float32).view(3, 4) + me
@@ -215,6 +294,9 @@ def main():
     me, n = dist.get_rank(), dist.get_world_size()
     check_reductions(me, n)
     check_movement(me, n)
+    check_premul(me, n)
+    if TORCH2:
+        check_coalesced(me, n)
     check_layouts_and_groups(me, n)
     check_refusals(me, n)
     dist.barrier()

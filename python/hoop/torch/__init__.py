@@ -13,9 +13,11 @@
 The backend (hoop._c10d, C++ against the installed libtorch) joins each process group's ranks
 through the group's own store (init_process_group's, any of PyTorch's; new_group's prefixed
 one): no port or store of hoop's. It runs allreduce (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR,
-BXOR), broadcast, allgather (and all_gather_into_tensor), reduce_scatter (and
-reduce_scatter_tensor), reduce, gather, scatter, all_to_all (and all_to_all_single), barrier,
-send, recv (any source too) and new_group, every call asynchronous (async_op=True gives a Work;
+BXOR, and PREMUL_SUM, the pre-scaled sum FSDP uses: every reducing call takes all nine),
+broadcast, allgather (and all_gather_into_tensor), reduce_scatter (and reduce_scatter_tensor),
+on PyTorch 2.x the coalesced all_gather_into_tensor and reduce_scatter_tensor that DTensor and
+FSDP2 call (each group of calls one hoop collective), reduce, gather, scatter, all_to_all (and
+all_to_all_single), barrier, send, recv (any source too) and new_group, every call asynchronous (async_op=True gives a Work;
 its Future completes by itself, which DDP's hooks use). CPU tensors of uint8, int8, bool,
 int32, int64, float16, bfloat16, float32 and float64, and float8_e4m3fn and float8_e5m2 where
 torch has them (sum, avg, min, max, prod; results past the largest finite saturate, as NCCL's do);
