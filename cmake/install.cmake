@@ -4,7 +4,8 @@
 # the tree works wherever it is installed. Included from the top CMakeLists.txt after the targets.
 include(CMakePackageConfigHelpers)
 
-target_include_directories(hoop INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+target_include_directories(hoop INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+                                          $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>)
 # libhoop finds libhoop_signals (transport/signals/at_load.c) next door, wherever it is installed.
 set_target_properties(hoop PROPERTIES INSTALL_RPATH "$ORIGIN")
 # The exported target carries C++20: hoop.hpp needs it (std::span), and a C consumer is untouched.
@@ -12,10 +13,15 @@ target_compile_features(hoop INTERFACE cxx_std_20)
 install(TARGETS hoop hoop_signals EXPORT hoopTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/hoop/hoop.h include/hoop/hoop.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hoop)
-install(TARGETS hooprun hoop-perf hoop-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The tools are in the package too (hoop::hooprun, ...): the Python package built standalone puts
+# hooprun beside its hoop-parallelize.
+install(TARGETS hooprun hoop-perf hoop-info EXPORT hoopTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 set(hoop_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/hoop)
 install(EXPORT hoopTargets NAMESPACE hoop:: DESTINATION ${hoop_cmake_dir})
+# The build tree is a package too (-Dhoop_DIR=BUILD): the Python package for more interpreters
+# (cmake/more_pythons.cmake) builds against it without an install.
+export(EXPORT hoopTargets NAMESPACE hoop:: FILE ${CMAKE_BINARY_DIR}/hoopTargets.cmake)
 configure_package_config_file(cmake/hoopConfig.cmake.in ${CMAKE_BINARY_DIR}/hoopConfig.cmake
   INSTALL_DESTINATION ${hoop_cmake_dir})
 # 0.x releases change the API between minors: a request for 0.1 is met by 0.1.* only.

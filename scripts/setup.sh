@@ -19,6 +19,8 @@
 #           torch.distributed backend and the PyTorch comparisons (perf/torch_train.py,
 #           perf/train-bench):  python3-torch libtorch-dev (Debian's PyTorch, CPU); the
 #           hoop-parallelize corpus's progress bars:  python3-tqdm
+#   pip's PyTorch 2.x, which the Python tests also run under:  python3-venv, then
+#           scripts/torch-venv.sh (a venv in /opt/hoop/torch-venv; --no-torch-venv skips it)
 #   trainer (hoop-train and its tests):  libopenblas-dev (GEMM), libdnnl-dev (oneDNN, --layers
 #           onednn), zlib1g-dev (gzip IDX files),
 #           dataset-fashion-mnist (the data, under /usr/share/datasets/fashion-mnist)
@@ -28,12 +30,14 @@ packages=(g++ cmake make pkg-config nlohmann-json3-dev libcli11-dev clang libcla
           clang-format libucx-dev libfabric-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev
           iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist openssh-server
           openssh-client python3-dev pybind11-dev python3-numpy python3-torch libtorch-dev libdnnl-dev
-          python3-tqdm)
+          python3-tqdm python3-venv)
+torch_venv=1
 for arg in "$@"; do
   case "$arg" in
     --torch) ;;
+    --no-torch-venv) torch_venv= ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
-    *) echo "setup: unknown option '$arg' (known: --torch)" >&2; exit 2 ;;
+    *) echo "setup: unknown option '$arg' (known: --torch, --no-torch-venv)" >&2; exit 2 ;;
   esac
 done
 missing=()
@@ -42,8 +46,12 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+venv_step() {
+  if [ -n "$torch_venv" ]; then "$(dirname "$0")/torch-venv.sh"; fi
+}
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
+  venv_step
   exit 0
 fi
 echo "setup: installing ${missing[*]}"
@@ -62,4 +70,4 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 [ -n "$made_policy" ] && rm -f /usr/sbin/policy-rc.d
-true
+venv_step

@@ -36,14 +36,14 @@ import time
 import unittest
 import zlib
 
-from support import BUILD, HERE, hooprun, python_env
+from support import HERE, PARALLELIZE, hooprun, python_env
 
 try:
     import torch
 except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
 
-TOOL = os.path.join(BUILD, "bin", "hoop-parallelize")
+TOOL = PARALLELIZE
 PROBE = os.path.join(HERE, "parallelize_probe.py")
 CORPUS = os.path.join(HERE, "parallelize_corpus")
 SCRIPTS = sorted(f[:-3] for f in os.listdir(CORPUS) if f.endswith(".py"))

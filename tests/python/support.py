@@ -11,6 +11,12 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.abspath(os.environ.get("HOOPTEST_BUILD_DIR", os.path.join(HERE, "..", "..", "build")))
 HOOPRUN = os.path.join(BUILD, "bin", "hooprun")
+# Where the Python package is built for this interpreter: the build itself for HOOP_PYTHON, or
+# one of BUILD/python-more/<N> for another (cmake/more_pythons.cmake), holding python/hoop and
+# bin/hoop-parallelize; the tools (hooprun, ...) are the build's either way.
+PYBUILD = os.path.abspath(os.environ.get("HOOPTEST_PYTHON_BUILD", BUILD))
+PACKAGE = os.path.join(PYBUILD, "python")
+PARALLELIZE = os.path.join(PYBUILD, "bin", "hoop-parallelize")
 
 Result = collections.namedtuple("Result", "returncode output")
 
@@ -18,14 +24,14 @@ try:
     import numpy  # noqa: F401
 except ImportError:  # the package needs it; say so rather than fail
     raise unittest.SkipTest("NumPy is missing (apt-get install python3-numpy)")
-if not os.path.isdir(os.path.join(BUILD, "python", "hoop")):
-    raise unittest.SkipTest(f"no Python package in {BUILD}/python (configure found no pybind11 or python3-dev)")
+if not os.path.isdir(os.path.join(PACKAGE, "hoop")):
+    raise unittest.SkipTest(f"no Python package in {PACKAGE} (configure found no pybind11 or python3-dev)")
 
 
 def python_env(extra=None):
     """This environment with the build's package first on PYTHONPATH and no HOOP_* of the caller's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HOOP_")}
-    env["PYTHONPATH"] = os.path.join(BUILD, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = PACKAGE + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra or {})
     return env
 

@@ -7,7 +7,7 @@ import sys
 import tempfile
 import unittest
 
-from support import BUILD, python_env
+from support import BUILD, PACKAGE, PYBUILD, python_env
 
 SCRIPT = """
 import numpy as np, hoop
@@ -20,13 +20,15 @@ print(f"rank {hoop.rank()}: {hoop.__file__} {libs} {hoop.allreduce(np.ones(3, np
 class Installed(unittest.TestCase):
     def test_installed_package_runs_from_the_prefix(self):
         with tempfile.TemporaryDirectory(prefix="hoop-pyinstall-") as prefix:
-            inst = subprocess.run(["cmake", "--install", BUILD, "--prefix", prefix], capture_output=True, text=True,
-                                  timeout=120)
-            self.assertEqual(inst.returncode, 0, inst.stdout + inst.stderr)
-            site = [d for d, _, files in os.walk(prefix) if "__init__.py" in files
-                    and os.path.basename(d) == "hoop"]
-            self.assertEqual(len(site), 1, f"hoop/__init__.py under {prefix}: {site}")
-            built = sorted(f.split(".")[0] for f in os.listdir(os.path.join(BUILD, "python", "hoop")) if f.endswith(".so"))
+            # The build's libhoop and tools, then (for another interpreter) its own package build.
+            for build in dict.fromkeys([BUILD, PYBUILD]):
+                inst = subprocess.run(["cmake", "--install", build, "--prefix", prefix], capture_output=True,
+                                      text=True, timeout=120)
+                self.assertEqual(inst.returncode, 0, inst.stdout + inst.stderr)
+            with open(os.path.join(PYBUILD, "install_manifest.txt")) as f:
+                site = sorted({os.path.dirname(p) for p in f.read().split() if p.endswith("/hoop/__init__.py")})
+            self.assertEqual(len(site), 1, f"hoop/__init__.py installed under {prefix}: {site}")
+            built = sorted(f.split(".")[0] for f in os.listdir(os.path.join(PACKAGE, "hoop")) if f.endswith(".so"))
             installed = sorted(f.split(".")[0] for f in os.listdir(site[0]) if f.endswith(".so"))
             self.assertEqual(installed, built)  # _hoop, and _c10d where the backend was built
             if "_c10d" in built:

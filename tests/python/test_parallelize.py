@@ -11,14 +11,14 @@ import sys
 import tempfile
 import unittest
 
-from support import BUILD, HERE, hooprun, python_env
+from support import HERE, PARALLELIZE, hooprun, python_env
 
 try:
     import torch  # noqa: F401
 except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
 
-TOOL = os.path.join(BUILD, "bin", "hoop-parallelize")
+TOOL = PARALLELIZE
 EXAMPLES = os.path.join(HERE, "..", "..", "examples", "pytorch")
 # example: (the metric its last line reports, what "learned" means for it)
 LEARNS = {

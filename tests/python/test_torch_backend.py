@@ -10,14 +10,14 @@ import sys
 import tempfile
 import unittest
 
-from support import BUILD, HERE, free_ports, hooprun
+from support import BUILD, HERE, PACKAGE, free_ports, hooprun
 
 try:
     import torch
 except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh --torch installs Debian's)")
 TORCH_VERSION = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
-if not any(f.startswith("_c10d") for f in os.listdir(os.path.join(BUILD, "python", "hoop"))):
+if not any(f.startswith("_c10d") for f in os.listdir(os.path.join(PACKAGE, "hoop"))):
     raise unittest.SkipTest("hoop was built without the torch.distributed backend (needs libtorch-dev)")
 
 
@@ -104,6 +104,7 @@ class Backend(unittest.TestCase):
         import subprocess
         with tempfile.TemporaryDirectory(prefix="hoop-tddp-") as tmp:
             r = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "perf", "torch-ddp"), "--build", BUILD,
+                                "--package", PACKAGE,
                                 "--repeats", "1", "--steps", "2", "--model", "lenet", "--batch", "16", "--sizes", "4K",
                                 "--iters", "5", "--out", tmp], capture_output=True, text=True, timeout=300)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
