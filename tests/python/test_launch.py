@@ -1,9 +1,13 @@
 """Python jobs and their launchers: hooprun runs `python3 SCRIPT` by name and sets torchrun's
-variables (a script written for torchrun runs under hooprun unchanged), and hoop.init() joins a
-job from torchrun's variables alone (no hooprun: its store one port above MASTER_PORT)."""
+variables (a script written for torchrun runs under hooprun unchanged), hoop.init() joins a
+job from torchrun's variables alone (no hooprun: its store one port above MASTER_PORT), and
+torchrun itself (PyTorch 2.x's; Debian's 1.13 torchrun does not start) runs scripts using the
+backend "hoop" and the Horovod-style API."""
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import unittest
 
 from support import HERE, free_ports, hooprun, python_env
@@ -23,6 +27,40 @@ dist.all_reduce(t)
 print(f"rank {dist.get_rank()} of {dist.get_world_size()} local {os.environ['LOCAL_RANK']}: {t.item()}")
 dist.destroy_process_group()
 """
+
+
+# Under torchrun: the backend "hoop" (as "cpu:hoop" too), DDP, and the Horovod-style API in one job.
+UNDER_TORCHRUN = """
+import os, sys, torch, torch.distributed as dist
+import hoop.torch as hvd
+dist.init_process_group(sys.argv[1])
+me, n = dist.get_rank(), dist.get_world_size()
+t = torch.tensor([float(me + 1)])
+dist.all_reduce(t)
+torch.manual_seed(0)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(6, 3))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    opt.zero_grad()
+    model(torch.randn(4, 6, generator=torch.Generator().manual_seed(me * 10 + step))).sum().backward()
+    opt.step()
+w = model.module.weight.detach().clone()
+ref = w.clone()
+dist.broadcast(ref, 0)
+hvd.init()
+h = hvd.allreduce(torch.tensor([float(me)]), op=hvd.Sum)
+print(f"rank {me} of {n} local {os.environ['LOCAL_RANK']} backend {dist.get_backend()}: {t.item()} "
+      f"ddp same {torch.equal(w, ref)} hvd rank {hvd.rank()} size {hvd.size()} sum {h.item()}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def torch_major():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return int(torch.__version__.split(".")[0])
 
 
 class Launch(unittest.TestCase):
@@ -72,6 +110,31 @@ class Launch(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.output)
         for rank in (0, 1):
             self.assertIn(f"[{rank}] rank {rank} of 2 local {rank}: 3.0", r.output)
+
+    @unittest.skipIf((torch_major() or 0) < 2, "torchrun needs PyTorch 2.x here: Debian's 1.13 torchrun fails in its "
+                     "argument handling before any worker starts (README, Python)")
+    def test_torchrun_itself_runs_hoop_jobs(self):
+        for backend in ("hoop", "cpu:hoop"):
+            with self.subTest(backend=backend):
+                cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                       "-m", "hoop_torchrun_probe", backend]
+                with tempfile.TemporaryDirectory(prefix="hoop-torchrun-") as tmp:
+                    with open(os.path.join(tmp, "hoop_torchrun_probe.py"), "w") as f:
+                        f.write(UNDER_TORCHRUN)
+                    env = python_env({"OMP_NUM_THREADS": "1", "HOOP_TIMEOUT": "60"})
+                    env["PYTHONPATH"] = tmp + os.pathsep + env["PYTHONPATH"]
+                    p = subprocess.Popen(cmd, env=env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                         text=True, start_new_session=True)
+                    try:
+                        out = p.communicate(timeout=180)[0]
+                    except subprocess.TimeoutExpired:
+                        os.killpg(p.pid, signal.SIGKILL)
+                        out = p.communicate()[0]
+                        self.fail(f"torchrun did not finish in 180 s:\n{out}")
+                self.assertEqual(p.returncode, 0, out)
+                for rank in (0, 1):
+                    self.assertIn(f"rank {rank} of 2 local {rank} backend {backend}: 3.0 ddp same True "
+                                  f"hvd rank {rank} size 2 sum 1.0", out)
 
 
 if __name__ == "__main__":
