@@ -25,7 +25,10 @@ Every script is converted in both styles on every run (refusals and reported cha
 both), but its 2-rank run, the time of the suite, is made in one style per run: the style drawn
 per script from a seed (HOOPTEST_CORPUS_SEED, else the time), printed so that a failure can be
 run again; over runs both styles of every script are covered. HOOPTEST_CORPUS_STYLES=all runs
-both every time."""
+both every time. HOOPTEST_CORPUS_SHARE=F (0 < F <= 1, default 1) runs, alone and on 2 ranks, only
+that share of the scripts, drawn from the same seed (every script is still converted and its
+conversion checked): the corpus's second run under another PyTorch (tests/CMakeLists.txt) takes
+half, so over runs every script runs under both."""
 import os
 import re
 import shlex
@@ -50,8 +53,11 @@ SCRIPTS = sorted(f[:-3] for f in os.listdir(CORPUS) if f.endswith(".py"))
 STYLES = ("horovod", "ddp")
 SEED = int(os.environ.get("HOOPTEST_CORPUS_SEED") or time.time_ns() % 1000003)
 ALL_STYLES = os.environ.get("HOOPTEST_CORPUS_STYLES") == "all"
-print(f"corpus: 2-rank runs in {'both styles' if ALL_STYLES else 'one style per script'}, "
-      f"HOOPTEST_CORPUS_SEED={SEED}", file=sys.stderr)
+SHARE = float(os.environ.get("HOOPTEST_CORPUS_SHARE") or 1)
+if not 0 < SHARE <= 1:
+    raise SystemExit(f"corpus: HOOPTEST_CORPUS_SHARE={SHARE}: expected a share in (0, 1]")
+print(f"corpus: 2-rank runs in {'both styles' if ALL_STYLES else 'one style per script'}"
+      f"{'' if SHARE == 1 else f', of {SHARE:.0%} of the scripts'}, HOOPTEST_CORPUS_SEED={SEED}", file=sys.stderr)
 
 
 def styles_run(name):
@@ -59,6 +65,11 @@ def styles_run(name):
     if ALL_STYLES:
         return STYLES
     return (STYLES[zlib.crc32(f"{SEED}:{name}".encode()) % 2],)
+
+
+def runs_this_time(name):
+    """Whether `name` is run (alone and on 2 ranks) this time: always, unless HOOPTEST_CORPUS_SHARE."""
+    return SHARE >= 1 or zlib.crc32(f"{SEED}:share:{name}".encode()) % 1000 < SHARE * 1000
 
 
 def declared(path):
@@ -150,6 +161,8 @@ class Corpus(unittest.TestCase):
                 with self.subTest(style=style):
                     out = os.path.join(tmp, f"{name}_{style}.py")
                     if not self.convert(src, out, style, spec) or style not in styles_run(name):
+                        continue
+                    if not runs_this_time(name):
                         continue
                     if alone is None:
                         alone = self.run_alone(src, spec, alone_dir)
