@@ -26,6 +26,10 @@ endif()
 include(ExternalProject)
 set(hoop_more_index 0)
 foreach(hoop_more_py IN LISTS HOOP_MORE_PYTHONS)
+  if(NOT EXISTS ${hoop_more_py})  # a venv removed since the first configure, say
+    message(WARNING "hoop: HOOP_MORE_PYTHONS names ${hoop_more_py}, which does not exist: skipped")
+    continue()
+  endif()
   math(EXPR hoop_more_index "${hoop_more_index} + 1")
   set(hoop_more_dir ${CMAKE_BINARY_DIR}/python-more/${hoop_more_index})
   # Built every time (BUILD_ALWAYS): its own build notices what changed, as the main one does.
