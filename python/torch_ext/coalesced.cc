@@ -9,6 +9,8 @@
 //    its result is split into the outputs.
 #include <torch/version.h>
 
+#include <algorithm>
+
 #include "python/torch_ext/process_group.h"
 #include "python/torch_ext/tensors.h"
 
@@ -71,11 +73,12 @@ ProcessGroupHoop::Work ProcessGroupHoop::reduce_scatter_tensor_coalesced(Tensors
     TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), where, ": tensors of one dtype only (",
                 inputs[0].scalar_type(), " and ", t.scalar_type(), ")");
   const Reduction red = ReductionOf(opts.reduceOp, where);
-  Tensors pieces;  // rank r's block: the r-th piece of every input
-  for (int64_t r = 0; r < size; ++r)
+  Tensors flat, pieces;  // each input flattened once (a copy only where it is not contiguous), then
+  for (const auto& in : inputs) flat.push_back(in.reshape({-1}));
+  for (int64_t r = 0; r < size; ++r)  // rank r's block: the r-th piece of every input
     for (size_t i = 0; i < inputs.size(); ++i) {
       const int64_t piece = outputs[i].numel();
-      pieces.push_back(inputs[i].reshape({-1}).narrow(0, r * piece, piece));
+      pieces.push_back(flat[i].narrow(0, r * piece, piece));
     }
   at::Tensor joined = at::cat(pieces);
   red.ScaleOwn(joined);
