@@ -149,4 +149,20 @@ int SshHosts::ProcessesOn(int i) const {
   return n;
 }
 
+std::string SshHosts::ProcessesLeftOn(int i, int want, double seconds) const {
+  if (static_cast<size_t>(i) >= ns_.size()) return "";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (ProcessesOn(i) > want && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string cmd = "for p in $(ip netns pids " + ns_[static_cast<size_t>(i)] +
+                          " 2>/dev/null); do echo \"$p $(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null)\"; done";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  ::pclose(p);
+  return out;
+}
+
 }  // namespace hoop::test

@@ -34,6 +34,9 @@ class SshHosts {
   void KillHost(int i);
   // Processes still in host i's namespace.
   int ProcessesOn(int i) const;
+  // The same, waiting up to `seconds` for the count to fall to `want` (sshd ends a session's
+  // process a moment after the client has gone); what was left, as "pid command" lines.
+  std::string ProcessesLeftOn(int i, int want, double seconds) const;
 
  private:
   std::string id_, dir_, why_;
