@@ -194,14 +194,39 @@ Status CheckNames(const std::map<std::string, std::string>& env) {
   return Status::Ok();
 }
 
-// Rank and size: hooprun's own variables win, then mpirun's, then Slurm's, then torchrun's.
+// torchrun's (also torch.distributed's env:// convention): its store at MASTER_PORT belongs to
+// PyTorch, so hoop's, served by rank 0, is at the next port unless HOOP_STORE says. (hoop.init()
+// in Python joins through torchrun's own store instead where it can: python/hoop/__init__.py.)
+Status ReadTorchrun(const Reader& r, Config& c) {
+  c.launcher = Launcher::kTorchrun;
+  HOOP_RETURN_IF_ERROR(r.Int("WORLD_SIZE", &c.size, 1, 1 << 20));
+  HOOP_RETURN_IF_ERROR(r.Int("RANK", &c.rank, 0, c.size - 1));
+  HOOP_RETURN_IF_ERROR(r.Int("LOCAL_RANK", &c.local_rank, 0, 1 << 20));
+  HOOP_RETURN_IF_ERROR(r.Int("LOCAL_WORLD_SIZE", &c.local_size, 1, 1 << 20));
+  const std::string* addr = r.Get("MASTER_ADDR");
+  if (addr && r.Get("MASTER_PORT") && !r.Get("HOOP_STORE")) {
+    int port = 0;
+    HOOP_RETURN_IF_ERROR(r.Int("MASTER_PORT", &port, 1, 65534));
+    const bool v6 = addr->find(':') != std::string::npos;
+    c.store = "tcp://" + (v6 ? "[" + *addr + "]" : *addr) + ":" + std::to_string(port + 1);
+  }
+  return Status::Ok();
+}
+
+// Rank and size: hooprun's own variables win, then torchrun's where torchrun itself started
+// this process (TORCHELASTIC_RUN_ID: it is the innermost launcher, as in `srun torchrun`, where
+// SLURM_PROCID counts hosts, not ranks), then mpirun's, then Slurm's, then torchrun's variables
+// set by anything else.
 Status ReadLauncher(const Reader& r, Config& c) {
+  const bool torchrun = r.Get("RANK") && r.Get("WORLD_SIZE");
   if (r.Get("HOOP_RANK") || r.Get("HOOP_SIZE")) {
     if (!r.Get("HOOP_RANK") || !r.Get("HOOP_SIZE"))
       return InvalidArgument("HOOP_RANK and HOOP_SIZE must be set together");
     c.launcher = Launcher::kHooprun;
     HOOP_RETURN_IF_ERROR(r.Int("HOOP_SIZE", &c.size, 1, 1 << 20));
     HOOP_RETURN_IF_ERROR(r.Int("HOOP_RANK", &c.rank, 0, c.size - 1));
+  } else if (torchrun && r.Get("TORCHELASTIC_RUN_ID")) {
+    HOOP_RETURN_IF_ERROR(ReadTorchrun(r, c));
   } else if (r.Get("OMPI_COMM_WORLD_RANK")) {
     c.launcher = Launcher::kMpirun;
     HOOP_RETURN_IF_ERROR(r.Int("OMPI_COMM_WORLD_SIZE", &c.size, 1, 1 << 20));
@@ -213,21 +238,8 @@ Status ReadLauncher(const Reader& r, Config& c) {
     HOOP_RETURN_IF_ERROR(r.Int("SLURM_NTASKS", &c.size, 1, 1 << 20));
     HOOP_RETURN_IF_ERROR(r.Int("SLURM_PROCID", &c.rank, 0, c.size - 1));
     HOOP_RETURN_IF_ERROR(r.Int("SLURM_LOCALID", &c.local_rank, 0, 1 << 20));
-  } else if (r.Get("RANK") && r.Get("WORLD_SIZE")) {
-    // torchrun's (also torch.distributed's env:// convention): its store at MASTER_PORT belongs
-    // to PyTorch, so hoop's, served by rank 0, is at the next port unless HOOP_STORE says.
-    c.launcher = Launcher::kTorchrun;
-    HOOP_RETURN_IF_ERROR(r.Int("WORLD_SIZE", &c.size, 1, 1 << 20));
-    HOOP_RETURN_IF_ERROR(r.Int("RANK", &c.rank, 0, c.size - 1));
-    HOOP_RETURN_IF_ERROR(r.Int("LOCAL_RANK", &c.local_rank, 0, 1 << 20));
-    HOOP_RETURN_IF_ERROR(r.Int("LOCAL_WORLD_SIZE", &c.local_size, 1, 1 << 20));
-    const std::string* addr = r.Get("MASTER_ADDR");
-    if (addr && r.Get("MASTER_PORT") && !r.Get("HOOP_STORE")) {
-      int port = 0;
-      HOOP_RETURN_IF_ERROR(r.Int("MASTER_PORT", &port, 1, 65534));
-      const bool v6 = addr->find(':') != std::string::npos;
-      c.store = "tcp://" + (v6 ? "[" + *addr + "]" : *addr) + ":" + std::to_string(port + 1);
-    }
+  } else if (torchrun) {
+    HOOP_RETURN_IF_ERROR(ReadTorchrun(r, c));
   }
   HOOP_RETURN_IF_ERROR(r.Int("HOOP_LOCAL_RANK", &c.local_rank, 0, 1 << 20));
   HOOP_RETURN_IF_ERROR(r.Int("HOOP_LOCAL_SIZE", &c.local_size, 1, 1 << 20));

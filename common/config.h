@@ -7,6 +7,8 @@
 //   SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID                 Slurm's srun
 //   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE            torchrun's (both of the first two);
 //   MASTER_ADDR, MASTER_PORT                                  hoop's store: MASTER_PORT + 1
+//   TORCHELASTIC_RUN_ID                                       torchrun started this process: its
+//                                                             ranks win over mpirun's and Slurm's
 //   HOOP_STORE        rendezvous: tcp://HOST:PORT or file:///DIR
 //   HOOP_JOB_TOKEN    the job's secret; every connection must present it
 //   HOOP_TIMEOUT      seconds any operation may wait (default 300; 0.001 to 604800, a week)

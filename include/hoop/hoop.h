@@ -125,7 +125,8 @@ typedef struct hoop_comm* hoop_comm_t;
 /* Joins the job described by the environment: HOOP_RANK/HOOP_SIZE (hooprun), or OpenMPI's
  * OMPI_COMM_WORLD_* or Slurm's SLURM_* variables, with HOOP_STORE (tcp://HOST:PORT or
  * file:///DIR) and HOOP_JOB_TOKEN. Under mpirun or Slurm with a tcp:// store, rank 0 serves the
- * store itself. torchrun's RANK and WORLD_SIZE (LOCAL_RANK, LOCAL_WORLD_SIZE) count too, last;
+ * store itself. torchrun's RANK and WORLD_SIZE (LOCAL_RANK, LOCAL_WORLD_SIZE) count too: before
+ * mpirun's and Slurm's where torchrun started the process (TORCHELASTIC_RUN_ID set), else last;
  * their store, served by rank 0, is tcp://MASTER_ADDR:(MASTER_PORT + 1) unless HOOP_STORE is set. */
 hoop_status_t hoop_init_from_env(hoop_comm_t* comm);
 /* Explicit form: rank, size, store URL and token given by the caller; the other settings still

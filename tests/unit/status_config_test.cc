@@ -94,6 +94,25 @@ TEST_CASE("Config reads hooprun, mpirun, Slurm and torchrun environments", "[com
   auto both = Config::FromEnv({{"HOOP_RANK", "1"}, {"HOOP_SIZE", "2"}, {"RANK", "1"}, {"WORLD_SIZE", "2"}});
   REQUIRE(both.ok());
   CHECK(both->launcher == Launcher::kHooprun);
+  // Under `srun torchrun` (or torchrun inside mpirun) torchrun started this process: its ranks
+  // win over Slurm's, which count hosts; without TORCHELASTIC_RUN_ID, Slurm's and mpirun's win.
+  const std::map<std::string, std::string> srun = {
+      {"SLURM_PROCID", "1"},         {"SLURM_NTASKS", "2"},        {"RANK", "5"},
+      {"WORLD_SIZE", "8"},           {"LOCAL_RANK", "1"},          {"LOCAL_WORLD_SIZE", "4"},
+      {"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}};
+  auto outer = Config::FromEnv(srun);
+  REQUIRE(outer.ok());
+  CHECK(outer->launcher == Launcher::kMpirun);
+  CHECK(outer->rank == 1);
+  auto inner = srun;
+  inner["TORCHELASTIC_RUN_ID"] = "job7";
+  auto torchrun = Config::FromEnv(inner);
+  REQUIRE(torchrun.ok());
+  CHECK(torchrun->launcher == Launcher::kTorchrun);
+  CHECK(torchrun->rank == 5);
+  CHECK(torchrun->size == 8);
+  CHECK(torchrun->local_rank == 1);
+  CHECK(torchrun->local_size == 4);
   auto lone = Config::FromEnv({{"RANK", "1"}});
   REQUIRE(lone.ok());
   CHECK(lone->launcher == Launcher::kNone);
