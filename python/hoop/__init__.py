@@ -69,15 +69,65 @@ def init():
     """Joins the job the environment describes; returns the world communicator.
 
     hooprun sets HOOP_RANK, HOOP_SIZE and HOOP_STORE; under mpirun (OMPI_COMM_WORLD_*) or Slurm
-    (SLURM_PROCID, SLURM_NTASKS) set HOOP_STORE=tcp://HOST:PORT (rank 0 serves it); under torchrun
-    (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) rank 0 serves it at MASTER_PORT + 1 unless
-    HOOP_STORE says otherwise. Alone (none of these), a job of one. A second call returns the
-    same communicator.
+    (SLURM_PROCID, SLURM_NTASKS) set HOOP_STORE=tcp://HOST:PORT (rank 0 serves it). Under
+    torchrun itself (RANK, WORLD_SIZE, and TORCHELASTIC_USE_AGENT_STORE=True) the ranks meet
+    through torchrun's own store at MASTER_ADDR:MASTER_PORT, where hoop was built with its
+    PyTorch backend; otherwise with torchrun's variables rank 0 serves a store at
+    MASTER_PORT + 1. HOOP_STORE, where set, is used instead of either. Alone (none of these), a job
+    of one. A second call returns the same communicator.
     """
     global _world
     if _world is None or _world.freed:
-        _world = _hoop.init_from_env()
+        _world = _join_torchrun_store() or _hoop.init_from_env()
     return _world
+
+
+_torchrun_joins = 0  # hoop.init() calls that met through torchrun's store: each its own keys
+
+
+def _join_torchrun_store():
+    """The world, met through the store of the torchrun agent that started this process; None
+    where that is not the case (or hoop has no PyTorch backend here), for init_from_env. Serving
+    a store of hoop's at MASTER_PORT + 1 instead may find that port taken (it is any port, and
+    the job's own connections use ports near it), which this avoids."""
+    global _torchrun_joins
+    import os
+    env = os.environ
+    if (env.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or "HOOP_RANK" in env or "HOOP_STORE" in env
+            or not all(k in env for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))):
+        return None
+    try:
+        from . import _c10d
+        import torch.distributed as dist
+    except ImportError:
+        return None
+    try:
+        rank, size, port = int(env["RANK"]), int(env["WORLD_SIZE"]), int(env["MASTER_PORT"])
+    except ValueError:
+        return None  # init_from_env names the variable
+    store = dist.PrefixStore(f"hoop/init/{_torchrun_joins}/",
+                             dist.TCPStore(env["MASTER_ADDR"], port, is_master=False))
+    _torchrun_joins += 1
+    return _hoop._adopt(*_c10d.init_world(store, rank, size, _route_address()))
+
+
+def _route_address():
+    """The address peers reach this rank at: "" where HOOP_HOST is set (hoop reads it itself),
+    else this host's address on the route to MASTER_ADDR, else "" (hoop's default)."""
+    import os
+    import socket
+    if os.environ.get("HOOP_HOST"):
+        return ""
+    addr = os.environ.get("MASTER_ADDR")
+    if not addr:
+        return ""
+    try:
+        family, _, _, _, sockaddr = socket.getaddrinfo(addr, None, type=socket.SOCK_DGRAM)[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect((sockaddr[0], int(os.environ.get("MASTER_PORT", "29500"))))
+            return s.getsockname()[0]
+    except (OSError, ValueError):
+        return ""
 
 
 def shutdown():

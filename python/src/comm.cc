@@ -97,9 +97,9 @@ std::string Comm::Where(const char* call) const { return "rank " + std::to_strin
 
 namespace {
 
-std::shared_ptr<Comm> Made(hoop_comm_t c, hoop_status_t s) {
+std::shared_ptr<Comm> Made(hoop_comm_t c, hoop_status_t s, pyb::object keep = pyb::none()) {
   Check(s);
-  return c ? std::make_shared<Comm>(c) : nullptr;
+  return c ? std::make_shared<Comm>(c, std::move(keep)) : nullptr;
 }
 
 std::string Locality(const Comm& c) {
@@ -155,7 +155,7 @@ pyb::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pyb::module_& m) {
               pyb::gil_scoped_release nogil;
               s = hoop_comm_split(self, color, key, &out);
             }
-            return Made(out, s);
+            return Made(out, s, c.keep());
           },
           pyb::arg("color"), pyb::arg("key") = 0,
           "MPI_Comm_split: a collective; ranks passing one color (>= 0) form one communicator, "
@@ -170,7 +170,7 @@ pyb::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pyb::module_& m) {
               pyb::gil_scoped_release nogil;
               s = hoop_comm_dup(self, &out);
             }
-            return Made(out, s);
+            return Made(out, s, c.keep());
           },
           "A communicator with the same ranks (a collective).");
 
@@ -199,6 +199,15 @@ pyb::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pyb::module_& m) {
       },
       pyb::arg("rank"), pyb::arg("size"), pyb::arg("store"), pyb::arg("token") = pyb::none(),
       "Joins a job by explicit rank, size and store (tcp://HOST:PORT or file:///DIR).");
+  m.def(
+      "_adopt",
+      [](int status, const std::string& message, uintptr_t handle, pyb::object keep) {
+        if (status != HOOP_SUCCESS) Raise(static_cast<hoop_status_t>(status), message);
+        return Made(reinterpret_cast<hoop_comm_t>(handle), HOOP_SUCCESS, std::move(keep));
+      },
+      pyb::arg("status"), pyb::arg("message"), pyb::arg("handle"), pyb::arg("keep"),
+      "Internal: a Comm for a communicator made by hoop._c10d.init_world over PyTorch's store "
+      "(its status, message, handle and the object keeping the store alive), or its error raised.");
   return comm;
 }
 

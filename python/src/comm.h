@@ -53,7 +53,9 @@ class Request {
 
 class Comm : public std::enable_shared_from_this<Comm> {
  public:
-  explicit Comm(hoop_comm_t c) : comm_(c) {}
+  // keep: what the communicator needs alive until it is finalized (a store it was made over,
+  // hoop._c10d.init_world's); its splits and dups hold it too.
+  explicit Comm(hoop_comm_t c, pybind11::object keep = pybind11::none()) : comm_(c), keep_(std::move(keep)) {}
   ~Comm();
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
@@ -64,9 +66,11 @@ class Comm : public std::enable_shared_from_this<Comm> {
   int Rank() const;
   int Size() const;
   std::string Where(const char* call) const;  // "rank 3: allreduce"
+  const pybind11::object& keep() const { return keep_; }
 
  private:
   hoop_comm_t comm_;
+  pybind11::object keep_;  // released after comm_ is finalized (members go after the destructor's body)
 };
 
 // The binding of a blocking call or a nonblocking one: `run(Request*)` (null: blocking) makes

@@ -1,10 +1,12 @@
 // hoop._c10d: the torch.distributed backend "hoop" (ProcessGroupHoop, process_group.h) for
 // Python. Built against the libtorch it is loaded with; hoop/torch registers it with
-// torch.distributed.Backend.register_backend on import.
+// torch.distributed.Backend.register_backend on import. init_world makes a plain hoop
+// communicator over a PyTorch store: hoop.init() joins a torchrun job through torchrun's own.
 #include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "python/torch_ext/process_group.h"
+#include "python/torch_ext/store.h"
 
 namespace py = pybind11;
 using hoop::torch_ext::GroupBase;
@@ -20,5 +22,24 @@ PYBIND11_MODULE(_c10d, m) {
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("host") = "",
            py::call_guard<py::gil_scoped_release>(),
            "Joins the group's ranks through `store` (hoop_init_store); host: the address to advertise.");
+  m.def(
+      "init_world",
+      [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, const std::string& host) {
+        // The bridge lives in a capsule that hoop's Comm keeps until it is finalized.
+        auto* bridge = new hoop::torch_ext::StoreBridge(store);
+        py::capsule keep(bridge, [](void* p) { delete static_cast<hoop::torch_ext::StoreBridge*>(p); });
+        hoop_store_t cb = bridge->Callbacks();
+        hoop_comm_t comm = nullptr;
+        hoop_status_t s;
+        {
+          py::gil_scoped_release nogil;
+          s = hoop_init_store(&comm, rank, size, &cb, host.empty() ? nullptr : host.c_str());
+        }
+        const std::string message = s == HOOP_SUCCESS ? "" : hoop_last_error();
+        return py::make_tuple(static_cast<int>(s), message, reinterpret_cast<uintptr_t>(comm), keep);
+      },
+      py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("host") = "",
+      "hoop_init_store over a PyTorch store: (status, message, communicator handle, keep-alive) for "
+      "hoop._hoop._adopt, which hoop.init() calls under torchrun.");
   m.attr("TORCH_VERSION_BUILT") = TORCH_VERSION;
 }

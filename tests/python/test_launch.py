@@ -2,9 +2,10 @@
 variables (a script written for torchrun runs under hooprun unchanged), hoop.init() joins a
 job from torchrun's variables alone (no hooprun: its store one port above MASTER_PORT), and
 torchrun itself (PyTorch 2.x's; Debian's 1.13 torchrun does not start) runs scripts using the
-backend "hoop" and the Horovod-style API."""
+backend "hoop" and the Horovod-style API, whose ranks meet through torchrun's own store."""
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,28 @@ h = hvd.allreduce(torch.tensor([float(me)]), op=hvd.Sum)
 print(f"rank {me} of {n} local {os.environ['LOCAL_RANK']} backend {dist.get_backend()}: {t.item()} "
       f"ddp same {torch.equal(w, ref)} hvd rank {hvd.rank()} size {hvd.size()} sum {h.item()}", flush=True)
 dist.destroy_process_group()
+"""
+
+
+# Under torchrun, with MASTER_PORT + 1 taken: hoop.init() (NumPy, and again after shutdown, with a
+# dup and a split) and the Horovod API meet through torchrun's store, not a port of hoop's.
+NUMPY_UNDER_TORCHRUN = """
+import os, numpy as np, hoop
+w = hoop.init()
+d, s = w.dup(), hoop.split(hoop.rank() % 2)
+a = hoop.allreduce(np.array([hoop.rank() + 1.0]))[0]
+b = hoop.allreduce(np.array([1.0]), comm=d)[0]
+d.free()
+hoop.shutdown()
+hoop.init()
+c = hoop.allreduce(np.array([2.0]))[0]
+hoop.shutdown()
+import hoop.torch as hvd, torch
+hvd.init()
+h = hvd.allreduce(torch.tensor([float(hvd.rank())]), op=hvd.Sum).item()
+print(f"rank {hvd.rank()} of {hvd.size()} port {os.environ['MASTER_PORT']}: {a} {b} {c} split {s.size} hvd {h}",
+      flush=True)
+hvd.shutdown()
 """
 
 
@@ -111,30 +134,46 @@ class Launch(unittest.TestCase):
         for rank in (0, 1):
             self.assertIn(f"[{rank}] rank {rank} of 2 local {rank}: 3.0", r.output)
 
+    def torchrun(self, launch, script, args=()):
+        """torchrun (`launch`: its flags) starting 2 ranks of `script` as a module; its output."""
+        cmd = [sys.executable, "-m", "torch.distributed.run", *launch, "--nproc_per_node", "2",
+               "-m", "hoop_torchrun_probe", *args]
+        with tempfile.TemporaryDirectory(prefix="hoop-torchrun-") as tmp:
+            with open(os.path.join(tmp, "hoop_torchrun_probe.py"), "w") as f:
+                f.write(script)
+            env = python_env({"OMP_NUM_THREADS": "1", "HOOP_TIMEOUT": "60"})
+            env["PYTHONPATH"] = tmp + os.pathsep + env["PYTHONPATH"]
+            p = subprocess.Popen(cmd, env=env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 start_new_session=True)
+            try:
+                out = p.communicate(timeout=180)[0]
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                out = p.communicate()[0]
+                self.fail(f"torchrun did not finish in 180 s:\n{out}")
+        self.assertEqual(p.returncode, 0, out)
+        return out
+
     @unittest.skipIf((torch_major() or 0) < 2, "torchrun needs PyTorch 2.x here: Debian's 1.13 torchrun fails in its "
                      "argument handling before any worker starts (README, Python)")
     def test_torchrun_itself_runs_hoop_jobs(self):
         for backend in ("hoop", "cpu:hoop"):
             with self.subTest(backend=backend):
-                cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                       "-m", "hoop_torchrun_probe", backend]
-                with tempfile.TemporaryDirectory(prefix="hoop-torchrun-") as tmp:
-                    with open(os.path.join(tmp, "hoop_torchrun_probe.py"), "w") as f:
-                        f.write(UNDER_TORCHRUN)
-                    env = python_env({"OMP_NUM_THREADS": "1", "HOOP_TIMEOUT": "60"})
-                    env["PYTHONPATH"] = tmp + os.pathsep + env["PYTHONPATH"]
-                    p = subprocess.Popen(cmd, env=env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                         text=True, start_new_session=True)
-                    try:
-                        out = p.communicate(timeout=180)[0]
-                    except subprocess.TimeoutExpired:
-                        os.killpg(p.pid, signal.SIGKILL)
-                        out = p.communicate()[0]
-                        self.fail(f"torchrun did not finish in 180 s:\n{out}")
-                self.assertEqual(p.returncode, 0, out)
+                out = self.torchrun(["--standalone"], UNDER_TORCHRUN, [backend])
                 for rank in (0, 1):
                     self.assertIn(f"rank {rank} of 2 local {rank} backend {backend}: 3.0 ddp same True "
                                   f"hvd rank {rank} size 2 sum 1.0", out)
+
+    @unittest.skipIf((torch_major() or 0) < 2, "torchrun needs PyTorch 2.x here (above)")
+    def test_under_torchrun_hoop_init_meets_through_its_store(self):
+        port = free_ports(2)
+        with socket.socket() as taken:  # hoop's own store's port under torchrun's variables alone
+            taken.bind(("127.0.0.1", port + 1))
+            taken.listen()
+            out = self.torchrun(["--nnodes", "1", "--master_addr", "127.0.0.1", "--master_port", str(port)],
+                                NUMPY_UNDER_TORCHRUN)
+        for rank in (0, 1):
+            self.assertIn(f"rank {rank} of 2 port {port}: 3.0 2.0 4.0 split 1 hvd 1.0", out)
 
 
 if __name__ == "__main__":

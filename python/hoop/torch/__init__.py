@@ -26,10 +26,10 @@ call and the cause. HOOP_* variables tune it as any hoop job (HOOP_TRANSPORT, HO
 Across hosts each rank advertises its address on the route to MASTER_ADDR (HOOP_HOST overrides).
 """
 import inspect
-import os
-import socket
 
 import torch.distributed as _dist
+
+from .. import _route_address
 
 try:
     from .. import _c10d
@@ -40,25 +40,8 @@ except ImportError as e:  # built without libtorch, or against another PyTorch
 BACKEND = "hoop"
 
 
-def _advertised_host():
-    """The address peers reach this rank at: HOOP_HOST (hoop reads it itself), else this host's
-    address on the route to MASTER_ADDR, else loopback (one host)."""
-    if os.environ.get("HOOP_HOST"):
-        return ""
-    addr = os.environ.get("MASTER_ADDR")
-    if not addr:
-        return ""
-    try:
-        family, _, _, _, sockaddr = socket.getaddrinfo(addr, None, type=socket.SOCK_DGRAM)[0]
-        with socket.socket(family, socket.SOCK_DGRAM) as s:
-            s.connect((sockaddr[0], int(os.environ.get("MASTER_PORT", "29500"))))
-            return s.getsockname()[0]
-    except (OSError, ValueError):
-        return ""
-
-
 def _create_process_group(store, rank, size, timeout):
-    return _c10d.ProcessGroupHoop(store, rank, size, _advertised_host())
+    return _c10d.ProcessGroupHoop(store, rank, size, _route_address())
 
 
 def _register():
