@@ -5,11 +5,14 @@
              Fashion-MNIST, the same seed, model and per-rank batch for every backend; each rank
              trains on its slice of every global batch. After --warmup steps, times --steps steps
              and rank 0 prints one JSON line: {"mode": "train", "backend", "images_per_s", ...}.
+  compute:   the same training without DDP (each rank's model alone, no gradient exchanged;
+             --backend only for the barriers around the timed steps): the ceiling DDP over any
+             backend can reach, reported as backend "none".
   allreduce: dist.all_reduce of float32 tensors of each --sizes over --backend, --iters timed
              calls after --warmup, with a barrier before each size; rank 0 prints one JSON line
              per size: {"mode": "allreduce", "backend", "bytes", "us"} (median microseconds).
 
-usage: torch_ddp_rank.py train|allreduce --backend hoop|gloo [--model resnet|lenet] [--batch N]
+usage: torch_ddp_rank.py train|compute|allreduce --backend hoop|gloo [--model resnet|lenet] [--batch N]
          [--steps N] [--warmup N] [--sizes 4K,64M] [--iters N] [--threads N] [--data DIR]
 """
 import argparse
@@ -42,7 +45,7 @@ def train(a, rank, size):
     y = torch.tensor(y[:n].astype("int64"))
     torch.manual_seed(1)
     model = torch_train.make_model(a.model)
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp = torch.nn.parallel.DistributedDataParallel(model) if a.mode == "train" else model
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
     start = None
     for step in range(a.warmup + a.steps):
@@ -56,7 +59,7 @@ def train(a, rank, size):
     dist.barrier()
     seconds = time.perf_counter() - start
     if rank == 0:
-        print(json.dumps({"mode": "train", "backend": a.backend, "model": a.model, "ranks": size, "batch": a.batch,
+        print(json.dumps({"mode": "train", "backend": a.backend if a.mode == "train" else "none", "model": a.model, "ranks": size, "batch": a.batch,
                           "steps": a.steps, "seconds": seconds,
                           "images_per_s": a.steps * a.batch * size / seconds}), flush=True)
 
@@ -82,7 +85,7 @@ def allreduce(a, rank, size):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("mode", choices=["train", "allreduce"])
+    ap.add_argument("mode", choices=["train", "compute", "allreduce"])
     ap.add_argument("--backend", required=True)
     ap.add_argument("--model", choices=torch_train.MODELS, default="resnet")
     ap.add_argument("--batch", type=int, default=64, help="per rank")
@@ -96,7 +99,7 @@ def main():
     torch.set_num_threads(a.threads)
     dist.init_process_group(a.backend)
     rank, size = dist.get_rank(), dist.get_world_size()
-    (train if a.mode == "train" else allreduce)(a, rank, size)
+    (allreduce if a.mode == "allreduce" else train)(a, rank, size)
     dist.destroy_process_group()
 
 

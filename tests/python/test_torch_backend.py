@@ -5,6 +5,7 @@ process on the global batch and of backend "gloo" (ddp_rank.py); DTensor's redis
 FSDP2 training and state dicts equal to gloo's on 2 and 4 ranks (fsdp2_rank.py, PyTorch 2.6 and
 later); a lost rank. Skipped, saying
 so, without PyTorch or without the backend (hoop built without libtorch)."""
+import json
 import os
 import sys
 import tempfile
@@ -112,9 +113,13 @@ class Backend(unittest.TestCase):
                 table = f.read()
             self.assertIn("| DDP images/s |", table)
             self.assertIn("| all_reduce 4096 B", table)
+            self.assertIn("| the same steps, no gradient exchanged (the ceiling) |", table)
             with open(os.path.join(tmp, "runs.jsonl")) as f:
-                runs = f.read().splitlines()
-            self.assertEqual(len(runs), 4)  # train and one size, for each backend
+                runs = [json.loads(line) for line in f.read().splitlines()]
+            # train and one size for each backend, and the steps without DDP once
+            self.assertEqual(sorted((r["backend"], r["mode"]) for r in runs),
+                             [("gloo", "allreduce"), ("gloo", "train"), ("hoop", "allreduce"), ("hoop", "train"),
+                              ("none", "train")])
 
     def test_a_lost_rank_raises_naming_it(self):
         code = ("import os, signal, threading, torch, torch.distributed as dist, hoop.torch\n"
