@@ -44,6 +44,9 @@ Status Work::Wait() { return Wait(Deadline::Never()); }
 
 Status Work::Wait(Deadline deadline) {
   if (!state_) return InvalidArgument("Wait on an empty Work");
+  // A wait with a deadline leaves the operation to the worker: running it here could outlast it.
+  if (deadline.IsNever())
+    if (auto runner = state_->runner.lock()) runner->RunThrough(state_.get());
   std::unique_lock<std::mutex> lock(state_->mu);
   if (!state_->cv.wait_until(lock, deadline.at(), [&] { return state_->done; }))
     return DeadlineExceeded("operation still running at the Wait deadline");

@@ -90,10 +90,21 @@ struct CommOptions {
   static CommOptions FromConfig(const Config& c);
 };
 
+// What a Work's waiter may ask of its communicator: to run the Work's operation, and those
+// queued ahead of it, on the waiter's own thread while they are still queued, sparing the
+// hand-off to the worker and back (CommCore::RunQueuedThrough).
+class QueuedRunner {
+ public:
+  virtual ~QueuedRunner() = default;
+  virtual void RunThrough(const void* state) = 0;
+};
+
 class Work {
  public:
   Work() = default;
   // Completes when the operation finishes (each operation has its own deadline, HOOP_TIMEOUT).
+  // One still queued behind nothing running is run on the waiting thread (with the plain
+  // collectives queued ahead of it, in order), as the worker would have.
   Status Wait();
   // Gives up waiting at `deadline` (the operation itself goes on).
   Status Wait(Deadline deadline);
@@ -109,6 +120,7 @@ class Work {
     bool done = false;
     bool refused = false;
     Status status;
+    std::weak_ptr<QueuedRunner> runner;  // set before the Work is shared; empty: nothing to run here
   };
   static Work MakeRefused(Status s);
   std::shared_ptr<State> state_;

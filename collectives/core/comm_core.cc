@@ -132,6 +132,7 @@ void CommCore::WarnUnevenHierarchical() const {
 Status CommCore::Close() {
   if (closed_) return Status::Ok();
   closed_ = true;
+  runner_->Detach();  // from here on only the worker runs what is queued
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -257,6 +258,7 @@ Work CommCore::Submit(Op op, bool blocking) {
   }
   Work w;
   w.state_ = std::make_shared<Work::State>();
+  w.state_->runner = runner_;
   op.state = w.state_;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -283,6 +285,35 @@ Work CommCore::Submit(Op op, bool blocking) {
   }
   cv_.notify_all();
   return w;
+}
+
+void CommCore::RunQueuedThrough(const void* state) {
+  std::vector<Op> run;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    auto end = std::find_if(queue_.begin(), queue_.end(), [&](const Op& op) { return op.state.get() == state; });
+    if (end == queue_.end()) return;
+    ++end;
+    if (std::any_of(queue_.begin(), end, [](const Op& op) { return op.p2p || op.stream || op.abort; })) return;
+    if (!ClaimLocked()) return;
+    run.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(end));
+    queue_.erase(queue_.begin(), end);
+    Blocked();
+  }
+  for (const Op& op : run) RunOne(op, false);
+  EndTurn();
+}
+
+void CommCore::Runner::RunThrough(const void* state) {
+  // Another waiter running operations here holds the turn anyway: leave this one to the cv.
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (lock.owns_lock() && core_) core_->RunQueuedThrough(state);
+}
+
+void CommCore::Runner::Detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  core_ = nullptr;
 }
 
 bool CommCore::ClaimLocked() {

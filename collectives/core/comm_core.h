@@ -102,6 +102,22 @@ class CommCore {
   };
   CommCore(CommOptions opts, Store* store, Membership m, std::unique_ptr<Transport> transport);
   Work Submit(Op op, bool blocking);
+  // Work::Wait's: where the operation whose Work has `state` is still queued, and it and every
+  // operation ahead of it is a plain collective (no send or receive, no CUDA stream, no abort:
+  // what a blocking call may run on its caller's thread), runs them here in queue order on a
+  // free turn, as the worker would. Otherwise does nothing (the worker has it, or will).
+  void RunQueuedThrough(const void* state);
+  // The communicator as its Works see it (QueuedRunner): detached when it closes.
+  class Runner : public QueuedRunner {
+   public:
+    explicit Runner(CommCore* core) : core_(core) {}
+    void RunThrough(const void* state) override;
+    void Detach();
+
+   private:
+    std::mutex mu_;  // held while a waiter runs operations (others do not wait for it; Detach does)
+    CommCore* core_;
+  };
   void WorkerLoop();
   void RunOne(const Op& op, bool caller_waits);  // runs (or refuses) one operation and completes its Work
   // RunOne's run of a collective on the turn's holder, with a communicator not failed: the next
@@ -304,6 +320,7 @@ class CommCore {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Op> queue_;
+  std::shared_ptr<Runner> runner_ = std::make_shared<Runner>(this);  // queued Works point at it (weakly)
   bool stopping_ = false;
   bool closed_ = false;  // Close ran (the owner's thread only)
   // kHeld: an operation is running (on the worker or a blocking caller); kBlocked: something is

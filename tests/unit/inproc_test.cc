@@ -1,13 +1,16 @@
 // Exact values through the in-process harness (tests/support/thread_ranks.h): ranks as threads
 // over real tcp and shm back ends. Collectives against the reference on every dtype and op at
-// counts 0, 1, 7 and a large odd one; 16 nonblocking allreduces waited in reverse; point-to-point
+// counts 0, 1, 7 and a large odd one; 16 nonblocking allreduces waited in reverse; queued calls
+// waited in another order on each rank from two threads (run on the waiting thread); point-to-point
 // between random pairs received out of order, any-source, info, and ordering within one tag; the
 // blocking calls without a Work (SendNow, RecvNow) at every size class, refusals of a message
 // handed to a receive already posted, and behind a nonblocking collective.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "collectives/testing/reference.h"
 #include "tests/support/thread_ranks.h"
@@ -88,6 +91,73 @@ TEST_CASE("in-process: 16 nonblocking allreduces in flight, waited in reverse", 
   });
   INFO(s.message());
   CHECK(s.ok());
+}
+
+// A Work waited while its operation is still queued runs it, and those ahead of it, on the
+// waiting thread (Work::Wait): each rank here waits on every third collective as soon as it is
+// queued (often before the worker wakes), then on the rest in its own order from two threads, over
+// collectives of three kinds with sends and receives among them (which the worker keeps), so the
+// operations must still run in the order they were queued on every rank.
+TEST_CASE("in-process: queued calls waited in a different order on each rank, from two threads", "[inproc]") {
+  for (const char* transport : {"tcp", "shm"}) {
+    auto ranks = Ranks(3, transport);
+    Status s = ranks->Run([&](int rank, Communicator& c) -> Status {
+      const int n = c.size(), kCalls = 40;
+      std::vector<std::vector<int64_t>> in(kCalls), out(kCalls);
+      std::vector<Work> works;
+      for (int k = 0; k < kCalls; ++k) {
+        const size_t count = static_cast<size_t>(k % 7 == 0 ? 1 : k * 331 + 5);
+        in[static_cast<size_t>(k)].assign(count, int64_t{rank * 1000 + k});
+        auto& i = in[static_cast<size_t>(k)];
+        auto& o = out[static_cast<size_t>(k)];
+        Buffer b{i.data(), i.size(), DType::kI64, MemKind::kHost};
+        if (k % 5 == 4) {  // a ring exchange: send right, receive from the left
+          o.assign(count, -1);
+          works.push_back(c.Send(b, (rank + 1) % n, k));
+          works.push_back(c.Recv(Buffer{o.data(), o.size(), DType::kI64, MemKind::kHost}, (rank + n - 1) % n, k));
+        } else if (k % 3 == 0) {
+          o.assign(count * static_cast<size_t>(n), -1);
+          works.push_back(c.Allgather(b, Buffer{o.data(), o.size(), DType::kI64, MemKind::kHost}));
+        } else if (k % 3 == 1) {
+          works.push_back(c.Broadcast(b, b, k % n));
+        } else {
+          works.push_back(c.Allreduce(b, b, ReduceOp::kSum));
+        }
+        if (k % 3 == 2 && k % 5 != 4) HOOP_RETURN_IF_ERROR(works.back().Wait());
+      }
+      std::vector<size_t> order(works.size());
+      for (size_t j = 0; j < order.size(); ++j) order[j] = j;
+      std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<uint32_t>(rank) * 7919u + 1u));
+      Status st[2];
+      std::thread other([&] {
+        for (size_t j = 1; j < order.size() && st[1].ok(); j += 2) st[1] = works[order[j]].Wait();
+      });
+      for (size_t j = 0; j < order.size() && st[0].ok(); j += 2) st[0] = works[order[j]].Wait();
+      other.join();
+      HOOP_RETURN_IF_ERROR(st[0]);
+      HOOP_RETURN_IF_ERROR(st[1]);
+      for (int k = 0; k < kCalls; ++k) {
+        const auto& i = in[static_cast<size_t>(k)];
+        const auto& o = out[static_cast<size_t>(k)];
+        const std::string what = "call " + std::to_string(k);
+        for (size_t e = 0; e < i.size(); ++e) {
+          if (k % 5 == 4) {
+            HOOP_RETURN_IF_ERROR(Expect(o[e] == ((rank + n - 1) % n) * 1000 + k, what));
+          } else if (k % 3 == 0) {
+            for (int r = 0; r < n; ++r)
+              HOOP_RETURN_IF_ERROR(Expect(o[static_cast<size_t>(r) * i.size() + e] == r * 1000 + k, what));
+          } else if (k % 3 == 1) {
+            HOOP_RETURN_IF_ERROR(Expect(i[e] == (k % n) * 1000 + k, what));
+          } else {
+            HOOP_RETURN_IF_ERROR(Expect(i[e] == (0 + 1 + 2) * 1000 + 3 * k, what));
+          }
+        }
+      }
+      return Status::Ok();
+    });
+    INFO(transport << ": " << s.message());
+    CHECK(s.ok());
+  }
 }
 
 TEST_CASE("in-process: point-to-point between random pairs, any source, in order within a tag", "[inproc][p2p]") {
