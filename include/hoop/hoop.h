@@ -260,7 +260,8 @@ hoop_status_t hoop_alltoallv(hoop_comm_t comm, const void* sendbuf, const size_t
  *
  * hoop_test sets *done to 1 once the operation completed (then hoop_wait returns at once), else
  * 0; it does not free the request. hoop_wait blocks until it completes, returns its status (its
- * failure's message in hoop_last_error) and frees the request. hoop_wait_all does so for n
+ * failure's message in hoop_last_error) and frees the request; a collective still queued, behind
+ * nothing running, it runs on the calling thread (with the collectives queued ahead of it). hoop_wait_all does so for n
  * requests (NULL entries count as complete), returns the first failure in array order, frees them
  * all and sets the entries to NULL; a freed or repeated entry makes it refuse the whole array,
  * waiting for none. hoop_request_free frees a request without waiting: the operation still runs.
