@@ -69,8 +69,8 @@ Endpoint* MultiTransport::endpoint(int peer) {
   return routed_[static_cast<size_t>(peer)].get();
 }
 
-Status MultiTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
-  return ProgressLoop(*this, WaitStyle{"multi", std::chrono::microseconds(50), 0, false}, out, deadline);
+Status MultiTransport::Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate) {
+  return ProgressLoop(*this, WaitStyle{"multi", std::chrono::microseconds(50), 0, false}, out, deadline, gate);
 }
 
 // Each part's own loop does the spinning and sleeping; here they take turns: a look at each

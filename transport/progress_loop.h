@@ -5,7 +5,8 @@
 // taking a slower look every few turns: hand the core over where ranks outnumber cores
 // (HostCrowded), ask whether a peer's process has exited, read the clock (a passed deadline ends
 // the wait there). Past the spin, sleep until the back end has news or a short while has passed
-// (to look at the peers and the deadline again), then spin again.
+// (to look at the peers and the deadline again), then spin again. A closed SpinGate (a thread of
+// hoop's working while its caller computes) skips the spins: after the first few looks, it sleeps.
 //
 // A back end brings the three things that differ between them, as methods of `B`:
 //   Status Progress(std::vector<Completion>* out);  never blocks; appends what completed
@@ -46,7 +47,7 @@ struct WaitStyle {
 };
 
 template <class B>
-Status ProgressLoop(B& b, const WaitStyle& style, std::vector<Completion>* out, Deadline deadline) {
+Status ProgressLoop(B& b, const WaitStyle& style, std::vector<Completion>* out, Deadline deadline, SpinGate gate) {
   const size_t start = out->size();
   // The spin is timed from the first slower look: what completes within the first turns never
   // reads the clock.
@@ -66,12 +67,12 @@ Status ProgressLoop(B& b, const WaitStyle& style, std::vector<Completion>* out, 
     // A deadline ends the spin too: a caller asking for one look (MultiTransport, every part in
     // turn) gets it, not the whole spin.
     if (now >= deadline.at()) return DeadlineExceeded(std::string(style.name) + ": no progress before the deadline");
-    if (spin_until == std::chrono::steady_clock::time_point{}) spin_until = now + style.spin;
+    if (spin_until == std::chrono::steady_clock::time_point{}) spin_until = gate.Open() ? now + style.spin : now;
     if (now < spin_until) continue;
     s = b.Sleep(out, deadline);
     if (!s.ok()) return s;
     if (out->size() > start) return Status::Ok();
-    spin_until = std::chrono::steady_clock::now() + style.spin;
+    spin_until = std::chrono::steady_clock::now() + (gate.Open() ? style.spin : std::chrono::microseconds(0));
   }
 }
 

@@ -113,7 +113,7 @@ class HubView : public Transport {
   Endpoint* endpoint(int peer) override {
     return peer >= 0 && static_cast<size_t>(peer) < eps_.size() ? eps_[static_cast<size_t>(peer)].get() : nullptr;
   }
-  Status Poll(std::vector<Completion>* out, Deadline deadline) override;
+  Status Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate = {}) override;
   void Abort(const std::string& cause) override {
     TransportHub::Lock l(*hub_);
     hub_->Fail(Aborted(cause), true);
@@ -186,7 +186,7 @@ bool ViewEndpoint::Withdraw(uint64_t op_id) {
   return base_->Withdraw(Stamp(op_id));
 }
 
-Status HubView::Poll(std::vector<Completion>* out, Deadline deadline) {
+Status HubView::Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate) {
   const size_t start = out->size();
   while (true) {
     {
@@ -203,7 +203,7 @@ Status HubView::Poll(std::vector<Completion>* out, Deadline deadline) {
         Deadline soon = Deadline::After(kTurn);
         if (soon.at() < deadline.at()) turn = soon;
       }
-      Status s = hub_->PollFor(id_, out, turn);
+      Status s = hub_->PollFor(id_, out, turn, gate);
       if (out->size() > start) return Status::Ok();
       if (!hub_->failed_.ok()) return hub_->failed_;
       if (!s.ok() && s.code() != Code::kDeadlineExceeded) return s;
@@ -290,9 +290,9 @@ void TransportHub::Close(int id) {
   }
 }
 
-Status TransportHub::PollFor(int me, std::vector<Completion>* out, Deadline deadline) {
+Status TransportHub::PollFor(int me, std::vector<Completion>* out, Deadline deadline, SpinGate gate) {
   scratch_.clear();
-  Status s = base_->Poll(&scratch_, deadline);
+  Status s = base_->Poll(&scratch_, deadline, gate);
   std::vector<Completion> got;
   got.swap(scratch_);  // a leftover's Handle may post, never poll; still, keep scratch_ free
   for (Completion& c : got) Route(std::move(c), me, out);

@@ -82,7 +82,7 @@ class TransportHub : public std::enable_shared_from_this<TransportHub> {
   void Leave();
   // Polls the back end once until `deadline`, routing what comes to the views; `me`'s own go to
   // `out`. Holds the lock.
-  Status PollFor(int me, std::vector<Completion>* out, Deadline deadline);
+  Status PollFor(int me, std::vector<Completion>* out, Deadline deadline, SpinGate gate);
   void Route(Completion c, int me, std::vector<Completion>* out);
   void Fail(const Status& why, bool tell_peers);
   void Close(int id);  // a view is destroyed (not retired)

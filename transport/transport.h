@@ -18,6 +18,7 @@
 // Unavailable("lost peer N ..."), and every later one too.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -169,6 +170,17 @@ struct TransportOptions {
 // ends spin only when this is false, or hand the core over between looks.
 bool HostCrowded(const TransportOptions& opts);
 
+// Whether a wait in Poll may spin before it sleeps. A thread waiting for its own result (a
+// blocking call, or a caller blocked on its Work) spins a few tens of microseconds: a reply to a
+// small message comes within that, and its core has nothing else to do. A thread of hoop's that
+// runs a call while its caller computes (a nonblocking call on the worker) must not take that
+// core from it: it sleeps at once, and spins only while `waiters` counts a thread blocked on a
+// result (re-read at each sleep's end).
+struct SpinGate {
+  const std::atomic<int>* waiters = nullptr;  // null: spin as ever
+  bool Open() const { return !waiters || waiters->load(std::memory_order_relaxed) > 0; }
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -186,7 +198,8 @@ class Transport {
   virtual StatusOr<Region> RegisterStaging(void* ptr, size_t bytes, MemKind kind) { return Register(ptr, bytes, kind); }
   virtual Endpoint* endpoint(int peer) = 0;
   // Makes progress; returns once at least one completion is appended, or DeadlineExceeded.
-  virtual Status Poll(std::vector<Completion>* out, Deadline deadline) = 0;
+  // `gate` says whether the wait may spin before it sleeps (SpinGate).
+  virtual Status Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate = {}) = 0;
   // Tells every peer (best effort, bounded time) that this rank gives up, and why; then closes.
   virtual void Abort(const std::string& cause) = 0;
   // The orderly end, before the transport is destroyed (its last communicator finalized,

@@ -359,7 +359,7 @@ class NoTransport final : public Transport {
   Status Connect(int, const std::string&, Deadline) override { return Unimplemented("none"); }
   StatusOr<Region> Register(void* p, size_t bytes, MemKind kind) override { return Region{p, bytes, kind}; }
   Endpoint* endpoint(int) override { return nullptr; }
-  Status Poll(std::vector<Completion>*, Deadline) override { return Unimplemented("none"); }
+  Status Poll(std::vector<Completion>*, Deadline, SpinGate) override { return Unimplemented("none"); }
   void Abort(const std::string&) override {}
 };
 }  // namespace

@@ -426,9 +426,9 @@ void OfiTransport::DrainCq() {
   for (int p : std::exchange(owed_, {})) ReturnCredit(p);
 }
 
-Status OfiTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
+Status OfiTransport::Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate) {
   nap_ = std::chrono::microseconds(20);
-  return ProgressLoop(*this, WaitStyle{"ofi", kSpin, 0, false}, out, deadline);
+  return ProgressLoop(*this, WaitStyle{"ofi", kSpin, 0, false}, out, deadline, gate);
 }
 
 Status OfiTransport::Progress(std::vector<Completion>* out) {

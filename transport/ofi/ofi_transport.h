@@ -52,7 +52,7 @@ class OfiTransport : public Transport {
   Status Connect(int peer, const std::string& address, Deadline deadline) override;
   StatusOr<Region> Register(void* ptr, size_t bytes, MemKind kind) override;
   Endpoint* endpoint(int peer) override;
-  Status Poll(std::vector<Completion>* out, Deadline deadline) override;
+  Status Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate = {}) override;
   void Abort(const std::string& cause) override;
   // The shm provider's region is found by name in /dev/shm; once every peer has mapped it the
   // name goes, so a rank that dies by a signal leaves nothing there.
@@ -64,7 +64,7 @@ class OfiTransport : public Transport {
  private:
   // ProgressLoop's parts (progress_loop.h).
   template <class B>
-  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline);
+  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline, SpinGate);
   Status Progress(std::vector<Completion>* out);
   void Watch(std::vector<Completion>* out);
   Status Sleep(std::vector<Completion>* out, Deadline deadline);

@@ -111,9 +111,9 @@ void ShmTransport::CheckPeers(std::vector<Completion>* out) {
     by_rank_[static_cast<size_t>(peer)]->PeerExited(Unavailable(ExitedText(peer, watch_.pid_of(peer))), out);
 }
 
-Status ShmTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
+Status ShmTransport::Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate) {
   // A turn is a few loads from the rings: the slower look comes every 64.
-  return ProgressLoop(*this, WaitStyle{"shm", kSpin, 63, crowded_}, out, deadline);
+  return ProgressLoop(*this, WaitStyle{"shm", kSpin, 63, crowded_}, out, deadline, gate);
 }
 
 Status ShmTransport::Progress(std::vector<Completion>* out) {

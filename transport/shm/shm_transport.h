@@ -34,7 +34,7 @@ class ShmTransport : public Transport {
   Status Connect(int peer, const std::string& address, Deadline deadline) override;
   StatusOr<Region> Register(void* ptr, size_t bytes, MemKind kind) override;
   Endpoint* endpoint(int peer) override;
-  Status Poll(std::vector<Completion>* out, Deadline deadline) override;
+  Status Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate = {}) override;
   void Abort(const std::string& cause) override;
   // Host memory: small enough that a window of staged chunks stays in L2 (docs/PERF.md, shm
   // chunk sizes). Where this host has a CUDA device and CUDA IPC is on: 16 MiB, since each chunk
@@ -57,7 +57,7 @@ class ShmTransport : public Transport {
   void CheckPeers(std::vector<Completion>* out);
   // ProgressLoop's parts (progress_loop.h).
   template <class B>
-  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline);
+  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline, SpinGate);
   Status Progress(std::vector<Completion>* out);
   void Watch(std::vector<Completion>* out);
   Status Sleep(std::vector<Completion>* out, Deadline deadline);  // on this rank's doorbell

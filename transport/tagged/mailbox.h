@@ -115,7 +115,7 @@ class Mailbox : public Leftover {
   void Handle(const Completion& c) override;
   // Polls the transport until something completes or `deadline` (no collective running);
   // false if nothing came by the deadline.
-  bool Progress(Deadline deadline);
+  bool Progress(Deadline deadline, SpinGate gate = {});
   // Takes the next frame from `peer` where it lies, on this thread and without a poll, if it
   // comes within `spins` looks (Endpoint::TakeNow; no collective running): a blocking receive's
   // message, handed over without the transport's Poll and the hub's routing. False if it did not

@@ -111,9 +111,9 @@ Mailbox::Taken Mailbox::TakeInline(int peer, int tag, void* data, uint64_t capac
   return Taken::kMine;
 }
 
-bool Mailbox::Progress(Deadline deadline) {
+bool Mailbox::Progress(Deadline deadline, SpinGate gate) {
   done_.clear();
-  Status s = t_.Poll(&done_, deadline);  // nothing by the deadline is no failure here
+  Status s = t_.Poll(&done_, deadline, gate);  // nothing by the deadline is no failure here
   if (!s.ok() && s.code() != Code::kDeadlineExceeded && fatal_.ok())
     fatal_ = s.WithContext("rank " + std::to_string(o_.rank) + ": point-to-point");  // the connections failed
   for (const Completion& c : done_)

@@ -132,9 +132,9 @@ Endpoint* TcpTransport::endpoint(int peer) {
   return it == conns_.end() ? nullptr : it->second.get();
 }
 
-Status TcpTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
+Status TcpTransport::Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate) {
   // A turn is a system call; the slower look (the clock, the peers' processes) every fourth.
-  return ProgressLoop(*this, WaitStyle{"tcp", kSpin, 3, crowded_}, out, deadline);
+  return ProgressLoop(*this, WaitStyle{"tcp", kSpin, 3, crowded_}, out, deadline, gate);
 }
 
 Status TcpTransport::Progress(std::vector<Completion>* out) {

@@ -27,7 +27,7 @@ class TcpTransport : public Transport {
   Status Connect(int peer, const std::string& address, Deadline deadline) override;
   StatusOr<Region> Register(void* ptr, size_t bytes, MemKind kind) override;
   Endpoint* endpoint(int peer) override;
-  Status Poll(std::vector<Completion>* out, Deadline deadline) override;
+  Status Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate = {}) override;
   void Abort(const std::string& cause) override;
   Status Close(Deadline deadline) override;  // close.cc
   void HoldEarly(size_t cap) override;       // every connection's, now and later (held.cc)
@@ -44,7 +44,7 @@ class TcpTransport : public Transport {
   // peer, mostly a recv on its socket instead), a sleep one that waits (up to a second, or until
   // the doorman's next caller expires).
   template <class B>
-  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline);
+  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline, SpinGate);
   Status Progress(std::vector<Completion>* out);
   void Watch(std::vector<Completion>*) {}  // a dead peer's socket says so itself
   Status Sleep(std::vector<Completion>* out, Deadline deadline);

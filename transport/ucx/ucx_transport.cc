@@ -356,8 +356,8 @@ void UcxTransport::FailPeer(int peer, const Status& why) {
   for (Op* op : victims) Complete(op, why);
 }
 
-Status UcxTransport::Poll(std::vector<Completion>* out, Deadline deadline) {
-  return ProgressLoop(*this, WaitStyle{"ucx", kSpin, 15, false}, out, deadline);
+Status UcxTransport::Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate) {
+  return ProgressLoop(*this, WaitStyle{"ucx", kSpin, 15, false}, out, deadline, gate);
 }
 
 Status UcxTransport::Progress(std::vector<Completion>* out) {

@@ -42,7 +42,7 @@ class UcxTransport : public Transport {
   StatusOr<Region> Register(void* ptr, size_t bytes, MemKind kind) override;
   StatusOr<Region> RegisterStaging(void* ptr, size_t bytes, MemKind kind) override;
   Endpoint* endpoint(int peer) override;
-  Status Poll(std::vector<Completion>* out, Deadline deadline) override;
+  Status Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate = {}) override;
   void Abort(const std::string& cause) override;
 
   // What this UCX sees: version and the transports/devices it would use (for hoop-info).
@@ -51,7 +51,7 @@ class UcxTransport : public Transport {
  private:
   // ProgressLoop's parts (progress_loop.h).
   template <class B>
-  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline);
+  friend Status ProgressLoop(B&, const WaitStyle&, std::vector<Completion>*, Deadline, SpinGate);
   Status Progress(std::vector<Completion>* out);
   void Watch(std::vector<Completion>* out);
   Status Sleep(std::vector<Completion>* out, Deadline deadline);
