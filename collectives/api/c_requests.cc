@@ -192,17 +192,23 @@ hoop_status_t hoop_test(hoop_request_t request, int* done) {
   });
 }
 
-hoop_status_t hoop_wait(hoop_request_t request) {
+namespace {
+hoop_status_t WaitOne(hoop_request_t request, const char* fn, bool background) {
   return Guard([&] {
-    if (!request) return BadArg("hoop_wait: request is NULL");
+    if (!request) return BadArg(std::string(fn) + ": request is NULL");
     auto r = Requests().Find(request);
-    if (!r) return BadArg(Unknown("hoop_wait", request));
-    hoop::Status s = r->work.Wait();
+    if (!r) return BadArg(Unknown(fn, request));
+    hoop::Status s = background ? r->work.WaitInBackground() : r->work.Wait();
     Deliver(*r);
     Requests().Remove(request);
     return Report(s);
   });
 }
+}  // namespace
+
+hoop_status_t hoop_wait(hoop_request_t request) { return WaitOne(request, "hoop_wait", false); }
+
+hoop_status_t hoop_wait_background(hoop_request_t request) { return WaitOne(request, "hoop_wait_background", true); }
 
 hoop_status_t hoop_wait_all(hoop_request_t* requests, int n) {
   return Guard([&] {

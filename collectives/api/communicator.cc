@@ -42,11 +42,25 @@ Work Work::MakeRefused(Status s) {
 
 Status Work::Wait() { return Wait(Deadline::Never()); }
 
-Status Work::Wait(Deadline deadline) {
+Status Work::Wait(Deadline deadline) { return WaitAs(deadline, true); }
+
+Status Work::WaitInBackground() { return WaitAs(Deadline::Never(), false); }
+
+Status Work::WaitAs(Deadline deadline, bool counted) {
   if (!state_) return InvalidArgument("Wait on an empty Work");
+  std::shared_ptr<QueuedRunner> runner = state_->runner.lock();
+  // Counted: the operation's waits may spin while this thread waits (SpinGate).
+  struct Count {
+    QueuedRunner* r;
+    explicit Count(QueuedRunner* runner) : r(runner) {
+      if (r) r->waiters.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~Count() {
+      if (r) r->waiters.fetch_sub(1, std::memory_order_relaxed);
+    }
+  } count(counted ? runner.get() : nullptr);
   // A wait with a deadline leaves the operation to the worker: running it here could outlast it.
-  if (deadline.IsNever())
-    if (auto runner = state_->runner.lock()) runner->RunThrough(state_.get());
+  if (deadline.IsNever() && runner) runner->RunThrough(state_.get());
   std::unique_lock<std::mutex> lock(state_->mu);
   if (!state_->cv.wait_until(lock, deadline.at(), [&] { return state_->done; }))
     return DeadlineExceeded("operation still running at the Wait deadline");

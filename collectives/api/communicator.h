@@ -55,6 +55,11 @@ struct CallOptions {
   // later work waits for it, and the call never blocks the caller (stream_order.h). Collectives
   // only. Unset: the call is ordered by the caller's thread alone.
   std::optional<void*> stream;
+  // Who waits for the call's result (transport.h's SpinGate). Null: its caller, on a blocking
+  // call or in Work::Wait, so its waits spin a few tens of microseconds before they sleep, as a
+  // reply to a small message comes within that. Set by a thread that calls for someone computing
+  // meanwhile (the fusion runtime's): its waits spin only while this counts a waiting thread.
+  const std::atomic<int>* waiters = nullptr;
 };
 
 struct CommOptions {
@@ -97,6 +102,10 @@ class QueuedRunner {
  public:
   virtual ~QueuedRunner() = default;
   virtual void RunThrough(const void* state) = 0;
+  // Threads blocked in Work::Wait on the communicator's nonblocking calls. While there are
+  // none, their callers compute, and the waits of the thread running those calls sleep at once
+  // instead of spinning on a core the caller needs (SpinGate).
+  std::atomic<int> waiters{0};
 };
 
 class Work {
@@ -108,6 +117,9 @@ class Work {
   Status Wait();
   // Gives up waiting at `deadline` (the operation itself goes on).
   Status Wait(Deadline deadline);
+  // Wait() for a thread that stands in for no caller: a framework's completion thread, while
+  // the caller it serves computes. The operation's waits do not spin for it (SpinGate).
+  Status WaitInBackground();
   bool Done() const;
   // The call was refused before it was queued (a bad argument): it never ran, on any rank.
   bool Refused() const;
@@ -123,6 +135,7 @@ class Work {
     std::weak_ptr<QueuedRunner> runner;  // set before the Work is shared; empty: nothing to run here
   };
   static Work MakeRefused(Status s);
+  Status WaitAs(Deadline deadline, bool counted);
   std::shared_ptr<State> state_;
 };
 

@@ -78,7 +78,7 @@ class CommCore::BlockingRun {
         HOOP_RETURN_IF_ERROR(PollUntil([&] { return sends_left_[d] == 0; }));
       }
       if (st.recv != RecvKind::kNone) {
-        if (!got_) got_ = from_->TakeNow(RecvTag(u), RecvId(u), kTakeSpins, nullptr);
+        if (!got_) got_ = from_->TakeNow(RecvTag(u), RecvId(u), k_.op->gate.Open() ? kTakeSpins : 0, nullptr);
         if (!got_) HOOP_RETURN_IF_ERROR(PollUntil([&] { return got_; }));
         if (!Act(u))
           return Unimplemented(c_.Describe(*k_.op, k_.seq, k_.algo) + ": no reduction kernel for this memory");
@@ -91,7 +91,8 @@ class CommCore::BlockingRun {
   }
 
  private:
-  // Tens of microseconds of looking before the poll loop, where the back end spins at all.
+  // Tens of microseconds of looking before the poll loop, where the back end spins at all and
+  // the call's SpinGate is open (otherwise one look).
   static constexpr unsigned kTakeSpins = 1u << 16;
 
   const Step& StepOf(size_t u) const { return plan_.schedule.steps[static_cast<size_t>(plan_.units[u].step)]; }
@@ -155,7 +156,7 @@ class CommCore::BlockingRun {
     std::vector<Completion>& got = c_.exec_.done;
     while (!done()) {
       got.clear();
-      Status s = c_.transport_->Poll(&got, deadline_);
+      Status s = c_.transport_->Poll(&got, deadline_, k_.op->gate);
       if (s.code() == Code::kDeadlineExceeded) return Timeout();
       if (!s.ok()) return s;
       for (const Completion& cm : got) HOOP_RETURN_IF_ERROR(Complete(cm));

@@ -222,6 +222,7 @@ Work CommCore::Post(CollKind kind, const Buffer& in, const Buffer& out, ReduceOp
   }
   x.v = std::move(v);
   x.stream = o.stream;
+  x.waiters = o.waiters;
   return Submit(std::move(x), o.blocking);
 }
 
@@ -230,6 +231,10 @@ Work CommCore::Submit(Op op, bool blocking) {
     Status s = op.p2p ? CheckP2p(*op.p2p, op.stream.has_value()) : CheckCall(op);
     if (!s.ok()) return Work::MakeRefused(s);
   }
+  // Who waits for it: a blocking call's caller, so its waits spin before they sleep; a
+  // nonblocking one's caller computes, so they spin only while someone waits on a Work here.
+  // A call on a CUDA stream keeps the spin: its caller queues device work, not CPU work.
+  op.gate = op.waiters ? SpinGate{op.waiters} : (blocking || op.stream) ? SpinGate{} : SpinGate{&runner_->waiters};
   // A plain call on device memory starts after the caller's work queued before it: marked now,
   // not when the worker gets to it (ready_events.h).
   if (!op.abort && !op.p2p && !op.stream && OnDevice(op) && !opts_.device_access) {
@@ -355,7 +360,7 @@ void CommCore::WorkerLoop() {
     if (op)
       RunOne(*op, false);
     else
-      mailbox_->Progress(Deadline::After(kSlice));
+      mailbox_->Progress(Deadline::After(kSlice), SpinGate{&runner_->waiters});
     AfterTurn();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -540,6 +545,7 @@ Status CommCore::ExecutePlan(const Op& op, const Plan& plan, const OpDesc& desc,
   a.compression = wire;
   a.residual = wire != Compression::kNone ? op.residual : nullptr;
   a.deadline = Deadline::After(opts_.timeout);
+  a.gate = op.gate;
   a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
   a.waiting_for = &waiting_for_;
   a.memory = memory;

@@ -88,10 +88,12 @@ class CommCore {
     bool abort = false;            // Abort(): poisons and tells peers, runs nothing
     std::shared_ptr<P2pCall> p2p;  // a send or receive (kind is then meaningless)
     std::shared_ptr<Work::State> state;
-    std::optional<void*> stream;  // CallOptions::stream
-    StreamTicket ticket;          // its place on that stream (seq 0: none), taken when queued
-    Status stage_error;           // staging it on the stream failed after its hold was queued
-    ReadyEvents::Ready ready;     // a plain call on device memory: the caller's work before it
+    std::optional<void*> stream;                // CallOptions::stream
+    StreamTicket ticket;                        // its place on that stream (seq 0: none), taken when queued
+    Status stage_error;                         // staging it on the stream failed after its hold was queued
+    ReadyEvents::Ready ready;                   // a plain call on device memory: the caller's work before it
+    const std::atomic<int>* waiters = nullptr;  // CallOptions::waiters
+    SpinGate gate;                              // whether its waits may spin, set by Submit
   };
   // Where a communicator sits among those sharing its connections.
   struct Membership {

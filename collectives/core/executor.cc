@@ -119,7 +119,7 @@ class Run {
       if (!error_.ok()) return error_;
       if (acted_count_ == n && pending_sends_ == 0) return Status::Ok();
       done.clear();
-      Status s = t_.Poll(&done, a_.deadline);
+      Status s = t_.Poll(&done, a_.deadline, a_.gate);
       if (s.code() == Code::kDeadlineExceeded) return TimeoutError();
       if (!s.ok()) return s;  // the connections failed under another communicator (shared_transport.h)
       for (const Completion& c : done) {

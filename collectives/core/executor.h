@@ -125,6 +125,7 @@ struct ExecArgs {
   Compression compression = Compression::kNone;
   void* residual = nullptr;  // error feedback: same type and count as `in`, or null
   Deadline deadline = Deadline::Never();
+  SpinGate gate;         // whether its waits may spin (transport.h)
   double timeout_s = 0;  // for the timeout message
   // On a timeout: the peers whose messages this rank was still waiting for (collectives/core/stall.h
   // follows them to the rank that stopped).

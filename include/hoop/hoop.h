@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 #define HOOP_API_VERSION \
-  11 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+  12 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
                               6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
                               7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
@@ -52,7 +52,8 @@ extern "C" {
                               8: point-to-point (hoop_send, hoop_recv, hoop_isend, hoop_irecv);
                               9: sub-communicators (hoop_comm_split, hoop_comm_dup, hoop_comm_free);
                               10: a store of the caller's (hoop_store_t, hoop_init_store);
-                              11: HOOP_F8E4M3, HOOP_F8E5M2, hoop_dtype_info */
+                              11: HOOP_F8E4M3, HOOP_F8E5M2, hoop_dtype_info;
+                              12: hoop_wait_background */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -265,6 +266,13 @@ hoop_status_t hoop_alltoallv(hoop_comm_t comm, const void* sendbuf, const size_t
  * requests (NULL entries count as complete), returns the first failure in array order, frees them
  * all and sets the entries to NULL; a freed or repeated entry makes it refuse the whole array,
  * waiting for none. hoop_request_free frees a request without waiting: the operation still runs.
+ *
+ * While a nonblocking operation runs on hoop's worker thread, that thread's waits for data sleep
+ * at once: its caller is presumed to compute meanwhile, and a spin would take a core from it.
+ * While a thread is blocked in hoop_wait or hoop_wait_all on the communicator, they spin a few
+ * tens of microseconds first (a reply to a small message comes within that). hoop_wait_background
+ * is hoop_wait for a thread that stands in for no caller (a framework's completion thread, while
+ * the caller it serves computes): it does not count as waiting, and lets nothing spin for it.
  * A request used after it was freed is HOOP_ERR_INVALID_ARGUMENT, not a crash (requests are ids,
  * never reused). hoop_finalize first completes every operation still queued on the
  * communicator; their requests then report how they ended. */
@@ -297,6 +305,7 @@ hoop_status_t hoop_ialltoallv(hoop_comm_t comm, const void* sendbuf, const size_
                               hoop_request_t* request);
 hoop_status_t hoop_test(hoop_request_t request, int* done);
 hoop_status_t hoop_wait(hoop_request_t request);
+hoop_status_t hoop_wait_background(hoop_request_t request);
 hoop_status_t hoop_wait_all(hoop_request_t* requests, int n);
 hoop_status_t hoop_request_free(hoop_request_t request);
 

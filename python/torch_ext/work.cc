@@ -37,7 +37,7 @@ std::exception_ptr HoopWork::exception() const {
   return error_;
 }
 
-void HoopWork::Complete() {
+void HoopWork::Complete(bool background) {
   std::unique_lock<std::mutex> lock(mu_);
   if (state_ == State::kDone) return;
   if (state_ == State::kCompleting) {
@@ -49,7 +49,7 @@ void HoopWork::Complete() {
   request_ = nullptr;
   lock.unlock();
   std::exception_ptr error;
-  if (r && hoop_wait(r) != HOOP_SUCCESS) {
+  if (r && (background ? hoop_wait_background(r) : hoop_wait(r)) != HOOP_SUCCESS) {
     error = std::make_exception_ptr(std::runtime_error(std::string("hoop: ") + hoop_last_error()));
   } else if (after_) {
     try {
@@ -127,7 +127,7 @@ void Completer::Loop() {
       w = std::move(queue_.front());
       queue_.pop_front();
     }
-    w->Complete();
+    w->Complete(true);  // while the caller computes: nothing may spin for this thread
   }
 }
 

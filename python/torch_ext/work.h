@@ -44,7 +44,8 @@ class HoopWork : public c10d::Work {
   void synchronize() override {}
 
   // Waits for the request (or for the thread already doing so) and finishes the Work.
-  void Complete();
+  // `background`: the Completer's wait, while the caller computes (hoop_wait_background).
+  void Complete(bool background = false);
   // Set by the process group: the Completer that finishes this Work when its Future is taken.
   std::function<void(c10::intrusive_ptr<HoopWork>)> on_future;
 
