@@ -8,14 +8,16 @@
 
 namespace hoop::fusion {
 
-CallOptions OptionsFor(const TensorParams& p) {
+CallOptions OptionsFor(const TensorParams& p, const std::atomic<int>* waiters) {
   CallOptions o{Algo::kAuto, true};  // the runtime's thread waits at once: run it right here
+  o.waiters = waiters;
   if (p.compression != kDefaultCompression) o.compression = static_cast<Compression>(p.compression);
   return o;
 }
 
-Status CallFused(Communicator& c, const TensorParams& p, const Buffer& mine, const Buffer& whole, GroupTimes* t) {
-  const CallOptions o = OptionsFor(p);
+Status CallFused(Communicator& c, const Member& first, const Buffer& mine, const Buffer& whole, GroupTimes* t) {
+  const TensorParams& p = *first.params;
+  const CallOptions o = OptionsFor(p, first.waiters);
   Status s;
   switch (p.kind) {
     case CollKind::kAllreduce: s = c.Allreduce(whole, whole, p.op, o).Wait(); break;
@@ -34,7 +36,7 @@ using Clock = GroupTimes::Clock;
 
 Status RunAlone(Communicator& c, const Member& m) {
   const TensorParams& p = *m.params;
-  CallOptions o = OptionsFor(p);
+  CallOptions o = OptionsFor(p, m.waiters);
   switch (p.kind) {
     case CollKind::kAllreduce: {
       Buffer in = m.in;
@@ -117,7 +119,7 @@ Status RunGroup(Communicator& c, const std::vector<Member>& members, std::vector
   }
   t->packed = Clock::now();
 
-  HOOP_RETURN_IF_ERROR(CallFused(c, p, {mine, total, p.dtype, MemKind::kHost}, whole, t));
+  HOOP_RETURN_IF_ERROR(CallFused(c, members[0], {mine, total, p.dtype, MemKind::kHost}, whole, t));
 
   // Unpack.
   size_t off = 0;

@@ -29,6 +29,7 @@ struct Member {
   const std::string* name;
   const TensorParams* params;
   Buffer in, out;
+  const std::atomic<int>* waiters = nullptr;  // the runtime's callers blocked on a Handle (CallOptions::waiters)
 };
 
 struct GroupTimes {
@@ -37,11 +38,11 @@ struct GroupTimes {
 };
 
 // How a group's collective is called: blocking (the runtime's thread waits at once), with the
-// tensors' compression.
-CallOptions OptionsFor(const TensorParams& p);
+// tensors' compression, spinning only while a caller waits on a Handle (`waiters`).
+CallOptions OptionsFor(const TensorParams& p, const std::atomic<int>* waiters);
 // The group's collective on its fusion buffer `whole` (allgather: from this rank's block `mine`),
 // in place; sets t->reduced (and t->end on a failure).
-Status CallFused(Communicator& c, const TensorParams& p, const Buffer& mine, const Buffer& whole, GroupTimes* t);
+Status CallFused(Communicator& c, const Member& first, const Buffer& mine, const Buffer& whole, GroupTimes* t);
 
 // The fusion buffer on a device: grown by doubling, freed with it (an outgrown one is kept until
 // then: freeing device memory synchronises the device).

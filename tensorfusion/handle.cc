@@ -44,6 +44,14 @@ void CompleteAll(std::vector<std::pair<std::shared_ptr<HandleState>, Status>>& d
 
 Status Handle::Wait(Deadline deadline) const {
   if (!s_) return InvalidArgument("Wait on an empty tensor fusion handle");
+  // Counted while it waits: the runtime's calls may spin meanwhile (CallOptions::waiters).
+  struct Count {
+    std::atomic<int>* n;
+    ~Count() {
+      if (n) n->fetch_sub(1, std::memory_order_relaxed);
+    }
+  } count{s_->finished.load(std::memory_order_acquire) ? nullptr : s_->waiters.get()};
+  if (count.n) count.n->fetch_add(1, std::memory_order_relaxed);
   std::unique_lock<std::mutex> lock(s_->mu);
   if (!s_->cv.wait_until(lock, deadline.at(), [&] { return s_->done; }))
     return DeadlineExceeded("tensor '" + s_->name + "' still pending at the Wait deadline");

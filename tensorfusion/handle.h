@@ -32,6 +32,7 @@ struct HandleState {
   std::atomic<bool> finished{false};  // done, readable without the lock
   Status status;
   Callback callback;
+  std::shared_ptr<std::atomic<int>> waiters;  // the runtime's count of threads blocked in Wait
 };
 
 // Completes the handle (once; later calls do nothing): sets its status, runs its callback, then

@@ -9,15 +9,16 @@ namespace hoop::fusion {
 
 namespace {
 constexpr size_t kHeader = 2;
-// The runtime's thread waits for every collective it starts, so it runs each on its own thread.
-const CallOptions kBlocking{Algo::kAuto, true};
 
 Buffer Bytes(void* p, size_t n) { return Buffer{p, n, DType::kU8, MemKind::kHost}; }
 Buffer Int64s(int64_t* p, size_t n) { return Buffer{p, n, DType::kI64, MemKind::kHost}; }
 }  // namespace
 
-Negotiator::Negotiator(Communicator& comm, std::chrono::milliseconds timeout, double stall_warning_s)
-    : comm_(comm), timeout_(timeout), stall_warning_s_(stall_warning_s), table_(comm.size()) {}
+Negotiator::Negotiator(Communicator& comm, std::chrono::milliseconds timeout, double stall_warning_s,
+                       const std::atomic<int>* waiters)
+    : comm_(comm), timeout_(timeout), stall_warning_s_(stall_warning_s), table_(comm.size()) {
+  blocking_.waiters = waiters;
+}
 
 StatusOr<Readiness> Negotiator::ExchangeReadiness(bool need_coordinator, bool shutdown,
                                                   const std::vector<uint8_t>& bits) {
@@ -26,7 +27,7 @@ StatusOr<Readiness> Negotiator::ExchangeReadiness(bool need_coordinator, bool sh
   vec_[1] = shutdown ? static_cast<uint8_t>(std::min(comm_.rank(), 254)) : 255;
   if (!bits.empty()) std::memcpy(vec_.data() + kHeader, bits.data(), bits.size());
   Buffer b = Bytes(vec_.data(), vec_.size());
-  HOOP_RETURN_IF_ERROR(comm_.Allreduce(b, b, ReduceOp::kMin, kBlocking).Wait());
+  HOOP_RETURN_IF_ERROR(comm_.Allreduce(b, b, ReduceOp::kMin, blocking_).Wait());
   Readiness r;
   r.need_coordinator = vec_[0] == 0;
   r.shutdown_by = vec_[1] == 255 ? -1 : vec_[1];
@@ -39,13 +40,13 @@ Status Negotiator::Gather(const std::vector<char>& mine, std::vector<std::vector
   const size_t n = static_cast<size_t>(comm_.size());
   std::vector<int64_t> lens(n);
   int64_t my_len = static_cast<int64_t>(mine.size());
-  HOOP_RETURN_IF_ERROR(comm_.Allgather(Int64s(&my_len, 1), Int64s(lens.data(), n), kBlocking).Wait());
+  HOOP_RETURN_IF_ERROR(comm_.Allgather(Int64s(&my_len, 1), Int64s(lens.data(), n), blocking_).Wait());
   size_t longest = static_cast<size_t>(*std::max_element(lens.begin(), lens.end()));
   send_.assign(longest, 0);
   std::memcpy(send_.data(), mine.data(), mine.size());
   recv_.resize(longest * n);
   HOOP_RETURN_IF_ERROR(
-      comm_.Allgather(Bytes(send_.data(), longest), Bytes(recv_.data(), longest * n), kBlocking).Wait());
+      comm_.Allgather(Bytes(send_.data(), longest), Bytes(recv_.data(), longest * n), blocking_).Wait());
   all->assign(n, {});
   for (size_t r = 0; r < n; ++r) (*all)[r].assign(recv_.data() + r * longest, recv_.data() + r * longest + lens[r]);
   return Status::Ok();
@@ -53,10 +54,10 @@ Status Negotiator::Gather(const std::vector<char>& mine, std::vector<std::vector
 
 Status Negotiator::BroadcastBytes(std::vector<char>* bytes) {
   int64_t len = static_cast<int64_t>(bytes->size());
-  HOOP_RETURN_IF_ERROR(comm_.Broadcast(Int64s(&len, 1), Int64s(&len, 1), 0, kBlocking).Wait());
+  HOOP_RETURN_IF_ERROR(comm_.Broadcast(Int64s(&len, 1), Int64s(&len, 1), 0, blocking_).Wait());
   bytes->resize(static_cast<size_t>(len));
   Buffer b = Bytes(bytes->data(), bytes->size());
-  return comm_.Broadcast(b, b, 0, kBlocking).Wait();
+  return comm_.Broadcast(b, b, 0, blocking_).Wait();
 }
 
 StatusOr<std::vector<Response>> Negotiator::Coordinate(const std::vector<Request>& mine) {

@@ -31,7 +31,10 @@ struct Readiness {
 
 class Negotiator {
  public:
-  Negotiator(Communicator& comm, std::chrono::milliseconds timeout, double stall_warning_s);
+  // `waiters`: the runtime's callers blocked on a Handle; its calls spin only while there are
+  // any (CallOptions::waiters): the readiness exchange goes on while the callers compute.
+  Negotiator(Communicator& comm, std::chrono::milliseconds timeout, double stall_warning_s,
+             const std::atomic<int>* waiters);
 
   // The fast path. `bits` holds one byte per cache slot (1: ready here).
   StatusOr<Readiness> ExchangeReadiness(bool need_coordinator, bool shutdown, const std::vector<uint8_t>& bits);
@@ -51,6 +54,8 @@ class Negotiator {
   MessageTable table_;  // used on rank 0 only
   std::vector<uint8_t> vec_;
   std::vector<char> send_, recv_;
+  // The runtime's thread waits for every collective it starts, so it runs each on its own thread.
+  CallOptions blocking_{Algo::kAuto, true};
 };
 
 }  // namespace hoop::fusion

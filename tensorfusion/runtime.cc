@@ -31,7 +31,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::Start(Communicator& comm, const Fusi
 }
 
 Runtime::Runtime(Communicator& comm, const FusionOptions& o)
-    : comm_(comm), opts_(o), cache_(o.cache_capacity), negotiator_(comm, o.timeout, o.stall_warning_s) {
+    : comm_(comm), opts_(o), cache_(o.cache_capacity), negotiator_(comm, o.timeout, o.stall_warning_s, waiters_.get()) {
   // Half the stall warning (or of the timeout): early enough for rank 0 to name the missing
   // ranks on time, late enough that ranks a little out of step never leave the fast path.
   double s = std::chrono::duration<double>(o.timeout).count();
@@ -132,6 +132,7 @@ Handle Runtime::Submit(const std::string& name, TensorParams p, const Buffer& in
   p.unfused = !o.fuse;
   if (o.compression) p.compression = static_cast<uint8_t>(*o.compression);
   auto state = std::make_shared<HandleState>(name, std::move(o.callback));
+  state->waiters = waiters_;
   const std::string who = "rank " + std::to_string(comm_.rank()) + ": tensor '";
   Status s;
   if (name.empty()) {
@@ -331,7 +332,7 @@ Status Runtime::RunAgreed(const std::vector<Response>& agreed, Clock::time_point
     Entry& e = it->second;
     e.agreed = agreed_at;
     timeline_.Span(it->first, "NEGOTIATE", e.submitted, agreed_at);
-    members.push_back({&it->first, &e.params, e.in, e.out});
+    members.push_back({&it->first, &e.params, e.in, e.out, waiters_.get()});
     params.push_back(e.params);
   }
   for (const FusionGroup& g : PlanFusion(params, opts_.fusion_threshold, comm_.size())) {

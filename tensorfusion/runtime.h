@@ -119,6 +119,8 @@ class Runtime {
   const FusionOptions opts_;
   Clock::duration report_after_;  // a cached tensor waiting this long goes to the coordinator
 
+  // Callers blocked on a Handle (Handle::Wait): the thread's calls spin only while there are any.
+  std::shared_ptr<std::atomic<int>> waiters_ = std::make_shared<std::atomic<int>>(0);
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::vector<std::pair<std::string, Entry>> incoming_;
