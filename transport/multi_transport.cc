@@ -70,6 +70,7 @@ Endpoint* MultiTransport::endpoint(int peer) {
 }
 
 Status MultiTransport::Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate) {
+  gate_ = gate;
   return ProgressLoop(*this, WaitStyle{"multi", std::chrono::microseconds(50), 0, false}, out, deadline, gate);
 }
 
@@ -88,7 +89,7 @@ Status MultiTransport::Sleep(std::vector<Completion>* out, Deadline deadline) {
 Status MultiTransport::Each(std::vector<Completion>* out, Deadline deadline) {
   const size_t start = out->size();
   for (auto& p : parts_) {
-    Status s = p->Poll(out, deadline);
+    Status s = p->Poll(out, deadline, gate_);
     if (!s.ok() && s.code() != Code::kDeadlineExceeded) return s;
     if (out->size() > start) break;
   }

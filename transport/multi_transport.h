@@ -43,6 +43,7 @@ class MultiTransport : public Transport {
   void Watch(std::vector<Completion>* out);
   Status Sleep(std::vector<Completion>* out, Deadline deadline);
   Status Each(std::vector<Completion>* out, Deadline deadline);  // polls the parts in turn until one completes
+  SpinGate gate_;                                                // the running Poll's, for the parts' polls
   // Its fast paths are the part's, where the part has them.
   class Routed : public Endpoint, public EndpointFastPath {
    public:
