@@ -16,6 +16,7 @@ const char* CodeName(Code code) {
     case Code::kUnimplemented: return "Unimplemented";
     case Code::kNotFound: return "NotFound";
     case Code::kInternal: return "Internal";
+    case Code::kRevoked: return "Revoked";
   }
   return "Unknown";
 }

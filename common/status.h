@@ -21,6 +21,7 @@ enum class Code {
   kUnimplemented,       // e.g. CUDA memory before the CUDA back end lands
   kNotFound,
   kInternal,
+  kRevoked,  // a rank revoked the communicator (Communicator::Revoke): every call on it fails
 };
 
 const char* CodeName(Code code);
@@ -53,6 +54,7 @@ inline Status PermissionDenied(std::string m) { return {Code::kPermissionDenied,
 inline Status Unimplemented(std::string m) { return {Code::kUnimplemented, std::move(m)}; }
 inline Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status Revoked(std::string m) { return {Code::kRevoked, std::move(m)}; }
 // errno-based failure of a system call: "what: strerror(errno)".
 Status ErrnoStatus(Code code, const std::string& what, int err);
 // Text from elsewhere (a peer's abort cause) made safe to print: control characters, which could

@@ -130,7 +130,19 @@ std::vector<std::pair<int, Status>> DeferredLosses::Due() {
   return due;
 }
 
+namespace {
+constexpr char kRevokeMark[] = "[hoop revoke] ";
+}  // namespace
+
+std::string RevokeNotice(const std::string& message) { return kRevokeMark + message; }
+
+Status LocalAbort(const std::string& cause) {
+  if (cause.rfind(kRevokeMark, 0) == 0) return Revoked(cause.substr(sizeof(kRevokeMark) - 1));
+  return Aborted(cause);
+}
+
 Status PeerAborted(int peer, const std::string& cause) {
+  if (cause.rfind(kRevokeMark, 0) == 0) return Revoked(Escaped(cause.substr(sizeof(kRevokeMark) - 1)));
   return Aborted("rank " + std::to_string(peer) + " aborted: " + Escaped(cause));
 }
 

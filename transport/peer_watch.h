@@ -68,7 +68,14 @@ class DeferredLosses {
 
 // "pid 123 on this host exited" style text for a lost local peer.
 std::string ExitedText(int peer, int pid);
-// What a peer's abort notice becomes: Aborted("rank N aborted: CAUSE"), the cause escaped.
+// What a peer's abort notice becomes: Aborted("rank N aborted: CAUSE"), the cause escaped; a
+// cause made by RevokeNotice becomes Revoked(its message), so the peer's calls fail as revoked.
 Status PeerAborted(int peer, const std::string& cause);
+// The abort cause that tells peers the communicator was revoked: `message` (which names the rank
+// that revoked it and why) behind a mark PeerAborted knows.
+std::string RevokeNotice(const std::string& message);
+// This rank's own abort with `cause`, as the other communicators over its connections see it:
+// Aborted(cause), or Revoked(the message) for a RevokeNotice.
+Status LocalAbort(const std::string& cause);
 
 }  // namespace hoop

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "transport/peer_watch.h"
+
 namespace hoop {
 
 namespace {
@@ -114,9 +116,13 @@ class HubView : public Transport {
     return peer >= 0 && static_cast<size_t>(peer) < eps_.size() ? eps_[static_cast<size_t>(peer)].get() : nullptr;
   }
   Status Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate = {}) override;
+  Status Failure() override {
+    TransportHub::Lock l(*hub_);
+    return hub_->failed_;
+  }
   void Abort(const std::string& cause) override {
     TransportHub::Lock l(*hub_);
-    hub_->Fail(Aborted(cause), true);
+    hub_->Fail(LocalAbort(cause), cause, true);
   }
   // Only the last view closes the connections; while others are open they go on over them.
   Status Close(Deadline deadline) override {
@@ -305,7 +311,8 @@ Status TransportHub::PollFor(int me, std::vector<Completion>* out, Deadline dead
 void TransportHub::Route(Completion c, int me, std::vector<Completion>* out) {
   const int id = static_cast<int>((c.op_id & kViewOpMask) >> kViewOpShift);
   c.op_id &= ~kViewOpMask;
-  if (c.status.code() == Code::kAborted && failed_.ok()) failed_ = c.status;  // a peer gave up: every view fails
+  // A peer gave up, or revoked a communicator over these connections: every view fails.
+  if ((c.status.code() == Code::kAborted || c.status.code() == Code::kRevoked) && failed_.ok()) failed_ = c.status;
   Slot* s = slots_[static_cast<size_t>(id)].get();
   if (!s) return;  // a view long gone
   if (c.peer >= 0 && static_cast<size_t>(c.peer) < s->rank_of.size()) c.peer = s->rank_of[static_cast<size_t>(c.peer)];
@@ -317,11 +324,11 @@ void TransportHub::Route(Completion c, int me, std::vector<Completion>* out) {
     s->ready.push_back(std::move(c));
 }
 
-void TransportHub::Fail(const Status& why, bool tell_peers) {
+void TransportHub::Fail(const Status& why, const std::string& cause, bool tell_peers) {
   if (failed_.ok()) failed_ = why;
   if (tell_peers && !aborted_) {
     aborted_ = true;
-    base_->Abort(why.message());
+    base_->Abort(cause);
   }
 }
 

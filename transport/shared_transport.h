@@ -84,7 +84,8 @@ class TransportHub : public std::enable_shared_from_this<TransportHub> {
   // `out`. Holds the lock.
   Status PollFor(int me, std::vector<Completion>* out, Deadline deadline, SpinGate gate);
   void Route(Completion c, int me, std::vector<Completion>* out);
-  void Fail(const Status& why, bool tell_peers);
+  // The views fail with `why`; the peers are told `cause` (an abort notice, RevokeNotice's too).
+  void Fail(const Status& why, const std::string& cause, bool tell_peers);
   void Close(int id);  // a view is destroyed (not retired)
   void Reap();         // drops leftovers that are done
 

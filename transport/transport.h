@@ -223,6 +223,10 @@ class Transport {
   // one), so one's early message must not hold up another's behind it on the same link. Back
   // ends that hold early messages anyway (ucx, ofi) have nothing to do.
   virtual void HoldEarly(size_t cap) { (void)cap; }
+  // Why the connections failed, where they failed under another communicator sharing them (a
+  // lost peer, an abort, a revocation: shared_transport.h); OK otherwise. For a communicator
+  // whose calls never poll (one rank), so it fails with the others.
+  virtual Status Failure() { return Status::Ok(); }
   // The pipeline chunk the collectives use over this back end unless HOOP_CHUNK_BYTES says.
   virtual size_t PreferredChunkBytes() const { return 512 * 1024; }
   // The queue on which this back end moves `device`'s memory to and from every peer itself (CUDA

@@ -26,6 +26,7 @@ hoop_status_t Report(const hoop::Status& s) {
     case hoop::Code::kUnavailable: return HOOP_ERR_UNAVAILABLE;
     case hoop::Code::kDeadlineExceeded: return HOOP_ERR_TIMEOUT;
     case hoop::Code::kAborted: return HOOP_ERR_ABORTED;
+    case hoop::Code::kRevoked: return HOOP_ERR_REVOKED;
     case hoop::Code::kFailedPrecondition: return HOOP_ERR_MISMATCH;
     case hoop::Code::kPermissionDenied: return HOOP_ERR_PERMISSION;
     case hoop::Code::kUnimplemented: return HOOP_ERR_UNIMPLEMENTED;
@@ -554,6 +555,7 @@ const char* hoop_status_string(hoop_status_t s) {
     case HOOP_ERR_PERMISSION: return "permission denied (job token)";
     case HOOP_ERR_UNIMPLEMENTED: return "not implemented";
     case HOOP_ERR_INTERNAL: return "internal error";
+    case HOOP_ERR_REVOKED: return "the communicator was revoked";
   }
   return "unknown status";
 }

@@ -1,4 +1,5 @@
-// The C API's sub-communicators: hoop_comm_split, hoop_comm_dup, hoop_comm_free
+// The C API's sub-communicators: hoop_comm_split, hoop_comm_dup, hoop_comm_free, and
+// hoop_comm_revoke
 // (Communicator::Split, collectives/core/split.cc). A new handle shares its parent's job (the store
 // and the connections, c_api_internal.h) and holds its own communicator.
 #include <string>
@@ -42,5 +43,12 @@ hoop_status_t hoop_comm_dup(hoop_comm_t comm, hoop_comm_t* newcomm) {
 }
 
 hoop_status_t hoop_comm_free(hoop_comm_t comm) { return hoop::capi::Finalize(comm, "hoop_comm_free"); }
+
+hoop_status_t hoop_comm_revoke(hoop_comm_t comm, const char* reason) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_comm_revoke")) return bad;
+    return Report(comm->get().Revoke(reason ? reason : ""));
+  });
+}
 
 }  // extern "C"

@@ -161,6 +161,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key) 
 }
 StatusOr<std::unique_ptr<Communicator>> Communicator::Dup() { return Split(0, rank()); }
 void Communicator::Abort(const std::string& cause) { core_->Abort(cause); }
+Status Communicator::Revoke(const std::string& why) { return core_->Revoke(why); }
 bool Communicator::healthy() { return core_->healthy(); }
 size_t Communicator::MaxCallBytes() const { return core_->MaxCallBytes(); }
 

@@ -232,6 +232,10 @@ class Communicator {
   StatusOr<std::unique_ptr<Communicator>> Dup();
   // Poisons the communicator and tells the peers.
   void Abort(const std::string& cause);
+  // Revokes the communicator, from this rank alone and any thread: every call on it still
+  // running or made later, on every rank, fails with Code::kRevoked naming this rank and `why`
+  // (collectives/core/revoke.cc). So do the communicators sharing its connections.
+  Status Revoke(const std::string& why);
   // No operation has failed (the communicator is not poisoned).
   bool healthy();
   // The largest buffer, in bytes, one call can take (message tags number at most 2^24 chunks).

@@ -156,8 +156,13 @@ class CommCore::BlockingRun {
     std::vector<Completion>& got = c_.exec_.done;
     while (!done()) {
       got.clear();
-      Status s = c_.transport_->Poll(&got, deadline_, k_.op->gate);
-      if (s.code() == Code::kDeadlineExceeded) return Timeout();
+      // Looks of at most kInterruptLook: a revocation (CommCore::Revoke) stops the wait there.
+      Status s = c_.transport_->Poll(&got, deadline_.Earlier(Deadline::After(kInterruptLook)), k_.op->gate);
+      if (s.code() == Code::kDeadlineExceeded) {
+        if (c_.Interrupted()) return c_.RevokedAt(c_.Describe(*k_.op, k_.seq, k_.algo));
+        if (!deadline_.Expired()) continue;
+        return Timeout();
+      }
       if (!s.ok()) return s;
       for (const Completion& cm : got) HOOP_RETURN_IF_ERROR(Complete(cm));
     }

@@ -371,16 +371,15 @@ void CommCore::WorkerLoop() {
 }
 
 void CommCore::Poison(const Status& why) {
+  Status first;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (poisoned_.ok()) poisoned_ = why;
+    first = poisoned_;
     Blocked();
   }
   HOOP_LOG(kError, why.message());
-  if (!told_peers_) {
-    transport_->Abort(why.message());
-    told_peers_ = true;
-  }
+  TellPeers(first);
 }
 
 void CommCore::AfterTurn() {
@@ -390,7 +389,9 @@ void CommCore::AfterTurn() {
     std::lock_guard<std::mutex> lock(mu_);
     poisoned = poisoned_;
   }
-  if (!poisoned.ok() && mailbox_->Busy()) mailbox_->FailAll(Aborted("the communicator failed: " + poisoned.message()));
+  if (!poisoned.ok() && mailbox_->Busy())
+    mailbox_->FailAll(Status(poisoned.code() == Code::kRevoked ? Code::kRevoked : Code::kAborted,
+                             "the communicator failed: " + poisoned.message()));
   std::lock_guard<std::mutex> lock(mu_);
   p2p_busy_ = mailbox_->Busy();
 }
@@ -429,14 +430,14 @@ void CommCore::RunOne(const Op& op, bool caller_waits) {
   }
   Status result;
   if (!poisoned.ok()) {
-    if (!told_peers_) {
-      transport_->Abort(poisoned.message());
-      told_peers_ = true;
-    }
+    TellPeers(poisoned);
     const std::string what = op.p2p ? (op.p2p->is_send ? "send" : "receive") : CollKindName(op.kind);
-    result = op.abort ? Status::Ok()
-                      : Aborted("rank " + std::to_string(opts_.rank) + ": " + what +
-                                " refused: the communicator failed earlier: " + poisoned.message());
+    const bool revoked = poisoned.code() == Code::kRevoked;
+    result = op.abort
+                 ? Status::Ok()
+                 : Status(revoked ? Code::kRevoked : Code::kAborted,
+                          "rank " + std::to_string(opts_.rank) + ": " + what +
+                              " refused: " + (revoked ? "" : "the communicator failed earlier: ") + poisoned.message());
   } else if (op.p2p) {
     return RunP2p(op, caller_waits);
   } else {
@@ -454,6 +455,12 @@ void CommCore::RunOne(const Op& op, bool caller_waits) {
 
 Status CommCore::RunCollectiveOp(const Op& op) {
   waiting_for_.clear();
+  // One rank's calls never poll: where the connections it shares failed, it fails with them.
+  if (opts_.size == 1)
+    if (Status f = transport_->Failure(); !f.ok()) {
+      Poison(f);
+      return Status(f.code(), "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": " + f.message());
+    }
   Status result = RunOp(op, seq_++);
   // Before telling the peers: they must time out on their own to say whom they wait for.
   if (result.code() == Code::kDeadlineExceeded) result = ExplainTimeout(result);
@@ -546,6 +553,8 @@ Status CommCore::ExecutePlan(const Op& op, const Plan& plan, const OpDesc& desc,
   a.residual = wire != Compression::kNone ? op.residual : nullptr;
   a.deadline = Deadline::After(opts_.timeout);
   a.gate = op.gate;
+  a.interrupt = &interrupted_;
+  a.look = kInterruptLook;
   a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
   a.waiting_for = &waiting_for_;
   a.memory = memory;
@@ -563,6 +572,10 @@ Status CommCore::ExecutePlan(const Op& op, const Plan& plan, const OpDesc& desc,
   } ctx{this, &op, seq, algo, desc};
   const Context* c = &ctx;
   a.what = [c] { return c->self->Describe(*c->op, c->seq, c->algo, static_cast<Compression>(c->desc.compression)); };
+  CommCore* self = this;
+  a.revoked = [self, c] {
+    return self->RevokedAt(c->self->Describe(*c->op, c->seq, c->algo, static_cast<Compression>(c->desc.compression)));
+  };
   a.explain_mismatch = [c](uint64_t theirs, int peer) {
     return c->desc.DescribeDifference(OpDesc::Unpack(theirs), peer);
   };

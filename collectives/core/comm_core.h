@@ -72,6 +72,9 @@ class CommCore {
   StatusOr<std::unique_ptr<CommCore>> Split(int color, int key);
   StatusOr<std::unique_ptr<CommCore>> Dup();
   void Abort(const std::string& cause);
+  // Revokes the communicator (revoke.cc): this rank's running and later calls fail with
+  // Code::kRevoked naming this rank and `why`, and so do every other rank's, told at once.
+  Status Revoke(const std::string& why);
   bool healthy();
   size_t MaxCallBytes() const;
 
@@ -191,6 +194,14 @@ class CommCore {
   void Blocked();
   // Poisons the communicator with `why` (first failure wins) and tells the peers.
   void Poison(const Status& why);
+  // Tells the peers, once, why this rank gives up (a revocation as such: RevokeNotice). The
+  // turn's holder only.
+  void TellPeers(const Status& why);
+  // Revoke's mark for the waits of the call running now (read between their looks): set, they
+  // stop within kInterruptLook and the call fails with RevokedAt(its description).
+  bool Interrupted() const { return interrupted_.load(std::memory_order_acquire); }
+  static constexpr auto kInterruptLook = std::chrono::milliseconds(20);
+  Status RevokedAt(const std::string& what);
   Status RunOp(const Op& op, uint32_t seq);
   // Device buffers: whether op has any this rank uses, and the one route of such a call
   // (device_route.cc: direct, pipelined or whole); the run staged whole (device_staging.h).
@@ -329,10 +340,11 @@ class CommCore {
   // queued, the communicator is stopping or failed, so the turn is not to be taken without mu_.
   static constexpr uint32_t kHeld = 1, kBlocked = 2;
   std::atomic<uint32_t> turn_{0};
-  bool p2p_busy_ = false;    // the mailbox has calls in flight: the idle worker drives progress
-  Status poisoned_;          // first failure; guarded by mu_
-  uint32_t seq_ = 0;         // operation sequence number; used by whoever holds the turn
-  bool told_peers_ = false;  // likewise
+  bool p2p_busy_ = false;                 // the mailbox has calls in flight: the idle worker drives progress
+  Status poisoned_;                       // first failure; guarded by mu_
+  uint32_t seq_ = 0;                      // operation sequence number; used by whoever holds the turn
+  bool told_peers_ = false;               // likewise
+  std::atomic<bool> interrupted_{false};  // Revoke ran: running waits stop (Interrupted)
   std::thread worker_;
   std::shared_ptr<P2pCall> now_call_;  // reused by SendNow/RecvNow; touched only by the turn's holder
   // The state of every blocking call that ran on its caller's thread and succeeded: done, OK,

@@ -119,8 +119,12 @@ class Run {
       if (!error_.ok()) return error_;
       if (acted_count_ == n && pending_sends_ == 0) return Status::Ok();
       done.clear();
-      Status s = t_.Poll(&done, a_.deadline, a_.gate);
-      if (s.code() == Code::kDeadlineExceeded) return TimeoutError();
+      Status s = t_.Poll(&done, a_.interrupt ? a_.deadline.Earlier(Deadline::After(a_.look)) : a_.deadline, a_.gate);
+      if (s.code() == Code::kDeadlineExceeded) {
+        if (a_.interrupt && a_.interrupt->load(std::memory_order_acquire)) return a_.revoked();
+        if (!a_.deadline.Expired()) continue;
+        return TimeoutError();
+      }
       if (!s.ok()) return s;  // the connections failed under another communicator (shared_transport.h)
       for (const Completion& c : done) {
         if (c.op_id >> 63) {  // point-to-point traffic (mailbox.h)

@@ -125,7 +125,12 @@ struct ExecArgs {
   Compression compression = Compression::kNone;
   void* residual = nullptr;  // error feedback: same type and count as `in`, or null
   Deadline deadline = Deadline::Never();
-  SpinGate gate;         // whether its waits may spin (transport.h)
+  SpinGate gate;  // whether its waits may spin (transport.h)
+  // Set by a revocation (CommCore::Revoke) while the run waits: it stops at its next look (every
+  // `look` at most) and fails with revoked(). Null: nothing interrupts it.
+  const std::atomic<bool>* interrupt = nullptr;
+  std::chrono::milliseconds look{20};
+  std::function<Status()> revoked;
   double timeout_s = 0;  // for the timeout message
   // On a timeout: the peers whose messages this rank was still waiting for (collectives/core/stall.h
   // follows them to the rank that stopped).

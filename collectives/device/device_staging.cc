@@ -191,6 +191,7 @@ Status CommCore::RunPipelined(const Op& op, uint32_t seq, int device) {
 Status CommCore::WaitStreamInput(const StreamTicket& t) {
   const Deadline deadline = Deadline::After(opts_.timeout);
   while (!StreamOrder::InputReady(t)) {
+    if (Interrupted()) return RevokedAt("rank " + std::to_string(opts_.rank) + ": waiting for the CUDA stream");
     if (deadline.Expired())
       return DeadlineExceeded("the CUDA stream's work queued before the call did not finish in time (HOOP_TIMEOUT)");
     if (mailbox_->Busy()) {

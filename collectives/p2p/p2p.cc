@@ -273,8 +273,11 @@ Status CommCore::DriveNow(std::shared_ptr<P2pCall> call, bool is_send, int peer,
     }
   if (!c->done) {
     Deadline slice = Deadline::At(c->deadline.at() - opts_.timeout + kSlice);
-    while (!c->done && mailbox_->fatal().ok())
+    while (!c->done && mailbox_->fatal().ok() && !Interrupted())
       if (!mailbox_->Progress(slice)) slice = Deadline::After(kSlice);
+    if (!c->done && Interrupted())
+      mailbox_->FailAll(RevokedAt("rank " + std::to_string(opts_.rank) + ": " +
+                                  (is_send ? "send to " : "receive from ") + std::to_string(peer)));
   }
   // A small send is done at once (with no deadline), inside a frame the transport may not have
   // taken yet: it is polled out before this returns, for HOOP_TIMEOUT at most (past it, the
@@ -318,14 +321,18 @@ void CommCore::RunP2p(const Op& op, bool caller_waits) {
   };
   // Expire() fails the call at its deadline, or the mailbox turns fatal: either ends this. Its
   // frames are polled out as in RunNow.
-  while (!done() && mailbox_->fatal().ok()) mailbox_->Progress(Deadline::After(std::chrono::milliseconds(100)));
+  while (!done() && mailbox_->fatal().ok() && !Interrupted())
+    mailbox_->Progress(Deadline::After(std::chrono::milliseconds(100)));
+  if (!done() && Interrupted())
+    mailbox_->FailAll(RevokedAt("rank " + std::to_string(opts_.rank) + ": " +
+                                (call->is_send ? "send to " : "receive from ") + std::to_string(call->peer)));
   FlushFrames(op.p2p->deadline);
 }
 
 void CommCore::FlushFrames(Deadline flush) {
-  if (!mailbox_->FramesOut() || !mailbox_->fatal().ok()) return;
+  if (!mailbox_->FramesOut() || !mailbox_->fatal().ok() || Interrupted()) return;
   if (flush.IsNever()) flush = Deadline::After(opts_.timeout);
-  while (mailbox_->FramesOut() && mailbox_->fatal().ok() && mailbox_->Progress(flush)) {
+  while (mailbox_->FramesOut() && mailbox_->fatal().ok() && !Interrupted() && mailbox_->Progress(flush)) {
   }
 }
 

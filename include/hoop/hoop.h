@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 #define HOOP_API_VERSION \
-  12 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+  13 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
                               6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
                               7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
@@ -53,7 +53,8 @@ extern "C" {
                               9: sub-communicators (hoop_comm_split, hoop_comm_dup, hoop_comm_free);
                               10: a store of the caller's (hoop_store_t, hoop_init_store);
                               11: HOOP_F8E4M3, HOOP_F8E5M2, hoop_dtype_info;
-                              12: hoop_wait_background */
+                              12: hoop_wait_background;
+                              13: hoop_comm_revoke, HOOP_ERR_REVOKED */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -81,6 +82,7 @@ typedef enum {
   HOOP_ERR_PERMISSION = 6,       /* wrong job token */
   HOOP_ERR_UNIMPLEMENTED = 7,
   HOOP_ERR_INTERNAL = 8,
+  HOOP_ERR_REVOKED = 9,                          /* a rank revoked the communicator (hoop_comm_revoke) */
   HOOP_STATUS_RANGE_MIN_ = HOOP_ENUM_RANGE_MIN_, /* not codes: see HOOP_ENUM_RANGE_MIN_ */
   HOOP_STATUS_RANGE_MAX_ = HOOP_ENUM_RANGE_MAX_
 } hoop_status_t;
@@ -416,6 +418,21 @@ hoop_status_t hoop_irecv(hoop_comm_t comm, void* buf, size_t count, hoop_dtype_t
 hoop_status_t hoop_comm_split(hoop_comm_t comm, int color, int key, hoop_comm_t* newcomm);
 hoop_status_t hoop_comm_dup(hoop_comm_t comm, hoop_comm_t* newcomm);
 hoop_status_t hoop_comm_free(hoop_comm_t comm);
+
+/* ---- Revoking a communicator (MPI ULFM's MPIX_Comm_revoke, NCCL's ncclCommRevoke) ----
+ *
+ * hoop_comm_revoke, called by any one rank (no other rank calls it), from any thread: every call
+ * on comm still running or made later, on every rank, fails with HOOP_ERR_REVOKED, and
+ * hoop_last_error names the rank that revoked it and `reason` (NULL: "no reason given"). A rank
+ * inside a call that waits for others stops within tens of milliseconds; the others learn through
+ * the connections at once, and each passes the word on, so it spreads even if the revoking rank
+ * dies while telling them. A call that returned success before has done what it said.
+ *
+ * The communicators sharing comm's connections (its splits and duplicates, and the one it was
+ * split from) are revoked with it, as they share any failure. The communicator stays revoked:
+ * free it (hoop_comm_free, hoop_finalize; these return promptly). Returns once the peers have been
+ * told; revoking a communicator that failed or was revoked already succeeds and does nothing more. */
+hoop_status_t hoop_comm_revoke(hoop_comm_t comm, const char* reason);
 
 /* Wire compression of f32 and f64 sum/avg allreduces: the data travels in 16 bits, and every
  * hop of the ring decodes what it receives, adds it in the data's own type and encodes again;

@@ -26,7 +26,7 @@ from ._hoop import (  # noqa: F401  (the package's names)
     ANY_SOURCE, AVG, BAND, BF16, BOOL, BOR, BXOR, F8E4M3, F8E5M2, F16, F32, F64, I8, I32, I64, MAX, MIN, PROD, SUM,
     U8, UNDEFINED,
     AbortedError, Comm, HoopError, InternalError, InvalidArgumentError, MismatchError, PermissionError, Request,
-    TimeoutError, UnavailableError, UnimplementedError, compression_error_factor)
+    RevokedError, TimeoutError, UnavailableError, UnimplementedError, compression_error_factor)
 
 __all__ = [
     "init", "shutdown", "is_initialized", "world", "rank", "size", "local_rank", "local_size", "local_device",

@@ -172,7 +172,22 @@ pyb::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pyb::module_& m) {
             }
             return Made(out, s, c.keep());
           },
-          "A communicator with the same ranks (a collective).");
+          "A communicator with the same ranks (a collective).")
+      .def(
+          "revoke",
+          [](const Comm& c, const std::string& reason) {
+            hoop_comm_t self = c.get();
+            hoop_status_t s;
+            {
+              pyb::gil_scoped_release nogil;
+              s = hoop_comm_revoke(self, reason.c_str());
+            }
+            Check(s);
+          },
+          pyb::arg("reason") = "",
+          "Revokes the communicator from this rank alone (hoop_comm_revoke): every call on it, and on "
+          "those sharing its connections, still running or made later on any rank raises RevokedError "
+          "naming this rank and the reason.");
 
   m.def(
       "init_from_env",

@@ -18,7 +18,7 @@ struct ErrorClass {
 
 // Filled by RegisterErrors: the interpreter keeps the classes alive through the module.
 PyObject* base_class = nullptr;
-std::array<PyObject*, 9> classes{};
+std::array<PyObject*, 10> classes{};
 
 }  // namespace
 
@@ -38,6 +38,8 @@ void RegisterErrors(pyb::module_& m) {
       {HOOP_ERR_PERMISSION, "PermissionError", PyExc_PermissionError, "Wrong job token."},
       {HOOP_ERR_UNIMPLEMENTED, "UnimplementedError", PyExc_NotImplementedError, "Not supported."},
       {HOOP_ERR_INTERNAL, "InternalError", nullptr, "A bug in hoop: please report it."},
+      {HOOP_ERR_REVOKED, "RevokedError", nullptr,
+       "A rank revoked the communicator (Comm.revoke): every call on it fails; the message names who and why."},
   };
   for (const ErrorClass& e : all) {
     PyObject* bases = e.builtin ? PyTuple_Pack(2, base_class, e.builtin) : PyTuple_Pack(1, base_class);

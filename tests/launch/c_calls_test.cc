@@ -3,7 +3,8 @@
 // order, tested until done, freed early, pending at finalize, refused when bad) and reduce,
 // gather, scatter and alltoall (tests/launch/c_more_collectives_test.c), point-to-point
 // (tests/launch/c_p2p_test.c; also with a tiny HOOP_UNEXPECTED_BYTES, and a receive that times out),
-// sub-communicators (tests/launch/c_split_test.c; also a split one rank does not call).
+// sub-communicators (tests/launch/c_split_test.c; also a split one rank does not call), and
+// hoop_comm_revoke (tests/launch/c_revoke_test.c).
 #include <catch2/catch.hpp>
 
 #include "tests/support/backends.h"
@@ -14,11 +15,12 @@ using namespace hoop::test;
 namespace {
 
 // Runs `program` as every rank of a job; each rank prints "<tag> ok rank R of N".
-void RunEverywhere(const std::string& program, const std::string& tag) {
+void RunEverywhere(const std::string& program, const std::string& tag, const std::vector<std::string>& flags = {}) {
   for (const Backend& b : Backends()) {
     for (int n : {1, 3, 8}) {
       if (n == 8 && b.label != "shm" && b.label != "tcp") continue;  // 8 ranks: the two native back ends
       std::vector<std::string> cmd = {Bin("hooprun"), "-np", std::to_string(n), "--oversubscribe"};
+      cmd.insert(cmd.end(), flags.begin(), flags.end());
       for (const auto& [k, v] : b.env) cmd.insert(cmd.end(), {"-x", k + "=" + v});
       cmd.push_back(Bin(program));
       auto r = RunProc(cmd, Within(120));
@@ -70,6 +72,12 @@ TEST_CASE("C point-to-point: a receive nobody sends to fails at HOOP_TIMEOUT nam
 }
 
 TEST_CASE("C sub-communicators over every back end", "[split]") { RunEverywhere("hoop-c-split-test", "c-split"); }
+
+// A revoke by one rank fails the others' running allreduce at once (well inside the 60 s
+// HOOP_TIMEOUT), and every later call on the communicator and on those sharing its connections.
+TEST_CASE("C revoke over every back end: every rank's calls fail as revoked, naming who and why", "[revoke]") {
+  RunEverywhere("hoop-c-revoke-test", "c-revoke", {"-x", "HOOP_TIMEOUT=60"});
+}
 
 TEST_CASE("C split that one rank does not call: every rank gets an error, none hangs", "[split]") {
   for (const char* label : {"shm", "tcp"}) {

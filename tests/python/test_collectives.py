@@ -1,5 +1,6 @@
 """The hoop Python package against NumPy: collectives_rank.py under hooprun on 1 to 4 ranks over
-tcp and shm, and failure_rank.py (a rank killed mid-allreduce). Run by ctest (test "python")
+tcp and shm, failure_rank.py (a rank killed mid-allreduce) and revoke_rank.py (a rank revokes the
+communicator from a second thread mid-allreduce). Run by ctest (test "python")
 as `python3 -m unittest discover -s tests/python` with HOOPTEST_BUILD_DIR set to the build folder.
 Every job has a hard bound (hooprun --timeout and the subprocess's own); a hang fails the test,
 naming the job.
@@ -34,6 +35,21 @@ class Collectives(unittest.TestCase):
                     line = [l for l in r.output.splitlines() if l.startswith(f"[{rank}] rank {rank}: caught")]
                     self.assertTrue(line, f"rank {rank} raised nothing:\n{r.output}")
                     self.assertRegex(line[0], r"caught (UnavailableError|AbortedError): .*(lost peer 2|rank 2)")
+
+    def test_a_revoke_by_one_rank_raises_on_every_rank_at_once(self):
+        for transport in ("tcp", "shm"):
+            with self.subTest(transport=transport):
+                r = hooprun(3, [sys.executable, os.path.join(HERE, "revoke_rank.py")],
+                            env={"HOOP_TRANSPORT": transport, "HOOP_TIMEOUT": "60"}, timeout=90)
+                self.assertEqual(r.returncode, 0, r.output)
+                for rank in range(3):
+                    line = [l for l in r.output.splitlines() if l.startswith(f"[{rank}] rank {rank}: caught")]
+                    self.assertTrue(line, f"rank {rank} raised nothing:\n{r.output}")
+                    self.assertRegex(line[0], r"caught RevokedError after [\d.]+ s: .*rank 0 revoked communicator "
+                                              r".*rank 0 was told to stop")
+                    # Well inside HOOP_TIMEOUT (60 s): the revoke came at 0.3 s.
+                    self.assertLess(float(line[0].split(" after ")[1].split(" s:")[0]), 10.0, line[0])
+                    self.assertIn(f"[{rank}] rank {rank}: a later call was revoked too", r.output)
 
     def test_alone_it_is_a_job_of_one(self):
         code = "import hoop, numpy as np; hoop.init(); print(hoop.size(), hoop.allreduce(np.arange(3.0)))"
