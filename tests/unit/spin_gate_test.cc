@@ -5,7 +5,8 @@
 // once (SpinGate closed): a spin would cost at least 50 us of CPU per call. The worker's CPU time is
 // the process's less the two ranks' own threads. Then the same with rank 0 blocked in Wait on
 // each call: the gate opens and the worker may spin (not asserted: a loaded machine may take the
-// core from a spin; the figure is printed for comparison).
+// core from a spin; the figure is printed for comparison). Under a sanitizer only the results
+// are checked.
 #include <catch2/catch.hpp>
 
 #include <time.h>
@@ -21,6 +22,20 @@ using namespace hoop;
 using hoop::test::ThreadRanks;
 
 namespace {
+
+// Under ASan or TSan the instrumentation's own cost swamps a CPU figure of tens of microseconds
+// (about 40 us per call here with no spin at all): the calls and their results are still checked.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
 
 int64_t CpuNs(clockid_t clock) {
   timespec ts{};
@@ -75,6 +90,9 @@ TEST_CASE("in-process: the worker does not spin while its caller computes", "[in
     REQUIRE(s.ok());
     UNSCOPED_INFO(transport << ": the worker's CPU per call: " << computing << " us while its caller computes, "
                             << waiting << " us while it waits");
-    CHECK(computing < 35.0);
+    if (kSanitized)
+      WARN(transport << ": built with a sanitizer: the worker's CPU per call is not checked (" << computing << " us)");
+    else
+      CHECK(computing < 35.0);
   }
 }
