@@ -18,6 +18,17 @@
 using namespace hoop;
 
 namespace {
+void ExerciseSetIfAbsent(Store& s) {
+  const Deadline soon = Deadline::After(std::chrono::seconds(5));
+  auto first = s.SetIfAbsent("once", "first", soon);
+  REQUIRE(first.ok());
+  CHECK(*first == "first");
+  auto second = s.SetIfAbsent("once", "second", soon);
+  REQUIRE(second.ok());
+  CHECK(*second == "first");
+  CHECK(*s.Get("once", soon) == "first");
+}
+
 void Exercise(Store& s) {
   CHECK(s.Set("a/b", "1").ok());
   auto v = s.Get("a/b", Deadline::After(std::chrono::seconds(1)));
@@ -39,8 +50,63 @@ void Exercise(Store& s) {
   later.join();
   REQUIRE(w.ok());
   CHECK(*w == "x");
+  ExerciseSetIfAbsent(s);
 }
+
+// A store with the three required calls only (as a caller's is): SetIfAbsent is the default one.
+class ThreeCalls : public Store {
+ public:
+  explicit ThreeCalls(Store& s) : s_(s) {}
+  Status Set(const std::string& k, const std::string& v) override { return s_.Set(k, v); }
+  StatusOr<std::string> Get(const std::string& k, Deadline d) override { return s_.Get(k, d); }
+  StatusOr<int64_t> Add(const std::string& k, int64_t d) override { return s_.Add(k, d); }
+
+ private:
+  Store& s_;
+};
 }  // namespace
+
+TEST_CASE("SetIfAbsent: one value wins among threads racing, on every store", "[store]") {
+  char tmpl[] = "/tmp/hoop-store-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  auto files = FileStore::Open(tmpl);
+  REQUIRE(files.ok());
+  MemoryStore memory;
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, "t");
+  REQUIRE(server.ok());
+  const std::string url = "tcp://127.0.0.1:" + std::to_string((*server)->port());
+  MemoryStore behind_three;
+  ThreeCalls three(behind_three);
+  ExerciseSetIfAbsent(memory);
+  ExerciseSetIfAbsent(**files);
+  ExerciseSetIfAbsent(three);
+  auto tcp = OpenStore(url, "t", Deadline::After(std::chrono::seconds(5)));
+  REQUIRE(tcp.ok());
+  ExerciseSetIfAbsent(**tcp);
+  for (Store* s :
+       {static_cast<Store*>(&memory), static_cast<Store*>(files->get()), static_cast<Store*>(&three), tcp->get()}) {
+    // Eight threads, each its own client where the store has clients: every one sees one value.
+    std::vector<std::string> got(8);
+    std::vector<std::thread> ts;
+    for (int i = 0; i < 8; ++i)
+      ts.emplace_back([&, i] {
+        std::unique_ptr<Store> own;
+        Store* use = s;
+        if (s == tcp->get()) {
+          own = std::move(OpenStore(url, "t", Deadline::After(std::chrono::seconds(5)))).value();
+          use = own.get();
+        }
+        auto v = use->SetIfAbsent("race", "v" + std::to_string(i), Deadline::After(std::chrono::seconds(5)));
+        got[static_cast<size_t>(i)] = v.ok() ? *v : "error: " + v.status().message();
+      });
+    for (auto& t : ts) t.join();
+    INFO(got[0]);
+    CHECK(got[0].size() == 2);
+    for (const auto& g : got) CHECK(g == got[0]);
+  }
+  std::string cmd = std::string("rm -rf ") + tmpl;
+  CHECK(std::system(cmd.c_str()) == 0);
+}
 
 TEST_CASE("memory store", "[store]") {
   MemoryStore s;

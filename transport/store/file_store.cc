@@ -1,5 +1,7 @@
 #include "transport/store/file_store.h"
 
+#include <atomic>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -25,8 +27,14 @@ bool ReadFile(const std::string& path, std::string* out) {
   *out = ss.str();
   return true;
 }
+// A temporary name no other writer uses, in this process (threads) or another.
+std::string TempName(const std::string& path) {
+  static std::atomic<uint64_t> next{0};
+  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(next.fetch_add(1));
+}
+
 Status WriteAtomically(const std::string& path, const std::string& value) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::string tmp = TempName(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return ErrnoStatus(Code::kUnavailable, "file store: cannot write " + tmp, errno);
@@ -72,6 +80,23 @@ StatusOr<std::string> FileStore::Get(const std::string& key, Deadline deadline) 
     backoff_ms = std::min(backoff_ms * 2, 50);
   }
   return value;
+}
+
+StatusOr<std::string> FileStore::SetIfAbsent(const std::string& key, const std::string& value, Deadline deadline) {
+  const std::string path = PathOf(key);
+  const std::string tmp = TempName(path);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return ErrnoStatus(Code::kUnavailable, "file store: cannot write " + tmp, errno);
+    out << value;
+    if (!out) return Unavailable("file store: write failed: " + tmp);
+  }
+  const int linked = ::link(tmp.c_str(), path.c_str());  // fails where the key exists: the first value stays
+  const int why = errno;
+  ::unlink(tmp.c_str());
+  if (linked == 0) return value;
+  if (why != EEXIST) return ErrnoStatus(Code::kUnavailable, "file store: link " + path, why);
+  return Get(key, deadline);
 }
 
 StatusOr<int64_t> FileStore::Add(const std::string& key, int64_t delta) {

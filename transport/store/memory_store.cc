@@ -41,4 +41,23 @@ StatusOr<int64_t> MemoryStore::Add(const std::string& key, int64_t delta) {
   return v;
 }
 
+StatusOr<std::string> MemoryStore::SetIfAbsent(const std::string& key, const std::string& value, Deadline) {
+  std::string held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held = data_.emplace(key, value).first->second;
+  }
+  cv_.notify_all();
+  return held;
+}
+
+StatusOr<std::string> Store::SetIfAbsent(const std::string& key, const std::string& value, Deadline deadline) {
+  HOOP_ASSIGN_OR_RETURN(int64_t ticket, Add(key + "/.ticket", 1));
+  if (ticket == 1) {
+    HOOP_RETURN_IF_ERROR(Set(key, value));
+    return value;
+  }
+  return Get(key, deadline);
+}
+
 }  // namespace hoop

@@ -15,6 +15,7 @@ class MemoryStore : public Store {
   Status Set(const std::string& key, const std::string& value) override;
   StatusOr<std::string> Get(const std::string& key, Deadline deadline) override;
   StatusOr<int64_t> Add(const std::string& key, int64_t delta) override;
+  StatusOr<std::string> SetIfAbsent(const std::string& key, const std::string& value, Deadline deadline) override;
 
  private:
   std::mutex mu_;

@@ -15,7 +15,7 @@
 
 namespace hoop {
 namespace {
-enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3 };
+enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kSetIfAbsent = 4 };
 enum Reply : uint8_t { kOk = 0, kTimeout = 1, kBad = 2 };
 #pragma pack(push, 1)
 struct ReqHeader {
@@ -132,7 +132,7 @@ bool TcpStoreServer::HandleInput(Client& c) {
     ReqHeader h;
     std::memcpy(&h, c.in.data(), sizeof(h));
     const uint64_t arg = h.arg;  // out of the packed header first: no reference may bind to it
-    uint64_t value_len = h.op == kSet ? arg : 0;
+    uint64_t value_len = h.op == kSet || h.op == kSetIfAbsent ? arg : 0;
     if (h.key_len > kMaxKey || value_len > kMaxValue) return false;
     size_t need = sizeof(h) + h.key_len + value_len;
     if (c.in.size() < need) break;
@@ -140,9 +140,11 @@ bool TcpStoreServer::HandleInput(Client& c) {
     std::string value = c.in.substr(sizeof(h) + h.key_len, value_len);
     c.in.erase(0, need);
     std::unique_lock<std::mutex> lock(data_mu_);  // Find() reads from other threads
-    if (h.op == kSet) {
-      data_[key] = value;
-      Reply(c.fd.get(), kOk, "");
+    if (h.op == kSet || h.op == kSetIfAbsent) {
+      auto [it, added] = data_.emplace(key, value);
+      if (!added && h.op == kSet) it->second = value;
+      Reply(c.fd.get(), kOk, h.op == kSet ? std::string() : it->second);
+      if (!added && h.op == kSetIfAbsent) continue;
       for (auto it = parked_.begin(); it != parked_.end();) {
         if (it->key == key) {
           Reply(it->fd, kOk, value);
@@ -187,6 +189,7 @@ void TcpStoreServer::Serve() {
       if (!c->authenticated) timeout = std::min(timeout, c->hello_by.RemainingMs());
     int rc = ::poll(fds.data(), fds.size(), timeout);
     if (rc < 0 && errno != EINTR) break;
+    if (rc > 0 && (fds[0].revents & POLLIN)) AnswerPut();
     // Expire parked Gets whose time is up.
     for (auto it = parked_.begin(); it != parked_.end();) {
       if (it->deadline.Expired()) {
@@ -211,6 +214,32 @@ void TcpStoreServer::Serve() {
       std::erase_if(parked_, [fd](const Parked& p) { return p.fd == fd; });
       std::erase_if(clients_, [fd](const std::unique_ptr<Client>& c) { return c->fd.get() == fd; });
     }
+  }
+}
+
+void TcpStoreServer::Put(const std::string& key, const std::string& value) {
+  {
+    std::lock_guard<std::mutex> lock(data_mu_);
+    data_[key] = value;
+  }
+  uint64_t one = 1;
+  ssize_t ignored = ::write(wake_.get(), &one, sizeof(one));
+  (void)ignored;
+}
+
+void TcpStoreServer::AnswerPut() {
+  uint64_t count = 0;
+  ssize_t ignored = ::read(wake_.get(), &count, sizeof(count));
+  (void)ignored;
+  std::lock_guard<std::mutex> lock(data_mu_);
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    auto found = data_.find(it->key);
+    if (found == data_.end()) {
+      ++it;
+      continue;
+    }
+    Reply(it->fd, kOk, found->second);
+    it = parked_.erase(it);
   }
 }
 
@@ -277,6 +306,10 @@ StatusOr<int64_t> TcpStoreClient::Add(const std::string& key, int64_t delta) {
   if (v.size() != sizeof(out)) return Internal("store " + server_ + ": bad Add reply");
   std::memcpy(&out, v.data(), sizeof(out));
   return out;
+}
+
+StatusOr<std::string> TcpStoreClient::SetIfAbsent(const std::string& key, const std::string& value, Deadline) {
+  return Call(kSetIfAbsent, key, value.size(), value, Deadline::After(std::chrono::seconds(30)));
 }
 
 StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url, const std::string& token, Deadline deadline) {

@@ -1,7 +1,7 @@
 // The TCP store: a tiny key-value server (run by hooprun, or by rank 0 of an mpirun/Slurm job)
 // and its client. One connection per client; requests are framed
-//   request:  u8 op | u32 key_len | u64 arg | key | value   (arg: value length, Get's timeout in
-//             ms, or Add's delta)
+//   request:  u8 op | u32 key_len | u64 arg | key | value   (arg: value length for Set and
+//             SetIfAbsent, Get's timeout in ms, or Add's delta)
 //   response: u8 status | u64 len | data
 // A Get for a missing key is parked on the server until the key is set or its timeout passes,
 // so waiting costs no polling traffic. Every client must pass the token handshake first.
@@ -31,6 +31,8 @@ class TcpStoreServer {
   int refused() const { return refused_.load(); }
   // The entries whose key contains `part` (hooprun reads the ranks' stall verdicts this way).
   std::map<std::string, std::string> Find(const std::string& part) const;
+  // Sets `key` from this process, as a client's Set would (hooprun publishes lost ranks so).
+  void Put(const std::string& key, const std::string& value);
 
  private:
   struct Client;
@@ -41,11 +43,12 @@ class TcpStoreServer {
   bool HandleInput(Client& c);                     // false: drop the client
   bool Refuse(Client& c, const std::string& why);  // logs, answers "refused"; returns false
   void Reply(int fd, uint8_t status, const std::string& data);
+  void AnswerPut();  // on Serve's thread: the parked Gets whose key a Put set
 
   Fd listen_fd_;
   int port_;
   std::string token_;
-  Fd wake_;     // eventfd that stops Serve()
+  Fd wake_;     // eventfd that wakes Serve(): to stop, or to answer Gets a Put satisfied
   Fd reserve_;  // spare descriptor: out of them, a waiting client is dropped, not left queued
   Deadline listen_again_ = Deadline::After(std::chrono::milliseconds(0));  // accepting paused until
   std::atomic<bool> stop_{false};
@@ -65,6 +68,7 @@ class TcpStoreClient : public Store {
   Status Set(const std::string& key, const std::string& value) override;
   StatusOr<std::string> Get(const std::string& key, Deadline deadline) override;
   StatusOr<int64_t> Add(const std::string& key, int64_t delta) override;
+  StatusOr<std::string> SetIfAbsent(const std::string& key, const std::string& value, Deadline deadline) override;
   // This host's address on the route to the store server: what peers can most likely reach.
   const std::string& local_address() const { return local_address_; }
 
