@@ -48,6 +48,18 @@ std::optional<ProcStat> ReadProcStat(int pid) {
 
 }  // namespace
 
+unsigned long long ProcessStartTime(int pid) {
+  auto st = ReadProcStat(pid);
+  return st ? st->start : 0;
+}
+
+bool ProcessGone(int pid, unsigned long long start) {
+  if (pid <= 0) return false;
+  auto st = ReadProcStat(pid);
+  if (st) return st->state == 'Z' || st->state == 'X' || (start != 0 && st->start != start);
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
 PeerWatch::PeerWatch(Method method) : method_(method) {}
 
 Status PeerWatch::Watch(int peer, int pid) {

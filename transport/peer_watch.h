@@ -66,6 +66,13 @@ class DeferredLosses {
   std::vector<int> seen_;
 };
 
+// Process `pid`'s start time as /proc gives it (clock ticks since boot; 0 where /proc says
+// nothing): with the pid, what tells the process from a later one given the same pid.
+unsigned long long ProcessStartTime(int pid);
+// Whether process `pid`, started at `start` (0: not known), has exited: no such process, a
+// zombie, or another process with its pid. Looks at /proc, else asks kill(pid, 0).
+bool ProcessGone(int pid, unsigned long long start);
+
 // "pid 123 on this host exited" style text for a lost local peer.
 std::string ExitedText(int peer, int pid);
 // What a peer's abort notice becomes: Aborted("rank N aborted: CAUSE"), the cause escaped; a

@@ -34,7 +34,14 @@ Status ConfirmConnections(Transport& t, const TransportOptions& opts, Deadline d
   std::vector<Completion> done;
   while (pending > 0) {
     done.clear();
-    Status s = t.Poll(&done, deadline);
+    // With a give_up, in slices that ask it between them.
+    const Deadline slice = Deadline::After(std::chrono::milliseconds(20));
+    const bool sliced = opts.give_up && slice.at() < deadline.at();
+    Status s = t.Poll(&done, sliced ? slice : deadline);
+    if (!s.ok() && sliced && s.code() == Code::kDeadlineExceeded) {
+      if (Status stop = opts.give_up(); !stop.ok()) return stop.WithContext("confirming the new connections");
+      continue;
+    }
     if (!s.ok()) {
       std::string missing;
       for (int r = 0; r < opts.size; ++r)

@@ -267,6 +267,11 @@ std::array<uint64_t, kMaxViews / 64> TransportHub::InUse() {
   return bits;
 }
 
+std::vector<int> TransportHub::Lost() {
+  std::lock_guard<std::mutex> lock(lost_mu_);
+  return lost_;
+}
+
 int TransportHub::open_views() {
   Lock l(*this);
   return open_;
@@ -313,6 +318,10 @@ void TransportHub::Route(Completion c, int me, std::vector<Completion>* out) {
   c.op_id &= ~kViewOpMask;
   // A peer gave up, or revoked a communicator over these connections: every view fails.
   if ((c.status.code() == Code::kAborted || c.status.code() == Code::kRevoked) && failed_.ok()) failed_ = c.status;
+  if (c.status.code() == Code::kUnavailable && c.peer >= 0) {
+    std::lock_guard<std::mutex> lock(lost_mu_);
+    if (std::find(lost_.begin(), lost_.end(), c.peer) == lost_.end()) lost_.push_back(c.peer);
+  }
   Slot* s = slots_[static_cast<size_t>(id)].get();
   if (!s) return;  // a view long gone
   if (c.peer >= 0 && static_cast<size_t>(c.peer) < s->rank_of.size()) c.peer = s->rank_of[static_cast<size_t>(c.peer)];

@@ -71,6 +71,8 @@ class TransportHub : public std::enable_shared_from_this<TransportHub> {
   void Retire(std::unique_ptr<Transport> view, std::unique_ptr<Leftover> left);
   // How many views are open (not retired).
   int open_views();
+  // The back end's ranks some view has seen lost so far (a completion failed as Unavailable).
+  std::vector<int> Lost();
 
  private:
   friend class HubView;
@@ -100,6 +102,8 @@ class TransportHub : public std::enable_shared_from_this<TransportHub> {
   bool holding_ = false;  // the back end holds early messages (a second view opened)
   Status failed_;
   bool aborted_ = false;
+  std::mutex lost_mu_;     // Lost() is asked from threads that do not hold the hub
+  std::vector<int> lost_;  // back end ranks, each once
   std::vector<Completion> scratch_;
 };
 

@@ -163,6 +163,9 @@ struct TransportOptions {
   // Device queues for the back ends that move device memory themselves (shm's CUDA IPC); unset:
   // none does, and device buffers are staged through host memory above the transport.
   DeviceAccess device;
+  // Set: asked between the waits of Connect (at least every 20 ms); an error stops the
+  // connecting with it, before the deadline (a shrink's, once a member is gone).
+  std::function<Status()> give_up;
 };
 
 // More ranks on this rank's host than cores this process may run on (with no host list, every

@@ -84,12 +84,22 @@ Status TcpTransport::Adopt(int peer, Fd fd, const std::string& peer_addr) {
   return Status::Ok();
 }
 
+StatusOr<Fd> TcpTransport::Dial(const HostPort& to, Deadline deadline) {
+  if (!opts_.give_up) return ConnectRetry(to, deadline);
+  while (true) {  // in slices, asking give_up between them
+    const Deadline slice = Deadline::After(std::chrono::milliseconds(20));
+    auto fd = ConnectRetry(to, slice.at() < deadline.at() ? slice : deadline);
+    if (fd.ok() || deadline.Expired()) return fd;
+    if (Status stop = opts_.give_up(); !stop.ok()) return stop.WithContext("connecting to " + to.ToString());
+  }
+}
+
 Status TcpTransport::Connect(int peer, const std::string& address, Deadline deadline) {
   if (peer == opts_.rank || peer < 0 || peer >= opts_.size)
     return InvalidArgument("tcp: cannot connect to rank " + std::to_string(peer));
   if (opts_.rank < peer) {
     HOOP_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
-    HOOP_ASSIGN_OR_RETURN(Fd fd, ConnectRetry(hp, deadline));
+    HOOP_ASSIGN_OR_RETURN(Fd fd, Dial(hp, deadline));
     Hello hello{HelloKind::kPeer, opts_.rank, opts_.comm};
     Status s = SendHello(fd.get(), opts_.token, hello, deadline);
     if (!s.ok()) return s.WithContext("connecting to rank " + std::to_string(peer) + " at " + address);
@@ -113,9 +123,13 @@ Status TcpTransport::Connect(int peer, const std::string& address, Deadline dead
     }
     if (deadline.Expired())
       return DeadlineExceeded("waiting for rank " + std::to_string(peer) + " to connect: timed out (HOOP_TIMEOUT)");
+    if (opts_.give_up)
+      if (Status stop = opts_.give_up(); !stop.ok())
+        return stop.WithContext("waiting for rank " + std::to_string(peer) + " to connect");
     std::vector<pollfd> fds;
     for (int fd : doorman_.Watched()) fds.push_back({fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), doorman_.NextExpiryMs(deadline.RemainingMs(1000))) < 0 && errno != EINTR)
+    const int most = opts_.give_up ? 20 : 1000;
+    if (::poll(fds.data(), fds.size(), doorman_.NextExpiryMs(deadline.RemainingMs(most))) < 0 && errno != EINTR)
       return ErrnoStatus(Code::kInternal, "poll", errno);
   }
 }

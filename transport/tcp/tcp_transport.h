@@ -37,6 +37,8 @@ class TcpTransport : public Transport {
  private:
   TcpTransport(TransportOptions opts, Fd listen_fd, Fd epoll_fd, std::string address);
   Status Adopt(int peer, Fd fd, const std::string& peer_addr);
+  // ConnectRetry, in slices that ask opts_.give_up between them where it is set.
+  StatusOr<Fd> Dial(const HostPort& to, Deadline deadline);
   // After start-up: refuses newcomers, and has epoll watch every caller still to finish its hello.
   void ServeDoorman();
   void WatchCallers();  // the epoll set watches every caller still to finish its hello
