@@ -34,8 +34,8 @@ inline constexpr auto kTermWait = std::chrono::seconds(2);  // between SIGTERM a
 
 class Job {
  public:
-  Job(const Options& o, std::vector<Rank> ranks, std::vector<Agent> agents, const TcpStoreServer& store,
-      Sentinel& sentinel, Writer& out, Writer& err)
+  Job(const Options& o, std::vector<Rank> ranks, std::vector<Agent> agents, TcpStoreServer& store, Sentinel& sentinel,
+      Writer& out, Writer& err)
       : o_(o),
         ranks_(std::move(ranks)),
         agents_(std::move(agents)),
@@ -156,12 +156,8 @@ class Job {
         if (a.pid == pid) AgentEnded(a, st);
       for (auto& r : ranks_) {
         if (r.remote || r.pid != pid) continue;
-        r.exited = true;
-        r.wait_status = st;
         sentinel_.Reaped(r.pid);
-        if (ExitedCleanly(st)) continue;
-        if (!termed_) failed_.push_back(&r);  // failed on its own, not because we stopped it
-        Failed(r);
+        RankEnded(r, st);
       }
     }
   }
@@ -287,10 +283,20 @@ class Job {
            (r.pid > 0 ? " (pid " + std::to_string(r.pid) + ")" : std::string());
   }
 
+  // The survivors of a job that goes on learn at once who is gone, on any host: a shrink waits
+  // for nobody more (collectives/core/shrink.cc).
+  void Publish(int rank) {
+    if (!o_.enable_recovery) return;
+    if (!exited_.empty()) exited_ += ',';
+    exited_ += std::to_string(rank);
+    store_.Put("hoop/exited", exited_);
+  }
+
   // A rank's end, reported by this process (a local rank) or by its agent.
   void RankEnded(Rank& r, int st) {
     r.exited = true;
     r.wait_status = st;
+    Publish(r.rank);
     if (ExitedCleanly(st)) return;
     if (!termed_) failed_.push_back(&r);  // failed on its own, not because we stopped it
     Failed(r);
@@ -375,6 +381,7 @@ class Job {
       lost += (lost.empty() ? "" : ", ") + std::to_string(r);
       rank.exited = true;
       rank.wait_status = st;
+      Publish(r);
     }
     if (lost.empty()) return;
     if (!stopping_) {
@@ -392,7 +399,8 @@ class Job {
   bool multi_host_ = false;
   bool ssh_killed_ = false;
   Clock::time_point kill_at_;
-  const TcpStoreServer& store_;
+  TcpStoreServer& store_;
+  std::string exited_;  // the job ranks that ended, as hoop/exited lists them
   Sentinel& sentinel_;
   Writer &out_, &err_;
   bool stopping_ = false, termed_ = false, killed_ = false;
