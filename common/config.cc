@@ -146,6 +146,7 @@ const std::vector<Var>& Vars() {
       {"HOOP_STALL_WARNING_S",
        Amount(&Config::stall_warning_s, kMaxSeconds, "expected seconds in [0, 604800] (0: never warn)")},
       {"HOOP_TIMELINE", Text(&Config::timeline)},
+      {"HOOP_SHRINK_WAIT", Amount(&Config::shrink_wait_s, kMaxSeconds, "expected seconds in [0, 604800]")},
       {"HOOP_LOG_LEVEL", ReadLogLevel},
       {"HOOP_KERNEL_ISA",
        OneOf(&Config::kernel_isa, {"auto", "generic", "avx2", "avx512"}, "expected auto, generic, avx2 or avx512")},

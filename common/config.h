@@ -80,6 +80,9 @@ struct Config {
   std::string store;
   std::string token;
   std::chrono::milliseconds timeout{300000};
+  // HOOP_SHRINK_WAIT: how long a shrink waits for a member neither in it nor known to be gone
+  // (a stopped process, a host that went silent) before it goes on without it.
+  double shrink_wait_s = 10;
   std::string algo = "auto";
   std::string transport;
   std::string host;        // empty: the address on the route to the store server (see JoinJob)

@@ -1,8 +1,9 @@
-// The C API's sub-communicators: hoop_comm_split, hoop_comm_dup, hoop_comm_free, and
-// hoop_comm_revoke
-// (Communicator::Split, collectives/core/split.cc). A new handle shares its parent's job (the store
+// The C API's sub-communicators: hoop_comm_split, hoop_comm_dup, hoop_comm_free; and
+// hoop_comm_revoke, hoop_comm_failed_ranks, hoop_comm_shrink (Communicator::Split,
+// collectives/core/split.cc; revoke.cc; shrink.cc). A new handle shares its parent's job (the store
 // and the connections, c_api_internal.h) and holds its own communicator.
 #include <string>
+#include <vector>
 
 #include "collectives/api/c_api_internal.h"
 #include "collectives/api/communicator.h"
@@ -48,6 +49,41 @@ hoop_status_t hoop_comm_revoke(hoop_comm_t comm, const char* reason) {
   return Guard([&] {
     if (hoop_status_t bad = CheckLive(comm, "hoop_comm_revoke")) return bad;
     return Report(comm->get().Revoke(reason ? reason : ""));
+  });
+}
+
+hoop_status_t hoop_comm_failed_ranks(hoop_comm_t comm, int* ranks, int capacity, int* count) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_comm_failed_ranks")) return bad;
+    const std::string who = "rank " + std::to_string(comm->rank) + ": hoop_comm_failed_ranks";
+    if (!count) return Report(hoop::InvalidArgument(who + ": count is NULL"));
+    if (capacity < 0 || (capacity > 0 && !ranks))
+      return Report(hoop::InvalidArgument(who + ": capacity " + std::to_string(capacity) +
+                                          (capacity < 0 ? " is negative" : " with ranks NULL")));
+    const std::vector<int> failed = comm->get().FailedRanks();
+    *count = static_cast<int>(failed.size());
+    for (size_t i = 0; i < failed.size() && i < static_cast<size_t>(capacity); ++i) ranks[i] = failed[i];
+    return HOOP_SUCCESS;
+  });
+}
+
+hoop_status_t hoop_comm_shrink(hoop_comm_t comm, hoop_comm_t* newcomm) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_comm_shrink")) return bad;
+    const std::string who = "rank " + std::to_string(comm->rank) + ": hoop_comm_shrink";
+    if (!newcomm) return Report(hoop::InvalidArgument(who + ": newcomm is NULL"));
+    *newcomm = nullptr;
+    if (comm->fusion_active.load())
+      return Report(hoop::InvalidArgument(who + ": a tensor fusion runtime drives this communicator; stop it first"));
+    auto shrunk = comm->get().Shrink();
+    if (!shrunk.ok()) return Report(shrunk.status());
+    auto* h = new hoop_comm;
+    h->job = comm->job;  // the store, which the new communicator uses too
+    h->config = comm->config;
+    h->rank = (*shrunk)->rank();
+    h->own = std::move(shrunk).value();
+    *newcomm = h;
+    return HOOP_SUCCESS;
   });
 }
 

@@ -18,6 +18,7 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.token = c.token;
   o.transport = c.transport;
   o.timeout = c.timeout;
+  o.shrink_wait = std::chrono::milliseconds(static_cast<long long>(c.shrink_wait_s * 1000));
   o.algo = ParseAlgo(c.algo).value_or(Algo::kAuto);
   o.chunk_bytes = c.chunk_bytes;
   o.window = c.window;
@@ -162,6 +163,11 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key) 
 StatusOr<std::unique_ptr<Communicator>> Communicator::Dup() { return Split(0, rank()); }
 void Communicator::Abort(const std::string& cause) { core_->Abort(cause); }
 Status Communicator::Revoke(const std::string& why) { return core_->Revoke(why); }
+StatusOr<std::unique_ptr<Communicator>> Communicator::Shrink() {
+  HOOP_ASSIGN_OR_RETURN(std::unique_ptr<CommCore> core, core_->Shrink());
+  return std::unique_ptr<Communicator>(new Communicator(std::move(core)));
+}
+std::vector<int> Communicator::FailedRanks() { return core_->FailedRanks(); }
 bool Communicator::healthy() { return core_->healthy(); }
 size_t Communicator::MaxCallBytes() const { return core_->MaxCallBytes(); }
 

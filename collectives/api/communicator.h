@@ -66,14 +66,16 @@ struct CommOptions {
   std::string name = "world";  // store namespace; distinct communicators need distinct names
   int rank = 0;
   int size = 1;
+  int job_rank = -1;    // this process's rank in its job (the launcher's): -1, the same as rank
   int local_rank = -1;  // -1: derive from host names
   int local_size = -1;
   std::string host = "127.0.0.1";
   std::string token;
   std::string transport;  // empty: first registered back end that can reach every peer
   std::chrono::milliseconds timeout{300000};
-  Algo algo = Algo::kAuto;  // default when a call says auto
-  size_t chunk_bytes = 0;   // 0: the transport's preferred chunk
+  std::chrono::milliseconds shrink_wait{10000};  // HOOP_SHRINK_WAIT (shrink.cc)
+  Algo algo = Algo::kAuto;                       // default when a call says auto
+  size_t chunk_bytes = 0;                        // 0: the transport's preferred chunk
   size_t window = 8;
   Compression compression = Compression::kNone;  // default for allreduce calls (HOOP_COMPRESSION)
   size_t unexpected_bytes = 64u << 20;           // point-to-point messages held unreceived (HOOP_UNEXPECTED_BYTES)
@@ -236,6 +238,15 @@ class Communicator {
   // running or made later, on every rank, fails with Code::kRevoked naming this rank and `why`
   // (collectives/core/revoke.cc). So do the communicators sharing its connections.
   Status Revoke(const std::string& why);
+  // The survivors' communicator (MPI ULFM's MPIX_Comm_shrink, NCCL's ncclCommShrink): every live
+  // rank calls it, typically after a call failed with a lost rank or a revocation; they agree on
+  // one membership through the store, even if another rank dies meanwhile, and get new ranks in
+  // their order here, over connections of their own. A rank that died, or did not come within
+  // HOOP_SHRINK_WAIT, is left out (a rank left out gets Unavailable saying so).
+  StatusOr<std::unique_ptr<Communicator>> Shrink();
+  // The ranks of this communicator this rank knows to have failed, ascending: peers its
+  // connections lost, processes on this host that exited, ranks hooprun saw exit.
+  std::vector<int> FailedRanks();
   // No operation has failed (the communicator is not poisoned).
   bool healthy();
   // The largest buffer, in bytes, one call can take (message tags number at most 2^24 chunks).

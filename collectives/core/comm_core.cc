@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "collectives/device/cuda_queue.h"
 #include "collectives/kernels/reduce.h"
 #include "common/logging.h"
+#include "transport/peer_watch.h"
 #include "transport/select.h"
 
 namespace hoop {
@@ -28,26 +30,37 @@ std::string HostName() {
 }
 }  // namespace
 
-StatusOr<std::unique_ptr<CommCore>> CommCore::Create(Store& store, const CommOptions& in) {
+StatusOr<std::unique_ptr<CommCore>> CommCore::Create(Store& kept, const CommOptions& in, const Meeting& meeting) {
+  Store& store = meeting.store ? *meeting.store : kept;
   CommOptions o = in;
   if (o.size < 1 || o.rank < 0 || o.rank >= o.size)
     return InvalidArgument("communicator: rank " + std::to_string(o.rank) + " is not in [0, " + std::to_string(o.size) +
                            ")");
-  SetLogRank(o.rank);
+  if (o.job_rank < 0) o.job_rank = o.rank;
+  SetLogRank(o.job_rank);
   const std::string ctx = "rank " + std::to_string(o.rank) + ": creating communicator '" + o.name + "'";
-  Deadline deadline = Deadline::After(o.timeout);
+  Deadline deadline = meeting.by.value_or(Deadline::After(o.timeout));
   const std::string prefix = "hoop/" + o.name + "/";
 
-  // Host names give the local rank and size, and "same host" for transport selection.
+  // Host names give the local rank and size, and "same host" for transport selection. With
+  // each, the process: host, pid, start time and job rank, apart by tabs (what tells later that
+  // it is gone: shrink.cc).
   std::string me = HostName();
-  HOOP_RETURN_IF_ERROR(store.Set(prefix + "host/" + std::to_string(o.rank), me).WithContext(ctx));
+  const int pid = static_cast<int>(::getpid());
+  const std::string proc = me + "\t" + std::to_string(pid) + "\t" + std::to_string(ProcessStartTime(pid)) + "\t" +
+                           std::to_string(o.job_rank);
+  HOOP_RETURN_IF_ERROR(store.Set(prefix + "host/" + std::to_string(o.rank), proc).WithContext(ctx));
   std::vector<PeerInfo> peers(static_cast<size_t>(o.size));
+  std::vector<Proc> procs(static_cast<size_t>(o.size));
   int local_rank = 0, local_size = 0;
   for (int r = 0; r < o.size; ++r) {
     auto h = store.Get(prefix + "host/" + std::to_string(r), deadline);
     if (!h.ok()) return h.status().WithContext(ctx + ": waiting for rank " + std::to_string(r) + " to join");
-    peers[static_cast<size_t>(r)] = {r, *h};
-    if (*h == me) {
+    Proc& p = procs[static_cast<size_t>(r)];
+    const std::string host = h->substr(0, h->find('\t'));
+    if (host.size() < h->size()) std::sscanf(h->c_str() + host.size(), "\t%d\t%llu\t%d", &p.pid, &p.start, &p.job_rank);
+    peers[static_cast<size_t>(r)] = {r, host};
+    if (host == me) {
       ++local_size;
       if (r < o.rank) ++local_rank;
     }
@@ -61,7 +74,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Create(Store& store, const CommOpt
     device = *o.device_access;
   else if (o.cuda_ipc)
     device = CudaDeviceAccess();
-  TransportOptions topts{o.rank, o.size, o.host, o.token, o.name, peers, device};
+  TransportOptions topts{o.rank, o.size, o.host, o.token, o.name, peers, device, meeting.give_up};
   auto transport = ConnectPeers(store, prefix, topts, o.transport, deadline);
   if (!transport.ok()) return transport.status().WithContext(ctx);
   HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << (*transport)->Label()
@@ -74,9 +87,10 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Create(Store& store, const CommOpt
     m.members.push_back(p.rank);
     m.hosts.push_back(p.host);
   }
+  m.procs = std::move(procs);
   auto view = m.hub->View(0, m.members, o.rank);
   if (!view.ok()) return view.status().WithContext(ctx);
-  std::unique_ptr<CommCore> comm(new CommCore(o, &store, std::move(m), std::move(view).value()));
+  std::unique_ptr<CommCore> comm(new CommCore(o, &kept, std::move(m), std::move(view).value()));
   // Nothing is queued yet, so this thread may use the transport.
   HOOP_RETURN_IF_ERROR(comm->mailbox_->Start().WithContext(ctx));
   return comm;

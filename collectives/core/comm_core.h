@@ -42,7 +42,19 @@ namespace hoop {
 
 class CommCore {
  public:
-  static StatusOr<std::unique_ptr<CommCore>> Create(Store& store, const CommOptions& options);
+  // How a communicator's ranks meet, where not plainly (a shrink's: shrink.cc): by when; through
+  // another way to the same store (one that stops waiting once a member is gone), the
+  // communicator keeping the plain one; and what the back ends ask between their waits.
+  struct Meeting {
+    std::optional<Deadline> by;  // unset: HOOP_TIMEOUT from now
+    Store* store = nullptr;
+    std::function<Status()> give_up;
+  };
+  // Meets the other ranks through the store and connects them.
+  static StatusOr<std::unique_ptr<CommCore>> Create(Store& store, const CommOptions& options, const Meeting& meeting);
+  static StatusOr<std::unique_ptr<CommCore>> Create(Store& store, const CommOptions& options) {
+    return Create(store, options, Meeting());
+  }
   ~CommCore();
   CommCore(const CommCore&) = delete;
   CommCore& operator=(const CommCore&) = delete;
@@ -71,6 +83,11 @@ class CommCore {
   Status RecvNow(const Buffer& out, int peer, int tag, RecvInfo* info = nullptr, bool* refused = nullptr);
   StatusOr<std::unique_ptr<CommCore>> Split(int color, int key);
   StatusOr<std::unique_ptr<CommCore>> Dup();
+  // The survivors' new communicator (shrink.cc): every live rank calls it; ranks renumbered in
+  // their order here.
+  StatusOr<std::unique_ptr<CommCore>> Shrink();
+  // This communicator's ranks this rank knows to have failed, ascending (shrink.cc).
+  std::vector<int> FailedRanks();
   void Abort(const std::string& cause);
   // Revokes the communicator (revoke.cc): this rank's running and later calls fail with
   // Code::kRevoked naming this rank and `why`, and so do every other rank's, told at once.
@@ -99,13 +116,23 @@ class CommCore {
     SpinGate gate;                              // whether its waits may spin, set by Submit
   };
   // Where a communicator sits among those sharing its connections.
+  // A member's process, as it published itself: what tells whether it is gone (shrink.cc).
+  struct Proc {
+    int job_rank = -1;
+    int pid = 0;
+    unsigned long long start = 0;  // its start time (/proc): 0 where not known
+  };
   struct Membership {
     std::shared_ptr<TransportHub> hub;
     int id = 0;                      // its view's id (0: the communicator that made the connections)
     std::vector<int> members;        // its rank r is the connections' rank members[r]
     std::vector<std::string> hosts;  // by rank
+    std::vector<Proc> procs;         // by rank
   };
   CommCore(CommOptions opts, Store* store, Membership m, std::unique_ptr<Transport> transport);
+  // A shrink's round `at` (shrink.cc): the members the store keeps; whether to keep what was made.
+  StatusOr<std::vector<int>> AgreeMembers(const std::string& at, Deadline deadline);
+  StatusOr<bool> AgreeMade(const std::string& at, const std::vector<int>& members, bool made, Deadline deadline);
   Work Submit(Op op, bool blocking);
   // Work::Wait's: where the operation whose Work has `state` is still queued, and it and every
   // operation ahead of it is a plain collective (no send or receive, no CUDA stream, no abort:
@@ -309,6 +336,7 @@ class CommCore {
   CommOptions opts_;
   Store* store_;                          // the job's store, for stall reports; outlives the communicator
   uint32_t splits_ = 0;                   // splits made from this communicator, which name the new ones
+  uint32_t shrinks_ = 0;                  // shrinks of this communicator, which name the new ones
   std::vector<int> waiting_for_;          // the last operation's peers still awaited when it timed out
   std::unique_ptr<Mailbox> mailbox_;      // destroyed after the transport that holds its memory
   Membership membership_;                 // the hub: the back end goes with its last communicator

@@ -85,6 +85,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Split(int color, int key) {
     const int r = group[i];
     m.members.push_back(membership_.members[static_cast<size_t>(r)]);
     m.hosts.push_back(membership_.hosts[static_cast<size_t>(r)]);
+    m.procs.push_back(membership_.procs[static_cast<size_t>(r)]);
     if (r == opts_.rank) {
       sub.rank = static_cast<int>(i);
       passed_me = true;

@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 #define HOOP_API_VERSION \
-  13 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+  14 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
                               6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
                               7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
@@ -54,7 +54,8 @@ extern "C" {
                               10: a store of the caller's (hoop_store_t, hoop_init_store);
                               11: HOOP_F8E4M3, HOOP_F8E5M2, hoop_dtype_info;
                               12: hoop_wait_background;
-                              13: hoop_comm_revoke, HOOP_ERR_REVOKED */
+                              13: hoop_comm_revoke, HOOP_ERR_REVOKED;
+                              14: hoop_comm_shrink, hoop_comm_failed_ranks */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -433,6 +434,27 @@ hoop_status_t hoop_comm_free(hoop_comm_t comm);
  * free it (hoop_comm_free, hoop_finalize; these return promptly). Returns once the peers have been
  * told; revoking a communicator that failed or was revoked already succeeds and does nothing more. */
 hoop_status_t hoop_comm_revoke(hoop_comm_t comm, const char* reason);
+
+/* ---- Going on without lost ranks (MPI ULFM's MPIX_Comm_shrink, NCCL's ncclCommShrink) ----
+ *
+ * hoop_comm_failed_ranks: the ranks of comm this rank knows to have failed, ascending: peers its
+ * connections lost, processes on this host that exited, ranks hooprun saw exit (with
+ * --enable-recovery). Writes up to `capacity` of them into `ranks` (NULL with capacity 0: count
+ * only) and their number into *count. Another rank may know of more or fewer; a shrink agrees.
+ *
+ * hoop_comm_shrink: every live rank of comm calls it, typically after a call failed because a
+ * rank was lost or comm was revoked (revoke first where some rank may still be inside a call
+ * that waits on a live one). The survivors agree through the job's store on one membership, even
+ * when another rank dies during the shrink, and *newcomm is a new communicator of them, ranked in
+ * their order in comm, with connections of its own (comm stays as it was: free it). A rank that
+ * is gone is left out; so is one that has not called within HOOP_SHRINK_WAIT seconds (default
+ * 10: a stopped process, a silent host), which gets HOOP_ERR_UNAVAILABLE saying so. It needs
+ * nothing from the lost ranks, and its time is that of making a communicator once the survivors
+ * know who is gone: at once for a rank on the same host or under hooprun, else HOOP_SHRINK_WAIT.
+ * The store must outlive the lost ranks: hooprun's does; under mpirun, Slurm or torchrun rank 0
+ * serves it, so rank 0's death is not survivable there (README, "Errors and failures"). */
+hoop_status_t hoop_comm_failed_ranks(hoop_comm_t comm, int* ranks, int capacity, int* count);
+hoop_status_t hoop_comm_shrink(hoop_comm_t comm, hoop_comm_t* newcomm);
 
 /* Wire compression of f32 and f64 sum/avg allreduces: the data travels in 16 bits, and every
  * hop of the ring decodes what it receives, adds it in the data's own type and encodes again;

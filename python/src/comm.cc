@@ -2,6 +2,9 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace hoop::py {
 
 namespace pyb = pybind11;
@@ -187,7 +190,36 @@ pyb::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pyb::module_& m) {
           pyb::arg("reason") = "",
           "Revokes the communicator from this rank alone (hoop_comm_revoke): every call on it, and on "
           "those sharing its connections, still running or made later on any rank raises RevokedError "
-          "naming this rank and the reason.");
+          "naming this rank and the reason.")
+      .def(
+          "shrink",
+          [](const Comm& c) {
+            hoop_comm_t out = nullptr;
+            hoop_status_t s;
+            hoop_comm_t self = c.get();
+            {
+              pyb::gil_scoped_release nogil;
+              s = hoop_comm_shrink(self, &out);
+            }
+            return Made(out, s, c.keep());
+          },
+          "The survivors' communicator (hoop_comm_shrink; MPI ULFM's MPIX_Comm_shrink): every live rank "
+          "calls it after a lost rank or a revocation; they agree on one membership, even if another "
+          "rank dies meanwhile, and are renumbered in their order here. This one stays as it was.")
+      .def(
+          "failed_ranks",
+          [](const Comm& c) {
+            hoop_comm_t self = c.get();
+            int count = 0;
+            Check(hoop_comm_failed_ranks(self, nullptr, 0, &count));
+            std::vector<int> ranks(static_cast<size_t>(count) + 8);
+            Check(hoop_comm_failed_ranks(self, ranks.data(), static_cast<int>(ranks.size()), &count));
+            ranks.resize(std::min(ranks.size(), static_cast<size_t>(count)));
+            return ranks;
+          },
+          "The ranks of this communicator this rank knows to have failed, ascending "
+          "(hoop_comm_failed_ranks): peers its connections lost, processes on this host that exited, "
+          "ranks hooprun saw exit.");
 
   m.def(
       "init_from_env",

@@ -3,8 +3,8 @@
 // order, tested until done, freed early, pending at finalize, refused when bad) and reduce,
 // gather, scatter and alltoall (tests/launch/c_more_collectives_test.c), point-to-point
 // (tests/launch/c_p2p_test.c; also with a tiny HOOP_UNEXPECTED_BYTES, and a receive that times out),
-// sub-communicators (tests/launch/c_split_test.c; also a split one rank does not call), and
-// hoop_comm_revoke (tests/launch/c_revoke_test.c).
+// sub-communicators (tests/launch/c_split_test.c; also a split one rank does not call),
+// hoop_comm_revoke (tests/launch/c_revoke_test.c) and hoop_comm_shrink (tests/launch/c_shrink_test.c).
 #include <catch2/catch.hpp>
 
 #include "tests/support/backends.h"
@@ -77,6 +77,39 @@ TEST_CASE("C sub-communicators over every back end", "[split]") { RunEverywhere(
 // HOOP_TIMEOUT), and every later call on the communicator and on those sharing its connections.
 TEST_CASE("C revoke over every back end: every rank's calls fail as revoked, naming who and why", "[revoke]") {
   RunEverywhere("hoop-c-revoke-test", "c-revoke", {"-x", "HOOP_TIMEOUT=60"});
+}
+
+// A rank killed mid-job (rank 0 included: hooprun serves the store): the survivors' allreduce
+// fails, they shrink, and the shrunk communicator computes right with the survivors in order; a
+// second rank killed inside the shrink costs another round or shrink, not a hang. Every back end.
+TEST_CASE("C shrink after a SIGKILL over every back end: the survivors go on", "[shrink]") {
+  struct Case {
+    int n;
+    std::vector<std::string> args;
+  };
+  const std::vector<Case> cases = {{2, {"0"}}, {3, {"last"}}, {4, {"1", "last"}}, {8, {"0", "5"}}};
+  for (const Backend& b : Backends()) {
+    for (const Case& c : cases) {
+      if (c.n == 8 && b.label != "shm" && b.label != "tcp") continue;
+      std::vector<std::string> cmd = {Bin("hooprun"),       "-np", std::to_string(c.n), "--oversubscribe",
+                                      "--enable-recovery",  "-x",  "HOOP_TIMEOUT=60",   "-x",
+                                      "HOOP_SHRINK_WAIT=30"};
+      for (const auto& [k, v] : b.env) cmd.insert(cmd.end(), {"-x", k + "=" + v});
+      cmd.push_back(Bin("hoop-c-shrink-test"));
+      cmd.insert(cmd.end(), c.args.begin(), c.args.end());
+      auto r = RunProc(cmd, Within(120));
+      INFO(b.label << ", " << c.n << " ranks, killed: " << c.args[0] << (c.args.size() > 1 ? " and " + c.args[1] : "")
+                   << "\n"
+                   << r.output);
+      CHECK(r.exit_code == 137);  // hooprun --enable-recovery: the first failed rank's code (SIGKILL)
+      CHECK(r.seconds < 30);      // no one waited out HOOP_SHRINK_WAIT: the dead were known at once
+      const int dead = static_cast<int>(c.args.size());
+      size_t oks = 0;
+      for (size_t at = 0; (at = r.output.find("c-shrink ok rank", at)) != std::string::npos; ++at) ++oks;
+      CHECK(oks == static_cast<size_t>(c.n - dead));
+      CHECK(r.output.find(" of " + std::to_string(c.n) + " -> ") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("C split that one rank does not call: every rank gets an error, none hangs", "[split]") {

@@ -165,6 +165,42 @@ TEST_CASE("hooprun over ssh: a remote rank killed, a host lost, Ctrl-C - the job
   }
 }
 
+// hoop_comm_shrink across hosts (tests/launch/c_shrink_test.c): a rank killed on the remote host,
+// then rank 0 on hooprun's host with a remote one killed inside the shrink. The survivors know
+// who is gone from the lost connections and from hooprun (which its agent tells), not from
+// HOOP_SHRINK_WAIT (30 s here): each is back, with a checked allreduce on the shrunk
+// communicator, well inside 2 s of its failed call.
+TEST_CASE("hoop_comm_shrink across ssh hosts: the survivors of a killed rank go on at once", "[hooprun][ssh][shrink]") {
+  SshHosts h(2);
+  SKIP_WITHOUT(h);
+  const std::string hosts = h.name(0) + ":2," + h.address(1) + ":2";
+  for (std::vector<std::string> killed : {std::vector<std::string>{"3"}, std::vector<std::string>{"0", "2"}}) {
+    std::vector<std::string> args = {"-H",
+                                     hosts,
+                                     "--timeout",
+                                     "90",
+                                     "--enable-recovery",
+                                     "-x",
+                                     "HOOP_TIMEOUT=60",
+                                     "-x",
+                                     "HOOP_SHRINK_WAIT=30",
+                                     Bin("hoop-c-shrink-test")};
+    args.insert(args.end(), killed.begin(), killed.end());
+    auto r = RunProc(Hooprun(h, args), Within(120));
+    INFO(r.output);
+    CHECK(r.exit_code == 137);
+    CHECK(r.seconds < 25);
+    size_t oks = 0;
+    for (size_t at = 0; (at = r.output.find("c-shrink ok rank", at)) != std::string::npos; ++at) {
+      ++oks;
+      const size_t in = r.output.find("recovered in ", at);
+      REQUIRE(in != std::string::npos);
+      CHECK(std::stod(r.output.substr(in + 13)) < 2.0);
+    }
+    CHECK(oks == 4 - killed.size());
+  }
+}
+
 TEST_CASE("hooprun over ssh refuses what it cannot reach or run, naming the host", "[hooprun][ssh]") {
   SshHosts h(2);
   SKIP_WITHOUT(h);

@@ -1,6 +1,7 @@
 """The hoop Python package against NumPy: collectives_rank.py under hooprun on 1 to 4 ranks over
-tcp and shm, failure_rank.py (a rank killed mid-allreduce) and revoke_rank.py (a rank revokes the
-communicator from a second thread mid-allreduce). Run by ctest (test "python")
+tcp and shm, failure_rank.py (a rank killed mid-allreduce), revoke_rank.py (a rank revokes the
+communicator from a second thread mid-allreduce) and shrink_rank.py (the survivors of a killed
+rank shrink the communicator and go on). Run by ctest (test "python")
 as `python3 -m unittest discover -s tests/python` with HOOPTEST_BUILD_DIR set to the build folder.
 Every job has a hard bound (hooprun --timeout and the subprocess's own); a hang fails the test,
 naming the job.
@@ -50,6 +51,18 @@ class Collectives(unittest.TestCase):
                     # Well inside HOOP_TIMEOUT (60 s): the revoke came at 0.3 s.
                     self.assertLess(float(line[0].split(" after ")[1].split(" s:")[0]), 10.0, line[0])
                     self.assertIn(f"[{rank}] rank {rank}: a later call was revoked too", r.output)
+
+    def test_the_survivors_of_a_killed_rank_shrink_and_go_on(self):
+        for transport in ("tcp", "shm"):
+            with self.subTest(transport=transport):
+                r = hooprun(3, [sys.executable, os.path.join(HERE, "shrink_rank.py")],
+                            env={"HOOP_TRANSPORT": transport, "HOOP_TIMEOUT": "60"}, timeout=90,
+                            args=("--enable-recovery",))
+                self.assertEqual(r.returncode, 137, r.output)  # rank 1's SIGKILL
+                # Ranks 0 and 2 become 0 and 1 of 2; the sum is theirs (1 + 3).
+                for rank, new in ((0, 0), (2, 1)):
+                    self.assertIn(f"[{rank}] rank {rank}: shrunk to rank {new} of 2, failed ranks [1], sum 4",
+                                  r.output)
 
     def test_alone_it_is_a_job_of_one(self):
         code = "import hoop, numpy as np; hoop.init(); print(hoop.size(), hoop.allreduce(np.arange(3.0)))"

@@ -1,0 +1,219 @@
+// Shrinking a communicator (hoop_comm_shrink; MPI ULFM's MPIX_Comm_shrink, NCCL's
+// ncclCommShrink), and the failed ranks as this rank sees them.
+//
+// The survivors agree through the store, never through the connections, which a loss or a
+// revocation has left unusable; the new communicator makes connections of its own. A shrink runs
+// in rounds; in round r:
+//  1. each survivor checks in (in/RANK, holding the ranks it knows to be gone), then waits until
+//     every rank of the communicator has checked in or is known gone, or HOOP_SHRINK_WAIT has
+//     passed (a stopped process, a host gone silent);
+//  2. it proposes the ranks checked in and not gone; the store keeps the first proposal
+//     (Store::SetIfAbsent) and every survivor takes that one: one membership, whoever proposed
+//     it and whoever died meanwhile. A survivor left out (it came after HOOP_SHRINK_WAIT) is
+//     told so;
+//  3. the members make the new communicator through the store, each writes whether that worked
+//     (made/RANK), and the first verdict proposed wins again: "commit" once every member made
+//     it, "abort" once one failed or is gone. A member that dies inside round r so fails it for
+//     all alike, and the survivors go on to round r + 1 without it.
+// A member that dies after the commit leaves a communicator with a dead rank: its next call
+// fails as any call with a lost peer does, and it can be shrunk in turn.
+//
+// Gone (FailedRanks): a peer the connections saw lost; a process on this host that exited (by
+// the pid and start time each rank published when the communicator was made); a rank the
+// launcher saw exit (hooprun --enable-recovery writes their job ranks to hoop/exited); and, in a
+// shrink, the ranks another survivor named so at check-in.
+#include <algorithm>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "collectives/core/comm_core.h"
+#include "common/logging.h"
+#include "transport/peer_watch.h"
+
+namespace hoop {
+
+namespace {
+constexpr auto kLook = std::chrono::milliseconds(5);          // between looks at the store
+constexpr auto kLeastMake = std::chrono::milliseconds(2000);  // making the new communicator, at least
+
+std::string Join(const std::vector<int>& v) {
+  std::ostringstream out;
+  for (size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << v[i];
+  return out.str();
+}
+
+std::vector<int> ParseList(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');)
+    if (!part.empty()) out.push_back(std::atoi(part.c_str()));
+  return out;
+}
+
+bool Has(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// The value under `key` now, without waiting.
+std::optional<std::string> Peek(Store& store, const std::string& key) {
+  auto v = store.Get(key, Deadline::After(std::chrono::milliseconds(0)));
+  if (!v.ok()) return std::nullopt;
+  return std::move(v).value();
+}
+
+Deadline Earlier(Deadline a, Deadline b) { return a.at() < b.at() ? a : b; }
+
+// The store as a shrink's new communicator meets through it: a wait for a key (a member's host
+// or address) asks every kLook * 4 whether to give up (a member is gone, the round was given
+// up), and if so fails at once, instead of waiting out the round for a key never written.
+class WatchfulStore : public Store {
+ public:
+  WatchfulStore(Store& store, std::function<Status()> give_up) : store_(store), give_up_(std::move(give_up)) {}
+  Status Set(const std::string& key, const std::string& value) override { return store_.Set(key, value); }
+  StatusOr<int64_t> Add(const std::string& key, int64_t delta) override { return store_.Add(key, delta); }
+  StatusOr<std::string> SetIfAbsent(const std::string& key, const std::string& value, Deadline deadline) override {
+    return store_.SetIfAbsent(key, value, deadline);
+  }
+  StatusOr<std::string> Get(const std::string& key, Deadline deadline) override {
+    while (true) {
+      auto v = store_.Get(key, Earlier(deadline, Deadline::After(kLook * 4)));
+      if (v.ok() || v.status().code() != Code::kDeadlineExceeded || deadline.Expired()) return v;
+      HOOP_RETURN_IF_ERROR(give_up_());
+    }
+  }
+
+ private:
+  Store& store_;
+  std::function<Status()> give_up_;
+};
+}  // namespace
+
+std::vector<int> CommCore::FailedRanks() {
+  const int n = opts_.size;
+  std::vector<bool> gone(static_cast<size_t>(n), false);
+  const std::vector<int> lost = membership_.hub->Lost();
+  std::vector<int> exited;
+  if (auto text = Peek(*store_, "hoop/exited")) exited = ParseList(*text);
+  const std::string& my_host = membership_.hosts[static_cast<size_t>(opts_.rank)];
+  for (int r = 0; r < n; ++r) {
+    if (r == opts_.rank) continue;
+    const auto i = static_cast<size_t>(r);
+    const Proc& p = membership_.procs[i];
+    gone[i] = Has(lost, membership_.members[i]) || (p.job_rank >= 0 && Has(exited, p.job_rank)) ||
+              (membership_.hosts[i] == my_host && ProcessGone(p.pid, p.start));
+  }
+  std::vector<int> out;
+  for (int r = 0; r < n; ++r)
+    if (gone[static_cast<size_t>(r)]) out.push_back(r);
+  return out;
+}
+
+// Step 1 and 2 of a round (above): the members, as the store keeps them for round `at`.
+StatusOr<std::vector<int>> CommCore::AgreeMembers(const std::string& at, Deadline deadline) {
+  Store& store = *store_;
+  const int n = opts_.size;
+  HOOP_RETURN_IF_ERROR(store.Set(at + "in/" + std::to_string(opts_.rank), Join(FailedRanks())));
+  std::vector<bool> in(static_cast<size_t>(n), false);
+  in[static_cast<size_t>(opts_.rank)] = true;
+  std::vector<int> told;  // gone, as the ranks checked in say
+  const Deadline wait = Earlier(deadline, Deadline::After(opts_.shrink_wait));
+  std::vector<int> failed;
+  while (true) {
+    if (auto agreed = Peek(store, at + "members")) return ParseList(*agreed);
+    for (int r = 0; r < n; ++r) {
+      if (in[static_cast<size_t>(r)]) continue;
+      auto said = Peek(store, at + "in/" + std::to_string(r));
+      if (!said) continue;
+      in[static_cast<size_t>(r)] = true;
+      for (int g : ParseList(*said))
+        if (!Has(told, g)) told.push_back(g);
+    }
+    failed = FailedRanks();
+    bool settled = true;
+    for (int r = 0; r < n; ++r) settled &= in[static_cast<size_t>(r)] || Has(failed, r) || Has(told, r);
+    if (settled || wait.Expired()) break;
+    std::this_thread::sleep_for(kLook);
+  }
+  std::vector<int> proposal;
+  for (int r = 0; r < n; ++r)
+    if (in[static_cast<size_t>(r)] && (r == opts_.rank || (!Has(failed, r) && !Has(told, r)))) proposal.push_back(r);
+  HOOP_ASSIGN_OR_RETURN(std::string agreed, store.SetIfAbsent(at + "members", Join(proposal), deadline));
+  return ParseList(agreed);
+}
+
+// Step 3's verdict: true to keep the communicator made in round `at`.
+StatusOr<bool> CommCore::AgreeMade(const std::string& at, const std::vector<int>& members, bool made,
+                                   Deadline deadline) {
+  Store& store = *store_;
+  HOOP_RETURN_IF_ERROR(store.Set(at + "made/" + std::to_string(opts_.rank), made ? "1" : "0"));
+  const auto limit = std::max<std::chrono::milliseconds>(opts_.shrink_wait, kLeastMake);
+  const Deadline wait = Earlier(deadline, Deadline::After(limit));
+  std::string verdict;
+  while (verdict.empty()) {
+    if (auto agreed = Peek(store, at + "outcome")) return *agreed == "commit";
+    const std::vector<int> failed = FailedRanks();
+    bool all = true, bad = false;
+    for (int m : members) {
+      auto said = Peek(store, at + "made/" + std::to_string(m));
+      all &= said.has_value();
+      bad |= said ? *said != "1" : Has(failed, m);
+    }
+    if (bad || (!all && wait.Expired()))
+      verdict = "abort";
+    else if (all)
+      verdict = "commit";
+    else
+      std::this_thread::sleep_for(kLook);
+  }
+  HOOP_ASSIGN_OR_RETURN(std::string agreed, store.SetIfAbsent(at + "outcome", verdict, deadline));
+  return agreed == "commit";
+}
+
+StatusOr<std::unique_ptr<CommCore>> CommCore::Shrink() {
+  const std::string who = "rank " + std::to_string(opts_.rank) + ": shrink of communicator '" + opts_.name + "'";
+  const uint32_t number = shrinks_++;  // the same on every survivor: each shrink is a collective of them
+  const std::string base = "hoop/" + opts_.name + "/shrink" + std::to_string(number) + "/";
+  const Deadline deadline = Deadline::After(opts_.timeout);
+  for (int round = 0;; ++round) {
+    const std::string at = base + std::to_string(round) + "/";
+    auto members = AgreeMembers(at, deadline);
+    if (!members.ok() && members.status().code() == Code::kUnavailable)  // the store is gone
+      return Unavailable(who + ": " + members.status().message() +
+                         " (the survivors agree through the job's store; where rank 0 served it, as under mpirun, "
+                         "Slurm or torchrun, its loss cannot be survived: README, \"What survives which loss\")");
+    if (!members.ok()) return members.status().WithContext(who);
+    const auto me = std::find(members->begin(), members->end(), opts_.rank);
+    if (me == members->end())
+      return Unavailable(who + ": left out: ranks " + Join(*members) +
+                         " made the new communicator without this rank, which came after HOOP_SHRINK_WAIT (" +
+                         std::to_string(opts_.shrink_wait.count() / 1000.0) + " s)");
+    CommOptions o = opts_;
+    o.name = opts_.name + ".s" + std::to_string(number) + "." + std::to_string(round);
+    o.size = static_cast<int>(members->size());
+    o.rank = static_cast<int>(me - members->begin());
+    o.local_rank = o.local_size = -1;  // from the members' host names
+    const auto limit = std::max<std::chrono::milliseconds>(opts_.shrink_wait, kLeastMake);
+    // Give up making it once a member is gone or another gave up the round (its verdict is out).
+    auto give_up = [&]() -> Status {
+      for (int r : FailedRanks())
+        if (Has(*members, r)) return Unavailable("rank " + std::to_string(r) + " (of this one) is gone");
+      if (Peek(*store_, at + "outcome")) return Unavailable("another member gave the round up");
+      return Status::Ok();
+    };
+    WatchfulStore watchful(*store_, give_up);
+    Meeting meeting{Earlier(deadline, Deadline::After(limit)), &watchful, give_up};
+    auto made = Create(*store_, o, meeting);
+    auto keep = AgreeMade(at, *members, made.ok(), deadline);
+    if (!keep.ok()) return keep.status().WithContext(who);
+    if (*keep) {
+      HOOP_LOG(kInfo, who << ": rank " << o.rank << " of " << o.size << " in '" << o.name << "' (ranks "
+                          << Join(*members) << " of " << opts_.size << " went on)");
+      return std::move(made).value();
+    }
+    HOOP_LOG(kWarn, who << ": round " << round << " over ranks " << Join(*members) << " failed ("
+                        << (made.ok() ? "another member could not make it" : made.status().message())
+                        << "); again without the ranks gone");
+    SetLogRank(opts_.job_rank);
+  }
+}
+
+}  // namespace hoop
