@@ -116,6 +116,14 @@ UcxTransport::~UcxTransport() {
     if (r && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
   }
   Settle(&closing, std::chrono::seconds(2));
+  // A peer that lives but does not progress (computing, or blocked outside hoop) never
+  // acknowledges a flushing close. Release what is left, so that destroying the worker finds no
+  // request of ours held (UCX's assertion would abort the process), and say so.
+  if (!closing.empty())
+    HOOP_LOG(kWarn, "ucx: " << closing.size()
+                            << " endpoint close(s) not acknowledged within 2 s (a peer not progressing); closed "
+                               "without it");
+  for (void* r : closing) ucp_request_free(r);
   for (auto& ps : peers_)
     for (auto& [match, e] : ps.early) ucp_am_data_release(worker_, e.data);
   for (auto& [p, memh] : staging_) ucp_mem_unmap(ctx_, memh);
