@@ -82,6 +82,30 @@ StatusOr<std::unique_ptr<Job>> JoinJobOnStore(const Config& cfg, std::unique_ptr
   return Finish(cfg, std::move(job), "rank " + std::to_string(cfg.rank) + ": joining the job");
 }
 
+StatusOr<std::unique_ptr<Job>> JoinAsNewcomer(const Config& cfg) {
+  SetLogLevel(cfg.log_level);
+  const std::string ctx = "a newcomer joining the job";
+  if (cfg.store.empty())
+    return InvalidArgument(ctx + ": HOOP_STORE is not set (the running job's store, through which it is admitted)");
+  auto job = std::make_unique<Job>();
+  auto store = OpenStoreSaying(cfg, Deadline::After(cfg.timeout), ctx);
+  if (!store.ok()) return store.status().WithContext(ctx);
+  job->store = std::move(store).value();
+  if (auto* files = dynamic_cast<FileStore*>(job->store.get())) {
+    auto open = files->Add("hoop/open", 1);  // counted like every rank's Job (~Job)
+    if (!open.ok()) return open.status().WithContext(ctx);
+  }
+  CommOptions opts = CommOptions::FromConfig(cfg);
+  opts.job_rank = cfg.launcher != Launcher::kNone ? cfg.rank : -2;
+  if (cfg.host.empty()) {
+    auto* tcp = dynamic_cast<TcpStoreClient*>(job->store.get());
+    opts.host = tcp && !tcp->local_address().empty() ? tcp->local_address() : "127.0.0.1";
+  }
+  HOOP_ASSIGN_OR_RETURN(job->comm, Communicator::Join(*job->store, opts));
+  SetLogRank(job->comm->rank());
+  return job;
+}
+
 namespace {
 
 StatusOr<std::unique_ptr<Job>> Finish(const Config& cfg, std::unique_ptr<Job> job, const std::string& ctx) {

@@ -29,5 +29,9 @@ struct Job {
 StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg);
 // The same over a store the caller opened (cfg.store is not read): the C API's hoop_init_store.
 StatusOr<std::unique_ptr<Job>> JoinJobOnStore(const Config& cfg, std::unique_ptr<Store> store);
+// A newcomer joins a running job through its store (cfg.store; it never serves it), admitted by
+// the job's next grow (Communicator::Join): the C API's hoop_init_join. cfg's rank, where a
+// launcher gave one, is its number in the job; its size is not read.
+StatusOr<std::unique_ptr<Job>> JoinAsNewcomer(const Config& cfg);
 
 }  // namespace hoop

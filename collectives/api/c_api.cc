@@ -103,7 +103,7 @@ hoop_status_t MakeHandle(hoop_comm_t* out, hoop::StatusOr<std::unique_ptr<hoop::
   *out = new hoop_comm;
   (*out)->job = std::move(job).value();
   (*out)->config = std::make_shared<const hoop::Config>(cfg);
-  (*out)->rank = cfg.rank;
+  (*out)->rank = (*out)->job->comm->rank();  // cfg.rank, except for a newcomer (hoop_init_join)
   return HOOP_SUCCESS;
 }
 
@@ -381,6 +381,16 @@ hoop_status_t hoop_init_from_env(hoop_comm_t* comm) {
     auto cfg = hoop::Config::FromProcessEnv();
     if (!cfg.ok()) return Report(cfg.status().WithContext("hoop_init_from_env"));
     return Init(comm, *cfg);
+  });
+}
+
+hoop_status_t hoop_init_join(hoop_comm_t* comm) {
+  return Guard([&] {
+    if (!comm) return BadArg("hoop_init_join: comm pointer is NULL");
+    *comm = nullptr;
+    auto cfg = hoop::Config::FromProcessEnv();
+    if (!cfg.ok()) return Report(cfg.status().WithContext("hoop_init_join"));
+    return MakeHandle(comm, hoop::JoinAsNewcomer(*cfg), *cfg);
   });
 }
 

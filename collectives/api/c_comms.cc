@@ -1,6 +1,6 @@
 // The C API's sub-communicators: hoop_comm_split, hoop_comm_dup, hoop_comm_free; and
-// hoop_comm_revoke, hoop_comm_failed_ranks, hoop_comm_shrink (Communicator::Split,
-// collectives/core/split.cc; revoke.cc; shrink.cc). A new handle shares its parent's job (the store
+// hoop_comm_revoke, hoop_comm_failed_ranks, hoop_comm_shrink, hoop_comm_grow (Communicator::Split,
+// collectives/core/split.cc; revoke.cc; shrink.cc; grow.cc). A new handle shares its parent's job (the store
 // and the connections, c_api_internal.h) and holds its own communicator.
 #include <string>
 #include <vector>
@@ -13,6 +13,19 @@ using hoop::capi::Guard;
 using hoop::capi::Report;
 
 static_assert(HOOP_UNDEFINED == hoop::kUndefined);
+
+namespace {
+// A handle for a communicator made from `comm`'s (shrunk or grown): it shares comm's job, whose
+// store it uses too.
+hoop_comm_t Adopt(hoop_comm_t comm, std::unique_ptr<hoop::Communicator> made) {
+  auto* h = new hoop_comm;
+  h->job = comm->job;
+  h->config = comm->config;
+  h->rank = made->rank();
+  h->own = std::move(made);
+  return h;
+}
+}  // namespace
 
 extern "C" {
 
@@ -67,6 +80,19 @@ hoop_status_t hoop_comm_failed_ranks(hoop_comm_t comm, int* ranks, int capacity,
   });
 }
 
+hoop_status_t hoop_comm_grow(hoop_comm_t comm, int count, hoop_comm_t* newcomm) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_comm_grow")) return bad;
+    const std::string who = "rank " + std::to_string(comm->rank) + ": hoop_comm_grow";
+    if (!newcomm) return Report(hoop::InvalidArgument(who + ": newcomm is NULL"));
+    *newcomm = nullptr;
+    auto grown = comm->get().Grow(count);
+    if (!grown.ok()) return Report(grown.status());
+    *newcomm = Adopt(comm, std::move(grown).value());
+    return HOOP_SUCCESS;
+  });
+}
+
 hoop_status_t hoop_comm_shrink(hoop_comm_t comm, hoop_comm_t* newcomm) {
   return Guard([&] {
     if (hoop_status_t bad = CheckLive(comm, "hoop_comm_shrink")) return bad;
@@ -77,12 +103,7 @@ hoop_status_t hoop_comm_shrink(hoop_comm_t comm, hoop_comm_t* newcomm) {
       return Report(hoop::InvalidArgument(who + ": a tensor fusion runtime drives this communicator; stop it first"));
     auto shrunk = comm->get().Shrink();
     if (!shrunk.ok()) return Report(shrunk.status());
-    auto* h = new hoop_comm;
-    h->job = comm->job;  // the store, which the new communicator uses too
-    h->config = comm->config;
-    h->rank = (*shrunk)->rank();
-    h->own = std::move(shrunk).value();
-    *newcomm = h;
+    *newcomm = Adopt(comm, std::move(shrunk).value());
     return HOOP_SUCCESS;
   });
 }

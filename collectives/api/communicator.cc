@@ -168,6 +168,14 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Shrink() {
   return std::unique_ptr<Communicator>(new Communicator(std::move(core)));
 }
 std::vector<int> Communicator::FailedRanks() { return core_->FailedRanks(); }
+StatusOr<std::unique_ptr<Communicator>> Communicator::Grow(int count) {
+  HOOP_ASSIGN_OR_RETURN(std::unique_ptr<CommCore> core, core_->Grow(count));
+  return std::unique_ptr<Communicator>(new Communicator(std::move(core)));
+}
+StatusOr<std::unique_ptr<Communicator>> Communicator::Join(Store& store, const CommOptions& options) {
+  HOOP_ASSIGN_OR_RETURN(std::unique_ptr<CommCore> core, CommCore::Join(store, options));
+  return std::unique_ptr<Communicator>(new Communicator(std::move(core)));
+}
 bool Communicator::healthy() { return core_->healthy(); }
 size_t Communicator::MaxCallBytes() const { return core_->MaxCallBytes(); }
 

@@ -247,6 +247,13 @@ class Communicator {
   // The ranks of this communicator this rank knows to have failed, ascending: peers its
   // connections lost, processes on this host that exited, ranks hooprun saw exit.
   std::vector<int> FailedRanks();
+  // This communicator and `count` newcomers (NCCL's ncclCommGrow; collectives/core/grow.cc):
+  // every rank calls it; the ranks keep their numbers and the newcomers, each calling Join over
+  // the job's store, follow in the order they came. Waits up to HOOP_TIMEOUT for them.
+  StatusOr<std::unique_ptr<Communicator>> Grow(int count);
+  // A new process joins the job's next grow (options: its settings; name, rank and size are the
+  // grow's). Waits up to HOOP_TIMEOUT to be admitted.
+  static StatusOr<std::unique_ptr<Communicator>> Join(Store& store, const CommOptions& options);
   // No operation has failed (the communicator is not poisoned).
   bool healthy();
   // The largest buffer, in bytes, one call can take (message tags number at most 2^24 chunks).

@@ -36,8 +36,8 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Create(Store& kept, const CommOpti
   if (o.size < 1 || o.rank < 0 || o.rank >= o.size)
     return InvalidArgument("communicator: rank " + std::to_string(o.rank) + " is not in [0, " + std::to_string(o.size) +
                            ")");
-  if (o.job_rank < 0) o.job_rank = o.rank;
-  SetLogRank(o.job_rank);
+  if (o.job_rank == -1) o.job_rank = o.rank;  // -2: none (a newcomer no launcher numbered)
+  SetLogRank(o.job_rank >= 0 ? o.job_rank : o.rank);
   const std::string ctx = "rank " + std::to_string(o.rank) + ": creating communicator '" + o.name + "'";
   Deadline deadline = meeting.by.value_or(Deadline::After(o.timeout));
   const std::string prefix = "hoop/" + o.name + "/";

@@ -88,6 +88,11 @@ class CommCore {
   StatusOr<std::unique_ptr<CommCore>> Shrink();
   // This communicator's ranks this rank knows to have failed, ascending (shrink.cc).
   std::vector<int> FailedRanks();
+  // This communicator and `count` newcomers (grow.cc): every rank calls Grow; each newcomer
+  // calls Join over the job's store (options: its settings; name, rank and size come from the
+  // grow that admits it).
+  StatusOr<std::unique_ptr<CommCore>> Grow(int count);
+  static StatusOr<std::unique_ptr<CommCore>> Join(Store& store, const CommOptions& options);
   void Abort(const std::string& cause);
   // Revokes the communicator (revoke.cc): this rank's running and later calls fail with
   // Code::kRevoked naming this rank and `why`, and so do every other rank's, told at once.
@@ -337,6 +342,7 @@ class CommCore {
   Store* store_;                          // the job's store, for stall reports; outlives the communicator
   uint32_t splits_ = 0;                   // splits made from this communicator, which name the new ones
   uint32_t shrinks_ = 0;                  // shrinks of this communicator, which name the new ones
+  uint32_t grows_ = 0;                    // grows of this communicator, which name the new ones
   std::vector<int> waiting_for_;          // the last operation's peers still awaited when it timed out
   std::unique_ptr<Mailbox> mailbox_;      // destroyed after the transport that holds its memory
   Membership membership_;                 // the hub: the back end goes with its last communicator

@@ -37,7 +37,7 @@ namespace {
 constexpr auto kLook = std::chrono::milliseconds(5);          // between looks at the store
 constexpr auto kLeastMake = std::chrono::milliseconds(2000);  // making the new communicator, at least
 
-std::string Join(const std::vector<int>& v) {
+std::string ListText(const std::vector<int>& v) {
   std::ostringstream out;
   for (size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << v[i];
   return out.str();
@@ -111,7 +111,7 @@ std::vector<int> CommCore::FailedRanks() {
 StatusOr<std::vector<int>> CommCore::AgreeMembers(const std::string& at, Deadline deadline) {
   Store& store = *store_;
   const int n = opts_.size;
-  HOOP_RETURN_IF_ERROR(store.Set(at + "in/" + std::to_string(opts_.rank), Join(FailedRanks())));
+  HOOP_RETURN_IF_ERROR(store.Set(at + "in/" + std::to_string(opts_.rank), ListText(FailedRanks())));
   std::vector<bool> in(static_cast<size_t>(n), false);
   in[static_cast<size_t>(opts_.rank)] = true;
   std::vector<int> told;  // gone, as the ranks checked in say
@@ -136,7 +136,7 @@ StatusOr<std::vector<int>> CommCore::AgreeMembers(const std::string& at, Deadlin
   std::vector<int> proposal;
   for (int r = 0; r < n; ++r)
     if (in[static_cast<size_t>(r)] && (r == opts_.rank || (!Has(failed, r) && !Has(told, r)))) proposal.push_back(r);
-  HOOP_ASSIGN_OR_RETURN(std::string agreed, store.SetIfAbsent(at + "members", Join(proposal), deadline));
+  HOOP_ASSIGN_OR_RETURN(std::string agreed, store.SetIfAbsent(at + "members", ListText(proposal), deadline));
   return ParseList(agreed);
 }
 
@@ -183,7 +183,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Shrink() {
     if (!members.ok()) return members.status().WithContext(who);
     const auto me = std::find(members->begin(), members->end(), opts_.rank);
     if (me == members->end())
-      return Unavailable(who + ": left out: ranks " + Join(*members) +
+      return Unavailable(who + ": left out: ranks " + ListText(*members) +
                          " made the new communicator without this rank, which came after HOOP_SHRINK_WAIT (" +
                          std::to_string(opts_.shrink_wait.count() / 1000.0) + " s)");
     CommOptions o = opts_;
@@ -206,10 +206,10 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Shrink() {
     if (!keep.ok()) return keep.status().WithContext(who);
     if (*keep) {
       HOOP_LOG(kInfo, who << ": rank " << o.rank << " of " << o.size << " in '" << o.name << "' (ranks "
-                          << Join(*members) << " of " << opts_.size << " went on)");
+                          << ListText(*members) << " of " << opts_.size << " went on)");
       return std::move(made).value();
     }
-    HOOP_LOG(kWarn, who << ": round " << round << " over ranks " << Join(*members) << " failed ("
+    HOOP_LOG(kWarn, who << ": round " << round << " over ranks " << ListText(*members) << " failed ("
                         << (made.ok() ? "another member could not make it" : made.status().message())
                         << "); again without the ranks gone");
     SetLogRank(opts_.job_rank);

@@ -55,7 +55,8 @@ extern "C" {
                               11: HOOP_F8E4M3, HOOP_F8E5M2, hoop_dtype_info;
                               12: hoop_wait_background;
                               13: hoop_comm_revoke, HOOP_ERR_REVOKED;
-                              14: hoop_comm_shrink, hoop_comm_failed_ranks */
+                              14: hoop_comm_shrink, hoop_comm_failed_ranks, hoop_comm_grow,
+                                  hoop_init_join */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -455,6 +456,25 @@ hoop_status_t hoop_comm_revoke(hoop_comm_t comm, const char* reason);
  * serves it, so rank 0's death is not survivable there (README, "Errors and failures"). */
 hoop_status_t hoop_comm_failed_ranks(hoop_comm_t comm, int* ranks, int capacity, int* count);
 hoop_status_t hoop_comm_shrink(hoop_comm_t comm, hoop_comm_t* newcomm);
+
+/* ---- Admitting new processes (NCCL's ncclCommGrow) ----
+ *
+ * hoop_comm_grow: every rank of comm calls it (a collective on comm) to admit `count` (>= 1) new
+ * processes, each of which calls hoop_init_join. *newcomm holds comm's ranks, with their numbers,
+ * then the newcomers as ranks size .. size + count - 1, in the order they called hoop_init_join;
+ * it has connections of its own, and comm stays as it was. Everything goes through the job's
+ * store, nothing through comm's connections, so it also works after a loss (grow a shrunk
+ * communicator back with replacements). Waits up to HOOP_TIMEOUT for the newcomers. Newcomers
+ * queue at the job: a grow admits the next `count` of them in line.
+ *
+ * hoop_init_join: a new process (a replacement a launcher started, say) joins the running job
+ * whose store the environment names (HOOP_STORE and HOOP_JOB_TOKEN; HOOP_SIZE is not read, and a
+ * HOOP_RANK from a launcher is its number in the job, which must be no other process's), admitted
+ * by the next hoop_comm_grow; *comm is that grown communicator, and the newcomer's rank in it is
+ * hoop_rank's. Waits up to HOOP_TIMEOUT to be admitted. What a newcomer needs to take part (a
+ * model's parameters, a step count) its new peers send it, with a broadcast say. */
+hoop_status_t hoop_comm_grow(hoop_comm_t comm, int count, hoop_comm_t* newcomm);
+hoop_status_t hoop_init_join(hoop_comm_t* comm);
 
 /* Wire compression of f32 and f64 sum/avg allreduces: the data travels in 16 bits, and every
  * hop of the ring decodes what it receives, adds it in the data's own type and encodes again;

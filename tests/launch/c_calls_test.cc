@@ -4,7 +4,8 @@
 // gather, scatter and alltoall (tests/launch/c_more_collectives_test.c), point-to-point
 // (tests/launch/c_p2p_test.c; also with a tiny HOOP_UNEXPECTED_BYTES, and a receive that times out),
 // sub-communicators (tests/launch/c_split_test.c; also a split one rank does not call),
-// hoop_comm_revoke (tests/launch/c_revoke_test.c) and hoop_comm_shrink (tests/launch/c_shrink_test.c).
+// hoop_comm_revoke (tests/launch/c_revoke_test.c), hoop_comm_shrink (tests/launch/c_shrink_test.c)
+// and hoop_comm_grow (tests/launch/c_grow_test.c).
 #include <catch2/catch.hpp>
 
 #include "tests/support/backends.h"
@@ -108,6 +109,33 @@ TEST_CASE("C shrink after a SIGKILL over every back end: the survivors go on", "
       for (size_t at = 0; (at = r.output.find("c-shrink ok rank", at)) != std::string::npos; ++at) ++oks;
       CHECK(oks == static_cast<size_t>(c.n - dead));
       CHECK(r.output.find(" of " + std::to_string(c.n) + " -> ") != std::string::npos);
+    }
+  }
+}
+
+// Newcomers admitted by hoop_comm_grow through the store (hoop_init_join): two added to a job,
+// and one in the place of a rank killed, after the survivors shrank. Every back end.
+TEST_CASE("C grow over every back end: newcomers join, old ranks keep their numbers", "[grow]") {
+  for (const Backend& b : Backends()) {
+    for (const auto& [n, args] : std::vector<std::pair<int, std::vector<std::string>>>{
+             {1, {"add", "2"}}, {3, {"add", "1"}}, {4, {"replace"}}}) {
+      std::vector<std::string> cmd = {Bin("hooprun"),      "-np", std::to_string(n), "--oversubscribe",
+                                      "--enable-recovery", "-x",  "HOOP_TIMEOUT=60"};
+      for (const auto& [k, v] : b.env) cmd.insert(cmd.end(), {"-x", k + "=" + v});
+      cmd.push_back(Bin("hoop-c-grow-test"));
+      cmd.insert(cmd.end(), args.begin(), args.end());
+      auto r = RunProc(cmd, Within(120));
+      INFO(b.label << ", " << n << " ranks, " << args[0] << "\n" << r.output);
+      const bool replace = args[0] == "replace";
+      CHECK(r.exit_code == (replace ? 137 : 0));
+      const int total = replace ? n : n + std::stoi(args[1]);
+      const int newcomers = replace ? 1 : std::stoi(args[1]);
+      for (int k = total - newcomers; k < total; ++k)
+        CHECK(r.output.find("c-grow ok rank " + std::to_string(k) + " of " + std::to_string(total) + ", newcomer") !=
+              std::string::npos);
+      size_t oks = 0;
+      for (size_t at = 0; (at = r.output.find("c-grow ok rank", at)) != std::string::npos; ++at) ++oks;
+      CHECK(oks == static_cast<size_t>(total));
     }
   }
 }
