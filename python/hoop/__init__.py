@@ -32,7 +32,7 @@ __all__ = [
     "init", "shutdown", "is_initialized", "world", "rank", "size", "local_rank", "local_size", "local_device",
     "locality", "allreduce", "iallreduce", "broadcast", "ibroadcast", "allgather", "iallgather", "allgatherv",
     "reduce_scatter", "ireduce_scatter", "reduce", "ireduce", "gather", "igather", "scatter", "iscatter",
-    "alltoall", "ialltoall", "barrier", "ibarrier", "send", "isend", "recv", "irecv", "split", "dup", "version",
+    "alltoall", "ialltoall", "barrier", "ibarrier", "send", "isend", "recv", "irecv", "split", "dup", "join", "version",
     "dtypes",
     "Comm", "Request", "HoopError", "SUM", "AVG", "MIN", "MAX", "PROD", "BAND", "BOR", "BXOR", "NONE", "FP16",
     "BF16_WIRE", "AUTO",
@@ -79,6 +79,18 @@ def init():
     global _world
     if _world is None or _world.freed:
         _world = _join_torchrun_store() or _hoop.init_from_env()
+    return _world
+
+
+def join():
+    """A new process joins a running job (a replacement for a lost rank, say): admitted through
+    the job's store (HOOP_STORE, HOOP_JOB_TOKEN) by the next Comm.grow its ranks call; returns the
+    grown communicator, which becomes this process's world (hoop.rank(), hoop.allreduce(...)).
+    Waits up to HOOP_TIMEOUT to be admitted."""
+    global _world
+    if _world is not None and not _world.freed:
+        raise InvalidArgumentError("hoop.join: this process is in a job already (hoop.init() or hoop.join())")
+    _world = _hoop.init_join()
     return _world
 
 

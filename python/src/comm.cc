@@ -207,6 +207,21 @@ pyb::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pyb::module_& m) {
           "calls it after a lost rank or a revocation; they agree on one membership, even if another "
           "rank dies meanwhile, and are renumbered in their order here. This one stays as it was.")
       .def(
+          "grow",
+          [](const Comm& c, int count) {
+            hoop_comm_t out = nullptr;
+            hoop_status_t s;
+            hoop_comm_t self = c.get();
+            {
+              pyb::gil_scoped_release nogil;
+              s = hoop_comm_grow(self, count, &out);
+            }
+            return Made(out, s, c.keep());
+          },
+          pyb::arg("count"),
+          "This communicator and `count` newcomers, each calling hoop.join() (hoop_comm_grow; NCCL's "
+          "ncclCommGrow): every rank calls it; the ranks keep their numbers, the newcomers follow.")
+      .def(
           "failed_ranks",
           [](const Comm& c) {
             hoop_comm_t self = c.get();
@@ -233,6 +248,19 @@ pyb::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pyb::module_& m) {
         return Made(c, s);
       },
       "Joins the job the environment describes (hooprun, mpirun, Slurm, torchrun).");
+  m.def(
+      "init_join",
+      [] {
+        hoop_comm_t c = nullptr;
+        hoop_status_t s;
+        {
+          pyb::gil_scoped_release nogil;
+          s = hoop_init_join(&c);
+        }
+        return Made(c, s);
+      },
+      "A new process joins the running job the environment's HOOP_STORE names, admitted by the "
+      "next Comm.grow of its ranks (hoop_init_join).");
   m.def(
       "init",
       [](int rank, int size, const std::string& store, std::optional<std::string> token) {

@@ -1,7 +1,7 @@
 """The hoop Python package against NumPy: collectives_rank.py under hooprun on 1 to 4 ranks over
 tcp and shm, failure_rank.py (a rank killed mid-allreduce), revoke_rank.py (a rank revokes the
 communicator from a second thread mid-allreduce) and shrink_rank.py (the survivors of a killed
-rank shrink the communicator and go on). Run by ctest (test "python")
+rank shrink the communicator and go on) and grow_rank.py (a newcomer takes its place). Run by ctest (test "python")
 as `python3 -m unittest discover -s tests/python` with HOOPTEST_BUILD_DIR set to the build folder.
 Every job has a hard bound (hooprun --timeout and the subprocess's own); a hang fails the test,
 naming the job.
@@ -63,6 +63,18 @@ class Collectives(unittest.TestCase):
                 for rank, new in ((0, 0), (2, 1)):
                     self.assertIn(f"[{rank}] rank {rank}: shrunk to rank {new} of 2, failed ranks [1], sum 4",
                                   r.output)
+
+    def test_a_newcomer_takes_a_killed_ranks_place(self):
+        for transport in ("tcp", "shm"):
+            with self.subTest(transport=transport):
+                r = hooprun(3, [sys.executable, os.path.join(HERE, "grow_rank.py")],
+                            env={"HOOP_TRANSPORT": transport, "HOOP_TIMEOUT": "60"}, timeout=90,
+                            args=("--enable-recovery",))
+                self.assertEqual(r.returncode, 137, r.output)  # rank 1's SIGKILL
+                # Ranks 0 and 2 become 0 and 1, the newcomer 2; the sum is 1 + 2 + 3.
+                for line in ("rank 0 of 3: step 17, sum 6", "rank 1 of 3: step 17, sum 6",
+                             "newcomer rank 2 of 3: step 17, sum 6"):
+                    self.assertIn(line, r.output)
 
     def test_alone_it_is_a_job_of_one(self):
         code = "import hoop, numpy as np; hoop.init(); print(hoop.size(), hoop.allreduce(np.arange(3.0)))"
