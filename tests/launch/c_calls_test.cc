@@ -113,6 +113,25 @@ TEST_CASE("C shrink after a SIGKILL over every back end: the survivors go on", "
   }
 }
 
+// A stopped rank (SIGSTOP, continued 15 s later) is no failed one: the others' allreduce times
+// out, their shrink waits HOOP_SHRINK_WAIT for it and goes on without it, and once continued its
+// own shrink says it was left out.
+TEST_CASE("C shrink around a stopped rank: it is left out after HOOP_SHRINK_WAIT, and told so", "[shrink]") {
+  for (const char* label : {"tcp", "shm"}) {
+    if (!Selected(label)) continue;
+    std::vector<std::string> cmd = {Bin("hooprun"),      "-np", "3", "--oversubscribe", "-x", "HOOP_TIMEOUT=4", "-x",
+                                    "HOOP_SHRINK_WAIT=2"};
+    for (const auto& [k, v] : Named(label).env) cmd.insert(cmd.end(), {"-x", k + "=" + v});
+    cmd.insert(cmd.end(), {Bin("hoop-c-shrink-test"), "stop", "1"});
+    auto r = RunProc(cmd, Within(90));
+    INFO(label << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("c-shrink ok rank 0 of 3 -> 0 of 2") != std::string::npos);
+    CHECK(r.output.find("c-shrink ok rank 2 of 3 -> 1 of 2") != std::string::npos);
+    CHECK(r.output.find("c-shrink left out rank 1") != std::string::npos);
+  }
+}
+
 // Newcomers admitted by hoop_comm_grow through the store (hoop_init_join): two added to a job,
 // and one in the place of a rank killed, after the survivors shrank. Every back end.
 TEST_CASE("C grow over every back end: newcomers join, old ranks keep their numbers", "[grow]") {

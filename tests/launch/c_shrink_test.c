@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +45,40 @@ static void* DieSoon(void* arg) {
   return NULL;
 }
 
+/* "stop": the victim stops itself (SIGSTOP) while the others are inside an allreduce, and a child
+ * of its own continues it 15 s later. By then the others' call has timed out (HOOP_TIMEOUT, 4 s
+ * in the test), and their shrink has waited HOOP_SHRINK_WAIT for it and gone on without it: its
+ * own calls fail, and its shrink says it was left out. */
+static int Stopped(hoop_comm_t world) {
+  const pid_t me = getpid();
+  if (fork() == 0) {
+    sleep(15);
+    kill(me, SIGCONT);
+    _exit(0);
+  }
+  struct timespec pause = {0, 200 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  raise(SIGSTOP);
+  /* Its first allreduce may even pass, where the others' contributions were sent before they
+   * gave up (over shm, say): the sum is right. The next one fails. */
+  hoop_status_t s = HOOP_SUCCESS;
+  for (int i = 0; i < 100 && s == HOOP_SUCCESS; ++i) {
+    int y = 1;
+    s = hoop_allreduce(world, &y, &y, 1, HOOP_I32, HOOP_SUM);
+  }
+  CHECK(s != HOOP_SUCCESS, "100 allreduces passed after the stop, the others gone");
+  hoop_comm_t shrunk = NULL;
+  CHECK(hoop_comm_shrink(world, &shrunk) == HOOP_ERR_UNAVAILABLE && shrunk == NULL, "the stopped rank's shrink: %s",
+        hoop_last_error());
+  CHECK(strstr(hoop_last_error(), "left out") != NULL, "the shrink does not say it left this rank out: %s",
+        hoop_last_error());
+  printf("c-shrink left out rank %d\n", g_rank);
+  fflush(stdout);
+  hoop_finalize(world);
+  wait(NULL);
+  return 0;
+}
+
 /* An allreduce of n ints on comm checked against the sum every rank's value makes: rank r of the
  * job (not of comm) adds r * 1000 + i, so a rank counted twice or missed shows. */
 static hoop_status_t Checked(hoop_comm_t comm, int n, const int* job_ranks, int size) {
@@ -64,11 +99,14 @@ int main(int argc, char** argv) {
   CHECK(hoop_init_from_env(&world) == HOOP_SUCCESS, "init");
   int size = -1;
   CHECK(hoop_rank(world, &g_rank) == HOOP_SUCCESS && hoop_size(world, &size) == HOOP_SUCCESS, "rank/size");
-  CHECK(argc >= 2, "usage: hoop-c-shrink-test VICTIM [INSIDE]");
-  const int victim = strcmp(argv[1], "last") == 0 ? size - 1 : atoi(argv[1]);
-  const int inside = argc > 2 ? (strcmp(argv[2], "last") == 0 ? size - 1 : atoi(argv[2])) : -1;
+  CHECK(argc >= 2, "usage: hoop-c-shrink-test VICTIM [INSIDE] | stop [VICTIM]");
+  const int stop = strcmp(argv[1], "stop") == 0;
+  const char* v = stop ? (argc > 2 ? argv[2] : "last") : argv[1];
+  const int victim = strcmp(v, "last") == 0 ? size - 1 : atoi(v);
+  const int inside = !stop && argc > 2 ? (strcmp(argv[2], "last") == 0 ? size - 1 : atoi(argv[2])) : -1;
   int x = 1;
   CHECK(hoop_allreduce(world, &x, &x, 1, HOOP_I32, HOOP_SUM) == HOOP_SUCCESS && x == size, "first allreduce");
+  if (stop && g_rank == victim) return Stopped(world);
   if (g_rank == victim) { /* after the others are inside their next allreduce, waiting for it */
     struct timespec pause = {0, 200 * 1000 * 1000};
     nanosleep(&pause, NULL);
@@ -83,8 +121,8 @@ int main(int argc, char** argv) {
     int y = 1;
     hoop_status_t s = hoop_allreduce(world, &y, &y, 1, HOOP_I32, HOOP_SUM);
     if (s != HOOP_SUCCESS) failed_at = Now();
-    CHECK(s == HOOP_SUCCESS || s == HOOP_ERR_UNAVAILABLE || s == HOOP_ERR_ABORTED, "allreduce failed with %d: %s",
-          (int)s, hoop_last_error());
+    CHECK(s == HOOP_SUCCESS || s == HOOP_ERR_UNAVAILABLE || s == HOOP_ERR_ABORTED || (stop && s == HOOP_ERR_TIMEOUT),
+          "allreduce failed with %d: %s", (int)s, hoop_last_error());
   }
   CHECK(failed_at > 0, "no allreduce failed although rank %d died", victim);
 
@@ -125,8 +163,9 @@ int main(int argc, char** argv) {
   CHECK(hoop_comm_failed_ranks(world, failed, 64, &count) == HOOP_SUCCESS, "failed ranks: %s", hoop_last_error());
   int named = 0;
   for (int k = 0; k < count; ++k) named |= failed[k] == victim;
-  CHECK(named, "hoop_comm_failed_ranks (%d of them) does not name rank %d", count, victim);
-  CHECK(hoop_comm_failed_ranks(world, NULL, 0, &count) == HOOP_SUCCESS && count >= 1, "count only");
+  CHECK(named != stop, "hoop_comm_failed_ranks (%d of them) %s rank %d", count, stop ? "names the stopped" : "misses",
+        victim); /* a stopped process has not failed: it was left out after HOOP_SHRINK_WAIT */
+  CHECK(hoop_comm_failed_ranks(world, NULL, 0, &count) == HOOP_SUCCESS && count >= !stop, "count only");
   CHECK(hoop_comm_failed_ranks(world, NULL, 1, &count) == HOOP_ERR_INVALID_ARGUMENT, "NULL ranks with capacity");
   CHECK(hoop_comm_shrink(world, NULL) == HOOP_ERR_INVALID_ARGUMENT, "shrink(NULL)");
 
