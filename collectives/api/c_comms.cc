@@ -94,14 +94,21 @@ hoop_status_t hoop_comm_grow(hoop_comm_t comm, int count, hoop_comm_t* newcomm) 
 }
 
 hoop_status_t hoop_comm_shrink(hoop_comm_t comm, hoop_comm_t* newcomm) {
+  return hoop_comm_shrink_excluding(comm, nullptr, 0, newcomm);
+}
+
+hoop_status_t hoop_comm_shrink_excluding(hoop_comm_t comm, const int* excluded, int count, hoop_comm_t* newcomm) {
   return Guard([&] {
     if (hoop_status_t bad = CheckLive(comm, "hoop_comm_shrink")) return bad;
     const std::string who = "rank " + std::to_string(comm->rank) + ": hoop_comm_shrink";
     if (!newcomm) return Report(hoop::InvalidArgument(who + ": newcomm is NULL"));
     *newcomm = nullptr;
+    if (count < 0 || (count > 0 && !excluded))
+      return Report(hoop::InvalidArgument(who + ": " + std::to_string(count) + " excluded ranks" +
+                                          (count < 0 ? " (a negative count)" : " at NULL")));
     if (comm->fusion_active.load())
       return Report(hoop::InvalidArgument(who + ": a tensor fusion runtime drives this communicator; stop it first"));
-    auto shrunk = comm->get().Shrink();
+    auto shrunk = comm->get().Shrink(std::vector<int>(excluded, excluded + count));
     if (!shrunk.ok()) return Report(shrunk.status());
     *newcomm = Adopt(comm, std::move(shrunk).value());
     return HOOP_SUCCESS;

@@ -163,8 +163,8 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key) 
 StatusOr<std::unique_ptr<Communicator>> Communicator::Dup() { return Split(0, rank()); }
 void Communicator::Abort(const std::string& cause) { core_->Abort(cause); }
 Status Communicator::Revoke(const std::string& why) { return core_->Revoke(why); }
-StatusOr<std::unique_ptr<Communicator>> Communicator::Shrink() {
-  HOOP_ASSIGN_OR_RETURN(std::unique_ptr<CommCore> core, core_->Shrink());
+StatusOr<std::unique_ptr<Communicator>> Communicator::Shrink(const std::vector<int>& excluded) {
+  HOOP_ASSIGN_OR_RETURN(std::unique_ptr<CommCore> core, core_->Shrink(excluded));
   return std::unique_ptr<Communicator>(new Communicator(std::move(core)));
 }
 std::vector<int> Communicator::FailedRanks() { return core_->FailedRanks(); }

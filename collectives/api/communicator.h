@@ -242,8 +242,9 @@ class Communicator {
   // rank calls it, typically after a call failed with a lost rank or a revocation; they agree on
   // one membership through the store, even if another rank dies meanwhile, and get new ranks in
   // their order here, over connections of their own. A rank that died, or did not come within
-  // HOOP_SHRINK_WAIT, is left out (a rank left out gets Unavailable saying so).
-  StatusOr<std::unique_ptr<Communicator>> Shrink();
+  // HOOP_SHRINK_WAIT, is left out (a rank left out gets Unavailable saying so). `excluded`: ranks
+  // the caller leaves out as well, alive or not (they do not call it), as PyTorch's shrink_group.
+  StatusOr<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded = {});
   // The ranks of this communicator this rank knows to have failed, ascending: peers its
   // connections lost, processes on this host that exited, ranks hooprun saw exit.
   std::vector<int> FailedRanks();

@@ -83,9 +83,9 @@ class CommCore {
   Status RecvNow(const Buffer& out, int peer, int tag, RecvInfo* info = nullptr, bool* refused = nullptr);
   StatusOr<std::unique_ptr<CommCore>> Split(int color, int key);
   StatusOr<std::unique_ptr<CommCore>> Dup();
-  // The survivors' new communicator (shrink.cc): every live rank calls it; ranks renumbered in
-  // their order here.
-  StatusOr<std::unique_ptr<CommCore>> Shrink();
+  // The survivors' new communicator (shrink.cc): every live rank not `excluded` calls it; ranks
+  // renumbered in their order here.
+  StatusOr<std::unique_ptr<CommCore>> Shrink(const std::vector<int>& excluded = {});
   // This communicator's ranks this rank knows to have failed, ascending (shrink.cc).
   std::vector<int> FailedRanks();
   // This communicator and `count` newcomers (grow.cc): every rank calls Grow; each newcomer
@@ -136,7 +136,7 @@ class CommCore {
   };
   CommCore(CommOptions opts, Store* store, Membership m, std::unique_ptr<Transport> transport);
   // A shrink's round `at` (shrink.cc): the members the store keeps; whether to keep what was made.
-  StatusOr<std::vector<int>> AgreeMembers(const std::string& at, Deadline deadline);
+  StatusOr<std::vector<int>> AgreeMembers(const std::string& at, Deadline deadline, const std::vector<int>& excluded);
   StatusOr<bool> AgreeMade(const std::string& at, const std::vector<int>& members, bool made, Deadline deadline);
   Work Submit(Op op, bool blocking);
   // Work::Wait's: where the operation whose Work has `state` is still queued, and it and every

@@ -7,7 +7,8 @@
 //  1. each survivor checks in (in/RANK, holding the ranks it knows to be gone), then waits until
 //     every rank of the communicator has checked in or is known gone, or HOOP_SHRINK_WAIT has
 //     passed (a stopped process, a host gone silent);
-//  2. it proposes the ranks checked in and not gone; the store keeps the first proposal
+//  2. it proposes the ranks checked in and not gone (nor excluded by the caller, as PyTorch's
+//     shrink_group and NCCL's ncclCommShrink name them); the store keeps the first proposal
 //     (Store::SetIfAbsent) and every survivor takes that one: one membership, whoever proposed
 //     it and whoever died meanwhile. A survivor left out (it came after HOOP_SHRINK_WAIT) is
 //     told so;
@@ -108,13 +109,14 @@ std::vector<int> CommCore::FailedRanks() {
 }
 
 // Step 1 and 2 of a round (above): the members, as the store keeps them for round `at`.
-StatusOr<std::vector<int>> CommCore::AgreeMembers(const std::string& at, Deadline deadline) {
+StatusOr<std::vector<int>> CommCore::AgreeMembers(const std::string& at, Deadline deadline,
+                                                  const std::vector<int>& excluded) {
   Store& store = *store_;
   const int n = opts_.size;
   HOOP_RETURN_IF_ERROR(store.Set(at + "in/" + std::to_string(opts_.rank), ListText(FailedRanks())));
   std::vector<bool> in(static_cast<size_t>(n), false);
   in[static_cast<size_t>(opts_.rank)] = true;
-  std::vector<int> told;  // gone, as the ranks checked in say
+  std::vector<int> told = excluded;  // gone, as the caller and the ranks checked in say
   const Deadline wait = Earlier(deadline, Deadline::After(opts_.shrink_wait));
   std::vector<int> failed;
   while (true) {
@@ -168,14 +170,21 @@ StatusOr<bool> CommCore::AgreeMade(const std::string& at, const std::vector<int>
   return agreed == "commit";
 }
 
-StatusOr<std::unique_ptr<CommCore>> CommCore::Shrink() {
+StatusOr<std::unique_ptr<CommCore>> CommCore::Shrink(const std::vector<int>& excluded) {
   const std::string who = "rank " + std::to_string(opts_.rank) + ": shrink of communicator '" + opts_.name + "'";
+  for (int r : excluded) {
+    if (r < 0 || r >= opts_.size)
+      return InvalidArgument(who + ": excluded rank " + std::to_string(r) + " is not a rank (0 to " +
+                             std::to_string(opts_.size - 1) + ")");
+    if (r == opts_.rank)
+      return InvalidArgument(who + ": this rank is among those excluded (only the others call the shrink)");
+  }
   const uint32_t number = shrinks_++;  // the same on every survivor: each shrink is a collective of them
   const std::string base = "hoop/" + opts_.name + "/shrink" + std::to_string(number) + "/";
   const Deadline deadline = Deadline::After(opts_.timeout);
   for (int round = 0;; ++round) {
     const std::string at = base + std::to_string(round) + "/";
-    auto members = AgreeMembers(at, deadline);
+    auto members = AgreeMembers(at, deadline, excluded);
     if (!members.ok() && members.status().code() == Code::kUnavailable)  // the store is gone
       return Unavailable(who + ": " + members.status().message() +
                          " (the survivors agree through the job's store; where rank 0 served it, as under mpirun, "

@@ -55,8 +55,8 @@ extern "C" {
                               11: HOOP_F8E4M3, HOOP_F8E5M2, hoop_dtype_info;
                               12: hoop_wait_background;
                               13: hoop_comm_revoke, HOOP_ERR_REVOKED;
-                              14: hoop_comm_shrink, hoop_comm_failed_ranks, hoop_comm_grow,
-                                  hoop_init_join */
+                              14: hoop_comm_shrink, hoop_comm_shrink_excluding,
+                                  hoop_comm_failed_ranks, hoop_comm_grow, hoop_init_join */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -456,6 +456,10 @@ hoop_status_t hoop_comm_revoke(hoop_comm_t comm, const char* reason);
  * serves it, so rank 0's death is not survivable there (README, "Errors and failures"). */
 hoop_status_t hoop_comm_failed_ranks(hoop_comm_t comm, int* ranks, int capacity, int* count);
 hoop_status_t hoop_comm_shrink(hoop_comm_t comm, hoop_comm_t* newcomm);
+/* The same, with `count` ranks of comm left out by the caller as well, alive or not (NCCL's
+ * ncclCommShrink, PyTorch's shrink_group name them): they do not call it, and the others do not
+ * wait for them. A rank among them that calls it is refused. */
+hoop_status_t hoop_comm_shrink_excluding(hoop_comm_t comm, const int* excluded, int count, hoop_comm_t* newcomm);
 
 /* ---- Admitting new processes (NCCL's ncclCommGrow) ----
  *

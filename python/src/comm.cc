@@ -193,19 +193,21 @@ pyb::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pyb::module_& m) {
           "naming this rank and the reason.")
       .def(
           "shrink",
-          [](const Comm& c) {
+          [](const Comm& c, std::vector<int> excluded) {
             hoop_comm_t out = nullptr;
             hoop_status_t s;
             hoop_comm_t self = c.get();
             {
               pyb::gil_scoped_release nogil;
-              s = hoop_comm_shrink(self, &out);
+              s = hoop_comm_shrink_excluding(self, excluded.data(), static_cast<int>(excluded.size()), &out);
             }
             return Made(out, s, c.keep());
           },
+          pyb::arg("excluded") = std::vector<int>(),
           "The survivors' communicator (hoop_comm_shrink; MPI ULFM's MPIX_Comm_shrink): every live rank "
           "calls it after a lost rank or a revocation; they agree on one membership, even if another "
-          "rank dies meanwhile, and are renumbered in their order here. This one stays as it was.")
+          "rank dies meanwhile, and are renumbered in their order here. This one stays as it was. "
+          "excluded: ranks left out as well, alive or not (they do not call it).")
       .def(
           "grow",
           [](const Comm& c, int count) {

@@ -1,6 +1,9 @@
 #include "python/torch_ext/process_group.h"
 
+#include <pybind11/pybind11.h>
+
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "python/torch_ext/tensors.h"
@@ -9,12 +12,42 @@ namespace hoop::torch_ext {
 
 ProcessGroupHoop::ProcessGroupHoop(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                    const std::string& host)
-    : GroupBase(rank, size), store_(std::make_unique<StoreBridge>(store)) {
+    : GroupBase(rank, size), store_(std::make_shared<StoreBridge>(store)) {
   hoop_store_t cb = store_->Callbacks();
   if (hoop_init_store(&comm_, rank, size, &cb, host.empty() ? nullptr : host.c_str()) != HOOP_SUCCESS)
     throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
   completer_ = std::make_shared<Completer>();
 }
+
+ProcessGroupHoop::ProcessGroupHoop(hoop_comm_t comm, std::shared_ptr<StoreBridge> store, int rank, int size)
+    : GroupBase(rank, size), store_(std::move(store)), comm_(comm) {
+  completer_ = std::make_shared<Completer>();
+}
+
+#if HOOP_TORCH_HAS_SHRINK
+c10::intrusive_ptr<c10d::Backend> ProcessGroupHoop::shrink(const std::vector<int64_t>& ranks_to_exclude,
+                                                           int shrink_flags, const c10::intrusive_ptr<Options>&) {
+  const std::string where = Where("shrink");
+  std::vector<int> excluded;
+  for (int64_t r : ranks_to_exclude) {
+    TORCH_CHECK(r >= 0 && r < getSize(), where, ": excluded rank ", r, " is not a rank of this group");
+    excluded.push_back(static_cast<int>(r));
+  }
+  if (shrink_flags != 0) hoop_comm_revoke(comm_, "shrink_group(SHRINK_ABORT)");  // every running call ends
+  hoop_comm_t out = nullptr;
+  hoop_status_t s;
+  {
+    std::optional<pybind11::gil_scoped_release> nogil;  // it waits for the others: not holding the GIL
+    if (PyGILState_Check()) nogil.emplace();
+    s = hoop_comm_shrink_excluding(comm_, excluded.data(), static_cast<int>(excluded.size()), &out);
+  }
+  if (s != HOOP_SUCCESS) throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
+  int rank = -1, size = -1;
+  hoop_rank(out, &rank);
+  hoop_size(out, &size);
+  return c10::make_intrusive<ProcessGroupHoop>(out, store_, rank, size);
+}
+#endif
 
 ProcessGroupHoop::~ProcessGroupHoop() {
   completer_.reset();  // finishes the futures it holds (their Works may live on)

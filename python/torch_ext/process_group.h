@@ -27,6 +27,13 @@
 
 namespace hoop::torch_ext {
 
+// Backend::shrink, which torch.distributed.shrink_group calls, came with PyTorch 2.10.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 10)
+#define HOOP_TORCH_HAS_SHRINK 1
+#else
+#define HOOP_TORCH_HAS_SHRINK 0
+#endif
+
 // PyTorch 2 made process groups hold backends; 1.13's register_backend wants the group itself.
 #if TORCH_VERSION_MAJOR >= 2
 using GroupBase = c10d::Backend;
@@ -38,6 +45,9 @@ class ProcessGroupHoop : public GroupBase {
  public:
   // host: the address this rank advertises (empty: HOOP_HOST, else 127.0.0.1).
   ProcessGroupHoop(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, const std::string& host);
+  // A group that a shrink made (shrink below): over `comm`, which it frees, sharing its parent's
+  // store.
+  ProcessGroupHoop(hoop_comm_t comm, std::shared_ptr<StoreBridge> store, int rank, int size);
   ~ProcessGroupHoop() override;
 
   const std::string getBackendName() const override { return "hoop"; }
@@ -71,6 +81,14 @@ class ProcessGroupHoop : public GroupBase {
   Work reduce_scatter_tensor_coalesced(Tensors& outputs, Tensors& inputs,
                                        const c10d::ReduceScatterOptions& opts = {}) override;
 #endif
+#if HOOP_TORCH_HAS_SHRINK
+  // torch.distributed.shrink_group (PyTorch 2.10 on): the ranks not excluded make a new group
+  // (hoop_comm_shrink_excluding), with connections of its own; SHRINK_ABORT revokes this one
+  // first, so that calls still running on it end.
+  bool supportsShrinking() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t>& ranks_to_exclude, int shrink_flags = 0,
+                                           const c10::intrusive_ptr<Options>& opts_override = nullptr) override;
+#endif
 
  private:
   // A Work for `call` whose C call `issue(request)` is made here; a refused call throws.
@@ -79,7 +97,7 @@ class ProcessGroupHoop : public GroupBase {
              Issue issue, bool recv = false);
   std::string Where(const char* call) const;
 
-  std::unique_ptr<StoreBridge> store_;  // outlives comm_
+  std::shared_ptr<StoreBridge> store_;  // outlives comm_, and the groups shrunk from it
   hoop_comm_t comm_ = nullptr;
   std::shared_ptr<Completer> completer_;  // shared with the Works that hand it their futures
 };

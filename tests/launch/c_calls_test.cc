@@ -132,6 +132,24 @@ TEST_CASE("C shrink around a stopped rank: it is left out after HOOP_SHRINK_WAIT
   }
 }
 
+// hoop_comm_shrink_excluding: a live rank left out by the others (PyTorch's shrink_group, NCCL's
+// ncclCommShrink); nobody waits HOOP_SHRINK_WAIT (60 s here) for it.
+TEST_CASE("C shrink excluding a live rank over every back end", "[shrink]") {
+  for (const Backend& b : Backends()) {
+    std::vector<std::string> cmd = {Bin("hooprun"), "-np", "4", "--oversubscribe", "-x", "HOOP_SHRINK_WAIT=60"};
+    for (const auto& [k, v] : b.env) cmd.insert(cmd.end(), {"-x", k + "=" + v});
+    cmd.insert(cmd.end(), {Bin("hoop-c-shrink-test"), "exclude", "2"});
+    auto r = RunProc(cmd, Within(90));
+    INFO(b.label << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.seconds < 30);
+    CHECK(r.output.find("c-shrink excluded rank 2") != std::string::npos);
+    for (const char* line : {"c-shrink ok rank 0 of 4 -> 0 of 3", "c-shrink ok rank 1 of 4 -> 1 of 3",
+                             "c-shrink ok rank 3 of 4 -> 2 of 3"})
+      CHECK(r.output.find(line) != std::string::npos);
+  }
+}
+
 // Newcomers admitted by hoop_comm_grow through the store (hoop_init_join): two added to a job,
 // and one in the place of a rank killed, after the survivors shrank. Every back end.
 TEST_CASE("C grow over every back end: newcomers join, old ranks keep their numbers", "[grow]") {

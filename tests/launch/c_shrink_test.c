@@ -79,6 +79,32 @@ static int Stopped(hoop_comm_t world) {
   return 0;
 }
 
+static hoop_status_t Checked(hoop_comm_t comm, int n, const int* job_ranks, int size);
+
+/* "exclude R": no one dies; rank R is left out by the others (hoop_comm_shrink_excluding), and
+ * does not call it (it is refused if it does, naming itself among those excluded). */
+static int Excluded(hoop_comm_t world, int size, int excluded) {
+  hoop_comm_t shrunk = NULL;
+  if (g_rank == excluded) {
+    CHECK(hoop_comm_shrink_excluding(world, &excluded, 1, &shrunk) == HOOP_ERR_INVALID_ARGUMENT && !shrunk,
+          "an excluded rank's own shrink was not refused");
+    printf("c-shrink excluded rank %d\n", g_rank);
+  } else {
+    CHECK(hoop_comm_shrink_excluding(world, &excluded, 1, &shrunk) == HOOP_SUCCESS, "shrink: %s", hoop_last_error());
+    int n = -1, me = -1, job_ranks[64];
+    CHECK(hoop_size(shrunk, &n) == HOOP_SUCCESS && hoop_rank(shrunk, &me) == HOOP_SUCCESS, "rank/size");
+    CHECK(n == size - 1 && me == g_rank - (g_rank > excluded), "rank %d of %d after leaving out rank %d", me, n,
+          excluded);
+    CHECK(hoop_allgather(shrunk, &g_rank, job_ranks, 1, HOOP_I32) == HOOP_SUCCESS, "allgather");
+    CHECK(Checked(shrunk, 1001, job_ranks, n) == HOOP_SUCCESS, "allreduce: %s", hoop_last_error());
+    printf("c-shrink ok rank %d of %d -> %d of %d, rank %d left out\n", g_rank, size, me, n, excluded);
+    hoop_comm_free(shrunk);
+  }
+  fflush(stdout);
+  hoop_finalize(world);
+  return 0;
+}
+
 /* An allreduce of n ints on comm checked against the sum every rank's value makes: rank r of the
  * job (not of comm) adds r * 1000 + i, so a rank counted twice or missed shows. */
 static hoop_status_t Checked(hoop_comm_t comm, int n, const int* job_ranks, int size) {
@@ -99,14 +125,15 @@ int main(int argc, char** argv) {
   CHECK(hoop_init_from_env(&world) == HOOP_SUCCESS, "init");
   int size = -1;
   CHECK(hoop_rank(world, &g_rank) == HOOP_SUCCESS && hoop_size(world, &size) == HOOP_SUCCESS, "rank/size");
-  CHECK(argc >= 2, "usage: hoop-c-shrink-test VICTIM [INSIDE] | stop [VICTIM]");
-  const int stop = strcmp(argv[1], "stop") == 0;
-  const char* v = stop ? (argc > 2 ? argv[2] : "last") : argv[1];
+  CHECK(argc >= 2, "usage: hoop-c-shrink-test VICTIM [INSIDE] | stop [VICTIM] | exclude [RANK]");
+  const int stop = strcmp(argv[1], "stop") == 0, exclude = strcmp(argv[1], "exclude") == 0;
+  const char* v = stop || exclude ? (argc > 2 ? argv[2] : "last") : argv[1];
   const int victim = strcmp(v, "last") == 0 ? size - 1 : atoi(v);
-  const int inside = !stop && argc > 2 ? (strcmp(argv[2], "last") == 0 ? size - 1 : atoi(argv[2])) : -1;
+  const int inside = !stop && !exclude && argc > 2 ? (strcmp(argv[2], "last") == 0 ? size - 1 : atoi(argv[2])) : -1;
   int x = 1;
   CHECK(hoop_allreduce(world, &x, &x, 1, HOOP_I32, HOOP_SUM) == HOOP_SUCCESS && x == size, "first allreduce");
   if (stop && g_rank == victim) return Stopped(world);
+  if (strcmp(argv[1], "exclude") == 0) return Excluded(world, size, victim);
   if (g_rank == victim) { /* after the others are inside their next allreduce, waiting for it */
     struct timespec pause = {0, 200 * 1000 * 1000};
     nanosleep(&pause, NULL);

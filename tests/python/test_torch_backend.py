@@ -3,7 +3,7 @@
 store (env://, file://, tcp://); DistributedDataParallel ending with the parameters of one
 process on the global batch and of backend "gloo" (ddp_rank.py); DTensor's redistributions and
 FSDP2 training and state dicts equal to gloo's on 2 and 4 ranks (fsdp2_rank.py, PyTorch 2.6 and
-later); a lost rank. Skipped, saying
+later); a lost rank, and shrink_group going on without it (PyTorch 2.10 and later). Skipped, saying
 so, without PyTorch or without the backend (hoop built without libtorch)."""
 import json
 import os
@@ -135,6 +135,30 @@ class Backend(unittest.TestCase):
             line = [l for l in r.output.splitlines() if l.startswith(f"[{rank}] rank {rank}: raised")]
             self.assertTrue(line, f"rank {rank} raised nothing:\n{r.output}")
             self.assertRegex(line[0], r"hoop: .*(lost peer 2|rank 2)")
+
+    @unittest.skipIf(TORCH_VERSION < (2, 10),
+                     f"torch.distributed.shrink_group came with PyTorch 2.10 (this is {torch.__version__})")
+    def test_shrink_group_goes_on_without_a_killed_rank(self):
+        # Rank 2 dies during large allreduces; ranks 0 and 1 get the error and call
+        # dist.shrink_group([2]), which makes the default group theirs, and allreduce on it.
+        code = ("import os, signal, threading, torch, torch.distributed as dist, hoop.torch\n"
+                "dist.init_process_group('hoop')\n"
+                "me = dist.get_rank()\n"
+                "if me == 2: threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()\n"
+                "t = torch.ones(4 << 20)\n"
+                "try:\n"
+                "    for _ in range(10000): dist.all_reduce(t)\n"
+                "except RuntimeError: pass\n"
+                "g = dist.shrink_group([2])\n"
+                "x = torch.full((1001,), float(me + 1))\n"
+                "dist.all_reduce(x)\n"
+                "print(f'rank {me}: now {dist.get_rank()} of {dist.get_world_size()}, sum {int(x[0])}', flush=True)\n"
+                "dist.destroy_process_group()\n")
+        r = hooprun(3, [sys.executable, "-c", code], env={"HOOP_TIMEOUT": "30"}, timeout=90,
+                    args=("--enable-recovery",))
+        self.assertEqual(r.returncode, 137, r.output)  # rank 2's SIGKILL
+        for rank in (0, 1):
+            self.assertIn(f"[{rank}] rank {rank}: now {rank} of 2, sum 3", r.output)
 
 
 if __name__ == "__main__":
