@@ -9,6 +9,8 @@
 // are checked.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <time.h>
 
 #include <atomic>
@@ -83,9 +85,15 @@ TEST_CASE("in-process: the worker does not spin while its caller computes", "[in
     REQUIRE(started.ok());
     ThreadRanks& ranks = **started;
     Status s;
-    const double computing = WorkerUsPerCall(ranks, false, &s);
+    // CPU time is what other processes on the machine inflate (a spin is 50 us per wait, the
+    // worker's own work 10-21 us a call when alone): the best of three tries.
+    double computing = WorkerUsPerCall(ranks, false, &s);
     INFO(transport << ": " << s.message());
     REQUIRE(s.ok());
+    for (int again = 0; again < 2 && computing >= 35.0 && !kSanitized; ++again) {
+      computing = std::min(computing, WorkerUsPerCall(ranks, false, &s));
+      REQUIRE(s.ok());
+    }
     const double waiting = WorkerUsPerCall(ranks, true, &s);
     REQUIRE(s.ok());
     UNSCOPED_INFO(transport << ": the worker's CPU per call: " << computing << " us while its caller computes, "
