@@ -34,8 +34,8 @@ constexpr size_t kMaxStagingBytes = size_t{1} << 30;  // HOOP_CHUNK_BYTES x HOOP
 
 // The variables FromEnv reads in code, since they depend on one another (rank and size, the
 // launchers' variables); every other HOOP_* variable is a row of kVars below.
-const std::vector<std::string> kLaunchVars = {"HOOP_RANK",       "HOOP_SIZE",       "HOOP_LOCAL_RANK",
-                                              "HOOP_LOCAL_SIZE", "HOOP_CROSS_RANK", "HOOP_CROSS_SIZE"};
+const std::vector<std::string> kLaunchVars = {
+    "HOOP_RANK", "HOOP_SIZE", "HOOP_LOCAL_RANK", "HOOP_LOCAL_SIZE", "HOOP_CROSS_RANK", "HOOP_CROSS_SIZE", "HOOP_JOIN"};
 
 Status Expected(const std::string& name, const std::string& text, const std::string& what) {
   return InvalidArgument(name + "='" + text + "': " + what);
@@ -220,7 +220,17 @@ Status ReadTorchrun(const Reader& r, Config& c) {
 // set by anything else.
 Status ReadLauncher(const Reader& r, Config& c) {
   const bool torchrun = r.Get("RANK") && r.Get("WORLD_SIZE");
-  if (r.Get("HOOP_RANK") || r.Get("HOOP_SIZE")) {
+  if (const std::string* join = r.Get("HOOP_JOIN")) {
+    if (*join != "0" && *join != "1")
+      return Expected("HOOP_JOIN", *join, "expected 1 (a newcomer to a running job) or 0");
+    c.join = *join == "1";
+  }
+  if (c.join && r.Get("HOOP_RANK") && !r.Get("HOOP_SIZE")) {
+    // A newcomer elastic hooprun started: HOOP_RANK is its number in the job (as hoop/exited
+    // lists it), not its rank in a communicator, which the grow that admits it gives.
+    c.launcher = Launcher::kHooprun;
+    HOOP_RETURN_IF_ERROR(r.Int("HOOP_RANK", &c.rank, 0, 1 << 20));
+  } else if (r.Get("HOOP_RANK") || r.Get("HOOP_SIZE")) {
     if (!r.Get("HOOP_RANK") || !r.Get("HOOP_SIZE"))
       return InvalidArgument("HOOP_RANK and HOOP_SIZE must be set together");
     c.launcher = Launcher::kHooprun;

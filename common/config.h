@@ -77,6 +77,9 @@ struct Config {
   int cross_rank = -1;
   int cross_size = -1;
   Launcher launcher = Launcher::kNone;
+  // HOOP_JOIN=1: this process is a newcomer to a running job (elastic hooprun starts its
+  // replacements so): hoop_init_from_env and hoop.init() join as hoop_init_join does.
+  bool join = false;
   std::string store;
   std::string token;
   std::chrono::milliseconds timeout{300000};

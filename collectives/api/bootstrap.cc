@@ -103,6 +103,12 @@ StatusOr<std::unique_ptr<Job>> JoinAsNewcomer(const Config& cfg) {
   }
   HOOP_ASSIGN_OR_RETURN(job->comm, Communicator::Join(*job->store, opts));
   SetLogRank(job->comm->rank());
+  // The launcher's note that this process made it in (elastic hooprun ends those never admitted
+  // once the job is over).
+  if (opts.job_rank >= 0) {
+    Status noted = job->store->Set("hoop/join/admitted/" + std::to_string(opts.job_rank), "1");
+    if (!noted.ok()) HOOP_LOG(kWarn, ctx << ": telling the launcher it was admitted: " << noted.message());
+  }
   return job;
 }
 

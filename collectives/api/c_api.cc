@@ -117,6 +117,7 @@ hoop::StatusOr<hoop::Config> ExplicitConfig(const char* fn, int rank, int size) 
   cfg->rank = rank;
   cfg->size = size;
   cfg->launcher = hoop::Launcher::kNone;
+  cfg->join = false;  // the caller names this process's place
   if (cfg->local_rank >= size) cfg->local_rank = -1;
   return cfg;
 }
@@ -380,6 +381,10 @@ hoop_status_t hoop_init_from_env(hoop_comm_t* comm) {
   return Guard([&] {
     auto cfg = hoop::Config::FromProcessEnv();
     if (!cfg.ok()) return Report(cfg.status().WithContext("hoop_init_from_env"));
+    if (cfg->join && comm) {  // HOOP_JOIN=1: a newcomer elastic hooprun started
+      *comm = nullptr;
+      return MakeHandle(comm, hoop::JoinAsNewcomer(*cfg), *cfg);
+    }
     return Init(comm, *cfg);
   });
 }

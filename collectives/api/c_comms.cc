@@ -93,6 +93,19 @@ hoop_status_t hoop_comm_grow(hoop_comm_t comm, int count, hoop_comm_t* newcomm) 
   });
 }
 
+hoop_status_t hoop_comm_newcomers(hoop_comm_t comm, int* count) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_comm_newcomers")) return bad;
+    if (!count)
+      return Report(
+          hoop::InvalidArgument("rank " + std::to_string(comm->rank) + ": hoop_comm_newcomers: count is NULL"));
+    auto n = comm->get().Newcomers();
+    if (!n.ok()) return Report(n.status());
+    *count = *n;
+    return HOOP_SUCCESS;
+  });
+}
+
 hoop_status_t hoop_comm_shrink(hoop_comm_t comm, hoop_comm_t* newcomm) {
   return hoop_comm_shrink_excluding(comm, nullptr, 0, newcomm);
 }

@@ -172,6 +172,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Grow(int count) {
   HOOP_ASSIGN_OR_RETURN(std::unique_ptr<CommCore> core, core_->Grow(count));
   return std::unique_ptr<Communicator>(new Communicator(std::move(core)));
 }
+StatusOr<int> Communicator::Newcomers() { return core_->Newcomers(); }
 StatusOr<std::unique_ptr<Communicator>> Communicator::Join(Store& store, const CommOptions& options) {
   HOOP_ASSIGN_OR_RETURN(std::unique_ptr<CommCore> core, CommCore::Join(store, options));
   return std::unique_ptr<Communicator>(new Communicator(std::move(core)));

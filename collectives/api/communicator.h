@@ -252,6 +252,9 @@ class Communicator {
   // every rank calls it; the ranks keep their numbers and the newcomers, each calling Join over
   // the job's store, follow in the order they came. Waits up to HOOP_TIMEOUT for them.
   StatusOr<std::unique_ptr<Communicator>> Grow(int count);
+  // How many new processes wait at the job to be admitted (an elastic hooprun's replacements,
+  // say): a collective, every rank gets the same count, ready for Grow.
+  StatusOr<int> Newcomers();
   // A new process joins the job's next grow (options: its settings; name, rank and size are the
   // grow's). Waits up to HOOP_TIMEOUT to be admitted.
   static StatusOr<std::unique_ptr<Communicator>> Join(Store& store, const CommOptions& options);

@@ -92,6 +92,9 @@ class CommCore {
   // calls Join over the job's store (options: its settings; name, rank and size come from the
   // grow that admits it).
   StatusOr<std::unique_ptr<CommCore>> Grow(int count);
+  // How many new processes wait at the job to be admitted (grow.cc): a collective (rank 0 reads
+  // the store, every rank gets its answer), so that every rank can pass it to Grow.
+  StatusOr<int> Newcomers();
   static StatusOr<std::unique_ptr<CommCore>> Join(Store& store, const CommOptions& options);
   void Abort(const std::string& cause);
   // Revokes the communicator (revoke.cc): this rank's running and later calls fail with

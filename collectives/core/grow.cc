@@ -10,7 +10,9 @@
 // new communicator's name, size and the newcomer's rank in it. The ranks keep their numbers and
 // the newcomers follow in the order they queued; everyone then makes the new communicator, with
 // connections of its own, waiting up to HOOP_TIMEOUT for the newcomers (a replacement may take a
-// while to start). The communicator grown stays as it was.
+// while to start). The communicator grown stays as it was. Newcomers counts those in line and
+// not yet offered a place, so that the ranks of an elastic job know when to grow and by how many.
+#include <algorithm>
 #include <cstdio>
 
 #include "collectives/core/comm_core.h"
@@ -57,6 +59,25 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Grow(int count) {
   if (!made.ok()) return made.status().WithContext(who + " (waiting for " + std::to_string(count) + " newcomer(s))");
   HOOP_LOG(kInfo, who << ": " << opts_.size << " + " << count << " ranks in '" << o.name << "'");
   return made;
+}
+
+StatusOr<int> CommCore::Newcomers() {
+  const std::string who = "rank " + std::to_string(opts_.rank) + ": newcomers of communicator '" + opts_.name + "'";
+  int64_t waiting = 0;
+  if (opts_.rank == 0) {  // the others take rank 0's count: one answer, good for everyone's Grow
+    auto arrived = store_->Add(kArrived, 0);
+    if (!arrived.ok()) return arrived.status().WithContext(who);
+    auto offered = store_->Add(kOffered, 0);
+    if (!offered.ok()) return offered.status().WithContext(who);
+    waiting = std::clamp<int64_t>(*arrived - *offered, 0, kMaxGrow);
+  }
+  Op x;
+  x.kind = CollKind::kBroadcast;
+  x.in = x.out = Buffer{&waiting, 1, DType::kI64};
+  x.root = 0;
+  Status s = Submit(x, true).Wait();
+  if (!s.ok()) return s.WithContext(who + " (a broadcast of rank 0's count)");
+  return static_cast<int>(waiting);
 }
 
 StatusOr<std::unique_ptr<CommCore>> CommCore::Join(Store& store, const CommOptions& options) {

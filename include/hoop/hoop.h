@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 #define HOOP_API_VERSION \
-  14 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+  15 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
                               6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
                               7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
@@ -56,7 +56,8 @@ extern "C" {
                               12: hoop_wait_background;
                               13: hoop_comm_revoke, HOOP_ERR_REVOKED;
                               14: hoop_comm_shrink, hoop_comm_shrink_excluding,
-                                  hoop_comm_failed_ranks, hoop_comm_grow, hoop_init_join */
+                                  hoop_comm_failed_ranks, hoop_comm_grow, hoop_init_join;
+                              15: hoop_comm_newcomers, HOOP_JOIN */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -479,6 +480,13 @@ hoop_status_t hoop_comm_shrink_excluding(hoop_comm_t comm, const int* excluded, 
  * model's parameters, a step count) its new peers send it, with a broadcast say. */
 hoop_status_t hoop_comm_grow(hoop_comm_t comm, int count, hoop_comm_t* newcomm);
 hoop_status_t hoop_init_join(hoop_comm_t* comm);
+/* How many new processes wait at the job to be admitted (*count; 0: none): those that called
+ * hoop_init_join and no grow has taken yet, such as the replacements elastic hooprun starts
+ * (hooprun --min-np/--max-np). A collective on comm (rank 0 reads the job's store and every rank
+ * gets its count), so every rank can pass the same count to hoop_comm_grow. With HOOP_JOIN=1 in
+ * its environment (elastic hooprun sets it for the processes it starts into a running job),
+ * hoop_init_from_env joins as hoop_init_join does. */
+hoop_status_t hoop_comm_newcomers(hoop_comm_t comm, int* count);
 
 /* Wire compression of f32 and f64 sum/avg allreduces: the data travels in 16 bits, and every
  * hop of the ring decodes what it receives, adds it in the data's own type and encodes again;

@@ -236,7 +236,23 @@ pyb::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pyb::module_& m) {
           },
           "The ranks of this communicator this rank knows to have failed, ascending "
           "(hoop_comm_failed_ranks): peers its connections lost, processes on this host that exited, "
-          "ranks hooprun saw exit.");
+          "ranks hooprun saw exit.")
+      .def(
+          "newcomers",
+          [](const Comm& c) {
+            hoop_comm_t self = c.get();
+            int count = 0;
+            hoop_status_t s;
+            {
+              pyb::gil_scoped_release nogil;
+              s = hoop_comm_newcomers(self, &count);
+            }
+            Check(s);
+            return count;
+          },
+          "How many new processes wait at the job to be admitted (hoop_comm_newcomers): those that "
+          "called hoop.join() (or hoop.init() with HOOP_JOIN=1, as elastic hooprun starts them) and no "
+          "grow took yet. A collective: every rank gets rank 0's count, ready for Comm.grow(count).");
 
   m.def(
       "init_from_env",

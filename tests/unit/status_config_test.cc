@@ -230,6 +230,24 @@ TEST_CASE("HOOP_CROSS_RANK and HOOP_CROSS_SIZE (hooprun's) are read and bounded"
   CHECK(past.status().message() == "HOOP_CROSS_RANK='2' is not an integer in [0, 1]");
 }
 
+TEST_CASE("HOOP_JOIN: a newcomer's HOOP_RANK is its number in the job, without HOOP_SIZE", "[config]") {
+  auto c = Config::FromEnv({{"HOOP_JOIN", "1"}, {"HOOP_RANK", "7"}});
+  REQUIRE(c.ok());
+  CHECK(c->join);
+  CHECK(c->rank == 7);
+  CHECK(c->launcher == Launcher::kHooprun);
+  auto alone = Config::FromEnv({{"HOOP_JOIN", "1"}});
+  REQUIRE(alone.ok());
+  CHECK(alone->join);
+  CHECK(alone->launcher == Launcher::kNone);
+  auto off = Config::FromEnv({{"HOOP_JOIN", "0"}, {"HOOP_RANK", "1"}, {"HOOP_SIZE", "2"}});
+  REQUIRE(off.ok());
+  CHECK_FALSE(off->join);
+  CHECK(Config::FromEnv({{"HOOP_RANK", "7"}}).status().message() == "HOOP_RANK and HOOP_SIZE must be set together");
+  CHECK(Config::FromEnv({{"HOOP_JOIN", "yes"}}).status().message() ==
+        "HOOP_JOIN='yes': expected 1 (a newcomer to a running job) or 0");
+}
+
 TEST_CASE("HOOP_LOG_LEVEL in any case, with horovodrun's and mpirun's words", "[config]") {
   for (auto [text, level] : {std::pair{"INFO", hoop::LogLevel::kInfo}, std::pair{"Warning", hoop::LogLevel::kWarn},
                              std::pair{"WARN", hoop::LogLevel::kWarn}, std::pair{"warning", hoop::LogLevel::kWarn},
