@@ -77,18 +77,6 @@ BindTo BindFrom(const std::string& s) {
   return BindTo::kDefault;
 }
 
-// Opens DIR/rank.N/stdout and stderr on this host, N padded to `width`; -1 where it cannot.
-std::pair<int, int> OutputFilesFor(const std::string& dir, int rank, size_t width) {
-  if (dir.empty()) return {-1, -1};
-  std::string n = std::to_string(rank);
-  const std::string sub = dir + "/rank." + std::string(width > n.size() ? width - n.size() : 0, '0') + n;
-  ::mkdir(dir.c_str(), 0755);
-  ::mkdir(sub.c_str(), 0755);
-  int o = ::open((sub + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int e = ::open((sub + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  return {o, e};
-}
-
 }  // namespace
 
 int RunAgent() {
@@ -110,7 +98,7 @@ int RunAgent() {
   std::vector<Placement> places;
   int np = 0;
   size_t width = 1;
-  bool tag_output = false, report = false;
+  bool tag_output = false, report = false, join = false;
   BindTo bind_to = BindTo::kDefault;
   try {
     host = plan.at("host").get<std::string>();
@@ -124,6 +112,7 @@ int RunAgent() {
     width = plan.value("width", size_t{1});
     tag_output = plan.value("tag_output", false);
     report = plan.value("report_bindings", false);
+    join = plan.value("join", false);  // newcomers to a running job (elastic hooprun)
     bind_to = BindFrom(plan.value("bind_to", "default"));
     for (auto& r : plan.at("ranks")) {
       ranks.push_back(r.at("rank").get<int>());
@@ -172,8 +161,8 @@ int RunAgent() {
   std::vector<Rank> procs;
   const auto base = ProcessEnvironment();
   for (size_t i = 0; i < ranks.size(); ++i) {
-    auto r =
-        StartRank(ranks[i], command, RankEnv(base, extra, ranks[i], np, places[i], store, token), (*bound)[i], wdir);
+    auto env = RankEnv(base, extra, ranks[i], np, places[i], store, token);
+    auto r = StartRank(ranks[i], command, join ? NewcomerEnv(std::move(env)) : env, (*bound)[i], wdir);
     if (!r.ok()) {
       for (auto& p : procs) ::kill(-p.pid, SIGKILL);
       return Fail(1, "cannot start rank " + std::to_string(ranks[i]) + ": " + r.status().message());

@@ -58,6 +58,29 @@ StatusOr<std::vector<HostSlots>> ParseHostList(const std::string& spec) {
   return hosts;
 }
 
+StatusOr<std::vector<HostSlots>> ParseDiscovered(const std::string& text) {
+  std::vector<HostSlots> hosts;
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    line = line.substr(0, line.find('#'));
+    const auto first = line.find_first_not_of(" \t\r"), last = line.find_last_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    line = line.substr(first, last - first + 1);
+    const std::string where = "--host-discovery-script printed, line " + std::to_string(n) + ", '" + line + "': ";
+    const size_t colon = line.rfind(':');
+    int slots = 1;
+    if (colon != std::string::npos) {
+      HOOP_ASSIGN_OR_RETURN(slots, Slots(line.substr(colon + 1), where));
+    }
+    const std::string host = line.substr(0, colon);
+    if (!PlainHost(host)) return InvalidArgument(where + "expected HOST[:SLOTS] (a host name or IPv4 address)");
+    HOOP_RETURN_IF_ERROR(Add(&hosts, host, slots, where));
+  }
+  return hosts;
+}
+
 StatusOr<std::vector<HostSlots>> ParseHostfile(const std::string& text, const std::string& name) {
   std::vector<HostSlots> hosts;
   std::istringstream in(text);

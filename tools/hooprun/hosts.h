@@ -28,6 +28,10 @@ StatusOr<std::vector<HostSlots>> ParseHostList(const std::string& spec);
 // comment, blank lines are skipped. `name` is the file's name, for the messages (which give the line number).
 StatusOr<std::vector<HostSlots>> ParseHostfile(const std::string& text, const std::string& name);
 
+// What a --host-discovery-script printed: one HOST[:SLOTS] per line (horovodrun's), '#'
+// comments and blank lines skipped; no line at all is no host.
+StatusOr<std::vector<HostSlots>> ParseDiscovered(const std::string& text);
+
 enum class MapBy { kSlot, kNode };
 
 struct Placement {

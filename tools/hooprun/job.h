@@ -1,7 +1,9 @@
 // hooprun's running job: one poll loop over the signals, the local ranks' pipes and the remote
 // hosts' agents (remote.h); reaping, the one stopping path for every cause (a rank failed, an ssh
 // connection ended, --timeout, Ctrl-C: a grace period, SIGTERM, SIGKILL, and last the agents'
-// ssh), and the line that says why the job failed. Used by main.cc alone.
+// ssh), and the line that says why the job failed; for an elastic job (elastic.h), the
+// discovery script's runs, the newcomers' starts, and the --min-np and --reset-limit bounds.
+// Used by main.cc alone.
 #pragma once
 
 #include <poll.h>
@@ -12,6 +14,9 @@
 
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -19,6 +24,8 @@
 #include <vector>
 
 #include "collectives/core/stall.h"
+#include "tools/hooprun/discovery.h"
+#include "tools/hooprun/elastic.h"
 #include "tools/hooprun/options.h"
 #include "tools/hooprun/output.h"
 #include "tools/hooprun/ranks.h"
@@ -29,21 +36,36 @@
 namespace hoop::run {
 
 using Clock = std::chrono::steady_clock;
-inline constexpr auto kGrace = std::chrono::seconds(2);     // for the other ranks to report a failure
-inline constexpr auto kTermWait = std::chrono::seconds(2);  // between SIGTERM and SIGKILL
+inline constexpr auto kGrace = std::chrono::seconds(2);           // for the other ranks to report a failure
+inline constexpr auto kTermWait = std::chrono::seconds(2);        // between SIGTERM and SIGKILL
+inline constexpr auto kDiscoveryEvery = std::chrono::seconds(1);  // --host-discovery-script, as horovodrun
+inline constexpr auto kRest = std::chrono::seconds(1);            // no newcomer on a host this soon after a loss there
+
+// How an elastic job starts a newcomer, numbered `rank` in the job (main.cc fills it in): on
+// this host, or on another through an agent of its own; is_here tells which a host is.
+struct Spawner {
+  std::function<StatusOr<Rank>(int rank, int local_rank, int local_size)> here;
+  std::function<StatusOr<Agent>(int rank, const std::string& host, int local_rank, int local_size)> there;
+  std::function<bool(const std::string& host)> is_here;
+};
 
 class Job {
  public:
+  // An elastic job (o.elastic()) also gets `hosts`, the hosts and slots newcomers may take, and
+  // how to start them.
   Job(const Options& o, std::vector<Rank> ranks, std::vector<Agent> agents, TcpStoreServer& store, Sentinel& sentinel,
-      Writer& out, Writer& err)
+      Writer& out, Writer& err, std::vector<HostSlots> hosts = {}, Spawner spawner = {})
       : o_(o),
-        ranks_(std::move(ranks)),
-        agents_(std::move(agents)),
+        ranks_(std::make_move_iterator(ranks.begin()), std::make_move_iterator(ranks.end())),
+        agents_(std::make_move_iterator(agents.begin()), std::make_move_iterator(agents.end())),
         store_(store),
         sentinel_(sentinel),
         out_(out),
-        err_(err) {
+        err_(err),
+        hosts_(std::move(hosts)),
+        spawner_(std::move(spawner)) {
     for (const auto& r : ranks_) multi_host_ |= r.remote;
+    aim_ = static_cast<int>(ranks_.size());  // -np to start with; the discovery script may raise it
   }
 
   int Run(int sig_fd) {
@@ -75,6 +97,7 @@ class Job {
       for (auto& a : agents_)
         if (relay) ReadAgent(a);
       Reap();
+      if (o_.elastic() && !stopping_) Elastic();
       if (o_.timeout_s > 0 && !stopping_ && Clock::now() - start > std::chrono::duration<double>(o_.timeout_s)) {
         reason_ = "the job ran past --timeout " + std::to_string(static_cast<int>(o_.timeout_s)) + " s";
         exit_code_ = 124;
@@ -152,6 +175,10 @@ class Job {
     int st = 0;
     pid_t pid;
     while ((pid = ::waitpid(-1, &st, WNOHANG)) > 0) {
+      if (discovery_.running() && pid == discovery_.pid()) {
+        discovery_.Reaped(st);
+        continue;
+      }
       for (auto& a : agents_)
         if (a.pid == pid) AgentEnded(a, st);
       for (auto& r : ranks_) {
@@ -297,7 +324,12 @@ class Job {
     r.exited = true;
     r.wait_status = st;
     Publish(r.rank);
-    if (ExitedCleanly(st)) return;
+    if (r.dismissed) return;  // an elastic job stopped it (its host was dropped, or it was never admitted)
+    if (ExitedCleanly(st)) {
+      ending_ = true;  // the job is finishing: an elastic one starts nobody more
+      return;
+    }
+    if (o_.elastic() && !stopping_) return Lost(r);
     if (!termed_) failed_.push_back(&r);  // failed on its own, not because we stopped it
     Failed(r);
   }
@@ -354,6 +386,12 @@ class Job {
       std::string why;
       std::getline(in, why);
       if (!why.empty() && why[0] == ' ') why.erase(0, 1);
+      if (a.newcomers && !stopping_) {  // an elastic job's newcomers: only they did not start
+        Event("host " + a.host + ": " + why + "; " + RankList(a.ranks) + " not started");
+        for (int r : a.ranks) ranks_[static_cast<size_t>(r)].exited = ranks_[static_cast<size_t>(r)].dismissed = true;
+        rest_until_[a.host] = Clock::now() + kRest;
+        return;
+      }
       if (!stopping_) {
         reason_ = "host " + a.host + ": " + why + "; stopped the other ranks";
         exit_code_ = value > 0 && value < 256 ? static_cast<int>(value) : 1;
@@ -375,6 +413,7 @@ class Job {
     sentinel_.Reaped(a.pid);
     if (a.in_fd >= 0) ::close(a.in_fd), a.in_fd = -1;
     std::string lost;
+    std::vector<Rank*> gone;
     for (int r : a.ranks) {
       Rank& rank = ranks_[static_cast<size_t>(r)];
       if (rank.exited) continue;
@@ -382,8 +421,13 @@ class Job {
       rank.exited = true;
       rank.wait_status = st;
       Publish(r);
+      if (!rank.dismissed) gone.push_back(&rank);
     }
     if (lost.empty()) return;
+    if (o_.elastic() && !stopping_) {  // lost with their host's connection: the others go on
+      for (Rank* r : gone) Lost(*r);
+      return;
+    }
     if (!stopping_) {
       reason_ = "host " + a.host + ": the ssh connection ended (ssh " + DescribeExit(st) +
                 (a.last_err.empty() ? "" : ": " + a.last_err) + ") while rank" +
@@ -393,9 +437,244 @@ class Job {
     BeginStop(false);
   }
 
+  // ---- Elastic jobs (elastic.h) ----
+
+  void Event(const std::string& line) { err_.Write("hooprun: " + line + "\n"); }
+
+  // One turn of the loop: the discovery script, newcomers for free slots, the --min-np watch, and
+  // newcomers nobody is left to admit; then dismissed ranks that outstay their SIGTERM.
+  void Elastic() {
+    Discover();
+    if (!stopping_) CheckMembers();
+    if (stopping_) return;
+    Fill();
+    WatchMinimum();
+    const auto now = Clock::now();
+    for (Rank& r : ranks_) {
+      if (!r.dismissed || r.exited || r.dismiss_killed || now - r.dismissed_at < kTermWait) continue;
+      r.dismiss_killed = true;
+      if (!r.remote)
+        ::kill(-r.pid, SIGKILL);
+      else
+        TellAgentOf(r, "kill\n");
+    }
+  }
+
+  int Live() const {
+    int n = 0;
+    for (const Rank& r : ranks_) n += !r.exited;
+    return n;
+  }
+
+  std::string LiveText() const {
+    const int n = Live();
+    return std::to_string(n) + (n == 1 ? " rank" : " ranks") + " live (--min-np " + std::to_string(o_.min_np) + ")";
+  }
+
+  // A rank of an elastic job failed: said, counted, and its slot free for a newcomer (on its
+  // host after kRest, so that a program that fails at once does not spin).
+  void Lost(const Rank& r) {
+    if (!first_loss_) first_loss_ = r.wait_status;
+    rest_until_[r.host] = Clock::now() + kRest;
+    Event(Who(r) + " " + DescribeExit(r.wait_status) + "; " + LiveText() + (Live() ? ", the others go on" : ""));
+    CountReset(Who(r) + " was lost");
+  }
+
+  void CountReset(const std::string& what) {
+    ++resets_;
+    if (o_.reset_limit > 0 && resets_ > o_.reset_limit)
+      StopElastic("--reset-limit " + std::to_string(o_.reset_limit) + " reached (" + what + ": change " +
+                  std::to_string(resets_) + " of the job's ranks)");
+  }
+
+  void StopElastic(const std::string& why) {
+    if (stopping_) return;
+    reason_ = why + "; stopped the other ranks";
+    const int st = first_loss_ ? *first_loss_ : 0;
+    exit_code_ = !first_loss_ ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (exit_code_ == 0) exit_code_ = 1;
+    BeginStop(false);
+  }
+
+  // --host-discovery-script: started every kDiscoveryEvery, its answer taken when it has ended.
+  void Discover() {
+    if (o_.discovery_script.empty()) return;
+    if (!discovery_.running()) {
+      if (Clock::now() - last_discovery_ < kDiscoveryEvery) return;
+      last_discovery_ = Clock::now();
+      if (Status s = discovery_.Start(o_.discovery_script); !s.ok()) DiscoveryFailed(s.message());
+      return;
+    }
+    discovery_.Read();
+    auto found = discovery_.Result();
+    if (!found) return;
+    last_discovery_ = Clock::now();
+    if (!found->ok()) return DiscoveryFailed(found->status().message());
+    discovery_error_.clear();
+    ApplyHosts(std::move(*found).value());
+  }
+
+  void DiscoveryFailed(const std::string& why) {
+    if (why != discovery_error_) Event(why + "; the hosts stay as they were");  // once, not every second
+    discovery_error_ = why;
+  }
+
+  void ApplyHosts(std::vector<HostSlots> now) {
+    const HostsChange c = CompareHosts(hosts_, now);
+    if (c.empty()) return;
+    for (const HostSlots& h : c.added)
+      Event("host " + h.host + " added by --host-discovery-script (" + std::to_string(h.slots) +
+            (h.slots == 1 ? " slot)" : " slots)"));
+    for (const HostSlots& h : c.resized)
+      Event("host " + h.host + " now has " + std::to_string(h.slots) + (h.slots == 1 ? " slot" : " slots") +
+            " (--host-discovery-script)");
+    for (const std::string& host : c.removed) {
+      std::vector<int> there;
+      for (const Rank& r : ranks_)
+        if (!r.exited && r.host == host) there.push_back(r.rank);
+      Event("host " + host + " is no longer listed by --host-discovery-script" +
+            (there.empty() ? "" : "; stopping its " + RankList(there)));
+      for (Rank& r : ranks_)
+        if (!r.exited && r.host == host) Dismiss(r);
+    }
+    hosts_ = std::move(now);
+    aim_ = AimedRanks(hosts_, o_.max_np);
+    CountReset("the hosts changed");
+  }
+
+  // SIGTERM (its agent's "term" for a remote one), SIGKILL kTermWait later (Elastic).
+  void Dismiss(Rank& r) {
+    r.dismissed = true;
+    r.dismissed_at = Clock::now();
+    if (!r.remote)
+      ::kill(-r.pid, SIGTERM);
+    else
+      TellAgentOf(r, "term\n");
+  }
+
+  void TellAgentOf(const Rank& r, const char* line) {
+    for (Agent& a : agents_) {
+      if (a.exited || a.in_fd < 0 || std::find(a.ranks.begin(), a.ranks.end(), r.rank) == a.ranks.end()) continue;
+      ssize_t ignored = ::write(a.in_fd, line, std::strlen(line));
+      (void)ignored;
+    }
+  }
+
+  // Newcomers while the job has fewer ranks than it aims at and a listed host has a free slot.
+  void Fill() {
+    if (ending_ || !spawner_.here) return;
+    std::map<std::string, int> live;
+    for (const Rank& r : ranks_)
+      if (!r.exited) ++live[r.host];
+    for (int total = Live(); total < aim_; ++total) {
+      std::vector<std::string> resting;
+      const auto now = Clock::now();
+      for (const auto& [host, until] : rest_until_)
+        if (now < until) resting.push_back(host);
+      const std::string host = FreeHost(hosts_, live, resting);
+      if (host.empty() || !StartNewcomer(host)) return;
+      ++live[host];
+    }
+  }
+
+  // The smallest local rank no live rank on `host` has.
+  int FreeLocalRank(const std::string& host) const {
+    for (int k = 0;; ++k) {
+      bool taken = false;
+      for (const Rank& r : ranks_) taken |= !r.exited && r.host == host && r.local_rank == k;
+      if (!taken) return k;
+    }
+  }
+
+  bool StartNewcomer(const std::string& host) {
+    const int number = static_cast<int>(ranks_.size());
+    const int local = FreeLocalRank(host);
+    int slots = 1;
+    for (const HostSlots& h : hosts_)
+      if (h.host == host) slots = h.slots;
+    Rank placeholder;
+    placeholder.rank = number;
+    placeholder.remote = true;
+    if (spawner_.is_here(host)) {
+      auto started = spawner_.here(number, local, slots);
+      if (!started.ok()) return StartFailed(number, host, started.status().message());
+      sentinel_.Started(started->pid);
+      placeholder = std::move(started).value();
+    } else {
+      auto agent = spawner_.there(number, host, local, slots);
+      if (!agent.ok()) return StartFailed(number, host, agent.status().message());
+      sentinel_.Started(agent->pid);
+      agent->ranks = {number};
+      agent->newcomers = true;
+      agents_.push_back(std::move(agent).value());
+      multi_host_ = true;
+    }
+    placeholder.host = host;
+    placeholder.local_rank = local;
+    placeholder.newcomer = true;
+    ranks_.push_back(std::move(placeholder));
+    const Rank& r = ranks_.back();
+    Event((r.remote ? "starting rank " + std::to_string(number) + " on host " + host + " (over ssh)"
+                    : "started " + Who(r) + " on host " + host) +
+          ", a newcomer: the job's ranks admit it at their next grow");
+    return true;
+  }
+
+  bool StartFailed(int number, const std::string& host, const std::string& why) {
+    Event("cannot start rank " + std::to_string(number) + " on host " + host + ": " + why);
+    rest_until_[host] = Clock::now() + kRest;
+    return false;
+  }
+
+  void WatchMinimum() {
+    if (ending_ || stopping_) return;
+    const auto now = Clock::now();
+    if (Live() >= o_.min_np) {
+      if (below_since_) Event("back to " + LiveText());
+      below_since_.reset();
+      return;
+    }
+    if (!below_since_) {
+      below_since_ = now;
+      Event(LiveText() + ": fewer than --min-np; waiting up to --elastic-timeout " +
+            std::to_string(static_cast<int>(o_.elastic_timeout_s)) + " s for hosts");
+      return;
+    }
+    if (now - *below_since_ > std::chrono::duration<double>(o_.elastic_timeout_s))
+      StopElastic("fewer than --min-np " + std::to_string(o_.min_np) + " ranks for --elastic-timeout " +
+                  std::to_string(static_cast<int>(o_.elastic_timeout_s)) + " s (" + std::to_string(Live()) + " live)");
+  }
+
+  // Once no rank the job admitted lives (one it started with, or a newcomer a grow took in),
+  // nobody is left to admit the newcomers still waiting: they are stopped. After a clean end the
+  // job ends well; after failures it fails, as the job's state went with its ranks.
+  void CheckMembers() {
+    std::vector<Rank*> waiting;
+    for (Rank& r : ranks_) {
+      if (r.exited || r.dismissed) continue;
+      if (!r.newcomer) return;  // a rank the job started with lives
+      waiting.push_back(&r);
+    }
+    std::vector<int> never;
+    if (!waiting.empty()) {
+      const auto admitted = store_.Find("hoop/join/admitted/");
+      for (Rank* r : waiting) {
+        if (admitted.count("hoop/join/admitted/" + std::to_string(r->rank))) return;  // a member lives
+        never.push_back(r->rank);
+      }
+      Event(RankList(never) + (never.size() == 1 ? " was" : " were") +
+            " never admitted: no rank of the job is left to admit " + (never.size() == 1 ? "it" : "them") +
+            "; stopping " + (never.size() == 1 ? "it" : "them"));
+      for (Rank* r : waiting) Dismiss(*r);
+    }
+    if (!ending_)
+      StopElastic("no rank the job admitted is left (each failed or was stopped), so none can take newcomers in");
+    ending_ = true;
+  }
+
   const Options& o_;
-  std::vector<Rank> ranks_;
-  std::vector<Agent> agents_;
+  std::deque<Rank> ranks_;  // by job rank; a deque, so that failed_'s pointers stay good as newcomers come
+  std::deque<Agent> agents_;
   bool multi_host_ = false;
   bool ssh_killed_ = false;
   Clock::time_point kill_at_;
@@ -410,6 +689,18 @@ class Job {
   std::vector<const Rank*> failed_;
   std::string reason_;
   int exit_code_ = 0;
+  // Elastic jobs.
+  std::vector<HostSlots> hosts_;
+  Spawner spawner_;
+  int aim_ = 0;     // the ranks it aims at: -np, then what the discovery script's slots allow
+  int resets_ = 0;  // changes of its ranks (--reset-limit)
+  bool ending_ = false;
+  std::optional<int> first_loss_;  // the first failed rank's wait status: the exit code if it is stopped
+  std::optional<Clock::time_point> below_since_;
+  std::map<std::string, Clock::time_point> rest_until_;
+  DiscoveryRun discovery_;
+  Clock::time_point last_discovery_ = Clock::now();
+  std::string discovery_error_;
 };
 
 }  // namespace hoop::run

@@ -36,6 +36,8 @@
 #include "common/config.h"
 #include "common/deadline.h"
 #include "common/version.h"
+#include "tools/hooprun/discovery.h"
+#include "tools/hooprun/elastic.h"
 #include "tools/hooprun/job.h"
 #include "tools/hooprun/options.h"
 #include "tools/hooprun/output.h"
@@ -69,6 +71,9 @@ struct JobPlan {
   std::vector<Placement> placed;
   std::vector<bool> here;
   std::vector<std::string> remote;
+  std::vector<HostSlots> hosts;        // with their slots (at least the ranks placed there)
+  std::string self;                    // this host's name as gethostname says
+  std::vector<std::string> addresses;  // this host's addresses
 };
 
 // The hosts (-H, --hostfile, or this one with -np slots) and every rank's place on them; sets
@@ -83,6 +88,10 @@ StatusOr<JobPlan> PlanRanks(Options& opts) {
     HOOP_ASSIGN_OR_RETURN(hosts, ParseHostfile(text.str(), opts.hostfile));
   } else if (!opts.hosts.empty()) {
     HOOP_ASSIGN_OR_RETURN(hosts, ParseHostList(opts.hosts));
+  } else if (!opts.discovery_script.empty()) {  // an elastic job's first hosts
+    HOOP_ASSIGN_OR_RETURN(hosts, DiscoverNow(opts.discovery_script));
+    if (hosts.empty()) return InvalidArgument("--host-discovery-script '" + opts.discovery_script + "' listed no host");
+    if (opts.np == 0) opts.np = AimedRanks(hosts, opts.max_np);
   } else {
     hosts.push_back({"localhost", opts.np ? opts.np : std::max(opts.npernode, 1)});
   }
@@ -107,6 +116,19 @@ StatusOr<JobPlan> PlanRanks(Options& opts) {
     plan.here.push_back(p.host == here);
     if (p.host != here && std::find(plan.remote.begin(), plan.remote.end(), p.host) == plan.remote.end())
       plan.remote.push_back(p.host);
+  }
+  for (HostSlots& h : hosts)
+    for (const Placement& p : plan.placed)
+      if (p.host == h.host) h.slots = std::max(h.slots, p.local_size);
+  plan.hosts = std::move(hosts);
+  plan.self = self;
+  plan.addresses = addresses;
+  if (opts.elastic()) {  // --min-np and --max-np default to -np (no bound but the slots with a script)
+    if (opts.min_np == 0) opts.min_np = opts.np;
+    if (opts.min_np > opts.np)
+      return InvalidArgument("--min-np " + std::to_string(opts.min_np) + " is more than the " +
+                             std::to_string(opts.np) + " ranks the job starts with");
+    if (opts.max_np == 0 && opts.discovery_script.empty()) opts.max_np = opts.np;
   }
   return plan;
 }
@@ -166,10 +188,11 @@ void PrintPlan(const Options& opts, const JobPlan& plan, const std::vector<std::
   }
 }
 
-// The plan an agent reads (remote.h): its host's ranks and everything they need. Holds the job
-// token: it goes to the agent on ssh's standard input only.
-std::string AgentPlan(const Options& o, const JobPlan& plan, const std::string& host, const std::string& store,
-                      const std::string& token, const std::string& wdir) {
+// The plan an agent reads (remote.h): its ranks on `host` (job rank and place) and everything
+// they need; `join`: newcomers to the running job (elastic). Holds the job token: it goes to the
+// agent on ssh's standard input only.
+std::string AgentPlan(const Options& o, const std::vector<std::pair<int, Placement>>& ranks, const std::string& host,
+                      const std::string& store, const std::string& token, const std::string& wdir, bool join = false) {
   nlohmann::json j;
   j["host"] = host;
   j["store"] = store;
@@ -183,11 +206,10 @@ std::string AgentPlan(const Options& o, const JobPlan& plan, const std::string& 
   j["width"] = std::to_string(o.np - 1).size();
   j["tag_output"] = o.tag_output;
   j["report_bindings"] = o.report_bindings;
-  j["bind_to"] = BindToName(o.bind_to);
+  j["bind_to"] = join ? "none" : BindToName(o.bind_to);  // newcomers: not bound
+  j["join"] = join;
   j["ranks"] = nlohmann::json::array();
-  for (size_t r = 0; r < plan.placed.size(); ++r) {
-    const Placement& p = plan.placed[r];
-    if (p.host != host) continue;
+  for (const auto& [r, p] : ranks) {
     j["ranks"].push_back({{"rank", r},
                           {"local_rank", p.local_rank},
                           {"local_size", p.local_size},
@@ -195,6 +217,38 @@ std::string AgentPlan(const Options& o, const JobPlan& plan, const std::string& 
                           {"cross_size", p.cross_size}});
   }
   return j.dump();
+}
+
+// How an elastic job starts a newcomer (job.h's Spawner): on this host as any rank, with
+// NewcomerEnv's variables and not bound; on another through an agent of its own, which needs a
+// store the other hosts reach.
+Spawner MakeSpawner(const Options& o, const JobPlan& plan, const std::map<std::string, std::string>& base,
+                    const std::string& store, const std::string& token, bool store_reachable) {
+  Spawner s;
+  const size_t width = std::to_string(std::max(o.np, o.max_np) - 1).size();
+  s.here = [&o, base, store, token, width](int rank, int local, int local_size) -> StatusOr<Rank> {
+    const Placement at{"", local, local_size, 0, 1};
+    auto r = StartRank(rank, o.command, NewcomerEnv(RankEnv(base, o.env, rank, o.np, at, store, token)), {}, o.wdir);
+    if (r.ok()) std::tie(r->out_copy, r->err_copy) = OutputFilesFor(o.output_dir, rank, width);
+    return r;
+  };
+  char self[4096] = {0}, cwd[4096] = {0};
+  const bool found = ::readlink("/proc/self/exe", self, sizeof self - 1) > 0 && ::getcwd(cwd, sizeof cwd);
+  const std::string path = self, folder = o.wdir.empty() ? cwd : o.wdir;
+  s.there = [&o, found, path, folder, store, token, store_reachable](int rank, const std::string& host, int local,
+                                                                     int local_size) -> StatusOr<Agent> {
+    if (!store_reachable)
+      return FailedPrecondition(
+          "the job's store listens on 127.0.0.1 (every host was this one when the job started): give "
+          "--store-address or --network-interface, so that hosts added later reach it");
+    if (!found) return Internal("hooprun cannot find its own path or folder");
+    const std::vector<std::pair<int, Placement>> ranks = {{rank, Placement{host, local, local_size, 0, 1}}};
+    return StartAgent(host, o.ssh, path, AgentPlan(o, ranks, host, store, token, folder, true));
+  };
+  s.is_here = [self = plan.self, addresses = plan.addresses](const std::string& host) {
+    return IsThisHost(host, self, addresses);
+  };
+  return s;
 }
 
 // More ranks than cores: a warning (unless --oversubscribe). A job that cannot work, refused:
@@ -298,7 +352,8 @@ int main(int argc, char** argv) {
   // Other hosts: every one answers over ssh before anything starts, and the store listens where
   // all of them can reach it.
   std::string store_host = "127.0.0.1";
-  if (!plan->remote.empty()) {
+  const bool elastic_address = opts->elastic() && (!opts->store_address.empty() || !opts->network_interface.empty());
+  if (!plan->remote.empty() || elastic_address) {
     if (opts->verbose)
       std::fprintf(stderr, "hooprun: checking %zu host%s over ssh (--start-timeout %g s)\n", plan->remote.size(),
                    plan->remote.size() == 1 ? "" : "s", opts->ssh.start_timeout_s);
@@ -306,7 +361,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "hooprun: %s\n", reach.message().c_str());
       return 1;
     }
-    auto address = StoreAddress(opts->store_address, opts->network_interface, plan->remote[0]);
+    auto address =
+        StoreAddress(opts->store_address, opts->network_interface, plan->remote.empty() ? "" : plan->remote[0]);
     if (!address.ok()) {
       std::fprintf(stderr, "hooprun: %s\n", address.status().message().c_str());
       return 2;
@@ -351,6 +407,7 @@ int main(int argc, char** argv) {
       placeholder.rank = r;
       placeholder.host = at.host;
       placeholder.remote = true;
+      placeholder.local_rank = at.local_rank;
       ranks.push_back(std::move(placeholder));
       continue;
     }
@@ -364,6 +421,7 @@ int main(int argc, char** argv) {
     sentinel.Started(rank->pid);
     if (opts->verbose) std::fprintf(stderr, "hooprun: started rank %d (pid %d)\n", r, static_cast<int>(rank->pid));
     rank->host = at.host;
+    rank->local_rank = at.local_rank;
     rank->out_copy = (*copies)[static_cast<size_t>(r)].first;
     rank->err_copy = (*copies)[static_cast<size_t>(r)].second;
     ranks.push_back(std::move(rank).value());
@@ -378,8 +436,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     for (const std::string& host : plan->remote) {
+      std::vector<std::pair<int, Placement>> there;
+      for (int r = 0; r < opts->np; ++r)
+        if (plan->placed[static_cast<size_t>(r)].host == host)
+          there.emplace_back(r, plan->placed[static_cast<size_t>(r)]);
       auto agent = StartAgent(host, opts->ssh, self,
-                              AgentPlan(*opts, *plan, host, store, token, opts->wdir.empty() ? cwd : opts->wdir));
+                              AgentPlan(*opts, there, host, store, token, opts->wdir.empty() ? cwd : opts->wdir));
       if (!agent.ok()) {
         std::fprintf(stderr, "hooprun: cannot start the agent on %s: %s\n", host.c_str(),
                      agent.status().message().c_str());
@@ -393,7 +455,9 @@ int main(int argc, char** argv) {
     }
   }
   Writer out(STDOUT_FILENO), err(STDERR_FILENO);
-  Job job(*opts, std::move(ranks), std::move(agents), **server, sentinel, out, err);
+  Spawner spawner;
+  if (opts->elastic()) spawner = MakeSpawner(*opts, *plan, base, store, token, store_host != "127.0.0.1");
+  Job job(*opts, std::move(ranks), std::move(agents), **server, sentinel, out, err, plan->hosts, std::move(spawner));
   const int code = job.Run(sig_fd);
   // Every rank is reaped. Output a stopped reader never takes is abandoned, and with it the
   // writer threads stuck in write(): exit without waiting for them.

@@ -1,5 +1,6 @@
 #include "tools/hooprun/options.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -12,7 +13,7 @@ namespace hoop::run {
 const char* const kUsage =
     "usage: hooprun -np N [-H HOST:SLOTS,... | --hostfile FILE] [--map-by slot|node] [ssh options]\n"
     "               [-x VAR[=VAL]]... [--timeout SECONDS] [--tag-output] [--oversubscribe]\n"
-    "               [--enable-recovery]\n"
+    "               [--enable-recovery] [--min-np N] [--max-np N] [--host-discovery-script FILE]\n"
     "               [tensor fusion options] PROGRAM [ARGS...]\n"
     "\n"
     "Starts N ranks of PROGRAM, serves the job's rendezvous store, and gives each rank HOOP_RANK,\n"
@@ -70,6 +71,24 @@ const char* const kUsage =
     "                       rank has, with the first failed rank's code (for programs that\n"
     "                       survive a peer's loss: hoop-train --strategy ps's workers, or\n"
     "                       hoop_comm_shrink, which learns from hooprun who is gone)\n"
+    "Elastic (horovodrun's flags; README, \"Elastic jobs\"): the job goes on while at least --min-np\n"
+    "ranks live, and hooprun starts newcomers into the running job, with HOOP_JOIN=1 and their number\n"
+    "in the job as HOOP_RANK (hoop_init_from_env and hoop.init() then join it, admitted by the\n"
+    "ranks' next hoop_comm_grow; hoop_comm_newcomers counts them): a replacement for every rank\n"
+    "that fails, where a host has a free slot, and ranks on hosts the discovery script adds, up to\n"
+    "--max-np. A rank that fails is reported and the others go on (as --enable-recovery); the job\n"
+    "exits 0 when its ranks end well. Each event is one line on stderr.\n"
+    "  --min-np N           the fewest ranks the job runs with (default with the flags below: -np)\n"
+    "  --max-np N           the most ranks at once (default: -np; with a discovery script, the\n"
+    "                       slots it lists)\n"
+    "  --host-discovery-script FILE\n"
+    "                       run every second; prints the hosts the job may use, one HOST[:SLOTS]\n"
+    "                       per line (default 1 slot). Replaces -H; a host no longer listed has its\n"
+    "                       ranks stopped, a host added gets ranks while the job is under --max-np\n"
+    "  --elastic-timeout SECONDS  how long the job may stay under --min-np ranks, waiting for\n"
+    "                       hosts, before it is stopped (default 600)\n"
+    "  --reset-limit N      stop the job after N changes of its ranks (a loss, ranks added; default:\n"
+    "                       no limit)\n"
     "  -h, --help           this text\n"
     "  --version            hooprun's version\n"
     "  --agent              (hooprun's own use) run another host's share of a job, started by\n"
@@ -183,6 +202,11 @@ void Declare(cli::Flags& f, Options& o) {
            "-x VAR=VALUE (README, Configuration)";
   });
   f.Switch("--enable-recovery", &o.enable_recovery);
+  f.Value("--min-np", cli::Int(&o.min_np, 1, 4096, "a rank count"));
+  f.Value("--max-np", cli::Int(&o.max_np, 1, 4096, "a rank count"));
+  f.Value("--host-discovery-script", cli::NonEmpty(&o.discovery_script, "a program"));
+  f.Value("--elastic-timeout", cli::Seconds(&o.elastic_timeout_s));
+  f.Value("--reset-limit", cli::Int(&o.reset_limit, 0, 1 << 20, "a count"));
   f.Value("-p,--ssh-port", cli::Int(&o.ssh.port, 1, 65535, "a port"));
   f.Value("-i,--ssh-identity-file", cli::Text(&o.ssh.identity));
   f.Value("--ssh-args", [&](const std::string& v) -> std::string {
@@ -204,6 +228,24 @@ void Declare(cli::Flags& f, Options& o) {
     });
 }
 
+// The elastic flags' sense, before anything starts (horovodrun's rules): --min-np <= -np <= --max-np.
+Status CheckElastic(Options& o) {
+  const bool elastic = o.min_np > 0 || o.max_np > 0 || !o.discovery_script.empty();
+  if (!elastic) return Status::Ok();
+  if (!o.discovery_script.empty() && (!o.hosts.empty() || !o.hostfile.empty()))
+    return InvalidArgument("--host-discovery-script and " + std::string(o.hosts.empty() ? "--hostfile" : "-H") +
+                           ": give one of them (the script lists the hosts)");
+  if (o.npernode > 0) return InvalidArgument("-N/--npernode and the elastic flags: give -np and the hosts' slots");
+  o.elastic_mode = true;
+  if (o.np > 0 && o.min_np > o.np)
+    return InvalidArgument("--min-np " + std::to_string(o.min_np) + " is more than -np " + std::to_string(o.np));
+  if (o.max_np > 0 && o.max_np < std::max(o.np, o.min_np))
+    return InvalidArgument("--max-np " + std::to_string(o.max_np) + " is less than " +
+                           (o.np >= o.min_np ? "-np " + std::to_string(o.np) : "--min-np " + std::to_string(o.min_np)));
+  o.enable_recovery = true;  // a rank that fails does not stop the others
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<std::string> FlagNames() {
@@ -223,9 +265,10 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (!o.hosts.empty() && !o.hostfile.empty()) return InvalidArgument("-H and --hostfile: give one of them");
   if (!o.store_address.empty() && !o.network_interface.empty())
     return InvalidArgument("--store-address and --network-interface: give one of them");
-  if (o.np == 0 && o.npernode == 0 && o.hosts.empty() && o.hostfile.empty())
+  if (o.np == 0 && o.npernode == 0 && o.hosts.empty() && o.hostfile.empty() && o.discovery_script.empty())
     return InvalidArgument("-np N is required");
   if (o.command.empty()) return InvalidArgument("no PROGRAM given");
+  HOOP_RETURN_IF_ERROR(CheckElastic(o));
   return o;
 }
 

@@ -30,10 +30,18 @@ struct Options {
   bool allow_run_as_root = false;  // mpirun's flag, accepted and ignored
   int npernode = 0;                // -N/--npernode: ranks per host (0: the hosts' slots)
   bool enable_recovery = false;    // a failed rank does not stop the others (OpenMPI's flag)
-  SshOptions ssh;                  // -p, -i, --ssh-args, --start-timeout
-  std::string store_address;       // --store-address ADDR
-  std::string network_interface;   // --network-interface NAME
-  bool agent = false;              // --agent: run a remote host's share (remote.h)
+  // Elastic (horovodrun's flags; elastic.h): set by --min-np, --max-np or --host-discovery-script.
+  bool elastic_mode = false;       // any of the flags below given
+  int min_np = 0;                  // 0: -np
+  int max_np = 0;                  // 0: -np (or, with discovery, no bound but the slots)
+  std::string discovery_script;    // --host-discovery-script: prints HOST[:SLOTS] lines
+  double elastic_timeout_s = 600;  // --elastic-timeout: how long below --min-np before giving up
+  int reset_limit = 0;             // --reset-limit: changes of the ranks before giving up (0: none)
+  bool elastic() const { return elastic_mode; }
+  SshOptions ssh;                 // -p, -i, --ssh-args, --start-timeout
+  std::string store_address;      // --store-address ADDR
+  std::string network_interface;  // --network-interface NAME
+  bool agent = false;             // --agent: run a remote host's share (remote.h)
   bool help = false, version = false;
   std::vector<std::string> command;
 };

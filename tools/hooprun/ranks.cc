@@ -186,6 +186,27 @@ std::vector<std::string> RankEnv(std::map<std::string, std::string> env,
   return out;
 }
 
+std::pair<int, int> OutputFilesFor(const std::string& dir, int rank, size_t width) {
+  if (dir.empty()) return {-1, -1};
+  std::string n = std::to_string(rank);
+  const std::string sub = dir + "/rank." + std::string(width > n.size() ? width - n.size() : 0, '0') + n;
+  ::mkdir(dir.c_str(), 0755);
+  ::mkdir(sub.c_str(), 0755);
+  int o = ::open((sub + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int e = ::open((sub + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  return {o, e};
+}
+
+std::vector<std::string> NewcomerEnv(std::vector<std::string> env) {
+  std::vector<std::string> out;
+  for (std::string& kv : env)
+    if (kv.rfind("HOOP_SIZE=", 0) != 0 && kv.rfind("RANK=", 0) != 0 && kv.rfind("WORLD_SIZE=", 0) != 0 &&
+        kv.rfind("HOOP_JOIN=", 0) != 0)
+      out.push_back(std::move(kv));
+  out.push_back("HOOP_JOIN=1");
+  return out;
+}
+
 std::vector<std::pair<std::string, std::string>> TorchrunJobEnv(
     const std::map<std::string, std::string>& base, const std::vector<std::pair<std::string, std::string>>& extra,
     const std::string& rank0_host) {

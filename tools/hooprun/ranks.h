@@ -32,7 +32,17 @@ struct Rank {
   // When hooprun last relayed a line of its stderr (0: never): the rank that complained first is
   // the likelier cause of a failure than those that failed after it (Job::ExplainFailure).
   std::chrono::steady_clock::time_point last_err{};
+  int local_rank = -1;  // its place among its host's ranks
+  // Elastic jobs (elastic.h): started into the running job; stopped by hooprun (its host was
+  // dropped, or it was never admitted), since when, and whether SIGKILL followed.
+  bool newcomer = false;
+  bool dismissed = false, dismiss_killed = false;
+  std::chrono::steady_clock::time_point dismissed_at{};
 };
+
+// Opens DIR/rank.N/stdout and stderr on this host (--output-filename), N padded to `width`;
+// -1 where it cannot (dir empty: none).
+std::pair<int, int> OutputFilesFor(const std::string& dir, int rank, size_t width);
 
 // Finds PROGRAM as execvp will (a name with a '/' as it is, else along `path`: the PATH the
 // ranks get, or the default path when unset), once for the whole job. 0 when it can be run,
@@ -51,6 +61,11 @@ StatusOr<Rank> StartRank(int rank, const std::vector<std::string>& command, cons
 std::vector<std::string> RankEnv(std::map<std::string, std::string> base,
                                  const std::vector<std::pair<std::string, std::string>>& extra, int rank, int np,
                                  const Placement& at, const std::string& store, const std::string& token);
+
+// A newcomer's environment (elastic hooprun starts it into a running job): `env` (RankEnv's)
+// with HOOP_JOIN=1 and without HOOP_SIZE, RANK and WORLD_SIZE, which the grow that admits it
+// decides; HOOP_RANK stays its number in the job.
+std::vector<std::string> NewcomerEnv(std::vector<std::string> env);
 
 // The job-wide variables a torchrun script expects, for every rank like -x, each unless `base`
 // or `extra` has it: MASTER_ADDR (rank0_host) and MASTER_PORT (a free port) for

@@ -58,6 +58,7 @@ struct Agent {
   int out_fd = -1, err_fd = -1;
   std::string out_buf, err_buf, last_err;
   std::vector<int> ranks;  // job ranks it runs
+  bool newcomers = false;  // started for newcomers to an elastic job (its failure fails only them)
   bool exited = false;
   int wait_status = 0;
 };
