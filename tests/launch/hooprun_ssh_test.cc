@@ -247,3 +247,24 @@ TEST_CASE("hooprun over ssh refuses what it cannot reach or run, naming the host
   CHECK(bad_port.output.find(h.address(1) + ": ssh: connect to host " + h.address(1) +
                              " port 2222: Connection refused") != std::string::npos);
 }
+
+// Elastic hooprun across hosts (tests/launch/c_elastic_test.c): the rank on the remote host is
+// killed, and its replacement starts there through an agent of its own (its slot is the free
+// one), joins over ssh's host, and is admitted by the survivor's grow.
+TEST_CASE("elastic hooprun across ssh hosts: a replacement on the lost rank's host", "[hooprun][ssh][elastic]") {
+  SshHosts h(2);
+  SKIP_WITHOUT(h);
+  const std::string hosts = h.name(0) + ":1," + h.address(1) + ":1";
+  auto r = RunProc(Hooprun(h, {"-H", hosts, "--min-np", "1", "--timeout", "90", "-x", "HOOP_TIMEOUT=30",
+                               Bin("hoop-c-elastic-test"), "60", "2", "kill", "1", "at", "10"}),
+                   Within(120));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("hooprun: rank 1 on host " + h.address(1) + " (pid ") != std::string::npos);
+  CHECK(r.output.find("hooprun: starting rank 2 on host " + h.address(1) +
+                      " (over ssh), a newcomer: the job's ranks admit it at their next grow") != std::string::npos);
+  CHECK(r.output.find("[" + h.name(0) + ":0] c-elastic ok job rank 0: step ") != std::string::npos);
+  CHECK(r.output.find("[" + h.address(1) + ":2] c-elastic ok job rank 2: step ") != std::string::npos);
+  CHECK(r.output.find(", size 2, ") != std::string::npos);
+  CHECK(r.output.find("newcomer 1") != std::string::npos);
+}

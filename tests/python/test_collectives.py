@@ -1,12 +1,14 @@
 """The hoop Python package against NumPy: collectives_rank.py under hooprun on 1 to 4 ranks over
 tcp and shm, failure_rank.py (a rank killed mid-allreduce), revoke_rank.py (a rank revokes the
 communicator from a second thread mid-allreduce) and shrink_rank.py (the survivors of a killed
-rank shrink the communicator and go on) and grow_rank.py (a newcomer takes its place). Run by ctest (test "python")
+rank shrink the communicator and go on), grow_rank.py (a newcomer takes its place) and
+elastic_rank.py (elastic hooprun starts a killed rank's replacement, which hoop.init() joins). Run by ctest (test "python")
 as `python3 -m unittest discover -s tests/python` with HOOPTEST_BUILD_DIR set to the build folder.
 Every job has a hard bound (hooprun --timeout and the subprocess's own); a hang fails the test,
 naming the job.
 """
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -75,6 +77,23 @@ class Collectives(unittest.TestCase):
                 for line in ("rank 0 of 3: step 17, sum 6", "rank 1 of 3: step 17, sum 6",
                              "newcomer rank 2 of 3: step 17, sum 6"):
                     self.assertIn(line, r.output)
+
+    def test_elastic_hooprun_replaces_a_killed_rank(self):
+        for transport in ("tcp", "shm"):
+            with self.subTest(transport=transport):
+                r = hooprun(3, [sys.executable, os.path.join(HERE, "elastic_rank.py")],
+                            env={"HOOP_TRANSPORT": transport, "HOOP_TIMEOUT": "60"}, timeout=90,
+                            args=("--min-np", "2", "--max-np", "3"))
+                self.assertEqual(r.returncode, 0, r.output)  # the job survived its loss
+                self.assertIn("hooprun: started rank 3 (pid ", r.output)
+                lines = {}
+                for rank in (0, 2, 3):
+                    found = re.search(rf"job rank {rank}: step (\d+), size 3, total (\d+), newcomer (\d)", r.output)
+                    self.assertIsNotNone(found, r.output)
+                    lines[rank] = found.groups()
+                self.assertEqual(lines[0], lines[2], r.output)
+                self.assertEqual(lines[3][:2], lines[0][:2], r.output)
+                self.assertEqual((lines[0][2], lines[3][2]), ("0", "1"), r.output)
 
     def test_alone_it_is_a_job_of_one(self):
         code = "import hoop, numpy as np; hoop.init(); print(hoop.size(), hoop.allreduce(np.arange(3.0)))"
