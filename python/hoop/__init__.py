@@ -142,6 +142,13 @@ def _route_address():
         return ""
 
 
+def _replace_world(comm):
+    """Makes comm the process's world (hoop.torch.elastic, after a shrink or a grow); the old one
+    is the caller's to free."""
+    global _world
+    _world = comm
+
+
 def shutdown():
     """Frees the world communicator (others made by split/dup stay until freed)."""
     global _world

@@ -2,8 +2,10 @@
 DistributedOptimizer (ddp_rank.py "horovod") ending with the parameters of one process on the
 global batch, with backward_passes_per_step 1 and 2, and with fp16 wire compression close to them
 but not equal; a Horovod script run after `import horovod.torch as hvd` became
-`import hoop.torch as hvd`. Skipped, saying so, without PyTorch."""
+`import hoop.torch as hvd`; a Horovod elastic script (elastic_horovod_rank.py) under elastic
+hooprun through a lost rank and its replacement. Skipped, saying so, without PyTorch."""
 import os
+import re
 import sys
 import tempfile
 import unittest
@@ -54,6 +56,20 @@ class Horovod(unittest.TestCase):
                     self.assertEqual(r.returncode, 0, r.output)
                     for k in range(n):
                         self.assertIn(f"extras ok rank {k} of {n}", r.output)
+
+    def test_a_horovod_elastic_script_goes_on_through_a_lost_rank_and_takes_its_replacement(self):
+        r = hooprun(3, [sys.executable, os.path.join(HERE, "elastic_horovod_rank.py")],
+                    env={"HOOP_TIMEOUT": "60"}, timeout=180, args=("--min-np", "2", "--max-np", "3"))
+        self.assertEqual(r.returncode, 0, r.output)
+        self.assertIn("hooprun: rank 1 (pid ", r.output)
+        self.assertIn("hooprun: started rank 3 (pid ", r.output)
+        found = re.findall(r"rank (\d) of 3 \(job rank (\d), newcomer (\d)\): (epochs 8, steps \d+, lr 0\.15), "
+                           r"loss \S+ -> (\S+), weights (\S+)", r.output)
+        self.assertEqual(sorted((f[1], f[2]) for f in found), [("0", "0"), ("2", "0"), ("3", "1")], r.output)
+        # One state everywhere: the steps, the learning rate the reset callback set for 3 ranks,
+        # the final loss and the weights (the newcomer's came from rank 0 at its admission).
+        self.assertEqual(len({f[3:] for f in found}), 1, r.output)
+        self.assertLess(float(found[0][4]), 1e-3, r.output)
 
     def test_every_call_matches_the_reference(self):
         script = os.path.join(HERE, "horovod_rank.py")

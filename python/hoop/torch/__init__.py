@@ -60,3 +60,5 @@ from .horovod import *  # noqa: E402,F401,F403  (the Horovod-style API)
 from .horovod import __all__ as _horovod_all  # noqa: E402
 
 __all__ = ["BACKEND"] + _horovod_all
+
+from . import elastic  # noqa: E402,F401  (hvd.elastic: Horovod's elastic API)

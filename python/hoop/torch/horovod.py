@@ -88,8 +88,8 @@ _NOT_NUMPY = {getattr(torch, row["torch"]): row for row in hoop.dtypes()
 
 
 class _State:
-    def __init__(self):
-        self.world = hoop.init()
+    def __init__(self, world=None):
+        self.world = world if world is not None else hoop.init()
         self.fusion_comm = self.world.dup()
         self.fusion = _hoop.Fusion(self.fusion_comm)
         self.handles = {}  # handle -> (kind, token, output, keep, finish)
@@ -117,6 +117,25 @@ def init(comm=None):
         raise ValueError("hoop.torch.init: comm= is not supported; the job comes from the environment")
     if _state is None:
         _state = _State()
+
+
+def _rebuild(world):
+    """The job's ranks changed (hoop.torch.elastic): stops the fusion runtime of the old world (an
+    error from a lost rank is expected, and dropped), frees the old communicators, and starts
+    again on `world` as init() does, which every rank of it does alike (a newcomer in its
+    init())."""
+    global _state
+    old, _state = _state, None
+    if old is not None:
+        try:
+            old.fusion.stop()
+        except hoop.HoopError:
+            pass
+        for comm in (old.fusion_comm, old.world):
+            if comm is not world and not comm.freed:
+                comm.free()
+    hoop._replace_world(world)
+    _state = _State(world)
 
 
 def shutdown():
@@ -571,12 +590,11 @@ class _DistributedOptimizer:
             self._hoop_names = {p: f"noname.{i}" for i, p in enumerate(params)}
         self._hoop_compression = compression
         self._hoop_passes = backward_passes_per_step
-        # Average with a predivide factor f: x / f summed, times f / size (Horovod's meaning).
-        if op is Average:
-            self._hoop_op = Sum
-            self._hoop_scales = (1.0 / gradient_predivide_factor, gradient_predivide_factor / size())
-        else:
-            self._hoop_op, self._hoop_scales = Sum, (1.0, 1.0)
+        # Average with a predivide factor f: x / f summed, times f / size (Horovod's meaning; the
+        # size when the gradient is submitted, which an elastic job changes).
+        self._hoop_op = Sum
+        self._hoop_average = op is Average
+        self._hoop_predivide = gradient_predivide_factor if op is Average else 1.0
         self._hoop_handles = {}
         self._hoop_delay = {p: backward_passes_per_step for p in params}
         self._hoop_sync = True
@@ -592,7 +610,8 @@ class _DistributedOptimizer:
             p.grad = torch.zeros_like(p)  # unused this step: it still takes part, as zeros
         if p.grad.is_sparse:
             raise ValueError(f"hoop.torch: DistributedOptimizer: '{self._hoop_names[p]}' has a sparse gradient")
-        pre, post = self._hoop_scales
+        pre = 1.0 / self._hoop_predivide
+        post = self._hoop_predivide / size() if self._hoop_average else 1.0
         return allreduce_async_(p.grad, name=self._hoop_names[p], op=self._hoop_op, prescale_factor=pre,
                                 postscale_factor=post, compression=self._hoop_compression)
 
@@ -615,6 +634,13 @@ class _DistributedOptimizer:
         for p, h in list(self._hoop_handles.items()):
             if h is not None:
                 synchronize(h)
+        self._hoop_handles.clear()
+        for p in self._hoop_delay:
+            self._hoop_delay[p] = self._hoop_passes
+
+    def _hoop_reset(self):
+        """Forgets the gradients in flight (hoop.torch.elastic: their runtime is gone with the old
+        ranks; the step they belonged to runs again)."""
         self._hoop_handles.clear()
         for p in self._hoop_delay:
             self._hoop_delay[p] = self._hoop_passes
