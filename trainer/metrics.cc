@@ -112,17 +112,19 @@ Status WriteMetrics(const std::string& path, const RunInfo& run, const std::vect
         first = false;
       }
       o << ", \"shares\": " << List(epochs[i].shares, true)
-        << ", \"rank_images_per_s\": " << List(epochs[i].rank_images_per_s, true) << "}";
+        << ", \"rank_images_per_s\": " << List(epochs[i].rank_images_per_s, true)
+        << ", \"ranks_by_step\": " << List(epochs[i].ranks_by_step, true) << "}";
     }
     o << "\n]}\n";
   } else {
     o << "model,ranks,batch,threads,transport";
     for (auto& [k, v] : Fields(EpochMetrics{})) o << ',' << k;
-    o << ",shares,rank_images_per_s\n";
+    o << ",shares,rank_images_per_s,ranks_by_step\n";
     for (const auto& m : epochs) {
       o << run.model << ',' << run.ranks << ',' << run.batch << ',' << run.threads << ',' << run.transport;
       for (auto& [k, v] : Fields(m)) o << ',' << Num(v, false);
-      o << ',' << List(m.shares, false) << ',' << List(m.rank_images_per_s, false) << '\n';
+      o << ',' << List(m.shares, false) << ',' << List(m.rank_images_per_s, false) << ','
+        << List(m.ranks_by_step, false) << '\n';
     }
   }
   const std::string tmp = path + ".tmp." + std::to_string(getpid());

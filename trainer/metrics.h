@@ -32,6 +32,9 @@ struct EpochMetrics {
   // its loading, forward and backward time). In the files only (not in checkpoints' history).
   std::vector<int> shares = {};
   std::vector<double> rank_images_per_s = {};
+  // hoop-train --elastic: which steps ran on how many ranks, as pairs (the first step of a
+  // stretch, 1-based over the run; its ranks): one pair when nothing changed.
+  std::vector<int64_t> ranks_by_step = {};
 
   static constexpr double kNoValue = __builtin_nan("");
 };

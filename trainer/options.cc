@@ -94,6 +94,14 @@ const char* Usage() {
          "                          ranks each, or several in turn per rank); rank 0 prints a table of\n"
          "                          their accuracy and time. --metrics FILE gets one file each (FILE.K)\n"
          "  --ensemble              with --sweep: also the accuracy of the models' averaged predictions\n"
+         "  --elastic               sync SGD through lost ranks and newcomers (under hooprun --min-np):\n"
+         "                          the survivors shrink and share out the lost rank's images of every\n"
+         "                          global batch (the global batch and learning rate stay), from the\n"
+         "                          state in memory; newcomers are admitted at the next look (about\n"
+         "                          4 a second) and sent the parameters and the optimizer's state\n"
+         "  --kill-rank R --kill-step S\n"
+         "                          a failure drill: the process with job rank R (HOOP_RANK) kills\n"
+         "                          itself (SIGKILL) after S steps of the run\n"
          "  --slow-rank R --slow-ms T\n"
          "                          a straggler to study: rank R sleeps T ms in every step's\n"
          "                          forward pass, as a slower device would compute\n"
@@ -209,6 +217,9 @@ void Declare(cli::Flags& f, Options& o, GivenFlags& g) {
     HOOP_ASSIGN_OR_RETURN(o.shares, ParseShares(v));
     return Status::Ok();
   });
+  f.Switch("--elastic", &o.elastic);
+  f.Value("--kill-rank", count(&o.kill_rank, 0, 1 << 20));
+  f.Value("--kill-step", count(&o.kill_step, 1, INT64_MAX));
   f.Value("--slow-rank", count(&o.slow_rank, 0, 65535));
   f.Value("--slow-ms", num(&o.slow_ms, 0, 60000));
   f.Value("--threads", count(&o.threads, 1, 256));
@@ -259,6 +270,12 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (!o.sweep.empty() && (!o.checkpoint.empty() || o.resume))
     return InvalidArgument("--sweep runs many models: --checkpoint and --resume are for one");
   if ((o.slow_rank >= 0) != (o.slow_ms > 0)) return InvalidArgument("--slow-rank and --slow-ms go together");
+  if ((o.kill_rank >= 0) != (o.kill_step > 0)) return InvalidArgument("--kill-rank and --kill-step go together");
+  if (o.elastic &&
+      (o.strategy != "sync" || o.backup_workers >= 0 || !o.sweep.empty() || !o.shares.empty() || o.balance != "equal"))
+    return InvalidArgument(
+        "--elastic trains with --strategy sync (allreduce), without --backup-workers, --sweep, --shares or "
+        "--balance speed");
   if (!o.shares.empty() && o.balance == "speed")
     return InvalidArgument("--shares fixes the split; --balance speed measures it: give one");
   if (device_given && !o.devices.empty()) return InvalidArgument("--device and --devices: give one");

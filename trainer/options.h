@@ -38,7 +38,12 @@ struct Options {
   int backup_workers = -1;             // sync with backup workers (backup.h); -1: none (allreduce)
   std::string balance = "equal";       // equal | speed: shares of each global batch (balance.h)
   std::vector<int> shares;             // --shares: fixed images per rank per step (empty: --batch each)
-  int slow_rank = -1;                  // a straggler to study: this rank sleeps slow_ms per step
+  // --elastic (elastic.cc): sync SGD that goes on through a lost rank (the survivors shrink and
+  // take its share of every global batch) and admits newcomers (a grow, the state sent to them).
+  bool elastic = false;
+  int kill_rank = -1;      // a failure drill: the process of this job rank (HOOP_RANK) SIGKILLs itself
+  int64_t kill_step = -1;  // after this many steps of the run
+  int slow_rank = -1;      // a straggler to study: this rank sleeps slow_ms per step
   double slow_ms = 0;
   int64_t train_limit = 0, test_limit = 0;  // 0: the whole set
   std::string transport;

@@ -36,9 +36,13 @@ class Run {
  public:
   Run(const Options& o, const Config& cfg, Communicator& comm, const Dataset& train, const Dataset& test,
       const std::atomic<int>* stop)
-      : o_(o), cfg_(cfg), comm_(comm), train_(train), test_(test), stop_(stop), pool_(o.threads) {}
+      : o_(o), cfg_(cfg), comm_(&comm), train_(train), test_(test), stop_(stop), pool_(o.threads) {}
 
   StatusOr<RunResult> Go();
+
+ private:
+  StatusOr<RunResult> Epochs(int epoch);
+  StatusOr<RunResult> JoinedRun();  // --elastic, a newcomer: from the running job's place (elastic_run.cc)
 
  private:
   struct Resumed {  // where a resumed run starts
@@ -60,8 +64,26 @@ class Run {
   StatusOr<Resumed> Resume(DataParallel& dp, const NamedTensors& state, int64_t steps, RunResult* result);
   // Where a checkpoint read into the whole model before it was dealt out (ModelPart) left off.
   Resumed ResumedPart(const ResumedAt& at) const;
-  // The epoch loop (sync_epoch.cc): false when a stop signal ended the run.
-  StatusOr<bool> TrainEpoch(int epoch);
+  // The epoch loop (sync_epoch.cc): false when a stop signal ended the run. *epoch: the next
+  // epoch to train (--elastic: a survivor the others take their state from may be one further).
+  StatusOr<bool> TrainEpoch(int* epoch);
+  // Step s of the epoch: computed, reduced, applied, then AfterStep; *admit: newcomers to take in.
+  Status Step(int epoch, int64_t s, const std::vector<int64_t>& perm, std::vector<double>& sums,
+              Clock::time_point epoch_start, bool* stopped, int* admit);
+  // --elastic (elastic_run.cc): whether `s` is a lost rank's failure to go on from; after one,
+  // the survivors' communicator and the state of the survivor furthest on (*epoch, *s: the next
+  // step); newcomers admitted (a grow and rank 0's state); a newcomer's start.
+  bool Lost(const Status& s) const;
+  Status Recover(const Status& cause, int* epoch, int64_t* s);
+  Status Admit(int newcomers, int* epoch, int64_t* s);
+  Status JoinRunning();
+  Status Restart(std::unique_ptr<Communicator> comm);
+  void StopRuntime();
+  Status TakeState(int root, int* epoch, int64_t* s);
+  void ShareOut();
+  void KillDrill() const;
+  // Rank 0's line for a change of the ranks, and the epoch's stretches of steps by ranks.
+  void Changed(const std::string& what, int before);
   // After step s of the epoch: the ranks agree on a stop now and then (true: stopped, the
   // checkpoint written), and a --checkpoint-every checkpoint.
   StatusOr<bool> AfterStep(int epoch, int64_t s, const std::vector<double>& sums, Clock::time_point epoch_start);
@@ -82,11 +104,11 @@ class Run {
   double ImagesDone(int64_t s, const std::vector<double>& sums) const;
   // This rank's weight in averages over the ranks (batch-norm statistics): its share of the batch.
   double Weight() const;
-  std::string Where() const { return "hoop-train: rank " + std::to_string(comm_.rank()) + ": "; }
+  std::string Where() const { return "hoop-train: rank " + std::to_string(comm_->rank()) + ": "; }
 
   const Options& o_;
   const Config& cfg_;
-  Communicator& comm_;
+  Communicator* comm_;  // the job's, or with --elastic the last shrunk or grown one (own_)
   const Dataset& train_;
   const Dataset& test_;
   const std::atomic<int>* stop_;
@@ -110,6 +132,8 @@ class Run {
   LrSchedule sched_;
   NamedTensors buffers_, state_;  // state: parameters, buffers and the optimizer's
   std::unique_ptr<Strategy> strategy_;
+  std::unique_ptr<Communicator> own_;          // --elastic: the communicator the run goes on over
+  std::unique_ptr<Communicator> fusion_comm_;  // --elastic: the runtime's duplicate of comm_
   std::unique_ptr<fusion::Runtime> rt_;
   std::optional<DataParallel> dp_;
   JobEnergy::Sum sum_;  // a sum over the ranks: through dp_, or the job's communicator without a runtime
@@ -117,9 +141,12 @@ class Run {
   Resumed from_;
   RunInfo info_;
   Clock::time_point begin_;
-  int64_t step_ = 0;                        // steps done over the run
-  int64_t check_at_ = 1, check_every_ = 1;  // when the ranks next agree on whether to stop
-  double step_s_ = 0;                       // rank 0's mean step time so far, for the cadence
+  int64_t step_ = 0;                                // steps done over the run
+  int64_t applied_ = 0;                             // steps the optimizer applied (step_ + 1 between the two)
+  bool looked_ = false;                             // the last AfterStep was a look (the ranks' agreement)
+  std::vector<std::pair<int64_t, int>> stretches_;  // this epoch: (first step, 1-based, over the run; ranks)
+  int64_t check_at_ = 1, check_every_ = 1;          // when the ranks next agree on whether to stop
+  double step_s_ = 0;                               // rank 0's mean step time so far, for the cadence
   int64_t timed_steps_ = 0;
 };
 

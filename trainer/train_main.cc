@@ -109,7 +109,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, test.status().message().c_str());
     return 1;
   }
-  auto job = JoinJob(*cfg);
+  // A newcomer elastic hooprun started (HOOP_JOIN=1) joins the running job at its next grow.
+  auto job = cfg->join ? JoinAsNewcomer(*cfg) : JoinJob(*cfg);
   if (!job.ok()) {
     std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, job.status().message().c_str());
     return 1;
@@ -149,7 +150,12 @@ int Main(int argc, char** argv) {
     }
     return *swept ? 128 + *swept : 0;
   }
-  if (Status s = SettleResume(*opts, *(*job)->comm); !s.ok()) {
+  if (cfg->join && !opts->elastic) {
+    std::fprintf(stderr, "hoop-train: rank %d: a newcomer to a running job (HOOP_JOIN=1) trains with --elastic\n",
+                 cfg->rank);
+    return 2;
+  }
+  if (Status s = cfg->join ? Status::Ok() : SettleResume(*opts, *(*job)->comm); !s.ok()) {
     std::fprintf(stderr, "hoop-train: rank %d: %s\n", cfg->rank, s.message().c_str());
     return 1;
   }

@@ -39,17 +39,17 @@ StatusOr<Run::Resumed> Run::Resume(DataParallel& dp, const NamedTensors& state, 
   std::vector<double> found(7 + kSums, 0.0);
   Status cause;
   CheckpointInfo info;
-  if (comm_.rank() == 0) {
+  if (comm_->rank() == 0) {
     cause = LoadCheckpoint(o_.checkpoint, model_->name, state, &info);
-    if (cause.ok() && info.ranks && static_cast<int>(info.ranks) != comm_.size() && !o_.force) {
+    if (cause.ok() && info.ranks && static_cast<int>(info.ranks) != comm_->size() && !o_.force) {
       char why[512];
       std::snprintf(
           why, sizeof why,
           "%s was written by a %u-rank run; this one has %d ranks: the learning rate "
           "(--lr x ranks) would be %g instead of %g, the global batch %d instead of %u; add --force to resume "
           "anyway",
-          o_.checkpoint.c_str(), info.ranks, comm_.size(), o_.lr * comm_.size(), o_.lr * info.ranks,
-          o_.batch * comm_.size(), info.batch * info.ranks);
+          o_.checkpoint.c_str(), info.ranks, comm_->size(), o_.lr * comm_->size(), o_.lr * info.ranks,
+          o_.batch * comm_->size(), info.batch * info.ranks);
       cause = FailedPrecondition(why);
     }
     if (cause.ok()) {
@@ -78,10 +78,10 @@ StatusOr<Run::Resumed> Run::Resume(DataParallel& dp, const NamedTensors& state, 
   r.global_step = static_cast<int64_t>(found[2]);
   r.wall_s = found[6];
   const int old_ranks = static_cast<int>(found[4]), old_batch = static_cast<int>(found[5]);
-  if (old_ranks && (old_ranks != comm_.size() || old_batch != o_.batch)) {
+  if (old_ranks && (old_ranks != comm_->size() || old_batch != o_.batch)) {
     // The same image of the epoch under the new global batch, and the rate schedule from there.
     const int64_t images_done = r.step * old_batch * old_ranks;
-    r.step = std::min<int64_t>(steps, images_done / (static_cast<int64_t>(o_.batch) * comm_.size()));
+    r.step = std::min<int64_t>(steps, images_done / (static_cast<int64_t>(o_.batch) * comm_->size()));
     r.global_step = static_cast<int64_t>(r.epoch) * steps + r.step;
   }
   if (r.step > 0) r.partial.assign(found.begin() + 7, found.end());
@@ -121,7 +121,7 @@ Status Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, std::vec
   const float scale = strategy_->GradientScale(s);
   StepTimes times;
   LossResult r = ComputeGradient(*model_, train_, perm.data() + s.begin, s.count(), scale, pad_, pool_, ws_, on_layer,
-                                 comm_.rank() == o_.slow_rank ? o_.slow_ms : 0, times);
+                                 comm_->rank() == o_.slow_rank ? o_.slow_ms : 0, times);
   sums[kData] += times.data;
   sums[kForward] += times.forward;
   sums[kBackward] += times.backward;
@@ -136,7 +136,7 @@ Status Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, std::vec
 Status Run::Evaluate(std::vector<double>& sums) {
   if (part_) return part_->Evaluate(sums);
   int64_t n = o_.test_limit > 0 ? std::min<int64_t>(o_.test_limit, test_.count) : test_.count, b, e;
-  Shard(n, comm_.rank(), comm_.size(), &b, &e);
+  Shard(n, comm_->rank(), comm_->size(), &b, &e);
   if (o_.keep_predictions)
     probs_.assign(static_cast<size_t>(n) * model_->classes, 0.0f);  // this rank's shard filled in
   const EvalSums r =
@@ -152,9 +152,9 @@ Status Run::AverageBuffers() { return part_ ? part_->AverageBuffers() : dp_->Ave
 // rank 0's verdict on the output paths, before any training: a --metrics or --checkpoint that
 // cannot be written stops every rank now, not after the first epoch.
 Status Run::Preflight() {
-  std::vector<double> ok{comm_.rank() == 0 ? 1.0 : 0.0};  // summed over ranks: rank 0's alone
+  std::vector<double> ok{comm_->rank() == 0 ? 1.0 : 0.0};  // summed over ranks: rank 0's alone
   Status cause;
-  if (comm_.rank() == 0) {
+  if (comm_->rank() == 0) {
     cause = ProbeOutputs(o_.metrics, o_.checkpoint);
     ok[0] = cause.ok() ? 1.0 : 0.0;
   }
@@ -168,14 +168,14 @@ Status Run::Preflight() {
 // first stage, counts no images).
 double Run::ImagesDone(int64_t s, const std::vector<double>& sums) const {
   if (part_) return static_cast<double>(s - resumed_at_) * global_batch_;
-  return (sums[kImages] - images_before_) * comm_.size();
+  return (sums[kImages] - images_before_) * comm_->size();
 }
 
 // The stop signal this rank got (hoop-train's handler stores it), or 0.
 int Run::PendingStop() const { return stop_ ? stop_->load(std::memory_order_relaxed) : 0; }
 
 void Run::Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_start, double images, bool final) {
-  if (comm_.rank() != 0 || o_.progress_s <= 0) return;
+  if (comm_->rank() != 0 || o_.progress_s <= 0) return;
   const bool tty = ::isatty(STDOUT_FILENO);
   if (final) {
     if (tty && shown_) std::printf("\r\033[K");
@@ -199,10 +199,10 @@ void Run::Progress(int epoch, int64_t s, int64_t steps, Clock::time_point epoch_
   std::fflush(stdout);
 }
 
-double Run::Weight() const { return static_cast<double>(sampler_->shares()[comm_.rank()]) / global_batch_; }
+double Run::Weight() const { return static_cast<double>(sampler_->shares()[comm_->rank()]) / global_batch_; }
 
 Status Run::MakeModel() {
-  auto device = RankDevice(o_.device, o_.devices, comm_.rank(), comm_.size(), comm_.local_rank());
+  auto device = RankDevice(o_.device, o_.devices, comm_->rank(), comm_->size(), comm_->local_rank());
   if (!device.ok()) return device.status();
   if (*device >= 0) {
     auto make = CudaLayerFactory(*device, o_.tf32);
@@ -219,9 +219,9 @@ Status Run::MakeModel() {
 }
 
 Status Run::MakeSampler() {
-  const int ranks = comm_.size();
+  const int ranks = comm_->size();
   images_ = o_.train_limit > 0 ? std::min<int64_t>(o_.train_limit, train_.count) : train_.count;
-  sampler_.emplace(images_, o_.batch, part_ ? part_->Replica() : comm_.rank(), part_ ? part_->Replicas() : ranks,
+  sampler_.emplace(images_, o_.batch, part_ ? part_->Replica() : comm_->rank(), part_ ? part_->Replicas() : ranks,
                    o_.seed);
   if (o_.slow_rank >= ranks)
     return InvalidArgument("--slow-rank " + std::to_string(o_.slow_rank) + ": the job has ranks 0 to " +
@@ -238,7 +238,7 @@ Status Run::MakeSampler() {
 }
 
 Status Run::MakeOptimizer() {
-  const int ranks = comm_.size();
+  const int ranks = comm_->size();
   sgd_.emplace(model_->net.Params(), o_.momentum, o_.weight_decay, model_->math);
   sched_ = LrSchedule{strategy_->Rate(o_.lr, ranks), strategy_->RateRanks(ranks),
                       static_cast<int64_t>(std::llround(o_.warmup_epochs * steps_)), steps_ * o_.epochs, o_.cosine};
@@ -254,14 +254,20 @@ Status Run::StartRuntime() {
   if (part_) {
     // A model dealt out moves its own tensors from this thread (a pipeline's activations, its
     // stages' gradients): the run's sums go over the job's communicator from here too.
-    Communicator* comm = &comm_;
+    Communicator* comm = comm_;
     sum_ = [comm](const std::string&, std::vector<double>& v) {
       const Buffer b{v.data(), v.size(), DType::kF64, MemKind::kHost};
       return comm->Allreduce(b, b, ReduceOp::kSum).Wait();
     };
     return Preflight();
   }
-  HOOP_ASSIGN_OR_RETURN(rt_, fusion::Runtime::Start(comm_, fusion::FusionOptions::FromConfig(cfg_)));
+  // --elastic: the runtime on a duplicate, so that this thread's own calls on comm_ (newcomers,
+  // shrink, grow, handing the state over) never interleave with the runtime's.
+  if (o_.elastic) {
+    HOOP_ASSIGN_OR_RETURN(fusion_comm_, comm_->Dup());
+  }
+  HOOP_ASSIGN_OR_RETURN(
+      rt_, fusion::Runtime::Start(o_.elastic ? *fusion_comm_ : *comm_, fusion::FusionOptions::FromConfig(cfg_)));
   dp_.emplace(*rt_);
   DataParallel* dp = &*dp_;
   sum_ = [dp](const std::string& name, std::vector<double>& v) { return dp->SumDoubles(name, v); };
@@ -271,12 +277,12 @@ Status Run::StartRuntime() {
 // Rank 0's model to every rank, the shared parameters of hogwild, every rank's device and its
 // energy counters, then the run's first line.
 Status Run::ShareStart() {
-  const int ranks = comm_.size(), rank = comm_.rank();
+  const int ranks = comm_->size(), rank = comm_->rank();
   if (!part_)  // a model dealt out: every replica built its part from --seed, or took it from the checkpoint
     if (Status s = dp_->Broadcast(state_); !s.ok()) return s.WithContext(Where() + "broadcasting the initial model");
   if (Status s = strategy_->Begin(dp_ ? &*dp_ : nullptr); !s.ok())
     return s.WithContext(Where() + "starting --strategy " + o_.strategy);
-  info_ = RunInfo{o_.model, ranks, o_.batch, pool_.threads(), comm_.transport_name()};
+  info_ = RunInfo{o_.model, ranks, o_.batch, pool_.threads(), comm_->transport_name()};
   // Every rank's device, for the metrics and the first line: each adds its own (device + 2, 0 unset).
   std::vector<double> devices(ranks, 0.0);
   devices[rank] = model_->device + 2;
@@ -286,7 +292,7 @@ Status Run::ShareStart() {
     info_.devices.push_back(DeviceName(static_cast<int>(devices[r]) - 2));
     device_list += (r ? "," : "") + info_.devices.back();
   }
-  if (Status s = energy_.Open(rank, comm_.local_rank(), sum_, info_, o_.label); !s.ok())
+  if (Status s = energy_.Open(rank, comm_->local_rank(), sum_, info_, o_.label); !s.ok())
     return s.WithContext(Where() + "finding the energy counters");
   if (rank == 0) Announce(device_list);
   return Status::Ok();
@@ -310,9 +316,9 @@ void Run::Announce(const std::string& device_list) {
   std::printf(
       "%shoop-train: %s (%zu parameters, %s), %d rank(s) x batch %d, %d thread(s) per rank, %lld images of %s, "
       "%lld steps per epoch, over %s%s\n",
-      o_.label.c_str(), o_.model.c_str(), model_->ParamCount(), layers.c_str(), comm_.size(), o_.batch, pool_.threads(),
-      static_cast<long long>(images_), data.c_str(), static_cast<long long>(steps_), comm_.transport_name().c_str(),
-      resuming.c_str());
+      o_.label.c_str(), o_.model.c_str(), model_->ParamCount(), layers.c_str(), comm_->size(), o_.batch,
+      pool_.threads(), static_cast<long long>(images_), data.c_str(), static_cast<long long>(steps_),
+      comm_->transport_name().c_str(), resuming.c_str());
   std::fflush(stdout);
 }
 
@@ -323,11 +329,12 @@ StatusOr<RunResult> Run::Go() {
   // Before the fusion runtime starts: backup workers duplicate the communicator and the pipeline
   // splits it, collectives on it that must not interleave with the runtime's own.
   HOOP_ASSIGN_OR_RETURN(strategy_,
-                        MakeStrategy(StrategyContext{o_, comm_, *model_, train_, test_, pad_, pool_, &result_}));
+                        MakeStrategy(StrategyContext{o_, *comm_, *model_, train_, test_, pad_, pool_, &result_}));
   part_ = strategy_->Part();
   HOOP_RETURN_IF_ERROR(MakeSampler());
   HOOP_RETURN_IF_ERROR(MakeOptimizer());
   HOOP_RETURN_IF_ERROR(StartRuntime());
+  if (cfg_.join && o_.elastic) return JoinedRun();
   if (o_.resume) {
     if (part_) {
       from_ = ResumedPart(part_->Resumed());
@@ -335,7 +342,7 @@ StatusOr<RunResult> Run::Go() {
       HOOP_ASSIGN_OR_RETURN(from_, Resume(*dp_, state_, steps_, &result_));
     }
     if (from_.epoch >= o_.epochs) {
-      if (comm_.rank() == 0)
+      if (comm_->rank() == 0)
         std::printf(
             "hoop-train: %s holds %d finished epoch(s), --epochs is %d: nothing left to train (raise --epochs "
             "to go on)\n",
@@ -347,10 +354,15 @@ StatusOr<RunResult> Run::Go() {
   }
   HOOP_RETURN_IF_ERROR(ShareStart());
   begin_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(from_.wall_s));
-  step_ = from_.global_step;
+  step_ = applied_ = from_.global_step;
   check_at_ = step_ + 1;
-  for (int epoch = from_.epoch; epoch < o_.epochs; ++epoch) {
-    HOOP_ASSIGN_OR_RETURN(bool go_on, TrainEpoch(epoch));
+  return Epochs(from_.epoch);
+}
+
+// The epochs from `epoch` on, and the run's end.
+StatusOr<RunResult> Run::Epochs(int epoch) {
+  while (epoch < o_.epochs) {
+    HOOP_ASSIGN_OR_RETURN(bool go_on, TrainEpoch(&epoch));
     if (!go_on) {
       (void)Shutdown();
       return std::move(result_);

@@ -387,17 +387,19 @@ TEST_CASE("hoop-train learns, and writes CSV metrics", "[train]") {
   std::vector<std::string> cells;
   std::stringstream rs(row);
   for (std::string c; std::getline(rs, c, ',');) cells.push_back(c);
-  REQUIRE(std::count(row.begin(), row.end(), ',') == 24);  // 25 cells
+  REQUIRE(std::count(row.begin(), row.end(), ',') == 25);  // 26 cells
   CHECK(header.find(",cpu_joules,gpu_joules,images_per_joule") != std::string::npos);
   // Where neither the CPU's nor a GPU's energy is readable (this machine: a VM without RAPL, no
   // NVIDIA driver), hoop-train says why and the energy cells are empty, never a made-up figure.
-  const std::string energy = row.substr(0, row.rfind(',', row.rfind(',') - 1));  // less the per-rank cells
+  // Less the per-rank cells and ranks_by_step.
+  const std::string energy = row.substr(0, row.rfind(',', row.rfind(',', row.rfind(',') - 1) - 1));
   if (r.output.find("energy: CPU not available") != std::string::npos &&
       r.output.find("GPU not available") != std::string::npos)
     CHECK(energy.substr(energy.size() - 3) == ",,,");
   else
     CHECK(energy.substr(energy.size() - 3) != ",,,");
   CHECK(row.find(",32;32,") != std::string::npos);  // each rank's share of the global batch
+  CHECK(row.substr(row.rfind(',')) == ",1;2");      // ranks_by_step: 2 ranks from step 1
   CHECK(cells[0] == "lenet");
   CHECK(cells[1] == "2");
   CHECK(cells[4] == "shm");           // the back end actually used

@@ -362,8 +362,8 @@ TEST_CASE("metrics: CSV and JSON files", "[trainer]") {
   // Energy: not available is null in JSON, an empty cell in CSV, "n/a" in the log; the reasons
   // travel in the JSON header.
   CHECK_THAT(json, Catch::Contains("\"cpu_joules\": null, \"gpu_joules\": null, \"images_per_joule\": null"));
-  CHECK_THAT(csv, Catch::Contains(",cpu_joules,gpu_joules,images_per_joule,shares,rank_images_per_s\n"));
-  CHECK_THAT(csv, Catch::EndsWith(",,,,,\n"));
+  CHECK_THAT(csv, Catch::Contains(",cpu_joules,gpu_joules,images_per_joule,shares,rank_images_per_s,ranks_by_step\n"));
+  CHECK_THAT(csv, Catch::EndsWith(",,,,,,\n"));
   CHECK_THAT(FormatEpoch(m, 2), Catch::EndsWith("| energy n/a"));
   m.cpu_joules = 1200;
   m.images_per_joule = 50;
@@ -376,12 +376,14 @@ TEST_CASE("metrics: CSV and JSON files", "[trainer]") {
   // Per rank: shares and compute speeds, a JSON array each, one ';'-joined CSV cell each.
   m.shares = {40, 24};
   m.rank_images_per_s = {1500.5, 900};
+  m.ranks_by_step = {1, 2, 41, 1};  // --elastic: 2 ranks from step 1, 1 from step 41
   run.devices = {"cpu", "cpu"};
   REQUIRE(WriteMetrics(dir + "/r.json", run, {m}).ok());
   REQUIRE(WriteMetrics(dir + "/r.csv", run, {m}).ok());
-  CHECK_THAT(Slurp(dir + "/r.json"), Catch::Contains("\"shares\": [40,24], \"rank_images_per_s\": [1500.5,900.0]}"));
+  CHECK_THAT(Slurp(dir + "/r.json"), Catch::Contains("\"shares\": [40,24], \"rank_images_per_s\": [1500.5,900.0], "
+                                                     "\"ranks_by_step\": [1,2,41,1]}"));
   CHECK_THAT(Slurp(dir + "/r.json"), Catch::Contains("\"devices\": [\"cpu\",\"cpu\"]"));
-  CHECK_THAT(Slurp(dir + "/r.csv"), Catch::EndsWith(",40;24,1500.5;900\n"));
+  CHECK_THAT(Slurp(dir + "/r.csv"), Catch::EndsWith(",40;24,1500.5;900,1;2;41;1\n"));
   // Checkpoints of version 2 held 15 fields per epoch: the energy fields stay unset.
   std::vector<double> v = EpochValues(m);
   CHECK(v.size() == EpochFieldCount());
