@@ -104,20 +104,23 @@ StatusOr<int> Furthest(Communicator& comm, int64_t applied) {
 }
 }  // namespace
 
-void Run::Changed(const std::string& what, int before) {
+void Run::Changed(const std::string& what, int before, Clock::time_point since) {
   stretches_.emplace_back(step_ + 1, comm_->size());
   if (comm_->rank() != 0) return;
   const int ranks = comm_->size(), each = global_batch_ / ranks;
   const std::string share =
       global_batch_ % ranks ? std::to_string(each + 1) + " or " + std::to_string(each) : std::to_string(each);
   std::printf(
-      "%shoop-train: %s before step %lld: %d rank(s) now (were %d), %s image(s) each of the global batch of %d\n",
-      o_.label.c_str(), what.c_str(), static_cast<long long>(step_ + 1), ranks, before, share.c_str(), global_batch_);
+      "%shoop-train: %s before step %lld: %d rank(s) now (were %d), %s image(s) each of the global batch of %d; "
+      "%.3f s to go on\n",
+      o_.label.c_str(), what.c_str(), static_cast<long long>(step_ + 1), ranks, before, share.c_str(), global_batch_,
+      Since(since));
   std::fflush(stdout);
 }
 
 Status Run::Recover(const Status& cause, int* epoch, int64_t* s) {
   const int before = comm_->size();
+  const auto since = Clock::now();
   *s += applied_ - step_;  // this rank's next step: past the one it applied, where it did
   step_ = applied_;
   StopRuntime();
@@ -132,18 +135,19 @@ Status Run::Recover(const Status& cause, int* epoch, int64_t* s) {
     if (!Lost(st)) return st;
     StopRuntime();
   }
-  Changed("a rank was lost (" + cause.message() + ")", before);
+  Changed("a rank was lost (" + cause.message() + ")", before, since);
   return Status::Ok();
 }
 
 Status Run::Admit(int newcomers, int* epoch, int64_t* s) {
   const int before = comm_->size();
+  const auto since = Clock::now();
   StopRuntime();  // negotiated: every rank stops after the same cycle
   auto grown = comm_->Grow(newcomers);
   if (!grown.ok()) return grown.status().WithContext(Where() + "admitting " + std::to_string(newcomers));
   HOOP_RETURN_IF_ERROR(Restart(std::move(grown).value()));
   HOOP_RETURN_IF_ERROR(TakeState(0, epoch, s));
-  Changed(std::to_string(newcomers) + " newcomer(s) admitted", before);
+  Changed(std::to_string(newcomers) + " newcomer(s) admitted", before, since);
   return Status::Ok();
 }
 

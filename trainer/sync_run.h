@@ -83,7 +83,7 @@ class Run {
   void ShareOut();
   void KillDrill() const;
   // Rank 0's line for a change of the ranks, and the epoch's stretches of steps by ranks.
-  void Changed(const std::string& what, int before);
+  void Changed(const std::string& what, int before, Clock::time_point since);  // since: the change began
   // After step s of the epoch: the ranks agree on a stop now and then (true: stopped, the
   // checkpoint written), and a --checkpoint-every checkpoint.
   StatusOr<bool> AfterStep(int epoch, int64_t s, const std::vector<double>& sums, Clock::time_point epoch_start);

@@ -48,11 +48,12 @@ TEST_CASE("hoop-train --elastic through a lost rank and its replacement trains a
   CHECK(r.exit_code == 0);  // the job survived its loss
   CHECK(r.output.find("hoop-train: --kill-rank 1: killing this process after step 10") != std::string::npos);
   CHECK(r.output.find("hoop-train: a rank was lost (") != std::string::npos);
-  CHECK(r.output.find(") before step 11: 2 rank(s) now (were 3), 48 image(s) each of the global batch of 96") !=
+  CHECK(r.output.find(") before step 11: 2 rank(s) now (were 3), 48 image(s) each of the global batch of 96; ") !=
         std::string::npos);
   CHECK(r.output.find("hooprun: started rank 3 (pid ") != std::string::npos);
   CHECK(r.output.find("hoop-train: 1 newcomer(s) admitted before step ") != std::string::npos);
-  CHECK(r.output.find(": 3 rank(s) now (were 2), 32 image(s) each of the global batch of 96") != std::string::npos);
+  CHECK(r.output.find(": 3 rank(s) now (were 2), 32 image(s) each of the global batch of 96; ") != std::string::npos);
+  CHECK(std::regex_search(r.output, std::regex("global batch of 96; \\d+\\.\\d{3} s to go on")));
   CHECK(r.output.find("| ranks: 3 from step 1, 2 from step 11") != std::string::npos);
 
   // The same training. Not to the bit: steps on 2 ranks sum their batch in another order than on
