@@ -58,7 +58,14 @@ Status DataParallel::Average(const std::vector<std::pair<std::string, Tensor*>>&
   std::vector<fusion::Handle> hs;
   for (auto& [name, t] : tensors) {
     fusion::TensorOptions o;
-    o.prescale = weight;
+    // The runtime scales a tensor alike on every rank, and weights differ where the ranks' shares
+    // do (--shares, --balance speed, --elastic on fewer ranks): host tensors are scaled here.
+    if (t->on_device()) {
+      o.prescale = weight;
+    } else {
+      float* v = t->ptr();
+      for (size_t i = 0; i < t->size(); ++i) v[i] = static_cast<float>(v[i] * weight);
+    }
     hs.push_back(rt_.Allreduce("avg." + name, Of(*t), Of(*t), ReduceOp::kSum, o));
   }
   return WaitAll(hs);

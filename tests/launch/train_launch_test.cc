@@ -552,3 +552,16 @@ TEST_CASE("a preemption loop is one command: --resume with no checkpoint yet sta
         std::string::npos);
   std::remove(ck.c_str());
 }
+
+// Unequal shares with batch norm: each rank's running statistics weigh by its share of the batch,
+// a weight that differs between ranks (the runtime scales a tensor alike everywhere, so the
+// ranks scale theirs before the sum; the run used to stop with "ranks disagree: prescale").
+TEST_CASE("--shares with a batch-norm model averages its statistics by share", "[train]") {
+  auto r = Train(2,
+                 {"--model", "resnet", "--epochs", "1", "--train-limit", "512", "--test-limit", "200", "--shares",
+                  "40,24", "--threads", "1"},
+                 120);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("| shares 40/24, compute images/s ") != std::string::npos);
+}
