@@ -27,6 +27,7 @@
 #include <sstream>
 
 #include "collectives/core/comm_core.h"
+#include "collectives/core/stall.h"
 #include "collectives/kernels/reduce.h"
 
 namespace hoop {
@@ -62,7 +63,11 @@ bool CommCore::BlockingRecvReady() {
 class CommCore::BlockingRun {
  public:
   BlockingRun(CommCore& c, const BlockingCall& k)
-      : c_(c), k_(k), plan_(*k.plan), esize_(DTypeSize(k.out.dtype)), deadline_(Deadline::After(c.opts_.timeout)) {}
+      : c_(c),
+        k_(k),
+        plan_(*k.plan),
+        esize_(DTypeSize(k.out.dtype)),
+        deadline_(Deadline::After(c.opts_.timeout - StallGrace(c.opts_.timeout))) {}
 
   Status Walk() {
     const size_t n = plan_.units.size();
@@ -197,8 +202,9 @@ class CommCore::BlockingRun {
     if (posted_ >= 0 && !got_) waiting.insert(StepOf(static_cast<size_t>(posted_)).recv_peer);
     c_.waiting_for_.assign(waiting.begin(), waiting.end());
     std::ostringstream os;
-    os << c_.Describe(*k_.op, k_.seq, k_.algo) << ": timed out after "
-       << static_cast<double>(c_.opts_.timeout.count()) / 1000.0 << " s (HOOP_TIMEOUT) ";
+    os << c_.Describe(*k_.op, k_.seq, k_.algo) << ": ";
+    SayTimedOut(os, static_cast<double>(c_.opts_.timeout.count()) / 1000.0);
+    os << " ";
     if (waiting.empty())
       os << "with sends still queued";
     else

@@ -485,8 +485,9 @@ Status CommCore::RunCollectiveOp(const Op& op) {
 Status CommCore::ExplainTimeout(const Status& timeout) {
   if (waiting_for_.empty()) return timeout;
   // The others time out within moments of this rank when they entered the operation with it;
-  // one that has said nothing after a quarter of the timeout (1 to 10 s) is not waiting in hoop.
-  const auto grace = std::clamp(opts_.timeout / 4, std::chrono::milliseconds(1000), std::chrono::milliseconds(10000));
+  // one that has said nothing within the grace (a quarter of the timeout, 1 to 10 s, the part of
+  // it the operation did not wait) is not waiting in hoop.
+  const auto grace = StallGrace(opts_.timeout);
   StallVerdict v =
       FindStalledRanks(*store_, "hoop/" + opts_.name + "/", opts_.rank, waiting_for_, Deadline::After(grace));
   if (v.explanation.empty())
@@ -565,7 +566,7 @@ Status CommCore::ExecutePlan(const Op& op, const Plan& plan, const OpDesc& desc,
   a.window = opts_.window;
   a.compression = wire;
   a.residual = wire != Compression::kNone ? op.residual : nullptr;
-  a.deadline = Deadline::After(opts_.timeout);
+  a.deadline = Deadline::After(opts_.timeout - StallGrace(opts_.timeout));  // the rest: ExplainTimeout's
   a.gate = op.gate;
   a.interrupt = &interrupted_;
   a.look = kInterruptLook;

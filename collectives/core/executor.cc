@@ -1,4 +1,5 @@
 #include "collectives/core/executor.h"
+#include "collectives/core/stall.h"
 
 #include <algorithm>
 #include <cmath>
@@ -409,7 +410,8 @@ class Run {
     for (size_t u = 0; u < next_; ++u)
       if (!s_.recv_done[u]) waiting.insert(StepOf(u).recv_peer);
     std::ostringstream os;
-    os << a_.what() << ": timed out after " << a_.timeout_s << " s (HOOP_TIMEOUT)";
+    os << a_.what() << ": ";
+    SayTimedOut(os, a_.timeout_s);
     if (!waiting.empty()) {
       os << " waiting for rank";
       if (waiting.size() > 1) os << "s";

@@ -18,6 +18,18 @@ std::string Ranks(const std::vector<int>& r) {
 
 }  // namespace
 
+std::chrono::milliseconds StallGrace(std::chrono::milliseconds timeout) {
+  const auto least = std::min(std::chrono::milliseconds(1000), timeout / 2);
+  return std::clamp(timeout / 4, least, std::chrono::milliseconds(10000));
+}
+
+void SayTimedOut(std::ostream& os, double timeout_s) {
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0 + 0.5));
+  const double grace = static_cast<double>(StallGrace(timeout).count()) / 1000.0;
+  os << "timed out after " << timeout_s - grace << " s (HOOP_TIMEOUT " << timeout_s << " s, less " << grace
+     << " s to find who stopped)";
+}
+
 std::string RankListText(const std::vector<int>& ranks) {
   std::string s;
   for (size_t i = 0; i < ranks.size(); ++i) {

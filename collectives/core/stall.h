@@ -9,8 +9,14 @@
 // out reaches the same answer, writes it (hoop/<comm>/stalled/<rank>, which hooprun reads to
 // name the rank in its last line), and says it in its error. Where every rank waits for another
 // (ranks that called collectives in different orders) it says that instead.
+//
+// All of it fits in HOOP_TIMEOUT: a collective waits HOOP_TIMEOUT less StallGrace (a quarter,
+// 1 to 10 s, at most half), and the search for the stopped rank takes at most StallGrace, so
+// no call fails later than HOOP_TIMEOUT after it started.
 #pragma once
 
+#include <chrono>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -28,6 +34,12 @@ struct StallVerdict {
 // `grace`; a store that fails gives an empty verdict.
 StallVerdict FindStalledRanks(Store& store, const std::string& prefix, int rank, const std::vector<int>& waiting_for,
                               Deadline grace);
+
+// How long the search may take, out of `timeout` (HOOP_TIMEOUT).
+std::chrono::milliseconds StallGrace(std::chrono::milliseconds timeout);
+// "timed out after 2.25 s (HOOP_TIMEOUT 3 s, less 0.75 s to find who stopped)": the words of a
+// collective's timeout; `timeout_s` is HOOP_TIMEOUT.
+void SayTimedOut(std::ostream& os, double timeout_s);
 
 // What a StallVerdict's record holds, for hooprun: "1,3" -> {1, 3}; false if malformed.
 bool ParseRankList(const std::string& text, std::vector<int>* ranks);
