@@ -60,6 +60,12 @@ bool ProcessGone(int pid, unsigned long long start) {
   return ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
+bool ProcessStopped(int pid) {
+  if (pid <= 0) return false;
+  auto st = ReadProcStat(pid);
+  return st && (st->state == 'T' || st->state == 't');
+}
+
 PeerWatch::PeerWatch(Method method) : method_(method) {}
 
 Status PeerWatch::Watch(int peer, int pid) {

@@ -73,6 +73,10 @@ unsigned long long ProcessStartTime(int pid);
 // zombie, or another process with its pid. Looks at /proc, else asks kill(pid, 0).
 bool ProcessGone(int pid, unsigned long long start);
 
+// Whether process `pid` is stopped (SIGSTOP, a debugger): /proc's state T or t. False where
+// /proc says nothing.
+bool ProcessStopped(int pid);
+
 // "pid 123 on this host exited" style text for a lost local peer.
 std::string ExitedText(int peer, int pid);
 // What a peer's abort notice becomes: Aborted("rank N aborted: CAUSE"), the cause escaped; a

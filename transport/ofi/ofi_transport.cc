@@ -465,6 +465,13 @@ void OfiTransport::Abort(const std::string& cause) {
     PeerState& ps = peers_[p];
     // A peer we fell out of step with is still reachable and must hear why.
     if (!ps.endpoint || ps.failure.code() == Code::kUnavailable) continue;
+    // Nor a stopped one (SIGSTOP): the shm provider's send takes a lock in the peer's queue,
+    // which the peer may hold, stopped inside its own progress, until it is continued.
+    if (ProcessStopped(watch_.pid_of(static_cast<int>(p)))) {
+      HOOP_LOG(kWarn, "ofi: rank " << p << " (pid " << watch_.pid_of(static_cast<int>(p))
+                                   << ") is stopped: it gets no abort notice, which could wait for it");
+      continue;
+    }
     ps.abort_text = text;
     Op* op = NewOp(static_cast<int>(p), true, 0, ps.abort_text.data(), ps.abort_text.size(), Tag{kAbortTag, 0});
     op->is_abort = true;
