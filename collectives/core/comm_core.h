@@ -141,6 +141,9 @@ class CommCore {
   // A shrink's round `at` (shrink.cc): the members the store keeps; whether to keep what was made.
   StatusOr<std::vector<int>> AgreeMembers(const std::string& at, Deadline deadline, const std::vector<int>& excluded);
   StatusOr<bool> AgreeMade(const std::string& at, const std::vector<int>& members, bool made, Deadline deadline);
+  // A grow's offers to the newcomers it admits (grow.cc); one place in line of a newcomer.
+  Status OfferPlaces(const std::string& base, const CommOptions& o, int count, Deadline deadline);
+  static StatusOr<std::unique_ptr<CommCore>> JoinOnce(Store& store, const CommOptions& options);
   Work Submit(Op op, bool blocking);
   // Work::Wait's: where the operation whose Work has `state` is still queued, and it and every
   // operation ahead of it is a plain collective (no send or receive, no CUDA stream, no abort:

@@ -12,9 +12,17 @@
 // connections of its own, waiting up to HOOP_TIMEOUT for the newcomers (a replacement may take a
 // while to start). The communicator grown stays as it was. Newcomers counts those in line and
 // not yet offered a place, so that the ranks of an elastic job know when to grow and by how many.
+//
+// A member (old or new) that dies or stops inside the grow must not leave some ranks with the
+// grown communicator and others without: as a shrink's round (agreement.h), every member writes
+// whether it made the communicator and the store keeps one verdict, "commit" or "abort". The old
+// ranks give up at once when one of them is gone (its address would never come) and say so in
+// the verdict; on "abort" every member drops what it made, and a newcomer queues again for the
+// next grow (the survivors shrink, and grow again).
 #include <algorithm>
 #include <cstdio>
 
+#include "collectives/core/agreement.h"
 #include "collectives/core/comm_core.h"
 #include "common/logging.h"
 
@@ -27,6 +35,24 @@ const char kOffered[] = "hoop/join/offered";
 std::string SlotKey(int64_t place) { return "hoop/join/slot/" + std::to_string(place); }
 }  // namespace
 
+// The first of the grow's ranks to arrive reserves the newcomers' places and offers them theirs;
+// the others wait for that (a check that it got that far).
+Status CommCore::OfferPlaces(const std::string& base, const CommOptions& o, int count, Deadline deadline) {
+  Store& store = *store_;
+  HOOP_ASSIGN_OR_RETURN(int64_t ticket, store.Add(base + "ticket", 1));
+  if (ticket != 1)
+    return store.Get(base + "first", deadline).status().WithContext("waiting for the first rank's reservation");
+  HOOP_ASSIGN_OR_RETURN(int64_t end, store.Add(kOffered, count));
+  const int64_t first = end - count;
+  HOOP_RETURN_IF_ERROR(store.Set(base + "first", std::to_string(first)));
+  for (int i = 0; i < count; ++i) {
+    const std::string offer =
+        o.name + "\t" + std::to_string(o.size) + "\t" + std::to_string(opts_.size + i) + "\t" + base;
+    HOOP_RETURN_IF_ERROR(store.Set(SlotKey(first + i), offer));
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<CommCore>> CommCore::Grow(int count) {
   const std::string who = "rank " + std::to_string(opts_.rank) + ": grow of communicator '" + opts_.name + "'";
   if (count < 1 || count > kMaxGrow)
@@ -35,28 +61,31 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Grow(int count) {
   const uint32_t number = grows_++;  // the same on every rank: each grow is a collective of them
   const std::string base = "hoop/" + opts_.name + "/grow" + std::to_string(number) + "/";
   const Deadline deadline = Deadline::After(opts_.timeout);
-  Store& store = *store_;
   CommOptions o = opts_;
   o.name = opts_.name + ".g" + std::to_string(number);
   o.size = opts_.size + count;
   o.local_rank = o.local_size = -1;  // from the members' host names
-  auto ticket = store.Add(base + "ticket", 1);
-  if (!ticket.ok()) return ticket.status().WithContext(who);
-  if (*ticket == 1) {  // first here: reserve the newcomers' places, and offer them theirs
-    auto end = store.Add(kOffered, count);
-    if (!end.ok()) return end.status().WithContext(who);
-    const int64_t first = *end - count;
-    HOOP_RETURN_IF_ERROR(store.Set(base + "first", std::to_string(first)).WithContext(who));
-    for (int i = 0; i < count; ++i) {
-      const std::string offer = o.name + "\t" + std::to_string(o.size) + "\t" + std::to_string(opts_.size + i);
-      HOOP_RETURN_IF_ERROR(store.Set(SlotKey(first + i), offer).WithContext(who));
+  HOOP_RETURN_IF_ERROR(OfferPlaces(base, o, count, deadline).WithContext(who));
+  // Give up making it once a rank of this communicator is gone, or another member gave up.
+  auto give_up = [&]() -> Status {
+    if (Peek(*store_, base + "outcome")) return Unavailable("another member gave the grow up");
+    for (int r : FailedRanks()) {
+      (void)store_->SetIfAbsent(base + "outcome", "abort", deadline);
+      return Unavailable("rank " + std::to_string(r) + " of the communicator grown is gone");
     }
-  } else {  // the first rank's reservation: a check that it got that far
-    auto first = store.Get(base + "first", deadline);
-    if (!first.ok()) return first.status().WithContext(who + ": waiting for the first rank's reservation");
-  }
-  auto made = Create(store, o);
-  if (!made.ok()) return made.status().WithContext(who + " (waiting for " + std::to_string(count) + " newcomer(s))");
+    return Status::Ok();
+  };
+  WatchfulStore watchful(*store_, give_up);
+  auto made = Create(*store_, o, Meeting{deadline, &watchful, give_up});
+  std::vector<int> members(static_cast<size_t>(o.size));
+  for (int r = 0; r < o.size; ++r) members[static_cast<size_t>(r)] = r;
+  auto keep =
+      AgreeOutcome(*store_, base, opts_.rank, members, made.ok(), deadline, deadline, [this] { return FailedRanks(); });
+  if (!keep.ok()) return keep.status().WithContext(who);
+  if (!*keep)
+    return Unavailable(who + ": given up (" +
+                       (made.ok() ? std::string("another member could not make it") : made.status().message()) +
+                       "); the communicator grown is as it was: shrink it where a rank is gone, then grow again");
   HOOP_LOG(kInfo, who << ": " << opts_.size << " + " << count << " ranks in '" << o.name << "'");
   return made;
 }
@@ -80,27 +109,51 @@ StatusOr<int> CommCore::Newcomers() {
   return static_cast<int>(waiting);
 }
 
-StatusOr<std::unique_ptr<CommCore>> CommCore::Join(Store& store, const CommOptions& options) {
-  const std::string who = "a newcomer joining the job";
+// One place in line: null where the grow that offered it was given up (queue again).
+StatusOr<std::unique_ptr<CommCore>> CommCore::JoinOnce(Store& store, const CommOptions& options) {
   auto place = store.Add(kArrived, 1);
-  if (!place.ok()) return place.status().WithContext(who);
+  if (!place.ok()) return place.status();
   const int64_t mine = *place - 1;
-  const std::string ctx = who + " (place " + std::to_string(mine) + " in line)";
-  auto offer = store.Get(SlotKey(mine), Deadline::After(options.timeout));
+  const std::string ctx = "place " + std::to_string(mine) + " in line";
+  const Deadline deadline = Deadline::After(options.timeout);
+  auto offer = store.Get(SlotKey(mine), deadline);
   if (!offer.ok())
     return offer.status().WithContext(ctx +
-                                      ": no grow admitted it within HOOP_TIMEOUT (its ranks call "
-                                      "hoop_comm_grow)");
+                                      ": no grow admitted it within HOOP_TIMEOUT (its ranks call hoop_comm_grow)");
   CommOptions o = options;
-  char name[1024] = {0};
-  if (std::sscanf(offer->c_str(), "%1023[^\t]\t%d\t%d", name, &o.size, &o.rank) != 3)
+  char name[1024] = {0}, base[1100] = {0};
+  if (std::sscanf(offer->c_str(), "%1023[^\t]\t%d\t%d\t%1099s", name, &o.size, &o.rank, base) != 4)
     return Internal(ctx + ": a malformed offer '" + *offer + "'");
   o.name = name;
   o.local_rank = o.local_size = -1;
-  HOOP_LOG(kInfo, ctx << ": rank " << o.rank << " of " << o.size << " in '" << o.name << "'");
-  auto made = Create(store, o);
-  if (!made.ok()) return made.status().WithContext(ctx);
+  const std::string at = base;
+  auto give_up = [&]() -> Status {
+    return Peek(store, at + "outcome") ? Unavailable("the grow was given up") : Status::Ok();
+  };
+  WatchfulStore watchful(store, give_up);
+  auto made = Create(store, o, Meeting{deadline, &watchful, give_up});
+  std::vector<int> members(static_cast<size_t>(o.size));
+  for (int r = 0; r < o.size; ++r) members[static_cast<size_t>(r)] = r;
+  auto keep =
+      AgreeOutcome(store, at, o.rank, members, made.ok(), deadline, deadline, [] { return std::vector<int>(); });
+  if (!keep.ok()) return keep.status().WithContext(ctx);
+  if (!*keep) {
+    HOOP_LOG(kWarn, "a newcomer, " << ctx << ": the grow into '" << o.name << "' was given up ("
+                                   << (made.ok() ? "another member could not make it" : made.status().message())
+                                   << "); queueing again");
+    return std::unique_ptr<CommCore>();
+  }
+  HOOP_LOG(kInfo, "a newcomer, " << ctx << ": rank " << o.rank << " of " << o.size << " in '" << o.name << "'");
   return made;
+}
+
+StatusOr<std::unique_ptr<CommCore>> CommCore::Join(Store& store, const CommOptions& options) {
+  for (int tries = 0; tries < 64; ++tries) {
+    auto made = JoinOnce(store, options);
+    if (!made.ok()) return made.status().WithContext("a newcomer joining the job");
+    if (*made) return made;
+  }
+  return Unavailable("a newcomer joining the job: 64 grows that offered it a place were given up");
 }
 
 }  // namespace hoop

@@ -28,6 +28,7 @@
 #include <sstream>
 #include <thread>
 
+#include "collectives/core/agreement.h"
 #include "collectives/core/comm_core.h"
 #include "common/logging.h"
 #include "transport/peer_watch.h"
@@ -37,55 +38,6 @@ namespace hoop {
 namespace {
 constexpr auto kLook = std::chrono::milliseconds(5);          // between looks at the store
 constexpr auto kLeastMake = std::chrono::milliseconds(2000);  // making the new communicator, at least
-
-std::string ListText(const std::vector<int>& v) {
-  std::ostringstream out;
-  for (size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << v[i];
-  return out.str();
-}
-
-std::vector<int> ParseList(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');)
-    if (!part.empty()) out.push_back(std::atoi(part.c_str()));
-  return out;
-}
-
-bool Has(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-// The value under `key` now, without waiting.
-std::optional<std::string> Peek(Store& store, const std::string& key) {
-  auto v = store.Get(key, Deadline::After(std::chrono::milliseconds(0)));
-  if (!v.ok()) return std::nullopt;
-  return std::move(v).value();
-}
-
-Deadline Earlier(Deadline a, Deadline b) { return a.at() < b.at() ? a : b; }
-
-// The store as a shrink's new communicator meets through it: a wait for a key (a member's host
-// or address) asks every kLook * 4 whether to give up (a member is gone, the round was given
-// up), and if so fails at once, instead of waiting out the round for a key never written.
-class WatchfulStore : public Store {
- public:
-  WatchfulStore(Store& store, std::function<Status()> give_up) : store_(store), give_up_(std::move(give_up)) {}
-  Status Set(const std::string& key, const std::string& value) override { return store_.Set(key, value); }
-  StatusOr<int64_t> Add(const std::string& key, int64_t delta) override { return store_.Add(key, delta); }
-  StatusOr<std::string> SetIfAbsent(const std::string& key, const std::string& value, Deadline deadline) override {
-    return store_.SetIfAbsent(key, value, deadline);
-  }
-  StatusOr<std::string> Get(const std::string& key, Deadline deadline) override {
-    while (true) {
-      auto v = store_.Get(key, Earlier(deadline, Deadline::After(kLook * 4)));
-      if (v.ok() || v.status().code() != Code::kDeadlineExceeded || deadline.Expired()) return v;
-      HOOP_RETURN_IF_ERROR(give_up_());
-    }
-  }
-
- private:
-  Store& store_;
-  std::function<Status()> give_up_;
-};
 }  // namespace
 
 std::vector<int> CommCore::FailedRanks() {
@@ -132,7 +84,11 @@ StatusOr<std::vector<int>> CommCore::AgreeMembers(const std::string& at, Deadlin
     failed = FailedRanks();
     bool settled = true;
     for (int r = 0; r < n; ++r) settled &= in[static_cast<size_t>(r)] || Has(failed, r) || Has(told, r);
-    if (settled || wait.Expired()) break;
+    if (settled) break;
+    // Out of HOOP_TIMEOUT (earlier rounds took it): fail, rather than propose the few there now
+    // and leave the others out for coming late through no fault of theirs.
+    if (deadline.Expired()) return DeadlineExceeded("HOOP_TIMEOUT passed before the survivors agreed (" + at + ")");
+    if (wait.Expired()) break;
     std::this_thread::sleep_for(kLook);
   }
   std::vector<int> proposal;
@@ -145,29 +101,9 @@ StatusOr<std::vector<int>> CommCore::AgreeMembers(const std::string& at, Deadlin
 // Step 3's verdict: true to keep the communicator made in round `at`.
 StatusOr<bool> CommCore::AgreeMade(const std::string& at, const std::vector<int>& members, bool made,
                                    Deadline deadline) {
-  Store& store = *store_;
-  HOOP_RETURN_IF_ERROR(store.Set(at + "made/" + std::to_string(opts_.rank), made ? "1" : "0"));
   const auto limit = std::max<std::chrono::milliseconds>(opts_.shrink_wait, kLeastMake);
-  const Deadline wait = Earlier(deadline, Deadline::After(limit));
-  std::string verdict;
-  while (verdict.empty()) {
-    if (auto agreed = Peek(store, at + "outcome")) return *agreed == "commit";
-    const std::vector<int> failed = FailedRanks();
-    bool all = true, bad = false;
-    for (int m : members) {
-      auto said = Peek(store, at + "made/" + std::to_string(m));
-      all &= said.has_value();
-      bad |= said ? *said != "1" : Has(failed, m);
-    }
-    if (bad || (!all && wait.Expired()))
-      verdict = "abort";
-    else if (all)
-      verdict = "commit";
-    else
-      std::this_thread::sleep_for(kLook);
-  }
-  HOOP_ASSIGN_OR_RETURN(std::string agreed, store.SetIfAbsent(at + "outcome", verdict, deadline));
-  return agreed == "commit";
+  return AgreeOutcome(*store_, at, opts_.rank, members, made, Earlier(deadline, Deadline::After(limit)), deadline,
+                      [this] { return FailedRanks(); });
 }
 
 StatusOr<std::unique_ptr<CommCore>> CommCore::Shrink(const std::vector<int>& excluded) {

@@ -470,13 +470,16 @@ hoop_status_t hoop_comm_shrink_excluding(hoop_comm_t comm, const int* excluded, 
  * it has connections of its own, and comm stays as it was. Everything goes through the job's
  * store, nothing through comm's connections, so it also works after a loss (grow a shrunk
  * communicator back with replacements). Waits up to HOOP_TIMEOUT for the newcomers. Newcomers
- * queue at the job: a grow admits the next `count` of them in line.
+ * queue at the job: a grow admits the next `count` of them in line. All or none: where a member
+ * dies or stops inside it, every rank's grow fails (HOOP_ERR_UNAVAILABLE; at once where a rank of
+ * comm is known gone, else at HOOP_TIMEOUT), no one keeps *newcomm, and its newcomers queue
+ * again for the next grow: shrink comm if a rank is gone, then grow again.
  *
  * hoop_init_join: a new process (a replacement a launcher started, say) joins the running job
  * whose store the environment names (HOOP_STORE and HOOP_JOB_TOKEN; HOOP_SIZE is not read, and a
  * HOOP_RANK from a launcher is its number in the job, which must be no other process's), admitted
  * by the next hoop_comm_grow; *comm is that grown communicator, and the newcomer's rank in it is
- * hoop_rank's. Waits up to HOOP_TIMEOUT to be admitted. What a newcomer needs to take part (a
+ * hoop_rank's. Waits up to HOOP_TIMEOUT to be admitted (and again after a grow given up). What a newcomer needs to take part (a
  * model's parameters, a step count) its new peers send it, with a broadcast say. */
 hoop_status_t hoop_comm_grow(hoop_comm_t comm, int count, hoop_comm_t* newcomm);
 hoop_status_t hoop_init_join(hoop_comm_t* comm);
