@@ -52,9 +52,8 @@ class CommCore {
   };
   // Meets the other ranks through the store and connects them.
   static StatusOr<std::unique_ptr<CommCore>> Create(Store& store, const CommOptions& options, const Meeting& meeting);
-  static StatusOr<std::unique_ptr<CommCore>> Create(Store& store, const CommOptions& options) {
-    return Create(store, options, Meeting());
-  }
+  // The same as a job starts (meet.cc): gives up at once where the launcher saw a rank end.
+  static StatusOr<std::unique_ptr<CommCore>> Create(Store& store, const CommOptions& options);
   ~CommCore();
   CommCore(const CommCore&) = delete;
   CommCore& operator=(const CommCore&) = delete;
