@@ -1,5 +1,7 @@
 #include "transport/ofi/ofi_transport.h"
 
+#include <dirent.h>
+
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 #include <sys/mman.h>
@@ -131,6 +133,9 @@ void OfiTransport::AllConnected() {
 }
 
 OfiTransport::~OfiTransport() {
+  // A peer that died after this transport last looked (as it made another communicator).
+  for (size_t p = 0; p < peers_.size(); ++p)
+    if (!peers_[p].swept && ProcessGone(watch_.pid_of(static_cast<int>(p)), 0)) RemoveRegionsOf(static_cast<int>(p));
   if (ep_) fi_close(&ep_->fid);
   if (cq_) fi_close(&cq_->fid);
   if (av_) fi_close(&av_->fid);
@@ -311,17 +316,30 @@ void OfiTransport::Complete(Op* op, Status s, uint64_t peer_check) {
   if (!op->posted) free_.push_back(op);
 }
 
+// The shm provider's regions a dead process left: its names are "<pid>:<n>:<m>", one per
+// endpoint, and a process that died while making a new communicator has one no survivor was told
+// of. Only names of the dead process's own, never a path: nothing else is touched. Every survivor
+// tries; the first removes each.
+void OfiTransport::RemoveRegionsOf(int peer) {
+  const int pid = watch_.pid_of(peer);
+  if (pid <= 0 || peers_[static_cast<size_t>(peer)].shm_region.empty()) return;
+  const std::string prefix = std::to_string(pid) + ":";
+  DIR* dir = ::opendir("/dev/shm");
+  if (!dir) return;
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(dir))
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) names.emplace_back(e->d_name);
+  ::closedir(dir);
+  for (const auto& name : names)
+    if (::shm_unlink(("/" + name).c_str()) == 0)
+      HOOP_LOG(kInfo, "ofi: removed /dev/shm/" << name << " left by rank " << peer);
+}
+
 std::vector<int> OfiTransport::Departed() {
   std::vector<int> gone = watch_.Exited();
   for (int p : gone) {
-    const std::string& region = peers_[static_cast<size_t>(p)].shm_region;
-    // Only a name of the dead process's own ("<pid>:..."), and never a path: nothing else is
-    // touched. Every survivor tries; the first removes it.
-    if (region.empty() || region.find('/') != std::string::npos ||
-        region.rfind(std::to_string(watch_.pid_of(p)) + ":", 0) != 0)
-      continue;
-    if (::shm_unlink(("/" + region).c_str()) == 0)
-      HOOP_LOG(kInfo, "ofi: removed /dev/shm/" << region << " left by rank " << p);
+    RemoveRegionsOf(p);
+    peers_[static_cast<size_t>(p)].swept = true;
   }
   return gone;
 }

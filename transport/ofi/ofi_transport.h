@@ -100,6 +100,7 @@ class OfiTransport : public Transport {
     Status failure;
     std::string abort_text;
     std::string shm_region;  // shm provider: the peer's region in /dev/shm, from its address
+    bool swept = false;      // its process exited, and its regions were removed
     // Flow control (see the top): sends we may still start, sends waiting for credit, the peer's
     // messages our receives took since we last returned credit, and the credit receive's buffer.
     size_t credits = 0;
@@ -121,8 +122,9 @@ class OfiTransport : public Transport {
   void Release(Op* op);
   void FailPeer(int peer, const Status& why);
   // Same-host peers whose processes exited since the last call; removes the shm provider's
-  // region of each (a killed process cannot unlink its own).
+  // regions of each (a killed process cannot unlink its own).
   std::vector<int> Departed();
+  void RemoveRegionsOf(int peer);
   void DrainCq();
 
   TransportOptions opts_;
