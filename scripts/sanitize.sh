@@ -3,8 +3,9 @@
 # scripts/sanitize.sh [asan] [tsan]). Both build with clang into their own trees.
 #   asan: AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer (build-asan, which
 #         also carries the fuzzers' coverage, so scripts/fuzz.sh reuses it): every unit test,
-#         then a time-boxed selection of the multi-process tests over tcp and shm, and the C
-#         API programs under hooprun.
+#         then a time-boxed selection of the multi-process tests over tcp and shm, the C
+#         API programs under hooprun, and cells of the failure matrix (a rank killed or
+#         stopped; the survivors revoke, shrink and go on: no leak in them).
 #   tsan: ThreadSanitizer (build-tsan): the unit tests of the tensor fusion runtime, splits,
 #         calls on (fake) streams and device runs on a fake device, the fusion multi-process tests, hooprun's threads included,
 #         and the point-to-point C program (its calls' threads and the communicator's worker
@@ -35,6 +36,19 @@ bounded() {
   echo "sanitize: ($((SECONDS - start)) s)"
 }
 
+# The same, for a job that must end with exit code $1 (hooprun --enable-recovery gives the first
+# failed rank's: 137 for a SIGKILLed one).
+bounded_code() {
+  local want=$1 secs=$2 rc=0
+  shift 2
+  echo "sanitize: $* (exit $want wanted)"
+  timeout --kill-after=10 "$secs" "$@" || rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "sanitize: FAILED: exit $rc, not $want (or ran past ${secs} s): $*" >&2
+    return 1
+  fi
+}
+
 reports_clean() {
   local dir=$1
   if compgen -G "$dir/*" >/dev/null; then
@@ -54,7 +68,7 @@ run_asan() {
   configure "$tree" address,undefined -DHOOP_BUILD_FUZZERS=ON
   cmake --build "$tree" -j2 --target hoop-unit-tests hoop-multiproc-tests hoop-test-rank hoop-probe-rank \
     hoop-fusion-rank hooprun hoop-c-api-test hoop-c-fusion-test hoop-c-nonblocking-test hoop-c-more-collectives-test \
-    hoop-c-p2p-test hoop-c-split-test
+    hoop-c-p2p-test hoop-c-split-test hoop-c-chaos-test
   echo "sanitize: built $tree ($((SECONDS - start)) s)"
   reports=$PWD/$tree/sanitizer-reports
   rm -rf "$reports" && mkdir -p "$reports"
@@ -75,6 +89,15 @@ run_asan() {
     bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-split-test"
   done
   bounded 60 "$tree/bin/hooprun" -np 3 -x HOOP_UNEXPECTED_BYTES=4K "$tree/bin/hoop-c-p2p-test" credit
+  # The failure matrix (tests/launch/chaos_test.cc): a killed rank's survivors shrink and go on,
+  # a grow broken by a death is made again; a stopped rank is left out and told so.
+  local chaos=("$tree/bin/hooprun" --oversubscribe --enable-recovery -x HOOP_TIMEOUT=20)
+  bounded_code 137 60 "${chaos[@]}" -np 4 -x HOOP_TRANSPORT=tcp "$tree/bin/hoop-c-chaos-test" kill middle allreduce
+  bounded_code 137 60 "${chaos[@]}" -np 3 -x HOOP_TRANSPORT=shm "$tree/bin/hoop-c-chaos-test" kill first p2p
+  bounded_code 137 60 "${chaos[@]}" -np 3 -x HOOP_TRANSPORT=tcp "$tree/bin/hoop-c-chaos-test" kill last fusion
+  bounded_code 137 60 "${chaos[@]}" -np 3 -x HOOP_TRANSPORT=shm "$tree/bin/hoop-c-chaos-test" kill middle grow
+  bounded_code 0 60 "$tree/bin/hooprun" -np 3 --oversubscribe -x HOOP_TIMEOUT=5 -x HOOP_SHRINK_WAIT=1 \
+    "$tree/bin/hoop-c-chaos-test" stop last shrink
   unset ASAN_OPTIONS UBSAN_OPTIONS HOOPTEST_BACKENDS
   reports_clean "$reports"
 }
