@@ -32,7 +32,8 @@ StatusOr<std::unique_ptr<Store>> OpenStoreSaying(const Config& cfg, Deadline dea
 
 // The part every way of joining shares, once job->store is open: name this communicator by its
 // place among the job's, and create it.
-StatusOr<std::unique_ptr<Job>> Finish(const Config& cfg, std::unique_ptr<Job> job, const std::string& ctx);
+StatusOr<std::unique_ptr<Job>> Finish(const Config& cfg, std::unique_ptr<Job> job, const std::string& ctx,
+                                      bool job_ranks = false);
 }  // namespace
 
 StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
@@ -71,7 +72,7 @@ StatusOr<std::unique_ptr<Job>> JoinJob(const Config& cfg) {
       if (!open.ok()) return open.status().WithContext(ctx);
     }
   }
-  return Finish(cfg, std::move(job), ctx);
+  return Finish(cfg, std::move(job), ctx, true);  // HOOP_RANK and HOOP_SIZE: the job's numbering
 }
 
 StatusOr<std::unique_ptr<Job>> JoinJobOnStore(const Config& cfg, std::unique_ptr<Store> store) {
@@ -114,8 +115,10 @@ StatusOr<std::unique_ptr<Job>> JoinAsNewcomer(const Config& cfg) {
 
 namespace {
 
-StatusOr<std::unique_ptr<Job>> Finish(const Config& cfg, std::unique_ptr<Job> job, const std::string& ctx) {
+StatusOr<std::unique_ptr<Job>> Finish(const Config& cfg, std::unique_ptr<Job> job, const std::string& ctx,
+                                      bool job_ranks) {
   CommOptions opts = CommOptions::FromConfig(cfg);
+  opts.job_ranks = job_ranks;
   // Every communicator a job makes has a name of its own, by creation order: the ranks create
   // theirs in the same order, so this rank's n-th is every rank's n-th. A second one from the
   // same job used to reuse "world" and cross wires with the first.

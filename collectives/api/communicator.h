@@ -66,8 +66,9 @@ struct CommOptions {
   std::string name = "world";  // store namespace; distinct communicators need distinct names
   int rank = 0;
   int size = 1;
-  int job_rank = -1;    // this process's rank in its job (the launcher's): -1, the same as rank
-  int local_rank = -1;  // -1: derive from host names
+  int job_rank = -1;       // this process's rank in its job (the launcher's): -1, the same as rank
+  bool job_ranks = false;  // its ranks are the job's (init from HOOP_RANK/HOOP_SIZE): meet.cc
+  int local_rank = -1;     // -1: derive from host names
   int local_size = -1;
   std::string host = "127.0.0.1";
   std::string token;

@@ -1,14 +1,15 @@
-// A communicator made as a job starts (hoop_init, hoop_init_from_env, hoop_init_store): its ranks
-// are the job's, so where the launcher reports the ranks that ended (hooprun --enable-recovery
-// writes their numbers to hoop/exited) a rank that died before joining is known to the others at
-// once, and their init fails naming it, instead of waiting HOOP_TIMEOUT for its address.
+// A communicator made as a job starts (hoop_init_from_env, hoop_init, hoop.init(); not one made
+// on a caller's store, whose numbering may be a group's: CommOptions::job_ranks): its ranks are
+// the job's, so where the launcher reports the ranks that ended (hooprun --enable-recovery writes
+// their numbers to hoop/exited) a rank that died before joining is known to the others at once,
+// and their init fails naming it, instead of waiting HOOP_TIMEOUT for its address.
 #include "collectives/core/agreement.h"
 #include "collectives/core/comm_core.h"
 
 namespace hoop {
 
 StatusOr<std::unique_ptr<CommCore>> CommCore::Create(Store& store, const CommOptions& options) {
-  if (options.job_rank != -1 && options.job_rank != options.rank) return Create(store, options, Meeting());
+  if (!options.job_ranks) return Create(store, options, Meeting());
   const int size = options.size;
   auto give_up = [&store, size]() -> Status {
     auto text = Peek(store, "hoop/exited");
