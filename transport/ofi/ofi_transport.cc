@@ -220,6 +220,9 @@ void OfiTransport::Issue(Op* op) {
   PeerState& ps = peers_[static_cast<size_t>(op->peer)];
   if (!ps.failure.ok() && !(op->is_abort && op->is_send && ps.failure.code() != Code::kUnavailable))
     return Complete(op, ps.failure);
+  // A peer whose process exited (its loss may still be held back, DeferredLosses) gets nothing:
+  // the shm provider's send takes a lock in its queue, which it may have held as it died.
+  if (op->is_send && ps.swept) return Complete(op, Unavailable(ExitedText(op->peer, watch_.pid_of(op->peer))));
   ssize_t rc;
   if (op->is_send && op->is_abort) {
     // An abort notice completes only once the peer has it (the sender may exit right after).
@@ -483,8 +486,10 @@ void OfiTransport::Abort(const std::string& cause) {
     PeerState& ps = peers_[p];
     // A peer we fell out of step with is still reachable and must hear why.
     if (!ps.endpoint || ps.failure.code() == Code::kUnavailable) continue;
-    // Nor a stopped one (SIGSTOP): the shm provider's send takes a lock in the peer's queue,
-    // which the peer may hold, stopped inside its own progress, until it is continued.
+    // Nor a dead or stopped one (SIGSTOP): the shm provider's send takes a lock in the peer's
+    // queue, which the peer may hold, stopped inside its own progress, until it is continued,
+    // or forever where it died so (the loss noticed earlier may be held back: DeferredLosses).
+    if (ps.swept || ProcessGone(watch_.pid_of(static_cast<int>(p)), 0)) continue;
     if (ProcessStopped(watch_.pid_of(static_cast<int>(p)))) {
       HOOP_LOG(kWarn, "ofi: rank " << p << " (pid " << watch_.pid_of(static_cast<int>(p))
                                    << ") is stopped: it gets no abort notice, which could wait for it");
