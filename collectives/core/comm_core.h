@@ -141,7 +141,8 @@ class CommCore {
   StatusOr<std::vector<int>> AgreeMembers(const std::string& at, Deadline deadline, const std::vector<int>& excluded);
   StatusOr<bool> AgreeMade(const std::string& at, const std::vector<int>& members, bool made, Deadline deadline);
   // A grow's offers to the newcomers it admits (grow.cc); one place in line of a newcomer.
-  Status OfferPlaces(const std::string& base, const CommOptions& o, int count, Deadline deadline);
+  Status OfferPlaces(const std::string& base, const CommOptions& o, int count, Deadline deadline,
+                     const std::function<Status()>& give_up);
   static StatusOr<std::unique_ptr<CommCore>> JoinOnce(Store& store, const CommOptions& options);
   Work Submit(Op op, bool blocking);
   // Work::Wait's: where the operation whose Work has `state` is still queued, and it and every

@@ -37,11 +37,14 @@ std::string SlotKey(int64_t place) { return "hoop/join/slot/" + std::to_string(p
 
 // The first of the grow's ranks to arrive reserves the newcomers' places and offers them theirs;
 // the others wait for that (a check that it got that far).
-Status CommCore::OfferPlaces(const std::string& base, const CommOptions& o, int count, Deadline deadline) {
+Status CommCore::OfferPlaces(const std::string& base, const CommOptions& o, int count, Deadline deadline,
+                             const std::function<Status()>& give_up) {
   Store& store = *store_;
   HOOP_ASSIGN_OR_RETURN(int64_t ticket, store.Add(base + "ticket", 1));
-  if (ticket != 1)
-    return store.Get(base + "first", deadline).status().WithContext("waiting for the first rank's reservation");
+  if (ticket != 1) {  // the first rank may die before it reserves: watch for that
+    WatchfulStore watchful(store, give_up);
+    return watchful.Get(base + "first", deadline).status().WithContext("waiting for the first rank's reservation");
+  }
   HOOP_ASSIGN_OR_RETURN(int64_t end, store.Add(kOffered, count));
   const int64_t first = end - count;
   HOOP_RETURN_IF_ERROR(store.Set(base + "first", std::to_string(first)));
@@ -65,7 +68,6 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Grow(int count) {
   o.name = opts_.name + ".g" + std::to_string(number);
   o.size = opts_.size + count;
   o.local_rank = o.local_size = -1;  // from the members' host names
-  HOOP_RETURN_IF_ERROR(OfferPlaces(base, o, count, deadline).WithContext(who));
   // Give up making it once a rank of this communicator is gone, or another member gave up.
   auto give_up = [&]() -> Status {
     if (Peek(*store_, base + "outcome")) return Unavailable("another member gave the grow up");
@@ -75,6 +77,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Grow(int count) {
     }
     return Status::Ok();
   };
+  HOOP_RETURN_IF_ERROR(OfferPlaces(base, o, count, deadline, give_up).WithContext(who));
   WatchfulStore watchful(*store_, give_up);
   auto made = Create(*store_, o, Meeting{deadline, &watchful, give_up});
   std::vector<int> members(static_cast<size_t>(o.size));
