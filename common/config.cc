@@ -111,6 +111,13 @@ Status ReadCudaIpc(const std::string& name, const std::string& text, Config& c) 
   return Status::Ok();
 }
 
+Status ReadDeterministic(const std::string& name, const std::string& text, Config& c) {
+  if (text != "0" && text != "1")
+    return Expected(name, text, "expected 1 (reductions fold in rank order, bit for bit) or 0");
+  c.deterministic = text == "1";
+  return Status::Ok();
+}
+
 Status ReadLogLevel(const std::string& name, const std::string& text, Config& c) {
   auto level = ParseLogLevel(text);
   if (!level)
@@ -129,9 +136,9 @@ const std::vector<Var>& Vars() {
       // Every name of collectives/core/algo.h (common/ cannot include it; the unit test checks they agree).
       {"HOOP_ALGO", OneOf(&Config::algo,
                           {"auto", "ring", "tree", "doubling", "chain", "binomial", "flat", "pairwise", "dissemination",
-                           "hierarchical"},
-                          "expected auto, ring, tree, doubling, chain, binomial, flat, pairwise, dissemination "
-                          "or hierarchical")},
+                           "hierarchical", "fold", "fold_all"},
+                          "expected auto, ring, tree, doubling, chain, binomial, flat, pairwise, dissemination, "
+                          "hierarchical, fold or fold_all")},
       {"HOOP_CHUNK_BYTES", Bytes(&Config::chunk_bytes, 4096, kMaxChunkBytes, "expected a size in [4K, 64M]")},
       {"HOOP_WINDOW", Count(&Config::window, 1, 256)},
       {"HOOP_STAGE_BYTES", Bytes(&Config::stage_bytes, 0, kMaxStagingBytes, "expected a size in [0, 1G]")},
@@ -140,6 +147,7 @@ const std::vector<Var>& Vars() {
        OneOf(&Config::compression, {"none", "fp16", "bf16", "auto"}, "expected none, fp16, bf16 or auto")},
       {"HOOP_UNEXPECTED_BYTES", Bytes(&Config::unexpected_bytes, 4096, size_t{1} << 40, "expected a size in [4K, 1T]")},
       {"HOOP_CUDA_IPC", ReadCudaIpc},
+      {"HOOP_DETERMINISTIC", ReadDeterministic},
       {"HOOP_CYCLE_TIME_MS", Amount(&Config::cycle_time_ms, 10000, "expected milliseconds in [0, 10000]")},
       {"HOOP_FUSION_THRESHOLD", Bytes(&Config::fusion_threshold, 0, 4ull << 30, "expected a size in [0, 4G]")},
       {"HOOP_CACHE_CAPACITY", Count(&Config::cache_capacity, 0, 1 << 20)},

@@ -13,7 +13,8 @@
 //   HOOP_JOB_TOKEN    the job's secret; every connection must present it
 //   HOOP_TIMEOUT      seconds any operation may wait (default 300; 0.001 to 604800, a week)
 //   HOOP_ALGO         auto | ring | tree | doubling | hierarchical (allreduce), chain | binomial
-//                     (broadcast), flat (gather, scatter), pairwise (alltoall)
+//                     (broadcast), flat (gather, scatter), pairwise (alltoall), fold | fold_all
+//                     (allreduce, reduce, reduce-scatter: the deterministic folds)
 //   HOOP_TRANSPORT    back end to use, or a list tried in order per peer (shm,tcp) (default:
 //                     per peer, the first built-in one that can connect)
 //   HOOP_HOST         address to listen on and advertise (default: this host's address on
@@ -28,6 +29,9 @@
 //   HOOP_STAGE_AHEAD  how far past what the wire has asked for the copies into host staging are
 //                     queued (default 8M; 0: one batch at a time; 1G: a call's whole input at
 //                     its start, as before)
+//   HOOP_DETERMINISTIC  1: every reduction gives, for each element, the bits of the left fold
+//                     over the ranks in rank order, whatever the algorithm, chunking, fusion,
+//                     transport or placement (schedules/fold.cc); 0 (default): the fastest way
 //   HOOP_COMPRESSION  none | fp16 | bf16 | auto: how f32/f64 sum/avg allreduces travel
 //                     (default none; collectives/kernels/wire.h)
 //   HOOP_LOG_LEVEL    none | error | warn | info | debug (default warn; any case, and
@@ -98,6 +102,7 @@ struct Config {
   size_t stage_ahead_bytes = 8u << 20;  // HOOP_STAGE_AHEAD
   std::string kernel_isa = "auto";      // HOOP_KERNEL_ISA
   bool cuda_ipc = true;                 // HOOP_CUDA_IPC: device buffers of ranks on one host move by CUDA IPC
+  bool deterministic = false;           // HOOP_DETERMINISTIC
   // Tensor fusion (tensorfusion/runtime.h).
   double cycle_time_ms = 1;
   size_t fusion_threshold = 64u << 20;

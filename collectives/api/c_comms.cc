@@ -58,6 +58,29 @@ hoop_status_t hoop_comm_dup(hoop_comm_t comm, hoop_comm_t* newcomm) {
 
 hoop_status_t hoop_comm_free(hoop_comm_t comm) { return hoop::capi::Finalize(comm, "hoop_comm_free"); }
 
+hoop_status_t hoop_comm_set_deterministic(hoop_comm_t comm, int on) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_comm_set_deterministic")) return bad;
+    if (on != 0 && on != 1)
+      return Report(hoop::InvalidArgument("rank " + std::to_string(comm->get().rank()) +
+                                          ": hoop_comm_set_deterministic: on is " + std::to_string(on) +
+                                          ", expected 0 or 1"));
+    comm->get().SetDeterministic(on == 1);
+    return HOOP_SUCCESS;
+  });
+}
+
+hoop_status_t hoop_comm_deterministic(hoop_comm_t comm, int* on) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_comm_deterministic")) return bad;
+    if (!on)
+      return Report(hoop::InvalidArgument("rank " + std::to_string(comm->get().rank()) +
+                                          ": hoop_comm_deterministic: on is null"));
+    *on = comm->get().deterministic() ? 1 : 0;
+    return HOOP_SUCCESS;
+  });
+}
+
 hoop_status_t hoop_comm_revoke(hoop_comm_t comm, const char* reason) {
   return Guard([&] {
     if (hoop_status_t bad = CheckLive(comm, "hoop_comm_revoke")) return bad;

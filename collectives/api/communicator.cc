@@ -25,6 +25,7 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.compression = ParseCompression(c.compression).value_or(Compression::kNone);
   o.unexpected_bytes = c.unexpected_bytes;
   o.cuda_ipc = c.cuda_ipc;
+  o.deterministic = c.deterministic;
   o.stage_bytes = c.stage_bytes;
   o.stage_ahead_bytes = c.stage_ahead_bytes;
   return o;
@@ -163,6 +164,8 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key) 
 StatusOr<std::unique_ptr<Communicator>> Communicator::Dup() { return Split(0, rank()); }
 void Communicator::Abort(const std::string& cause) { core_->Abort(cause); }
 Status Communicator::Revoke(const std::string& why) { return core_->Revoke(why); }
+void Communicator::SetDeterministic(bool on) { core_->SetDeterministic(on); }
+bool Communicator::deterministic() const { return core_->deterministic(); }
 StatusOr<std::unique_ptr<Communicator>> Communicator::Shrink(const std::vector<int>& excluded) {
   HOOP_ASSIGN_OR_RETURN(std::unique_ptr<CommCore> core, core_->Shrink(excluded));
   return std::unique_ptr<Communicator>(new Communicator(std::move(core)));

@@ -79,7 +79,10 @@ struct CommOptions {
   size_t chunk_bytes = 0;                        // 0: the transport's preferred chunk
   size_t window = 8;
   Compression compression = Compression::kNone;  // default for allreduce calls (HOOP_COMPRESSION)
-  size_t unexpected_bytes = 64u << 20;           // point-to-point messages held unreceived (HOOP_UNEXPECTED_BYTES)
+  // Reductions fold in rank order, bit for bit whatever carries them (HOOP_DETERMINISTIC;
+  // schedules/fold.cc). Communicator::SetDeterministic changes it later.
+  bool deterministic = false;
+  size_t unexpected_bytes = 64u << 20;  // point-to-point messages held unreceived (HOOP_UNEXPECTED_BYTES)
   // Tests only: what is done to a "stream" (StreamOrder's seam). Set, calls on a stream need no
   // CUDA device, so their ordering is tested on a fake stream with host buffers.
   const StreamOps* stream_ops = nullptr;
@@ -235,6 +238,13 @@ class Communicator {
   StatusOr<std::unique_ptr<Communicator>> Dup();
   // Poisons the communicator and tells the peers.
   void Abort(const std::string& cause);
+  // Deterministic mode (CommOptions::deterministic, HOOP_DETERMINISTIC): on, every reduction
+  // gives each element the bits of the left fold over the ranks in rank order, whatever the
+  // algorithm, chunking, fusion, transport, placement or buffer kind (schedules/fold.cc). For
+  // the calls made after it; every rank must set the same (a rank that differs fails its next
+  // reduction: the ranks disagree on the algorithm). Splits, dups, shrinks and grows inherit it.
+  void SetDeterministic(bool on);
+  bool deterministic() const;
   // Revokes the communicator, from this rank alone and any thread: every call on it still
   // running or made later, on every rank, fails with Code::kRevoked naming this rank and `why`
   // (collectives/core/revoke.cc). So do the communicators sharing its connections.

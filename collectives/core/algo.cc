@@ -15,18 +15,20 @@ const char* AlgoName(Algo a) {
     case Algo::kFlat: return "flat";
     case Algo::kPairwise: return "pairwise";
     case Algo::kHierarchical: return "hierarchical";
+    case Algo::kFold: return "fold";
+    case Algo::kFoldAll: return "fold_all";
   }
   return "?";
 }
 
 std::vector<std::string> AlgoNames() {
   std::vector<std::string> names;
-  for (int a = 0; a <= static_cast<int>(Algo::kHierarchical); ++a) names.push_back(AlgoName(static_cast<Algo>(a)));
+  for (int a = 0; a <= static_cast<int>(Algo::kLast); ++a) names.push_back(AlgoName(static_cast<Algo>(a)));
   return names;
 }
 
 std::optional<Algo> ParseAlgo(const std::string& name) {
-  for (int a = 0; a <= static_cast<int>(Algo::kHierarchical); ++a)
+  for (int a = 0; a <= static_cast<int>(Algo::kLast); ++a)
     if (name == AlgoName(static_cast<Algo>(a))) return static_cast<Algo>(a);
   return std::nullopt;
 }
@@ -60,17 +62,33 @@ bool EvenHosts(const std::vector<int>& host_of) {
   return hosts >= 2;
 }
 
-AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Algo env_default, bool even_hosts) {
+namespace {
+bool Canonical(CollKind kind, Algo a) {
+  const AlgoRow* r = FindAlgo(kind, a);
+  return r && r->canonical;
+}
+bool HasCanonical(CollKind kind) {
+  for (const AlgoRow& r : AlgoTable())
+    if (r.kind == kind && r.canonical) return true;
+  return false;
+}
+}  // namespace
+
+AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Algo env_default, bool even_hosts,
+                      bool deterministic) {
   (void)nranks;  // the thresholds measured held for every rank count (docs/PERF.md)
-  if (per_call != Algo::kAuto) {
+  const bool canonical = deterministic && HasCanonical(kind);
+  if (per_call != Algo::kAuto && !(canonical && !Canonical(kind, per_call))) {
     if (!FindAlgo(kind, per_call))
       return {Algo::kAuto,
               std::string("algorithm '") + AlgoName(per_call) + "' does not apply to " + CollKindName(kind)};
     return {per_call, ""};
   }
-  if (env_default != Algo::kAuto && FindAlgo(kind, env_default)) return {env_default, ""};
+  if (env_default != Algo::kAuto && FindAlgo(kind, env_default) && (!canonical || Canonical(kind, env_default)))
+    return {env_default, ""};
   for (const AlgoRow& r : AlgoTable())
-    if (r.kind == kind && bytes >= r.auto_min_bytes && bytes <= r.auto_max_bytes && (even_hosts || !r.needs_even_hosts))
+    if (r.kind == kind && r.canonical == canonical && bytes >= r.auto_min_bytes && bytes <= r.auto_max_bytes &&
+        (even_hosts || !r.needs_even_hosts))
       return {r.algo, ""};
   return {Algo::kAuto,
           std::string("no algorithm runs ") + CollKindName(kind) + " of " + std::to_string(bytes) + " bytes"};

@@ -27,7 +27,10 @@ enum class Algo : uint8_t {
   kDoubling,
   kFlat,
   kPairwise,
-  kHierarchical,  // the last: AlgoNames and ParseAlgo run up to it
+  kHierarchical,
+  kFold,             // deterministic: each block folded in rank order by its owner (schedules/fold.cc)
+  kFoldAll,          // deterministic: every rank folds every element
+  kLast = kFoldAll,  // AlgoNames and ParseAlgo run up to it
 };
 const char* AlgoName(Algo a);
 std::optional<Algo> ParseAlgo(const std::string& name);
@@ -56,6 +59,9 @@ struct AlgoRow {
   // Auto picks it only for a job on 2 or more hosts with the same number (2 or more) of ranks on
   // each (the hierarchical schedules).
   bool needs_even_hosts = false;
+  // It folds every element in the canonical order (schedules/fold.cc): a deterministic call
+  // runs only such rows, and auto picks them only for such calls.
+  bool canonical = false;
 };
 const std::vector<AlgoRow>& AlgoTable();
 // The row of `algo` for `kind`, or null where that algorithm does not run that collective.
@@ -69,8 +75,10 @@ struct AlgoChoice {
   std::string error;  // non-empty: the requested algorithm cannot run this collective
 };
 // even_hosts: the job spans 2 or more hosts with the same number (2 or more) of ranks on each.
-AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Algo env_default,
-                      bool even_hosts = false);
+// deterministic: a collective that reduces runs a canonical row whatever algorithm is named (the
+// name still chooses among canonical rows); the others choose as ever.
+AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Algo env_default, bool even_hosts = false,
+                      bool deterministic = false);
 // Whether host ids (one per rank) make such a job.
 bool EvenHosts(const std::vector<int>& host_of);
 // Ranks on each host id (host_of[rank]; ids below 0 are left out).

@@ -33,6 +33,10 @@ namespace {
 
 constexpr size_t kAll = SIZE_MAX;
 constexpr size_t kSmall = 64 << 10;  // doubling and binomial up to here, ring and chain above
+// Deterministic calls (HOOP_DETERMINISTIC, a communicator's deterministic mode): the collectives
+// that reduce run only the canonical rows (schedules/fold.cc), auto choosing among them by the
+// same rule; the fold's one hop beats its two up to kFoldAll (docs/PERF.md).
+constexpr size_t kFoldAll = 16 << 10;
 // A row auto never picks: it runs only when asked for by name.
 constexpr size_t kNamedMin = 1, kNamedMax = 0;
 
@@ -51,6 +55,10 @@ const std::vector<AlgoRow>& AlgoTable() {
        0, kAll},
       {CollKind::kAllreduce, Algo::kTree, [](const ScheduleArgs& a) { return TreeAllreduce(a.rank, a.size, a.count); },
        kNamedMin, kNamedMax},
+      {CollKind::kAllreduce, Algo::kFoldAll,
+       [](const ScheduleArgs& a) { return FoldAllAllreduce(a.rank, a.size, a.count); }, 0, kFoldAll, false, true},
+      {CollKind::kAllreduce, Algo::kFold, [](const ScheduleArgs& a) { return FoldAllreduce(a.rank, a.size, a.count); },
+       0, kAll, false, true},
       {CollKind::kBroadcast, Algo::kBinomial,
        [](const ScheduleArgs& a) { return BinomialBroadcast(a.rank, a.size, a.root, a.count); }, 0, kSmall},
       {CollKind::kBroadcast, Algo::kHierarchical,
@@ -65,6 +73,8 @@ const std::vector<AlgoRow>& AlgoTable() {
        [](const ScheduleArgs& a) { return BinomialReduce(a.rank, a.size, a.root, a.count); }, 0, kSmall},
       {CollKind::kReduce, Algo::kChain,
        [](const ScheduleArgs& a) { return ChainReduce(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kReduce, Algo::kFold,
+       [](const ScheduleArgs& a) { return FoldReduce(a.rank, a.size, a.root, a.count); }, 0, kAll, false, true},
       {CollKind::kAllgather, Algo::kHierarchical,
        [](const ScheduleArgs& a) {
          return a.host_of ? HierarchicalAllgather(a.rank, *a.host_of, a.count) : RingAllgather(a.rank, a.size, a.count);
@@ -80,6 +90,8 @@ const std::vector<AlgoRow>& AlgoTable() {
        kSmall + 1, kAll, true},
       {CollKind::kReduceScatter, Algo::kRing,
        [](const ScheduleArgs& a) { return RingReduceScatter(a.rank, a.size, a.count); }, 0, kAll},
+      {CollKind::kReduceScatter, Algo::kFold,
+       [](const ScheduleArgs& a) { return FoldReduceScatter(a.rank, a.size, a.count); }, 0, kAll, false, true},
       {CollKind::kGather, Algo::kBinomial,
        [](const ScheduleArgs& a) { return BinomialGather(a.rank, a.size, a.root, a.count); }, kNamedMin, kNamedMax},
       {CollKind::kGather, Algo::kFlat,
@@ -92,6 +104,8 @@ const std::vector<AlgoRow>& AlgoTable() {
        [](const ScheduleArgs& a) { return RingAllgatherv(a.rank, a.size, a.v->recv); }, 0, kAll},
       {CollKind::kReduceScatterv, Algo::kRing,
        [](const ScheduleArgs& a) { return RingReduceScatterv(a.rank, a.size, a.v->recv); }, 0, kAll},
+      {CollKind::kReduceScatterv, Algo::kFold,
+       [](const ScheduleArgs& a) { return FoldReduceScatterv(a.rank, a.size, a.v->recv); }, 0, kAll, false, true},
       {CollKind::kAlltoallv, Algo::kPairwise,
        [](const ScheduleArgs& a) { return PairwiseAlltoallv(a.rank, a.size, a.v->send, a.v->recv); }, 0, kAll},
       {CollKind::kAlltoall, Algo::kPairwise,

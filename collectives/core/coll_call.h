@@ -38,6 +38,9 @@ struct CollCall {
   std::optional<Compression> compression;
   void* residual = nullptr;
   std::shared_ptr<const VBlocks> v;  // the v-collectives' layouts
+  // Its communicator's deterministic mode when it was called: a reduction runs a canonical
+  // algorithm (ChooseAlgo), and device buffers are staged whole (device_route.cc).
+  bool deterministic = false;
 };
 
 }  // namespace hoop

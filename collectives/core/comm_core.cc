@@ -241,6 +241,7 @@ Work CommCore::Post(CollKind kind, const Buffer& in, const Buffer& out, ReduceOp
 }
 
 Work CommCore::Submit(Op op, bool blocking) {
+  op.deterministic = deterministic();
   if (!op.abort) {
     Status s = op.p2p ? CheckP2p(*op.p2p, op.stream.has_value()) : CheckCall(op);
     if (!s.ok()) return Work::MakeRefused(s);

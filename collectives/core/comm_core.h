@@ -99,6 +99,10 @@ class CommCore {
   // Revokes the communicator (revoke.cc): this rank's running and later calls fail with
   // Code::kRevoked naming this rank and `why`, and so do every other rank's, told at once.
   Status Revoke(const std::string& why);
+  // The deterministic mode (CommOptions::deterministic): calls made after a change take it; a
+  // split, dup, shrink or grow inherits it as it is then.
+  void SetDeterministic(bool on) { deterministic_.store(on, std::memory_order_relaxed); }
+  bool deterministic() const { return deterministic_.load(std::memory_order_relaxed); }
   bool healthy();
   size_t MaxCallBytes() const;
 
@@ -238,6 +242,11 @@ class CommCore {
   // Revoke's mark for the waits of the call running now (read between their looks): set, they
   // stop within kInterruptLook and the call fails with RevokedAt(its description).
   bool Interrupted() const { return interrupted_.load(std::memory_order_acquire); }
+  CommOptions Inherited() const {
+    CommOptions o = opts_;
+    o.deterministic = deterministic();
+    return o;
+  }
   static constexpr auto kInterruptLook = std::chrono::milliseconds(20);
   Status RevokedAt(const std::string& what);
   Status RunOp(const Op& op, uint32_t seq);
@@ -345,6 +354,7 @@ class CommCore {
   Status ExplainTimeout(const Status& timeout);
 
   CommOptions opts_;
+  std::atomic<bool> deterministic_{opts_.deterministic};
   Store* store_;                          // the job's store, for stall reports; outlives the communicator
   uint32_t splits_ = 0;                   // splits made from this communicator, which name the new ones
   uint32_t shrinks_ = 0;                  // shrinks of this communicator, which name the new ones

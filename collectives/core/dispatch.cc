@@ -134,7 +134,7 @@ size_t CommCore::MaxCallBytes() const {
 StatusOr<Algo> CommCore::Resolve(const Op& op) const {
   // What every rank passes alike, so that all choose the same algorithm.
   const size_t bytes = DescCount(op) * DTypeSize(UsesOut(op) ? op.out.dtype : op.in.dtype);
-  AlgoChoice c = ChooseAlgo(op.kind, bytes, opts_.size, op.algo, opts_.algo, even_hosts_);
+  AlgoChoice c = ChooseAlgo(op.kind, bytes, opts_.size, op.algo, opts_.algo, even_hosts_, op.deterministic);
   if (!c.error.empty()) return InvalidArgument(c.error);
   return c.algo;
 }

@@ -87,10 +87,11 @@ class Run {
     s_.deps_left.assign(plan_.dep_count.begin(), plan_.dep_count.end());
     // Only schedules that reduce need a kernel (a bool broadcast carries op sum, which has none).
     const bool reduces = std::any_of(plan_.schedule.steps.begin(), plan_.schedule.steps.end(),
-                                     [](const Step& st) { return st.recv == RecvKind::kReduce; });
+                                     [](const Step& st) { return st.recv == RecvKind::kReduce || !st.fold.empty(); });
     if (q_ && (a_.compression != Compression::kNone || a_.memory))
       return Internal(a_.what() + ": a device run with compression or a memory seam");
     if (reduces && q_) {
+      if (plan_.schedule.min_window > 0) return Unimplemented(a_.what() + ": the fold runs on host memory only");
       if (!q_->CanReduce(a_.dtype, a_.op))
         return Unimplemented(a_.what() + ": no device reduction kernel for this data");
     } else if (reduces) {
@@ -105,7 +106,9 @@ class Run {
       s_.send_slot.assign(n, -1);
       HOOP_RETURN_IF_ERROR(s_.wire_sends.Reserve(t_, 0, WireBytes(chunk_elems)));
     }
-    const size_t window = a_.window * static_cast<size_t>(std::max(1, plan_.schedule.window_scale));
+    // A fold's held messages stay in flight until their chunk folds: room for two chunks' worth.
+    const size_t window = std::max(a_.window * static_cast<size_t>(std::max(1, plan_.schedule.window_scale)),
+                                   2 * static_cast<size_t>(plan_.schedule.min_window));
     if (q_) {
       pool_ = &s_.device_chunks;
       HOOP_RETURN_IF_ERROR(pool_->ReserveDevice(t_, *q_, window, chunk_elems * esize_).WithContext(a_.what()));
@@ -176,7 +179,7 @@ class Run {
     // A reduction may run inside Poll, as its message comes (PostToSink): what it reads must be
     // readable before the receive is posted; and a receive may land where it writes at once,
     // which staged in place must not happen before that memory's copy in (pipelined_staging.h).
-    if (st.recv != RecvKind::kNone && !Readable(u)) return;
+    if ((st.recv != RecvKind::kNone || !st.fold.empty()) && !Readable(u)) return;
     if (st.recv == RecvKind::kNone) {
       s_.recv_done[u] = 1;
       TryAct(u);
@@ -187,7 +190,7 @@ class Run {
     size_t len = MessageBytes(un.count);
     // In place only once acting: the data could land before our own send of that memory is read.
     // Compressed data is always staged: it is decoded, not landed.
-    const bool early_ok = !WaitsForSend(u) && !wire_;
+    const bool early_ok = !WaitsForSend(u) && !wire_ && st.recv != RecvKind::kHold;
     if (st.recv == RecvKind::kCopy && early_ok && (q_ || !(stage_copies_ && a_.out.bytes >= kStreamingBytes))) {
       ep->PostRecv(a_.out, (st.out_offset + un.offset) * esize_, len, tag, u << 1);
     } else if (early_ok && PostToSink(ep, u, len, tag)) {
@@ -212,7 +215,7 @@ class Run {
   // A unit that depends on no other's action can have its data reduced or copied into place the
   // moment it arrives, straight out of the back end's memory, where the back end allows it.
   bool PostToSink(Endpoint* ep, size_t u, size_t len, Tag tag) {
-    if (plan_.dep_count[u] > 0 || StepOf(u).accumulate) return false;
+    if (plan_.dep_count[u] > 0 || StepOf(u).accumulate || StepOf(u).recv == RecvKind::kHold) return false;
     UnitSink& sink = s_.sinks[u];
     sink.land = &Run::LandThunk;
     sink.run = this;
@@ -247,6 +250,12 @@ class Run {
     if (SendPending(u)) return false;  // TryAct runs again when that send completes
     const Unit& un = units_[u];
     const Step& st = StepOf(u);
+    if (st.recv == RecvKind::kHold) {  // its message waits in its chunk for the fold
+      s_.acted[u] = 1;
+      ++acted_count_;
+      return true;
+    }
+    if (!st.fold.empty()) FoldUnit(u);
     if (s_.slot[u] >= 0) {  // staged: the unit's data waits in a staging chunk
       size_t slot = static_cast<size_t>(s_.slot[u]);
       if (wire_)
@@ -258,7 +267,7 @@ class Run {
     }
     s_.acted[u] = 1;
     ++acted_count_;
-    if (a_.memory && st.recv != RecvKind::kNone) {
+    if (a_.memory && (st.recv != RecvKind::kNone || !st.fold.empty())) {
       Status s = a_.memory->AfterAct(u);
       if (!s.ok() && error_.ok()) error_ = s.WithContext(a_.what());
     }
@@ -299,6 +308,36 @@ class Run {
       CopyStreaming(out, data, len);
     } else {
       std::memcpy(out, data, len);
+    }
+  }
+
+  // A fold unit's work: its operands (held messages, or `in`) folded in order into `out`; their
+  // staging chunks and window places are then free.
+  void FoldUnit(size_t u) {
+    const Step& st = StepOf(u);
+    const Unit& un = units_[u];
+    const size_t k = un.fold.size();
+    if (k < 2) {
+      if (error_.ok()) error_ = Internal(a_.what() + ": a fold of " + std::to_string(k) + " operands");
+      return;
+    }
+    std::vector<const void*>& srcs = s_.fold_srcs;
+    srcs.resize(k);
+    for (size_t i = 0; i < k; ++i) {
+      const int h = un.fold[i];
+      srcs[i] = h < 0 ? static_cast<const char*>(a_.in.base) + (st.in_offset + un.offset) * esize_
+                      : pool_->region(static_cast<size_t>(s_.slot[static_cast<size_t>(h)])).base;
+    }
+    char* out = static_cast<char*>(a_.out.base) + (st.out_offset + un.offset) * esize_;
+    const bool sent_on = !st.send_peers.empty();
+    const int divisor = st.finalize && a_.op == ReduceOp::kAvg ? a_.nranks : 0;
+    Fold(reduce_, esize_, out, srcs.data(), static_cast<int>(k), un.count, divisor,
+         a_.out.bytes >= kStreamingBytes && !sent_on);
+    for (int h : un.fold) {
+      if (h < 0) continue;
+      pool_->Release(static_cast<size_t>(s_.slot[static_cast<size_t>(h)]));
+      s_.slot[static_cast<size_t>(h)] = -1;
+      --inflight_;
     }
   }
 

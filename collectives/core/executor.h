@@ -17,6 +17,9 @@
 // A device run (ExecArgs::queue) is the same run on device memory: Land queues reductions and
 // copies on the device queue instead of doing them, and staging chunks are device memory.
 //
+// A fold (schedules/fold.cc) keeps its held messages in their staging chunks, holding their window
+// places, until its chunk folds; the window is at least twice what the schedule holds at once.
+//
 // With wire compression (kernels/wire.h) every message is a chunk encoded in 16 bits: a receive
 // always lands in a staging chunk and is decoded (added to the step's source, or copied) from
 // there, and each send is encoded into a send chunk of its own, taken from a pool that grows to
@@ -85,14 +88,15 @@ struct ExecState {
   std::vector<uint8_t> recv_done, acted;
   std::vector<int> slot;
   std::vector<UnitSink> sinks;
-  std::vector<uint32_t> sends_left;  // per unit: its sends not completed yet
-  std::vector<uint32_t> deps_left;   // per unit: units it waits for that have not acted yet
-  std::vector<size_t> ready;         // units whose last wait just ended, to try (TryAct)
-  std::vector<size_t> send_cursor;   // per entry of Plan::sends: the next to post
-  std::vector<Completion> done;      // Poll's output
-  std::vector<int> send_slot;        // per unit: its encoded send chunk (compression), or -1
-  StagingPool wire_sends;            // encoded send chunks
-  StagingPool device_chunks;         // a device run's staging chunks
+  std::vector<uint32_t> sends_left;    // per unit: its sends not completed yet
+  std::vector<uint32_t> deps_left;     // per unit: units it waits for that have not acted yet
+  std::vector<size_t> ready;           // units whose last wait just ended, to try (TryAct)
+  std::vector<size_t> send_cursor;     // per entry of Plan::sends: the next to post
+  std::vector<Completion> done;        // Poll's output
+  std::vector<int> send_slot;          // per unit: its encoded send chunk (compression), or -1
+  StagingPool wire_sends;              // encoded send chunks
+  StagingPool device_chunks;           // a device run's staging chunks
+  std::vector<const void*> fold_srcs;  // a fold unit's operands (schedules/fold.cc)
 };
 
 // The executor's memory seam (pipelined staging of device buffers, pipelined_staging.h): told

@@ -64,7 +64,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Grow(int count) {
   const uint32_t number = grows_++;  // the same on every rank: each grow is a collective of them
   const std::string base = "hoop/" + opts_.name + "/grow" + std::to_string(number) + "/";
   const Deadline deadline = Deadline::After(opts_.timeout);
-  CommOptions o = opts_;
+  CommOptions o = Inherited();
   o.name = opts_.name + ".g" + std::to_string(number);
   o.size = opts_.size + count;
   o.local_rank = o.local_size = -1;  // from the members' host names

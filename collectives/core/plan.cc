@@ -17,6 +17,8 @@ namespace {
 bool InOrder(const Plan& p) {
   const size_t n = p.units.size();
   if (n > Plan::kInOrderUnits) return false;
+  for (const Step& st : p.schedule.steps)  // a fold's held messages need chunks of their own
+    if (st.recv == RecvKind::kHold) return false;
   uint64_t before[Plan::kInOrderUnits] = {};
   uint64_t receivers = 0;  // units with a receive, so far
   for (size_t u = 0; u < n; ++u) {

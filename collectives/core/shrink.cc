@@ -131,7 +131,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Shrink(const std::vector<int>& exc
       return Unavailable(who + ": left out: ranks " + ListText(*members) +
                          " made the new communicator without this rank, which came after HOOP_SHRINK_WAIT (" +
                          std::to_string(opts_.shrink_wait.count() / 1000.0) + " s)");
-    CommOptions o = opts_;
+    CommOptions o = Inherited();
     o.name = opts_.name + ".s" + std::to_string(number) + "." + std::to_string(round);
     o.size = static_cast<int>(members->size());
     o.rank = static_cast<int>(me - members->begin());

@@ -75,7 +75,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Split(int color, int key) {
   Membership m;
   m.hub = membership_.hub;
   m.id = id;
-  CommOptions sub = opts_;
+  CommOptions sub = Inherited();
   sub.name = opts_.name + "." + std::to_string(number) + "." + std::to_string(color);
   sub.size = static_cast<int>(group.size());
   sub.local_rank = sub.local_size = 0;  // the members on this host, and those of them ahead of this rank

@@ -12,7 +12,7 @@
 //              allgather, reduce-scatter, each with its placement: Staging in coll_table.h),
 //              across ranks, its device buffers on one device: pinned host pieces copied beside
 //              the wire (RunPipelined, pipelined_staging.h).
-//   whole      everything else: each device buffer copied whole to pinned host memory, the
+//   whole      a deterministic reduction (its fold runs on the host), and everything else: each device buffer copied whole to pinned host memory, the
 //              call run there, the output copied back (RunStaged, device_staging.cc).
 #include "collectives/core/comm_core.h"
 
@@ -23,6 +23,9 @@ bool CommCore::OnDevice(const Op& op) const {
 }
 
 Status CommCore::RunOnDevice(const Op& op, uint32_t seq) {
+  // A deterministic reduction folds on the host, where its bits are the host kernels' (the fold
+  // has no device kernel): its device buffers go whole.
+  if (op.deterministic && Row(op.kind).reduces) return RunStaged(op, seq);
   if (DeviceQueue* q = DirectQueue(op)) {
     Compression wire = Compression::kNone;
     if (op.kind == CollKind::kAllreduce) {

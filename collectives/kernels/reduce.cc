@@ -1,11 +1,13 @@
 // Dispatch to the kernels of the widest instruction set this CPU runs (reduce_impl.h, compiled
-// per instruction set), the streaming wrapper, and the single-rank average's division.
+// per instruction set), the streaming wrapper, the deterministic fold, and the single-rank
+// average's division.
 #include "collectives/kernels/reduce.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -134,6 +136,23 @@ ReduceFn LookupStreamIsa(KernelIsa isa, DType dtype, ReduceOp op) {
 ReduceFn LookupReduceStreaming(DType dtype, ReduceOp op, MemKind kind) {
   if (!HostVisible(kind)) return nullptr;
   return LookupStreamIn(BestKernelIsa(), dtype, op);
+}
+
+void Fold(ReduceFn fn, size_t esize, void* dst, const void* const* srcs, int n, size_t count, int divisor,
+          bool stream) {
+  constexpr size_t kBlock = 8192;
+  alignas(64) char acc[kBlock];
+  const size_t per = kBlock / esize;
+  auto* d = static_cast<char*>(dst);
+  for (size_t i = 0; i < count; i += per) {
+    const size_t m = std::min(per, count - i), at = i * esize;
+    const auto src = [&](int k) { return static_cast<const char*>(srcs[k]) + at; };
+    for (int k = 1; k < n; ++k) fn(acc, k == 1 ? src(0) : acc, src(k), m, k == n - 1 ? divisor : 0);
+    if (stream)
+      CopyStreaming(d + at, acc, m * esize);
+    else
+      std::memcpy(d + at, acc, m * esize);
+  }
 }
 
 void ReduceStreaming(ReduceFn fn, size_t esize, void* dst, const void* a, const void* b, size_t n, int divisor) {

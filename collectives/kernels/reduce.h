@@ -45,6 +45,13 @@ ReduceFn LookupStreamIsa(KernelIsa isa, DType dtype, ReduceOp op);
 // Outputs at least this large are worth streaming.
 constexpr size_t kStreamingBytes = 8u << 20;
 
+// The deterministic schedules' fold (schedules/fold.cc): dst[i] = ((srcs[0][i] op srcs[1][i])
+// op srcs[2][i]) ... op srcs[n-1][i], n >= 2, each step by fn (so rounded to the dtype), the last
+// dividing by `divisor` when > 1. It goes block by block through an L1 buffer: each source is read
+// once and dst written once (with non-temporal stores when `stream`), and dst may alias any
+// source (in place: a block is read whole before it is written).
+void Fold(ReduceFn fn, size_t esize, void* dst, const void* const* srcs, int n, size_t count, int divisor, bool stream);
+
 // dst[i] /= divisor, for the average when there is a single rank (no reduction happens).
 void DivideInPlace(DType dtype, void* dst, size_t n, int divisor);
 

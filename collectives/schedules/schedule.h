@@ -9,6 +9,10 @@
 //             itself when `accumulate` (the tree's second child)
 // and what it sends: `in` at in_offset (send_from_in) or `out` at out_offset. So the classic
 // primitives are: send, recv, recvReduce, recvReduceSend, recvCopySend, recvReduceCopySend.
+// And a fold (the deterministic schedules, schedules/fold.cc): kHold receives keep their message
+// in its staging chunk; a later step with `fold` (no receive of its own) then writes
+// out[out_offset..] = ((s0 op s1) op s2) ... op s(k-1) over those messages and this rank's `in`,
+// in the order `fold` lists them, and frees them.
 //
 // Reductions are written `out = src op message`, or `out = message op src` with recv_left: a
 // schedule in which two ranks compute the same element themselves (recursive doubling) puts the
@@ -36,7 +40,7 @@
 
 namespace hoop {
 
-enum class RecvKind : uint8_t { kNone, kCopy, kReduce };
+enum class RecvKind : uint8_t { kNone, kCopy, kReduce, kHold };
 
 struct Step {
   int recv_peer = -1;
@@ -46,6 +50,7 @@ struct Step {
   bool finalize = false;        // apply the average's division in this reduction
   bool after_previous = false;  // act only after the previous step's same chunk has acted
   bool after_sent = false;      // act only after the previous step's same chunk has been sent
+  int sent_step = -1;           // after_sent: this earlier step's instead of the previous one's
   // Earlier steps this one starts on: each of its chunks acts only after every unit of those steps
   // whose `out` range overlaps the chunk's own has acted, in whatever order their chunks complete
   // (a back end may complete one message's chunks out of order). A phase that starts on what
@@ -53,6 +58,9 @@ struct Step {
   // hierarchical allreduce's pipelined parts).
   std::vector<int> after;
   bool recv_left = false;  // kReduce: out = message op src (else src op message)
+  // A fold step's operands, left to right: the index of an earlier kHold step of the same count
+  // (its message for this chunk), or -1 for `in` at in_offset. Empty: not a fold.
+  std::vector<int> fold;
   std::vector<int> send_peers;
   uint16_t send_msg = 0;
   bool send_from_in = false;
@@ -72,6 +80,9 @@ struct Schedule {
   // phases on different links in flight at once gives each its window, so that the slow link's
   // receives, posted first, do not hold back the fast one's (the hierarchical allreduce: 2).
   int window_scale = 1;
+  // Receives this schedule needs in flight at once to make progress (a fold's held messages):
+  // the executor's window is at least twice this.
+  int min_window = 0;
 };
 
 // Element range [begin, begin + size) of part i when `count` is split into n nearly equal parts.
@@ -164,6 +175,19 @@ Schedule PairwiseAlltoall(int rank, int size, size_t count);
 // The same with each peer's block of in laid out by `send` and of out by `recv` (alltoallv).
 Schedule PairwiseAlltoallv(int rank, int size, const Blocks& send, const Blocks& recv);
 
+// The deterministic schedules (schedules/fold.cc): each element's result is the left fold over
+// the ranks in rank order, ((x0 op x1) op x2) ... op x(n-1), each step rounded to the dtype,
+// whatever the count, the chunk size or the rank's place. Fold: every rank sends block q of its
+// input straight to rank q, which folds the n contributions to its block and sends the result
+// to every rank (allreduce), to the root (reduce), or keeps it (reduce-scatter: block q of out;
+// the v-layouts' blocks likewise). FoldAll (small allreduce): every rank sends its whole input to
+// every rank and each folds every element itself: one hop.
+Schedule FoldAllreduce(int rank, int size, size_t count);
+Schedule FoldAllAllreduce(int rank, int size, size_t count);
+Schedule FoldReduce(int rank, int size, int root, size_t count);
+Schedule FoldReduceScatter(int rank, int size, size_t count);
+Schedule FoldReduceScatterv(int rank, int size, const Blocks& b);
+
 // Steps that open every rooted collective: each rank sends an empty message to the next and
 // takes one from the previous (schedules/broadcast.cc says why). The data's steps follow.
 void AppendRollCall(Schedule& s, int rank, int n);
@@ -186,6 +210,7 @@ struct Unit {
   int dep = -1;            // unit whose action must come first (after_previous), or -1
   std::vector<int> waits;  // further units whose action must come first (Step::after)
   int sent_dep = -1;       // unit whose sends must have completed first (after_sent), or -1
+  std::vector<int> fold;   // a fold unit's operands: the kHold units of its chunk, -1 for `in`
 };
 std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems);
 

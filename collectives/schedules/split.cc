@@ -104,8 +104,10 @@ std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems) {
     if (step > 0 && c < chunks[static_cast<size_t>(step - 1)]) {
       const int prev = index_of[static_cast<size_t>(step - 1)][c];
       if (st.after_previous) u.dep = prev;
-      if (st.after_sent) u.sent_dep = prev;
+      if (st.after_sent && st.sent_step < 0) u.sent_dep = prev;
     }
+    if (st.after_sent && st.sent_step >= 0 && st.sent_step < step && c < chunks[static_cast<size_t>(st.sent_step)])
+      u.sent_dep = index_of[static_cast<size_t>(st.sent_step)][c];
     // after: every unit of those steps whose out range meets this chunk's (chunks are uniform;
     // step-major schedules, where all of an earlier step's units come before this one's).
     const size_t lo = st.out_offset + u.offset, hi = lo + u.count;
@@ -118,6 +120,13 @@ std::vector<Unit> ExpandUnits(const Schedule& s, size_t chunk_elems) {
       for (size_t k = (from - sa.out_offset) / chunk_elems;
            k <= (to - 1 - sa.out_offset) / chunk_elems && k < idx.size(); ++k)
         u.waits.push_back(idx[k]);
+    }
+    // A fold waits for its operands' messages, this chunk's of each held step (the same count,
+    // so the same chunks).
+    for (int e : st.fold) {
+      const bool held = e >= 0 && e < step && c < index_of[static_cast<size_t>(e)].size();
+      u.fold.push_back(held ? index_of[static_cast<size_t>(e)][c] : -1);
+      if (held) u.waits.push_back(u.fold.back());
     }
     if (s.serial && !units.empty()) u.dep = static_cast<int>(units.size()) - 1;
     index_of[static_cast<size_t>(step)].push_back(static_cast<int>(units.size()));

@@ -142,6 +142,40 @@ void ReferenceReduce(DType dtype, ReduceOp op, const std::vector<const void*>& i
   if (op == ReduceOp::kAvg) DivideInPlace(dtype, out, count, static_cast<int>(inputs.size()));
 }
 
+void CanonicalReduce(DType dtype, ReduceOp op, const std::vector<const void*>& inputs, void* out, size_t count) {
+  const size_t bytes = count * DTypeSize(dtype), n = inputs.size();
+  if (n == 0 || bytes == 0) return;
+  if (n == 1) {
+    std::memcpy(out, inputs[0], bytes);
+    return;
+  }
+  ReduceFn fn = LookupReduce(dtype, op, MemKind::kHost);
+  for (size_t k = 1; k < n; ++k)
+    fn(out, k == 1 ? inputs[0] : out, inputs[k], count, k == n - 1 && op == ReduceOp::kAvg ? static_cast<int>(n) : 0);
+}
+
+void FillOrderSensitive(DType dtype, void* buf, size_t count, uint64_t seed) {
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 11;
+  const int span = dtype == DType::kF16                      ? 8
+                   : dtype == DType::kBF16                   ? 20
+                   : IsFloat(dtype) && DTypeSize(dtype) == 1 ? 3
+                                                             : 24;
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t r = SplitMix(s);
+    if (dtype == DType::kBool) {
+      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(r & 1);
+      continue;
+    }
+    if (!IsFloat(dtype)) {
+      std::memcpy(static_cast<char*>(buf) + i * DTypeSize(dtype), &r, DTypeSize(dtype));
+      continue;
+    }
+    const double mant = 1.0 + static_cast<double>(r >> 11 & 0xfffff) / double(1 << 20);
+    const int e = static_cast<int>((r >> 40) % static_cast<uint64_t>(2 * span + 1)) - span;
+    StoreFromDouble(dtype, buf, i, (r & 1 ? -1.0 : 1.0) * std::ldexp(mant, e));
+  }
+}
+
 size_t CountMismatches(DType dtype, const void* got, const void* want, size_t count) {
   // Integers are equal exactly when their bits are: one memcmp settles the usual case. Floats
   // compare by value (so +0 and -0 are equal, and a NaN never is).

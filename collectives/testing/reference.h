@@ -22,6 +22,15 @@ void FillInput(DType dtype, ReduceOp op, void* buf, size_t count, uint64_t seed)
 void FillInputSlice(DType dtype, ReduceOp op, void* buf, size_t total, size_t first, size_t len, uint64_t seed);
 // out = reduce(inputs) elementwise, in order, with the average's division at the end.
 void ReferenceReduce(DType dtype, ReduceOp op, const std::vector<const void*>& inputs, void* out, size_t count);
+// The deterministic mode's canonical result (schedules/fold.cc): the left fold over the inputs in
+// order with the host kernel of (dtype, op), each step rounded to the dtype, the last step
+// dividing by the input count for avg (as the kernel does it: in f32, f64 for f64, then one
+// rounding). Compare it with memcmp: every bit must agree.
+void CanonicalReduce(DType dtype, ReduceOp op, const std::vector<const void*>& inputs, void* out, size_t count);
+// Data whose sums and products depend on their order: sign x [1, 2) x 2^e, e spread over as much
+// of the dtype's range as a sum of 8 stays finite in (f32/f64: -24..24, bf16: -20..20, f16: -8..8,
+// the fp8s: -3..3); integers of every magnitude (their sums wrap the same in any order).
+void FillOrderSensitive(DType dtype, void* buf, size_t count, uint64_t seed);
 // Number of elements that differ (compared as values; -0 == +0).
 size_t CountMismatches(DType dtype, const void* got, const void* want, size_t count);
 

@@ -422,6 +422,26 @@ hoop_status_t hoop_comm_split(hoop_comm_t comm, int color, int key, hoop_comm_t*
 hoop_status_t hoop_comm_dup(hoop_comm_t comm, hoop_comm_t* newcomm);
 hoop_status_t hoop_comm_free(hoop_comm_t comm);
 
+/* ---- Deterministic mode: results reproducible to the bit ----
+ *
+ * On (hoop_comm_set_deterministic(comm, 1), or HOOP_DETERMINISTIC=1 for every communicator of
+ * the process), every allreduce, reduce, reduce_scatter(v) and fusion-runtime allreduce on comm
+ * gives each element the bits of one canonical order: the left fold over the ranks in rank order,
+ * ((x0 op x1) op x2) ... op x(n-1), each step rounded to the dtype (f16 and bf16 computed in f32
+ * and rounded per step), the average dividing the last step's sum by n. The bits do not depend
+ * on the algorithm named, the message size, HOOP_CHUNK_BYTES, HOOP_WINDOW, the transport, the
+ * hosts or ranks per host, what is fused beside a tensor, in or out of place, host or device
+ * buffers, or the CPU's instruction set. They do depend on the rank count, the order of the
+ * ranks, the dtype and op. The reductions then run the fold algorithms ("fold", "fold_all",
+ * README "Deterministic mode"), whatever HOOP_ALGO or a call names; device buffers are staged
+ * whole through host memory. A compressed allreduce (fp16/bf16 on the wire) stays on the ring:
+ * the same bits for the same settings only. It applies to the calls made after it; every rank
+ * must set the same (one that differs fails its next reduction: the ranks disagree on the
+ * algorithm). Splits, duplicates, shrinks and grows inherit it; newcomers to a grow take theirs
+ * from HOOP_DETERMINISTIC. hoop_comm_deterministic reads it (1 or 0). */
+hoop_status_t hoop_comm_set_deterministic(hoop_comm_t comm, int on);
+hoop_status_t hoop_comm_deterministic(hoop_comm_t comm, int* on);
+
 /* ---- Revoking a communicator (MPI ULFM's MPIX_Comm_revoke, NCCL's ncclCommRevoke) ----
  *
  * hoop_comm_revoke, called by any one rank (no other rank calls it), from any thread: every call

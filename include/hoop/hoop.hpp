@@ -233,6 +233,9 @@ class Comm {
     return Comm(c);
   }
   bool valid() const noexcept { return c_ != nullptr; }
+  // Deterministic mode (hoop.h, hoop_comm_set_deterministic).
+  void SetDeterministic(bool on) { Check(hoop_comm_set_deterministic(c_, on ? 1 : 0)); }
+  bool deterministic() const { return Get(hoop_comm_deterministic) != 0; }
 
   // Point-to-point (hoop.h says how messages match and when they complete). Recv's span may be
   // longer than the message; the returned info says how many elements came, and from whom.

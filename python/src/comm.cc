@@ -145,6 +145,18 @@ pyb::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pyb::module_& m) {
                                Check(hoop_local_device(c.get(), &d));
                                return d;
                              })
+      .def_property(
+          "deterministic",
+          [](const Comm& c) {
+            int on = 0;
+            Check(hoop_comm_deterministic(c.get(), &on));
+            return on != 0;
+          },
+          [](const Comm& c, bool on) { Check(hoop_comm_set_deterministic(c.get(), on ? 1 : 0)); },
+          "Deterministic mode (hoop_comm_set_deterministic): True, every reduction gives each element "
+          "the bits of the left fold over the ranks in rank order, whatever the algorithm, chunking, "
+          "fusion, transport or placement. Set the same on every rank; splits inherit it. "
+          "HOOP_DETERMINISTIC=1 turns it on for every communicator.")
       .def_property_readonly("freed", &Comm::freed)
       .def("locality", &Locality, "This rank's place on its host as JSON (hoop_locality).")
       .def("free", &Comm::Free, "Releases the communicator (hoop_comm_free); later calls on it raise.")

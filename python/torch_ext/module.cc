@@ -21,7 +21,10 @@ PYBIND11_MODULE(_c10d, m) {
            }),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("host") = "",
            py::call_guard<py::gil_scoped_release>(),
-           "Joins the group's ranks through `store` (hoop_init_store); host: the address to advertise.");
+           "Joins the group's ranks through `store` (hoop_init_store); host: the address to advertise.")
+      .def_property("deterministic", &ProcessGroupHoop::deterministic, &ProcessGroupHoop::SetDeterministic,
+                    "hoop's deterministic mode on this group (hoop_comm_set_deterministic): every reduction "
+                    "gives the bits of the left fold over the ranks in rank order.");
   m.def(
       "init_world",
       [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, const std::string& host) {

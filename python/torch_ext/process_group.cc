@@ -58,6 +58,16 @@ std::string ProcessGroupHoop::Where(const char* call) const {
   return "hoop: rank " + std::to_string(getRank()) + ": " + call;
 }
 
+void ProcessGroupHoop::SetDeterministic(bool on) {
+  if (hoop_comm_set_deterministic(comm_, on ? 1 : 0) != HOOP_SUCCESS) TORCH_CHECK(false, hoop_last_error());
+}
+
+bool ProcessGroupHoop::deterministic() const {
+  int on = 0;
+  if (hoop_comm_deterministic(comm_, &on) != HOOP_SUCCESS) TORCH_CHECK(false, hoop_last_error());
+  return on != 0;
+}
+
 ProcessGroupHoop::Work ProcessGroupHoop::broadcast(Tensors& tensors, const c10d::BroadcastOptions& opts) {
   const std::string where = Where("broadcast");
   const at::Tensor& t = One(tensors, where);

@@ -51,6 +51,9 @@ class ProcessGroupHoop : public GroupBase {
   ~ProcessGroupHoop() override;
 
   const std::string getBackendName() const override { return "hoop"; }
+  // hoop's deterministic mode on this group's communicator (hoop_comm_set_deterministic).
+  void SetDeterministic(bool on);
+  bool deterministic() const;
 
   using Tensors = std::vector<at::Tensor>;
   using Work = c10::intrusive_ptr<c10d::Work>;

@@ -15,6 +15,8 @@
 //                    the others must time out naming it
 //   compress, compress_mismatch   wire compression (compress_rank.cc)
 //   device_ipc       device buffers between processes by CUDA IPC (device_ipc_rank.cc; a GPU)
+//   deterministic [SEED]  the deterministic mode bit for bit against the canonical fold, fused
+//                    too, and a digest of every result (det_rank.cc)
 //   strangers        hostile clients against a rank and the store, during start-up and after
 //                    (hostile_rank.cc)
 //   fd_flood         hooprun's store flooded while hooprun is out of descriptors (ditto)
@@ -387,11 +389,12 @@ int RunStraggler(Communicator& c, int sleep_s) {
 }
 
 }  // namespace
-int RunCompress(Communicator& c);          // compress_rank.cc
-int RunCompressMismatch(Communicator& c);  // compress_rank.cc
-int RunDeviceIpc(Communicator& c);         // device_ipc_rank.cc
-int RunStrangers(const Config& cfg);       // hostile_rank.cc
-int RunFdFlood(const Config& cfg);         // hostile_rank.cc
+int RunCompress(Communicator& c);                                                  // compress_rank.cc
+int RunCompressMismatch(Communicator& c);                                          // compress_rank.cc
+int RunDeviceIpc(Communicator& c);                                                 // device_ipc_rank.cc
+int RunDeterministic(Communicator& c, const Config& cfg, uint64_t seed, bool on);  // det_rank.cc
+int RunStrangers(const Config& cfg);                                               // hostile_rank.cc
+int RunFdFlood(const Config& cfg);                                                 // hostile_rank.cc
 }  // namespace hoop
 
 int main(int argc, char** argv) {
@@ -400,7 +403,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress "
-                 "| compress_mismatch | device_ipc | strangers | fd_flood\n");
+                 "| compress_mismatch | device_ipc | deterministic [SEED] | strangers | fd_flood\n");
     return 2;
   }
   std::string mode = argv[1];
@@ -432,6 +435,9 @@ int main(int argc, char** argv) {
   if (mode == "compress") return RunCompress(c);
   if (mode == "compress_mismatch") return RunCompressMismatch(c);
   if (mode == "device_ipc") return RunDeviceIpc(c);
+  if (mode == "deterministic")
+    return RunDeterministic(c, cfg, argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 53,
+                            !(argc > 3 && std::string(argv[3]) == "off"));
   std::fprintf(stderr, "hoop-test-rank: unknown mode '%s'\n", mode.c_str());
   return 2;
 }

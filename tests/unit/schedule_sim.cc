@@ -38,6 +38,29 @@ void Apply(int k, const Step& st, const Unit& u, const Mem& data, Mem& o, const 
   }
 }
 
+// A fold unit's work on rank k (schedules/fold.cc): out = ((s0 op s1) op s2) ..., its operands a
+// held message (held[i]) or, where held[i] is null, rank k's own input.
+template <typename Fail>
+void ApplyFold(int k, const Step& st, const Unit& u, const std::vector<const Mem*>& held, Mem& o, const Mem& in_k,
+               uint64_t complete, Fail&& fail) {
+  for (size_t i = 0; i < u.count; ++i) {
+    const auto operand = [&](size_t j) { return held[j] ? (*held[j])[i] : in_k[st.in_offset + u.offset + i]; };
+    Elem acc = operand(0);
+    for (size_t j = 1; j < held.size(); ++j) {
+      const Elem x = operand(j);
+      if (acc.set == kUnset || x.set == kUnset) return fail("rank " + std::to_string(k) + ": folds an unset element");
+      if ((acc.set | x.set) & kFinal) return fail("rank " + std::to_string(k) + ": folds an already divided element");
+      if (acc.set & x.set) return fail("rank " + std::to_string(k) + ": folds a rank twice");
+      acc = {acc.set | x.set, Mix(acc.expr * 31 + Mix(x.expr))};
+    }
+    if (st.finalize) {
+      if (acc.set != complete) return fail("rank " + std::to_string(k) + ": divides an incomplete fold");
+      acc.set |= kFinal;
+    }
+    o[st.out_offset + u.offset + i] = acc;
+  }
+}
+
 }  // namespace
 
 SimResult Simulate(int n, const std::vector<Schedule>& s, std::vector<Mem> in, std::vector<Mem> out, size_t chunk,
@@ -59,6 +82,7 @@ SimResult Simulate(int n, const std::vector<Schedule>& s, std::vector<Mem> in, s
   std::vector<size_t> next(static_cast<size_t>(n), 0);
   std::vector<bool> received(static_cast<size_t>(n), false);  // the next unit took its message
   std::vector<Mem> staged(static_cast<size_t>(n));
+  std::vector<std::map<size_t, Mem>> held(static_cast<size_t>(n));  // per rank: kHold units' messages
   r.heard.resize(static_cast<size_t>(n));
   for (int k = 0; k < n; ++k) {
     units[static_cast<size_t>(k)] = ExpandUnits(s[static_cast<size_t>(k)], chunk);
@@ -101,9 +125,16 @@ SimResult Simulate(int n, const std::vector<Schedule>& s, std::vector<Mem> in, s
           for (const Key& key : sent_keys[uk][static_cast<size_t>(u.sent_dep)]) pending |= wire.count(key) > 0;
           if (pending) break;
         }
-        if (st.recv != RecvKind::kNone) {
+        if (st.recv == RecvKind::kHold) {
+          held[uk][ui] = staged[uk];
+          received[uk] = false;
+        } else if (st.recv != RecvKind::kNone) {
           Apply(k, st, u, staged[uk], o, in_of(uk), complete, fail);
           received[uk] = false;
+        } else if (!u.fold.empty()) {
+          std::vector<const Mem*> ops;
+          for (int h : u.fold) ops.push_back(h < 0 ? nullptr : &held[uk][static_cast<size_t>(h)]);
+          ApplyFold(k, st, u, ops, o, in_of(uk), complete, fail);
         }
         for (int p : st.send_peers) {
           Key key{k, p, st.send_msg, u.chunk};
@@ -203,7 +234,8 @@ SimResult SimulateAnyOrder(int n, const std::vector<Schedule>& s, std::vector<Me
   };
   // As the executor, a rank starts its units in order, at most `window` receives started and not
   // yet acted: only started units take messages or act.
-  const size_t window = 8 * static_cast<size_t>(std::max(1, s.empty() ? 1 : s[0].window_scale));
+  const size_t window = std::max(8 * static_cast<size_t>(std::max(1, s.empty() ? 1 : s[0].window_scale)),
+                                 2 * static_cast<size_t>(s.empty() ? 0 : s[0].min_window));
   std::vector<size_t> started(nn, 0), low(nn, 0), inflight(nn, 0);
   std::mt19937 rng(seed);
   std::vector<std::pair<size_t, size_t>> takes, acts;
@@ -245,10 +277,16 @@ SimResult SimulateAnyOrder(int n, const std::vector<Schedule>& s, std::vector<Me
     } else {
       const auto [k, u] = acts[pick - takes.size()];
       const Step& sp = step_of(k, u);
-      if (sp.recv != RecvKind::kNone && !st[k][u].landed)
+      if (sp.recv != RecvKind::kNone && sp.recv != RecvKind::kHold && !st[k][u].landed)
         Apply(static_cast<int>(k), sp, units[k][u], st[k][u].staged, out[k], in_of(k), complete, fail);
+      if (!units[k][u].fold.empty()) {  // the fold frees its held messages' window places
+        std::vector<const Mem*> ops;
+        for (int h : units[k][u].fold) ops.push_back(h < 0 ? nullptr : &st[k][static_cast<size_t>(h)].staged);
+        ApplyFold(static_cast<int>(k), sp, units[k][u], ops, out[k], in_of(k), complete, fail);
+        for (int h : units[k][u].fold) inflight[k] -= h >= 0 ? 1 : 0;
+      }
       st[k][u].acted = true;
-      if (sp.recv != RecvKind::kNone) --inflight[k];
+      if (sp.recv != RecvKind::kNone && sp.recv != RecvKind::kHold) --inflight[k];
       for (int p : sp.send_peers) post_sends(k, p);
     }
   }

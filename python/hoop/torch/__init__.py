@@ -27,6 +27,7 @@ Across hosts each rank advertises its address on the route to MASTER_ADDR (HOOP_
 """
 import inspect
 
+import torch as _torch
 import torch.distributed as _dist
 
 from .. import _route_address
@@ -44,6 +45,19 @@ def _create_process_group(store, rank, size, timeout):
     return _c10d.ProcessGroupHoop(store, rank, size, _route_address())
 
 
+def set_deterministic(on=True, group=None):
+    """Turns hoop's deterministic mode on (or off) for a process group of the "hoop" backend (None:
+    the default group): every all_reduce, reduce and reduce_scatter on it then gives each element
+    the bits of the left fold over the ranks in rank order, whatever transport, algorithm or bucket
+    layout carries it. Call it on every rank alike, before the reductions it is for (DDP's first
+    bucket included). HOOP_DETERMINISTIC=1 turns it on for every group from the start."""
+    group = group if group is not None else _dist.distributed_c10d._get_default_group()
+    backend = group._get_backend(_torch.device("cpu")) if hasattr(group, "_get_backend") else group
+    if not isinstance(backend, _c10d.ProcessGroupHoop):
+        raise ValueError(f"hoop.torch.set_deterministic: the group's backend is {type(backend).__name__}, not hoop's")
+    backend.deterministic = bool(on)
+
+
 def _register():
     if hasattr(_dist.Backend, BACKEND.upper()):
         return  # already (a reload)
@@ -59,6 +73,6 @@ _register()
 from .horovod import *  # noqa: E402,F401,F403  (the Horovod-style API)
 from .horovod import __all__ as _horovod_all  # noqa: E402
 
-__all__ = ["BACKEND"] + _horovod_all
+__all__ = ["BACKEND", "set_deterministic"] + _horovod_all
 
 from . import elastic  # noqa: E402,F401  (hvd.elastic: Horovod's elastic API)

@@ -88,9 +88,11 @@ _NOT_NUMPY = {getattr(torch, row["torch"]): row for row in hoop.dtypes()
 
 
 class _State:
-    def __init__(self, world=None):
+    def __init__(self, world=None, deterministic=None):
         self.world = world if world is not None else hoop.init()
-        self.fusion_comm = self.world.dup()
+        if deterministic is not None:
+            self.world.deterministic = bool(deterministic)
+        self.fusion_comm = self.world.dup()  # inherits the deterministic mode
         self.fusion = _hoop.Fusion(self.fusion_comm)
         self.handles = {}  # handle -> (kind, token, output, keep, finish)
         self.next_handle = 1
@@ -109,14 +111,16 @@ class _State:
 _state = None
 
 
-def init(comm=None):
+def init(comm=None, deterministic=None):
     """Joins the job (a second call does nothing). comm is accepted for Horovod's signature and
-    must be None: the job comes from the environment."""
+    must be None: the job comes from the environment. deterministic=True (every rank alike; None:
+    HOOP_DETERMINISTIC decides) makes every allreduce, fused or not, give each element the bits of
+    the left fold over the ranks in rank order, whatever fuses beside it (hoop_comm_set_deterministic)."""
     global _state
     if comm is not None:
         raise ValueError("hoop.torch.init: comm= is not supported; the job comes from the environment")
     if _state is None:
-        _state = _State()
+        _state = _State(deterministic=deterministic)
 
 
 def _rebuild(world):

@@ -1,0 +1,180 @@
+// The deterministic schedules: every element's result is one canonical fold over the ranks,
+// ((x0 op x1) op x2) ... op x(n-1), in rank order, each step rounded to the dtype (f16 and bf16
+// computed in f32 and rounded, as every pairwise kernel does), the average's division on the last
+// step. Which rank folds an element, in which block, chunk or message it travels, changes nothing
+// of its bits: those depend only on the n values and on n.
+//
+// Fold (the bandwidth schedule): the buffer is cut into n blocks (SplitEven, or the v-layout's).
+//   1. scatter: rank r sends block q of its input straight to rank q, for every q != r (the
+//      destinations in rotated order, r+1 first, so no rank is every rank's first target);
+//   2. fold: rank q holds the n-1 messages for its block (kHold, staging chunks) and folds them
+//      with its own block of `in` in rank order into out (one pass: each input read once, the
+//      result written once, so it moves less memory than the ring's n-1 reductions);
+//   3. the result goes to every rank (allreduce: each receives block q from rank q straight
+//      into out), to the root (reduce), or stays (reduce-scatter).
+// Each rank sends and receives (n-1)/n of the buffer in step 1 and again in 3, the ring's bytes,
+// over n-1 links at once instead of one. It runs chunk-major: chunk c of every step before chunk
+// c+1 of any, so a chunk's n-1 messages are in flight together and its fold and its results
+// follow while the next chunk's messages come (the window is at least 2(n-1): min_window).
+// Every pair's messages travel in the order both sides issue them (the scatter's before the
+// result's, chunk by chunk), so a back end that keeps a link's order matches them in order.
+// In place, step 3 overwrites block q of `in` only with rank q's answer to this rank's own step-1
+// message of it, and the fold reads each element of its own block before it writes it.
+//
+// FoldAll (small allreduce): every rank sends its whole input to every other rank, holds the n-1
+// messages and folds every element itself: one hop instead of two, n-1 messages of the whole
+// buffer each way, the cheapest where a message's cost is its latency. In place, the fold waits
+// until that send has been read (after_sent; the executor drops the wait out of place).
+#include "collectives/schedules/schedule.h"
+
+namespace hoop {
+
+namespace {
+
+constexpr uint16_t kScatterMsg = 0;
+constexpr uint16_t kResultMsg = 1;
+
+// Steps 1 and 2 over blocks `b`: returns the index of the fold step (its out block is this
+// rank's own, at b.displs[rank] in both `in` and `out`).
+int AppendScatterFold(Schedule& s, int rank, int n, const Blocks& b) {
+  const size_t own = static_cast<size_t>(rank);
+  for (int k = 1; k < n; ++k) {
+    const size_t q = static_cast<size_t>(Mod(rank + k, n));
+    Step send;
+    send.send_from_in = true;
+    send.send_peers = {static_cast<int>(q)};
+    send.send_msg = kScatterMsg;
+    send.in_offset = b.displs[q];
+    send.count = b.counts[q];
+    s.steps.push_back(send);
+  }
+  Step fold;
+  fold.in_offset = fold.out_offset = b.displs[own];
+  fold.count = b.counts[own];
+  fold.finalize = true;
+  for (int k = 0; k < n; ++k) {
+    if (k == rank) {
+      fold.fold.push_back(-1);
+      continue;
+    }
+    Step hold;
+    hold.recv = RecvKind::kHold;
+    hold.recv_peer = k;
+    hold.recv_msg = kScatterMsg;
+    hold.in_offset = hold.out_offset = b.displs[own];
+    hold.count = b.counts[own];
+    fold.fold.push_back(static_cast<int>(s.steps.size()));
+    s.steps.push_back(hold);
+  }
+  s.steps.push_back(fold);
+  return static_cast<int>(s.steps.size()) - 1;
+}
+
+Schedule FoldSchedule(int n) {
+  Schedule s;
+  s.algo = "fold";
+  s.chunk_major = true;
+  s.min_window = n - 1;
+  return s;
+}
+
+// Every other rank, r+1 first.
+std::vector<int> Others(int rank, int n) {
+  std::vector<int> peers;
+  for (int k = 1; k < n; ++k) peers.push_back(Mod(rank + k, n));
+  return peers;
+}
+
+}  // namespace
+
+Schedule FoldAllreduce(int rank, int n, size_t count) {
+  Schedule s = FoldSchedule(n);
+  Blocks b;
+  for (int q = 0; q < n; ++q) {
+    const Range r = SplitEven(count, n, q);
+    b.counts.push_back(r.size);
+    b.displs.push_back(r.begin);
+  }
+  const int fold = AppendScatterFold(s, rank, n, b);
+  s.steps[static_cast<size_t>(fold)].send_peers = Others(rank, n);
+  s.steps[static_cast<size_t>(fold)].send_msg = kResultMsg;
+  for (int k = 1; k < n; ++k) {
+    const size_t q = static_cast<size_t>(Mod(rank - k, n));
+    Step got;
+    got.recv = RecvKind::kCopy;
+    got.recv_peer = static_cast<int>(q);
+    got.recv_msg = kResultMsg;
+    got.out_offset = b.displs[q];
+    got.count = b.counts[q];
+    s.steps.push_back(got);
+  }
+  return s;
+}
+
+Schedule FoldAllAllreduce(int rank, int n, size_t count) {
+  Schedule s = FoldSchedule(n);
+  s.algo = "fold_all";
+  Step send;
+  send.send_from_in = true;
+  send.send_peers = Others(rank, n);
+  send.send_msg = kScatterMsg;
+  send.count = count;
+  s.steps.push_back(send);
+  Step fold;
+  fold.count = count;
+  fold.finalize = true;
+  fold.after_sent = true;  // in place, the fold overwrites what that send reads
+  fold.sent_step = 0;
+  for (int k = 0; k < n; ++k) {
+    if (k == rank) {
+      fold.fold.push_back(-1);
+      continue;
+    }
+    Step hold;
+    hold.recv = RecvKind::kHold;
+    hold.recv_peer = k;
+    hold.recv_msg = kScatterMsg;
+    hold.count = count;
+    fold.fold.push_back(static_cast<int>(s.steps.size()));
+    s.steps.push_back(hold);
+  }
+  s.steps.push_back(fold);
+  return s;
+}
+
+Schedule FoldReduce(int rank, int n, int root, size_t count) {
+  Schedule s = FoldSchedule(n);
+  Blocks b;
+  for (int q = 0; q < n; ++q) {
+    const Range r = SplitEven(count, n, q);
+    b.counts.push_back(r.size);
+    b.displs.push_back(r.begin);
+  }
+  const int fold = AppendScatterFold(s, rank, n, b);
+  if (rank != root) {
+    s.steps[static_cast<size_t>(fold)].send_peers = {root};
+    s.steps[static_cast<size_t>(fold)].send_msg = kResultMsg;
+    return s;
+  }
+  for (int k = 1; k < n; ++k) {
+    const size_t q = static_cast<size_t>(Mod(rank - k, n));
+    Step got;
+    got.recv = RecvKind::kCopy;
+    got.recv_peer = static_cast<int>(q);
+    got.recv_msg = kResultMsg;
+    got.out_offset = b.displs[q];
+    got.count = b.counts[q];
+    s.steps.push_back(got);
+  }
+  return s;
+}
+
+Schedule FoldReduceScatterv(int rank, int n, const Blocks& b) {
+  Schedule s = FoldSchedule(n);
+  AppendScatterFold(s, rank, n, b);
+  return s;
+}
+
+Schedule FoldReduceScatter(int rank, int n, size_t count) { return FoldReduceScatterv(rank, n, EvenBlocks(n, count)); }
+
+}  // namespace hoop
