@@ -6,12 +6,15 @@ namespace {
 const float kOne = 1.0f, kZero = 0.0f;
 
 // The first of cuDNN's ranked algorithms that it says can run (a result may carry a failed
-// status, and `got` may be 0 for a shape nothing supports).
+// status, and `got` may be 0 for a shape nothing supports), and, where asked, that it says gives
+// the same bits every run (some backward algorithms add with atomics, in whatever order).
 template <typename Perf>
-const Perf& Pick(const Perf* ranked, int got, const char* pass, const Shape& in) {
+const Perf& Pick(const Perf* ranked, int got, const char* pass, const Shape& in, bool deterministic) {
   for (int i = 0; i < got; ++i)
-    if (ranked[i].status == CUDNN_STATUS_SUCCESS) return ranked[i];
-  throw DeviceError(std::string("cuDNN has no convolution algorithm (") + pass + ") for input " + in.str());
+    if (ranked[i].status == CUDNN_STATUS_SUCCESS && (!deterministic || ranked[i].determinism == CUDNN_DETERMINISTIC))
+      return ranked[i];
+  throw DeviceError(std::string("cuDNN has no ") + (deterministic ? "deterministic " : "") + "convolution algorithm (" +
+                    pass + ") for input " + in.str());
 }
 }  // namespace
 
@@ -65,15 +68,15 @@ const CudnnConv2d::Algos& CudnnConv2d::For(const Shape& in) {
   cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   CheckDnn(cudnnGetConvolutionForwardAlgorithm_v7(h, x, wdesc_, conv_, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp),
            "cudnnGetConvolutionForwardAlgorithm_v7");
-  a.fwd = Pick(fp, got, "forward", in).algo;
+  a.fwd = Pick(fp, got, "forward", in, ctx_->deterministic()).algo;
   CheckDnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wdesc_, y, conv_, x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
                                                        &got, dp),
            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  a.data = Pick(dp, got, "backward data", in).algo;
+  a.data = Pick(dp, got, "backward data", in, ctx_->deterministic()).algo;
   CheckDnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x, y, conv_, wdesc_,
                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp),
            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  a.filter = Pick(wp, got, "backward filter", in).algo;
+  a.filter = Pick(wp, got, "backward filter", in, ctx_->deterministic()).algo;
   CheckDnn(cudnnGetConvolutionForwardWorkspaceSize(h, x, wdesc_, conv_, y, a.fwd, &a.fwd_bytes),
            "forward workspace size");
   CheckDnn(cudnnGetConvolutionBackwardDataWorkspaceSize(h, wdesc_, y, conv_, x, a.data, &a.data_bytes),

@@ -21,8 +21,9 @@ void CheckBlas(cublasStatus_t s, const char* what);
 class CudnnContext {
  public:
   // Handles on `device` (made current on the calling thread, which must be the one that runs
-  // the layers). tf32: convolutions may use TF32 tensor cores.
-  static std::shared_ptr<CudnnContext> Create(int device, bool tf32);
+  // the layers). tf32: convolutions may use TF32 tensor cores. deterministic: convolutions take
+  // only the algorithms cuDNN says give the same bits every run (hoop-train --deterministic).
+  static std::shared_ptr<CudnnContext> Create(int device, bool tf32, bool deterministic = false);
   ~CudnnContext();
   CudnnContext(const CudnnContext&) = delete;
   CudnnContext& operator=(const CudnnContext&) = delete;
@@ -31,6 +32,7 @@ class CudnnContext {
   cublasHandle_t blas() const { return blas_; }
   int device() const { return device_; }
   bool tf32() const { return tf32_; }
+  bool deterministic() const { return deterministic_; }
   // At least `bytes` of device scratch, valid until the next call (the layers run one at a time).
   void* Workspace(size_t bytes);
 
@@ -40,6 +42,7 @@ class CudnnContext {
   cublasHandle_t blas_ = nullptr;
   int device_ = -1;
   bool tf32_ = true;
+  bool deterministic_ = false;
   DeviceFloats work_;
 };
 

@@ -51,7 +51,7 @@ std::unique_ptr<LayerFactory> OneDnnLayerFactory();
 // Unimplemented in a build without CUDA or cuDNN, Unavailable without a usable device.
 // tf32: let cuDNN's convolutions use TF32 tensor cores (PyTorch's default for convolutions); its
 // GEMMs stay f32 either way (as PyTorch's default for matrix products).
-StatusOr<std::unique_ptr<LayerFactory>> CudaLayerFactory(int device, bool tf32);
+StatusOr<std::unique_ptr<LayerFactory>> CudaLayerFactory(int device, bool tf32, bool deterministic = false);
 // Whether this build has the cuDNN/cuBLAS layers.
 bool HaveCudaLayers();
 // Whether this build has oneDNN, and the threads its primitives use.

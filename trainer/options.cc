@@ -99,6 +99,13 @@ const char* Usage() {
          "                          global batch (the global batch and learning rate stay), from the\n"
          "                          state in memory; newcomers are admitted at the next look (about\n"
          "                          4 a second) and sent the parameters and the optimizer's state\n"
+         "  --deterministic         bit-identical training for a rank count and seed: the same\n"
+         "                          checkpoint bytes and metrics over any back end, algorithm, host\n"
+         "                          map and fusion setting (hoop's deterministic mode: every gradient\n"
+         "                          sum folds in rank order); --threads then defaults to 1 (the CPU\n"
+         "                          layers' bits depend on how many threads split a batch: give the\n"
+         "                          same --threads to runs you compare); cuDNN's deterministic\n"
+         "                          algorithms on GPU ranks. --strategy sync or pipeline only\n"
          "  --kill-rank R --kill-step S\n"
          "                          a failure drill: the process with job rank R (HOOP_RANK) kills\n"
          "                          itself (SIGKILL) after S steps of the run\n"
@@ -136,6 +143,20 @@ namespace {
 struct GivenFlags {
   bool micro = false, schedule = false, balance = false, device = false;
 };
+
+// --deterministic leaves out what makes a run's bits depend on timing: updates applied as they
+// come (hogwild, ps), the slowest ranks' gradients dropped (backup workers), splits measured
+// (--balance speed), and a membership that changes when a rank is lost (--elastic).
+Status CheckDeterministic(const Options& o) {
+  if (!o.deterministic) return Status::Ok();
+  if (o.strategy != "sync" && o.strategy != "pipeline")
+    return InvalidArgument("--deterministic trains with --strategy sync or pipeline; " + o.strategy +
+                           " applies updates in the order they come");
+  if (o.backup_workers >= 0) return InvalidArgument("--deterministic: --backup-workers drops whichever ranks are slow");
+  if (o.balance == "speed") return InvalidArgument("--deterministic: --balance speed splits batches by measured speed");
+  if (o.elastic) return InvalidArgument("--deterministic: --elastic changes the ranks when one is lost");
+  return Status::Ok();
+}
 
 // Every flag, stored into `o` as it is read.
 void Declare(cli::Flags& f, Options& o, GivenFlags& g) {
@@ -218,6 +239,7 @@ void Declare(cli::Flags& f, Options& o, GivenFlags& g) {
     return Status::Ok();
   });
   f.Switch("--elastic", &o.elastic);
+  f.Switch("--deterministic", &o.deterministic);
   f.Value("--kill-rank", count(&o.kill_rank, 0, 1 << 20));
   f.Value("--kill-step", count(&o.kill_step, 1, INT64_MAX));
   f.Value("--slow-rank", count(&o.slow_rank, 0, 65535));
@@ -278,6 +300,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
         "--balance speed");
   if (!o.shares.empty() && o.balance == "speed")
     return InvalidArgument("--shares fixes the split; --balance speed measures it: give one");
+  HOOP_RETURN_IF_ERROR(CheckDeterministic(o));
   if (device_given && !o.devices.empty()) return InvalidArgument("--device and --devices: give one");
   bool any_gpu = o.device != "cpu", any_cpu = o.device != "cuda";
   if (!o.devices.empty()) {

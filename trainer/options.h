@@ -41,9 +41,10 @@ struct Options {
   // --elastic (elastic.cc): sync SGD that goes on through a lost rank (the survivors shrink and
   // take its share of every global batch) and admits newcomers (a grow, the state sent to them).
   bool elastic = false;
-  int kill_rank = -1;      // a failure drill: the process of this job rank (HOOP_RANK) SIGKILLs itself
-  int64_t kill_step = -1;  // after this many steps of the run
-  int slow_rank = -1;      // a straggler to study: this rank sleeps slow_ms per step
+  bool deterministic = false;  // --deterministic: bit-identical runs (README "Deterministic mode")
+  int kill_rank = -1;          // a failure drill: the process of this job rank (HOOP_RANK) SIGKILLs itself
+  int64_t kill_step = -1;      // after this many steps of the run
+  int slow_rank = -1;          // a straggler to study: this rank sleeps slow_ms per step
   double slow_ms = 0;
   int64_t train_limit = 0, test_limit = 0;  // 0: the whole set
   std::string transport;

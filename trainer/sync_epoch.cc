@@ -207,6 +207,22 @@ void Run::PrintEpoch(const EpochMetrics& m, int epoch) {
   std::fflush(stdout);
 }
 
+// --deterministic: a checkpoint holds the same bytes on every run of the same training, so the
+// times (and energy) it measured are left out: 0, NaN for energy. A run resumed from it shows
+// none for the epochs before.
+static void DropTimes(CheckpointInfo& ck) {
+  ck.wall_s = 0;
+  for (size_t i = kData; i <= static_cast<size_t>(kTrainS) && i < ck.partial.size(); ++i) ck.partial[i] = 0;
+  const size_t n = EpochFieldCount();
+  for (size_t at = 0; n && at + n <= ck.history.size(); at += n) {
+    EpochMetrics m = EpochFromValues(&ck.history[at], n);
+    m.wall_s = m.train_s = m.images_per_s = m.data_s = m.forward_s = m.backward_s = m.comm_wait_s = m.optimizer_s = 0;
+    m.cpu_joules = m.gpu_joules = m.images_per_joule = EpochMetrics::kNoValue;
+    const std::vector<double> v = EpochValues(m);
+    std::copy(v.begin(), v.end(), ck.history.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+}
+
 Status Run::Save(int epochs_done, int64_t in_epoch, std::vector<double> partial) {
   if (in_epoch > 0) {
     HOOP_RETURN_IF_ERROR(AverageBuffers());
@@ -224,6 +240,7 @@ Status Run::Save(int epochs_done, int64_t in_epoch, std::vector<double> partial)
                     {}};
   for (const auto& m : result_.epochs)
     for (double v : EpochValues(m)) ck.history.push_back(v);
+  if (o_.deterministic) DropTimes(ck);
   return part_ ? part_->Save(o_.checkpoint, ck) : SaveCheckpoint(o_.checkpoint, ck, state_);
 }
 

@@ -96,6 +96,10 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (!opts->transport.empty()) cfg->transport = opts->transport;
+  // --deterministic: every communicator of the job folds its sums in rank order; the CPU layers'
+  // thread count no longer follows the ranks per host (its split of a batch changes their bits).
+  if (opts->deterministic) cfg->deterministic = true;
+  if (opts->threads == 0 && opts->deterministic) opts->threads = 1;
   if (opts->threads == 0) {
     int cores = static_cast<int>(std::thread::hardware_concurrency());
     int local = cfg->local_size > 0 ? cfg->local_size : 1;

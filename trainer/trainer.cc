@@ -205,7 +205,7 @@ Status Run::MakeModel() {
   auto device = RankDevice(o_.device, o_.devices, comm_->rank(), comm_->size(), comm_->local_rank());
   if (!device.ok()) return device.status();
   if (*device >= 0) {
-    auto make = CudaLayerFactory(*device, o_.tf32);
+    auto make = CudaLayerFactory(*device, o_.tf32, o_.deterministic);
     if (!make.ok()) return make.status();
     HOOP_ASSIGN_OR_RETURN(model_, train::BuildModel(o_.model, o_.seed, **make, train_.channels));
   } else {
