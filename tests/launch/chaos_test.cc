@@ -20,6 +20,7 @@
 #include <set>
 
 #include "tests/support/backends.h"
+#include "tests/support/matrix_window.h"
 #include "tests/support/proc.h"
 
 using namespace hoop::test;
@@ -47,27 +48,8 @@ std::set<std::string> DevShm() {
   return names;
 }
 
-long Since1970(std::chrono::hours unit) {
-  return static_cast<long>(
-      std::chrono::duration_cast<std::chrono::hours>(std::chrono::system_clock::now().time_since_epoch()).count() /
-      unit.count());
-}
-
-int Window() {
-  static const int w = [] {
-    const char* env = std::getenv("HOOPTEST_CHAOS_WINDOW");
-    const int k = env ? std::atoi(env) % kWindows : static_cast<int>(Since1970(std::chrono::hours(6)) % kWindows);
-    std::fprintf(stderr, "hooptest: failure matrix window %d of %d (HOOPTEST_CHAOS_WINDOW=%d repeats it)\n", k,
-                 kWindows, k);
-    return k;
-  }();
-  return w;
-}
-
 // This run's cells: its window's, or every one (HOOPTEST_CHAOS=all).
 std::vector<Cell> Cells() {
-  const char* all_env = std::getenv("HOOPTEST_CHAOS");
-  const bool all = all_env && std::string(all_env) == "all";
   const long week = Since1970(std::chrono::hours(24 * 7));
   std::vector<Cell> every;
   for (const Backend& b : Backends())
@@ -75,16 +57,12 @@ std::vector<Cell> Cells() {
       for (const char* signal : kSignal)
         for (const char* victim : kVictim) every.push_back({where, signal, victim, b, 2});
   // Windows of a fixed shuffle, so that each mixes places, signals, victims and back ends.
-  std::vector<size_t> order(every.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::mt19937 shuffle(52);
-  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle() % i]);
+  const MatrixWindow window{kWindows, "HOOPTEST_CHAOS_WINDOW", "HOOPTEST_CHAOS", "failure matrix", 52};
   std::vector<Cell> cells;
-  for (size_t k = 0; k < order.size(); ++k) {
-    if (!all && static_cast<int>(k % kWindows) != Window()) continue;
-    Cell c = every[order[k]];
+  for (size_t i : window.Pick(every.size())) {
+    Cell c = every[i];
     const bool native = c.backend.label == "tcp" || c.backend.label == "shm";
-    const unsigned mix = static_cast<unsigned>(order[k]) * 2654435761u ^ static_cast<unsigned>(week) * 40503u;
+    const unsigned mix = static_cast<unsigned>(i) * 2654435761u ^ static_cast<unsigned>(week) * 40503u;
     c.size = 2 + static_cast<int>(mix % (native ? 7 : 4));
     cells.push_back(c);
   }

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "tests/support/backends.h"
+#include "tests/support/det_digest.h"
 #include "tests/support/proc.h"
 #include "tests/support/ssh_hosts.h"
 
@@ -105,6 +106,30 @@ TEST_CASE("hooprun --hostfile over ssh: 3 hosts x 2 ranks, --map-by node, every 
     CHECK(r.output.find("[" + host + ":" + std::to_string(k) + "] " + line) != std::string::npos);
     CHECK(Slurp(out + "/rank." + std::to_string(k) + "/stdout").find(line) != std::string::npos);
   }
+}
+
+TEST_CASE("deterministic mode over host maps: the same bits on one host, 3 x 2 by slot and by node, 4 + 2",
+          "[hooprun][ssh][deterministic]") {
+  SshHosts h(3);
+  SKIP_WITHOUT(h);
+  // Across hosts tcp, inside them shm: a mix of transports in every multi-host run.
+  const std::vector<std::string> rank = {
+      "-x", "HOOP_TIMEOUT=60", "-x", "HOOP_DETERMINISTIC=1", Bin("hoop-test-rank"), "deterministic", "53", "off"};
+  const auto run = [&](const std::vector<std::string>& where) {
+    std::vector<std::string> args = where;
+    args.insert(args.end(), {"--timeout", "200"});
+    args.insert(args.end(), rank.begin(), rank.end());
+    auto r = RunProc(Hooprun(h, args), Within(240));
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    return DetDigests(r.output);
+  };
+  const auto one = run({"-np", "6", "--oversubscribe"});
+  REQUIRE(one.size() == 6);
+  const std::string three = h.name(0) + ":2," + h.address(1) + ":2," + h.address(2) + ":2";
+  CHECK(run({"-H", three}) == one);
+  CHECK(run({"-H", three, "--map-by", "node"}) == one);
+  CHECK(run({"-H", h.name(0) + ":4," + h.address(1) + ":2"}) == one);
 }
 
 TEST_CASE("hooprun over ssh: a remote rank killed, a host lost, Ctrl-C - the job stops everywhere",

@@ -6,8 +6,13 @@ and no communication at all. Each step takes PASSES micro-batches (gradients acc
 their backward passes: backward_passes_per_step for "horovod"). Rank 0 saves the final
 parameters to OUT.
 
+HOOPTEST_DDP_DETERMINISTIC=1 turns hoop's deterministic mode on (hoop.torch.set_deterministic for
+"hoop" under DDP, hvd.init(deterministic=True) for "horovod"); HOOPTEST_DDP_BUCKET_MB sets DDP's
+bucket_cap_mb (how gradients are packed into allreduces).
+
 Usage: ddp_rank.py BACKEND STEPS OUT [PASSES [COMPRESSION]]
 """
+import os
 import sys
 
 import torch
@@ -39,8 +44,9 @@ def main():
     net = model()
     rank, size = 0, 1
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    deterministic = os.environ.get("HOOPTEST_DDP_DETERMINISTIC") == "1"
     if backend == "horovod":
-        hvd.init()
+        hvd.init(deterministic=True if deterministic else None)
         rank, size = hvd.rank(), hvd.size()
         hvd.broadcast_parameters(net.state_dict(), 0)
         opt = hvd.DistributedOptimizer(opt, named_parameters=net.named_parameters(), backward_passes_per_step=passes,
@@ -48,7 +54,10 @@ def main():
     elif backend != "single":
         dist.init_process_group(backend)
         rank, size = dist.get_rank(), dist.get_world_size()
-        net = nn.parallel.DistributedDataParallel(net)
+        if deterministic:
+            hvd.set_deterministic(True)
+        bucket = float(os.environ.get("HOOPTEST_DDP_BUCKET_MB", "25"))
+        net = nn.parallel.DistributedDataParallel(net, bucket_cap_mb=bucket)
         opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
     share = GLOBAL_BATCH // size
     for micro in batches(steps, passes):

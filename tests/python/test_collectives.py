@@ -2,7 +2,8 @@
 tcp and shm, failure_rank.py (a rank killed mid-allreduce), revoke_rank.py (a rank revokes the
 communicator from a second thread mid-allreduce) and shrink_rank.py (the survivors of a killed
 rank shrink the communicator and go on), grow_rank.py (a newcomer takes its place) and
-elastic_rank.py (elastic hooprun starts a killed rank's replacement, which hoop.init() joins). Run by ctest (test "python")
+elastic_rank.py (elastic hooprun starts a killed rank's replacement, which hoop.init() joins),
+det_rank.py (the deterministic mode against NumPy's left fold). Run by ctest (test "python")
 as `python3 -m unittest discover -s tests/python` with HOOPTEST_BUILD_DIR set to the build folder.
 Every job has a hard bound (hooprun --timeout and the subprocess's own); a hang fails the test,
 naming the job.
@@ -26,6 +27,15 @@ class Collectives(unittest.TestCase):
                     self.assertEqual(r.returncode, 0, r.output)
                     for rank in range(n):
                         self.assertRegex(r.output, rf"\[{rank}\] rank {rank}: ok \d+ checks")
+
+    def test_deterministic_mode_gives_numpys_left_fold(self):
+        for n, env in ((3, {"HOOP_TRANSPORT": "tcp", "HOOP_ALGO": "ring"}),
+                       (4, {"HOOP_TRANSPORT": "shm", "HOOP_ALGO": "tree", "HOOP_CHUNK_BYTES": "4K"})):
+            with self.subTest(ranks=n, **env):
+                r = hooprun(n, [sys.executable, os.path.join(HERE, "det_rank.py")], env=env, timeout=120)
+                self.assertEqual(r.returncode, 0, r.output)
+                for rank in range(n):
+                    self.assertRegex(r.output, rf"\[{rank}\] rank {rank}: deterministic ok 16 checks")
 
     def test_a_killed_rank_raises_naming_it(self):
         for transport in ("tcp", "shm"):

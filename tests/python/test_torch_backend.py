@@ -3,7 +3,9 @@
 store (env://, file://, tcp://); DistributedDataParallel ending with the parameters of one
 process on the global batch and of backend "gloo" (ddp_rank.py); DTensor's redistributions and
 FSDP2 training and state dicts equal to gloo's on 2 and 4 ranks (fsdp2_rank.py, PyTorch 2.6 and
-later); a lost rank, and shrink_group going on without it (PyTorch 2.10 and later). Skipped, saying
+later); a lost rank, and shrink_group going on without it (PyTorch 2.10 and later); DDP and the
+Horovod-style optimizer in hoop's deterministic mode, bit-identical over transports, algorithms,
+buckets and fusion. Skipped, saying
 so, without PyTorch or without the backend (hoop built without libtorch)."""
 import json
 import os
@@ -71,6 +73,49 @@ class Backend(unittest.TestCase):
             self.assertGreater(moved, 1e-2)
             for name, v in params[("hoop", 2)].items():
                 self.assertTrue(torch.allclose(v, params[("gloo", 2)][name], rtol=1e-5, atol=1e-6), name)
+
+    def test_ddp_deterministic_same_bits_over_transports_algorithms_buckets(self):
+        # hoop's deterministic mode (issue 53): DDP on 3 ranks (where the order of a sum matters)
+        # gives bit-identical parameters whatever the transport, the algorithm named and how
+        # DDP packs its buckets; so does the Horovod-style optimizer, fused or not. Without the
+        # mode, the ring and the tree give other bits (so the comparison can fail).
+        script = os.path.join(HERE, "ddp_rank.py")
+        steps = 6
+        runs = {
+            "tcp ring": ("hoop", {"HOOP_TRANSPORT": "tcp", "HOOP_ALGO": "ring"}),
+            "shm tree, 1 KB buckets": ("hoop", {"HOOP_TRANSPORT": "shm", "HOOP_ALGO": "tree",
+                                                "HOOPTEST_DDP_BUCKET_MB": "0.001"}),
+            "shm doubling, 4K chunks": ("hoop", {"HOOP_TRANSPORT": "shm", "HOOP_ALGO": "doubling",
+                                                 "HOOP_CHUNK_BYTES": "4K"}),
+            "horovod fused": ("horovod", {"HOOP_TRANSPORT": "tcp"}),
+            "horovod unfused": ("horovod", {"HOOP_TRANSPORT": "shm", "HOOP_FUSION_THRESHOLD": "0"}),
+        }
+        with tempfile.TemporaryDirectory(prefix="hoop-ddp-det-") as tmp:
+            params = {}
+            for name, (backend, env) in runs.items():
+                out = os.path.join(tmp, name.replace(" ", "_").replace(",", "") + ".pt")
+                r = hooprun(3, [sys.executable, script, backend, str(steps), out],
+                            env={**env, "HOOPTEST_DDP_DETERMINISTIC": "1"}, timeout=240)
+                self.assertEqual(r.returncode, 0, r.output)
+                params[name] = torch.load(out)
+            # DDP divides each gradient by the ranks before its sum, the optimizer averages after:
+            # each API's runs are compared among themselves.
+            first = params["tcp ring"]
+            for name, got in params.items():
+                base = "horovod fused" if name.startswith("horovod") else "tcp ring"
+                for key, want in params[base].items():
+                    self.assertTrue(torch.equal(got[key], want), f"{name}: {key} differs from {base}'s bits")
+            plain = {}
+            for algo in ("ring", "tree"):
+                out = os.path.join(tmp, f"plain-{algo}.pt")
+                r = hooprun(3, [sys.executable, script, "hoop", str(steps), out],
+                            env={"HOOP_TRANSPORT": "shm", "HOOP_ALGO": algo, "HOOPTEST_DDP_BUCKET_MB": "0.001"},
+                            timeout=240)
+                self.assertEqual(r.returncode, 0, r.output)
+                plain[algo] = torch.load(out)
+            self.assertFalse(all(torch.equal(plain["ring"][k], v) and torch.equal(plain["tree"][k], v)
+                                 for k, v in first.items()),
+                             "without the mode the ring and the tree gave the deterministic bits: the test shows nothing")
 
     @unittest.skipIf(TORCH_VERSION < (2, 6),
                      f"DTensor and FSDP2's fully_shard need PyTorch 2.6 (this is {torch.__version__})")

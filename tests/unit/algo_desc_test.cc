@@ -67,3 +67,31 @@ TEST_CASE("hierarchical collectives: auto above 64 KiB on even hosts, by name an
   CHECK(ChooseAlgo(CollKind::kReduce, big, 4, Algo::kAuto, Algo::kHierarchical, true).algo == Algo::kChain);
   CHECK(ParseAlgo("hierarchical") == Algo::kHierarchical);
 }
+
+TEST_CASE("deterministic calls: reductions run the folds whatever is named, the rest choose as ever", "[algo]") {
+  const auto det = [](CollKind k, size_t bytes, Algo call, Algo env) {
+    return ChooseAlgo(k, bytes, 4, call, env, /*even_hosts=*/true, /*deterministic=*/true).algo;
+  };
+  CHECK(det(CollKind::kAllreduce, 8, Algo::kAuto, Algo::kAuto) == Algo::kFoldAll);
+  CHECK(det(CollKind::kAllreduce, 16 << 10, Algo::kAuto, Algo::kAuto) == Algo::kFoldAll);
+  CHECK(det(CollKind::kAllreduce, (16 << 10) + 4, Algo::kAuto, Algo::kAuto) == Algo::kFold);
+  for (Algo a : {Algo::kRing, Algo::kTree, Algo::kDoubling, Algo::kHierarchical}) {
+    CHECK(det(CollKind::kAllreduce, 64 << 20, a, Algo::kAuto) == Algo::kFold);
+    CHECK(det(CollKind::kAllreduce, 64 << 20, Algo::kAuto, a) == Algo::kFold);
+  }
+  CHECK(det(CollKind::kAllreduce, 64 << 20, Algo::kFoldAll, Algo::kAuto) == Algo::kFoldAll);
+  CHECK(det(CollKind::kAllreduce, 8, Algo::kAuto, Algo::kFold) == Algo::kFold);
+  CHECK(det(CollKind::kReduce, 8, Algo::kBinomial, Algo::kAuto) == Algo::kFold);
+  CHECK(det(CollKind::kReduceScatter, 1 << 20, Algo::kAuto, Algo::kHierarchical) == Algo::kFold);
+  CHECK(det(CollKind::kReduceScatterv, 1 << 20, Algo::kRing, Algo::kAuto) == Algo::kFold);
+  // What does not reduce is unchanged.
+  CHECK(det(CollKind::kBroadcast, 1 << 20, Algo::kAuto, Algo::kAuto) == Algo::kHierarchical);
+  CHECK(det(CollKind::kAllgather, 100, Algo::kRing, Algo::kAuto) == Algo::kRing);
+  // Not deterministic: auto never picks a fold, a name still runs one.
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 8, 4, Algo::kAuto, Algo::kAuto).algo == Algo::kDoubling);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 8, 4, Algo::kFold, Algo::kAuto).algo == Algo::kFold);
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 8, 4, Algo::kAuto, Algo::kFoldAll).algo == Algo::kFoldAll);
+  CHECK_FALSE(ChooseAlgo(CollKind::kBroadcast, 8, 4, Algo::kFold, Algo::kAuto).error.empty());
+  CHECK(ParseAlgo("fold") == Algo::kFold);
+  CHECK(ParseAlgo("fold_all") == Algo::kFoldAll);
+}
