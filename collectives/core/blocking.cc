@@ -51,7 +51,7 @@ bool CommCore::BlockingFits(const Plan& plan, const Buffer& in, const Buffer& ou
 
 bool CommCore::BlockingRecvReady() {
   if (blocking_recv_.base != nullptr) return true;
-  blocking_buf_.resize(kBlockingBytes);
+  blocking_buf_.resize(kBlockingBytes * (kBlockingUnits + 1));
   auto r = transport_->RegisterStaging(blocking_buf_.data(), blocking_buf_.size(), MemKind::kHost);
   if (!r.ok()) return false;  // then the executor runs
   blocking_recv_ = *r;
@@ -85,9 +85,9 @@ class CommCore::BlockingRun {
       if (st.recv != RecvKind::kNone) {
         if (!got_) got_ = from_->TakeNow(RecvTag(u), RecvId(u), k_.op->gate.Open() ? kTakeSpins : 0, nullptr);
         if (!got_) HOOP_RETURN_IF_ERROR(PollUntil([&] { return got_; }));
-        if (!Act(u))
-          return Unimplemented(c_.Describe(*k_.op, k_.seq, k_.algo) + ": no reduction kernel for this memory");
       }
+      if ((st.recv != RecvKind::kNone || !st.fold.empty()) && !Act(u))
+        return Unimplemented(c_.Describe(*k_.op, k_.seq, k_.algo) + ": no reduction kernel for this memory");
       if (u + 1 < n) Post(u + 1);  // the next receive before this unit's sends
       if (!st.send_peers.empty()) HOOP_RETURN_IF_ERROR(Send(u));
     }
@@ -108,25 +108,47 @@ class CommCore::BlockingRun {
     posted_ = static_cast<long>(u);
     got_ = false;
     from_ = c_.transport_->endpoint(StepOf(u).recv_peer);
-    from_->PostRecv(c_.blocking_recv_, 0, plan_.units[u].count * esize_, RecvTag(u), RecvId(u));
+    from_->PostRecv(c_.blocking_recv_, LandAt(u), plan_.units[u].count * esize_, RecvTag(u), RecvId(u));
   }
 
-  // The executor's Land on the staged message: a copy into `out`, or `out = src op message`; false
+  // Where unit u's message lands in the registered landing places (comm_core.h).
+  size_t LandAt(size_t u) const { return StepOf(u).recv == RecvKind::kHold ? (u + 1) * kBlockingBytes : 0; }
+
+  // The executor's Land on the staged message: a copy into `out`, or `out = src op message`; a
+  // held message stays where it landed, and a fold folds them (the executor's FoldUnit); false
   // where no reduction kernel applies.
   bool Act(size_t u) {
     const Step& st = StepOf(u);
     const Unit& un = plan_.units[u];
     char* out = static_cast<char*>(k_.out.data) + (st.out_offset + un.offset) * esize_;
     const void* msg = c_.blocking_recv_.base;
+    if (st.recv == RecvKind::kHold) return true;
     if (st.recv == RecvKind::kCopy) {
       if (un.count) std::memcpy(out, msg, un.count * esize_);
       return true;
     }
     if (!reduce_) reduce_ = LookupReduce(k_.out.dtype, k_.op->op, MemKind::kHost);  // on the first reduction
     if (!reduce_) return false;
+    if (!un.fold.empty()) return Fold(u, out);
     const void* src = st.accumulate ? out : static_cast<const char*>(k_.in.data) + (st.in_offset + un.offset) * esize_;
     const int divisor = st.finalize && k_.op->op == ReduceOp::kAvg ? c_.opts_.size : 0;
     reduce_(out, st.recv_left ? msg : src, st.recv_left ? src : msg, un.count, divisor);
+    return true;
+  }
+
+  bool Fold(size_t u, char* out) {
+    const Step& st = StepOf(u);
+    const Unit& un = plan_.units[u];
+    const void* srcs[kBlockingUnits + 1];
+    const size_t k = un.fold.size();
+    if (k < 2 || k > kBlockingUnits + 1) return false;
+    for (size_t i = 0; i < k; ++i) {
+      const int h = un.fold[i];
+      srcs[i] = h < 0 ? static_cast<const char*>(k_.in.data) + (st.in_offset + un.offset) * esize_
+                      : static_cast<const char*>(c_.blocking_recv_.base) + LandAt(static_cast<size_t>(h));
+    }
+    const int divisor = st.finalize && k_.op->op == ReduceOp::kAvg ? c_.opts_.size : 0;
+    hoop::Fold(reduce_, esize_, out, srcs, static_cast<int>(k), un.count, divisor, false);
     return true;
   }
 

@@ -373,9 +373,11 @@ class CommCore {
   PlanCache plans_;
   bool even_hosts_ = false;  // 2+ hosts, the same 2+ ranks on each: auto may pick hierarchical
   ExecState exec_;
-  std::vector<char> scratch_;        // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's
-  DeviceQueue* direct_ = nullptr;    // inside a device run (RunDirect): its queue
-  std::vector<char> blocking_buf_;   // the blocking interpreter's landing place for a message,
+  std::vector<char> scratch_;      // working copies: reduce-scatter's, non-root reduce's, in-place alltoall's
+  DeviceQueue* direct_ = nullptr;  // inside a device run (RunDirect): its queue
+  // The blocking interpreter's landing places, kBlockingBytes each: a message at 0, a fold's
+  // held one (kHold) of unit u at u + 1.
+  std::vector<char> blocking_buf_;
   Region blocking_recv_;             // registered with the transport on first use
   Status direct_error_;              // the first Scratch failure inside one
   std::optional<double> link_gbps_;  // HOOP_COMPRESSION=auto's measured ring bandwidth

@@ -17,10 +17,9 @@ namespace {
 bool InOrder(const Plan& p) {
   const size_t n = p.units.size();
   if (n > Plan::kInOrderUnits) return false;
-  for (const Step& st : p.schedule.steps)  // a fold's held messages need chunks of their own
-    if (st.recv == RecvKind::kHold) return false;
   uint64_t before[Plan::kInOrderUnits] = {};
   uint64_t receivers = 0;  // units with a receive, so far
+  uint64_t others = 0;     // the same but for a fold's held messages (kHold)
   for (size_t u = 0; u < n; ++u) {
     const Unit& un = p.units[u];
     if (p.schedule.steps[static_cast<size_t>(un.step)].send_peers.size() > Plan::kInOrderSendPeers) return false;
@@ -30,8 +29,13 @@ bool InOrder(const Plan& p) {
     wait(un.dep);
     wait(un.sent_dep);
     for (int w : un.waits) wait(w);
-    if ((before[u] & receivers) != receivers) return false;
-    if (p.schedule.steps[static_cast<size_t>(un.step)].recv != RecvKind::kNone) receivers |= uint64_t(1) << u;
+    // A held message need not wait for the one held before it: both only land, and their fold
+    // waits for every one.
+    const RecvKind kind = p.schedule.steps[static_cast<size_t>(un.step)].recv;
+    const uint64_t need = kind == RecvKind::kHold ? others : receivers;
+    if ((before[u] & need) != need) return false;
+    if (kind != RecvKind::kNone) receivers |= uint64_t(1) << u;
+    if (kind != RecvKind::kNone && kind != RecvKind::kHold) others |= uint64_t(1) << u;
   }
   return true;
 }

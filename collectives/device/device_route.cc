@@ -12,7 +12,8 @@
 //              allgather, reduce-scatter, each with its placement: Staging in coll_table.h),
 //              across ranks, its device buffers on one device: pinned host pieces copied beside
 //              the wire (RunPipelined, pipelined_staging.h).
-//   whole      a deterministic reduction (its fold runs on the host), and everything else: each device buffer copied whole to pinned host memory, the
+//   whole      everything else, and every fold (a deterministic reduction, or "fold" named: it
+//              runs on the host): each device buffer copied whole to pinned host memory, the
 //              call run there, the output copied back (RunStaged, device_staging.cc).
 #include "collectives/core/comm_core.h"
 
@@ -23,9 +24,13 @@ bool CommCore::OnDevice(const Op& op) const {
 }
 
 Status CommCore::RunOnDevice(const Op& op, uint32_t seq) {
-  // A deterministic reduction folds on the host, where its bits are the host kernels' (the fold
-  // has no device kernel): its device buffers go whole.
-  if (op.deterministic && Row(op.kind).reduces) return RunStaged(op, seq);
+  // A fold (a deterministic reduction, or the algorithm named) runs on the host, where its bits
+  // are the host kernels' (it has no device kernel): its device buffers go whole.
+  if (Row(op.kind).reduces) {
+    const StatusOr<Algo> algo = Resolve(op);
+    const AlgoRow* row = algo.ok() ? FindAlgo(op.kind, *algo) : nullptr;
+    if (op.deterministic || (row && row->canonical)) return RunStaged(op, seq);
+  }
   if (DeviceQueue* q = DirectQueue(op)) {
     Compression wire = Compression::kNone;
     if (op.kind == CollKind::kAllreduce) {

@@ -117,6 +117,61 @@ TEST_CASE("gpu: every collective on device buffers gives the host result, 1-4 ra
   }
 }
 
+// Deterministic mode (schedules/fold.cc): device buffers are staged whole and folded on the host,
+// so ranks on the device and a rank on the host get the canonical fold's bits, in place and not,
+// allreduce and reduce_scatter (issue 53's device half).
+TEST_CASE("gpu: deterministic reductions on device buffers give the canonical fold's bits", "[gpu][deterministic]") {
+  if (!test::HaveGpu()) return;
+  const int n = 3;
+  auto ranks =
+      test::ThreadRanks::Start(n, "shm", std::chrono::seconds(60), [](CommOptions& o) { o.deterministic = true; });
+  REQUIRE(ranks.ok());
+  for (DType d : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64})
+    for (size_t count : {size_t{1}, size_t{1000}, size_t{100003}}) {
+      const size_t es = DTypeSize(d), bytes = count * es;
+      std::vector<std::vector<char>> inputs(n, std::vector<char>(bytes * n));
+      std::vector<const void*> ins;
+      for (int r = 0; r < n; ++r) {
+        FillOrderSensitive(d, inputs[static_cast<size_t>(r)].data(), count * n, 77 * count + static_cast<uint64_t>(r));
+        ins.push_back(inputs[static_cast<size_t>(r)].data());
+      }
+      std::vector<char> want(bytes * n);
+      CanonicalReduce(d, ReduceOp::kSum, ins, want.data(), count * n);
+      Status s = (*ranks)->Run([&](int rank, Communicator& comm) -> Status {
+        HOOP_RETURN_IF_ERROR(CudaSetDevice(0));
+        const bool on_device = rank != 0;  // rank 0's buffers on the host
+        Dev buf, out;
+        std::vector<char> host(bytes * n), host_out(bytes);
+        if (on_device) {
+          HOOP_ASSIGN_OR_RETURN(buf.p, CudaAlloc(0, bytes * n + 16));
+          HOOP_ASSIGN_OR_RETURN(out.p, CudaAlloc(0, bytes + 16));
+        }
+        char* b = on_device ? static_cast<char*>(buf.p) : host.data();
+        char* o = on_device ? static_cast<char*>(out.p) : host_out.data();
+        const MemKind kind = on_device ? MemKind::kCuda : MemKind::kHost;
+        HOOP_RETURN_IF_ERROR(
+            CopyMem(b, kind, inputs[static_cast<size_t>(rank)].data(), MemKind::kHost, bytes * n, nullptr));
+        HOOP_RETURN_IF_ERROR(CudaStreamSync(nullptr));
+        // reduce_scatter first (it reads the whole input), then an in-place allreduce of it.
+        HOOP_RETURN_IF_ERROR(
+            comm.ReduceScatter(Buffer{b, count * n, d, kind}, Buffer{o, count, d, kind}, ReduceOp::kSum).Wait());
+        HOOP_RETURN_IF_ERROR(
+            comm.Allreduce(Buffer{b, count * n, d, kind}, Buffer{b, count * n, d, kind}, ReduceOp::kSum).Wait());
+        std::vector<char> got(bytes * n), got_rs(bytes);
+        HOOP_RETURN_IF_ERROR(CopyMem(got.data(), MemKind::kHost, b, kind, bytes * n, nullptr));
+        HOOP_RETURN_IF_ERROR(CopyMem(got_rs.data(), MemKind::kHost, o, kind, bytes, nullptr));
+        HOOP_RETURN_IF_ERROR(CudaStreamSync(nullptr));
+        if (std::memcmp(got.data(), want.data(), bytes * n) != 0)
+          return Internal("allreduce: bits differ from the canonical fold");
+        if (std::memcmp(got_rs.data(), want.data() + static_cast<size_t>(rank) * bytes, bytes) != 0)
+          return Internal("reduce_scatter: bits differ from the canonical fold");
+        return Status::Ok();
+      });
+      INFO(DTypeName(d) << " x " << count << ": " << s.message());
+      CHECK(s.ok());
+    }
+}
+
 TEST_CASE("cuda: device memory in a collective where there is no device is refused, naming the reason",
           "[gpu][nodevice]") {
   auto n = CudaDeviceCount();
