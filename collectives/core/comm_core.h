@@ -68,7 +68,7 @@ class CommCore {
   const CommOptions& options() const { return opts_; }
   Store& store() const { return *store_; }
   Algo ChosenAlgo(CollKind kind, size_t bytes, Algo per_call) const {
-    return ChooseAlgo(kind, bytes, opts_.size, per_call, opts_.algo).algo;
+    return ChooseAlgo(kind, bytes, opts_.size, per_call, opts_.algo, even_hosts_, deterministic()).algo;
   }
 
   // Queues a collective call of `kind` (the front's calls: communicator.cc); `v`: the

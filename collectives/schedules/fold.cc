@@ -21,6 +21,9 @@
 // In place, step 3 overwrites block q of `in` only with rank q's answer to this rank's own step-1
 // message of it, and the fold reads each element of its own block before it writes it.
 //
+// On 2 ranks a fold is one reduction, x0 op x1: the step is a plain receive-reduce (the lower
+// rank's value on the left), done as the message comes, without holding it.
+//
 // FoldAll (small allreduce): every rank sends its whole input to every other rank, holds the n-1
 // messages and folds every element itself: one hop instead of two, n-1 messages of the whole
 // buffer each way, the cheapest where a message's cost is its latency. In place, the fold waits
@@ -52,6 +55,14 @@ int AppendScatterFold(Schedule& s, int rank, int n, const Blocks& b) {
   fold.in_offset = fold.out_offset = b.displs[own];
   fold.count = b.counts[own];
   fold.finalize = true;
+  if (n == 2) {  // x0 op x1 is one reduction: reduced as the message comes, no chunk held
+    fold.recv = RecvKind::kReduce;
+    fold.recv_peer = 1 - rank;
+    fold.recv_msg = kScatterMsg;
+    fold.recv_left = rank == 1;
+    s.steps.push_back(fold);
+    return static_cast<int>(s.steps.size()) - 1;
+  }
   for (int k = 0; k < n; ++k) {
     if (k == rank) {
       fold.fold.push_back(-1);
@@ -125,6 +136,14 @@ Schedule FoldAllAllreduce(int rank, int n, size_t count) {
   fold.finalize = true;
   fold.after_sent = true;  // in place, the fold overwrites what that send reads
   fold.sent_step = 0;
+  if (n == 2) {  // one reduction as the message comes: recursive doubling's exchange
+    fold.recv = RecvKind::kReduce;
+    fold.recv_peer = 1 - rank;
+    fold.recv_msg = kScatterMsg;
+    fold.recv_left = rank == 1;
+    s.steps.push_back(fold);
+    return s;
+  }
   for (int k = 0; k < n; ++k) {
     if (k == rank) {
       fold.fold.push_back(-1);
