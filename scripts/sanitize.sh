@@ -89,6 +89,11 @@ run_asan() {
     bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-split-test"
   done
   bounded 60 "$tree/bin/hooprun" -np 3 -x HOOP_UNEXPECTED_BYTES=4K "$tree/bin/hoop-c-p2p-test" credit
+  # The deterministic mode's folds (held messages, the fold on the executor and on the caller's
+  # thread), fused too, in and out of place, against the canonical bits.
+  bounded 120 "$tree/bin/hooprun" -np 3 --oversubscribe -x HOOP_TRANSPORT=tcp -x HOOP_CHUNK_BYTES=4K \
+    "$tree/bin/hoop-test-rank" deterministic
+  bounded 120 "$tree/bin/hooprun" -np 4 --oversubscribe -x HOOP_TRANSPORT=shm "$tree/bin/hoop-test-rank" deterministic
   # The failure matrix (tests/launch/chaos_test.cc): a killed rank's survivors shrink and go on,
   # a grow broken by a death is made again; a stopped rank is left out and told so.
   local chaos=("$tree/bin/hooprun" --oversubscribe --enable-recovery -x HOOP_TIMEOUT=20)

@@ -298,3 +298,27 @@ TEST_CASE("perf/linktest interrupted mid-run removes everything it made", "[link
   CHECK(LinktestNamespaces() == 0);
   CHECK(WaitGone("hoop-linktest-", 5) == 0);
 }
+
+TEST_CASE("perf/deterministic.sh measures both modes side by side and writes their ratios", "[perf][deterministic]") {
+  const std::string csv = "/tmp/hoop-det-perf-" + std::to_string(::getpid()) + ".csv";
+  auto r = RunProc({Src("perf/deterministic.sh"), "--build", HOOP_BUILD_DIR, "--ranks", "3", "--transports", "shm",
+                    "--size", "1M", "--reps", "1", "--csv", csv},
+                   Within(120));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("shm           3 busbw") != std::string::npos);
+  CHECK(r.output.find("shm           3 latency") != std::string::npos);
+  std::ifstream f(csv);
+  std::string header, busbw, latency;
+  std::getline(f, header), std::getline(f, busbw), std::getline(f, latency);
+  CHECK(header == "transport,ranks,what,default,deterministic,ratio");
+  CHECK(busbw.rfind("shm,3,busbw,", 0) == 0);
+  CHECK(latency.rfind("shm,3,latency,", 0) == 0);
+  std::remove(csv.c_str());
+  auto bad = RunProc({Src("perf/deterministic.sh"), "--frobnicate"}, Within(10));
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("unknown argument '--frobnicate'") != std::string::npos);
+  auto help = RunProc({Src("perf/deterministic.sh"), "--help"}, Within(10));
+  CHECK(help.exit_code == 0);
+  CHECK(help.output.find("side by side") != std::string::npos);
+}
