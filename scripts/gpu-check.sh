@@ -223,6 +223,18 @@ trainer_gpu() {
   local t=(build-gpu/bin/hoop-train --data "$fmnist" --progress 0)
   step train-lenet-gpu "${t[@]}" --device cuda --model lenet --epochs 2 --train-limit 20000 --test-limit 2000
   grep -E "^hoop-train|^epoch" "$out/train-lenet-gpu.log" | tee -a "$summary" || true
+  # hoop-train --deterministic on the GPU (issue 53: cuDNN's deterministic algorithms, the folds'
+  # sums): the same checkpoint bytes over shm (CUDA IPC) and over tcp with the tree named and no fusion.
+  local det=("${t[@]}" --device cuda --deterministic --model lenet --epochs 1 --train-limit 4000 --test-limit 500)
+  step train-det-gpu-shm build-gpu/bin/hooprun -np 2 -x HOOP_TRANSPORT=shm "${det[@]}" --checkpoint "$out/det-shm.ckpt"
+  step train-det-gpu-tcp build-gpu/bin/hooprun -np 2 -x HOOP_TRANSPORT=tcp -x HOOP_ALGO=tree -x HOOP_FUSION_THRESHOLD=0 \
+    "${det[@]}" --checkpoint "$out/det-tcp.ckpt"
+  if [ -s "$out/det-shm.ckpt" ] && cmp -s "$out/det-shm.ckpt" "$out/det-tcp.ckpt"; then
+    note "hoop-train --deterministic on the GPU: the same checkpoint bytes over shm and over tcp/tree/unfused"
+  else
+    note "FAIL hoop-train --deterministic on the GPU: the checkpoints differ (or are missing)"
+    failed+=(train-det-gpu)
+  fi
   local r18=(--model resnet18 --epochs 1 --batch 64 --train-limit 12800 --test-limit 1000)
   step train-resnet18-gpu "${t[@]}" --device cuda "${r18[@]}"
   step torch-resnet18-gpu python3 perf/torch_train.py --device cuda --data "$fmnist" "${r18[@]}"
