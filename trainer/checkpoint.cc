@@ -135,7 +135,7 @@ Status SaveCheckpoint(const std::string& path, const CheckpointInfo& info, const
 }
 
 Status LoadCheckpoint(const std::string& path, const std::string& model, const NamedTensors& tensors,
-                      CheckpointInfo* info) {
+                      CheckpointInfo* info, ExtraTensors extra) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return ErrnoStatus(Code::kNotFound, "checkpoint: cannot open " + path, errno);
   std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -167,7 +167,8 @@ Status LoadCheckpoint(const std::string& path, const std::string& model, const N
     }
   }
   if (!r.Get(&count)) return bad("truncated header");
-  if (info->model != model) return bad("holds model '" + info->model + "', but this run trains '" + model + "'");
+  if (!model.empty() && info->model != model)
+    return bad("holds model '" + info->model + "', but this run trains '" + model + "'");
   std::map<std::string, Tensor*> want(tensors.begin(), tensors.end());
   std::set<std::string> loaded;
   for (uint32_t i = 0; i < count; ++i) {
@@ -175,6 +176,11 @@ Status LoadCheckpoint(const std::string& path, const std::string& model, const N
     uint64_t n;
     if (!r.GetStr(&name) || !r.Get(&n)) return bad("truncated at tensor " + std::to_string(i));
     auto it = want.find(name);
+    if (it == want.end() && extra == ExtraTensors::kSkip) {
+      if (n > UINT64_MAX / sizeof(float) || !r.Skip(n * sizeof(float)))
+        return bad("truncated in tensor '" + name + "'");
+      continue;
+    }
     if (it == want.end()) return bad("holds tensor '" + name + "', which this model does not have");
     if (n != it->second->size())
       return bad("tensor '" + name + "' has " + std::to_string(n) + " values, the model " +
@@ -190,6 +196,12 @@ Status LoadCheckpoint(const std::string& path, const std::string& model, const N
       return bad("lacks tensor '" + name + "' (holds " + std::to_string(loaded.size()) + " of the model's " +
                  std::to_string(want.size()) + ")");
   return Status::Ok();
+}
+
+StatusOr<CheckpointInfo> PeekCheckpoint(const std::string& path) {
+  CheckpointInfo info;
+  HOOP_RETURN_IF_ERROR(LoadCheckpoint(path, "", {}, &info, ExtraTensors::kSkip));
+  return info;
 }
 
 Status ProbeOutputs(const std::string& metrics, const std::string& checkpoint) {

@@ -41,8 +41,14 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor*>>;
 Status ProbeOutputs(const std::string& metrics, const std::string& checkpoint);
 
 Status SaveCheckpoint(const std::string& path, const CheckpointInfo& info, const NamedTensors& tensors);
-// Fills `tensors` (which must all be in the file, with their sizes) and `info`.
+// Fills `tensors` (which must all be in the file, with their sizes) and `info`; an empty `model`
+// takes whichever the file holds. `extra`: what a
+// tensor in the file that `tensors` lacks is: an error (a checkpoint to resume from holds what the
+// run has, no more), or skipped (a distillation's teacher takes the weights, not the momentum).
+enum class ExtraTensors { kRefuse, kSkip };
 Status LoadCheckpoint(const std::string& path, const std::string& model, const NamedTensors& tensors,
-                      CheckpointInfo* info);
+                      CheckpointInfo* info, ExtraTensors extra = ExtraTensors::kRefuse);
+// The model a checkpoint holds, and the rest of its header (the file is read and checked whole).
+StatusOr<CheckpointInfo> PeekCheckpoint(const std::string& path);
 
 }  // namespace hoop::train

@@ -6,14 +6,15 @@
 #include <thread>
 
 #include "common/device.h"
+#include "trainer/teacher.h"
 
 namespace hoop::train {
 
 namespace {
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-// The model's forward pass on the batch in ws.batch: on the host, or on the model's device
-// with the batch copied up and the logits copied back.
+}  // namespace
+
 const Tensor& ForwardBatch(Model& model, Workspace& ws, Mode mode, ThreadPool& pool) {
   if (model.device < 0) return model.net.Forward(ws.batch, mode, pool);
   ws.on_device.Place(model.device);
@@ -24,8 +25,6 @@ const Tensor& ForwardBatch(Model& model, Workspace& ws, Mode mode, ThreadPool& p
   logits.Download(ws.logits.data);
   return ws.logits;
 }
-
-}  // namespace
 
 StatusOr<int> InputPad(const Model& model, const Dataset& data) {
   const Shape& want = model.input;
@@ -39,14 +38,17 @@ StatusOr<int> InputPad(const Model& model, const Dataset& data) {
 
 LossResult ComputeGradient(Model& model, const Dataset& train, const int64_t* perm, int n, float scale, int pad,
                            ThreadPool& pool, Workspace& ws, const std::function<void(Layer&)>& on_layer, double slow_ms,
-                           StepTimes& times) {
+                           StepTimes& times, const Distillation* distill) {
   auto t = Clock::now();
   Gather(train, perm, n, ws.batch, ws.labels, pad);
   times.data += Since(t);
   t = Clock::now();
   if (slow_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms));
+  const float* soft = distill ? distill->teacher->Targets(train, perm, n, pool) : nullptr;
   const Tensor& logits = ForwardBatch(model, ws, Mode::kTrain, pool);
-  LossResult r = SoftmaxCrossEntropy(logits, ws.labels, scale, &ws.dlogits);
+  LossResult r = distill
+                     ? DistillLoss(logits, soft, ws.labels, distill->temperature, distill->alpha, scale, &ws.dlogits)
+                     : SoftmaxCrossEntropy(logits, ws.labels, scale, &ws.dlogits);
   times.forward += Since(t);
   t = Clock::now();
   if (model.device < 0) {

@@ -32,13 +32,21 @@ struct StepTimes {
   double data = 0, forward = 0, backward = 0;
 };
 
+// The model's forward pass on the batch in ws.batch: on the host, or on the model's device with
+// the batch copied up and the logits copied back (to ws.logits).
+const Tensor& ForwardBatch(Model& model, Workspace& ws, Mode mode, ThreadPool& pool);
+
+struct Distillation;  // teacher.h
+
 // Forward and backward of the images perm[0..n) (n > 0): every parameter's gradient is that of
 // the loss summed over the images times `scale`. on_layer (may be empty) runs as each layer's
 // gradients are final. slow_ms > 0: a straggler's sleep before the forward pass, as if its
-// device computed slower (--slow-rank). The phases' seconds are added to `times`.
+// device computed slower (--slow-rank). The phases' seconds are added to `times`. distill (may be
+// null): the loss is knowledge distillation's against its teacher's soft targets of the same
+// images (loss.h DistillLoss), the teacher's forward pass timed as part of the forward phase.
 LossResult ComputeGradient(Model& model, const Dataset& train, const int64_t* perm, int n, float scale, int pad,
                            ThreadPool& pool, Workspace& ws, const std::function<void(Layer&)>& on_layer, double slow_ms,
-                           StepTimes& times);
+                           StepTimes& times, const Distillation* distill = nullptr);
 
 // The test images [begin, end), in chunks of EvalChunk(model): loss summed, correct and images
 // counted. probs (may be null) gets each image's class probabilities at its index x classes.

@@ -50,7 +50,7 @@ const char* Usage() {
          "  --progress SECONDS      a progress line this often within an epoch: step, images/s, time\n"
          "                          left (default 10; on a terminal a line redrawn in place; 0: none)\n"
          "  --threads N             compute threads per rank (default: cores / ranks on this host)\n"
-         "  --strategy sync|hogwild|ps|pipeline\n"
+         "  --strategy sync|hogwild|ps|pipeline|distill\n"
          "                          sync: synchronous data parallelism, gradients averaged every step\n"
          "                          (the default); hogwild: ranks on one host update one shared copy\n"
          "                          of the parameters without locks, each with its own batches at\n"
@@ -64,6 +64,18 @@ const char* Usage() {
          "                          pipeline: the model's layers split over --stages ranks, each step's\n"
          "                          batch through them in micro-batches; with more ranks, several\n"
          "                          pipelines share each global batch as sync's ranks do\n"
+         "                          distill: knowledge distillation (Hinton et al. 2015), data parallel\n"
+         "                          as sync: --model (the student) learns from the soft targets of\n"
+         "                          --teacher's model on the same images, on the same device\n"
+         "  --teacher FILE[,FILE...]\n"
+         "                          distill: hoop-train checkpoints of the teacher (any --model; its\n"
+         "                          parameters and batch-norm statistics are read on every rank);\n"
+         "                          several: an ensemble, their soft targets averaged. A FILE that is\n"
+         "                          not there while FILE.0 is: a sweep's models (--sweep ... --checkpoint\n"
+         "                          FILE), FILE.0, FILE.1, ... as the ensemble\n"
+         "  --temperature T         distill: the soft targets are softmax(logits / T) (default 4)\n"
+         "  --alpha A               distill: the loss is A x T^2 x KL(teacher || student at T) +\n"
+         "                          (1 - A) x cross-entropy on the labels (default 0.5)\n"
          "  --servers K             ps: how many of the ranks are servers (default 1)\n"
          "  --staleness S           ps: a worker starts step t only once every live worker has pushed\n"
          "                          step t-S-1, so what it reads misses at most S steps of any other\n"
@@ -89,10 +101,12 @@ const char* Usage() {
          "                          re-measured every epoch, for ranks of unequal speed\n"
          "  --shares N,N,...        a fixed split instead: images per rank in each global batch\n"
          "  --sweep KEY=V1,V2,...   train one model per value (KEY: lr, batch, momentum, weight-decay,\n"
-         "                          warmup-epochs, seed, epochs, model, layers); several --sweep: every\n"
+         "                          warmup-epochs, seed, epochs, model, layers, temperature, alpha);\n"
+         "                          several --sweep: every\n"
          "                          combination. The configurations share the job's ranks (a group of\n"
          "                          ranks each, or several in turn per rank); rank 0 prints a table of\n"
-         "                          their accuracy and time. --metrics FILE gets one file each (FILE.K)\n"
+         "                          their accuracy and time. --metrics FILE and --checkpoint FILE get\n"
+         "                          one file each (FILE.K; --teacher FILE takes them all)\n"
          "  --ensemble              with --sweep: also the accuracy of the models' averaged predictions\n"
          "  --elastic               sync SGD through lost ranks and newcomers (under hooprun --min-np):\n"
          "                          the survivors shrink and share out the lost rank's images of every\n"
@@ -105,7 +119,7 @@ const char* Usage() {
          "                          sum folds in rank order); --threads then defaults to 1 (the CPU\n"
          "                          layers' bits depend on how many threads split a batch: give the\n"
          "                          same --threads to runs you compare); cuDNN's deterministic\n"
-         "                          algorithms on GPU ranks. --strategy sync or pipeline only\n"
+         "                          algorithms on GPU ranks. --strategy sync, pipeline or distill\n"
          "  --kill-rank R --kill-step S\n"
          "                          a failure drill: the process with job rank R (HOOP_RANK) kills\n"
          "                          itself (SIGKILL) after S steps of the run\n"
@@ -141,16 +155,31 @@ namespace {
 
 // Which flags were given where a default depends on it.
 struct GivenFlags {
-  bool micro = false, schedule = false, balance = false, device = false;
+  bool micro = false, schedule = false, balance = false, device = false, temperature = false, alpha = false;
 };
+
+// --strategy distill needs its teacher; its settings are for it alone.
+Status CheckDistill(const Options& o, const GivenFlags& g) {
+  if (o.strategy != "distill") {
+    if (!o.teacher.empty() || g.temperature || g.alpha)
+      return InvalidArgument(std::string(!o.teacher.empty() ? "--teacher"
+                                         : g.temperature    ? "--temperature"
+                                                            : "--alpha") +
+                             " is for --strategy distill");
+    return Status::Ok();
+  }
+  if (o.teacher.empty())
+    return InvalidArgument("--strategy distill needs --teacher FILE: a hoop-train checkpoint of the teacher");
+  return Status::Ok();
+}
 
 // --deterministic leaves out what makes a run's bits depend on timing: updates applied as they
 // come (hogwild, ps), the slowest ranks' gradients dropped (backup workers), splits measured
 // (--balance speed), and a membership that changes when a rank is lost (--elastic).
 Status CheckDeterministic(const Options& o) {
   if (!o.deterministic) return Status::Ok();
-  if (o.strategy != "sync" && o.strategy != "pipeline")
-    return InvalidArgument("--deterministic trains with --strategy sync or pipeline; " + o.strategy +
+  if (o.strategy != "sync" && o.strategy != "pipeline" && o.strategy != "distill")
+    return InvalidArgument("--deterministic trains with --strategy sync, pipeline or distill; " + o.strategy +
                            " applies updates in the order they come");
   if (o.backup_workers >= 0) return InvalidArgument("--deterministic: --backup-workers drops whichever ranks are slow");
   if (o.balance == "speed") return InvalidArgument("--deterministic: --balance speed splits batches by measured speed");
@@ -218,7 +247,17 @@ void Declare(cli::Flags& f, Options& o, GivenFlags& g) {
     o.tf32 = v == "on";
     return "";
   });
-  f.Value("--strategy", one_of(&o.strategy, {"sync", "hogwild", "ps", "pipeline"}, "sync, hogwild, ps or pipeline"));
+  f.Value("--strategy", one_of(&o.strategy, {"sync", "hogwild", "ps", "pipeline", "distill"},
+                               "sync, hogwild, ps, pipeline or distill"));
+  f.Value("--teacher", cli::Text(&o.teacher));
+  f.Value("--temperature", [&o, &g, num](const std::string& v) {
+    g.temperature = true;
+    return num(&o.temperature, 0, 1000, true)(v);
+  });
+  f.Value("--alpha", [&o, &g, num](const std::string& v) {
+    g.alpha = true;
+    return num(&o.alpha, 0, 1)(v);
+  });
   f.Value("--servers", count(&o.servers, 1, 65535));
   f.Value("--stages", count(&o.stages, 1, 65535));
   f.Value("--micro-batches", [&o, &g, count](const std::string& v) {
@@ -283,14 +322,13 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     if (o.balance != "equal" || !o.shares.empty())
       return InvalidArgument("--strategy " + o.strategy + ": --balance and --shares are for --strategy sync");
     if (!o.sweep.empty())
-      return InvalidArgument("--sweep runs --strategy sync or hogwild configurations, not " + o.strategy);
+      return InvalidArgument("--sweep runs --strategy sync, hogwild or distill configurations, not " + o.strategy);
   }
   if (o.strategy == "ps") {
     if (!o.servers) o.servers = 1;
   }
   if (o.ensemble && o.sweep.empty()) return InvalidArgument("--ensemble averages a sweep's models: it needs --sweep");
-  if (!o.sweep.empty() && (!o.checkpoint.empty() || o.resume))
-    return InvalidArgument("--sweep runs many models: --checkpoint and --resume are for one");
+  if (!o.sweep.empty() && o.resume) return InvalidArgument("--sweep runs many models: --resume is for one");
   if ((o.slow_rank >= 0) != (o.slow_ms > 0)) return InvalidArgument("--slow-rank and --slow-ms go together");
   if ((o.kill_rank >= 0) != (o.kill_step > 0)) return InvalidArgument("--kill-rank and --kill-step go together");
   if (o.elastic &&
@@ -300,6 +338,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
         "--balance speed");
   if (!o.shares.empty() && o.balance == "speed")
     return InvalidArgument("--shares fixes the split; --balance speed measures it: give one");
+  HOOP_RETURN_IF_ERROR(CheckDistill(o, g));
   HOOP_RETURN_IF_ERROR(CheckDeterministic(o));
   if (device_given && !o.devices.empty()) return InvalidArgument("--device and --devices: give one");
   bool any_gpu = o.device != "cpu", any_cpu = o.device != "cuda";
@@ -308,9 +347,10 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
     any_cpu = std::find(o.devices.begin(), o.devices.end(), "cpu") != o.devices.end();
   }
   if (any_gpu) {
-    if (o.strategy != "sync" || o.backup_workers >= 0 || !o.sweep.empty())
+    if ((o.strategy != "sync" && o.strategy != "distill") || o.backup_workers >= 0 || !o.sweep.empty())
       return InvalidArgument(std::string(o.devices.empty() ? "--device " + o.device : "--devices") +
-                             ": GPU ranks train with --strategy sync (allreduce), without --backup-workers or --sweep");
+                             ": GPU ranks train with --strategy sync or distill (allreduce), without --backup-workers "
+                             "or --sweep");
     if (any_cpu && !balance_given && o.shares.empty()) o.balance = "speed";  // a hybrid job
   }
   const bool lenet = o.model == "lenet";

@@ -13,7 +13,8 @@
 //   EpochNote        what rank 0's epoch line adds; End once, after the last epoch
 //
 // sync (Goyal et al.'s large-batch SGD over allreduce), hogwild (hogwild.h), backup workers
-// (backup.h) and the pipeline (strategy_pipeline.cc) implement it; MakeStrategy picks one from
+// (backup.h), the pipeline (strategy_pipeline.cc) and distillation (strategy_distill.cc: sync's,
+// its loss against a teacher's soft targets) implement it; MakeStrategy picks one from
 // the options, before the fusion runtime starts (backup workers duplicate the communicator and
 // the pipeline splits it, collectives that must not interleave with the runtime's own).
 //
@@ -39,6 +40,7 @@
 namespace hoop::train {
 
 struct CheckpointInfo;
+struct Distillation;
 
 // A rank's part of a model dealt out over the ranks, in place of the run's whole-model steps.
 class ModelPart {
@@ -83,6 +85,8 @@ class Strategy {
   virtual int RateRanks(int ranks) const { return ranks; }
   // The rank's part of a model the strategy dealt out, or null: the rank trains the whole model.
   virtual ModelPart* Part() { return nullptr; }
+  // The teacher whose soft targets the steps' loss takes (distillation), or null: the labels'.
+  virtual const Distillation* Distilling() const { return nullptr; }
 };
 
 // What MakeStrategy builds a strategy from: the job, its model (built from --seed on every rank,
@@ -98,16 +102,19 @@ struct StrategyContext {
   RunResult* result;
 };
 
-// The strategy --strategy and --backup-workers name (sync, hogwild, backup workers or the
-// pipeline), checked against the job: hogwild's ranks on one host, backup workers fewer than the
+// The strategy --strategy and --backup-workers name (sync, hogwild, backup workers, the pipeline
+// or distillation), checked against the job: hogwild's ranks on one host, backup workers fewer than the
 // ranks, whole pipelines.
 StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const StrategyContext& c);
 
-// The four, for MakeStrategy (strategy_*.cc). Sync binds the model's gradient arena at Begin
+// The five, for MakeStrategy (strategy_*.cc). Sync binds the model's gradient arena at Begin
 // and hands the fusion runtime its buckets (gradient_arena.h).
 std::unique_ptr<Strategy> SyncStrategy(Model& model);
 std::unique_ptr<Strategy> HogwildStrategy(Communicator& comm, std::vector<Param*> params);
 StatusOr<std::unique_ptr<Strategy>> BackupStrategy(Communicator& comm, std::vector<Param*> params, int backups);
+// Knowledge distillation (strategy_distill.cc): sync's, its loss against the teacher --teacher
+// names, read here on every rank (a rank that cannot read it fails at Begin, the others with it).
+std::unique_ptr<Strategy> DistillStrategy(const StrategyContext& c);
 // The pipeline (pipeline_stage.h): splits the job's communicator, measures the layers and keeps
 // this rank's stage in the model; with --resume reads the checkpoint first.
 StatusOr<std::unique_ptr<Strategy>> PipelineStrategy(const StrategyContext& c);

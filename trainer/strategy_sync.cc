@@ -44,6 +44,7 @@ StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const StrategyContext& c) {
   Model& model = c.model;
   const int ranks = comm.size();
   if (o.strategy == "pipeline") return PipelineStrategy(c);
+  if (o.strategy == "distill") return DistillStrategy(c);
   if (o.strategy == "hogwild") {
     if (comm.local_size() != ranks)
       return InvalidArgument(

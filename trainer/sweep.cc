@@ -10,8 +10,8 @@ namespace hoop::train {
 
 namespace {
 
-constexpr const char* kKeys[] = {"lr",   "batch",  "momentum", "weight-decay", "warmup-epochs",
-                                 "seed", "epochs", "model",    "layers"};
+constexpr const char* kKeys[] = {"lr",     "batch", "momentum", "weight-decay", "warmup-epochs", "seed",
+                                 "epochs", "model", "layers",   "temperature",  "alpha"};
 
 Status SumOver(Communicator& comm, void* data, size_t count, DType dtype) {
   Buffer b{data, count, dtype, MemKind::kHost};
@@ -98,6 +98,7 @@ StatusOr<int> RunSweep(const std::vector<SweepConfig>& configs, bool ensemble, c
     o.label = std::string("[").append(configs[k].label).append("] ");
     o.keep_predictions = ensemble;
     if (!o.metrics.empty()) o.metrics.append(".").append(std::to_string(k));
+    if (!o.checkpoint.empty()) o.checkpoint.append(".").append(std::to_string(k));
     HOOP_ASSIGN_OR_RETURN(RunResult r, Train(o, cfg, *sub, train, test, stop));
     if (r.interrupted) return r.interrupted;
     if (sub->rank() == 0 && !r.epochs.empty()) {

@@ -5,6 +5,8 @@
 // g + G, g + 2G, ... one after the other. Each run's lines carry its configuration; at the end
 // rank 0 prints every configuration's test accuracy, time and speed, and with --ensemble the
 // accuracy of the average of all the trained models' class probabilities on the test set.
+// --metrics FILE and --checkpoint FILE become FILE.K for configuration K (a distillation's
+// --teacher FILE then takes the K models as its ensemble).
 #pragma once
 #include <atomic>
 #include <string>

@@ -121,7 +121,7 @@ Status Run::TrainStep(const std::vector<int64_t>& perm, const Slice& s, std::vec
   const float scale = strategy_->GradientScale(s);
   StepTimes times;
   LossResult r = ComputeGradient(*model_, train_, perm.data() + s.begin, s.count(), scale, pad_, pool_, ws_, on_layer,
-                                 comm_->rank() == o_.slow_rank ? o_.slow_ms : 0, times);
+                                 comm_->rank() == o_.slow_rank ? o_.slow_ms : 0, times, strategy_->Distilling());
   sums[kData] += times.data;
   sums[kForward] += times.forward;
   sums[kBackward] += times.backward;

@@ -94,8 +94,56 @@ TEST_CASE("hoop-train --deterministic: the same checkpoint bytes and metrics ove
   for (const char* strategy : {"hogwild", "ps"}) {
     auto bad = Train(1, {"--deterministic", "--strategy", strategy}, 30);
     CHECK(bad.exit_code == 2);
-    CHECK(bad.output.find("--deterministic trains with --strategy sync or pipeline") != std::string::npos);
+    CHECK(bad.output.find("--deterministic trains with --strategy sync, pipeline or distill") != std::string::npos);
   }
   auto backup = Train(2, {"--deterministic", "--backup-workers", "1"}, 30);
   CHECK(backup.output.find("--deterministic: --backup-workers drops whichever ranks are slow") != std::string::npos);
+}
+
+TEST_CASE("hoop-train --deterministic --strategy distill: the same checkpoint bytes over back ends and algorithms",
+          "[train][deterministic]") {
+  const std::string teacher = Tmp("det-teacher");
+  auto t = Train(1, {"--model", "resnet", "--epochs", "1", "--train-limit", "320", "--test-limit", "50", "--progress",
+                     "0", "--checkpoint", teacher});
+  INFO(t.output);
+  REQUIRE(t.exit_code == 0);
+  std::string first;
+  int i = 0;
+  for (const std::map<std::string, std::string>& env :
+       {std::map<std::string, std::string>{{"HOOP_TRANSPORT", "tcp"}},
+        std::map<std::string, std::string>{{"HOOP_TRANSPORT", "shm"}, {"HOOP_ALGO", "tree"}}}) {
+    const std::string ck = Tmp("det-distill-" + std::to_string(i++));
+    ProcOptions o = Within(120);
+    o.env = env;
+    auto r = RunProc({Bin("hooprun"),
+                      "-np",
+                      "3",
+                      "--oversubscribe",
+                      Bin("hoop-train"),
+                      "--deterministic",
+                      "--strategy",
+                      "distill",
+                      "--teacher",
+                      teacher,
+                      "--train-limit",
+                      "480",
+                      "--test-limit",
+                      "100",
+                      "--epochs",
+                      "1",
+                      "--progress",
+                      "0",
+                      "--checkpoint",
+                      ck},
+                     o);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    if (first.empty())
+      first = Bytes(ck);
+    else
+      CHECK(Bytes(ck) == first);
+    std::remove(ck.c_str());
+  }
+  CHECK(first.size() > 100000);
+  std::remove(teacher.c_str());
 }

@@ -449,7 +449,23 @@ TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
   CHECK(parse({"--shares", "40,24"})->shares == std::vector<int>{40, 24});
   e({"--slow-rank", "1"}, "--slow-rank and --slow-ms go together");
   e({"--sweep", "lr=0.1,,0.2"}, "--sweep 'lr=0.1,,0.2': an empty value");
-  e({"--sweep", "lr=0.1", "--checkpoint", "ck"}, "--sweep runs many models: --checkpoint and --resume are for one");
+  e({"--sweep", "lr=0.1", "--checkpoint", "ck", "--resume"}, "--sweep runs many models: --resume is for one");
+  CHECK(parse({"--sweep", "lr=0.1,0.2", "--checkpoint", "ck"})->checkpoint == "ck");  // each writes ck.K
+  // Distillation: the teacher is needed, and its settings are for it alone.
+  e({"--strategy", "distill"}, "--strategy distill needs --teacher FILE");
+  e({"--teacher", "t.ckpt"}, "--teacher is for --strategy distill");
+  e({"--temperature", "2"}, "--temperature is for --strategy distill");
+  e({"--alpha", "0.5"}, "--alpha is for --strategy distill");
+  e({"--strategy", "distill", "--teacher", "t", "--temperature", "0"},
+    "--temperature '0': expected a number in (0, 1000]");
+  e({"--strategy", "distill", "--teacher", "t", "--alpha", "1.5"}, "--alpha '1.5': expected a number in [0, 1]");
+  e({"--strategy", "distill", "--teacher", "t", "--elastic"}, "--elastic trains with --strategy sync");
+  auto distill = parse({"--strategy", "distill", "--teacher", "a,b", "--temperature", "2.5", "--alpha", "0.5"});
+  REQUIRE(distill.ok());
+  CHECK((distill->teacher == "a,b" && distill->temperature == 2.5 && distill->alpha == 0.5));
+  CHECK(parse({"--strategy", "distill", "--teacher", "t"})->temperature == 4);
+  CHECK(parse({"--strategy", "distill", "--teacher", "t", "--deterministic"})->deterministic);
+  CHECK(parse({"--strategy", "distill", "--teacher", "t", "--device", "cuda"})->device == "cuda");
   CHECK(parse({"--sweep", "lr=0.1,0.2", "--sweep", "batch=8", "--ensemble"})->sweep.size() == 2);
   // Every combination, each parsed as a command line with the axes' options appended.
   auto configs = SweepConfigs({"--model", "resnet", "--epochs", "1"}, {"lr=0.1,0.2", "batch=8,16,24"});
