@@ -17,19 +17,23 @@ struct DnnlConv2d::Primitives : PrimitivesBase {
   Slot w_src, w_dst, w_wei;
 };
 
-DnnlConv2d::DnnlConv2d(std::string name, ConvSpec spec, std::mt19937& rng) : Conv2d(std::move(name), spec, rng) {}
+DnnlConv2d::DnnlConv2d(std::string name, ConvSpec spec, std::mt19937& rng, bool bf16)
+    : Conv2d(std::move(name), spec, rng), bf16_(bf16) {}
 DnnlConv2d::~DnnlConv2d() = default;
 
 DnnlConv2d::Primitives& DnnlConv2d::For(const Shape& in, int block) {
   return Cached(cache_, PrimitiveKey{in, block}, [&](Primitives& p) {
     const Shape out = OutShape(in);
     const auto f32 = memory::data_type::f32;
+    const auto in_type = bf16_ ? memory::data_type::bf16 : f32;  // the products' operands
     const auto any = memory::format_tag::any;
     const memory::dims src_d{in.n, in.c, in.h, in.w}, wei_d{s_.out, s_.in, s_.kernel, s_.kernel},
         dst_d{out.n, out.c, out.h, out.w};
     p.wei = memory::desc(wei_d, f32, memory::format_tag::oihw);
     p.bia = memory::desc({s_.out}, f32, memory::format_tag::x);
-    const memory::desc src_any(src_d, f32, any), wei_any(wei_d, f32, any), dst_any(dst_d, f32, any);
+    // Operands in bf16 where asked; what the primitives write (output, gradients) stays f32.
+    const memory::desc src_any(src_d, in_type, any), wei_any(wei_d, in_type, any), dst_any(dst_d, f32, any),
+        ddst_any(dst_d, in_type, any), dsrc_any(src_d, f32, any), dwei_any(wei_d, f32, any);
     const memory::dims strides{s_.stride, s_.stride}, pad{s_.pad, s_.pad};
     const auto algo = dnnl::algorithm::convolution_direct;
     const auto train = dnnl::prop_kind::forward_training;
@@ -47,15 +51,15 @@ DnnlConv2d::Primitives& DnnlConv2d::For(const Shape& in, int block) {
     p.f_dst.Make(fwd_pd.dst_desc(), dst, p.eng);
 
     dnnl::convolution_backward_data::primitive_desc bd_pd(
-        dnnl::convolution_backward_data::desc(algo, src_any, wei_any, dst_any, strides, pad, pad), p.eng, fwd_pd);
+        dnnl::convolution_backward_data::desc(algo, dsrc_any, wei_any, ddst_any, strides, pad, pad), p.eng, fwd_pd);
     p.bwd_data = dnnl::convolution_backward_data(bd_pd);
     p.d_dst.Make(bd_pd.diff_dst_desc(), dst, p.eng);
     p.d_wei.Make(bd_pd.weights_desc(), p.wei, p.eng);
     p.d_src.Make(bd_pd.diff_src_desc(), src, p.eng);
 
     auto bw_d =
-        s_.bias ? dnnl::convolution_backward_weights::desc(algo, src_any, wei_any, p.bia, dst_any, strides, pad, pad)
-                : dnnl::convolution_backward_weights::desc(algo, src_any, wei_any, dst_any, strides, pad, pad);
+        s_.bias ? dnnl::convolution_backward_weights::desc(algo, src_any, dwei_any, p.bia, ddst_any, strides, pad, pad)
+                : dnnl::convolution_backward_weights::desc(algo, src_any, dwei_any, ddst_any, strides, pad, pad);
     dnnl::convolution_backward_weights::primitive_desc bw_pd(bw_d, p.eng, fwd_pd);
     p.bwd_weights = dnnl::convolution_backward_weights(bw_pd);
     p.w_src.Make(bw_pd.src_desc(), src, p.eng);

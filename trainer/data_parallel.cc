@@ -35,11 +35,14 @@ void DataParallel::GradientsReady(Layer& layer) {
     const Buffer view{arena_->BucketData(b), bucket.count, DType::kF32, arena_->kind()};
     fusion::TensorOptions o;
     o.fuse = false;  // a bucket already: reduced where it lies
+    o.compression = grad_wire_;
     pending_.push_back(rt_.Allreduce("grad.bucket." + std::to_string(b), view, view, ReduceOp::kSum, o));
     return;
   }
+  fusion::TensorOptions o;
+  o.compression = grad_wire_;
   for (Param* p : layer.Params())
-    pending_.push_back(rt_.Allreduce("grad." + p->name, Of(p->grad), Of(p->grad), ReduceOp::kSum));
+    pending_.push_back(rt_.Allreduce("grad." + p->name, Of(p->grad), Of(p->grad), ReduceOp::kSum, o));
 }
 
 Status DataParallel::Wait() {

@@ -13,6 +13,7 @@
 //  - Batch norm's running statistics are averaged before evaluation and checkpoints.
 // Every wait is bounded by the runtime (HOOP_TIMEOUT); a failure names the tensor and the cause.
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "tensorfusion/runtime.h"
@@ -23,7 +24,9 @@ namespace hoop::train {
 
 class DataParallel {
  public:
-  explicit DataParallel(fusion::Runtime& rt) : rt_(rt) {}
+  // grad_wire: the gradient buckets' compression on the wire (--grad-wire), or none: f32.
+  explicit DataParallel(fusion::Runtime& rt, std::optional<Compression> grad_wire = std::nullopt)
+      : rt_(rt), grad_wire_(grad_wire) {}
   // Broadcasts each tensor from rank 0 (name-tagged; every rank passes the same list).
   Status Broadcast(const std::vector<std::pair<std::string, Tensor*>>& tensors);
   // From now on GradientsReady hands over the arena's buckets (bound; every rank alike).
@@ -41,6 +44,7 @@ class DataParallel {
 
  private:
   fusion::Runtime& rt_;
+  std::optional<Compression> grad_wire_;
   std::vector<fusion::Handle> pending_;
   GradientArena* arena_ = nullptr;
   std::vector<int> left_;  // per bucket: its layers whose gradients have not come this step

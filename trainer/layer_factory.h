@@ -46,7 +46,12 @@ class LayerFactory {
 std::unique_ptr<LayerFactory> MakeLayerFactory(Layers layers);
 
 // oneDNN's factory, or null without oneDNN (layer_factory_dnnl.cc, layer_factory_dnnl_none.cc).
-std::unique_ptr<LayerFactory> OneDnnLayerFactory();
+// bf16: its convolutions multiply in bf16 (conv2d_dnnl.h); the other layers are f32 either way.
+std::unique_ptr<LayerFactory> OneDnnLayerFactory(bool bf16 = false);
+// Why oneDNN's bf16 convolutions cannot run at speed here, or "": a build without oneDNN, or a
+// CPU whose instructions (as oneDNN sees them) lack AVX512-BF16 and AMX, where bf16 would be
+// emulated, slower than f32.
+std::string OneDnnBf16Missing();
 // The cuDNN/cuBLAS factory for CUDA device `device` (layer_factory_cuda.cc), or why there is none:
 // Unimplemented in a build without CUDA or cuDNN, Unavailable without a usable device.
 // tf32: let cuDNN's convolutions use TF32 tensor cores (PyTorch's default for convolutions); its

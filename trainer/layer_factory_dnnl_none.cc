@@ -4,7 +4,10 @@
 
 namespace hoop::train {
 
-std::unique_ptr<LayerFactory> OneDnnLayerFactory() { return nullptr; }
+std::unique_ptr<LayerFactory> OneDnnLayerFactory(bool) { return nullptr; }
+std::string OneDnnBf16Missing() {
+  return "this build has no oneDNN (libdnnl-dev was not found when hoop was configured)";
+}
 bool HaveOneDnn() { return false; }
 void SetOneDnnThreads(int) {}
 

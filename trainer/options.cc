@@ -11,6 +11,7 @@
 #include "trainer/device_choice.h"
 #include "trainer/layer_factory.h"
 #include "trainer/model.h"
+#include "trainer/precision.h"
 #include "trainer/sweep.h"
 
 namespace hoop::train {
@@ -137,6 +138,14 @@ const char* Usage() {
          "                          CPU (a hybrid job: --balance speed is then its default)\n"
          "  --devices D,D,...       one device per rank, cpu or cuda, in rank order (a hybrid job\n"
          "                          when they differ)\n"
+         "  --precision fp32|bf16   the layers' arithmetic: f32 (default), or bf16 mixed precision: the\n"
+         "                          convolutions multiply in bf16 and accumulate in f32, from f32\n"
+         "                          master weights; batch norm, pooling, linear layers and the loss\n"
+         "                          stay f32. CPU ranks: oneDNN's bf16 (--layers onednn), where the CPU\n"
+         "                          has AVX512-BF16 or AMX (refused where it would be emulated); GPU\n"
+         "                          ranks: not yet. fp16 is refused (no fp16 in oneDNN's CPU kernels)\n"
+         "  --grad-wire f32|bf16    the gradients' type on the wire (hoop's bf16 compression: half the\n"
+         "                          bytes, f32 sums at every hop); default bf16 with --precision bf16\n"
          "  --tf32 on|off           GPU ranks: let cuDNN's convolutions use TF32 tensor cores (default\n"
          "                          on, as PyTorch's convolutions; matrix products stay f32)\n"
          "  --train-limit N         train on the first N images only (default: all 60000)\n"
@@ -242,6 +251,8 @@ void Declare(cli::Flags& f, Options& o, GivenFlags& g) {
     HOOP_ASSIGN_OR_RETURN(o.devices, ParseDevices(v));
     return Status::Ok();
   });
+  f.Value("--precision", one_of(&o.precision, {"fp32", "bf16", "fp16"}, "fp32, bf16 or fp16"));
+  f.Value("--grad-wire", one_of(&o.grad_wire, {"f32", "bf16"}, "f32 or bf16"));
   f.Value("--tf32", [&o](const std::string& v) -> std::string {
     if (v != "on" && v != "off") return "expected on or off";
     o.tf32 = v == "on";
@@ -358,6 +369,15 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (o.batch == 0) o.batch = lenet ? 32 : 64;
   if (o.lr == 0) o.lr = lenet ? 0.025 : 0.05;
   if (o.layers.empty()) o.layers = HaveOneDnn() ? "onednn" : "native";
+  HOOP_RETURN_IF_ERROR(CheckPrecision(o, any_cpu, any_gpu));
+  // The gradients go through the fusion runtime's allreduce with sync and distill only (hogwild,
+  // ps, backup workers and the pipeline move theirs in their own ways, f32).
+  const bool allreduced = (o.strategy == "sync" || o.strategy == "distill") && o.backup_workers < 0;
+  if (!o.grad_wire.empty() && !allreduced)
+    return InvalidArgument(
+        "--grad-wire is for the gradients' allreduce: --strategy sync or distill, without "
+        "--backup-workers");
+  if (o.grad_wire.empty()) o.grad_wire = o.precision == "bf16" && allreduced ? "bf16" : "f32";
   if (o.strategy == "pipeline" && o.micro_batches > o.batch)
     return InvalidArgument("--micro-batches " + std::to_string(o.micro_batches) + ": more than the " +
                            std::to_string(o.batch) + " images of --batch");

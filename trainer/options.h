@@ -15,6 +15,8 @@ struct Options {
   std::string device = "cpu";        // cpu | cuda | auto (device_choice.h)
   std::vector<std::string> devices;  // --devices: one per rank (cpu | cuda); empty: --device
   bool tf32 = true;                  // cuDNN convolutions may use TF32 (--tf32 on|off)
+  std::string precision = "fp32";    // fp32 | bf16 | fp16 (precision.h)
+  std::string grad_wire;             // f32 | bf16: the gradients on the wire (default: bf16 with --precision bf16)
   int epochs = 0;                    // 0: the model's default
   int batch = 0;                     // per rank; 0: the model's default
   double lr = 0;                     // per rank (scaled by the number of ranks); 0: the model's default

@@ -12,6 +12,7 @@
 #include "trainer/layer_factory.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
+#include "trainer/precision.h"
 #include "trainer/ps_server.h"
 #include "trainer/resume_whole.h"
 #include "trainer/sampler.h"
@@ -88,8 +89,7 @@ StatusOr<RunResult> PsRun::Go() {
     return InvalidArgument("--slow-rank " + std::to_string(o_.slow_rank) + ": the workers are ranks " +
                            std::to_string(servers_) + " to " + std::to_string(ranks - 1) + " (ranks 0 to " +
                            std::to_string(servers_ - 1) + " are servers and take no steps)");
-  HOOP_ASSIGN_OR_RETURN(model_, BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative,
-                                           train_.channels));
+  HOOP_ASSIGN_OR_RETURN(model_, BuildHostModel(o_, o_.model, train_.channels));
   HOOP_ASSIGN_OR_RETURN(pad_, InputPad(*model_, train_));
   SetOneDnnThreads(pool_.threads());
   params_ = model_->net.Params();

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "trainer/layer_factory.h"
+#include "trainer/precision.h"
 #include "trainer/strategy.h"
 #include "trainer/teacher.h"
 
@@ -67,7 +68,7 @@ class Distill final : public Strategy {
 // The student's kind of layers, on its device, for a teacher of the model `name`.
 Teacher::Build SameLayers(const Options& o, const Model& student, int channels) {
   return [&o, device = student.device, channels](const std::string& name) -> StatusOr<std::unique_ptr<Model>> {
-    if (device < 0) return BuildModel(name, o.seed, o.layers == "onednn" ? Layers::kOneDnn : Layers::kNative, channels);
+    if (device < 0) return BuildHostModel(o, name, channels);
     HOOP_ASSIGN_OR_RETURN(auto make, CudaLayerFactory(device, o.tf32, o.deterministic));
     return BuildModel(name, o.seed, *make, channels);
   };

@@ -23,6 +23,7 @@
 #include "trainer/compute.h"
 #include "trainer/epoch_sums.h"
 #include "trainer/pipeline_stage.h"
+#include "trainer/precision.h"
 #include "trainer/strategy.h"
 
 namespace hoop::train {
@@ -355,9 +356,7 @@ Status Pipeline::Save(const std::string& path, const CheckpointInfo& ck) {
     return pipe_->SendNow(Floats(state.data(), state.size()), 0, kStateTag);
   }
   // Rank 0: a whole model to hold every stage's part, filled stage by stage in its layers' order.
-  HOOP_ASSIGN_OR_RETURN(
-      auto whole,
-      BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative, train_.channels));
+  HOOP_ASSIGN_OR_RETURN(auto whole, BuildHostModel(o_, o_.model, train_.channels));
   Sgd sgd(whole->net.Params(), o_.momentum, o_.weight_decay);
   HOOP_ASSIGN_OR_RETURN(NamedTensors tensors, Gather(*whole, sgd));
   return SaveCheckpoint(path, ck, tensors);

@@ -23,6 +23,7 @@
 #include "trainer/layer_factory.h"
 #include "trainer/loss.h"
 #include "trainer/model.h"
+#include "trainer/precision.h"
 #include "trainer/ps_run.h"
 #include "trainer/sampler.h"
 #include "trainer/sgd.h"
@@ -209,9 +210,7 @@ Status Run::MakeModel() {
     if (!make.ok()) return make.status();
     HOOP_ASSIGN_OR_RETURN(model_, train::BuildModel(o_.model, o_.seed, **make, train_.channels));
   } else {
-    HOOP_ASSIGN_OR_RETURN(
-        model_, train::BuildModel(o_.model, o_.seed, o_.layers == "onednn" ? Layers::kOneDnn : Layers::kNative,
-                                  train_.channels));
+    HOOP_ASSIGN_OR_RETURN(model_, BuildHostModel(o_, o_.model, train_.channels));
   }
   HOOP_ASSIGN_OR_RETURN(pad_, InputPad(*model_, train_));
   SetOneDnnThreads(pool_.threads());
@@ -268,7 +267,7 @@ Status Run::StartRuntime() {
   }
   HOOP_ASSIGN_OR_RETURN(
       rt_, fusion::Runtime::Start(o_.elastic ? *fusion_comm_ : *comm_, fusion::FusionOptions::FromConfig(cfg_)));
-  dp_.emplace(*rt_);
+  dp_.emplace(*rt_, GradientWire(o_));
   DataParallel* dp = &*dp_;
   sum_ = [dp](const std::string& name, std::vector<double>& v) { return dp->SumDoubles(name, v); };
   return Preflight();
@@ -309,16 +308,17 @@ void Run::Announce(const std::string& device_list) {
       train_.name +
       (pad_ ? " padded to " + std::to_string(model_->input.h) + "x" + std::to_string(model_->input.w) : std::string());
   const bool gpus = device_list.find("cuda") != std::string::npos;
-  const std::string layers = !gpus ? o_.layers + " layers"
+  const std::string cpu_layers = o_.layers + " layers" + (o_.precision == "bf16" ? ", bf16 convolutions" : "");
+  const std::string layers = !gpus ? cpu_layers
                              : device_list.find("cpu") == std::string::npos
                                  ? "cuDNN/cuBLAS layers on " + device_list
-                                 : "cuDNN/cuBLAS and " + o_.layers + " layers on " + device_list;
+                                 : "cuDNN/cuBLAS and " + cpu_layers + " on " + device_list;
   std::printf(
       "%shoop-train: %s (%zu parameters, %s), %d rank(s) x batch %d, %d thread(s) per rank, %lld images of %s, "
-      "%lld steps per epoch, over %s%s\n",
+      "%lld steps per epoch, over %s%s%s\n",
       o_.label.c_str(), o_.model.c_str(), model_->ParamCount(), layers.c_str(), comm_->size(), o_.batch,
       pool_.threads(), static_cast<long long>(images_), data.c_str(), static_cast<long long>(steps_),
-      comm_->transport_name().c_str(), resuming.c_str());
+      comm_->transport_name().c_str(), o_.grad_wire == "bf16" ? ", gradients bf16 on the wire" : "", resuming.c_str());
   std::fflush(stdout);
 }
 

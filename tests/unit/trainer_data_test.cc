@@ -466,6 +466,25 @@ TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
   CHECK(parse({"--strategy", "distill", "--teacher", "t"})->temperature == 4);
   CHECK(parse({"--strategy", "distill", "--teacher", "t", "--deterministic"})->deterministic);
   CHECK(parse({"--strategy", "distill", "--teacher", "t", "--device", "cuda"})->device == "cuda");
+  // --precision: bf16 on oneDNN where the CPU has it; fp16 and GPU ranks refused, saying why.
+  CHECK(d->precision == "fp32");
+  CHECK(d->grad_wire == "f32");
+  e({"--precision", "fp8"}, "--precision 'fp8': expected fp32, bf16 or fp16");
+  e({"--precision", "fp16"}, "--precision fp16: oneDNN's CPU convolutions (2.6, Debian's) have no fp16");
+  e({"--precision", "bf16", "--device", "cuda"}, "--precision bf16: GPU ranks do not take --precision yet");
+  e({"--precision", "bf16", "--layers", "native"}, "--precision bf16 runs the convolutions on oneDNN's bf16");
+  e({"--grad-wire", "bf16", "--strategy", "ps"}, "--grad-wire is for the gradients' allreduce");
+  e({"--grad-wire", "fp8"}, "--grad-wire 'fp8': expected f32 or bf16");
+  CHECK(parse({"--grad-wire", "bf16"})->grad_wire == "bf16");  // f32 layers, bf16 on the wire
+  if (HaveOneDnn() && OneDnnBf16Missing().empty()) {
+    auto bf16 = parse({"--precision", "bf16"});
+    REQUIRE(bf16.ok());
+    CHECK(bf16->grad_wire == "bf16");
+    CHECK(parse({"--precision", "bf16", "--grad-wire", "f32"})->grad_wire == "f32");
+    CHECK(parse({"--precision", "bf16", "--strategy", "hogwild"})->grad_wire == "f32");
+  } else {
+    e({"--precision", "bf16"}, "--precision bf16");
+  }
   CHECK(parse({"--sweep", "lr=0.1,0.2", "--sweep", "batch=8", "--ensemble"})->sweep.size() == 2);
   // Every combination, each parsed as a command line with the axes' options appended.
   auto configs = SweepConfigs({"--model", "resnet", "--epochs", "1"}, {"lr=0.1,0.2", "batch=8,16,24"});

@@ -2,7 +2,10 @@
 // against the hand-written layers, in plain and blocked layouts; the layout conversions; and the
 // whole models, whose forward and backward must agree between the two back ends.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "trainer/batchnorm.h"
 #include "trainer/chain.h"
@@ -200,4 +203,49 @@ TEST_CASE("models on oneDNN: the same outputs and gradients as the hand-written 
     // Evaluation mode (running statistics) agrees too.
     Same((*a)->net.Forward(x, Mode::kEval, pool), (*b)->net.Forward(x, Mode::kEval, pool), 1e-4);
   }
+}
+
+// The largest |a - b| over the elements (any layouts), and the largest |a|.
+static std::pair<double, double> Gap(const Tensor& a, const Tensor& b) {
+  Tensor pa, pb;
+  Relayout(a, 0, pa);
+  Relayout(b, 0, pb);
+  double gap = 0, top = 0;
+  for (size_t j = 0; j < pa.size(); ++j) {
+    gap = std::max(gap, static_cast<double>(std::fabs(pa.data[j] - pb.data[j])));
+    top = std::max(top, static_cast<double>(std::fabs(pa.data[j])));
+  }
+  return {gap, top};
+}
+
+TEST_CASE("convolution in bf16 on oneDNN: f32 results within bf16's rounding, weights kept f32", "[trainer][layers]") {
+  if (Skip("bf16 convolution on oneDNN")) return;
+  if (const std::string missing = OneDnnBf16Missing(); !missing.empty()) {
+    WARN("SKIPPED: bf16 convolution on oneDNN: " << missing);
+    return;
+  }
+  auto f32 = OneDnnLayerFactory(false), bf16 = OneDnnLayerFactory(true);
+  for (bool bias : {false, true})
+    for (int block : {0, 16}) {
+      INFO("bias " << bias << ", block " << block);
+      const ConvSpec spec{16, 32, 3, 1, 1, bias};
+      std::mt19937 r1(5), r2(5);
+      auto a = f32->Conv("c", spec, r1), b = bf16->Conv("c", spec, r2);
+      Tensor x = Random({4, 16, 9, 9}, 51), dy = Random({4, 32, 9, 9}, 52), ya, yb, dxa, dxb;
+      Run(*a, x, dy, block, ya, dxa);
+      Run(*b, x, dy, block, yb, dxb);
+      // Each product's operands carry bf16's 8 bits (relative rounding 2^-9 each), summed in f32
+      // over 144 terms: within 2% of the largest value, and not f32's own result (bf16 ran).
+      for (auto [ga, gb] : {std::pair<const Tensor*, const Tensor*>{&ya, &yb}, {&dxa, &dxb}}) {
+        const auto [gap, top] = Gap(*ga, *gb);
+        CHECK(gap < 0.02 * top);
+        CHECK(gap > 1e-6 * top);
+      }
+      auto pa = a->Params(), pb = b->Params();
+      for (size_t i = 0; i < pa.size(); ++i) {
+        const auto [gap, top] = Gap(pa[i]->grad, pb[i]->grad);
+        CHECK(gap < 0.02 * top);
+        CHECK(pa[i]->value.data == pb[i]->value.data);  // the master weights: untouched f32
+      }
+    }
 }
