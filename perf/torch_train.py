@@ -9,10 +9,13 @@ the test accuracy after each epoch. Needs Debian's python3-torch: run it with /u
 With --device cuda (a PyTorch with CUDA, as on the GPU machine) the model and the data sets live on
 the GPU, with PyTorch's defaults for TF32 (convolutions may use it, matrix products do not), as
 hoop-train --device cuda's; an epoch's time ends with the device's work (synchronised).
+--benchmark sets cudnn.benchmark (cuDNN's algorithms chosen by measurement, per shape);
+--precision bf16 runs forward and loss under torch.autocast in bf16 (f32 weights, as hoop-train
+--precision bf16), on the CPU or the GPU; --channels-last puts the model and images in NHWC.
 
 usage: /usr/bin/python3 perf/torch_train.py [--model lenet|resnet|resnet18|resnet34] [--epochs N] [--batch N]
          [--lr X] [--threads N] [--train-limit N] [--test-limit N] [--seed N] [--data DIR] [--json FILE]
-         [--device cpu|cuda]
+         [--device cpu|cuda] [--precision fp32|bf16] [--channels-last] [--benchmark]
 """
 import argparse
 import gzip
@@ -139,7 +142,12 @@ def main():
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--json", help="write the per-epoch results here")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="bf16: torch.autocast")
+    ap.add_argument("--channels-last", action="store_true", help="the model and images in NHWC")
+    ap.add_argument("--benchmark", action="store_true", help="torch.backends.cudnn.benchmark = True")
     a = ap.parse_args()
+    torch.backends.cudnn.benchmark = a.benchmark
+    fmt = torch.channels_last if a.channels_last else torch.contiguous_format
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("torch_train.py: --device cuda: this PyTorch sees no CUDA device")
     dev = torch.device(a.device)
@@ -153,11 +161,11 @@ def main():
         y = idx(os.path.join(a.data, f"{split}-labels-idx1-ubyte"))
         if limit:
             x, y = x[:limit], y[:limit]
-        return prepare(x, a.model).to(dev), torch.tensor(y.astype(np.int64)).to(dev)
+        return prepare(x, a.model).to(dev).contiguous(memory_format=fmt), torch.tensor(y.astype(np.int64)).to(dev)
 
     xtr, ytr = load("train", a.train_limit)
     xte, yte = load("t10k", a.test_limit)
-    model = make_model(a.model).to(dev)
+    model = make_model(a.model).to(dev).to(memory_format=fmt)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=a.momentum, weight_decay=a.weight_decay)
     n = len(xtr)
     steps = math.ceil(n / batch)
@@ -173,20 +181,23 @@ def main():
                 g["lr"] = lr * 0.5 * (1 + math.cos(math.pi * min(1.0, step / total)))
             i = perm[s * batch:(s + 1) * batch]
             opt.zero_grad()
-            F.cross_entropy(model(xtr[i]), ytr[i]).backward()
+            with torch.autocast(device_type=a.device, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+                loss = F.cross_entropy(model(xtr[i]), ytr[i])
+            loss.backward()
             opt.step()
             step += 1
         if a.device == "cuda":
             torch.cuda.synchronize()
         train_s = time.time() - t0
         model.eval()
-        with torch.no_grad():
+        with torch.no_grad(), torch.autocast(device_type=a.device, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
             correct = sum((model(xte[j:j + 500]).argmax(1) == yte[j:j + 500]).sum().item() for j in range(0, len(xte), 500))
         r = {"epoch": epoch + 1, "train_s": train_s, "images": n, "images_per_s": n / train_s,
              "test_acc": correct / len(xte), "wall_s": time.time() - begin}
         results.append(r)
         print(f"torch {a.model}: epoch {epoch + 1}/{a.epochs}: {r['images_per_s']:.0f} images/s, "
               f"test acc {100 * r['test_acc']:.2f}% ({a.device if a.device == 'cuda' else str(a.threads) + ' thread(s)'}, batch {batch}, "
+              f"{a.precision}{', channels_last' if a.channels_last else ''}{', cudnn.benchmark' if a.benchmark else ''}, "
               f"torch {torch.__version__})", flush=True)
     if a.json:
         with open(a.json, "w") as f:

@@ -246,6 +246,27 @@ trainer_gpu() {
   step train-resnet18-gpu-2ranks build-gpu/bin/hooprun -np 2 "${t[@]}" --device cuda "${r18[@]}" --metrics "$out/r18-2.json"
   note "resnet18, 2 ranks sharing the GPU: $(rate "$out/train-resnet18-gpu-2ranks.log" "epoch [0-9]+/") images/s," \
        "waiting for gradients $(comm_share "$out/r18-2.json") of the training time (issue 23: under 0.10)"
+  # Issue 54: the PyTorch twin as the issue measured it (cudnn.benchmark, the second epoch: steady
+  # state) at batch 64 and 256, fp32 and bf16 autocast + channels_last, beside hoop-train fp32
+  # (hoop-train --precision bf16 does not run on GPU ranks yet).
+  local b
+  for b in 64 256; do
+    local rb=(--model resnet18 --epochs 2 --batch "$b" --train-limit 25600 --test-limit 1000)
+    step "train-resnet18-b$b" "${t[@]}" --device cuda "${rb[@]}"
+    step "torch-resnet18-b$b" python3 perf/torch_train.py --device cuda --benchmark --data "$fmnist" "${rb[@]}"
+    step "torch-resnet18-b$b-bf16" python3 perf/torch_train.py --device cuda --benchmark --precision bf16 \
+      --channels-last --data "$fmnist" "${rb[@]}"
+    h=$(rate "$out/train-resnet18-b$b.log" "epoch 2/")
+    p=$(rate "$out/torch-resnet18-b$b.log" "epoch 2/")
+    note "resnet18, batch $b, steady state: hoop-train fp32 $h images/s, PyTorch fp32 (cudnn.benchmark) $p" \
+         "($(awk -v h="$h" -v p="$p" 'BEGIN { if (p > 0) printf "%.2fx", h / p; else print "?" }')), PyTorch bf16" \
+         "autocast + channels_last $(rate "$out/torch-resnet18-b$b-bf16.log" "epoch 2/") images/s"
+  done
+  # Issue 54, item 5: the report in one command: ResNet-34 on the CPU, one GPU, 2 ranks on it and
+  # GPU + CPU, accuracy against time, phases and energy (a short slice: the command, not the figures).
+  step train-report python3 perf/train-report --build build-gpu --model resnet34 --epochs 1 --train-limit 2560 \
+    --test-limit 500 --data "$fmnist" --out "$out/train-report"
+  cat "$out/train-report/report.md" >> "$summary" 2> /dev/null || true
   local lenet=(--model lenet --epochs 2 --train-limit 20000 --test-limit 2000)
   step train-lenet-gpu-alone "${t[@]}" --device cuda "${lenet[@]}" --metrics "$out/lenet-gpu.json"
   step train-lenet-hybrid build-gpu/bin/hooprun -np 3 "${t[@]}" --devices cuda,cpu,cpu "${lenet[@]}" --metrics "$out/lenet-hybrid.json"
