@@ -248,11 +248,13 @@ trainer_gpu() {
        "waiting for gradients $(comm_share "$out/r18-2.json") of the training time (issue 23: under 0.10)"
   # Issue 54: the PyTorch twin as the issue measured it (cudnn.benchmark, the second epoch: steady
   # state) at batch 64 and 256, fp32 and bf16 autocast + channels_last, beside hoop-train fp32
-  # (hoop-train --precision bf16 does not run on GPU ranks yet).
+  # (hoop-train --precision bf16 does not run on GPU ranks yet), and hoop-train with its convolution
+  # algorithms chosen by measurement (--cudnn-benchmark on, off by default until this measures it).
   local b
   for b in 64 256; do
     local rb=(--model resnet18 --epochs 2 --batch "$b" --train-limit 25600 --test-limit 1000)
     step "train-resnet18-b$b" "${t[@]}" --device cuda "${rb[@]}"
+    step "train-resnet18-b$b-bench" "${t[@]}" --device cuda --cudnn-benchmark on "${rb[@]}"
     step "torch-resnet18-b$b" python3 perf/torch_train.py --device cuda --benchmark --data "$fmnist" "${rb[@]}"
     step "torch-resnet18-b$b-bf16" python3 perf/torch_train.py --device cuda --benchmark --precision bf16 \
       --channels-last --data "$fmnist" "${rb[@]}"
@@ -260,7 +262,8 @@ trainer_gpu() {
     p=$(rate "$out/torch-resnet18-b$b.log" "epoch 2/")
     note "resnet18, batch $b, steady state: hoop-train fp32 $h images/s, PyTorch fp32 (cudnn.benchmark) $p" \
          "($(awk -v h="$h" -v p="$p" 'BEGIN { if (p > 0) printf "%.2fx", h / p; else print "?" }')), PyTorch bf16" \
-         "autocast + channels_last $(rate "$out/torch-resnet18-b$b-bf16.log" "epoch 2/") images/s"
+         "autocast + channels_last $(rate "$out/torch-resnet18-b$b-bf16.log" "epoch 2/") images/s; hoop-train" \
+         "--cudnn-benchmark on $(rate "$out/train-resnet18-b$b-bench.log" "epoch 2/") images/s"
   done
   # Issue 54, item 5: the report in one command: ResNet-34 on the CPU, one GPU, 2 ranks on it and
   # GPU + CPU, accuracy against time, phases and energy (a short slice: the command, not the figures).

@@ -8,10 +8,18 @@ const float kOne = 1.0f, kZero = 0.0f;
 // The first of cuDNN's ranked algorithms that it says can run (a result may carry a failed
 // status, and `got` may be 0 for a shape nothing supports), and, where asked, that it says gives
 // the same bits every run (some backward algorithms add with atomics, in whatever order).
+//
+// Measured (cuDNN's Find, ranked by time): only the algorithms of the descriptor's math type
+// (Find also tries the default math, which may be TF32 where --tf32 off forbids it), and none
+// whose workspace passes kMeasuredWorkspace.
+constexpr size_t kMeasuredWorkspace = size_t{1} << 30;
+
 template <typename Perf>
-const Perf& Pick(const Perf* ranked, int got, const char* pass, const Shape& in, bool deterministic) {
+const Perf& Pick(const Perf* ranked, int got, const char* pass, const Shape& in, bool deterministic,
+                 const cudnnMathType_t* measured_math = nullptr) {
   for (int i = 0; i < got; ++i)
-    if (ranked[i].status == CUDNN_STATUS_SUCCESS && (!deterministic || ranked[i].determinism == CUDNN_DETERMINISTIC))
+    if (ranked[i].status == CUDNN_STATUS_SUCCESS && (!deterministic || ranked[i].determinism == CUDNN_DETERMINISTIC) &&
+        (!measured_math || (ranked[i].mathType == *measured_math && ranked[i].memory <= kMeasuredWorkspace)))
       return ranked[i];
   throw DeviceError(std::string("cuDNN has no ") + (deterministic ? "deterministic " : "") + "convolution algorithm (" +
                     pass + ") for input " + in.str());
@@ -53,6 +61,43 @@ std::vector<Param*> CudnnConv2d::Params() {
   return {&weight_};
 }
 
+// cuDNN's measured choice (--cudnn-benchmark: each algorithm run on scratch memory cuDNN
+// allocates, once per shape) or its heuristics' ranking.
+void CudnnConv2d::ChooseAlgos(const Shape& in, const TensorDesc& x, const TensorDesc& y, Algos& a) {
+  cudnnHandle_t h = ctx_->dnn();
+  const bool det = ctx_->deterministic(), measure = ctx_->benchmark();
+  cudnnMathType_t math;
+  CheckDnn(cudnnGetConvolutionMathType(conv_, &math), "cudnnGetConvolutionMathType");
+  const cudnnMathType_t* only = measure ? &math : nullptr;
+  int got = 0;
+  cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  const int nf = CUDNN_CONVOLUTION_FWD_ALGO_COUNT, nd = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+            nw = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  if (measure)
+    CheckDnn(cudnnFindConvolutionForwardAlgorithm(h, x, wdesc_, conv_, y, nf, &got, fp),
+             "cudnnFindConvolutionForwardAlgorithm");
+  else
+    CheckDnn(cudnnGetConvolutionForwardAlgorithm_v7(h, x, wdesc_, conv_, y, nf, &got, fp),
+             "cudnnGetConvolutionForwardAlgorithm_v7");
+  a.fwd = Pick(fp, got, "forward", in, det, only).algo;
+  if (measure)
+    CheckDnn(cudnnFindConvolutionBackwardDataAlgorithm(h, wdesc_, y, conv_, x, nd, &got, dp),
+             "cudnnFindConvolutionBackwardDataAlgorithm");
+  else
+    CheckDnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wdesc_, y, conv_, x, nd, &got, dp),
+             "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  a.data = Pick(dp, got, "backward data", in, det, only).algo;
+  if (measure)
+    CheckDnn(cudnnFindConvolutionBackwardFilterAlgorithm(h, x, y, conv_, wdesc_, nw, &got, wp),
+             "cudnnFindConvolutionBackwardFilterAlgorithm");
+  else
+    CheckDnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x, y, conv_, wdesc_, nw, &got, wp),
+             "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  a.filter = Pick(wp, got, "backward filter", in, det, only).algo;
+}
+
 const CudnnConv2d::Algos& CudnnConv2d::For(const Shape& in) {
   for (const Algos& a : algos_)
     if (a.in == in) return a;
@@ -62,21 +107,7 @@ const CudnnConv2d::Algos& CudnnConv2d::For(const Shape& in) {
   cudnnHandle_t h = ctx_->dnn();
   Algos a;
   a.in = in;
-  int got = 0;
-  cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  CheckDnn(cudnnGetConvolutionForwardAlgorithm_v7(h, x, wdesc_, conv_, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp),
-           "cudnnGetConvolutionForwardAlgorithm_v7");
-  a.fwd = Pick(fp, got, "forward", in, ctx_->deterministic()).algo;
-  CheckDnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wdesc_, y, conv_, x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                       &got, dp),
-           "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  a.data = Pick(dp, got, "backward data", in, ctx_->deterministic()).algo;
-  CheckDnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x, y, conv_, wdesc_,
-                                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp),
-           "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  a.filter = Pick(wp, got, "backward filter", in, ctx_->deterministic()).algo;
+  ChooseAlgos(in, x, y, a);
   CheckDnn(cudnnGetConvolutionForwardWorkspaceSize(h, x, wdesc_, conv_, y, a.fwd, &a.fwd_bytes),
            "forward workspace size");
   CheckDnn(cudnnGetConvolutionBackwardDataWorkspaceSize(h, wdesc_, y, conv_, x, a.data, &a.data_bytes),

@@ -1,7 +1,8 @@
 // 2-D convolution on cuDNN (the CUDA back end, layer_factory.h): forward, backward data and
-// backward filter with the algorithms cuDNN's heuristics rank first for each input shape (kept
-// per shape: training and evaluation batches differ), the bias added and its gradient summed by
-// cuDNN too. Parameters as Conv2d's (OC x C x K x K, cuDNN's KCRS), starting from its values.
+// backward filter with the algorithms cuDNN's heuristics rank first for each input shape, or
+// with --cudnn-benchmark the ones it measures fastest (either kept per shape: training and
+// evaluation batches differ), the bias added and its gradient summed by cuDNN too. Parameters
+// as Conv2d's (OC x C x K x K, cuDNN's KCRS), starting from its values.
 #pragma once
 #include <vector>
 
@@ -28,6 +29,7 @@ class CudnnConv2d : public Layer {
     size_t fwd_bytes = 0, data_bytes = 0, filter_bytes = 0;
   };
   const Algos& For(const Shape& in);
+  void ChooseAlgos(const Shape& in, const TensorDesc& x, const TensorDesc& y, Algos& a);
 
   ConvSpec s_;
   std::shared_ptr<CudnnContext> ctx_;

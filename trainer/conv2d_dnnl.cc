@@ -91,14 +91,18 @@ void DnnlConv2d::Backward(const Tensor& in, const Tensor&, const Tensor& dout, T
   if (s_.bias) bias_.grad.Zero();
   if (in.shape.n == 0) return;
   Primitives& p = For(in.shape, in.block);
+  // The output's gradient, in the layout (and type: bf16) both backward passes read: converted once
+  // where they want the same one.
+  const memory ddst = p.w_dst.In(dout.ptr(), p.eng, p.strm);
   std::unordered_map<int, memory> w{{DNNL_ARG_SRC, p.w_src.In(in.ptr(), p.eng, p.strm)},
-                                    {DNNL_ARG_DIFF_DST, p.w_dst.In(dout.ptr(), p.eng, p.strm)},
+                                    {DNNL_ARG_DIFF_DST, ddst},
                                     {DNNL_ARG_DIFF_WEIGHTS, p.w_wei.Target(weight_.grad.ptr(), p.eng)}};
   if (s_.bias) w.emplace(DNNL_ARG_DIFF_BIAS, memory(p.bia, p.eng, bias_.grad.ptr()));
   p.bwd_weights.execute(p.strm, w);
   p.w_wei.Out(weight_.grad.ptr(), p.eng, p.strm);
   if (din) {
-    p.bwd_data.execute(p.strm, {{DNNL_ARG_DIFF_DST, p.d_dst.In(dout.ptr(), p.eng, p.strm)},
+    const memory ddst_data = p.d_dst.want == p.w_dst.want ? ddst : p.d_dst.In(dout.ptr(), p.eng, p.strm);
+    p.bwd_data.execute(p.strm, {{DNNL_ARG_DIFF_DST, ddst_data},
                                 {DNNL_ARG_WEIGHTS, p.d_wei.In(weight_.value.ptr(), p.eng, p.strm)},
                                 {DNNL_ARG_DIFF_SRC, p.d_src.Target(din->ptr(), p.eng)}});
     p.d_src.Out(din->ptr(), p.eng, p.strm);

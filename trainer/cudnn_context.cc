@@ -13,13 +13,14 @@ void CheckBlas(cublasStatus_t s, const char* what) {
     throw DeviceError(std::string(what) + ": " + cublasGetStatusName(s) + " (" + cublasGetStatusString(s) + ")");
 }
 
-std::shared_ptr<CudnnContext> CudnnContext::Create(int device, bool tf32, bool deterministic) {
+std::shared_ptr<CudnnContext> CudnnContext::Create(int device, bool tf32, bool deterministic, bool benchmark) {
   if (Status s = CudaSetDevice(device); !s.ok())
     throw DeviceError("CUDA device " + std::to_string(device) + ": " + s.message());
   std::shared_ptr<CudnnContext> c(new CudnnContext());
   c->device_ = device;
   c->tf32_ = tf32;
   c->deterministic_ = deterministic;
+  c->benchmark_ = benchmark;
   CheckDnn(cudnnCreate(&c->dnn_), "cudnnCreate");
   CheckBlas(cublasCreate(&c->blas_), "cublasCreate");
   // Both stay on the legacy default stream (their default), as every device call of the trainer.

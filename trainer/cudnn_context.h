@@ -23,7 +23,10 @@ class CudnnContext {
   // Handles on `device` (made current on the calling thread, which must be the one that runs
   // the layers). tf32: convolutions may use TF32 tensor cores. deterministic: convolutions take
   // only the algorithms cuDNN says give the same bits every run (hoop-train --deterministic).
-  static std::shared_ptr<CudnnContext> Create(int device, bool tf32, bool deterministic = false);
+  // benchmark: convolutions take the algorithm cuDNN measures fastest for each input shape, once
+  // per shape (PyTorch's cudnn.benchmark), instead of the first its heuristics rank.
+  static std::shared_ptr<CudnnContext> Create(int device, bool tf32, bool deterministic = false,
+                                              bool benchmark = false);
   ~CudnnContext();
   CudnnContext(const CudnnContext&) = delete;
   CudnnContext& operator=(const CudnnContext&) = delete;
@@ -33,6 +36,7 @@ class CudnnContext {
   int device() const { return device_; }
   bool tf32() const { return tf32_; }
   bool deterministic() const { return deterministic_; }
+  bool benchmark() const { return benchmark_; }
   // At least `bytes` of device scratch, valid until the next call (the layers run one at a time).
   void* Workspace(size_t bytes);
 
@@ -43,6 +47,7 @@ class CudnnContext {
   int device_ = -1;
   bool tf32_ = true;
   bool deterministic_ = false;
+  bool benchmark_ = false;
   DeviceFloats work_;
 };
 

@@ -55,8 +55,10 @@ std::string OneDnnBf16Missing();
 // The cuDNN/cuBLAS factory for CUDA device `device` (layer_factory_cuda.cc), or why there is none:
 // Unimplemented in a build without CUDA or cuDNN, Unavailable without a usable device.
 // tf32: let cuDNN's convolutions use TF32 tensor cores (PyTorch's default for convolutions); its
-// GEMMs stay f32 either way (as PyTorch's default for matrix products).
-StatusOr<std::unique_ptr<LayerFactory>> CudaLayerFactory(int device, bool tf32, bool deterministic = false);
+// GEMMs stay f32 either way (as PyTorch's default for matrix products). benchmark: convolution
+// algorithms chosen by measurement, per shape (cudnn_context.h).
+StatusOr<std::unique_ptr<LayerFactory>> CudaLayerFactory(int device, bool tf32, bool deterministic = false,
+                                                         bool benchmark = false);
 // Whether this build has the cuDNN/cuBLAS layers.
 bool HaveCudaLayers();
 // Whether this build has oneDNN, and the threads its primitives use.

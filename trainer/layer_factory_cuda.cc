@@ -103,14 +103,14 @@ class CudaFactory : public LayerFactory {
 
 bool HaveCudaLayers() { return true; }
 
-StatusOr<std::unique_ptr<LayerFactory>> CudaLayerFactory(int device, bool tf32, bool deterministic) {
+StatusOr<std::unique_ptr<LayerFactory>> CudaLayerFactory(int device, bool tf32, bool deterministic, bool benchmark) {
   HOOP_ASSIGN_OR_RETURN(int count, CudaDeviceCount());
   if (device < 0 || device >= count)
     return InvalidArgument("CUDA device " + std::to_string(device) + " does not exist: this process sees " +
                            std::to_string(count) + " device(s)");
   try {
     return std::unique_ptr<LayerFactory>(
-        std::make_unique<CudaFactory>(CudnnContext::Create(device, tf32, deterministic)));
+        std::make_unique<CudaFactory>(CudnnContext::Create(device, tf32, deterministic, benchmark)));
   } catch (const DeviceError& e) {
     return Unavailable(std::string("the cuDNN/cuBLAS layers on CUDA device ") + std::to_string(device) + ": " +
                        e.what());

@@ -6,7 +6,7 @@ namespace hoop::train {
 
 bool HaveCudaLayers() { return false; }
 
-StatusOr<std::unique_ptr<LayerFactory>> CudaLayerFactory(int, bool, bool) {
+StatusOr<std::unique_ptr<LayerFactory>> CudaLayerFactory(int, bool, bool, bool) {
   return Unimplemented(
       "this hoop-train was built without the cuDNN/cuBLAS layers (configure hoop with CUDA, cuDNN and "
       "cuBLAS found)");

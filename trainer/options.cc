@@ -146,6 +146,10 @@ const char* Usage() {
          "                          ranks: not yet. fp16 is refused (no fp16 in oneDNN's CPU kernels)\n"
          "  --grad-wire f32|bf16    the gradients' type on the wire (hoop's bf16 compression: half the\n"
          "                          bytes, f32 sums at every hop); default bf16 with --precision bf16\n"
+         "  --cudnn-benchmark on|off\n"
+         "                          GPU ranks: each convolution takes the algorithm cuDNN measures\n"
+         "                          fastest for its input shape, once per shape, as PyTorch's\n"
+         "                          cudnn.benchmark (default off: the first cuDNN's heuristics rank)\n"
          "  --tf32 on|off           GPU ranks: let cuDNN's convolutions use TF32 tensor cores (default\n"
          "                          on, as PyTorch's convolutions; matrix products stay f32)\n"
          "  --train-limit N         train on the first N images only (default: all 60000)\n"
@@ -253,6 +257,11 @@ void Declare(cli::Flags& f, Options& o, GivenFlags& g) {
   });
   f.Value("--precision", one_of(&o.precision, {"fp32", "bf16", "fp16"}, "fp32, bf16 or fp16"));
   f.Value("--grad-wire", one_of(&o.grad_wire, {"f32", "bf16"}, "f32 or bf16"));
+  f.Value("--cudnn-benchmark", [&o](const std::string& v) -> std::string {
+    if (v != "on" && v != "off") return "expected on or off";
+    o.cudnn_benchmark = v == "on";
+    return "";
+  });
   f.Value("--tf32", [&o](const std::string& v) -> std::string {
     if (v != "on" && v != "off") return "expected on or off";
     o.tf32 = v == "on";

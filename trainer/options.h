@@ -15,6 +15,7 @@ struct Options {
   std::string device = "cpu";        // cpu | cuda | auto (device_choice.h)
   std::vector<std::string> devices;  // --devices: one per rank (cpu | cuda); empty: --device
   bool tf32 = true;                  // cuDNN convolutions may use TF32 (--tf32 on|off)
+  bool cudnn_benchmark = false;      // cuDNN's convolution algorithms by measurement (--cudnn-benchmark on|off)
   std::string precision = "fp32";    // fp32 | bf16 | fp16 (precision.h)
   std::string grad_wire;             // f32 | bf16: the gradients on the wire (default: bf16 with --precision bf16)
   int epochs = 0;                    // 0: the model's default

@@ -69,7 +69,7 @@ class Distill final : public Strategy {
 Teacher::Build SameLayers(const Options& o, const Model& student, int channels) {
   return [&o, device = student.device, channels](const std::string& name) -> StatusOr<std::unique_ptr<Model>> {
     if (device < 0) return BuildHostModel(o, name, channels);
-    HOOP_ASSIGN_OR_RETURN(auto make, CudaLayerFactory(device, o.tf32, o.deterministic));
+    HOOP_ASSIGN_OR_RETURN(auto make, CudaLayerFactory(device, o.tf32, o.deterministic, o.cudnn_benchmark));
     return BuildModel(name, o.seed, *make, channels);
   };
 }

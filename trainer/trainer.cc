@@ -206,7 +206,7 @@ Status Run::MakeModel() {
   auto device = RankDevice(o_.device, o_.devices, comm_->rank(), comm_->size(), comm_->local_rank());
   if (!device.ok()) return device.status();
   if (*device >= 0) {
-    auto make = CudaLayerFactory(*device, o_.tf32, o_.deterministic);
+    auto make = CudaLayerFactory(*device, o_.tf32, o_.deterministic, o_.cudnn_benchmark);
     if (!make.ok()) return make.status();
     HOOP_ASSIGN_OR_RETURN(model_, train::BuildModel(o_.model, o_.seed, **make, train_.channels));
   } else {

@@ -156,6 +156,26 @@ TEST_CASE("cuda layers: the same outputs and gradients as the hand-written layer
   }
 }
 
+TEST_CASE("cuda convolutions with --cudnn-benchmark: measured algorithms, the same results", "[gpu][trainer]") {
+  if (!test::HaveGpu()) return;
+  auto f = CudaLayerFactory(0, false, false, true);  // TF32 off: the measured choice stays f32
+  INFO(f.status().message());
+  REQUIRE(f.ok());
+  LayerFactory native;
+  const ConvSpec specs[] = {{3, 5, 3, 1, 1, true}, {16, 32, 3, 2, 1, false}, {1, 16, 5, 1, 2, true}};
+  for (const ConvSpec& s : specs) {
+    std::mt19937 ra(41), rb(41);
+    auto a = native.Conv("conv", s, ra), b = (*f)->Conv("conv", s, rb);
+    Agree(*a, *b, Random({8, s.in, 16, 16}, 42), 43);
+  }
+  // Deterministic and measured at once: the fastest of the deterministic algorithms.
+  auto det = CudaLayerFactory(0, false, true, true);
+  REQUIRE(det.ok());
+  std::mt19937 ra(44), rb(44);
+  auto a = native.Conv("conv", {4, 8, 3, 1, 1, true}, ra), b = (*det)->Conv("conv", {4, 8, 3, 1, 1, true}, rb);
+  Agree(*a, *b, Random({4, 4, 12, 12}, 45), 46);
+}
+
 TEST_CASE("cuda layers: numerical gradients", "[gpu][trainer]") {
   if (!test::HaveGpu()) return;
   auto gpu = Gpu();
