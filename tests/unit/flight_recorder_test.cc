@@ -1,0 +1,128 @@
+// The flight recorder (collectives/core/flight_recorder.h) as logic: an operation's states and
+// times, a failure's message and peers, the ring keeping the last N (oldest first), a stale
+// writer's record dropped, off at capacity 0, its JSON, and writers on several threads while a
+// reader reads (never waiting, never a torn record).
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "collectives/core/flight_recorder.h"
+
+using namespace hoop;
+
+namespace {
+
+TraceCall Allreduce(uint64_t count) {
+  TraceCall c;
+  c.kind = CollKind::kAllreduce;
+  c.count = count;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("flight recorder: states, times, a failure's message and peers", "[trace]") {
+  FlightRecorder r(8);
+  const uint64_t a = r.Queued(Allreduce(5));
+  TraceCall send;
+  send.send = true;
+  send.peer = 3;
+  send.tag = 7;
+  send.dtype = DType::kBF16;
+  const uint64_t b = r.Queued(send);
+  CHECK((a == 1 && b == 2));
+  r.Started(a, 0, Algo::kRing);
+  r.Ended(a, Status::Ok());
+  r.Started(b, -1, Algo::kAuto);
+  r.Ended(b, DeadlineExceeded("rank 0: timed out; rank 3 is not making progress"), {3});
+  const uint64_t c = r.Queued(Allreduce(1));
+  auto ops = r.Snapshot();
+  REQUIRE(ops.size() == 3);
+  CHECK((ops[0].state == TraceState::kDone && ops[0].seq == 0 && ops[0].algo == "ring" && ops[0].call.count == 5));
+  CHECK(ops[0].started_s >= ops[0].queued_s);
+  CHECK(ops[0].ended_s >= ops[0].started_s);
+  CHECK((ops[1].state == TraceState::kFailed && ops[1].call.send && ops[1].call.peer == 3 && ops[1].algo.empty()));
+  CHECK(ops[1].error == "rank 0: timed out; rank 3 is not making progress");
+  CHECK(ops[1].waiting_for == std::vector<int>{3});
+  CHECK((ops[2].id == c && ops[2].state == TraceState::kQueued && ops[2].started_s < 0));
+  CHECK(r.recorded() == 3);
+}
+
+TEST_CASE("flight recorder: the last N kept, oldest first; a stale writer dropped; off at 0", "[trace]") {
+  FlightRecorder r(4);
+  for (int i = 0; i < 10; ++i) r.Queued(Allreduce(static_cast<uint64_t>(i)));
+  r.Started(3, 2, Algo::kTree);  // its slot now holds operation 7: nothing changes
+  auto ops = r.Snapshot();
+  REQUIRE(ops.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    CHECK(ops[i].id == static_cast<uint64_t>(7 + i));
+    CHECK(ops[i].call.count == static_cast<uint64_t>(6 + i));
+    CHECK(ops[i].state == TraceState::kQueued);
+  }
+  CHECK(r.recorded() == 10);
+  FlightRecorder off(0);
+  CHECK_FALSE(off.on());
+  CHECK(off.Queued(Allreduce(1)) == 0);
+  off.Ended(0, Status::Ok());
+  CHECK(off.Snapshot().empty());
+}
+
+TEST_CASE("flight recorder: the JSON dump, written whole", "[trace]") {
+  FlightRecorder r(16);
+  const uint64_t a = r.Queued(Allreduce(1024));
+  r.Started(a, 4, Algo::kDoubling);
+  r.Ended(a, Internal("a \"quoted\"\nline"), {1, 2});
+  TraceOwner o{"world", 2, 4, 2, ::getpid(), "hostA", "request"};
+  const std::string dir = std::filesystem::temp_directory_path() / ("hoop-trace-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = WriteTrace(dir, o, r);
+  REQUIRE(path.ok());
+  CHECK(*path == dir + "/hoop-trace.world.2.json");
+  std::ifstream f(*path);
+  const auto j = nlohmann::json::parse(f);
+  CHECK(j["hoop_trace"] == 1);
+  CHECK((j["comm"] == "world" && j["rank"] == 2 && j["size"] == 4 && j["reason"] == "request"));
+  REQUIRE(j["ops"].size() == 1);
+  const auto& op = j["ops"][0];
+  CHECK((op["op"] == "allreduce" && op["seq"] == 4 && op["algo"] == "doubling" && op["state"] == "failed"));
+  CHECK(op["error"] == "a \"quoted\"\nline");
+  CHECK(op["waiting_for"] == nlohmann::json::array({1, 2}));
+  CHECK_FALSE(WriteTrace("/nonexistent/dir", o, r).ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight recorder: writers on four threads, a reader never waits nor sees a torn record", "[trace]") {
+  FlightRecorder r(64);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t)
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 20000; ++i) {
+        const uint64_t id = r.Queued(Allreduce(static_cast<uint64_t>(t)));
+        r.Started(id, static_cast<int64_t>(id), Algo::kRing);
+        r.Ended(id, Status::Ok());
+      }
+    });
+  std::thread reader([&] {
+    while (!stop.load()) {
+      for (const TraceRecord& op : r.Snapshot()) {
+        if (op.busy) continue;
+        // A record is whole: a started one's seq is its id (as written together).
+        if (op.state != TraceState::kQueued) REQUIRE(op.seq == static_cast<int64_t>(op.id));
+        REQUIRE(op.call.count < 4);
+      }
+    }
+  });
+  for (auto& w : writers) w.join();
+  stop = true;
+  reader.join();
+  auto ops = r.Snapshot();
+  REQUIRE(ops.size() == 64);
+  for (const TraceRecord& op : ops) CHECK(op.state == TraceState::kDone);
+  CHECK(r.recorded() == 80000);
+}
