@@ -148,6 +148,8 @@ const std::vector<Var>& Vars() {
       {"HOOP_UNEXPECTED_BYTES", Bytes(&Config::unexpected_bytes, 4096, size_t{1} << 40, "expected a size in [4K, 1T]")},
       {"HOOP_CUDA_IPC", ReadCudaIpc},
       {"HOOP_DETERMINISTIC", ReadDeterministic},
+      {"HOOP_TRACE_OPS", Count(&Config::trace_ops, 0, 1 << 20)},
+      {"HOOP_TRACE_DIR", Text(&Config::trace_dir)},
       {"HOOP_CYCLE_TIME_MS", Amount(&Config::cycle_time_ms, 10000, "expected milliseconds in [0, 10000]")},
       {"HOOP_FUSION_THRESHOLD", Bytes(&Config::fusion_threshold, 0, 4ull << 30, "expected a size in [0, 4G]")},
       {"HOOP_CACHE_CAPACITY", Count(&Config::cache_capacity, 0, 1 << 20)},

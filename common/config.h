@@ -32,6 +32,11 @@
 //   HOOP_DETERMINISTIC  1: every reduction gives, for each element, the bits of the left fold
 //                     over the ranks in rank order, whatever the algorithm, chunking, fusion,
 //                     transport or placement (schedules/fold.cc); 0 (default): the fastest way
+//   HOOP_TRACE_OPS    the flight recorder's operations kept per communicator (default 2000; 0:
+//                     off; collectives/core/flight_recorder.h)
+//   HOOP_TRACE_DIR    where each rank writes its flight recorder's JSON when its communicator
+//                     fails (a timeout, a lost peer, ranks that disagree): hoop-trace.<comm>.
+//                     <rank>.json (default: none written)
 //   HOOP_COMPRESSION  none | fp16 | bf16 | auto: how f32/f64 sum/avg allreduces travel
 //                     (default none; collectives/kernels/wire.h)
 //   HOOP_LOG_LEVEL    none | error | warn | info | debug (default warn; any case, and
@@ -103,6 +108,8 @@ struct Config {
   std::string kernel_isa = "auto";      // HOOP_KERNEL_ISA
   bool cuda_ipc = true;                 // HOOP_CUDA_IPC: device buffers of ranks on one host move by CUDA IPC
   bool deterministic = false;           // HOOP_DETERMINISTIC
+  size_t trace_ops = 2000;              // HOOP_TRACE_OPS: the flight recorder's operations per communicator
+  std::string trace_dir;                // HOOP_TRACE_DIR: where its dumps go (empty: none at a timeout)
   // Tensor fusion (tensorfusion/runtime.h).
   double cycle_time_ms = 1;
   size_t fusion_threshold = 64u << 20;

@@ -122,7 +122,8 @@ run_tsan() {
   # [split]: a split, a dup and their parent driven from several threads over shared connections.
   # [stream]: calls on (fake) streams, whose host functions, the worker and the callers meet.
   # [device]: device runs on a fake device, its queue's work read across the ranks' threads.
-  bounded 120 "$tree/bin/hoop-unit-tests" "[fusion],[split],[stream],[device]"
+  # [trace]: the flight recorder written from four threads while another reads it.
+  bounded 120 "$tree/bin/hoop-unit-tests" "[fusion],[split],[stream],[device],[trace]"
   bounded 600 "$tree/bin/hoop-multiproc-tests" "[fusion]"
   # Point-to-point: the caller's thread and the communicator's worker both drive the transport.
   bounded 120 "$tree/bin/hooprun" -np 3 "$tree/bin/hoop-c-p2p-test"

@@ -2,6 +2,7 @@
 // hoop_comm_revoke, hoop_comm_failed_ranks, hoop_comm_shrink, hoop_comm_grow (Communicator::Split,
 // collectives/core/split.cc; revoke.cc; shrink.cc; grow.cc). A new handle shares its parent's job (the store
 // and the connections, c_api_internal.h) and holds its own communicator.
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,28 @@ hoop_status_t hoop_comm_deterministic(hoop_comm_t comm, int* on) {
                                           ": hoop_comm_deterministic: on is null"));
     *on = comm->get().deterministic() ? 1 : 0;
     return HOOP_SUCCESS;
+  });
+}
+
+hoop_status_t hoop_comm_trace(hoop_comm_t comm, char* buf, size_t cap, size_t* needed) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_comm_trace")) return bad;
+    const std::string j = comm->get().TraceJson();
+    if (needed) *needed = j.size() + 1;
+    if (!buf || cap < j.size() + 1)
+      return Report(hoop::InvalidArgument("rank " + std::to_string(comm->get().rank()) +
+                                          ": hoop_comm_trace: the trace needs " + std::to_string(j.size() + 1) +
+                                          " bytes, cap is " + std::to_string(cap)));
+    std::memcpy(buf, j.c_str(), j.size() + 1);
+    return HOOP_SUCCESS;
+  });
+}
+
+hoop_status_t hoop_comm_dump_trace(hoop_comm_t comm, const char* dir) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_comm_dump_trace")) return bad;
+    auto path = comm->get().DumpTrace(dir ? dir : "");
+    return Report(path.status().WithContext("hoop_comm_dump_trace"));
   });
 }
 

@@ -26,6 +26,8 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.unexpected_bytes = c.unexpected_bytes;
   o.cuda_ipc = c.cuda_ipc;
   o.deterministic = c.deterministic;
+  o.trace_ops = c.trace_ops;
+  o.trace_dir = c.trace_dir;
   o.stage_bytes = c.stage_bytes;
   o.stage_ahead_bytes = c.stage_ahead_bytes;
   return o;
@@ -166,6 +168,12 @@ void Communicator::Abort(const std::string& cause) { core_->Abort(cause); }
 Status Communicator::Revoke(const std::string& why) { return core_->Revoke(why); }
 void Communicator::SetDeterministic(bool on) { core_->SetDeterministic(on); }
 bool Communicator::deterministic() const { return core_->deterministic(); }
+
+std::string Communicator::TraceJson(const std::string& reason) const { return core_->TraceJson(reason); }
+
+StatusOr<std::string> Communicator::DumpTrace(const std::string& dir, const std::string& reason) const {
+  return core_->DumpTrace(dir, reason);
+}
 StatusOr<std::unique_ptr<Communicator>> Communicator::Shrink(const std::vector<int>& excluded) {
   HOOP_ASSIGN_OR_RETURN(std::unique_ptr<CommCore> core, core_->Shrink(excluded));
   return std::unique_ptr<Communicator>(new Communicator(std::move(core)));

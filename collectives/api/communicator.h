@@ -83,6 +83,10 @@ struct CommOptions {
   // schedules/fold.cc). Communicator::SetDeterministic changes it later.
   bool deterministic = false;
   size_t unexpected_bytes = 64u << 20;  // point-to-point messages held unreceived (HOOP_UNEXPECTED_BYTES)
+  // The flight recorder (flight_recorder.h): operations kept (HOOP_TRACE_OPS; 0: off), and where
+  // a timed-out operation's rank writes them (HOOP_TRACE_DIR; empty: nowhere).
+  size_t trace_ops = 2000;
+  std::string trace_dir;
   // Tests only: what is done to a "stream" (StreamOrder's seam). Set, calls on a stream need no
   // CUDA device, so their ordering is tested on a fake stream with host buffers.
   const StreamOps* stream_ops = nullptr;
@@ -245,6 +249,11 @@ class Communicator {
   // reduction: the ranks disagree on the algorithm). Splits, dups, shrinks and grows inherit it.
   void SetDeterministic(bool on);
   bool deterministic() const;
+  // The flight recorder (collectives/core/flight_recorder.h): this rank's last operations as
+  // JSON, and that JSON written to DIR/hoop-trace.<name>.<rank>.json (the path; DIR empty:
+  // HOOP_TRACE_DIR's). Neither waits on a running call.
+  std::string TraceJson(const std::string& reason = "request") const;
+  StatusOr<std::string> DumpTrace(const std::string& dir, const std::string& reason = "request") const;
   // Revokes the communicator, from this rank alone and any thread: every call on it still
   // running or made later, on every rank, fails with Code::kRevoked naming this rank and `why`
   // (collectives/core/revoke.cc). So do the communicators sharing its connections.

@@ -245,6 +245,7 @@ Work CommCore::Submit(Op op, bool blocking) {
   if (!op.abort) {
     Status s = op.p2p ? CheckP2p(*op.p2p, op.stream.has_value()) : CheckCall(op);
     if (!s.ok()) return Work::MakeRefused(s);
+    if (recorder_->on()) op.trace = recorder_->Queued(TraceOf(op));
   }
   // Who waits for it: a blocking call's caller, so its waits spin before they sleep; a
   // nonblocking one's caller computes, so they spin only while someone waits on a Work here.
@@ -387,14 +388,17 @@ void CommCore::WorkerLoop() {
 
 void CommCore::Poison(const Status& why) {
   Status first;
+  bool now = false;  // this is the failure that poisons it
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (poisoned_.ok()) poisoned_ = why;
+    now = poisoned_.ok();
+    if (now) poisoned_ = why;
     first = poisoned_;
     Blocked();
   }
   HOOP_LOG(kError, why.message());
   TellPeers(first);
+  if (now && why.code() != Code::kRevoked) DumpAtFailure(why);
 }
 
 void CommCore::AfterTurn() {
@@ -458,6 +462,7 @@ void CommCore::RunOne(const Op& op, bool caller_waits) {
   } else {
     result = RunCollectiveOp(op);
   }
+  if (!poisoned.ok()) recorder_->Ended(op.trace, result);
   if (op.ticket.seq != 0) StreamOrder::Release(op.ticket);  // done or failed: the stream goes on
   ready_events_.Give(op.ready);
   {
@@ -476,11 +481,68 @@ Status CommCore::RunCollectiveOp(const Op& op) {
       Poison(f);
       return Status(f.code(), "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": " + f.message());
     }
+  recorder_->Started(op.trace, seq_, op.algo);
   Status result = RunOp(op, seq_++);
   // Before telling the peers: they must time out on their own to say whom they wait for.
   if (result.code() == Code::kDeadlineExceeded) result = ExplainTimeout(result);
+  recorder_->Ended(op.trace, result, waiting_for_);
   if (!result.ok() && result.code() != Code::kInvalidArgument) Poison(result);
   return result;
+}
+
+TraceCall CommCore::TraceOf(const Op& op) const {
+  TraceCall t;
+  t.stream = op.stream.has_value();
+  if (op.p2p) {
+    t.send = op.p2p->is_send;
+    t.recv = !op.p2p->is_send;
+    t.peer = op.p2p->peer;
+    t.tag = op.p2p->tag;
+    t.dtype = op.p2p->dtype;
+    t.count = op.p2p->count;
+    t.mem = op.p2p->kind;
+    return t;
+  }
+  t.kind = op.kind;
+  const Buffer& b = UsesOut(op) ? op.out : op.in;
+  t.dtype = b.dtype;
+  t.mem = b.kind;
+  t.count = op.kind == CollKind::kBarrier ? 0 : DescCount(op);
+  t.root = Rooted(op.kind) ? op.root : -1;
+  return t;
+}
+
+TraceOwner CommCore::Owner(const std::string& reason) const {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return TraceOwner{opts_.name,
+                    opts_.rank,
+                    opts_.size,
+                    opts_.job_rank < 0 ? opts_.rank : opts_.job_rank,
+                    static_cast<int>(::getpid()),
+                    host,
+                    reason};
+}
+
+StatusOr<std::string> CommCore::DumpTrace(const std::string& dir, const std::string& reason) const {
+  const std::string& where = dir.empty() ? opts_.trace_dir : dir;
+  if (where.empty())
+    return InvalidArgument("rank " + std::to_string(opts_.rank) +
+                           ": dumping the flight recorder: no directory (give one, or set HOOP_TRACE_DIR)");
+  return WriteTrace(where, Owner(reason), *recorder_);
+}
+
+std::string CommCore::TraceJson(const std::string& reason) const { return hoop::TraceJson(Owner(reason), *recorder_); }
+
+// The rank whose communicator fails (a timeout, a lost or aborted peer, ranks that disagree)
+// writes its recorder where HOOP_TRACE_DIR says, once, for hoop-doctor.
+void CommCore::DumpAtFailure(const Status& why) {
+  if (opts_.trace_dir.empty() || !recorder_->on()) return;
+  auto path = DumpTrace(opts_.trace_dir, why.code() == Code::kDeadlineExceeded ? "timeout" : "error");
+  if (path.ok())
+    HOOP_LOG(kWarn, "rank " << opts_.rank << ": flight recorder written to " << *path);
+  else
+    HOOP_LOG(kWarn, "rank " << opts_.rank << ": " << path.status().message());
 }
 
 Status CommCore::ExplainTimeout(const Status& timeout) {
@@ -518,6 +580,7 @@ std::string CommCore::Describe(const Op& op, uint32_t seq, Algo algo, Compressio
 
 Status CommCore::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq,
                              Compression wire, ExecMemory* memory) {
+  recorder_->Chose(op.trace, algo);
   BlockingMemo& m = blocking_memo_;  // the same shape as the last blocking call: its plan again
   if (wire == Compression::kNone && !memory && !direct_ && !op.v && m.Matches(op, algo, count, in, out, plans_.epoch()))
     return RunBlocking(BlockingCall{m.plan, &op, algo, seq, m.check, &m.desc, in, out});

@@ -22,6 +22,7 @@
 #include "collectives/core/coll_call.h"
 #include "collectives/core/coll_table.h"
 #include "collectives/core/executor.h"
+#include "collectives/core/flight_recorder.h"
 #include "collectives/core/op_desc.h"
 #include "collectives/device/device_staging.h"
 #include "collectives/device/pipelined_staging.h"
@@ -103,6 +104,12 @@ class CommCore {
   // split, dup, shrink or grow inherits it as it is then.
   void SetDeterministic(bool on) { deterministic_.store(on, std::memory_order_relaxed); }
   bool deterministic() const { return deterministic_.load(std::memory_order_relaxed); }
+  // The flight recorder (flight_recorder.h): its operations, and a dump of them into `dir` as
+  // this rank's JSON (WriteTrace; dir empty: HOOP_TRACE_DIR's); `reason` says why it was taken.
+  // Never waits on a running call.
+  const FlightRecorder& recorder() const { return *recorder_; }
+  StatusOr<std::string> DumpTrace(const std::string& dir, const std::string& reason) const;
+  std::string TraceJson(const std::string& reason) const;
   bool healthy();
   size_t MaxCallBytes() const;
 
@@ -125,6 +132,7 @@ class CommCore {
     ReadyEvents::Ready ready;                   // a plain call on device memory: the caller's work before it
     const std::atomic<int>* waiters = nullptr;  // CallOptions::waiters
     SpinGate gate;                              // whether its waits may spin, set by Submit
+    uint64_t trace = 0;                         // its flight recorder id (0: not recorded)
   };
   // Where a communicator sits among those sharing its connections.
   // A member's process, as it published itself: what tells whether it is gone (shrink.cc).
@@ -351,15 +359,21 @@ class CommCore {
   Buffer Scratch(size_t count, DType dtype);
 
   // A timeout's message, completed with who stopped making progress (stall.h).
+  TraceCall TraceOf(const Op& op) const;
+  TraceOwner Owner(const std::string& reason) const;
+  uint64_t TraceNow(bool is_send, const Buffer& b, int peer, int tag);  // a point-to-point call run here
+  void DumpAtFailure(const Status& why);
   Status ExplainTimeout(const Status& timeout);
 
   CommOptions opts_;
   std::atomic<bool> deterministic_{opts_.deterministic};
-  Store* store_;                          // the job's store, for stall reports; outlives the communicator
-  uint32_t splits_ = 0;                   // splits made from this communicator, which name the new ones
-  uint32_t shrinks_ = 0;                  // shrinks of this communicator, which name the new ones
-  uint32_t grows_ = 0;                    // grows of this communicator, which name the new ones
-  std::vector<int> waiting_for_;          // the last operation's peers still awaited when it timed out
+  Store* store_;                  // the job's store, for stall reports; outlives the communicator
+  uint32_t splits_ = 0;           // splits made from this communicator, which name the new ones
+  uint32_t shrinks_ = 0;          // shrinks of this communicator, which name the new ones
+  uint32_t grows_ = 0;            // grows of this communicator, which name the new ones
+  std::vector<int> waiting_for_;  // the last operation's peers still awaited when it timed out
+  // Shared with point-to-point completions, which may run after the communicator is gone.
+  std::shared_ptr<FlightRecorder> recorder_ = std::make_shared<FlightRecorder>(opts_.trace_ops);
   std::unique_ptr<Mailbox> mailbox_;      // destroyed after the transport that holds its memory
   Membership membership_;                 // the hub: the back end goes with its last communicator
   std::unique_ptr<Transport> transport_;  // used only by whoever holds the turn

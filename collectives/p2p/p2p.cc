@@ -236,15 +236,21 @@ std::shared_ptr<P2pCall> CommCore::NowCall(bool here, bool is_send, const Buffer
 Status CommCore::RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvInfo* info, bool* refused) {
   // The turn, free and with nothing queued, stopping or failed: no lock. Else the queue.
   const bool here = TryTurn();
+  // Recorded here when run here; queued, Submit records it.
+  const uint64_t trace = here ? TraceNow(is_send, b, peer, tag) : 0;
   NowLook look;
   if (here)
-    if (std::optional<Status> done = RunNowAtOnce(is_send, b, peer, tag, info, refused, look)) return *done;
+    if (std::optional<Status> done = RunNowAtOnce(is_send, b, peer, tag, info, refused, look)) {
+      recorder_->Ended(trace, *done);
+      return *done;
+    }
   // The caller's RecvInfo, without a copy or an allocation: the call ends before this returns.
   std::shared_ptr<RecvInfo> at = info ? std::shared_ptr<RecvInfo>(std::shared_ptr<void>(), info) : nullptr;
   std::shared_ptr<P2pCall> call = NowCall(here, is_send, b, peer, tag, std::move(at));
   call->deadline = look.due;  // Never: Post sets it
   // (A call run here was checked above already, but for a receive from any rank.)
   if (Status bad = here && (is_send || peer >= 0) ? Status::Ok() : CheckP2p(*call); !bad.ok()) {
+    recorder_->Ended(trace, bad);
     if (here) EndTurn();
     if (refused) *refused = true;
     return bad;
@@ -256,7 +262,24 @@ Status CommCore::RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvIn
     op.p2p = std::move(call);
     return Submit(std::move(op), true).Wait();
   }
-  return DriveNow(std::move(call), is_send, peer, look);
+  Status result = DriveNow(std::move(call), is_send, peer, look);
+  recorder_->Ended(trace, result);
+  return result;
+}
+
+uint64_t CommCore::TraceNow(bool is_send, const Buffer& b, int peer, int tag) {
+  if (!recorder_->on()) return 0;
+  TraceCall t;
+  t.send = is_send;
+  t.recv = !is_send;
+  t.peer = peer;
+  t.tag = tag;
+  t.dtype = b.dtype;
+  t.count = b.count;
+  t.mem = b.kind;
+  const uint64_t id = recorder_->Queued(t);
+  recorder_->Started(id, -1, Algo::kAuto);
+  return id;
 }
 
 Status CommCore::DriveNow(std::shared_ptr<P2pCall> call, bool is_send, int peer, const NowLook& look) {
@@ -294,8 +317,11 @@ void CommCore::RunP2p(const Op& op, bool caller_waits) {
   // On a stream: released when the call ends, in whatever order calls end (only the ticket: the
   // mailbox may complete it after this communicator is gone).
   const StreamTicket ticket = op.ticket;
-  op.p2p->complete = [state, call, ticket](const Status& s) {
+  std::shared_ptr<FlightRecorder> rec = op.trace ? recorder_ : nullptr;
+  const uint64_t trace = op.trace;
+  op.p2p->complete = [state, call, ticket, rec, trace](const Status& s) {
     const Status result = s.ok() && call->after ? call->after() : s;
+    if (rec) rec->Ended(trace, result);
     if (ticket.seq != 0) StreamOrder::Release(ticket);
     {
       std::lock_guard<std::mutex> lock(state->mu);
@@ -313,6 +339,7 @@ void CommCore::RunP2p(const Op& op, bool caller_waits) {
       return;
     }
   }
+  recorder_->Started(op.trace, -1, Algo::kAuto);
   mailbox_->Post(op.p2p);
   if (!caller_waits) return;
   auto done = [&] {

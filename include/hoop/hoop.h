@@ -442,6 +442,19 @@ hoop_status_t hoop_comm_free(hoop_comm_t comm);
 hoop_status_t hoop_comm_set_deterministic(hoop_comm_t comm, int on);
 hoop_status_t hoop_comm_deterministic(hoop_comm_t comm, int* on);
 
+/* ---- The flight recorder: which rank is where when a job hangs ----
+ *
+ * Every communicator keeps its last HOOP_TRACE_OPS operations (default 2000; 0: none), each with
+ * its call number, collective sequence number, kind, dtype, count, root or peer, algorithm,
+ * memory, stream, state (queued, started, done, failed), times and, for a failed one, why and
+ * the peers it waited for. hoop_comm_trace gives this rank's as JSON, into buf as hoop_locality
+ * does; hoop_comm_dump_trace writes it to dir/hoop-trace.<comm>.<rank>.json (dir NULL: the
+ * HOOP_TRACE_DIR directory). Neither waits on a call in progress. A rank whose communicator
+ * fails (a timeout, a lost peer, ranks that disagree) writes it there by itself where
+ * HOOP_TRACE_DIR is set. */
+hoop_status_t hoop_comm_trace(hoop_comm_t comm, char* buf, size_t cap, size_t* needed);
+hoop_status_t hoop_comm_dump_trace(hoop_comm_t comm, const char* dir);
+
 /* ---- Revoking a communicator (MPI ULFM's MPIX_Comm_revoke, NCCL's ncclCommRevoke) ----
  *
  * hoop_comm_revoke, called by any one rank (no other rank calls it), from any thread: every call

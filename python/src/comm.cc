@@ -3,6 +3,8 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace hoop::py {
@@ -105,6 +107,22 @@ std::shared_ptr<Comm> Made(hoop_comm_t c, hoop_status_t s, pyb::object keep = py
   return c ? std::make_shared<Comm>(c, std::move(keep)) : nullptr;
 }
 
+// The flight recorder's JSON (hoop_comm_trace): sized, then filled; operations recorded between
+// the two make it longer, so it is asked again until it fits.
+std::string Trace(const Comm& c) {
+  for (int attempt = 0;; ++attempt) {
+    size_t needed = 0;
+    hoop_comm_trace(c.get(), nullptr, 0, &needed);
+    std::string buf(needed + 4096, '\0');
+    const hoop_status_t s = hoop_comm_trace(c.get(), buf.data(), buf.size(), &needed);
+    if (s == HOOP_SUCCESS || attempt == 8) {
+      Check(s);
+      buf.resize(needed > 0 ? needed - 1 : 0);
+      return buf;
+    }
+  }
+}
+
 std::string Locality(const Comm& c) {
   size_t needed = 0;
   hoop_locality(c.get(), nullptr, 0, &needed);
@@ -159,6 +177,17 @@ pyb::class_<Comm, std::shared_ptr<Comm>> RegisterComm(pyb::module_& m) {
           "HOOP_DETERMINISTIC=1 turns it on for every communicator.")
       .def_property_readonly("freed", &Comm::freed)
       .def("locality", &Locality, "This rank's place on its host as JSON (hoop_locality).")
+      .def("trace", &Trace,
+           "The flight recorder (hoop_comm_trace): this rank's last HOOP_TRACE_OPS operations as JSON, each "
+           "with its kind, dtype, count, root or peer, algorithm, state (queued, started, done, failed) and times.")
+      .def(
+          "dump_trace",
+          [](const Comm& c, std::optional<std::string> dir) {
+            Check(hoop_comm_dump_trace(c.get(), dir ? dir->c_str() : nullptr));
+          },
+          pyb::arg("dir") = pyb::none(),
+          "Writes the flight recorder's JSON to DIR/hoop-trace.<comm>.<rank>.json (hoop_comm_dump_trace; "
+          "dir None: HOOP_TRACE_DIR).")
       .def("free", &Comm::Free, "Releases the communicator (hoop_comm_free); later calls on it raise.")
       .def(
           "split",

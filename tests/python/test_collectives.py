@@ -112,6 +112,29 @@ class Collectives(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.strip(), "1 [0. 1. 2.]")
 
+    def test_the_flight_recorder_as_json_and_dumped(self):
+        import json
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            code = ("import hoop, json, numpy as np; w = hoop.init(); hoop.allreduce(np.ones(7, np.float32)); "
+                    "hoop.broadcast(np.arange(4), root=0); t = json.loads(w.trace()); "
+                    "print(json.dumps(t['ops'][-2:])); w.dump_trace(" + repr(d) + ")")
+            r = subprocess.run([sys.executable, "-c", code], env=python_env(), capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            last = json.loads(r.stdout.strip().splitlines()[-1])
+            self.assertEqual([op["op"] for op in last], ["allreduce", "broadcast"], r.stdout)
+            self.assertEqual((last[0]["dtype"], last[0]["count"], last[0]["state"]), ("f32", 7, "done"))
+            self.assertEqual((last[1]["root"], last[1]["count"]), (0, 4))
+            with open(os.path.join(d, "hoop-trace.world.0.json")) as f:
+                dumped = json.load(f)
+            self.assertEqual((dumped["rank"], dumped["size"], dumped["reason"]), (0, 1, "request"))
+            # Without a directory and without HOOP_TRACE_DIR: a clear error.
+            r = subprocess.run([sys.executable, "-c", "import hoop; hoop.init().dump_trace()"], env=python_env(),
+                               capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("no directory (give one, or set HOOP_TRACE_DIR)", r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

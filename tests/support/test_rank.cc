@@ -20,6 +20,8 @@
 //   strangers        hostile clients against a rank and the store, during start-up and after
 //                    (hostile_rank.cc)
 //   fd_flood         hooprun's store flooded while hooprun is out of descriptors (ditto)
+//   trace DIR [skip] the flight recorder: a few calls, then a dump into DIR; skip: rank 1 calls
+//                    a barrier where the others allreduce, every rank times out (trace_rank.cc)
 // Extra arguments (a marker the tests use to find stray processes) are ignored.
 #include <malloc.h>
 #include <signal.h>
@@ -395,6 +397,7 @@ int RunDeviceIpc(Communicator& c);                                              
 int RunDeterministic(Communicator& c, const Config& cfg, uint64_t seed, bool on);  // det_rank.cc
 int RunStrangers(const Config& cfg);                                               // hostile_rank.cc
 int RunFdFlood(const Config& cfg);                                                 // hostile_rank.cc
+int RunTrace(Communicator& c, const std::string& dir, bool skip);                  // trace_rank.cc
 }  // namespace hoop
 
 int main(int argc, char** argv) {
@@ -403,7 +406,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress "
-                 "| compress_mismatch | device_ipc | deterministic [SEED] | strangers | fd_flood\n");
+                 "| compress_mismatch | device_ipc | deterministic [SEED] | strangers | fd_flood | trace DIR [skip]\n");
     return 2;
   }
   std::string mode = argv[1];
@@ -435,6 +438,7 @@ int main(int argc, char** argv) {
   if (mode == "compress") return RunCompress(c);
   if (mode == "compress_mismatch") return RunCompressMismatch(c);
   if (mode == "device_ipc") return RunDeviceIpc(c);
+  if (mode == "trace" && argc > 2) return RunTrace(c, argv[2], argc > 3 && std::string(argv[3]) == "skip");
   if (mode == "deterministic")
     return RunDeterministic(c, cfg, argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 53,
                             !(argc > 3 && std::string(argv[3]) == "off"));

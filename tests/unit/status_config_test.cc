@@ -286,3 +286,16 @@ TEST_CASE("HOOP_ALGO takes every algorithm the table names, flat and pairwise to
     CHECK(CommOptions::FromConfig(*c).algo == hoop::ParseAlgo(name).value());
   }
 }
+
+TEST_CASE("HOOP_TRACE_OPS and HOOP_TRACE_DIR: the flight recorder's size and its dumps' directory", "[config]") {
+  auto d = Config::FromEnv({});
+  REQUIRE(d.ok());
+  CHECK(d->trace_ops == 2000);
+  CHECK(d->trace_dir.empty());
+  auto set = Config::FromEnv({{"HOOP_TRACE_OPS", "0"}, {"HOOP_TRACE_DIR", "/tmp/traces"}});
+  REQUIRE(set.ok());
+  CHECK((set->trace_ops == 0 && set->trace_dir == "/tmp/traces"));
+  CHECK((CommOptions::FromConfig(*set).trace_ops == 0 && CommOptions::FromConfig(*set).trace_dir == "/tmp/traces"));
+  auto bad = Config::FromEnv({{"HOOP_TRACE_OPS", "-1"}});
+  CHECK(bad.status().message().find("HOOP_TRACE_OPS='-1'") == 0);
+}
