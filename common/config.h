@@ -32,8 +32,8 @@
 //   HOOP_DETERMINISTIC  1: every reduction gives, for each element, the bits of the left fold
 //                     over the ranks in rank order, whatever the algorithm, chunking, fusion,
 //                     transport or placement (schedules/fold.cc); 0 (default): the fastest way
-//   HOOP_TRACE_OPS    the flight recorder's operations kept per communicator (default 2000; 0:
-//                     off; collectives/core/flight_recorder.h)
+//   HOOP_TRACE_OPS    the flight recorder's operations kept per communicator (default: 0, off;
+//                     2000 where HOOP_TRACE_DIR is set; collectives/core/flight_recorder.h)
 //   HOOP_TRACE_DIR    where each rank writes its flight recorder's JSON when its communicator
 //                     fails (a timeout, a lost peer, ranks that disagree): hoop-trace.<comm>.
 //                     <rank>.json (default: none written)
@@ -76,6 +76,9 @@ std::map<std::string, std::string> ProcessEnvironment();
 enum class Launcher { kNone, kHooprun, kMpirun, kSlurm, kTorchrun };
 const char* LauncherName(Launcher l);
 
+// The flight recorder's size where HOOP_TRACE_DIR asks for it and HOOP_TRACE_OPS does not say.
+inline constexpr size_t kDefaultTraceOps = 2000;
+
 struct Config {
   int rank = 0;
   int size = 1;
@@ -108,7 +111,7 @@ struct Config {
   std::string kernel_isa = "auto";      // HOOP_KERNEL_ISA
   bool cuda_ipc = true;                 // HOOP_CUDA_IPC: device buffers of ranks on one host move by CUDA IPC
   bool deterministic = false;           // HOOP_DETERMINISTIC
-  size_t trace_ops = 2000;              // HOOP_TRACE_OPS: the flight recorder's operations per communicator
+  size_t trace_ops = 0;                 // HOOP_TRACE_OPS: the flight recorder's operations per communicator
   std::string trace_dir;                // HOOP_TRACE_DIR: where its dumps go (empty: none at a timeout)
   // Tensor fusion (tensorfusion/runtime.h).
   double cycle_time_ms = 1;

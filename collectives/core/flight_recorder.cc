@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <ctime>
 #include <thread>
 
 namespace hoop {
@@ -16,6 +17,15 @@ namespace {
 
 constexpr size_t kErrorChars = 240, kWaitPeers = 16;
 constexpr auto kRelaxed = std::memory_order_relaxed;
+
+// The kernel's coarse monotonic clock: a read of what the last tick wrote (a few ns, where a
+// precise clock costs tens: too much beside a 0.5 us allreduce), at the tick's resolution (1 to
+// 4 ms), which is what telling where a hung job is takes.
+int64_t Now() {
+  timespec t;
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
 
 std::string JsonText(const std::string& s) {
   std::string out;
@@ -47,41 +57,42 @@ const char* TraceStateName(TraceState s) {
 }
 
 // Every field an atomic, written between the version's two steps (odd: being written) and read
-// between two equal even readings of it: a seqlock, its fields race-free by construction.
-struct FlightRecorder::Slot {
-  std::atomic_flag lock = ATOMIC_FLAG_INIT;  // writers only
+// between two equal even readings of it: a seqlock, its fields race-free by construction. What
+// every operation writes fills two cache lines; a failure's message and peers live apart (Cold),
+// touched only when one fails: an operation's recording costs the lines it writes.
+struct alignas(64) FlightRecorder::Slot {
   std::atomic<uint64_t> version{0};
   std::atomic<uint64_t> id{0}, count{0};
   std::atomic<int64_t> seq{-1}, queued_ns{0}, started_ns{-1}, ended_ns{-1};
-  std::atomic<uint8_t> kind{0}, p2p{0}, dtype{0}, mem{0}, stream{0}, state{0}, waits{0};
-  std::atomic<int32_t> root{-1}, peer{-1}, tag{0};
   std::atomic<const char*> algo{nullptr};
+  std::atomic<int32_t> root{-1}, peer{-1}, tag{0};
+  std::atomic<uint8_t> kind{0}, p2p{0}, dtype{0}, mem{0}, stream{0}, state{0}, waits{0};
   std::atomic<uint16_t> error_len{0};
-  std::atomic<char> error[kErrorChars];
-  std::atomic<int32_t> wait[kWaitPeers];
+  std::atomic_flag lock = ATOMIC_FLAG_INIT;  // Queued's writers only
 
   void Begin() {
     version.store(version.load(kRelaxed) + 1, kRelaxed);
     std::atomic_thread_fence(std::memory_order_release);
   }
-  void End() {
-    version.store(version.load(kRelaxed) + 1, std::memory_order_release);
-    lock.clear(std::memory_order_release);
-  }
+  void End() { version.store(version.load(kRelaxed) + 1, std::memory_order_release); }
+};
+
+struct FlightRecorder::Cold {
+  std::atomic<char> error[kErrorChars];
+  std::atomic<int32_t> wait[kWaitPeers];
 };
 
 FlightRecorder::FlightRecorder(size_t capacity)
-    : capacity_(capacity), slots_(capacity ? new Slot[capacity] : nullptr), begin_(std::chrono::steady_clock::now()) {}
+    : capacity_(capacity),
+      slots_(capacity ? new Slot[capacity] : nullptr),
+      cold_(capacity ? new Cold[capacity] : nullptr),
+      begin_ns_(Now()) {}
 
 FlightRecorder::~FlightRecorder() = default;
 
 FlightRecorder::Slot* FlightRecorder::Take(uint64_t id) {
   Slot& s = slots_[(id - 1) % capacity_];
-  while (s.lock.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
-  if (s.id.load(kRelaxed) != id) {  // a newer operation took the slot: this one's record is gone
-    s.lock.clear(std::memory_order_release);
-    return nullptr;
-  }
+  if (s.id.load(kRelaxed) != id) return nullptr;  // a newer operation took the slot: this one's record is gone
   s.Begin();
   return &s;
 }
@@ -89,8 +100,7 @@ FlightRecorder::Slot* FlightRecorder::Take(uint64_t id) {
 uint64_t FlightRecorder::Queued(const TraceCall& c) {
   if (!capacity_) return 0;
   const uint64_t id = next_.fetch_add(1, kRelaxed);
-  const int64_t now =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin_).count();
+  const int64_t now = Now() - begin_ns_;
   Slot& s = slots_[(id - 1) % capacity_];
   while (s.lock.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
   s.Begin();
@@ -113,13 +123,13 @@ uint64_t FlightRecorder::Queued(const TraceCall& c) {
   s.error_len.store(0, kRelaxed);
   s.waits.store(0, kRelaxed);
   s.End();
+  s.lock.clear(std::memory_order_release);
   return id;
 }
 
 void FlightRecorder::Started(uint64_t id, int64_t seq, Algo algo) {
   if (!capacity_ || id == 0) return;
-  const int64_t now =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin_).count();
+  const int64_t now = Now() - begin_ns_;
   Slot* s = Take(id);
   if (!s) return;
   s->seq.store(seq, kRelaxed);
@@ -139,8 +149,7 @@ void FlightRecorder::Chose(uint64_t id, Algo algo) {
 
 void FlightRecorder::Ended(uint64_t id, const Status& result, const std::vector<int>& waiting_for) {
   if (!capacity_ || id == 0) return;
-  const int64_t now =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin_).count();
+  const int64_t now = Now() - begin_ns_;
   Slot* s = Take(id);
   if (!s) return;
   s->state.store(static_cast<uint8_t>(result.ok() ? TraceState::kDone : TraceState::kFailed), kRelaxed);
@@ -148,17 +157,18 @@ void FlightRecorder::Ended(uint64_t id, const Status& result, const std::vector<
   s->ended_ns.store(now, kRelaxed);
   if (!result.ok()) {
     const std::string& m = result.message();
+    Cold& cold = cold_[(id - 1) % capacity_];
     const size_t n = std::min(m.size(), kErrorChars);
-    for (size_t i = 0; i < n; ++i) s->error[i].store(m[i], kRelaxed);
+    for (size_t i = 0; i < n; ++i) cold.error[i].store(m[i], kRelaxed);
     s->error_len.store(static_cast<uint16_t>(n), kRelaxed);
     const size_t w = std::min(waiting_for.size(), kWaitPeers);
-    for (size_t i = 0; i < w; ++i) s->wait[i].store(waiting_for[i], kRelaxed);
+    for (size_t i = 0; i < w; ++i) cold.wait[i].store(waiting_for[i], kRelaxed);
     s->waits.store(static_cast<uint8_t>(w), kRelaxed);
   }
   s->End();
 }
 
-bool FlightRecorder::Read(const Slot& s, TraceRecord* r) const {
+bool FlightRecorder::Read(const Slot& s, const Cold& cold, TraceRecord* r) const {
   const uint64_t v = s.version.load(std::memory_order_acquire);
   if (v & 1) return false;
   r->id = s.id.load(kRelaxed);
@@ -183,10 +193,10 @@ bool FlightRecorder::Read(const Slot& s, TraceRecord* r) const {
   r->ended_s = en < 0 ? -1 : static_cast<double>(en) * 1e-9;
   const size_t n = std::min<size_t>(s.error_len.load(kRelaxed), kErrorChars);
   r->error.resize(n);
-  for (size_t i = 0; i < n; ++i) r->error[i] = s.error[i].load(kRelaxed);
+  for (size_t i = 0; i < n; ++i) r->error[i] = cold.error[i].load(kRelaxed);
   const size_t w = std::min<size_t>(s.waits.load(kRelaxed), kWaitPeers);
   r->waiting_for.resize(w);
-  for (size_t i = 0; i < w; ++i) r->waiting_for[i] = s.wait[i].load(kRelaxed);
+  for (size_t i = 0; i < w; ++i) r->waiting_for[i] = cold.wait[i].load(kRelaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   return s.version.load(kRelaxed) == v;
 }
@@ -198,10 +208,11 @@ std::vector<TraceRecord> FlightRecorder::Snapshot() const {
   const uint64_t first = last > capacity_ ? last - capacity_ + 1 : 1;
   for (uint64_t id = first; id <= last; ++id) {
     const Slot& s = slots_[(id - 1) % capacity_];
+    const Cold& cold = cold_[(id - 1) % capacity_];
     TraceRecord r;
     bool read = false;
     for (int attempt = 0; attempt < 64 && !read; ++attempt) {
-      read = Read(s, &r);
+      read = Read(s, cold, &r);
       if (!read) std::this_thread::yield();
     }
     if (read && r.id != id) continue;  // not yet written, or already a newer operation's

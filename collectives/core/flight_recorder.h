@@ -5,12 +5,14 @@
 // hangs, which rank is where. A dump is one JSON document per rank (ToJson), which hoop-doctor
 // and `hooprun --status` read.
 //
-// Cost: recording is three short writes per operation, each under its slot's own lock (a
-// spinning flag held for a few stores, never across a wait), so the ranks' callers and the
-// worker never wait on each other. Reading never waits: a slot being written is read again, and
+// Cost: a few stores per operation and the kernel's coarse clock (times are at its tick, 1 to
+// 4 ms). Queued takes its slot under the slot's own flag (callers on several threads); Started,
+// Chose and Ended come from whoever runs the operation, which holds the communicator's turn, one
+// at a time, and take no flag. Reading never waits: a slot being written is read again, and
 // after a few tries given up ("busy"), so a dump taken while a thread is stopped anywhere, even
-// mid-write, still returns the rest. Writers of an operation whose slot a newer one has taken
-// (more than N in flight) drop their write.
+// mid-write, still returns the rest. An operation whose slot a newer one has taken drops its
+// writes; only with more than N operations in flight could the two meet in one slot, and then
+// that one record may mix them.
 #pragma once
 
 #include <atomic>
@@ -79,13 +81,15 @@ class FlightRecorder {
 
  private:
   struct Slot;
-  Slot* Take(uint64_t id);  // the slot of `id` locked, or null when a newer operation holds it
-  bool Read(const Slot& s, TraceRecord* out) const;
+  struct Cold;              // a failure's message and peers, apart from what every operation writes
+  Slot* Take(uint64_t id);  // the slot of `id`, its write begun, or null when a newer operation holds it
+  bool Read(const Slot& s, const Cold& cold, TraceRecord* out) const;
 
   size_t capacity_;
   std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<Cold[]> cold_;
   std::atomic<uint64_t> next_{1};
-  std::chrono::steady_clock::time_point begin_;
+  int64_t begin_ns_;
 };
 
 // Who wrote a dump: the JSON's header.

@@ -444,10 +444,10 @@ hoop_status_t hoop_comm_deterministic(hoop_comm_t comm, int* on);
 
 /* ---- The flight recorder: which rank is where when a job hangs ----
  *
- * Every communicator keeps its last HOOP_TRACE_OPS operations (default 2000; 0: none), each with
- * its call number, collective sequence number, kind, dtype, count, root or peer, algorithm,
- * memory, stream, state (queued, started, done, failed), times and, for a failed one, why and
- * the peers it waited for. hoop_comm_trace gives this rank's as JSON, into buf as hoop_locality
+ * With HOOP_TRACE_OPS=N (or HOOP_TRACE_DIR set, which brings N = 2000; default off), every
+ * communicator keeps its last N operations, each with its call number, collective sequence
+ * number, kind, dtype, count, root or peer, algorithm, memory, stream, state (queued, started,
+ * done, failed), times and, for a failed one, why and the peers it waited for. hoop_comm_trace gives this rank's as JSON, into buf as hoop_locality
  * does; hoop_comm_dump_trace writes it to dir/hoop-trace.<comm>.<rank>.json (dir NULL: the
  * HOOP_TRACE_DIR directory). Neither waits on a call in progress. A rank whose communicator
  * fails (a timeout, a lost peer, ranks that disagree) writes it there by itself where

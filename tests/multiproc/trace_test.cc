@@ -36,6 +36,7 @@ TEST_CASE("flight recorder: every rank's dump holds its calls, in order, with th
   const std::string dir = TmpDir("dump"), marker = NewMarker();
   ProcOptions o;
   o.timeout_s = 60;
+  o.env["HOOP_TRACE_OPS"] = "100";
   auto r = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-test-rank"), "trace", dir, marker}, o);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);

@@ -119,8 +119,8 @@ class Collectives(unittest.TestCase):
             code = ("import hoop, json, numpy as np; w = hoop.init(); hoop.allreduce(np.ones(7, np.float32)); "
                     "hoop.broadcast(np.arange(4), root=0); t = json.loads(w.trace()); "
                     "print(json.dumps(t['ops'][-2:])); w.dump_trace(" + repr(d) + ")")
-            r = subprocess.run([sys.executable, "-c", code], env=python_env(), capture_output=True, text=True,
-                               timeout=60)
+            r = subprocess.run([sys.executable, "-c", code], env=python_env({"HOOP_TRACE_OPS": "100"}),
+                               capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 0, r.stderr)
             last = json.loads(r.stdout.strip().splitlines()[-1])
             self.assertEqual([op["op"] for op in last], ["allreduce", "broadcast"], r.stdout)
