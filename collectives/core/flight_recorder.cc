@@ -68,13 +68,16 @@ struct alignas(64) FlightRecorder::Slot {
   std::atomic<int32_t> root{-1}, peer{-1}, tag{0};
   std::atomic<uint8_t> kind{0}, p2p{0}, dtype{0}, mem{0}, stream{0}, state{0}, waits{0};
   std::atomic<uint16_t> error_len{0};
-  std::atomic_flag lock = ATOMIC_FLAG_INIT;  // Queued's writers only
+  std::atomic_flag lock = ATOMIC_FLAG_INIT;  // held by a writer, Begin to End
 
   void Begin() {
     version.store(version.load(kRelaxed) + 1, kRelaxed);
     std::atomic_thread_fence(std::memory_order_release);
   }
-  void End() { version.store(version.load(kRelaxed) + 1, std::memory_order_release); }
+  void End() {
+    version.store(version.load(kRelaxed) + 1, std::memory_order_release);
+    lock.clear(std::memory_order_release);
+  }
 };
 
 struct FlightRecorder::Cold {
@@ -92,7 +95,11 @@ FlightRecorder::~FlightRecorder() = default;
 
 FlightRecorder::Slot* FlightRecorder::Take(uint64_t id) {
   Slot& s = slots_[(id - 1) % capacity_];
-  if (s.id.load(kRelaxed) != id) return nullptr;  // a newer operation took the slot: this one's record is gone
+  while (s.lock.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+  if (s.id.load(kRelaxed) != id) {  // a newer operation took the slot: this one's record is gone
+    s.lock.clear(std::memory_order_release);
+    return nullptr;
+  }
   s.Begin();
   return &s;
 }
@@ -103,6 +110,10 @@ uint64_t FlightRecorder::Queued(const TraceCall& c) {
   const int64_t now = Now() - begin_ns_;
   Slot& s = slots_[(id - 1) % capacity_];
   while (s.lock.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+  if (s.id.load(kRelaxed) > id) {  // a caller delayed past N newer ones: they keep the slot
+    s.lock.clear(std::memory_order_release);
+    return id;
+  }
   s.Begin();
   s.id.store(id, kRelaxed);
   s.seq.store(-1, kRelaxed);
@@ -123,7 +134,6 @@ uint64_t FlightRecorder::Queued(const TraceCall& c) {
   s.error_len.store(0, kRelaxed);
   s.waits.store(0, kRelaxed);
   s.End();
-  s.lock.clear(std::memory_order_release);
   return id;
 }
 

@@ -5,14 +5,12 @@
 // hangs, which rank is where. A dump is one JSON document per rank (ToJson), which hoop-doctor
 // and `hooprun --status` read.
 //
-// Cost: a few stores per operation and the kernel's coarse clock (times are at its tick, 1 to
-// 4 ms). Queued takes its slot under the slot's own flag (callers on several threads); Started,
-// Chose and Ended come from whoever runs the operation, which holds the communicator's turn, one
-// at a time, and take no flag. Reading never waits: a slot being written is read again, and
-// after a few tries given up ("busy"), so a dump taken while a thread is stopped anywhere, even
-// mid-write, still returns the rest. An operation whose slot a newer one has taken drops its
-// writes; only with more than N operations in flight could the two meet in one slot, and then
-// that one record may mix them.
+// Cost: a few stores per operation under the slot's own flag (held for those stores, never
+// across a wait) and the kernel's coarse clock (times are at its tick, 1 to 4 ms). Reading never
+// waits: a slot being written is read again, and after a few tries given up ("busy"), so a dump
+// taken while a thread is stopped anywhere, even mid-write, still returns the rest. An operation
+// whose slot a newer one has taken (N newer operations queued while it was in flight) drops its
+// writes, and a caller delayed between taking its id and writing does not overwrite a newer one.
 #pragma once
 
 #include <atomic>
