@@ -2,27 +2,9 @@
 
 #include <cerrno>
 
-namespace hoop::fusion {
+#include "common/json_text.h"
 
-namespace {
-// Tensor names are the caller's: escape what JSON needs escaped.
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-}  // namespace
+namespace hoop::fusion {
 
 Timeline::~Timeline() { Close(); }
 
@@ -44,7 +26,7 @@ int Timeline::Row(const std::string& tensor) {
   auto [it, fresh] = rows_.try_emplace(tensor, static_cast<int>(rows_.size()) + 1);
   if (fresh) {
     std::fprintf(file_, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":%s}}",
-                 wrote_ ? ",\n" : "", pid_, it->second, JsonString(tensor).c_str());
+                 wrote_ ? ",\n" : "", pid_, it->second, JsonQuoted(tensor).c_str());
     wrote_ = true;
   }
   return it->second;

@@ -11,6 +11,8 @@
 #include <ctime>
 #include <thread>
 
+#include "common/json_text.h"
+
 namespace hoop {
 
 namespace {
@@ -25,23 +27,6 @@ int64_t Now() {
   timespec t;
   ::clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
   return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
-}
-
-std::string JsonText(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      out += b;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -240,9 +225,9 @@ std::string TraceJson(const TraceOwner& o, const FlightRecorder& rec) {
   std::ostringstream j;
   j.precision(6);
   j << std::fixed;
-  j << "{\"hoop_trace\": 1, \"comm\": \"" << JsonText(o.comm) << "\", \"rank\": " << o.rank << ", \"size\": " << o.size
-    << ", \"job_rank\": " << o.job_rank << ", \"pid\": " << o.pid << ", \"host\": \"" << JsonText(o.host)
-    << "\", \"reason\": \"" << JsonText(o.reason) << "\", \"capacity\": " << rec.capacity()
+  j << "{\"hoop_trace\": 1, \"comm\": " << JsonQuoted(o.comm) << ", \"rank\": " << o.rank << ", \"size\": " << o.size
+    << ", \"job_rank\": " << o.job_rank << ", \"pid\": " << o.pid << ", \"host\": " << JsonQuoted(o.host)
+    << ", \"reason\": " << JsonQuoted(o.reason) << ", \"capacity\": " << rec.capacity()
     << ", \"recorded\": " << rec.recorded() << ", \"ops\": [";
   bool first = true;
   for (const TraceRecord& r : rec.Snapshot()) {
@@ -258,7 +243,7 @@ std::string TraceJson(const TraceOwner& o, const FlightRecorder& rec) {
       << ", \"tag\": " << r.call.tag << ", \"algo\": \"" << r.algo << "\", \"memory\": \"" << MemKindName(r.call.mem)
       << "\", \"stream\": " << (r.call.stream ? "true" : "false") << ", \"state\": \"" << TraceStateName(r.state)
       << "\", \"queued_s\": " << r.queued_s << ", \"started_s\": " << r.started_s << ", \"ended_s\": " << r.ended_s;
-    if (!r.error.empty()) j << ", \"error\": \"" << JsonText(r.error) << "\"";
+    if (!r.error.empty()) j << ", \"error\": " << JsonQuoted(r.error);
     if (!r.waiting_for.empty()) {
       j << ", \"waiting_for\": [";
       for (size_t i = 0; i < r.waiting_for.size(); ++i) j << (i ? ", " : "") << r.waiting_for[i];
