@@ -41,11 +41,12 @@ TEST_CASE("hoop-train --elastic through a lost rank and its replacement trains a
 
   std::vector<std::string> argv = {Bin("hooprun"), "-np", "3", "--min-np", "2", "--max-np", "3", Bin("hoop-train")};
   argv.insert(argv.end(), common.begin(), common.end());
-  // Rank 0 sleeps 10 ms a step (timing only, not the arithmetic): the run after the loss lasts
-  // seconds longer, time for the newcomer to start and be admitted on a loaded machine (in a CI
-  // run beside other tests it once was not, with the job done 2 s after the loss).
+  // Rank 0 sleeps 30 ms a step (timing only, not the arithmetic): the run after the loss lasts
+  // about 8 s longer, time for the newcomer to start and be admitted on a loaded machine (in CI
+  // runs beside other tests it twice was not: with the job done 2 s after the loss, and with
+  // 10 ms a step, 5 s after it).
   argv.insert(argv.end(), {"--batch", "32", "--lr", "0.01", "--elastic", "--kill-rank", "1", "--kill-step", "10",
-                           "--slow-rank", "0", "--slow-ms", "10", "--checkpoint", elastic_ck, "--metrics", metrics});
+                           "--slow-rank", "0", "--slow-ms", "30", "--checkpoint", elastic_ck, "--metrics", metrics});
   auto r = RunProc(argv, Within(180));
   INFO(r.output);
   CHECK(r.exit_code == 0);  // the job survived its loss
