@@ -277,9 +277,6 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
   HOOP_RETURN_IF_ERROR(ReadLauncher(r, c));
   for (const Var& v : Vars())
     if (const std::string* text = r.Get(v.name)) HOOP_RETURN_IF_ERROR(v.read(v.name, *text, c));
-  // The flight recorder is off unless asked for: by its size, or by a directory for its dumps
-  // (which then come with the default size).
-  if (!r.Get("HOOP_TRACE_OPS") && !c.trace_dir.empty()) c.trace_ops = kDefaultTraceOps;
   // Every communicator keeps `window` staging chunks (more while compressed sends are in flight).
   const size_t chunk = c.chunk_bytes ? c.chunk_bytes : kLargestDefaultChunk;
   if (chunk * c.window > kMaxStagingBytes)

@@ -76,7 +76,8 @@ std::map<std::string, std::string> ProcessEnvironment();
 enum class Launcher { kNone, kHooprun, kMpirun, kSlurm, kTorchrun };
 const char* LauncherName(Launcher l);
 
-// The flight recorder's size where HOOP_TRACE_DIR asks for it and HOOP_TRACE_OPS does not say.
+// The flight recorder's size where HOOP_TRACE_OPS does not say (on by default: its cost is within
+// the noise of a half-microsecond allreduce, docs/PERF.md).
 inline constexpr size_t kDefaultTraceOps = 2000;
 
 struct Config {
@@ -111,7 +112,7 @@ struct Config {
   std::string kernel_isa = "auto";      // HOOP_KERNEL_ISA
   bool cuda_ipc = true;                 // HOOP_CUDA_IPC: device buffers of ranks on one host move by CUDA IPC
   bool deterministic = false;           // HOOP_DETERMINISTIC
-  size_t trace_ops = 0;                 // HOOP_TRACE_OPS: the flight recorder's operations per communicator
+  size_t trace_ops = kDefaultTraceOps;  // HOOP_TRACE_OPS: the flight recorder's operations per communicator
   std::string trace_dir;                // HOOP_TRACE_DIR: where its dumps go (empty: none at a timeout)
   // Tensor fusion (tensorfusion/runtime.h).
   double cycle_time_ms = 1;

@@ -22,11 +22,6 @@ using Options = FusionBenchOptions;
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 class FusionBench {
  public:
   FusionBench(Communicator& c, const Options& o, const fusion::FusionOptions& fo)

@@ -34,6 +34,13 @@ int AutoIters(uint64_t bytes, double probe_us) {
 
 int AutoWarmup(int iters) { return std::max(1, iters / 5); }
 
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size();
+  return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+}
+
 bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out,
                       const std::function<void(cli::Flags&)>& more) {
   HarnessArgs a;

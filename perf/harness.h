@@ -24,6 +24,8 @@ namespace hoop::perf {
 int AutoIters(uint64_t bytes);
 int AutoIters(uint64_t bytes, double probe_us);
 int AutoWarmup(int iters);
+// The median (the mean of the middle two of an even count; 0 for none).
+double Median(std::vector<double> v);
 
 // Point-to-point (hoop-perf sendrecv, mpi-collective --coll sendrecv), as the OSU benchmarks
 // measure it between ranks 0 and 1: latency is half a ping-pong's round trip (osu_latency);

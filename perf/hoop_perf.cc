@@ -20,6 +20,7 @@
 #include "perf/fusion_bench.h"
 #include "perf/join.h"
 #include "perf/report.h"
+#include "perf/recorder_bench.h"
 #include "perf/sendrecv_bench.h"
 
 namespace hoop::perf {
@@ -79,6 +80,7 @@ int Agree(Communicator& c, int verdict) {
 int Main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "fusion") return RunFusionBench(argc, argv);
   if (argc > 1 && std::string(argv[1]) == "sendrecv") return RunSendRecvBench(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "recorder") return RunRecorderBench(argc, argv);
   auto opts = ParsePerfOptions(argc, argv);
   if (!opts.ok()) {
     // Once per job, not once per rank: under a launcher, rank 0 says it (every rank exits 2).

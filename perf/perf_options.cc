@@ -13,6 +13,8 @@ const char* const kPerfUsage =
     "       hoop-perf fusion [options]           the tensor fusion runtime ('hoop-perf fusion --help')\n"
     "       hoop-perf sendrecv [options]         point-to-point latency and bandwidth, as osu_latency\n"
     "                                            and osu_bw ('hoop-perf sendrecv --help')\n"
+    "       hoop-perf recorder [options]         the flight recorder's cost, recording beside not\n"
+    "                                            ('hoop-perf recorder --help')\n"
     "       hoop-perf --version\n"
     "\n"
     "COLLECTIVE: allreduce | broadcast | allgather | reduce_scatter | barrier | reduce | gather |\n"
@@ -332,8 +334,8 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     o.kind = CollKind::kAlltoallv;
   else {
     static const std::vector<std::string> kCollectives = {
-        "allreduce", "broadcast", "allgather",  "reduce_scatter",  "barrier",   "reduce", "gather",
-        "scatter",   "alltoall",  "allgatherv", "reduce_scatterv", "alltoallv", "fusion", "sendrecv"};
+        "allreduce", "broadcast",  "allgather",       "reduce_scatter", "barrier", "reduce",   "gather",  "scatter",
+        "alltoall",  "allgatherv", "reduce_scatterv", "alltoallv",      "fusion",  "sendrecv", "recorder"};
     std::string near = Nearest(first, kCollectives);
     return InvalidArgument("unknown collective '" + first + "'" +
                            (near.empty() ? "" : " (did you mean " + near + "?)"));

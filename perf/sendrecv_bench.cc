@@ -98,11 +98,6 @@ class Bench {
   std::vector<unsigned char> out_, in_;
 };
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size();
-  return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
-}
 double Spread(const std::vector<double>& v, double median) {
   auto [lo, hi] = std::minmax_element(v.begin(), v.end());
   return median > 0 ? (*hi - *lo) / median : 0;

@@ -50,6 +50,24 @@ const char* const kSendRecvUsage =
     "  -h, --help           this text\n"
     "Every size's last message is checked byte by byte (#wrong).\n";
 
+const char* const kRecorderUsage =
+    "usage: hoop-perf recorder [options]      (run it under hooprun, mpirun or srun)\n"
+    "\n"
+    "The flight recorder's cost, side by side: two communicators of the same ranks, alike but that\n"
+    "one records its operations (HOOP_TRACE_OPS=N) and the other does not (0), each timing blocks\n"
+    "of the same blocking allreduce (f32 sum, out of place) in turn, the order swapped every block.\n"
+    "  -b, --bytes SIZE   bytes per allreduce, a multiple of 4 (default 8), K/M suffixes\n"
+    "  -n, --calls N      calls per block (default 20000)\n"
+    "  -R, --blocks N     blocks on each communicator (default 20)\n"
+    "  --ops N            the recording one's operations kept (default 2000)\n"
+    "  -t, --transport T  back end for every peer: shm ucx ofi tcp\n"
+    "  --json FILE        also write the result as a JSON object (rank 0)\n"
+    "  -h, --help         this text\n"
+    "\n"
+    "A block's time is the slowest rank's mean per call. Reported: each communicator's median, and\n"
+    "the median of the blocks' own ratios (recording over not, each pair run back to back), which\n"
+    "is the figure: the machine's drift between blocks cancels in it.\n";
+
 namespace {
 
 const std::vector<std::string> kTransports = {"shm", "ucx", "ofi", "tcp"};
@@ -89,6 +107,21 @@ void Declare(cli::Flags& f, SendRecvOptions& o) {
   f.Value("--json", cli::Text(&o.json));
 }
 
+void Declare(cli::Flags& f, RecorderBenchOptions& o) {
+  f.Early("-h,--help", &o.help);
+  f.Value("-b,--bytes", [&o](const std::string& v) -> std::string {
+    auto b = ParseSize(v);
+    if (!b || *b < 4 || *b % 4 || *b > (64ull << 20)) return "expected a multiple of 4 bytes up to 64M";
+    o.bytes = *b;
+    return "";
+  });
+  f.Value("-n,--calls", cli::Int(&o.calls, 1, 100000000));
+  f.Value("-R,--blocks", cli::Int(&o.blocks, 1, 10000));
+  f.Value("--ops", cli::Int(&o.ops, 1, 1 << 20));
+  f.Value("-t,--transport", cli::OneOf(&o.transport, kTransports));
+  f.Value("--json", cli::Text(&o.json));
+}
+
 template <typename Options>
 std::vector<std::string> NamesOf() {
   Options o;
@@ -120,5 +153,15 @@ StatusOr<SendRecvOptions> ParseSendRecvOptions(int argc, char** argv) {
 }
 
 std::vector<std::string> SendRecvFlagNames() { return NamesOf<SendRecvOptions>(); }
+
+StatusOr<RecorderBenchOptions> ParseRecorderOptions(int argc, char** argv) {
+  RecorderBenchOptions o;
+  cli::Flags f;
+  Declare(f, o);
+  HOOP_RETURN_IF_ERROR(f.Parse(argc, argv, 2));
+  return o;
+}
+
+std::vector<std::string> RecorderFlagNames() { return NamesOf<RecorderBenchOptions>(); }
 
 }  // namespace hoop::perf

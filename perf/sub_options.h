@@ -1,4 +1,4 @@
-// hoop-perf's subcommands' command lines (fusion, sendrecv): their options, usage texts and
+// hoop-perf's subcommands' command lines (fusion, sendrecv, recorder): their options, usage texts and
 // parsers, apart from the benchmarks so that parsing stays pure (tests/unit/cli_usage_test.cc
 // reads the usage texts and flag names without joining a job). argv[1] is the subcommand.
 #pragma once
@@ -34,5 +34,17 @@ struct SendRecvOptions {
 extern const char* const kSendRecvUsage;
 StatusOr<SendRecvOptions> ParseSendRecvOptions(int argc, char** argv);
 std::vector<std::string> SendRecvFlagNames();
+
+// hoop-perf recorder (recorder_bench.h).
+struct RecorderBenchOptions {
+  uint64_t bytes = 8;
+  int calls = 20000, blocks = 20;
+  size_t ops = 2000;  // the recording communicator's HOOP_TRACE_OPS
+  std::string transport, json;
+  bool help = false;
+};
+extern const char* const kRecorderUsage;
+StatusOr<RecorderBenchOptions> ParseRecorderOptions(int argc, char** argv);
+std::vector<std::string> RecorderFlagNames();
 
 }  // namespace hoop::perf

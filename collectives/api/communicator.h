@@ -85,7 +85,7 @@ struct CommOptions {
   size_t unexpected_bytes = 64u << 20;  // point-to-point messages held unreceived (HOOP_UNEXPECTED_BYTES)
   // The flight recorder (flight_recorder.h): operations kept (HOOP_TRACE_OPS; 0: off), and where
   // a rank whose communicator fails writes them (HOOP_TRACE_DIR; empty: nowhere).
-  size_t trace_ops = 0;
+  size_t trace_ops = kDefaultTraceOps;
   std::string trace_dir;
   // Tests only: what is done to a "stream" (StreamOrder's seam). Set, calls on a stream need no
   // CUDA device, so their ordering is tested on a fake stream with host buffers.

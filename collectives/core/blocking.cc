@@ -63,11 +63,7 @@ bool CommCore::BlockingRecvReady() {
 class CommCore::BlockingRun {
  public:
   BlockingRun(CommCore& c, const BlockingCall& k)
-      : c_(c),
-        k_(k),
-        plan_(*k.plan),
-        esize_(DTypeSize(k.out.dtype)),
-        deadline_(Deadline::After(c.opts_.timeout - StallGrace(c.opts_.timeout))) {}
+      : c_(c), k_(k), plan_(*k.plan), esize_(DTypeSize(k.out.dtype)), deadline_(c.RunDeadline(*k.op)) {}
 
   Status Walk() {
     const size_t n = plan_.units.size();
@@ -80,18 +76,25 @@ class CommCore::BlockingRun {
       Post(u);
       if (un.sent_dep >= 0 && sends_left_[un.sent_dep] != 0) {
         const size_t d = static_cast<size_t>(un.sent_dep);
+        Where(un);
         HOOP_RETURN_IF_ERROR(PollUntil([&] { return sends_left_[d] == 0; }));
       }
       if (st.recv != RecvKind::kNone) {
         if (!got_) got_ = from_->TakeNow(RecvTag(u), RecvId(u), k_.op->gate.Open() ? kTakeSpins : 0, nullptr);
-        if (!got_) HOOP_RETURN_IF_ERROR(PollUntil([&] { return got_; }));
+        if (!got_) {
+          Where(un);
+          HOOP_RETURN_IF_ERROR(PollUntil([&] { return got_; }));
+        }
       }
       if ((st.recv != RecvKind::kNone || !st.fold.empty()) && !Act(u))
         return Unimplemented(c_.Describe(*k_.op, k_.seq, k_.algo) + ": no reduction kernel for this memory");
       if (u + 1 < n) Post(u + 1);  // the next receive before this unit's sends
       if (!st.send_peers.empty()) HOOP_RETURN_IF_ERROR(Send(u));
     }
-    if (pending_ != 0) return PollUntil([&] { return pending_ == 0; });
+    if (pending_ != 0) {
+      Where(plan_.units[n - 1]);
+      return PollUntil([&] { return pending_ == 0; });
+    }
     return Status::Ok();
   }
 
@@ -100,6 +103,8 @@ class CommCore::BlockingRun {
   // the call's SpinGate is open (otherwise one look).
   static constexpr unsigned kTakeSpins = 1u << 16;
 
+  // Only where it waits: the flight recorder's step and chunk (the one message at hand never).
+  void Where(const Unit& un) { c_.TraceWaits(static_cast<uint32_t>(un.step), un.chunk, k_.algo); }
   const Step& StepOf(size_t u) const { return plan_.schedule.steps[static_cast<size_t>(plan_.units[u].step)]; }
   Tag RecvTag(size_t u) const { return {MatchTag(k_.seq, plan_.units[u].chunk, StepOf(u).recv_msg), k_.check}; }
 

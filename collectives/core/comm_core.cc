@@ -245,7 +245,6 @@ Work CommCore::Submit(Op op, bool blocking) {
   if (!op.abort) {
     Status s = op.p2p ? CheckP2p(*op.p2p, op.stream.has_value()) : CheckCall(op);
     if (!s.ok()) return Work::MakeRefused(s);
-    if (recorder_->on()) op.trace = recorder_->Queued(TraceOf(op));
   }
   // Who waits for it: a blocking call's caller, so its waits spin before they sleep; a
   // nonblocking one's caller computes, so they spin only while someone waits on a Work here.
@@ -264,6 +263,11 @@ Work CommCore::Submit(Op op, bool blocking) {
   // compare-and-swap (as a blocking send takes it): no lock, and where it succeeds no state of
   // its own. A small allreduce's every microsecond is the caller's.
   if (blocking && !op.stream && !op.p2p && !op.abort && TryTurn()) {
+    if (recorder_->on()) {  // recorded as it starts, at the clock read its deadline takes too
+      op.begun = Deadline::Clock::now();
+      op.trace = recorder_->Begun(TraceOf(op), seq_, op.algo, op.begun);
+      op.trace_begun = true;
+    }
     Status result = RunCollectiveOp(op);
     ready_events_.Give(op.ready);
     EndTurn();
@@ -462,7 +466,8 @@ void CommCore::RunOne(const Op& op, bool caller_waits) {
   } else {
     result = RunCollectiveOp(op);
   }
-  if (!poisoned.ok()) recorder_->Ended(op.trace, result);
+  if (!poisoned.ok() && !op.abort && recorder_->on())  // refused: recorded as it failed
+    recorder_->Ended(recorder_->Begun(TraceOf(op), -1, Algo::kAuto), result);
   if (op.ticket.seq != 0) StreamOrder::Release(op.ticket);  // done or failed: the stream goes on
   ready_events_.Give(op.ready);
   {
@@ -481,14 +486,26 @@ Status CommCore::RunCollectiveOp(const Op& op) {
       Poison(f);
       return Status(f.code(), "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": " + f.message());
     }
-  recorder_->Started(op.trace, seq_, op.algo);
+  const RunningTrace outer = running_;  // (a collective run inside another's turn: restored below)
+  // One the worker runs is recorded as it starts (a caller's was, in Submit).
+  const uint64_t id = op.trace_begun || !recorder_->on() ? 0 : recorder_->Begun(TraceOf(op), seq_, op.algo);
+  running_ = RunningTrace{op.trace_begun ? op.trace : id};
+  chosen_ = op.algo;
   Status result = RunOp(op, seq_++);
   // Before telling the peers: they must time out on their own to say whom they wait for.
   if (result.code() == Code::kDeadlineExceeded) result = ExplainTimeout(result);
-  recorder_->Ended(op.trace, result, waiting_for_);
+  if (result.ok()) {
+    recorder_->Done(running_.id, chosen_);
+  } else {
+    recorder_->Chose(running_.id, chosen_);
+    recorder_->Ended(running_.id, result, waiting_for_);
+  }
+  running_ = outer;
   if (!result.ok() && result.code() != Code::kInvalidArgument) Poison(result);
   return result;
 }
+
+void CommCore::TraceWaits(uint32_t step, uint32_t chunk, Algo algo) { recorder_->Step(running_.id, step, chunk, algo); }
 
 TraceCall CommCore::TraceOf(const Op& op) const {
   TraceCall t;
@@ -515,13 +532,25 @@ TraceCall CommCore::TraceOf(const Op& op) const {
 TraceOwner CommCore::Owner(const std::string& reason) const {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  return TraceOwner{opts_.name,
-                    opts_.rank,
-                    opts_.size,
-                    opts_.job_rank < 0 ? opts_.rank : opts_.job_rank,
-                    static_cast<int>(::getpid()),
-                    host,
-                    reason};
+  TraceOwner o{opts_.name,
+               opts_.rank,
+               opts_.size,
+               opts_.job_rank < 0 ? opts_.rank : opts_.job_rank,
+               static_cast<int>(::getpid()),
+               host,
+               reason,
+               {},
+               false};
+  // The queue, where its lock is free within moments: a dump never waits on a thread that may
+  // be stuck (its holders only push and pop).
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  for (int i = 0; i < 100 && !lock.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (lock.owns_lock()) {
+    for (const Op& q : queue_)
+      if (!q.abort) o.queued.push_back(TraceOf(q));
+    o.queue_listed = true;
+  }
+  return o;
 }
 
 StatusOr<std::string> CommCore::DumpTrace(const std::string& dir, const std::string& reason) const {
@@ -543,6 +572,11 @@ void CommCore::DumpAtFailure(const Status& why) {
     HOOP_LOG(kWarn, "rank " << opts_.rank << ": flight recorder written to " << *path);
   else
     HOOP_LOG(kWarn, "rank " << opts_.rank << ": " << path.status().message());
+}
+
+Deadline CommCore::RunDeadline(const Op& op) const {
+  const auto wait = opts_.timeout - StallGrace(opts_.timeout);
+  return op.trace_begun ? Deadline::At(op.begun + wait) : Deadline::After(wait);
 }
 
 Status CommCore::ExplainTimeout(const Status& timeout) {
@@ -580,7 +614,7 @@ std::string CommCore::Describe(const Op& op, uint32_t seq, Algo algo, Compressio
 
 Status CommCore::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer& in, const Buffer& out, uint32_t seq,
                              Compression wire, ExecMemory* memory) {
-  recorder_->Chose(op.trace, algo);
+  chosen_ = algo;                    // for the flight recorder (Done, or Step where it waits)
   BlockingMemo& m = blocking_memo_;  // the same shape as the last blocking call: its plan again
   if (wire == Compression::kNone && !memory && !direct_ && !op.v && m.Matches(op, algo, count, in, out, plans_.epoch()))
     return RunBlocking(BlockingCall{m.plan, &op, algo, seq, m.check, &m.desc, in, out});
@@ -630,12 +664,13 @@ Status CommCore::ExecutePlan(const Op& op, const Plan& plan, const OpDesc& desc,
   a.window = opts_.window;
   a.compression = wire;
   a.residual = wire != Compression::kNone ? op.residual : nullptr;
-  a.deadline = Deadline::After(opts_.timeout - StallGrace(opts_.timeout));  // the rest: ExplainTimeout's
+  a.deadline = RunDeadline(op);
   a.gate = op.gate;
   a.interrupt = &interrupted_;
   a.look = kInterruptLook;
   a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
   a.waiting_for = &waiting_for_;
+  if (recorder_->on()) a.waits = [this, algo](uint32_t step, uint32_t chunk) { TraceWaits(step, chunk, algo); };
   a.memory = memory;
   a.queue = direct_;
   // A working copy a device run could not get (Scratch) ends the call here, as it would have.

@@ -132,8 +132,15 @@ class CommCore {
     ReadyEvents::Ready ready;                   // a plain call on device memory: the caller's work before it
     const std::atomic<int>* waiters = nullptr;  // CallOptions::waiters
     SpinGate gate;                              // whether its waits may spin, set by Submit
-    uint64_t trace = 0;                         // its flight recorder id (0: not recorded)
+    uint64_t trace = 0;                         // its flight recorder id, where recorded on the caller's thread
+    bool trace_begun = false;                   // so recorded
+    Deadline::Clock::time_point begun{};        // when so: the clock read its deadline starts from too
   };
+  // A call's deadline for its own waits (the rest of HOOP_TIMEOUT is ExplainTimeout's): from the
+  // clock read the recorder took where it has one.
+  Deadline RunDeadline(const Op& op) const;
+  // The running collective waits at `step` and `chunk` of its schedule (by `algo`).
+  void TraceWaits(uint32_t step, uint32_t chunk, Algo algo);
   // Where a communicator sits among those sharing its connections.
   // A member's process, as it published itself: what tells whether it is gone (shrink.cc).
   struct Proc {
@@ -396,7 +403,7 @@ class CommCore {
   Status direct_error_;              // the first Scratch failure inside one
   std::optional<double> link_gbps_;  // HOOP_COMPRESSION=auto's measured ring bandwidth
 
-  std::mutex mu_;
+  mutable std::mutex mu_;  // (mutable: a dump lists the queue, const)
   std::condition_variable cv_;
   std::deque<Op> queue_;
   std::shared_ptr<Runner> runner_ = std::make_shared<Runner>(this);  // queued Works point at it (weakly)
@@ -406,8 +413,15 @@ class CommCore {
   // queued, the communicator is stopping or failed, so the turn is not to be taken without mu_.
   static constexpr uint32_t kHeld = 1, kBlocked = 2;
   std::atomic<uint32_t> turn_{0};
-  bool p2p_busy_ = false;                 // the mailbox has calls in flight: the idle worker drives progress
-  Status poisoned_;                       // first failure; guarded by mu_
+  bool p2p_busy_ = false;  // the mailbox has calls in flight: the idle worker drives progress
+  Status poisoned_;        // first failure; guarded by mu_
+  // The running collective's, for the flight recorder (whoever holds the turn): its record, and
+  // its resolved algorithm.
+  struct RunningTrace {
+    uint64_t id = 0;
+  };
+  RunningTrace running_;
+  Algo chosen_ = Algo::kAuto;
   uint32_t seq_ = 0;                      // operation sequence number; used by whoever holds the turn
   bool told_peers_ = false;               // likewise
   std::atomic<bool> interrupted_{false};  // Revoke ran: running waits stop (Interrupted)

@@ -1,4 +1,5 @@
 #include "collectives/core/executor.h"
+
 #include "collectives/core/stall.h"
 
 #include <algorithm>
@@ -123,6 +124,7 @@ class Run {
       if (!error_.ok()) return error_;
       if (acted_count_ == n && pending_sends_ == 0) return Status::Ok();
       done.clear();
+      Where();
       Status s = t_.Poll(&done, a_.interrupt ? a_.deadline.Earlier(Deadline::After(a_.look)) : a_.deadline, a_.gate);
       if (s.code() == Code::kDeadlineExceeded) {
         if (a_.interrupt && a_.interrupt->load(std::memory_order_acquire)) return a_.revoked();
@@ -483,6 +485,16 @@ class Run {
   const bool stage_copies_ = t_.StageLargeCopies();
   DeviceQueue* const q_ = a_.queue;  // a device run's
   size_t next_ = 0, inflight_ = 0, acted_count_ = 0, pending_sends_ = 0;
+  size_t oldest_ = 0;  // no unit before it is left to act
+
+  // The flight recorder's step and chunk: those of the oldest unit not done (the last unit's
+  // while only sends are left).
+  void Where() {
+    if (!a_.waits || plan_.units.empty()) return;
+    while (oldest_ + 1 < plan_.units.size() && s_.acted[oldest_]) ++oldest_;
+    const Unit& u = plan_.units[oldest_];
+    a_.waits(static_cast<uint32_t>(u.step), u.chunk);
+  }
 };
 
 }  // namespace

@@ -139,6 +139,9 @@ struct ExecArgs {
   // On a timeout: the peers whose messages this rank was still waiting for (collectives/core/stall.h
   // follows them to the rank that stopped).
   std::vector<int>* waiting_for = nullptr;
+  // Where it waits, for the flight recorder: the step and chunk of the oldest unit not done, at
+  // each poll (null: not recorded).
+  std::function<void(uint32_t step, uint32_t chunk)> waits;
   // Error text only, so built only on an error (keep the closures pointer-sized: no allocation):
   // "rank 0: allreduce #5 (ring, 1000 x f32, sum)", and a peer's check word as
   // "count 1000 here, 999 on rank 1".

@@ -5,12 +5,15 @@
 // hangs, which rank is where. A dump is one JSON document per rank (ToJson), which hoop-doctor
 // and `hooprun --status` read.
 //
-// Cost: a few stores per operation under the slot's own flag (held for those stores, never
-// across a wait) and the kernel's coarse clock (times are at its tick, 1 to 4 ms). Reading never
+// Cost: plain stores (no read-modify-write: records are made one at a time, by whoever holds the
+// communicator's turn) and no clock read of its own for a call run on its caller's thread (it
+// takes the one its deadline reads), else the kernel's coarse clock (its tick: 1 to 4 ms); a
+// completed operation's end is not timed. docs/PERF.md has the measured cost (hoop-perf
+// recorder). The ring's slot is the id's low bits (N rounded up to a power of two). Reading never
 // waits: a slot being written is read again, and after a few tries given up ("busy"), so a dump
 // taken while a thread is stopped anywhere, even mid-write, still returns the rest. An operation
-// whose slot a newer one has taken (N newer operations queued while it was in flight) drops its
-// writes, and a caller delayed between taking its id and writing does not overwrite a newer one.
+// still queued or started keeps its slot (the one a hung job's dump is for): a newer one that
+// would take it goes unrecorded and counted (dropped).
 #pragma once
 
 #include <atomic>
@@ -50,15 +53,18 @@ struct TraceRecord {
   TraceCall call;
   std::string algo;  // once started ("" for point-to-point)
   TraceState state = TraceState::kQueued;
-  double queued_s = 0, started_s = -1, ended_s = -1;  // seconds since the recorder began
-  std::string error;                                  // a failed one's message (its first 240 characters)
-  std::vector<int> waiting_for;                       // a timed-out one's peers it waited on
-  bool busy = false;                                  // being written whenever read: left out
+  uint32_t step = 0, chunk = 0;  // where a started collective last waited (Step)
+  // Seconds since the recorder began; -1: not (yet). A completed operation's end is not timed.
+  double queued_s = 0, started_s = -1, ended_s = -1;
+  std::string error;             // a failed one's message (its first 240 characters)
+  std::vector<int> waiting_for;  // a timed-out one's peers it waited on
+  bool busy = false;             // being written whenever read: left out
 };
 
 class FlightRecorder {
  public:
   // `capacity`: the operations kept (HOOP_TRACE_OPS); 0 turns recording off.
+  // (Rounded up to a power of two.)
   explicit FlightRecorder(size_t capacity);
   ~FlightRecorder();
   FlightRecorder(const FlightRecorder&) = delete;
@@ -66,28 +72,48 @@ class FlightRecorder {
 
   bool on() const { return capacity_ > 0; }
   size_t capacity() const { return capacity_; }
-  // A new operation; its id (0 when off), which the others take.
+  // Records are made one thread at a time (a communicator: under its turn), and an operation's
+  // own writes then come from the thread running it. A new operation; its id, which the others
+  // take (0: off, or not recorded).
   uint64_t Queued(const TraceCall& call);
+  // One starting now: queued and started at once, at the coarse clock's time, or at `at` (a
+  // clock read its caller took anyway, for its deadline).
+  uint64_t Begun(const TraceCall& call, int64_t seq, Algo algo);
+  uint64_t Begun(const TraceCall& call, int64_t seq, Algo algo, std::chrono::steady_clock::time_point at);
+  // By the thread running the operation, its only writer until it ends.
   void Started(uint64_t id, int64_t seq, Algo algo);
   void Chose(uint64_t id, Algo algo);  // the algorithm a started one resolved to
+  // Where a started collective waits: the step of its schedule (from 0), the chunk, and the
+  // algorithm it resolved to.
+  void Step(uint64_t id, uint32_t step, uint32_t chunk, Algo algo);
+  // Completed, by `algo` (a collective's resolved algorithm; kAuto: as recorded).
+  void Done(uint64_t id, Algo algo = Algo::kAuto);
+  // Done where `result` is ok, else failed with its message and the peers it waited for.
   void Ended(uint64_t id, const Status& result, const std::vector<int>& waiting_for = {});
 
   // The kept operations, oldest first; never waits for a writer.
   std::vector<TraceRecord> Snapshot() const;
-  // Every operation recorded so far (the ring keeps the last capacity() of them).
+  // Every operation called so far (the ring keeps the last capacity() of them, and those in flight).
   uint64_t recorded() const { return next_.load(std::memory_order_relaxed) - 1; }
+  // Those not recorded: their slot held an operation still in flight.
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
  private:
   struct Slot;
-  struct Cold;              // a failure's message and peers, apart from what every operation writes
-  Slot* Take(uint64_t id);  // the slot of `id`, its write begun, or null when a newer operation holds it
-  bool Read(const Slot& s, const Cold& cold, TraceRecord* out) const;
+  struct Cold;  // a failure's message and peers, apart from what every operation writes
+  uint64_t Claim(const TraceCall& call, bool started, int64_t seq, Algo algo, int64_t now_ns);
+  Slot* Owned(uint64_t id) const;  // the slot `id` holds, or null
+  bool Read(size_t index, TraceRecord* out) const;
+  Cold* ColdFor(uint64_t id);  // made at the first failure: most communicators never need it
 
-  size_t capacity_;
+  size_t capacity_, mask_;
   std::unique_ptr<Slot[]> slots_;
-  std::unique_ptr<Cold[]> cold_;
-  std::atomic<uint64_t> next_{1};
+  std::atomic<Cold*> cold_{nullptr};
   int64_t begin_ns_;
+  // On a cache line of their own, apart from whatever the allocator put beside this object.
+  alignas(64) std::atomic<uint64_t> next_{1};
+  std::atomic<uint64_t> dropped_{0};  // (atomics only so that a reader on another thread may read them)
+  char pad_[64 - 2 * sizeof(std::atomic<uint64_t>)];
 };
 
 // Who wrote a dump: the JSON's header.
@@ -95,9 +121,14 @@ struct TraceOwner {
   std::string comm;  // the communicator's name
   int rank = 0, size = 1, job_rank = 0, pid = 0;
   std::string host;
-  std::string reason;  // "timeout", "request", "signal", "peer lost"
+  std::string reason;  // "timeout", "error", "request", "signal"
+  // The calls queued behind the running one, not yet started (not in the recorder), in order;
+  // queue_listed false where the queue could not be read without waiting for its lock.
+  std::vector<TraceCall> queued;
+  bool queue_listed = true;
 };
-// One rank's dump: {"hoop_trace": 1, the owner's fields, "capacity", "recorded", "ops": [...]}.
+// One rank's dump: {"hoop_trace": 1, the owner's fields, "capacity", "recorded", "dropped",
+// "ops": [...], "queued": [...] (or null: not listed)}.
 std::string TraceJson(const TraceOwner& owner, const FlightRecorder& recorder);
 // Writes TraceJson to DIR/hoop-trace.<comm>.<rank>.json (atomically: a temporary file renamed);
 // the path written, or why not.

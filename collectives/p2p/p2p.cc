@@ -277,9 +277,7 @@ uint64_t CommCore::TraceNow(bool is_send, const Buffer& b, int peer, int tag) {
   t.dtype = b.dtype;
   t.count = b.count;
   t.mem = b.kind;
-  const uint64_t id = recorder_->Queued(t);
-  recorder_->Started(id, -1, Algo::kAuto);
-  return id;
+  return recorder_->Begun(t, -1, Algo::kAuto);
 }
 
 Status CommCore::DriveNow(std::shared_ptr<P2pCall> call, bool is_send, int peer, const NowLook& look) {
@@ -317,8 +315,9 @@ void CommCore::RunP2p(const Op& op, bool caller_waits) {
   // On a stream: released when the call ends, in whatever order calls end (only the ticket: the
   // mailbox may complete it after this communicator is gone).
   const StreamTicket ticket = op.ticket;
-  std::shared_ptr<FlightRecorder> rec = op.trace ? recorder_ : nullptr;
-  const uint64_t trace = op.trace;
+  // Recorded as it starts (under the turn); its completion may come on another thread.
+  const uint64_t trace = recorder_->on() ? recorder_->Begun(TraceOf(op), -1, Algo::kAuto) : 0;
+  std::shared_ptr<FlightRecorder> rec = trace ? recorder_ : nullptr;
   op.p2p->complete = [state, call, ticket, rec, trace](const Status& s) {
     const Status result = s.ok() && call->after ? call->after() : s;
     if (rec) rec->Ended(trace, result);
@@ -339,7 +338,6 @@ void CommCore::RunP2p(const Op& op, bool caller_waits) {
       return;
     }
   }
-  recorder_->Started(op.trace, -1, Algo::kAuto);
   mailbox_->Post(op.p2p);
   if (!caller_waits) return;
   auto done = [&] {

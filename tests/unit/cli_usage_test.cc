@@ -26,6 +26,7 @@ TEST_CASE("usage: hoop-perf --help, and its subcommands', name every flag they r
   CHECK(MissingFromUsage(perf::kPerfUsage, perf::PerfFlagNames()) == std::vector<std::string>{});
   CHECK(MissingFromUsage(perf::kFusionUsage, perf::FusionFlagNames()) == std::vector<std::string>{});
   CHECK(MissingFromUsage(perf::kSendRecvUsage, perf::SendRecvFlagNames()) == std::vector<std::string>{});
+  CHECK(MissingFromUsage(perf::kRecorderUsage, perf::RecorderFlagNames()) == std::vector<std::string>{});
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The flight recorder (collectives/core/flight_recorder.h) as logic: an operation's states and
-// times, a failure's message and peers, the ring keeping the last N (oldest first), a stale
-// writer's record dropped, off at capacity 0, its JSON, and writers on several threads while a
-// reader reads (never waiting, never a torn record).
+// times, a failure's message and peers, the ring keeping the last N (oldest first) and those in
+// flight, off at capacity 0, its JSON, and writers on several threads in turn while a reader
+// reads (never waiting, never a torn record).
 #include <unistd.h>
 
 #include <atomic>
@@ -46,7 +46,8 @@ TEST_CASE("flight recorder: states, times, a failure's message and peers", "[tra
   REQUIRE(ops.size() == 3);
   CHECK((ops[0].state == TraceState::kDone && ops[0].seq == 0 && ops[0].algo == "ring" && ops[0].call.count == 5));
   CHECK(ops[0].started_s >= ops[0].queued_s);
-  CHECK(ops[0].ended_s >= ops[0].started_s);
+  CHECK(ops[0].ended_s < 0);                  // a completed operation's end is not timed
+  CHECK(ops[1].ended_s >= ops[1].started_s);  // a failed one's is
   CHECK((ops[1].state == TraceState::kFailed && ops[1].call.send && ops[1].call.peer == 3 && ops[1].algo.empty()));
   CHECK(ops[1].error == "rank 0: timed out; rank 3 is not making progress");
   CHECK(ops[1].waiting_for == std::vector<int>{3});
@@ -54,18 +55,37 @@ TEST_CASE("flight recorder: states, times, a failure's message and peers", "[tra
   CHECK(r.recorded() == 3);
 }
 
-TEST_CASE("flight recorder: the last N kept, oldest first; a stale writer dropped; off at 0", "[trace]") {
-  FlightRecorder r(4);
-  for (int i = 0; i < 10; ++i) r.Queued(Allreduce(static_cast<uint64_t>(i)));
+TEST_CASE("flight recorder: the last N kept, oldest first; one in flight never evicted; off at 0", "[trace]") {
+  FlightRecorder r(3);  // rounded up to 4
+  CHECK(r.capacity() == 4);
+  for (int i = 0; i < 10; ++i) {
+    const uint64_t id = r.Queued(Allreduce(static_cast<uint64_t>(i)));
+    r.Started(id, i, Algo::kRing);
+    if (i != 1) r.Ended(id, Status::Ok());  // operation 2 hangs
+  }
   r.Started(3, 2, Algo::kTree);  // its slot now holds operation 7: nothing changes
   auto ops = r.Snapshot();
+  // Operation 2 kept its slot (6 and 10 went unrecorded); 7, 8, 9 in the others.
   REQUIRE(ops.size() == 4);
+  const uint64_t ids[] = {2, 7, 8, 9};
   for (int i = 0; i < 4; ++i) {
-    CHECK(ops[i].id == static_cast<uint64_t>(7 + i));
-    CHECK(ops[i].call.count == static_cast<uint64_t>(6 + i));
-    CHECK(ops[i].state == TraceState::kQueued);
+    CHECK(ops[i].id == ids[i]);
+    CHECK(ops[i].call.count == ids[i] - 1);
+    CHECK(ops[i].state == (i == 0 ? TraceState::kStarted : TraceState::kDone));
+    CHECK(ops[i].algo == "ring");
   }
   CHECK(r.recorded() == 10);
+  CHECK(r.dropped() == 2);
+  // Where a started one waits.
+  r.Step(2, 3, 1, Algo::kAuto);
+  CHECK((r.Snapshot()[0].step == 3 && r.Snapshot()[0].chunk == 1));
+  // Queued and started at once, on the caller's thread.
+  FlightRecorder b(2);
+  const uint64_t now = b.Begun(Allreduce(8), 5, Algo::kDoubling);
+  auto one = b.Snapshot();
+  REQUIRE(one.size() == 1);
+  CHECK((one[0].id == now && one[0].state == TraceState::kStarted && one[0].seq == 5 && one[0].algo == "doubling"));
+  CHECK(one[0].started_s == one[0].queued_s);
   FlightRecorder off(0);
   CHECK_FALSE(off.on());
   CHECK(off.Queued(Allreduce(1)) == 0);
@@ -78,7 +98,7 @@ TEST_CASE("flight recorder: the JSON dump, written whole", "[trace]") {
   const uint64_t a = r.Queued(Allreduce(1024));
   r.Started(a, 4, Algo::kDoubling);
   r.Ended(a, Internal("a \"quoted\"\nline"), {1, 2});
-  TraceOwner o{"world", 2, 4, 2, ::getpid(), "hostA", "request"};
+  TraceOwner o{"world", 2, 4, 2, ::getpid(), "hostA", "request", {Allreduce(7)}, true};
   const std::string dir = std::filesystem::temp_directory_path() / ("hoop-trace-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto path = WriteTrace(dir, o, r);
@@ -93,14 +113,18 @@ TEST_CASE("flight recorder: the JSON dump, written whole", "[trace]") {
   CHECK((op["op"] == "allreduce" && op["seq"] == 4 && op["algo"] == "doubling" && op["state"] == "failed"));
   CHECK(op["error"] == "a \"quoted\"\nline");
   CHECK(op["waiting_for"] == nlohmann::json::array({1, 2}));
+  REQUIRE(j["queued"].size() == 1);  // the call behind it, not yet started
+  CHECK((j["queued"][0]["op"] == "allreduce" && j["queued"][0]["count"] == 7));
+  o.queue_listed = false;  // the queue's lock was held
+  CHECK(nlohmann::json::parse(TraceJson(o, r))["queued"].is_null());
   CHECK_FALSE(WriteTrace("/nonexistent/dir", o, r).ok());
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("flight recorder: callers on four threads, one runner at a time, a reader never waits nor sees a torn record",
+TEST_CASE("flight recorder: records made on four threads in turn, a reader never waits nor sees a torn record",
           "[trace]") {
-  // As a communicator uses it: callers queue from any thread, and whoever holds the turn (one at
-  // a time: the mutex here) starts and ends; the ring wraps every 64 operations.
+  // As a communicator uses it: whichever thread holds the turn (one at a time: the mutex here)
+  // records, starts and ends; the ring wraps every 64 operations.
   FlightRecorder r(64);
   std::atomic<bool> stop{false};
   std::mutex turn;
@@ -108,8 +132,8 @@ TEST_CASE("flight recorder: callers on four threads, one runner at a time, a rea
   for (int t = 0; t < 4; ++t)
     writers.emplace_back([&, t] {
       for (int i = 0; i < 20000; ++i) {
-        const uint64_t id = r.Queued(Allreduce(static_cast<uint64_t>(t)));
         std::lock_guard<std::mutex> held(turn);
+        const uint64_t id = r.Queued(Allreduce(static_cast<uint64_t>(t)));
         r.Started(id, static_cast<int64_t>(id), Algo::kRing);
         r.Ended(id, Status::Ok());
       }

@@ -290,9 +290,9 @@ TEST_CASE("HOOP_ALGO takes every algorithm the table names, flat and pairwise to
 TEST_CASE("HOOP_TRACE_OPS and HOOP_TRACE_DIR: the flight recorder's size and its dumps' directory", "[config]") {
   auto d = Config::FromEnv({});
   REQUIRE(d.ok());
-  CHECK(d->trace_ops == 0);  // off unless asked for
+  CHECK(d->trace_ops == 2000);  // on by default
   CHECK(d->trace_dir.empty());
-  CHECK(Config::FromEnv({{"HOOP_TRACE_DIR", "/tmp/t"}})->trace_ops == 2000);  // a directory asks for it
+  CHECK(CommOptions{}.trace_ops == 2000);
   CHECK(Config::FromEnv({{"HOOP_TRACE_OPS", "50"}})->trace_ops == 50);
   auto set = Config::FromEnv({{"HOOP_TRACE_OPS", "0"}, {"HOOP_TRACE_DIR", "/tmp/traces"}});
   REQUIRE(set.ok());
