@@ -150,6 +150,7 @@ const std::vector<Var>& Vars() {
       {"HOOP_DETERMINISTIC", ReadDeterministic},
       {"HOOP_TRACE_OPS", Count(&Config::trace_ops, 0, 1 << 20)},
       {"HOOP_TRACE_DIR", Text(&Config::trace_dir)},
+      {"HOOP_TRACE_SIGNAL", OneOf(&Config::trace_signal, {"USR1", "USR2", "none"}, "expected USR1, USR2 or none")},
       {"HOOP_CYCLE_TIME_MS", Amount(&Config::cycle_time_ms, 10000, "expected milliseconds in [0, 10000]")},
       {"HOOP_FUSION_THRESHOLD", Bytes(&Config::fusion_threshold, 0, 4ull << 30, "expected a size in [0, 4G]")},
       {"HOOP_CACHE_CAPACITY", Count(&Config::cache_capacity, 0, 1 << 20)},
@@ -277,6 +278,7 @@ StatusOr<Config> Config::FromEnv(const std::map<std::string, std::string>& env) 
   HOOP_RETURN_IF_ERROR(ReadLauncher(r, c));
   for (const Var& v : Vars())
     if (const std::string* text = r.Get(v.name)) HOOP_RETURN_IF_ERROR(v.read(v.name, *text, c));
+  if (const std::string* tmp = r.Get("TMPDIR"); tmp && !tmp->empty()) c.tmp_dir = *tmp;
   // Every communicator keeps `window` staging chunks (more while compressed sends are in flight).
   const size_t chunk = c.chunk_bytes ? c.chunk_bytes : kLargestDefaultChunk;
   if (chunk * c.window > kMaxStagingBytes)

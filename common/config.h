@@ -114,6 +114,8 @@ struct Config {
   bool deterministic = false;           // HOOP_DETERMINISTIC
   size_t trace_ops = kDefaultTraceOps;  // HOOP_TRACE_OPS: the flight recorder's operations per communicator
   std::string trace_dir;                // HOOP_TRACE_DIR: where its dumps go (empty: none at a timeout)
+  std::string trace_signal = "USR1";    // HOOP_TRACE_SIGNAL: USR1, USR2 or none: the signal that dumps it
+  std::string tmp_dir = "/tmp";         // TMPDIR: where a signal's dump goes without HOOP_TRACE_DIR
   // Tensor fusion (tensorfusion/runtime.h).
   double cycle_time_ms = 1;
   size_t fusion_threshold = 64u << 20;

@@ -4,6 +4,8 @@
 // And the Work a call returns.
 #include "collectives/api/communicator.h"
 
+#include <csignal>
+
 #include "collectives/core/comm_core.h"
 
 namespace hoop {
@@ -28,6 +30,8 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.deterministic = c.deterministic;
   o.trace_ops = c.trace_ops;
   o.trace_dir = c.trace_dir;
+  o.trace_signal = c.trace_signal == "USR1" ? SIGUSR1 : c.trace_signal == "USR2" ? SIGUSR2 : 0;
+  o.tmp_dir = c.tmp_dir;
   o.stage_bytes = c.stage_bytes;
   o.stage_ahead_bytes = c.stage_ahead_bytes;
   return o;

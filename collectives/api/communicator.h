@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <csignal>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -87,6 +88,10 @@ struct CommOptions {
   // a rank whose communicator fails writes them (HOOP_TRACE_DIR; empty: nowhere).
   size_t trace_ops = kDefaultTraceOps;
   std::string trace_dir;
+  // The signal that dumps it (trace_signal.h: SIGUSR1; 0: none), and where such a dump goes
+  // without trace_dir.
+  int trace_signal = SIGUSR1;
+  std::string tmp_dir = "/tmp";
   // Tests only: what is done to a "stream" (StreamOrder's seam). Set, calls on a stream need no
   // CUDA device, so their ordering is tested on a fake stream with host buffers.
   const StreamOps* stream_ops = nullptr;

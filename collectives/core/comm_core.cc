@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "collectives/core/stall.h"
+#include "collectives/core/trace_signal.h"
 #include "collectives/device/cuda_queue.h"
 #include "collectives/kernels/reduce.h"
 #include "common/logging.h"
@@ -128,6 +129,12 @@ CommCore::CommCore(CommOptions opts, Store* store, Membership m, std::unique_ptr
   mailbox_ = std::make_unique<Mailbox>(*transport_, mo);
   WarnUnevenHierarchical();
   worker_ = std::thread([this] { WorkerLoop(); });
+  if (recorder_->on())
+    trace_signal_ = TraceSignal::Register(opts_.trace_signal, [this] {
+      auto path = DumpTrace(opts_.trace_dir.empty() ? opts_.tmp_dir : opts_.trace_dir, "signal");
+      return "rank " + std::to_string(opts_.rank) + ": " +
+             (path.ok() ? "flight recorder written to " + *path : path.status().message());
+    });
 }
 
 void CommCore::WarnUnevenHierarchical() const {
@@ -171,6 +178,7 @@ Status CommCore::Close() {
 }
 
 CommCore::~CommCore() {
+  TraceSignal::Unregister(trace_signal_);  // first: a dump in progress finishes before anything goes
   if (Status s = Close(); !s.ok()) HOOP_LOG(kError, s.message());
   // Sends and receives nobody waited for: their Works complete, the transport goes.
   const Status pending = Aborted("the communicator was destroyed with the call pending");

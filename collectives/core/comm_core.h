@@ -421,6 +421,7 @@ class CommCore {
     uint64_t id = 0;
   };
   RunningTrace running_;
+  int trace_signal_ = 0;  // its registration for dumps on a signal (trace_signal.h)
   Algo chosen_ = Algo::kAuto;
   uint32_t seq_ = 0;                      // operation sequence number; used by whoever holds the turn
   bool told_peers_ = false;               // likewise

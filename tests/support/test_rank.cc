@@ -398,15 +398,18 @@ int RunDeterministic(Communicator& c, const Config& cfg, uint64_t seed, bool on)
 int RunStrangers(const Config& cfg);                                               // hostile_rank.cc
 int RunFdFlood(const Config& cfg);                                                 // hostile_rank.cc
 int RunTrace(Communicator& c, const std::string& dir, bool skip);                  // trace_rank.cc
+int RunHang(Communicator& c, const std::string& kind, int culprit);                // trace_rank.cc
 }  // namespace hoop
 
 int main(int argc, char** argv) {
   using namespace hoop;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress "
-                 "| compress_mismatch | device_ipc | deterministic [SEED] | strangers | fd_flood | trace DIR [skip]\n");
+    std::fprintf(
+        stderr,
+        "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress "
+        "| compress_mismatch | device_ipc | deterministic [SEED] | strangers | fd_flood | trace DIR [skip] | hang "
+        "KIND RANK\n");
     return 2;
   }
   std::string mode = argv[1];
@@ -439,6 +442,7 @@ int main(int argc, char** argv) {
   if (mode == "compress_mismatch") return RunCompressMismatch(c);
   if (mode == "device_ipc") return RunDeviceIpc(c);
   if (mode == "trace" && argc > 2) return RunTrace(c, argv[2], argc > 3 && std::string(argv[3]) == "skip");
+  if (mode == "hang" && argc > 3) return RunHang(c, argv[2], std::atoi(argv[3]));
   if (mode == "deterministic")
     return RunDeterministic(c, cfg, argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 53,
                             !(argc > 3 && std::string(argv[3]) == "off"));

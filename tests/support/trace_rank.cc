@@ -4,8 +4,19 @@
 // (hoop_comm_dump_trace's path). With "skip", rank 1 calls a barrier where the others call that
 // second allreduce: every rank times out (HOOP_TIMEOUT, set by the test), writes its recorder by
 // itself (HOOP_TRACE_DIR, set by the test) and exits 1.
+//
+// hoop-test-rank hang KIND RANK: the hangs users meet, for hoop-doctor (tests/launch/doctor_test.cc).
+// Every rank runs 3 rounds of an allreduce of 1000 f32 and a broadcast of 10 i32 from rank 0
+// (collectives #0 to #5), then a barrier; in round 2 (the allreduce is #2) rank RANK does KIND
+// instead: skip (leaves that allreduce out), order (the broadcast first), size (999 elements),
+// sleep (10 minutes before it: stuck in its own code), stop (SIGSTOP to itself), exit (exits 3).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/rank_support.h"
@@ -33,6 +44,35 @@ int RunTrace(Communicator& c, const std::string& dir, bool skip) {
   auto path = c.DumpTrace(dir);
   std::printf("rank %d: %s\n", c.rank(), path.ok() ? ("trace " + *path).c_str() : path.status().ToString().c_str());
   return path.ok() ? 0 : 1;
+}
+
+namespace {
+Status Round(Communicator& c, std::vector<float>& a, std::vector<int32_t>& b, bool broadcast_first, size_t count) {
+  const Buffer fa{a.data(), count, DType::kF32}, fb{b.data(), b.size(), DType::kI32};
+  if (broadcast_first) HOOP_RETURN_IF_ERROR(c.Broadcast(fb, fb, 0).Wait());
+  HOOP_RETURN_IF_ERROR(c.Allreduce(fa, fa, ReduceOp::kSum).Wait());
+  return broadcast_first ? Status::Ok() : c.Broadcast(fb, fb, 0).Wait();
+}
+}  // namespace
+
+int RunHang(Communicator& c, const std::string& kind, int culprit) {
+  std::vector<float> a(1000, 1.0f);
+  std::vector<int32_t> b(10, c.rank());
+  Status s;
+  for (int round = 0; round < 3 && s.ok(); ++round) {
+    const bool here = round == 1 && c.rank() == culprit;
+    if (here && kind == "skip") {
+      s = c.Broadcast({b.data(), b.size(), DType::kI32}, {b.data(), b.size(), DType::kI32}, 0).Wait();
+      continue;
+    }
+    if (here && kind == "sleep") std::this_thread::sleep_for(std::chrono::minutes(10));
+    if (here && kind == "stop") ::raise(SIGSTOP);
+    if (here && kind == "exit") ::_exit(3);
+    s = Round(c, a, b, here && kind == "order", here && kind == "size" ? 999 : 1000);
+  }
+  if (s.ok()) s = c.Barrier().Wait();
+  std::printf("rank %d: %s\n", c.rank(), s.ok() ? "done" : s.ToString().c_str());
+  return s.ok() ? 0 : 1;
 }
 
 }  // namespace hoop

@@ -226,6 +226,9 @@ int RunAgent() {
         if (c == "kill") {
           signal_all(SIGKILL);
           killed = stopping = true;
+        } else if (c == "usr1") {  // hooprun's SIGUSR1: the ranks' flight recorders (trace_signal.h)
+          for (auto& p : procs)
+            if (!p.exited) ::kill(p.pid, SIGUSR1);
         } else if (c == "term" && !termed) {
           stopping = termed = true;
           term_at = Clock::now();

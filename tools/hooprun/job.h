@@ -157,6 +157,7 @@ class Job {
   void HandleSignals(int sig_fd) {
     signalfd_siginfo si;
     while (::read(sig_fd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
+      if (si.ssi_signo == SIGUSR1) AskForTraces();
       if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP) {
         if (!stopping_) {
           reason_ =
@@ -283,6 +284,26 @@ class Job {
         if (!a.exited) ::kill(-a.pid, SIGKILL);
       ssh_killed_ = true;
     }
+  }
+
+  // SIGUSR1 to hooprun: to every rank (the process, not its group: a rank's helpers keep the
+  // default action, which would end them), remote ones through their agent. Each writes its
+  // flight recorders (trace_signal.h).
+  void AskForTraces() {
+    int asked = 0;
+    for (auto& r : ranks_)
+      if (!r.exited && !r.remote && ::kill(r.pid, SIGUSR1) == 0) ++asked;
+    for (auto& a : agents_) {
+      if (a.exited || a.in_fd < 0) continue;
+      ssize_t ignored = ::write(a.in_fd, "usr1\n", 5);
+      (void)ignored;
+      asked += static_cast<int>(a.ranks.size());
+    }
+    std::fprintf(stderr,
+                 "hooprun: SIGUSR1: asked %d rank(s) for their flight recorders (each writes "
+                 "hoop-trace.<communicator>.<rank>.json into HOOP_TRACE_DIR, else its temporary folder, and says "
+                 "where)\n",
+                 asked);
   }
 
   void Signal(int sig) {

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -49,6 +50,19 @@
 
 namespace hoop::run {
 namespace {
+
+// HOOP_TRACE_DIR for the ranks: --output-filename's folder (absolute: a rank may start
+// elsewhere, --wdir), where neither this shell nor -x set it.
+std::optional<std::pair<std::string, std::string>> TraceDirEnv(
+    const std::map<std::string, std::string>& base, const std::vector<std::pair<std::string, std::string>>& env,
+    const std::string& output_dir) {
+  if (output_dir.empty() || base.count("HOOP_TRACE_DIR")) return std::nullopt;
+  for (const auto& kv : env)
+    if (kv.first == "HOOP_TRACE_DIR") return std::nullopt;
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(output_dir, ec);
+  return std::make_pair(std::string("HOOP_TRACE_DIR"), ec ? output_dir : abs.string());
+}
 
 std::string NewToken() {
   unsigned char raw[16];
@@ -374,7 +388,7 @@ int main(int argc, char** argv) {
   Sentinel sentinel;
   sigset_t mask;
   sigemptyset(&mask);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1}) sigaddset(&mask, s);
   ::sigprocmask(SIG_BLOCK, &mask, nullptr);
   int sig_fd = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   ::signal(SIGPIPE, SIG_IGN);
@@ -400,6 +414,9 @@ int main(int argc, char** argv) {
   // (this one's store address when rank 0 runs here).
   for (auto& kv : TorchrunJobEnv(base, opts->env, plan->here[0] ? store_host : plan->placed[0].host))
     opts->env.push_back(kv);
+  // The flight recorders' dumps (at a failure, on SIGUSR1) go beside the ranks' output, unless
+  // HOOP_TRACE_DIR says otherwise.
+  if (auto dir = TraceDirEnv(base, opts->env, opts->output_dir)) opts->env.push_back(*dir);
   for (int r = 0; r < opts->np; ++r) {
     const Placement& at = plan->placed[static_cast<size_t>(r)];
     if (!plan->here[static_cast<size_t>(r)]) {
