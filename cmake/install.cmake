@@ -1,5 +1,5 @@
 # `cmake --install BUILD --prefix P`: libhoop.so, the public headers (hoop/hoop.h, hoop/hoop.hpp),
-# hooprun, hoop-perf and hoop-info, a CMake package (find_package(hoop) gives hoop::hoop) and
+# hooprun, hoop-perf, hoop-info and hoop-doctor, a CMake package (find_package(hoop) gives hoop::hoop) and
 # hoop.pc for pkg-config. Both the package and hoop.pc find the prefix from where they lie, so
 # the tree works wherever it is installed. Included from the top CMakeLists.txt after the targets.
 include(CMakePackageConfigHelpers)
@@ -15,7 +15,7 @@ install(TARGETS hoop hoop_signals EXPORT hoopTargets
 install(FILES include/hoop/hoop.h include/hoop/hoop.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hoop)
 # The tools are in the package too (hoop::hooprun, ...): the Python package built standalone puts
 # hooprun beside its hoop-parallelize.
-install(TARGETS hooprun hoop-perf hoop-info EXPORT hoopTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS hooprun hoop-perf hoop-info hoop-doctor EXPORT hoopTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 set(hoop_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/hoop)
 install(EXPORT hoopTargets NAMESPACE hoop:: DESTINATION ${hoop_cmake_dir})

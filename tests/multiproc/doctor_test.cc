@@ -1,0 +1,127 @@
+// hoop-doctor on the hangs users meet (issue 55): a real 3-rank job under hooprun in which rank 1
+// does the wrong thing (hoop-test-rank hang KIND 1: tests/support/trace_rank.cc) leaves dumps
+// (HOOP_TRACE_DIR: at the failure, or on SIGUSR1 to hooprun, which forwards it), and hoop-doctor
+// names the cause and rank 1, with the exit code of that finding.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/proc.h"
+
+using namespace hoop::test;
+using nlohmann::json;
+
+namespace {
+
+struct Case {
+  const char* kind;
+  const char* verdict;
+  int exit_code;
+  bool signal;  // the job never fails by itself within the test: SIGUSR1 to hooprun, then the timeout
+};
+
+}  // namespace
+
+TEST_CASE("hoop-doctor names the cause and the rank of each hang from the dumps", "[multiproc][trace][doctor]") {
+  const Case cases[] = {
+      {"order", "mismatch", 3, false},      // a broadcast where the others call an allreduce
+      {"size", "mismatch", 3, false},       // 999 elements where the others pass 1000
+      {"skip", "mismatch", 3, false},       // the allreduce left out: its next call meets it
+      {"exit", "died", 4, false},           // gone before the allreduce
+      {"stop", "no-dump", 7, false},        // SIGSTOPped: no dump, the others wait for it
+      {"sleep", "never-entered", 5, true},  // in its own code: its dump on SIGUSR1 shows it
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.kind) {
+      const std::string dir = "/tmp/hoop-doctor-" + std::string(c.kind) + "-" + std::to_string(::getpid());
+      std::filesystem::remove_all(dir);
+      std::filesystem::create_directories(dir);
+      const std::string marker = NewMarker();
+      ProcOptions o = c.signal ? SignalAfter(SIGUSR1, 4, 90) : Within(90);
+      o.env["HOOP_TIMEOUT"] = c.signal ? "8" : "3";
+      o.env["HOOP_TRACE_DIR"] = dir;
+      auto job = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-test-rank"), "hang", c.kind, "1", marker}, o);
+      INFO(job.output);
+      REQUIRE_FALSE(job.timed_out);
+      CHECK(job.exit_code != 0);
+      if (c.signal) CHECK(job.output.find("hooprun: SIGUSR1: asked 3 rank(s)") != std::string::npos);
+      auto text = RunProc({Bin("hoop-doctor"), dir}, Within(30));
+      INFO(text.output);
+      CHECK(text.exit_code == c.exit_code);
+      auto doc = RunProc({Bin("hoop-doctor"), "--json", dir}, Within(30));
+      const json j = json::parse(doc.output, nullptr, false);
+      REQUIRE(j.is_array());
+      REQUIRE(j.size() == 1);
+      CHECK(j[0]["comm"] == "world");
+      CHECK(j[0]["verdict"] == c.verdict);
+      CHECK(j[0]["culprits"] == json::array({1}));
+      CHECK(j[0]["seq"] == 2);  // the second round's allreduce
+      CHECK(WaitGone(marker, 10) == 0);
+      std::filesystem::remove_all(dir);
+    }
+  }
+}
+
+TEST_CASE("hoop-doctor: usage, no dumps, and a healthy job's dumps", "[multiproc][trace][doctor]") {
+  CHECK(RunProc({Bin("hoop-doctor")}, Within(10)).exit_code == 2);
+  CHECK(RunProc({Bin("hoop-doctor"), "--help"}, Within(10)).exit_code == 0);
+  CHECK(RunProc({Bin("hoop-doctor"), "--version"}, Within(10)).output.find("hoop-doctor (hoop) ") == 0);
+  CHECK(RunProc({Bin("hoop-doctor"), "--nope", "x"}, Within(10)).exit_code == 2);
+  CHECK(RunProc({Bin("hoop-doctor"), "/nonexistent/dumps"}, Within(10)).exit_code == 2);
+  const std::string dir = "/tmp/hoop-doctor-ok-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  CHECK(RunProc({Bin("hoop-doctor"), dir}, Within(10)).exit_code == 1);  // no dump in it
+  auto job = RunProc({Bin("hooprun"), "-np", "2", Bin("hoop-test-rank"), "trace", dir}, Within(60));
+  INFO(job.output);
+  REQUIRE(job.exit_code == 0);
+  auto doc = RunProc({Bin("hoop-doctor"), dir}, Within(30));
+  INFO(doc.output);
+  CHECK(doc.exit_code == 0);
+  CHECK(doc.output.find("no hang found") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("hoop-doctor reads PyTorch's flight recorder dumps in their JSON form", "[multiproc][trace][doctor]") {
+  // Written here in the layout PyTorch 2.x dumps (version 2.x: "entries" with "process_group",
+  // "collective_seq_id", "profiling_name", "input_sizes", "input_dtypes", "state"; the rank in
+  // the file name): rank 1 completed collective 1 and never scheduled 2, which rank 0 started.
+  const std::string dir = "/tmp/hoop-doctor-torch-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto entry = [](int seq, const char* state) {
+    return json{{"record_id", seq},
+                {"pg_id", 0},
+                {"process_group", {"0", "default_pg"}},
+                {"collective_seq_id", seq},
+                {"p2p_seq_id", 0},
+                {"is_p2p", false},
+                {"op_id", seq},
+                {"profiling_name", "nccl:all_reduce"},
+                {"input_sizes", {{4, 256}}},
+                {"input_dtypes", {"Float"}},
+                {"output_sizes", {{4, 256}}},
+                {"output_dtypes", {"Float"}},
+                {"state", state}};
+  };
+  for (int rank : {0, 1}) {
+    json d{{"version", "2.10"}, {"pg_config", {{"0", {{"name", "0"}, {"desc", "default_pg"}, {"ranks", "[0, 1]"}}}}}};
+    d["entries"] = json::array({entry(1, "completed")});
+    if (rank == 0) d["entries"].push_back(entry(2, "started"));
+    std::ofstream(dir + "/nccl_trace_rank_" + std::to_string(rank) + ".json") << d.dump();
+  }
+  auto doc = RunProc({Bin("hoop-doctor"), "--json", dir}, Within(30));
+  INFO(doc.output);
+  CHECK(doc.exit_code == 5);
+  const json j = json::parse(doc.output, nullptr, false);
+  REQUIRE(j.is_array());
+  REQUIRE(j.size() == 1);
+  CHECK((j[0]["comm"] == "0" && j[0]["size"] == 2 && j[0]["verdict"] == "never-entered" && j[0]["seq"] == 2));
+  CHECK(j[0]["culprits"] == json::array({1}));
+  CHECK(j[0]["lines"][0].get<std::string>().find("allreduce 1024 x Float") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
