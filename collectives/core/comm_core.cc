@@ -129,12 +129,16 @@ CommCore::CommCore(CommOptions opts, Store* store, Membership m, std::unique_ptr
   mailbox_ = std::make_unique<Mailbox>(*transport_, mo);
   WarnUnevenHierarchical();
   worker_ = std::thread([this] { WorkerLoop(); });
-  if (recorder_->on())
+  if (recorder_->on()) {
     trace_signal_ = TraceSignal::Register(opts_.trace_signal, [this] {
       auto path = DumpTrace(opts_.trace_dir.empty() ? opts_.tmp_dir : opts_.trace_dir, "signal");
       return "rank " + std::to_string(opts_.rank) + ": " +
              (path.ok() ? "flight recorder written to " + *path : path.status().message());
     });
+    // The launcher signals only ranks that will dump rather than die of the signal.
+    if (trace_signal_ && opts_.job_rank >= 0 && store_)
+      (void)store_->Set("hoop/trace/signal/" + std::to_string(opts_.job_rank), std::to_string(opts_.trace_signal));
+  }
 }
 
 void CommCore::WarnUnevenHierarchical() const {

@@ -125,3 +125,12 @@ TEST_CASE("hoop-doctor reads PyTorch's flight recorder dumps in their JSON form"
   CHECK(j[0]["lines"][0].get<std::string>().find("allreduce 1024 x Float") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("SIGUSR1 to hooprun spares ranks that have no communicator (the signal would end them)",
+          "[multiproc][trace][doctor]") {
+  auto job = RunProc({Bin("hooprun"), "-np", "2", "sleep", "3"}, SignalAfter(SIGUSR1, 1, 30));
+  INFO(job.output);
+  CHECK(job.exit_code == 0);
+  CHECK(job.output.find("hooprun: SIGUSR1: asked 0 rank(s)") != std::string::npos);
+  CHECK(job.output.find("not rank(s) 0,1: no communicator yet") != std::string::npos);
+}

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 
 #include "common/config.h"
 #include "tools/hooprun/ranks.h"
@@ -226,9 +227,11 @@ int RunAgent() {
         if (c == "kill") {
           signal_all(SIGKILL);
           killed = stopping = true;
-        } else if (c == "usr1") {  // hooprun's SIGUSR1: the ranks' flight recorders (trace_signal.h)
-          for (auto& p : procs)
-            if (!p.exited) ::kill(p.pid, SIGUSR1);
+        } else if (c.rfind("usr1", 0) == 0) {  // hooprun's SIGUSR1 for the ranks listed (trace_signal.h)
+          std::istringstream listed(c.substr(4));
+          for (int r; listed >> r;)
+            for (auto& p : procs)
+              if (p.rank == r && !p.exited) ::kill(p.pid, SIGUSR1);
         } else if (c == "term" && !termed) {
           stopping = termed = true;
           term_at = Clock::now();

@@ -286,24 +286,40 @@ class Job {
     }
   }
 
-  // SIGUSR1 to hooprun: to every rank (the process, not its group: a rank's helpers keep the
-  // default action, which would end them), remote ones through their agent. Each writes its
-  // flight recorders (trace_signal.h).
+  // SIGUSR1 to hooprun: to every rank that said it dumps on it (a communicator of its own made:
+  // hoop/trace/signal/RANK; before that the signal's default action would end it), the process
+  // not its group (a rank's helpers keep the default action), remote ones through their agent.
   void AskForTraces() {
-    int asked = 0;
+    std::set<int> ready;
+    for (const auto& [key, value] : store_.Find("hoop/trace/signal/"))
+      if (value == std::to_string(SIGUSR1)) ready.insert(std::atoi(key.substr(key.rfind('/') + 1).c_str()));
+    std::vector<int> asked, not_ready;
     for (auto& r : ranks_)
-      if (!r.exited && !r.remote && ::kill(r.pid, SIGUSR1) == 0) ++asked;
+      if (!r.exited && !r.remote)
+        (ready.count(r.rank) && ::kill(r.pid, SIGUSR1) == 0 ? asked : not_ready).push_back(r.rank);
     for (auto& a : agents_) {
       if (a.exited || a.in_fd < 0) continue;
-      ssize_t ignored = ::write(a.in_fd, "usr1\n", 5);
+      std::ostringstream line;
+      line << "usr1";
+      for (int r : a.ranks) {
+        (ready.count(r) ? asked : not_ready).push_back(r);
+        if (ready.count(r)) line << ' ' << r;
+      }
+      line << '\n';
+      const std::string text = line.str();
+      ssize_t ignored = ::write(a.in_fd, text.data(), text.size());
       (void)ignored;
-      asked += static_cast<int>(a.ranks.size());
     }
-    std::fprintf(stderr,
-                 "hooprun: SIGUSR1: asked %d rank(s) for their flight recorders (each writes "
-                 "hoop-trace.<communicator>.<rank>.json into HOOP_TRACE_DIR, else its temporary folder, and says "
-                 "where)\n",
-                 asked);
+    std::ostringstream text;
+    text << "hooprun: SIGUSR1: asked " << asked.size()
+         << " rank(s) for their flight recorders (each writes hoop-trace.<communicator>.<rank>.json into "
+            "HOOP_TRACE_DIR, else its temporary folder, and says where)";
+    if (!not_ready.empty()) {
+      text << "; not rank(s) ";
+      for (size_t i = 0; i < not_ready.size(); ++i) text << (i ? "," : "") << not_ready[i];
+      text << ": no communicator yet, or SIGUSR1 is their program's own (the signal would have ended them)";
+    }
+    std::fprintf(stderr, "%s\n", text.str().c_str());
   }
 
   void Signal(int sig) {
