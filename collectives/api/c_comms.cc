@@ -104,6 +104,14 @@ hoop_status_t hoop_comm_dump_trace(hoop_comm_t comm, const char* dir) {
   });
 }
 
+hoop_status_t hoop_comm_set_trace_label(hoop_comm_t comm, const char* label) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_comm_set_trace_label")) return bad;
+    comm->get().SetTraceLabel(label ? label : "");
+    return HOOP_SUCCESS;
+  });
+}
+
 hoop_status_t hoop_comm_revoke(hoop_comm_t comm, const char* reason) {
   return Guard([&] {
     if (hoop_status_t bad = CheckLive(comm, "hoop_comm_revoke")) return bad;

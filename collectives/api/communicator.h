@@ -259,6 +259,8 @@ class Communicator {
   // HOOP_TRACE_DIR's). Neither waits on a running call.
   std::string TraceJson(const std::string& reason = "request") const;
   StatusOr<std::string> DumpTrace(const std::string& dir, const std::string& reason = "request") const;
+  // The name its dumps give it beside its own ("label"): the caller's (a process group's).
+  void SetTraceLabel(const std::string& label);
   // Revokes the communicator, from this rank alone and any thread: every call on it still
   // running or made later, on every rank, fails with Code::kRevoked naming this rank and `why`
   // (collectives/core/revoke.cc). So do the communicators sharing its connections.

@@ -552,7 +552,12 @@ TraceOwner CommCore::Owner(const std::string& reason) const {
                host,
                reason,
                {},
-               false};
+               false,
+               {}};
+  {
+    std::lock_guard<std::mutex> lock(label_mu_);
+    o.label = trace_label_;
+  }
   // The queue, where its lock is free within moments: a dump never waits on a thread that may
   // be stuck (its holders only push and pop).
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);

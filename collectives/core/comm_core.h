@@ -110,6 +110,10 @@ class CommCore {
   const FlightRecorder& recorder() const { return *recorder_; }
   StatusOr<std::string> DumpTrace(const std::string& dir, const std::string& reason) const;
   std::string TraceJson(const std::string& reason) const;
+  void SetTraceLabel(const std::string& label) {
+    std::lock_guard<std::mutex> lock(label_mu_);
+    trace_label_ = label;
+  }
   bool healthy();
   size_t MaxCallBytes() const;
 
@@ -421,7 +425,9 @@ class CommCore {
     uint64_t id = 0;
   };
   RunningTrace running_;
-  int trace_signal_ = 0;  // its registration for dumps on a signal (trace_signal.h)
+  int trace_signal_ = 0;         // its registration for dumps on a signal (trace_signal.h)
+  mutable std::mutex label_mu_;  // (held for a copy only)
+  std::string trace_label_;
   Algo chosen_ = Algo::kAuto;
   uint32_t seq_ = 0;                      // operation sequence number; used by whoever holds the turn
   bool told_peers_ = false;               // likewise

@@ -126,6 +126,7 @@ struct TraceOwner {
   // queue_listed false where the queue could not be read without waiting for its lock.
   std::vector<TraceCall> queued;
   bool queue_listed = true;
+  std::string label;  // the caller's name for the communicator (a PyTorch process group's); "": none
 };
 // One rank's dump: {"hoop_trace": 1, the owner's fields, "capacity", "recorded", "dropped",
 // "ops": [...], "queued": [...] (or null: not listed)}.

@@ -444,16 +444,20 @@ hoop_status_t hoop_comm_deterministic(hoop_comm_t comm, int* on);
 
 /* ---- The flight recorder: which rank is where when a job hangs ----
  *
- * With HOOP_TRACE_OPS=N (or HOOP_TRACE_DIR set, which brings N = 2000; default off), every
- * communicator keeps its last N operations, each with its call number, collective sequence
- * number, kind, dtype, count, root or peer, algorithm, memory, stream, state (queued, started,
- * done, failed), times and, for a failed one, why and the peers it waited for. hoop_comm_trace gives this rank's as JSON, into buf as hoop_locality
- * does; hoop_comm_dump_trace writes it to dir/hoop-trace.<comm>.<rank>.json (dir NULL: the
+ * Every communicator keeps its last HOOP_TRACE_OPS operations (2000 by default; 0: off), and
+ * those still in flight, each with its call number, collective sequence number, kind, dtype,
+ * count, root or peer, algorithm, memory, stream, state (started, done, failed), the step and
+ * chunk it waits at, times and, for a failed one, why and the peers it waited for.
+ * hoop_comm_trace gives this rank's as JSON, into buf as hoop_locality does;
+ * hoop_comm_dump_trace writes it to dir/hoop-trace.<comm>.<rank>.json (dir NULL: the
  * HOOP_TRACE_DIR directory). Neither waits on a call in progress. A rank whose communicator
  * fails (a timeout, a lost peer, ranks that disagree) writes it there by itself where
- * HOOP_TRACE_DIR is set. */
+ * HOOP_TRACE_DIR is set, and SIGUSR1 (HOOP_TRACE_SIGNAL) makes every communicator of the process
+ * write it. hoop_comm_set_trace_label names the communicator in its dumps as the caller knows
+ * it (the torch backend: the process group's name); NULL or "" clears it. */
 hoop_status_t hoop_comm_trace(hoop_comm_t comm, char* buf, size_t cap, size_t* needed);
 hoop_status_t hoop_comm_dump_trace(hoop_comm_t comm, const char* dir);
+hoop_status_t hoop_comm_set_trace_label(hoop_comm_t comm, const char* label);
 
 /* ---- Revoking a communicator (MPI ULFM's MPIX_Comm_revoke, NCCL's ncclCommRevoke) ----
  *

@@ -54,6 +54,13 @@ ProcessGroupHoop::~ProcessGroupHoop() {
   hoop_finalize(comm_);
 }
 
+void ProcessGroupHoop::LabelTrace() {
+  const auto [name, desc] = GroupNames(static_cast<const GroupBase&>(*this));
+  if (name.empty()) return;  // not yet given: the next call looks again
+  const std::string label = desc.empty() ? name : name + " (" + desc + ")";
+  if (hoop_comm_set_trace_label(comm_, label.c_str()) == HOOP_SUCCESS) labeled_ = true;
+}
+
 std::string ProcessGroupHoop::Where(const char* call) const {
   return "hoop: rank " + std::to_string(getRank()) + ": " + call;
 }

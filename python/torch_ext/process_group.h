@@ -99,6 +99,11 @@ class ProcessGroupHoop : public GroupBase {
   Work Start(const char* call, c10d::OpType type, Tensors outputs, Tensors keep, std::function<void()> after,
              Issue issue, bool recv = false);
   std::string Where(const char* call) const;
+  // The flight recorder's label for this group's communicator: PyTorch's name for the group
+  // ("0", "1", ...: the process_group of its own flight recorder) and its description, once
+  // PyTorch has given them (after the constructor: so at the first call).
+  void LabelTrace();
+  bool labeled_ = false;
 
   std::shared_ptr<StoreBridge> store_;  // outlives comm_, and the groups shrunk from it
   hoop_comm_t comm_ = nullptr;
@@ -108,6 +113,7 @@ class ProcessGroupHoop : public GroupBase {
 template <class Issue>
 ProcessGroupHoop::Work ProcessGroupHoop::Start(const char* call, c10d::OpType type, Tensors outputs, Tensors keep,
                                                std::function<void()> after, Issue issue, bool recv) {
+  if (!labeled_) LabelTrace();
   auto w = c10::make_intrusive<HoopWork>(getRank(), type, call, std::move(outputs), std::move(keep), std::move(after));
   if (issue(w->slot(), recv ? w->recv_info() : nullptr) != HOOP_SUCCESS)
     throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
@@ -119,6 +125,19 @@ ProcessGroupHoop::Work ProcessGroupHoop::Start(const char* call, c10d::OpType ty
       x->Complete();
   };
   return w;
+}
+
+// The group's name and description as this PyTorch keeps them: getGroupUid and getGroupDesc
+// (2.x), getGroupName in earlier 2.x, none in 1.13.
+template <class B>
+std::pair<std::string, std::string> GroupNames(const B& b) {
+  std::string name, desc;
+  if constexpr (requires { b.getGroupUid(); })
+    name = b.getGroupUid();
+  else if constexpr (requires { b.getGroupName(); })
+    name = b.getGroupName();
+  if constexpr (requires { b.getGroupDesc(); }) desc = b.getGroupDesc();
+  return {name, desc};
 }
 
 }  // namespace hoop::torch_ext

@@ -166,6 +166,30 @@ class Backend(unittest.TestCase):
                              [("gloo", "allreduce"), ("gloo", "train"), ("hoop", "allreduce"), ("hoop", "train"),
                               ("none", "train")])
 
+    def test_flight_recorder_dump_on_sigusr1_names_the_process_group(self):
+        code = ("import os, signal, time, torch, torch.distributed as dist, hoop.torch\n"
+                "dist.init_process_group('hoop')\n"
+                "t = torch.ones(1000)\n"
+                "dist.all_reduce(t)\n"
+                "dist.broadcast(t, 0)\n"
+                "os.kill(os.getpid(), signal.SIGUSR1)\n"  # hoop's handler: the process lives, its recorder is written
+                "time.sleep(1)\n"
+                "dist.barrier()\n"
+                "print(f'rank {dist.get_rank()}: signalled', flush=True)\n")
+        with tempfile.TemporaryDirectory(prefix="hoop-torch-trace-") as tmp:
+            r = hooprun(2, [sys.executable, "-c", code], env={"HOOP_TRACE_DIR": tmp}, timeout=120)
+            self.assertEqual(r.returncode, 0, r.output)
+            for rank in (0, 1):
+                dumps = [json.load(open(os.path.join(tmp, f))) for f in os.listdir(tmp) if f.endswith(f".{rank}.json")]
+                ours = [d for d in dumps if any(o["op"] == "allreduce" and o["count"] == 1000 for o in d["ops"])]
+                self.assertEqual(len(ours), 1, f"rank {rank}: {[d['comm'] for d in dumps]}\n{r.output}")
+                d = ours[0]
+                self.assertEqual((d["reason"], d["rank"], d["size"]), ("signal", rank, 2))
+                ops = [o["op"] for o in d["ops"] if o["state"] == "done"]
+                self.assertEqual(ops[-2:], ["allreduce", "broadcast"], d)
+                if TORCH_VERSION >= (2, 0):  # the process group's name, as PyTorch's own flight recorder gives it
+                    self.assertRegex(d["label"], r"^\d+", d)
+
     def test_a_lost_rank_raises_naming_it(self):
         code = ("import os, signal, threading, torch, torch.distributed as dist, hoop.torch\n"
                 "dist.init_process_group('hoop')\n"

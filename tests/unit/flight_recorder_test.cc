@@ -98,7 +98,7 @@ TEST_CASE("flight recorder: the JSON dump, written whole", "[trace]") {
   const uint64_t a = r.Queued(Allreduce(1024));
   r.Started(a, 4, Algo::kDoubling);
   r.Ended(a, Internal("a \"quoted\"\nline"), {1, 2});
-  TraceOwner o{"world", 2, 4, 2, ::getpid(), "hostA", "request", {Allreduce(7)}, true};
+  TraceOwner o{"world", 2, 4, 2, ::getpid(), "hostA", "request", {Allreduce(7)}, true, "pg 0"};
   const std::string dir = std::filesystem::temp_directory_path() / ("hoop-trace-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto path = WriteTrace(dir, o, r);
@@ -107,7 +107,7 @@ TEST_CASE("flight recorder: the JSON dump, written whole", "[trace]") {
   std::ifstream f(*path);
   const auto j = nlohmann::json::parse(f);
   CHECK(j["hoop_trace"] == 1);
-  CHECK((j["comm"] == "world" && j["rank"] == 2 && j["size"] == 4 && j["reason"] == "request"));
+  CHECK((j["comm"] == "world" && j["rank"] == 2 && j["size"] == 4 && j["reason"] == "request" && j["label"] == "pg 0"));
   REQUIRE(j["ops"].size() == 1);
   const auto& op = j["ops"][0];
   CHECK((op["op"] == "allreduce" && op["seq"] == 4 && op["algo"] == "doubling" && op["state"] == "failed"));
