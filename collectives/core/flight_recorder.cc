@@ -301,8 +301,8 @@ std::string TraceJson(const TraceOwner& o, const FlightRecorder& rec) {
   j << "{\"hoop_trace\": 1, \"comm\": " << JsonQuoted(o.comm) << ", \"rank\": " << o.rank << ", \"size\": " << o.size
     << ", \"job_rank\": " << o.job_rank << ", \"pid\": " << o.pid << ", \"host\": " << JsonQuoted(o.host)
     << ", \"reason\": " << JsonQuoted(o.reason) << ", \"label\": " << JsonQuoted(o.label)
-    << ", \"capacity\": " << rec.capacity()
-    << ", \"recorded\": " << rec.recorded() << ", \"dropped\": " << rec.dropped() << ", \"ops\": [";
+    << ", \"capacity\": " << rec.capacity() << ", \"recorded\": " << rec.recorded()
+    << ", \"dropped\": " << rec.dropped() << ", \"ops\": [";
   bool first = true;
   for (const TraceRecord& r : rec.Snapshot()) {
     j << (first ? "\n  " : ",\n  ") << "{\"id\": " << r.id;
