@@ -113,7 +113,7 @@ class FlightRecorder {
   // On a cache line of their own, apart from whatever the allocator put beside this object.
   alignas(64) std::atomic<uint64_t> next_{1};
   std::atomic<uint64_t> dropped_{0};  // (atomics only so that a reader on another thread may read them)
-  char pad_[64 - 2 * sizeof(std::atomic<uint64_t>)];
+  // (The class's alignment, 64, pads its end: nothing else shares their line.)
 };
 
 // Who wrote a dump: the JSON's header.
