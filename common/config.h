@@ -32,11 +32,13 @@
 //   HOOP_DETERMINISTIC  1: every reduction gives, for each element, the bits of the left fold
 //                     over the ranks in rank order, whatever the algorithm, chunking, fusion,
 //                     transport or placement (schedules/fold.cc); 0 (default): the fastest way
-//   HOOP_TRACE_OPS    the flight recorder's operations kept per communicator (default: 0, off;
-//                     2000 where HOOP_TRACE_DIR is set; collectives/core/flight_recorder.h)
+//   HOOP_TRACE_OPS    the flight recorder's operations kept per communicator (default 2000,
+//                     rounded up to 2048; 0: off; collectives/core/flight_recorder.h)
 //   HOOP_TRACE_DIR    where each rank writes its flight recorder's JSON when its communicator
 //                     fails (a timeout, a lost peer, ranks that disagree): hoop-trace.<comm>.
-//                     <rank>.json (default: none written)
+//                     <rank>.json (default: none written at a failure; on a signal, TMPDIR)
+//   HOOP_TRACE_SIGNAL USR1 (default) | USR2 | none: the signal that dumps every recorder of the
+//                     process (collectives/core/trace_signal.h)
 //   HOOP_COMPRESSION  none | fp16 | bf16 | auto: how f32/f64 sum/avg allreduces travel
 //                     (default none; collectives/kernels/wire.h)
 //   HOOP_LOG_LEVEL    none | error | warn | info | debug (default warn; any case, and

@@ -32,6 +32,7 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.trace_dir = c.trace_dir;
   o.trace_signal = c.trace_signal == "USR1" ? SIGUSR1 : c.trace_signal == "USR2" ? SIGUSR2 : 0;
   o.tmp_dir = c.tmp_dir;
+  if (c.launcher != Launcher::kNone && c.store.rfind("tcp://", 0) == 0) o.status_store = c.store;
   o.stage_bytes = c.stage_bytes;
   o.stage_ahead_bytes = c.stage_ahead_bytes;
   return o;

@@ -92,6 +92,9 @@ struct CommOptions {
   // without trace_dir.
   int trace_signal = SIGUSR1;
   std::string tmp_dir = "/tmp";
+  // The job's tcp:// store (HOOP_STORE) where its launcher numbered the job: the live view
+  // (`hooprun --status`, trace_status.h) asks there, and this communicator answers. Empty: not asked.
+  std::string status_store;
   // Tests only: what is done to a "stream" (StreamOrder's seam). Set, calls on a stream need no
   // CUDA device, so their ordering is tested on a fake stream with host buffers.
   const StreamOps* stream_ops = nullptr;

@@ -13,6 +13,7 @@
 
 #include "collectives/core/stall.h"
 #include "collectives/core/trace_signal.h"
+#include "collectives/core/trace_status.h"
 #include "collectives/device/cuda_queue.h"
 #include "collectives/kernels/reduce.h"
 #include "common/logging.h"
@@ -129,16 +130,7 @@ CommCore::CommCore(CommOptions opts, Store* store, Membership m, std::unique_ptr
   mailbox_ = std::make_unique<Mailbox>(*transport_, mo);
   WarnUnevenHierarchical();
   worker_ = std::thread([this] { WorkerLoop(); });
-  if (recorder_->on()) {
-    trace_signal_ = TraceSignal::Register(opts_.trace_signal, [this] {
-      auto path = DumpTrace(opts_.trace_dir.empty() ? opts_.tmp_dir : opts_.trace_dir, "signal");
-      return "rank " + std::to_string(opts_.rank) + ": " +
-             (path.ok() ? "flight recorder written to " + *path : path.status().message());
-    });
-    // The launcher signals only ranks that will dump rather than die of the signal.
-    if (trace_signal_ && opts_.job_rank >= 0 && store_)
-      (void)store_->Set("hoop/trace/signal/" + std::to_string(opts_.job_rank), std::to_string(opts_.trace_signal));
-  }
+  RegisterTrace();
 }
 
 void CommCore::WarnUnevenHierarchical() const {
@@ -182,7 +174,8 @@ Status CommCore::Close() {
 }
 
 CommCore::~CommCore() {
-  TraceSignal::Unregister(trace_signal_);  // first: a dump in progress finishes before anything goes
+  TraceStatus::Unregister(trace_status_);  // first: a dump or answer in progress finishes before anything goes
+  TraceSignal::Unregister(trace_signal_);
   if (Status s = Close(); !s.ok()) HOOP_LOG(kError, s.message());
   // Sends and receives nobody waited for: their Works complete, the transport goes.
   const Status pending = Aborted("the communicator was destroyed with the call pending");
@@ -515,80 +508,6 @@ Status CommCore::RunCollectiveOp(const Op& op) {
   running_ = outer;
   if (!result.ok() && result.code() != Code::kInvalidArgument) Poison(result);
   return result;
-}
-
-void CommCore::TraceWaits(uint32_t step, uint32_t chunk, Algo algo) { recorder_->Step(running_.id, step, chunk, algo); }
-
-TraceCall CommCore::TraceOf(const Op& op) const {
-  TraceCall t;
-  t.stream = op.stream.has_value();
-  if (op.p2p) {
-    t.send = op.p2p->is_send;
-    t.recv = !op.p2p->is_send;
-    t.peer = op.p2p->peer;
-    t.tag = op.p2p->tag;
-    t.dtype = op.p2p->dtype;
-    t.count = op.p2p->count;
-    t.mem = op.p2p->kind;
-    return t;
-  }
-  t.kind = op.kind;
-  const Buffer& b = UsesOut(op) ? op.out : op.in;
-  t.dtype = b.dtype;
-  t.mem = b.kind;
-  t.count = op.kind == CollKind::kBarrier ? 0 : DescCount(op);
-  t.root = Rooted(op.kind) ? op.root : -1;
-  return t;
-}
-
-TraceOwner CommCore::Owner(const std::string& reason) const {
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  TraceOwner o{opts_.name,
-               opts_.rank,
-               opts_.size,
-               opts_.job_rank < 0 ? opts_.rank : opts_.job_rank,
-               static_cast<int>(::getpid()),
-               host,
-               reason,
-               {},
-               false,
-               {}};
-  {
-    std::lock_guard<std::mutex> lock(label_mu_);
-    o.label = trace_label_;
-  }
-  // The queue, where its lock is free within moments: a dump never waits on a thread that may
-  // be stuck (its holders only push and pop).
-  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-  for (int i = 0; i < 100 && !lock.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (lock.owns_lock()) {
-    for (const Op& q : queue_)
-      if (!q.abort) o.queued.push_back(TraceOf(q));
-    o.queue_listed = true;
-  }
-  return o;
-}
-
-StatusOr<std::string> CommCore::DumpTrace(const std::string& dir, const std::string& reason) const {
-  const std::string& where = dir.empty() ? opts_.trace_dir : dir;
-  if (where.empty())
-    return InvalidArgument("rank " + std::to_string(opts_.rank) +
-                           ": dumping the flight recorder: no directory (give one, or set HOOP_TRACE_DIR)");
-  return WriteTrace(where, Owner(reason), *recorder_);
-}
-
-std::string CommCore::TraceJson(const std::string& reason) const { return hoop::TraceJson(Owner(reason), *recorder_); }
-
-// The rank whose communicator fails (a timeout, a lost or aborted peer, ranks that disagree)
-// writes its recorder where HOOP_TRACE_DIR says, once, for hoop-doctor.
-void CommCore::DumpAtFailure(const Status& why) {
-  if (opts_.trace_dir.empty() || !recorder_->on()) return;
-  auto path = DumpTrace(opts_.trace_dir, why.code() == Code::kDeadlineExceeded ? "timeout" : "error");
-  if (path.ok())
-    HOOP_LOG(kWarn, "rank " << opts_.rank << ": flight recorder written to " << *path);
-  else
-    HOOP_LOG(kWarn, "rank " << opts_.rank << ": " << path.status().message());
 }
 
 Deadline CommCore::RunDeadline(const Op& op) const {

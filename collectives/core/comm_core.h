@@ -374,6 +374,7 @@ class CommCore {
   TraceOwner Owner(const std::string& reason) const;
   uint64_t TraceNow(bool is_send, const Buffer& b, int peer, int tag);  // a point-to-point call run here
   void DumpAtFailure(const Status& why);
+  void RegisterTrace();  // comm_trace.cc
   Status ExplainTimeout(const Status& timeout);
 
   CommOptions opts_;
@@ -426,6 +427,7 @@ class CommCore {
   };
   RunningTrace running_;
   int trace_signal_ = 0;         // its registration for dumps on a signal (trace_signal.h)
+  int trace_status_ = 0;         // and for the live view's asks (trace_status.h)
   mutable std::mutex label_mu_;  // (held for a copy only)
   std::string trace_label_;
   Algo chosen_ = Algo::kAuto;

@@ -294,7 +294,9 @@ void CallJson(std::ostringstream& j, const TraceCall& c) {
 }
 }  // namespace
 
-std::string TraceJson(const TraceOwner& o, const FlightRecorder& rec) {
+double FlightRecorder::Seconds() const { return static_cast<double>(Now() - begin_ns_) / 1e9; }
+
+std::string TraceJson(const TraceOwner& o, const FlightRecorder& rec, size_t last) {
   std::ostringstream j;
   j.precision(6);
   j << std::fixed;
@@ -302,9 +304,13 @@ std::string TraceJson(const TraceOwner& o, const FlightRecorder& rec) {
     << ", \"job_rank\": " << o.job_rank << ", \"pid\": " << o.pid << ", \"host\": " << JsonQuoted(o.host)
     << ", \"reason\": " << JsonQuoted(o.reason) << ", \"label\": " << JsonQuoted(o.label)
     << ", \"capacity\": " << rec.capacity() << ", \"recorded\": " << rec.recorded()
-    << ", \"dropped\": " << rec.dropped() << ", \"ops\": [";
+    << ", \"dropped\": " << rec.dropped() << ", \"now_s\": " << rec.Seconds() << ", \"ops\": [";
   bool first = true;
-  for (const TraceRecord& r : rec.Snapshot()) {
+  const std::vector<TraceRecord> ops = rec.Snapshot();
+  const uint64_t newest = ops.empty() ? 0 : ops.back().id;
+  for (const TraceRecord& r : ops) {
+    const bool flying = r.busy || r.state == TraceState::kQueued || r.state == TraceState::kStarted;
+    if (!flying && last < newest && r.id <= newest - last) continue;
     j << (first ? "\n  " : ",\n  ") << "{\"id\": " << r.id;
     first = false;
     if (r.busy) {

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -97,6 +98,8 @@ class FlightRecorder {
   uint64_t recorded() const { return next_.load(std::memory_order_relaxed) - 1; }
   // Those not recorded: their slot held an operation still in flight.
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  // Seconds since the recorder began, as its records' times count them.
+  double Seconds() const;
 
  private:
   struct Slot;
@@ -129,8 +132,10 @@ struct TraceOwner {
   std::string label;  // the caller's name for the communicator (a PyTorch process group's); "": none
 };
 // One rank's dump: {"hoop_trace": 1, the owner's fields, "capacity", "recorded", "dropped",
-// "ops": [...], "queued": [...] (or null: not listed)}.
-std::string TraceJson(const TraceOwner& owner, const FlightRecorder& recorder);
+// "now_s" (the recorder's clock at the dump), "ops": [...], "queued": [...] (or null: not
+// listed)}. `last`: only the newest that many operations, and every one still in flight (the
+// live view's answer).
+std::string TraceJson(const TraceOwner& owner, const FlightRecorder& recorder, size_t last = SIZE_MAX);
 // Writes TraceJson to DIR/hoop-trace.<comm>.<rank>.json (atomically: a temporary file renamed);
 // the path written, or why not.
 StatusOr<std::string> WriteTrace(const std::string& dir, const TraceOwner& owner, const FlightRecorder& recorder);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "tests/support/det_digest.h"
 #include "tests/support/proc.h"
 #include "tests/support/ssh_hosts.h"
+#include "tests/support/status_support.h"
 
 using namespace hoop::test;
 
@@ -291,4 +293,44 @@ TEST_CASE("elastic hooprun across ssh hosts: a replacement on the lost rank's ho
   CHECK(r.output.find("[" + h.address(1) + ":2] c-elastic ok job rank 2: step ") != std::string::npos);
   CHECK(r.output.find(", size 2, ") != std::string::npos);
   CHECK(r.output.find("newcomer 1") != std::string::npos);
+}
+
+// The live view across hosts (issue 55): rank 3, on the remote host, is stuck in its own code
+// before a collective the others wait in (hoop-test-rank hang sleep 3); `hooprun --status` on
+// hooprun's host gets every rank's answer through the store (the remote ones over the bridge)
+// and names rank 3, as hoop-doctor would from the dumps.
+TEST_CASE("hooprun --status across ssh hosts names the remote rank the others wait for", "[hooprun][ssh][status]") {
+  SshHosts h(2);
+  SKIP_WITHOUT(h);
+  const std::string hosts = h.name(0) + ":2," + h.address(1) + ":2";
+  const std::string marker = NewMarker();
+  const std::string tmp = "/tmp/hoop-status-ssh-" + std::to_string(::getpid());
+  std::filesystem::create_directories(tmp);
+  ProcOptions o = Within(120), asking = Within(30);
+  o.env["TMPDIR"] = asking.env["TMPDIR"] = tmp;  // where hooprun's job file is
+  ProcResult job;
+  std::thread run([&] {
+    job = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "90", "-x", "HOOP_TIMEOUT=60", Bin("hoop-test-rank"), "hang",
+                              "sleep", "3", marker}),
+                  o);
+  });
+  const int pid = HooprunWith(tmp, marker, 60);
+  ProcResult status;
+  for (int tries = 0; pid > 0 && tries < 30 && status.exit_code != 5; ++tries) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    status = RunProc(h.Run(0, {Bin("hooprun"), "--status", std::to_string(pid)}), asking);
+  }
+  if (pid > 0) ::kill(pid, SIGTERM);
+  run.join();
+  INFO(status.output);
+  INFO(job.output);
+  REQUIRE(pid > 0);
+  CHECK(status.exit_code == 5);
+  CHECK(status.output.find("communicator 'world': never-entered") != std::string::npos);
+  CHECK(status.output.find("rank 3 never entered collective #2 (allreduce 1000 x f32)") != std::string::npos);
+  CHECK(RowOf(status.output, 3).find(h.address(1)) != std::string::npos);
+  CHECK(RowOf(status.output, 3).find("behind by 1") != std::string::npos);
+  for (int r : {0, 1, 2}) CHECK(RowOf(status.output, r).find("allreduce 1000 x f32") != std::string::npos);
+  CHECK(WaitGone(marker, 10) == 0);
+  std::filesystem::remove_all(tmp);
 }

@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/support/proc.h"
+#include "tests/support/status_support.h"
 
 using namespace hoop::test;
 using nlohmann::json;
@@ -133,4 +135,61 @@ TEST_CASE("SIGUSR1 to hooprun spares ranks that have no communicator (the signal
   CHECK(job.exit_code == 0);
   CHECK(job.output.find("hooprun: SIGUSR1: asked 0 rank(s)") != std::string::npos);
   CHECK(job.output.find("not rank(s) 0,1: no communicator yet") != std::string::npos);
+}
+
+TEST_CASE("hooprun --status on a live hung job names the cause and the rank hoop-doctor names",
+          "[multiproc][trace][doctor][status]") {
+  const Case cases[] = {
+      {"sleep", "never-entered", 5, false},  // in its own code: the others wait in the allreduce
+      {"stop", "no-dump", 7, false},         // SIGSTOPped: it does not answer, the others wait for it
+      {"skip", "mismatch", 3, false},        // its broadcast meets the others' allreduce
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.kind) {
+      const std::string marker = NewMarker();
+      const std::string tmp = "/tmp/hoop-status-" + std::string(c.kind) + "-" + std::to_string(::getpid());
+      std::filesystem::create_directories(tmp);
+      ProcOptions o = Within(120), asking = Within(30);
+      o.env["HOOP_TIMEOUT"] = "60";                  // hung for the whole test, which ends the job itself
+      o.env["TMPDIR"] = asking.env["TMPDIR"] = tmp;  // where the job file is
+      ProcResult job;
+      std::thread run([&] {
+        job = RunProc({Bin("hooprun"), "-np", "3", Bin("hoop-test-rank"), "hang", c.kind, "1", marker}, o);
+      });
+      const int pid = HooprunWith(tmp, marker, 30);
+      REQUIRE(pid > 0);
+      ProcResult status;
+      // The ranks reach the hang within moments; the finding needs a wait of a second.
+      for (int tries = 0; tries < 20 && status.exit_code != c.exit_code; ++tries) {
+        ::sleep(1);
+        status = RunProc({Bin("hooprun"), "--status", std::to_string(pid)}, asking);
+      }
+      ::kill(pid, SIGTERM);
+      run.join();
+      INFO(status.output);
+      INFO(job.output);
+      CHECK(status.exit_code == c.exit_code);
+      CHECK(status.output.find("communicator 'world': " + std::string(c.verdict)) != std::string::npos);
+      CHECK(status.output.find("RANK  HOST") != std::string::npos);
+      if (std::string(c.kind) == "stop") CHECK(RowOf(status.output, 1).find("stopped") != std::string::npos);
+      if (std::string(c.kind) == "sleep") {
+        CHECK(RowOf(status.output, 0).find("allreduce 1000 x f32") != std::string::npos);
+        CHECK(RowOf(status.output, 1).find("behind by 1") != std::string::npos);
+      }
+      CHECK(WaitGone(marker, 20) == 0);
+      std::filesystem::remove_all(tmp);
+    }
+  }
+}
+
+TEST_CASE("hooprun --status: usage, and no job to ask", "[multiproc][trace][doctor][status]") {
+  ProcOptions o = Within(20);
+  o.env["TMPDIR"] = "/tmp/hoop-status-none-" + std::to_string(::getpid());
+  auto none = RunProc({Bin("hooprun"), "--status"}, o);
+  CHECK(none.exit_code == 1);
+  CHECK(none.output.find("no running hooprun job") != std::string::npos);
+  CHECK(RunProc({Bin("hooprun"), "--status", "1"}, o).exit_code == 1);
+  CHECK(RunProc({Bin("hooprun"), "--status", "x"}, o).exit_code == 2);
+  CHECK(RunProc({Bin("hooprun"), "--status", "1", "2"}, o).exit_code == 2);
+  CHECK(RunProc({Bin("hooprun"), "--help"}, o).output.find("--status [PID]") != std::string::npos);
 }

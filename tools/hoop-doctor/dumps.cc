@@ -135,18 +135,23 @@ Status ReadFile(const std::string& file, std::vector<RankDump>* out, std::vector
   if (!in) return InvalidArgument(file + ": cannot be read");
   std::stringstream text;
   text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, false);
-  if (j.is_object() && j.contains("hoop_trace")) {
-    out->push_back(HoopDump(j, file));
-  } else if (j.is_object() && j.contains("entries") && j["entries"].is_array()) {
-    for (RankDump& d : TorchDumps(j, file)) out->push_back(std::move(d));
-  } else {
-    skipped->push_back(file);
-  }
+  if (!ParseDump(text.str(), file, out)) skipped->push_back(file);
   return Status::Ok();
 }
 
 }  // namespace
+
+bool ParseDump(const std::string& text, const std::string& name, std::vector<RankDump>* out) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_object() && j.contains("hoop_trace")) {
+    out->push_back(HoopDump(j, name));
+  } else if (j.is_object() && j.contains("entries") && j["entries"].is_array()) {
+    for (RankDump& d : TorchDumps(j, name)) out->push_back(std::move(d));
+  } else {
+    return false;
+  }
+  return true;
+}
 
 StatusOr<std::vector<RankDump>> ReadDumps(const std::vector<std::string>& paths, std::vector<std::string>* skipped) {
   std::vector<RankDump> out;

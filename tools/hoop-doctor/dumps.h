@@ -34,6 +34,10 @@ struct RankDump {
   std::vector<Op> queued;  // behind the running one, not started
 };
 
+// Reads one dump's JSON text (`name`: where it came from, for messages; a PyTorch dump's rank
+// is its last digits) into *out; false where the text is no dump.
+bool ParseDump(const std::string& text, const std::string& name, std::vector<RankDump>* out);
+
 // Reads every dump under the given files and folders (a folder: its *.json files, not deeper),
 // one RankDump per communicator and rank; files that are not dumps are named in *skipped.
 StatusOr<std::vector<RankDump>> ReadDumps(const std::vector<std::string>& paths, std::vector<std::string>* skipped);

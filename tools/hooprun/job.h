@@ -31,6 +31,7 @@
 #include "tools/hooprun/ranks.h"
 #include "tools/hooprun/remote.h"
 #include "tools/hooprun/sentinel.h"
+#include "tools/hooprun/status.h"
 #include "transport/store/tcp_store.h"
 
 namespace hoop::run {
@@ -70,6 +71,7 @@ class Job {
 
   int Run(int sig_fd) {
     const auto start = Clock::now();
+    PublishRanks();
     while (!AllDone()) {
       std::vector<pollfd> fds{{sig_fd, POLLIN, 0}};
       // A writer with a backlog (its reader is slow or stopped): leave the ranks' pipes unread,
@@ -356,11 +358,23 @@ class Job {
     store_.Put("hoop/exited", exited_);
   }
 
+  // hoop/launcher/ranks: each rank's host, pid and state, for `hooprun --status` (status.h).
+  void PublishRanks() {
+    std::string list = "[";
+    for (const auto& r : ranks_) {
+      if (list.size() > 1) list += ',';
+      list += RankStateJson(r);
+    }
+    list += ']';
+    store_.Put("hoop/launcher/ranks", list);
+  }
+
   // A rank's end, reported by this process (a local rank) or by its agent.
   void RankEnded(Rank& r, int st) {
     r.exited = true;
     r.wait_status = st;
     Publish(r.rank);
+    PublishRanks();
     if (r.dismissed) return;  // an elastic job stopped it (its host was dropped, or it was never admitted)
     if (ExitedCleanly(st)) {
       ending_ = true;  // the job is finishing: an elastic one starts nobody more

@@ -168,6 +168,7 @@ bool Job::StartNewcomer(const std::string& host) {
   placeholder.local_rank = local;
   placeholder.newcomer = true;
   ranks_.push_back(std::move(placeholder));
+  PublishRanks();
   const Rank& r = ranks_.back();
   Event((r.remote ? "starting rank " + std::to_string(number) + " on host " + host + " (over ssh)"
                   : "started " + Who(r) + " on host " + host) +

@@ -45,6 +45,7 @@
 #include "tools/hooprun/ranks.h"
 #include "tools/hooprun/remote.h"
 #include "tools/hooprun/sentinel.h"
+#include "tools/hooprun/status.h"
 #include "transport/shm/segment.h"
 #include "transport/store/tcp_store.h"
 
@@ -317,6 +318,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (opts->agent) return RunAgent();
+  if (opts->status) return ShowStatus(*opts, hoop::ProcessEnvironment());
   // Where every rank goes: -H or --hostfile, else -np ranks on this host.
   auto plan = PlanRanks(*opts);
   if (!plan.ok()) {
@@ -475,7 +477,9 @@ int main(int argc, char** argv) {
   Spawner spawner;
   if (opts->elastic()) spawner = MakeSpawner(*opts, *plan, base, store, token, store_host != "127.0.0.1");
   Job job(*opts, std::move(ranks), std::move(agents), **server, sentinel, out, err, plan->hosts, std::move(spawner));
+  const std::string job_file = WriteJobFile(base, store, token, opts->np, opts->command);  // for --status
   const int code = job.Run(sig_fd);
+  RemoveJobFile(job_file);
   // Every rank is reaped. Output a stopped reader never takes is abandoned, and with it the
   // writer threads stuck in write(): exit without waiting for them.
   if (!job.Flush(sig_fd)) {

@@ -15,6 +15,7 @@ const char* const kUsage =
     "               [-x VAR[=VAL]]... [--timeout SECONDS] [--tag-output] [--oversubscribe]\n"
     "               [--enable-recovery] [--min-np N] [--max-np N] [--host-discovery-script FILE]\n"
     "               [tensor fusion options] PROGRAM [ARGS...]\n"
+    "       hooprun --status [--status-timeout SECONDS] [PID]\n"
     "\n"
     "Starts N ranks of PROGRAM, serves the job's rendezvous store, and gives each rank HOOP_RANK,\n"
     "HOOP_SIZE, HOOP_LOCAL_RANK, HOOP_LOCAL_SIZE, HOOP_CROSS_RANK, HOOP_CROSS_SIZE, HOOP_STORE and\n"
@@ -89,6 +90,14 @@ const char* const kUsage =
     "                       hosts, before it is stopped (default 600)\n"
     "  --reset-limit N      stop the job after N changes of its ranks (a loss, ranks added; default:\n"
     "                       no limit)\n"
+    "  --status [PID]       the live view of a running job (this user's; PID: which hooprun, where\n"
+    "                       several run): asks every rank, through the job's store, where it is\n"
+    "                       and prints a table: each rank's operation, its sequence number, state,\n"
+    "                       how long it has waited and where (step, chunk); who is behind, who does\n"
+    "                       not answer (stopped), who is gone. Where a rank has waited over a\n"
+    "                       second, hoop-doctor's finding follows, and is the exit code (as\n"
+    "                       hoop-doctor's; 0: the job is moving; 1: no such job)\n"
+    "  --status-timeout SECONDS  how long the ranks have to answer --status (default 3)\n"
     "  -h, --help           this text\n"
     "  --version            hooprun's version\n"
     "  --agent              (hooprun's own use) run another host's share of a job, started by\n"
@@ -217,6 +226,8 @@ void Declare(cli::Flags& f, Options& o) {
   f.Value("--start-timeout", cli::Seconds(&o.ssh.start_timeout_s));
   f.Value("--store-address", cli::Text(&o.store_address));
   f.Value("--network-interface", cli::Text(&o.network_interface));
+  f.Switch("--status", &o.status);
+  f.Value("--status-timeout", cli::Seconds(&o.status_timeout_s));
   for (const Knob& k : kKnobs)
     f.Value(k.flag, [&o, &k](const std::string& flag, const std::string& v) -> Status {
       auto value = k.convert(v);
@@ -262,6 +273,12 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   HOOP_RETURN_IF_ERROR(f.Parse(argc, argv));
   if (o.help || o.version || o.agent) return o;
   o.command = f.rest();
+  if (o.status) {
+    if (o.command.size() > 1 ||
+        (o.command.size() == 1 && o.command[0].find_first_not_of("0123456789") != std::string::npos))
+      return InvalidArgument("--status takes at most one argument, a running hooprun's pid");
+    return o;
+  }
   if (!o.hosts.empty() && !o.hostfile.empty()) return InvalidArgument("-H and --hostfile: give one of them");
   if (!o.store_address.empty() && !o.network_interface.empty())
     return InvalidArgument("--store-address and --network-interface: give one of them");

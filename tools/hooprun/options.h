@@ -42,6 +42,8 @@ struct Options {
   std::string store_address;      // --store-address ADDR
   std::string network_interface;  // --network-interface NAME
   bool agent = false;             // --agent: run a remote host's share (remote.h)
+  bool status = false;            // --status [PID]: the live view of a running job (status.h)
+  double status_timeout_s = 3;    // --status-timeout: how long the ranks have to answer
   bool help = false, version = false;
   std::vector<std::string> command;
 };
