@@ -15,9 +15,20 @@ CallOptions OptionsFor(const TensorParams& p, const std::atomic<int>* waiters) {
   return o;
 }
 
-Status CallFused(Communicator& c, const Member& first, const Buffer& mine, const Buffer& whole, GroupTimes* t) {
-  const TensorParams& p = *first.params;
-  const CallOptions o = OptionsFor(p, first.waiters);
+// The flight recorder's name for a group's collective: its tensors' names, as many as fit.
+std::string FusedName(const std::vector<Member>& members) {
+  constexpr size_t kFits = 95;  // what the recorder keeps of a name
+  std::string name = members.size() > 1 ? "fused " + std::to_string(members.size()) + ": " : "";
+  for (size_t i = 0; i < members.size() && name.size() < kFits; ++i) name += (i ? ", " : "") + *members[i].name;
+  return name;
+}
+
+Status CallFused(Communicator& c, const std::vector<Member>& members, const Buffer& mine, const Buffer& whole,
+                 GroupTimes* t) {
+  const TensorParams& p = *members[0].params;
+  CallOptions o = OptionsFor(p, members[0].waiters);
+  const std::string name = FusedName(members);
+  o.trace_name = name;
   Status s;
   switch (p.kind) {
     case CollKind::kAllreduce: s = c.Allreduce(whole, whole, p.op, o).Wait(); break;
@@ -37,6 +48,7 @@ using Clock = GroupTimes::Clock;
 Status RunAlone(Communicator& c, const Member& m) {
   const TensorParams& p = *m.params;
   CallOptions o = OptionsFor(p, m.waiters);
+  o.trace_name = *m.name;
   switch (p.kind) {
     case CollKind::kAllreduce: {
       Buffer in = m.in;
@@ -119,7 +131,7 @@ Status RunGroup(Communicator& c, const std::vector<Member>& members, std::vector
   }
   t->packed = Clock::now();
 
-  HOOP_RETURN_IF_ERROR(CallFused(c, members[0], {mine, total, p.dtype, MemKind::kHost}, whole, t));
+  HOOP_RETURN_IF_ERROR(CallFused(c, members, {mine, total, p.dtype, MemKind::kHost}, whole, t));
 
   // Unpack.
   size_t off = 0;

@@ -42,7 +42,8 @@ struct GroupTimes {
 CallOptions OptionsFor(const TensorParams& p, const std::atomic<int>* waiters);
 // The group's collective on its fusion buffer `whole` (allgather: from this rank's block `mine`),
 // in place; sets t->reduced (and t->end on a failure).
-Status CallFused(Communicator& c, const Member& first, const Buffer& mine, const Buffer& whole, GroupTimes* t);
+Status CallFused(Communicator& c, const std::vector<Member>& members, const Buffer& mine, const Buffer& whole,
+                 GroupTimes* t);
 
 // The fusion buffer on a device: grown by doubling, freed with it (an outgrown one is kept until
 // then: freeing device memory synchronises the device).

@@ -59,7 +59,7 @@ Status RunGroupOnDevice(Communicator& c, const std::vector<Member>& members, int
   t->packed = Clock::now();
 
   const Buffer whole{f, total * blocks, p.dtype, MemKind::kCuda};
-  HOOP_RETURN_IF_ERROR(CallFused(c, members[0], {mine, total, p.dtype, MemKind::kCuda}, whole, t));
+  HOOP_RETURN_IF_ERROR(CallFused(c, members, {mine, total, p.dtype, MemKind::kCuda}, whole, t));
 
   items.clear();
   size_t off = 0;

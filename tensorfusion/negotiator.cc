@@ -18,6 +18,7 @@ Negotiator::Negotiator(Communicator& comm, std::chrono::milliseconds timeout, do
                        const std::atomic<int>* waiters)
     : comm_(comm), timeout_(timeout), stall_warning_s_(stall_warning_s), table_(comm.size()) {
   blocking_.waiters = waiters;
+  blocking_.trace_name = "tensor fusion: negotiation";  // what the ranks are in, in a dump
 }
 
 StatusOr<Readiness> Negotiator::ExchangeReadiness(bool need_coordinator, bool shutdown,

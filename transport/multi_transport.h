@@ -51,6 +51,7 @@ class MultiTransport : public Transport {
       if (inner->fast()) set_fast(this);
     }
     int peer() const override { return inner_->peer(); }
+    int64_t Retransmits() const override { return inner_->Retransmits(); }
     void PostSend(const Region& r, size_t off, size_t len, Tag tag, uint64_t op_id) override {
       inner_->PostSend(owner_->Translate(r, part_), off, len, tag, op_id);
     }

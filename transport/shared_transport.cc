@@ -66,6 +66,7 @@ class ViewEndpoint : public Endpoint, public EndpointFastPath {
     if (base->fast()) set_fast(this);
   }
   int peer() const override { return peer_; }
+  int64_t Retransmits() const override { return base_->Retransmits(); }
   void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override;

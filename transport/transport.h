@@ -122,6 +122,10 @@ class Endpoint {
   virtual ~Endpoint() = default;
   // The three calls every back end writes.
   virtual int peer() const = 0;
+  // Segments the kernel has sent again on the link to this peer so far (tcp: TCP_INFO's total
+  // retransmissions): where a collective times out, a lossy link shows here (the flight
+  // recorder's dump). -1: the back end cannot tell. From the thread that holds the transport.
+  virtual int64_t Retransmits() const { return -1; }
   // Both complete through Transport::Poll. Errors are reported as completions, never dropped.
   virtual void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) = 0;
   virtual void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) = 0;

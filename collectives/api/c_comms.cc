@@ -112,6 +112,14 @@ hoop_status_t hoop_comm_set_trace_label(hoop_comm_t comm, const char* label) {
   });
 }
 
+hoop_status_t hoop_comm_set_trace_name(hoop_comm_t comm, const char* name) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckLive(comm, "hoop_comm_set_trace_name")) return bad;
+    comm->get().NameNextCall(name ? name : "");
+    return HOOP_SUCCESS;
+  });
+}
+
 hoop_status_t hoop_comm_revoke(hoop_comm_t comm, const char* reason) {
   return Guard([&] {
     if (hoop_status_t bad = CheckLive(comm, "hoop_comm_revoke")) return bad;

@@ -177,6 +177,7 @@ bool Communicator::deterministic() const { return core_->deterministic(); }
 std::string Communicator::TraceJson(const std::string& reason) const { return core_->TraceJson(reason); }
 
 void Communicator::SetTraceLabel(const std::string& label) { core_->SetTraceLabel(label); }
+void Communicator::NameNextCall(std::string name) { core_->NameNextCall(std::move(name)); }
 
 StatusOr<std::string> Communicator::DumpTrace(const std::string& dir, const std::string& reason) const {
   return core_->DumpTrace(dir, reason);

@@ -61,6 +61,9 @@ struct CallOptions {
   // reply to a small message comes within that. Set by a thread that calls for someone computing
   // meanwhile (the fusion runtime's): its waits spin only while this counts a waiting thread.
   const std::atomic<int>* waiters = nullptr;
+  // The flight recorder's name for the call (the fusion runtime's: the tensors it carries),
+  // copied at the call; its first 95 characters are kept. Collectives only.
+  std::string_view trace_name;
 };
 
 struct CommOptions {
@@ -264,6 +267,10 @@ class Communicator {
   StatusOr<std::string> DumpTrace(const std::string& dir, const std::string& reason = "request") const;
   // The name its dumps give it beside its own ("label"): the caller's (a process group's).
   void SetTraceLabel(const std::string& label);
+  // The recorder's name for the next call made on it, from any thread ("name" in a dump; its
+  // first 95 characters): PyTorch's op name, given by the torch backend. CallOptions::trace_name
+  // names one call where it is made.
+  void NameNextCall(std::string name);
   // Revokes the communicator, from this rank alone and any thread: every call on it still
   // running or made later, on every rank, fails with Code::kRevoked naming this rank and `why`
   // (collectives/core/revoke.cc). So do the communicators sharing its connections.

@@ -177,6 +177,7 @@ CommCore::~CommCore() {
   TraceStatus::Unregister(trace_status_);  // first: a dump or answer in progress finishes before anything goes
   TraceSignal::Unregister(trace_signal_);
   if (Status s = Close(); !s.ok()) HOOP_LOG(kError, s.message());
+  DumpAtEnd();  // a send or receive that failed, where nothing else wrote the recorder
   // Sends and receives nobody waited for: their Works complete, the transport goes.
   const Status pending = Aborted("the communicator was destroyed with the call pending");
   TransportHub& hub = *membership_.hub;
@@ -242,11 +243,16 @@ Work CommCore::Post(CollKind kind, const Buffer& in, const Buffer& out, ReduceOp
   x.v = std::move(v);
   x.stream = o.stream;
   x.waiters = o.waiters;
+  if (!o.trace_name.empty()) x.name = std::make_shared<const std::string>(o.trace_name);
   return Submit(std::move(x), o.blocking);
 }
 
 Work CommCore::Submit(Op op, bool blocking) {
   op.deterministic = deterministic();
+  if (name_pending_.load(std::memory_order_relaxed) && !op.abort) [[unlikely]] {
+    auto taken = TakeName();  // taken by this call, even where it is named by its options
+    if (!op.name) op.name = std::move(taken);
+  }
   if (!op.abort) {
     Status s = op.p2p ? CheckP2p(*op.p2p, op.stream.has_value()) : CheckCall(op);
     if (!s.ok()) return Work::MakeRefused(s);
@@ -272,6 +278,7 @@ Work CommCore::Submit(Op op, bool blocking) {
       op.begun = Deadline::Clock::now();
       op.trace = recorder_->Begun(TraceOf(op), seq_, op.algo, op.begun);
       op.trace_begun = true;
+      NameRecord(op.trace, op);
     }
     Status result = RunCollectiveOp(op);
     ready_events_.Give(op.ready);
@@ -494,6 +501,7 @@ Status CommCore::RunCollectiveOp(const Op& op) {
   const RunningTrace outer = running_;  // (a collective run inside another's turn: restored below)
   // One the worker runs is recorded as it starts (a caller's was, in Submit).
   const uint64_t id = op.trace_begun || !recorder_->on() ? 0 : recorder_->Begun(TraceOf(op), seq_, op.algo);
+  if (id) NameRecord(id, op);
   running_ = RunningTrace{op.trace_begun ? op.trace : id};
   chosen_ = op.algo;
   Status result = RunOp(op, seq_++);
@@ -516,6 +524,7 @@ Deadline CommCore::RunDeadline(const Op& op) const {
 }
 
 Status CommCore::ExplainTimeout(const Status& timeout) {
+  const std::string links = NoteLinks(waiting_for_);
   if (waiting_for_.empty()) return timeout;
   // The others time out within moments of this rank when they entered the operation with it;
   // one that has said nothing within the grace (a quarter of the timeout, 1 to 10 s, the part of
@@ -524,8 +533,9 @@ Status CommCore::ExplainTimeout(const Status& timeout) {
   StallVerdict v =
       FindStalledRanks(*store_, "hoop/" + opts_.name + "/", opts_.rank, waiting_for_, Deadline::After(grace));
   if (v.explanation.empty())
-    return DeadlineExceeded(timeout.message() + "; did every rank call the same collectives in the same order?");
-  return DeadlineExceeded(timeout.message() + "; " + v.explanation);
+    return DeadlineExceeded(timeout.message() + links +
+                            "; did every rank call the same collectives in the same order?");
+  return DeadlineExceeded(timeout.message() + links + "; " + v.explanation);
 }
 
 std::string CommCore::Describe(const Op& op, uint32_t seq, Algo algo, Compression wire) const {

@@ -114,6 +114,9 @@ class CommCore {
     std::lock_guard<std::mutex> lock(label_mu_);
     trace_label_ = label;
   }
+  // The recorder's name for the next call made on this communicator, from any thread (PyTorch's
+  // op name, through the C API); a call's CallOptions::trace_name wins over it.
+  void NameNextCall(std::string name);
   bool healthy();
   size_t MaxCallBytes() const;
 
@@ -139,6 +142,7 @@ class CommCore {
     uint64_t trace = 0;                         // its flight recorder id, where recorded on the caller's thread
     bool trace_begun = false;                   // so recorded
     Deadline::Clock::time_point begun{};        // when so: the clock read its deadline starts from too
+    std::shared_ptr<const std::string> name;    // the caller's name for it in the recorder (null: none)
   };
   // A call's deadline for its own waits (the rest of HOOP_TIMEOUT is ExplainTimeout's): from the
   // clock read the recorder took where it has one.
@@ -374,7 +378,17 @@ class CommCore {
   TraceOwner Owner(const std::string& reason) const;
   uint64_t TraceNow(bool is_send, const Buffer& b, int peer, int tag);  // a point-to-point call run here
   void DumpAtFailure(const Status& why);
+  void DumpIfFailed(const Status& why);  // a failed send or receive's (comm_trace.cc)
+  void DumpAtEnd();
+  // At a timeout: what each link has resent so far (Endpoint::Retransmits), for the dump; the
+  // words naming those of `waited` that did (", TCP to rank 2 resent 57 segments").
+  std::string NoteLinks(const std::vector<int>& waited);
   void RegisterTrace();  // comm_trace.cc
+  // The name NameNextCall left for the call being made now (taking it), or null.
+  std::shared_ptr<const std::string> TakeName();
+  void NameRecord(uint64_t id, const Op& op) {
+    if (op.name) recorder_->Name(id, *op.name);
+  }
   Status ExplainTimeout(const Status& timeout);
 
   CommOptions opts_;
@@ -426,8 +440,12 @@ class CommCore {
     uint64_t id = 0;
   };
   RunningTrace running_;
-  int trace_signal_ = 0;         // its registration for dumps on a signal (trace_signal.h)
-  int trace_status_ = 0;         // and for the live view's asks (trace_status.h)
+  int trace_signal_ = 0;                     // its registration for dumps on a signal (trace_signal.h)
+  int trace_status_ = 0;                     // and for the live view's asks (trace_status.h)
+  std::vector<int64_t> link_retrans_;        // NoteLinks's, under label_mu_
+  std::atomic<bool> failure_dumped_{false};  // DumpAtFailure wrote this communicator's
+  std::atomic<bool> name_pending_{false};    // NameNextCall's, not yet taken (next_name_, under label_mu_)
+  std::string next_name_;
   mutable std::mutex label_mu_;  // (held for a copy only)
   std::string trace_label_;
   Algo chosen_ = Algo::kAuto;

@@ -30,6 +30,21 @@ void CommCore::RegisterTrace() {
                                         [this] { return hoop::TraceJson(Owner("status"), *recorder_, kLiveOps); });
 }
 
+void CommCore::NameNextCall(std::string name) {
+  std::lock_guard<std::mutex> lock(label_mu_);
+  next_name_ = std::move(name);
+  name_pending_.store(!next_name_.empty(), std::memory_order_relaxed);
+}
+
+std::shared_ptr<const std::string> CommCore::TakeName() {
+  std::lock_guard<std::mutex> lock(label_mu_);
+  name_pending_.store(false, std::memory_order_relaxed);
+  if (next_name_.empty()) return nullptr;
+  auto name = std::make_shared<const std::string>(std::move(next_name_));
+  next_name_.clear();
+  return name;
+}
+
 void CommCore::TraceWaits(uint32_t step, uint32_t chunk, Algo algo) { recorder_->Step(running_.id, step, chunk, algo); }
 
 TraceCall CommCore::TraceOf(const Op& op) const {
@@ -66,10 +81,12 @@ TraceOwner CommCore::Owner(const std::string& reason) const {
                reason,
                {},
                false,
+               {},
                {}};
   {
     std::lock_guard<std::mutex> lock(label_mu_);
     o.label = trace_label_;
+    o.retransmits = link_retrans_;
   }
   // The queue, where its lock is free within moments: a dump never waits on a thread that may
   // be stuck (its holders only push and pop).
@@ -97,11 +114,43 @@ std::string CommCore::TraceJson(const std::string& reason) const { return hoop::
 // writes its recorder where HOOP_TRACE_DIR says, once, for hoop-doctor.
 void CommCore::DumpAtFailure(const Status& why) {
   if (opts_.trace_dir.empty() || !recorder_->on()) return;
+  failure_dumped_.store(true, std::memory_order_relaxed);
   auto path = DumpTrace(opts_.trace_dir, why.code() == Code::kDeadlineExceeded ? "timeout" : "error");
   if (path.ok())
     HOOP_LOG(kWarn, "rank " << opts_.rank << ": flight recorder written to " << *path);
   else
     HOOP_LOG(kWarn, "rank " << opts_.rank << ": " << path.status().message());
+}
+
+// A failed send or receive leaves the communicator usable (no poison, no dump of Poison's): its
+// dump is written here, where none was written yet, from the failed call's thread (RunNow), or,
+// for one whose Work failed, when the communicator goes (~CommCore) if a recorded call failed.
+void CommCore::DumpIfFailed(const Status& why) {
+  if (why.ok() || why.code() == Code::kInvalidArgument || failure_dumped_.load(std::memory_order_relaxed)) return;
+  DumpAtFailure(why);
+}
+
+void CommCore::DumpAtEnd() {
+  if (!failure_dumped_.load(std::memory_order_relaxed) && recorder_->failed_any())
+    DumpAtFailure(Aborted("a recorded call failed"));
+}
+
+std::string CommCore::NoteLinks(const std::vector<int>& waited) {
+  std::vector<int64_t> resent(static_cast<size_t>(opts_.size), -1);
+  bool known = false;
+  for (int p = 0; p < opts_.size; ++p)
+    if (Endpoint* e = p == opts_.rank ? nullptr : transport_->endpoint(p)) {
+      resent[static_cast<size_t>(p)] = e->Retransmits();
+      known |= resent[static_cast<size_t>(p)] >= 0;
+    }
+  std::string said;
+  for (int p : waited)
+    if (p >= 0 && p < opts_.size && resent[static_cast<size_t>(p)] > 0)
+      said += "; TCP to rank " + std::to_string(p) + " resent " + std::to_string(resent[static_cast<size_t>(p)]) +
+              " segments (a lossy link?)";
+  std::lock_guard<std::mutex> lock(label_mu_);
+  link_retrans_ = known ? std::move(resent) : std::vector<int64_t>{};
+  return said;
 }
 
 }  // namespace hoop

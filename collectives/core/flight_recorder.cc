@@ -17,7 +17,7 @@ namespace hoop {
 
 namespace {
 
-constexpr size_t kErrorChars = 240, kWaitPeers = 16;
+constexpr size_t kErrorChars = 240, kWaitPeers = 16, kNameChars = 95;
 constexpr auto kRelaxed = std::memory_order_relaxed;
 constexpr uint8_t kNoAlgo = 0xff;  // a point-to-point call, or one not started
 
@@ -63,6 +63,7 @@ struct alignas(64) FlightRecorder::Slot {
   std::atomic<uint32_t> step{0}, chunk{0};
   std::atomic<uint8_t> kind{0}, p2p{0}, dtype{0}, mem{0}, stream{0}, state{0}, waits{0}, algo{kNoAlgo};
   std::atomic<uint16_t> error_len{0};
+  std::atomic<uint8_t> name_len{0};
 
   void Begin() {
     version.store(version.load(kRelaxed) + 1, kRelaxed);
@@ -80,6 +81,10 @@ struct FlightRecorder::Cold {
   std::atomic<int32_t> wait[kWaitPeers];
 };
 
+struct FlightRecorder::Names {
+  std::atomic<char> text[kNameChars];
+};
+
 namespace {
 size_t PowerOfTwo(size_t n) {
   size_t p = 1;
@@ -94,7 +99,10 @@ FlightRecorder::FlightRecorder(size_t capacity)
       slots_(capacity_ ? new Slot[capacity_] : nullptr),
       begin_ns_(Now()) {}
 
-FlightRecorder::~FlightRecorder() { delete[] cold_.load(std::memory_order_acquire); }
+FlightRecorder::~FlightRecorder() {
+  delete[] cold_.load(std::memory_order_acquire);
+  delete[] names_.load(std::memory_order_acquire);
+}
 
 FlightRecorder::Cold* FlightRecorder::ColdFor(uint64_t id) {
   Cold* cold = cold_.load(std::memory_order_acquire);
@@ -148,6 +156,7 @@ uint64_t FlightRecorder::Claim(const TraceCall& c, bool started, int64_t seq, Al
   s.chunk.store(0, kRelaxed);
   s.error_len.store(0, kRelaxed);
   s.waits.store(0, kRelaxed);
+  s.name_len.store(0, kRelaxed);
   s.End();
   return id;
 }
@@ -187,6 +196,22 @@ void FlightRecorder::Chose(uint64_t id, Algo algo) {
   s->End();
 }
 
+void FlightRecorder::Name(uint64_t id, std::string_view name) {
+  Slot* s = Owned(id);
+  if (!s || name.empty()) return;
+  Names* names = names_.load(std::memory_order_acquire);
+  if (!names) {  // made by the recorder's one writer at a time: no race to make it
+    names = new Names[capacity_];
+    names_.store(names, std::memory_order_release);
+  }
+  Names& n = names[(id - 1) & mask_];
+  const size_t len = std::min(name.size(), kNameChars);
+  s->Begin();
+  for (size_t i = 0; i < len; ++i) n.text[i].store(name[i], kRelaxed);
+  s->name_len.store(static_cast<uint8_t>(len), kRelaxed);
+  s->End();
+}
+
 // Step and Done write single fields, each a fact of its own, outside the version's steps: a
 // reader may see one newer than the rest, never a torn field.
 void FlightRecorder::Step(uint64_t id, uint32_t step, uint32_t chunk, Algo algo) {
@@ -223,6 +248,7 @@ void FlightRecorder::Ended(uint64_t id, const Status& result, const std::vector<
   s->waits.store(static_cast<uint8_t>(w), kRelaxed);
   s->state.store(static_cast<uint8_t>(TraceState::kFailed), std::memory_order_release);
   s->End();
+  if (result.code() != Code::kInvalidArgument) failed_.store(true, kRelaxed);
 }
 
 bool FlightRecorder::Read(size_t index, TraceRecord* r) const {
@@ -260,6 +286,10 @@ bool FlightRecorder::Read(size_t index, TraceRecord* r) const {
   const size_t w = cold ? std::min<size_t>(s.waits.load(kRelaxed), kWaitPeers) : 0;
   r->waiting_for.resize(w);
   for (size_t i = 0; i < w; ++i) r->waiting_for[i] = cold->wait[i].load(kRelaxed);
+  const Names* names = names_.load(std::memory_order_acquire);
+  const size_t nl = names ? std::min<size_t>(s.name_len.load(kRelaxed), kNameChars) : 0;
+  r->name.resize(nl);
+  for (size_t i = 0; i < nl; ++i) r->name[i] = names[index].text[i].load(kRelaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   return s.version.load(kRelaxed) == v;
 }
@@ -304,7 +334,13 @@ std::string TraceJson(const TraceOwner& o, const FlightRecorder& rec, size_t las
     << ", \"job_rank\": " << o.job_rank << ", \"pid\": " << o.pid << ", \"host\": " << JsonQuoted(o.host)
     << ", \"reason\": " << JsonQuoted(o.reason) << ", \"label\": " << JsonQuoted(o.label)
     << ", \"capacity\": " << rec.capacity() << ", \"recorded\": " << rec.recorded()
-    << ", \"dropped\": " << rec.dropped() << ", \"now_s\": " << rec.Seconds() << ", \"ops\": [";
+    << ", \"dropped\": " << rec.dropped() << ", \"now_s\": " << rec.Seconds();
+  if (!o.retransmits.empty()) {
+    j << ", \"retransmits\": [";
+    for (size_t i = 0; i < o.retransmits.size(); ++i) j << (i ? ", " : "") << o.retransmits[i];
+    j << "]";
+  }
+  j << ", \"ops\": [";
   bool first = true;
   const std::vector<TraceRecord> ops = rec.Snapshot();
   const uint64_t newest = ops.empty() ? 0 : ops.back().id;
@@ -319,6 +355,7 @@ std::string TraceJson(const TraceOwner& o, const FlightRecorder& rec, size_t las
     }
     j << ", \"seq\": " << r.seq << ", ";
     CallJson(j, r.call);
+    if (!r.name.empty()) j << ", \"name\": " << JsonQuoted(r.name);
     j << ", \"algo\": \"" << r.algo << "\", \"state\": \"" << TraceStateName(r.state) << "\", \"step\": " << r.step
       << ", \"chunk\": " << r.chunk << ", \"queued_s\": " << r.queued_s << ", \"started_s\": " << r.started_s
       << ", \"ended_s\": " << r.ended_s;

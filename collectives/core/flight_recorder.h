@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectives/core/algo.h"
@@ -53,6 +54,7 @@ struct TraceRecord {
   int64_t seq = -1;  // a collective's sequence number, the same on every rank (once started)
   TraceCall call;
   std::string algo;  // once started ("" for point-to-point)
+  std::string name;  // the caller's name for it (fusion: its tensors; torch: PyTorch's op), "": none
   TraceState state = TraceState::kQueued;
   uint32_t step = 0, chunk = 0;  // where a started collective last waited (Step)
   // Seconds since the recorder began; -1: not (yet). A completed operation's end is not timed.
@@ -87,6 +89,9 @@ class FlightRecorder {
   // Where a started collective waits: the step of its schedule (from 0), the chunk, and the
   // algorithm it resolved to.
   void Step(uint64_t id, uint32_t step, uint32_t chunk, Algo algo);
+  // The caller's name for a just-recorded operation (its first 95 characters), by the thread that
+  // recorded it, before anyone else writes it. Kept apart, made at the first name.
+  void Name(uint64_t id, std::string_view name);
   // Completed, by `algo` (a collective's resolved algorithm; kAuto: as recorded).
   void Done(uint64_t id, Algo algo = Algo::kAuto);
   // Done where `result` is ok, else failed with its message and the peers it waited for.
@@ -98,12 +103,15 @@ class FlightRecorder {
   uint64_t recorded() const { return next_.load(std::memory_order_relaxed) - 1; }
   // Those not recorded: their slot held an operation still in flight.
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  // Whether a recorded operation failed, other than by its caller's arguments.
+  bool failed_any() const { return failed_.load(std::memory_order_relaxed); }
   // Seconds since the recorder began, as its records' times count them.
   double Seconds() const;
 
  private:
   struct Slot;
-  struct Cold;  // a failure's message and peers, apart from what every operation writes
+  struct Cold;   // a failure's message and peers, apart from what every operation writes
+  struct Names;  // the callers' names (most communicators never get one)
   uint64_t Claim(const TraceCall& call, bool started, int64_t seq, Algo algo, int64_t now_ns);
   Slot* Owned(uint64_t id) const;  // the slot `id` holds, or null
   bool Read(size_t index, TraceRecord* out) const;
@@ -112,10 +120,12 @@ class FlightRecorder {
   size_t capacity_, mask_;
   std::unique_ptr<Slot[]> slots_;
   std::atomic<Cold*> cold_{nullptr};
+  std::atomic<Names*> names_{nullptr};
   int64_t begin_ns_;
   // On a cache line of their own, apart from whatever the allocator put beside this object.
   alignas(64) std::atomic<uint64_t> next_{1};
-  std::atomic<uint64_t> dropped_{0};  // (atomics only so that a reader on another thread may read them)
+  std::atomic<uint64_t> dropped_{0};
+  std::atomic<bool> failed_{false};  // (atomics only so that a reader on another thread may read them)
   // (The class's alignment, 64, pads its end: nothing else shares their line.)
 };
 
@@ -130,10 +140,13 @@ struct TraceOwner {
   std::vector<TraceCall> queued;
   bool queue_listed = true;
   std::string label;  // the caller's name for the communicator (a PyTorch process group's); "": none
+  // By rank: the segments resent on the link to each, as taken at the last timeout
+  // (Endpoint::Retransmits; -1: not known, or itself); empty: none taken.
+  std::vector<int64_t> retransmits;
 };
 // One rank's dump: {"hoop_trace": 1, the owner's fields, "capacity", "recorded", "dropped",
-// "now_s" (the recorder's clock at the dump), "ops": [...], "queued": [...] (or null: not
-// listed)}. `last`: only the newest that many operations, and every one still in flight (the
+// "now_s" (the recorder's clock at the dump), ["retransmits": [...] by rank,] "ops": [...],
+// "queued": [...] (or null: not listed)}. `last`: only the newest that many operations, and every one still in flight (the
 // live view's answer).
 std::string TraceJson(const TraceOwner& owner, const FlightRecorder& recorder, size_t last = SIZE_MAX);
 // Writes TraceJson to DIR/hoop-trace.<comm>.<rank>.json (atomically: a temporary file renamed);

@@ -242,6 +242,7 @@ Status CommCore::RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvIn
   if (here)
     if (std::optional<Status> done = RunNowAtOnce(is_send, b, peer, tag, info, refused, look)) {
       recorder_->Ended(trace, *done);
+      DumpIfFailed(*done);
       return *done;
     }
   // The caller's RecvInfo, without a copy or an allocation: the call ends before this returns.
@@ -260,10 +261,13 @@ Status CommCore::RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvIn
     Op op;
     op.kind = CollKind::kBarrier;
     op.p2p = std::move(call);
-    return Submit(std::move(op), true).Wait();
+    Status queued = Submit(std::move(op), true).Wait();
+    DumpIfFailed(queued);
+    return queued;
   }
   Status result = DriveNow(std::move(call), is_send, peer, look);
   recorder_->Ended(trace, result);
+  DumpIfFailed(result);
   return result;
 }
 
@@ -277,7 +281,10 @@ uint64_t CommCore::TraceNow(bool is_send, const Buffer& b, int peer, int tag) {
   t.dtype = b.dtype;
   t.count = b.count;
   t.mem = b.kind;
-  return recorder_->Begun(t, -1, Algo::kAuto);
+  const uint64_t id = recorder_->Begun(t, -1, Algo::kAuto);
+  if (name_pending_.load(std::memory_order_relaxed)) [[unlikely]]
+    if (auto name = TakeName()) recorder_->Name(id, *name);
+  return id;
 }
 
 Status CommCore::DriveNow(std::shared_ptr<P2pCall> call, bool is_send, int peer, const NowLook& look) {
@@ -317,6 +324,7 @@ void CommCore::RunP2p(const Op& op, bool caller_waits) {
   const StreamTicket ticket = op.ticket;
   // Recorded as it starts (under the turn); its completion may come on another thread.
   const uint64_t trace = recorder_->on() ? recorder_->Begun(TraceOf(op), -1, Algo::kAuto) : 0;
+  NameRecord(trace, op);
   std::shared_ptr<FlightRecorder> rec = trace ? recorder_ : nullptr;
   op.p2p->complete = [state, call, ticket, rec, trace](const Status& s) {
     const Status result = s.ok() && call->after ? call->after() : s;

@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 #define HOOP_API_VERSION \
-  15 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+  16 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
                               6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
                               7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
@@ -57,7 +57,9 @@ extern "C" {
                               13: hoop_comm_revoke, HOOP_ERR_REVOKED;
                               14: hoop_comm_shrink, hoop_comm_shrink_excluding,
                                   hoop_comm_failed_ranks, hoop_comm_grow, hoop_init_join;
-                              15: hoop_comm_newcomers, HOOP_JOIN */
+                              15: hoop_comm_newcomers, HOOP_JOIN;
+                              16: the flight recorder (hoop_comm_trace, hoop_comm_dump_trace,
+                                  hoop_comm_set_trace_label, hoop_comm_set_trace_name) */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -454,10 +456,14 @@ hoop_status_t hoop_comm_deterministic(hoop_comm_t comm, int* on);
  * fails (a timeout, a lost peer, ranks that disagree) writes it there by itself where
  * HOOP_TRACE_DIR is set, and SIGUSR1 (HOOP_TRACE_SIGNAL) makes every communicator of the process
  * write it. hoop_comm_set_trace_label names the communicator in its dumps as the caller knows
- * it (the torch backend: the process group's name); NULL or "" clears it. */
+ * it (the torch backend: the process group's name); NULL or "" clears it.
+ * hoop_comm_set_trace_name names the next call made on comm, from any thread, in the recorder
+ * ("name"; its first 95 characters): the torch backend gives PyTorch's op name
+ * ("hoop:allreduce_coalesced"); NULL or "" clears a name not yet taken. */
 hoop_status_t hoop_comm_trace(hoop_comm_t comm, char* buf, size_t cap, size_t* needed);
 hoop_status_t hoop_comm_dump_trace(hoop_comm_t comm, const char* dir);
 hoop_status_t hoop_comm_set_trace_label(hoop_comm_t comm, const char* label);
+hoop_status_t hoop_comm_set_trace_name(hoop_comm_t comm, const char* name);
 
 /* ---- Revoking a communicator (MPI ULFM's MPIX_Comm_revoke, NCCL's ncclCommRevoke) ----
  *

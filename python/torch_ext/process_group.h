@@ -114,6 +114,7 @@ template <class Issue>
 ProcessGroupHoop::Work ProcessGroupHoop::Start(const char* call, c10d::OpType type, Tensors outputs, Tensors keep,
                                                std::function<void()> after, Issue issue, bool recv) {
   if (!labeled_) LabelTrace();
+  hoop_comm_set_trace_name(comm_, call);  // PyTorch's op name, on the first C call `issue` makes
   auto w = c10::make_intrusive<HoopWork>(getRank(), type, call, std::move(outputs), std::move(keep), std::move(after));
   if (issue(w->slot(), recv ? w->recv_info() : nullptr) != HOOP_SUCCESS)
     throw std::runtime_error(std::string("hoop: ") + hoop_last_error());

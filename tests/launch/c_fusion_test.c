@@ -121,6 +121,25 @@ int main(void) {
   CHECK(hoop_fusion_stop(fusion) == HOOP_SUCCESS, "stop");
   CHECK(hoop_allreduce(comm, x, x, 4, HOOP_F32, HOOP_SUM) == HOOP_SUCCESS, "direct call after stop");
   CHECK(x[0] == (float)size, "direct result");
+
+  /* The flight recorder names what the runtime ran (its tensors, its negotiation) and a call
+   * named through the C API, that call only. */
+  CHECK(hoop_comm_set_trace_name(comm, "c:named allreduce") == HOOP_SUCCESS, "name the next call");
+  CHECK(hoop_allreduce(comm, x, x, 4, HOOP_F32, HOOP_SUM) == HOOP_SUCCESS, "named call");
+  CHECK(hoop_barrier(comm) == HOOP_SUCCESS, "unnamed call");
+  size_t need = 0;
+  hoop_comm_trace(comm, NULL, 0, &need);
+  char* trace = malloc(need);
+  CHECK(hoop_comm_trace(comm, trace, need, &need) == HOOP_SUCCESS, "trace");
+  CHECK(strstr(trace, "\"name\": \"tensor fusion: negotiation\"") != NULL, "the negotiation named");
+  CHECK(strstr(trace, "grad/") != NULL, "the fused gradients named");
+  CHECK(strstr(trace, "\"name\": \"params\"") != NULL && strstr(trace, "\"name\": \"ranks\"") != NULL,
+        "the broadcast and allgather named");
+  const char* named = strstr(trace, "\"name\": \"c:named allreduce\"");
+  CHECK(named != NULL && strstr(named, "\"op\": \"barrier\"") != NULL &&
+            strstr(strstr(named, "\"op\": \"barrier\""), "\"name\"") == NULL,
+        "the named call, and the next one not");
+  free(trace);
   free(all);
   CHECK(hoop_finalize(comm) == HOOP_SUCCESS, "finalize");
   printf("c-fusion ok rank %d of %d\n", rank, size);

@@ -334,3 +334,52 @@ TEST_CASE("hooprun --status across ssh hosts names the remote rank the others wa
   CHECK(WaitGone(marker, 10) == 0);
   std::filesystem::remove_all(tmp);
 }
+
+// A peer stuck behind a lossy link (issue 55): while every rank allreduces 4 MiB in a loop
+// (hoop-test-rank hang loop), the remote host's way out turns into a 64 kbit/s link that drops
+// whatever its 5 ms queue cannot hold (tc tbf; the kernel here has no netem). Nothing dies:
+// the ranks stall inside the collective, time out (HOOP_TIMEOUT 8 s) and write their dumps
+// (HOOP_TRACE_DIR), and hoop-doctor says they are stuck inside it, waiting on the rank there.
+TEST_CASE("a rank behind a lossy link: hoop-doctor finds the ranks stuck inside, waiting on it",
+          "[hooprun][ssh][status]") {
+  SshHosts h(2);
+  SKIP_WITHOUT(h);
+  const std::string hosts = h.name(0) + ":2," + h.address(1) + ":1";
+  const std::string marker = NewMarker();
+  const std::string tmp = "/tmp/hoop-lossy-" + std::to_string(::getpid()), dumps = tmp + "/dumps";
+  std::filesystem::create_directories(dumps);
+  ProcOptions o = Within(150);
+  o.env["TMPDIR"] = tmp;  // where hooprun's job file is
+  ProcResult job;
+  std::thread run([&] {
+    job = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "120", "-x", "HOOP_TIMEOUT=8", "-x", "HOOP_TRANSPORT=tcp", "-x",
+                              "HOOP_TRACE_DIR=" + dumps, Bin("hoop-test-rank"), "hang", "loop", "2", marker}),
+                  o);
+  });
+  const int pid = HooprunWith(tmp, marker, 60);
+  // The link turns lossy once every rank is in its loop, as the live view shows.
+  ProcOptions asking = Within(30);
+  asking.env["TMPDIR"] = tmp;
+  for (int tries = 0; pid > 0 && tries < 60; ++tries) {
+    const std::string table = RunProc(h.Run(0, {Bin("hooprun"), "--status", std::to_string(pid)}), asking).output;
+    int looping = 0;
+    for (int r = 0; r < 3; ++r) looping += RowOf(table, r).find("allreduce 1048576 x f32") != std::string::npos;
+    if (looping == 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  const bool shaped = h.ShapeHost(1, "tbf rate 64kbit burst 2kb latency 5ms");
+  run.join();
+  INFO(job.output);
+  REQUIRE(pid > 0);
+  REQUIRE(shaped);
+  CHECK(job.exit_code != 0);
+  auto doc = RunProc({Bin("hoop-doctor"), "--json", dumps}, Within(30));
+  INFO(doc.output);
+  const nlohmann::json j = nlohmann::json::parse(doc.output, nullptr, false);
+  REQUIRE(j.is_array());
+  REQUIRE(j.size() == 1);
+  CHECK(j[0]["verdict"] == "stuck");
+  CHECK(j[0]["culprits"] == nlohmann::json::array({2}));
+  CHECK(WaitGone(marker, 20) == 0);
+  std::filesystem::remove_all(tmp);
+}

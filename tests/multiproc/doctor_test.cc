@@ -193,3 +193,54 @@ TEST_CASE("hooprun --status: usage, and no job to ask", "[multiproc][trace][doct
   CHECK(RunProc({Bin("hooprun"), "--status", "1", "2"}, o).exit_code == 2);
   CHECK(RunProc({Bin("hooprun"), "--help"}, o).output.find("--status [PID]") != std::string::npos);
 }
+
+TEST_CASE("hoop-doctor: a rank stuck in an earlier collective, and the links that resent segments",
+          "[multiproc][trace][doctor]") {
+  // Written in the layout hoop dumps (flight_recorder.h's TraceJson): rank 0 is still in
+  // allreduce #5, waiting for rank 2, who finished it and waits in #6 with rank 1.
+  const std::string dir = "/tmp/hoop-doctor-lossy-" + std::to_string(::getpid());
+  auto write = [&](int rank, int64_t seq, std::vector<int> waiting, std::vector<int64_t> resent) {
+    json ops = json::array();
+    for (int64_t s = 4; s <= seq; ++s)
+      ops.push_back({{"id", s + 1},
+                     {"seq", s},
+                     {"op", "allreduce"},
+                     {"dtype", "f32"},
+                     {"count", 1048576},
+                     {"root", -1},
+                     {"peer", -1},
+                     {"algo", "ring"},
+                     {"state", s < seq ? "done" : "failed"},
+                     {"step", 2},
+                     {"chunk", 1},
+                     {"error", s < seq ? "" : "timed out"},
+                     {"waiting_for", s < seq ? std::vector<int>{} : waiting}});
+    json d{{"hoop_trace", 1}, {"comm", "world"}, {"rank", rank}, {"size", 3}, {"ops", ops}, {"queued", json::array()}};
+    if (!resent.empty()) d["retransmits"] = resent;
+    std::ofstream(dir + "/hoop-trace.world." + std::to_string(rank) + ".json") << d.dump();
+  };
+  auto doctor = [&] {
+    auto doc = RunProc({Bin("hoop-doctor"), "--json", dir}, Within(30));
+    INFO(doc.output);
+    const json j = json::parse(doc.output, nullptr, false);
+    REQUIRE((j.is_array() && j.size() == 1));
+    return j[0];
+  };
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  write(0, 5, {2}, {});
+  write(1, 6, {0}, {});
+  write(2, 6, {1}, {});
+  json d = doctor();
+  CHECK((d["verdict"] == "stuck" && d["seq"] == 5 && d["culprits"] == json::array({2})));
+  // Every rank in one collective, each waiting for the next (a ring's cycle): the waits alone
+  // name all three; the links that resent segments, all of them rank 2's, name it.
+  write(0, 6, {2}, {-1, 3, 41});  // (3: a busy link resends a few)
+  write(1, 6, {0}, {0, -1, 17});
+  write(2, 6, {1}, {33, 12, -1});
+  d = doctor();
+  INFO(d.dump(1));
+  CHECK((d["verdict"] == "stuck" && d["seq"] == 6 && d["culprits"] == json::array({2})));
+  CHECK(d["lines"].back().get<std::string>().find("is rank 2's: a lossy link there") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}

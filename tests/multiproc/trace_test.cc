@@ -60,6 +60,12 @@ TEST_CASE("flight recorder: every rank's dump holds its calls, in order, with th
     CHECK((bc["root"] == 0 && bc["dtype"] == "i32" && bc["seq"] == ar["seq"].get<int>() + 1));
     const json& recv = d["ops"][d["ops"].size() - 3];
     CHECK((recv["peer"] == (rank + 2) % 3 && recv["tag"] == 7 && recv["count"] == 5));
+    // The callers' names: NameNextCall's for the next call only, CallOptions::trace_name's.
+    CHECK_FALSE(ar.contains("name"));
+    CHECK(bc["name"] == "test:broadcast");
+    CHECK(recv["name"] == "test:recv");
+    CHECK_FALSE(d["ops"][d["ops"].size() - 2].contains("name"));
+    CHECK(d["ops"].back()["name"] == "test:second allreduce");
   }
   // The same sequence number on every rank for the same collective.
   CHECK(Dump(dir, 0)["ops"].back()["seq"] == Dump(dir, 2)["ops"].back()["seq"]);
@@ -84,20 +90,19 @@ TEST_CASE("flight recorder: at a failure each rank writes its dump, with the cal
     const json d = Dump(dir, rank);
     INFO(d.dump(1));
     CHECK(d["reason"] == "error");  // the ranks find they disagree before any times out
-    // The last collective it called: rank 1's barrier where the others allreduce (a rank that
-    // heard of the failure while in it has it failed; one whose own run found it, failed too).
-    const json* last = nullptr;
+    // The call it failed in: rank 1's barrier where the others allreduce; or, for a rank still
+    // in the send and receive before it when the abort reached it (a loaded machine), that
+    // send or receive (its dump written as the communicator went: DumpAtEnd).
+    const json* failed = nullptr;
     for (const json& op : d["ops"])
-      if (op["op"] != "send" && op["op"] != "recv") last = &op;
-    REQUIRE(last);
-    CHECK((*last)["op"] == (rank == 1 ? "barrier" : "allreduce"));
-    CHECK((*last)["state"] != "done");
+      if (op["state"] != "done" && !failed) failed = &op;
+    REQUIRE(failed);
+    const std::string op = (*failed)["op"];
+    if (op != "send" && op != "recv") CHECK(op == (rank == 1 ? "barrier" : "allreduce"));
   }
-  // Ranks 1 and 2 find the disagreement in their collective and write theirs. Rank 0 does too
-  // where the abort reaches it in the allreduce; where it is still in the send and receive before
-  // it (a loaded machine), its receive fails ("lost rank 2: rank 2 aborted") and a failed
-  // point-to-point call writes no dump: a known gap (issue 55's notes).
-  CHECK(written >= 2);
+  // Every rank writes one: those that find the disagreement in their collective, and one whose
+  // send or receive failed instead.
+  CHECK(written == 3);
   CHECK(WaitGone(marker, 5) == 0);
   std::filesystem::remove_all(dir);
 }

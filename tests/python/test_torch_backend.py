@@ -185,8 +185,10 @@ class Backend(unittest.TestCase):
                 self.assertEqual(len(ours), 1, f"rank {rank}: {[d['comm'] for d in dumps]}\n{r.output}")
                 d = ours[0]
                 self.assertEqual((d["reason"], d["rank"], d["size"]), ("signal", rank, 2))
-                ops = [o["op"] for o in d["ops"] if o["state"] == "done"]
-                self.assertEqual(ops[-2:], ["allreduce", "broadcast"], d)
+                done = [o for o in d["ops"] if o["state"] == "done"]
+                self.assertEqual([o["op"] for o in done[-2:]], ["allreduce", "broadcast"], d)
+                # Each call named by PyTorch's op, as its own recorder's profiling_name.
+                self.assertEqual([o.get("name") for o in done[-2:]], ["hoop:allreduce", "hoop:broadcast"], d)
                 if TORCH_VERSION >= (2, 0):  # the process group's name, as PyTorch's own flight recorder gives it
                     self.assertRegex(d["label"], r"^\d+", d)
 

@@ -139,6 +139,12 @@ void SshHosts::KillHost(int i) {
   if (static_cast<size_t>(i) < ns_.size()) Sh("ip netns pids " + ns_[static_cast<size_t>(i)] + " | xargs -r kill -9");
 }
 
+bool SshHosts::ShapeHost(int i, const std::string& qdisc) {
+  if (static_cast<size_t>(i) >= ns_.size()) return false;
+  return Sh("tc -n " + ns_[static_cast<size_t>(i)] + " qdisc replace dev hv" + id_ + "_" + std::to_string(i) +
+            " root " + qdisc);
+}
+
 int SshHosts::ProcessesOn(int i) const {
   if (static_cast<size_t>(i) >= ns_.size()) return 0;
   FILE* p = ::popen(("ip netns pids " + ns_[static_cast<size_t>(i)] + " 2>/dev/null | wc -l").c_str(), "r");

@@ -32,6 +32,9 @@ class SshHosts {
   std::vector<std::string> SshFlags() const;
   // Kills every process in host i's namespace (a host that dies: sshd, sessions, agent, ranks).
   void KillHost(int i);
+  // Puts `qdisc` (tc's words: "tbf rate 64kbit burst 2kb latency 5ms") on host i's link, the way
+  // out of it; false where tc refuses.
+  bool ShapeHost(int i, const std::string& qdisc);
   // Processes still in host i's namespace.
   int ProcessesOn(int i) const;
   // The same, waiting up to `seconds` for the count to fall to `want` (sshd ends a session's

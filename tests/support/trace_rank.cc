@@ -1,7 +1,8 @@
 // hoop-test-rank trace DIR [skip]: the flight recorder in a real job. Every rank allreduces
 // 1000 f32, broadcasts 10 i32 from rank 0 and sends 5 f64 to the next rank while receiving from
 // the one before (nonblocking), then allreduces 1000 f32 again and dumps its recorder into DIR
-// (hoop_comm_dump_trace's path). With "skip", rank 1 calls a barrier where the others call that
+// (hoop_comm_dump_trace's path); the broadcast and the receive are named by NameNextCall, the
+// second allreduce by its CallOptions::trace_name. With "skip", rank 1 calls a barrier where the others call that
 // second allreduce: every rank times out (HOOP_TIMEOUT, set by the test), writes its recorder by
 // itself (HOOP_TRACE_DIR, set by the test) and exits 1.
 //
@@ -10,6 +11,7 @@
 // (collectives #0 to #5), then a barrier; in round 2 (the allreduce is #2) rank RANK does KIND
 // instead: skip (leaves that allreduce out), order (the broadcast first), size (999 elements),
 // sleep (10 minutes before it: stuck in its own code), stop (SIGSTOP to itself), exit (exits 3).
+// KIND loop: no culprit of its own; every rank allreduces 1M f32 in a loop (RunLoop).
 #include <signal.h>
 #include <unistd.h>
 
@@ -29,14 +31,18 @@ int RunTrace(Communicator& c, const std::string& dir, bool skip) {
   std::vector<double> out(5, c.rank()), in(5);
   const Buffer fa{a.data(), a.size(), DType::kF32};
   Status s = c.Allreduce(fa, fa, ReduceOp::kSum).Wait();
+  c.NameNextCall("test:broadcast");  // the recorder's names: the next call's, and one call's own
   if (s.ok()) s = c.Broadcast({b.data(), b.size(), DType::kI32}, {b.data(), b.size(), DType::kI32}, 0).Wait();
   if (s.ok() && c.size() > 1) {
+    c.NameNextCall("test:recv");
     Work r = c.Recv({in.data(), in.size(), DType::kF64}, (c.rank() + c.size() - 1) % c.size(), 7);
     Work w = c.Send({out.data(), out.size(), DType::kF64}, (c.rank() + 1) % c.size(), 7);
     s = w.Wait();
     if (Status got = r.Wait(); s.ok()) s = got;
   }
-  if (s.ok()) s = skip && c.rank() == 1 ? c.Barrier().Wait() : c.Allreduce(fa, fa, ReduceOp::kSum).Wait();
+  CallOptions named;
+  named.trace_name = "test:second allreduce";
+  if (s.ok()) s = skip && c.rank() == 1 ? c.Barrier().Wait() : c.Allreduce(fa, fa, ReduceOp::kSum, named).Wait();
   if (!s.ok()) {
     std::printf("rank %d: %s\n", c.rank(), s.ToString().c_str());
     return 1;
@@ -55,7 +61,24 @@ Status Round(Communicator& c, std::vector<float>& a, std::vector<int32_t>& b, bo
 }
 }  // namespace
 
+// "loop": every rank allreduces 1M f32 over and over, for 10 minutes at most: the load a link
+// that turns lossy under it (the test shapes it) leaves stuck mid-collective.
+int RunLoop(Communicator& c) {
+  std::vector<float> a(1 << 20, 1.0f);
+  const Buffer fa{a.data(), a.size(), DType::kF32};
+  const auto end = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+  Status s;
+  for (int i = 0; s.ok() && std::chrono::steady_clock::now() < end; ++i) {
+    s = c.Allreduce(fa, fa, ReduceOp::kAvg).Wait();
+    if (i == 0) std::printf("rank %d: looping\n", c.rank());
+    std::fflush(stdout);
+  }
+  std::printf("rank %d: %s\n", c.rank(), s.ToString().c_str());
+  return s.ok() ? 0 : 1;
+}
+
 int RunHang(Communicator& c, const std::string& kind, int culprit) {
+  if (kind == "loop") return RunLoop(c);
   std::vector<float> a(1000, 1.0f);
   std::vector<int32_t> b(10, c.rank());
   Status s;

@@ -98,7 +98,7 @@ TEST_CASE("flight recorder: the JSON dump, written whole", "[trace]") {
   const uint64_t a = r.Queued(Allreduce(1024));
   r.Started(a, 4, Algo::kDoubling);
   r.Ended(a, Internal("a \"quoted\"\nline"), {1, 2});
-  TraceOwner o{"world", 2, 4, 2, ::getpid(), "hostA", "request", {Allreduce(7)}, true, "pg 0"};
+  TraceOwner o{"world", 2, 4, 2, ::getpid(), "hostA", "request", {Allreduce(7)}, true, "pg 0", {-1, 0, -1, 57}};
   const std::string dir = std::filesystem::temp_directory_path() / ("hoop-trace-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto path = WriteTrace(dir, o, r);
@@ -108,6 +108,7 @@ TEST_CASE("flight recorder: the JSON dump, written whole", "[trace]") {
   const auto j = nlohmann::json::parse(f);
   CHECK(j["hoop_trace"] == 1);
   CHECK((j["comm"] == "world" && j["rank"] == 2 && j["size"] == 4 && j["reason"] == "request" && j["label"] == "pg 0"));
+  CHECK(j["retransmits"] == nlohmann::json::array({-1, 0, -1, 57}));
   REQUIRE(j["ops"].size() == 1);
   const auto& op = j["ops"][0];
   CHECK((op["op"] == "allreduce" && op["seq"] == 4 && op["algo"] == "doubling" && op["state"] == "failed"));
@@ -119,6 +120,32 @@ TEST_CASE("flight recorder: the JSON dump, written whole", "[trace]") {
   CHECK(nlohmann::json::parse(TraceJson(o, r))["queued"].is_null());
   CHECK_FALSE(WriteTrace("/nonexistent/dir", o, r).ok());
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight recorder: callers' names, kept apart and cut at 95 characters; the live view's last N", "[trace]") {
+  FlightRecorder r(4);
+  const uint64_t a = r.Begun(Allreduce(8), 0, Algo::kRing);
+  r.Name(a, "hoop:allreduce");
+  r.Done(a);
+  const uint64_t b = r.Begun(Allreduce(8), 1, Algo::kRing);
+  r.Name(b, std::string(200, 'x'));
+  r.Name(0, "nobody");  // not recorded: nothing to name
+  auto ops = r.Snapshot();
+  REQUIRE(ops.size() == 2);
+  CHECK(ops[0].name == "hoop:allreduce");
+  CHECK(ops[1].name == std::string(95, 'x'));
+  // A slot taken again forgets its last name.
+  for (int i = 0; i < 4; ++i) r.Done(r.Begun(Allreduce(1), 2 + i, Algo::kRing));
+  for (const TraceRecord& op : r.Snapshot()) CHECK((op.id == b || op.name.empty()));
+  // The JSON: "name" where there is one; with `last`, the newest N and every one in flight.
+  TraceOwner o{"world", 0, 1, 0, ::getpid(), "h", "status", {}, true, "", {}};
+  const auto all = nlohmann::json::parse(TraceJson(o, r));
+  CHECK(all["ops"].size() == 4);
+  CHECK(all["now_s"].get<double>() >= 0);
+  const auto last = nlohmann::json::parse(TraceJson(o, r, 1));
+  REQUIRE(last["ops"].size() == 2);  // operation b, still started, and the newest
+  CHECK((last["ops"][0]["id"] == b && last["ops"][0]["name"] == std::string(95, 'x')));
+  CHECK((last["ops"][1]["id"] == 5 && !last["ops"][1].contains("name")));  // (6 went unrecorded: b holds its slot)
 }
 
 TEST_CASE("flight recorder: records made on four threads in turn, a reader never waits nor sees a torn record",

@@ -154,12 +154,24 @@ bool Missing(const View& v, Diagnosis* out) {
   return true;
 }
 
+// A started collective, or one that failed waiting for peers: a rank stuck in it.
+bool StuckIn(const Op& o) {
+  return o.seq >= 0 && (o.state == "started" || (o.state == "failed" && !o.waiting_for.empty()));
+}
+
 bool NeverEntered(const View& v, Diagnosis* out) {
   int64_t furthest = -1;
   for (const auto& [r, d] : v.by_rank) furthest = std::max(furthest, v.Reached(r));
   std::vector<int> behind, inside;
   for (const auto& [r, d] : v.by_rank) (v.Reached(r) < furthest ? behind : inside).push_back(r);
   if (behind.empty() || furthest < 0) return false;
+  // Ranks behind because they are stuck inside an earlier collective (waiting for a peer that
+  // finished it and went on: its data never came) are StuckInside's.
+  if (std::all_of(behind.begin(), behind.end(), [&](int r) {
+        const int64_t last = v.Reached(r);
+        return last >= 0 && StuckIn(*v.colls.at(r).at(last));
+      }))
+    return false;
   const Op* op = v.colls.at(inside.front()).at(furthest);
   out->verdict = kNeverEntered;
   out->seq = furthest;
@@ -183,17 +195,44 @@ bool NeverEntered(const View& v, Diagnosis* out) {
   return true;
 }
 
+// The links that resent many segments by the timeout (the dumps' "retransmits": at least 10,
+// and a tenth of the most any link resent; a busy link resends a few), and the one rank on
+// every such link, if there is one: the rank behind a lossy link. Empty where none did.
+std::vector<int> LossyAt(const View& v, std::string* said) {
+  int64_t most = 0;
+  for (const auto& [r, d] : v.by_rank)
+    for (int64_t n : d->retransmits) most = std::max(most, n);
+  if (most < 10) return {};
+  std::vector<std::pair<int, int>> links;
+  for (const auto& [r, d] : v.by_rank)
+    for (size_t p = 0; p < d->retransmits.size(); ++p)
+      if (d->retransmits[p] * 10 >= most) {
+        links.emplace_back(r, static_cast<int>(p));
+        *said += std::string(said->empty() ? "" : ", ") + std::to_string(r) + " to " + std::to_string(p) + ": " +
+                 std::to_string(d->retransmits[p]);
+      }
+  if (links.empty()) return {};
+  std::vector<int> on_all;
+  for (int c : {links[0].first, links[0].second})
+    if (std::all_of(links.begin(), links.end(), [c](const auto& l) { return l.first == c || l.second == c; }))
+      on_all.push_back(c);
+  std::sort(on_all.begin(), on_all.end());
+  return on_all;
+}
+
 bool StuckInside(const View& v, Diagnosis* out) {
+  // The oldest collective some rank is stuck in: the others may have gone on to later ones.
+  for (const auto& [r, d] : v.by_rank)
+    for (const Op& o : d->ops)
+      if (StuckIn(o) && (out->seq < 0 || o.seq < out->seq)) out->seq = o.seq;
+  if (out->seq < 0) return false;
+  out->verdict = kStuck;
   for (const auto& [r, d] : v.by_rank)
     for (const Op& o : d->ops) {
-      if (o.seq < 0 || (o.state != "started" && !(o.state == "failed" && !o.waiting_for.empty()))) continue;
-      if (out->verdict == kHealthy) {
-        out->verdict = kStuck;
-        out->seq = o.seq;
+      if (!StuckIn(o) || o.seq != out->seq) continue;
+      if (out->lines.empty())
         out->lines.push_back("collective #" + std::to_string(o.seq) + " (" + o.Describe() +
                              "): every rank entered it, and some are still in it");
-      }
-      if (o.seq != out->seq) continue;
       out->lines.push_back("  rank " + std::to_string(r) + ": at step " + std::to_string(o.step) + ", chunk " +
                            std::to_string(o.chunk) + (o.algo.empty() ? "" : " of " + o.algo) +
                            (o.waiting_for.empty() ? "" : ", waiting for " + Ranks(o.waiting_for)));
@@ -201,10 +240,18 @@ bool StuckInside(const View& v, Diagnosis* out) {
         if (std::find(out->culprits.begin(), out->culprits.end(), p) == out->culprits.end()) out->culprits.push_back(p);
     }
   std::sort(out->culprits.begin(), out->culprits.end());
-  if (out->verdict == kStuck && !out->culprits.empty())
+  std::string resent;
+  const std::vector<int> lossy = LossyAt(v, &resent);
+  if (!lossy.empty()) {
+    out->culprits = lossy;
+    out->lines.push_back("the links that resent segments (rank to rank: segments) " + resent + "; each of them " +
+                         (lossy.size() == 1 ? "is " + Ranks(lossy) + "'s" : "joins " + Ranks(lossy)) +
+                         ": a lossy link there");
+  } else if (!out->culprits.empty()) {
     out->lines.push_back("the one they wait for: " + Ranks(out->culprits) +
                          " (a slow or lossy link to it, or it is stuck)");
-  return out->verdict == kStuck;
+  }
+  return true;
 }
 
 Diagnosis One(const std::string& comm, const std::vector<const RankDump*>& dumps) {

@@ -22,6 +22,7 @@ std::string Op::Describe() const {
   if (op != "barrier") s += " " + std::to_string(count) + " x " + dtype;
   if (root >= 0) s += " (root " + std::to_string(root) + ")";
   if (peer >= 0) s += std::string(op == "send" ? " to" : " from") + " rank " + std::to_string(peer);
+  if (!name.empty()) s += " [" + name + "]";
   return s;
 }
 
@@ -44,6 +45,7 @@ Op HoopOp(const json& e) {
   o.op = Get<std::string>(e, "op", "?");
   o.dtype = Get<std::string>(e, "dtype", "?");
   o.algo = Get<std::string>(e, "algo", "");
+  o.name = Get<std::string>(e, "name", "");
   o.state = Get<std::string>(e, "state", "?");
   o.error = Get<std::string>(e, "error", "");
   o.count = Get<uint64_t>(e, "count", 0);
@@ -65,6 +67,7 @@ RankDump HoopDump(const json& j, const std::string& file) {
   d.rank = Get<int>(j, "rank", -1);
   d.size = Get<int>(j, "size", 0);
   d.pid = Get<int>(j, "pid", 0);
+  d.retransmits = Get<std::vector<int64_t>>(j, "retransmits", {});
   for (const json& e : j.value("ops", json::array()))
     if (!Get<bool>(e, "busy", false)) d.ops.push_back(HoopOp(e));
   if (j.contains("queued") && j["queued"].is_array())
@@ -116,7 +119,8 @@ std::vector<RankDump> TorchDumps(const json& j, const std::string& file) {
     Op o;
     const bool p2p = Get<bool>(e, "is_p2p", false);
     o.seq = p2p ? -1 : Get<int64_t>(e, "collective_seq_id", -1);
-    o.op = TorchOpName(Get<std::string>(e, "profiling_name", "?"));
+    o.name = Get<std::string>(e, "profiling_name", "");
+    o.op = TorchOpName(o.name.empty() ? "?" : o.name);
     const std::string st = Get<std::string>(e, "state", "?");
     o.state = st == "completed" ? "done" : st == "scheduled" ? "queued" : st;
     const json sizes = e.value("input_sizes", json::array());

@@ -18,20 +18,23 @@ namespace hoop::doctor {
 struct Op {
   int64_t seq = -1;  // a collective's number on its communicator, the same on every rank; -1: p2p
   std::string op, dtype, algo, state, error;  // state: queued, started, done, failed
+  std::string name;  // the caller's (hoop: fusion's tensors, PyTorch's op; PyTorch: profiling_name)
   uint64_t count = 0;
   int root = -1, peer = -1;
   uint32_t step = 0, chunk = 0;
   std::vector<int> waiting_for;
   // What ranks must agree on: op, dtype, count, root.
   std::string Signature() const;
-  std::string Describe() const;  // "allreduce 1000 x f32", "broadcast 10 x i32 (root 0)"
+  // "allreduce 1000 x f32", "broadcast 10 x i32 (root 0)", "allreduce 8 x f32 [hoop:allreduce]"
+  std::string Describe() const;
 };
 
 struct RankDump {
   std::string file, comm, reason, host;
   int rank = -1, size = 0, pid = 0;
-  std::vector<Op> ops;     // oldest first
-  std::vector<Op> queued;  // behind the running one, not started
+  std::vector<Op> ops;               // oldest first
+  std::vector<Op> queued;            // behind the running one, not started
+  std::vector<int64_t> retransmits;  // by rank: what the link to each resent by the timeout (-1: unknown)
 };
 
 // Reads one dump's JSON text (`name`: where it came from, for messages; a PyTorch dump's rank

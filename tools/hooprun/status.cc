@@ -114,6 +114,7 @@ std::string StateText(const json& comm, const json& op, int64_t furthest) {
   if (st == "failed") s << ": " << op.value("error", std::string()).substr(0, 80);
   const int64_t seq = op.value("seq", int64_t{-1});
   if (seq >= 0 && seq < furthest) s << "; behind by " << furthest - seq;
+  if (const std::string name = op.value("name", std::string()); !name.empty()) s << "  [" << name << "]";
   return s.str();
 }
 

@@ -1,5 +1,7 @@
 #include "transport/tcp/connection.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -17,6 +19,13 @@ constexpr size_t kReadAhead = 16 * 1024;
 
 Connection::Connection(int peer, Fd fd, std::string peer_addr)
     : peer_(peer), fd_(std::move(fd)), peer_addr_(std::move(peer_addr)), ahead_(kReadAhead) {}
+
+int64_t Connection::Retransmits() const {
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (!fd_.valid() || ::getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return -1;
+  return info.tcpi_total_retrans;
+}
 
 void Connection::PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) {
   if (failed()) {

@@ -39,6 +39,7 @@ class Connection : public Endpoint {
   Connection(int peer, Fd fd, std::string peer_addr);
   int peer() const override { return peer_; }
   int fd() const { return fd_.get(); }
+  int64_t Retransmits() const override;
   void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
 
