@@ -126,7 +126,9 @@ void CommCore::DumpAtFailure(const Status& why) {
 // dump is written here, where none was written yet, from the failed call's thread (RunNow), or,
 // for one whose Work failed, when the communicator goes (~CommCore) if a recorded call failed.
 void CommCore::DumpIfFailed(const Status& why) {
-  if (why.ok() || why.code() == Code::kInvalidArgument || failure_dumped_.load(std::memory_order_relaxed)) return;
+  if (why.ok() || why.code() == Code::kInvalidArgument || why.code() == Code::kRevoked ||
+      failure_dumped_.load(std::memory_order_relaxed))
+    return;
   DumpAtFailure(why);
 }
 

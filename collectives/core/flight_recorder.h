@@ -103,7 +103,8 @@ class FlightRecorder {
   uint64_t recorded() const { return next_.load(std::memory_order_relaxed) - 1; }
   // Those not recorded: their slot held an operation still in flight.
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
-  // Whether a recorded operation failed, other than by its caller's arguments.
+  // Whether a recorded operation failed, other than by its caller's arguments or a revoke (which
+  // the application asked for: no dump, as Poison writes none).
   bool failed_any() const { return failed_.load(std::memory_order_relaxed); }
   // Seconds since the recorder began, as its records' times count them.
   double Seconds() const;

@@ -143,6 +143,8 @@ TEST_CASE("hooprun --status on a live hung job names the cause and the rank hoop
       {"sleep", "never-entered", 5, false},  // in its own code: the others wait in the allreduce
       {"stop", "no-dump", 7, false},         // SIGSTOPped: it does not answer, the others wait for it
       {"skip", "mismatch", 3, false},        // its broadcast meets the others' allreduce
+      // (order and size do not hang: the ranks find they disagree and fail at once, naming it;
+      // exit ends the job within seconds. hoop-doctor's test above reads their dumps.)
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.kind) {

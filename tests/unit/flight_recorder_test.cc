@@ -53,6 +53,13 @@ TEST_CASE("flight recorder: states, times, a failure's message and peers", "[tra
   CHECK(ops[1].waiting_for == std::vector<int>{3});
   CHECK((ops[2].id == c && ops[2].state == TraceState::kQueued && ops[2].started_s < 0));
   CHECK(r.recorded() == 3);
+  CHECK(r.failed_any());  // the timeout: a dump is owed at the communicator's end (DumpAtEnd)
+  // A call refused for its arguments, or failed by a revoke the application asked for, owes none.
+  FlightRecorder quiet(4);
+  quiet.Ended(quiet.Begun(Allreduce(1), 0, Algo::kRing), InvalidArgument("rank 0: bad count"));
+  quiet.Ended(quiet.Begun(Allreduce(1), 1, Algo::kRing), Revoked("rank 0 revoked it"));
+  CHECK(quiet.Snapshot().size() == 2);
+  CHECK_FALSE(quiet.failed_any());
 }
 
 TEST_CASE("flight recorder: the last N kept, oldest first; one in flight never evicted; off at 0", "[trace]") {
