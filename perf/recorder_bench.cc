@@ -98,6 +98,7 @@ int RunRecorderBench(int argc, char** argv) {
     std::printf("# hoop-perf recorder: %d ranks over %s, %llu-byte allreduce (f32 sum), %d blocks of %d calls\n",
                 c.size(), c.transport_name().c_str(), static_cast<unsigned long long>(opts->bytes), opts->blocks,
                 opts->calls);
+    if (opts->ops == 0) std::printf("# --ops 0: neither communicator records (an A/A check of the method)\n");
     std::printf("# %6s %12s %12s %10s\n", "block", "recording_us", "off_us", "ratio");
     for (size_t i = 0; i < r->on.size(); ++i)
       std::printf("  %6zu %12.3f %12.3f %10.3f\n", i + 1, r->on[i], r->off[i], r->ratio[i]);

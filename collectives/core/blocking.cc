@@ -80,6 +80,7 @@ class CommCore::BlockingRun {
         HOOP_RETURN_IF_ERROR(PollUntil([&] { return sends_left_[d] == 0; }));
       }
       if (st.recv != RecvKind::kNone) {
+        c_.RecordDeferred(*k_.desc);  // while the peers' messages come, not before this rank's go
         if (!got_) got_ = from_->TakeNow(RecvTag(u), RecvId(u), k_.op->gate.Open() ? kTakeSpins : 0, nullptr);
         if (!got_) {
           Where(un);

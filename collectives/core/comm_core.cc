@@ -274,11 +274,9 @@ Work CommCore::Submit(Op op, bool blocking) {
   // compare-and-swap (as a blocking send takes it): no lock, and where it succeeds no state of
   // its own. A small allreduce's every microsecond is the caller's.
   if (blocking && !op.stream && !op.p2p && !op.abort && TryTurn()) {
-    if (recorder_->on()) {  // recorded as it starts, at the clock read its deadline takes too
+    if (recorder_->on()) {  // recorded late (RecordDeferred), as starting at the clock read its deadline takes too
       op.begun = Deadline::Clock::now();
-      op.trace = recorder_->Begun(TraceOf(op), seq_, op.algo, op.begun);
-      op.trace_begun = true;
-      NameRecord(op.trace, op);
+      op.trace_deferred = true;
     }
     Status result = RunCollectiveOp(op);
     ready_events_.Give(op.ready);
@@ -499,12 +497,14 @@ Status CommCore::RunCollectiveOp(const Op& op) {
       return Status(f.code(), "rank " + std::to_string(opts_.rank) + ": " + CollKindName(op.kind) + ": " + f.message());
     }
   const RunningTrace outer = running_;  // (a collective run inside another's turn: restored below)
-  // One the worker runs is recorded as it starts (a caller's was, in Submit).
-  const uint64_t id = op.trace_begun || !recorder_->on() ? 0 : recorder_->Begun(TraceOf(op), seq_, op.algo);
+  // One the worker runs is recorded as it starts (a caller's at its first wait: RecordDeferred).
+  const uint32_t seq = seq_++;
+  const uint64_t id = op.trace_deferred || !recorder_->on() ? 0 : recorder_->Begun(TraceOf(op), seq, op.algo);
   if (id) NameRecord(id, op);
-  running_ = RunningTrace{op.trace_begun ? op.trace : id};
+  running_ = RunningTrace{id, op.trace_deferred ? &op : nullptr, seq};
   chosen_ = op.algo;
-  Status result = RunOp(op, seq_++);
+  Status result = RunOp(op, seq);
+  RecordDeferred();  // (where it never waited)
   // Before telling the peers: they must time out on their own to say whom they wait for.
   if (result.code() == Code::kDeadlineExceeded) result = ExplainTimeout(result);
   if (result.ok()) {
@@ -520,7 +520,7 @@ Status CommCore::RunCollectiveOp(const Op& op) {
 
 Deadline CommCore::RunDeadline(const Op& op) const {
   const auto wait = opts_.timeout - StallGrace(opts_.timeout);
-  return op.trace_begun ? Deadline::At(op.begun + wait) : Deadline::After(wait);
+  return op.trace_deferred ? Deadline::At(op.begun + wait) : Deadline::After(wait);
 }
 
 Status CommCore::ExplainTimeout(const Status& timeout) {
@@ -589,6 +589,7 @@ Status CommCore::RunSchedule(const Op& op, Algo algo, size_t count, const Buffer
     m = {&plan,        plans_.epoch(), op.kind, algo,    op.root,  count, op.in.count,
          op.out.count, out.dtype,      op.op,   in.kind, out.kind, desc,  desc.Pack()};
   if (blocking) return RunBlocking(BlockingCall{&plan, &op, algo, seq, desc.Pack(), &desc, in, out});
+  RecordDeferred();
   return ExecutePlan(op, plan, desc, algo, in, out, seq, memory);
 }
 

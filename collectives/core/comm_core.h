@@ -139,16 +139,44 @@ class CommCore {
     ReadyEvents::Ready ready;                   // a plain call on device memory: the caller's work before it
     const std::atomic<int>* waiters = nullptr;  // CallOptions::waiters
     SpinGate gate;                              // whether its waits may spin, set by Submit
-    uint64_t trace = 0;                         // its flight recorder id, where recorded on the caller's thread
-    bool trace_begun = false;                   // so recorded
-    Deadline::Clock::time_point begun{};        // when so: the clock read its deadline starts from too
-    std::shared_ptr<const std::string> name;    // the caller's name for it in the recorder (null: none)
+    // Run on its caller's thread with the recorder on: its record made late (RecordDeferred),
+    // its start's time read at the call (`begun`, which its deadline starts from too).
+    bool trace_deferred = false;
+    Deadline::Clock::time_point begun{};
+    std::shared_ptr<const std::string> name;  // the caller's name for it in the recorder (null: none)
   };
   // A call's deadline for its own waits (the rest of HOOP_TIMEOUT is ExplainTimeout's): from the
   // clock read the recorder took where it has one.
   Deadline RunDeadline(const Op& op) const;
   // The running collective waits at `step` and `chunk` of its schedule (by `algo`).
   void TraceWaits(uint32_t step, uint32_t chunk, Algo algo);
+  // A blocking call run on its caller's thread is recorded at the first of: its first receive
+  // or wait (after the sends before it went: the record's stores then overlap the peers' replies
+  // instead of delaying its first message), a run by the executor or on a device, and its end.
+  // Recorded with the time of its call. (docs/PERF.md: 8 B allreduce over shm.)
+  void RecordDeferred() {
+    if (running_.deferred) RecordNow(TraceOf(*running_.deferred));
+  }
+  // The blocking interpreter's: what it records read from the call's OpDesc, inline (its count
+  // is the row's desc_count, already taken; an out-of-line call here showed in the 8 B figure).
+  void RecordDeferred(const OpDesc& d) {
+    if (!running_.deferred) return;
+    const Op& op = *running_.deferred;
+    TraceCall t;
+    t.kind = op.kind;
+    const Buffer& b = UsesOut(op) ? op.out : op.in;
+    t.dtype = b.dtype;
+    t.mem = b.kind;
+    t.count = op.kind == CollKind::kBarrier ? 0 : d.count;
+    t.root = Row(op.kind).rooted ? op.root : -1;
+    RecordNow(t);
+  }
+  void RecordNow(const TraceCall& call) {
+    const Op& op = *running_.deferred;
+    running_.deferred = nullptr;
+    running_.id = recorder_->Begun(call, running_.seq, chosen_, op.begun);
+    NameRecord(running_.id, op);
+  }
   // Where a communicator sits among those sharing its connections.
   // A member's process, as it published itself: what tells whether it is gone (shrink.cc).
   struct Proc {
@@ -438,6 +466,8 @@ class CommCore {
   // its resolved algorithm.
   struct RunningTrace {
     uint64_t id = 0;
+    const Op* deferred = nullptr;  // a call on its caller's thread not recorded yet
+    uint32_t seq = 0;
   };
   RunningTrace running_;
   int trace_signal_ = 0;                     // its registration for dumps on a signal (trace_signal.h)

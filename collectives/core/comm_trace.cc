@@ -45,7 +45,10 @@ std::shared_ptr<const std::string> CommCore::TakeName() {
   return name;
 }
 
-void CommCore::TraceWaits(uint32_t step, uint32_t chunk, Algo algo) { recorder_->Step(running_.id, step, chunk, algo); }
+void CommCore::TraceWaits(uint32_t step, uint32_t chunk, Algo algo) {
+  RecordDeferred();
+  recorder_->Step(running_.id, step, chunk, algo);
+}
 
 TraceCall CommCore::TraceOf(const Op& op) const {
   TraceCall t;

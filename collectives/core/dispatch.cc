@@ -149,7 +149,10 @@ Status CommCore::RunOp(const Op& op, uint32_t seq) {
     if (!op.stage_error.ok()) return ctx(op.stage_error);
     if (Status s = WaitStreamInput(op.ticket); !s.ok()) return ctx(s);
   }
-  if (OnDevice(op)) return RunOnDevice(op, seq);  // device_route.cc
+  if (OnDevice(op)) {
+    RecordDeferred();
+    return RunOnDevice(op, seq);  // device_route.cc
+  }
   return RunCollective(op, seq);
 }
 

@@ -19,7 +19,6 @@ namespace {
 
 constexpr size_t kErrorChars = 240, kWaitPeers = 16, kNameChars = 95;
 constexpr auto kRelaxed = std::memory_order_relaxed;
-constexpr uint8_t kNoAlgo = 0xff;  // a point-to-point call, or one not started
 
 // The kernel's coarse monotonic clock: a read of what the last tick wrote (a few ns, where a
 // precise clock costs tens: too much beside a 0.5 us allreduce), at the tick's resolution (1 to
@@ -41,40 +40,6 @@ const char* TraceStateName(TraceState s) {
   }
   return "?";
 }
-
-// Every field an atomic, written between the version's two steps (odd: being written) and read
-// between two equal even readings of it: a seqlock, its fields race-free by construction. What
-// every operation writes fills two cache lines; a failure's message and peers live apart (Cold),
-// touched only when one fails: an operation's recording costs the lines it writes.
-//
-// Who writes a slot: records are made one at a time (a communicator's turn: whichever thread
-// runs its operations), each claiming the next id and its slot with plain stores; from then until
-// the operation ends, the thread running it (the turn's holder, or the mailbox completing a send
-// or receive) is the slot's only writer. No read-modify-write anywhere: a locked instruction
-// waits for the caller's earlier stores, the messages it just wrote to shared memory, to leave
-// its core (a third of the recorder's cost in a half-microsecond allreduce, when it had two).
-// A claim never takes the slot of an operation still queued or started: that one is what a hung
-// job's dump is for, so the newer one goes unrecorded (counted in dropped()).
-struct alignas(64) FlightRecorder::Slot {
-  std::atomic<uint64_t> version{0};
-  std::atomic<uint64_t> id{0}, count{0};
-  std::atomic<int64_t> seq{-1}, queued_ns{0}, started_ns{-1}, ended_ns{-1};
-  std::atomic<int32_t> root{-1}, peer{-1}, tag{0};
-  std::atomic<uint32_t> step{0}, chunk{0};
-  std::atomic<uint8_t> kind{0}, p2p{0}, dtype{0}, mem{0}, stream{0}, state{0}, waits{0}, algo{kNoAlgo};
-  std::atomic<uint16_t> error_len{0};
-  std::atomic<uint8_t> name_len{0};
-
-  void Begin() {
-    version.store(version.load(kRelaxed) + 1, kRelaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-  }
-  void End() { version.store(version.load(kRelaxed) + 1, std::memory_order_release); }
-  bool InFlight() const {
-    const auto st = static_cast<TraceState>(state.load(std::memory_order_acquire));
-    return id.load(kRelaxed) != 0 && (st == TraceState::kQueued || st == TraceState::kStarted);
-  }
-};
 
 struct FlightRecorder::Cold {
   std::atomic<char> error[kErrorChars];
@@ -116,49 +81,8 @@ FlightRecorder::Cold* FlightRecorder::ColdFor(uint64_t id) {
   return &cold[(id - 1) & mask_];
 }
 
-// The running operation's slot, or null where it went unrecorded (inline: called on every
-// operation, never through the library's symbol table).
-inline FlightRecorder::Slot* FlightRecorder::Owned(uint64_t id) const {
-  if (id == 0) return nullptr;
-  Slot& s = slots_[(id - 1) & mask_];
-  return s.id.load(kRelaxed) == id ? &s : nullptr;
-}
-
-uint64_t FlightRecorder::Claim(const TraceCall& c, bool started, int64_t seq, Algo algo, int64_t now_ns) {
-  if (!capacity_) return 0;
-  const uint64_t id = next_.load(kRelaxed);  // records are made one at a time: no fetch-and-add
-  next_.store(id + 1, kRelaxed);
-  Slot& s = slots_[(id - 1) & mask_];
-  if (s.InFlight()) {  // held by one queued or started
-    dropped_.store(dropped_.load(kRelaxed) + 1, kRelaxed);
-    return 0;
-  }
-  while (s.version.load(std::memory_order_acquire) & 1) std::this_thread::yield();  // its last writer finishing
-  const int64_t now = std::max<int64_t>(0, now_ns - begin_ns_);
-  s.Begin();
-  s.id.store(id, kRelaxed);
-  s.seq.store(seq, kRelaxed);
-  s.kind.store(static_cast<uint8_t>(c.kind), kRelaxed);
-  s.p2p.store(c.send ? 1 : c.recv ? 2 : 0, kRelaxed);
-  s.dtype.store(static_cast<uint8_t>(c.dtype), kRelaxed);
-  s.count.store(c.count, kRelaxed);
-  s.root.store(c.root, kRelaxed);
-  s.peer.store(c.peer, kRelaxed);
-  s.tag.store(c.tag, kRelaxed);
-  s.mem.store(static_cast<uint8_t>(c.mem), kRelaxed);
-  s.stream.store(c.stream ? 1 : 0, kRelaxed);
-  s.algo.store(started && !c.send && !c.recv ? static_cast<uint8_t>(algo) : kNoAlgo, kRelaxed);
-  s.state.store(static_cast<uint8_t>(started ? TraceState::kStarted : TraceState::kQueued), kRelaxed);
-  s.queued_ns.store(now, kRelaxed);
-  s.started_ns.store(started ? now : -1, kRelaxed);
-  s.ended_ns.store(-1, kRelaxed);
-  s.step.store(0, kRelaxed);
-  s.chunk.store(0, kRelaxed);
-  s.error_len.store(0, kRelaxed);
-  s.waits.store(0, kRelaxed);
-  s.name_len.store(0, kRelaxed);
-  s.End();
-  return id;
+void FlightRecorder::AwaitWriter(const Slot& s) {
+  while (s.version.load(std::memory_order_acquire) & 1) std::this_thread::yield();
 }
 
 uint64_t FlightRecorder::Queued(const TraceCall& call) {
@@ -169,20 +93,13 @@ uint64_t FlightRecorder::Begun(const TraceCall& call, int64_t seq, Algo algo) {
   return capacity_ ? Claim(call, true, seq, algo, Now()) : 0;
 }
 
-uint64_t FlightRecorder::Begun(const TraceCall& call, int64_t seq, Algo algo,
-                               std::chrono::steady_clock::time_point at) {
-  return capacity_ ? Claim(call, true, seq, algo,
-                           std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count())
-                   : 0;
-}
-
 void FlightRecorder::Started(uint64_t id, int64_t seq, Algo algo) {
   Slot* s = Owned(id);
   if (!s) return;
   const int64_t now = Now() - begin_ns_;
   s->Begin();
   s->seq.store(seq, kRelaxed);
-  s->algo.store(s->p2p.load(kRelaxed) ? kNoAlgo : static_cast<uint8_t>(algo), kRelaxed);
+  s->algo.store(s->p2p() ? kNoAlgo : static_cast<uint8_t>(algo), kRelaxed);
   s->state.store(static_cast<uint8_t>(TraceState::kStarted), kRelaxed);
   s->started_ns.store(now, kRelaxed);
   s->End();
@@ -217,17 +134,8 @@ void FlightRecorder::Name(uint64_t id, std::string_view name) {
 void FlightRecorder::Step(uint64_t id, uint32_t step, uint32_t chunk, Algo algo) {
   Slot* s = Owned(id);
   if (!s) return;
-  s->step.store(step, kRelaxed);
-  s->chunk.store(chunk, kRelaxed);
+  s->where.store(uint64_t{step} | uint64_t{chunk} << 32, kRelaxed);
   if (algo != Algo::kAuto) s->algo.store(static_cast<uint8_t>(algo), kRelaxed);
-}
-
-void FlightRecorder::Done(uint64_t id, Algo algo) {
-  Slot* s = Owned(id);
-  if (!s) return;
-  if (algo != Algo::kAuto) s->algo.store(static_cast<uint8_t>(algo), kRelaxed);
-  // With release: a claimer that reads it done sees the rest (InFlight).
-  s->state.store(static_cast<uint8_t>(TraceState::kDone), std::memory_order_release);
 }
 
 void FlightRecorder::Ended(uint64_t id, const Status& result, const std::vector<int>& waiting_for) {
@@ -260,30 +168,32 @@ bool FlightRecorder::Read(size_t index, TraceRecord* r) const {
   const Cold* cold = base ? &base[index] : nullptr;
   r->id = s.id.load(kRelaxed);
   r->seq = s.seq.load(kRelaxed);
-  const uint8_t p2p = s.p2p.load(kRelaxed);
-  r->call.kind = static_cast<CollKind>(s.kind.load(kRelaxed));
-  r->call.send = p2p == 1;
-  r->call.recv = p2p == 2;
-  r->call.dtype = static_cast<DType>(s.dtype.load(kRelaxed));
+  const uint64_t what = s.what.load(kRelaxed), who = s.who.load(kRelaxed), where = s.where.load(kRelaxed);
+  r->call.kind = static_cast<CollKind>(what & 0xff);
+  r->call.send = (what >> 8 & 0xff) == 1;
+  r->call.recv = (what >> 8 & 0xff) == 2;
+  r->call.dtype = static_cast<DType>(what >> 16 & 0xff);
+  r->call.mem = static_cast<MemKind>(what >> 24 & 0xff);
+  r->call.stream = (what >> 32 & 0xff) != 0;
   r->call.count = s.count.load(kRelaxed);
-  r->call.root = s.root.load(kRelaxed);
-  r->call.peer = s.peer.load(kRelaxed);
+  r->call.root = static_cast<int32_t>(static_cast<uint32_t>(who));
+  r->call.peer = static_cast<int32_t>(static_cast<uint32_t>(who >> 32));
   r->call.tag = s.tag.load(kRelaxed);
-  r->call.mem = static_cast<MemKind>(s.mem.load(kRelaxed));
-  r->call.stream = s.stream.load(kRelaxed) != 0;
   const uint8_t algo = s.algo.load(kRelaxed);
   r->algo = algo == kNoAlgo ? "" : AlgoName(static_cast<Algo>(algo));
   r->state = static_cast<TraceState>(s.state.load(kRelaxed));
-  r->step = s.step.load(kRelaxed);
-  r->chunk = s.chunk.load(kRelaxed);
+  r->step = static_cast<uint32_t>(where);
+  r->chunk = static_cast<uint32_t>(where >> 32);
   r->queued_s = static_cast<double>(s.queued_ns.load(kRelaxed)) * 1e-9;
-  const int64_t st = s.started_ns.load(kRelaxed), en = s.ended_ns.load(kRelaxed);
+  // Only a failed one's end, message and peers were written for this operation (Fill).
+  const bool failed = r->state == TraceState::kFailed;
+  const int64_t st = s.started_ns.load(kRelaxed), en = failed ? s.ended_ns.load(kRelaxed) : -1;
   r->started_s = st < 0 ? -1 : static_cast<double>(st) * 1e-9;
   r->ended_s = en < 0 ? -1 : static_cast<double>(en) * 1e-9;
-  const size_t n = cold ? std::min<size_t>(s.error_len.load(kRelaxed), kErrorChars) : 0;
+  const size_t n = cold && failed ? std::min<size_t>(s.error_len.load(kRelaxed), kErrorChars) : 0;
   r->error.resize(n);
   for (size_t i = 0; i < n; ++i) r->error[i] = cold->error[i].load(kRelaxed);
-  const size_t w = cold ? std::min<size_t>(s.waits.load(kRelaxed), kWaitPeers) : 0;
+  const size_t w = cold && failed ? std::min<size_t>(s.waits.load(kRelaxed), kWaitPeers) : 0;
   r->waiting_for.resize(w);
   for (size_t i = 0; i < w; ++i) r->waiting_for[i] = cold->wait[i].load(kRelaxed);
   const Names* names = names_.load(std::memory_order_acquire);

@@ -5,15 +5,18 @@
 // hangs, which rank is where. A dump is one JSON document per rank (ToJson), which hoop-doctor
 // and `hooprun --status` read.
 //
-// Cost: plain stores (no read-modify-write: records are made one at a time, by whoever holds the
-// communicator's turn) and no clock read of its own for a call run on its caller's thread (it
-// takes the one its deadline reads), else the kernel's coarse clock (its tick: 1 to 4 ms); a
-// completed operation's end is not timed. docs/PERF.md has the measured cost (hoop-perf
-// recorder). The ring's slot is the id's low bits (N rounded up to a power of two). Reading never
-// waits: a slot being written is read again, and after a few tries given up ("busy"), so a dump
-// taken while a thread is stopped anywhere, even mid-write, still returns the rest. An operation
-// still queued or started keeps its slot (the one a hung job's dump is for): a newer one that
-// would take it goes unrecorded and counted (dropped).
+// Cost: 13 plain stores inline in the communicator's code (flight_recorder_inline.h; no
+// read-modify-write: records are made one at a time, by whoever holds the communicator's turn)
+// and no clock read of its own for a call run on its caller's thread (it takes the one its
+// deadline reads), else the kernel's coarse clock (its tick: 1 to 4 ms); a completed operation's
+// end is not timed. A blocking call on its caller's thread is recorded at its first receive or
+// wait, after its first messages went (CommCore::RecordDeferred), with its call's time: a dump
+// taken in the microseconds before that does not list it yet. docs/PERF.md has the measured cost
+// (hoop-perf recorder). The ring's slot is the id's low bits (N rounded up to a power of two).
+// Reading never waits: a slot being written is read again, and after a few tries given up
+// ("busy"), so a dump taken while a thread is stopped anywhere, even mid-write, still returns the
+// rest. An operation still queued or started keeps its slot (the one a hung job's dump is for):
+// a newer one that would take it goes unrecorded and counted (dropped).
 #pragma once
 
 #include <atomic>
@@ -111,10 +114,13 @@ class FlightRecorder {
 
  private:
   struct Slot;
-  struct Cold;   // a failure's message and peers, apart from what every operation writes
-  struct Names;  // the callers' names (most communicators never get one)
+  struct Cold;                              // a failure's message and peers, apart from what every operation writes
+  struct Names;                             // the callers' names (most communicators never get one)
+  static constexpr uint8_t kNoAlgo = 0xff;  // a point-to-point call, or one not started
+  // (Claim, Owned, the Begun with a time and Done: flight_recorder_inline.h.)
   uint64_t Claim(const TraceCall& call, bool started, int64_t seq, Algo algo, int64_t now_ns);
-  Slot* Owned(uint64_t id) const;  // the slot `id` holds, or null
+  static void AwaitWriter(const Slot& s);  // a slot's last writer finishing (rare: out of line)
+  Slot* Owned(uint64_t id) const;          // the slot `id` holds, or null
   bool Read(size_t index, TraceRecord* out) const;
   Cold* ColdFor(uint64_t id);  // made at the first failure: most communicators never need it
 
@@ -155,3 +161,5 @@ std::string TraceJson(const TraceOwner& owner, const FlightRecorder& recorder, s
 StatusOr<std::string> WriteTrace(const std::string& dir, const TraceOwner& owner, const FlightRecorder& recorder);
 
 }  // namespace hoop
+
+#include "collectives/core/flight_recorder_inline.h"  // IWYU pragma: export

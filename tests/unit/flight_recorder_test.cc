@@ -83,6 +83,27 @@ TEST_CASE("flight recorder: the last N kept, oldest first; one in flight never e
   }
   CHECK(r.recorded() == 10);
   CHECK(r.dropped() == 2);
+  // A slot a failure held, taken again, shows none of it (its end, message and peers are not
+  // reset by the claim: read only from a failed one).
+  FlightRecorder f(1);
+  f.Ended(f.Begun(Allreduce(1), 0, Algo::kRing), DeadlineExceeded("rank 0: timed out"), {1, 2});
+  REQUIRE(f.Snapshot().size() == 1);
+  CHECK((f.Snapshot()[0].ended_s >= 0 && f.Snapshot()[0].waiting_for.size() == 2 && !f.Snapshot()[0].error.empty()));
+  TraceCall send;
+  send.send = true;
+  send.peer = 5;
+  send.tag = -3;
+  send.stream = true;
+  send.mem = MemKind::kCuda;
+  const uint64_t again = f.Begun(send, -1, Algo::kAuto);
+  f.Step(again, 7, 9, Algo::kAuto);
+  auto reused = f.Snapshot();
+  REQUIRE(reused.size() == 1);
+  CHECK((reused[0].state == TraceState::kStarted && reused[0].ended_s < 0 && reused[0].error.empty() &&
+         reused[0].waiting_for.empty()));
+  CHECK((reused[0].call.send && !reused[0].call.recv && reused[0].call.peer == 5 && reused[0].call.tag == -3 &&
+         reused[0].call.root == -1 && reused[0].call.stream && reused[0].call.mem == MemKind::kCuda));
+  CHECK((reused[0].step == 7 && reused[0].chunk == 9 && reused[0].algo.empty()));
   // Where a started one waits.
   r.Step(2, 3, 1, Algo::kAuto);
   CHECK((r.Snapshot()[0].step == 3 && r.Snapshot()[0].chunk == 1));
