@@ -237,6 +237,26 @@ class Comm {
   void SetDeterministic(bool on) { Check(hoop_comm_set_deterministic(c_, on ? 1 : 0)); }
   bool deterministic() const { return Get(hoop_comm_deterministic) != 0; }
 
+  // The flight recorder (hoop.h): this rank's record as JSON (hoop_comm_trace); written to
+  // dir/hoop-trace.<comm>.<rank>.json ("": HOOP_TRACE_DIR's); the communicator's name in its
+  // dumps; a name for the next call made on it ("" clears either).
+  std::string Trace() const {
+    std::string json;
+    for (int tries = 0;; ++tries) {
+      size_t need = 0;
+      const hoop_status_t s = hoop_comm_trace(c_, json.empty() ? nullptr : json.data(), json.size(), &need);
+      if (s == HOOP_SUCCESS) {
+        json.resize(need ? need - 1 : 0);
+        return json;
+      }
+      if (need <= json.size() || tries == 8) Check(s);  // not for want of room (or it keeps growing)
+      json.resize(need + 4096);                         // (a call recorded meanwhile makes it longer)
+    }
+  }
+  void DumpTrace(const std::string& dir = "") { Check(hoop_comm_dump_trace(c_, dir.empty() ? nullptr : dir.c_str())); }
+  void SetTraceLabel(const std::string& label) { Check(hoop_comm_set_trace_label(c_, label.c_str())); }
+  void NameNextCall(const std::string& name) { Check(hoop_comm_set_trace_name(c_, name.c_str())); }
+
   // Point-to-point (hoop.h says how messages match and when they complete). Recv's span may be
   // longer than the message; the returned info says how many elements came, and from whom.
   template <class T>

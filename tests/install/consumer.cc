@@ -1,9 +1,10 @@
 // Built against an installed hoop by the install test, through the public C++ header alone:
-// a blocking and a nonblocking allreduce, a send/receive around a ring, a split in halves, and a
-// refused call caught as hoop::api::Error.
+// a blocking and a nonblocking allreduce, a send/receive around a ring, a split in halves, a
+// refused call caught as hoop::api::Error, and the flight recorder's record with a named call.
 #include <hoop/hoop.hpp>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 int main() {
@@ -11,7 +12,11 @@ int main() {
     hoop::api::Comm comm = hoop::api::Comm::FromEnv();
     const int n = comm.size();
     std::vector<float> grad(1001, float(comm.rank() + 1));
+    comm.NameNextCall("consumer: grads");
     comm.Allreduce<float>(grad, grad, HOOP_AVG);
+    const std::string trace = comm.Trace();  // the flight recorder, with that call in it, named
+    const bool traced =
+        trace.find("\"hoop_trace\"") != std::string::npos && trace.find("\"consumer: grads\"") != std::string::npos;
     std::vector<std::int32_t> in(7, comm.rank()), out(7);
     hoop::api::Request r = comm.Iallreduce<std::int32_t>(in, out, HOOP_MAX);
     r.Wait();
@@ -34,9 +39,10 @@ int main() {
     } catch (const hoop::api::Error& e) {
       refused = e.status() == HOOP_ERR_INVALID_ARGUMENT;
     }
-    bool ok = grad[0] == float(n + 1) / 2 && grad[1000] == grad[0] && out[6] == n - 1 && ring && split && refused;
-    std::printf("consumer-cxx rank %d of %d: avg %g, max %d, ring %d, split %d, bad root refused %d: %s\n", comm.rank(),
-                n, grad[0], out[6], ring, split, refused, ok ? "ok" : "WRONG");
+    bool ok =
+        grad[0] == float(n + 1) / 2 && grad[1000] == grad[0] && out[6] == n - 1 && ring && split && refused && traced;
+    std::printf("consumer-cxx rank %d of %d: avg %g, max %d, ring %d, split %d, bad root refused %d, traced %d: %s\n",
+                comm.rank(), n, grad[0], out[6], ring, split, refused, traced, ok ? "ok" : "WRONG");
     return ok ? 0 : 1;
   } catch (const hoop::api::Error& e) {
     std::fprintf(stderr, "consumer-cxx: %s\n", e.what());
