@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -156,6 +157,20 @@ TEST_CASE("hooprun gives every rank its environment and prefixes its output", "[
   auto t = RunProc({Bin("hooprun"), "-np", "1", "--tag-output", "/bin/sh", "-c", "echo out; echo err >&2"});
   CHECK(t.output.find("[0]<stdout>: out") != std::string::npos);
   CHECK(t.output.find("[0]<stderr>: err") != std::string::npos);
+  // torchrun's MASTER_PORT: the same for every rank, free, and below the kernel's ephemeral range
+  // (where no outgoing connection can take it before torch's store binds it).
+  int first_ephemeral = 32768;
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  range >> first_ephemeral;
+  for (int run = 0; run < 3; ++run) {
+    auto m = RunProc({Bin("hooprun"), "-np", "2", "/bin/sh", "-c", "echo master=$MASTER_ADDR:$MASTER_PORT"});
+    INFO(m.output);
+    const size_t at = m.output.find("master=127.0.0.1:");
+    REQUIRE(at != std::string::npos);
+    const int port = std::atoi(m.output.c_str() + at + 17);
+    CHECK((port >= 10000 && port < first_ephemeral));
+    CHECK(m.output.find("[1] master=127.0.0.1:" + std::to_string(port)) != std::string::npos);
+  }
 }
 
 TEST_CASE("hooprun stops the job when a rank fails and says which", "[hooprun]") {

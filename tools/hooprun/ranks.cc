@@ -219,10 +219,11 @@ std::vector<std::pair<std::string, std::string>> TorchrunJobEnv(
   std::vector<std::pair<std::string, std::string>> out;
   if (!given("MASTER_ADDR")) out.emplace_back("MASTER_ADDR", rank0_host);
   if (!given("MASTER_PORT")) {
-    // A port free on every address here now (torch's store listens on all of them); on another
-    // host, the same number, which is free there too unless something holds it.
-    int port = 29500;
-    if (auto fd = Listen("0.0.0.0", 0, &port); !fd.ok()) port = 29500;
+    // A port free on every address here now (torch's store listens on all of them), below the
+    // ephemeral range (FreePortBelowEphemeral); on another host, the same number, which is free
+    // there too unless something holds it.
+    int port = FreePortBelowEphemeral("0.0.0.0");
+    if (port == 0) port = 29500;
     out.emplace_back("MASTER_PORT", std::to_string(port));
   }
   if (!given("PYTHONUNBUFFERED")) out.emplace_back("PYTHONUNBUFFERED", "1");

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <random>
 #include <thread>
 
 namespace hoop {
@@ -101,6 +103,23 @@ StatusOr<Fd> Listen(const std::string& host, int port, int* bound_port) {
   }
   ::freeaddrinfo(res);
   return last;
+}
+
+int FreePortBelowEphemeral(const std::string& host) {
+  constexpr int kLowest = 10000;  // above the well-known and most registered servers' ports
+  int first_ephemeral = 32768;    // Linux's default, where the file cannot be read
+  if (std::FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d", &first_ephemeral) != 1) first_ephemeral = 32768;
+    std::fclose(f);
+  }
+  int port = 0;
+  if (first_ephemeral - 1 > kLowest) {
+    std::mt19937 rng(std::random_device{}());
+    std::uniform_int_distribution<int> pick(kLowest, first_ephemeral - 1);
+    for (int i = 0; i < 200; ++i)
+      if (Listen(host, pick(rng), &port).ok()) return port;
+  }
+  return Listen(host, 0, &port).ok() ? port : 0;
 }
 
 StatusOr<Fd> ConnectRetry(const HostPort& to, Deadline deadline) {

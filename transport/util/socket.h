@@ -43,6 +43,12 @@ StatusOr<HostPort> ParseHostPort(const std::string& text);  // "127.0.0.1:5000",
 // Listens on host:port (port 0 picks a free one); returns the socket (non-blocking: servers
 // accept from their poll loops) and the bound port.
 StatusOr<Fd> Listen(const std::string& host, int port, int* bound_port);
+// A port free on `host` now, for a server some other process starts next (torch's store at
+// MASTER_PORT): drawn at random below the kernel's ephemeral range (ip_local_port_range), since
+// a port from that range can be handed to any process's outgoing connection between this check
+// and that server's bind (EADDRINUSE). Where the range leaves no room below it, one the kernel
+// picks; 0: none found.
+int FreePortBelowEphemeral(const std::string& host);
 // Connects, retrying refused connections (the server may not be up yet) until the deadline.
 StatusOr<Fd> ConnectRetry(const HostPort& to, Deadline deadline);
 // Accepts a connection waiting on listen_fd without blocking: an invalid Fd when none waits.
