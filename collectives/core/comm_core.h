@@ -157,19 +157,10 @@ class CommCore {
   void RecordDeferred() {
     if (running_.deferred) RecordNow(TraceOf(*running_.deferred));
   }
-  // The blocking interpreter's: what it records read from the call's OpDesc, inline (its count
-  // is the row's desc_count, already taken; an out-of-line call here showed in the 8 B figure).
+  // The blocking interpreter's: its count read from the call's OpDesc, inline (the row's
+  // desc_count, already taken; an out-of-line call here showed in the 8 B figure).
   void RecordDeferred(const OpDesc& d) {
-    if (!running_.deferred) return;
-    const Op& op = *running_.deferred;
-    TraceCall t;
-    t.kind = op.kind;
-    const Buffer& b = UsesOut(op) ? op.out : op.in;
-    t.dtype = b.dtype;
-    t.mem = b.kind;
-    t.count = op.kind == CollKind::kBarrier ? 0 : d.count;
-    t.root = Row(op.kind).rooted ? op.root : -1;
-    RecordNow(t);
+    if (running_.deferred) RecordNow(TraceOfCollective(*running_.deferred, d.count));
   }
   void RecordNow(const TraceCall& call) {
     const Op& op = *running_.deferred;
@@ -403,6 +394,18 @@ class CommCore {
 
   // A timeout's message, completed with who stopped making progress (stall.h).
   TraceCall TraceOf(const Op& op) const;
+  // A collective's record, given its count (DescCount, or the OpDesc's): inline, no call.
+  TraceCall TraceOfCollective(const Op& op, uint64_t count) const {
+    TraceCall t;
+    t.stream = op.stream.has_value();
+    t.kind = op.kind;
+    const Buffer& b = UsesOut(op) ? op.out : op.in;
+    t.dtype = b.dtype;
+    t.mem = b.kind;
+    t.count = op.kind == CollKind::kBarrier ? 0 : count;
+    t.root = Row(op.kind).rooted ? op.root : -1;
+    return t;
+  }
   TraceOwner Owner(const std::string& reason) const;
   uint64_t TraceNow(bool is_send, const Buffer& b, int peer, int tag);  // a point-to-point call run here
   void DumpAtFailure(const Status& why);

@@ -63,13 +63,7 @@ TraceCall CommCore::TraceOf(const Op& op) const {
     t.mem = op.p2p->kind;
     return t;
   }
-  t.kind = op.kind;
-  const Buffer& b = UsesOut(op) ? op.out : op.in;
-  t.dtype = b.dtype;
-  t.mem = b.kind;
-  t.count = op.kind == CollKind::kBarrier ? 0 : DescCount(op);
-  t.root = Rooted(op.kind) ? op.root : -1;
-  return t;
+  return TraceOfCollective(op, op.kind == CollKind::kBarrier ? 0 : DescCount(op));
 }
 
 TraceOwner CommCore::Owner(const std::string& reason) const {
@@ -129,9 +123,7 @@ void CommCore::DumpAtFailure(const Status& why) {
 // dump is written here, where none was written yet, from the failed call's thread (RunNow), or,
 // for one whose Work failed, when the communicator goes (~CommCore) if a recorded call failed.
 void CommCore::DumpIfFailed(const Status& why) {
-  if (why.ok() || why.code() == Code::kInvalidArgument || why.code() == Code::kRevoked ||
-      failure_dumped_.load(std::memory_order_relaxed))
-    return;
+  if (!OwesDump(why) || failure_dumped_.load(std::memory_order_relaxed)) return;
   DumpAtFailure(why);
 }
 

@@ -156,7 +156,7 @@ void FlightRecorder::Ended(uint64_t id, const Status& result, const std::vector<
   s->waits.store(static_cast<uint8_t>(w), kRelaxed);
   s->state.store(static_cast<uint8_t>(TraceState::kFailed), std::memory_order_release);
   s->End();
-  if (result.code() != Code::kInvalidArgument && result.code() != Code::kRevoked) failed_.store(true, kRelaxed);
+  if (OwesDump(result)) failed_.store(true, kRelaxed);
 }
 
 bool FlightRecorder::Read(size_t index, TraceRecord* r) const {

@@ -67,6 +67,12 @@ struct TraceRecord {
   bool busy = false;             // being written whenever read: left out
 };
 
+// Whether a failure owes a dump: not a call refused for its caller's arguments, nor a revoke
+// (which the application asked for: Poison writes none either).
+inline bool OwesDump(const Status& s) {
+  return !s.ok() && s.code() != Code::kInvalidArgument && s.code() != Code::kRevoked;
+}
+
 class FlightRecorder {
  public:
   // `capacity`: the operations kept (HOOP_TRACE_OPS); 0 turns recording off.
