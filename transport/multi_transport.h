@@ -66,6 +66,7 @@ class MultiTransport : public Transport {
       return inner_->TakeNow(tag, op_id, spins, then);
     }
     bool Withdraw(uint64_t op_id) override { return inner_->Withdraw(op_id); }
+    void AskHold(bool on, size_t cap, uint64_t spare) override { inner_->AskHold(on, cap, spare); }
 
    private:
     MultiTransport* owner_;

@@ -73,6 +73,10 @@ class ViewEndpoint : public Endpoint, public EndpointFastPath {
   bool SendCopies(const CopyMsg* msgs, size_t n) override;
   bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) override;
   bool Withdraw(uint64_t op_id) override;
+  void AskHold(bool on, size_t cap, uint64_t spare) override {
+    TransportHub::Lock l(*hub_);
+    base_->AskHold(on, cap, spare);
+  }
 
  private:
   friend class HubView;

@@ -130,6 +130,22 @@ class Endpoint {
   virtual void PostSend(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) = 0;
   virtual void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) = 0;
 
+  // Transport::HoldEarly for this one peer, for a while: each call with `on` opens an ask that a
+  // message from this peer which comes before its receive be held (up to `cap` bytes at once)
+  // rather than stall the link; each call without it closes one. The link holds while an ask is
+  // open, or while the transport holds for every peer. The mailbox asks while a point-to-point
+  // call with this peer is open: what that call waits for (a frame, a payload sent on a CTS, a
+  // send that waited for credit) may have left the peer behind a collective's message that this
+  // rank has not reached yet, and must not wait behind it. A message whose match word has a bit
+  // of `spare` is not held for an ask: the asker's own traffic, whose receives it posts as soon
+  // as it reads their announcements (holding them would only copy them twice). From the thread
+  // that holds the transport. Back ends that hold early messages anyway (ucx, ofi): nothing to do.
+  virtual void AskHold(bool on, size_t cap, uint64_t spare) {
+    (void)on;
+    (void)cap;
+    (void)spare;
+  }
+
   // The fast paths (EndpointFastPath says what each does), or false where the back end has none.
   EndpointFastPath* fast() const { return fast_; }
   bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) {
@@ -151,6 +167,10 @@ class Endpoint {
  private:
   EndpointFastPath* fast_;
 };
+
+// Segments resent on one link by the time a call timed out from which that link is called lossy
+// (a timeout's message, hoop-doctor's finding): a busy, healthy link resends a few.
+inline constexpr int64_t kLossyResends = 10;
 
 struct PeerInfo {
   int rank = -1;

@@ -249,6 +249,7 @@ Status CommCore::RunNow(bool is_send, const Buffer& b, int peer, int tag, RecvIn
   std::shared_ptr<RecvInfo> at = info ? std::shared_ptr<RecvInfo>(std::shared_ptr<void>(), info) : nullptr;
   std::shared_ptr<P2pCall> call = NowCall(here, is_send, b, peer, tag, std::move(at));
   call->deadline = look.due;  // Never: Post sets it
+  call->ask_at_post = !here;  // DriveNow asks once it must wait
   // (A call run here was checked above already, but for a receive from any rank.)
   if (Status bad = here && (is_send || peer >= 0) ? Status::Ok() : CheckP2p(*call); !bad.ok()) {
     recorder_->Ended(trace, bad);
@@ -300,6 +301,8 @@ Status CommCore::DriveNow(std::shared_ptr<P2pCall> call, bool is_send, int peer,
     while (!c->done && mailbox_->TakeFrame(peer, look.looked ? 0 : kNowTakeSpins)) {
     }
   if (!c->done) {
+    // From here it waits: its peer's collective messages that come first are held aside.
+    mailbox_->AskHold(*c, true);
     Deadline slice = Deadline::At(c->deadline.at() - opts_.timeout + kSlice);
     while (!c->done && mailbox_->fatal().ok() && !Interrupted())
       if (!mailbox_->Progress(slice)) slice = Deadline::After(kSlice);

@@ -8,10 +8,10 @@
 // message longer than one slot goes as consecutive fragments, so sender and receiver copy
 // concurrently, each at memcpy speed.
 //
-// Once a second communicator shares the rings (HoldEarly), a head message with no receive is
-// copied out into memory of its own instead (up to a cap; then it stalls as above) and handed to
-// its receive when that is posted (channel_held.cc): another communicator's messages behind it go
-// on. A device descriptor is never held: it stalls as before (its sender waits for the ack).
+// Once a second communicator shares the rings (HoldEarly), or while an ask for this peer is open
+// (AskHold: a point-to-point call with it), a head message with no receive is copied out into
+// memory of its own instead (up to a cap; then it stalls as above) and handed to its receive when
+// that is posted (channel_held.cc): the messages behind it go on. A device descriptor is never held: it stalls as before (its sender waits for the ack).
 //
 // A receive posted with a sink (PostRecvTo) is handed each fragment where it lies in the ring:
 // the collectives reduce or copy it straight into their output, so a message costs one copy in
@@ -69,6 +69,8 @@ class Channel : public Endpoint, public EndpointFastPath {
   void Abort(const std::string& cause);
   // channel_held.cc: from now on a head message with no receive is held, up to `cap` bytes at once.
   void HoldEarly(size_t cap) { hold_cap_ = cap; }
+  // channel_held.cc: this peer's early messages held while an ask is open (Endpoint::AskHold).
+  void AskHold(bool on, size_t cap, uint64_t spare) override;
   // Work waits on a device queue, which rings no doorbell when it gets there: do not sleep.
   bool DeviceBusy() const { return !landing_.empty() || (!sends_.empty() && sends_.front().q != nullptr); }
 
@@ -169,6 +171,9 @@ class Channel : public Endpoint, public EndpointFastPath {
   };
   std::deque<Held> held_;  // arrival order; the last is being filled while cur_held_
   size_t hold_cap_ = 0;    // 0: stall instead (one communicator on these rings)
+  size_t asks_ = 0;        // AskHold's open asks, their cap and the match bits they spare
+  size_t ask_cap_ = 0;
+  uint64_t ask_spare_ = 0;
   size_t held_bytes_ = 0;
   bool cur_held_ = false;  // cur_ is a held message's memory, no receive of anyone's
 };

@@ -3,8 +3,12 @@
 // A head message whose receive is not posted stalls the ring (channel.h): right for one
 // communicator, whose ranks all post in one order, and a deadlock for two whose ranks run them in
 // different orders (a dup's message at the head of the ring while this rank waits, on the world,
-// for a message behind it, and the peer waits for this rank's world reply before it posts). Once
-// the hub has a second view it asks for this (Transport::HoldEarly): the message is copied out of
+// for a message behind it, and the peer waits for this rank's world reply before it posts); and
+// for one communicator whose rank waits on point-to-point traffic before it joins a collective
+// its peer already started. Once the hub has a second view it asks for this
+// (Transport::HoldEarly), and the mailbox for one peer while a call with it is open (AskHold; not
+// for the mailbox's own messages, whose receives it posts as their frames come): the message is
+// copied out of
 // the ring into memory of its own, up to the cap in all (past it the ring stalls as before), and
 // given to its receive when that is posted, in any order, by the same matching rules (tag, then
 // length and check) as at the head of the ring: into host memory by a copy, into a sink in ring-
@@ -18,13 +22,25 @@
 namespace hoop::shm {
 
 bool Channel::Hold(const SlotHeader& h) {
-  if (hold_cap_ == 0 || (h.flags & kSlotDevice) != 0 || h.total > hold_cap_ - std::min(hold_cap_, held_bytes_))
-    return false;
+  const size_t cap = asks_ > 0 && (h.match & ask_spare_) == 0 ? std::max(hold_cap_, ask_cap_) : hold_cap_;
+  if (cap == 0 || (h.flags & kSlotDevice) != 0 || h.total > cap - std::min(cap, held_bytes_)) return false;
   held_.push_back({Tag{h.match, h.check}, std::vector<char>(h.total), false});
   held_bytes_ += h.total;
   cur_ = RecvOp{held_.back().bytes.data(), h.total, Tag{h.match, h.check}, 0};
   cur_held_ = true;
   return true;
+}
+
+// The ring's head is looked at again at every Progress, so an ask opened while a message
+// stalls there holds it then.
+void Channel::AskHold(bool on, size_t cap, uint64_t spare) {
+  if (on) {
+    ++asks_;
+    ask_cap_ = cap;
+    ask_spare_ = spare;
+  } else if (asks_ > 0) {
+    --asks_;
+  }
 }
 
 void Channel::HeldDone(std::vector<Completion>* out) {

@@ -97,7 +97,20 @@ std::string Mailbox::Describe(const P2pCall& c) const {
 void Mailbox::Complete(const std::shared_ptr<P2pCall>& call, const Status& s) {
   if (!call) return;
   --live_;
+  if (call->asked) AskHold(*call, false);
   call->complete(s);
+}
+
+void Mailbox::AskHold(P2pCall& call, bool on) {
+  if (call.asked == on || (on && call.peer == o_.rank)) return;
+  call.asked = on;
+  const int first = call.peer == kAnySource ? 0 : call.peer;
+  const int last = call.peer == kAnySource ? o_.size - 1 : call.peer;
+  for (int p = first; p <= last; ++p) {
+    if (p == o_.rank) continue;
+    PeerState& ps = *peers_[static_cast<size_t>(p)];
+    if (on ? ps.asks++ == 0 : --ps.asks == 0) t_.endpoint(p)->AskHold(on, o_.unexpected_bytes, kP2pBit);
+  }
 }
 
 // ---- posting ----
@@ -121,6 +134,7 @@ void Mailbox::Post(std::shared_ptr<P2pCall> call) {
       SendSmall(call->peer, call->tag, call->data, call->count * DTypeSize(call->dtype), call->dtype))
     return Complete(call, Status::Ok());
   if (call->deadline.IsNever()) call->deadline = Deadline::After(o_.timeout);
+  if (call->ask_at_post && call->peer != o_.rank) AskHold(*call, true);
   if (call->is_send)
     PostSend(std::move(call));
   else

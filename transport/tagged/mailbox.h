@@ -74,6 +74,11 @@ struct P2pCall {
   // `complete` then only writes these, and needs no state of its own.
   bool done = false;
   Status status;
+  // Its peer (every peer, for any source) is asked to hold early messages until it completes
+  // (Mailbox::AskHold): by Post where `ask_at_post`, else by whoever waits on it, once it must
+  // wait (a blocking call, which often is done before that: no ask made and taken back).
+  bool ask_at_post = true;
+  bool asked = false;
   // A call on device memory staged through host memory (p2p_device.cc): the host copy, held
   // until the call completes, and for a receive the copy back, run once it succeeded and before
   // `complete` (its failure is the call's).
@@ -111,6 +116,14 @@ class Mailbox : public Leftover {
   // and the send is done. False: nothing happened (Post it). Checked by the caller.
   bool SendSmall(int peer, int tag, const void* data, uint64_t bytes, DType dtype);
   size_t piece_bytes() const { return o_.piece_bytes; }
+  // While a posted call with a peer is open, that peer's link holds messages which come before
+  // their receive instead of stalling on them (Endpoint::AskHold): what the call waits for (its
+  // frame, a CTS, a payload sent on a CTS, credit) may have left the peer behind a collective's
+  // message this rank has not reached yet, as when the caller waits on it before that
+  // collective (MPI's progress rule makes such a program correct). Asked once per peer however
+  // many calls are open; `on` false takes the call's ask back. A call asks once (P2pCall::asked), and
+  // a complete one never.
+  void AskHold(P2pCall& call, bool on);
   // A completion whose op id carries kP2pBit.
   void Handle(const Completion& c) override;
   // Polls the transport until something completes or `deadline` (no collective running);

@@ -85,6 +85,7 @@ struct Mailbox::PeerState {
   std::deque<uint64_t> waiting;  // send ids, in post order
   Status lost;                   // the peer is gone
   bool bye = false;              // the peer freed the communicator: no more frames come from it
+  size_t asks = 0;               // open calls that asked its link to hold (Mailbox::AskHold)
 };
 
 }  // namespace hoop

@@ -15,9 +15,10 @@
 // and kept, each message goes to its receive whenever that is posted, in any order, and only a
 // receive for something it never sent fails (connection_closed.cc).
 //
-// Once the connections are shared by a second communicator (HoldEarly), a header with no receive
-// is read into memory of its own instead (up to a cap, then it stalls as above) and handed over
-// when its receive is posted (held.cc): another communicator's messages behind it go on.
+// Once the connections are shared by a second communicator (HoldEarly), or while an ask for this
+// peer is open (AskHold: a point-to-point call with it), a header with no receive is read into
+// memory of its own instead (up to a cap, then it stalls as above) and handed over when its
+// receive is posted (held.cc): the messages behind it go on.
 //
 // Readiness is edge-triggered: `readable_`/`writable_` record what epoll last said and are
 // cleared when a call returns EAGAIN.
@@ -63,6 +64,8 @@ class Connection : public Endpoint {
   bool Delivered(std::string* why);
   // held.cc: from now on, a message with no receive posted is held, up to `cap` bytes at once.
   void HoldEarly(size_t cap) { hold_cap_ = cap; }
+  // held.cc: this peer's early messages held while an ask is open (Endpoint::AskHold).
+  void AskHold(bool on, size_t cap, uint64_t spare) override;
 
  private:
   static constexpr uint32_t kMagic = 0x48505431;  // "HPT1"
@@ -154,6 +157,9 @@ class Connection : public Endpoint {
   };
   std::deque<Held> held_;  // arrival order; the last is being read while holding_
   size_t hold_cap_ = 0;    // 0: stall instead (one communicator on these connections)
+  size_t asks_ = 0;        // AskHold's open asks, their cap and the match bits they spare
+  size_t ask_cap_ = 0;
+  uint64_t ask_spare_ = 0;
   size_t held_bytes_ = 0;
   bool holding_ = false;
 

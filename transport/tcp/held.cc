@@ -3,8 +3,11 @@
 // A header whose receive is not posted stalls the connection (connection.h): right for one
 // communicator, whose ranks all post in one order, and a deadlock for two whose ranks run them
 // in different orders (rank A's dup message sits at the head of the link while rank B waits, on
-// the world, for a message behind it, and A waits for B's world reply before it posts). Once the
-// hub has a second view it asks for this (Transport::HoldEarly): the payload is read into memory
+// the world, for a message behind it, and A waits for B's world reply before it posts); and for
+// one communicator whose rank waits on point-to-point traffic before it joins a collective its
+// peer already started. Once the hub has a second view it asks for this (Transport::HoldEarly),
+// and the mailbox for one peer while a call with it is open (AskHold; not for the mailbox's own
+// messages, whose receives it posts as their frames come): the payload is read into memory
 // of its own, up to the cap in all (past it the link stalls as before: the sender is then far
 // ahead), and copied into its receive when that is posted, in any order, by the same matching
 // rules (tag, then length and check) as at the head of the stream. A held message that was read
@@ -19,7 +22,8 @@
 namespace hoop {
 
 bool Connection::Hold() {
-  if (hold_cap_ == 0 || hdr_.len > hold_cap_ - std::min(hold_cap_, held_bytes_)) return false;
+  const size_t cap = asks_ > 0 && (hdr_.tag & ask_spare_) == 0 ? std::max(hold_cap_, ask_cap_) : hold_cap_;
+  if (cap == 0 || hdr_.len > cap - std::min(cap, held_bytes_)) return false;
   held_.push_back({hdr_.tag, hdr_.check, std::vector<char>(hdr_.len), false});
   held_bytes_ += hdr_.len;
   current_ = RecvOp{held_.back().bytes.data(), hdr_.len, hdr_.check, 0};
@@ -57,6 +61,18 @@ bool Connection::TakeHeld(const RecvOp& r, uint64_t tag, std::vector<Completion>
   held_bytes_ -= len;
   held_.erase(h);
   return true;
+}
+
+// A stalled header is looked at again at the next Progress (HasInput), so an ask opened while one
+// waits holds it then.
+void Connection::AskHold(bool on, size_t cap, uint64_t spare) {
+  if (on) {
+    ++asks_;
+    ask_cap_ = cap;
+    ask_spare_ = spare;
+  } else if (asks_ > 0) {
+    --asks_;
+  }
 }
 
 void TcpTransport::HoldEarly(size_t cap) {
