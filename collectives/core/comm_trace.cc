@@ -142,7 +142,7 @@ std::string CommCore::NoteLinks(const std::vector<int>& waited) {
     }
   std::string said;
   for (int p : waited)
-    if (p >= 0 && p < opts_.size && resent[static_cast<size_t>(p)] > 0)
+    if (p >= 0 && p < opts_.size && resent[static_cast<size_t>(p)] >= kLossyResends)
       said += "; TCP to rank " + std::to_string(p) + " resent " + std::to_string(resent[static_cast<size_t>(p)]) +
               " segments (a lossy link?)";
   std::lock_guard<std::mutex> lock(label_mu_);

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "transport/transport.h"
+
 namespace hoop::doctor {
 
 const char* VerdictName(Verdict v) {
@@ -195,14 +197,14 @@ bool NeverEntered(const View& v, Diagnosis* out) {
   return true;
 }
 
-// The links that resent many segments by the timeout (the dumps' "retransmits": at least 10,
-// and a tenth of the most any link resent; a busy link resends a few), and the one rank on
+// The links that resent many segments by the timeout (the dumps' "retransmits": at least
+// kLossyResends, and a tenth of the most any link resent; a busy link resends a few), and the one rank on
 // every such link, if there is one: the rank behind a lossy link. Empty where none did.
 std::vector<int> LossyAt(const View& v, std::string* said) {
   int64_t most = 0;
   for (const auto& [r, d] : v.by_rank)
     for (int64_t n : d->retransmits) most = std::max(most, n);
-  if (most < 10) return {};
+  if (most < kLossyResends) return {};
   std::vector<std::pair<int, int>> links;
   for (const auto& [r, d] : v.by_rank)
     for (size_t p = 0; p < d->retransmits.size(); ++p)
