@@ -83,7 +83,7 @@ const char* LauncherName(Launcher l);
 inline constexpr size_t kDefaultTraceOps = 2000;
 
 struct Config {
-  int rank = 0;
+  int rank = 0;  // in [0, size), but for a newcomer (join) given HOOP_RANK alone: its number in the job
   int size = 1;
   int local_rank = -1;  // -1: not given; the communicator derives it from host names
   int local_size = -1;

@@ -33,7 +33,8 @@ const char* const kNames[] = {"HOOP_RANK",
                               "OMPI_COMM_WORLD_SIZE",
                               "SLURM_PROCID",
                               "SLURM_NTASKS",
-                              "SLURM_LOCALID"};
+                              "SLURM_LOCALID",
+                              "HOOP_JOIN"};
 constexpr size_t kNameCount = sizeof(kNames) / sizeof(kNames[0]);
 }  // namespace
 
@@ -62,10 +63,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (c.status().message().empty()) __builtin_trap();
     return 0;
   }
-  // The bounds config.h promises.
+  // The bounds config.h promises. A newcomer (HOOP_JOIN=1) with HOOP_RANK and no HOOP_SIZE has its
+  // number in the job as its rank and a size of 1 (the grow that admits it gives both).
   const auto ms = c->timeout.count();
   const size_t chunk = c->chunk_bytes ? c->chunk_bytes : 512 * 1024;
-  if (c->size < 1 || c->rank < 0 || c->rank >= c->size || ms < 1 || ms > 7ll * 24 * 3600 * 1000 ||
+  const bool rank_ok =
+      c->join && c->size == 1 ? c->rank >= 0 && c->rank <= (1 << 20) : c->rank >= 0 && c->rank < c->size;
+  if (c->size < 1 || !rank_ok || ms < 1 || ms > 7ll * 24 * 3600 * 1000 ||
       (c->chunk_bytes && (c->chunk_bytes < 4096 || c->chunk_bytes > (64u << 20))) || c->window < 1 || c->window > 256 ||
       chunk * c->window > (1u << 30) || c->stall_warning_s > 7 * 24 * 3600.0 || c->cycle_time_ms > 10000 ||
       c->fusion_threshold > (4ull << 30))

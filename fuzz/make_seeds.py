@@ -70,4 +70,5 @@ write("config", "hooprun", b"HOOP_RANK=1\nHOOP_SIZE=4\nHOOP_STORE=tcp://127.0.0.
 write("config", "tuning", b"HOOP_TIMEOUT=2.5\nHOOP_CHUNK_BYTES=64K\nHOOP_WINDOW=16\nHOOP_ALGO=ring\n")
 write("config", "fusion", b"HOOP_CYCLE_TIME_MS=0.5\nHOOP_FUSION_THRESHOLD=16M\nHOOP_STALL_WARNING_S=0\n")
 write("config", "mpirun", b"OMPI_COMM_WORLD_RANK=0\nOMPI_COMM_WORLD_SIZE=2\nOMPI_COMM_WORLD_LOCAL_RANK=0\n")
+write("config", "join", b"HOOP_JOIN=1\nHOOP_RANK=5\nHOOP_STORE=tcp://127.0.0.1:5000\n")
 write("config", "out-of-bounds", b"HOOP_TIMEOUT=1e10\nHOOP_CHUNK_BYTES=1G\nHOOP_WINDOW=1024\n")
