@@ -38,6 +38,7 @@
 
 #include "transport/device_queue.h"
 #include "transport/shm/segment.h"
+#include "transport/hold_asks.h"
 #include "transport/transport.h"
 
 namespace hoop::shm {
@@ -68,9 +69,10 @@ class Channel : public Endpoint, public EndpointFastPath {
   // Tells the peer (through its ring) that this rank gives up.
   void Abort(const std::string& cause);
   // channel_held.cc: from now on a head message with no receive is held, up to `cap` bytes at once.
-  void HoldEarly(size_t cap) { hold_cap_ = cap; }
-  // channel_held.cc: this peer's early messages held while an ask is open (Endpoint::AskHold).
-  void AskHold(bool on, size_t cap, uint64_t spare) override;
+  void HoldEarly(size_t cap) { holds_.early = cap; }
+  // This peer's early messages held while an ask is open (Endpoint::AskHold); the ring's head is
+  // looked at again at every Progress, so an ask opened while a message stalls there holds it then.
+  void AskHold(bool on, size_t cap, uint64_t spare) override { holds_.Ask(on, cap, spare); }
   // Work waits on a device queue, which rings no doorbell when it gets there: do not sleep.
   bool DeviceBusy() const { return !landing_.empty() || (!sends_.empty() && sends_.front().q != nullptr); }
 
@@ -170,10 +172,7 @@ class Channel : public Endpoint, public EndpointFastPath {
     bool whole = false;
   };
   std::deque<Held> held_;  // arrival order; the last is being filled while cur_held_
-  size_t hold_cap_ = 0;    // 0: stall instead (one communicator on these rings)
-  size_t asks_ = 0;        // AskHold's open asks, their cap and the match bits they spare
-  size_t ask_cap_ = 0;
-  uint64_t ask_spare_ = 0;
+  HoldAsks holds_;         // whether and how much it holds
   size_t held_bytes_ = 0;
   bool cur_held_ = false;  // cur_ is a held message's memory, no receive of anyone's
 };

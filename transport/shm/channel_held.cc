@@ -22,25 +22,13 @@
 namespace hoop::shm {
 
 bool Channel::Hold(const SlotHeader& h) {
-  const size_t cap = asks_ > 0 && (h.match & ask_spare_) == 0 ? std::max(hold_cap_, ask_cap_) : hold_cap_;
+  const size_t cap = holds_.CapFor(h.match);
   if (cap == 0 || (h.flags & kSlotDevice) != 0 || h.total > cap - std::min(cap, held_bytes_)) return false;
   held_.push_back({Tag{h.match, h.check}, std::vector<char>(h.total), false});
   held_bytes_ += h.total;
   cur_ = RecvOp{held_.back().bytes.data(), h.total, Tag{h.match, h.check}, 0};
   cur_held_ = true;
   return true;
-}
-
-// The ring's head is looked at again at every Progress, so an ask opened while a message
-// stalls there holds it then.
-void Channel::AskHold(bool on, size_t cap, uint64_t spare) {
-  if (on) {
-    ++asks_;
-    ask_cap_ = cap;
-    ask_spare_ = spare;
-  } else if (asks_ > 0) {
-    --asks_;
-  }
 }
 
 void Channel::HeldDone(std::vector<Completion>* out) {

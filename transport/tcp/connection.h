@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "transport/hold_asks.h"
 #include "transport/transport.h"
 #include "transport/util/socket.h"
 
@@ -63,9 +64,10 @@ class Connection : public Endpoint {
   void CloseWrite();
   bool Delivered(std::string* why);
   // held.cc: from now on, a message with no receive posted is held, up to `cap` bytes at once.
-  void HoldEarly(size_t cap) { hold_cap_ = cap; }
-  // held.cc: this peer's early messages held while an ask is open (Endpoint::AskHold).
-  void AskHold(bool on, size_t cap, uint64_t spare) override;
+  void HoldEarly(size_t cap) { holds_.early = cap; }
+  // This peer's early messages held while an ask is open (Endpoint::AskHold); a stalled header is
+  // looked at again at the next Progress (HasInput), so an ask opened while one waits holds it then.
+  void AskHold(bool on, size_t cap, uint64_t spare) override { holds_.Ask(on, cap, spare); }
 
  private:
   static constexpr uint32_t kMagic = 0x48505431;  // "HPT1"
@@ -156,10 +158,7 @@ class Connection : public Endpoint {
     bool whole = false;
   };
   std::deque<Held> held_;  // arrival order; the last is being read while holding_
-  size_t hold_cap_ = 0;    // 0: stall instead (one communicator on these connections)
-  size_t asks_ = 0;        // AskHold's open asks, their cap and the match bits they spare
-  size_t ask_cap_ = 0;
-  uint64_t ask_spare_ = 0;
+  HoldAsks holds_;         // whether and how much it holds
   size_t held_bytes_ = 0;
   bool holding_ = false;
 

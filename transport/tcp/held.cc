@@ -22,7 +22,7 @@
 namespace hoop {
 
 bool Connection::Hold() {
-  const size_t cap = asks_ > 0 && (hdr_.tag & ask_spare_) == 0 ? std::max(hold_cap_, ask_cap_) : hold_cap_;
+  const size_t cap = holds_.CapFor(hdr_.tag);
   if (cap == 0 || hdr_.len > cap - std::min(cap, held_bytes_)) return false;
   held_.push_back({hdr_.tag, hdr_.check, std::vector<char>(hdr_.len), false});
   held_bytes_ += hdr_.len;
@@ -61,18 +61,6 @@ bool Connection::TakeHeld(const RecvOp& r, uint64_t tag, std::vector<Completion>
   held_bytes_ -= len;
   held_.erase(h);
   return true;
-}
-
-// A stalled header is looked at again at the next Progress (HasInput), so an ask opened while one
-// waits holds it then.
-void Connection::AskHold(bool on, size_t cap, uint64_t spare) {
-  if (on) {
-    ++asks_;
-    ask_cap_ = cap;
-    ask_spare_ = spare;
-  } else if (asks_ > 0) {
-    --asks_;
-  }
 }
 
 void TcpTransport::HoldEarly(size_t cap) {
