@@ -44,5 +44,8 @@ PYBIND11_MODULE(_c10d, m) {
       py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("host") = "",
       "hoop_init_store over a PyTorch store: (status, message, communicator handle, keep-alive) for "
       "hoop._hoop._adopt, which hoop.init() calls under torchrun.");
+  m.def("_stop_completers", &hoop::torch_ext::Completer::StopAll,
+        "Finishes the futures every group's thread holds and ends those threads (hoop.torch registers it "
+        "with atexit: no thread of hoop's may ask for the GIL once the interpreter finalizes).");
   m.attr("TORCH_VERSION_BUILT") = TORCH_VERSION;
 }

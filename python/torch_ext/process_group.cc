@@ -16,12 +16,12 @@ ProcessGroupHoop::ProcessGroupHoop(const c10::intrusive_ptr<c10d::Store>& store,
   hoop_store_t cb = store_->Callbacks();
   if (hoop_init_store(&comm_, rank, size, &cb, host.empty() ? nullptr : host.c_str()) != HOOP_SUCCESS)
     throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
-  completer_ = std::make_shared<Completer>();
+  completer_ = Completer::Make();
 }
 
 ProcessGroupHoop::ProcessGroupHoop(hoop_comm_t comm, std::shared_ptr<StoreBridge> store, int rank, int size)
     : GroupBase(rank, size), store_(std::move(store)), comm_(comm) {
-  completer_ = std::make_shared<Completer>();
+  completer_ = Completer::Make();
 }
 
 #if HOOP_TORCH_HAS_SHRINK
@@ -50,7 +50,8 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupHoop::shrink(const std::vector<int
 #endif
 
 ProcessGroupHoop::~ProcessGroupHoop() {
-  completer_.reset();  // finishes the futures it holds (their Works may live on)
+  completer_->Stop();  // finishes the futures it holds (their Works may live on), without the GIL
+  completer_.reset();
   hoop_finalize(comm_);
 }
 

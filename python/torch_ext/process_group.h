@@ -120,10 +120,8 @@ ProcessGroupHoop::Work ProcessGroupHoop::Start(const char* call, c10d::OpType ty
     throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
   std::weak_ptr<Completer> c = completer_;
   w->on_future = [c](c10::intrusive_ptr<HoopWork> x) {
-    if (auto live = c.lock())
-      live->Add(std::move(x));
-    else
-      x->Complete();
+    auto live = c.lock();
+    if (!live || !live->Add(x)) x->Complete();  // the group or its thread is gone: here, now
   };
   return w;
 }

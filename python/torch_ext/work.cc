@@ -1,6 +1,7 @@
 #include "python/torch_ext/work.h"
 
 #include <ATen/core/jit_type.h>
+#include <Python.h>
 
 #include <stdexcept>
 
@@ -98,34 +99,82 @@ c10::intrusive_ptr<c10::ivalue::Future> HoopWork::getFuture() {
   return future_;
 }
 
-Completer::Completer() : thread_([this] { Loop(); }) {}
+namespace {
 
-Completer::~Completer() {
+// The process's live Completers, for StopAll: interpreter exit is process-wide, so this list is
+// too (only the Python glue has one).
+struct LiveCompleters {
+  std::mutex mu;
+  std::vector<std::weak_ptr<Completer>> all;
+};
+
+LiveCompleters& Live() {
+  static auto* live = new LiveCompleters;  // never destroyed: atexit may run after statics go
+  return *live;
+}
+
+}  // namespace
+
+Completer::Completer() : thread_([q = q_] { Loop(*q); }) {}
+
+std::shared_ptr<Completer> Completer::Make() {
+  std::shared_ptr<Completer> c(new Completer);
+  LiveCompleters& live = Live();
+  std::lock_guard<std::mutex> lock(live.mu);
+  std::erase_if(live.all, [](const std::weak_ptr<Completer>& w) { return w.expired(); });
+  live.all.push_back(c);
+  return c;
+}
+
+Completer::~Completer() { Stop(); }
+
+void Completer::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(q_->mu);
+    q_->stop = true;
   }
-  cv_.notify_all();
+  q_->cv.notify_all();
+  std::lock_guard<std::mutex> lock(join_mu_);
+  if (!thread_.joinable()) return;
+  if (thread_.get_id() == std::this_thread::get_id()) {  // the last reference went on this thread
+    thread_.detach();                                    // Loop ends once this call returns, on its own Queue
+    return;
+  }
+  // The thread may need the GIL to finish what is queued: not holding it while waiting.
+  PyThreadState* saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
   thread_.join();
+  if (saved) PyEval_RestoreThread(saved);
 }
 
-void Completer::Add(c10::intrusive_ptr<HoopWork> w) {
+void Completer::StopAll() {
+  std::vector<std::shared_ptr<Completer>> live;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(w));
+    std::lock_guard<std::mutex> lock(Live().mu);
+    for (const auto& w : Live().all)
+      if (auto c = w.lock()) live.push_back(std::move(c));
   }
-  cv_.notify_all();
+  for (auto& c : live) c->Stop();
 }
 
-void Completer::Loop() {
+bool Completer::Add(c10::intrusive_ptr<HoopWork> w) {
+  {
+    std::lock_guard<std::mutex> lock(q_->mu);
+    if (q_->stop) return false;
+    q_->works.push_back(std::move(w));
+  }
+  q_->cv.notify_all();
+  return true;
+}
+
+void Completer::Loop(Queue& q) {
   while (true) {
     c10::intrusive_ptr<HoopWork> w;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      w = std::move(queue_.front());
-      queue_.pop_front();
+      std::unique_lock<std::mutex> lock(q.mu);
+      q.cv.wait(lock, [&] { return q.stop || !q.works.empty(); });
+      if (q.works.empty()) return;
+      w = std::move(q.works.front());
+      q.works.pop_front();
     }
     w->Complete(true);  // while the caller computes: nothing may spin for this thread
   }

@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -64,18 +65,38 @@ class HoopWork : public c10d::Work {
 };
 
 // One thread per process group, completing in order the Works whose Future was taken.
+//
+// Completing a Work drops its tensors, and a tensor that Python also holds takes the GIL to drop
+// its Python object. So the thread must be gone before the interpreter finalizes (a thread that
+// asks for the GIL then is ended inside a noexcept destructor: "terminate called without an
+// active exception"), and whoever stops it must not hold the GIL meanwhile (a deadlock). StopAll,
+// which hoop.torch registers with atexit, stops every Completer of the process while Python is
+// still whole; a Work whose Future is taken after that completes on the caller's thread.
 class Completer {
  public:
-  Completer();
-  ~Completer();  // completes what is queued, then stops
-  void Add(c10::intrusive_ptr<HoopWork> w);
+  static std::shared_ptr<Completer> Make();  // started, and known to StopAll
+  ~Completer();                              // Stop()
+  // Completes what is queued, then ends the thread; releases the GIL while it waits if this thread
+  // holds it. Idempotent.
+  void Stop();
+  // Every live Completer of this process, stopped (for atexit).
+  static void StopAll();
+  // Queues w; false once stopped (the caller completes it).
+  bool Add(c10::intrusive_ptr<HoopWork> w);
 
  private:
-  void Loop();
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<c10::intrusive_ptr<HoopWork>> queue_;
-  bool stop_ = false;
+  // Shared with the thread, which may outlive *this: when the last reference to the Completer goes
+  // on its own thread (a Future's callback dropped the group), that thread is detached instead.
+  struct Queue {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<c10::intrusive_ptr<HoopWork>> works;
+    bool stop = false;
+  };
+  Completer();
+  static void Loop(Queue& q);
+  std::shared_ptr<Queue> q_ = std::make_shared<Queue>();
+  std::mutex join_mu_;  // one Stop joins; the others wait for it
   std::thread thread_;
 };
 

@@ -5,7 +5,8 @@ process on the global batch and of backend "gloo" (ddp_rank.py); DTensor's redis
 FSDP2 training and state dicts equal to gloo's on 2 and 4 ranks (fsdp2_rank.py, PyTorch 2.6 and
 later); a lost rank, and shrink_group going on without it (PyTorch 2.10 and later); DDP and the
 Horovod-style optimizer in hoop's deterministic mode, bit-identical over transports, algorithms,
-buckets and fusion. Skipped, saying
+buckets and fusion; a group destroyed, or a script ended, with a future's call still pending
+(late_future_rank.py). Skipped, saying
 so, without PyTorch or without the backend (hoop built without libtorch)."""
 import json
 import os
@@ -24,8 +25,8 @@ if not any(f.startswith("_c10d") for f in os.listdir(os.path.join(PACKAGE, "hoop
     raise unittest.SkipTest("hoop was built without the torch.distributed backend (needs libtorch-dev)")
 
 
-def rank_lines_ok(test, r, n):
-    test.assertEqual(r.returncode, 0, r.output)
+def rank_lines_ok(test, r, n, what=""):
+    test.assertEqual(r.returncode, 0, f"{what}{': ' if what else ''}{r.output}")
     for rank in range(n):
         test.assertRegex(r.output, rf"\[{rank}\] rank {rank}: ok \d+ checks")
 
@@ -128,7 +129,7 @@ class Backend(unittest.TestCase):
                 for backend in ("gloo", "hoop"):
                     out = os.path.join(tmp, f"{backend}-{n}.pt")
                     r = hooprun(n, [sys.executable, script, backend, str(steps), out], timeout=300)
-                    rank_lines_ok(self, r, n)
+                    rank_lines_ok(self, r, n, f"backend {backend} on {n} ranks")
                     got[backend] = torch.load(out)
                 for mode, want in got["gloo"].items():
                     have = got["hoop"][mode]
@@ -206,6 +207,19 @@ class Backend(unittest.TestCase):
             line = [l for l in r.output.splitlines() if l.startswith(f"[{rank}] rank {rank}: raised")]
             self.assertTrue(line, f"rank {rank} raised nothing:\n{r.output}")
             self.assertRegex(line[0], r"hoop: .*(lost peer 2|rank 2)")
+
+    def test_group_ends_cleanly_with_a_future_pending(self):
+        # Rank 0 takes a Work's future, drops it, and destroys the group (or ends) while rank 1 is
+        # still a second away from the call: the group's thread then holds the last reference to
+        # the call's tensors besides Python's. Destroying the group used to wait for that thread
+        # with the GIL held while the thread waited for the GIL (a hang until killed).
+        script = os.path.join(HERE, "late_future_rank.py")
+        for mode in ("destroy", "exit"):
+            with self.subTest(mode=mode):
+                r = hooprun(2, [sys.executable, script, mode], env={"HOOP_TIMEOUT": "20"}, timeout=60)
+                self.assertEqual(r.returncode, 0, r.output)
+                self.assertIn("[1] rank 1: the sum arrived", r.output)
+                self.assertRegex(r.output, r"\[0\] rank 0: (destroyed the group|ending) with the call pending")
 
     @unittest.skipIf(TORCH_VERSION < (2, 10),
                      f"torch.distributed.shrink_group came with PyTorch 2.10 (this is {torch.__version__})")

@@ -25,6 +25,7 @@ anything else raises, naming the rank, the
 call and the cause. HOOP_* variables tune it as any hoop job (HOOP_TRANSPORT, HOOP_TIMEOUT...).
 Across hosts each rank advertises its address on the route to MASTER_ADDR (HOOP_HOST overrides).
 """
+import atexit
 import inspect
 
 import torch as _torch
@@ -69,6 +70,9 @@ def _register():
 
 
 _register()
+# The threads that complete Works whose futures were taken (DDP's) drop tensors, which takes the
+# GIL: they end while the interpreter is whole (one asking for the GIL during finalization aborts).
+atexit.register(_c10d._stop_completers)
 
 from .horovod import *  # noqa: E402,F401,F403  (the Horovod-style API)
 from .horovod import __all__ as _horovod_all  # noqa: E402
