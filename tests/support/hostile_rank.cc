@@ -136,8 +136,9 @@ int RunFdFlood(const Config& cfg) {
     held.clear();
     // The store serves again once descriptors are free.
     auto store = OpenStore(cfg.store, cfg.token, Deadline::After(std::chrono::seconds(10)));
-    if (!store.ok() || !(*store)->Set("after-flood", "yes").ok()) {
-      std::printf("rank 0: FAIL the store does not serve after the flood\n");
+    const Status set = store.ok() ? (*store)->Set("after-flood", "yes") : store.status();
+    if (!set.ok()) {
+      std::printf("rank 0: FAIL the store does not serve after the flood: %s\n", set.ToString().c_str());
       code = 1;
     }
   }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "common/logging.h"
 #include "transport/store/file_store.h"
@@ -253,13 +254,23 @@ std::map<std::string, std::string> TcpStoreServer::Find(const std::string& part)
 
 StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(const HostPort& server, const std::string& token,
                                                                   Deadline deadline) {
-  HOOP_ASSIGN_OR_RETURN(Fd fd, ConnectRetry(server, deadline));
-  SetNoDelay(fd.get());
   Hello hello;
   hello.kind = HelloKind::kStoreClient;
-  Status s = SendHello(fd.get(), token, hello, deadline);
-  if (!s.ok()) return s.WithContext("store " + server.ToString());
-  return std::unique_ptr<TcpStoreClient>(new TcpStoreClient(std::move(fd), server.ToString()));
+  // A server out of descriptors sheds a waiting connection (AcceptWaiting's reserve): this one
+  // then closes without an answer to its hello. Dial again, a few times, with a growing pause;
+  // a refusal (wrong token) or silence ends here, as does a server that keeps closing.
+  int pause_ms = 10;
+  for (int dial = 1;; ++dial) {
+    HOOP_ASSIGN_OR_RETURN(Fd fd, ConnectRetry(server, deadline));
+    SetNoDelay(fd.get());
+    Status s = SendHello(fd.get(), token, hello, deadline);
+    if (s.ok()) return std::unique_ptr<TcpStoreClient>(new TcpStoreClient(std::move(fd), server.ToString()));
+    if (s.code() != Code::kUnavailable || dial == kHelloDials || deadline.RemainingMs() <= pause_ms)
+      return s.WithContext("store " + server.ToString() +
+                           (dial > 1 ? " (dialed " + std::to_string(dial) + " times)" : ""));
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    pause_ms = std::min(pause_ms * 2, 500);
+  }
 }
 
 StatusOr<std::string> TcpStoreClient::Call(uint8_t op, const std::string& key, uint64_t arg, const std::string& value,

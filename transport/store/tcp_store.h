@@ -63,8 +63,11 @@ class TcpStoreServer {
 
 class TcpStoreClient : public Store {
  public:
+  // Dials (ConnectRetry) and says hello; a connection the server closes unanswered (shed while it
+  // is out of descriptors) is dialed again, up to kHelloDials times in all, about 2 s.
   static StatusOr<std::unique_ptr<TcpStoreClient>> Connect(const HostPort& server, const std::string& token,
                                                            Deadline deadline);
+  static constexpr int kHelloDials = 10;
   Status Set(const std::string& key, const std::string& value) override;
   StatusOr<std::string> Get(const std::string& key, Deadline deadline) override;
   StatusOr<int64_t> Add(const std::string& key, int64_t delta) override;
