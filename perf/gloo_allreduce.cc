@@ -21,6 +21,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/version.h"
 #include "perf/harness.h"
 
 using namespace hoop::perf;
@@ -52,15 +53,19 @@ int main(int argc, char** argv) {
     f.Value("--host", hoop::cli::Text(&host));
   };
   if (!ParseHarnessArgs(argc, argv, "gloo-allreduce", &a, ours)) return 2;
-  if (a.coll != "allreduce") {
-    std::fprintf(stderr, "gloo-allreduce: --coll '%s': Gloo is measured on allreduce only\n", a.coll.c_str());
-    return 2;
+  if (a.version) {
+    std::printf("%s\n", hoop::VersionLine("gloo-allreduce").c_str());
+    return 0;
   }
   if (a.help) {
     std::puts(
         "usage: hooprun -np N gloo-allreduce --store DIR [-a ring|ring_chunked|halving_doubling] [-b MIN]\n"
-        "       [-e MAX] [-f FACTOR] [--csv FILE] [--host ADDR]");
+        "       [-e MAX] [-f FACTOR] [--coll allreduce] [--csv FILE] [--label L] [--host ADDR] | --version");
     return 0;
+  }
+  if (a.coll != "allreduce") {
+    std::fprintf(stderr, "gloo-allreduce: --coll '%s': Gloo is measured on allreduce only\n", a.coll.c_str());
+    return 2;
   }
   if (a.algo.empty()) a.algo = "ring";
   if (a.algo != "ring" && a.algo != "ring_chunked" && a.algo != "halving_doubling") {

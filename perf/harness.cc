@@ -46,6 +46,7 @@ bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out,
   HarnessArgs a;
   cli::Flags f;
   f.Early("-h,--help", &a.help);
+  f.Early("--version", &a.version);
   auto size = [](uint64_t* to) {
     return [=](const std::string& v) -> std::string {
       auto s = ParseSize(v);
@@ -73,7 +74,7 @@ bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out,
     std::fprintf(stderr, "%s: %s\n", prog, s.message().c_str());
     return false;
   }
-  if (a.help) {
+  if (a.help || a.version) {
     *out = a;
     return true;
   }

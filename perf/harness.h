@@ -43,9 +43,10 @@ struct HarnessArgs {
   std::string csv;                 // write the rows here (rank 0)
   std::string label;               // the transport column, e.g. "vader" or "tcp"
   bool help = false;
+  bool version = false;  // --version: the caller prints VersionLine and exits 0
 };
 
-// -b MIN -e MAX -f FACTOR [--coll NAME] [-a ALGO] [--csv FILE] [--label L] [-h]; on a bad
+// -b MIN -e MAX -f FACTOR [--coll NAME] [-a ALGO] [--csv FILE] [--label L] [-h] [--version]; on a bad
 // argument prints "PROG: ..." to stderr and returns false.
 // `more` declares a harness's own flags beside these (gloo-allreduce's --store, --host).
 bool ParseHarnessArgs(int argc, char** argv, const char* prog, HarnessArgs* out,

@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "perf/limit_args.h"
+
 namespace {
 void Die(const char* what) {
   std::perror(what);
@@ -59,15 +61,16 @@ double Exchange(int fd, size_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && (std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help")) {
-    std::puts(
-        "usage: loopback-limit [SIZE_MB (default 1024)] [REPEATS (default 3)]\n"
-        "Streams SIZE_MB both ways at once between two processes over TCP loopback and prints\n"
-        "the per-direction rate of each repeat and their median.");
-    return 0;
-  }
-  size_t mb = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1024;
-  int repeats = argc > 2 ? std::atoi(argv[2]) : 3;
+  long long size_mb = 1024, repeats_arg = 3;
+  const int rc = hoop::perf::ParseLimitArgs(
+      argc, argv, "loopback-limit",
+      "usage: loopback-limit [SIZE_MB (default 1024)] [REPEATS (default 3)] | --version\n"
+      "Streams SIZE_MB both ways at once between two processes over TCP loopback and prints\n"
+      "the per-direction rate of each repeat and their median.",
+      {{"SIZE_MB", &size_mb, 1, 65536}, {"REPEATS", &repeats_arg, 1, 1000}});
+  if (rc >= 0) return rc;
+  const size_t mb = static_cast<size_t>(size_mb);
+  const int repeats = static_cast<int>(repeats_arg);
   int lfd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;

@@ -10,19 +10,18 @@
 #include <cstring>
 #include <vector>
 
+#include "perf/limit_args.h"
+
 int main(int argc, char** argv) {
-  if (argc > 1 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help"))) {
-    std::puts(
-        "usage: memcpy-limit [SIZE_MB (default 256)] [REPEATS (default 5)]\n"
-        "Copies SIZE_MB MiB between two buffers REPEATS times; prints GB/s per run and the median.");
-    return 0;
-  }
-  size_t mb = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 256;
-  int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
-  if (mb == 0 || repeats < 1) {
-    std::fprintf(stderr, "memcpy-limit: SIZE_MB and REPEATS must be positive\n");
-    return 2;
-  }
+  long long size_mb = 256, repeats_arg = 5;
+  const int rc = hoop::perf::ParseLimitArgs(
+      argc, argv, "memcpy-limit",
+      "usage: memcpy-limit [SIZE_MB (default 256)] [REPEATS (default 5)] | --version\n"
+      "Copies SIZE_MB MiB between two buffers REPEATS times; prints GB/s per run and the median.",
+      {{"SIZE_MB", &size_mb, 1, 65536}, {"REPEATS", &repeats_arg, 1, 1000}});
+  if (rc >= 0) return rc;
+  const size_t mb = static_cast<size_t>(size_mb);
+  const int repeats = static_cast<int>(repeats_arg);
   size_t bytes = mb << 20;
   std::vector<char> a(bytes, 1), b(bytes, 2);
   std::vector<double> rates;

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <vector>
 
+#include "common/version.h"
 #include "perf/harness.h"
 
 using namespace hoop::perf;
@@ -158,14 +159,15 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   HarnessArgs a;
-  if (!ParseHarnessArgs(argc, argv, "mpi-collective", &a) || a.help) {
-    if (rank == 0 && a.help)
+  if (!ParseHarnessArgs(argc, argv, "mpi-collective", &a) || a.help || a.version) {
+    if (rank == 0 && a.version) std::printf("%s\n", hoop::VersionLine("mpi-collective").c_str());
+    if (rank == 0 && a.help && !a.version)
       std::puts(
           "usage: mpirun -np N mpi-collective [--coll allreduce|alltoall|reduce|gather|scatter|barrier|sendrecv] [-b "
           "MIN]\n"
-          "       [-e MAX] [-f FACTOR] [--csv FILE] [--label L]");
+          "       [-e MAX] [-f FACTOR] [--csv FILE] [--label L] | --version");
     MPI_Finalize();
-    return a.help ? 0 : 2;
+    return a.help || a.version ? 0 : 2;
   }
   if (a.label.empty()) a.label = "mpi";
   if (a.coll == "sendrecv" || a.coll == "barrier") {

@@ -21,6 +21,8 @@
 #include <cstring>
 #include <vector>
 
+#include "perf/limit_args.h"
+
 namespace {
 
 struct alignas(64) Line {
@@ -47,19 +49,16 @@ void Receive(Line& l, uint64_t n, char* msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help"))) {
-    std::puts(
-        "usage: pingpong-limit [ITERS (default 1000000)] [REPEATS (default 5)]\n"
-        "Two processes ping-pong 8 bytes through one shared cache line each way, ITERS round trips\n"
-        "per run; prints each run's one-way latency in us (half a round trip) and the median.");
-    return 0;
-  }
-  const long iters = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 1000000;
-  const int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
-  if (iters < 1 || repeats < 1) {
-    std::fprintf(stderr, "pingpong-limit: ITERS and REPEATS must be positive\n");
-    return 2;
-  }
+  long long iters_arg = 1000000, repeats_arg = 5;
+  const int rc = hoop::perf::ParseLimitArgs(
+      argc, argv, "pingpong-limit",
+      "usage: pingpong-limit [ITERS (default 1000000)] [REPEATS (default 5)] | --version\n"
+      "Two processes ping-pong 8 bytes through one shared cache line each way, ITERS round trips\n"
+      "per run; prints each run's one-way latency in us (half a round trip) and the median.",
+      {{"ITERS", &iters_arg, 1, 1000000000}, {"REPEATS", &repeats_arg, 1, 1000}});
+  if (rc >= 0) return rc;
+  const long iters = static_cast<long>(iters_arg);
+  const int repeats = static_cast<int>(repeats_arg);
   void* m = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) {
     std::perror("pingpong-limit: mmap");

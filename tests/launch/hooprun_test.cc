@@ -76,12 +76,35 @@ TEST_CASE("a program that cannot run is found once, before any rank starts, with
 
 TEST_CASE("every tool says its version", "[hooprun]") {
   for (const char* tool :
-       {"hooprun", "hoop-perf", "hoop-info", "hoop-train", "kernel-bench", "hoop-bench-device", "hoop-parallelize"}) {
-    if (::access(Bin(tool).c_str(), X_OK) != 0) continue;  // not built here (no trainer, no Python package)
+       {"hooprun", "hoop-perf", "hoop-info", "hoop-train", "kernel-bench", "hoop-bench-device", "hoop-parallelize",
+        "memcpy-limit", "loopback-limit", "pingpong-limit", "mpi-collective", "gloo-allreduce"}) {
+    if (::access(Bin(tool).c_str(), X_OK) != 0) continue;  // not built here (no trainer, no Python package, no peer)
     auto v = RunProc({Bin(tool), "--version"}, Within(60));
     INFO(tool << ": " << v.output);
     CHECK(v.exit_code == 0);
     CHECK(v.output == std::string(tool) + " (hoop) " HOOP_VERSION_STRING "\n");
+    auto h = RunProc({Bin(tool), "--help"}, Within(60));
+    CHECK(h.exit_code == 0);
+    CHECK(h.output.find("usage") != std::string::npos);
+  }
+}
+
+TEST_CASE("the raw-limit tools refuse what is not a count", "[hooprun]") {
+  // Before, "--version" was read as 0 MiB and loopback-limit "measured" it.
+  for (const char* tool : {"memcpy-limit", "loopback-limit", "pingpong-limit"}) {
+    INFO(tool);
+    auto zero = RunProc({Bin(tool), "0"}, Within(30));
+    CHECK(zero.exit_code == 2);
+    CHECK(zero.output.find(std::string(tool) + ": ") == 0);
+    CHECK(zero.output.find("'0': expected a count in [1, ") != std::string::npos);
+    auto word = RunProc({Bin(tool), "many"}, Within(30));
+    CHECK(word.exit_code == 2);
+    auto typo = RunProc({Bin(tool), "--verison"}, Within(30));
+    CHECK(typo.exit_code == 2);
+    CHECK(typo.output.find("did you mean --version?") != std::string::npos);
+    auto extra = RunProc({Bin(tool), "1", "1", "1"}, Within(30));
+    CHECK(extra.exit_code == 2);
+    CHECK(extra.output.find("expected at most 2 counts") != std::string::npos);
   }
 }
 
