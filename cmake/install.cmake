@@ -1,5 +1,5 @@
 # `cmake --install BUILD --prefix P`: libhoop.so, the public headers (hoop/hoop.h, hoop/hoop.hpp),
-# hooprun, hoop-perf, hoop-info and hoop-doctor, a CMake package (find_package(hoop) gives hoop::hoop) and
+# hooprun, hoop-perf, hoop-info and hoop-doctor (and hoop-train where built), a CMake package (find_package(hoop) gives hoop::hoop) and
 # hoop.pc for pkg-config. Both the package and hoop.pc find the prefix from where they lie, so
 # the tree works wherever it is installed. Included from the top CMakeLists.txt after the targets.
 include(CMakePackageConfigHelpers)
@@ -16,6 +16,13 @@ install(FILES include/hoop/hoop.h include/hoop/hoop.hpp DESTINATION ${CMAKE_INST
 # The tools are in the package too (hoop::hooprun, ...): the Python package built standalone puts
 # hooprun beside its hoop-parallelize.
 install(TARGETS hooprun hoop-perf hoop-info hoop-doctor EXPORT hoopTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# hoop-train, the reference trainer, where it is built: what a job started from the prefix on many
+# hosts runs. Outside the package's targets (nothing links it); besides libhoop next door it keeps
+# the folders of the libraries it was linked with (OpenBLAS's variant, CUDA's) in its RPATH.
+if(TARGET hoop-train)
+  set_target_properties(hoop-train PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+  install(TARGETS hoop-train RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 
 set(hoop_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/hoop)
 install(EXPORT hoopTargets NAMESPACE hoop:: DESTINATION ${hoop_cmake_dir})

@@ -71,6 +71,20 @@ TEST_CASE("the installed package builds C and C++ programs with CMake and pkg-co
   auto info = Sh((prefix / "bin" / "hoop-info").string() + " --version", 30);
   CHECK(info.exit_code == 0);
   CHECK(info.output.find(HOOP_VERSION_STRING) != std::string::npos);
+  // hoop-train, where it is built, trains from the prefix alone under the installed hooprun.
+  if (fs::exists(fs::path(HOOP_BUILD_DIR) / "bin" / "hoop-train")) {
+    REQUIRE(fs::exists(prefix / "bin" / "hoop-train"));
+    auto ldd = Sh("ldd " + (prefix / "bin" / "hoop-train").string(), 30);
+    INFO(ldd.output);
+    CHECK(ldd.output.find("not found") == std::string::npos);
+    CHECK(ldd.output.find(std::string(HOOP_BUILD_DIR) + "/lib") == std::string::npos);
+    auto train = Sh((prefix / "bin" / "hooprun").string() + " -np 2 " + (prefix / "bin" / "hoop-train").string() +
+                        " --epochs 1 --train-limit 512 --test-limit 128",
+                    120);
+    INFO(train.output);
+    CHECK(train.exit_code == 0);
+    CHECK(train.output.find("hoop-train: done: lenet, 1 epoch(s)") != std::string::npos);
+  }
   const std::string src = std::string(HOOP_SOURCE_DIR) + "/tests/install";
 
   SECTION("find_package(hoop)") {
