@@ -72,7 +72,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::reduce_scatter_tensor_coalesced(Tensors
   for (const auto& t : inputs)
     TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), where, ": tensors of one dtype only (",
                 inputs[0].scalar_type(), " and ", t.scalar_type(), ")");
-  const Reduction red = ReductionOf(opts.reduceOp, where);
+  const Reduction red = ReductionOf(opts.reduceOp, inputs[0].scalar_type(), where);
   Tensors flat, pieces;  // each input flattened once (a copy only where it is not contiguous), then
   for (const auto& in : inputs) flat.push_back(in.reshape({-1}));
   for (int64_t r = 0; r < size; ++r)  // rank r's block: the r-th piece of every input

@@ -91,7 +91,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::broadcast(Tensors& tensors, const c10d:
 ProcessGroupHoop::Work ProcessGroupHoop::allreduce(Tensors& tensors, const c10d::AllreduceOptions& opts) {
   const std::string where = Where("allreduce");
   const at::Tensor& t = One(tensors, where);
-  const Reduction red = ReductionOf(opts.reduceOp, where);
+  const Reduction red = ReductionOf(opts.reduceOp, t.scalar_type(), where);
   at::Tensor d = red.Input(Dense(t));
   const hoop_dtype_t dt = DtypeOf(t, where);
   const hoop_op_t op = red.op;
@@ -112,7 +112,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::allreduce_coalesced(Tensors& tensors,
   }
   at::Tensor flat = Joined(tensors, tensors[0]);
   const hoop_dtype_t dt = DtypeOf(flat, where);
-  const Reduction red = ReductionOf(opts.reduceOp, where);
+  const Reduction red = ReductionOf(opts.reduceOp, flat.scalar_type(), where);
   red.ScaleOwn(flat);
   const hoop_op_t op = red.op;
   Tensors outs = tensors;
@@ -127,7 +127,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::allreduce_coalesced(Tensors& tensors,
 ProcessGroupHoop::Work ProcessGroupHoop::reduce(Tensors& tensors, const c10d::ReduceOptions& opts) {
   const std::string where = Where("reduce");
   const at::Tensor& t = One(tensors, where);
-  const Reduction red = ReductionOf(opts.reduceOp, where);
+  const Reduction red = ReductionOf(opts.reduceOp, t.scalar_type(), where);
   at::Tensor d = red.Input(Dense(t));
   const hoop_dtype_t dt = DtypeOf(t, where);
   const hoop_op_t op = red.op;
@@ -144,6 +144,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::allgather(std::vector<Tensors>& outputs
   const at::Tensor& in = One(inputs, where);
   TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(), where, ": one list of ",
               getSize(), " output tensors (one per rank)");
+  if (Uneven(outputs[0], in)) return AllgatherUneven(outputs[0], in, where);
   SameAs(outputs[0], in, where, "output");
   at::Tensor d = Dense(in);
   at::Tensor flat = at::empty({static_cast<int64_t>(getSize()) * in.numel()}, in.options());
@@ -225,10 +226,11 @@ ProcessGroupHoop::Work ProcessGroupHoop::reduce_scatter(Tensors& outputs, std::v
   const at::Tensor& out = One(outputs, where);
   TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(), where, ": one list of ", getSize(),
               " input tensors (one per rank)");
+  const Reduction red = ReductionOf(opts.reduceOp, out.scalar_type(), where);
+  if (Uneven(inputs[0], out)) return ReduceScatterUneven(outputs, inputs[0], red, where);
   SameAs(inputs[0], out, where, "input");
   at::Tensor flat = Joined(inputs[0], out), o = Dense(out);
   const hoop_dtype_t dt = DtypeOf(out, where);
-  const Reduction red = ReductionOf(opts.reduceOp, where);
   red.ScaleOwn(flat);
   const hoop_op_t op = red.op;
   return Start("hoop:reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs, {flat, o}, BackInto(out, o),
@@ -244,7 +246,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::_reduce_scatter_base(at::Tensor& output
   CheckTensor(output, where);
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && input.numel() == output.numel() * getSize(), where,
               ": the input must hold ", getSize(), " x ", output.numel(), " elements of ", output.scalar_type());
-  const Reduction red = ReductionOf(opts.reduceOp, where);
+  const Reduction red = ReductionOf(opts.reduceOp, input.scalar_type(), where);
   at::Tensor d = red.Input(Dense(input)), o = Dense(output);
   const hoop_dtype_t dt = DtypeOf(input, where);
   const hoop_op_t op = red.op;

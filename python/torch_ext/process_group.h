@@ -10,7 +10,9 @@
 // through a contiguous copy), dtypes uint8, int8, bool, int32, int64, float16, bfloat16, float32,
 // float64, and float8_e4m3fn and float8_e5m2 where torch has them (the library's dtype table,
 // hoop_dtype_info, matched by c10's names; the fp8s take sum, avg, min, max and prod). Ops: SUM,
-// AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR, and PREMUL_SUM (tensors.h).
+// AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR, and PREMUL_SUM (tensors.h; on bool, SUM is an or and
+// PRODUCT an and). all_gather and reduce_scatter take lists of uneven sizes (uneven.cc);
+// monitored_barrier names the ranks that did not arrive (monitored_barrier.cc).
 // Anything else is refused with an error naming the rank, the call and the cause.
 #pragma once
 
@@ -23,6 +25,7 @@
 
 #include "hoop/hoop.h"
 #include "python/torch_ext/store.h"
+#include "python/torch_ext/tensors.h"
 #include "python/torch_ext/work.h"
 
 namespace hoop::torch_ext {
@@ -73,6 +76,9 @@ class ProcessGroupHoop : public GroupBase {
                      std::vector<int64_t>& input_splits, const c10d::AllToAllOptions& opts = {}) override;
   Work alltoall(Tensors& outputs, Tensors& inputs, const c10d::AllToAllOptions& opts = {}) override;
   Work barrier(const c10d::BarrierOptions& opts = {}) override;
+  // monitored_barrier (monitored_barrier.cc): names the ranks that did not arrive in time, then
+  // revokes the group with that message.
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks = false) override;
   Work send(Tensors& tensors, int dst, int tag) override;
   Work recv(Tensors& tensors, int src, int tag) override;
   Work recvAnysource(Tensors& tensors, int tag) override;
@@ -99,11 +105,15 @@ class ProcessGroupHoop : public GroupBase {
   Work Start(const char* call, c10d::OpType type, Tensors outputs, Tensors keep, std::function<void()> after,
              Issue issue, bool recv = false);
   std::string Where(const char* call) const;
+  // The list forms with tensors whose sizes differ by rank (uneven.cc).
+  Work AllgatherUneven(Tensors& outs, const at::Tensor& in, const std::string& where);
+  Work ReduceScatterUneven(Tensors& outputs, Tensors& ins, const Reduction& red, const std::string& where);
   // The flight recorder's label for this group's communicator: PyTorch's name for the group
   // ("0", "1", ...: the process_group of its own flight recorder) and its description, once
   // PyTorch has given them (after the constructor: so at the first call).
   void LabelTrace();
   bool labeled_ = false;
+  uint64_t monitored_seq_ = 0;  // monitored barriers so far: their tags
 
   std::shared_ptr<StoreBridge> store_;  // outlives comm_, and the groups shrunk from it
   hoop_comm_t comm_ = nullptr;

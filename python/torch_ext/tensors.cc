@@ -60,7 +60,7 @@ void FactorOf(const c10d::ReduceOp& op, Reduction& r, const std::string& where) 
 
 }  // namespace
 
-Reduction ReductionOf(const c10d::ReduceOp& op, const std::string& where) {
+Reduction ReductionOf(const c10d::ReduceOp& op, at::ScalarType type, const std::string& where) {
   Reduction r;
   switch (static_cast<c10d::ReduceOp::RedOpType>(op)) {
     case c10d::ReduceOp::SUM: r.op = HOOP_SUM; break;
@@ -79,6 +79,10 @@ Reduction ReductionOf(const c10d::ReduceOp& op, const std::string& where) {
     default:
       TORCH_CHECK(false, where, ": reduce op ", static_cast<int>(static_cast<c10d::ReduceOp::RedOpType>(op)),
                   " is not supported (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR, PREMUL_SUM)");
+  }
+  if (type == at::kBool && !r.premul) {
+    if (r.op == HOOP_SUM) r.op = HOOP_BOR;
+    if (r.op == HOOP_PROD) r.op = HOOP_BAND;
   }
   return r;
 }

@@ -20,6 +20,8 @@ hoop_dtype_t DtypeOf(const at::Tensor& t, const std::string& where);
 void CheckTensor(const at::Tensor& t, const std::string& where);
 // The one tensor of a call (one device per process), checked.
 const at::Tensor& One(const Tensors& ts, const std::string& where);
+// Whether any of ts has another element count than ref (a list call with sizes by rank).
+bool Uneven(const Tensors& ts, const at::Tensor& ref);
 // Every tensor of ts checked and of ref's dtype and element count.
 void SameAs(const Tensors& ts, const at::Tensor& ref, const std::string& where, const char* what);
 
@@ -36,7 +38,9 @@ struct Reduction {
   // PREMUL_SUM: t scaled in place (t is the call's own copy).
   void ScaleOwn(at::Tensor& t) const;
 };
-Reduction ReductionOf(const c10d::ReduceOp& op, const std::string& where);
+// On bool tensors SUM is a logical or and PRODUCT a logical and, as gloo's and NCCL's backends
+// give them (NCCL runs SUM as MAX over bytes): `dist.all_reduce(flag)` asks "did any rank?".
+Reduction ReductionOf(const c10d::ReduceOp& op, at::ScalarType type, const std::string& where);
 
 // t itself where it is contiguous, else a contiguous copy (the caller copies results back).
 at::Tensor Dense(const at::Tensor& t);

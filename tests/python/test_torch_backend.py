@@ -6,8 +6,10 @@ FSDP2 training and state dicts equal to gloo's on 2 and 4 ranks (fsdp2_rank.py, 
 later); a lost rank, and shrink_group going on without it (PyTorch 2.10 and later); DDP and the
 Horovod-style optimizer in hoop's deterministic mode, bit-identical over transports, algorithms,
 buckets and fusion; a group destroyed, or a script ended, with a future's call still pending
-(late_future_rank.py). Skipped, saying
-so, without PyTorch or without the backend (hoop built without libtorch)."""
+(late_future_rank.py); monitored_barrier naming the ranks that did not arrive, where PyTorch
+runs it on backends other than gloo (monitored_barrier_rank.py). Skipped, saying so, without
+PyTorch or without the backend (hoop built without libtorch)."""
+import inspect
 import json
 import os
 import sys
@@ -18,6 +20,7 @@ from support import BUILD, HERE, PACKAGE, free_ports, hooprun
 
 try:
     import torch
+    import torch.distributed as dist
 except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh --torch installs Debian's)")
 TORCH_VERSION = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
@@ -220,6 +223,32 @@ class Backend(unittest.TestCase):
                 self.assertEqual(r.returncode, 0, r.output)
                 self.assertIn("[1] rank 1: the sum arrived", r.output)
                 self.assertRegex(r.output, r"\[0\] rank 0: (destroyed the group|ending) with the call pending")
+
+    @unittest.skipIf("only implemented for GLOO" in inspect.getsource(dist.monitored_barrier),
+                     f"this PyTorch ({torch.__version__}) runs monitored_barrier on gloo only")
+    def test_monitored_barrier_names_the_ranks_that_did_not_arrive(self):
+        script = os.path.join(HERE, "monitored_barrier_rank.py")
+        for n in (1, 2, 4):
+            with self.subTest(ranks=n):
+                r = hooprun(n, [sys.executable, script, "pass"], timeout=60)
+                self.assertEqual(r.returncode, 0, r.output)
+                for rank in range(n):
+                    self.assertIn(f"[{rank}] rank {rank}: passed", r.output)
+        # Late ranks: rank 0 names the first (or, wait_all_ranks, every one) in gloo's words, and
+        # revokes the group with that message: everyone's next call says it.
+        for wait_all, named in (("0", "Rank 1 failed"), ("1", "Ranks 1, 3 failed")):
+            with self.subTest(wait_all_ranks=wait_all):
+                r = hooprun(4, [sys.executable, script, "late", "1,3", wait_all], env={"HOOP_TIMEOUT": "30"},
+                            timeout=60)
+                verdict = f"[Rank 0]: {named} to pass monitoredBarrier in 1000 ms"
+                self.assertIn(f"[0] rank 0: barrier raised: {verdict}", r.output)
+                for rank in range(4):
+                    line = [l for l in r.output.splitlines() if l.startswith(f"[{rank}] rank {rank}: allreduce")]
+                    self.assertTrue(line, f"rank {rank} printed nothing:\n{r.output}")
+                    self.assertIn("raised", line[0])
+                    self.assertIn(verdict, line[0])
+                self.assertIn("[2] rank 2: barrier raised: ", r.output)
+                self.assertIn(verdict, [l for l in r.output.splitlines() if l.startswith("[2] rank 2: barrier")][0])
 
     @unittest.skipIf(TORCH_VERSION < (2, 10),
                      f"torch.distributed.shrink_group came with PyTorch 2.10 (this is {torch.__version__})")

@@ -25,8 +25,8 @@ OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "product": dist.Reduc
 
 
 def ops_for(dt):
-    if dt == torch.bool:
-        return ["min", "max", "band", "bor", "bxor"]
+    if dt == torch.bool:  # sum and product as gloo and NCCL give them: logical or, logical and
+        return ["sum", "product", "min", "max", "band", "bor", "bxor"]
     base = ["sum", "avg", "product", "min", "max"]
     return base if dt in FLOATS else base + ["band", "bor", "bxor"]
 
@@ -45,9 +45,9 @@ def reference(dt, op, inputs):
     n = len(inputs)
     if dt == torch.bool:
         s = torch.stack(inputs)
-        if op in ("min", "band"):
+        if op in ("min", "band", "product"):
             return s.all(0)
-        if op in ("max", "bor"):
+        if op in ("max", "bor", "sum"):
             return s.any(0)
         return (s.sum(0) % 2).bool()
     wide = torch.stack([x.to(torch.float64 if dt in FLOATS else torch.int64) for x in inputs])
@@ -150,6 +150,22 @@ def check_movement(me, n):
                 start = sum(p + q + 1 for q in range(me))
                 want.append(theirs[start:start + p + me + 1])
             same("all_to_all_single uneven", got, torch.cat(want))
+            check_uneven_lists(me, n, case, dt, count)
+
+
+def check_uneven_lists(me, n, case, dt, count):
+    """all_gather and reduce_scatter with a list whose tensors differ in size by rank (NCCL's
+    backend takes them; gloo's does not): rank r's tensor has count + r rows of 2."""
+    mine = data(me, case * 17, dt, 2 * (count + me)).view(-1, 2)
+    outs = [torch.empty(count + r, 2, dtype=dt) for r in range(n)]
+    dist.all_gather(outs, mine)
+    same("all_gather uneven", torch.cat(outs),
+         torch.cat([data(r, case * 17, dt, 2 * (count + r)).view(-1, 2) for r in range(n)]))
+    op = ops_for(dt)[case % len(ops_for(dt))]
+    blocks = [[data(r, case * 19 + q, dt, count + q, op == "product") for q in range(n)] for r in range(n)]
+    out = torch.empty(count + me, dtype=dt)
+    dist.reduce_scatter(out, blocks[me], OPS[op])
+    same(f"reduce_scatter uneven {op}", out, reference(dt, op, [blocks[r][me] for r in range(n)]))
 
 
 def premul_ops():
@@ -269,7 +285,7 @@ def check_refusals(me, n):
     cases = [
         (lambda: dist.all_reduce(torch.zeros(2, dtype=torch.int16)), "not supported"),
         (lambda: dist.all_reduce(torch.zeros(2), op=dist.ReduceOp.BXOR), "bxor"),
-        (lambda: dist.all_gather([torch.zeros(2)] * n, torch.zeros(3)), "must match the input"),
+        (lambda: dist.all_gather([torch.zeros(2)] * n, torch.zeros(3)), "output tensor has 2 elements"),
     ]
     if n > 1:
         cases.append((lambda: dist.all_to_all_single(torch.zeros(n + 1), torch.zeros(n + 1)), "equal parts"))
