@@ -7,14 +7,17 @@
 # OpenBLAS is at hand (the system's, or unpacked from the carried .debs) it also builds the
 # trainer and runs its GPU checks (issue 23: the cuDNN/cuBLAS layers' tests, hoop-train on the
 # GPU against PyTorch on it, 2 ranks sharing it, a hybrid GPU+CPU job) and hoop-bench-device, the
-# CPU-against-GPU study.
-#   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N] [--no-trainer] [--keep-going] [--tests-only]
+# CPU-against-GPU study. Where the machine's python3 imports PyTorch 2 and pybind11 it also builds
+# the torch.distributed backend for it and runs its tests on CUDA tensors (issue 51: every call on
+# PyTorch's current stream, DDP on the GPU against one process and gloo).
+#   scripts/gpu-check.sh [--out DIR] [--debs DIR] [--mib N] [--no-trainer] [--keep-going] [--tests-only] [--torch-only]
 #                        [--tcp-only [--tcp-x VAR=value]... [--tcp-pairs N]]
 #                        [--trainer-only] [--no-bench-device] [--bench-device-only] [--step-limit S]
 #     --out DIR   where the logs and summary.txt go (default build-gpu/check)
 #     --keep-going  after a failed step go on with the next (for a lease too short to run twice);
 #                 the summary lists every failure and the exit status is still 1
 #     --tests-only  build and run hoop-gpu-tests alone (a short lease's re-check after a fix)
+#     --torch-only  build the torch backend and run its CUDA tensor tests alone
 #     --tcp-only  build hoop-perf and hooprun alone and run the device-against-host comparison
 #                 over tcp (with the staging's phases)
 #     --tcp-x VAR=value  with --tcp-only, one more comparison with that setting on both sides
@@ -49,6 +52,7 @@ mib=256
 trainer=1
 keep_going=0
 tests_only=0
+torch_only=0
 tcp_only=0
 tcp_x=()
 tcp_pairs=5
@@ -65,6 +69,7 @@ while [ $# -gt 0 ]; do
     --no-trainer) trainer=0; shift ;;
     --keep-going) keep_going=1; shift ;;
     --tests-only) tests_only=1; trainer=0; shift ;;
+    --torch-only) torch_only=1; trainer=0; shift ;;
     --tcp-only) tcp_only=1; trainer=0; shift ;;
     --tcp-x) tcp_x+=("$2"); shift 2 ;;
     --tcp-pairs) tcp_pairs=$2; shift 2 ;;
@@ -127,6 +132,13 @@ if [ "$trainer" = 1 ] && [ ! -f /usr/local/cuda/include/cudnn.h ] && [ ! -f /usr
   fi
 fi
 nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+# The torch backend for the python3 that has PyTorch 2 and pybind11 (the GPU machine's own).
+torch_python=()
+if python3 -c 'import torch, pybind11, sys; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2> /dev/null; then
+  torch_python=(-DHOOP_PYTHON="$(command -v python3)")
+else
+  note "# python3 here lacks PyTorch 2 or pybind11: no torch backend tests on CUDA tensors"
+fi
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 # Runs a command with its output in a log for at most `limit` seconds. One still running then
@@ -176,7 +188,7 @@ step() {  # name, command...: runs it, at most $step_limit seconds (builds 30 mi
 }
 step configure cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
   -DHOOP_WITH_CUDA=ON -DHOOP_WITH_UCX=OFF -DHOOP_WITH_OFI=OFF \
-  -DHOOP_BUILD_TRAINER=$([ "$trainer" = 1 ] && echo ON || echo OFF) "${cudnn[@]}" \
+  -DHOOP_BUILD_TRAINER=$([ "$trainer" = 1 ] && echo ON || echo OFF) "${cudnn[@]}" "${torch_python[@]}" \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$prefix/usr/share" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DCMAKE_DISABLE_FIND_PACKAGE_Gloo=ON
 # hoop-gpu-tests one test case at a time, each within the step limit: a case that hangs is
 # killed (its stacks written) and the cases after it still run. A case is named by its name up to
@@ -364,6 +376,28 @@ if [ "$trainer_only" = 1 ]; then
   note "gpu-check --trainer-only: passed"
   exit 0
 fi
+# The torch backend on CUDA tensors (issue 51), where it was configured: every call through
+# PyTorch's functions on 2 and 3 ranks sharing the GPU, then DDP on the GPU against one process and
+# gloo. The test skips without a device: a skip here, where one is, counts as a failure.
+torch_cuda() {
+  if [ ${#torch_python[@]} -eq 0 ] || ! cmake --build build-gpu --target help 2> /dev/null | grep -q hoop_c10d; then
+    note "# no torch backend configured (see above and $out/configure.log): its CUDA tests left out"
+    return 0
+  fi
+  step build-torch cmake --build build-gpu -j"$(nproc)" --target hoop_python hoop_c10d hooprun
+  step torch-cuda env HOOPTEST_BUILD_DIR="$PWD/build-gpu" sh -c 'cd tests/python && exec python3 -m unittest -v \
+    test_torch_backend.Backend.test_cuda_tensors_match_the_reference_and_ddp_gloo'
+  if grep -q "skipped" "$out/torch-cuda.log"; then
+    note "FAIL torch-cuda: a device is here, yet it skipped: $(grep -m1 skipped "$out/torch-cuda.log")"
+    failed+=(torch-cuda-skipped)
+  fi
+}
+if [ "$torch_only" = 1 ]; then
+  torch_cuda
+  [ ${#failed[@]} -eq 0 ] || { note "gpu-check: FAILED: ${failed[*]}"; exit 1; }
+  note "gpu-check --torch-only: passed"
+  exit 0
+fi
 if [ "$tests_only" = 1 ]; then
   step build cmake --build build-gpu -j"$(nproc)" --target hoop-gpu-tests
   gpu_tests
@@ -386,6 +420,7 @@ gpu_tests
 
 step launch-gpu-tests build-gpu/bin/hoop-launch-tests "[gpu]"
 grep -E "^(All tests passed|test cases)" "$out/launch-gpu-tests.log" | tee -a "$summary" || true
+torch_cuda
 
 # Each local rank's default GPU and locality (issue 21): with a device the C API test requires
 # hoop_local_device to name one and hoop_locality's "gpu" to describe it.

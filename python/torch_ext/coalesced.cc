@@ -58,8 +58,8 @@ ProcessGroupHoop::Work ProcessGroupHoop::allgather_into_tensor_coalesced(Tensors
     }
   };
   return Start("hoop:allgather_into_tensor_coalesced", c10d::OpType::COALESCED, outputs, {joined, gathered}, after,
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_iallgather(comm_, Ptr(joined), Ptr(gathered), Count(joined), HOOP_U8, r);
+               [&](const Slot& s) {
+                 return HOOP_ISSUE(s, allgather, comm_, Ptr(joined), Ptr(gathered), Count(joined), HOOP_U8);
                });
 }
 
@@ -88,8 +88,8 @@ ProcessGroupHoop::Work ProcessGroupHoop::reduce_scatter_tensor_coalesced(Tensors
   return Start(
       "hoop:reduce_scatter_tensor_coalesced", c10d::OpType::COALESCED, outputs, {joined, result},
       [outs, result]() mutable { SplitInto(result, outs); },
-      [&](hoop_request_t* r, hoop_recv_info_t*) {
-        return hoop_ireduce_scatter(comm_, Ptr(joined), Ptr(result), Count(result), dt, red.op, r);
+      [&](const Slot& s) {
+        return HOOP_ISSUE(s, reduce_scatter, comm_, Ptr(joined), Ptr(result), Count(result), dt, red.op);
       });
 }
 

@@ -48,4 +48,7 @@ PYBIND11_MODULE(_c10d, m) {
         "Finishes the futures every group's thread holds and ends those threads (hoop.torch registers it "
         "with atexit: no thread of hoop's may ask for the GIL once the interpreter finalizes).");
   m.attr("TORCH_VERSION_BUILT") = TORCH_VERSION;
+  // Whether calls on CUDA tensors go on PyTorch's streams (stream_work.h): hoop.torch then
+  // registers the backend for "cuda" too.
+  m.attr("CUDA_STREAMS") = static_cast<bool>(HOOP_TORCH_STREAMS);
 }

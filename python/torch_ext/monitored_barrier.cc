@@ -84,7 +84,10 @@ std::string Verdict(const std::vector<Pending>& ps, bool all_ranks, long long ms
       if (!all_ranks) break;
     }
   std::string who = failed.size() == 1 ? "Rank " : "Ranks ";
-  for (size_t i = 0; i < failed.size(); ++i) who += (i ? ", " : "") + std::to_string(failed[i]);
+  for (size_t i = 0; i < failed.size(); ++i) {
+    if (i) who += ", ";
+    who += std::to_string(failed[i]);
+  }
   std::string m = "[Rank 0]: " + who + " failed to pass monitoredBarrier in " + std::to_string(ms) + " ms";
   if (!original.empty()) m += kOriginal + original;
   return m;

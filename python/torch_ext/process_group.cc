@@ -83,9 +83,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::broadcast(Tensors& tensors, const c10d:
   const hoop_dtype_t dt = DtypeOf(t, where);
   const int root = static_cast<int>(opts.rootRank);
   return Start("hoop:broadcast", c10d::OpType::BROADCAST, tensors, {d}, BackInto(t, d),
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_ibroadcast(comm_, Ptr(d), Ptr(d), Count(d), dt, root, r);
-               });
+               [&](const Slot& s) { return HOOP_ISSUE(s, broadcast, comm_, Ptr(d), Ptr(d), Count(d), dt, root); });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::allreduce(Tensors& tensors, const c10d::AllreduceOptions& opts) {
@@ -96,9 +94,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::allreduce(Tensors& tensors, const c10d:
   const hoop_dtype_t dt = DtypeOf(t, where);
   const hoop_op_t op = red.op;
   return Start("hoop:allreduce", c10d::OpType::ALLREDUCE, tensors, {d}, BackInto(t, d),
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_iallreduce(comm_, Ptr(d), Ptr(d), Count(d), dt, op, r);
-               });
+               [&](const Slot& s) { return HOOP_ISSUE(s, allreduce, comm_, Ptr(d), Ptr(d), Count(d), dt, op); });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::allreduce_coalesced(Tensors& tensors,
@@ -119,9 +115,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::allreduce_coalesced(Tensors& tensors,
   return Start(
       "hoop:allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors, {flat},
       [outs, flat]() mutable { SplitInto(flat, outs); },
-      [&](hoop_request_t* r, hoop_recv_info_t*) {
-        return hoop_iallreduce(comm_, Ptr(flat), Ptr(flat), Count(flat), dt, op, r);
-      });
+      [&](const Slot& s) { return HOOP_ISSUE(s, allreduce, comm_, Ptr(flat), Ptr(flat), Count(flat), dt, op); });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::reduce(Tensors& tensors, const c10d::ReduceOptions& opts) {
@@ -133,9 +127,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::reduce(Tensors& tensors, const c10d::Re
   const hoop_op_t op = red.op;
   const int root = static_cast<int>(opts.rootRank);
   return Start("hoop:reduce", c10d::OpType::REDUCE, tensors, {d}, root == getRank() ? BackInto(t, d) : nullptr,
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_ireduce(comm_, Ptr(d), Ptr(d), Count(d), dt, op, root, r);
-               });
+               [&](const Slot& s) { return HOOP_ISSUE(s, reduce, comm_, Ptr(d), Ptr(d), Count(d), dt, op, root); });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::allgather(std::vector<Tensors>& outputs, Tensors& inputs,
@@ -153,7 +145,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::allgather(std::vector<Tensors>& outputs
   return Start(
       "hoop:allgather", c10d::OpType::ALLGATHER, outputs[0], {d, flat},
       [outs, flat]() mutable { SplitInto(flat, outs); },
-      [&](hoop_request_t* r, hoop_recv_info_t*) { return hoop_iallgather(comm_, Ptr(d), Ptr(flat), Count(d), dt, r); });
+      [&](const Slot& s) { return HOOP_ISSUE(s, allgather, comm_, Ptr(d), Ptr(flat), Count(d), dt); });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -165,9 +157,8 @@ ProcessGroupHoop::Work ProcessGroupHoop::_allgather_base(at::Tensor& output, at:
               ": the output must hold ", getSize(), " x ", input.numel(), " elements of ", input.scalar_type());
   at::Tensor d = Dense(input), o = Dense(output);
   const hoop_dtype_t dt = DtypeOf(input, where);
-  return Start(
-      "hoop:_allgather_base", c10d::OpType::_ALLGATHER_BASE, {output}, {d, o}, BackInto(output, o),
-      [&](hoop_request_t* r, hoop_recv_info_t*) { return hoop_iallgather(comm_, Ptr(d), Ptr(o), Count(d), dt, r); });
+  return Start("hoop:_allgather_base", c10d::OpType::_ALLGATHER_BASE, {output}, {d, o}, BackInto(output, o),
+               [&](const Slot& s) { return HOOP_ISSUE(s, allgather, comm_, Ptr(d), Ptr(o), Count(d), dt); });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::gather(std::vector<Tensors>& outputs, Tensors& inputs,
@@ -191,10 +182,9 @@ ProcessGroupHoop::Work ProcessGroupHoop::gather(std::vector<Tensors>& outputs, T
   const hoop_dtype_t dt = DtypeOf(in, where);
   std::function<void()> after;
   if (flat.defined()) after = [outs, flat]() mutable { SplitInto(flat, outs); };
-  return Start("hoop:gather", c10d::OpType::GATHER, outs, {d, flat.defined() ? flat : d}, after,
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_igather(comm_, Ptr(d), flat.defined() ? Ptr(flat) : nullptr, Count(d), dt, root, r);
-               });
+  return Start("hoop:gather", c10d::OpType::GATHER, outs, {d, flat.defined() ? flat : d}, after, [&](const Slot& s) {
+    return HOOP_ISSUE(s, gather, comm_, Ptr(d), flat.defined() ? Ptr(flat) : nullptr, Count(d), dt, root);
+  });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::scatter(Tensors& outputs, std::vector<Tensors>& inputs,
@@ -215,8 +205,8 @@ ProcessGroupHoop::Work ProcessGroupHoop::scatter(Tensors& outputs, std::vector<T
   at::Tensor o = Dense(out);
   const hoop_dtype_t dt = DtypeOf(out, where);
   return Start("hoop:scatter", c10d::OpType::SCATTER, outputs, {o, flat.defined() ? flat : o}, BackInto(out, o),
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_iscatter(comm_, flat.defined() ? Ptr(flat) : nullptr, Ptr(o), Count(o), dt, root, r);
+               [&](const Slot& s) {
+                 return HOOP_ISSUE(s, scatter, comm_, flat.defined() ? Ptr(flat) : nullptr, Ptr(o), Count(o), dt, root);
                });
 }
 
@@ -233,10 +223,9 @@ ProcessGroupHoop::Work ProcessGroupHoop::reduce_scatter(Tensors& outputs, std::v
   const hoop_dtype_t dt = DtypeOf(out, where);
   red.ScaleOwn(flat);
   const hoop_op_t op = red.op;
-  return Start("hoop:reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs, {flat, o}, BackInto(out, o),
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_ireduce_scatter(comm_, Ptr(flat), Ptr(o), Count(o), dt, op, r);
-               });
+  return Start(
+      "hoop:reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs, {flat, o}, BackInto(out, o),
+      [&](const Slot& s) { return HOOP_ISSUE(s, reduce_scatter, comm_, Ptr(flat), Ptr(o), Count(o), dt, op); });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -251,9 +240,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::_reduce_scatter_base(at::Tensor& output
   const hoop_dtype_t dt = DtypeOf(input, where);
   const hoop_op_t op = red.op;
   return Start("hoop:_reduce_scatter_base", c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {d, o}, BackInto(output, o),
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_ireduce_scatter(comm_, Ptr(d), Ptr(o), Count(o), dt, op, r);
-               });
+               [&](const Slot& s) { return HOOP_ISSUE(s, reduce_scatter, comm_, Ptr(d), Ptr(o), Count(o), dt, op); });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -290,8 +277,8 @@ ProcessGroupHoop::Work ProcessGroupHoop::alltoall_base(at::Tensor& output, at::T
   at::Tensor d = Dense(input), o = Dense(output);
   const hoop_dtype_t dt = DtypeOf(input, where);
   return Start("hoop:alltoall_base", c10d::OpType::ALLTOALL_BASE, {output}, {d, o}, BackInto(output, o),
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_ialltoallv(comm_, Ptr(d), sc.data(), sd.data(), Ptr(o), rc.data(), rd.data(), dt, r);
+               [&](const Slot& s) {
+                 return HOOP_ISSUE(s, alltoallv, comm_, Ptr(d), sc.data(), sd.data(), Ptr(o), rc.data(), rd.data(), dt);
                });
 }
 
@@ -318,14 +305,14 @@ ProcessGroupHoop::Work ProcessGroupHoop::alltoall(Tensors& outputs, Tensors& inp
   Tensors outs = outputs;
   return Start(
       "hoop:alltoall", c10d::OpType::ALLTOALL, outputs, {in, out}, [outs, out]() mutable { SplitInto(out, outs); },
-      [&](hoop_request_t* r, hoop_recv_info_t*) {
-        return hoop_ialltoallv(comm_, Ptr(in), sc.data(), sd.data(), Ptr(out), rc.data(), rd.data(), dt, r);
+      [&](const Slot& s) {
+        return HOOP_ISSUE(s, alltoallv, comm_, Ptr(in), sc.data(), sd.data(), Ptr(out), rc.data(), rd.data(), dt);
       });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::barrier(const c10d::BarrierOptions&) {
   return Start("hoop:barrier", c10d::OpType::BARRIER, {}, {}, nullptr,
-               [&](hoop_request_t* r, hoop_recv_info_t*) { return hoop_ibarrier(comm_, r); });
+               [&](const Slot& s) { return hoop_ibarrier(comm_, s.request); });
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::send(Tensors& tensors, int dst, int tag) {
@@ -333,9 +320,9 @@ ProcessGroupHoop::Work ProcessGroupHoop::send(Tensors& tensors, int dst, int tag
   const at::Tensor& t = One(tensors, where);
   at::Tensor d = Dense(t);
   const hoop_dtype_t dt = DtypeOf(t, where);
-  return Start("hoop:send", c10d::OpType::SEND, tensors, {d}, nullptr, [&](hoop_request_t* r, hoop_recv_info_t*) {
-    return hoop_isend(comm_, Ptr(d), Count(d), dt, dst, tag, r);
-  });
+  return Start(
+      "hoop:send", c10d::OpType::SEND, tensors, {d}, nullptr,
+      [&](const Slot& s) { return HOOP_ISSUE(s, send, comm_, Ptr(d), Count(d), dt, dst, tag); }, PeerCall{dst, false});
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::recv(Tensors& tensors, int src, int tag) {
@@ -343,12 +330,15 @@ ProcessGroupHoop::Work ProcessGroupHoop::recv(Tensors& tensors, int src, int tag
   const at::Tensor& t = One(tensors, where);
   at::Tensor d = Dense(t);
   const hoop_dtype_t dt = DtypeOf(t, where);
+  TORCH_CHECK(src != HOOP_ANY_SOURCE || !t.is_cuda(), where,
+              ": a receive from any source takes a CPU tensor (on a CUDA stream the source must be named)");
   return Start(
       "hoop:recv", c10d::OpType::RECV, tensors, {d}, BackInto(t, d),
-      [&](hoop_request_t* r, hoop_recv_info_t* info) {
-        return hoop_irecv(comm_, Ptr(d), Count(d), dt, src, tag, info, r);
+      [&](const Slot& s) {
+        return s.on_stream ? hoop_recv_stream(comm_, Ptr(d), Count(d), dt, src, tag, s.stream)
+                           : hoop_irecv(comm_, Ptr(d), Count(d), dt, src, tag, s.info, s.request);
       },
-      true);
+      PeerCall{src, true});
 }
 
 ProcessGroupHoop::Work ProcessGroupHoop::recvAnysource(Tensors& tensors, int tag) {

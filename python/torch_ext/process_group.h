@@ -3,10 +3,12 @@
 // the default group through init_process_group's store, each new_group through the prefixed
 // store PyTorch makes for it (PyTorch creates a group's backend on its members only, so a group
 // is a communicator of its members, not a split of the world, which every rank would have to
-// join). Every call is one of hoop's nonblocking calls; its Work completes when waited on, or on
-// the group's Completer thread once its Future is taken (DDP).
+// join). Every call on CPU tensors is one of hoop's nonblocking calls; its Work completes when
+// waited on, or on the group's Completer thread once its Future is taken (DDP). A call on CUDA
+// tensors (PyTorch 2) is one of hoop's *_stream calls on PyTorch's current stream instead
+// (stream_work.h).
 //
-// Tensors: CPU, one per call (one device per process), any layout (non-contiguous ones go
+// Tensors: CPU or CUDA, one per call (one device per process), any layout (non-contiguous ones go
 // through a contiguous copy), dtypes uint8, int8, bool, int32, int64, float16, bfloat16, float32,
 // float64, and float8_e4m3fn and float8_e5m2 where torch has them (the library's dtype table,
 // hoop_dtype_info, matched by c10's names; the fp8s take sum, avg, min, max and prod). Ops: SUM,
@@ -20,11 +22,13 @@
 #include <torch/version.h>
 
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "hoop/hoop.h"
 #include "python/torch_ext/store.h"
+#include "python/torch_ext/stream_work.h"
 #include "python/torch_ext/tensors.h"
 #include "python/torch_ext/work.h"
 
@@ -43,6 +47,25 @@ using GroupBase = c10d::Backend;
 #else
 using GroupBase = c10d::ProcessGroup;
 #endif
+
+// What a call's `issue` is given: a request to fill (a nonblocking call on host tensors), or the
+// CUDA stream to queue on (on_stream: CUDA tensors, stream_work.h; stream may be NULL, the legacy
+// default stream).
+struct Slot {
+  hoop_request_t* request;
+  hoop_recv_info_t* info;
+  bool on_stream;
+  void* stream;
+};
+// hoop_iNAME(ARGS..., request) or hoop_NAME_stream(ARGS..., stream), as the slot asks.
+#define HOOP_ISSUE(slot, name, ...) \
+  ((slot).on_stream ? hoop_##name##_stream(__VA_ARGS__, (slot).stream) : hoop_i##name(__VA_ARGS__, (slot).request))
+
+// A send or a receive: on CUDA tensors each peer and direction has a stream of its own.
+struct PeerCall {
+  int peer;
+  bool recv;
+};
 
 class ProcessGroupHoop : public GroupBase {
  public:
@@ -103,7 +126,7 @@ class ProcessGroupHoop : public GroupBase {
   // A Work for `call` whose C call `issue(request)` is made here; a refused call throws.
   template <class Issue>
   Work Start(const char* call, c10d::OpType type, Tensors outputs, Tensors keep, std::function<void()> after,
-             Issue issue, bool recv = false);
+             Issue issue, std::optional<PeerCall> p2p = std::nullopt);
   std::string Where(const char* call) const;
   // The list forms with tensors whose sizes differ by rank (uneven.cc).
   Work AllgatherUneven(Tensors& outs, const at::Tensor& in, const std::string& where);
@@ -114,6 +137,9 @@ class ProcessGroupHoop : public GroupBase {
   void LabelTrace();
   bool labeled_ = false;
   uint64_t monitored_seq_ = 0;  // monitored barriers so far: their tags
+#if HOOP_TORCH_STREAMS
+  PeerStreams peer_streams_;
+#endif
 
   std::shared_ptr<StoreBridge> store_;  // outlives comm_, and the groups shrunk from it
   hoop_comm_t comm_ = nullptr;
@@ -122,11 +148,23 @@ class ProcessGroupHoop : public GroupBase {
 
 template <class Issue>
 ProcessGroupHoop::Work ProcessGroupHoop::Start(const char* call, c10d::OpType type, Tensors outputs, Tensors keep,
-                                               std::function<void()> after, Issue issue, bool recv) {
+                                               std::function<void()> after, Issue issue, std::optional<PeerCall> p2p) {
   if (!labeled_) LabelTrace();
   hoop_comm_set_trace_name(comm_, call);  // PyTorch's op name, on the first C call `issue` makes
+#if HOOP_TORCH_STREAMS
+  if (const auto device = DeviceOfCall(outputs, keep, getRank(), call)) {
+    std::optional<c10::Stream> side;
+    if (p2p) side = peer_streams_.Get(*device, p2p->peer, p2p->recv);
+    return StartOnStream(
+        getRank(), type, call, std::move(outputs), std::move(keep), after, *device,
+        [&](void* stream) {
+          return issue(Slot{nullptr, nullptr, true, stream});
+        },
+        side);
+  }
+#endif
   auto w = c10::make_intrusive<HoopWork>(getRank(), type, call, std::move(outputs), std::move(keep), std::move(after));
-  if (issue(w->slot(), recv ? w->recv_info() : nullptr) != HOOP_SUCCESS)
+  if (issue(Slot{w->slot(), p2p && p2p->recv ? w->recv_info() : nullptr, false, nullptr}) != HOOP_SUCCESS)
     throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
   std::weak_ptr<Completer> c = completer_;
   w->on_future = [c](c10::intrusive_ptr<HoopWork> x) {

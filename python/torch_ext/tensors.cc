@@ -2,6 +2,8 @@
 
 #include <torch/version.h>
 
+#include "python/torch_ext/stream_work.h"
+
 namespace hoop::torch_ext {
 
 // By c10's name for the scalar type, from the library's dtype table (hoop_dtype_info): a torch
@@ -19,8 +21,13 @@ hoop_dtype_t DtypeOf(const at::Tensor& t, const std::string& where) {
 
 void CheckTensor(const at::Tensor& t, const std::string& where) {
   TORCH_CHECK(t.defined(), where, ": an undefined tensor");
+#if HOOP_TORCH_STREAMS
+  TORCH_CHECK(t.device().is_cpu() || t.device().is_cuda(), where, ": a tensor on ", t.device(),
+              "; the hoop backend takes CPU and CUDA tensors");
+#else
   TORCH_CHECK(t.device().is_cpu(), where, ": a tensor on ", t.device(),
-              "; the hoop backend takes CPU tensors in this version");
+              "; the hoop backend takes CPU tensors with this PyTorch (CUDA tensors need PyTorch 2)");
+#endif
   DtypeOf(t, where);
 }
 
@@ -89,14 +96,14 @@ Reduction ReductionOf(const c10d::ReduceOp& op, at::ScalarType type, const std::
 
 at::Tensor Reduction::Input(const at::Tensor& t) const {
   if (!premul) return t;
-  at::Tensor s = factor_t.defined() ? t.mul(factor_t) : t.mul(factor);
+  at::Tensor s = factor_t.defined() ? t.mul(factor_t.to(t.device())) : t.mul(factor);
   return s.scalar_type() == t.scalar_type() ? s.contiguous() : s.to(t.scalar_type()).contiguous();
 }
 
 void Reduction::ScaleOwn(at::Tensor& t) const {
   if (!premul) return;
   if (at::isFloatingType(t.scalar_type()))
-    factor_t.defined() ? t.mul_(factor_t) : t.mul_(factor);
+    factor_t.defined() ? t.mul_(factor_t.to(t.device())) : t.mul_(factor);
   else
     t.copy_(Input(t));
 }

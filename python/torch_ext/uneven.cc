@@ -48,8 +48,8 @@ ProcessGroupHoop::Work ProcessGroupHoop::AllgatherUneven(Tensors& outs, const at
   Tensors split = outs;
   return Start(
       "hoop:allgather", c10d::OpType::ALLGATHER, outs, {d, flat}, [split, flat]() mutable { SplitInto(flat, split); },
-      [&](hoop_request_t* r, hoop_recv_info_t*) {
-        return hoop_iallgatherv(comm_, Ptr(d), Count(d), Ptr(flat), counts.data(), displs.data(), dt, r);
+      [&](const Slot& s) {
+        return HOOP_ISSUE(s, allgatherv, comm_, Ptr(d), Count(d), Ptr(flat), counts.data(), displs.data(), dt);
       });
 }
 
@@ -61,10 +61,9 @@ ProcessGroupHoop::Work ProcessGroupHoop::ReduceScatterUneven(Tensors& outputs, T
   red.ScaleOwn(flat);
   const hoop_dtype_t dt = DtypeOf(out, where);
   const hoop_op_t op = red.op;
-  return Start("hoop:reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs, {flat, o}, BackInto(out, o),
-               [&](hoop_request_t* r, hoop_recv_info_t*) {
-                 return hoop_ireduce_scatterv(comm_, Ptr(flat), Ptr(o), counts.data(), dt, op, r);
-               });
+  return Start(
+      "hoop:reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs, {flat, o}, BackInto(out, o),
+      [&](const Slot& s) { return HOOP_ISSUE(s, reduce_scatterv, comm_, Ptr(flat), Ptr(o), counts.data(), dt, op); });
 }
 
 }  // namespace hoop::torch_ext

@@ -8,7 +8,8 @@ parameters to OUT.
 
 HOOPTEST_DDP_DETERMINISTIC=1 turns hoop's deterministic mode on (hoop.torch.set_deterministic for
 "hoop" under DDP, hvd.init(deterministic=True) for "horovod"); HOOPTEST_DDP_BUCKET_MB sets DDP's
-bucket_cap_mb (how gradients are packed into allreduces).
+bucket_cap_mb (how gradients are packed into allreduces); HOOPTEST_DDP_DEVICE=cuda trains on the GPU
+(local rank r on device r modulo the devices; the parameters are saved on the CPU).
 
 Usage: ddp_rank.py BACKEND STEPS OUT [PASSES [COMPRESSION]]
 """
@@ -41,7 +42,11 @@ def main():
     backend, steps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     passes = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     compression = sys.argv[5] if len(sys.argv) > 5 else "none"
-    net = model()
+    device = os.environ.get("HOOPTEST_DDP_DEVICE", "cpu")
+    if device == "cuda":
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0')) % torch.cuda.device_count()}"
+        torch.cuda.set_device(device)
+    net = model().to(device)
     rank, size = 0, 1
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
     deterministic = os.environ.get("HOOPTEST_DDP_DETERMINISTIC") == "1"
@@ -63,12 +68,12 @@ def main():
     for micro in batches(steps, passes):
         opt.zero_grad()
         for x, y in micro:
-            xs, ys = x[rank * share:(rank + 1) * share], y[rank * share:(rank + 1) * share]
+            xs, ys = x[rank * share:(rank + 1) * share].to(device), y[rank * share:(rank + 1) * share].to(device)
             nn.functional.cross_entropy(net(xs), ys).backward()
         opt.step()
     if rank == 0:
         plain = net.module if isinstance(net, nn.parallel.DistributedDataParallel) else net
-        torch.save({k: v.detach().clone() for k, v in plain.state_dict().items()}, out)
+        torch.save({k: v.detach().cpu().clone() for k, v in plain.state_dict().items()}, out)
     if backend == "horovod":
         hvd.shutdown()
     elif backend != "single":

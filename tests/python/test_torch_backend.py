@@ -53,6 +53,33 @@ class Backend(unittest.TestCase):
                     r = hooprun(2, [sys.executable, script, method], timeout=240)
                     rank_lines_ok(self, r, 2)
 
+    @unittest.skipIf(TORCH_VERSION < (2, 0) or not torch.cuda.is_available(),
+                     "SKIPPED: CUDA tensors need PyTorch 2 built with CUDA and a GPU (scripts/gpu-check.sh runs this)")
+    def test_cuda_tensors_match_the_reference_and_ddp_gloo(self):
+        # Every call on CUDA tensors, queued on PyTorch's current stream (2 and 3 ranks sharing
+        # the GPUs there are), then DDP on the GPU against one process and gloo on the GPU, and
+        # the Horovod-style DistributedOptimizer on the GPU (the fusion runtime on device memory).
+        script = os.path.join(HERE, "torch_calls_rank.py")
+        for n in (2, 3):
+            with self.subTest(ranks=n):
+                r = hooprun(n, [sys.executable, script, "env://", "cuda"], timeout=300)
+                rank_lines_ok(self, r, n, "cuda")
+        script = os.path.join(HERE, "ddp_rank.py")
+        with tempfile.TemporaryDirectory(prefix="hoop-ddp-cuda-") as tmp:
+            params = {}
+            for backend, n in (("single", 1), ("gloo", 2), ("hoop", 2), ("horovod", 2)):
+                out = os.path.join(tmp, f"{backend}-{n}.pt")
+                r = hooprun(n, [sys.executable, script, backend, "8", out], env={"HOOPTEST_DDP_DEVICE": "cuda"},
+                            timeout=240)
+                self.assertEqual(r.returncode, 0, r.output)
+                params[backend] = torch.load(out)
+            for backend in ("hoop", "gloo", "horovod"):
+                for name, want in params["single"].items():
+                    got = params[backend][name]
+                    self.assertTrue(torch.allclose(got, want, rtol=1e-4, atol=1e-5),
+                                    f"{backend} on cuda: {name} differs from one process by "
+                                    f"{(got - want).abs().max().item()}")
+
     def test_ddp_matches_one_process_and_gloo(self):
         script = os.path.join(HERE, "ddp_rank.py")
         steps = 8

@@ -4,7 +4,9 @@ every rank's seeded input; dtypes and ops the backend takes (PREMUL_SUM too), co
 1001, async forms, non-contiguous tensors, new_group, point-to-point, the coalesced calls of
 PyTorch 2.x, and the refusals. Prints "rank R: ok N checks".
 
-Usage: torch_calls_rank.py INIT_METHOD   (env://, file:///PATH or tcp://HOST:PORT)
+Usage: torch_calls_rank.py INIT_METHOD [cuda]   (env://, file:///PATH or tcp://HOST:PORT)
+  cuda: every tensor on the GPU (local rank r on device r modulo the devices; PyTorch 2), so that
+  each call goes on PyTorch's current CUDA stream; the references are computed alike.
 """
 import os
 import sys
@@ -16,6 +18,8 @@ import hoop.torch  # noqa: F401  (registers "hoop")
 
 checks = 0
 TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+CUDA = len(sys.argv) > 2 and sys.argv[2] == "cuda"
+DEVICE = "cpu"  # main() sets the GPU's where CUDA
 DTYPES = [torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
           torch.float64, torch.bool]
 FLOATS = {torch.float16, torch.bfloat16, torch.float32, torch.float64}
@@ -32,13 +36,13 @@ def ops_for(dt):
 
 
 def data(rank, case, dt, count, small=False):
-    g = torch.Generator().manual_seed(rank * 100003 + case)
+    g = torch.Generator(device="cpu").manual_seed(rank * 100003 + case)
     if dt == torch.bool:
-        return torch.randint(0, 2, (count,), generator=g).bool()
+        return torch.randint(0, 2, (count,), generator=g, device="cpu").bool().to(DEVICE)
     lo, hi = (0, 5) if dt == torch.uint8 else (-3, 4)
     if small:
         lo, hi = (1, 3) if dt == torch.uint8 else (-2, 3)
-    return torch.randint(lo, hi, (count,), generator=g).to(dt)
+    return torch.randint(lo, hi, (count,), generator=g, device="cpu").to(dt).to(DEVICE)
 
 
 def reference(dt, op, inputs):
@@ -271,6 +275,8 @@ def check_layouts_and_groups(me, n):
         dist.send(torch.full((3,), float(me)), nxt, tag=3)
         r.wait()
         same("send/irecv", got, torch.full((3,), float(prv)))
+        if CUDA:  # on a stream the source must be named
+            return
         if me == 0:
             for p in range(1, n):
                 x = torch.zeros(1)
@@ -278,6 +284,28 @@ def check_layouts_and_groups(me, n):
                 same("recv any source", x, torch.tensor([float(src)]))
         else:
             dist.send(torch.tensor([float(me)]), 0, tag=9)
+
+
+def check_streams(me, n):
+    """CUDA: a call is ordered on the caller's current stream (a kernel after wait() sees the
+    result, with no host wait), on a side stream too; a Future's callback sees the result; wait
+    with a timeout waits on the host."""
+    import datetime
+    x = torch.full((1 << 20,), float(me + 1))
+    w = dist.all_reduce(x, async_op=True)
+    w.wait()
+    same("all_reduce, then a kernel on the stream", (x * 2)[:4], torch.full((4,), float(n * (n + 1))))
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        z = torch.full((1001,), float(me))
+        dist.all_reduce(z)
+    torch.cuda.current_stream().wait_stream(side)
+    same("all_reduce on a side stream", z, torch.full((1001,), float(sum(range(n)))))
+    fut = dist.all_reduce(torch.ones(7), async_op=True).get_future()
+    same("a future's callback", fut.then(lambda f: f.value()[0] * 3).wait(), torch.full((7,), 3.0 * n))
+    y = torch.ones(5)
+    dist.all_reduce(y, async_op=True).wait(timeout=datetime.timedelta(seconds=60))
+    same("wait with a timeout", y, torch.full((5,), float(n)))
 
 
 def check_refusals(me, n):
@@ -289,6 +317,8 @@ def check_refusals(me, n):
     ]
     if n > 1:
         cases.append((lambda: dist.all_to_all_single(torch.zeros(n + 1), torch.zeros(n + 1)), "equal parts"))
+    if CUDA:
+        cases.append((lambda: dist.recv(torch.zeros(1)), "any source takes a CPU tensor"))
     for call, words in cases:
         try:
             call()
@@ -302,6 +332,11 @@ def check_refusals(me, n):
 
 def main():
     method = sys.argv[1] if len(sys.argv) > 1 else "env://"
+    if CUDA:
+        global DEVICE
+        DEVICE = f"cuda:{int(os.environ.get('LOCAL_RANK', '0')) % torch.cuda.device_count()}"
+        torch.cuda.set_device(DEVICE)
+        torch.set_default_device(DEVICE)
     if method == "env://":
         dist.init_process_group("hoop")
     else:  # file:// and tcp:// take the rank and size as arguments
@@ -315,6 +350,8 @@ def main():
         check_coalesced(me, n)
     check_layouts_and_groups(me, n)
     check_refusals(me, n)
+    if CUDA:
+        check_streams(me, n)
     dist.barrier()
     dist.destroy_process_group()
     print(f"rank {me}: ok {checks} checks", flush=True)

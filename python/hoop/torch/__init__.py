@@ -17,8 +17,12 @@ BXOR, and PREMUL_SUM, the pre-scaled sum FSDP uses: every reducing call takes al
 broadcast, allgather (and all_gather_into_tensor), reduce_scatter (and reduce_scatter_tensor),
 on PyTorch 2.x the coalesced all_gather_into_tensor and reduce_scatter_tensor that DTensor and
 FSDP2 call (each group of calls one hoop collective), reduce, gather, scatter, all_to_all (and
-all_to_all_single), barrier, send, recv (any source too) and new_group, every call asynchronous (async_op=True gives a Work;
-its Future completes by itself, which DDP's hooks use). CPU tensors of uint8, int8, bool,
+all_to_all_single), barrier, monitored_barrier (naming the ranks that did not arrive, then
+revoking the group), send, recv (any source too) and new_group, every call asynchronous
+(async_op=True gives a Work; its Future completes by itself, which DDP's hooks use). all_gather
+and reduce_scatter take lists uneven by rank; on bool, SUM is an or and PRODUCT an and. CPU
+tensors, and on PyTorch 2 built with CUDA also CUDA tensors (queued on PyTorch's current stream,
+as NCCL's backend does), of uint8, int8, bool,
 int32, int64, float16, bfloat16, float32 and float64, and float8_e4m3fn and float8_e5m2 where
 torch has them (sum, avg, min, max, prod; results past the largest finite saturate, as NCCL's do);
 anything else raises, naming the rank, the
@@ -64,7 +68,10 @@ def _register():
         return  # already (a reload)
     params = inspect.signature(_dist.Backend.register_backend).parameters
     if "devices" in params:  # PyTorch 2: a backend names the devices it serves
-        _dist.Backend.register_backend(BACKEND, _create_process_group, devices=["cpu"])
+        # CUDA tensors go on PyTorch's current stream (hoop's *_stream calls), where this torch
+        # has CUDA; a group serves both, each call on its tensors' device.
+        cuda = getattr(_c10d, "CUDA_STREAMS", False) and _torch.backends.cuda.is_built()
+        _dist.Backend.register_backend(BACKEND, _create_process_group, devices=["cpu", "cuda"] if cuda else ["cpu"])
     else:
         _dist.Backend.register_backend(BACKEND, _create_process_group)
 
