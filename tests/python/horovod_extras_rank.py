@@ -22,9 +22,10 @@ def main():
     r, n = hvd.rank(), hvd.size()
     assert hvd.cross_size() == 1 and hvd.cross_rank() == 0, (hvd.cross_rank(), hvd.cross_size())  # one host
     assert hvd.is_homogeneous()
-    for q in (hvd.mpi_built, hvd.gloo_built, hvd.nccl_built, hvd.cuda_built, hvd.rocm_built, hvd.ccl_built,
+    for q in (hvd.mpi_built, hvd.gloo_built, hvd.nccl_built, hvd.rocm_built, hvd.ccl_built,
               hvd.ddl_built, hvd.mpi_enabled, hvd.gloo_enabled, hvd.mpi_threads_supported):
         assert q() is False, q.__name__
+    assert isinstance(hvd.cuda_built(), bool)  # whether libhoop has CUDA (this build's choice)
     assert hoop.__version__ == ".".join(map(str, hoop.version()))
     for fn, args in ((hvd.start_timeline, ("t.json",)), (hvd.stop_timeline, ())):
         try:

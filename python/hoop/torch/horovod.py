@@ -13,7 +13,11 @@ backward_passes_per_step-th pass), in place; step() waits for them (skip_synchro
 explicit synchronize(), for gradient clipping). Compression.fp16/bf16 is hoop's wire compression
 (f32/f64 sum and average; the tensor stays in its own dtype), not a cast.
 
-Differences from Horovod, all stated in errors where they apply: CPU tensors only; no process
+CUDA tensors go to the runtime by address once the current stream has produced them (allreduce,
+broadcast, allgather of equal first dimensions: fused on the device); allgather of uneven first
+dimensions, alltoall and reducescatter stage them through host memory.
+
+Differences from Horovod, all stated in errors where they apply: no process
 sets or Adasum; join() waits for every rank and returns the last to join, but does not stand in
 for the allreduces of ranks that joined early (give every rank the same number of steps).
 """
@@ -195,8 +199,7 @@ def is_homogeneous():
 
 
 # Horovod's build queries. hoop is its own transport: no MPI, Gloo, NCCL, oneCCL, DDL or ROCm
-# under it, and these tensors are CPU tensors (hoop.torch's Horovod-style API; hoop's C API and
-# the torch.distributed backend take CUDA memory where libhoop was built with CUDA).
+# under it. CUDA tensors are taken where libhoop was built with CUDA (cuda_built).
 def mpi_built():
     return False
 
@@ -210,8 +213,10 @@ def nccl_built():
 
 
 def cuda_built():
-    """False: this Horovod-style API takes CPU tensors only (see the module's docstring)."""
-    return False
+    """Whether libhoop was built with CUDA (then CUDA tensors are taken; a device must be there)."""
+    import json
+    why = json.loads(_s().world.locality()).get("gpu_why") or ""
+    return "built without CUDA" not in why
 
 
 def rocm_built():
@@ -260,11 +265,28 @@ def _dtype(t, call):
 def _check(t, call):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"hoop.torch: rank {rank()}: {call}: expected a tensor, got {type(t).__name__}")
-    if t.device.type != "cpu":
-        raise ValueError(f"hoop.torch: rank {rank()}: {call}: a tensor on {t.device}; this version takes CPU tensors")
+    if t.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"hoop.torch: rank {rank()}: {call}: a tensor on {t.device}; hoop takes CPU and CUDA tensors")
     if t.is_sparse:
         raise ValueError(f"hoop.torch: rank {rank()}: {call}: sparse tensors are not supported")
     return _dtype(t, call)
+
+
+def _ready(*tensors):
+    """CUDA tensors go to the fusion runtime by address, which reads and writes them from hoop's
+    thread: the work queued on the current stream before (what computed them, the copies made
+    for the call, earlier users of freshly allocated memory) must be done first. The results are
+    complete when the handle is (hoop's own device work ends before it reports)."""
+    for t in tensors:
+        if t.is_cuda:
+            torch.cuda.current_stream(t.device).synchronize()
+            return
+
+
+def _host(t):
+    """The calls that go through NumPy (allgather of uneven first dimensions, alltoall,
+    reducescatter) take a CUDA tensor staged through host memory."""
+    return t.cpu() if t.is_cuda else t
 
 
 def _name(kind, name):
@@ -328,6 +350,7 @@ def _allreduce_into(tensor, output, name, op, prescale, postscale, compression, 
     src = _dense(tensor)
     dst = output if output.is_contiguous() else output.contiguous()
     wire = (compression or Compression.none).code
+    _ready(src, dst)
     token = _s().fusion.allreduce(_name("allreduce", name), src.data_ptr(), dst.data_ptr(), src.numel(), dt,
                                   op.code, wire, float(prescale), float(postscale))
     finish = None
@@ -369,6 +392,7 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, po
 def broadcast_async_(tensor, root_rank, name=None):
     dt = _check(tensor, "broadcast_async_")
     dst = _dense(tensor)
+    _ready(dst)
     token = _s().fusion.broadcast(_name("broadcast", name), dst.data_ptr(), dst.data_ptr(), dst.numel(), dt,
                                   root_rank)
     finish = None
@@ -412,15 +436,17 @@ def allgather_async(tensor, name=None):
     counts = np.zeros(s.world.size, np.int64)
     s.world.allgather(np.array([rows], np.int64), counts, -1, False)  # every rank's first dimension
     rest = tuple(src.shape[1:]) if src.dim() > 0 else ()
-    out = torch.empty((int(counts.sum()),) + rest, dtype=src.dtype)
+    out = torch.empty((int(counts.sum()),) + rest, dtype=src.dtype, device=src.device)
     if (counts == rows).all():
+        _ready(src, out)
         token = s.fusion.allgather(_name("allgather", name), src.data_ptr(), out.data_ptr(), src.numel(), dt)
         return _register("fusion", token, out, (src,))
     per_row = int(np.prod(rest, dtype=np.int64)) if rest else 1
-    sa, override = _numpy(src)
-    oa, _ = _numpy(out)
+    host_src, host_out = _host(src), _host(out)
+    sa, override = _numpy(host_src)
+    oa, _ = _numpy(host_out)
     req = s.world.allgatherv(sa.reshape(-1), oa.reshape(-1), [int(c) * per_row for c in counts], override, True)
-    return _register("request", req, out, (src,))
+    return _register("request", req, out, (host_src,), None if host_out is out else lambda: out.copy_(host_out))
 
 
 def allgather(tensor, name=None):
@@ -448,13 +474,18 @@ def alltoall_async(tensor, splits=None, name=None):
     s.world.alltoall(send_rows, recv_rows, -1, False)
     rest = tuple(src.shape[1:]) if src.dim() > 0 else ()
     per_row = int(np.prod(rest, dtype=np.int64)) if rest else 1
+    host_src = _host(src)
     out = torch.empty((int(recv_rows.sum()),) + rest, dtype=src.dtype)
-    sa, override = _numpy(src)
+    sa, override = _numpy(host_src)
     oa, _ = _numpy(out)
     req = s.world.alltoallv(sa.reshape(-1), [int(r) * per_row for r in send_rows], oa.reshape(-1),
                             [int(r) * per_row for r in recv_rows], override, True)
     received = torch.tensor(recv_rows.tolist(), dtype=torch.int32)
-    return _register("request", req, out, (src,), (lambda: out) if splits is None else (lambda: (out, received)))
+
+    def finish():
+        result = out.to(src.device)
+        return result if splits is None else (result, received)
+    return _register("request", req, out, (host_src,), finish)
 
 
 def alltoall(tensor, splits=None, name=None):
@@ -477,11 +508,12 @@ def reducescatter_async(tensor, name=None, op=Average):
     rest = tuple(src.shape[1:]) if src.dim() > 0 else ()
     per_row = int(np.prod(rest, dtype=np.int64)) if rest else 1
     mine = [rows // n + (1 if r < rows % n else 0) for r in range(n)]
+    host_src = _host(src)
     out = torch.empty((mine[s.world.rank],) + rest, dtype=src.dtype)
-    sa, override = _numpy(src)
+    sa, override = _numpy(host_src)
     oa, _ = _numpy(out)
     req = s.world.reduce_scatterv(sa.reshape(-1), oa.reshape(-1), [m * per_row for m in mine], code, override, True)
-    return _register("request", req, out, (src,))
+    return _register("request", req, out, (host_src,), None if not src.is_cuda else lambda: out.to(src.device))
 
 
 def reducescatter(tensor, name=None, op=Average):
@@ -695,8 +727,9 @@ class _SyncBatchNormFn(torch.autograd.Function):
         dims = [d for d in range(x.dim()) if d != 1]
         shape = [1, -1] + [1] * (x.dim() - 2)
         xd = x.double()
-        local = torch.cat([xd.sum(dims), (xd * xd).sum(dims), torch.tensor([x.numel() / x.shape[1]], dtype=torch.float64)])
-        total = torch.from_numpy(hoop.allreduce(local.numpy(), hoop.SUM, comm=_s().world))
+        local = torch.cat([xd.sum(dims), (xd * xd).sum(dims),
+                           torch.tensor([x.numel() / x.shape[1]], dtype=torch.float64, device=x.device)])
+        total = torch.from_numpy(hoop.allreduce(local.cpu().numpy(), hoop.SUM, comm=_s().world)).to(x.device)
         c = x.shape[1]
         count = total[2 * c].item()
         mean = total[:c] / count
@@ -722,9 +755,10 @@ class _SyncBatchNormFn(torch.autograd.Function):
         g = grad.double()
         sum_dy = g.sum(dims)
         sum_dy_xhat = (g * x_hat).sum(dims)
-        both = torch.from_numpy(hoop.allreduce(torch.cat([sum_dy, sum_dy_xhat]).numpy(), hoop.SUM, comm=_s().world))
+        both = torch.from_numpy(hoop.allreduce(torch.cat([sum_dy, sum_dy_xhat]).cpu().numpy(), hoop.SUM,
+                                               comm=_s().world)).to(g.device)
         c = sum_dy.numel()
-        w = weight.double() if weight is not None else torch.ones(c, dtype=torch.float64)
+        w = weight.double() if weight is not None else torch.ones(c, dtype=torch.float64, device=g.device)
         dx = (g - (both[:c] / ctx.count).view(shape) - x_hat * (both[c:] / ctx.count).view(shape)) * \
             (w * invstd).view(shape)
         gw = sum_dy_xhat.to(weight.dtype) if weight is not None else None
@@ -734,8 +768,8 @@ class _SyncBatchNormFn(torch.autograd.Function):
 
 class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
     """Horovod's hvd.SyncBatchNorm: batch norm over the whole job's batch in training (the ranks'
-    statistics summed through hoop), this rank's running statistics in eval. CPU tensors, any
-    number of dimensions after (N, C)."""
+    statistics summed through hoop), this rank's running statistics in eval. CPU or CUDA tensors
+    (the statistics cross through host memory), any number of dimensions after (N, C)."""
 
     def _check_input_dim(self, x):
         if x.dim() < 2:
