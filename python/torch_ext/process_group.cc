@@ -2,6 +2,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -23,6 +24,41 @@ ProcessGroupHoop::ProcessGroupHoop(hoop_comm_t comm, std::shared_ptr<StoreBridge
     : GroupBase(rank, size), store_(std::move(store)), comm_(comm) {
   completer_ = Completer::Make();
 }
+
+#if HOOP_TORCH_HAS_SPLIT
+c10::intrusive_ptr<c10d::Backend> ProcessGroupHoop::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                          const std::vector<int>& ranks,
+                                                          const c10::intrusive_ptr<Options>&) {
+  const std::string where = Where("split_group");
+  // PyTorch asks once per device type this backend serves (cpu, cuda), and again for the next
+  // type where a rank is in no part: one split_group, one store, one hoop_comm_split.
+  if (store && store == last_split_store_) return last_split_.lock();
+  int color = HOOP_UNDEFINED, key = 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    TORCH_CHECK(ranks[i] >= 0 && ranks[i] < getSize(), where, ": rank ", ranks[i], " is not a rank of this group");
+    if (ranks[i] != getRank()) continue;
+    color = *std::min_element(ranks.begin(), ranks.end());  // parts do not overlap: one color each
+    key = static_cast<int>(i);
+  }
+  hoop_comm_t out = nullptr;
+  hoop_status_t s;
+  {
+    std::optional<pybind11::gil_scoped_release> nogil;  // a collective of this group: not holding the GIL
+    if (PyGILState_Check()) nogil.emplace();
+    s = hoop_comm_split(comm_, color, key, &out);
+  }
+  if (s != HOOP_SUCCESS) throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
+  last_split_store_ = store;  // held: a later split's store cannot reuse its address
+  last_split_ = {};
+  if (out == nullptr) return nullptr;  // in no part
+  int rank = -1, size = -1;
+  hoop_rank(out, &rank);
+  hoop_size(out, &size);
+  c10::intrusive_ptr<c10d::Backend> child = c10::make_intrusive<ProcessGroupHoop>(out, store_, rank, size);
+  last_split_ = child;
+  return child;
+}
+#endif
 
 #if HOOP_TORCH_HAS_SHRINK
 c10::intrusive_ptr<c10d::Backend> ProcessGroupHoop::shrink(const std::vector<int64_t>& ranks_to_exclude,

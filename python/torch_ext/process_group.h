@@ -41,6 +41,9 @@ namespace hoop::torch_ext {
 #define HOOP_TORCH_HAS_SHRINK 0
 #endif
 
+// Backend::split, which torch.distributed.split_group calls (taken from 2.10 on here).
+#define HOOP_TORCH_HAS_SPLIT HOOP_TORCH_HAS_SHRINK
+
 // PyTorch 2 made process groups hold backends; 1.13's register_backend wants the group itself.
 #if TORCH_VERSION_MAJOR >= 2
 using GroupBase = c10d::Backend;
@@ -113,6 +116,17 @@ class ProcessGroupHoop : public GroupBase {
   Work reduce_scatter_tensor_coalesced(Tensors& outputs, Tensors& inputs,
                                        const c10d::ReduceScatterOptions& opts = {}) override;
 #endif
+#if HOOP_TORCH_HAS_SPLIT
+  // torch.distributed.split_group: every rank of this group calls it with the ranks of its own
+  // part (or of the first part, where it is in none); one hoop_comm_split of this communicator,
+  // colored by the part's first rank and keyed by the position in it (PyTorch's rank order). The
+  // parts talk over this group's connections, in tag spaces of their own (hoop.h).
+  bool supportsSplitting() const override { return true; }
+  // What PyTorch copies for a split's child (the group's name, its ranks): hoop reads none of it.
+  c10::intrusive_ptr<Options> getBackendOptions() override { return options_; }
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
+#endif
 #if HOOP_TORCH_HAS_SHRINK
   // torch.distributed.shrink_group (PyTorch 2.10 on): the ranks not excluded make a new group
   // (hoop_comm_shrink_excluding), with connections of its own; SHRINK_ABORT revokes this one
@@ -139,6 +153,11 @@ class ProcessGroupHoop : public GroupBase {
   uint64_t monitored_seq_ = 0;  // monitored barriers so far: their tags
 #if HOOP_TORCH_STREAMS
   PeerStreams peer_streams_;
+#endif
+#if HOOP_TORCH_HAS_SPLIT
+  c10::intrusive_ptr<Options> options_ = c10::make_intrusive<Options>("hoop");
+  c10::intrusive_ptr<c10d::Store> last_split_store_;  // the last split's, and what it gave
+  c10::weak_intrusive_ptr<c10d::Backend> last_split_{c10::intrusive_ptr<c10d::Backend>()};  // not kept alive
 #endif
 
   std::shared_ptr<StoreBridge> store_;  // outlives comm_, and the groups shrunk from it

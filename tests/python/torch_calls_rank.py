@@ -268,6 +268,7 @@ def check_layouts_and_groups(me, n):
         dist.all_reduce(t, group=alone)
         same("all_reduce on a group of one", t, torch.tensor([5.0]))
     dist.barrier()
+    check_split_group(me, n)
     if n > 1:
         nxt, prv = (me + 1) % n, (me - 1) % n
         got = torch.zeros(3)
@@ -284,6 +285,28 @@ def check_layouts_and_groups(me, n):
                 same("recv any source", x, torch.tensor([float(src)]))
         else:
             dist.send(torch.tensor([float(me)]), 0, tag=9)
+
+
+def check_split_group(me, n):
+    """split_group (PyTorch 2.10 on here): the evens in reverse order (position is the new rank)
+    and the odds; then a part of rank 0 alone, the others in none; the world goes on after."""
+    version = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+    if not hasattr(dist, "split_group") or version < (2, 10):
+        return
+    parts = [p for p in ([r for r in range(n) if r % 2 == 0][::-1], [r for r in range(n) if r % 2 == 1]) if p]
+    group = dist.split_group(split_ranks=parts)
+    mine = [p for p in parts if me in p][0]
+    same("split_group rank", torch.tensor([dist.get_rank(group)]), torch.tensor([mine.index(me)]))
+    t = torch.tensor([float(me)])
+    dist.all_reduce(t, group=group)
+    same("all_reduce on a split_group part", t, torch.tensor([float(sum(mine))]))
+    alone = dist.split_group(split_ranks=[[0]])
+    if me == 0:
+        t = torch.tensor([3.0])
+        dist.all_reduce(t, group=alone)
+        same("all_reduce on a part of one", t, torch.tensor([3.0]))
+    elif alone != dist.GroupMember.NON_GROUP_MEMBER:
+        raise AssertionError(f"rank {me}: split_group gave a group to a rank in no part")
 
 
 def check_streams(me, n):
