@@ -62,7 +62,7 @@ class MultiTransport : public Transport {
       return inner_->PostRecvTo(sink, len, elem, tag, op_id);
     }
     bool SendCopies(const CopyMsg* msgs, size_t n) override { return inner_->SendCopies(msgs, n); }
-    bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) override {
+    bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const NextRecv* then) override {
       return inner_->TakeNow(tag, op_id, spins, then);
     }
     bool Withdraw(uint64_t op_id) override { return inner_->Withdraw(op_id); }

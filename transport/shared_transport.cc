@@ -71,7 +71,7 @@ class ViewEndpoint : public Endpoint, public EndpointFastPath {
   void PostRecv(const Region& region, size_t offset, size_t len, Tag tag, uint64_t op_id) override;
   bool PostRecvTo(RecvSink* sink, size_t len, size_t elem, Tag tag, uint64_t op_id) override;
   bool SendCopies(const CopyMsg* msgs, size_t n) override;
-  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) override;
+  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const NextRecv* then) override;
   bool Withdraw(uint64_t op_id) override;
   void AskHold(bool on, size_t cap, uint64_t spare) override {
     TransportHub::Lock l(*hub_);
@@ -186,8 +186,8 @@ bool ViewEndpoint::SendCopies(const CopyMsg* msgs, size_t n) {
 }
 
 // Holds the hub for the spin: a few microseconds at most, where a Poll holds it up to a turn.
-bool ViewEndpoint::TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) {
-  const Tag next = then ? Stamp(*then) : Tag{};
+bool ViewEndpoint::TakeNow(Tag tag, uint64_t op_id, unsigned spins, const NextRecv* then) {
+  const NextRecv next = then ? NextRecv{Stamp(then->tag), then->data} : NextRecv{};
   TransportHub::Lock l(*hub_);
   return hub_->failed_.ok() && base_->TakeNow(Stamp(tag), Stamp(op_id), spins, then ? &next : nullptr);
 }

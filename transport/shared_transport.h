@@ -13,7 +13,9 @@
 // order they came (a ticket lock, re-entered by the thread that holds it). A view's Poll polls
 // the back end for everyone and keeps what belongs to the other views for them; while more than
 // one view is open it polls in turns of at most a millisecond, so another communicator's thread
-// can post and poll in between.
+// can post and poll in between. So a view's posted receive may be filled by another thread's
+// poll at any moment, even while its own thread still reads what the last one brought: a
+// receive kept posted by Endpoint::TakeNow lands in other memory than the one just taken.
 //
 // Failure is shared: a view's Abort (its communicator failed) aborts the back end, telling every
 // peer, and a peer's abort notice (an Aborted completion) fails every view; each view's Poll

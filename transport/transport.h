@@ -75,6 +75,13 @@ class RecvSink {
   ~RecvSink() = default;
 };
 
+// The receive EndpointFastPath::TakeNow leaves posted for a stream's next message: its tag, and
+// the memory it lands in (in the region the taken receive was posted in).
+struct NextRecv {
+  Tag tag;
+  void* data;
+};
+
 // A small message copied out at once (EndpointFastPath::SendCopies).
 struct CopyMsg {
   const void* data;
@@ -104,9 +111,12 @@ class EndpointFastPath {
   // `spins` looks where the back end spins at all (not on a crowded host). True: the bytes are
   // in the receive's memory and no completion follows for it. False: nothing changed, the
   // receive completes through Poll as ever. With `then`, a receive taken stays posted, in its
-  // place and with the same memory and op id, for the message tagged `*then`: a stream of frames
-  // keeps its receive without posting a new one (Withdraw ends it).
-  virtual bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) = 0;
+  // place and with the same op id, for the message tagged `then->tag`, into `then->data`: a
+  // stream of frames keeps its receive without posting a new one (Withdraw ends it). That
+  // memory must not be the memory just taken into: the receive may be completed into it by
+  // another thread's Poll (a communicator sharing the link, shared_transport.h) the moment this
+  // returns, while the caller still reads what it took.
+  virtual bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const NextRecv* then) = 0;
   // Removes the receive posted with `op_id` if no byte of its message has come: true, and no
   // completion follows for it. False: nothing changed.
   virtual bool Withdraw(uint64_t op_id) = 0;
@@ -156,7 +166,7 @@ class Endpoint {
     const Copy one{data, len, tag};
     return SendCopies(&one, 1);
   }
-  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) {
+  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const NextRecv* then) {
     return fast_ && fast_->TakeNow(tag, op_id, spins, then);
   }
   bool Withdraw(uint64_t op_id) { return fast_ && fast_->Withdraw(op_id); }

@@ -50,13 +50,14 @@ TEST_CASE("shm: a small message copied into the ring and taken where it lies, or
   }
 
   SECTION("a receive taken with `then` stays posted for the next message, until withdrawn") {
-    std::vector<char> second(16, 0);
+    std::vector<char> second(16, 0), other(16, 0);
     from_a->PostRecv(rgot, 0, 16, Tag{30, 1}, 31);
     REQUIRE(to_b->SendCopy(msg.data(), 16, Tag{30, 1}));
-    const Tag next{31, 1};
+    const NextRecv next{Tag{31, 1}, other.data()};
     REQUIRE(from_a->TakeNow(Tag{30, 1}, 31, 1000, &next));
     CHECK(std::memcmp(got.data(), msg.data(), 16) == 0);
-    // Posted again in the same memory, for tag 31: taken by TakeNow or the poll alike.
+    // Posted again into the other memory, for tag 31: taken by TakeNow or the poll alike, and
+    // what the first brought stays where it is.
     msg[0] = 42;
     REQUIRE(to_b->SendCopy(msg.data(), 16, Tag{31, 1}));
     CHECK_FALSE(from_a->TakeNow(Tag{30, 1}, 31, 1000, &next));  // the old tag is no longer its
@@ -64,12 +65,13 @@ TEST_CASE("shm: a small message copied into the ring and taken where it lies, or
     REQUIRE(done.size() == 1);
     CHECK(done[0].op_id == 31);
     CHECK(done[0].status.ok());
-    CHECK(got[0] == 42);
+    CHECK(other[0] == 42);
+    CHECK(got[0] == 1);  // the first message, untouched by the second
     // Posted again once more, then withdrawn: the message for it waits at the head, untaken,
     // and no completion comes for the withdrawn receive.
     from_a->PostRecv(rgot, 0, 16, Tag{32, 1}, 33);
     REQUIRE(to_b->SendCopy(msg.data(), 16, Tag{32, 1}));
-    const Tag after{33, 1};
+    const NextRecv after{Tag{33, 1}, got.data()};
     REQUIRE(from_a->TakeNow(Tag{32, 1}, 33, 1000, &after));
     CHECK(from_a->Withdraw(33));
     CHECK_FALSE(from_a->Withdraw(33));  // gone already

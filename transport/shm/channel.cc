@@ -162,7 +162,7 @@ bool Channel::SendCopies(const CopyMsg* msgs, size_t n) {
   return true;
 }
 
-bool Channel::TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) {
+bool Channel::TakeNow(Tag tag, uint64_t op_id, unsigned spins, const NextRecv* then) {
   if (!failure_.ok() || in_msg_) return false;
   auto* h = reinterpret_cast<const SlotHeader*>(Segment::slot(in_, head_));
   // Only the seq word is read while waiting: the line stays in this core's cache until the
@@ -174,10 +174,12 @@ bool Channel::TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) 
   auto it = std::find_if(recvs_.begin(), recvs_.end(), [&](const RecvOp& r) { return r.op_id == op_id; });
   if (it == recvs_.end() || it->sink || it->tag.match != tag.match || it->len != h->total) return false;
   if (h->len > 0) std::memcpy(it->data, reinterpret_cast<const char*>(h) + 64, h->len);
-  if (then)
-    it->tag = *then;  // posted again where it was, for the stream's next message
-  else
+  if (then) {  // posted again where it was, for the stream's next message
+    it->tag = then->tag;
+    it->data = static_cast<char*>(then->data);
+  } else {
     recvs_.erase(it);
+  }
   ++head_;
   in_->head.store(head_, std::memory_order_release);
   Ring(peer_bell_);  // the peer may be waiting for ring space

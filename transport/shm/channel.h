@@ -59,7 +59,7 @@ class Channel : public Endpoint, public EndpointFastPath {
   // One-slot messages with no send queued ahead and a free slot each: into the ring now.
   bool SendCopies(const CopyMsg* msgs, size_t n) override;
   // A one-slot message at the head of the ring, for a receive posted with exactly its length.
-  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const Tag* then) override;
+  bool TakeNow(Tag tag, uint64_t op_id, unsigned spins, const NextRecv* then) override;
   bool Withdraw(uint64_t op_id) override;
 
   // Moves what can move without waiting; appends completions. True if anything moved.

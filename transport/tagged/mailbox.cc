@@ -29,9 +29,9 @@ uint64_t Mailbox::DataMatch(uint64_t msg, uint64_t piece) const {
 
 Status Mailbox::Start() {
   static_assert(sizeof(Frame) == kFrameBytes);
-  in_mem_ = std::make_unique<char[]>(kFrameBytes * static_cast<size_t>(o_.size));
-  HOOP_ASSIGN_OR_RETURN(in_frames_,
-                        t_.RegisterStaging(in_mem_.get(), kFrameBytes * static_cast<size_t>(o_.size), MemKind::kHost));
+  const size_t landing = 2 * kFrameBytes * static_cast<size_t>(o_.size);
+  in_mem_ = std::make_unique<char[]>(landing);
+  HOOP_ASSIGN_OR_RETURN(in_frames_, t_.RegisterStaging(in_mem_.get(), landing, MemKind::kHost));
   for (int p = 0; p < o_.size; ++p)
     if (p != o_.rank) PostFrameRecv(p);
   return Status::Ok();
@@ -39,9 +39,13 @@ Status Mailbox::Start() {
 
 void Mailbox::PostFrameRecv(int peer) {
   PeerState& ps = *peers_[static_cast<size_t>(peer)];
-  t_.endpoint(peer)->PostRecv(in_frames_, kFrameBytes * static_cast<size_t>(peer), kFrameBytes,
+  t_.endpoint(peer)->PostRecv(in_frames_, LandingAt(peer, ps.next_in), kFrameBytes,
                               Tag{FrameMatch(ps.next_in), kFrameCheck},
                               OpId(Kind::kFrameIn, static_cast<uint64_t>(peer)));
+}
+
+size_t Mailbox::LandingAt(int peer, uint64_t n) const {
+  return kFrameBytes * (2 * static_cast<size_t>(peer) + static_cast<size_t>(n & 1));
 }
 
 StatusOr<uint64_t> Mailbox::FrameSlot() {

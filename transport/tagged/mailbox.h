@@ -204,7 +204,10 @@ class Mailbox : public Leftover {
   // The frame from `peer` has landed in its receive, which the back end posted again for the
   // next frame (`posted_again`, TakeFrame) or completed (the poll's).
   void FrameIn(int peer, bool posted_again);
-  Frame Landed(int peer) const;                // a copy of the frame in `peer`'s landing slot
+  Frame Landed(int peer) const;  // a copy of `peer`'s next frame, from its landing slot
+  // Where `peer`'s frame number `n` lands in in_frames_: two slots per peer, taken in turn, so
+  // the receive for frame n+1 may be posted (TakeNow's `then`) while frame n is still read.
+  size_t LandingAt(int peer, uint64_t n) const;
   void TakeCredit(int peer, uint64_t credit);  // credit a frame returned, and the sends it frees
   // TakeFrame's first half: the frame into its receive (posted again for the next); HandleTaken
   // is the second.
@@ -226,7 +229,7 @@ class Mailbox : public Leftover {
   const Options o_;
   const uint64_t credit_;  // per peer
   std::vector<std::unique_ptr<PeerState>> peers_;
-  std::unique_ptr<char[]> in_mem_;  // one landing frame per peer
+  std::unique_ptr<char[]> in_mem_;  // two landing frames per peer (LandingAt)
   Region in_frames_;
   std::vector<std::unique_ptr<char[]>> frame_blocks_;  // frames being sent
   std::vector<Region> frame_regions_;

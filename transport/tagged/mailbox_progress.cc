@@ -36,7 +36,8 @@ void Mailbox::Handle(const Completion& c) {
 
 Mailbox::Frame Mailbox::Landed(int peer) const {
   Frame f;
-  std::memcpy(&f, static_cast<const char*>(in_frames_.base) + kFrameBytes * static_cast<size_t>(peer), kFrameBytes);
+  const uint64_t n = peers_[static_cast<size_t>(peer)]->next_in;
+  std::memcpy(&f, static_cast<const char*>(in_frames_.base) + LandingAt(peer, n), kFrameBytes);
   return f;
 }
 
@@ -63,8 +64,11 @@ bool Mailbox::TakeNextFrame(int peer, unsigned spins) {
   if (closed_ || !fatal_.ok() || peer < 0 || peer >= o_.size || peer == o_.rank) return false;
   const PeerState& ps = *peers_[static_cast<size_t>(peer)];
   if (ps.bye || !ps.lost.ok()) return false;
-  // The frame receive stays posted for the next frame (no post through the hub per frame).
-  const Tag next{FrameMatch(ps.next_in + 1), kFrameCheck};
+  // The frame receive stays posted for the next frame (no post through the hub per frame), into
+  // the peer's other landing slot: another communicator's thread polling the shared link may
+  // land that frame before this one is read (Endpoint::TakeNow).
+  const NextRecv next{Tag{FrameMatch(ps.next_in + 1), kFrameCheck},
+                      static_cast<char*>(in_frames_.base) + LandingAt(peer, ps.next_in + 1)};
   return t_.endpoint(peer)->TakeNow(Tag{FrameMatch(ps.next_in), kFrameCheck},
                                     OpId(Kind::kFrameIn, static_cast<uint64_t>(peer)), spins, &next);
 }
