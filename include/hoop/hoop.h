@@ -11,11 +11,13 @@
  * communicator. hoop_last_error is per thread.
  *
  * Buffers may be host memory or, where hoop is built with CUDA and a device is present, CUDA
- * device memory (found from the pointer): the collectives, the point-to-point calls and the
- * tensor fusion calls copy it through host memory in this version.
+ * device memory (found from the pointer): between ranks on one host it moves by CUDA IPC and is
+ * reduced on the device (HOOP_CUDA_IPC=0: staged through pinned host memory), across hosts it is
+ * staged through pinned host memory, or moved by UCX where UCX moves device memory itself.
  * A plain call on device memory completes with the output in device memory; the *_stream calls
  * order a collective on a CUDA stream instead (below).
- * The tensor fusion calls (hoop_fusion_*, below) may be made from any threads at once.
+ * The tensor fusion calls (hoop_fusion_*, in hoop/hoop_fusion.h, which this header includes) may
+ * be made from any threads at once.
  * Every call without an i (hoop_allreduce) blocks until the operation is complete on this rank,
  * or fails; no operation takes longer than HOOP_TIMEOUT seconds (default 300). The nonblocking
  * forms (hoop_iallreduce, below) return a request at once.
@@ -579,67 +581,6 @@ hoop_status_t hoop_iallreduce_ex(hoop_comm_t comm, const void* sendbuf, void* re
 /* g of the bound above (0 for NONE or one rank). */
 double hoop_compression_error_factor(hoop_compression_t compression, int nranks);
 
-/* ---- Tensor fusion: named tensors from any thread, negotiated, fused, reduced, handed back ----
- *
- * hoop_fusion_start starts a background runtime on every rank of a communicator. Any thread may
- * then submit named tensors, in any order; every HOOP_CYCLE_TIME_MS (default 1) the ranks agree
- * which names every rank has submitted, pack those that one collective can serve into a fusion
- * buffer of up to HOOP_FUSION_THRESHOLD bytes (default 64 MiB), run it, and copy the results out.
- * A name may be submitted again once its earlier submission has completed; steady-state
- * training (the same names every step) costs one tiny collective per cycle to negotiate.
- *
- * A submission returns HOOP_SUCCESS and a handle, or an error at once for a bad call. The
- * tensor's own result comes from hoop_fusion_wait(handle), or from the callback (on the
- * runtime's thread; it must not block, it may submit; it has returned before the tensor's
- * hoop_fusion_wait or hoop_fusion_test reports it complete). handle may be NULL when a callback is
- * given; otherwise wait on every handle, which frees it. Until a tensor completes its buffers
- * belong to the runtime. A tensor fails, on every rank that submitted it, when the ranks passed
- * different parameters for its name (HOOP_ERR_MISMATCH, naming the ranks and values), when some
- * rank did not submit it within HOOP_TIMEOUT (HOOP_ERR_TIMEOUT, naming them), when a peer is lost
- * (HOOP_ERR_UNAVAILABLE for the
- * tensors of the failing collective, HOOP_ERR_ABORTED for every other), or when the runtime is
- * stopped first (HOOP_ERR_ABORTED). A name submitted again while its earlier submission is
- * pending is refused at the call (HOOP_ERR_INVALID_ARGUMENT). Rank 0 logs which ranks are missing for any name that
- * waits longer than HOOP_STALL_WARNING_S (default 60). HOOP_TIMELINE=FILE makes rank 0 write a
- * Chrome trace of every tensor's phases.
- *
- * While the runtime runs, direct collectives on its communicator return
- * HOOP_ERR_INVALID_ARGUMENT. hoop_fusion_stop is negotiated: every rank stops after the same
- * cycle, so call it on every rank. */
-typedef struct hoop_fusion* hoop_fusion_t;
-typedef long long hoop_handle_t;
-/* message: the failure's text ("" on success), valid during the call. */
-typedef void (*hoop_callback_t)(hoop_status_t status, const char* message, void* user_data);
-typedef struct {
-  hoop_compression_t compression; /* as hoop_allreduce_opts_t; 0 is NONE, use DEFAULT for HOOP_COMPRESSION */
-  double prescale;                /* input multiplied by this before the reduction (0 or 1: none) */
-  double postscale;               /* result multiplied by this after it (0 or 1: none) */
-} hoop_tensor_opts_t;
-
-/* On failure *fusion is left as it was (it may hold the runtime already driving comm). */
-hoop_status_t hoop_fusion_start(hoop_comm_t comm, hoop_fusion_t* fusion);
-/* opts may be NULL; scale factors need f16/bf16/f32/f64. */
-hoop_status_t hoop_fusion_allreduce(hoop_fusion_t fusion, const char* name, const void* sendbuf, void* recvbuf,
-                                    size_t count, hoop_dtype_t dtype, hoop_op_t op, const hoop_tensor_opts_t* opts,
-                                    hoop_callback_t callback, void* user_data, hoop_handle_t* handle);
-hoop_status_t hoop_fusion_broadcast(hoop_fusion_t fusion, const char* name, const void* sendbuf, void* recvbuf,
-                                    size_t count, hoop_dtype_t dtype, int root, hoop_callback_t callback,
-                                    void* user_data, hoop_handle_t* handle);
-/* recvbuf holds size * sendcount elements; every rank passes the same sendcount. */
-hoop_status_t hoop_fusion_allgather(hoop_fusion_t fusion, const char* name, const void* sendbuf, void* recvbuf,
-                                    size_t sendcount, hoop_dtype_t dtype, hoop_callback_t callback, void* user_data,
-                                    hoop_handle_t* handle);
-/* Blocks until the tensor completes; returns its status and frees the handle. */
-hoop_status_t hoop_fusion_wait(hoop_fusion_t fusion, hoop_handle_t handle);
-/* *done = 1 once the tensor completed (then hoop_fusion_wait returns at once), else 0. */
-hoop_status_t hoop_fusion_test(hoop_fusion_t fusion, hoop_handle_t handle, int* done);
-/* Waits for every tensor this rank submitted before the call; the first failure among them. */
-hoop_status_t hoop_fusion_synchronize(hoop_fusion_t fusion);
-/* Stops the runtime on every rank (call it on every rank), fails what has not run, releases
- * the runtime and its handles, and gives the communicator back to direct calls. Later calls on
- * fusion, a second hoop_fusion_stop too, are HOOP_ERR_INVALID_ARGUMENT. */
-hoop_status_t hoop_fusion_stop(hoop_fusion_t fusion);
-
 const char* hoop_status_string(hoop_status_t status);
 /* The last failure's message on the calling thread ("" if none). Valid until the next call. */
 const char* hoop_last_error(void);
@@ -647,5 +588,8 @@ const char* hoop_last_error(void);
 #ifdef __cplusplus
 }
 #endif
+
+/* The tensor fusion calls (hoop_fusion_*) are declared in their own header, part of this one. */
+#include "hoop/hoop_fusion.h"
 
 #endif /* HOOP_HOOP_H_ */
