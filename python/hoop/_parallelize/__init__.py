@@ -1,0 +1,1 @@
+"""hoop-parallelize's parts (hoop/parallelize.py has the converter and the command)."""

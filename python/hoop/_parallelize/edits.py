@@ -1,0 +1,117 @@
+"""hoop-parallelize's vocabulary and its text editor: the names it recognises (optimizers, file
+writers, logging calls, what DistributedDataParallel answers itself), Refused, and Edits, which
+changes the original text only where the converter says so."""
+import ast
+
+OPTIMIZERS = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
+              "Rprop", "LBFGS", "SparseAdam"}
+WRITERS = {"torch.save", "np.save", "numpy.save", "np.savetxt", "numpy.savetxt", "np.savez", "numpy.savez", "json.dump",
+           "pickle.dump", "plt.savefig", "shutil.copy", "shutil.copyfile", "shutil.copy2", "shutil.move", "os.makedirs",
+           "os.mkdir", "os.replace", "os.rename"}
+# Objects that write files as soon as they are made: made on rank 0 only (elsewhere a stand-in that
+# does nothing, whatever is called on it).
+MAKERS = {"SummaryWriter"}
+# What DistributedDataParallel answers itself, as nn.Module does: everything else is read from its .module.
+MODULE_ATTRS = {"train", "eval", "training", "parameters", "named_parameters", "buffers", "named_buffers", "children",
+                "named_children", "modules", "named_modules", "state_dict", "load_state_dict", "to", "cuda", "cpu",
+                "half", "float", "double", "bfloat16", "type", "zero_grad", "apply", "requires_grad_", "forward",
+                "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+                "register_backward_hook", "register_buffer", "register_parameter", "add_module", "no_sync", "module",
+                "join", "share_memory", "get_submodule", "get_parameter", "get_buffer", "to_empty",
+                "register_comm_hook", "__class__", "__dict__"}
+FILE_HANDLERS = {"FileHandler", "RotatingFileHandler", "TimedRotatingFileHandler", "WatchedFileHandler"}
+CLIPPERS = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"}
+CYCLIC = {"OneCycleLR": ("max_lr",), "CyclicLR": ("base_lr", "max_lr")}
+LOGGING = {"debug", "info", "warning", "error", "critical", "exception", "log", "basicConfig"}
+MARK = "# hoop-parallelize:"
+
+
+class Refused(Exception):
+    """The script cannot be converted safely; the message says why."""
+
+
+def dotted(node):
+    """'torch.optim.SGD' for an attribute chain of names, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def call_name(node):
+    return dotted(node.func) if isinstance(node, ast.Call) else None
+
+
+class Edits:
+    """Edits to the original text: replacements inside lines (no newlines), then whole-line
+    insertions and statement wraps, applied from the bottom up so positions stay valid."""
+
+    def __init__(self, text):
+        self.lines = text.splitlines(keepends=True)
+        if self.lines and not self.lines[-1].endswith("\n"):
+            self.lines[-1] += "\n"
+        self.spans = []  # (line, col, end_line, end_col, text)
+        self.ops = []  # (line, order, kind, payload): kind "insert" (before line) or "wrap"
+        self.unit = self._indent_unit()
+
+    def _indent_unit(self):
+        for line in self.lines:
+            stripped = line.lstrip(" \t")
+            if stripped.strip() and line != stripped:
+                return line[:len(line) - len(stripped)]
+        return "    "
+
+    def indent_of(self, node):
+        line = self.lines[node.lineno - 1]
+        return line[:len(line) - len(line.lstrip(" \t"))]
+
+    def alone_on_lines(self, node):
+        """Whether the statement has its lines to itself (it can be wrapped or have lines put around it)."""
+        first = self.lines[node.lineno - 1]
+        last = self.lines[node.end_lineno - 1]
+        before = first.encode()[:node.col_offset].decode(errors="replace")
+        after = last.encode()[node.end_col_offset:].decode(errors="replace").strip()
+        return not before.strip() and (not after or after.startswith("#"))
+
+    def source(self, node):
+        if node.lineno == node.end_lineno:
+            return self.lines[node.lineno - 1].encode()[node.col_offset:node.end_col_offset].decode()
+        first = self.lines[node.lineno - 1].encode()[node.col_offset:].decode()
+        middle = self.lines[node.lineno:node.end_lineno - 1]
+        last = self.lines[node.end_lineno - 1].encode()[:node.end_col_offset].decode()
+        return first + "".join(middle) + last
+
+    def replace(self, node, text):
+        self.spans.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text))
+
+    def insert_before(self, line, text_lines, indent):
+        self.ops.append((line, 1, "insert", [indent + t + "\n" if t else "\n" for t in text_lines]))
+
+    def insert_after(self, node, text_lines, indent=None):
+        self.insert_before(node.end_lineno + 1, text_lines, self.indent_of(node) if indent is None else indent)
+
+    def wrap(self, node, condition):
+        self.ops.append((node.lineno, 0, "wrap", (node.end_lineno, self.indent_of(node), condition)))
+
+    def apply(self):
+        lines = list(self.lines)
+        for (l0, c0, l1, c1, text) in sorted(self.spans, reverse=True):
+            a, b = lines[l0 - 1].encode(), lines[l1 - 1].encode()
+            merged = (a[:c0] + text.encode() + b[c1:]).decode()
+            lines[l0 - 1:l1] = [merged]
+            # A replacement across lines leaves fewer lines: keep later positions valid by padding.
+            lines[l0:l0] = [""] * (l1 - l0)
+        for line, _, kind, payload in sorted(self.ops, key=lambda o: (o[0], o[1]), reverse=True):
+            if kind == "insert":
+                lines[line - 1:line - 1] = payload
+            else:
+                end, indent, condition = payload
+                for i in range(line - 1, end):
+                    if lines[i].strip():
+                        lines[i] = self.unit + lines[i]
+                lines[line - 1:line - 1] = [indent + condition + "\n"]
+        return "".join(lines)

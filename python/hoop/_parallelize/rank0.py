@@ -1,0 +1,178 @@
+"""hoop-parallelize: what only rank 0 should do, and what every rank must agree on. Evaluation
+metrics accumulated under torch.no_grad() and ratios over the dataset's length are averaged over
+the ranks; prints, logging, file writes, progress bars and objects that write files as they are
+made run on rank 0 only. A mixin of Converter (hoop/parallelize.py)."""
+import ast
+
+from hoop._parallelize.edits import FILE_HANDLERS, LOGGING, MAKERS, MARK, WRITERS, Refused, call_name, dotted
+
+
+class RankZero:
+    def find_metric_blocks(self):
+        """`with torch.no_grad():` blocks and the names they accumulate with +=."""
+        self.metric_blocks = []
+        for w in ast.walk(self.tree):
+            if isinstance(w, ast.With) and any(dotted(i.context_expr.func) in ("torch.no_grad", "no_grad")
+                                               for i in w.items if isinstance(i.context_expr, ast.Call)):
+                names = []
+                for n in ast.walk(w):
+                    if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name) \
+                            and n.target.id not in names:
+                        names.append(n.target.id)
+                if names and self.e.alone_on_lines(w):
+                    self.metric_blocks.append((w, names))
+
+    def find_dataset_ratios(self, train):
+        """`x / len(loader.dataset)`, `x / len(dataset)` and `x /= len(...)` for a training loader
+        about to be sharded (by its names, or its dataset's): x counts this rank's share only, so
+        the ratio would come out divided by the number of ranks."""
+        names, datasets = set(), set()
+        for c, _, _ in train:
+            names |= self.aliases.get(c, set())
+            first = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "dataset"), None)
+            if isinstance(first, ast.Name):
+                datasets.add(first.id)
+        self.dataset_ratios = []
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
+                denominator = n.right
+            elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Div) and isinstance(n.target, ast.Name):
+                denominator = n.value
+            else:
+                continue
+            if not (isinstance(denominator, ast.Call) and call_name(denominator) == "len"
+                    and len(denominator.args) == 1):
+                continue
+            of = denominator.args[0]
+            if isinstance(of, ast.Attribute) and of.attr == "dataset" and isinstance(of.value, ast.Name) \
+                    and of.value.id in names:
+                share = f"len({of.value.id}.sampler)"
+            elif isinstance(of, ast.Name) and of.id in datasets:
+                share = f"((len({of.id}) + {self.SIZE} - 1) // {self.SIZE})"  # a DistributedSampler's share
+            else:
+                continue
+            if self.in_rank0_block(n):
+                raise Refused(f"line {n.lineno}: a metric over the training set's length in a block only rank 0 "
+                              "will run: compute it before the block (it must be averaged over the ranks)")
+            if isinstance(n, ast.AugAssign) and (not self.e.alone_on_lines(n) or self.on_header_line(n)):
+                raise Refused(f"line {n.lineno}: a metric divided by the training set's length shares its line with "
+                              "other code: give it a line of its own")
+            self.dataset_ratios.append((n, share, self.e.source(of)))
+
+    def average_dataset_ratios(self):
+        """Each becomes this rank's share (len(loader.sampler)) averaged over the ranks: the
+        DistributedSampler gives every rank as many samples."""
+        for n, share, of in self.dataset_ratios:
+            if isinstance(n, ast.AugAssign):
+                name = n.target.id
+                self.e.replace(n, f"{name} = _hoop_mean({name} / {share})  {MARK} this rank's share, averaged")
+            else:
+                self.e.replace(n, f"_hoop_mean({self.e.source(n.left)} / {share})")
+            self.changes.append(f"line {n.lineno}: a ratio over len({of}) taken over this rank's share and averaged "
+                                "over the ranks")
+
+    def average_metrics(self):
+        for w, names in self.metric_blocks:
+            self.e.insert_after(w, [f"{n} = _hoop_mean({n})" for n in names])
+            self.changes.append(f"line {w.lineno}: {', '.join(names)} averaged over the ranks after the no_grad block")
+
+    def find_side_effects(self):
+        """Calls to print, logging, torch.save and other writers (as statements), and `with open(...,
+        'w')` blocks: what rank 0 alone should do."""
+        self.rank0_calls, self.rank0_blocks = [], []
+        defined = {n.name for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for stmt in ast.walk(self.tree):
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                name = call_name(stmt.value) or ""
+                last = name.split(".")[-1]
+                if name == "print" or name in WRITERS or (name.split(".")[0] in ("logging", "logger", "log", "LOG")
+                                                          and last in LOGGING) or last == "add_scalar":
+                    self.rank0_calls.append(stmt.value)
+            elif isinstance(stmt, ast.With) and any(self.opens_for_writing(i.context_expr) for i in stmt.items):
+                calls = {call_name(c) for c in ast.walk(stmt) if isinstance(c, ast.Call)}
+                if calls & defined or any(c and c.startswith(("hvd.", "dist.")) for c in calls):
+                    self.notes.append(f"line {stmt.lineno}: a file written in a block that calls the script's own "
+                                      "functions: left on every rank (make it rank 0's by hand if it must be)")
+                elif not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
+                    self.notes.append(f"line {stmt.lineno}: shares its line with other code: not made rank 0 only")
+                else:
+                    self.rank0_blocks.append(stmt)
+        # Calls inside a block that is wrapped whole need nothing more.
+        self.rank0_blocks = [b for b in self.rank0_blocks if not any(
+            o is not b and o.lineno <= b.lineno and b.end_lineno <= o.end_lineno for o in self.rank0_blocks)]
+        self.rank0_calls = [c for c in self.rank0_calls if not any(
+            b.lineno <= c.lineno and c.end_lineno <= b.end_lineno for b in self.rank0_blocks)]
+        self.find_makers()
+
+    def in_rank0_block(self, node):
+        return any(b.lineno <= node.lineno and node.end_lineno <= b.end_lineno for b in self.rank0_blocks)
+
+    def find_makers(self):
+        """Objects that write files from the moment they are made, wherever they are made: a
+        SummaryWriter, a file opened for writing outside a `with` block (a CSV log), a logging
+        FileHandler; and the torch.load calls that may read what rank 0 wrote."""
+        in_with = {id(i.context_expr) for w in ast.walk(self.tree) if isinstance(w, ast.With) for i in w.items}
+        self.rank0_makers, self.file_handlers = [], []
+        for c in ast.walk(self.tree):
+            if not isinstance(c, ast.Call) or self.in_rank0_block(c) or c in self.rank0_calls:
+                continue
+            last = (call_name(c) or "").split(".")[-1]
+            if last in MAKERS or (self.opens_for_writing(c) and id(c) not in in_with):
+                self.rank0_makers.append(c)
+            elif last in FILE_HANDLERS:
+                self.file_handlers.append(c)
+        saves = self.rank0_blocks or self.rank0_makers or any(call_name(c) in WRITERS for c in self.rank0_calls)
+        self.loads_after_saves = [c for c in ast.walk(self.tree) if saves and isinstance(c, ast.Call)
+                                  and call_name(c) == "torch.load" and not self.in_rank0_block(c)
+                                  and self.enclosing(c, (ast.ClassDef,)) is None]
+
+    def quiet_progress_bars(self):
+        """tqdm/trange bars drawn by rank 0 only (disable= on the others), unless the script
+        decides disable= itself."""
+        for c in ast.walk(self.tree):
+            if not (isinstance(c, ast.Call) and (call_name(c) or "").split(".")[-1] in ("tqdm", "trange")):
+                continue
+            if any(k.arg == "disable" or k.arg is None for k in c.keywords) or not (c.args or c.keywords):
+                continue
+            last = c.keywords[-1].value if c.keywords else c.args[-1]
+            if isinstance(last, ast.Starred):
+                continue
+            self.e.replace(last, f"{self.e.source(last)}, disable={self.RANK} != 0")
+            self.changes.append(f"line {c.lineno}: the progress bar drawn by rank 0 only")
+
+    def rank0_side_effects(self):
+        # A call keeps its arguments evaluated on every rank (they may communicate: a metric
+        # computed by a function that averages over ranks); only the call itself is rank 0's.
+        self.quiet_progress_bars()
+        for c in self.rank0_calls:
+            self.e.replace(c.func, f"_hoop_on_rank0({self.e.source(c.func)})")
+        for b in self.rank0_blocks:
+            self.e.wrap(b, self.RANK0)
+        for c in self.rank0_makers:
+            what = call_name(c)
+            self.e.replace(c.func, f"_hoop_on_rank0({self.e.source(c.func)})")
+            self.changes.append(f"line {c.lineno}: {'a file opened for writing' if what == 'open' else what} made on "
+                                "rank 0 only (elsewhere a stand-in that does nothing)")
+        for c in self.file_handlers:
+            self.e.replace(c.func, f"({self.e.source(c.func)} if {self.RANK} == 0 else (lambda *args, **kwargs: "
+                                   "__import__('logging').NullHandler()))")
+            self.changes.append(f"line {c.lineno}: the log file's handler made on rank 0 only (a NullHandler "
+                                "elsewhere)")
+        for c in self.loads_after_saves:
+            self.e.replace(c.func, f"_hoop_saved({self.e.source(c.func)})")
+            self.changes.append(f"line {c.lineno}: torch.load waits for rank 0's writes first (a barrier)")
+        if self.rank0_calls or self.rank0_blocks:
+            lines = sorted([c.lineno for c in self.rank0_calls] + [b.lineno for b in self.rank0_blocks])
+            self.changes.append(f"{len(lines)} print/log/save/write statement(s) made rank 0 only (lines "
+                                f"{', '.join(map(str, lines))})")
+
+    def on_header_line(self, stmt):
+        """`if x: print(...)` on one line: the statement shares its line with its parent's header."""
+        p = self.parent.get(stmt)
+        return p is not None and hasattr(p, "lineno") and p.lineno == stmt.lineno and not isinstance(p, ast.Module)
+
+    def opens_for_writing(self, expr):
+        if not (isinstance(expr, ast.Call) and call_name(expr) == "open"):
+            return False
+        mode = expr.args[1] if len(expr.args) > 1 else next((k.value for k in expr.keywords if k.arg == "mode"), None)
+        return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(c in mode.value for c in "wax")

@@ -1,0 +1,221 @@
+"""The Horovod-style API's training pieces (re-exported by horovod.py, `hvd.` in a script):
+
+broadcast_parameters and broadcast_optimizer_state start every rank from root_rank's state;
+DistributedOptimizer wraps an optimizer so that each gradient is submitted to the fusion runtime
+as soon as backward has produced it and step() waits for them; SyncBatchNorm is batch norm over
+the whole job's batch. All use only the calls horovod.py offers.
+"""
+import contextlib
+
+import torch
+
+import hoop
+from . import horovod as _hvd
+
+
+def broadcast_parameters(params, root_rank):
+    """Sets every rank's parameters to root_rank's, in place: params is a model's state_dict() or
+    named_parameters() (names must agree across ranks)."""
+    items = sorted(params.items()) if isinstance(params, dict) else list(params)
+    handles = []
+    for name, p in items:
+        if not isinstance(p, torch.Tensor):
+            raise ValueError(f"hoop.torch: broadcast_parameters: '{name}' is a {type(p).__name__}, not a tensor")
+        target = p.data if isinstance(p, torch.nn.Parameter) else p
+        handles.append(_hvd.broadcast_async_(target, root_rank, name=f"parameters.{name}"))
+    for h in handles:
+        _hvd.synchronize(h)
+
+
+def broadcast_optimizer_state(optimizer, root_rank):
+    """Sets every rank's optimizer state (and hyperparameters) to root_rank's."""
+    state = _hvd.broadcast_object(optimizer.state_dict(), root_rank, name="optimizer_state")
+    if _hvd.rank() != root_rank:
+        optimizer.load_state_dict(state)
+
+
+class _DistributedOptimizer:
+    """Mixed into the wrapped optimizer's class (DistributedOptimizer below)."""
+
+    def _hoop_setup(self, named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor):
+        if op not in (_hvd.Average, _hvd.Sum):
+            raise ValueError("hoop.torch: DistributedOptimizer: op must be Average or Sum")
+        if gradient_predivide_factor != 1.0 and op is not _hvd.Average:
+            raise ValueError("hoop.torch: DistributedOptimizer: gradient_predivide_factor needs op=Average")
+        params = [p for group in self.param_groups for p in group["params"]]
+        if named_parameters is not None:
+            named = list(named_parameters)
+            names = [n for n, _ in named]
+            if len(set(names)) != len(names):
+                raise ValueError("hoop.torch: DistributedOptimizer: parameter names must be unique")
+            by_id = {id(p): n for n, p in named}
+            missing = [i for i, p in enumerate(params) if id(p) not in by_id]
+            if missing:
+                raise ValueError(f"hoop.torch: DistributedOptimizer: {len(missing)} of the optimizer's parameters are "
+                                 "not in named_parameters")
+            self._hoop_names = {p: by_id[id(p)] for p in params}
+        else:
+            self._hoop_names = {p: f"noname.{i}" for i, p in enumerate(params)}
+        self._hoop_compression = compression
+        self._hoop_passes = backward_passes_per_step
+        # Average with a predivide factor f: x / f summed, times f / size (Horovod's meaning; the
+        # size when the gradient is submitted, which an elastic job changes).
+        self._hoop_op = _hvd.Sum
+        self._hoop_average = op is _hvd.Average
+        self._hoop_predivide = gradient_predivide_factor if op is _hvd.Average else 1.0
+        self._hoop_handles = {}
+        self._hoop_delay = {p: backward_passes_per_step for p in params}
+        self._hoop_sync = True
+        self._hoop_hooks = []
+        for p in params:
+            if p.requires_grad:
+                acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                acc.register_hook(self._hoop_hook(p))
+                self._hoop_hooks.append(acc)  # keeps the accumulator, and its hook, alive
+
+    def _hoop_submit(self, p):
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)  # unused this step: it still takes part, as zeros
+        if p.grad.is_sparse:
+            raise ValueError(f"hoop.torch: DistributedOptimizer: '{self._hoop_names[p]}' has a sparse gradient")
+        pre = 1.0 / self._hoop_predivide
+        post = self._hoop_predivide / _hvd.size() if self._hoop_average else 1.0
+        return _hvd.allreduce_async_(p.grad, name=self._hoop_names[p], op=self._hoop_op, prescale_factor=pre,
+                                postscale_factor=post, compression=self._hoop_compression)
+
+    def _hoop_hook(self, p):
+        def hook(*_):
+            if self._hoop_handles.get(p) is not None and self._hoop_delay[p] <= 0:
+                raise AssertionError(f"hoop.torch: DistributedOptimizer: the gradient of '{self._hoop_names[p]}' was "
+                                     "computed again before step(); with several backward passes per step, set "
+                                     "backward_passes_per_step")
+            self._hoop_delay[p] -= 1
+            if self._hoop_delay[p] == 0:
+                self._hoop_handles[p] = self._hoop_submit(p)
+        return hook
+
+    def synchronize(self):
+        """Waits for every gradient's allreduce (submitting those whose hooks did not fire)."""
+        for p in self._hoop_delay:
+            if p.requires_grad and self._hoop_handles.get(p) is None and self._hoop_delay[p] < self._hoop_passes:
+                self._hoop_handles[p] = self._hoop_submit(p)
+        for p, h in list(self._hoop_handles.items()):
+            if h is not None:
+                _hvd.synchronize(h)
+        self._hoop_handles.clear()
+        for p in self._hoop_delay:
+            self._hoop_delay[p] = self._hoop_passes
+
+    def _hoop_reset(self):
+        """Forgets the gradients in flight (hoop.torch.elastic: their runtime is gone with the old
+        ranks; the step they belonged to runs again)."""
+        self._hoop_handles.clear()
+        for p in self._hoop_delay:
+            self._hoop_delay[p] = self._hoop_passes
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """step() without synchronizing (call synchronize() first yourself, e.g. before clipping)."""
+        self._hoop_sync = False
+        try:
+            yield
+        finally:
+            self._hoop_sync = True
+
+    def step(self, closure=None):
+        if self._hoop_sync:
+            self.synchronize()
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if any(h is not None for h in self._hoop_handles.values()):
+            raise AssertionError("hoop.torch: DistributedOptimizer: zero_grad() with gradients still being reduced; "
+                                 "call step() or synchronize() first")
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=_hvd.Compression.none,
+                         backward_passes_per_step=1, op=_hvd.Average, gradient_predivide_factor=1.0):
+    """optimizer, made to average (op=Sum: add) its gradients over the ranks before each step."""
+    _hvd._s()
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+               {k: v for k, v in _DistributedOptimizer.__dict__.items() if not k.startswith("__")})
+    dist_opt = cls.__new__(cls)
+    dist_opt.__dict__.update(optimizer.__dict__)
+    dist_opt._hoop_setup(named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor)
+    return dist_opt
+
+
+# ---- SyncBatchNorm
+
+class _SyncBatchNormFn(torch.autograd.Function):
+    """Batch norm whose statistics are the whole job's batch: each rank's per-channel sums (of x,
+    of x squared, and its count) are summed over the ranks; backward sums the per-channel sums
+    of the gradient the same way. The weight's and bias's gradients stay this rank's own (the
+    optimizer averages them over the ranks, as every other gradient)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean, running_var, eps, momentum):
+        dims = [d for d in range(x.dim()) if d != 1]
+        shape = [1, -1] + [1] * (x.dim() - 2)
+        xd = x.double()
+        local = torch.cat([xd.sum(dims), (xd * xd).sum(dims),
+                           torch.tensor([x.numel() / x.shape[1]], dtype=torch.float64, device=x.device)])
+        total = torch.from_numpy(hoop.allreduce(local.cpu().numpy(), hoop.SUM, comm=_hvd._s().world)).to(x.device)
+        c = x.shape[1]
+        count = total[2 * c].item()
+        mean = total[:c] / count
+        var = (total[c:2 * c] / count - mean * mean).clamp_min(0)
+        invstd = 1.0 / torch.sqrt(var + eps)
+        if running_mean is not None:
+            with torch.no_grad():
+                running_mean.mul_(1 - momentum).add_(momentum * mean.to(running_mean.dtype))
+                unbiased = var * count / max(count - 1, 1)
+                running_var.mul_(1 - momentum).add_(momentum * unbiased.to(running_var.dtype))
+        x_hat = (xd - mean.view(shape)) * invstd.view(shape)
+        y = x_hat
+        if weight is not None:
+            y = y * weight.double().view(shape) + bias.double().view(shape)
+        ctx.save_for_backward(x_hat, invstd, weight)
+        ctx.count, ctx.dims, ctx.shape = count, dims, shape
+        return y.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x_hat, invstd, weight = ctx.saved_tensors
+        dims, shape = ctx.dims, ctx.shape
+        g = grad.double()
+        sum_dy = g.sum(dims)
+        sum_dy_xhat = (g * x_hat).sum(dims)
+        both = torch.from_numpy(hoop.allreduce(torch.cat([sum_dy, sum_dy_xhat]).cpu().numpy(), hoop.SUM,
+                                               comm=_hvd._s().world)).to(g.device)
+        c = sum_dy.numel()
+        w = weight.double() if weight is not None else torch.ones(c, dtype=torch.float64, device=g.device)
+        dx = (g - (both[:c] / ctx.count).view(shape) - x_hat * (both[c:] / ctx.count).view(shape)) * \
+            (w * invstd).view(shape)
+        gw = sum_dy_xhat.to(weight.dtype) if weight is not None else None
+        gb = sum_dy.to(weight.dtype) if weight is not None else None
+        return dx.to(grad.dtype), gw, gb, None, None, None, None
+
+
+class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
+    """Horovod's hvd.SyncBatchNorm: batch norm over the whole job's batch in training (the ranks'
+    statistics summed through hoop), this rank's running statistics in eval. CPU or CUDA tensors
+    (the statistics cross through host memory), any number of dimensions after (N, C)."""
+
+    def _check_input_dim(self, x):
+        if x.dim() < 2:
+            raise ValueError(f"hoop.torch.SyncBatchNorm: expected at least 2 dimensions (N, C, ...), got {x.dim()}")
+
+    def forward(self, x):
+        self._check_input_dim(x)
+        if not self.training or not _hvd.is_initialized() or _hvd.size() == 1:
+            return super().forward(x)
+        momentum = self.momentum
+        if self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            if momentum is None:  # a cumulative moving average, as torch's BatchNorm does
+                momentum = 1.0 / float(self.num_batches_tracked)
+        return _SyncBatchNormFn.apply(x, self.weight, self.bias,
+                                      self.running_mean if self.track_running_stats else None,
+                                      self.running_var if self.track_running_stats else None, self.eps, momentum)
