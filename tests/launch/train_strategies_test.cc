@@ -295,22 +295,8 @@ TEST_CASE("--strategy pipeline: Ctrl-C checkpoints mid-epoch and --resume ends w
   REQUIRE(a.exit_code == 0);
   args = common;
   args.insert(args.end(), {"--checkpoint", broken});
-  std::vector<std::string> argv = {Bin("hooprun"), "-np", "2", Bin("hoop-train")};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto b = RunProc(argv, SignalAfter(SIGINT, 3.0, 120));
-  INFO(b.output);
-  CHECK(b.exit_code == 130);
-  REQUIRE(b.output.find("[0] hoop-train: interrupted by Interrupt at epoch ") != std::string::npos);
-  CHECK(b.output.find("checkpoint written to " + broken + ", --resume continues from there") != std::string::npos);
-  args.push_back("--resume");
-  auto c = Train(2, args);
-  INFO(c.output);
-  REQUIRE(c.exit_code == 0);
-  CHECK(c.output.find(", resuming ") != std::string::npos);
-  Loaded x = Load(straight, "lenet"), y = Load(broken, "lenet");
-  CHECK(y.info.epochs_done == 2);
-  CHECK(x.info.steps_done == y.info.steps_done);
-  CHECK(MaxDiff(x, y) == 0);  // the same computation, resumed from every bit: exact
+  Interrupt(args, broken, 3.0);
+  ResumeMatches(args, straight, broken);
   for (auto& f : {straight, broken}) std::remove(f.c_str());
 }
 

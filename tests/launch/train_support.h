@@ -1,6 +1,7 @@
 // Helpers of the hoop-train launch tests (train_launch_test.cc, train_strategies_test.cc): a
 // hooprun job of hoop-train, scratch paths, and a checkpoint read back to compare parameters.
 #pragma once
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -104,6 +105,33 @@ inline ProcResult Train(int np, std::vector<std::string> args, double seconds = 
   std::vector<std::string> argv = {Bin("hooprun"), "-np", std::to_string(np), Bin("hoop-train")};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunProc(argv, Within(seconds));
+}
+
+// A 2-rank run of `args` stopped by Ctrl-C to hooprun `after` seconds in (hooprun sends SIGTERM to
+// the ranks): they agree on a step, rank 0 writes the checkpoint `broken` there, the job ends 130.
+inline void Interrupt(const std::vector<std::string>& args, const std::string& broken, double after) {
+  std::vector<std::string> argv = {Bin("hooprun"), "-np", "2", Bin("hoop-train")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto b = RunProc(argv, SignalAfter(SIGINT, after, 120));
+  INFO(b.output);
+  CHECK(b.exit_code == 130);
+  REQUIRE(b.output.find("[0] hoop-train: interrupted by Interrupt at epoch ") != std::string::npos);
+  CHECK(b.output.find("checkpoint written to " + broken + ", --resume continues from there") != std::string::npos);
+}
+
+// The interrupted run, resumed with --resume (`args` as it was), ends where the unbroken run did
+// (checkpoint `straight`): the same steps and, the same computation resumed from every bit, the
+// same parameters exactly.
+inline void ResumeMatches(std::vector<std::string> args, const std::string& straight, const std::string& broken) {
+  args.push_back("--resume");
+  auto c = Train(2, args);
+  INFO(c.output);
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.output.find(", resuming ") != std::string::npos);
+  Loaded x = Load(straight, "lenet"), y = Load(broken, "lenet");
+  CHECK(y.info.epochs_done == 2);
+  CHECK(x.info.steps_done == y.info.steps_done);
+  CHECK(MaxDiff(x, y) == 0);
 }
 
 }  // namespace hoop::test
