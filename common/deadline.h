@@ -3,8 +3,10 @@
 // the start of each operation.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
+#include <thread>
 
 namespace hoop {
 
@@ -31,6 +33,21 @@ class Deadline {
  private:
   explicit Deadline(Clock::time_point at) : at_(at) {}
   Clock::time_point at_;
+};
+
+// The pause between tries of something that may succeed later (a connect, a key to appear): it
+// starts at `first_ms` and doubles up to `cap_ms`, and never sleeps past `deadline`.
+class Backoff {
+ public:
+  Backoff(int first_ms, int cap_ms) : next_ms_(first_ms), cap_ms_(cap_ms) {}
+  void Pause(const Deadline& deadline = Deadline::Never()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(deadline.RemainingMs(next_ms_)));
+    next_ms_ = std::min(next_ms_ * 2, cap_ms_);
+  }
+  int next_ms() const { return next_ms_; }  // the next pause's length, before the deadline
+
+ private:
+  int next_ms_, cap_ms_;
 };
 
 }  // namespace hoop

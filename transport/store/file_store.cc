@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "transport/store/memory_store.h"
 
@@ -72,12 +71,11 @@ std::string FileStore::PathOf(const std::string& key) const {
 Status FileStore::Set(const std::string& key, const std::string& value) { return WriteAtomically(PathOf(key), value); }
 
 StatusOr<std::string> FileStore::Get(const std::string& key, Deadline deadline) {
-  int backoff_ms = 1;
+  Backoff backoff(1, 50);
   std::string value;
   while (!ReadFile(PathOf(key), &value)) {
     if (deadline.Expired()) return DeadlineExceeded("file store: key '" + key + "' did not appear in time");
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(backoff_ms, deadline.RemainingMs())));
-    backoff_ms = std::min(backoff_ms * 2, 50);
+    backoff.Pause(deadline);
   }
   return value;
 }

@@ -259,17 +259,16 @@ StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(const HostPort
   // A server out of descriptors sheds a waiting connection (AcceptWaiting's reserve): this one
   // then closes without an answer to its hello. Dial again, a few times, with a growing pause;
   // a refusal (wrong token) or silence ends here, as does a server that keeps closing.
-  int pause_ms = 10;
+  Backoff pause(10, 500);
   for (int dial = 1;; ++dial) {
     HOOP_ASSIGN_OR_RETURN(Fd fd, ConnectRetry(server, deadline));
     SetNoDelay(fd.get());
     Status s = SendHello(fd.get(), token, hello, deadline);
     if (s.ok()) return std::unique_ptr<TcpStoreClient>(new TcpStoreClient(std::move(fd), server.ToString()));
-    if (s.code() != Code::kUnavailable || dial == kHelloDials || deadline.RemainingMs() <= pause_ms)
+    if (s.code() != Code::kUnavailable || dial == kHelloDials || deadline.RemainingMs() <= pause.next_ms())
       return s.WithContext("store " + server.ToString() +
                            (dial > 1 ? " (dialed " + std::to_string(dial) + " times)" : ""));
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
-    pause_ms = std::min(pause_ms * 2, 500);
+    pause.Pause(deadline);
   }
 }
 

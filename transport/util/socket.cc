@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
-#include <thread>
 
 namespace hoop {
 
@@ -123,7 +122,7 @@ int FreePortBelowEphemeral(const std::string& host) {
 }
 
 StatusOr<Fd> ConnectRetry(const HostPort& to, Deadline deadline) {
-  int backoff_ms = 5;
+  Backoff backoff(5, 200);
   Status last = Unavailable("cannot connect to " + to.ToString());
   while (true) {
     HOOP_ASSIGN_OR_RETURN(addrinfo * res, Resolve(to.host, to.port, false));
@@ -152,8 +151,7 @@ StatusOr<Fd> ConnectRetry(const HostPort& to, Deadline deadline) {
     }
     ::freeaddrinfo(res);
     if (deadline.Expired()) return last;
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(backoff_ms, deadline.RemainingMs())));
-    backoff_ms = std::min(backoff_ms * 2, 200);
+    backoff.Pause(deadline);
   }
 }
 
