@@ -87,7 +87,9 @@ Reduction ReductionOf(const c10d::ReduceOp& op, at::ScalarType type, const std::
       TORCH_CHECK(false, where, ": reduce op ", static_cast<int>(static_cast<c10d::ReduceOp::RedOpType>(op)),
                   " is not supported (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR, PREMUL_SUM)");
   }
-  if (type == at::kBool && !r.premul) {
+  TORCH_CHECK(type != at::kBool || !r.premul, where,
+              ": PREMUL_SUM on a bool tensor: a scaled sum has no bool value (use SUM, which is a logical or)");
+  if (type == at::kBool) {
     if (r.op == HOOP_SUM) r.op = HOOP_BOR;
     if (r.op == HOOP_PROD) r.op = HOOP_BAND;
   }

@@ -337,6 +337,8 @@ def check_refusals(me, n):
         (lambda: dist.all_reduce(torch.zeros(2, dtype=torch.int16)), "not supported"),
         (lambda: dist.all_reduce(torch.zeros(2), op=dist.ReduceOp.BXOR), "bxor"),
         (lambda: dist.all_gather([torch.zeros(2)] * n, torch.zeros(3)), "output tensor has 2 elements"),
+        (lambda: dist.all_reduce(torch.zeros(2, dtype=torch.bool), dist._make_nccl_premul_sum(0.5)),
+         "PREMUL_SUM on a bool tensor"),
     ]
     if n > 1:
         cases.append((lambda: dist.all_to_all_single(torch.zeros(n + 1), torch.zeros(n + 1)), "equal parts"))
