@@ -152,7 +152,7 @@ class ProcessGroupHoop : public GroupBase {
   bool labeled_ = false;
   uint64_t monitored_seq_ = 0;  // monitored barriers so far: their tags
 #if HOOP_TORCH_STREAMS
-  PeerStreams peer_streams_;
+  SideStreams side_streams_;
 #endif
 #if HOOP_TORCH_HAS_SPLIT
   c10::intrusive_ptr<Options> options_ = c10::make_intrusive<Options>("hoop");
@@ -172,8 +172,8 @@ ProcessGroupHoop::Work ProcessGroupHoop::Start(const char* call, c10d::OpType ty
   hoop_comm_set_trace_name(comm_, call);  // PyTorch's op name, on the first C call `issue` makes
 #if HOOP_TORCH_STREAMS
   if (const auto device = DeviceOfCall(outputs, keep, getRank(), call)) {
-    std::optional<c10::Stream> side;
-    if (p2p) side = peer_streams_.Get(*device, p2p->peer, p2p->recv);
+    const c10::Stream side = p2p ? side_streams_.Get(*device, p2p->peer, p2p->recv)
+                                 : side_streams_.Get(*device, SideStreams::kCollectives, false);
     return StartOnStream(
         getRank(), type, call, std::move(outputs), std::move(keep), after, *device,
         [&](void* stream) {

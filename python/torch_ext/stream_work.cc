@@ -79,18 +79,14 @@ c10::intrusive_ptr<c10d::Work> StartOnStream(int rank, c10d::OpType type, const 
                                              std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
                                              const std::function<void()>& after, const c10::Device& device,
                                              const std::function<hoop_status_t(void* stream)>& issue,
-                                             const std::optional<c10::Stream>& side) {
+                                             const c10::Stream& stream) {
   c10::DeviceGuard on(device);  // hoop_*_stream use the caller's current device, as NCCL's calls do
-  const c10::Stream current = CurrentStream(device);
-  const c10::Stream stream = side ? *side : current;
-  if (side) {
-    c10::Event inputs_ready(device.type());
-    inputs_ready.record(current);
-    inputs_ready.block(stream);
-    for (const auto* ts : {&outputs, &keep})
-      for (const auto& t : *ts)
-        if (t.defined()) t.record_stream(stream);
-  }
+  c10::Event inputs_ready(device.type());
+  inputs_ready.record(CurrentStream(device));
+  inputs_ready.block(stream);
+  for (const auto* ts : {&outputs, &keep})
+    for (const auto& t : *ts)
+      if (t.defined()) t.record_stream(stream);
   if (issue(stream.native_handle()) != HOOP_SUCCESS)
     throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
   if (after) {
@@ -100,7 +96,7 @@ c10::intrusive_ptr<c10d::Work> StartOnStream(int rank, c10d::OpType type, const 
   return c10::make_intrusive<StreamWork>(rank, type, call, std::move(outputs), std::move(keep), stream);
 }
 
-c10::Stream PeerStreams::Get(const c10::Device& device, int peer, bool recv) {
+c10::Stream SideStreams::Get(const c10::Device& device, int peer, bool recv) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto key = std::make_tuple(static_cast<int>(device.index()), peer, recv);
   auto it = streams_.find(key);

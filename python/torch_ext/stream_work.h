@@ -1,16 +1,18 @@
-// Calls on CUDA tensors (PyTorch 2.x): queued on PyTorch's current stream of the tensors' device
-// with hoop's *_stream calls, as ProcessGroupNCCL queues NCCL's (there on a stream of its own):
-// the call starts after the work queued before it, later work on the stream waits for it, and the
-// calling thread does not block. Copies a call needs around it (a contiguous copy, a list joined
-// or split back) are PyTorch ops on the same stream, queued right before and after it.
+// Calls on CUDA tensors (PyTorch 2.x), queued with hoop's *_stream calls as ProcessGroupNCCL
+// queues NCCL's: on a stream of the group's own for the tensors' device (SideStreams), which first
+// waits for the work queued on PyTorch's current stream before the call. So the call starts after
+// what produced its inputs, the calling thread does not block, and the current stream goes on
+// meanwhile: the backward pass computes the next gradients while DDP's buckets are reduced. Copies
+// a call needs before it (a contiguous copy, a list joined) are PyTorch ops on the current stream;
+// those after it (a list split back) go on the call's stream, right behind it.
 //
-// StreamWork is the Work of such a call: an event recorded on the stream after it. wait() makes
-// the caller's current stream wait for that event (no host block; with a timeout, the host polls
-// it); the Future is complete at once and carries the event, so DDP's hooks chained on it wait on
-// the GPU, not on the host. The tensors are safe without record_stream: they are used on the
-// stream they were made on, and PyTorch's allocator hands their memory only to later work on that
-// stream, which waits for the call. A failure once queued poisons the communicator (hoop.h): the
-// next call on the group raises, naming it.
+// StreamWork is the Work of such a call: an event recorded on the call's stream after it. wait()
+// makes the caller's current stream wait for that event (no host block; with a timeout, the host
+// polls it); the Future is complete at once and carries the event, so DDP's hooks chained on it
+// wait on the GPU, not on the host. The tensors are recorded on the call's stream
+// (record_stream), so PyTorch's allocator does not hand their memory to other work before the
+// call is done with it, whenever the caller drops them. A failure once queued poisons the
+// communicator (hoop.h): the next call on the group raises, naming it.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -62,21 +64,23 @@ std::optional<c10::Device> DeviceOfCall(const std::vector<at::Tensor>& a, const 
 // PyTorch's current stream on `device`.
 c10::Stream CurrentStream(const c10::Device& device);
 
-// Queues the call (`issue`, given the stream's cudaStream_t) on the current stream of `device`,
-// with that device current, then `after` (the copies back); throws where hoop refuses the call.
-// `side` (sends and receives): a stream of their own instead, which first waits for the current
-// stream's work; the tensors are then recorded on it for the allocator.
+// Queues the call (`issue`, given the stream's cudaStream_t) on `side`, a stream of `device` that
+// first waits for the current stream's work, with that device current, then `after` (the copies
+// back); the tensors are recorded on `side` for the allocator. Throws where hoop refuses the call.
 c10::intrusive_ptr<c10d::Work> StartOnStream(int rank, c10d::OpType type, const char* call,
                                              std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
                                              const std::function<void()>& after, const c10::Device& device,
                                              const std::function<hoop_status_t(void* stream)>& issue,
-                                             const std::optional<c10::Stream>& side);
+                                             const c10::Stream& side);
 
-// The streams of point-to-point calls on CUDA tensors, one per device, peer and direction, from
-// PyTorch's pool: on the current stream, `irecv(prev); send(next)` would hang (the send would wait
-// behind the receive on every rank); on streams of their own the two go at once, as on the host.
-class PeerStreams {
+// A group's streams for calls on CUDA tensors, from PyTorch's pool: one per device for the
+// collectives (kCollectives), which hoop runs in the order they were called; and for sends and
+// receives one per device, peer and direction: on one stream, `irecv(prev); send(next)` would hang
+// (the send would wait behind the receive on every rank); on streams of their own the two go at
+// once, as on the host.
+class SideStreams {
  public:
+  static constexpr int kCollectives = -1;  // the peer given for the collectives' stream
   c10::Stream Get(const c10::Device& device, int peer, bool recv);
 
  private:

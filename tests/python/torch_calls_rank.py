@@ -310,10 +310,25 @@ def check_split_group(me, n):
 
 
 def check_streams(me, n):
-    """CUDA: a call is ordered on the caller's current stream (a kernel after wait() sees the
-    result, with no host wait), on a side stream too; a Future's callback sees the result; wait
-    with a timeout waits on the host."""
+    """CUDA: a call's result is ordered on the caller's current stream by wait() (a kernel after
+    it sees the result, with no host wait), on a side stream too; a Future's callback sees the
+    result; wait with a timeout waits on the host. While a call waits for a late peer, the current
+    stream is not held up (the call runs on a stream of its own, as NCCL's backend runs them)."""
     import datetime
+    import time
+    late = torch.ones(3)
+    if me == n - 1:
+        time.sleep(1.0)
+    w = dist.all_reduce(late, async_op=True)
+    if me == 0 and n > 1:
+        start = time.monotonic()
+        (torch.ones(1000) * 2).sum().item()  # a kernel on the current stream, and a host wait for it
+        took = time.monotonic() - start
+        if took > 0.5:
+            raise AssertionError(f"rank {me}: a kernel behind a pending all_reduce took {took:.2f} s: the current "
+                                 "stream waited for the call")
+    w.wait()
+    same("all_reduce with a late peer", late, torch.full((3,), float(n)))
     x = torch.full((1 << 20,), float(me + 1))
     w = dist.all_reduce(x, async_op=True)
     w.wait()
