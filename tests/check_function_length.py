@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""No function over 80 lines in library code (DESIGN.md; issue 50): common/, transport/,
+"""No file over 600 lines in the project's own code (C, C++, CUDA and Python, tests too), and no
+function over 80 lines in library code (DESIGN.md; issue 50): common/, transport/,
 collectives/, tensorfusion/ and trainer/ (its programs' main files and command line,
 options.cc, aside: a usage text is one string). A function is a
 definition whose header starts in column 0 and whose body ends with a `}` in column 0, as
@@ -12,6 +13,25 @@ import sys
 
 LIMIT = 80
 DIRS = ("common", "transport", "collectives", "tensorfusion", "trainer")
+FILE_LIMIT = 600
+CODE_DIRS = DIRS + ("include", "tools", "perf", "fuzz", "python", "tests", "scripts", "examples", "cmake")
+CODE = (".cc", ".h", ".c", ".cu", ".cuh", ".hpp", ".py")
+
+
+def long_files(root):
+    """Each file of the project's code over FILE_LIMIT lines, as a breach."""
+    out = []
+    for d in CODE_DIRS:
+        for base, dirs, names in os.walk(os.path.join(root, d)):
+            dirs[:] = [x for x in dirs if x != "__pycache__"]
+            for n in sorted(names):
+                if n.endswith(CODE):
+                    path = os.path.join(base, n)
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        count = sum(1 for _ in f)
+                    if count > FILE_LIMIT:
+                        out.append(f"{os.path.relpath(path, root)} is {count} lines; split it (at most {FILE_LIMIT})")
+    return out
 # Still to split (issue 50): file, the function's header's start, its length then.
 KNOWN = {}
 HEADER = re.compile(r"^[A-Za-z_][^;{}()]*\(")  # a return type and name, then the parameters
@@ -38,7 +58,7 @@ def functions(path):
 
 
 def main(root):
-    breaches, seen = [], set()
+    breaches, seen = long_files(root), set()
     for d in DIRS:
         for base, _, names in os.walk(os.path.join(root, d)):
             for n in sorted(names):
@@ -65,7 +85,8 @@ def main(root):
         print(f"check_function_length: {b}")
     if not breaches:
         listed = f" (but {len(KNOWN)} listed to split)" if KNOWN else ""
-        print(f"check_function_length: no function over {LIMIT} lines in {', '.join(DIRS)}{listed}")
+        print(f"check_function_length: no file over {FILE_LIMIT} lines; no function over {LIMIT} lines in "
+              f"{', '.join(DIRS)}{listed}")
     return 1 if breaches else 0
 
 
