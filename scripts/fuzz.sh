@@ -10,6 +10,7 @@ secs=${1:-45}
 tree=build-asan
 targets=(tcp_frames op_desc store config)
 CC=clang CXX=clang++ cmake -S . -B "$tree" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG" \
   -DHOOP_SANITIZE=address,undefined -DHOOP_BUILD_FUZZERS=ON >/dev/null
 cmake --build "$tree" -j2 --target "${targets[@]/#/fuzz-}"
 
