@@ -1,11 +1,14 @@
 """Shared by the Python tests: where the build is, the environment that imports the package
 from it, and hooprun jobs with a hard bound that kill what they started."""
 import collections
+import math
 import os
 import random
 import signal
 import socket
 import subprocess
+import sys
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -19,6 +22,33 @@ PACKAGE = os.path.join(PYBUILD, "python")
 PARALLELIZE = os.path.join(PYBUILD, "bin", "hoop-parallelize")
 
 Result = collections.namedtuple("Result", "returncode output")
+
+# HOOPTEST_SHARE=F (0 < F <= 1, default 1): the matrices that take drawn() run one window of
+# ceil(1/F) per run (tests/CMakeLists.txt sets 0.5 for the suite under a second PyTorch, whose
+# processes start slower); see drawn().
+SHARE = float(os.environ.get("HOOPTEST_SHARE") or 1)
+if not 0 < SHARE <= 1:
+    raise SystemExit(f"HOOPTEST_SHARE={SHARE}: expected a share in (0, 1]")
+
+
+def drawn(cells, label, keep=()):
+    """The cells of a test's matrix this run makes: every one, or under HOOPTEST_SHARE those of
+    one window of ceil(1/SHARE) over a fixed shuffle, plus `keep` (cells every run needs, such as
+    the one the others are compared with). The window is HOOPTEST_SHARE_WINDOW, else the quarter-day
+    (UTC) since 1970, so that runs over ceil(1/SHARE) quarter-days make every cell; printed, so
+    that a failure can be run again."""
+    cells = list(cells)
+    windows = math.ceil(1 / SHARE - 1e-9)
+    if windows <= 1:
+        return cells
+    window = int(os.environ.get("HOOPTEST_SHARE_WINDOW") or time.time() // 21600) % windows
+    order = [c for c in cells if c not in keep]
+    random.Random(label).shuffle(order)
+    chosen = {repr(c) for i, c in enumerate(order) if i % windows == window}
+    out = [c for c in cells if c in keep or repr(c) in chosen]
+    print(f"\n{label}: HOOPTEST_SHARE={SHARE} HOOPTEST_SHARE_WINDOW={window} (of {windows}): {len(out)} of "
+          f"{len(cells)} cells: {out}", file=sys.stderr)
+    return out
 
 try:
     import numpy  # noqa: F401

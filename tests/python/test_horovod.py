@@ -10,7 +10,7 @@ import sys
 import tempfile
 import unittest
 
-from support import HERE, hooprun
+from support import HERE, drawn, hooprun
 
 try:
     import torch
@@ -73,13 +73,13 @@ class Horovod(unittest.TestCase):
 
     def test_every_call_matches_the_reference(self):
         script = os.path.join(HERE, "horovod_rank.py")
-        for transport, ranks in (("tcp", (1, 2, 3)), ("shm", (2, 4))):
-            for n in ranks:
-                with self.subTest(transport=transport, ranks=n):
-                    r = hooprun(n, [sys.executable, script], env={"HOOP_TRANSPORT": transport}, timeout=240)
-                    self.assertEqual(r.returncode, 0, r.output)
-                    for rank in range(n):
-                        self.assertRegex(r.output, rf"\[{rank}\] rank {rank}: ok \d+ checks")
+        cells = [("tcp", 1), ("tcp", 2), ("tcp", 3), ("shm", 2), ("shm", 4)]
+        for transport, n in drawn(cells, "Horovod-style, every call"):
+            with self.subTest(transport=transport, ranks=n):
+                r = hooprun(n, [sys.executable, script], env={"HOOP_TRANSPORT": transport}, timeout=240)
+                self.assertEqual(r.returncode, 0, r.output)
+                for rank in range(n):
+                    self.assertRegex(r.output, rf"\[{rank}\] rank {rank}: ok \d+ checks")
 
     def test_distributed_optimizer_matches_one_process(self):
         script = os.path.join(HERE, "ddp_rank.py")
@@ -92,16 +92,17 @@ class Horovod(unittest.TestCase):
                 self.assertEqual(r.returncode, 0, r.output)
                 return torch.load(out)
 
-            for passes in (1, 2):
-                one = train("single", 1, passes)
-                for n in (2, 3):
-                    got = train("horovod", n, passes)
-                    for name, want in one.items():
-                        self.assertTrue(torch.allclose(got[name], want, rtol=1e-5, atol=1e-6),
-                                        f"{n} ranks, {passes} passes: {name} differs from one process by "
-                                        f"{(got[name] - want).abs().max().item()}")
+            ones = {}
+            for passes, n in drawn([(1, 2), (1, 3), (2, 2), (2, 3)], "DistributedOptimizer"):
+                if passes not in ones:
+                    ones[passes] = train("single", 1, passes)
+                got = train("horovod", n, passes)
+                for name, want in ones[passes].items():
+                    self.assertTrue(torch.allclose(got[name], want, rtol=1e-5, atol=1e-6),
+                                    f"{n} ranks, {passes} passes: {name} differs from one process by "
+                                    f"{(got[name] - want).abs().max().item()}")
             # fp16 on the wire: near the exact run, and not equal to it (it did compress).
-            one = train("single", 1, 1)
+            one = ones.get(1) or train("single", 1, 1)
             got = train("horovod", 2, 1, "fp16")
             diff = max((got[k] - v).abs().max().item() for k, v in one.items())
             self.assertLess(diff, 1e-2)

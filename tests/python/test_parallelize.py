@@ -11,7 +11,7 @@ import sys
 import tempfile
 import unittest
 
-from support import HERE, PARALLELIZE, hooprun, python_env
+from support import HERE, PARALLELIZE, drawn, hooprun, python_env
 
 try:
     import torch  # noqa: F401
@@ -127,10 +127,11 @@ class Parallelize(unittest.TestCase):
 
     def test_examples_convert_run_and_learn(self):
         self.assertEqual(sorted(f for f in os.listdir(EXAMPLES) if f.endswith(".py")), sorted(LEARNS))
-        for name in sorted(LEARNS):
-            for style in ("horovod", "ddp") if name in DDP_TOO else ("horovod",):
-                with self.subTest(example=name, style=style):
-                    self.convert_and_run(name, style)
+        cells = [(name, style) for name in sorted(LEARNS)
+                 for style in (("horovod", "ddp") if name in DDP_TOO else ("horovod",))]
+        for name, style in drawn(cells, "hoop-parallelize examples"):
+            with self.subTest(example=name, style=style):
+                self.convert_and_run(name, style)
 
     def test_check_runs_a_few_steps_on_two_ranks(self):
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
