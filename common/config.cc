@@ -147,6 +147,8 @@ const std::vector<Var>& Vars() {
        OneOf(&Config::compression, {"none", "fp16", "bf16", "auto"}, "expected none, fp16, bf16 or auto")},
       {"HOOP_UNEXPECTED_BYTES", Bytes(&Config::unexpected_bytes, 4096, size_t{1} << 40, "expected a size in [4K, 1T]")},
       {"HOOP_CUDA_IPC", ReadCudaIpc},
+      {"HOOP_CUDA_IPC_MIN_BYTES",
+       Bytes(&Config::cuda_ipc_min_bytes, 0, kMaxStagingBytes, "expected a size in [0, 1G]")},
       {"HOOP_DETERMINISTIC", ReadDeterministic},
       {"HOOP_TRACE_OPS", Count(&Config::trace_ops, 0, 1 << 20)},
       {"HOOP_TRACE_DIR", Text(&Config::trace_dir)},

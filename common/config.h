@@ -29,6 +29,11 @@
 //   HOOP_STAGE_AHEAD  how far past what the wire has asked for the copies into host staging are
 //                     queued (default 8M; 0: one batch at a time; 1G: a call's whole input at
 //                     its start, as before)
+//   HOOP_CUDA_IPC     1 (default): device buffers of ranks on one host move by CUDA IPC; 0: they
+//                     stage through pinned host memory
+//   HOOP_CUDA_IPC_MIN_BYTES  calls of fewer bytes stage their device buffers through pinned host
+//                     memory where CUDA IPC could move them (default 0: IPC at every size; at
+//                     most 1G)
 //   HOOP_DETERMINISTIC  1: every reduction gives, for each element, the bits of the left fold
 //                     over the ranks in rank order, whatever the algorithm, chunking, fusion,
 //                     transport or placement (schedules/fold.cc); 0 (default): the fastest way
@@ -113,6 +118,7 @@ struct Config {
   size_t stage_ahead_bytes = 8u << 20;  // HOOP_STAGE_AHEAD
   std::string kernel_isa = "auto";      // HOOP_KERNEL_ISA
   bool cuda_ipc = true;                 // HOOP_CUDA_IPC: device buffers of ranks on one host move by CUDA IPC
+  size_t cuda_ipc_min_bytes = 0;        // HOOP_CUDA_IPC_MIN_BYTES: smaller calls stage instead
   bool deterministic = false;           // HOOP_DETERMINISTIC
   size_t trace_ops = kDefaultTraceOps;  // HOOP_TRACE_OPS: the flight recorder's operations per communicator
   std::string trace_dir;                // HOOP_TRACE_DIR: where its dumps go (empty: none at a timeout)

@@ -445,6 +445,25 @@ cat "$out/kernel-bench.log"
 # against host buffers over tcp at 64 MiB, 2 ranks, in one run each after the other.
 perf perf-device-2 -np 2 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
 perf perf-device-4 -np 4 build-gpu/bin/hoop-perf allreduce --device cuda -b 1M -e 256M -f 4 -c 1
+# Small device allreduces three ways, side by side (issue 51's item 5): by CUDA IPC, staged
+# through pinned host memory (HOOP_CUDA_IPC=0), and IPC from 1 MiB up with smaller calls staged
+# (HOOP_CUDA_IPC_MIN_BYTES=1M); where staging stops winning is the threshold to record.
+small_device() {  # ranks
+  local np=$1 r="build-gpu/bin/hoop-perf allreduce --device cuda -b 4K -e 4M -f 4 -c 1"
+  perf "perf-device-$np-small-ipc" -np "$np" $r
+  perf "perf-device-$np-small-staged" -np "$np" -x HOOP_CUDA_IPC=0 $r
+  perf "perf-device-$np-small-min1M" -np "$np" -x HOOP_CUDA_IPC_MIN_BYTES=1M $r
+  note "# device allreduce on $np ranks sharing the GPU, out-of-place time (us): by IPC, staged, IPC from 1M"
+  for size in 4096 16384 65536 262144 1048576 4194304; do
+    local row="  $size B:"
+    for way in ipc staged min1M; do
+      row+=" $(awk -v s="$size" '$1 == "[0]" && $2 == s { print $9; exit }' "$out/perf-device-$np-small-$way.log" 2> /dev/null)"
+    done
+    note "$row"
+  done
+}
+small_device 2
+small_device 4
 # 256 MiB on one GPU with chunks either side of the default 16 MiB (each chunk costs a hand-over
 # between the ranks' processes on the GPU: fewer, larger ones pay it less often, but pipeline
 # less); then each busbw as a fraction of kernel-bench's device-to-device copy. (Staged through

@@ -27,6 +27,7 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.compression = ParseCompression(c.compression).value_or(Compression::kNone);
   o.unexpected_bytes = c.unexpected_bytes;
   o.cuda_ipc = c.cuda_ipc;
+  o.cuda_ipc_min_bytes = c.cuda_ipc_min_bytes;
   o.deterministic = c.deterministic;
   o.trace_ops = c.trace_ops;
   o.trace_dir = c.trace_dir;

@@ -104,6 +104,10 @@ struct CommOptions {
   // Device buffers of ranks on one host move by CUDA IPC over the shm back end (HOOP_CUDA_IPC);
   // off, they are staged through pinned host memory like those of ranks on other hosts.
   bool cuda_ipc = true;
+  // Calls that move fewer bytes than this (count x dtype size, as every rank passes them) stage
+  // their device buffers through pinned host memory even where CUDA IPC could move them
+  // (HOOP_CUDA_IPC_MIN_BYTES; 0: CUDA IPC at every size). device_route.cc.
+  size_t cuda_ipc_min_bytes = 0;
   // The largest batch of copies between a device buffer and its pinned host staging in a call
   // staged piece by piece (HOOP_STAGE_BYTES; 0: one copy per pipeline chunk). pipelined_staging.h.
   size_t stage_bytes = 4u << 20;

@@ -295,6 +295,8 @@ class CommCore {
   // Device buffers: whether op has any this rank uses, and the one route of such a call
   // (device_route.cc: direct, pipelined or whole); the run staged whole (device_staging.h).
   bool OnDevice(const Op& op) const;
+  // Whether op moves fewer bytes than CommOptions::cuda_ipc_min_bytes (it then stages).
+  bool BelowIpcMin(const Op& op) const;
   Status RunOnDevice(const Op& op, uint32_t seq);
   Status RunStaged(const Op& op, uint32_t seq);
   // An allreduce on device buffers: staged piece by piece beside the wire (pipelined_staging.h).

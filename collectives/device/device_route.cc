@@ -7,7 +7,11 @@
 //   direct     the transport moves device memory itself (CUDA IPC over shm) and the buffers sit
 //              on one device: the collective's own code runs with its copies, working memory
 //              and reductions on the device queue (device_direct.cc). Not a compressed
-//              allreduce: the codec runs on host copies.
+//              allreduce: the codec runs on host copies. Not a call of fewer bytes than
+//              HOOP_CUDA_IPC_MIN_BYTES (counted from the count every rank passes alike, so all
+//              choose alike): each chunk that goes by IPC costs a hand-over between the ranks'
+//              processes on the GPU, hundreds of microseconds where they share one, while a few
+//              kilobytes cross to pinned host memory and back in microseconds; such a call stages.
 //   pipelined  the row says its collective stages piece by piece (allreduce, broadcast,
 //              allgather, reduce-scatter, each with its placement: Staging in coll_table.h),
 //              across ranks, its device buffers on one device: pinned host pieces copied beside
@@ -23,6 +27,12 @@ bool CommCore::OnDevice(const Op& op) const {
   return (UsesIn(op) && op.in.kind == MemKind::kCuda) || (UsesOut(op) && op.out.kind == MemKind::kCuda);
 }
 
+bool CommCore::BelowIpcMin(const Op& op) const {
+  if (opts_.cuda_ipc_min_bytes == 0) return false;
+  const DType dtype = UsesOut(op) ? op.out.dtype : op.in.dtype;
+  return DescCount(op) * DTypeSize(dtype) < opts_.cuda_ipc_min_bytes;
+}
+
 Status CommCore::RunOnDevice(const Op& op, uint32_t seq) {
   // A fold (a deterministic reduction, or the algorithm named) runs on the host, where its bits
   // are the host kernels' (it has no device kernel): its device buffers go whole.
@@ -31,7 +41,8 @@ Status CommCore::RunOnDevice(const Op& op, uint32_t seq) {
     const AlgoRow* row = algo.ok() ? FindAlgo(op.kind, *algo) : nullptr;
     if (op.deterministic || (row && row->canonical)) return RunStaged(op, seq);
   }
-  if (DeviceQueue* q = DirectQueue(op)) {
+  DeviceQueue* q = BelowIpcMin(op) ? nullptr : DirectQueue(op);
+  if (q != nullptr) {
     Compression wire = Compression::kNone;
     if (op.kind == CollKind::kAllreduce) {
       HOOP_ASSIGN_OR_RETURN(wire, WireFor(op));

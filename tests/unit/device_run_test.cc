@@ -396,3 +396,46 @@ TEST_CASE("device runs: a device copy that fails ends the calls that need it wit
   CHECK(failed >= 1);
   CHECK(injected >= 1);  // the rank whose copy failed says why; the others name it or its abort
 }
+
+TEST_CASE("device runs: a call below HOOP_CUDA_IPC_MIN_BYTES stages instead of going by CUDA IPC", "[device]") {
+  // 1024 int32 (4 KiB, at the bar) go by descriptors; 1023 (below it) stage through pinned host
+  // memory and open none: with no CUDA here that fails, naming the staging; on a GPU it sums.
+  FakeDevice dev;
+  auto ranks = ThreadRanks::Start(2, "shm", 10s, [&](CommOptions& o) {
+    o.device_access = dev.access();
+    o.cuda_ipc_min_bytes = 4096;
+  });
+  REQUIRE(ranks.ok());
+  for (size_t count : {size_t{1024}, size_t{1023}}) {
+    const uint64_t before = dev.descriptors();
+    std::vector<Status> got(2);
+    std::vector<std::vector<int32_t>> results(2, std::vector<int32_t>(count));
+    Status s = (*ranks)->Run([&](int rank, Communicator& c) -> Status {
+      char* buf = dev.Alloc(count * 4);
+      std::vector<int32_t> v(count, rank + 1);
+      std::memcpy(buf, v.data(), count * 4);
+      got[static_cast<size_t>(rank)] = c.Allreduce(Dev(buf, count), Dev(buf, count), ReduceOp::kSum).Wait();
+      dev.Touch(buf, count * 4);
+      std::memcpy(results[static_cast<size_t>(rank)].data(), buf, count * 4);
+      return Status::Ok();
+    });
+    INFO(count << " int32: " << s.message());
+    REQUIRE(s.ok());  // every rank returned, none hung
+    for (int r = 0; r < 2; ++r) {
+      const Status& g = got[static_cast<size_t>(r)];
+      INFO("rank " << r << ": " << g.ToString());
+      if (count == 1024 || g.ok()) {
+        REQUIRE(g.ok());
+        const auto& o = results[static_cast<size_t>(r)];
+        CHECK(std::count(o.begin(), o.end(), 3) == static_cast<std::ptrdiff_t>(count));
+      } else {
+        CHECK(g.message().find("staging device memory") != std::string::npos);
+      }
+    }
+    if (count == 1024)
+      CHECK(dev.descriptors() > before);
+    else
+      CHECK(dev.descriptors() == before);
+  }
+  CHECK(dev.hazard() == "");
+}

@@ -172,11 +172,13 @@ TEST_CASE("settings beyond what the library can hold are refused, saying the bou
     const char* value;
     const char* says;
   };
-  for (const Bad& b : {Bad{"HOOP_TIMEOUT", "1e10", "604800"}, Bad{"HOOP_TIMEOUT", "inf", "604800"},
-                       Bad{"HOOP_TIMEOUT", "0.0001", "0.001"}, Bad{"HOOP_CHUNK_BYTES", "1G", "64M"},
-                       Bad{"HOOP_WINDOW", "1024", "256"}, Bad{"HOOP_STALL_WARNING_S", "1e12", "604800"},
-                       Bad{"HOOP_STAGE_BYTES", "2G", "1G"}, Bad{"HOOP_STAGE_BYTES", "lots", "[0, 1G]"},
-                       Bad{"HOOP_STAGE_AHEAD", "2G", "1G"}, Bad{"HOOP_STAGE_AHEAD", "-1", "[0, 1G]"}}) {
+  for (const Bad& b :
+       {Bad{"HOOP_TIMEOUT", "1e10", "604800"}, Bad{"HOOP_TIMEOUT", "inf", "604800"},
+        Bad{"HOOP_TIMEOUT", "0.0001", "0.001"}, Bad{"HOOP_CHUNK_BYTES", "1G", "64M"}, Bad{"HOOP_WINDOW", "1024", "256"},
+        Bad{"HOOP_STALL_WARNING_S", "1e12", "604800"}, Bad{"HOOP_STAGE_BYTES", "2G", "1G"},
+        Bad{"HOOP_STAGE_BYTES", "lots", "[0, 1G]"}, Bad{"HOOP_STAGE_AHEAD", "2G", "1G"},
+        Bad{"HOOP_STAGE_AHEAD", "-1", "[0, 1G]"}, Bad{"HOOP_CUDA_IPC_MIN_BYTES", "2G", "1G"},
+        Bad{"HOOP_CUDA_IPC_MIN_BYTES", "small", "[0, 1G]"}}) {
     auto c = hoop::Config::FromEnv({{b.name, b.value}});
     INFO(b.name << "=" << b.value);
     REQUIRE_FALSE(c.ok());
@@ -202,6 +204,18 @@ TEST_CASE("HOOP_STAGE_BYTES: the largest staging copy, 4M unless set, 0 allowed"
     INFO(text);
     REQUIRE(c.ok());
     CHECK(CommOptions::FromConfig(*c).stage_bytes == bytes);
+  }
+}
+
+TEST_CASE("HOOP_CUDA_IPC_MIN_BYTES: below it device buffers stage, 0 (IPC at every size) unless set", "[config]") {
+  auto none = Config::FromEnv({});
+  REQUIRE(none.ok());
+  CHECK(CommOptions::FromConfig(*none).cuda_ipc_min_bytes == 0);
+  for (auto [text, bytes] : {std::pair{"64K", size_t{64} << 10}, std::pair{"1M", size_t{1} << 20}}) {
+    auto c = Config::FromEnv({{"HOOP_CUDA_IPC_MIN_BYTES", text}});
+    INFO(text);
+    REQUIRE(c.ok());
+    CHECK(CommOptions::FromConfig(*c).cuda_ipc_min_bytes == bytes);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "common/cli.h"
 #include "common/config.h"
 #include "common/device.h"
+#include "common/parse.h"
 #include "common/topology.h"
 #include "common/version.h"
 #include "transport/transport.h"
@@ -63,7 +64,7 @@ std::string Choice(const std::vector<std::string>& names, const hoop::PeerInfo& 
 // device memory between them: CUDA IPC straight into the receiver's device where the pair has
 // peer access (or is one device), else CUDA IPC mapped on the sender's device and copied over
 // (transport/shm/channel.h); or staged through host memory where HOOP_CUDA_IPC=0.
-void PrintCuda(bool ipc) {
+void PrintCuda(bool ipc, size_t ipc_min_bytes) {
   if (!hoop::BuiltWithCuda()) {
     std::printf("cuda: not built in (HOOP_WITH_CUDA=OFF)\n");
     return;
@@ -94,6 +95,9 @@ void PrintCuda(bool ipc) {
       list += (list.empty() ? "" : ", ") + std::to_string(a) + "-" + std::to_string(b);
     }
   std::printf("  CUDA IPC between local ranks on devices: %s\n", direct.empty() ? "none" : direct.c_str());
+  if (ipc_min_bytes > 0)
+    std::printf("  calls under %s stage through host memory instead (HOOP_CUDA_IPC_MIN_BYTES)\n",
+                hoop::FormatBytes(ipc_min_bytes).c_str());
   if (!via.empty())
     std::printf("  CUDA IPC through the sender's device (no peer access: mapped there, then copied): %s\n",
                 via.c_str());
@@ -166,7 +170,7 @@ int main(int argc, char** argv) {
   }
   std::printf("%s\n", hoop::VersionLine("hoop").c_str());
   std::printf("reduction kernels: %s\n", hoop::KernelIsaName(hoop::BestKernelIsa()));
-  PrintCuda(cfg->cuda_ipc);
+  PrintCuda(cfg->cuda_ipc, cfg->cuda_ipc_min_bytes);
   std::printf("hoop back ends built in (selection order):\n");
   for (const auto& name : names) {
     std::string d = hoop::DescribeTransport(name);
