@@ -174,7 +174,7 @@ bool Channel::TakeNow(Tag tag, uint64_t op_id, unsigned spins, const NextRecv* t
   auto it = std::find_if(recvs_.begin(), recvs_.end(), [&](const RecvOp& r) { return r.op_id == op_id; });
   if (it == recvs_.end() || it->sink || it->tag.match != tag.match || it->len != h->total) return false;
   if (h->len > 0) std::memcpy(it->data, reinterpret_cast<const char*>(h) + 64, h->len);
-  if (then) {  // posted again where it was, for the stream's next message
+  if (then) {  // kept in its place in the queue, for the stream's next message, into then->data
     it->tag = then->tag;
     it->data = static_cast<char*>(then->data);
   } else {
