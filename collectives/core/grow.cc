@@ -84,6 +84,8 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Grow(int count) {
   for (int r = 0; r < o.size; ++r) members[static_cast<size_t>(r)] = r;
   auto keep =
       AgreeOutcome(*store_, base, opts_.rank, members, made.ok(), deadline, deadline, [this] { return FailedRanks(); });
+  // Given up, or no verdict: aborted, not closed (a close would wait on members dropping theirs).
+  if (made.ok() && !(keep.ok() && *keep)) (*made)->Abort(o.name + ": the grow was given up");
   if (!keep.ok()) return keep.status().WithContext(who);
   if (!*keep)
     return Unavailable(who + ": given up (" +
@@ -139,6 +141,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::JoinOnce(Store& store, const CommO
   for (int r = 0; r < o.size; ++r) members[static_cast<size_t>(r)] = r;
   auto keep =
       AgreeOutcome(store, at, o.rank, members, made.ok(), deadline, deadline, [] { return std::vector<int>(); });
+  if (made.ok() && !(keep.ok() && *keep)) (*made)->Abort(o.name + ": the grow was given up");  // as above
   if (!keep.ok()) return keep.status().WithContext(ctx);
   if (!*keep) {
     HOOP_LOG(kWarn, "a newcomer, " << ctx << ": the grow into '" << o.name << "' was given up ("

@@ -148,6 +148,11 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Shrink(const std::vector<int>& exc
     Meeting meeting{Earlier(deadline, Deadline::After(limit)), &watchful, give_up};
     auto made = Create(*store_, o, meeting);
     auto keep = AgreeMade(at, *members, made.ok(), deadline);
+    // Given up, or no verdict: what this rank made is aborted, not closed, since a close waits
+    // until each member has taken what was sent to it, and they are dropping theirs too or on to
+    // the next round (a 30 s wait there once left three survivors out of round 1).
+    if (made.ok() && !(keep.ok() && *keep))
+      (*made)->Abort(o.name + ": the shrink's round " + std::to_string(round) + " was given up");
     if (!keep.ok()) return keep.status().WithContext(who);
     if (*keep) {
       HOOP_LOG(kInfo, who << ": rank " << o.rank << " of " << o.size << " in '" << o.name << "' (ranks "
