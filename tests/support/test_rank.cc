@@ -8,6 +8,9 @@
 //                    checked against the reference on rank-specific random data
 //   kill VICTIM      all ranks run large allreduces; VICTIM SIGKILLs itself in the middle of
 //                    one; the others report the error they get and exit 1
+//   lock_kill VICTIM own|peers
+//                    over libfabric's shm provider: VICTIM dies holding its own region's lock or
+//                    every peer's (built with libfabric only); the others report their error
 //   mismatch         rank 0 allreduces 1000 elements, the others 999; each reports its error,
 //                    then shows that the communicator refuses the next call
 //   idle S           sleeps S seconds without joining anything (a long-lived rank)
@@ -31,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +42,9 @@
 #include "collectives/api/bootstrap.h"
 #include "collectives/testing/reference.h"
 #include "common/device.h"
+#if HOOP_TEST_HAVE_OFI
+#include "transport/ofi/shm_lock_rescue.h"
+#endif
 #include "tests/support/rank_support.h"
 
 namespace hoop {
@@ -368,6 +375,41 @@ int RunSplitKill(Communicator& c, int victim) {
   return AllreduceUntilError(c, **half, victim, 1 << 20, 100000);
 }
 
+#if HOOP_TEST_HAVE_OFI
+// Over libfabric's shm provider: `victim`, after a first allreduce, takes the lock of its own
+// region ("own") or of every peer's region mapped here ("peers"), as the provider does inside a
+// send or its progress, and dies holding it. The survivors' allreduces must fail naming it, not
+// spin in the provider (transport/ofi/shm_lock_rescue.h).
+int RunLockKill(Communicator& c, int victim, const std::string& whose) {
+  std::vector<float> in(1 << 16, 1.0f), out(in.size());
+  auto call = [&] {
+    return c.Allreduce({in.data(), in.size(), DType::kF32}, {out.data(), out.size(), DType::kF32}, ReduceOp::kSum)
+        .Wait();
+  };
+  if (Status s = call(); !s.ok()) {
+    std::printf("rank %d: first allreduce: %s\n", c.rank(), s.ToString().c_str());
+    return 1;
+  }
+  if (c.rank() == victim) {
+    int taken = 0;
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+      const size_t at = line.find("/dev/shm/");
+      if (at == std::string::npos) continue;
+      std::string name = line.substr(at + 9);
+      name = name.substr(0, name.find(' '));
+      const int pid = std::atoi(name.c_str());
+      if ((pid == ::getpid()) != (whose == "own")) continue;
+      if (pthread_spinlock_t* lock = ShmLockRescue::LockOf(name, pid); lock && pthread_spin_lock(lock) == 0) ++taken;
+    }
+    std::printf("rank %d: took %d lock(s) (%s), dying\n", c.rank(), taken, whose.c_str());
+    std::fflush(stdout);
+    ::raise(SIGKILL);
+  }
+  return AllreduceUntilError(c, c, -1, in.size(), 100000);
+}
+#endif
+
 int RunMismatch(Communicator& c) {
   size_t count = c.rank() == 0 ? 1000 : 999;
   std::vector<float> in(1000, 1.0f), out(1000);
@@ -407,7 +449,8 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(
         stderr,
-        "usage: hoop-test-rank matrix | kill VICTIM | mismatch | straggler SECONDS | idle SECONDS | compress "
+        "usage: hoop-test-rank matrix | kill VICTIM | lock_kill VICTIM own|peers | mismatch | straggler SECONDS | idle "
+        "SECONDS | compress "
         "| compress_mismatch | device_ipc | deterministic [SEED] | strangers | fd_flood | trace DIR [skip] | hang "
         "KIND RANK\n");
     return 2;
@@ -436,6 +479,9 @@ int main(int argc, char** argv) {
   if (mode == "device_kill" && argc > 2)
     return AllreduceUntilError(c, c, std::atoi(argv[2]), 8 << 20, 1000, MemKind::kCuda);
   if (mode == "mismatch") return RunMismatch(c);
+#if HOOP_TEST_HAVE_OFI
+  if (mode == "lock_kill" && argc > 3) return RunLockKill(c, std::atoi(argv[2]), argv[3]);
+#endif
   if (mode == "split_kill" && argc > 2) return RunSplitKill(c, std::atoi(argv[2]));
   if (mode == "straggler" && argc > 2) return RunStraggler(c, std::atoi(argv[2]));
   if (mode == "compress") return RunCompress(c);

@@ -120,6 +120,7 @@ Status OfiTransport::Open() {
     window_ = std::max(kMinWindow, info_->rx_attr->size / 2 / static_cast<size_t>(opts_.size - 1));
   const std::string text(name, strnlen(name, len));
   if (text.rfind(kShmScheme, 0) == 0) own_shm_region_ = text.substr(std::strlen(kShmScheme));
+  if (shm_only_ && !own_shm_region_.empty()) rescue_ = ShmLockRescue::Start(own_shm_region_);
   return Status::Ok();
 }
 
@@ -133,6 +134,7 @@ void OfiTransport::AllConnected() {
 }
 
 OfiTransport::~OfiTransport() {
+  rescue_.reset();  // its thread looks into regions that closing the endpoint unmaps
   // A peer that died after this transport last looked (as it made another communicator).
   for (size_t p = 0; p < peers_.size(); ++p)
     if (!peers_[p].swept && ProcessGone(watch_.pid_of(static_cast<int>(p)), 0)) RemoveRegionsOf(static_cast<int>(p));
@@ -172,6 +174,7 @@ Status OfiTransport::Connect(int peer, const std::string& address, Deadline) {
   if (!opts_.peers.empty() &&
       opts_.peers[static_cast<size_t>(peer)].host == opts_.peers[static_cast<size_t>(opts_.rank)].host)
     HOOP_RETURN_IF_ERROR(watch_.Watch(peer, pid).WithContext(ctx));
+  if (rescue_ && !ps.shm_region.empty()) rescue_->Watch(peer, pid, ps.shm_region);
   return Status::Ok();
 }
 

@@ -20,7 +20,8 @@
 //
 // Waiting: Poll spins on the completion queue briefly, then sleeps in short, growing naps
 // (20 us up to 1 ms), so ranks that outnumber cores progress. A lost peer: a failed send
-// reports it; a rank on this host is also watched through a pidfd.
+// reports it; a rank on this host is also watched through a pidfd. Over the shm provider a rank
+// that dies holding a region's spin lock is also handled: ShmLockRescue (shm_lock_rescue.h).
 #pragma once
 
 #include <rdma/fabric.h>
@@ -33,6 +34,7 @@
 #include <memory>
 #include <vector>
 
+#include "transport/ofi/shm_lock_rescue.h"
 #include "transport/peer_watch.h"
 #include "transport/progress_loop.h"
 #include "transport/transport.h"
@@ -147,7 +149,8 @@ class OfiTransport : public Transport {
   std::vector<Completion> completed_;
   std::vector<std::unique_ptr<char[]>> abort_bufs_;
   PeerWatch watch_;
-  DeferredLosses losses_;  // a lost peer fails after its abort notice has had time to arrive
+  DeferredLosses losses_;                  // a lost peer fails after its abort notice has had time to arrive
+  std::unique_ptr<ShmLockRescue> rescue_;  // shm provider: frees a lock a dying peer left taken
 };
 
 }  // namespace hoop
