@@ -35,8 +35,8 @@ bool KnownLayout() {
 }
 
 constexpr auto kPeerHeld = std::chrono::milliseconds(200);
-constexpr auto kOwnHeld = std::chrono::seconds(1);
-constexpr int kOwnLooks = 200;
+constexpr auto kOwnHeld = std::chrono::milliseconds(500);
+constexpr int kOwnLooks = 100;
 
 }  // namespace
 
@@ -132,8 +132,8 @@ void ShmLockRescue::Rescue(int peer, int pid, const std::string& region) {
       pthread_spin_unlock(own);
       own = nullptr;
     } else if (own && ++own_looks >= kOwnLooks && held >= kOwnHeld) {
-      HOOP_LOG(kWarn, "ofi: this rank's shm region's lock stayed taken " << kOwnHeld.count() << " s after rank " << peer
-                                                                         << " (pid " << pid
+      HOOP_LOG(kWarn, "ofi: this rank's shm region's lock stayed taken " << kOwnHeld.count() << " ms after rank "
+                                                                         << peer << " (pid " << pid
                                                                          << ") died sending to it; released it");
       pthread_spin_unlock(own);
       own = nullptr;

@@ -10,7 +10,7 @@
 // exits it looks at two locks: the dead rank's (in its region, still mapped here) and this
 // endpoint's own. A lock seen free at any moment after the death was not held by the dead rank
 // and is left alone. One taken without a break from the death on, 200 ms for the dead rank's lock
-// (only senders to a dead rank could hold it) and 1 s and 200 looks for this endpoint's own (a
+// (only senders to a dead rank could hold it) and 500 ms and 100 looks for this endpoint's own (a
 // live holder keeps it for microseconds), was taken by the dead rank: it is released, with a
 // warning. The region's layout is the provider's own: the rescue runs only on libfabric 1.17, and
 // only on a region whose header holds the version and the owner's pid where 1.17 puts them.
