@@ -378,35 +378,32 @@ int RunSplitKill(Communicator& c, int victim) {
 #if HOOP_TEST_HAVE_OFI
 // Over libfabric's shm provider: `victim`, after a first allreduce, takes the lock of its own
 // region ("own") or of every peer's region mapped here ("peers"), as the provider does inside a
-// send or its progress, and dies holding it. The survivors' allreduces must fail naming it, not
-// spin in the provider (transport/ofi/shm_lock_rescue.h).
+// send or its progress, and dies holding it. The others' allreduces (their first is its first)
+// must fail naming it, not spin in the provider (transport/ofi/shm_lock_rescue.h).
 int RunLockKill(Communicator& c, int victim, const std::string& whose) {
-  std::vector<float> in(1 << 16, 1.0f), out(in.size());
-  auto call = [&] {
-    return c.Allreduce({in.data(), in.size(), DType::kF32}, {out.data(), out.size(), DType::kF32}, ReduceOp::kSum)
-        .Wait();
-  };
-  if (Status s = call(); !s.ok()) {
+  const size_t count = 1 << 16;
+  if (c.rank() != victim) return AllreduceUntilError(c, c, -1, count, 100000);
+  std::vector<float> in(count, 1.0f), out(count);
+  Status s = c.Allreduce({in.data(), count, DType::kF32}, {out.data(), count, DType::kF32}, ReduceOp::kSum).Wait();
+  if (!s.ok()) {
     std::printf("rank %d: first allreduce: %s\n", c.rank(), s.ToString().c_str());
     return 1;
   }
-  if (c.rank() == victim) {
-    int taken = 0;
-    std::ifstream maps("/proc/self/maps");
-    for (std::string line; std::getline(maps, line);) {
-      const size_t at = line.find("/dev/shm/");
-      if (at == std::string::npos) continue;
-      std::string name = line.substr(at + 9);
-      name = name.substr(0, name.find(' '));
-      const int pid = std::atoi(name.c_str());
-      if ((pid == ::getpid()) != (whose == "own")) continue;
-      if (pthread_spinlock_t* lock = ShmLockRescue::LockOf(name, pid); lock && pthread_spin_lock(lock) == 0) ++taken;
-    }
-    std::printf("rank %d: took %d lock(s) (%s), dying\n", c.rank(), taken, whose.c_str());
-    std::fflush(stdout);
-    ::raise(SIGKILL);
+  int taken = 0;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    const size_t at = line.find("/dev/shm/");
+    if (at == std::string::npos) continue;
+    std::string name = line.substr(at + 9);
+    name = name.substr(0, name.find(' '));
+    const int pid = std::atoi(name.c_str());
+    if ((pid == ::getpid()) != (whose == "own")) continue;
+    if (pthread_spinlock_t* lock = ShmLockRescue::LockOf(name, pid); lock && pthread_spin_lock(lock) == 0) ++taken;
   }
-  return AllreduceUntilError(c, c, -1, in.size(), 100000);
+  std::printf("rank %d: took %d lock(s) (%s), dying\n", c.rank(), taken, whose.c_str());
+  std::fflush(stdout);
+  ::raise(SIGKILL);
+  return 1;
 }
 #endif
 
