@@ -12,8 +12,6 @@
 // spread over six days cover every cell; sizes are drawn from the cell and the week.
 // HOOPTEST_CHAOS=all runs every cell (about 40 minutes). Each cell's command line is in the
 // failure message, to run it alone.
-#include <dirent.h>
-
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <random>
@@ -38,15 +36,6 @@ struct Cell {
   Backend backend;
   int size = 2;
 };
-
-std::set<std::string> DevShm() {
-  std::set<std::string> names;
-  if (DIR* d = ::opendir("/dev/shm")) {
-    while (dirent* e = ::readdir(d)) names.insert(e->d_name);
-    ::closedir(d);
-  }
-  return names;
-}
 
 // This run's cells: its window's, or every one (HOOPTEST_CHAOS=all).
 std::vector<Cell> Cells() {
@@ -111,10 +100,7 @@ void RunCell(const Cell& c) {
   CHECK(r.output.find("FAIL") == std::string::npos);
   if (stop && !init) CHECK(r.output.find("c-chaos left out rank") != std::string::npos);
   CHECK(WaitGone(marker, 10) == 0);
-  for (const auto& name : DevShm()) {
-    INFO("new in /dev/shm: " << name);
-    CHECK(before.count(name) == 1);
-  }
+  for (const auto& name : LeftInDevShm(before, 5)) FAIL_CHECK("left in /dev/shm, held by no process: " << name);
 }
 
 }  // namespace

@@ -21,6 +21,23 @@
 
 namespace hoop::test {
 
+namespace {
+
+// A whole /proc file by plain read(2): libstdc++'s filebuf turns the ESRCH of a process that
+// exits while we read into an exception; here it only means "not there any more" ("").
+std::string Slurp(const std::string& path) {
+  std::string text;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, size_t(n));
+  ::close(fd);
+  return text;
+}
+
+}  // namespace
+
 std::string Bin(const std::string& name) { return std::string(HOOP_BIN_DIR) + "/" + name; }
 
 bool HaveMpirun() { return ::access("/usr/bin/mpirun", X_OK) == 0; }
@@ -168,16 +185,7 @@ int CountProcessesWith(const std::string& marker) {
   if (!d) return 0;
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    // Plain read(2): a process that exits while we read makes read fail with ESRCH, which
-    // libstdc++'s filebuf turns into an exception; here it only means "not there any more".
-    int fd = ::open((std::string("/proc/") + e->d_name + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    std::string cmd;
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof buf)) > 0) cmd.append(buf, size_t(n));
-    ::close(fd);
-    if (cmd.find(marker) != std::string::npos) ++count;
+    if (Slurp(std::string("/proc/") + e->d_name + "/cmdline").find(marker) != std::string::npos) ++count;
   }
   ::closedir(d);
   return count;
@@ -192,17 +200,65 @@ int WaitGone(const std::string& marker, double seconds) {
   }
 }
 
-int SignalRank(const std::string& marker, int rank, int signal) {
-  auto slurp = [](const std::string& path) {
-    std::string text;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return text;
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, size_t(n));
-    ::close(fd);
-    return text;
+std::set<std::string> DevShm() {
+  std::set<std::string> names;
+  if (DIR* d = ::opendir("/dev/shm")) {
+    while (dirent* e = ::readdir(d))
+      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") names.insert(e->d_name);
+    ::closedir(d);
+  }
+  return names;
+}
+
+namespace {
+
+// The /dev/shm names some live process has open (its fds) or mapped (its maps).
+std::set<std::string> HeldInDevShm() {
+  const std::string prefix = "/dev/shm/";
+  std::set<std::string> held;
+  auto note = [&](std::string path) {
+    if (path.rfind(prefix, 0) != 0) return;
+    path = path.substr(prefix.size());
+    if (size_t sp = path.find(" (deleted)"); sp != std::string::npos) path.resize(sp);
+    held.insert(path);
   };
+  DIR* d = ::opendir("/proc");
+  if (!d) return held;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string dir = std::string("/proc/") + e->d_name;
+    if (DIR* fds = ::opendir((dir + "/fd").c_str())) {
+      while (dirent* f = ::readdir(fds)) {
+        char target[4096];
+        ssize_t n = ::readlink((dir + "/fd/" + f->d_name).c_str(), target, sizeof target - 1);
+        if (n > 0) note(std::string(target, size_t(n)));
+      }
+      ::closedir(fds);
+    }
+    std::istringstream maps(Slurp(dir + "/maps"));
+    for (std::string line; std::getline(maps, line);)
+      if (size_t at = line.find(prefix); at != std::string::npos) note(line.substr(at));
+  }
+  ::closedir(d);
+  return held;
+}
+
+}  // namespace
+
+std::vector<std::string> LeftInDevShm(const std::set<std::string>& before, double seconds) {
+  auto t0 = std::chrono::steady_clock::now();
+  while (true) {
+    std::vector<std::string> left;
+    const std::set<std::string> held = HeldInDevShm();
+    for (const auto& name : DevShm())
+      if (!before.count(name) && !held.count(name)) left.push_back(name);
+    if (left.empty() || std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > seconds)
+      return left;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+int SignalRank(const std::string& marker, int rank, int signal) {
   const std::string want = "HOOP_RANK=" + std::to_string(rank);
   int count = 0;
   DIR* d = ::opendir("/proc");
@@ -210,8 +266,8 @@ int SignalRank(const std::string& marker, int rank, int signal) {
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     const std::string dir = std::string("/proc/") + e->d_name;
-    if (slurp(dir + "/cmdline").find(marker) == std::string::npos) continue;
-    const std::string env = slurp(dir + "/environ");
+    if (Slurp(dir + "/cmdline").find(marker) == std::string::npos) continue;
+    const std::string env = Slurp(dir + "/environ");
     bool match = false;
     for (size_t at = 0; at < env.size();) {
       const size_t end = env.find('\0', at);

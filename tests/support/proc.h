@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,13 @@ int CountProcessesWith(const std::string& marker);
 int SignalRank(const std::string& marker, int rank, int signal);
 // Waits up to `seconds` for every process with the marker to disappear; returns how many remain.
 int WaitGone(const std::string& marker, double seconds);
+// The names in /dev/shm now.
+std::set<std::string> DevShm();
+// The names in /dev/shm that are not in `before` and that no live process holds open or mapped:
+// what a job whose processes are all gone left behind. /dev/shm is the whole machine's, so a
+// file another test's live process holds is not counted, and neither is one that goes away or
+// gets a holder within `seconds` (one being made or removed right now).
+std::vector<std::string> LeftInDevShm(const std::set<std::string>& before, double seconds);
 std::string Bin(const std::string& name);  // build/bin/NAME
 bool HaveMpirun();                         // /usr/bin/mpirun is there
 // Runs `program` as `np` ranks under OpenMPI's mpirun on this host (as root, oversubscribed),
