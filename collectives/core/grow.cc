@@ -4,14 +4,20 @@
 // Everything goes through the job's store, nothing through the communicator's connections (which
 // a loss may have broken: a grow may follow a shrink or replace it). Newcomers queue at the job:
 // each takes the next place in line (Add on hoop/join/arrived) and waits for its offer there
-// (hoop/join/slot/PLACE). A grow of `count` takes the next `count` places: the first of its ranks
-// to arrive takes a ticket, reserves the places (Add on hoop/join/offered) and writes the first
-// one under the grow's key, which the others read; it then writes each newcomer's offer: the
-// new communicator's name, size and the newcomer's rank in it. The ranks keep their numbers and
-// the newcomers follow in the order they queued; everyone then makes the new communicator, with
-// connections of its own, waiting up to HOOP_TIMEOUT for the newcomers (a replacement may take a
-// while to start). The communicator grown stays as it was. Newcomers counts those in line and
-// not yet offered a place, so that the ranks of an elastic job know when to grow and by how many.
+// (hoop/join/slot/PLACE). A grow of `count` takes the first `count` places no grow has taken:
+// the first of its ranks to arrive takes a ticket and claims each place by writing its offer
+// there with SetIfAbsent (the new communicator's name, size and the newcomer's rank in it), so a
+// place is taken exactly when it is offered, and a first rank that dies meanwhile leaves no place
+// taken and never offered (its grow is given up; the next one takes the places it did not). The
+// places taken are always 0 up to some m: each claim takes the lowest free one. hoop/join/offered
+// counts them, added to after the claims, so it may lag m (never pass it) where a first rank died
+// between the two; a claim and a count start there and step over the places already taken. The
+// first rank then writes the first place under the grow's key, which the others wait for. The
+// ranks keep their numbers and the newcomers follow in the order they queued; everyone then makes
+// the new communicator, with connections of its own, waiting up to HOOP_TIMEOUT for the newcomers
+// (a replacement may take a while to start). The communicator grown stays as it was. Newcomers
+// counts those in line and not yet offered a place, so that the ranks of an elastic job know when
+// to grow and by how many.
 //
 // A member (old or new) that dies or stops inside the grow must not leave some ranks with the
 // grown communicator and others without: as a shrink's round (agreement.h), every member writes
@@ -33,27 +39,38 @@ constexpr int kMaxGrow = 1 << 20;
 const char kArrived[] = "hoop/join/arrived";
 const char kOffered[] = "hoop/join/offered";
 std::string SlotKey(int64_t place) { return "hoop/join/slot/" + std::to_string(place); }
+
+// The number of places taken: hoop/join/offered, then past each place taken since it was added to.
+StatusOr<int64_t> PlacesTaken(Store& store) {
+  HOOP_ASSIGN_OR_RETURN(int64_t taken, store.Add(kOffered, 0));
+  while (Peek(store, SlotKey(taken))) ++taken;
+  return taken;
+}
 }  // namespace
 
-// The first of the grow's ranks to arrive reserves the newcomers' places and offers them theirs;
+// The first of the grow's ranks to arrive takes the newcomers' places by offering them theirs;
 // the others wait for that (a check that it got that far).
 Status CommCore::OfferPlaces(const std::string& base, const CommOptions& o, int count, Deadline deadline,
                              const std::function<Status()>& give_up) {
   Store& store = *store_;
   HOOP_ASSIGN_OR_RETURN(int64_t ticket, store.Add(base + "ticket", 1));
-  if (ticket != 1) {  // the first rank may die before it reserves: watch for that
+  if (ticket != 1) {  // the first rank may die before it offers: watch for that
     WatchfulStore watchful(store, give_up);
-    return watchful.Get(base + "first", deadline).status().WithContext("waiting for the first rank's reservation");
+    return watchful.Get(base + "first", deadline).status().WithContext("waiting for the first rank's offers");
   }
-  HOOP_ASSIGN_OR_RETURN(int64_t end, store.Add(kOffered, count));
-  const int64_t first = end - count;
-  HOOP_RETURN_IF_ERROR(store.Set(base + "first", std::to_string(first)));
-  for (int i = 0; i < count; ++i) {
+  HOOP_ASSIGN_OR_RETURN(int64_t place, store.Add(kOffered, 0));
+  int64_t first = -1;
+  for (int i = 0; i < count; ++place) {
     const std::string offer =
         o.name + "\t" + std::to_string(o.size) + "\t" + std::to_string(opts_.size + i) + "\t" + base;
-    HOOP_RETURN_IF_ERROR(store.Set(SlotKey(first + i), offer));
+    // The offer names this grow (base), so reading it back means this grow took the place.
+    HOOP_ASSIGN_OR_RETURN(std::string held, store.SetIfAbsent(SlotKey(place), offer, deadline));
+    if (held != offer) continue;  // another grow's, perhaps one given up
+    if (first < 0) first = place;
+    ++i;
   }
-  return Status::Ok();
+  HOOP_RETURN_IF_ERROR(store.Add(kOffered, count).status());
+  return store.Set(base + "first", std::to_string(first));
 }
 
 StatusOr<std::unique_ptr<CommCore>> CommCore::Grow(int count) {
@@ -101,9 +118,9 @@ StatusOr<int> CommCore::Newcomers() {
   if (opts_.rank == 0) {  // the others take rank 0's count: one answer, good for everyone's Grow
     auto arrived = store_->Add(kArrived, 0);
     if (!arrived.ok()) return arrived.status().WithContext(who);
-    auto offered = store_->Add(kOffered, 0);
-    if (!offered.ok()) return offered.status().WithContext(who);
-    waiting = std::clamp<int64_t>(*arrived - *offered, 0, kMaxGrow);
+    auto taken = PlacesTaken(*store_);
+    if (!taken.ok()) return taken.status().WithContext(who);
+    waiting = std::clamp<int64_t>(*arrived - *taken, 0, kMaxGrow);
   }
   Op x;
   x.kind = CollKind::kBroadcast;

@@ -30,6 +30,7 @@ class ThreadRanks {
 
   int size() const { return static_cast<int>(comms_.size()); }
   Communicator& comm(int rank) { return *comms_[static_cast<size_t>(rank)]; }
+  Store& store() { return store_; }  // the job's store: newcomers join through it
 
   // Runs body(rank, comm) on one thread per rank at once; the first failure (in rank order), or a
   // hang past `limit`, is returned, naming the rank.
