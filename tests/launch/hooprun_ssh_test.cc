@@ -150,6 +150,17 @@ TEST_CASE("hooprun over ssh: a remote rank killed, a host lost, Ctrl-C - the job
     CHECK(r.output.find("was killed by signal 9 (Killed); stopped the other ranks") != std::string::npos);
     CHECK(WaitGone(marker, 5) == 0);
   }
+  SECTION("a remote rank killed while its UCX made a segment: the agent removes the file it left") {
+    // As UCX's posix shared memory between shm_open and its unlink (tools/hooprun/shm_leftovers.h).
+    const std::string marker = NewMarker(), name = "ucx_shm_posix_" + marker.substr(marker.rfind('-') + 1);
+    const std::string script = "if [ $HOOP_RANK = 3 ]; then exec 3<>/dev/shm/" + name + "; kill -9 $$; fi; sleep 1";
+    auto r = RunProc(Hooprun(h, {"-H", hosts, "--timeout", "60", "bash", "-c", script, marker}), Within(60));
+    INFO(r.output);
+    CHECK(r.exit_code == 137);
+    CHECK(r.output.find("removed /dev/shm/" + name + ", UCX's, which rank 3 left when killed") != std::string::npos);
+    CHECK(::access(("/dev/shm/" + name).c_str(), F_OK) != 0);
+    CHECK(WaitGone(marker, 5) == 0);
+  }
   SECTION("the remote host dies (every process on it, sshd included)") {
     std::string marker = NewMarker();
     std::thread killer([&] {

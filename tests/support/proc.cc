@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common/config.h"
+#include "tools/hooprun/shm_leftovers.h"
 
 namespace hoop::test {
 
@@ -210,46 +211,11 @@ std::set<std::string> DevShm() {
   return names;
 }
 
-namespace {
-
-// The /dev/shm names some live process has open (its fds) or mapped (its maps).
-std::set<std::string> HeldInDevShm() {
-  const std::string prefix = "/dev/shm/";
-  std::set<std::string> held;
-  auto note = [&](std::string path) {
-    if (path.rfind(prefix, 0) != 0) return;
-    path = path.substr(prefix.size());
-    if (size_t sp = path.find(" (deleted)"); sp != std::string::npos) path.resize(sp);
-    held.insert(path);
-  };
-  DIR* d = ::opendir("/proc");
-  if (!d) return held;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    const std::string dir = std::string("/proc/") + e->d_name;
-    if (DIR* fds = ::opendir((dir + "/fd").c_str())) {
-      while (dirent* f = ::readdir(fds)) {
-        char target[4096];
-        ssize_t n = ::readlink((dir + "/fd/" + f->d_name).c_str(), target, sizeof target - 1);
-        if (n > 0) note(std::string(target, size_t(n)));
-      }
-      ::closedir(fds);
-    }
-    std::istringstream maps(Slurp(dir + "/maps"));
-    for (std::string line; std::getline(maps, line);)
-      if (size_t at = line.find(prefix); at != std::string::npos) note(line.substr(at));
-  }
-  ::closedir(d);
-  return held;
-}
-
-}  // namespace
-
 std::vector<std::string> LeftInDevShm(const std::set<std::string>& before, double seconds) {
   auto t0 = std::chrono::steady_clock::now();
   while (true) {
     std::vector<std::string> left;
-    const std::set<std::string> held = HeldInDevShm();
+    const std::set<std::string> held = hoop::run::HeldInDevShm();
     for (const auto& name : DevShm())
       if (!before.count(name) && !held.count(name)) left.push_back(name);
     if (left.empty() || std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > seconds)

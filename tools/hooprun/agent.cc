@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include "tools/hooprun/ranks.h"
 #include "tools/hooprun/remote.h"
 #include "tools/hooprun/sentinel.h"
+#include "tools/hooprun/shm_leftovers.h"
 
 namespace hoop::run {
 namespace {
@@ -82,6 +84,7 @@ BindTo BindFrom(const std::string& s) {
 
 int RunAgent() {
   ::signal(SIGPIPE, SIG_IGN);
+  const std::time_t began = std::time(nullptr);
   auto text = ReadPlan();
   if (!text) {
     return Fail(2, "no plan came on standard input");
@@ -249,6 +252,10 @@ int RunAgent() {
         if (p.pid == pid) {
           p.exited = true;
           sentinel.Reaped(pid);
+          if (WIFSIGNALED(st))  // its UCX may have left a segment's file (shm_leftovers.h)
+            for (const auto& name : RemoveUcxLeftovers(began))
+              WriteOut(STDERR_FILENO, "removed /dev/shm/" + name + ", UCX's, which rank " + std::to_string(p.rank) +
+                                          " left when killed\n");
           Control("exit " + std::to_string(p.rank) + " " + std::to_string(st));
         }
     if (stopping && termed && !killed && Clock::now() - term_at > std::chrono::seconds(2)) {

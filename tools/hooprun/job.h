@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -31,6 +32,7 @@
 #include "tools/hooprun/ranks.h"
 #include "tools/hooprun/remote.h"
 #include "tools/hooprun/sentinel.h"
+#include "tools/hooprun/shm_leftovers.h"
 #include "tools/hooprun/status.h"
 #include "transport/store/tcp_store.h"
 
@@ -188,6 +190,9 @@ class Job {
         if (r.remote || r.pid != pid) continue;
         sentinel_.Reaped(r.pid);
         RankEnded(r, st);
+        if (WIFSIGNALED(st))  // its UCX may have left a segment's file (an agent does the same for its ranks)
+          for (const auto& name : RemoveUcxLeftovers(began_))
+            err_.Write("hooprun: removed /dev/shm/" + name + ", UCX's, which " + Who(r) + " left when killed\n");
       }
     }
   }
@@ -521,6 +526,8 @@ class Job {
   void CheckMembers();
 
   const Options& o_;
+  // When the job began, for files its ranks made: its ranks started a moment before the Job.
+  const std::time_t began_ = std::time(nullptr) - 10;
   std::deque<Rank> ranks_;  // by job rank; a deque, so that failed_'s pointers stay good as newcomers come
   std::deque<Agent> agents_;
   bool multi_host_ = false;
