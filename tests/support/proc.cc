@@ -22,22 +22,7 @@
 
 namespace hoop::test {
 
-namespace {
-
-// A whole /proc file by plain read(2): libstdc++'s filebuf turns the ESRCH of a process that
-// exits while we read into an exception; here it only means "not there any more" ("").
-std::string Slurp(const std::string& path) {
-  std::string text;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, size_t(n));
-  ::close(fd);
-  return text;
-}
-
-}  // namespace
+using run::ReadProcFile;
 
 std::string Bin(const std::string& name) { return std::string(HOOP_BIN_DIR) + "/" + name; }
 
@@ -186,7 +171,7 @@ int CountProcessesWith(const std::string& marker) {
   if (!d) return 0;
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    if (Slurp(std::string("/proc/") + e->d_name + "/cmdline").find(marker) != std::string::npos) ++count;
+    if (ReadProcFile(std::string("/proc/") + e->d_name + "/cmdline").find(marker) != std::string::npos) ++count;
   }
   ::closedir(d);
   return count;
@@ -232,8 +217,8 @@ int SignalRank(const std::string& marker, int rank, int signal) {
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     const std::string dir = std::string("/proc/") + e->d_name;
-    if (Slurp(dir + "/cmdline").find(marker) == std::string::npos) continue;
-    const std::string env = Slurp(dir + "/environ");
+    if (ReadProcFile(dir + "/cmdline").find(marker) == std::string::npos) continue;
+    const std::string env = ReadProcFile(dir + "/environ");
     bool match = false;
     for (size_t at = 0; at < env.size();) {
       const size_t end = env.find('\0', at);

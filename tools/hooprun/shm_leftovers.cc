@@ -16,8 +16,9 @@ namespace {
 constexpr char kDir[] = "/dev/shm/";
 constexpr char kUcxPrefix[] = "ucx_shm_posix_";
 
-// A whole /proc file; "" where its process has gone meanwhile.
-std::string ReadAll(const std::string& path) {
+}  // namespace
+
+std::string ReadProcFile(const std::string& path) {
   std::string text;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return text;
@@ -26,8 +27,6 @@ std::string ReadAll(const std::string& path) {
   ::close(fd);
   return text;
 }
-
-}  // namespace
 
 std::set<std::string> HeldInDevShm() {
   std::set<std::string> held;
@@ -50,7 +49,7 @@ std::set<std::string> HeldInDevShm() {
       }
       ::closedir(fds);
     }
-    std::istringstream maps(ReadAll(dir + "/maps"));
+    std::istringstream maps(ReadProcFile(dir + "/maps"));
     for (std::string line; std::getline(maps, line);)
       if (const size_t at = line.find(kDir); at != std::string::npos) note(line.substr(at));
   }

@@ -17,6 +17,9 @@
 
 namespace hoop::run {
 
+// A whole /proc file by plain read(2); "" where its process has gone meanwhile (libstdc++'s
+// filebuf would turn the ESRCH of a process that exits while it is read into an exception).
+std::string ReadProcFile(const std::string& path);
 // The names under /dev/shm some live process has open (its fds) or mapped (its maps).
 std::set<std::string> HeldInDevShm();
 // Removes such files; returns their names.

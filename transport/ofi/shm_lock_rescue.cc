@@ -110,34 +110,33 @@ void ShmLockRescue::Loop() {
 void ShmLockRescue::Rescue(int peer, int pid, const std::string& region) {
   pthread_spinlock_t* theirs = LockOf(region, pid);
   pthread_spinlock_t* own = LockOf(own_region_, static_cast<int>(::getpid()));
+  const std::string who = "rank " + std::to_string(peer) + " (pid " + std::to_string(pid) + ")";
+  const std::string theirs_why =
+      "ofi: " + who + " died holding its shm region's lock; released it, so that no send to it spins";
+  const std::string own_why = "ofi: this rank's shm region's lock stayed taken " + std::to_string(kOwnHeld.count()) +
+                              " ms after " + who + " died sending to it; released it";
+  // One look at a lock: seen free, it was not the dead rank's and is left alone; still taken
+  // once `overdue`, it is released. Either way it is not looked at again.
+  auto look = [](pthread_spinlock_t*& lock, bool overdue, const std::string& why) {
+    if (!lock) return;
+    if (pthread_spin_trylock(lock) == 0) {
+      pthread_spin_unlock(lock);
+      lock = nullptr;
+    } else if (overdue) {
+      HOOP_LOG(kWarn, why);
+      pthread_spin_unlock(lock);
+      lock = nullptr;
+    }
+  };
   const auto since = std::chrono::steady_clock::now();
-  int own_looks = 0;
-  while (theirs || own) {
+  for (int own_looks = 1; theirs || own; ++own_looks) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
     }
     const auto held = std::chrono::steady_clock::now() - since;
-    // Free at any moment after the death: not the dead rank's to release.
-    if (theirs && pthread_spin_trylock(theirs) == 0) {
-      pthread_spin_unlock(theirs);
-      theirs = nullptr;
-    } else if (theirs && held >= kPeerHeld) {
-      HOOP_LOG(kWarn, "ofi: rank " << peer << " (pid " << pid
-                                   << ") died holding its shm region's lock; released it, so that no send to it spins");
-      pthread_spin_unlock(theirs);
-      theirs = nullptr;
-    }
-    if (own && pthread_spin_trylock(own) == 0) {
-      pthread_spin_unlock(own);
-      own = nullptr;
-    } else if (own && ++own_looks >= kOwnLooks && held >= kOwnHeld) {
-      HOOP_LOG(kWarn, "ofi: this rank's shm region's lock stayed taken " << kOwnHeld.count() << " ms after rank "
-                                                                         << peer << " (pid " << pid
-                                                                         << ") died sending to it; released it");
-      pthread_spin_unlock(own);
-      own = nullptr;
-    }
+    look(theirs, held >= kPeerHeld, theirs_why);
+    look(own, own_looks >= kOwnLooks && held >= kOwnHeld, own_why);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
