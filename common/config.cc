@@ -136,9 +136,9 @@ const std::vector<Var>& Vars() {
       // Every name of collectives/core/algo.h (common/ cannot include it; the unit test checks they agree).
       {"HOOP_ALGO", OneOf(&Config::algo,
                           {"auto", "ring", "tree", "doubling", "chain", "binomial", "flat", "pairwise", "dissemination",
-                           "hierarchical", "fold", "fold_all"},
+                           "hierarchical", "fold", "fold_all", "fold_root"},
                           "expected auto, ring, tree, doubling, chain, binomial, flat, pairwise, dissemination, "
-                          "hierarchical, fold or fold_all")},
+                          "hierarchical, fold, fold_all or fold_root")},
       {"HOOP_CHUNK_BYTES", Bytes(&Config::chunk_bytes, 4096, kMaxChunkBytes, "expected a size in [4K, 64M]")},
       {"HOOP_WINDOW", Count(&Config::window, 1, 256)},
       {"HOOP_STAGE_BYTES", Bytes(&Config::stage_bytes, 0, kMaxStagingBytes, "expected a size in [0, 1G]")},

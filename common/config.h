@@ -14,7 +14,7 @@
 //   HOOP_TIMEOUT      seconds any operation may wait (default 300; 0.001 to 604800, a week)
 //   HOOP_ALGO         auto | ring | tree | doubling | hierarchical (allreduce), chain | binomial
 //                     (broadcast), flat (gather, scatter), pairwise (alltoall), fold | fold_all
-//                     (allreduce, reduce, reduce-scatter: the deterministic folds)
+//                     | fold_root (allreduce, reduce, reduce-scatter: the deterministic folds)
 //   HOOP_TRANSPORT    back end to use, or a list tried in order per peer (shm,tcp) (default:
 //                     per peer, the first built-in one that can connect)
 //   HOOP_HOST         address to listen on and advertise (default: this host's address on

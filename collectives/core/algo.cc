@@ -17,6 +17,7 @@ const char* AlgoName(Algo a) {
     case Algo::kHierarchical: return "hierarchical";
     case Algo::kFold: return "fold";
     case Algo::kFoldAll: return "fold_all";
+    case Algo::kFoldRoot: return "fold_root";
   }
   return "?";
 }
@@ -76,7 +77,6 @@ bool HasCanonical(CollKind kind) {
 
 AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Algo env_default, bool even_hosts,
                       bool deterministic) {
-  (void)nranks;  // the thresholds measured held for every rank count (docs/PERF.md)
   const bool canonical = deterministic && HasCanonical(kind);
   if (per_call != Algo::kAuto && !(canonical && !Canonical(kind, per_call))) {
     if (!FindAlgo(kind, per_call))
@@ -88,7 +88,7 @@ AlgoChoice ChooseAlgo(CollKind kind, size_t bytes, int nranks, Algo per_call, Al
     return {env_default, ""};
   for (const AlgoRow& r : AlgoTable())
     if (r.kind == kind && r.canonical == canonical && bytes >= r.auto_min_bytes && bytes <= r.auto_max_bytes &&
-        (even_hosts || !r.needs_even_hosts))
+        (even_hosts || !r.needs_even_hosts) && nranks >= r.auto_min_ranks)
       return {r.algo, ""};
   return {Algo::kAuto,
           std::string("no algorithm runs ") + CollKindName(kind) + " of " + std::to_string(bytes) + " bytes"};

@@ -28,9 +28,10 @@ enum class Algo : uint8_t {
   kFlat,
   kPairwise,
   kHierarchical,
-  kFold,             // deterministic: each block folded in rank order by its owner (schedules/fold.cc)
-  kFoldAll,          // deterministic: every rank folds every element
-  kLast = kFoldAll,  // AlgoNames and ParseAlgo run up to it
+  kFold,              // deterministic: each block folded in rank order by its owner (schedules/fold.cc)
+  kFoldAll,           // deterministic: every rank folds every element
+  kFoldRoot,          // deterministic: rank 0 folds every element and sends the result
+  kLast = kFoldRoot,  // AlgoNames and ParseAlgo run up to it
 };
 const char* AlgoName(Algo a);
 std::optional<Algo> ParseAlgo(const std::string& name);
@@ -62,6 +63,8 @@ struct AlgoRow {
   // It folds every element in the canonical order (schedules/fold.cc): a deterministic call
   // runs only such rows, and auto picks them only for such calls.
   bool canonical = false;
+  // Auto picks it only for at least this many ranks.
+  int auto_min_ranks = 0;
 };
 const std::vector<AlgoRow>& AlgoTable();
 // The row of `algo` for `kind`, or null where that algorithm does not run that collective.

@@ -35,8 +35,15 @@ constexpr size_t kAll = SIZE_MAX;
 constexpr size_t kSmall = 64 << 10;  // doubling and binomial up to here, ring and chain above
 // Deterministic calls (HOOP_DETERMINISTIC, a communicator's deterministic mode): the collectives
 // that reduce run only the canonical rows (schedules/fold.cc), auto choosing among them by the
-// same rule; the fold's one hop beats its two up to kFoldAll (docs/PERF.md).
-constexpr size_t kFoldAll = 16 << 10;
+// same rule. Up to kFoldSmall, where a message's cost is its latency, fewer messages win: a
+// reduce sends everything to the root (fold_root: n-1 messages, not the fold's n(n-1)); an
+// allreduce on 2 or 3 ranks sends to everyone (fold_all: one hop), from kFoldRootRanks ranks to
+// rank 0 and back (fold_root: 2(n-1) messages, not n(n-1)). On 2 cores, tcp and shm, 3 to 8 ranks
+// (docs/PERF.md): fold_root's reduce 2-40x faster than the fold's at 8 B to 16 KiB, 2x slower at
+// 256 KiB over tcp; its allreduce 0.5-0.8x fold_all's time over tcp from 4 ranks, level over shm
+// (either way, run to run), slower on 2 and 3 ranks over shm.
+constexpr size_t kFoldSmall = 16 << 10;
+constexpr int kFoldRootRanks = 4;
 // A row auto never picks: it runs only when asked for by name.
 constexpr size_t kNamedMin = 1, kNamedMax = 0;
 
@@ -55,8 +62,11 @@ const std::vector<AlgoRow>& AlgoTable() {
        0, kAll},
       {CollKind::kAllreduce, Algo::kTree, [](const ScheduleArgs& a) { return TreeAllreduce(a.rank, a.size, a.count); },
        kNamedMin, kNamedMax},
+      {CollKind::kAllreduce, Algo::kFoldRoot,
+       [](const ScheduleArgs& a) { return FoldRootAllreduce(a.rank, a.size, a.count); }, 0, kFoldSmall, false, true,
+       kFoldRootRanks},
       {CollKind::kAllreduce, Algo::kFoldAll,
-       [](const ScheduleArgs& a) { return FoldAllAllreduce(a.rank, a.size, a.count); }, 0, kFoldAll, false, true},
+       [](const ScheduleArgs& a) { return FoldAllAllreduce(a.rank, a.size, a.count); }, 0, kFoldSmall, false, true},
       {CollKind::kAllreduce, Algo::kFold, [](const ScheduleArgs& a) { return FoldAllreduce(a.rank, a.size, a.count); },
        0, kAll, false, true},
       {CollKind::kBroadcast, Algo::kBinomial,
@@ -73,6 +83,9 @@ const std::vector<AlgoRow>& AlgoTable() {
        [](const ScheduleArgs& a) { return BinomialReduce(a.rank, a.size, a.root, a.count); }, 0, kSmall},
       {CollKind::kReduce, Algo::kChain,
        [](const ScheduleArgs& a) { return ChainReduce(a.rank, a.size, a.root, a.count); }, 0, kAll},
+      {CollKind::kReduce, Algo::kFoldRoot,
+       [](const ScheduleArgs& a) { return FoldRootReduce(a.rank, a.size, a.root, a.count); }, 0, kFoldSmall, false,
+       true},
       {CollKind::kReduce, Algo::kFold,
        [](const ScheduleArgs& a) { return FoldReduce(a.rank, a.size, a.root, a.count); }, 0, kAll, false, true},
       {CollKind::kAllgather, Algo::kHierarchical,

@@ -28,6 +28,12 @@
 // messages and folds every element itself: one hop instead of two, n-1 messages of the whole
 // buffer each way, the cheapest where a message's cost is its latency. In place, the fold waits
 // until that send has been read (after_sent; the executor drops the wait out of place).
+//
+// FoldRoot (small calls): every rank sends its whole input to the root (rank 0 for an
+// allreduce), which folds every element; a reduce ends there, an allreduce's root sends the result
+// to every rank. n-1 messages for a reduce where Fold sends n(n-1) (a block to every rank, empty
+// or not); 2(n-1) and two hops for an allreduce where FoldAll sends n(n-1) in one, which is what
+// a small call costs where ranks share cores.
 #include "collectives/schedules/schedule.h"
 
 namespace hoop {
@@ -37,23 +43,13 @@ namespace {
 constexpr uint16_t kScatterMsg = 0;
 constexpr uint16_t kResultMsg = 1;
 
-// Steps 1 and 2 over blocks `b`: returns the index of the fold step (its out block is this
-// rank's own, at b.displs[rank] in both `in` and `out`).
-int AppendScatterFold(Schedule& s, int rank, int n, const Blocks& b) {
-  const size_t own = static_cast<size_t>(rank);
-  for (int k = 1; k < n; ++k) {
-    const size_t q = static_cast<size_t>(Mod(rank + k, n));
-    Step send;
-    send.send_from_in = true;
-    send.send_peers = {static_cast<int>(q)};
-    send.send_msg = kScatterMsg;
-    send.in_offset = b.displs[q];
-    send.count = b.counts[q];
-    s.steps.push_back(send);
-  }
+// The fold of `count` elements at `offset` on this rank: a kHold receive from every other rank
+// and the fold over those and `in`, in rank order, into `out` (on 2 ranks one receive-reduce as
+// the message comes, without holding it). Returns the fold step's index.
+int AppendFold(Schedule& s, int rank, int n, size_t offset, size_t count) {
   Step fold;
-  fold.in_offset = fold.out_offset = b.displs[own];
-  fold.count = b.counts[own];
+  fold.in_offset = fold.out_offset = offset;
+  fold.count = count;
   fold.finalize = true;
   if (n == 2) {  // x0 op x1 is one reduction: reduced as the message comes, no chunk held
     fold.recv = RecvKind::kReduce;
@@ -72,13 +68,30 @@ int AppendScatterFold(Schedule& s, int rank, int n, const Blocks& b) {
     hold.recv = RecvKind::kHold;
     hold.recv_peer = k;
     hold.recv_msg = kScatterMsg;
-    hold.in_offset = hold.out_offset = b.displs[own];
-    hold.count = b.counts[own];
+    hold.in_offset = hold.out_offset = offset;
+    hold.count = count;
     fold.fold.push_back(static_cast<int>(s.steps.size()));
     s.steps.push_back(hold);
   }
   s.steps.push_back(fold);
   return static_cast<int>(s.steps.size()) - 1;
+}
+
+// Steps 1 and 2 over blocks `b`: returns the index of the fold step (its out block is this
+// rank's own, at b.displs[rank] in both `in` and `out`).
+int AppendScatterFold(Schedule& s, int rank, int n, const Blocks& b) {
+  for (int k = 1; k < n; ++k) {
+    const size_t q = static_cast<size_t>(Mod(rank + k, n));
+    Step send;
+    send.send_from_in = true;
+    send.send_peers = {static_cast<int>(q)};
+    send.send_msg = kScatterMsg;
+    send.in_offset = b.displs[q];
+    send.count = b.counts[q];
+    s.steps.push_back(send);
+  }
+  const size_t own = static_cast<size_t>(rank);
+  return AppendFold(s, rank, n, b.displs[own], b.counts[own]);
 }
 
 Schedule FoldSchedule(int n) {
@@ -131,33 +144,47 @@ Schedule FoldAllAllreduce(int rank, int n, size_t count) {
   send.send_msg = kScatterMsg;
   send.count = count;
   s.steps.push_back(send);
-  Step fold;
-  fold.count = count;
-  fold.finalize = true;
+  Step& fold = s.steps[static_cast<size_t>(AppendFold(s, rank, n, 0, count))];
   fold.after_sent = true;  // in place, the fold overwrites what that send reads
   fold.sent_step = 0;
-  if (n == 2) {  // one reduction as the message comes: recursive doubling's exchange
-    fold.recv = RecvKind::kReduce;
-    fold.recv_peer = 1 - rank;
-    fold.recv_msg = kScatterMsg;
-    fold.recv_left = rank == 1;
-    s.steps.push_back(fold);
+  return s;
+}
+
+// FoldRoot's first hop, to `root`: the others send their whole input, the root holds and folds.
+// Returns the root's fold step, or -1 elsewhere.
+int AppendFoldAtRoot(Schedule& s, int rank, int n, int root, size_t count) {
+  if (rank == root) return AppendFold(s, rank, n, 0, count);
+  Step send;
+  send.send_from_in = true;
+  send.send_peers = {root};
+  send.send_msg = kScatterMsg;
+  send.count = count;
+  s.steps.push_back(send);
+  return -1;
+}
+
+Schedule FoldRootAllreduce(int rank, int n, size_t count) {
+  Schedule s = FoldSchedule(n);
+  s.algo = "fold_root";
+  const int fold = AppendFoldAtRoot(s, rank, n, 0, count);
+  if (fold >= 0) {
+    s.steps[static_cast<size_t>(fold)].send_peers = Others(0, n);
+    s.steps[static_cast<size_t>(fold)].send_msg = kResultMsg;
     return s;
   }
-  for (int k = 0; k < n; ++k) {
-    if (k == rank) {
-      fold.fold.push_back(-1);
-      continue;
-    }
-    Step hold;
-    hold.recv = RecvKind::kHold;
-    hold.recv_peer = k;
-    hold.recv_msg = kScatterMsg;
-    hold.count = count;
-    fold.fold.push_back(static_cast<int>(s.steps.size()));
-    s.steps.push_back(hold);
-  }
-  s.steps.push_back(fold);
+  Step got;  // rank 0's answer to this rank's send: in place, it cannot come before that was read
+  got.recv = RecvKind::kCopy;
+  got.recv_peer = 0;
+  got.recv_msg = kResultMsg;
+  got.count = count;
+  s.steps.push_back(got);
+  return s;
+}
+
+Schedule FoldRootReduce(int rank, int n, int root, size_t count) {
+  Schedule s = FoldSchedule(n);
+  s.algo = "fold_root";
+  AppendFoldAtRoot(s, rank, n, root, count);
   return s;
 }
 

@@ -181,10 +181,14 @@ Schedule PairwiseAlltoallv(int rank, int size, const Blocks& send, const Blocks&
 // input straight to rank q, which folds the n contributions to its block and sends the result
 // to every rank (allreduce), to the root (reduce), or keeps it (reduce-scatter: block q of out;
 // the v-layouts' blocks likewise). FoldAll (small allreduce): every rank sends its whole input to
-// every rank and each folds every element itself: one hop.
+// every rank and each folds every element itself: one hop. FoldRoot (small calls): every rank
+// sends its whole input to the root (rank 0 for allreduce), which folds it (and, for allreduce,
+// sends the result to every rank): n-1 messages each way.
 Schedule FoldAllreduce(int rank, int size, size_t count);
 Schedule FoldAllAllreduce(int rank, int size, size_t count);
+Schedule FoldRootAllreduce(int rank, int size, size_t count);
 Schedule FoldReduce(int rank, int size, int root, size_t count);
+Schedule FoldRootReduce(int rank, int size, int root, size_t count);
 Schedule FoldReduceScatter(int rank, int size, size_t count);
 Schedule FoldReduceScatterv(int rank, int size, const Blocks& b);
 

@@ -437,7 +437,7 @@ hoop_status_t hoop_comm_free(hoop_comm_t comm);
  * hosts or ranks per host, what is fused beside a tensor, in or out of place, host or device
  * buffers, or the CPU's instruction set. They do depend on the rank count, the order of the
  * ranks, the dtype and op. The reductions then run the fold algorithms ("fold", "fold_all",
- * README "Deterministic mode"), whatever HOOP_ALGO or a call names; device buffers are staged
+ * "fold_root", README "Deterministic mode"), whatever HOOP_ALGO or a call names; device buffers are staged
  * whole through host memory. A compressed allreduce (fp16/bf16 on the wire) stays on the ring:
  * the same bits for the same settings only. It applies to the calls made after it; every rank
  * must set the same (one that differs fails its next reduction: the ranks disagree on the

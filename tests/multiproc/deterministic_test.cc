@@ -22,7 +22,7 @@ using namespace hoop::test;
 
 namespace {
 
-const char* const kAlgos[] = {"auto", "ring", "tree", "doubling", "hierarchical", "fold", "fold_all"};
+const char* const kAlgos[] = {"auto", "ring", "tree", "doubling", "hierarchical", "fold", "fold_all", "fold_root"};
 const char* const kChunks[] = {"4K", "64K", ""};  // "": the back end's own
 const char* const kIsas[] = {"generic", "avx2", "auto"};
 const char* const kWindowSizes[] = {"1", "3", "8"};

@@ -72,16 +72,27 @@ TEST_CASE("deterministic calls: reductions run the folds whatever is named, the 
   const auto det = [](CollKind k, size_t bytes, Algo call, Algo env) {
     return ChooseAlgo(k, bytes, 4, call, env, /*even_hosts=*/true, /*deterministic=*/true).algo;
   };
-  CHECK(det(CollKind::kAllreduce, 8, Algo::kAuto, Algo::kAuto) == Algo::kFoldAll);
-  CHECK(det(CollKind::kAllreduce, 16 << 10, Algo::kAuto, Algo::kAuto) == Algo::kFoldAll);
+  // Small: fold_root from 4 ranks (2(n-1) messages), fold_all below (one hop); then fold.
+  CHECK(det(CollKind::kAllreduce, 8, Algo::kAuto, Algo::kAuto) == Algo::kFoldRoot);
+  CHECK(det(CollKind::kAllreduce, 16 << 10, Algo::kAuto, Algo::kAuto) == Algo::kFoldRoot);
   CHECK(det(CollKind::kAllreduce, (16 << 10) + 4, Algo::kAuto, Algo::kAuto) == Algo::kFold);
+  for (int n : {1, 2, 3}) {
+    CHECK(ChooseAlgo(CollKind::kAllreduce, 8, n, Algo::kAuto, Algo::kAuto, false, true).algo == Algo::kFoldAll);
+    CHECK(ChooseAlgo(CollKind::kAllreduce, 16 << 10, n, Algo::kAuto, Algo::kAuto, false, true).algo == Algo::kFoldAll);
+  }
+  CHECK(ChooseAlgo(CollKind::kAllreduce, 8, 8, Algo::kAuto, Algo::kAuto, false, true).algo == Algo::kFoldRoot);
+  // A small reduce goes straight to its root; a large one is folded block by block.
+  CHECK(det(CollKind::kReduce, 8, Algo::kAuto, Algo::kAuto) == Algo::kFoldRoot);
+  CHECK(det(CollKind::kReduce, 16 << 10, Algo::kAuto, Algo::kAuto) == Algo::kFoldRoot);
+  CHECK(det(CollKind::kReduce, (16 << 10) + 4, Algo::kAuto, Algo::kAuto) == Algo::kFold);
   for (Algo a : {Algo::kRing, Algo::kTree, Algo::kDoubling, Algo::kHierarchical}) {
     CHECK(det(CollKind::kAllreduce, 64 << 20, a, Algo::kAuto) == Algo::kFold);
     CHECK(det(CollKind::kAllreduce, 64 << 20, Algo::kAuto, a) == Algo::kFold);
   }
   CHECK(det(CollKind::kAllreduce, 64 << 20, Algo::kFoldAll, Algo::kAuto) == Algo::kFoldAll);
   CHECK(det(CollKind::kAllreduce, 8, Algo::kAuto, Algo::kFold) == Algo::kFold);
-  CHECK(det(CollKind::kReduce, 8, Algo::kBinomial, Algo::kAuto) == Algo::kFold);
+  CHECK(det(CollKind::kReduce, 8, Algo::kBinomial, Algo::kAuto) == Algo::kFoldRoot);
+  CHECK(det(CollKind::kReduce, 1 << 20, Algo::kBinomial, Algo::kAuto) == Algo::kFold);
   CHECK(det(CollKind::kReduceScatter, 1 << 20, Algo::kAuto, Algo::kHierarchical) == Algo::kFold);
   CHECK(det(CollKind::kReduceScatterv, 1 << 20, Algo::kRing, Algo::kAuto) == Algo::kFold);
   // What does not reduce is unchanged.
@@ -94,4 +105,8 @@ TEST_CASE("deterministic calls: reductions run the folds whatever is named, the 
   CHECK_FALSE(ChooseAlgo(CollKind::kBroadcast, 8, 4, Algo::kFold, Algo::kAuto).error.empty());
   CHECK(ParseAlgo("fold") == Algo::kFold);
   CHECK(ParseAlgo("fold_all") == Algo::kFoldAll);
+  CHECK(ParseAlgo("fold_root") == Algo::kFoldRoot);
+  CHECK(det(CollKind::kAllreduce, 64 << 20, Algo::kFoldRoot, Algo::kAuto) == Algo::kFoldRoot);
+  CHECK(det(CollKind::kReduce, 8, Algo::kFoldRoot, Algo::kAuto) == Algo::kFoldRoot);
+  CHECK(det(CollKind::kReduceScatter, 8, Algo::kFoldRoot, Algo::kAuto) == Algo::kFold);  // not a reduce_scatter
 }

@@ -40,17 +40,18 @@ void Expect(int n, const std::vector<Schedule>& s, size_t in_count, size_t out_c
 
 }  // namespace
 
-TEST_CASE("fold and fold_all allreduce give every element the canonical fold on every rank", "[schedule][fold]") {
-  Schedule (*make[])(int, int, size_t) = {&FoldAllreduce, &FoldAllAllreduce};
+TEST_CASE("fold, fold_all and fold_root allreduce give every element the canonical fold on every rank",
+          "[schedule][fold]") {
+  Schedule (*make[])(int, int, size_t) = {&FoldAllreduce, &FoldAllAllreduce, &FoldRootAllreduce};
+  const char* const names[] = {"fold", "fold_all", "fold_root"};
   for (int n = 2; n <= 9; ++n)
     for (size_t count : kCounts)
       for (size_t chunk : kChunks)
-        for (int a = 0; a < 2; ++a)
+        for (int a = 0; a < 3; ++a)
           for (bool in_place : {false, true}) {
             std::vector<Schedule> s;
             for (int k = 0; k < n; ++k) s.push_back(make[a](k, n, count));
-            INFO((a ? "fold_all" : "fold")
-                 << (in_place ? " in place" : "") << " n=" << n << " count=" << count << " chunk=" << chunk);
+            INFO(names[a] << (in_place ? " in place" : "") << " n=" << n << " count=" << count << " chunk=" << chunk);
             const Elem want = Canonical(n);
             Expect(n, s, count, count, chunk, in_place, [&](const SimResult& r) {
               for (int k = 0; k < n; ++k)
@@ -59,19 +60,22 @@ TEST_CASE("fold and fold_all allreduce give every element the canonical fold on 
           }
 }
 
-TEST_CASE("fold reduce leaves the canonical fold on the root", "[schedule][fold]") {
-  for (int n = 2; n <= 9; ++n)
-    for (int root = 0; root < n; ++root)
-      for (size_t count : kCounts)
-        for (size_t chunk : kChunks) {
-          std::vector<Schedule> s;
-          for (int k = 0; k < n; ++k) s.push_back(FoldReduce(k, n, root, count));
-          INFO("n=" << n << " root=" << root << " count=" << count << " chunk=" << chunk);
-          const Elem want = Canonical(n);
-          Expect(n, s, count, count, chunk, false, [&](const SimResult& r) {
-            for (const Elem& v : r.out[static_cast<size_t>(root)]) REQUIRE(v == want);
-          });
-        }
+TEST_CASE("fold and fold_root reduce leave the canonical fold on the root", "[schedule][fold]") {
+  for (auto make : {&FoldReduce, &FoldRootReduce})
+    for (int n = 2; n <= 9; ++n)
+      for (int root = 0; root < n; ++root)
+        for (size_t count : kCounts)
+          for (size_t chunk : kChunks)
+            for (bool in_place : {false, true}) {
+              std::vector<Schedule> s;
+              for (int k = 0; k < n; ++k) s.push_back(make(k, n, root, count));
+              INFO(s[0].algo << (in_place ? " in place" : "") << " n=" << n << " root=" << root << " count=" << count
+                             << " chunk=" << chunk);
+              const Elem want = Canonical(n);
+              Expect(n, s, count, count, chunk, in_place, [&](const SimResult& r) {
+                for (const Elem& v : r.out[static_cast<size_t>(root)]) REQUIRE(v == want);
+              });
+            }
 }
 
 TEST_CASE("fold reduce_scatter(v) leaves block r, the canonical fold, on rank r", "[schedule][fold]") {
