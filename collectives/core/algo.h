@@ -30,7 +30,7 @@ enum class Algo : uint8_t {
   kHierarchical,
   kFold,              // deterministic: each block folded in rank order by its owner (schedules/fold.cc)
   kFoldAll,           // deterministic: every rank folds every element
-  kFoldRoot,          // deterministic: rank 0 folds every element and sends the result
+  kFoldRoot,          // deterministic: the root (allreduce: rank 0) folds every element (and sends it back)
   kLast = kFoldRoot,  // AlgoNames and ParseAlgo run up to it
 };
 const char* AlgoName(Algo a);
