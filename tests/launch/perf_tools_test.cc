@@ -322,3 +322,39 @@ TEST_CASE("perf/deterministic.sh measures both modes side by side and writes the
   CHECK(help.exit_code == 0);
   CHECK(help.output.find("side by side") != std::string::npos);
 }
+
+TEST_CASE(
+    "perf/deterministic.sh --algos puts the deterministic algorithms side by side and refuses one that does not run",
+    "[perf][deterministic]") {
+  const std::string csv = "/tmp/hoop-det-algos-" + std::to_string(::getpid()) + ".csv";
+  auto r =
+      RunProc({Src("perf/deterministic.sh"), "--build", HOOP_BUILD_DIR, "--op", "reduce", "--algos", "fold fold_root",
+               "--ranks", "3", "--transports", "shm", "--sizes", "8 4K", "--reps", "1", "--csv", csv},
+              Within(120));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  std::ifstream f(csv);
+  std::string header, small, big;
+  std::getline(f, header), std::getline(f, small), std::getline(f, big);
+  CHECK(header == "transport,ranks,bytes,default,det_auto,fold,fold_root");
+  for (const std::string& row : {small, big}) {
+    INFO(row);
+    std::vector<std::string> cells;
+    std::stringstream ss(row);
+    for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+    REQUIRE(cells.size() == 7);
+    for (size_t i = 3; i < cells.size(); ++i) CHECK(std::stod(cells[i]) > 0);
+  }
+  CHECK(small.rfind("shm,3,8,", 0) == 0);
+  CHECK(big.rfind("shm,3,4K,", 0) == 0);
+  std::remove(csv.c_str());
+  // fold_all folds allreduces only: a reduce asked for it would run auto, reported as fold_all.
+  auto wrong = RunProc({Src("perf/deterministic.sh"), "--build", HOOP_BUILD_DIR, "--op", "reduce", "--algos",
+                        "fold_all", "--ranks", "2", "--transports", "shm", "--sizes", "8", "--reps", "1"},
+                       Within(60));
+  CHECK(wrong.exit_code == 1);
+  CHECK(wrong.output.find("HOOP_ALGO=fold_all does not run reduce") != std::string::npos);
+  auto no_algos = RunProc({Src("perf/deterministic.sh"), "--op", "reduce"}, Within(10));
+  CHECK(no_algos.exit_code == 2);
+  CHECK(no_algos.output.find("--op reduce needs --algos") != std::string::npos);
+}
