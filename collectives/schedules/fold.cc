@@ -4,16 +4,20 @@
 // step. Which rank folds an element, in which block, chunk or message it travels, changes nothing
 // of its bits: those depend only on the n values and on n.
 //
-// Fold (the bandwidth schedule): the buffer is cut into n blocks (SplitEven, or the v-layout's).
-//   1. scatter: rank r sends block q of its input straight to rank q, for every q != r (the
+// Fold (the bandwidth schedule): the buffer is cut into k blocks, one per owner rank: for a
+// reduce-scatter(v) every rank owns its own (SplitEven, or the v-layout's); for an allreduce or a
+// reduce k = FoldOwners(n, count), one owner per kFoldBlockMin elements, at most n (ranks 0..k-1;
+// a reduce's from its root on), so a mid-size call sends 2k(n-1) messages of at least
+// kFoldBlockMin elements, not n(n-1) small ones, and a large one is spread over every rank.
+//   1. scatter: rank r sends block q of its input straight to owner q, for every q != r (the
 //      destinations in rotated order, r+1 first, so no rank is every rank's first target);
 //   2. fold: rank q holds the n-1 messages for its block (kHold, staging chunks) and folds them
 //      with its own block of `in` in rank order into out (one pass: each input read once, the
 //      result written once, so it moves less memory than the ring's n-1 reductions);
 //   3. the result goes to every rank (allreduce: each receives block q from rank q straight
 //      into out), to the root (reduce), or stays (reduce-scatter).
-// Each rank sends and receives (n-1)/n of the buffer in step 1 and again in 3, the ring's bytes,
-// over n-1 links at once instead of one. It runs chunk-major: chunk c of every step before chunk
+// With n owners each rank sends and receives (n-1)/n of the buffer in step 1 and again in 3, the
+// ring's bytes, over n-1 links at once instead of one; with k, an owner's link carries (n-1)/k. It runs chunk-major: chunk c of every step before chunk
 // c+1 of any, so a chunk's n-1 messages are in flight together and its fold and its results
 // follow while the next chunk's messages come (the window is at least 2(n-1): min_window).
 // Every pair's messages travel in the order both sides issue them (the scatter's before the
@@ -29,12 +33,13 @@
 // buffer each way, the cheapest where a message's cost is its latency. In place, the fold waits
 // until that send has been read (after_sent; the executor drops the wait out of place).
 //
-// FoldRoot (small calls): every rank sends its whole input to the root (rank 0 for an
-// allreduce), which folds every element; a reduce ends there, an allreduce's root sends the result
-// to every rank. n-1 messages for a reduce where Fold sends n(n-1) (a block to every rank, empty
-// or not); 2(n-1) and two hops for an allreduce where FoldAll sends n(n-1) in one, which is what
-// a small call costs where ranks share cores.
+// FoldRoot (small calls): the fold with one owner, the root (rank 0 for an allreduce): every rank
+// sends its whole input there; a reduce ends with the root's fold, an allreduce's root sends the
+// result to every rank. n-1 messages for a reduce, 2(n-1) and two hops for an allreduce where
+// FoldAll sends n(n-1) in one, which is what a small call costs where ranks share cores.
 #include "collectives/schedules/schedule.h"
+
+#include <algorithm>
 
 namespace hoop {
 
@@ -77,21 +82,54 @@ int AppendFold(Schedule& s, int rank, int n, size_t offset, size_t count) {
   return static_cast<int>(s.steps.size()) - 1;
 }
 
-// Steps 1 and 2 over blocks `b`: returns the index of the fold step (its out block is this
-// rank's own, at b.displs[rank] in both `in` and `out`).
-int AppendScatterFold(Schedule& s, int rank, int n, const Blocks& b) {
-  for (int k = 1; k < n; ++k) {
-    const size_t q = static_cast<size_t>(Mod(rank + k, n));
+// Steps 1 and 2 over blocks `b`, of which the k ranks first, first+1, ... (mod n) own one each:
+// this rank sends each owner its block and, if it owns one, holds and folds it. Returns the index
+// of the fold step (its out block is this rank's own, at b.displs[rank] in `in` and `out`), or -1
+// on a rank that owns none.
+int AppendScatterFold(Schedule& s, int rank, int n, const Blocks& b, int first, int k) {
+  const auto owns = [&](int q) { return Mod(q - first, n) < k; };
+  for (int j = 1; j < n; ++j) {
+    const int q = Mod(rank + j, n);
+    if (!owns(q)) continue;
     Step send;
     send.send_from_in = true;
-    send.send_peers = {static_cast<int>(q)};
+    send.send_peers = {q};
     send.send_msg = kScatterMsg;
-    send.in_offset = b.displs[q];
-    send.count = b.counts[q];
+    send.in_offset = b.displs[static_cast<size_t>(q)];
+    send.count = b.counts[static_cast<size_t>(q)];
     s.steps.push_back(send);
   }
+  if (!owns(rank)) return -1;
   const size_t own = static_cast<size_t>(rank);
   return AppendFold(s, rank, n, b.displs[own], b.counts[own]);
+}
+
+// The blocks of a fold over k owners, ranks first, first+1, ... (mod n): owner j's is
+// SplitEven(count, k, j), everyone else's empty.
+Blocks OwnerBlocks(int n, int first, int k, size_t count) {
+  Blocks b{std::vector<size_t>(static_cast<size_t>(n), 0), std::vector<size_t>(static_cast<size_t>(n), count)};
+  for (int j = 0; j < k; ++j) {
+    const Range r = SplitEven(count, k, j);
+    const size_t q = static_cast<size_t>(Mod(first + j, n));
+    b.counts[q] = r.size;
+    b.displs[q] = r.begin;
+  }
+  return b;
+}
+
+// Step 3 on a rank that takes every owner's result: block q from owner q, straight into out.
+void AppendResults(Schedule& s, int rank, int n, const Blocks& b, int first, int k) {
+  for (int j = 1; j < n; ++j) {
+    const int q = Mod(rank - j, n);
+    if (Mod(q - first, n) >= k) continue;
+    Step got;  // q's answer to this rank's block: in place, it cannot come before that was read
+    got.recv = RecvKind::kCopy;
+    got.recv_peer = q;
+    got.recv_msg = kResultMsg;
+    got.out_offset = b.displs[static_cast<size_t>(q)];
+    got.count = b.counts[static_cast<size_t>(q)];
+    s.steps.push_back(got);
+  }
 }
 
 Schedule FoldSchedule(int n) {
@@ -109,31 +147,40 @@ std::vector<int> Others(int rank, int n) {
   return peers;
 }
 
-}  // namespace
-
-Schedule FoldAllreduce(int rank, int n, size_t count) {
+// An allreduce's fold over k owners, ranks 0..k-1: each sends its folded block to every rank.
+Schedule OwnersAllreduce(int rank, int n, size_t count, int k) {
   Schedule s = FoldSchedule(n);
-  Blocks b;
-  for (int q = 0; q < n; ++q) {
-    const Range r = SplitEven(count, n, q);
-    b.counts.push_back(r.size);
-    b.displs.push_back(r.begin);
+  const Blocks b = OwnerBlocks(n, 0, k, count);
+  const int fold = AppendScatterFold(s, rank, n, b, 0, k);
+  if (fold >= 0) {
+    s.steps[static_cast<size_t>(fold)].send_peers = Others(rank, n);
+    s.steps[static_cast<size_t>(fold)].send_msg = kResultMsg;
   }
-  const int fold = AppendScatterFold(s, rank, n, b);
-  s.steps[static_cast<size_t>(fold)].send_peers = Others(rank, n);
-  s.steps[static_cast<size_t>(fold)].send_msg = kResultMsg;
-  for (int k = 1; k < n; ++k) {
-    const size_t q = static_cast<size_t>(Mod(rank - k, n));
-    Step got;
-    got.recv = RecvKind::kCopy;
-    got.recv_peer = static_cast<int>(q);
-    got.recv_msg = kResultMsg;
-    got.out_offset = b.displs[q];
-    got.count = b.counts[q];
-    s.steps.push_back(got);
+  AppendResults(s, rank, n, b, 0, k);
+  return s;
+}
+
+// A reduce's fold over k owners, the root first: each sends its folded block to the root.
+Schedule OwnersReduce(int rank, int n, int root, size_t count, int k) {
+  Schedule s = FoldSchedule(n);
+  const Blocks b = OwnerBlocks(n, root, k, count);
+  const int fold = AppendScatterFold(s, rank, n, b, root, k);
+  if (rank == root) {
+    AppendResults(s, rank, n, b, root, k);
+  } else if (fold >= 0) {
+    s.steps[static_cast<size_t>(fold)].send_peers = {root};
+    s.steps[static_cast<size_t>(fold)].send_msg = kResultMsg;
   }
   return s;
 }
+
+}  // namespace
+
+int FoldOwners(int n, size_t count) {
+  return static_cast<int>(std::clamp<size_t>(count / kFoldBlockMin, 1, static_cast<size_t>(std::max(n, 1))));
+}
+
+Schedule FoldAllreduce(int rank, int n, size_t count) { return OwnersAllreduce(rank, n, count, FoldOwners(n, count)); }
 
 Schedule FoldAllAllreduce(int rank, int n, size_t count) {
   Schedule s = FoldSchedule(n);
@@ -150,74 +197,25 @@ Schedule FoldAllAllreduce(int rank, int n, size_t count) {
   return s;
 }
 
-// FoldRoot's first hop, to `root`: the others send their whole input, the root holds and folds.
-// Returns the root's fold step, or -1 elsewhere.
-int AppendFoldAtRoot(Schedule& s, int rank, int n, int root, size_t count) {
-  if (rank == root) return AppendFold(s, rank, n, 0, count);
-  Step send;
-  send.send_from_in = true;
-  send.send_peers = {root};
-  send.send_msg = kScatterMsg;
-  send.count = count;
-  s.steps.push_back(send);
-  return -1;
-}
-
 Schedule FoldRootAllreduce(int rank, int n, size_t count) {
-  Schedule s = FoldSchedule(n);
+  Schedule s = OwnersAllreduce(rank, n, count, 1);
   s.algo = "fold_root";
-  const int fold = AppendFoldAtRoot(s, rank, n, 0, count);
-  if (fold >= 0) {
-    s.steps[static_cast<size_t>(fold)].send_peers = Others(0, n);
-    s.steps[static_cast<size_t>(fold)].send_msg = kResultMsg;
-    return s;
-  }
-  Step got;  // rank 0's answer to this rank's send: in place, it cannot come before that was read
-  got.recv = RecvKind::kCopy;
-  got.recv_peer = 0;
-  got.recv_msg = kResultMsg;
-  got.count = count;
-  s.steps.push_back(got);
   return s;
 }
 
 Schedule FoldRootReduce(int rank, int n, int root, size_t count) {
-  Schedule s = FoldSchedule(n);
+  Schedule s = OwnersReduce(rank, n, root, count, 1);
   s.algo = "fold_root";
-  AppendFoldAtRoot(s, rank, n, root, count);
   return s;
 }
 
 Schedule FoldReduce(int rank, int n, int root, size_t count) {
-  Schedule s = FoldSchedule(n);
-  Blocks b;
-  for (int q = 0; q < n; ++q) {
-    const Range r = SplitEven(count, n, q);
-    b.counts.push_back(r.size);
-    b.displs.push_back(r.begin);
-  }
-  const int fold = AppendScatterFold(s, rank, n, b);
-  if (rank != root) {
-    s.steps[static_cast<size_t>(fold)].send_peers = {root};
-    s.steps[static_cast<size_t>(fold)].send_msg = kResultMsg;
-    return s;
-  }
-  for (int k = 1; k < n; ++k) {
-    const size_t q = static_cast<size_t>(Mod(rank - k, n));
-    Step got;
-    got.recv = RecvKind::kCopy;
-    got.recv_peer = static_cast<int>(q);
-    got.recv_msg = kResultMsg;
-    got.out_offset = b.displs[q];
-    got.count = b.counts[q];
-    s.steps.push_back(got);
-  }
-  return s;
+  return OwnersReduce(rank, n, root, count, FoldOwners(n, count));
 }
 
 Schedule FoldReduceScatterv(int rank, int n, const Blocks& b) {
   Schedule s = FoldSchedule(n);
-  AppendScatterFold(s, rank, n, b);
+  AppendScatterFold(s, rank, n, b, 0, n);  // every rank keeps its own block
   return s;
 }
 

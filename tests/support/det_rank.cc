@@ -4,7 +4,7 @@
 //                    HOOP_DETERMINISTIC says, to show the check fails without it); every rank makes every rank's
 //                    input (order-sensitive data: mixed magnitudes, FillOrderSensitive) for
 //                    f16, bf16, f32, f64 (and i32, u8, bool, the fp8s for the ops that apply)
-//                    x sum, avg, prod, min, max x counts {0, 1, 7, 1001, 65539}, and checks bit
+//                    x sum, avg, prod, min, max x counts {0, 1, 7, 1001, 12289, 65539}, and checks bit
 //                    for bit against the canonical fold (CanonicalReduce):
 //                      allreduce out of place and in place, reduce (the root moving),
 //                      reduce_scatter, reduce_scatterv (uneven blocks, some empty);
@@ -165,7 +165,7 @@ int RunDeterministic(Communicator& c, const Config& cfg, uint64_t seed, bool on)
       if (!OpApplies(d, op)) continue;
       // The float types at every count; the others, whose results no order changes, at two.
       const bool fl = d == DType::kF16 || d == DType::kBF16 || d == DType::kF32 || d == DType::kF64;
-      for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1001}, size_t{65539}}) {
+      for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1001}, size_t{12289}, size_t{65539}}) {
         ++tag;
         if (!fl && count != 7 && count != 1001) continue;
         k.Case(d, op, count, tag);

@@ -78,6 +78,40 @@ TEST_CASE("fold and fold_root reduce leave the canonical fold on the root", "[sc
             }
 }
 
+TEST_CASE("a mid-size fold has one owner per kFoldBlockMin elements: 2k(n-1) messages, every element canonical",
+          "[schedule][fold]") {
+  const size_t m = kFoldBlockMin;
+  for (int n : {2, 3, 4, 5, 8}) {
+    CHECK(FoldOwners(n, 0) == 1);
+    CHECK(FoldOwners(n, 2 * m - 1) == 1);
+    CHECK(FoldOwners(n, 2 * m) == 2);
+    CHECK(FoldOwners(n, 1000 * m) == n);
+    for (size_t count : {m + 3, 2 * m + 1, 3 * m + 7, static_cast<size_t>(n) * m + 5}) {
+      const int k = FoldOwners(n, count);
+      for (size_t chunk : {size_t{1000}, size_t{1} << 20})
+        for (bool in_place : {false, true}) {
+          std::vector<Schedule> all, to_last;
+          for (int r = 0; r < n; ++r) all.push_back(FoldAllreduce(r, n, count));
+          for (int r = 0; r < n; ++r) to_last.push_back(FoldReduce(r, n, n - 1, count));
+          INFO("n=" << n << " count=" << count << " owners=" << k << " chunk=" << chunk
+                    << (in_place ? " in place" : ""));
+          size_t messages = 0;
+          for (const Schedule& rs : all)
+            for (const Step& st : rs.steps) messages += st.send_peers.size();
+          CHECK(messages == static_cast<size_t>(2 * k * (n - 1)));
+          const Elem want = Canonical(n);
+          Expect(n, all, count, count, chunk, in_place, [&](const SimResult& r) {
+            for (int q = 0; q < n; ++q)
+              for (size_t i = 0; i < count; ++i) REQUIRE(r.out[static_cast<size_t>(q)][i] == want);
+          });
+          Expect(n, to_last, count, count, chunk, in_place, [&](const SimResult& r) {
+            for (const Elem& v : r.out[static_cast<size_t>(n - 1)]) REQUIRE(v == want);
+          });
+        }
+    }
+  }
+}
+
 TEST_CASE("fold reduce_scatter(v) leaves block r, the canonical fold, on rank r", "[schedule][fold]") {
   for (int n = 2; n <= 9; ++n)
     for (uint64_t seed = 0; seed <= 6; ++seed)
