@@ -41,7 +41,9 @@ constexpr size_t kSmall = 64 << 10;  // doubling and binomial up to here, ring a
 // rank 0 and back (fold_root: 2(n-1) messages, not n(n-1)). On 2 cores, tcp and shm, 3 to 8 ranks
 // (docs/PERF.md): fold_root's reduce 2-40x faster than the fold's at 8 B to 16 KiB, 2x slower at
 // 256 KiB over tcp; its allreduce 0.5-0.8x fold_all's time over tcp from 4 ranks, level over shm
-// (either way, run to run), slower on 2 and 3 ranks over shm.
+// (either way, run to run), slower on 2 and 3 ranks over shm. Past 16 KiB fold_root keeps winning
+// on one host of 2 cores but loses 1.3-2x on hosts joined by 1 Gbit/s links (its root's link
+// carries n-1 whole buffers), so auto stops there; the fold then has few owners (FoldOwners).
 constexpr size_t kFoldSmall = 16 << 10;
 constexpr int kFoldRootRanks = 4;
 // A row auto never picks: it runs only when asked for by name.
