@@ -71,7 +71,6 @@ sweep() {
         for a in "${cols[@]}"; do vals+=("$(echo "${runs[$a]}" | median)"); done
         printf '%-9s %5s %8s' "$t" "$n" "$b"; printf ' %10s' "${vals[@]}"; echo
         [[ -n $csv ]] && (IFS=,; echo "$t,$n,$b,${vals[*]}") >> "$csv"
-        unset runs
       done
     done
   done

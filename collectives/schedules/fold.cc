@@ -17,9 +17,10 @@
 //   3. the result goes to every rank (allreduce: each receives block q from rank q straight
 //      into out), to the root (reduce), or stays (reduce-scatter).
 // With n owners each rank sends and receives (n-1)/n of the buffer in step 1 and again in 3, the
-// ring's bytes, over n-1 links at once instead of one; with k, an owner's link carries (n-1)/k. It runs chunk-major: chunk c of every step before chunk
-// c+1 of any, so a chunk's n-1 messages are in flight together and its fold and its results
-// follow while the next chunk's messages come (the window is at least 2(n-1): min_window).
+// ring's bytes, over n-1 links at once instead of one; with k, an owner's link carries (n-1)/k.
+// It runs chunk-major: chunk c of every step before chunk c+1 of any, so a chunk's n-1 messages
+// are in flight together and its fold and its results follow while the next chunk's messages
+// come (the window is at least 2(n-1): min_window).
 // Every pair's messages travel in the order both sides issue them (the scatter's before the
 // result's, chunk by chunk), so a back end that keeps a link's order matches them in order.
 // In place, step 3 overwrites block q of `in` only with rank q's answer to this rank's own step-1
@@ -82,15 +83,17 @@ int AppendFold(Schedule& s, int rank, int n, size_t offset, size_t count) {
   return static_cast<int>(s.steps.size()) - 1;
 }
 
+// Whether rank q is one of the k owners first, first+1, ... (mod n).
+bool Owns(int q, int n, int first, int k) { return Mod(q - first, n) < k; }
+
 // Steps 1 and 2 over blocks `b`, of which the k ranks first, first+1, ... (mod n) own one each:
 // this rank sends each owner its block and, if it owns one, holds and folds it. Returns the index
 // of the fold step (its out block is this rank's own, at b.displs[rank] in `in` and `out`), or -1
 // on a rank that owns none.
 int AppendScatterFold(Schedule& s, int rank, int n, const Blocks& b, int first, int k) {
-  const auto owns = [&](int q) { return Mod(q - first, n) < k; };
   for (int j = 1; j < n; ++j) {
     const int q = Mod(rank + j, n);
-    if (!owns(q)) continue;
+    if (!Owns(q, n, first, k)) continue;
     Step send;
     send.send_from_in = true;
     send.send_peers = {q};
@@ -99,7 +102,7 @@ int AppendScatterFold(Schedule& s, int rank, int n, const Blocks& b, int first, 
     send.count = b.counts[static_cast<size_t>(q)];
     s.steps.push_back(send);
   }
-  if (!owns(rank)) return -1;
+  if (!Owns(rank, n, first, k)) return -1;
   const size_t own = static_cast<size_t>(rank);
   return AppendFold(s, rank, n, b.displs[own], b.counts[own]);
 }
@@ -121,7 +124,7 @@ Blocks OwnerBlocks(int n, int first, int k, size_t count) {
 void AppendResults(Schedule& s, int rank, int n, const Blocks& b, int first, int k) {
   for (int j = 1; j < n; ++j) {
     const int q = Mod(rank - j, n);
-    if (Mod(q - first, n) >= k) continue;
+    if (!Owns(q, n, first, k)) continue;
     Step got;  // q's answer to this rank's block: in place, it cannot come before that was read
     got.recv = RecvKind::kCopy;
     got.recv_peer = q;

@@ -180,12 +180,11 @@ Schedule PairwiseAlltoallv(int rank, int size, const Blocks& send, const Blocks&
 // whatever the count, the chunk size or the rank's place. Fold: every rank sends block q of its
 // input straight to its owner, rank q, which folds the n contributions to its block and sends the
 // result to every rank (allreduce), to the root (reduce), or keeps it (reduce-scatter: block q of
-// out; the v-layouts' blocks likewise; allreduce and reduce: FoldOwners blocks). FoldAll (small allreduce): every rank sends its whole input to
-// every rank and each folds every element itself: one hop. FoldRoot (small calls): every rank
-// sends its whole input to the root (rank 0 for allreduce), which folds it (and, for allreduce,
-// sends the result to every rank): n-1 messages each way.
-// An allreduce's or a reduce's fold gives a block to FoldOwners(size, count) ranks, one per
-// kFoldBlockMin elements, 1 to size (ranks 0.. for an allreduce, the root first for a reduce).
+// out; the v-layouts' blocks likewise). An allreduce's or a reduce's fold has FoldOwners(size,
+// count) owners, one per kFoldBlockMin elements, 1 to size (ranks 0.. for an allreduce, the root
+// first for a reduce). FoldAll (small allreduce): every rank sends its whole input to every rank
+// and each folds every element itself: one hop. FoldRoot (small calls): the fold with one owner,
+// the root (rank 0 for allreduce): n-1 messages each way.
 inline constexpr size_t kFoldBlockMin = 4096;
 int FoldOwners(int size, size_t count);
 Schedule FoldAllreduce(int rank, int size, size_t count);
