@@ -1,17 +1,26 @@
 """One rank of the Horovod-style API check (test_horovod.py): every call of hoop.torch's
 Horovod API against references each rank computes from every rank's seeded input, the fp16 wire
-compression inside its stated bound, and the refusals. Prints "rank R: ok N checks"."""
+compression inside its stated bound, and the refusals. Prints "rank R: ok N checks".
+
+Usage: horovod_rank.py [cuda]: with "cuda", every tensor lives on the GPU (local rank r on device r
+modulo the devices), and the calls are checked to queue after the work on the current stream,
+PyTorch's default one or a side stream, without the caller waiting for it (check_streams)."""
+import os
+import sys
+
 import torch
 
 import hoop
 import hoop.torch as hvd
 
 checks = 0
+DEV = "cpu"
 
 
 def same(what, got, want, tol=0.0):
     global checks
     checks += 1
+    got, want = got.cpu(), want.cpu()
     ok = got.shape == want.shape and (torch.equal(got, want) if tol == 0 else
                                       torch.allclose(got.double(), want.double(), rtol=tol, atol=tol))
     if not ok:
@@ -21,12 +30,45 @@ def same(what, got, want, tol=0.0):
 
 def data(rank, case, shape, dtype=torch.float32):
     g = torch.Generator().manual_seed(rank * 7919 + case)
-    return torch.randint(-3, 4, shape, generator=g).to(dtype)
+    return torch.randint(-3, 4, shape, generator=g).to(dtype).to(DEV)
+
+
+def check_streams(me, n):
+    """CUDA: a call on a tensor whose producer is still running on the current stream (a kernel
+    that spins ~0.1 s first) returns before that work is done, and its result has the value the
+    producer wrote: on PyTorch's default stream, and on a side stream."""
+    want = torch.full((1 << 20,), float(n * (n + 1) // 2))
+    side = torch.cuda.Stream()
+    for where, stream in (("default", torch.cuda.default_stream()), ("side", side)):
+        with torch.cuda.stream(stream):
+            t = torch.zeros(1 << 20, device=DEV)
+            torch.cuda._sleep(200_000_000)
+            t.fill_(me + 1)
+            h = hvd.allreduce_async_(t, op=hvd.Sum, name=f"stream.{where}")
+            if stream.query():
+                raise AssertionError(f"rank {me}: allreduce_async_ on the {where} stream waited for the stream's work")
+            same(f"allreduce_async_ after a kernel on the {where} stream", hvd.synchronize(h), want)
+            u = torch.zeros(1 << 20, device=DEV)
+            torch.cuda._sleep(200_000_000)
+            u.fill_(me + 1)
+            same(f"allreduce after a kernel on the {where} stream", hvd.allreduce(u, op=hvd.Sum), want)
+            g = torch.zeros(3, 4, device=DEV)
+            torch.cuda._sleep(200_000_000)
+            g.fill_(me)
+            same(f"allgather after a kernel on the {where} stream", hvd.allgather(g),
+                 torch.cat([torch.full((3, 4), float(r)) for r in range(n)]))
+        torch.cuda.current_stream().wait_stream(stream)
 
 
 def main():
+    global DEV
+    if sys.argv[1:] == ["cuda"]:
+        DEV = f"cuda:{int(os.environ.get('LOCAL_RANK', '0')) % torch.cuda.device_count()}"
+        torch.cuda.set_device(DEV)
     hvd.init()
     me, n = hvd.rank(), hvd.size()
+    if DEV != "cpu":
+        check_streams(me, n)
     assert hvd.is_initialized() and hvd.local_size() >= 1 and 0 <= hvd.local_rank() < hvd.local_size()
     case = 0
     for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64):
@@ -90,10 +132,10 @@ def main():
     if opt.param_groups[0]["lr"] != 0.1:
         raise AssertionError(f"rank {me}: broadcast_optimizer_state left lr {opt.param_groups[0]['lr']}")
     # fp16 wire compression: inside hoop's bound, |r - exact| <= g (sum |x| + 2^-24 M).
-    x = torch.randn(10007, generator=torch.Generator().manual_seed(me), dtype=torch.float32)
+    x = torch.randn(10007, generator=torch.Generator().manual_seed(me), dtype=torch.float32).to(DEV)
     allx = [torch.randn(10007, generator=torch.Generator().manual_seed(r), dtype=torch.float32) for r in range(n)]
     exact = sum(a.double() for a in allx)
-    got = hvd.allreduce(x, op=hvd.Sum, compression=hvd.Compression.fp16).double()
+    got = hvd.allreduce(x, op=hvd.Sum, compression=hvd.Compression.fp16).double().cpu()
     g = hoop.compression_error_factor(hoop.FP16, n)
     a = sum(v.double().abs() for v in allx)  # A_j; M is the largest of them
     bound = g * (a + 2.0 ** -24 * a.max())
@@ -103,9 +145,9 @@ def main():
         raise AssertionError(f"rank {me}: fp16 allreduce was exact: no compression happened")
     same("fp16 allreduce within the bound", torch.ones(1), torch.ones(1))
     # Refusals name the rank and the call.
-    for call, words in ((lambda: hvd.allreduce(torch.zeros(2, dtype=torch.int16)), "not supported"),
-                        (lambda: hvd.allreduce(torch.zeros(2), op="mean"), "op must be"),
-                        (lambda: hvd.alltoall(torch.zeros(n + 1)) if n > 1 else hvd.alltoall(None), "")):
+    for call, words in ((lambda: hvd.allreduce(torch.zeros(2, dtype=torch.int16, device=DEV)), "not supported"),
+                        (lambda: hvd.allreduce(torch.zeros(2, device=DEV), op="mean"), "op must be"),
+                        (lambda: hvd.alltoall(torch.zeros(n + 1, device=DEV)) if n > 1 else hvd.alltoall(None), "")):
         try:
             call()
         except (TypeError, ValueError) as e:

@@ -57,13 +57,18 @@ class Backend(unittest.TestCase):
                      "SKIPPED: CUDA tensors need PyTorch 2 built with CUDA and a GPU (scripts/gpu-check.sh runs this)")
     def test_cuda_tensors_match_the_reference_and_ddp_gloo(self):
         # Every call on CUDA tensors, queued on PyTorch's current stream (2 and 3 ranks sharing
-        # the GPUs there are), then DDP on the GPU against one process and gloo on the GPU, and
-        # the Horovod-style DistributedOptimizer on the GPU (the fusion runtime on device memory).
+        # the GPUs there are), the Horovod-style API's every call, then DDP on the GPU against one
+        # process and gloo on the GPU, and the Horovod-style DistributedOptimizer on the GPU (the
+        # fusion runtime on device memory).
         script = os.path.join(HERE, "torch_calls_rank.py")
         for n in (2, 3):
             with self.subTest(ranks=n):
                 r = hooprun(n, [sys.executable, script, "env://", "cuda"], timeout=300)
                 rank_lines_ok(self, r, n, "cuda")
+        # The Horovod-style API's every call on CUDA tensors, and its calls queued after the
+        # current stream's work (default or side stream) with no host wait at the call.
+        r = hooprun(2, [sys.executable, os.path.join(HERE, "horovod_rank.py"), "cuda"], timeout=300)
+        rank_lines_ok(self, r, 2, "horovod on cuda")
         script = os.path.join(HERE, "ddp_rank.py")
         with tempfile.TemporaryDirectory(prefix="hoop-ddp-cuda-") as tmp:
             params = {}

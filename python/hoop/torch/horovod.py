@@ -13,9 +13,10 @@ backward_passes_per_step-th pass), in place; step() waits for them (skip_synchro
 explicit synchronize(), for gradient clipping). Compression.fp16/bf16 is hoop's wire compression
 (f32/f64 sum and average; the tensor stays in its own dtype), not a cast.
 
-CUDA tensors go to the runtime by address once the current stream has produced them (allreduce,
-broadcast, allgather of equal first dimensions: fused on the device); allgather of uneven first
-dimensions, alltoall and reducescatter stage them through host memory.
+CUDA tensors go to the runtime by address (allreduce, broadcast, allgather of equal first
+dimensions: fused on the device, after the work queued on the current stream before the call,
+with no host wait at the call); allgather of uneven first dimensions, alltoall and reducescatter
+stage them through host memory.
 
 Differences from Horovod, all stated in errors where they apply: no process
 sets or Adasum; join() waits for every rank and returns the last to join, but does not stand in
@@ -272,13 +273,20 @@ def _check(t, call):
 
 
 def _ready(*tensors):
-    """CUDA tensors go to the fusion runtime by address, which reads and writes them from hoop's
-    thread: the work queued on the current stream before (what computed them, the copies made
-    for the call, earlier users of freshly allocated memory) must be done first. The results are
-    complete when the handle is (hoop's own device work ends before it reports)."""
+    """CUDA tensors go to the fusion runtime by address; the runtime queues its device work
+    (packing, copies, unpacking) on CUDA's legacy default stream, from its own thread, some time
+    after the call. The work queued on the current stream before the call (what computed them,
+    the copies made for the call, earlier users of freshly allocated memory) must come first.
+    PyTorch's default stream is that legacy stream, so there it does already; any other current
+    stream is waited for by the default stream on the GPU (an event, as Horovod's ready events),
+    so the caller never blocks here. The results are complete when the handle is (the runtime
+    waits for its own device work before it reports)."""
     for t in tensors:
         if t.is_cuda:
-            torch.cuda.current_stream(t.device).synchronize()
+            current = torch.cuda.current_stream(t.device)
+            default = torch.cuda.default_stream(t.device)
+            if current != default:
+                default.wait_stream(current)
             return
 
 
