@@ -21,9 +21,12 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     names prefixed by its model's); ddp: the model wrapped in DistributedDataParallel (which
     broadcasts rank 0's parameters), its state_dict() and its own methods and attributes (a VAE's
     decode()) read from .module;
-  - each training DataLoader given a DistributedSampler (its shuffle= moved to the sampler) and
-    the sampler's set_epoch(epoch) called at the top of the epoch loop (a loop that iterates it,
-    or calls a function that does); manual batching over range(0, N, B) (or enumerate of it) split
+  - each training DataLoader given a DistributedSampler (its shuffle= moved to the sampler),
+    followed through names, returns, arguments and attributes (a trainer class's
+    self.data_loader, an object's dm.train_loader), iterated by `for` or by next() on iter() of
+    it; the sampler's set_epoch(epoch) called at the top of the epoch loop (a loop that iterates
+    it, or calls a function or method that does), else where a step loop makes a new iterator
+    over it (the epoch goes up by one); manual batching over range(0, N, B) (or enumerate of it) split
     so that each rank takes every size()-th batch, the same count on each;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():`) averaged over
     the ranks after the block (numbers and one-element tensors, their type kept); a ratio over a
@@ -98,9 +101,6 @@ class Converter(DataSplitting, RankZero):
         while node is not None and not isinstance(node, types):
             node = self.parent.get(node)
         return node
-
-    def names_loaded(self, node):
-        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
     # ---- checks that refuse
 

@@ -68,16 +68,17 @@ model(torch.ones(1, 2)).sum().backward()
 """, "distributed already"),
     "an unrecognised training loop": ("""
 import torch
-from torch.utils.data import DataLoader, TensorDataset
-loader = DataLoader(TensorDataset(torch.ones(10, 2)), batch_size=2)
+data = torch.ones(10, 2)
 model = torch.nn.Linear(2, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-it = iter(loader)
-while True:
-    try:
-        (x,) = next(it)
-    except StopIteration:
-        break
+
+
+def batches():  # a generator of its own, not a DataLoader
+    for i in range(5):
+        yield data[2 * i:2 * i + 2]
+
+
+for x in batches():
     model(x).sum().backward()
     opt.step()
 """, "no training loop was recognised"),

@@ -1,10 +1,29 @@
 """hoop-parallelize: splitting the data between the ranks. The DataLoaders a training loop
-iterates get a DistributedSampler (and set_epoch at the top of the epoch loop); manual batching
-over range(0, N, B) takes every size()-th batch. A mixin of Converter (hoop/parallelize.py): it
-uses the converter's tree, parents, edits and notes."""
+iterates (a `for` over it, or `next()` of an iterator made from it, in a `for` or a `while`) get a
+DistributedSampler (and set_epoch at the top of the epoch loop, or where the iterator is made
+again); manual batching over range(0, N, B) takes every size()-th batch. A loader is followed by
+name: a variable, or an attribute (`self.train_loader`, made in one method of a class and iterated
+in another). A mixin of Converter (hoop/parallelize.py): it uses the converter's tree, parents,
+edits and notes."""
 import ast
 
-from hoop._parallelize.edits import MARK, Refused, call_name
+from hoop._parallelize.edits import MARK, Refused, call_name, dotted
+
+ITERATORS = ("iter", "cycle", "itertools.cycle")  # it = iter(loader): batches taken by next(it)
+
+
+def assigned_name(stmt, value):
+    """'loader' or 'self.loader' where stmt is `that = value`, else None."""
+    if isinstance(stmt, ast.Assign) and stmt.value is value and len(stmt.targets) == 1:
+        return dotted(stmt.targets[0])
+    return None
+
+
+def refs_loaded(node):
+    """The names and attribute chains (`self.train_loader`) read under node."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+        d for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+        for d in [dotted(n)] if d}
 
 
 class DataSplitting:
@@ -15,28 +34,27 @@ class DataSplitting:
             name = call_name(c)
             if name and name.split(".")[-1] == "DataLoader":
                 stmt = self.stmt_of(c)
-                var = stmt.targets[0].id if isinstance(stmt, ast.Assign) and stmt.value is c and \
-                    isinstance(stmt.targets[0], ast.Name) else None
-                self.loaders.append((c, stmt, var))
+                self.loaders.append((c, stmt, assigned_name(stmt, c)))
 
     def training_loaders(self):
         """The DataLoaders a loop that runs backward iterates, found from the name it iterates:
         assigned a DataLoader, or what a function of the script returns (alone or at its place in
         a returned tuple), or passed as an argument to the function whose loop it is. Also fills
         self.aliases: each loader's names at the places it is used."""
-        self.aliases = {}
+        self.aliases, self.iterators = {}, set()
         found = []
         for loop in ast.walk(self.tree):
-            if not (isinstance(loop, ast.For) and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                                                      and n.func.attr == "backward" for n in ast.walk(loop))):
+            if not (isinstance(loop, (ast.For, ast.While)) and any(self.is_backward(n) for n in ast.walk(loop))):
                 continue
-            for name in self.iterated_names(loop.iter):
+            iterated = self.iterated_names(loop.iter) if isinstance(loop, ast.For) else []
+            # Batches taken by next(it), where it = iter(loader): a loop over steps, not over the data.
+            iterated += [d for n in ast.walk(loop) if isinstance(n, ast.Call) and call_name(n) == "next" and n.args
+                         for d in [dotted(n.args[0])] if d]
+            for name in dict.fromkeys(iterated):
                 for call, names in self.resolve_loader(name, loop, set()):
                     if call not in [c for c, _, _ in found]:
                         stmt = self.stmt_of(call)
-                        var = stmt.targets[0].id if isinstance(stmt, ast.Assign) and stmt.value is call and \
-                            isinstance(stmt.targets[0], ast.Name) else None
-                        found.append((call, stmt, var))
+                        found.append((call, stmt, assigned_name(stmt, call)))
                     self.aliases.setdefault(call, set()).update(names)
         # A loader passed to a function whose loop trains (train(model, train_loader, ...)) and
         # not found above: by its name, as before.
@@ -51,41 +69,90 @@ class DataSplitting:
         while isinstance(expr, ast.Call) and expr.args and (call_name(expr) or "").split(".")[-1] in (
                 "enumerate", "tqdm", "iter", "zip", "islice", "trange"):
             expr = expr.args[0]
-        return [expr.id] if isinstance(expr, ast.Name) else []
+        name = dotted(expr)
+        return [name] if name else []
 
     def functions(self):
         return {f.name: f for f in ast.walk(self.tree) if isinstance(f, ast.FunctionDef)}
 
+    def methods(self, node):
+        """{name: method} of the class around node ({} outside a class), or of node, a class."""
+        cls = node if isinstance(node, ast.ClassDef) else self.enclosing(node, (ast.ClassDef,))
+        return {} if cls is None else {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)}
+
+    def instance_class(self, name, where):
+        """The script's class whose instance the variable `name` holds (`name = C(...)` in the
+        function around `where`, else anywhere), or None."""
+        classes = {c.name: c for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef)}
+        fn = self.enclosing(where, (ast.FunctionDef,))
+        for scope in ([fn] if fn is not None else []) + [self.tree]:
+            for a in ast.walk(scope):
+                if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) \
+                        and a.targets[0].id == name and isinstance(a.value, ast.Call) and call_name(a.value) in classes:
+                    return classes[call_name(a.value)]
+        return None
+
     def resolve_loader(self, name, where, seen):
-        """[(DataLoader call, {names it goes by on the way})] for `name` read at node `where`."""
+        """[(DataLoader call, {names it goes by on the way})] for `name` read at `where`: a
+        variable, `self.attr` (assigned in any method of the class) or `obj.attr` (obj = C(...),
+        C's self.attr); a function's or method's parameter is followed to its callers' arguments."""
         if (name, id(where)) in seen or len(seen) > 50:
             return []
         seen.add((name, id(where)))
-        out = []
         fn = self.enclosing(where, (ast.FunctionDef,))
-        scopes = [fn] if fn is not None else []
-        scopes.append(self.tree)
+        scopes = [fn] if fn is not None and "." not in name else []
+        if name.startswith("self."):
+            scopes += list(self.methods(where).values())
+        out = self.assigned_loaders(name, scopes + [self.tree], seen)
+        obj, _, attr = name.partition(".")
+        if not out and attr and "." not in attr and obj != "self":
+            cls = self.instance_class(obj, where)
+            if cls is not None and cls.body:
+                out = self.resolve_loader(f"self.{attr}", cls.body[0], seen)
+        if not out and fn is not None and name in [a.arg for a in fn.args.args]:
+            out = self.loaders_from_callers(fn, name, seen)
+        return [(call, names | {name}) for call, names in out]
+
+    def assigned_loaders(self, name, scopes, seen):
+        """The loaders assigned to `name` in the first of the scopes that assigns one."""
+        out = []
         for scope in scopes:
             for stmt in ast.walk(scope):
                 if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
                     continue
                 t = stmt.targets[0]
-                if isinstance(t, ast.Name) and t.id == name:
+                if dotted(t) == name:
+                    if isinstance(stmt.value, ast.Call) and call_name(stmt.value) in ITERATORS:
+                        self.iterators.add(name)  # an iterator over a loader: no .sampler of its own
                     out += self.loaders_from(stmt.value, None, seen)
-                elif isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name for e in t.elts):
-                    i = next(k for k, e in enumerate(t.elts) if isinstance(e, ast.Name) and e.id == name)
+                elif isinstance(t, ast.Tuple) and any(dotted(e) == name for e in t.elts):
+                    i = next(k for k, e in enumerate(t.elts) if dotted(e) == name)
                     out += self.loaders_from(stmt.value, i, seen)
             if out:
                 break
-        if not out and fn is not None and name in [a.arg for a in fn.args.args]:
-            pos = [a.arg for a in fn.args.args].index(name)
-            for c in ast.walk(self.tree):
-                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == fn.name:
-                    arg = c.args[pos] if pos < len(c.args) else next(
-                        (k.value for k in c.keywords if k.arg == name), None)
-                    if isinstance(arg, ast.Name):
-                        out += self.resolve_loader(arg.id, c, seen)
-        return [(call, names | {name}) for call, names in out]
+        return out
+
+    def loaders_from_callers(self, fn, name, seen):
+        """The loaders passed as fn's parameter `name`: f(...), self.method(...), C(...) for
+        C.__init__ (self is not among a method's arguments)."""
+        pos = [a.arg for a in fn.args.args].index(name)
+        cls = self.enclosing(fn, (ast.ClassDef,))
+        method = cls is not None and self.methods(cls).get(fn.name) is fn
+        out = []
+        for c in ast.walk(self.tree):
+            if not isinstance(c, ast.Call):
+                continue
+            if method and ((dotted(c.func) == f"self.{fn.name}" and self.methods(c).get(fn.name) is fn)
+                           or (fn.name == "__init__" and call_name(c) == cls.name)):
+                at = pos - 1
+            elif not method and isinstance(c.func, ast.Name) and c.func.id == fn.name:
+                at = pos
+            else:
+                continue
+            arg = c.args[at] if 0 <= at < len(c.args) else next((k.value for k in c.keywords if k.arg == name), None)
+            if arg is not None and dotted(arg):
+                out += self.resolve_loader(dotted(arg), c, seen)
+        return out
 
     def loaders_from(self, value, index, seen):
         """The DataLoader calls an assigned value is (index: its place in a returned tuple)."""
@@ -93,8 +160,10 @@ class DataSplitting:
             return [(value, set())]
         if index is not None and isinstance(value, ast.Tuple) and index < len(value.elts):
             return self.loaders_from(value.elts[index], None, seen)
-        if isinstance(value, ast.Name) and index is None:
-            return self.resolve_loader(value.id, value, seen)
+        if isinstance(value, (ast.Name, ast.Attribute)) and index is None and dotted(value):
+            return self.resolve_loader(dotted(value), value, seen)
+        if index is None and isinstance(value, ast.Call) and call_name(value) in ITERATORS and len(value.args) == 1:
+            return self.loaders_from(value.args[0], None, seen)  # an iterator over the loader
         f = self.functions().get(call_name(value) or "") if isinstance(value, ast.Call) else None
         if f is None:
             return []
@@ -154,47 +223,90 @@ class DataSplitting:
 
     def set_epochs(self, call, sampler, shuffle_src, stmt):
         """set_epoch at the top of each epoch loop: a `for` whose body reads a name the loader goes
-        by and whose target is a plain name; reached through that name (`name.sampler`), so it
-        works wherever the loader was made (a helper function's local sampler is out of reach)."""
-        names = self.aliases.get(call, set())
+        by (or calls a function or method that does) and whose target is a plain name; reached
+        through that name (`name.sampler`), so it works wherever the loader was made (a helper
+        function's local sampler is out of reach). Without one, where a loop makes a new iterator
+        over the loader (`it = iter(loader)` when the last ran out), the epoch goes up there."""
+        names = self.aliases.get(call, set()) - self.iterators
         loops = []
         for l in ast.walk(self.tree):
             if not (isinstance(l, ast.For) and isinstance(l.target, ast.Name)):
                 continue
-            used = self.names_loaded(ast.Module(body=l.body, type_ignores=[])) | self.globals_read_by_calls(l)
-            hit = sorted(n for n in names if n in used and n not in self.names_loaded(l.iter))
+            used = refs_loaded(ast.Module(body=l.body, type_ignores=[])) | self.refs_read_by_calls(l)
+            used -= refs_loaded(l.iter)
+            hit = sorted(n for n in names if n in used) or sorted(
+                r for r in used - names if self.instance_class(r.split(".")[0], l) is not None
+                and r.count(".") == 1 and call in [c for c, _ in self.resolve_loader(r, l, set())]
+                and r not in self.iterators)
             if hit:
                 loops.append((l, hit[0]))
         loops = [(l, n) for l, n in loops if not any(o is not l and l in list(ast.walk(o)) for o, _ in loops)]
-        if not loops:
-            if shuffle_src != "False":
-                self.e.insert_before(stmt.lineno, [f"{MARK} call {sampler}.set_epoch(epoch) at the start of every epoch "
-                                                   "(no epoch loop was recognised)"], self.e.indent_of(stmt))
-                self.notes.append(f"line {stmt.lineno}: no epoch loop found around the training loader: "
-                                  "set_epoch(epoch) is not called on its sampler, so every epoch sees the same order")
-            return
+        if not loops and shuffle_src != "False" and not self.set_epoch_on_new_iterators(names):
+            self.e.insert_before(stmt.lineno, [f"{MARK} call {sampler}.set_epoch(epoch) at the start of every epoch "
+                                               "(no epoch loop was recognised)"], self.e.indent_of(stmt))
+            self.notes.append(f"line {stmt.lineno}: no epoch loop found around the training loader: "
+                              "set_epoch(epoch) is not called on its sampler, so every epoch sees the same order")
         for loop, name in loops:
             first = loop.body[0]
             self.e.insert_before(first.lineno, [f"{name}.sampler.set_epoch({loop.target.id})  {MARK} a new order "
                                                 "each epoch"], self.e.indent_of(first))
             self.changes.append(f"line {loop.lineno}: {name}.sampler.set_epoch({loop.target.id}) each epoch")
 
-    def globals_read_by_calls(self, loop, depth=3):
-        """The module-level names that the script's functions called in the loop's body read
-        (`for epoch in ...: train(epoch)` where train() iterates the global train_loader)."""
+    def set_epoch_on_new_iterators(self, names):
+        """`it = iter(loader)` inside a loop (a step loop starting the data over when it ran out):
+        the sampler's epoch goes up by one just before, on every rank alike. Whether any was found."""
+        done = False
+        for c in ast.walk(self.tree):
+            if not (isinstance(c, ast.Call) and call_name(c) == "iter" and len(c.args) == 1
+                    and dotted(c.args[0]) in names and self.enclosing(c, (ast.For, ast.While)) is not None):
+                continue
+            stmt, name = self.stmt_of(c), dotted(c.args[0])
+            if not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
+                continue
+            self.e.insert_before(stmt.lineno, [f"{name}.sampler.set_epoch({name}.sampler.epoch + 1)  {MARK} a new "
+                                               "order each pass over the data"], self.e.indent_of(stmt))
+            self.changes.append(f"line {stmt.lineno}: {name}.sampler's epoch advanced each time the loop starts "
+                                "the data over")
+            done = True
+        return done
+
+    def refs_read_by_calls(self, loop, depth=3):
+        """What the functions and methods called in the loop's body read: of the module's names
+        (`for epoch in ...: train(epoch)` where train() iterates the global train_loader), and of
+        their object, as the loop names it (`self.train_epoch()` iterating self.train_loader;
+        `learner.one_epoch()` iterating self.loader gives learner.loader)."""
         fns, top = self.functions(), {t.id for a in self.tree.body if isinstance(a, ast.Assign)
                                       for t in a.targets if isinstance(t, ast.Name)}
-        seen, todo, out = set(), [ast.Module(body=loop.body, type_ignores=[])], set()
+        seen, out = set(), set()
+        todo = [(ast.Module(body=loop.body, type_ignores=[]), "self", self.methods(loop))]
         for _ in range(depth):
-            called = {c.func.id for node in todo for c in ast.walk(node) if isinstance(c, ast.Call)
-                      and isinstance(c.func, ast.Name) and c.func.id in fns} - seen
-            seen |= called
-            todo = [fns[f] for f in called]
-            for f in todo:
+            called = []
+            for node, receiver, methods in todo:
+                for c in ast.walk(node):
+                    if isinstance(c, ast.Call):
+                        called += self.callee(c, receiver, methods, fns, loop)
+            todo = [t for t in called if (id(t[0]), t[1]) not in seen]
+            seen |= {(id(t[0]), t[1]) for t in todo}
+            for f, receiver, _ in todo:
                 local = {a.arg for a in f.args.args} | {n.id for n in ast.walk(f) if isinstance(n, ast.Name)
                                                         and isinstance(n.ctx, ast.Store)}
-                out |= (self.names_loaded(f) - local) & top
+                read = refs_loaded(f)
+                out |= (read - local) & top
+                out |= {receiver + r[4:] for r in read if r.startswith("self.")}
         return out
+
+    def callee(self, c, receiver, methods, fns, loop):
+        """[(function, receiver, its class's methods)] that call c runs, where the script has it."""
+        if isinstance(c.func, ast.Name) and c.func.id in fns:
+            return [(fns[c.func.id], "self", {})]
+        if not (isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)):
+            return []
+        obj, name = c.func.value.id, c.func.attr
+        if obj == "self":
+            return [(methods[name], receiver, methods)] if name in methods else []
+        cls = self.instance_class(obj, loop) if receiver == "self" else None
+        theirs = self.methods(cls) if cls is not None else {}
+        return [(theirs[name], obj, theirs)] if name in theirs else []
 
     def shard_manual_batches(self):
         """for i in range(0, N, B) loops that train (or enumerate(range(0, N, B)), as

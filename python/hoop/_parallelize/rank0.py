@@ -28,10 +28,10 @@ class RankZero:
         the ratio would come out divided by the number of ranks."""
         names, datasets = set(), set()
         for c, _, _ in train:
-            names |= self.aliases.get(c, set())
+            names |= self.aliases.get(c, set()) - self.iterators
             first = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "dataset"), None)
-            if isinstance(first, ast.Name):
-                datasets.add(first.id)
+            if first is not None and dotted(first):
+                datasets.add(dotted(first))
         self.dataset_ratios = []
         for n in ast.walk(self.tree):
             if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
@@ -44,11 +44,10 @@ class RankZero:
                     and len(denominator.args) == 1):
                 continue
             of = denominator.args[0]
-            if isinstance(of, ast.Attribute) and of.attr == "dataset" and isinstance(of.value, ast.Name) \
-                    and of.value.id in names:
-                share = f"len({of.value.id}.sampler)"
-            elif isinstance(of, ast.Name) and of.id in datasets:
-                share = f"((len({of.id}) + {self.SIZE} - 1) // {self.SIZE})"  # a DistributedSampler's share
+            if isinstance(of, ast.Attribute) and of.attr == "dataset" and dotted(of.value) in names:
+                share = f"len({dotted(of.value)}.sampler)"
+            elif dotted(of) in datasets:
+                share = f"((len({dotted(of)}) + {self.SIZE} - 1) // {self.SIZE})"  # a DistributedSampler's share
             else:
                 continue
             if self.in_rank0_block(n):
