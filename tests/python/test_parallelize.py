@@ -46,7 +46,7 @@ for i in range(0, 100, 10):
 import torch
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset
 data = TensorDataset(torch.ones(10, 2))
-train_loader = DataLoader(data, sampler=RandomSampler(data))
+train_loader = DataLoader(data, sampler=RandomSampler(data, replacement=True))  # a plain one is replaced
 model = torch.nn.Linear(2, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for (x,) in train_loader:

@@ -12,6 +12,15 @@ from hoop._parallelize.edits import MARK, Refused, call_name, dotted
 ITERATORS = ("iter", "cycle", "itertools.cycle")  # it = iter(loader): batches taken by next(it)
 
 
+class Trail(set):
+    """The (name, node) pairs a resolution has visited, and the kinds of call it looks for (the
+    last part of their names: DataLoader, or a sampler's class)."""
+
+    def __init__(self, kinds=("DataLoader",)):
+        super().__init__()
+        self.kinds = kinds
+
+
 def assigned_name(stmt, value):
     """'loader' or 'self.loader' where stmt is `that = value`, else None."""
     if isinstance(stmt, ast.Assign) and stmt.value is value and len(stmt.targets) == 1:
@@ -51,7 +60,7 @@ class DataSplitting:
             iterated += [d for n in ast.walk(loop) if isinstance(n, ast.Call) and call_name(n) == "next" and n.args
                          for d in [dotted(n.args[0])] if d]
             for name in dict.fromkeys(iterated):
-                for call, names in self.resolve_loader(name, loop, set()):
+                for call, names in self.resolve_loader(name, loop, Trail()):
                     if call not in [c for c, _, _ in found]:
                         stmt = self.stmt_of(call)
                         found.append((call, stmt, assigned_name(stmt, call)))
@@ -156,7 +165,7 @@ class DataSplitting:
 
     def loaders_from(self, value, index, seen):
         """The DataLoader calls an assigned value is (index: its place in a returned tuple)."""
-        if index is None and isinstance(value, ast.Call) and (call_name(value) or "").split(".")[-1] == "DataLoader":
+        if index is None and isinstance(value, ast.Call) and (call_name(value) or "").split(".")[-1] in seen.kinds:
             return [(value, set())]
         if index is not None and isinstance(value, ast.Tuple) and index < len(value.elts):
             return self.loaders_from(value.elts[index], None, seen)
@@ -184,14 +193,17 @@ class DataSplitting:
     def shard_loader(self, call, stmt, var):
         base = var or f"_hoop_loader{call.lineno}"  # a loader made in place (returned, say)
         what = f"'{var}'" if var else f"built at line {call.lineno}"
-        if any(k.arg in ("sampler", "batch_sampler") for k in call.keywords):
-            raise Refused(f"line {call.lineno}: the training DataLoader {what} has a sampler of its own; give it a "
-                          "DistributedSampler by hand")
         dataset = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "dataset"), None)
         if dataset is None:
             raise Refused(f"line {call.lineno}: the DataLoader {what} has no dataset argument")
         shuffle = next((k for k in call.keywords if k.arg == "shuffle"), None)
         shuffle_src = self.e.source(shuffle.value) if shuffle else "False"
+        own = next((k for k in call.keywords if k.arg == "sampler"), None)
+        if any(k.arg == "batch_sampler" for k in call.keywords):
+            raise Refused(f"line {call.lineno}: the training DataLoader {what} has a batch sampler of its own; give "
+                          "it a DistributedSampler by hand")
+        if own is not None:
+            shuffle_src, own_kind = self.plain_sampler_order(call, own.value, what)
         sampler = f"{base}_sampler"
         data = self.e.source(dataset)
         before = []
@@ -206,11 +218,13 @@ class DataSplitting:
                       f"shuffle={shuffle_src})  {MARK} this rank's share")
         self.e.insert_before(stmt.lineno, before, self.e.indent_of(stmt))
         last = call.keywords[-1] if call.keywords else call.args[-1]
-        if shuffle:
+        if own is not None:
+            self.e.replace(own.value, sampler)
+        elif shuffle:
             self.e.replace(shuffle, f"sampler={sampler}")
         elif last is not dataset:
             self.e.replace(last, f"{self.e.source(last)}, sampler={sampler}")
-        if last is dataset and not shuffle:
+        if last is dataset and not shuffle and own is None:
             self.e.replace(dataset, f"{data}, sampler={sampler}")
         elif data != self.e.source(dataset):
             self.e.replace(dataset, data)
@@ -218,8 +232,27 @@ class DataSplitting:
             raise Refused(f"line {call.lineno}: the training DataLoader {what} shares its line with other code: "
                           "give it a line of its own")
         self.changes.append(f"line {stmt.lineno}: DataLoader {what} given a DistributedSampler"
-                            + (" (its shuffle= moved to the sampler)" if shuffle else ""))
+                            + (" (its shuffle= moved to the sampler)" if shuffle else "")
+                            + (f" in place of its {own_kind}" if own is not None else ""))
         self.set_epochs(call, sampler, shuffle_src, stmt)
+
+    def plain_sampler_order(self, call, expr, what):
+        """('True', 'RandomSampler') or ('False', 'SequentialSampler') where the loader's own
+        sampler is one of those over its whole dataset, in place or made elsewhere (torchvision's
+        reference scripts make one in their data loading function); a DistributedSampler takes
+        its place with that order. Any other sampler (weighted, a subset, with replacement) is
+        refused: the ranks' shares of it are the script's to define."""
+        found = [expr] if isinstance(expr, ast.Call) else []
+        if not found and dotted(expr):
+            trail = Trail(("RandomSampler", "SequentialSampler"))
+            found = [c for c, _ in self.resolve_loader(dotted(expr), call, trail)]
+        kind = (call_name(found[0]) or "").split(".")[-1] if len(found) == 1 else ""
+        plain = kind in ("RandomSampler", "SequentialSampler") and len(found[0].args) <= 1 and all(
+            k.arg in ("data_source", "generator") for k in found[0].keywords)
+        if not plain:
+            raise Refused(f"line {call.lineno}: the training DataLoader {what} has a sampler of its own; give it a "
+                          "DistributedSampler by hand")
+        return ("True" if kind == "RandomSampler" else "False"), kind
 
     def set_epochs(self, call, sampler, shuffle_src, stmt):
         """set_epoch at the top of each epoch loop: a `for` whose body reads a name the loader goes
@@ -236,7 +269,7 @@ class DataSplitting:
             used -= refs_loaded(l.iter)
             hit = sorted(n for n in names if n in used) or sorted(
                 r for r in used - names if self.instance_class(r.split(".")[0], l) is not None
-                and r.count(".") == 1 and call in [c for c, _ in self.resolve_loader(r, l, set())]
+                and r.count(".") == 1 and call in [c for c, _ in self.resolve_loader(r, l, Trail())]
                 and r not in self.iterators)
             if hit:
                 loops.append((l, hit[0]))
