@@ -14,11 +14,13 @@ The changes (--style horovod, the default, uses hoop.torch's Horovod-style API; 
 DistributedDataParallel over the torch.distributed backend "hoop"):
   - hoop.torch imported and initialised after the script's imports;
   - where the script uses CUDA, the device pinned to the local rank;
-  - each torch.optim optimizer's learning rate scaled by the number of ranks;
+  - each torch.optim optimizer's learning rate scaled by the number of ranks (a parameter
+    group's own "lr" too);
   - horovod: the optimizer wrapped in hvd.DistributedOptimizer, the model's parameters and the
     optimizer's state broadcast from rank 0 (the model found through model.parameters() or
-    parameter groups made from its named_parameters(); with several optimizers, each one's tensor
-    names prefixed by its model's); ddp: the model wrapped in DistributedDataParallel (which
+    parameter groups made from its named_parameters() or its parts' parameters(); with several
+    optimizers, each one's tensor names prefixed by its model's; an optimizer a function returns,
+    as configure_optimizers() does, wrapped where its result is assigned); ddp: the model wrapped in DistributedDataParallel (which
     broadcasts rank 0's parameters), its state_dict() and its own methods and attributes (a VAE's
     decode()) read from .module;
   - each training DataLoader given a DistributedSampler (its shuffle= moved to the sampler),
@@ -60,11 +62,13 @@ parameters then (bitwise); a failed check leaves the script at OUTPUT.failed ins
 import argparse
 import ast
 import difflib
+import itertools
 import os
 import sys
 
 from hoop._parallelize.data import DataSplitting
-from hoop._parallelize.edits import CLIPPERS, CYCLIC, MARK, MODULE_ATTRS, OPTIMIZERS, Edits, Refused, call_name
+from hoop._parallelize.edits import CLIPPERS, CYCLIC, MARK, MODULE_ATTRS, OPTIMIZERS, Edits, Refused, call_name, \
+    dotted_source
 from hoop._parallelize.check import check, find_hooprun
 from hoop._parallelize.rank0 import RankZero
 
@@ -225,6 +229,9 @@ class Converter(DataSplitting, RankZero):
                             + (" (the device pinned to the local rank)" if uses_cuda else ""))
 
     def scale_lr(self, call):
+        for group in self.group_rates(call):  # parameter groups' own rates: {"params": ..., "lr": 1e-3}
+            self.e.replace(group, f"({self.e.source(group)}) * {self.SIZE}")
+            self.changes.append(f"line {group.lineno}: a parameter group's learning rate scaled by the number of ranks")
         lr = next((k for k in call.keywords if k.arg == "lr"), None)
         target = lr.value if lr is not None else (call.args[1] if len(call.args) > 1 else None)
         if target is None:
@@ -237,32 +244,85 @@ class Converter(DataSplitting, RankZero):
         self.e.replace(target, f"({self.e.source(target)}) * {self.SIZE}")
         self.changes.append(f"line {call.lineno}: learning rate scaled by the number of ranks")
 
+    def params_exprs(self, call):
+        """The expressions an optimizer's parameters come from: its first argument, or the value
+        last assigned to the name it is (a list of parameter groups made first)."""
+        first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
+        if first is None:
+            return []
+        if isinstance(first, ast.Name):
+            scope = self.enclosing(call, (ast.FunctionDef,)) or self.tree
+            return [a.value for a in ast.walk(scope) if isinstance(a, ast.Assign) and a.lineno < call.lineno
+                    and any(isinstance(t, ast.Name) and t.id == first.id for t in a.targets)][-1:]
+        return [first]
+
+    def group_rates(self, call):
+        """The "lr" values of the parameter groups written out as dicts in the optimizer's
+        parameters (in place or in the list assigned to the name it is given)."""
+        return [v for e in self.params_exprs(call) for d in ast.walk(e) if isinstance(d, ast.Dict)
+                for k, v in zip(d.keys, d.values) if isinstance(k, ast.Constant) and k.value == "lr"]
+
     def model_of(self, call):
         """'model' for torch.optim.X(model.parameters(), ...), or for parameter groups made from
         one model's parameters()/named_parameters() (in place, or in a list assigned to a name
-        first), else None."""
-        first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
-        if first is None:
-            return None
-        exprs = [first]
-        if isinstance(first, ast.Name):
-            scope = self.enclosing(call, (ast.FunctionDef,)) or self.tree
-            exprs = [a.value for a in ast.walk(scope) if isinstance(a, ast.Assign) and a.lineno < call.lineno
-                     and any(isinstance(t, ast.Name) and t.id == first.id for t in a.targets)][-1:]
-        owners = {self.e.source(c.func.value) for e in exprs for c in ast.walk(e) if isinstance(c, ast.Call)
-                  and isinstance(c.func, ast.Attribute) and c.func.attr in ("parameters", "named_parameters")
-                  and not c.args}
+        first), or from its parts' (model.base, model.classifier: the model they share), else None."""
+        owners = {self.e.source(c.func.value) for e in self.params_exprs(call) for c in ast.walk(e)
+                  if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                  and c.func.attr in ("parameters", "named_parameters") and not c.args}
+        if len(owners) > 1 and all(dotted_source(o) for o in owners):
+            common = list(itertools.takewhile(lambda p: len(set(p)) == 1, zip(*(o.split(".") for o in owners))))
+            common = [p[0] for p in common]
+            owners = {".".join(common)} if common and common != ["self"] else owners
         return owners.pop() if len(owners) == 1 else None
 
+    def optimizer_sites(self, call):
+        """[(statement, model)] where the optimizer `call` builds is assigned: `opt = SGD(...)`
+        itself, or, for a factory that returns it (`def configure_optimizers(self): return
+        SGD(self.model.parameters())`), each `x = factory(...)` (`self.factory()`, `obj.factory()`)
+        calling it, with the model named as that caller sees it (None where unknown)."""
+        stmt, model = self.stmt_of(call), self.model_of(call)
+        if isinstance(stmt, ast.Assign) and stmt.value is call:
+            return [(stmt, model)]
+        fn = self.enclosing(call, (ast.FunctionDef,))
+        if not (isinstance(stmt, ast.Return) and stmt.value is call and fn is not None):
+            return []
+        cls = self.enclosing(fn, (ast.ClassDef,))
+        method = cls is not None and fn in cls.body
+        params = [a.arg for a in fn.args.args]
+        sites = []
+        for c in ast.walk(self.tree):
+            site = self.stmt_of(c) if isinstance(c, ast.Call) else None
+            if not (isinstance(site, ast.Assign) and site.value is c):
+                continue
+            if method and isinstance(c.func, ast.Attribute) and c.func.attr == fn.name:
+                receiver = self.e.source(c.func.value)
+                theirs = self.enclosing(c, (ast.ClassDef,)) if receiver == "self" else \
+                    self.instance_class(receiver, c) if receiver.isidentifier() else None
+                if theirs is not None and theirs is not cls:
+                    continue
+                names = {"self": receiver, **dict(zip(params[1:], (self.e.source(a) for a in c.args)))}
+            elif not method and isinstance(c.func, ast.Name) and c.func.id == fn.name:
+                names = dict(zip(params, (self.e.source(a) for a in c.args)))
+            else:
+                continue
+            names.update({k.arg: self.e.source(k.value) for k in c.keywords if k.arg})
+            head, dot, rest = (model or "").partition(".")
+            seen = names.get(head, None if head in params else head)  # a global is the same name there
+            sites.append((site, seen + dot + rest if model and seen and dotted_source(seen) else None))
+        return sites
+
     def wrap_optimizer(self, call):
-        stmt = self.stmt_of(call)
-        if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], (ast.Name, ast.Attribute))) or not self.e.alone_on_lines(stmt):
+        sites = self.optimizer_sites(call)
+        if not sites or any(not (len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Name, ast.Attribute)))
+                            or not self.e.alone_on_lines(stmt) for stmt, _ in sites):
             raise Refused(f"line {call.lineno}: the optimizer is not built by a plain `name = {call_name(call)}(...)` "
-                          "statement: wrap it by hand")
+                          "statement, nor returned by a function whose result is so assigned: wrap it by hand")
+        for stmt, model in sites:
+            self.wrap_optimizer_at(call, stmt, model)
+
+    def wrap_optimizer_at(self, call, stmt, model):
         opt = self.e.source(stmt.targets[0])
         self.opt_names.append(opt)
-        model = self.model_of(call)
         if self.style == "horovod":
             named = f", named_parameters={model}.named_parameters()" if model else ""
             if model and len(self.optimizers) > 1:  # the names must differ between the optimizers' tensors

@@ -42,6 +42,11 @@ def dotted(node):
     return None
 
 
+def dotted_source(text):
+    """Whether text is a plain chain of names ('model.base', 'self.model')."""
+    return all(part.isidentifier() for part in text.split("."))
+
+
 def call_name(node):
     return dotted(node.func) if isinstance(node, ast.Call) else None
 
