@@ -53,6 +53,24 @@ for (x,) in train_loader:
     model(x).sum().backward()
     opt.step()
 """, "has a sampler of its own"),
+    "one DataLoader call for training and evaluation": ("""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def loader(n):
+    return DataLoader(TensorDataset(torch.ones(n, 2)), batch_size=2, shuffle=True)
+
+
+train_loader, val_loader = loader(10), loader(4)
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for (x,) in train_loader:
+    model(x).sum().backward()
+    opt.step()
+with torch.no_grad():
+    print(sum(model(x).sum().item() for (x,) in val_loader))
+""", "would split those too"),
     "no backward": ("""
 import torch
 model = torch.nn.Linear(2, 1)

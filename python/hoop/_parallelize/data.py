@@ -50,7 +50,7 @@ class DataSplitting:
         assigned a DataLoader, or what a function of the script returns (alone or at its place in
         a returned tuple), or passed as an argument to the function whose loop it is. Also fills
         self.aliases: each loader's names at the places it is used."""
-        self.aliases, self.iterators = {}, set()
+        self.aliases, self.iterators, self.factory_calls, self.factories = {}, set(), set(), set()
         found = []
         for loop in ast.walk(self.tree):
             if not (isinstance(loop, (ast.For, ast.While)) and any(self.is_backward(n) for n in ast.walk(loop))):
@@ -176,6 +176,9 @@ class DataSplitting:
         f = self.functions().get(call_name(value) or "") if isinstance(value, ast.Call) else None
         if f is None:
             return []
+        if "DataLoader" in seen.kinds:
+            self.factory_calls.add(id(value))  # a call of a function that makes a training loader
+            self.factories.add(id(f))
         out = []
         for r in ast.walk(f):
             if isinstance(r, ast.Return) and r.value is not None and self.enclosing(r, (ast.FunctionDef,)) is f:
@@ -204,6 +207,12 @@ class DataSplitting:
                           "it a DistributedSampler by hand")
         if own is not None:
             shuffle_src, own_kind = self.plain_sampler_order(call, own.value, what)
+        others = self.other_uses(call)
+        if others and (own is not None or shuffle is None or isinstance(shuffle.value, ast.Constant)):
+            raise Refused(f"line {call.lineno}: the DataLoader {what} makes the training loader and also "
+                          f"{', '.join(others)}, which no training loop iterates (an evaluation loader, say): a "
+                          "DistributedSampler here would split those too; give the training loader a DataLoader "
+                          "call of its own, or shuffle= saying whether it trains")
         sampler = f"{base}_sampler"
         data = self.e.source(dataset)
         before = []
@@ -214,8 +223,15 @@ class DataSplitting:
                               "assign it to a name first")
             before.append(f"{base}_dataset = {data}  {MARK} shared with the sampler")
             data = f"{base}_dataset"
-        before.append(f"{sampler} = DistributedSampler({data}, num_replicas={self.SIZE}, rank={self.RANK}, "
-                      f"shuffle={shuffle_src})  {MARK} this rank's share")
+        if others:  # the shuffled loaders this line makes train: only those are split
+            before.append(f"{sampler} = DistributedSampler({data}, num_replicas={self.SIZE}, rank={self.RANK}, "
+                          f"shuffle=True) if ({shuffle_src}) else None  {MARK} this rank's share of a shuffled "
+                          "(training) loader; the others whole")
+            self.changes.append(f"line {call.lineno}: the DataLoader made here serves training and "
+                                f"{', '.join(others)}: only the shuffled ones it makes are split between the ranks")
+        else:
+            before.append(f"{sampler} = DistributedSampler({data}, num_replicas={self.SIZE}, rank={self.RANK}, "
+                          f"shuffle={shuffle_src})  {MARK} this rank's share")
         self.e.insert_before(stmt.lineno, before, self.e.indent_of(stmt))
         last = call.keywords[-1] if call.keywords else call.args[-1]
         if own is not None:
@@ -235,6 +251,16 @@ class DataSplitting:
                             + (" (its shuffle= moved to the sampler)" if shuffle else "")
                             + (f" in place of its {own_kind}" if own is not None else ""))
         self.set_epochs(call, sampler, shuffle_src, stmt)
+
+    def other_uses(self, call):
+        """Where the function that returns this training loader is called for something else: the
+        names (or lines) its other calls' results go to, none of them found feeding a training loop."""
+        f = self.enclosing(call, (ast.FunctionDef,))
+        if f is None or id(f) not in self.factories:
+            return []
+        return [assigned_name(self.stmt_of(c), c) or f"the call at line {c.lineno}" for c in ast.walk(self.tree)
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == f.name
+                and id(c) not in self.factory_calls]
 
     def plain_sampler_order(self, call, expr, what):
         """('True', 'RandomSampler') or ('False', 'SequentialSampler') where the loader's own
