@@ -20,16 +20,16 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     optimizer's state broadcast from rank 0 (the model found through model.parameters() or
     parameter groups made from its named_parameters() or its parts' parameters(); with several
     optimizers, each one's tensor names prefixed by its model's; an optimizer a function returns,
-    as configure_optimizers() does, wrapped where its result is assigned); ddp: the model wrapped in DistributedDataParallel (which
-    broadcasts rank 0's parameters), its state_dict() and its own methods and attributes (a VAE's
-    decode()) read from .module;
+    as configure_optimizers() does, wrapped where its result is assigned); ddp: the model wrapped
+    in DistributedDataParallel (which broadcasts rank 0's parameters), its state_dict() and its
+    own methods and attributes (a VAE's decode()) read from .module;
   - each training DataLoader given a DistributedSampler (its shuffle= moved to the sampler),
     followed through names, returns, arguments and attributes (a trainer class's
     self.data_loader, an object's dm.train_loader), iterated by `for` or by next() on iter() of
     it; the sampler's set_epoch(epoch) called at the top of the epoch loop (a loop that iterates
     it, or calls a function or method that does), else where a step loop makes a new iterator
-    over it (the epoch goes up by one); manual batching over range(0, N, B) (or enumerate of it) split
-    so that each rank takes every size()-th batch, the same count on each;
+    over it (the epoch goes up by one); manual batching over range(0, N, B) (or enumerate of it)
+    split so that each rank takes every size()-th batch, the same count on each;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():`) averaged over
     the ranks after the block (numbers and one-element tensors, their type kept); a ratio over a
     training loader's len(loader.dataset) or its dataset's len(dataset), as `/` or `/=` (a count
@@ -270,8 +270,8 @@ class Converter(DataSplitting, RankZero):
                   if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                   and c.func.attr in ("parameters", "named_parameters") and not c.args}
         if len(owners) > 1 and all(dotted_source(o) for o in owners):
-            common = list(itertools.takewhile(lambda p: len(set(p)) == 1, zip(*(o.split(".") for o in owners))))
-            common = [p[0] for p in common]
+            common = [p[0] for p in itertools.takewhile(lambda p: len(set(p)) == 1,
+                                                        zip(*(o.split(".") for o in owners)))]
             owners = {".".join(common)} if common and common != ["self"] else owners
         return owners.pop() if len(owners) == 1 else None
 
@@ -307,8 +307,8 @@ class Converter(DataSplitting, RankZero):
                 continue
             names.update({k.arg: self.e.source(k.value) for k in c.keywords if k.arg})
             head, dot, rest = (model or "").partition(".")
-            seen = names.get(head, None if head in params else head)  # a global is the same name there
-            sites.append((site, seen + dot + rest if model and seen and dotted_source(seen) else None))
+            there = names.get(head, None if head in params else head)  # a global is the same name there
+            sites.append((site, there + dot + rest if model and there and dotted_source(there) else None))
         return sites
 
     def wrap_optimizer(self, call):

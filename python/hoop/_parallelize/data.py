@@ -293,10 +293,10 @@ class DataSplitting:
                 continue
             used = refs_loaded(ast.Module(body=l.body, type_ignores=[])) | self.refs_read_by_calls(l)
             used -= refs_loaded(l.iter)
-            hit = sorted(n for n in names if n in used) or sorted(
-                r for r in used - names if self.instance_class(r.split(".")[0], l) is not None
-                and r.count(".") == 1 and call in [c for c, _ in self.resolve_loader(r, l, Trail())]
-                and r not in self.iterators)
+            hit = sorted(n for n in names if n in used) or sorted(  # obj.attr through obj = C(...)
+                r for r in used - names if r.count(".") == 1 and r not in self.iterators
+                and self.instance_class(r.split(".")[0], l) is not None
+                and call in [c for c, _ in self.resolve_loader(r, l, Trail())])
             if hit:
                 loops.append((l, hit[0]))
         loops = [(l, n) for l, n in loops if not any(o is not l and l in list(ast.walk(o)) for o, _ in loops)]
