@@ -25,15 +25,17 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     own methods and attributes (a VAE's decode()) read from .module;
   - each training DataLoader given a DistributedSampler (its shuffle= moved to the sampler),
     followed through names, returns, arguments and attributes (a trainer class's
-    self.data_loader, an object's dm.train_loader), iterated by `for` or by next() on iter() of
-    it; the sampler's set_epoch(epoch) called at the top of the epoch loop (a loop that iterates
+    self.data_loader, an object's dm.train_loader) and containers (dataloaders[phase] of a dict
+    of loaders: every loader in it split), iterated by `for` or by next() on iter() of it; the
+    sampler's set_epoch(epoch) called at the top of the epoch loop (a loop that iterates
     it, or calls a function or method that does), else where a step loop makes a new iterator
     over it (the epoch goes up by one); manual batching over range(0, N, B) (or enumerate of it)
     split so that each rank takes every size()-th batch, the same count on each;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():`) averaged over
     the ranks after the block (numbers and one-element tensors, their type kept); a ratio over a
-    training loader's len(loader.dataset) or its dataset's len(dataset), as `/` or `/=` (a count
-    of this rank's share over the whole set), taken over this rank's share and averaged;
+    split loader's len(loader.dataset), its dataset's len(dataset), a name or dict holding those
+    (n_val, dataset_sizes[phase]), as `/` or `/=` (a count of this rank's share over the whole
+    set), taken over this rank's share and averaged;
   - gradient clipping (clip_grad_norm_, clip_grad_value_): horovod: optimizer.synchronize() first,
     so the averaged gradients are clipped (step() then has nothing left to wait for); ddp: as is
     (the gradients are averaged by the end of backward);
@@ -50,7 +52,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     tqdm's bars drawn by rank 0 only; a SummaryWriter or a file opened for writing outside a
     `with` block (a CSV log) made on rank 0 only (the others get a stand-in that does nothing), a
     logging FileHandler a NullHandler elsewhere; where rank 0 writes files, torch.load waits for
-    it first (a barrier), so every rank loads the checkpoint it saved.
+    it first (a barrier), so every rank loads the checkpoint it saved; writes into a temporary
+    directory of the process's own (TemporaryDirectory, mkdtemp) stay on every rank.
 It refuses, naming the line, a script that is already distributed, trains nothing (no
 .backward()), updates its parameters without a torch.optim optimizer (by hand, as
 word_language_model does, or through a custom factory), or gives a training DataLoader a sampler

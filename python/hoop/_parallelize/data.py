@@ -7,9 +7,10 @@ in another). A mixin of Converter (hoop/parallelize.py): it uses the converter's
 edits and notes."""
 import ast
 
-from hoop._parallelize.edits import MARK, Refused, call_name, dotted
+from hoop._parallelize.edits import MARK, Refused, call_name, dotted, dotted_source
 
 ITERATORS = ("iter", "cycle", "itertools.cycle")  # it = iter(loader): batches taken by next(it)
+ITEM = "[]"  # a name's suffix for an item of it: `loaders[]` is any of the loaders in the dict `loaders`
 
 
 class Trail(set):
@@ -26,6 +27,15 @@ def assigned_name(stmt, value):
     if isinstance(stmt, ast.Assign) and stmt.value is value and len(stmt.targets) == 1:
         return dotted(stmt.targets[0])
     return None
+
+
+def ref(node):
+    """dotted(node), or 'loaders[]' for an item of a container (`loaders[phase]`, `loaders["train"]`):
+    every item alike."""
+    if isinstance(node, ast.Subscript):
+        base = dotted(node.value)
+        return base + ITEM if base else None
+    return dotted(node)
 
 
 def refs_loaded(node):
@@ -51,6 +61,7 @@ class DataSplitting:
         a returned tuple), or passed as an argument to the function whose loop it is. Also fills
         self.aliases: each loader's names at the places it is used."""
         self.aliases, self.iterators, self.factory_calls, self.factories = {}, set(), set(), set()
+        self.item_kinds, self.epochs_set = {}, set()  # a container's loaders: dict or list; set_epoch's places
         found = []
         for loop in ast.walk(self.tree):
             if not (isinstance(loop, (ast.For, ast.While)) and any(self.is_backward(n) for n in ast.walk(loop))):
@@ -58,7 +69,7 @@ class DataSplitting:
             iterated = self.iterated_names(loop.iter) if isinstance(loop, ast.For) else []
             # Batches taken by next(it), where it = iter(loader): a loop over steps, not over the data.
             iterated += [d for n in ast.walk(loop) if isinstance(n, ast.Call) and call_name(n) == "next" and n.args
-                         for d in [dotted(n.args[0])] if d]
+                         for d in [ref(n.args[0])] if d]
             for name in dict.fromkeys(iterated):
                 for call, names in self.resolve_loader(name, loop, Trail()):
                     if call not in [c for c, _, _ in found]:
@@ -78,7 +89,7 @@ class DataSplitting:
         while isinstance(expr, ast.Call) and expr.args and (call_name(expr) or "").split(".")[-1] in (
                 "enumerate", "tqdm", "iter", "zip", "islice", "trange"):
             expr = expr.args[0]
-        name = dotted(expr)
+        name = ref(expr)
         return [name] if name else []
 
     def functions(self):
@@ -109,6 +120,7 @@ class DataSplitting:
             return []
         seen.add((name, id(where)))
         fn = self.enclosing(where, (ast.FunctionDef,))
+        base = name[:-len(ITEM)] if name.endswith(ITEM) else name
         scopes = [fn] if fn is not None and "." not in name else []
         if name.startswith("self."):
             scopes += list(self.methods(where).values())
@@ -118,19 +130,28 @@ class DataSplitting:
             cls = self.instance_class(obj, where)
             if cls is not None and cls.body:
                 out = self.resolve_loader(f"self.{attr}", cls.body[0], seen)
-        if not out and fn is not None and name in [a.arg for a in fn.args.args]:
-            out = self.loaders_from_callers(fn, name, seen)
+        if not out and fn is not None and base in [a.arg for a in fn.args.args]:
+            out = self.loaders_from_callers(fn, base, seen, name[len(base):])
         return [(call, names | {name}) for call, names in out]
 
     def assigned_loaders(self, name, scopes, seen):
-        """The loaders assigned to `name` in the first of the scopes that assigns one."""
+        """The loaders assigned to `name` in the first of the scopes that assigns one; for
+        `loaders[]`, those the dict (or list) `loaders` is made with or given item by item."""
         out = []
         for scope in scopes:
             for stmt in ast.walk(scope):
                 if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
                     continue
                 t = stmt.targets[0]
-                if dotted(t) == name:
+                if name.endswith(ITEM):
+                    if dotted(t) == name[:-len(ITEM)]:
+                        out += self.items_of(stmt.value, seen)
+                    elif isinstance(t, ast.Subscript) and ref(t) == name:
+                        found = self.loaders_from(stmt.value, None, seen)
+                        kind = "list" if isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, int) else "dict"
+                        self.item_kinds.update((id(c), kind) for c, _ in found)
+                        out += found
+                elif dotted(t) == name:
                     if isinstance(stmt.value, ast.Call) and call_name(stmt.value) in ITERATORS:
                         self.iterators.add(name)  # an iterator over a loader: no .sampler of its own
                     out += self.loaders_from(stmt.value, None, seen)
@@ -141,9 +162,33 @@ class DataSplitting:
                 break
         return out
 
-    def loaders_from_callers(self, fn, name, seen):
+    def items_of(self, value, seen):
+        """The DataLoader calls a container is made of: a dict or list display, a comprehension
+        (its one call makes every item), dict(k=...), another container's name, or what a
+        function of the script returns."""
+        out = None
+        if isinstance(value, ast.Dict):
+            out = [x for k, v in zip(value.keys, value.values)
+                   for x in (self.items_of(v, seen) if k is None else self.loaders_from(v, None, seen))]
+        elif isinstance(value, (ast.List, ast.Tuple)):
+            out = [x for v in value.elts for x in self.loaders_from(v, None, seen)]
+        elif isinstance(value, (ast.DictComp, ast.ListComp, ast.GeneratorExp)):
+            out = self.loaders_from(value.value if isinstance(value, ast.DictComp) else value.elt, None, seen)
+        elif isinstance(value, ast.Call) and call_name(value) == "dict" and not value.args:
+            out = [x for k in value.keywords for x in self.loaders_from(k.value, None, seen)]
+        if out is not None:
+            kind = "dict" if isinstance(value, (ast.Dict, ast.DictComp, ast.Call)) else "list"
+            self.item_kinds.update((id(c), kind) for c, _ in out)
+            return out
+        if isinstance(value, (ast.Name, ast.Attribute)) and dotted(value):
+            return self.resolve_loader(dotted(value) + ITEM, value, seen)
+        f = self.functions().get(call_name(value) or "") if isinstance(value, ast.Call) else None
+        return [x for r in (ast.walk(f) if f is not None else ()) if isinstance(r, ast.Return) and r.value is not None
+                and self.enclosing(r, (ast.FunctionDef,)) is f for x in self.items_of(r.value, seen)]
+
+    def loaders_from_callers(self, fn, name, seen, item=""):
         """The loaders passed as fn's parameter `name`: f(...), self.method(...), C(...) for
-        C.__init__ (self is not among a method's arguments)."""
+        C.__init__ (self is not among a method's arguments); item: the items of what is passed."""
         pos = [a.arg for a in fn.args.args].index(name)
         cls = self.enclosing(fn, (ast.ClassDef,))
         method = cls is not None and self.methods(cls).get(fn.name) is fn
@@ -160,7 +205,7 @@ class DataSplitting:
                 continue
             arg = c.args[at] if 0 <= at < len(c.args) else next((k.value for k in c.keywords if k.arg == name), None)
             if arg is not None and dotted(arg):
-                out += self.resolve_loader(dotted(arg), c, seen)
+                out += self.resolve_loader(dotted(arg) + item, c, seen)
         return out
 
     def loaders_from(self, value, index, seen):
@@ -194,7 +239,8 @@ class DataSplitting:
         return out
 
     def shard_loader(self, call, stmt, var):
-        base = var or f"_hoop_loader{call.lineno}"  # a loader made in place (returned, say)
+        in_display = isinstance(self.parent.get(call), (ast.Dict, ast.List, ast.Tuple))
+        base = var or f"_hoop_loader{call.lineno}" + (f"_{call.col_offset}" if in_display else "")
         what = f"'{var}'" if var else f"built at line {call.lineno}"
         dataset = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "dataset"), None)
         if dataset is None:
@@ -213,26 +259,7 @@ class DataSplitting:
                           f"{', '.join(others)}, which no training loop iterates (an evaluation loader, say): a "
                           "DistributedSampler here would split those too; give the training loader a DataLoader "
                           "call of its own, or shuffle= saying whether it trains")
-        sampler = f"{base}_sampler"
-        data = self.e.source(dataset)
-        before = []
-        if not isinstance(dataset, (ast.Name, ast.Attribute)):
-            # Built in place: made once, beside the sampler, so both see the same dataset.
-            if "\n" in data:
-                raise Refused(f"line {call.lineno}: the DataLoader {what} builds its dataset over several lines: "
-                              "assign it to a name first")
-            before.append(f"{base}_dataset = {data}  {MARK} shared with the sampler")
-            data = f"{base}_dataset"
-        if others:  # the shuffled loaders this line makes train: only those are split
-            before.append(f"{sampler} = DistributedSampler({data}, num_replicas={self.SIZE}, rank={self.RANK}, "
-                          f"shuffle=True) if ({shuffle_src}) else None  {MARK} this rank's share of a shuffled "
-                          "(training) loader; the others whole")
-            self.changes.append(f"line {call.lineno}: the DataLoader made here serves training and "
-                                f"{', '.join(others)}: only the shuffled ones it makes are split between the ranks")
-        else:
-            before.append(f"{sampler} = DistributedSampler({data}, num_replicas={self.SIZE}, rank={self.RANK}, "
-                          f"shuffle={shuffle_src})  {MARK} this rank's share")
-        self.e.insert_before(stmt.lineno, before, self.e.indent_of(stmt))
+        sampler, data = self.place_sampler(call, stmt, base, what, dataset, shuffle_src, others)
         last = call.keywords[-1] if call.keywords else call.args[-1]
         if own is not None:
             self.e.replace(own.value, sampler)
@@ -247,10 +274,39 @@ class DataSplitting:
         if not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
             raise Refused(f"line {call.lineno}: the training DataLoader {what} shares its line with other code: "
                           "give it a line of its own")
-        self.changes.append(f"line {stmt.lineno}: DataLoader {what} given a DistributedSampler"
+        self.changes.append(f"line {call.lineno}: DataLoader {what} given a DistributedSampler"
                             + (" (its shuffle= moved to the sampler)" if shuffle else "")
                             + (f" in place of its {own_kind}" if own is not None else ""))
-        self.set_epochs(call, sampler, shuffle_src, stmt)
+        self.set_epochs(call, sampler if dotted_source(sampler) else "its sampler", shuffle_src, stmt)
+
+    def place_sampler(self, call, stmt, base, what, dataset, shuffle_src, others):
+        """(the sampler as the loader's call will name it, the dataset as it will): a variable made
+        on the lines before the statement, or, for a loader made in a comprehension (one call for
+        every item of a dict of loaders), the DistributedSampler itself, in the call."""
+        data = self.e.source(dataset)
+        made = f"DistributedSampler({{}}, num_replicas={self.SIZE}, rank={self.RANK}, shuffle={shuffle_src})"
+        if others:  # the shuffled loaders this line makes train: only those are split
+            made = made.replace(f"shuffle={shuffle_src})", f"shuffle=True) if ({shuffle_src}) else None")
+            self.changes.append(f"line {call.lineno}: the DataLoader made here serves training and "
+                                f"{', '.join(others)}: only the shuffled ones it makes are split between the ranks")
+        if self.enclosing(call, (ast.DictComp, ast.ListComp, ast.GeneratorExp, ast.Lambda)) is not None:
+            if not (isinstance(dataset, (ast.Name, ast.Attribute)) or (isinstance(dataset, ast.Subscript) and ref(
+                    dataset) and isinstance(dataset.slice, (ast.Name, ast.Constant)))) or "\n" in data:
+                raise Refused(f"line {call.lineno}: the DataLoader {what} is made in a comprehension and builds its "
+                              "dataset in place: make the datasets first (a dict of them, say) and index it there")
+            return f"({made.format(data)})" if others else made.format(data), data
+        before = []
+        if not isinstance(dataset, (ast.Name, ast.Attribute)):
+            # Built in place: made once, beside the sampler, so both see the same dataset.
+            if "\n" in data:
+                raise Refused(f"line {call.lineno}: the DataLoader {what} builds its dataset over several lines: "
+                              "assign it to a name first")
+            before.append(f"{base}_dataset = {data}  {MARK} shared with the sampler")
+            data = f"{base}_dataset"
+        note = "this rank's share of a shuffled (training) loader; the others whole" if others else "this rank's share"
+        before.append(f"{base}_sampler = {made.format(data)}  {MARK} {note}")
+        self.e.insert_before(stmt.lineno, before, self.e.indent_of(stmt))
+        return f"{base}_sampler", data
 
     def other_uses(self, call):
         """Where the function that returns this training loader is called for something else: the
@@ -289,11 +345,11 @@ class DataSplitting:
         names = self.aliases.get(call, set()) - self.iterators
         loops = []
         for l in ast.walk(self.tree):
-            if not (isinstance(l, ast.For) and isinstance(l.target, ast.Name)):
-                continue
+            if not (isinstance(l, ast.For) and isinstance(l.target, ast.Name)) or call in ast.walk(l):
+                continue  # not a plain loop variable, or the loop that makes the loader(s)
             used = refs_loaded(ast.Module(body=l.body, type_ignores=[])) | self.refs_read_by_calls(l)
             used -= refs_loaded(l.iter)
-            hit = sorted(n for n in names if n in used) or sorted(  # obj.attr through obj = C(...)
+            hit = sorted(n for n in names if n.removesuffix(ITEM) in used) or sorted(  # obj.attr: obj = C(...)
                 r for r in used - names if r.count(".") == 1 and r not in self.iterators
                 and self.instance_class(r.split(".")[0], l) is not None
                 and call in [c for c, _ in self.resolve_loader(r, l, Trail())])
@@ -306,10 +362,20 @@ class DataSplitting:
             self.notes.append(f"line {stmt.lineno}: no epoch loop found around the training loader: "
                               "set_epoch(epoch) is not called on its sampler, so every epoch sees the same order")
         for loop, name in loops:
-            first = loop.body[0]
-            self.e.insert_before(first.lineno, [f"{name}.sampler.set_epoch({loop.target.id})  {MARK} a new order "
-                                                "each epoch"], self.e.indent_of(first))
-            self.changes.append(f"line {loop.lineno}: {name}.sampler.set_epoch({loop.target.id}) each epoch")
+            if (id(loop), name) in self.epochs_set:
+                continue  # another loader of the same container
+            self.epochs_set.add((id(loop), name))
+            first, epoch = loop.body[0], loop.target.id
+            lines = [f"{name}.sampler.set_epoch({epoch})  {MARK} a new order each epoch"]
+            if name.endswith(ITEM):
+                items = name[:-len(ITEM)] + (".values()" if self.item_kinds.get(id(call)) == "dict" else "")
+                lines = [f"for _hoop_loader in {items}:  {MARK} a new order each epoch, for each loader split",
+                         f"{self.e.unit}if isinstance(_hoop_loader.sampler, DistributedSampler):",
+                         f"{self.e.unit * 2}_hoop_loader.sampler.set_epoch({epoch})"]
+            self.e.insert_before(first.lineno, lines, self.e.indent_of(first))
+            said = f"sampler.set_epoch({epoch}) on each loader of {name[:-len(ITEM)]}" if name.endswith(ITEM) else \
+                f"{name}.sampler.set_epoch({epoch})"
+            self.changes.append(f"line {loop.lineno}: {said} each epoch")
 
     def set_epoch_on_new_iterators(self, names):
         """`it = iter(loader)` inside a loop (a step loop starting the data over when it ran out):

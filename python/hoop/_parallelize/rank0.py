@@ -4,6 +4,7 @@ the ranks; prints, logging, file writes, progress bars and objects that write fi
 made run on rank 0 only. A mixin of Converter (hoop/parallelize.py)."""
 import ast
 
+from hoop._parallelize.data import ITEM, ref
 from hoop._parallelize.edits import FILE_HANDLERS, LOGGING, MAKERS, MARK, WRITERS, Refused, call_name, dotted
 
 
@@ -23,15 +24,17 @@ class RankZero:
                     self.metric_blocks.append((w, names))
 
     def find_dataset_ratios(self, train):
-        """`x / len(loader.dataset)`, `x / len(dataset)` and `x /= len(...)` for a training loader
-        about to be sharded (by its names, or its dataset's): x counts this rank's share only, so
-        the ratio would come out divided by the number of ranks."""
+        """`x / len(loader.dataset)`, `x / len(dataset)`, `x / n` where n = len(dataset) (or a
+        dict of those, `sizes[phase]`), and `x /= ...` for a training loader about to be sharded
+        (by its names, or its dataset's): x counts this rank's share only, so the ratio would come
+        out divided by the number of ranks."""
         names, datasets = set(), set()
         for c, _, _ in train:
             names |= self.aliases.get(c, set()) - self.iterators
             first = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "dataset"), None)
-            if first is not None and dotted(first):
-                datasets.add(dotted(first))
+            if first is not None and ref(first):
+                datasets.add(ref(first))
+        sizes = self.dataset_sizes(names, datasets)
         self.dataset_ratios = []
         for n in ast.walk(self.tree):
             if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
@@ -40,15 +43,8 @@ class RankZero:
                 denominator = n.value
             else:
                 continue
-            if not (isinstance(denominator, ast.Call) and call_name(denominator) == "len"
-                    and len(denominator.args) == 1):
-                continue
-            of = denominator.args[0]
-            if isinstance(of, ast.Attribute) and of.attr == "dataset" and dotted(of.value) in names:
-                share = f"len({dotted(of.value)}.sampler)"
-            elif dotted(of) in datasets:
-                share = f"((len({dotted(of)}) + {self.SIZE} - 1) // {self.SIZE})"  # a DistributedSampler's share
-            else:
+            share = self.share_of(denominator, names, datasets, sizes)
+            if share is None:
                 continue
             if self.in_rank0_block(n):
                 raise Refused(f"line {n.lineno}: a metric over the training set's length in a block only rank 0 "
@@ -56,7 +52,42 @@ class RankZero:
             if isinstance(n, ast.AugAssign) and (not self.e.alone_on_lines(n) or self.on_header_line(n)):
                 raise Refused(f"line {n.lineno}: a metric divided by the training set's length shares its line with "
                               "other code: give it a line of its own")
-            self.dataset_ratios.append((n, share, self.e.source(of)))
+            self.dataset_ratios.append((n, share, self.e.source(denominator)))
+
+    def is_dataset_len(self, expr, names, datasets):
+        """Whether expr is len(D) of a training loader's dataset (`len(loader.dataset)` too)."""
+        if not (isinstance(expr, ast.Call) and call_name(expr) == "len" and len(expr.args) == 1):
+            return False
+        of = expr.args[0]
+        return ref(of) in datasets or (isinstance(of, ast.Attribute) and of.attr == "dataset"
+                                       and ref(of.value) in names)
+
+    def dataset_sizes(self, names, datasets):
+        """The names holding a training dataset's length (`n_train = len(train_set)`), and
+        `sizes[]` for a dict of them (`{x: len(image_datasets[x]) for x in ...}`)."""
+        out = set()
+        for a in ast.walk(self.tree):
+            if not (isinstance(a, ast.Assign) and len(a.targets) == 1 and dotted(a.targets[0])):
+                continue
+            v = a.value
+            if self.is_dataset_len(v, names, datasets):
+                out.add(dotted(a.targets[0]))
+            elif (isinstance(v, ast.DictComp) and self.is_dataset_len(v.value, names, datasets)) or (
+                    isinstance(v, ast.Dict) and v.values and all(
+                        k is not None and self.is_dataset_len(x, names, datasets) for k, x in zip(v.keys, v.values))):
+                out.add(dotted(a.targets[0]) + ITEM)
+        return out
+
+    def share_of(self, d, names, datasets, sizes):
+        """What the denominator d becomes over this rank's share, or None where it is not a
+        training dataset's length."""
+        if isinstance(d, ast.Call) and self.is_dataset_len(d, names, datasets):
+            of = d.args[0]
+            if isinstance(of, ast.Attribute) and of.attr == "dataset" and ref(of.value) in names:
+                return f"len({self.e.source(of.value)}.sampler)"
+        elif ref(d) not in sizes:
+            return None
+        return f"(({self.e.source(d)} + {self.SIZE} - 1) // {self.SIZE})"  # a DistributedSampler's share
 
     def average_dataset_ratios(self):
         """Each becomes this rank's share (len(loader.sampler)) averaged over the ranks: the
@@ -67,7 +98,7 @@ class RankZero:
                 self.e.replace(n, f"{name} = _hoop_mean({name} / {share})  {MARK} this rank's share, averaged")
             else:
                 self.e.replace(n, f"_hoop_mean({self.e.source(n.left)} / {share})")
-            self.changes.append(f"line {n.lineno}: a ratio over len({of}) taken over this rank's share and averaged "
+            self.changes.append(f"line {n.lineno}: a ratio over {of} taken over this rank's share and averaged "
                                 "over the ranks")
 
     def average_metrics(self):
@@ -80,13 +111,19 @@ class RankZero:
         'w')` blocks: what rank 0 alone should do."""
         self.rank0_calls, self.rank0_blocks = [], []
         defined = {n.name for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.find_private_paths()
         for stmt in ast.walk(self.tree):
             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 name = call_name(stmt.value) or ""
                 last = name.split(".")[-1]
-                if name == "print" or name in WRITERS or (name.split(".")[0] in ("logging", "logger", "log", "LOG")
-                                                          and last in LOGGING) or last == "add_scalar":
+                if name in WRITERS and self.private(stmt.value):
+                    self.kept_private.append(stmt.lineno)
+                elif name == "print" or name in WRITERS or (name.split(".")[0] in ("logging", "logger", "log", "LOG")
+                                                            and last in LOGGING) or last == "add_scalar":
                     self.rank0_calls.append(stmt.value)
+            elif isinstance(stmt, ast.With) and any(self.opens_for_writing(i.context_expr) for i in stmt.items) \
+                    and any(self.private(i.context_expr) for i in stmt.items):
+                self.kept_private.append(stmt.lineno)
             elif isinstance(stmt, ast.With) and any(self.opens_for_writing(i.context_expr) for i in stmt.items):
                 calls = {call_name(c) for c in ast.walk(stmt) if isinstance(c, ast.Call)}
                 if calls & defined or any(c and c.startswith(("hvd.", "dist.")) for c in calls):
@@ -102,6 +139,28 @@ class RankZero:
         self.rank0_calls = [c for c in self.rank0_calls if not any(
             b.lineno <= c.lineno and c.end_lineno <= b.end_lineno for b in self.rank0_blocks)]
         self.find_makers()
+
+    def find_private_paths(self):
+        """The names that hold a temporary directory or file of the process's own
+        (`with TemporaryDirectory() as d`, `d = tempfile.mkdtemp()`) or a path made from one
+        (`path = os.path.join(d, "best.pt")`): what is written there is read back by the same
+        process (the PyTorch tutorials keep the best weights so), so every rank writes its own."""
+        self.private_names, self.kept_private = set(), []
+        makers = ("TemporaryDirectory", "mkdtemp", "NamedTemporaryFile", "mkstemp")
+        for w in ast.walk(self.tree):
+            for i in (w.items if isinstance(w, ast.With) else []):
+                if (call_name(i.context_expr) or "").split(".")[-1] in makers and isinstance(i.optional_vars, ast.Name):
+                    self.private_names.add(i.optional_vars.id)
+        for _ in range(3):  # paths made from paths made from one
+            for a in ast.walk(self.tree):
+                if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) and (
+                        any((call_name(c) or "").split(".")[-1] in makers for c in ast.walk(a.value)
+                            if isinstance(c, ast.Call)) or self.private(a.value)):
+                    self.private_names.add(a.targets[0].id)
+
+    def private(self, node):
+        """Whether node reads a name of find_private_paths'."""
+        return any(isinstance(n, ast.Name) and n.id in self.private_names for n in ast.walk(node))
 
     def in_rank0_block(self, node):
         return any(b.lineno <= node.lineno and node.end_lineno <= b.end_lineno for b in self.rank0_blocks)
@@ -122,7 +181,7 @@ class RankZero:
                 self.file_handlers.append(c)
         saves = self.rank0_blocks or self.rank0_makers or any(call_name(c) in WRITERS for c in self.rank0_calls)
         self.loads_after_saves = [c for c in ast.walk(self.tree) if saves and isinstance(c, ast.Call)
-                                  and call_name(c) == "torch.load" and not self.in_rank0_block(c)
+                                  and call_name(c) == "torch.load" and not self.in_rank0_block(c) and not self.private(c)
                                   and self.enclosing(c, (ast.ClassDef,)) is None]
 
     def quiet_progress_bars(self):
@@ -160,6 +219,10 @@ class RankZero:
         for c in self.loads_after_saves:
             self.e.replace(c.func, f"_hoop_saved({self.e.source(c.func)})")
             self.changes.append(f"line {c.lineno}: torch.load waits for rank 0's writes first (a barrier)")
+        if self.kept_private:
+            self.changes.append(f"left on every rank: the write(s) to a temporary directory or file of the process's "
+                                f"own (lines {', '.join(map(str, sorted(self.kept_private)))}): each rank reads back "
+                                "its own")
         if self.rank0_calls or self.rank0_blocks:
             lines = sorted([c.lineno for c in self.rank0_calls] + [b.lineno for b in self.rank0_blocks])
             self.changes.append(f"{len(lines)} print/log/save/write statement(s) made rank 0 only (lines "
