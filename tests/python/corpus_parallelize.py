@@ -25,10 +25,12 @@ Every script is converted in both styles on every run (refusals and reported cha
 both), but its 2-rank run, the time of the suite, is made in one style per run: the style drawn
 per script from a seed (HOOPTEST_CORPUS_SEED, else the time), printed so that a failure can be
 run again; over runs both styles of every script are covered. HOOPTEST_CORPUS_STYLES=all runs
-both every time. HOOPTEST_CORPUS_SHARE=F (0 < F <= 1, default 1) runs, alone and on 2 ranks, only
-that share of the scripts, drawn from the same seed (every script is still converted and its
-conversion checked): the corpus's second run under another PyTorch (tests/CMakeLists.txt) takes
-half, so over runs every script runs under both."""
+both every time. HOOPTEST_CORPUS_PART=K/N runs, alone and on 2 ranks, only one of N parts of the
+scripts (every script is still converted and its conversion checked): part (K + window) mod N,
+the window being HOOPTEST_SHARE_WINDOW, else the quarter-day (UTC) since 1970, as support.drawn()
+takes it. CI's two corpus entries, under Debian's PyTorch and pip's (tests/CMakeLists.txt), take
+0/2 and 1/2: in each run every script runs under one of the two, and under both within half a
+day."""
 import os
 import re
 import shlex
@@ -53,11 +55,18 @@ SCRIPTS = sorted(f[:-3] for f in os.listdir(CORPUS) if f.endswith(".py"))
 STYLES = ("horovod", "ddp")
 SEED = int(os.environ.get("HOOPTEST_CORPUS_SEED") or time.time_ns() % 1000003)
 ALL_STYLES = os.environ.get("HOOPTEST_CORPUS_STYLES") == "all"
-SHARE = float(os.environ.get("HOOPTEST_CORPUS_SHARE") or 1)
-if not 0 < SHARE <= 1:
-    raise SystemExit(f"corpus: HOOPTEST_CORPUS_SHARE={SHARE}: expected a share in (0, 1]")
-print(f"corpus: 2-rank runs in {'both styles' if ALL_STYLES else 'one style per script'}"
-      f"{'' if SHARE == 1 else f', of {SHARE:.0%} of the scripts'}, HOOPTEST_CORPUS_SEED={SEED}", file=sys.stderr)
+PART = os.environ.get("HOOPTEST_CORPUS_PART") or "0/1"
+if not re.fullmatch(r"\d+/[1-9]\d*", PART):
+    raise SystemExit(f"corpus: HOOPTEST_CORPUS_PART={PART}: expected K/N, as 0/2")
+WINDOW = int(os.environ.get("HOOPTEST_SHARE_WINDOW") or time.time() // 21600)
+PARTS = int(PART.split("/")[1])
+TAKEN = (int(PART.split("/")[0]) + WINDOW) % PARTS
+# Parts of (nearly) equal size: the scripts in a fixed shuffled order, dealt out in turn.
+IN_PART = {n: i % PARTS for i, n in enumerate(sorted(SCRIPTS, key=lambda n: zlib.crc32(n.encode())))}
+print(f"corpus: 2-rank runs in {'both styles' if ALL_STYLES else 'one style per script'}, "
+      f"HOOPTEST_CORPUS_SEED={SEED}" + ("" if PARTS == 1 else f"; scripts of part {TAKEN} of {PARTS} run "
+                                         f"(HOOPTEST_CORPUS_PART={PART}, HOOPTEST_SHARE_WINDOW={WINDOW})"),
+      file=sys.stderr)
 
 
 def styles_run(name):
@@ -68,8 +77,8 @@ def styles_run(name):
 
 
 def runs_this_time(name):
-    """Whether `name` is run (alone and on 2 ranks) this time: always, unless HOOPTEST_CORPUS_SHARE."""
-    return SHARE >= 1 or zlib.crc32(f"{SEED}:share:{name}".encode()) % 1000 < SHARE * 1000
+    """Whether `name` is run (alone and on 2 ranks) this time: always, unless HOOPTEST_CORPUS_PART."""
+    return IN_PART[name] == TAKEN
 
 
 def declared(path):
