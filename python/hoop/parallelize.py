@@ -13,7 +13,7 @@ nothing written) rather than write a script that runs but is silently wrong.
 The changes (--style horovod, the default, uses hoop.torch's Horovod-style API; --style ddp,
 DistributedDataParallel over the torch.distributed backend "hoop"):
   - hoop.torch imported and initialised after the script's imports;
-  - where the script uses CUDA, the device pinned to the local rank;
+  - where the script uses CUDA, the device pinned to the local rank ("cuda:0" made "cuda");
   - each torch.optim optimizer's learning rate scaled by the number of ranks (a parameter
     group's own "lr" too);
   - horovod: the optimizer wrapped in hvd.DistributedOptimizer, the model's parameters and the
@@ -30,7 +30,9 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     sampler's set_epoch(epoch) called at the top of the epoch loop (a loop that iterates
     it, or calls a function or method that does), else where a step loop makes a new iterator
     over it (the epoch goes up by one); manual batching over range(0, N, B) (or enumerate of it)
-    split so that each rank takes every size()-th batch, the same count on each;
+    split so that each rank takes every size()-th batch, the same count on each; batches drawn at
+    random (torch.randint in a get_batch()) drawn apart: the generators seeded by rank before the
+    training loop;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():`) averaged over
     the ranks after the block (numbers and one-element tensors, their type kept); a ratio over a
     split loader's len(loader.dataset), its dataset's len(dataset), a name or dict holding those
@@ -178,8 +180,10 @@ class Converter(DataSplitting, RankZero):
         if uses_cuda:
             lines += ["if torch.cuda.is_available():  " + MARK + " one GPU per local rank",
                       f"    torch.cuda.set_device({local})"]
-            self.notes.append("the script uses CUDA: its device is pinned to the local rank, but hoop.torch takes CPU "
-                              "tensors in this version, so tensors must stay on the CPU")
+            for c in ast.walk(self.tree):  # the tutorials' "cuda:0": "cuda", the device just set, instead
+                if isinstance(c, ast.Constant) and c.value == "cuda:0" and isinstance(self.parent.get(c), ast.expr):
+                    self.e.replace(c, self.e.source(c).replace(":0", ""))
+                    self.changes.append(f"line {c.lineno}: 'cuda:0' made 'cuda', this rank's GPU (its local rank's)")
         if self.rank0_calls or self.rank0_makers:
             lines += ["", "", "class _HoopNothing:  " + MARK + " what rank-0-only calls give the other ranks: every use "
                       "of it does nothing",
@@ -483,10 +487,11 @@ class Converter(DataSplitting, RankZero):
         train = self.training_loaders()
         manual = False
         if not train:
-            manual = self.shard_manual_batches()
+            manual = self.shard_manual_batches() or self.reseed_random_batches()
             if not manual:
-                raise Refused("no training loop was recognised: neither a DataLoader iterated where backward runs nor "
-                              "batches taken by `for i in range(0, N, B)`; split the data between ranks by hand")
+                raise Refused("no training loop was recognised: neither a DataLoader iterated where backward runs, "
+                              "batches taken by `for i in range(0, N, B)`, nor batches drawn at random; split the data "
+                              "between ranks by hand")
         self.find_dataset_ratios(train)
         self.imports_and_init()
         for c, stmt, var in train:

@@ -100,6 +100,27 @@ for x in batches():
     model(x).sum().backward()
     opt.step()
 """, "no training loop was recognised"),
+    "random batches from a generator of their own": ("""
+import torch
+data = torch.ones(100, 2)
+g = torch.Generator().manual_seed(0)
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(5):
+    ix = torch.randint(100, (8,), generator=g)
+    model(data[ix]).sum().backward()
+    opt.step()
+""", "a generator of their own"),
+    "batches from a permutation iterated through": ("""
+import torch
+data = torch.ones(100, 2)
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+    for ix in torch.randperm(100).split(10):  # an epoch's order: seeding the ranks apart would not split it
+        model(data[ix]).sum().backward()
+        opt.step()
+""", "no training loop was recognised"),
     "an optimizer that is not a plain assignment": ("""
 import torch
 model = torch.nn.Linear(2, 1)

@@ -10,6 +10,13 @@ import ast
 from hoop._parallelize.edits import MARK, Refused, call_name, dotted, dotted_source
 
 ITERATORS = ("iter", "cycle", "itertools.cycle")  # it = iter(loader): batches taken by next(it)
+# Draws of a batch's indices made afresh for each batch, by the generator whose seed they follow:
+# torch's, NumPy's, Python's. (A permutation is not among them: one per epoch, iterated through,
+# is an epoch's order, which seeding the ranks apart would not split.)
+RANDOM_DRAWS = {"torch.randint": "torch",
+                **{f"{m}.random.{f}": m for m in ("np", "numpy") for f in ("randint", "choice", "random_integers")},
+                **dict.fromkeys(("random.randint", "random.randrange", "random.sample", "random.choice",
+                                 "random.choices"), "random")}
 ITEM = "[]"  # a name's suffix for an item of it: `loaders[]` is any of the loaders in the dict `loaders`
 
 
@@ -459,3 +466,51 @@ class DataSplitting:
                                 "last incomplete round is dropped so every rank takes as many steps)")
             done = True
         return done
+
+    def reseed_random_batches(self):
+        """A training loop fed by no DataLoader that draws its batches at random (`get_batch()`
+        taking torch.randint offsets into the data, as nanoGPT and its lectures do): from the
+        same seed every rank would draw the same batches. Just before the (outermost) loop, each
+        generator it draws from is seeded apart on each rank (a number drawn from the shared
+        stream, plus the rank): what was made before (the data, the model) stays the same on
+        every rank, and the batches (and dropout) differ, as nanoGPT's own seed offset makes
+        them. Whether any loop was found."""
+        loops = [l for l in ast.walk(self.tree) if isinstance(l, (ast.For, ast.While))
+                 and any(self.is_backward(n) for n in ast.walk(l)) and self.random_draws(l)]
+        loops = [l for l in loops if not any(o is not l and l in list(ast.walk(o)) for o in loops)]
+        for loop in loops:
+            draws = self.random_draws(loop)
+            own = next((c for c in draws if any(k.arg in ("generator", "random_state") for k in c.keywords)), None)
+            if own is not None:
+                raise Refused(f"line {own.lineno}: batches drawn at random with a generator of their own: seed it "
+                              f"differently on each rank (with {self.RANK}) by hand")
+            if not self.e.alone_on_lines(loop) or self.on_header_line(loop):
+                raise Refused(f"line {loop.lineno}: the training loop shares its line with other code")
+            lines = []
+            for module in dict.fromkeys(RANDOM_DRAWS[call_name(c)] for c in draws):
+                lines.append({"torch": f"torch.manual_seed(torch.initial_seed() + {self.RANK})",
+                              "random": f"random.seed(random.getrandbits(32) + {self.RANK})"}.get(
+                    module, f"{module}.random.seed(({module}.random.randint(2**31) + {self.RANK}) % 2**32)")
+                    + f"  {MARK} each rank draws batches of its own")
+            self.e.insert_before(loop.lineno, lines, self.e.indent_of(loop))
+            self.changes.append(f"line {loop.lineno}: batches drawn at random (line {draws[0].lineno}): the "
+                                f"random generators seeded apart on each rank before the training loop, so each "
+                                f"draws its own")
+        return bool(loops)
+
+    def random_draws(self, loop):
+        """The random index draws (RANDOM_DRAWS) made in the loop or in the script's functions and
+        methods it calls (three calls deep)."""
+        fns, found, seen = self.functions(), [], set()
+        todo = [(loop, "self", self.methods(loop))]
+        for _ in range(3):
+            called = []
+            for node, receiver, methods in todo:
+                for c in ast.walk(node):
+                    if isinstance(c, ast.Call):
+                        if call_name(c) in RANDOM_DRAWS and c not in found:
+                            found.append(c)
+                        called += self.callee(c, receiver, methods, fns, loop)
+            todo = [t for t in called if id(t[0]) not in seen]
+            seen |= {id(t[0]) for t in todo}
+        return found
