@@ -33,8 +33,10 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     split so that each rank takes every size()-th batch, the same count on each; batches drawn at
     random (torch.randint in a get_batch()) drawn apart: the generators seeded by rank before the
     training loop;
-  - evaluation metrics (names accumulated with += inside `with torch.no_grad():`) averaged over
-    the ranks after the block (numbers and one-element tensors, their type kept); a ratio over a
+  - evaluation metrics (names accumulated with += inside `with torch.no_grad():` or
+    inference_mode()) averaged over the ranks after the block (numbers and one-element tensors,
+    their type kept), or summed where the block iterates a split loader and the name is not
+    divided by this rank's share afterwards (a count, or one over the set's size); a ratio over a
     split loader's len(loader.dataset), its dataset's len(dataset), a name or dict holding those
     (n_val, dataset_sizes[phase]), as `/` or `/=` (a count of this rank's share over the whole
     set), taken over this rank's share and averaged;
@@ -214,23 +216,7 @@ class Converter(DataSplitting, RankZero):
                       "        return load(*args, **kwargs)",
                       "    return after_saves"]
         if self.metric_blocks or self.dataset_ratios:
-            if self.style == "horovod":
-                mean = ["    t = hvd.allreduce(t, op=hvd.Average, name='metric')"]
-            else:
-                mean = ["    dist.all_reduce(t, op=dist.ReduceOp.AVG)"]
-            lines += ["", "", "def _hoop_mean(value):  " + MARK + " a metric averaged over the ranks (its type kept: an "
-                      "int stays one where the mean is whole)",
-                      "    if isinstance(value, torch.Tensor) and value.numel() == 1:",
-                      "        t = value.detach().to('cpu', torch.float64).reshape(())",
-                      "    elif isinstance(value, (int, float)) and not isinstance(value, bool):",
-                      "        t = torch.tensor(float(value), dtype=torch.float64)",
-                      "    else:",
-                      "        return value  # not a number: left as it is",
-                      *mean,
-                      "    if isinstance(value, torch.Tensor):",
-                      "        return t.to(value.dtype).reshape(value.shape).to(value.device)",
-                      "    mean = t.item()",
-                      "    return int(mean) if isinstance(value, int) and mean.is_integer() else mean"]
+            lines += self.metric_helper()
         self.e.insert_after(last, lines, "")
         self.changes.append(f"hoop.torch imported and initialised after line {last.end_lineno}"
                             + (" (the device pinned to the local rank)" if uses_cuda else ""))

@@ -121,6 +121,29 @@ for epoch in range(2):
         model(data[ix]).sum().backward()
         opt.step()
 """, "no training loop was recognised"),
+    "a loader method that makes the evaluation loader too": ("""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Trainer:
+    def __init__(self):
+        self.model = torch.nn.Linear(2, 1)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.train_loader = self.loader(torch.ones(8, 2))
+        self.val_loader = self.loader(torch.zeros(8, 2))
+
+    def loader(self, x):
+        return DataLoader(TensorDataset(x), batch_size=2, shuffle=True)
+
+    def fit(self):
+        for (x,) in self.train_loader:
+            self.model(x).sum().backward()
+            self.opt.step()
+
+
+Trainer().fit()
+""", "also self.val_loader"),
     "an optimizer that is not a plain assignment": ("""
 import torch
 model = torch.nn.Linear(2, 1)

@@ -189,7 +189,7 @@ class DataSplitting:
             return out
         if isinstance(value, (ast.Name, ast.Attribute)) and dotted(value):
             return self.resolve_loader(dotted(value) + ITEM, value, seen)
-        f = self.functions().get(call_name(value) or "") if isinstance(value, ast.Call) else None
+        f = self.script_callee(value)
         return [x for r in (ast.walk(f) if f is not None else ()) if isinstance(r, ast.Return) and r.value is not None
                 and self.enclosing(r, (ast.FunctionDef,)) is f for x in self.items_of(r.value, seen)]
 
@@ -225,7 +225,7 @@ class DataSplitting:
             return self.resolve_loader(dotted(value), value, seen)
         if index is None and isinstance(value, ast.Call) and call_name(value) in ITERATORS and len(value.args) == 1:
             return self.loaders_from(value.args[0], None, seen)  # an iterator over the loader
-        f = self.functions().get(call_name(value) or "") if isinstance(value, ast.Call) else None
+        f = self.script_callee(value)
         if f is None:
             return []
         if "DataLoader" in seen.kinds:
@@ -322,8 +322,15 @@ class DataSplitting:
         if f is None or id(f) not in self.factories:
             return []
         return [assigned_name(self.stmt_of(c), c) or f"the call at line {c.lineno}" for c in ast.walk(self.tree)
-                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == f.name
-                and id(c) not in self.factory_calls]
+                if isinstance(c, ast.Call) and self.script_callee(c) is f and id(c) not in self.factory_calls]
+
+    def script_callee(self, c):
+        """The function or method of the script that call c runs (f(), self.m(), obj.m() for
+        obj = C()), or None."""
+        if not isinstance(c, ast.Call):
+            return None
+        found = self.callee(c, "self", self.methods(c), self.functions(), c)
+        return found[0][0] if found else None
 
     def plain_sampler_order(self, call, expr, what):
         """('True', 'RandomSampler') or ('False', 'SequentialSampler') where the loader's own

@@ -10,11 +10,11 @@ from hoop._parallelize.edits import FILE_HANDLERS, LOGGING, MAKERS, MARK, WRITER
 
 class RankZero:
     def find_metric_blocks(self):
-        """`with torch.no_grad():` blocks and the names they accumulate with +=."""
+        """`with torch.no_grad():` (or inference_mode(), set_grad_enabled(False)) blocks and the
+        names they accumulate with +=."""
         self.metric_blocks = []
         for w in ast.walk(self.tree):
-            if isinstance(w, ast.With) and any(dotted(i.context_expr.func) in ("torch.no_grad", "no_grad")
-                                               for i in w.items if isinstance(i.context_expr, ast.Call)):
+            if isinstance(w, ast.With) and any(self.grad_off(i.context_expr) for i in w.items):
                 names = []
                 for n in ast.walk(w):
                     if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name) \
@@ -22,6 +22,25 @@ class RankZero:
                         names.append(n.target.id)
                 if names and self.e.alone_on_lines(w):
                     self.metric_blocks.append((w, names))
+
+    def metric_helper(self):
+        """The converted script's _hoop_mean(value, total=False): a number or one-element tensor
+        averaged (or summed) over the ranks, its type kept."""
+        op = ("hvd.Sum if total else hvd.Average", "hvd.allreduce(t, op={}, name='metric')") if self.style == "horovod" \
+            else ("dist.ReduceOp.SUM if total else dist.ReduceOp.AVG", "dist.all_reduce(t, op={})")
+        return ["", "", "def _hoop_mean(value, total=False):  " + MARK + " a metric averaged (or summed) over the ranks "
+                "(its type kept: an int stays one where the result is whole)",
+                "    if isinstance(value, torch.Tensor) and value.numel() == 1:",
+                "        t = value.detach().to('cpu', torch.float64).reshape(())",
+                "    elif isinstance(value, (int, float)) and not isinstance(value, bool):",
+                "        t = torch.tensor(float(value), dtype=torch.float64)",
+                "    else:",
+                "        return value  # not a number: left as it is",
+                ("    t = " if self.style == "horovod" else "    ") + op[1].format(op[0]),
+                "    if isinstance(value, torch.Tensor):",
+                "        return t.to(value.dtype).reshape(value.shape).to(value.device)",
+                "    mean = t.item()",
+                "    return int(mean) if isinstance(value, int) and mean.is_integer() else mean"]
 
     def find_dataset_ratios(self, train):
         """`x / len(loader.dataset)`, `x / len(dataset)`, `x / n` where n = len(dataset) (or a
@@ -35,6 +54,7 @@ class RankZero:
             if first is not None and ref(first):
                 datasets.add(ref(first))
         sizes = self.dataset_sizes(names, datasets)
+        self.split_refs = (names, datasets, sizes)
         self.dataset_ratios = []
         for n in ast.walk(self.tree):
             if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
@@ -101,10 +121,58 @@ class RankZero:
             self.changes.append(f"line {n.lineno}: a ratio over {of} taken over this rank's share and averaged "
                                 "over the ranks")
 
+    @staticmethod
+    def grad_off(expr):
+        name = call_name(expr) or ""
+        return name.split(".")[-1] in ("no_grad", "inference_mode") or (
+            name.endswith("set_grad_enabled") and len(expr.args) == 1 and isinstance(expr.args[0], ast.Constant)
+            and expr.args[0].value is False)
+
     def average_metrics(self):
+        """After each metric block, its accumulators averaged over the ranks: alike on every rank
+        where it evaluates whole data; where it iterates a split loader, each rank counted its
+        share, and a count divided by the share (len(loader), or a dataset length made the
+        share's) is averaged, one divided by anything else (the whole set's size as a number) or
+        not divided is summed."""
         for w, names in self.metric_blocks:
-            self.e.insert_after(w, [f"{n} = _hoop_mean({n})" for n in names])
-            self.changes.append(f"line {w.lineno}: {', '.join(names)} averaged over the ranks after the no_grad block")
+            split = any(isinstance(f, ast.For) and set(self.iterated_names(f.iter)) & self.split_refs[0]
+                        for f in ast.walk(w))
+            how = {n: self.metric_reduction(w, n) if split else "mean" for n in names}
+            self.e.insert_after(w, [f"{n} = _hoop_mean({n}{', total=True' if how[n] == 'total' else ''})"
+                                    for n in names])
+            for kind in ("mean", "total"):
+                these = [n for n in names if how[n] == kind]
+                if these:
+                    self.changes.append(f"line {w.lineno}: {', '.join(these)} {'averaged' if kind == 'mean' else 'summed'}"
+                                        f" over the ranks after the {'no_grad' if kind == 'mean' and not split else 'metric'}"
+                                        f" block{' (counted over a split loader)' if split else ''}")
+
+    def metric_reduction(self, block, name):
+        """'mean' or 'total' for `name`, accumulated in a block over a split loader, by what the
+        code after the block divides it by."""
+        names, datasets, sizes = self.split_refs
+        scope = self.enclosing(block, (ast.FunctionDef,)) or self.tree
+        kinds = set()
+        for n in ast.walk(scope):
+            if getattr(n, "lineno", 0) <= block.end_lineno:
+                continue
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and any(
+                    isinstance(x, ast.Name) and x.id == name for x in ast.walk(n.left)):
+                d = n.right
+            elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Div) and dotted(n.target) == name:
+                d = n.value
+            else:
+                continue
+            per_rank = self.share_of(d, names, datasets, sizes) is not None or (
+                call_name(d) == "len" and len(d.args) == 1 and (ref(d.args[0]) in names or (
+                    isinstance(d.args[0], ast.Attribute) and d.args[0].attr == "sampler"
+                    and ref(d.args[0].value) in names)))
+            kinds.add("mean" if per_rank else "total")
+        if len(kinds) > 1:
+            raise Refused(f"line {block.lineno}: '{name}', counted over a split loader, is divided both by this "
+                          "rank's share and by another number: divide it by len(loader.dataset) (or len(loader)) "
+                          "everywhere")
+        return kinds.pop() if kinds else "total"
 
     def find_side_effects(self):
         """Calls to print, logging, torch.save and other writers (as statements), and `with open(...,
