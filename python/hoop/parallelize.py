@@ -18,7 +18,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     group's own "lr" too);
   - horovod: the optimizer wrapped in hvd.DistributedOptimizer, the model's parameters and the
     optimizer's state broadcast from rank 0 (the model found through model.parameters() or
-    parameter groups made from its named_parameters() or its parts' parameters(); with several
+    parameter groups made from its named_parameters(), its parts' parameters() or its tensors,
+    the whole model where only a part of it is optimized; with several
     optimizers, each one's tensor names prefixed by its model's; an optimizer a function returns,
     as configure_optimizers() does, wrapped where its result is assigned); ddp: the model wrapped
     in DistributedDataParallel (which broadcasts rank 0's parameters), its state_dict() and its
@@ -74,7 +75,7 @@ import os
 import sys
 
 from hoop._parallelize.data import DataSplitting
-from hoop._parallelize.edits import CLIPPERS, CYCLIC, MARK, MODULE_ATTRS, OPTIMIZERS, Edits, Refused, call_name, \
+from hoop._parallelize.edits import CLIPPERS, CYCLIC, MARK, MODULE_ATTRS, OPTIMIZERS, Edits, Refused, call_name, dotted, \
     dotted_source
 from hoop._parallelize.check import check, find_hooprun
 from hoop._parallelize.rank0 import RankZero
@@ -259,14 +260,30 @@ class Converter(DataSplitting, RankZero):
         """'model' for torch.optim.X(model.parameters(), ...), or for parameter groups made from
         one model's parameters()/named_parameters() (in place, or in a list assigned to a name
         first), or from its parts' (model.base, model.classifier: the model they share), else None."""
-        owners = {self.e.source(c.func.value) for e in self.params_exprs(call) for c in ast.walk(e)
+        exprs = self.params_exprs(call)
+        owners = {self.e.source(c.func.value) for e in exprs for c in ast.walk(e)
                   if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                   and c.func.attr in ("parameters", "named_parameters") and not c.args}
+        # Parameters named one by one (net.fc.weight, alone or in groups): their modules.
+        tensors = [t for e in exprs for t in ([e] if isinstance(e, ast.List) else []) + [
+            v for d in ast.walk(e) if isinstance(d, ast.Dict) for k, v in zip(d.keys, d.values)
+            if isinstance(k, ast.Constant) and k.value == "params"]]
+        owners |= {d.rsplit(".", 1)[0] for t in tensors for x in (t.elts if isinstance(t, (ast.List, ast.Tuple))
+                                                                  else [t]) for d in [dotted(x)] if d and "." in d}
         if len(owners) > 1 and all(dotted_source(o) for o in owners):
             common = [p[0] for p in itertools.takewhile(lambda p: len(set(p)) == 1,
                                                         zip(*(o.split(".") for o in owners)))]
             owners = {".".join(common)} if common and common != ["self"] else owners
-        return owners.pop() if len(owners) == 1 else None
+        return self.called_root(owners.pop()) if len(owners) == 1 else None
+
+    def called_root(self, owner):
+        """The part's model where only a part is optimized (`model.fc.parameters()`, a frozen
+        feature extractor): the shortest prefix of owner the script calls (`model(x)`), else
+        owner. The whole model is then broadcast (its frozen parts too) or wrapped."""
+        called = {dotted(c.func) for c in ast.walk(self.tree) if isinstance(c, ast.Call)}
+        parts = owner.split(".")
+        return next((p for p in (".".join(parts[:i]) for i in range(1, len(parts))) if p != "self" and p in called),
+                    owner)
 
     def optimizer_sites(self, call):
         """[(statement, model)] where the optimizer `call` builds is assigned: `opt = SGD(...)`
@@ -337,7 +354,7 @@ class Converter(DataSplitting, RankZero):
                               "to wrap in DistributedDataParallel is unknown (try --style horovod)")
             self.e.insert_before(stmt.lineno, [f"{model} = torch.nn.parallel.DistributedDataParallel({model})  {MARK} "
                                                "gradients averaged over the ranks"], self.e.indent_of(stmt))
-            self.ddp_models[model] = (stmt.lineno, self.enclosing(stmt, (ast.FunctionDef,)))
+            self.ddp_models[model] = (stmt.lineno - 1, self.enclosing(stmt, (ast.FunctionDef,)))  # wrapped before stmt
             self.changes.append(f"line {stmt.lineno}: model '{model}' wrapped in DistributedDataParallel")
 
     def steps_of(self, opt):
@@ -462,7 +479,9 @@ class Converter(DataSplitting, RankZero):
             if self.enclosing(a, (ast.FunctionDef,)) is scope and a.lineno <= line:
                 continue
             self.e.replace(a.value, f"{owner}.module")
-            self.changes.append(f"line {a.lineno}: {owner}.{a.attr} read from the wrapped model's .module")
+            said = f"line {a.lineno}: {owner}.{a.attr} read from the wrapped model's .module"
+            if said not in self.changes:
+                self.changes.append(said)
 
     def convert(self):
         self.refuse_if_not_convertible()
