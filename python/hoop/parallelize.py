@@ -476,7 +476,8 @@ class Converter(DataSplitting, RankZero):
                                                                                            "load_state_dict")):
                 continue
             line, scope = self.ddp_models[owner]
-            if self.enclosing(a, (ast.FunctionDef,)) is scope and a.lineno <= line:
+            if self.enclosing(a, (ast.FunctionDef,)) is scope and (a.lineno <= line or any(  # made again since
+                    line < b.lineno < a.lineno for b in self.assignments(owner, scope))):
                 continue
             self.e.replace(a.value, f"{owner}.module")
             said = f"line {a.lineno}: {owner}.{a.attr} read from the wrapped model's .module"

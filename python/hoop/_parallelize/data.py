@@ -24,9 +24,10 @@ class Trail(set):
     """The (name, node) pairs a resolution has visited, and the kinds of call it looks for (the
     last part of their names: DataLoader, or a sampler's class)."""
 
-    def __init__(self, kinds=("DataLoader",)):
+    def __init__(self, kinds=("DataLoader",), record=True):
         super().__init__()
         self.kinds = kinds
+        self.record = record  # whether what it passes is noted (factories, iterators): not for a look-up
 
 
 def assigned_name(stmt, value):
@@ -99,6 +100,36 @@ class DataSplitting:
         name = ref(expr)
         return [name] if name else []
 
+    def is_split_ref(self, name, where):
+        """Whether `name`, read at `where`, is one of the loaders being split: by its names, then
+        resolved from there (a function's parameter to what its callers pass: train(loader) and
+        test(loader) name different loaders alike)."""
+        if name not in self.split_refs[0]:
+            return False
+        return any(c in self.split_calls for c, _ in self.resolve_loader(name, where, Trail(record=False)))
+
+    def locals_of(self, fn):
+        """The names a function binds: its parameters and what it assigns."""
+        if fn is None:
+            return set()
+        args = fn.args
+        return {a.arg for a in args.args + args.kwonlyargs + args.posonlyargs} | {
+            n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+    def assignments(self, name, scope):
+        """The statements of scope (a function, or the module: None) that assign `name`."""
+        return [b for b in ast.walk(scope or self.tree) if isinstance(b, ast.Assign)
+                and any(dotted(t) == name for t in b.targets) and self.enclosing(b, (ast.FunctionDef,)) is scope]
+
+    def same_binding(self, name, use, made):
+        """Whether `name` read at `use` is the variable it is at `made` (a local of one function is
+        not another's; a module-level name holds where no function rebinds it)."""
+        base = name.split(".")[0].split("[")[0]
+        fu, fm = (self.enclosing(n, (ast.FunctionDef,)) for n in (use, made))
+        if base == "self" or fu is fm:
+            return True
+        return base not in self.locals_of(fm) and base not in self.locals_of(fu)
+
     def functions(self):
         return {f.name: f for f in ast.walk(self.tree) if isinstance(f, ast.FunctionDef)}
 
@@ -160,7 +191,8 @@ class DataSplitting:
                         out += found
                 elif dotted(t) == name:
                     if isinstance(stmt.value, ast.Call) and call_name(stmt.value) in ITERATORS:
-                        self.iterators.add(name)  # an iterator over a loader: no .sampler of its own
+                        if seen.record:
+                            self.iterators.add(name)  # an iterator over a loader: no .sampler of its own
                     out += self.loaders_from(stmt.value, None, seen)
                 elif isinstance(t, ast.Tuple) and any(dotted(e) == name for e in t.elts):
                     i = next(k for k, e in enumerate(t.elts) if dotted(e) == name)
@@ -228,7 +260,7 @@ class DataSplitting:
         f = self.script_callee(value)
         if f is None:
             return []
-        if "DataLoader" in seen.kinds:
+        if "DataLoader" in seen.kinds and seen.record:
             self.factory_calls.add(id(value))  # a call of a function that makes a training loader
             self.factories.add(id(f))
         out = []

@@ -47,12 +47,13 @@ class RankZero:
         dict of those, `sizes[phase]`), and `x /= ...` for a training loader about to be sharded
         (by its names, or its dataset's): x counts this rank's share only, so the ratio would come
         out divided by the number of ranks."""
-        names, datasets = set(), set()
+        names, datasets = set(), {}
         for c, _, _ in train:
             names |= self.aliases.get(c, set()) - self.iterators
             first = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "dataset"), None)
             if first is not None and ref(first):
-                datasets.add(ref(first))
+                datasets.setdefault(ref(first), []).append(first)
+        self.split_calls, self.split_refs = [c for c, _, _ in train], (names, datasets, {})
         sizes = self.dataset_sizes(names, datasets)
         self.split_refs = (names, datasets, sizes)
         self.dataset_ratios = []
@@ -75,27 +76,28 @@ class RankZero:
             self.dataset_ratios.append((n, share, self.e.source(denominator)))
 
     def is_dataset_len(self, expr, names, datasets):
-        """Whether expr is len(D) of a training loader's dataset (`len(loader.dataset)` too)."""
+        """Whether expr is len(D) of a split loader's dataset (`len(loader.dataset)` too), D the
+        same variable there as where the loader was given it."""
         if not (isinstance(expr, ast.Call) and call_name(expr) == "len" and len(expr.args) == 1):
             return False
         of = expr.args[0]
-        return ref(of) in datasets or (isinstance(of, ast.Attribute) and of.attr == "dataset"
-                                       and ref(of.value) in names)
+        return any(self.same_binding(ref(of), of, d) for d in datasets.get(ref(of), [])) or (
+            isinstance(of, ast.Attribute) and of.attr == "dataset" and self.is_split_ref(ref(of.value), of))
 
     def dataset_sizes(self, names, datasets):
         """The names holding a training dataset's length (`n_train = len(train_set)`), and
         `sizes[]` for a dict of them (`{x: len(image_datasets[x]) for x in ...}`)."""
-        out = set()
+        out = {}
         for a in ast.walk(self.tree):
             if not (isinstance(a, ast.Assign) and len(a.targets) == 1 and dotted(a.targets[0])):
                 continue
             v = a.value
             if self.is_dataset_len(v, names, datasets):
-                out.add(dotted(a.targets[0]))
+                out.setdefault(dotted(a.targets[0]), []).append(a)
             elif (isinstance(v, ast.DictComp) and self.is_dataset_len(v.value, names, datasets)) or (
                     isinstance(v, ast.Dict) and v.values and all(
                         k is not None and self.is_dataset_len(x, names, datasets) for k, x in zip(v.keys, v.values))):
-                out.add(dotted(a.targets[0]) + ITEM)
+                out.setdefault(dotted(a.targets[0]) + ITEM, []).append(a)
         return out
 
     def share_of(self, d, names, datasets, sizes):
@@ -103,9 +105,9 @@ class RankZero:
         training dataset's length."""
         if isinstance(d, ast.Call) and self.is_dataset_len(d, names, datasets):
             of = d.args[0]
-            if isinstance(of, ast.Attribute) and of.attr == "dataset" and ref(of.value) in names:
+            if isinstance(of, ast.Attribute) and of.attr == "dataset" and self.is_split_ref(ref(of.value), of):
                 return f"len({self.e.source(of.value)}.sampler)"
-        elif ref(d) not in sizes:
+        elif not any(self.same_binding(ref(d), d, a) for a in sizes.get(ref(d), [])):
             return None
         return f"(({self.e.source(d)} + {self.SIZE} - 1) // {self.SIZE})"  # a DistributedSampler's share
 
@@ -135,8 +137,8 @@ class RankZero:
         share's) is averaged, one divided by anything else (the whole set's size as a number) or
         not divided is summed."""
         for w, names in self.metric_blocks:
-            split = any(isinstance(f, ast.For) and set(self.iterated_names(f.iter)) & self.split_refs[0]
-                        for f in ast.walk(w))
+            split = any(self.is_split_ref(n, f) for f in ast.walk(w) if isinstance(f, ast.For)
+                        for n in self.iterated_names(f.iter))
             how = {n: self.metric_reduction(w, n) if split else "mean" for n in names}
             self.e.insert_after(w, [f"{n} = _hoop_mean({n}{', total=True' if how[n] == 'total' else ''})"
                                     for n in names])
@@ -164,9 +166,9 @@ class RankZero:
             else:
                 continue
             per_rank = self.share_of(d, names, datasets, sizes) is not None or (
-                call_name(d) == "len" and len(d.args) == 1 and (ref(d.args[0]) in names or (
+                call_name(d) == "len" and len(d.args) == 1 and (self.is_split_ref(ref(d.args[0]), d) or (
                     isinstance(d.args[0], ast.Attribute) and d.args[0].attr == "sampler"
-                    and ref(d.args[0].value) in names)))
+                    and self.is_split_ref(ref(d.args[0].value), d))))
             kinds.add("mean" if per_rank else "total")
         if len(kinds) > 1:
             raise Refused(f"line {block.lineno}: '{name}', counted over a split loader, is divided both by this "
