@@ -63,7 +63,8 @@ It refuses, naming the line, a script that is already distributed, trains nothin
 .backward()), updates its parameters without a torch.optim optimizer (by hand, as
 word_language_model does, or through a custom factory), or gives a training DataLoader a sampler
 of its own other than a RandomSampler or SequentialSampler over its dataset (which a
-DistributedSampler replaces, in the same order): a WeightedRandomSampler, say, or a batch sampler.
+DistributedSampler replaces, in the same order): a WeightedRandomSampler, say, or a batch sampler,
+or reads an IterableDataset (a stream, which takes no sampler).
 --check runs the result on 2 ranks under hooprun for a few optimizer steps and compares the ranks'
 parameters then (bitwise); a failed check leaves the script at OUTPUT.failed instead.
 """

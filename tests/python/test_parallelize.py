@@ -144,6 +144,24 @@ class Trainer:
 
 Trainer().fit()
 """, "also self.val_loader"),
+    "a training loader over a stream": ("""
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+
+class Stream(IterableDataset):
+    def __iter__(self):
+        return iter(torch.ones(8, 2))
+
+
+stream = Stream()
+loader = DataLoader(stream, batch_size=2)
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in loader:
+    model(x).sum().backward()
+    opt.step()
+""", "reads an IterableDataset"),
     "an optimizer that is not a plain assignment": ("""
 import torch
 model = torch.nn.Linear(2, 1)

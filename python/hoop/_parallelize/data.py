@@ -284,6 +284,10 @@ class DataSplitting:
         dataset = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "dataset"), None)
         if dataset is None:
             raise Refused(f"line {call.lineno}: the DataLoader {what} has no dataset argument")
+        if self.iterable_dataset(dataset, call):
+            raise Refused(f"line {call.lineno}: the training DataLoader {what} reads an IterableDataset, which takes "
+                          "no sampler: give each rank its own part of the stream in its __iter__ (by "
+                          f"{self.RANK} and {self.SIZE}), with as many batches on every rank")
         shuffle = next((k for k in call.keywords if k.arg == "shuffle"), None)
         shuffle_src = self.e.source(shuffle.value) if shuffle else "False"
         own = next((k for k in call.keywords if k.arg == "sampler"), None)
@@ -346,6 +350,21 @@ class DataSplitting:
         before.append(f"{base}_sampler = {made.format(data)}  {MARK} {note}")
         self.e.insert_before(stmt.lineno, before, self.e.indent_of(stmt))
         return f"{base}_sampler", data
+
+    def iterable_dataset(self, dataset, call):
+        """Whether the dataset is a stream (no len(), no sampler): made by a class of the script
+        derived from IterableDataset or IterDataPipe, a WebDataset, or load_dataset(...,
+        streaming=True), in place or assigned to the name given."""
+        kinds = {c.name for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef) and any(
+            (dotted(b) or "").split(".")[-1] in ("IterableDataset", "IterDataPipe") for b in c.bases)}
+        kinds |= {"WebDataset", "IterableDataset"}
+        made = [dataset] if isinstance(dataset, ast.Call) else [
+            c for c, _ in self.resolve_loader(dotted(dataset), call, Trail(tuple(kinds) + ("load_dataset",), False))
+        ] if dotted(dataset) else []
+        return any((call_name(m) or "").split(".")[-1] in kinds or (
+            (call_name(m) or "").split(".")[-1] == "load_dataset" and any(
+                k.arg == "streaming" and isinstance(k.value, ast.Constant) and k.value.value for k in m.keywords))
+            for m in made)
 
     def other_uses(self, call):
         """Where the function that returns this training loader is called for something else: the
