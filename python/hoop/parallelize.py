@@ -59,7 +59,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     logging FileHandler a NullHandler elsewhere; where rank 0 writes files, torch.load waits for
     it first (a barrier), so every rank loads the checkpoint it saved; writes into a temporary
     directory of the process's own (TemporaryDirectory, mkdtemp) stay on every rank.
-It refuses, naming the line, a script that is already distributed, trains nothing (no
+It refuses, naming the line, a script that is already distributed (or trains through Accelerate,
+Lightning or DeepSpeed, which distribute it themselves), trains nothing (no
 .backward()), updates its parameters without a torch.optim optimizer (by hand, as
 word_language_model does, or through a custom factory), or gives a training DataLoader a sampler
 of its own other than a RandomSampler or SequentialSampler over its dataset (which a
@@ -76,8 +77,8 @@ import os
 import sys
 
 from hoop._parallelize.data import DataSplitting
-from hoop._parallelize.edits import CLIPPERS, CYCLIC, MARK, MODULE_ATTRS, OPTIMIZERS, Edits, Refused, call_name, dotted, \
-    dotted_source
+from hoop._parallelize.edits import CLIPPERS, CYCLIC, FRAMEWORKS, MARK, MODULE_ATTRS, OPTIMIZERS, Edits, Refused, \
+    call_name, dotted, dotted_source
 from hoop._parallelize.check import check, find_hooprun
 from hoop._parallelize.rank0 import RankZero
 
@@ -127,6 +128,12 @@ class Converter(DataSplitting, RankZero):
         if any(x.endswith("init_process_group") or x in ("hvd.init", "hoop.init") for x in names) or \
                 any(m.startswith(("horovod", "hoop")) for m in imported):
             raise Refused("the script is distributed already (it initialises torch.distributed, Horovod or hoop)")
+        own = sorted({m.split(".")[0] for m in imported if m.split(".")[0] in FRAMEWORKS} | {
+            "DistributedDataParallel" for x in names if x.endswith("DistributedDataParallel")})
+        if own:
+            raise Refused(f"the script trains through {', '.join(own)}, which runs data-parallel by itself: launch it "
+                          "the way that documents (accelerate launch, a Trainer's strategy, the deepspeed launcher), "
+                          "or on hoop's torch.distributed backend")
         if not any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in calls):
             raise Refused("no .backward() call: this does not look like a training script")
         self.optimizers = [c for c in calls if self.is_optimizer(c)]
@@ -188,35 +195,7 @@ class Converter(DataSplitting, RankZero):
                 if isinstance(c, ast.Constant) and c.value == "cuda:0" and isinstance(self.parent.get(c), ast.expr):
                     self.e.replace(c, self.e.source(c).replace(":0", ""))
                     self.changes.append(f"line {c.lineno}: 'cuda:0' made 'cuda', this rank's GPU (its local rank's)")
-        if self.rank0_calls or self.rank0_makers:
-            lines += ["", "", "class _HoopNothing:  " + MARK + " what rank-0-only calls give the other ranks: every use "
-                      "of it does nothing",
-                      "    def __getattr__(self, name):",
-                      "        return self",
-                      "",
-                      "    def __call__(self, *args, **kwargs):",
-                      "        return self",
-                      "",
-                      "    def __enter__(self):",
-                      "        return self",
-                      "",
-                      "    def __exit__(self, *exc):",
-                      "        return False",
-                      "",
-                      "    def __iter__(self):",
-                      "        return iter(())",
-                      "", "",
-                      "def _hoop_on_rank0(fn):  " + MARK + " fn on rank 0; elsewhere nothing (arguments are still "
-                      "evaluated)",
-                      f"    return fn if {self.RANK} == 0 else (lambda *args, **kwargs: _HoopNothing())"]
-        if self.loads_after_saves:
-            barrier = "hvd.barrier()" if self.style == "horovod" else "dist.barrier()"
-            lines += ["", "", "def _hoop_saved(load):  " + MARK + " rank 0 writes the files: every rank waits for it "
-                      "before it reads one",
-                      "    def after_saves(*args, **kwargs):",
-                      f"        {barrier}",
-                      "        return load(*args, **kwargs)",
-                      "    return after_saves"]
+        lines += self.rank0_helpers()
         if self.metric_blocks or self.dataset_ratios:
             lines += self.metric_helper()
         self.e.insert_after(last, lines, "")

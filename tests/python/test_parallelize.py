@@ -162,6 +162,17 @@ for x in loader:
     model(x).sum().backward()
     opt.step()
 """, "reads an IterableDataset"),
+    "a script on Accelerate": ("""
+import torch
+from accelerate import Accelerator
+accelerator = Accelerator()
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model, opt = accelerator.prepare(model, opt)
+for i in range(0, 100, 10):
+    accelerator.backward(model(torch.ones(10, 2)).sum())
+    opt.step()
+""", "trains through accelerate"),
     "an optimizer that is not a plain assignment": ("""
 import torch
 model = torch.nn.Linear(2, 1)

@@ -23,6 +23,8 @@ FILE_HANDLERS = {"FileHandler", "RotatingFileHandler", "TimedRotatingFileHandler
 CLIPPERS = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"}
 CYCLIC = {"OneCycleLR": ("max_lr",), "CyclicLR": ("base_lr", "max_lr")}
 LOGGING = {"debug", "info", "warning", "error", "critical", "exception", "log", "basicConfig"}
+# Training frameworks that split the work between processes themselves: a script on them is refused.
+FRAMEWORKS = {"accelerate", "lightning", "pytorch_lightning", "deepspeed", "fairscale", "colossalai"}
 MARK = "# hoop-parallelize:"
 
 

@@ -23,6 +23,41 @@ class RankZero:
                 if names and self.e.alone_on_lines(w):
                     self.metric_blocks.append((w, names))
 
+    def rank0_helpers(self):
+        """The converted script's _hoop_on_rank0 (and its stand-in), and _hoop_saved where loads
+        wait for rank 0's writes."""
+        lines = []
+        if self.rank0_calls or self.rank0_makers:
+            lines += ["", "", "class _HoopNothing:  " + MARK + " what rank-0-only calls give the other ranks: every use "
+                      "of it does nothing",
+                      "    def __getattr__(self, name):",
+                      "        return self",
+                      "",
+                      "    def __call__(self, *args, **kwargs):",
+                      "        return self",
+                      "",
+                      "    def __enter__(self):",
+                      "        return self",
+                      "",
+                      "    def __exit__(self, *exc):",
+                      "        return False",
+                      "",
+                      "    def __iter__(self):",
+                      "        return iter(())",
+                      "", "",
+                      "def _hoop_on_rank0(fn):  " + MARK + " fn on rank 0; elsewhere nothing (arguments are still "
+                      "evaluated)",
+                      f"    return fn if {self.RANK} == 0 else (lambda *args, **kwargs: _HoopNothing())"]
+        if self.loads_after_saves:
+            barrier = "hvd.barrier()" if self.style == "horovod" else "dist.barrier()"
+            lines += ["", "", "def _hoop_saved(load):  " + MARK + " rank 0 writes the files: every rank waits for it "
+                      "before it reads one",
+                      "    def after_saves(*args, **kwargs):",
+                      f"        {barrier}",
+                      "        return load(*args, **kwargs)",
+                      "    return after_saves"]
+        return lines
+
     def metric_helper(self):
         """The converted script's _hoop_mean(value, total=False): a number or one-element tensor
         averaged (or summed) over the ranks, its type kept."""
