@@ -13,7 +13,8 @@ nothing written) rather than write a script that runs but is silently wrong.
 The changes (--style horovod, the default, uses hoop.torch's Horovod-style API; --style ddp,
 DistributedDataParallel over the torch.distributed backend "hoop"):
   - hoop.torch imported and initialised after the script's imports;
-  - where the script uses CUDA, the device pinned to the local rank ("cuda:0" made "cuda");
+  - where the script uses CUDA, the device pinned to the local rank ("cuda:0" made "cuda"), and
+    nn.DataParallel kept to that GPU (horovod) or dropped for the DDP wrap (ddp);
   - each torch.optim optimizer's learning rate scaled by the number of ranks (a parameter
     group's own "lr" too);
   - horovod: the optimizer wrapped in hvd.DistributedOptimizer, the model's parameters and the
@@ -77,16 +78,18 @@ import os
 import sys
 
 from hoop._parallelize.data import DataSplitting
+from hoop._parallelize.devices import Devices
 from hoop._parallelize.edits import CLIPPERS, CYCLIC, FRAMEWORKS, MARK, MODULE_ATTRS, OPTIMIZERS, Edits, Refused, \
     call_name, dotted, dotted_source
 from hoop._parallelize.check import check, find_hooprun
 from hoop._parallelize.rank0 import RankZero
 
 
-class Converter(DataSplitting, RankZero):
+class Converter(DataSplitting, RankZero, Devices):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
     gradients' synchronisation here; the data's split (DataSplitting, _parallelize/data.py) and
-    what rank 0 alone does or every rank averages (RankZero, _parallelize/rank0.py) beside."""
+    what rank 0 alone does or every rank averages (RankZero, _parallelize/rank0.py) and one GPU
+    per rank (Devices, _parallelize/devices.py) beside."""
 
     def __init__(self, text, style):
         self.text, self.style = text, style
@@ -191,10 +194,7 @@ class Converter(DataSplitting, RankZero):
         if uses_cuda:
             lines += ["if torch.cuda.is_available():  " + MARK + " one GPU per local rank",
                       f"    torch.cuda.set_device({local})"]
-            for c in ast.walk(self.tree):  # the tutorials' "cuda:0": "cuda", the device just set, instead
-                if isinstance(c, ast.Constant) and c.value == "cuda:0" and isinstance(self.parent.get(c), ast.expr):
-                    self.e.replace(c, self.e.source(c).replace(":0", ""))
-                    self.changes.append(f"line {c.lineno}: 'cuda:0' made 'cuda', this rank's GPU (its local rank's)")
+        self.one_gpu_per_rank(local)
         lines += self.rank0_helpers()
         if self.metric_blocks or self.dataset_ratios:
             lines += self.metric_helper()
