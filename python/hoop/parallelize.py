@@ -219,15 +219,23 @@ class Converter(DataSplitting, RankZero, Devices):
         self.changes.append(f"line {call.lineno}: learning rate scaled by the number of ranks")
 
     def params_exprs(self, call):
-        """The expressions an optimizer's parameters come from: its first argument, or the value
-        last assigned to the name it is (a list of parameter groups made first)."""
+        """The expressions an optimizer's parameters come from: its first argument, or, for a name,
+        the values assigned to it before and what was appended to it (a list of parameter groups
+        made first; the finetuning tutorial's params_to_update, filled from named_parameters())."""
         first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
         if first is None:
             return []
-        if isinstance(first, ast.Name):
-            scope = self.enclosing(call, (ast.FunctionDef,)) or self.tree
-            return [a.value for a in ast.walk(scope) if isinstance(a, ast.Assign) and a.lineno < call.lineno
-                    and any(isinstance(t, ast.Name) and t.id == first.id for t in a.targets)][-1:]
+        if isinstance(first, ast.Name):  # every value it was given before, and what was appended to it
+            scope, out = self.enclosing(call, (ast.FunctionDef,)) or self.tree, []
+            for a in (n for n in ast.walk(scope) if getattr(n, "lineno", call.lineno) < call.lineno):
+                if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == first.id for t in a.targets):
+                    out.append(a.value)
+                elif isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr in (
+                        "append", "extend") and dotted(a.func.value) == first.id and a.args:
+                    loop = self.enclosing(a, (ast.For,))  # for name, p in model.named_parameters(): x.append(p)
+                    out += [a.args[0]] + ([loop.iter] if loop is not None and isinstance(a.args[0], ast.Name) and any(
+                        isinstance(t, ast.Name) and t.id == a.args[0].id for t in ast.walk(loop.target)) else [])
+            return out
         return [first]
 
     def group_rates(self, call):
