@@ -284,26 +284,12 @@ class Converter(DataSplitting, RankZero, Devices):
         fn = self.enclosing(call, (ast.FunctionDef,))
         if not (isinstance(stmt, ast.Return) and stmt.value is call and fn is not None):
             return []
-        cls = self.enclosing(fn, (ast.ClassDef,))
-        method = cls is not None and fn in cls.body
-        params = [a.arg for a in fn.args.args]
-        sites = []
-        for c in ast.walk(self.tree):
-            site = self.stmt_of(c) if isinstance(c, ast.Call) else None
+        params, sites = [a.arg for a in fn.args.args], []
+        for c, args in self.calls_of(fn):
+            site = self.stmt_of(c)
             if not (isinstance(site, ast.Assign) and site.value is c):
                 continue
-            if method and isinstance(c.func, ast.Attribute) and c.func.attr == fn.name:
-                receiver = self.e.source(c.func.value)
-                theirs = self.enclosing(c, (ast.ClassDef,)) if receiver == "self" else \
-                    self.instance_class(receiver, c) if receiver.isidentifier() else None
-                if theirs is not None and theirs is not cls:
-                    continue
-                names = {"self": receiver, **dict(zip(params[1:], (self.e.source(a) for a in c.args)))}
-            elif not method and isinstance(c.func, ast.Name) and c.func.id == fn.name:
-                names = dict(zip(params, (self.e.source(a) for a in c.args)))
-            else:
-                continue
-            names.update({k.arg: self.e.source(k.value) for k in c.keywords if k.arg})
+            names = {k: self.e.source(v) for k, v in args.items()}
             head, dot, rest = (model or "").partition(".")
             there = names.get(head, None if head in params else head)  # a global is the same name there
             sites.append((site, there + dot + rest if model and there and dotted_source(there) else None))

@@ -226,25 +226,35 @@ class DataSplitting:
                 and self.enclosing(r, (ast.FunctionDef,)) is f for x in self.items_of(r.value, seen)]
 
     def loaders_from_callers(self, fn, name, seen, item=""):
-        """The loaders passed as fn's parameter `name`: f(...), self.method(...), C(...) for
-        C.__init__ (self is not among a method's arguments); item: the items of what is passed."""
-        pos = [a.arg for a in fn.args.args].index(name)
+        """The loaders passed as fn's parameter `name` (calls_of); item: the items of what is passed."""
+        return [x for c, args in self.calls_of(fn) if name in args and dotted(args[name])
+                for x in self.resolve_loader(dotted(args[name]) + item, c, seen)]
+
+    def calls_of(self, fn):
+        """[(call, {parameter: argument})] for each call of the script's function or method fn:
+        f(...); self.m(...) in its class and obj.m(...) (obj = C(), or of a class not known),
+        self being the receiver; C(...) for C.__init__."""
         cls = self.enclosing(fn, (ast.ClassDef,))
         method = cls is not None and self.methods(cls).get(fn.name) is fn
+        params = [a.arg for a in fn.args.args]
         out = []
         for c in ast.walk(self.tree):
             if not isinstance(c, ast.Call):
                 continue
-            if method and ((dotted(c.func) == f"self.{fn.name}" and self.methods(c).get(fn.name) is fn)
-                           or (fn.name == "__init__" and call_name(c) == cls.name)):
-                at = pos - 1
+            if method and isinstance(c.func, ast.Attribute) and c.func.attr == fn.name and params:
+                receiver = c.func.value
+                theirs = self.enclosing(c, (ast.ClassDef,)) if dotted(receiver) == "self" else \
+                    self.instance_class(receiver.id, c) if isinstance(receiver, ast.Name) else None
+                if theirs is not None and theirs is not cls:
+                    continue
+                args = {params[0]: receiver, **dict(zip(params[1:], c.args))}
+            elif method and fn.name == "__init__" and call_name(c) == cls.name:
+                args = dict(zip(params[1:], c.args))
             elif not method and isinstance(c.func, ast.Name) and c.func.id == fn.name:
-                at = pos
+                args = dict(zip(params, c.args))
             else:
                 continue
-            arg = c.args[at] if 0 <= at < len(c.args) else next((k.value for k in c.keywords if k.arg == name), None)
-            if arg is not None and dotted(arg):
-                out += self.resolve_loader(dotted(arg) + item, c, seen)
+            out.append((c, {**args, **{k.arg: k.value for k in c.keywords if k.arg}}))
         return out
 
     def loaders_from(self, value, index, seen):
