@@ -326,10 +326,22 @@ class Converter(DataSplitting, RankZero, Devices):
             if not model:
                 raise Refused(f"line {call.lineno}: the optimizer is not built from model.parameters(), so the model "
                               "to wrap in DistributedDataParallel is unknown (try --style horovod)")
+            scope = self.enclosing(stmt, (ast.FunctionDef,))
+            # Where the script kept the model before (self.model = model): the wrapped one there too.
+            kept = sorted({dotted(b.targets[0]) for b in ast.walk(scope or self.tree) if isinstance(b, ast.Assign)
+                           and b.lineno < stmt.lineno and self.enclosing(b, (ast.FunctionDef,)) is scope
+                           and len(b.targets) == 1 and dotted(b.targets[0]) not in (None, model) and (
+                               dotted(b.value) == model or (isinstance(b.value, ast.Call) and isinstance(
+                                   b.value.func, ast.Attribute) and b.value.func.attr in ("to", "cuda", "cpu", "train")
+                                   and dotted(b.value.func.value) == model))})
             self.e.insert_before(stmt.lineno, [f"{model} = torch.nn.parallel.DistributedDataParallel({model})  {MARK} "
-                                               "gradients averaged over the ranks"], self.e.indent_of(stmt))
-            self.ddp_models[model] = (stmt.lineno - 1, self.enclosing(stmt, (ast.FunctionDef,)))  # wrapped before stmt
-            self.changes.append(f"line {stmt.lineno}: model '{model}' wrapped in DistributedDataParallel")
+                                               "gradients averaged over the ranks"] + [
+                f"{k} = {model}  {MARK} the wrapped model where the script keeps it" for k in kept],
+                self.e.indent_of(stmt))
+            for name in [model] + kept:
+                self.ddp_models[name] = (stmt.lineno - 1, scope)  # wrapped before stmt
+            self.changes.append(f"line {stmt.lineno}: model '{model}' wrapped in DistributedDataParallel"
+                                + (f" (and kept as {', '.join(kept)})" if kept else ""))
 
     def steps_of(self, opt):
         """The `opt.step()` calls, and AMP's `scaler.step(opt)`."""
@@ -453,6 +465,9 @@ class Converter(DataSplitting, RankZero, Devices):
             if self.enclosing(a, (ast.FunctionDef,)) is scope and (a.lineno <= line or any(  # made again since
                     line < b.lineno < a.lineno for b in self.assignments(owner, scope))):
                 continue
+            if owner.startswith("self.") and self.enclosing(a, (ast.ClassDef,)) is not self.enclosing(
+                    scope, (ast.ClassDef,)):
+                continue  # another class's self
             self.e.replace(a.value, f"{owner}.module")
             said = f"line {a.lineno}: {owner}.{a.attr} read from the wrapped model's .module"
             if said not in self.changes:
