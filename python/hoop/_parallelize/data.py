@@ -1,10 +1,12 @@
 """hoop-parallelize: splitting the data between the ranks. The DataLoaders a training loop
 iterates (a `for` over it, or `next()` of an iterator made from it, in a `for` or a `while`) get a
 DistributedSampler (and set_epoch at the top of the epoch loop, or where the iterator is made
-again); manual batching over range(0, N, B) takes every size()-th batch. A loader is followed by
-name: a variable, or an attribute (`self.train_loader`, made in one method of a class and iterated
-in another). A mixin of Converter (hoop/parallelize.py): it uses the converter's tree, parents,
-edits and notes."""
+again); manual batching over range(0, N, B) takes every size()-th batch; batches drawn at random
+(torch.randint in a get_batch()) are drawn apart, the generators seeded by rank before the loop.
+A loader is followed by name: a variable, an attribute (`self.train_loader`, made in one method of
+a class and iterated in another), an item of a container (`dataloaders[phase]`), through the
+functions and methods that return it or are given it. A mixin of Converter (hoop/parallelize.py):
+it uses the converter's tree, parents, edits and notes."""
 import ast
 
 from hoop._parallelize.edits import MARK, Refused, call_name, dotted, dotted_source

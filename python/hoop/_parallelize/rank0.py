@@ -1,7 +1,9 @@
 """hoop-parallelize: what only rank 0 should do, and what every rank must agree on. Evaluation
-metrics accumulated under torch.no_grad() and ratios over the dataset's length are averaged over
-the ranks; prints, logging, file writes, progress bars and objects that write files as they are
-made run on rank 0 only. A mixin of Converter (hoop/parallelize.py)."""
+metrics accumulated under torch.no_grad() (or inference_mode()) are averaged over the ranks, or
+summed where they were counted over a split loader and are not divided by the rank's share;
+ratios over a split set's length are taken over the share and averaged; prints, logging, file
+writes (but those into a process's own temporary directory), progress bars and objects that
+write files as they are made run on rank 0 only. A mixin of Converter (hoop/parallelize.py)."""
 import ast
 
 from hoop._parallelize.data import ITEM, ref
