@@ -2,7 +2,8 @@
 and size, is_homogeneous, reducescatter (even and uneven first dimensions, Average and Sum),
 grouped_allreduce (sync and async), the timeline calls' errors, hoop.__version__, and
 SyncBatchNorm against torch's BatchNorm over the whole batch (output, input gradient, the
-ranks' summed weight gradients, running statistics). Prints "extras ok rank R of N"."""
+ranks' summed weight gradients, running statistics), a second DistributedOptimizer over the same
+parameters. Prints "extras ok rank R of N"."""
 import sys
 
 import torch
@@ -75,6 +76,20 @@ def main():
     sync.eval()
     ref.eval()
     close("SyncBatchNorm in eval", sync(x_all[mine]), ref(x_all[mine]))
+    # A new DistributedOptimizer over the same parameters (a fit() called again with another rate)
+    # takes them over: the first one's hooks do not submit them again, and the step averages.
+    model = torch.nn.Linear(3, 1, bias=False)
+    with torch.no_grad():
+        model.weight.fill_(1.0)
+    for lr in (0.1, 0.01):
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=lr),
+                                       named_parameters=model.named_parameters())
+        before = model.weight.detach().clone()
+        opt.zero_grad()
+        (model(torch.full((1, 3), float(r + 1))).sum()).backward()
+        opt.step()
+        close(f"a second DistributedOptimizer's step (lr {lr})", model.weight,
+              before - lr * sum(k + 1 for k in range(n)) / n)
     print(f"extras ok rank {r} of {n}")
     hvd.shutdown()
 

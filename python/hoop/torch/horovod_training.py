@@ -2,10 +2,12 @@
 
 broadcast_parameters and broadcast_optimizer_state start every rank from root_rank's state;
 DistributedOptimizer wraps an optimizer so that each gradient is submitted to the fusion runtime
-as soon as backward has produced it and step() waits for them; SyncBatchNorm is batch norm over
+as soon as backward has produced it and step() waits for them (a newer DistributedOptimizer over
+the same parameters takes them over: the older one no longer submits them); SyncBatchNorm is batch norm over
 the whole job's batch. All use only the calls horovod.py offers.
 """
 import contextlib
+import weakref
 
 import torch
 
@@ -68,6 +70,10 @@ class _DistributedOptimizer:
         self._hoop_sync = True
         self._hoop_hooks = []
         for p in params:
+            # A parameter's gradient is submitted by the newest DistributedOptimizer built over it:
+            # a script that builds a new optimizer for each fit() leaves the older ones' hooks
+            # behind, which would otherwise submit the same gradient again, under the same name.
+            p._hoop_optimizer = weakref.ref(self)
             if p.requires_grad:
                 acc = p.expand_as(p).grad_fn.next_functions[0][0]
                 acc.register_hook(self._hoop_hook(p))
@@ -85,6 +91,8 @@ class _DistributedOptimizer:
 
     def _hoop_hook(self, p):
         def hook(*_):
+            if p._hoop_optimizer() is not self:
+                return  # a newer DistributedOptimizer over p submits it
             if self._hoop_handles.get(p) is not None and self._hoop_delay[p] <= 0:
                 raise AssertionError(f"hoop.torch: DistributedOptimizer: the gradient of '{self._hoop_names[p]}' was "
                                      "computed again before step(); with several backward passes per step, set "
