@@ -22,19 +22,27 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     parameter groups made from its named_parameters(), its parts' parameters() or its tensors,
     the whole model where only a part of it is optimized; with several
     optimizers, each one's tensor names prefixed by its model's; an optimizer a function returns,
-    as configure_optimizers() does, wrapped where its result is assigned); ddp: the model wrapped
+    as configure_optimizers() does, alone or in a tuple (`model, opt = get_model()`), wrapped
+    where its result is assigned; one built through a parameter defaulting to a torch.optim class,
+    `fit(..., opt_func=torch.optim.SGD)`, too); ddp: the model wrapped
     in DistributedDataParallel (which broadcasts rank 0's parameters), its state_dict() and its
-    own methods and attributes (a VAE's decode()) read from .module;
-  - each training DataLoader given a DistributedSampler (its shuffle= moved to the sampler),
+    own methods and attributes (a VAE's decode()) read from .module, and the wrapped model given
+    wherever the script kept the plain one before (another name, an object of its classes);
+  - each training DataLoader (of a loop that runs backward, itself or through the functions and
+    methods it calls) given a DistributedSampler (its shuffle= moved to the sampler; over
+    Subset(dataset, idx) in place of a SubsetRandomSampler(idx)),
     followed through names, returns, arguments and attributes (a trainer class's
     self.data_loader, an object's dm.train_loader) and containers (dataloaders[phase] of a dict
     of loaders: every loader in it split), iterated by `for` or by next() on iter() of it; the
     sampler's set_epoch(epoch) called at the top of the epoch loop (a loop that iterates
     it, or calls a function or method that does), else where a step loop makes a new iterator
-    over it (the epoch goes up by one); manual batching over range(0, N, B) (or enumerate of it)
+    over it (the epoch goes up by one), on the loader under a wrapper of the script's own
+    (`DeviceDataLoader(train_dl, device)` keeping self.dl); manual batching over range(0, N, B) (or enumerate of it)
     split so that each rank takes every size()-th batch, the same count on each; batches drawn at
     random (torch.randint in a get_batch()) drawn apart: the generators seeded by rank before the
-    training loop;
+    training loop; torch's (NumPy's, random's) global generator seeded alike on every rank at
+    start-up where the script does not seed it at the top level, so that every rank makes the same
+    random_split or shuffled index list;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():` or
     inference_mode()) averaged over the ranks after the block (numbers and one-element tensors,
     their type kept), or summed where the block iterates a split loader and the name is not
@@ -65,31 +73,36 @@ Lightning or DeepSpeed, which distribute it themselves), trains nothing (no
 .backward()), updates its parameters without a torch.optim optimizer (by hand, as
 word_language_model does, or through a custom factory), or gives a training DataLoader a sampler
 of its own other than a RandomSampler or SequentialSampler over its dataset (which a
-DistributedSampler replaces, in the same order): a WeightedRandomSampler, say, or a batch sampler,
-or reads an IterableDataset (a stream, which takes no sampler).
+DistributedSampler replaces, in the same order) or a SubsetRandomSampler: a
+WeightedRandomSampler, say, or a batch sampler, or reads an IterableDataset (a stream, which
+takes no sampler).
 --check runs the result on 2 ranks under hooprun for a few optimizer steps and compares the ranks'
 parameters then (bitwise); a failed check leaves the script at OUTPUT.failed instead.
 """
 import argparse
 import ast
 import difflib
-import itertools
 import os
 import sys
 
 from hoop._parallelize.data import DataSplitting
+from hoop._parallelize.ddp import DdpWrap
 from hoop._parallelize.devices import Devices
-from hoop._parallelize.edits import CLIPPERS, CYCLIC, FRAMEWORKS, MARK, MODULE_ATTRS, OPTIMIZERS, Edits, Refused, \
-    call_name, dotted, dotted_source
+from hoop._parallelize.edits import CLIPPERS, CYCLIC, FRAMEWORKS, MARK, Edits, Refused, call_name
 from hoop._parallelize.check import check, find_hooprun
+from hoop._parallelize.optimizers import Optimizers
 from hoop._parallelize.rank0 import RankZero
+from hoop._parallelize.scopes import Scopes
+from hoop._parallelize.seeds import Seeds
 
 
-class Converter(DataSplitting, RankZero, Devices):
+class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Devices, DdpWrap):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
-    gradients' synchronisation here; the data's split (DataSplitting, _parallelize/data.py) and
-    what rank 0 alone does or every rank averages (RankZero, _parallelize/rank0.py) and one GPU
-    per rank (Devices, _parallelize/devices.py) beside."""
+    gradients' synchronisation here; beside, in _parallelize/: what names and calls mean
+    (Scopes, scopes.py), which calls build optimizers and from what model (Optimizers,
+    optimizers.py), the data's split (DataSplitting, data.py), what each rank draws at
+    random (Seeds, seeds.py), what rank 0 alone does or every rank averages (RankZero, rank0.py),
+    one GPU per rank (Devices, devices.py) and the DDP wrap (DdpWrap, ddp.py)."""
 
     def __init__(self, text, style):
         self.text, self.style = text, style
@@ -151,18 +164,6 @@ class Converter(DataSplitting, RankZero, Devices):
             if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(self.tree)):
                 raise Refused(f"the script assigns the name '{name}', which the converted script needs")
 
-    def is_optimizer(self, call):
-        name = call_name(call)
-        if not name:
-            return False
-        parts = name.split(".")
-        if parts[-1] not in OPTIMIZERS:
-            return False
-        if len(parts) == 1:  # from torch.optim import SGD
-            return any(isinstance(n, ast.ImportFrom) and (n.module or "").startswith("torch.optim")
-                       and any(a.asname or a.name == parts[0] for a in n.names) for n in ast.walk(self.tree))
-        return parts[-2] == "optim"
-
     # ---- the changes
 
     def imports_and_init(self):
@@ -195,12 +196,15 @@ class Converter(DataSplitting, RankZero, Devices):
             lines += ["if torch.cuda.is_available():  " + MARK + " one GPU per local rank",
                       f"    torch.cuda.set_device({local})"]
         self.one_gpu_per_rank(local)
+        seeds, seeded = self.same_draws()
+        lines += seeds
         lines += self.rank0_helpers()
         if self.metric_blocks or self.dataset_ratios:
             lines += self.metric_helper()
         self.e.insert_after(last, lines, "")
         self.changes.append(f"hoop.torch imported and initialised after line {last.end_lineno}"
                             + (" (the device pinned to the local rank)" if uses_cuda else ""))
+        self.changes += [seeded] if seeded else []
 
     def scale_lr(self, call):
         for group in self.group_rates(call):  # parameter groups' own rates: {"params": ..., "lr": 1e-3}
@@ -218,94 +222,18 @@ class Converter(DataSplitting, RankZero, Devices):
         self.e.replace(target, f"({self.e.source(target)}) * {self.SIZE}")
         self.changes.append(f"line {call.lineno}: learning rate scaled by the number of ranks")
 
-    def params_exprs(self, call):
-        """The expressions an optimizer's parameters come from: its first argument, or, for a name,
-        the values assigned to it before and what was appended to it (a list of parameter groups
-        made first; the finetuning tutorial's params_to_update, filled from named_parameters())."""
-        first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
-        if first is None:
-            return []
-        if isinstance(first, ast.Name):  # every value it was given before, and what was appended to it
-            scope, out = self.enclosing(call, (ast.FunctionDef,)) or self.tree, []
-            for a in (n for n in ast.walk(scope) if getattr(n, "lineno", call.lineno) < call.lineno):
-                if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == first.id for t in a.targets):
-                    out.append(a.value)
-                elif isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr in (
-                        "append", "extend") and dotted(a.func.value) == first.id and a.args:
-                    loop = self.enclosing(a, (ast.For,))  # for name, p in model.named_parameters(): x.append(p)
-                    out += [a.args[0]] + ([loop.iter] if loop is not None and isinstance(a.args[0], ast.Name) and any(
-                        isinstance(t, ast.Name) and t.id == a.args[0].id for t in ast.walk(loop.target)) else [])
-            return out
-        return [first]
-
-    def group_rates(self, call):
-        """The "lr" values of the parameter groups written out as dicts in the optimizer's
-        parameters (in place or in the list assigned to the name it is given)."""
-        return [v for e in self.params_exprs(call) for d in ast.walk(e) if isinstance(d, ast.Dict)
-                for k, v in zip(d.keys, d.values) if isinstance(k, ast.Constant) and k.value == "lr"]
-
-    def model_of(self, call):
-        """'model' for torch.optim.X(model.parameters(), ...), or for parameter groups made from
-        one model's parameters()/named_parameters() (in place, or in a list assigned to a name
-        first), or from its parts' (model.base, model.classifier: the model they share), else None."""
-        exprs = self.params_exprs(call)
-        owners = {self.e.source(c.func.value) for e in exprs for c in ast.walk(e)
-                  if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-                  and c.func.attr in ("parameters", "named_parameters") and not c.args}
-        # Parameters named one by one (net.fc.weight, alone or in groups): their modules.
-        tensors = [t for e in exprs for t in ([e] if isinstance(e, ast.List) else []) + [
-            v for d in ast.walk(e) if isinstance(d, ast.Dict) for k, v in zip(d.keys, d.values)
-            if isinstance(k, ast.Constant) and k.value == "params"]]
-        owners |= {d.rsplit(".", 1)[0] for t in tensors for x in (t.elts if isinstance(t, (ast.List, ast.Tuple))
-                                                                  else [t]) for d in [dotted(x)] if d and "." in d}
-        if len(owners) > 1 and all(dotted_source(o) for o in owners):
-            common = [p[0] for p in itertools.takewhile(lambda p: len(set(p)) == 1,
-                                                        zip(*(o.split(".") for o in owners)))]
-            owners = {".".join(common)} if common and common != ["self"] else owners
-        return self.called_root(owners.pop()) if len(owners) == 1 else None
-
-    def called_root(self, owner):
-        """The part's model where only a part is optimized (`model.fc.parameters()`, a frozen
-        feature extractor): the shortest prefix of owner the script calls (`model(x)`), else
-        owner. The whole model is then broadcast (its frozen parts too) or wrapped."""
-        called = {dotted(c.func) for c in ast.walk(self.tree) if isinstance(c, ast.Call)}
-        parts = owner.split(".")
-        return next((p for p in (".".join(parts[:i]) for i in range(1, len(parts))) if p != "self" and p in called),
-                    owner)
-
-    def optimizer_sites(self, call):
-        """[(statement, model)] where the optimizer `call` builds is assigned: `opt = SGD(...)`
-        itself, or, for a factory that returns it (`def configure_optimizers(self): return
-        SGD(self.model.parameters())`), each `x = factory(...)` (`self.factory()`, `obj.factory()`)
-        calling it, with the model named as that caller sees it (None where unknown)."""
-        stmt, model = self.stmt_of(call), self.model_of(call)
-        if isinstance(stmt, ast.Assign) and stmt.value is call:
-            return [(stmt, model)]
-        fn = self.enclosing(call, (ast.FunctionDef,))
-        if not (isinstance(stmt, ast.Return) and stmt.value is call and fn is not None):
-            return []
-        params, sites = [a.arg for a in fn.args.args], []
-        for c, args in self.calls_of(fn):
-            site = self.stmt_of(c)
-            if not (isinstance(site, ast.Assign) and site.value is c):
-                continue
-            names = {k: self.e.source(v) for k, v in args.items()}
-            head, dot, rest = (model or "").partition(".")
-            there = names.get(head, None if head in params else head)  # a global is the same name there
-            sites.append((site, there + dot + rest if model and there and dotted_source(there) else None))
-        return sites
-
     def wrap_optimizer(self, call):
         sites = self.optimizer_sites(call)
-        if not sites or any(not (len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Name, ast.Attribute)))
-                            or not self.e.alone_on_lines(stmt) for stmt, _ in sites):
+        if not sites or any(not isinstance(target, (ast.Name, ast.Attribute)) or not self.e.alone_on_lines(stmt)
+                            for stmt, _, target in sites):
             raise Refused(f"line {call.lineno}: the optimizer is not built by a plain `name = {call_name(call)}(...)` "
-                          "statement, nor returned by a function whose result is so assigned: wrap it by hand")
-        for stmt, model in sites:
-            self.wrap_optimizer_at(call, stmt, model)
+                          "statement, nor returned by a function whose result is so assigned (alone, or unpacked "
+                          "from a tuple): wrap it by hand")
+        for stmt, model, target in sites:
+            self.wrap_optimizer_at(call, stmt, model, target)
 
-    def wrap_optimizer_at(self, call, stmt, model):
-        opt = self.e.source(stmt.targets[0])
+    def wrap_optimizer_at(self, call, stmt, model, target):
+        opt = self.e.source(target)
         self.opt_names.append(opt)
         if self.style == "horovod":
             named = f", named_parameters={model}.named_parameters()" if model else ""
@@ -326,22 +254,7 @@ class Converter(DataSplitting, RankZero, Devices):
             if not model:
                 raise Refused(f"line {call.lineno}: the optimizer is not built from model.parameters(), so the model "
                               "to wrap in DistributedDataParallel is unknown (try --style horovod)")
-            scope = self.enclosing(stmt, (ast.FunctionDef,))
-            # Where the script kept the model before (self.model = model): the wrapped one there too.
-            kept = sorted({dotted(b.targets[0]) for b in ast.walk(scope or self.tree) if isinstance(b, ast.Assign)
-                           and b.lineno < stmt.lineno and self.enclosing(b, (ast.FunctionDef,)) is scope
-                           and len(b.targets) == 1 and dotted(b.targets[0]) not in (None, model) and (
-                               dotted(b.value) == model or (isinstance(b.value, ast.Call) and isinstance(
-                                   b.value.func, ast.Attribute) and b.value.func.attr in ("to", "cuda", "cpu", "train")
-                                   and dotted(b.value.func.value) == model))})
-            self.e.insert_before(stmt.lineno, [f"{model} = torch.nn.parallel.DistributedDataParallel({model})  {MARK} "
-                                               "gradients averaged over the ranks"] + [
-                f"{k} = {model}  {MARK} the wrapped model where the script keeps it" for k in kept],
-                self.e.indent_of(stmt))
-            for name in [model] + kept:
-                self.ddp_models[name] = (stmt.lineno - 1, scope)  # wrapped before stmt
-            self.changes.append(f"line {stmt.lineno}: model '{model}' wrapped in DistributedDataParallel"
-                                + (f" (and kept as {', '.join(kept)})" if kept else ""))
+            self.wrap_model(stmt, model, after=target is not stmt.targets[0])  # after `model, opt = f()`
 
     def steps_of(self, opt):
         """The `opt.step()` calls, and AMP's `scaler.step(opt)`."""
@@ -448,30 +361,6 @@ class Converter(DataSplitting, RankZero, Devices):
                 else:
                     self.e.replace(target, f"({src}) * {self.SIZE}")
                 self.changes.append(f"line {c.lineno}: {kind}'s {arg} scaled by the number of ranks")
-
-    def ddp_module_access(self):
-        """DDP: what the script reads from the model other than calling it or nn.Module's own
-        methods (its state_dict(), so the keys stay as they were; a method of its own, as a VAE's
-        decode(); an attribute) goes to the wrapped model's .module. Where the model was wrapped:
-        after the wrap; in other functions: everywhere (they run after it)."""
-        for a in ast.walk(self.tree):
-            if not (isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Load)):
-                continue
-            owner = self.e.source(a.value)
-            if owner not in self.ddp_models or (a.attr in MODULE_ATTRS and a.attr not in ("state_dict",
-                                                                                           "load_state_dict")):
-                continue
-            line, scope = self.ddp_models[owner]
-            if self.enclosing(a, (ast.FunctionDef,)) is scope and (a.lineno <= line or any(  # made again since
-                    line < b.lineno < a.lineno for b in self.assignments(owner, scope))):
-                continue
-            if owner.startswith("self.") and self.enclosing(a, (ast.ClassDef,)) is not self.enclosing(
-                    scope, (ast.ClassDef,)):
-                continue  # another class's self
-            self.e.replace(a.value, f"{owner}.module")
-            said = f"line {a.lineno}: {owner}.{a.attr} read from the wrapped model's .module"
-            if said not in self.changes:
-                self.changes.append(said)
 
     def convert(self):
         self.refuse_if_not_convertible()

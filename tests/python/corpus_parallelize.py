@@ -14,7 +14,7 @@ Each script declares what to check in comment lines of its own:
                             compared (repeatable)
   # corpus-tolerance: R A    |2-rank - 1-process| <= R * max(|both|) + A (default 0.35 0)
   # corpus-says: TEXT        a change each conversion must report (corpus-says-horovod: one style)
-  # corpus-refused: TEXT     the conversion must refuse, saying TEXT
+  # corpus-refused: TEXT     the conversion must refuse, saying TEXT (corpus-refused-ddp: one style)
   # corpus-args: ARGS        the script's arguments
   # corpus-runs: N           run N times in the same folder (a checkpoint resumed)
   # corpus-rank0-stderr: RE  what only rank 0 may write to stderr (a progress bar)
@@ -119,9 +119,10 @@ class Corpus(unittest.TestCase):
     def convert(self, src, out, style, spec):
         r = subprocess.run([TOOL, src, "-o", out, "--style", style, "-q"], env=python_env(), capture_output=True,
                            text=True, timeout=60)
-        if "refused" in spec:
+        refused = spec.get("refused", []) + spec.get(f"refused-{style}", [])
+        if refused:
             self.assertEqual(r.returncode, 2, r.stderr)
-            self.assertIn(spec["refused"][0], r.stderr)
+            self.assertIn(refused[0], r.stderr)
             self.assertRegex(r.stderr, r"line \d+")
             self.assertFalse(os.path.exists(out), "a refused conversion wrote its output")
             return False

@@ -181,6 +181,23 @@ for i in range(0, 100, 10):
     model(torch.ones(10, 2)).sum().backward()
     opts[0].step()
 """, "plain `name ="),
+    "DDP: a model that builds its optimizer and trains itself": ("""
+import torch
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(2, 1)
+        self.opt = torch.optim.SGD(self.parameters(), lr=0.1)
+    def forward(self, x):
+        return self.fc(x)
+    def learn(self, x):
+        self.opt.zero_grad()
+        self(x).sum().backward()
+        self.opt.step()
+net = Net()
+for i in range(0, 100, 10):
+    net.learn(torch.ones(10, 2))
+""", "trains itself through its own methods", "ddp"),  # horovod style converts it
 }
 
 
@@ -262,14 +279,58 @@ for i in range(0, 64, 8):
             self.assertFalse(os.path.exists(out), "a failed check left its output where -o said")
             self.assertTrue(os.path.exists(out + ".failed"))
 
+    def test_ranks_split_the_data_alike(self):
+        # No seed of the script's own: each process would draw its own random_split, its own
+        # shuffled index list, so the ranks' shares would overlap and take in the held-out part.
+        unseeded = """
+import random
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, TensorDataset, random_split
+
+data = TensorDataset(torch.arange(400.0).reshape(200, 2), torch.zeros(200))
+train_set, val_set = random_split(data, [160, 40])
+order = list(range(200))
+np.random.shuffle(order)
+picked = random.sample(range(1000), 5)
+loader = DataLoader(train_set, batch_size=10, shuffle=True)
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=1e-6)
+for x, y in loader:
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src = os.path.join(tmp, "split.py")
+            with open(src, "w") as f:
+                f.write(unseeded)
+            for style in ("horovod", "ddp"):
+                with self.subTest(style=style):
+                    out = os.path.join(tmp, f"split_{style}.py")
+                    r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    with open(out, "a") as f:  # each rank writes what it drew
+                        f.write("\nwith open(f'drawn.{os.environ[\"RANK\"]}', 'w') as f:\n"
+                                "    f.write(repr((train_set.indices, order, picked)))\n")
+                    with open(out) as f:
+                        text = f.read()
+                    with open(out, "w") as f:
+                        f.write("import os\n" + text)
+                    run = hooprun(2, [sys.executable, out], timeout=120, args=("--wdir", tmp))
+                    self.assertEqual(run.returncode, 0, run.output)
+                    with open(os.path.join(tmp, "drawn.0")) as a, open(os.path.join(tmp, "drawn.1")) as b:
+                        self.assertEqual(a.read(), b.read(), "the ranks drew different splits")
+                    self.assertIn("seeded alike on every rank", r.stderr)
+
     def test_refusals_write_nothing(self):
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            for what, (text, why) in REFUSED.items():
+            for what, (text, why, *style) in REFUSED.items():
                 with self.subTest(refused=what):
                     src, out = os.path.join(tmp, "script.py"), os.path.join(tmp, "out.py")
                     with open(src, "w") as f:
                         f.write(text)
-                    r = parallelize([src, "-o", out], tmp)
+                    r = parallelize([src, "-o", out] + (["--style", style[0]] if style else []), tmp)
                     self.assertEqual(r.returncode, 2, r.stderr)
                     self.assertIn("refused:", r.stderr)
                     self.assertIn(why, r.stderr)

@@ -12,13 +12,6 @@ import ast
 from hoop._parallelize.edits import MARK, Refused, call_name, dotted, dotted_source
 
 ITERATORS = ("iter", "cycle", "itertools.cycle")  # it = iter(loader): batches taken by next(it)
-# Draws of a batch's indices made afresh for each batch, by the generator whose seed they follow:
-# torch's, NumPy's, Python's. (A permutation is not among them: one per epoch, iterated through,
-# is an epoch's order, which seeding the ranks apart would not split.)
-RANDOM_DRAWS = {"torch.randint": "torch",
-                **{f"{m}.random.{f}": m for m in ("np", "numpy") for f in ("randint", "choice", "random_integers")},
-                **dict.fromkeys(("random.randint", "random.randrange", "random.sample", "random.choice",
-                                 "random.choices"), "random")}
 ITEM = "[]"  # a name's suffix for an item of it: `loaders[]` is any of the loaders in the dict `loaders`
 
 
@@ -74,7 +67,7 @@ class DataSplitting:
         self.item_kinds, self.epochs_set = {}, set()  # a container's loaders: dict or list; set_epoch's places
         found = []
         for loop in ast.walk(self.tree):
-            if not (isinstance(loop, (ast.For, ast.While)) and any(self.is_backward(n) for n in ast.walk(loop))):
+            if not (isinstance(loop, (ast.For, ast.While)) and self.trains(loop)):
                 continue
             iterated = self.iterated_names(loop.iter) if isinstance(loop, ast.For) else []
             # Batches taken by next(it), where it = iter(loader): a loop over steps, not over the data.
@@ -109,48 +102,6 @@ class DataSplitting:
         if name not in self.split_refs[0]:
             return False
         return any(c in self.split_calls for c, _ in self.resolve_loader(name, where, Trail(record=False)))
-
-    def locals_of(self, fn):
-        """The names a function binds: its parameters and what it assigns."""
-        if fn is None:
-            return set()
-        args = fn.args
-        return {a.arg for a in args.args + args.kwonlyargs + args.posonlyargs} | {
-            n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-
-    def assignments(self, name, scope):
-        """The statements of scope (a function, or the module: None) that assign `name`."""
-        return [b for b in ast.walk(scope or self.tree) if isinstance(b, ast.Assign)
-                and any(dotted(t) == name for t in b.targets) and self.enclosing(b, (ast.FunctionDef,)) is scope]
-
-    def same_binding(self, name, use, made):
-        """Whether `name` read at `use` is the variable it is at `made` (a local of one function is
-        not another's; a module-level name holds where no function rebinds it)."""
-        base = name.split(".")[0].split("[")[0]
-        fu, fm = (self.enclosing(n, (ast.FunctionDef,)) for n in (use, made))
-        if base == "self" or fu is fm:
-            return True
-        return base not in self.locals_of(fm) and base not in self.locals_of(fu)
-
-    def functions(self):
-        return {f.name: f for f in ast.walk(self.tree) if isinstance(f, ast.FunctionDef)}
-
-    def methods(self, node):
-        """{name: method} of the class around node ({} outside a class), or of node, a class."""
-        cls = node if isinstance(node, ast.ClassDef) else self.enclosing(node, (ast.ClassDef,))
-        return {} if cls is None else {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)}
-
-    def instance_class(self, name, where):
-        """The script's class whose instance the variable `name` holds (`name = C(...)` in the
-        function around `where`, else anywhere), or None."""
-        classes = {c.name: c for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef)}
-        fn = self.enclosing(where, (ast.FunctionDef,))
-        for scope in ([fn] if fn is not None else []) + [self.tree]:
-            for a in ast.walk(scope):
-                if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) \
-                        and a.targets[0].id == name and isinstance(a.value, ast.Call) and call_name(a.value) in classes:
-                    return classes[call_name(a.value)]
-        return None
 
     def resolve_loader(self, name, where, seen):
         """[(DataLoader call, {names it goes by on the way})] for `name` read at `where`: a
@@ -232,33 +183,6 @@ class DataSplitting:
         return [x for c, args in self.calls_of(fn) if name in args and dotted(args[name])
                 for x in self.resolve_loader(dotted(args[name]) + item, c, seen)]
 
-    def calls_of(self, fn):
-        """[(call, {parameter: argument})] for each call of the script's function or method fn:
-        f(...); self.m(...) in its class and obj.m(...) (obj = C(), or of a class not known),
-        self being the receiver; C(...) for C.__init__."""
-        cls = self.enclosing(fn, (ast.ClassDef,))
-        method = cls is not None and self.methods(cls).get(fn.name) is fn
-        params = [a.arg for a in fn.args.args]
-        out = []
-        for c in ast.walk(self.tree):
-            if not isinstance(c, ast.Call):
-                continue
-            if method and isinstance(c.func, ast.Attribute) and c.func.attr == fn.name and params:
-                receiver = c.func.value
-                theirs = self.enclosing(c, (ast.ClassDef,)) if dotted(receiver) == "self" else \
-                    self.instance_class(receiver.id, c) if isinstance(receiver, ast.Name) else None
-                if theirs is not None and theirs is not cls:
-                    continue
-                args = {params[0]: receiver, **dict(zip(params[1:], c.args))}
-            elif method and fn.name == "__init__" and call_name(c) == cls.name:
-                args = dict(zip(params[1:], c.args))
-            elif not method and isinstance(c.func, ast.Name) and c.func.id == fn.name:
-                args = dict(zip(params, c.args))
-            else:
-                continue
-            out.append((c, {**args, **{k.arg: k.value for k in c.keywords if k.arg}}))
-        return out
-
     def loaders_from(self, value, index, seen):
         """The DataLoader calls an assigned value is (index: its place in a returned tuple)."""
         if index is None and isinstance(value, ast.Call) and (call_name(value) or "").split(".")[-1] in seen.kinds:
@@ -306,15 +230,16 @@ class DataSplitting:
         if any(k.arg == "batch_sampler" for k in call.keywords):
             raise Refused(f"line {call.lineno}: the training DataLoader {what} has a batch sampler of its own; give "
                           "it a DistributedSampler by hand")
+        subset = None
         if own is not None:
-            shuffle_src, own_kind = self.plain_sampler_order(call, own.value, what)
+            shuffle_src, own_kind, subset = self.plain_sampler_order(call, own.value, what)
         others = self.other_uses(call)
         if others and (own is not None or shuffle is None or isinstance(shuffle.value, ast.Constant)):
             raise Refused(f"line {call.lineno}: the DataLoader {what} makes the training loader and also "
                           f"{', '.join(others)}, which no training loop iterates (an evaluation loader, say): a "
                           "DistributedSampler here would split those too; give the training loader a DataLoader "
                           "call of its own, or shuffle= saying whether it trains")
-        sampler, data = self.place_sampler(call, stmt, base, what, dataset, shuffle_src, others)
+        sampler, data = self.place_sampler(call, stmt, base, what, dataset, shuffle_src, others, subset)
         last = call.keywords[-1] if call.keywords else call.args[-1]
         if own is not None:
             self.e.replace(own.value, sampler)
@@ -331,14 +256,18 @@ class DataSplitting:
                           "give it a line of its own")
         self.changes.append(f"line {call.lineno}: DataLoader {what} given a DistributedSampler"
                             + (" (its shuffle= moved to the sampler)" if shuffle else "")
-                            + (f" in place of its {own_kind}" if own is not None else ""))
+                            + (f" in place of its {own_kind}" if own is not None else "")
+                            + (f", over Subset(dataset, {subset})" if subset else ""))
         self.set_epochs(call, sampler if dotted_source(sampler) else "its sampler", shuffle_src, stmt)
 
-    def place_sampler(self, call, stmt, base, what, dataset, shuffle_src, others):
+    def place_sampler(self, call, stmt, base, what, dataset, shuffle_src, others, subset=None):
         """(the sampler as the loader's call will name it, the dataset as it will): a variable made
         on the lines before the statement, or, for a loader made in a comprehension (one call for
-        every item of a dict of loaders), the DistributedSampler itself, in the call."""
+        every item of a dict of loaders), the DistributedSampler itself, in the call. subset: the
+        indices a SubsetRandomSampler drew from, now the dataset's (Subset(dataset, indices))."""
         data = self.e.source(dataset)
+        if subset is not None:
+            data, dataset = f"torch.utils.data.Subset({data}, {subset})", None
         made = f"DistributedSampler({{}}, num_replicas={self.SIZE}, rank={self.RANK}, shuffle={shuffle_src})"
         if others:  # the shuffled loaders this line makes train: only those are split
             made = made.replace(f"shuffle={shuffle_src})", f"shuffle=True) if ({shuffle_src}) else None")
@@ -387,31 +316,34 @@ class DataSplitting:
         return [assigned_name(self.stmt_of(c), c) or f"the call at line {c.lineno}" for c in ast.walk(self.tree)
                 if isinstance(c, ast.Call) and self.script_callee(c) is f and id(c) not in self.factory_calls]
 
-    def script_callee(self, c):
-        """The function or method of the script that call c runs (f(), self.m(), obj.m() for
-        obj = C()), or None."""
-        if not isinstance(c, ast.Call):
-            return None
-        found = self.callee(c, "self", self.methods(c), self.functions(), c)
-        return found[0][0] if found else None
-
     def plain_sampler_order(self, call, expr, what):
-        """('True', 'RandomSampler') or ('False', 'SequentialSampler') where the loader's own
-        sampler is one of those over its whole dataset, in place or made elsewhere (torchvision's
-        reference scripts make one in their data loading function); a DistributedSampler takes
-        its place with that order. Any other sampler (weighted, a subset, with replacement) is
-        refused: the ranks' shares of it are the script's to define."""
+        """(shuffle, its kind, the indices of a subset or None) for the loader's own sampler, in
+        place or made elsewhere (torchvision's reference scripts make one in their data loading
+        function): ('True', 'RandomSampler', None) or ('False', 'SequentialSampler', None) over
+        its whole dataset, ('True', 'SubsetRandomSampler', 'train_idx') for SubsetRandomSampler
+        (train_idx) made in the same function (a DistributedSampler over Subset(dataset,
+        train_idx) takes its place). Any other sampler (weighted, with replacement) is refused:
+        the ranks' shares of it are the script's to define."""
         found = [expr] if isinstance(expr, ast.Call) else []
         if not found and dotted(expr):
-            trail = Trail(("RandomSampler", "SequentialSampler"))
+            trail = Trail(("RandomSampler", "SequentialSampler", "SubsetRandomSampler"))
             found = [c for c, _ in self.resolve_loader(dotted(expr), call, trail)]
         kind = (call_name(found[0]) or "").split(".")[-1] if len(found) == 1 else ""
-        plain = kind in ("RandomSampler", "SequentialSampler") and len(found[0].args) <= 1 and all(
-            k.arg in ("data_source", "generator") for k in found[0].keywords)
+        keys = {"SubsetRandomSampler": ("indices", "generator")}.get(kind, ("data_source", "generator"))
+        plain = kind in ("RandomSampler", "SequentialSampler", "SubsetRandomSampler") and len(
+            found[0].args) <= 1 and all(k.arg in keys for k in found[0].keywords)
+        subset = None
+        if plain and kind == "SubsetRandomSampler":
+            indices = found[0].args[0] if found[0].args else next((k.value for k in found[0].keywords
+                                                                    if k.arg == "indices"), None)
+            subset = self.e.source(indices) if indices is not None else None
+            plain = subset is not None and "\n" not in subset and self.enclosing(
+                found[0], (ast.FunctionDef,)) is self.enclosing(call, (ast.FunctionDef,)) and all(
+                self.same_binding(n, call, found[0]) for n in refs_loaded(indices))
         if not plain:
             raise Refused(f"line {call.lineno}: the training DataLoader {what} has a sampler of its own; give it a "
                           "DistributedSampler by hand")
-        return ("True" if kind == "RandomSampler" else "False"), kind
+        return ("False" if kind == "SequentialSampler" else "True"), kind, subset
 
     def set_epochs(self, call, sampler, shuffle_src, stmt):
         """set_epoch at the top of each epoch loop: a `for` whose body reads a name the loader goes
@@ -443,7 +375,9 @@ class DataSplitting:
                 continue  # another loader of the same container
             self.epochs_set.add((id(loop), name))
             first, epoch = loop.body[0], loop.target.id
-            lines = [f"{name}.sampler.set_epoch({epoch})  {MARK} a new order each epoch"]
+            held = self.wrapper_attr(names)  # train_dl = DeviceDataLoader(train_dl, device): its .dl
+            reach = f"getattr({name}, {held!r}, {name})" if held and not name.endswith(ITEM) else name
+            lines = [f"{reach}.sampler.set_epoch({epoch})  {MARK} a new order each epoch"]
             if name.endswith(ITEM):
                 items = name[:-len(ITEM)] + (".values()" if self.item_kinds.get(id(call)) == "dict" else "")
                 lines = [f"for _hoop_loader in {items}:  {MARK} a new order each epoch, for each loader split",
@@ -451,8 +385,26 @@ class DataSplitting:
                          f"{self.e.unit * 2}_hoop_loader.sampler.set_epoch({epoch})"]
             self.e.insert_before(first.lineno, lines, self.e.indent_of(first))
             said = f"sampler.set_epoch({epoch}) on each loader of {name[:-len(ITEM)]}" if name.endswith(ITEM) else \
-                f"{name}.sampler.set_epoch({epoch})"
+                f"{name}.sampler.set_epoch({epoch})" + (f" (the loader under its wrapper's .{held})" if held else "")
             self.changes.append(f"line {loop.lineno}: {said} each epoch")
+
+    def wrapper_attr(self, names):
+        """'dl' where the script wraps the loader in an object of a class of its own under one of
+        its names (`train_dl = DeviceDataLoader(train_dl, device)`, "What is torch.nn really?"'s
+        WrappedDataLoader) whose __init__ keeps it (`self.dl = dl`), else None."""
+        classes = self.classes()
+        for a in ast.walk(self.tree):
+            if not (isinstance(a, ast.Assign) and len(a.targets) == 1 and dotted(a.targets[0]) in names
+                    and isinstance(a.value, ast.Call) and call_name(a.value) in classes):
+                continue
+            init = self.methods(classes[call_name(a.value)]).get("__init__")
+            args = next((x for c, x in self.calls_of(init) if c is a.value), {}) if init else {}
+            params = {p for p, v in args.items() if dotted(v) in names}
+            for s in ast.walk(init) if params else []:
+                if isinstance(s, ast.Assign) and dotted(s.value) in params and len(s.targets) == 1 and isinstance(
+                        s.targets[0], ast.Attribute) and dotted(s.targets[0].value) == "self":
+                    return s.targets[0].attr
+        return None
 
     def set_epoch_on_new_iterators(self, names):
         """`it = iter(loader)` inside a loop (a step loop starting the data over when it ran out):
@@ -477,38 +429,15 @@ class DataSplitting:
         (`for epoch in ...: train(epoch)` where train() iterates the global train_loader), and of
         their object, as the loop names it (`self.train_epoch()` iterating self.train_loader;
         `learner.one_epoch()` iterating self.loader gives learner.loader)."""
-        fns, top = self.functions(), {t.id for a in self.tree.body if isinstance(a, ast.Assign)
-                                      for t in a.targets if isinstance(t, ast.Name)}
-        seen, out = set(), set()
-        todo = [(ast.Module(body=loop.body, type_ignores=[]), "self", self.methods(loop))]
-        for _ in range(depth):
-            called = []
-            for node, receiver, methods in todo:
-                for c in ast.walk(node):
-                    if isinstance(c, ast.Call):
-                        called += self.callee(c, receiver, methods, fns, loop)
-            todo = [t for t in called if (id(t[0]), t[1]) not in seen]
-            seen |= {(id(t[0]), t[1]) for t in todo}
-            for f, receiver, _ in todo:
-                local = {a.arg for a in f.args.args} | {n.id for n in ast.walk(f) if isinstance(n, ast.Name)
-                                                        and isinstance(n.ctx, ast.Store)}
-                read = refs_loaded(f)
-                out |= (read - local) & top
-                out |= {receiver + r[4:] for r in read if r.startswith("self.")}
+        top = {t.id for a in self.tree.body if isinstance(a, ast.Assign) for t in a.targets if isinstance(t, ast.Name)}
+        out = set()
+        for f, receiver in self.reached(loop, depth):
+            local = {a.arg for a in f.args.args} | {n.id for n in ast.walk(f) if isinstance(n, ast.Name)
+                                                    and isinstance(n.ctx, ast.Store)}
+            read = refs_loaded(f)
+            out |= (read - local) & top
+            out |= {receiver + r[4:] for r in read if r.startswith("self.")}
         return out
-
-    def callee(self, c, receiver, methods, fns, loop):
-        """[(function, receiver, its class's methods)] that call c runs, where the script has it."""
-        if isinstance(c.func, ast.Name) and c.func.id in fns:
-            return [(fns[c.func.id], "self", {})]
-        if not (isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)):
-            return []
-        obj, name = c.func.value.id, c.func.attr
-        if obj == "self":
-            return [(methods[name], receiver, methods)] if name in methods else []
-        cls = self.instance_class(obj, loop) if receiver == "self" else None
-        theirs = self.methods(cls) if cls is not None else {}
-        return [(theirs[name], obj, theirs)] if name in theirs else []
 
     def shard_manual_batches(self):
         """for i in range(0, N, B) loops that train (or enumerate(range(0, N, B)), as
@@ -523,8 +452,7 @@ class DataSplitting:
             if not (isinstance(rng, ast.Call) and call_name(rng) == "range" and len(rng.args) == 3
                     and not rng.keywords):
                 continue
-            if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
-                       for n in ast.walk(loop)):
+            if not self.trains(loop):
                 continue
             start, stop, step = (self.e.source(a) for a in rng.args)
             if start != "0":
@@ -536,51 +464,3 @@ class DataSplitting:
                                 "last incomplete round is dropped so every rank takes as many steps)")
             done = True
         return done
-
-    def reseed_random_batches(self):
-        """A training loop fed by no DataLoader that draws its batches at random (`get_batch()`
-        taking torch.randint offsets into the data, as nanoGPT and its lectures do): from the
-        same seed every rank would draw the same batches. Just before the (outermost) loop, each
-        generator it draws from is seeded apart on each rank (a number drawn from the shared
-        stream, plus the rank): what was made before (the data, the model) stays the same on
-        every rank, and the batches (and dropout) differ, as nanoGPT's own seed offset makes
-        them. Whether any loop was found."""
-        loops = [l for l in ast.walk(self.tree) if isinstance(l, (ast.For, ast.While))
-                 and any(self.is_backward(n) for n in ast.walk(l)) and self.random_draws(l)]
-        loops = [l for l in loops if not any(o is not l and l in list(ast.walk(o)) for o in loops)]
-        for loop in loops:
-            draws = self.random_draws(loop)
-            own = next((c for c in draws if any(k.arg in ("generator", "random_state") for k in c.keywords)), None)
-            if own is not None:
-                raise Refused(f"line {own.lineno}: batches drawn at random with a generator of their own: seed it "
-                              f"differently on each rank (with {self.RANK}) by hand")
-            if not self.e.alone_on_lines(loop) or self.on_header_line(loop):
-                raise Refused(f"line {loop.lineno}: the training loop shares its line with other code")
-            lines = []
-            for module in dict.fromkeys(RANDOM_DRAWS[call_name(c)] for c in draws):
-                lines.append({"torch": f"torch.manual_seed(torch.initial_seed() + {self.RANK})",
-                              "random": f"random.seed(random.getrandbits(32) + {self.RANK})"}.get(
-                    module, f"{module}.random.seed(({module}.random.randint(2**31) + {self.RANK}) % 2**32)")
-                    + f"  {MARK} each rank draws batches of its own")
-            self.e.insert_before(loop.lineno, lines, self.e.indent_of(loop))
-            self.changes.append(f"line {loop.lineno}: batches drawn at random (line {draws[0].lineno}): the "
-                                f"random generators seeded apart on each rank before the training loop, so each "
-                                f"draws its own")
-        return bool(loops)
-
-    def random_draws(self, loop):
-        """The random index draws (RANDOM_DRAWS) made in the loop or in the script's functions and
-        methods it calls (three calls deep)."""
-        fns, found, seen = self.functions(), [], set()
-        todo = [(loop, "self", self.methods(loop))]
-        for _ in range(3):
-            called = []
-            for node, receiver, methods in todo:
-                for c in ast.walk(node):
-                    if isinstance(c, ast.Call):
-                        if call_name(c) in RANDOM_DRAWS and c not in found:
-                            found.append(c)
-                        called += self.callee(c, receiver, methods, fns, loop)
-            todo = [t for t in called if id(t[0]) not in seen]
-            seen |= {id(t[0]) for t in todo}
-        return found

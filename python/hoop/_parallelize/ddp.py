@@ -1,0 +1,116 @@
+"""hoop-parallelize, --style ddp: the model wrapped in DistributedDataParallel just before the
+optimizer is built from it. DDP averages gradients only for a forward pass through the wrapper,
+so every place the script kept the model before the wrap gets the wrapped model too: another
+name in the same function (`self.model = model`) and an object of the script's own classes that
+stored it (`runner = Runner(model)` whose __init__ does `self.model = model`). What the script
+reads from the model other than calling it (its state_dict(), a method of its own) goes to the
+wrapped model's .module. A mixin of Converter: it uses the converter's tree, parents, edits and
+changes, and DataSplitting's scope helpers."""
+import ast
+
+from hoop._parallelize.edits import MARK, MODULE_ATTRS, Refused, call_name, dotted
+
+MOVERS = ("to", "cuda", "cpu", "train")  # model.to(device) and the like give the model back
+
+
+class DdpWrap:
+    def is_model(self, value, model):
+        """Whether value is the model itself or model.to(...)/.cuda()/.train() of it."""
+        return dotted(value) == model or (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                                          and value.func.attr in MOVERS and dotted(value.func.value) == model)
+
+    def kept_names(self, stmt, model, scope):
+        """Other names the model was given in scope before stmt (self.model = model)."""
+        return sorted({dotted(b.targets[0]) for b in ast.walk(scope or self.tree) if isinstance(b, ast.Assign)
+                       and b.lineno < stmt.lineno and self.enclosing(b, (ast.FunctionDef,)) is scope
+                       and len(b.targets) == 1 and dotted(b.targets[0]) not in (None, model)
+                       and self.is_model(b.value, model)})
+
+    def kept_in_objects(self, stmt, model, scope):
+        """[(`obj.attr`, __init__)] for each object of the script's classes made in scope before
+        stmt from the model (`runner = Runner(model)`) whose __init__ keeps it (`self.attr = model`)."""
+        classes, out = self.classes(), []
+        for b in ast.walk(scope or self.tree):
+            if not (isinstance(b, ast.Assign) and b.lineno < stmt.lineno and len(b.targets) == 1
+                    and dotted(b.targets[0]) and isinstance(b.value, ast.Call) and call_name(b.value) in classes
+                    and self.enclosing(b, (ast.FunctionDef,)) is scope):
+                continue
+            init = self.methods(classes[call_name(b.value)]).get("__init__")  # its own or inherited
+            if init is None:
+                continue
+            args = next((a for c, a in self.calls_of(init) if c is b.value), {})
+            params = {p for p, v in args.items() if self.is_model(v, model)}
+            out += [(f"{dotted(b.targets[0])}.{t.attr}", init) for s in ast.walk(init) if isinstance(s, ast.Assign)
+                    and any(self.is_model(s.value, p) for p in params) for t in s.targets
+                    if isinstance(t, ast.Attribute) and dotted(t.value) == "self"]
+        return out
+
+    def wrap_model(self, stmt, model, after=False):
+        """model = DDP(model) before stmt (the optimizer's), or after it where stmt makes the model
+        too (`model, opt = get_model()`), and the wrapped model wherever the script kept the plain
+        one before."""
+        if model == "self":
+            raise Refused(f"line {stmt.lineno}: the model builds its own optimizer from self.parameters() and trains "
+                          "itself through its own methods (self(x)), which DistributedDataParallel's wrapper never "
+                          "sees: try --style horovod")
+        scope = self.enclosing(stmt, (ast.FunctionDef,))
+        kept, objects = self.kept_names(stmt, model, scope), self.kept_in_objects(stmt, model, scope)
+        held = kept + [o for o, _ in objects]
+        lines = [f"{model} = torch.nn.parallel.DistributedDataParallel({model})  {MARK} gradients averaged over the "
+                 "ranks"] + [f"{k} = {model}  {MARK} the wrapped model where the script keeps it" for k in held]
+        if after:
+            self.e.insert_after(stmt, lines)
+        else:
+            self.e.insert_before(stmt.lineno, lines, self.e.indent_of(stmt))
+        for name in [model] + held:
+            self.ddp_models.setdefault(name, (stmt.end_lineno if after else stmt.lineno - 1, scope))
+        for attr, init in objects:  # the object's own methods see it as self.attr, after its __init__
+            self.ddp_models.setdefault("self." + attr.rsplit(".", 1)[1], (init.end_lineno, init))
+        self.changes.append(f"line {stmt.lineno}: model '{model}' wrapped in DistributedDataParallel"
+                            + (f" (and kept as {', '.join(held)})" if held else ""))
+
+    def refuse_forward_outside(self, a, owner):
+        """A method of the model's own that runs its forward (`self(images)` in a training_step())
+        whose result backward is called on (`loss = model.training_step(batch)`, then
+        `loss.backward()`): through .module DDP's wrapper never sees the forward, so no gradient
+        would be averaged. (A generate() after training, or in a no-gradient block, is fine.)"""
+        runs_forward = {f.name for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef) for f in c.body
+                        if isinstance(f, ast.FunctionDef) and f.name != "forward" and any(
+                            isinstance(n, ast.Call) and dotted(n.func) in ("self", "self.forward") for n in ast.walk(f))}
+        if a.attr not in runs_forward:
+            return
+        stmt = self.stmt_of(a)
+        names = {n.id for t in (getattr(stmt, "targets", None) or [getattr(stmt, "target", None)]) if t is not None
+                 for n in ast.walk(t) if isinstance(n, ast.Name)}
+        scope = self.enclosing(a, (ast.For, ast.While, ast.FunctionDef)) or self.tree
+        if any(self.is_backward(n) and (a in set(ast.walk(n.func.value)) or names & {
+                x.id for x in ast.walk(n.func.value) if isinstance(x, ast.Name)}) for n in ast.walk(scope)):
+            raise Refused(f"line {a.lineno}: {owner}.{a.attr}() runs the model's forward inside a method of its own "
+                          "(self(...)), where DistributedDataParallel's wrapper does not see it, and backward follows: "
+                          "no gradient would be averaged; call the model itself in the training loop, or try "
+                          "--style horovod")
+
+    def ddp_module_access(self):
+        """DDP: what the script reads from the model other than calling it or nn.Module's own
+        methods (its state_dict(), so the keys stay as they were; a method of its own, as a VAE's
+        decode(); an attribute) goes to the wrapped model's .module. Where the model was wrapped:
+        after the wrap; in other functions: everywhere (they run after it)."""
+        for a in ast.walk(self.tree):
+            if not (isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Load)):
+                continue
+            owner = self.e.source(a.value)
+            if owner not in self.ddp_models or (a.attr in MODULE_ATTRS and a.attr not in ("state_dict",
+                                                                                           "load_state_dict")):
+                continue
+            line, scope = self.ddp_models[owner]
+            if self.enclosing(a, (ast.FunctionDef,)) is scope and (a.lineno <= line or any(  # made again since
+                    line < b.lineno < a.lineno for b in self.assignments(owner, scope))):
+                continue
+            if owner.startswith("self.") and self.enclosing(scope, (ast.ClassDef,)) not in self.lineage(
+                    self.enclosing(a, (ast.ClassDef,))):
+                continue  # another class's self (not the one that keeps it, nor a subclass)
+            self.refuse_forward_outside(a, owner)
+            self.e.replace(a.value, f"{owner}.module")
+            said = f"line {a.lineno}: {owner}.{a.attr} read from the wrapped model's .module"
+            if said not in self.changes:
+                self.changes.append(said)

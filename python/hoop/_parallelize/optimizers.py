@@ -1,0 +1,134 @@
+"""hoop-parallelize: the script's optimizers. Which calls build a torch.optim optimizer (by its
+name, or through a parameter whose default and arguments are torch.optim classes, as a
+`fit(..., opt_func=torch.optim.SGD)` does), what parameters it is given (a list filled first,
+parameter groups), the model they come from (its parts', the whole model the script calls), and
+the places its result is assigned (`opt = SGD(...)`, or where a function that returns it, alone
+or in a tuple, is called). A mixin of Converter (hoop/parallelize.py): it uses the converter's
+tree, parents and edits, and Scopes' look-ups."""
+import ast
+import itertools
+
+from hoop._parallelize.edits import OPTIMIZERS, call_name, dotted, dotted_source
+
+
+class Optimizers:
+    def is_optimizer(self, call):
+        """Whether call builds a torch.optim optimizer: by its name (optim.SGD, torch.optim.Adam,
+        SGD imported from torch.optim), or through a parameter of the function around it whose
+        default and every argument given for it are such classes (`def fit(..., opt_func=
+        torch.optim.SGD): optimizer = opt_func(model.parameters(), lr)`)."""
+        if self.is_optimizer_class(call_name(call)):
+            return True
+        fn = self.enclosing(call, (ast.FunctionDef,))
+        if fn is None or not isinstance(call.func, ast.Name):
+            return False
+        args = fn.args
+        params = args.posonlyargs + args.args
+        defaults = dict(zip([a.arg for a in params][len(params) - len(args.defaults):], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        name = call.func.id
+        if name not in defaults or name in {t.id for t in ast.walk(fn) if isinstance(t, ast.Name)
+                                            and isinstance(t.ctx, ast.Store)}:
+            return False
+        given = [a[name] for _, a in self.calls_of(fn) if name in a]
+        return all(self.is_optimizer_class(dotted(v)) for v in [defaults[name]] + given)
+
+    def is_optimizer_class(self, name):
+        if not name:
+            return False
+        parts = name.split(".")
+        if parts[-1] not in OPTIMIZERS:
+            return False
+        if len(parts) == 1:  # from torch.optim import SGD
+            return any(isinstance(n, ast.ImportFrom) and (n.module or "").startswith("torch.optim")
+                       and any((a.asname or a.name) == parts[0] for a in n.names) for n in ast.walk(self.tree))
+        return parts[-2] == "optim"
+
+    def params_exprs(self, call):
+        """The expressions an optimizer's parameters come from: its first argument, or, for a name,
+        the values assigned to it before and what was appended to it (a list of parameter groups
+        made first; the finetuning tutorial's params_to_update, filled from named_parameters())."""
+        first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
+        if first is None:
+            return []
+        if isinstance(first, ast.Name):  # every value it was given before, and what was appended to it
+            scope, out = self.enclosing(call, (ast.FunctionDef,)) or self.tree, []
+            for a in (n for n in ast.walk(scope) if getattr(n, "lineno", call.lineno) < call.lineno):
+                if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == first.id for t in a.targets):
+                    out.append(a.value)
+                elif isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr in (
+                        "append", "extend") and dotted(a.func.value) == first.id and a.args:
+                    loop = self.enclosing(a, (ast.For,))  # for name, p in model.named_parameters(): x.append(p)
+                    out += [a.args[0]] + ([loop.iter] if loop is not None and isinstance(a.args[0], ast.Name) and any(
+                        isinstance(t, ast.Name) and t.id == a.args[0].id for t in ast.walk(loop.target)) else [])
+            return out
+        return [first]
+
+    def group_rates(self, call):
+        """The "lr" values of the parameter groups written out as dicts in the optimizer's
+        parameters (in place or in the list assigned to the name it is given)."""
+        return [v for e in self.params_exprs(call) for d in ast.walk(e) if isinstance(d, ast.Dict)
+                for k, v in zip(d.keys, d.values) if isinstance(k, ast.Constant) and k.value == "lr"]
+
+    def model_of(self, call):
+        """'model' for torch.optim.X(model.parameters(), ...), or for parameter groups made from
+        one model's parameters()/named_parameters() (in place, or in a list assigned to a name
+        first), or from its parts' (model.base, model.classifier: the model they share), else None."""
+        exprs = self.params_exprs(call)
+        owners = {self.e.source(c.func.value) for e in exprs for c in ast.walk(e)
+                  if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                  and c.func.attr in ("parameters", "named_parameters") and not c.args}
+        # Parameters named one by one (net.fc.weight, alone or in groups): their modules.
+        tensors = [t for e in exprs for t in ([e] if isinstance(e, ast.List) else []) + [
+            v for d in ast.walk(e) if isinstance(d, ast.Dict) for k, v in zip(d.keys, d.values)
+            if isinstance(k, ast.Constant) and k.value == "params"]]
+        owners |= {d.rsplit(".", 1)[0] for t in tensors for x in (t.elts if isinstance(t, (ast.List, ast.Tuple))
+                                                                  else [t]) for d in [dotted(x)] if d and "." in d}
+        if len(owners) > 1 and all(dotted_source(o) for o in owners):
+            common = [p[0] for p in itertools.takewhile(lambda p: len(set(p)) == 1,
+                                                        zip(*(o.split(".") for o in owners)))]
+            owners = {".".join(common)} if common and common != ["self"] else owners
+        return self.called_root(owners.pop()) if len(owners) == 1 else None
+
+    def called_root(self, owner):
+        """The part's model where only a part is optimized (`model.fc.parameters()`, a frozen
+        feature extractor): the shortest prefix of owner the script calls (`model(x)`), else
+        owner. The whole model is then broadcast (its frozen parts too) or wrapped."""
+        called = {dotted(c.func) for c in ast.walk(self.tree) if isinstance(c, ast.Call)}
+        parts = owner.split(".")
+        return next((p for p in (".".join(parts[:i]) for i in range(1, len(parts))) if p != "self" and p in called),
+                    owner)
+
+    def optimizer_sites(self, call):
+        """[(statement, model, target)] where the optimizer `call` builds is assigned, target being
+        the name it gets there: `opt = SGD(...)` itself, or, for a factory that returns it alone
+        (`def configure_optimizers(self): return SGD(self.model.parameters())`) or in a tuple
+        (`return model, SGD(model.parameters())`, as the "What is torch.nn really?" tutorial's
+        get_model() does), each `x = factory(...)` (`self.factory()`, `obj.factory()`) or
+        `model, opt = factory(...)` calling it, with the model named as that caller sees it (None
+        where unknown). A target of None: a site that assigns it otherwise."""
+        stmt, model = self.stmt_of(call), self.model_of(call)
+        if isinstance(stmt, ast.Assign) and stmt.value is call:
+            return [(stmt, model, stmt.targets[0] if len(stmt.targets) == 1 else None)]
+        fn, returned = self.enclosing(call, (ast.FunctionDef,)), getattr(stmt, "value", None)
+        index = None if returned is call else next((i for i, e in enumerate(returned.elts) if e is call), -1) \
+            if isinstance(returned, ast.Tuple) else -1
+        if not isinstance(stmt, ast.Return) or fn is None or index == -1:
+            return []
+        params, sites = [a.arg for a in fn.args.args], []
+        for c, args in self.calls_of(fn):
+            site = self.stmt_of(c)
+            if not (isinstance(site, ast.Assign) and site.value is c):
+                continue
+            target = site.targets[0] if len(site.targets) == 1 else None
+            if index is not None:  # the caller unpacks the tuple (else it keeps it whole: not followed)
+                fits = isinstance(target, ast.Tuple) and len(target.elts) == len(returned.elts)
+                target = target.elts[index] if fits else None
+            names = {k: self.e.source(v) for k, v in args.items()}
+            head, dot, rest = (model or "").partition(".")
+            there = names.get(head) if head in params else None if head in self.locals_of(fn) else head
+            if index is not None and target is not None:  # the model returned beside it: the caller's name for it
+                at = next((i for i, e in enumerate(returned.elts) if dotted(e) == head), None)
+                there = self.e.source(site.targets[0].elts[at]) if at is not None else there
+            sites.append((site, there + dot + rest if model and there and dotted_source(there) else None, target))
+        return sites
