@@ -323,6 +323,47 @@ for x, y in loader:
                         self.assertEqual(a.read(), b.read(), "the ranks drew different splits")
                     self.assertIn("seeded alike on every rank", r.stderr)
 
+    def test_only_loops_that_train_are_split(self):
+        # The training loop's backward runs in a helper it calls; the evaluation loop calls the
+        # same helper without an optimizer, under no_grad(): that loader stays whole.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+fit_dl = DataLoader(data, batch_size=8, shuffle=True)
+check_dl = DataLoader(data, batch_size=8)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+
+def loss_batch(xb, yb, opt=None):
+    loss = F.mse_loss(model(xb), yb)
+    if opt is not None:
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return loss.item()
+
+
+for epoch in range(2):
+    for xb, yb in fit_dl:
+        loss_batch(xb, yb, opt)
+    with torch.no_grad():
+        for xb, yb in check_dl:
+            loss_batch(xb, yb)
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src = os.path.join(tmp, "helper.py")
+            with open(src, "w") as f:
+                f.write(script)
+            for style in ("horovod", "ddp"):
+                r = parallelize([src, "-o", os.path.join(tmp, f"out_{style}.py"), "--style", style, "-q"], tmp)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("DataLoader 'fit_dl' given a DistributedSampler", r.stderr)
+                self.assertNotIn("'check_dl'", r.stderr)
+
     def test_refusals_write_nothing(self):
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             for what, (text, why, *style) in REFUSED.items():

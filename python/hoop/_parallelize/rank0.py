@@ -162,7 +162,9 @@ class RankZero:
 
     @staticmethod
     def grad_off(expr):
-        name = call_name(expr) or ""
+        """Whether expr turns gradients off: no_grad(), inference_mode(), set_grad_enabled(False),
+        or a decorator's bare @torch.no_grad."""
+        name = call_name(expr) or ("" if isinstance(expr, ast.Call) else dotted(expr) or "")
         return name.split(".")[-1] in ("no_grad", "inference_mode") or (
             name.endswith("set_grad_enabled") and len(expr.args) == 1 and isinstance(expr.args[0], ast.Constant)
             and expr.args[0].value is False)

@@ -113,9 +113,17 @@ class Scopes:
 
     def trains(self, loop):
         """Whether the loop runs backward: in its body or in the script's functions and methods it
-        calls (`for xb, yb in loader: engine.step(xb, yb)`)."""
-        return any(self.is_backward(n) for n in ast.walk(loop)) or any(
-            self.is_backward(n) for f, _ in self.reached(loop) for n in ast.walk(f))
+        calls (`for xb, yb in loader: engine.step(xb, yb)`), but not from under no_grad() (an
+        evaluation loop calling a loss_batch() that steps only when given an optimizer)."""
+        if any(self.is_backward(n) for n in ast.walk(loop)):
+            return True
+        node = self.parent.get(loop)
+        while node is not None:
+            if isinstance(node, ast.With) and any(self.grad_off(i.context_expr) for i in node.items) or isinstance(
+                    node, ast.FunctionDef) and any(self.grad_off(d) for d in node.decorator_list):
+                return False
+            node = self.parent.get(node)
+        return any(self.is_backward(n) for f, _ in self.reached(loop) for n in ast.walk(f))
 
     def callee(self, c, receiver, methods, fns, loop):
         """[(function, receiver, its class's methods)] that call c runs, where the script has it."""
