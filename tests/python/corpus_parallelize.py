@@ -26,11 +26,12 @@ both), but its 2-rank run, the time of the suite, is made in one style per run: 
 per script from a seed (HOOPTEST_CORPUS_SEED, else the time), printed so that a failure can be
 run again; over runs both styles of every script are covered. HOOPTEST_CORPUS_STYLES=all runs
 both every time. HOOPTEST_CORPUS_PART=K/N runs, alone and on 2 ranks, only one of N parts of the
-scripts (every script is still converted and its conversion checked): part (K + window) mod N,
+scripts (every script is still converted and its conversion checked): part (K + window) mod N
+(K,L/N: parts (K + window) and (L + window) mod N),
 the window being HOOPTEST_SHARE_WINDOW, else the quarter-day (UTC) since 1970, as support.drawn()
 takes it. CI's two corpus entries, under Debian's PyTorch and pip's (tests/CMakeLists.txt), take
-0/2 and 1/2: in each run every script runs under one of the two, and under both within half a
-day."""
+0,1/3 and 2/3 (pip's PyTorch runs a script in about 2.5 times Debian's time): in each run every
+script runs under one of the two, and under both within 18 hours."""
 import os
 import re
 import shlex
@@ -56,15 +57,15 @@ STYLES = ("horovod", "ddp")
 SEED = int(os.environ.get("HOOPTEST_CORPUS_SEED") or time.time_ns() % 1000003)
 ALL_STYLES = os.environ.get("HOOPTEST_CORPUS_STYLES") == "all"
 PART = os.environ.get("HOOPTEST_CORPUS_PART") or "0/1"
-if not re.fullmatch(r"\d+/[1-9]\d*", PART):
-    raise SystemExit(f"corpus: HOOPTEST_CORPUS_PART={PART}: expected K/N, as 0/2")
+if not re.fullmatch(r"\d+(,\d+)*/[1-9]\d*", PART):
+    raise SystemExit(f"corpus: HOOPTEST_CORPUS_PART={PART}: expected K/N or K,L,.../N, as 0/2 or 0,1/3")
 WINDOW = int(os.environ.get("HOOPTEST_SHARE_WINDOW") or time.time() // 21600)
 PARTS = int(PART.split("/")[1])
-TAKEN = (int(PART.split("/")[0]) + WINDOW) % PARTS
+TAKEN = sorted({(int(k) + WINDOW) % PARTS for k in PART.split("/")[0].split(",")})
 # Parts of (nearly) equal size: the scripts in a fixed shuffled order, dealt out in turn.
 IN_PART = {n: i % PARTS for i, n in enumerate(sorted(SCRIPTS, key=lambda n: zlib.crc32(n.encode())))}
 print(f"corpus: 2-rank runs in {'both styles' if ALL_STYLES else 'one style per script'}, "
-      f"HOOPTEST_CORPUS_SEED={SEED}" + ("" if PARTS == 1 else f"; scripts of part {TAKEN} of {PARTS} run "
+      f"HOOPTEST_CORPUS_SEED={SEED}" + ("" if PARTS == 1 else f"; scripts of parts {TAKEN} of {PARTS} run "
                                          f"(HOOPTEST_CORPUS_PART={PART}, HOOPTEST_SHARE_WINDOW={WINDOW})"),
       file=sys.stderr)
 
@@ -78,7 +79,7 @@ def styles_run(name):
 
 def runs_this_time(name):
     """Whether `name` is run (alone and on 2 ranks) this time: always, unless HOOPTEST_CORPUS_PART."""
-    return IN_PART[name] == TAKEN
+    return IN_PART[name] in TAKEN
 
 
 def declared(path):

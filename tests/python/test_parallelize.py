@@ -305,7 +305,7 @@ for x, y in loader:
             src = os.path.join(tmp, "split.py")
             with open(src, "w") as f:
                 f.write(unseeded)
-            for style in ("horovod", "ddp"):
+            for style in drawn(["horovod", "ddp"], "hoop-parallelize split alike"):
                 with self.subTest(style=style):
                     out = os.path.join(tmp, f"split_{style}.py")
                     r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
