@@ -392,18 +392,12 @@ class DataSplitting:
         """'dl' where the script wraps the loader in an object of a class of its own under one of
         its names (`train_dl = DeviceDataLoader(train_dl, device)`, "What is torch.nn really?"'s
         WrappedDataLoader) whose __init__ keeps it (`self.dl = dl`), else None."""
-        classes = self.classes()
         for a in ast.walk(self.tree):
-            if not (isinstance(a, ast.Assign) and len(a.targets) == 1 and dotted(a.targets[0]) in names
-                    and isinstance(a.value, ast.Call) and call_name(a.value) in classes):
-                continue
-            init = self.methods(classes[call_name(a.value)]).get("__init__")
-            args = next((x for c, x in self.calls_of(init) if c is a.value), {}) if init else {}
-            params = {p for p, v in args.items() if dotted(v) in names}
-            for s in ast.walk(init) if params else []:
-                if isinstance(s, ast.Assign) and dotted(s.value) in params and len(s.targets) == 1 and isinstance(
-                        s.targets[0], ast.Attribute) and dotted(s.targets[0].value) == "self":
-                    return s.targets[0].attr
+            if isinstance(a, ast.Assign) and len(a.targets) == 1 and dotted(a.targets[0]) in names and isinstance(
+                    a.value, ast.Call):
+                kept = self.init_keeps(a.value, names, lambda expr, name: dotted(expr) == name)
+                if kept:
+                    return kept[0][0]
         return None
 
     def set_epoch_on_new_iterators(self, names):

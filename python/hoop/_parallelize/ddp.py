@@ -8,7 +8,7 @@ wrapped model's .module. A mixin of Converter: it uses the converter's tree, par
 changes, and DataSplitting's scope helpers."""
 import ast
 
-from hoop._parallelize.edits import MARK, MODULE_ATTRS, Refused, call_name, dotted
+from hoop._parallelize.edits import MARK, MODULE_ATTRS, Refused, dotted
 
 MOVERS = ("to", "cuda", "cpu", "train")  # model.to(device) and the like give the model back
 
@@ -29,20 +29,12 @@ class DdpWrap:
     def kept_in_objects(self, stmt, model, scope):
         """[(`obj.attr`, __init__)] for each object of the script's classes made in scope before
         stmt from the model (`runner = Runner(model)`) whose __init__ keeps it (`self.attr = model`)."""
-        classes, out = self.classes(), []
+        out = []
         for b in ast.walk(scope or self.tree):
-            if not (isinstance(b, ast.Assign) and b.lineno < stmt.lineno and len(b.targets) == 1
-                    and dotted(b.targets[0]) and isinstance(b.value, ast.Call) and call_name(b.value) in classes
-                    and self.enclosing(b, (ast.FunctionDef,)) is scope):
-                continue
-            init = self.methods(classes[call_name(b.value)]).get("__init__")  # its own or inherited
-            if init is None:
-                continue
-            args = next((a for c, a in self.calls_of(init) if c is b.value), {})
-            params = {p for p, v in args.items() if self.is_model(v, model)}
-            out += [(f"{dotted(b.targets[0])}.{t.attr}", init) for s in ast.walk(init) if isinstance(s, ast.Assign)
-                    and any(self.is_model(s.value, p) for p in params) for t in s.targets
-                    if isinstance(t, ast.Attribute) and dotted(t.value) == "self"]
+            if isinstance(b, ast.Assign) and b.lineno < stmt.lineno and len(b.targets) == 1 and dotted(
+                    b.targets[0]) and isinstance(b.value, ast.Call) and self.enclosing(b, (ast.FunctionDef,)) is scope:
+                out += [(f"{dotted(b.targets[0])}.{attr}", init)
+                        for attr, init in self.init_keeps(b.value, [model], self.is_model)]
         return out
 
     def wrap_model(self, stmt, model, after=False):
@@ -69,14 +61,17 @@ class DdpWrap:
         self.changes.append(f"line {stmt.lineno}: model '{model}' wrapped in DistributedDataParallel"
                             + (f" (and kept as {', '.join(held)})" if held else ""))
 
-    def refuse_forward_outside(self, a, owner):
+    def methods_running_forward(self):
+        """The names of the script's methods (but forward) that call self(...) or self.forward()."""
+        return {f.name for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef) for f in c.body
+                if isinstance(f, ast.FunctionDef) and f.name != "forward" and any(
+                    isinstance(n, ast.Call) and dotted(n.func) in ("self", "self.forward") for n in ast.walk(f))}
+
+    def refuse_forward_outside(self, a, owner, runs_forward):
         """A method of the model's own that runs its forward (`self(images)` in a training_step())
         whose result backward is called on (`loss = model.training_step(batch)`, then
         `loss.backward()`): through .module DDP's wrapper never sees the forward, so no gradient
         would be averaged. (A generate() after training, or in a no-gradient block, is fine.)"""
-        runs_forward = {f.name for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef) for f in c.body
-                        if isinstance(f, ast.FunctionDef) and f.name != "forward" and any(
-                            isinstance(n, ast.Call) and dotted(n.func) in ("self", "self.forward") for n in ast.walk(f))}
         if a.attr not in runs_forward:
             return
         stmt = self.stmt_of(a)
@@ -95,6 +90,7 @@ class DdpWrap:
         methods (its state_dict(), so the keys stay as they were; a method of its own, as a VAE's
         decode(); an attribute) goes to the wrapped model's .module. Where the model was wrapped:
         after the wrap; in other functions: everywhere (they run after it)."""
+        runs_forward = self.methods_running_forward()
         for a in ast.walk(self.tree):
             if not (isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Load)):
                 continue
@@ -109,7 +105,7 @@ class DdpWrap:
             if owner.startswith("self.") and self.enclosing(scope, (ast.ClassDef,)) not in self.lineage(
                     self.enclosing(a, (ast.ClassDef,))):
                 continue  # another class's self (not the one that keeps it, nor a subclass)
-            self.refuse_forward_outside(a, owner)
+            self.refuse_forward_outside(a, owner, runs_forward)
             self.e.replace(a.value, f"{owner}.module")
             said = f"line {a.lineno}: {owner}.{a.attr} read from the wrapped model's .module"
             if said not in self.changes:

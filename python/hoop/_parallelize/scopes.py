@@ -63,6 +63,21 @@ class Scopes:
                     return classes[call_name(a.value)]
         return None
 
+    def init_keeps(self, call, names, same):
+        """[(attr, __init__)] for each `self.attr = value` by which the __init__ that call runs (a
+        script class's, its own or inherited) keeps an argument given to it as one of `names`:
+        `runner = Runner(model)` keeping self.model, `DeviceDataLoader(train_dl, device)` keeping
+        self.dl. same(expr, name) says whether expr is that name (for a model: or model.to(...))."""
+        cls = self.classes().get(call_name(call))
+        init = self.methods(cls).get("__init__") if cls is not None else None
+        if init is None:
+            return []
+        args = next((a for c, a in self.calls_of(init) if c is call), {})
+        params = {p for p, v in args.items() if any(same(v, n) for n in names)}
+        return [(t.attr, init) for s in ast.walk(init) if isinstance(s, ast.Assign) and any(
+            same(s.value, p) for p in params) for t in s.targets if isinstance(t, ast.Attribute)
+            and dotted(t.value) == "self"]
+
     def calls_of(self, fn):
         """[(call, {parameter: argument})] for each call of the script's function or method fn:
         f(...); self.m(...) in its class and obj.m(...) (obj = C(), or of a class not known),
