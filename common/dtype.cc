@@ -76,6 +76,10 @@ double LoadAsDouble(DType t, const void* p, size_t i) {
     case DType::kI8: return static_cast<const int8_t*>(p)[i];
     case DType::kI32: return static_cast<const int32_t*>(p)[i];
     case DType::kI64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    case DType::kI16: return static_cast<const int16_t*>(p)[i];
+    case DType::kU16: return static_cast<const uint16_t*>(p)[i];
+    case DType::kU32: return static_cast<const uint32_t*>(p)[i];
+    case DType::kU64: return static_cast<double>(static_cast<const uint64_t*>(p)[i]);
     case DType::kF16: return HalfToFloat(static_cast<const uint16_t*>(p)[i]);
     case DType::kBF16: return BF16ToFloat(static_cast<const uint16_t*>(p)[i]);
     case DType::kF32: return static_cast<const float*>(p)[i];
@@ -94,6 +98,12 @@ void StoreFromDouble(DType t, void* p, size_t i, double v) {
     case DType::kI8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(static_cast<int64_t>(v)); return;
     case DType::kI32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(static_cast<int64_t>(v)); return;
     case DType::kI64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); return;
+    case DType::kI16: static_cast<int16_t*>(p)[i] = static_cast<int16_t>(static_cast<int64_t>(v)); return;
+    case DType::kU16: static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(static_cast<int64_t>(v)); return;
+    case DType::kU32: static_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(static_cast<int64_t>(v)); return;
+    case DType::kU64:
+      static_cast<uint64_t*>(p)[i] = v < 0 ? static_cast<uint64_t>(static_cast<int64_t>(v)) : static_cast<uint64_t>(v);
+      return;
     case DType::kF16: static_cast<uint16_t*>(p)[i] = FloatToHalf(f); return;
     case DType::kBF16: static_cast<uint16_t*>(p)[i] = FloatToBF16(f); return;
     case DType::kF32: static_cast<float*>(p)[i] = f; return;

@@ -15,8 +15,25 @@ namespace hoop {
 // New types are appended: the values are the C API's (include/hoop/hoop.h). Bool elements are
 // one byte, 0 or 1. f8e4m3 and f8e5m2 are the OCP 8-bit floats as NCCL 2.24 names them (e4m3 is
 // the "fn" variant: no infinities, one NaN pattern per sign, largest finite 448; e5m2 has
-// infinities, largest finite 57344).
-enum class DType : uint8_t { kU8 = 0, kI32, kI64, kF16, kBF16, kF32, kF64, kI8, kBool, kF8E4M3, kF8E5M2 };
+// infinities, largest finite 57344). i16, u16, u32 and u64 came last (Horovod's int16 and uint16,
+// NCCL's uint32 and uint64).
+enum class DType : uint8_t {
+  kU8 = 0,
+  kI32,
+  kI64,
+  kF16,
+  kBF16,
+  kF32,
+  kF64,
+  kI8,
+  kBool,
+  kF8E4M3,
+  kF8E5M2,
+  kI16,
+  kU16,
+  kU32,
+  kU64
+};
 
 // Bitwise and, or and xor (kBand, kBor, kBxor) apply to the integer types and bool only.
 enum class ReduceOp : uint8_t { kSum = 0, kAvg, kMin, kMax, kProd, kBand, kBor, kBxor };
@@ -67,9 +84,13 @@ inline constexpr DTypeInfo kDTypeTable[] = {
      "Float8_e4m3fn", "float8_e4m3fn e4m3"},
     {DType::kF8E5M2, "f8e5m2", 1, DTypeClass::kFloat, kFloatOps, "F8E5M2", "float8_e5m2", "float8_e5m2", "Float8_e5m2",
      "float8_e5m2 e5m2"},
+    {DType::kI16, "i16", 2, DTypeClass::kSigned, kIntOps, "I16", "int16", "int16", "Short", "int16 short"},
+    {DType::kU16, "u16", 2, DTypeClass::kUnsigned, kIntOps, "U16", "uint16", "uint16", "UInt16", "uint16"},
+    {DType::kU32, "u32", 4, DTypeClass::kUnsigned, kIntOps, "U32", "uint32", "uint32", "UInt32", "uint32"},
+    {DType::kU64, "u64", 8, DTypeClass::kUnsigned, kIntOps, "U64", "uint64", "uint64", "UInt64", "uint64"},
 };
 inline constexpr size_t kNumDTypes = sizeof(kDTypeTable) / sizeof(kDTypeTable[0]);
-inline constexpr DType kLastDType = DType::kF8E5M2;  // the highest value: decoders range-check with it
+inline constexpr DType kLastDType = DType::kU64;  // the highest value: decoders range-check with it
 constexpr bool DTypeTableInOrder() {
   for (size_t i = 0; i < kNumDTypes; ++i)
     if (static_cast<size_t>(kDTypeTable[i].type) != i) return false;
@@ -85,9 +106,9 @@ constexpr bool DTypeSizesArePowersOfTwo() {
 static_assert(DTypeSizesArePowersOfTwo(), "every dtype's size is a power of two");
 
 // Every dtype, in the order tests and hoop-perf -d all walk them.
-inline constexpr DType kAllDTypes[] = {DType::kU8,   DType::kI8,     DType::kI32,   DType::kI64,
-                                       DType::kF16,  DType::kBF16,   DType::kF32,   DType::kF64,
-                                       DType::kBool, DType::kF8E4M3, DType::kF8E5M2};
+inline constexpr DType kAllDTypes[] = {DType::kU8,  DType::kI8,  DType::kI16,  DType::kU16,    DType::kI32,
+                                       DType::kU32, DType::kI64, DType::kU64,  DType::kF16,    DType::kBF16,
+                                       DType::kF32, DType::kF64, DType::kBool, DType::kF8E4M3, DType::kF8E5M2};
 static_assert(sizeof(kAllDTypes) / sizeof(kAllDTypes[0]) == kNumDTypes);
 
 constexpr bool ValidDType(DType t) { return static_cast<size_t>(t) < kNumDTypes; }

@@ -67,7 +67,9 @@ static_assert(HOOP_U8 == static_cast<int>(hoop::DType::kU8) && HOOP_F64 == stati
               HOOP_I8 == static_cast<int>(hoop::DType::kI8) && HOOP_BOOL == static_cast<int>(hoop::DType::kBool) &&
               HOOP_F8E4M3 == static_cast<int>(hoop::DType::kF8E4M3) &&
               HOOP_F8E5M2 == static_cast<int>(hoop::DType::kF8E5M2) &&
-              HOOP_F8E5M2 == static_cast<int>(hoop::kLastDType));
+              HOOP_I16 == static_cast<int>(hoop::DType::kI16) && HOOP_U16 == static_cast<int>(hoop::DType::kU16) &&
+              HOOP_U32 == static_cast<int>(hoop::DType::kU32) && HOOP_U64 == static_cast<int>(hoop::DType::kU64) &&
+              HOOP_U64 == static_cast<int>(hoop::kLastDType));
 static_assert(HOOP_PROD == static_cast<int>(hoop::ReduceOp::kProd) &&
               HOOP_BAND == static_cast<int>(hoop::ReduceOp::kBand) &&
               HOOP_BXOR == static_cast<int>(hoop::ReduceOp::kBxor));

@@ -303,6 +303,10 @@ void Divide(DType dtype, void* dst, size_t n, int divisor) {
     case DType::kF32: return DivideAll<float, Native<float>>(dst, n, divisor);
     case DType::kF64: return DivideAll<double, Native<double>>(dst, n, divisor);
     case DType::kI8: return DivideAll<int8_t, Native<int8_t>>(dst, n, divisor);
+    case DType::kI16: return DivideAll<int16_t, Native<int16_t>>(dst, n, divisor);
+    case DType::kU16: return DivideAll<uint16_t, Native<uint16_t>>(dst, n, divisor);
+    case DType::kU32: return DivideAll<uint32_t, Native<uint32_t>>(dst, n, divisor);
+    case DType::kU64: return DivideAll<uint64_t, Native<uint64_t>>(dst, n, divisor);
     case DType::kBool: return;  // bool has no average (OpApplies)
     case DType::kF8E4M3: return DivideAll<uint8_t, E4M3>(dst, n, divisor);
     case DType::kF8E5M2: return DivideAll<uint8_t, E5M2>(dst, n, divisor);
@@ -341,6 +345,10 @@ ReduceFn Lookup(DType dtype, ReduceOp op) {
     case DType::kF32: return ForOp<float, Native<float>>(op);
     case DType::kF64: return ForOp<double, Native<double>>(op);
     case DType::kI8: return ForOp<int8_t, Native<int8_t>>(op);
+    case DType::kI16: return ForOp<int16_t, Native<int16_t>>(op);
+    case DType::kU16: return ForOp<uint16_t, Native<uint16_t>>(op);
+    case DType::kU32: return ForOp<uint32_t, Native<uint32_t>>(op);
+    case DType::kU64: return ForOp<uint64_t, Native<uint64_t>>(op);
     case DType::kBool: return OpApplies(dtype, op) ? ForOp<uint8_t, Native<uint8_t>>(op) : nullptr;
     case DType::kF8E4M3: return ForOp<uint8_t, E4M3>(op);
     case DType::kF8E5M2: return ForOp<uint8_t, E5M2>(op);

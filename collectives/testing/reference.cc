@@ -28,7 +28,7 @@ struct Draw {
 
 Draw DrawFor(DType dtype, ReduceOp op) {
   static const int64_t kProdChoices[] = {-2, -1, 1, 2};
-  const bool is_unsigned = dtype == DType::kU8;
+  const bool is_unsigned = DTypeRow(dtype).cls == DTypeClass::kUnsigned;
   if (dtype == DType::kBool) return {0, 2};
   // The 8-bit floats hold every integer up to 16 (e4m3) or 8 (e5m2) exactly: sums of up to 8
   // ranks' values stay exact in any order only when drawn this small.
@@ -40,7 +40,9 @@ Draw DrawFor(DType dtype, ReduceOp op) {
     case ReduceOp::kBxor:  // random bits, the sign bit among them for the signed types
       if (dtype == DType::kU8) return {0, 256};
       if (dtype == DType::kI8) return {-128, 256};
-      return {-(1 << 19), 1 << 20};
+      if (dtype == DType::kU16) return {0, 1 << 16};
+      if (dtype == DType::kI16) return {-(1 << 15), 1 << 16};
+      return is_unsigned ? Draw{0, 1 << 20} : Draw{-(1 << 19), 1 << 20};
     case ReduceOp::kProd: return is_unsigned ? Draw{1, 2} : Draw{0, 4, kProdChoices};
     case ReduceOp::kMin:
     case ReduceOp::kMax:
@@ -124,6 +126,10 @@ void FillInputSlice(DType dtype, ReduceOp op, void* buf, size_t total, size_t fi
     case DType::kI8: FillAs<int8_t>(buf, total, first, len, s, d, Cast<int8_t>); break;
     case DType::kI32: FillAs<int32_t>(buf, total, first, len, s, d, Cast<int32_t>); break;
     case DType::kI64: FillAs<int64_t>(buf, total, first, len, s, d, Cast<int64_t>); break;
+    case DType::kI16: FillAs<int16_t>(buf, total, first, len, s, d, Cast<int16_t>); break;
+    case DType::kU16: FillAs<uint16_t>(buf, total, first, len, s, d, Cast<uint16_t>); break;
+    case DType::kU32: FillAs<uint32_t>(buf, total, first, len, s, d, Cast<uint32_t>); break;
+    case DType::kU64: FillAs<uint64_t>(buf, total, first, len, s, d, Cast<uint64_t>); break;
     case DType::kF32: FillAs<float>(buf, total, first, len, s, d, Cast<float>); break;
     case DType::kF64: FillAs<double>(buf, total, first, len, s, d, Cast<double>); break;
     case DType::kF16:

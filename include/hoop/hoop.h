@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define HOOP_API_VERSION \
-  16 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+  17 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
                               6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
                               7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
@@ -61,7 +61,7 @@ extern "C" {
                                   hoop_comm_failed_ranks, hoop_comm_grow, hoop_init_join;
                               15: hoop_comm_newcomers, HOOP_JOIN;
                               16: the flight recorder (hoop_comm_trace, hoop_comm_dump_trace,
-                                  hoop_comm_set_trace_label, hoop_comm_set_trace_name) */
+                                  hoop_comm_set_trace_label, hoop_comm_set_trace_name); 17: HOOP_I16..HOOP_U64 */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -110,6 +110,11 @@ typedef enum {
    * Sum, avg, min, max and prod apply, not the bitwise ops. */
   HOOP_F8E4M3 = 9,
   HOOP_F8E5M2 = 10,
+  /* Horovod's 16-bit and NCCL's unsigned integers (API 17); sums and products wrap around. */
+  HOOP_I16 = 11,
+  HOOP_U16 = 12,
+  HOOP_U32 = 13,
+  HOOP_U64 = 14,
   HOOP_DTYPE_RANGE_MIN_ = HOOP_ENUM_RANGE_MIN_, /* not dtypes: see HOOP_ENUM_RANGE_MIN_ */
   HOOP_DTYPE_RANGE_MAX_ = HOOP_ENUM_RANGE_MAX_
 } hoop_dtype_t;

@@ -57,9 +57,17 @@ struct DTypeOf<std::uint8_t> { static constexpr hoop_dtype_t value = HOOP_U8; };
 template <>
 struct DTypeOf<std::int8_t> { static constexpr hoop_dtype_t value = HOOP_I8; };
 template <>
+struct DTypeOf<std::int16_t> { static constexpr hoop_dtype_t value = HOOP_I16; };
+template <>
+struct DTypeOf<std::uint16_t> { static constexpr hoop_dtype_t value = HOOP_U16; };
+template <>
 struct DTypeOf<std::int32_t> { static constexpr hoop_dtype_t value = HOOP_I32; };
 template <>
+struct DTypeOf<std::uint32_t> { static constexpr hoop_dtype_t value = HOOP_U32; };
+template <>
 struct DTypeOf<std::int64_t> { static constexpr hoop_dtype_t value = HOOP_I64; };
+template <>
+struct DTypeOf<std::uint64_t> { static constexpr hoop_dtype_t value = HOOP_U64; };
 template <>
 struct DTypeOf<float> { static constexpr hoop_dtype_t value = HOOP_F32; };
 template <>

@@ -11,8 +11,8 @@
 Every function takes the communicator as `comm=` (default: the one hoop.init() made; split()
 and dup() make others). Inputs are anything with the buffer protocol (NumPy arrays, bytearray,
 memoryview, array.array), read as NumPy arrays; outputs are new NumPy arrays unless `out=` names
-one (C-contiguous, writable, the input's dtype). Element types: uint8, int8, bool, int32,
-int64, float16, float32, float64; bfloat16 given as uint16 with dtype=hoop.BF16, and the 8-bit
+one (C-contiguous, writable, the input's dtype). Element types: uint8, int8, int16, uint16,
+int32, uint32, int64, uint64, bool, float16, float32, float64; bfloat16 given as uint16 with dtype=hoop.BF16, and the 8-bit
 floats given as uint8 with dtype=hoop.F8E4M3 or hoop.F8E5M2 (hoop.dtypes() lists every one, with
 the ops it takes). Failures
 raise hoop.HoopError subclasses whose message names the rank, the call and the cause; a bad
@@ -23,8 +23,8 @@ import numpy as _np
 
 from . import _hoop
 from ._hoop import (  # noqa: F401  (the package's names)
-    ANY_SOURCE, AVG, BAND, BF16, BOOL, BOR, BXOR, F8E4M3, F8E5M2, F16, F32, F64, I8, I32, I64, MAX, MIN, PROD, SUM,
-    U8, UNDEFINED,
+    ANY_SOURCE, AVG, BAND, BF16, BOOL, BOR, BXOR, F8E4M3, F8E5M2, F16, F32, F64, I8, I16, I32, I64, MAX, MIN, PROD,
+    SUM, U8, U16, U32, U64, UNDEFINED,
     AbortedError, Comm, HoopError, InternalError, InvalidArgumentError, MismatchError, PermissionError, Request,
     RevokedError, TimeoutError, UnavailableError, UnimplementedError, compression_error_factor)
 

@@ -18,9 +18,14 @@ int DtypeOfFormat(const std::string& format, size_t itemsize) {
     case 'e': return HOOP_F16;
     case 'f': return HOOP_F32;
     case 'd': return HOOP_F64;
+    case 'h':
     case 'i':
     case 'l':
-    case 'q': return itemsize == 4 ? HOOP_I32 : itemsize == 8 ? HOOP_I64 : -1;
+    case 'q': return itemsize == 2 ? HOOP_I16 : itemsize == 4 ? HOOP_I32 : itemsize == 8 ? HOOP_I64 : -1;
+    case 'H':
+    case 'I':
+    case 'L':
+    case 'Q': return itemsize == 2 ? HOOP_U16 : itemsize == 4 ? HOOP_U32 : itemsize == 8 ? HOOP_U64 : -1;
     default: return -1;
   }
 }

@@ -7,6 +7,7 @@
  * refused with a message naming the call. Run as every rank of a job (hooprun).
  * Prints "c-more-collectives ok rank R of N". */
 #include <hoop/hoop.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,24 @@ int main(void) {
     int want1 = 0;
     for (int r = 0; r < size; ++r) want1 += 100 + r;
     CHECK(i8_out[1] == (signed char)want1, "i8 sum wraps: %d, want %d", i8_out[1], (signed char)want1);
+    /* The 16-bit and the unsigned 32- and 64-bit integers: unsigned order and wrapping. */
+    int16_t i16 = (int16_t)(32767 - rank), i16_out = 0;
+    CHECK(hoop_allreduce(comm, &i16, &i16_out, 1, HOOP_I16, HOOP_SUM) == HOOP_SUCCESS, "i16 sum");
+    int16_t want16 = 0;
+    for (int r = 0; r < size; ++r) want16 = (int16_t)(uint16_t)((uint16_t)want16 + (uint16_t)(32767 - r));
+    CHECK(i16_out == want16, "i16 sum wraps: %d, want %d", i16_out, want16);
+    uint16_t u16 = (uint16_t)(65535 - rank), u16_out = 0;
+    CHECK(hoop_allreduce(comm, &u16, &u16_out, 1, HOOP_U16, HOOP_MIN) == HOOP_SUCCESS, "u16 min");
+    CHECK(u16_out == (uint16_t)(65536 - size), "u16 min %u", (unsigned)u16_out);
+    uint32_t u32 = rank == size - 1 ? 0x80000000u : (uint32_t)rank, u32_out = 0;
+    CHECK(hoop_allreduce(comm, &u32, &u32_out, 1, HOOP_U32, HOOP_MAX) == HOOP_SUCCESS, "u32 max");
+    CHECK(u32_out == 0x80000000u, "u32 max %x (ordered as signed?)", u32_out);
+    uint64_t u64[2] = {UINT64_MAX, (uint64_t)1 << (32 + rank)}, u64_out[2];
+    CHECK(hoop_allreduce(comm, u64, u64_out, 2, HOOP_U64, HOOP_SUM) == HOOP_SUCCESS, "u64 sum");
+    uint64_t or64 = 0;
+    for (int r = 0; r < size; ++r) or64 += (uint64_t)1 << (32 + r);
+    CHECK(u64_out[0] == (uint64_t)0 - (uint64_t)size && u64_out[1] == or64, "u64 sum %llx %llx",
+          (unsigned long long)u64_out[0], (unsigned long long)u64_out[1]);
     /* bool: rank 0 alone holds a true in [0]; every rank holds one in [1]; [2] alternates. */
     unsigned char b[3] = {(unsigned char)(rank == 0), 1, (unsigned char)(rank % 2)}, any[3], all[3], odd[3];
     CHECK(hoop_allreduce(comm, b, any, 3, HOOP_BOOL, HOOP_BOR) == HOOP_SUCCESS, "bool bor");
@@ -244,8 +263,8 @@ int main(void) {
     CHECK(strstr(hoop_last_error(), "bool takes min, max, band, bor and bxor, not sum") != NULL, "message: %s",
           hoop_last_error());
     CHECK(hoop_allreduce(comm, &f, &f, 1, HOOP_F32, (hoop_op_t)8) == HOOP_ERR_INVALID_ARGUMENT, "op 8 accepted");
-    CHECK(hoop_allreduce(comm, &f, &f, 1, (hoop_dtype_t)11, HOOP_SUM) == HOOP_ERR_INVALID_ARGUMENT,
-          "dtype 11 accepted");
+    CHECK(hoop_allreduce(comm, &f, &f, 1, (hoop_dtype_t)(HOOP_U64 + 1), HOOP_SUM) == HOOP_ERR_INVALID_ARGUMENT,
+          "dtype past HOOP_U64 accepted");
   }
 
   /* The 8-bit floats: bytes in, bytes out. e4m3 1.0 is 0x38, 2.0 0x40, 448 (its largest) 0x7e;

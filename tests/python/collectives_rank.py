@@ -14,8 +14,11 @@ import numpy as np
 import hoop
 
 COUNTS = [0, 1, 7, 1001]
-DTYPES = ["u8", "i8", "bool", "i32", "i64", "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"]
-NUMPY = {"u8": np.uint8, "i8": np.int8, "bool": np.bool_, "i32": np.int32, "i64": np.int64, "f16": np.float16,
+DTYPES = ["u8", "i8", "i16", "u16", "bool", "i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64", "f8e4m3",
+          "f8e5m2"]
+UNSIGNED = {"u8", "u16", "u32", "u64"}
+NUMPY = {"u8": np.uint8, "i8": np.int8, "i16": np.int16, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+         "bool": np.bool_, "i32": np.int32, "i64": np.int64, "f16": np.float16,
          "bf16": np.uint16, "f32": np.float32, "f64": np.float64, "f8e4m3": np.uint8, "f8e5m2": np.uint8}
 FLOATS = {"f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"}
 AS_BITS = {"bf16": hoop.BF16, "f8e4m3": hoop.F8E4M3, "f8e5m2": hoop.F8E5M2}  # no NumPy type: bits, and dtype=
@@ -66,9 +69,9 @@ def data(rank, case, dt, count, small=False):
     rng = np.random.default_rng([rank, case])
     if dt == "bool":
         return rng.integers(0, 2, count).astype(np.bool_)
-    lo, hi = (0, 5) if dt == "u8" else (-1, 2) if dt in FP8 else (-3, 4)  # fp8: sums exact
+    lo, hi = (0, 5) if dt in UNSIGNED else (-1, 2) if dt in FP8 else (-3, 4)  # fp8: sums exact
     if small:  # for prod: at most 2^ranks in magnitude
-        lo, hi = (1, 3) if dt == "u8" else (-2, 3)
+        lo, hi = (1, 3) if dt in UNSIGNED else (-2, 3)
     v = rng.integers(lo, hi, count)
     if dt == "bf16":
         return bf16_bits(v)
@@ -232,7 +235,7 @@ def check_split(me, n):
 def check_refusals(me, n):
     global checks
     cases = [
-        (lambda: hoop.allreduce(np.zeros(3, np.uint32)), "no hoop dtype"),
+        (lambda: hoop.allreduce(np.zeros(3, np.complex64)), "no hoop dtype"),
         (lambda: hoop.allreduce(np.zeros(3, np.float32), out=np.zeros(2, np.float32)), "it needs 3"),
         (lambda: hoop.allreduce(np.zeros(3, np.float32), op="median"), "unknown reduction"),
         (lambda: hoop.allreduce(np.zeros(3, np.float32), op=hoop.BXOR), "bxor"),

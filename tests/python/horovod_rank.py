@@ -71,7 +71,7 @@ def main():
         check_streams(me, n)
     assert hvd.is_initialized() and hvd.local_size() >= 1 and 0 <= hvd.local_rank() < hvd.local_size()
     case = 0
-    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64):
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.int16):
         for shape in ((0,), (1,), (7, 3), (1001,)):
             case += 1
             ins = [data(r, case, shape, dtype) for r in range(n)]
@@ -145,7 +145,7 @@ def main():
         raise AssertionError(f"rank {me}: fp16 allreduce was exact: no compression happened")
     same("fp16 allreduce within the bound", torch.ones(1), torch.ones(1))
     # Refusals name the rank and the call.
-    for call, words in ((lambda: hvd.allreduce(torch.zeros(2, dtype=torch.int16, device=DEV)), "not supported"),
+    for call, words in ((lambda: hvd.allreduce(torch.zeros(2, dtype=torch.complex64, device=DEV)), "not supported"),
                         (lambda: hvd.allreduce(torch.zeros(2, device=DEV), op="mean"), "op must be"),
                         (lambda: hvd.alltoall(torch.zeros(n + 1, device=DEV)) if n > 1 else hvd.alltoall(None), "")):
         try:

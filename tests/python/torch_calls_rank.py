@@ -20,9 +20,15 @@ checks = 0
 TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 CUDA = len(sys.argv) > 2 and sys.argv[2] == "cuda"
 DEVICE = "cpu"  # main() sets the GPU's where CUDA
-DTYPES = [torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
-          torch.float64, torch.bool]
-FLOATS = {torch.float16, torch.bfloat16, torch.float32, torch.float64}
+DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
+          torch.float32, torch.float64, torch.bool]
+# The unsigned types PyTorch 2.3 added (no torch.uint16 before it).
+UNSIGNED = [torch.uint8] + [getattr(torch, u) for u in ("uint16", "uint32", "uint64") if hasattr(torch, u)]
+DTYPES += UNSIGNED[1:]
+# The 8-bit floats where torch has them (2.1 and later): drawn from -1..1 so that sums stay exact.
+FP8 = [getattr(torch, f) for f in ("float8_e4m3fn", "float8_e5m2") if hasattr(torch, f)]
+DTYPES += FP8
+FLOATS = {torch.float16, torch.bfloat16, torch.float32, torch.float64, *FP8}
 OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "product": dist.ReduceOp.PRODUCT,
        "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX, "band": dist.ReduceOp.BAND, "bor": dist.ReduceOp.BOR,
        "bxor": dist.ReduceOp.BXOR}
@@ -39,9 +45,9 @@ def data(rank, case, dt, count, small=False):
     g = torch.Generator(device="cpu").manual_seed(rank * 100003 + case)
     if dt == torch.bool:
         return torch.randint(0, 2, (count,), generator=g, device="cpu").bool().to(DEVICE)
-    lo, hi = (0, 5) if dt == torch.uint8 else (-3, 4)
+    lo, hi = (0, 5) if dt in UNSIGNED else (-1, 2) if dt in FP8 else (-3, 4)
     if small:
-        lo, hi = (1, 3) if dt == torch.uint8 else (-2, 3)
+        lo, hi = (1, 3) if dt in UNSIGNED else (-2, 3)
     return torch.randint(lo, hi, (count,), generator=g, device="cpu").to(dt).to(DEVICE)
 
 
@@ -76,7 +82,8 @@ def same(what, got, want):
     global checks
     checks += 1
     if got.dtype in FLOATS:
-        ok = got.shape == want.shape and torch.allclose(got.double(), want.double(), rtol=1e-2, atol=1e-2)
+        tol = 0.13 if got.dtype in FP8 else 1e-2  # an average rounded to 3 or 2 mantissa bits
+        ok = got.shape == want.shape and torch.allclose(got.double(), want.double(), rtol=tol, atol=tol)
     else:
         ok = torch.equal(got, want)
     if not ok:
@@ -349,7 +356,7 @@ def check_streams(me, n):
 def check_refusals(me, n):
     global checks
     cases = [
-        (lambda: dist.all_reduce(torch.zeros(2, dtype=torch.int16)), "not supported"),
+        (lambda: dist.reduce(torch.zeros(2, dtype=torch.complex64), 0), "not supported"),
         (lambda: dist.all_reduce(torch.zeros(2), op=dist.ReduceOp.BXOR), "bxor"),
         (lambda: dist.all_gather([torch.zeros(2)] * n, torch.zeros(3)), "output tensor has 2 elements"),
         (lambda: dist.all_reduce(torch.zeros(2, dtype=torch.bool), dist._make_nccl_premul_sum(0.5)),

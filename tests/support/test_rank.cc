@@ -115,7 +115,7 @@ struct Matrix {
   }
 
   // Every dtype but those HOOPTEST_SKIP_DTYPES names (comma-separated): the matrix test runs
-  // each job with one of the two fp8 formats, drawn, as they share every path but the codec.
+  // each job with one of the two fp8 formats and one of the late integer types, in turns.
   static std::vector<DType> Dtypes() {
     const char* env = std::getenv("HOOPTEST_SKIP_DTYPES");
     const std::string skip = std::string(",") + (env ? env : "") + ",";

@@ -84,9 +84,7 @@ TEST_CASE("every dtype x op kernel agrees with plain arithmetic", "[kernels]") {
           case ReduceOp::kBor: e = static_cast<double>(static_cast<int64_t>(x) | static_cast<int64_t>(y)); break;
           case ReduceOp::kBxor: e = static_cast<double>(static_cast<int64_t>(x) ^ static_cast<int64_t>(y)); break;
         }
-        if (dt == DType::kU8) e = static_cast<double>(static_cast<uint8_t>(static_cast<int>(e) & 0xff));
-        if (dt == DType::kI8) e = static_cast<double>(static_cast<int8_t>(static_cast<int>(e) & 0xff));
-        if (!integer) {  // rounded once to the dtype, as the kernel does
+        {  // rounded once to the dtype, as the kernel does (integers wrap, as StoreFromDouble's casts)
           std::vector<char> one(es);
           StoreFromDouble(dt, one.data(), 0, e);
           e = LoadAsDouble(dt, one.data(), 0);
@@ -108,6 +106,18 @@ TEST_CASE("integer sums and products wrap instead of overflowing", "[kernels]") 
   int8_t p = 100, q = 100, r = 0;
   LookupReduce(DType::kI8, ReduceOp::kSum, MemKind::kHost)(&r, &p, &q, 1, 0);
   CHECK(r == -56);
+  uint16_t u = 65535, v = 65535, w = 0;  // promoted to int, 65535^2 would overflow it
+  LookupReduce(DType::kU16, ReduceOp::kProd, MemKind::kHost)(&w, &u, &v, 1, 0);
+  CHECK(w == 1);
+  int16_t i = 32767, j = 1, k = 0;
+  LookupReduce(DType::kI16, ReduceOp::kSum, MemKind::kHost)(&k, &i, &j, 1, 0);
+  CHECK(k == -32768);
+  uint64_t big = UINT64_MAX, two = 2, sum = 0;
+  LookupReduce(DType::kU64, ReduceOp::kSum, MemKind::kHost)(&sum, &big, &two, 1, 0);
+  CHECK(sum == 1);
+  uint32_t m = 0x80000000u, one = 1, mx = 0;  // unsigned order, not signed
+  LookupReduce(DType::kU32, ReduceOp::kMax, MemKind::kHost)(&mx, &m, &one, 1, 0);
+  CHECK(mx == 0x80000000u);
   CHECK(LookupReduce(DType::kF32, ReduceOp::kSum, MemKind::kCuda) == nullptr);
 }
 
@@ -125,21 +135,23 @@ TEST_CASE("FillInput draws every value of its range for each dtype and op", "[re
       if (!OpApplies(dt, op)) continue;
       const bool bitwise = op == ReduceOp::kBand || op == ReduceOp::kBor || op == ReduceOp::kBxor;
       double lo = -8, hi = 8;
+      const bool is_unsigned = DTypeRow(dt).cls == DTypeClass::kUnsigned;
+      const bool byte = dt == DType::kU8 || dt == DType::kI8, short16 = dt == DType::kU16 || dt == DType::kI16;
       if (dt == DType::kBool)
         lo = 0, hi = 1;
-      else if (bitwise)
-        lo = dt == DType::kU8   ? 0
-             : dt == DType::kI8 ? -128
-                                : -(1 << 19),
-        hi = lo + (dt == DType::kU8 || dt == DType::kI8 ? 255 : (1 << 20) - 1);
+      else if (bitwise)  // every bit pattern of the narrow types, 2^20 values of the wide ones
+        lo = is_unsigned ? 0
+             : byte      ? -128
+             : short16   ? -32768
+                         : -(1 << 19),
+        hi = lo + (byte      ? 255
+                   : short16 ? 65535
+                             : (1 << 20) - 1);
       else if (op == ReduceOp::kProd)
-        lo = dt == DType::kU8 ? 1 : -2, hi = 2;
+        lo = is_unsigned ? 1 : -2, hi = 2;
       else if (op == ReduceOp::kMin || op == ReduceOp::kMax)
-        lo = dt == DType::kU8   ? 0
-             : dt == DType::kI8 ? -128
-                                : -500,
-        hi = dt == DType::kU8 || dt == DType::kI8 ? lo + 255 : 500;
-      else if (dt == DType::kU8)
+        lo = is_unsigned ? 0 : dt == DType::kI8 ? -128 : -500, hi = is_unsigned || dt == DType::kI8 ? lo + 255 : 500;
+      else if (is_unsigned)
         lo = 0, hi = 16;
       else if (dt == DType::kF8E4M3)  // small enough that sums of 8 ranks stay exact
         lo = -2, hi = 2;
@@ -147,8 +159,8 @@ TEST_CASE("FillInput draws every value of its range for each dtype and op", "[re
         lo = -1, hi = 1;
       if (IsFloat(dt)) lo = as_dtype(dt, lo), hi = as_dtype(dt, hi);
       // Odd counts, so the tail is drawn too; 2^20 values need a few million draws to show both ends.
-      const bool wide = bitwise && (dt == DType::kI32 || dt == DType::kI64);
-      const size_t count = wide ? 4000003 : 20011;
+      const bool wide = bitwise && !byte && !short16 && dt != DType::kBool;
+      const size_t count = wide ? 4000003 : bitwise && short16 ? 1000003 : 20011;
       std::vector<char> a(count * DTypeSize(dt)), b(a.size());
       FillInput(dt, op, a.data(), count, 7);
       FillInput(dt, op, b.data(), count, 8);

@@ -195,6 +195,10 @@ DeviceReduceFn LookupDeviceReduce(DType dtype, ReduceOp op) {
     case DType::kI8: return ForOp<int8_t, Native<int8_t>>(op);
     case DType::kI32: return ForOp<int32_t, Native<int32_t>>(op);
     case DType::kI64: return ForOp<int64_t, Native<int64_t>>(op);
+    case DType::kI16: return ForOp<int16_t, Native<int16_t>>(op);
+    case DType::kU16: return ForOp<uint16_t, Native<uint16_t>>(op);
+    case DType::kU32: return ForOp<uint32_t, Native<uint32_t>>(op);
+    case DType::kU64: return ForOp<uint64_t, Native<uint64_t>>(op);
     case DType::kF16: return ForOp<uint16_t, Half>(op);
     case DType::kBF16: return ForOp<uint16_t, BFloat>(op);
     case DType::kF32: return ForOp<float, Native<float>>(op);

@@ -22,9 +22,10 @@ revoking the group), send, recv (any source too) and new_group, every call async
 (async_op=True gives a Work; its Future completes by itself, which DDP's hooks use). all_gather
 and reduce_scatter take lists uneven by rank; on bool, SUM is an or and PRODUCT an and. CPU
 tensors, and on PyTorch 2 built with CUDA also CUDA tensors (queued on PyTorch's current stream,
-as NCCL's backend does), of uint8, int8, bool,
-int32, int64, float16, bfloat16, float32 and float64, and float8_e4m3fn and float8_e5m2 where
-torch has them (sum, avg, min, max, prod; results past the largest finite saturate, as NCCL's do);
+as NCCL's backend does), of uint8, int8, int16, int32, int64, bool, float16, bfloat16, float32
+and float64, uint16, uint32 and uint64 where torch has them (2.3 and later), and float8_e4m3fn and
+float8_e5m2 where torch has them (sum, avg, min, max, prod; results past the largest finite
+saturate, as NCCL's do); complex tensors through PyTorch's real view where it passes one;
 anything else raises, naming the rank, the
 call and the cause. HOOP_* variables tune it as any hoop job (HOOP_TRANSPORT, HOOP_TIMEOUT...).
 Across hosts each rank advertises its address on the route to MASTER_ADDR (HOOP_HOST overrides).
