@@ -3,6 +3,8 @@ over backend "hoop" and over "gloo" with the same seeds:
   - DTensor: distribute_tensor and full_tensor(), and the redistributions Shard -> Replicate,
     Shard(0) -> Shard(1), Partial (sum and avg) -> Replicate and -> Shard, on a 1-D mesh, and on
     4 ranks a 2-D mesh, each against the tensor it must equal;
+  - tensor parallelism (parallelize_module, colwise then rowwise) and pipelining (one stage per
+    rank, GPipe over send/recv), outputs and gradients against the same model run whole here;
   - FSDP2: fully_shard on a small MLP (per layer, then the root), in float32 and with a bfloat16
     mixed-precision policy reducing in float32, STEPS steps of SGD with momentum on each rank's
     seeded batches; then the full state dict (get_model_state_dict) and the optimizer's.
@@ -54,6 +56,54 @@ def check_dtensor(me, n):
         equal("2-D -> [Replicate(), Shard(0)]", d2.redistribute(mesh2, [Replicate(), Shard(0)]).full_tensor(), full)
 
 
+def check_tensor_parallel(me, n):
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    torch.manual_seed(3)
+    whole = torch.nn.Sequential(torch.nn.Linear(12, 8 * n), torch.nn.ReLU(), torch.nn.Linear(8 * n, 5))
+    split = torch.nn.Sequential(torch.nn.Linear(12, 8 * n), torch.nn.ReLU(), torch.nn.Linear(8 * n, 5))
+    split.load_state_dict(whole.state_dict())
+    parallelize_module(split, init_device_mesh("cpu", (n,)), {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    x = torch.randn(7, 12, generator=torch.Generator().manual_seed(4))  # the same input on every rank
+    got, want = split(x), whole(x)
+    got.square().sum().backward()
+    want.square().sum().backward()
+    equal("tensor parallel output", got, want, 1e-5)
+    for i in (0, 2):
+        equal(f"tensor parallel layer {i} weight grad", split[i].weight.grad.full_tensor(), whole[i].weight.grad, 1e-5)
+
+
+def check_pipeline(me, n):
+    from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+    torch.manual_seed(5)
+    layers = [torch.nn.Sequential(torch.nn.Linear(6, 6), torch.nn.Tanh()) for _ in range(n)]
+    x, target = torch.randn(8, 6, generator=torch.Generator().manual_seed(6)), torch.randn(8, 6)
+    loss_fn = torch.nn.functional.mse_loss
+    stage = PipelineStage(layers[me], me, n, torch.device("cpu"))
+    schedule = ScheduleGPipe(stage, n_microbatches=4, loss_fn=loss_fn)
+    grads = [p.grad for p in layers[me].parameters()]
+    layers[me].zero_grad()
+    losses = []
+    if me == 0:
+        schedule.step(x) if n > 1 else schedule.step(x, target=target, losses=losses)
+    elif me == n - 1:
+        schedule.step(target=target, losses=losses)
+    else:
+        schedule.step()
+    grads = [p.grad.clone() for p in layers[me].parameters()]
+    whole = torch.nn.Sequential(*layers)  # run whole here: every rank made every layer alike
+    whole.zero_grad()
+    want = []
+    for xb, tb in zip(x.chunk(4), target.chunk(4)):
+        loss = loss_fn(whole(xb), tb)
+        loss.backward()
+        want.append(loss.detach())
+    scale = 4 if getattr(schedule, "scale_grads", False) else 1
+    for i, (g, p) in enumerate(zip(grads, layers[me].parameters())):
+        equal(f"pipeline stage {me} grad {i}", g, p.grad / scale, 1e-5)
+    if me == n - 1:
+        equal("pipeline losses", torch.stack([torch.as_tensor(v) for v in losses]), torch.stack(want), 1e-5)
+
+
 def train(me, steps, mixed):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(20, 33), torch.nn.ReLU(), torch.nn.Linear(33, 17), torch.nn.ReLU(),
@@ -92,6 +142,8 @@ def main():
     dist.init_process_group(backend)
     me, n = dist.get_rank(), dist.get_world_size()
     check_dtensor(me, n)
+    check_tensor_parallel(me, n)
+    check_pipeline(me, n)
     result = {"fp32": train(me, steps, False), "bf16": train(me, steps, True)}
     if me == 0:
         torch.save(result, out)

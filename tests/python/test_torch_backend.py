@@ -1,9 +1,9 @@
 """The torch.distributed backend "hoop" (hoop.torch): every call through PyTorch's functions
 (torch_calls_rank.py) on 1 to 4 ranks over tcp and shm, joined through each kind of PyTorch
 store (env://, file://, tcp://); DistributedDataParallel ending with the parameters of one
-process on the global batch and of backend "gloo" (ddp_rank.py); DTensor's redistributions and
-FSDP2 training and state dicts equal to gloo's on 2 and 4 ranks (fsdp2_rank.py, PyTorch 2.6 and
-later); a lost rank, and shrink_group going on without it (PyTorch 2.10 and later); DDP and the
+process on the global batch and of backend "gloo" (ddp_rank.py); DTensor's redistributions,
+tensor parallelism and pipelining against the model run whole, and FSDP2 training and state dicts
+equal to gloo's on 2 and 4 ranks (fsdp2_rank.py, PyTorch 2.6 and later); a lost rank, and shrink_group going on without it (PyTorch 2.10 and later); DDP and the
 Horovod-style optimizer in hoop's deterministic mode, bit-identical over transports, algorithms,
 buckets and fusion; a group destroyed, or a script ended, with a future's call still pending
 (late_future_rank.py); monitored_barrier naming the ranks that did not arrive, where PyTorch

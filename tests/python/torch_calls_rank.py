@@ -283,6 +283,19 @@ def check_layouts_and_groups(me, n):
         dist.send(torch.full((3,), float(me)), nxt, tag=3)
         r.wait()
         same("send/irecv", got, torch.full((3,), float(prv)))
+        # batch_isend_irecv (pipelining's exchange): both ways round the ring at once, every send
+        # posted before any receive, sizes past one chunk, and two messages to one peer in order.
+        ops, want = [], []
+        for peer, k in ((nxt, 1), (prv, 2)):
+            ops.append(dist.P2POp(dist.isend, data(me, 9000 + k, torch.float32, 300001), peer))
+        for peer, k in ((prv, 1), (nxt, 2)):
+            got = torch.empty(300001)
+            ops.append(dist.P2POp(dist.irecv, got, peer))
+            want.append((got, data(peer, 9000 + k, torch.float32, 300001)))
+        for w in dist.batch_isend_irecv(ops):
+            w.wait()
+        for i, (got, w) in enumerate(want):
+            same(f"batch_isend_irecv #{i}", got, w)
         if CUDA:  # on a stream the source must be named
             return
         if me == 0:
