@@ -292,7 +292,7 @@ ProcessGroupHoop::Work ProcessGroupHoop::alltoall_base(at::Tensor& output, at::T
   // Splits are rows of the first dimension; hoop counts elements.
   auto counts = [&](const std::vector<int64_t>& splits, const at::Tensor& t, const char* what) {
     const int64_t rows = t.dim() > 0 ? t.size(0) : 1;
-    const int64_t per_row = rows > 0 ? t.numel() / rows : 0;
+    const int64_t per_row = rows > 0 ? static_cast<int64_t>(Count(t)) / rows : 0;  // hoop's elements
     std::vector<size_t> c(n);
     if (splits.empty()) {
       TORCH_CHECK(rows % static_cast<int64_t>(n) == 0, where, ": the ", what, "'s first dimension (", rows,

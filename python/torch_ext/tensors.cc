@@ -7,9 +7,11 @@
 namespace hoop::torch_ext {
 
 // By c10's name for the scalar type, from the library's dtype table (hoop_dtype_info): a torch
-// with the fp8 types maps them, an older one never names them.
+// with the fp8 types maps them, an older one never names them. A complex tensor is its parts
+// (Count gives two per element).
 hoop_dtype_t DtypeOf(const at::Tensor& t, const std::string& where) {
-  const std::string name = c10::toString(t.scalar_type());
+  const at::ScalarType type = t.is_complex() ? c10::toRealValueType(t.scalar_type()) : t.scalar_type();
+  const std::string name = c10::toString(type);
   std::string known;
   hoop_dtype_info_t info;
   for (int v = 0; hoop_dtype_info(static_cast<hoop_dtype_t>(v), &info) == HOOP_SUCCESS; ++v) {
@@ -87,6 +89,10 @@ Reduction ReductionOf(const c10d::ReduceOp& op, at::ScalarType type, const std::
       TORCH_CHECK(false, where, ": reduce op ", static_cast<int>(static_cast<c10d::ReduceOp::RedOpType>(op)),
                   " is not supported (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR, PREMUL_SUM)");
   }
+  static const char* const kNames[] = {"SUM", "AVG", "MIN", "MAX", "PRODUCT", "BAND", "BOR", "BXOR"};
+  TORCH_CHECK(!at::isComplexType(type) || r.op == HOOP_SUM || r.op == HOOP_AVG, where, ": ", type,
+              " tensors take SUM, AVG and PREMUL_SUM (the real and imaginary parts reduced apart), not ",
+              kNames[static_cast<int>(r.op)]);
   TORCH_CHECK(type != at::kBool || !r.premul, where,
               ": PREMUL_SUM on a bool tensor: a scaled sum has no bool value (use SUM, which is a logical or)");
   if (type == at::kBool) {

@@ -54,6 +54,7 @@ void SplitInto(const at::Tensor& flat, Tensors& outs);
 at::Tensor Bytes(const at::Tensor& dense);
 
 inline void* Ptr(const at::Tensor& t) { return t.data_ptr(); }
-inline size_t Count(const at::Tensor& t) { return static_cast<size_t>(t.numel()); }
+// Elements as hoop counts them: a complex element is two of its real type (real, imaginary).
+inline size_t Count(const at::Tensor& t) { return static_cast<size_t>(t.numel()) * (t.is_complex() ? 2 : 1); }
 
 }  // namespace hoop::torch_ext

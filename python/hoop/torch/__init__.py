@@ -25,7 +25,7 @@ tensors, and on PyTorch 2 built with CUDA also CUDA tensors (queued on PyTorch's
 as NCCL's backend does), of uint8, int8, int16, int32, int64, bool, float16, bfloat16, float32
 and float64, uint16, uint32 and uint64 where torch has them (2.3 and later), and float8_e4m3fn and
 float8_e5m2 where torch has them (sum, avg, min, max, prod; results past the largest finite
-saturate, as NCCL's do); complex tensors through PyTorch's real view where it passes one;
+saturate, as NCCL's do), and complex ones as their real and imaginary parts (SUM, AVG, PREMUL_SUM);
 anything else raises, naming the rank, the
 call and the cause. HOOP_* variables tune it as any hoop job (HOOP_TRANSPORT, HOOP_TIMEOUT...).
 Across hosts each rank advertises its address on the route to MASTER_ADDR (HOOP_HOST overrides).
