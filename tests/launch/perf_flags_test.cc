@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/device.h"
+#include "common/dtype.h"
 #include "tests/support/backends.h"
 #include "tests/support/perf_output.h"
 #include "tests/support/proc.h"
@@ -23,6 +24,11 @@ TEST_CASE("hoop-perf --help and bad options", "[perf]") {
   auto h = RunProc({Bin("hoop-perf"), "--help"});
   CHECK(h.exit_code == 0);
   CHECK(h.output.find("busbw") != std::string::npos);
+  for (hoop::DType dt : hoop::kAllDTypes) {  // -d's list keeps up with the dtype table
+    const std::string name = std::string(" ") + hoop::DTypeName(dt);
+    INFO(name);
+    CHECK((h.output.find(name + " ") != std::string::npos || h.output.find(name + ",") != std::string::npos));
+  }
   auto bad = RunProc({Bin("hoop-perf"), "allreduce", "-d", "f128"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.output.find("-d 'f128'") != std::string::npos);
