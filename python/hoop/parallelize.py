@@ -27,7 +27,9 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     `fit(..., opt_func=torch.optim.SGD)`, too); ddp: the model wrapped
     in DistributedDataParallel (which broadcasts rank 0's parameters), its state_dict() and its
     own methods and attributes (a VAE's decode()) read from .module, and the wrapped model given
-    wherever the script kept the plain one before (another name, an object of its classes);
+    wherever the script kept the plain one before (another name, an object of its classes),
+    asking DDP to find unused parameters where the model's class keeps a layer its forward()
+    never reaches (an auxiliary head, a decoder only generate() runs);
   - each training DataLoader (of a loop that runs backward, itself or through the functions and
     methods it calls) given a DistributedSampler (its shuffle= moved to the sampler; over
     Subset(dataset, idx) in place of a SubsetRandomSampler(idx)),
@@ -94,9 +96,10 @@ from hoop._parallelize.optimizers import Optimizers
 from hoop._parallelize.rank0 import RankZero
 from hoop._parallelize.scopes import Scopes
 from hoop._parallelize.seeds import Seeds
+from hoop._parallelize.unused import UnusedParams
 
 
-class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Devices, DdpWrap):
+class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Devices, DdpWrap, UnusedParams):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
     gradients' synchronisation here; beside, in _parallelize/: what names and calls mean
     (Scopes, scopes.py), which calls build optimizers and from what model (Optimizers,

@@ -364,6 +364,95 @@ for epoch in range(2):
                 self.assertIn("DataLoader 'fit_dl' given a DistributedSampler", r.stderr)
                 self.assertNotIn("'check_dl'", r.stderr)
 
+    def test_ddp_finds_unused_parameters_only_where_forward_leaves_layers_out(self):
+        # Each model is trained by the same loop; DDP is asked to find unused parameters exactly
+        # where forward() (with the methods of self it calls) never reaches a layer that may hold
+        # parameters. A loss or an activation kept unused costs nothing; forward reaching layers
+        # through self.children() counts as using them all.
+        head = "import torch\nimport torch.nn as nn\n\n\n"
+        loop = """
+
+data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 8)), batch_size=4)
+model = {make}
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for (x,) in data:
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+"""
+        models = {
+            "all_used": ("""class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 2)
+        self.drop, self.loss_fn, self.width = nn.Dropout(0.1), nn.CrossEntropyLoss(), int("8")
+
+    def body(self, x):
+        return self.drop(self.a(x))
+
+    def forward(self, x):
+        return self.b(self.body(x))
+""", "Net()", None),
+            "decoder_for_generate": ("""class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(8, 2)
+        self.dec = nn.Linear(2, 8)
+
+    def forward(self, x):
+        return self.enc(x)
+
+    def generate(self, z):
+        return self.dec(z)
+
+
+def build():
+    return Net().to("cpu")
+""", "build()", "Net.dec"),
+            "inner_block": ("""class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.spare = nn.Linear(8, 8), nn.Parameter(torch.zeros(8))
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block() for _ in range(2)])
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+""", "Net()", "Block.spare"),
+            "children": ("""class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        for layer in self.children():
+            x = layer(x)
+        return x
+""", "Net()", None),
+        }
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for name, (classes, make, unused) in models.items():
+                with self.subTest(model=name):
+                    src, out = os.path.join(tmp, f"{name}.py"), os.path.join(tmp, f"{name}_ddp.py")
+                    with open(src, "w") as f:
+                        f.write(head + classes + loop.format(make=make))
+                    r = parallelize([src, "-o", out, "--style", "ddp", "-q"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    self.assertEqual("find_unused_parameters=True" in text, unused is not None, text)
+                    if unused:
+                        self.assertIn(f"finding unused parameters ({unused} not used by forward)", r.stderr)
+
     def test_refusals_write_nothing(self):
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             for what, (text, why, *style) in REFUSED.items():

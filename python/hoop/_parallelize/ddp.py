@@ -48,8 +48,12 @@ class DdpWrap:
         scope = self.enclosing(stmt, (ast.FunctionDef,))
         kept, objects = self.kept_names(stmt, model, scope), self.kept_in_objects(stmt, model, scope)
         held = kept + [o for o, _ in objects]
-        lines = [f"{model} = torch.nn.parallel.DistributedDataParallel({model})  {MARK} gradients averaged over the "
-                 "ranks"] + [f"{k} = {model}  {MARK} the wrapped model where the script keeps it" for k in held]
+        unused = self.unused_layers(self.model_class(model, stmt))
+        find = ", find_unused_parameters=True" if unused else ""
+        lines = ([f"{MARK} {', '.join(unused)} {'is' if len(unused) == 1 else 'are'} not used by forward(): DDP "
+                  "finds the parameters without a gradient each step"] if unused else []) + [
+            f"{model} = torch.nn.parallel.DistributedDataParallel({model}{find})  {MARK} gradients averaged over the "
+            "ranks"] + [f"{k} = {model}  {MARK} the wrapped model where the script keeps it" for k in held]
         if after:
             self.e.insert_after(stmt, lines)
         else:
@@ -59,7 +63,9 @@ class DdpWrap:
         for attr, init in objects:  # the object's own methods see it as self.attr, after its __init__
             self.ddp_models.setdefault("self." + attr.rsplit(".", 1)[1], (init.end_lineno, init))
         self.changes.append(f"line {stmt.lineno}: model '{model}' wrapped in DistributedDataParallel"
-                            + (f" (and kept as {', '.join(held)})" if held else ""))
+                            + (f" (and kept as {', '.join(held)})" if held else "")
+                            + (f", finding unused parameters ({', '.join(unused)} not used by forward)" if unused
+                               else ""))
 
     def methods_running_forward(self):
         """The names of the script's methods (but forward) that call self(...) or self.forward()."""
