@@ -1,6 +1,7 @@
 // Built against an installed hoop by the install test, through the public C++ header alone:
 // a blocking and a nonblocking allreduce, a send/receive around a ring, a split in halves, a
-// refused call caught as hoop::api::Error, and the flight recorder's record with a named call.
+// uint16_t allreduce that wraps, a refused call caught as hoop::api::Error, and the flight
+// recorder's record with a named call.
 #include <hoop/hoop.hpp>
 
 #include <cstdio>
@@ -33,16 +34,20 @@ int main() {
     half.Allreduce<std::int64_t>(one, sum, HOOP_SUM);
     const int lo = comm.rank() * 2 / n == 0 ? 0 : (n + 1) / 2, hi = comm.rank() * 2 / n == 0 ? (n + 1) / 2 : n;
     const bool split = half.size() == hi - lo && sum[0] == std::int64_t(hi - 1 + lo) * (hi - lo) / 2;
+    std::vector<std::uint16_t> wide(3, 65535), wrapped(3);  // the 16-bit integers; sums wrap
+    comm.Allreduce<std::uint16_t>(wide, wrapped, HOOP_SUM);
+    const bool u16 = wrapped[2] == static_cast<std::uint16_t>(0 - n);
     bool refused = false;
     try {
       comm.Broadcast<float>(grad, n);  // root out of range
     } catch (const hoop::api::Error& e) {
       refused = e.status() == HOOP_ERR_INVALID_ARGUMENT;
     }
-    bool ok =
-        grad[0] == float(n + 1) / 2 && grad[1000] == grad[0] && out[6] == n - 1 && ring && split && refused && traced;
-    std::printf("consumer-cxx rank %d of %d: avg %g, max %d, ring %d, split %d, bad root refused %d, traced %d: %s\n",
-                comm.rank(), n, grad[0], out[6], ring, split, refused, traced, ok ? "ok" : "WRONG");
+    bool ok = grad[0] == float(n + 1) / 2 && grad[1000] == grad[0] && out[6] == n - 1 && ring && split && refused &&
+              traced && u16;
+    std::printf(
+        "consumer-cxx rank %d of %d: avg %g, max %d, ring %d, split %d, u16 %d, bad root refused %d, traced %d: %s\n",
+        comm.rank(), n, grad[0], out[6], ring, split, u16, refused, traced, ok ? "ok" : "WRONG");
     return ok ? 0 : 1;
   } catch (const hoop::api::Error& e) {
     std::fprintf(stderr, "consumer-cxx: %s\n", e.what());
