@@ -1,6 +1,6 @@
 """One rank of the Horovod-style API's newer calls (test_horovod.py): the build queries, cross rank
 and size, is_homogeneous, reducescatter (even and uneven first dimensions, Average and Sum),
-grouped_allreduce (sync and async), the timeline calls' errors, hoop.__version__, and
+the grouped calls (allreduce sync, async and in place, allgather, reducescatter), the timeline calls' errors, hoop.__version__, and
 SyncBatchNorm against torch's BatchNorm over the whole batch (output, input gradient, the
 ranks' summed weight gradients, running statistics), a second DistributedOptimizer over the same
 parameters. Prints "extras ok rank R of N"."""
@@ -50,6 +50,27 @@ def main():
     h = hvd.grouped_allreduce_async(ts, op=hvd.Average, name="g")
     for got, w in zip(hvd.synchronize(h), want):
         close("grouped_allreduce_async", got, w / n)
+    own = [t.clone() for t in ts]
+    outs = hvd.grouped_allreduce_(own, op=hvd.Sum)
+    for got, o, w in zip(outs, own, want):
+        assert got is o, "grouped_allreduce_ gave a new tensor"
+        close("grouped_allreduce_", o, w)
+    own = [t.clone() for t in ts]
+    hvd.synchronize(hvd.grouped_allreduce_async_(own, op=hvd.Max, name="gm"))
+    for o, k in zip(own, range(3)):
+        close("grouped_allreduce_async_ max", o, torch.full((k + 1,), float(n - 1 + k)))
+    # grouped_allgather (first dimensions differing by rank) and grouped_reducescatter (with
+    # Horovod's prescale and postscale factors)
+    parts = [torch.full((r + 1, 2), float(r)), torch.arange(3.0) + 10 * r]
+    got = hvd.grouped_allgather(parts, name="ga")
+    close("grouped_allgather #0", got[0], torch.cat([torch.full((k + 1, 2), float(k)) for k in range(n)]))
+    close("grouped_allgather #1", got[1], torch.cat([torch.arange(3.0) + 10 * k for k in range(n)]))
+    big = [torch.arange(2.0 * n).reshape(n, 2) + r, torch.ones(n + 1) * (r + 1)]
+    h = hvd.grouped_reducescatter_async(big, op=hvd.Sum, prescale_factor=2.0, postscale_factor=0.5)
+    got = hvd.synchronize(h)
+    close("grouped_reducescatter #0", got[0], sum(torch.arange(2.0 * n).reshape(n, 2) + k for k in range(n))[r:r + 1])
+    rows1 = (n + 1) // n + (1 if r < (n + 1) % n else 0)
+    close("grouped_reducescatter #1", got[1], torch.full((rows1,), float(n * (n + 1) / 2)))
     # SyncBatchNorm: rank r holds rows [r*4, r*4+4) of a global batch of 4n.
     g = torch.Generator().manual_seed(7)
     x_all = torch.randn(4 * n, 3, 5, 5, generator=g) * 3 + 1

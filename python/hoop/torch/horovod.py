@@ -39,7 +39,9 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "Product", "cross_rank", "cross_size", "is_homogeneous", "mpi_built", "gloo_built", "nccl_built",
            "cuda_built", "rocm_built", "ccl_built", "ddl_built", "mpi_enabled", "gloo_enabled",
            "mpi_threads_supported", "reducescatter", "reducescatter_async", "grouped_allreduce",
-           "grouped_allreduce_async", "start_timeline", "stop_timeline", "SyncBatchNorm"]
+           "grouped_allreduce_async", "grouped_allreduce_", "grouped_allreduce_async_", "grouped_allgather",
+           "grouped_allgather_async", "grouped_reducescatter", "grouped_reducescatter_async", "start_timeline",
+           "stop_timeline", "SyncBatchNorm"]
 
 
 class _Op:
@@ -503,13 +505,16 @@ def alltoall(tensor, splits=None, name=None):
 
 # ---- the rest
 
-def reducescatter_async(tensor, name=None, op=Average):
+def reducescatter_async(tensor, name=None, compression=Compression.none, op=Average, prescale_factor=1.0,
+                        postscale_factor=1.0):
     """Reduces tensor over the ranks and gives each rank its block of the first dimension
-    (Horovod's split: the first size % ranks ranks get one row more)."""
+    (Horovod's split: the first size % ranks ranks get one row more). Each rank's tensor is
+    multiplied by prescale_factor first, the result by postscale_factor; compression= is taken
+    for Horovod's signature and not applied (the blocks travel in the tensor's dtype)."""
     _check(tensor, "reducescatter_async")
     s = _s()
     code = _op_of(None, op, "reducescatter").code
-    src = _dense(tensor)
+    src = _dense(tensor if prescale_factor == 1.0 else tensor * prescale_factor)
     n = s.world.size
     rows = src.shape[0] if src.dim() > 0 else 1
     rest = tuple(src.shape[1:]) if src.dim() > 0 else ()
@@ -520,31 +525,16 @@ def reducescatter_async(tensor, name=None, op=Average):
     sa, override = _numpy(host_src)
     oa, _ = _numpy(out)
     req = s.world.reduce_scatterv(sa.reshape(-1), oa.reshape(-1), [m * per_row for m in mine], code, override, True)
-    return _register("request", req, out, (host_src,), None if not src.is_cuda else lambda: out.to(src.device))
+
+    def finish():
+        result = out.to(src.device) if src.is_cuda else out
+        return result if postscale_factor == 1.0 else result.mul_(postscale_factor)
+    return _register("request", req, out, (host_src,), finish)
 
 
-def reducescatter(tensor, name=None, op=Average):
-    return synchronize(reducescatter_async(tensor, name, op))
-
-
-def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                            compression=Compression.none):
-    """Horovod's grouped allreduce: one handle for the list; synchronize() gives the outputs'
-    list. The runtime fuses them as it fuses any allreduces submitted together."""
-    base = name if name is not None else _name("grouped_allreduce", None)
-    handles = [allreduce_async(t, average, f"{base}.{i}", op, prescale_factor, postscale_factor, compression)
-               for i, t in enumerate(tensors)]
-    s = _s()
-    h = s.next_handle
-    s.next_handle += 1
-    s.handles[h] = ("group", handles, None, (), None)
-    return h
-
-
-def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None, prescale_factor=1.0,
-                      postscale_factor=1.0):
-    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor,
-                                               compression))
+def reducescatter(tensor, name=None, compression=Compression.none, op=Average, prescale_factor=1.0,
+                  postscale_factor=1.0):
+    return synchronize(reducescatter_async(tensor, name, compression, op, prescale_factor, postscale_factor))
 
 
 def barrier():
@@ -588,7 +578,10 @@ def allgather_object(obj, name=None):
     return objs
 
 
-# broadcast_parameters, broadcast_optimizer_state, DistributedOptimizer and SyncBatchNorm
-# (horovod_training.py), over the calls above.
+# The grouped calls (horovod_grouped.py), and broadcast_parameters, broadcast_optimizer_state,
+# DistributedOptimizer and SyncBatchNorm (horovod_training.py), over the calls above.
+from .horovod_grouped import (grouped_allgather, grouped_allgather_async, grouped_allreduce,  # noqa: E402
+                              grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_,
+                              grouped_reducescatter, grouped_reducescatter_async)
 from .horovod_training import (DistributedOptimizer, SyncBatchNorm, broadcast_optimizer_state,  # noqa: E402
                                broadcast_parameters)
