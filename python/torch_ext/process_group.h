@@ -4,14 +4,15 @@
 // store PyTorch makes for it (PyTorch creates a group's backend on its members only, so a group
 // is a communicator of its members, not a split of the world, which every rank would have to
 // join). Every call on CPU tensors is one of hoop's nonblocking calls; its Work completes when
-// waited on, or on the group's Completer thread once its Future is taken (DDP). A call on CUDA
+// waited on, or on one of the group's Completer threads once its Future is taken (DDP). A call on CUDA
 // tensors (PyTorch 2) is one of hoop's *_stream calls on PyTorch's current stream instead
 // (stream_work.h).
 //
 // Tensors: CPU or CUDA, one per call (one device per process), any layout (non-contiguous ones go
-// through a contiguous copy), dtypes uint8, int8, bool, int32, int64, float16, bfloat16, float32,
-// float64, and float8_e4m3fn and float8_e5m2 where torch has them (the library's dtype table,
-// hoop_dtype_info, matched by c10's names; the fp8s take sum, avg, min, max and prod). Ops: SUM,
+// through a contiguous copy), dtypes uint8, int8, int16, bool, int32, int64, float16, bfloat16,
+// float32, float64, and uint16, uint32, uint64, float8_e4m3fn and float8_e5m2 where torch has them
+// (the library's dtype table, hoop_dtype_info, matched by c10's names; the fp8s take sum, avg, min,
+// max and prod), complex ones as their real and imaginary parts (SUM, AVG, PREMUL_SUM). Ops: SUM,
 // AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR, and PREMUL_SUM (tensors.h; on bool, SUM is an or and
 // PRODUCT an and). all_gather and reduce_scatter take lists of uneven sizes (uneven.cc);
 // monitored_barrier names the ranks that did not arrive (monitored_barrier.cc).

@@ -65,7 +65,8 @@ void HoopWork::Complete(bool background) {
   state_ = State::kDone;
   lock.unlock();
   done_cv_.notify_all();
-  finish(error);  // the base class's state, for its own waiters
+  finish(error);                       // the base class's state, for its own waiters
+  Completer::CallbackScope callbacks;  // they run here, and may wait for another Work
   if (error)
     future_->setError(error);
   else
@@ -113,9 +114,15 @@ LiveCompleters& Live() {
   return *live;
 }
 
+// The Completer queue whose thread this is (nullptr elsewhere), for CallbackScope.
+thread_local void* tls_queue = nullptr;
+
 }  // namespace
 
-Completer::Completer() : thread_([q = q_] { Loop(*q); }) {}
+Completer::Completer() {
+  std::lock_guard<std::mutex> lock(q_->mu);
+  q_->threads.emplace_back([q = q_] { Loop(q); });
+}
 
 std::shared_ptr<Completer> Completer::Make() {
   std::shared_ptr<Completer> c(new Completer);
@@ -129,20 +136,24 @@ std::shared_ptr<Completer> Completer::Make() {
 Completer::~Completer() { Stop(); }
 
 void Completer::Stop() {
+  std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(q_->mu);
     q_->stop = true;
+    threads.swap(q_->threads);
   }
   q_->cv.notify_all();
   std::lock_guard<std::mutex> lock(join_mu_);
-  if (!thread_.joinable()) return;
-  if (thread_.get_id() == std::this_thread::get_id()) {  // the last reference went on this thread
-    thread_.detach();                                    // Loop ends once this call returns, on its own Queue
-    return;
+  // The threads may need the GIL to finish what is queued: not holding it while waiting.
+  PyThreadState* saved = nullptr;
+  for (std::thread& t : threads) {
+    if (t.get_id() == std::this_thread::get_id()) {  // the last reference went on this thread
+      t.detach();                                    // its Loop ends once this call returns
+      continue;
+    }
+    if (!saved && Py_IsInitialized() && PyGILState_Check()) saved = PyEval_SaveThread();
+    t.join();
   }
-  // The thread may need the GIL to finish what is queued: not holding it while waiting.
-  PyThreadState* saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
-  thread_.join();
   if (saved) PyEval_RestoreThread(saved);
 }
 
@@ -161,20 +172,43 @@ bool Completer::Add(c10::intrusive_ptr<HoopWork> w) {
     std::lock_guard<std::mutex> lock(q_->mu);
     if (q_->stop) return false;
     q_->works.push_back(std::move(w));
+    q_->GrowIfStuck();
   }
-  q_->cv.notify_all();
+  q_->cv.notify_one();
   return true;
 }
 
-void Completer::Loop(Queue& q) {
+void Completer::Queue::GrowIfStuck() {
+  const int n = static_cast<int>(threads.size());
+  if (!stop && !works.empty() && in_callbacks >= n && n < kMaxThreads)
+    threads.emplace_back([self = shared_from_this()] { Loop(self); });
+}
+
+Completer::CallbackScope::CallbackScope() {
+  auto* q = static_cast<Queue*>(tls_queue);
+  if (!q) return;
+  std::lock_guard<std::mutex> lock(q->mu);
+  ++q->in_callbacks;
+  q->GrowIfStuck();  // Works queued before: the callbacks may wait for one of them
+}
+
+Completer::CallbackScope::~CallbackScope() {
+  auto* q = static_cast<Queue*>(tls_queue);
+  if (!q) return;
+  std::lock_guard<std::mutex> lock(q->mu);
+  --q->in_callbacks;
+}
+
+void Completer::Loop(const std::shared_ptr<Queue>& q) {
+  tls_queue = q.get();
   while (true) {
     c10::intrusive_ptr<HoopWork> w;
     {
-      std::unique_lock<std::mutex> lock(q.mu);
-      q.cv.wait(lock, [&] { return q.stop || !q.works.empty(); });
-      if (q.works.empty()) return;
-      w = std::move(q.works.front());
-      q.works.pop_front();
+      std::unique_lock<std::mutex> lock(q->mu);
+      q->cv.wait(lock, [&] { return q->stop || !q->works.empty(); });
+      if (q->works.empty()) return;
+      w = std::move(q->works.front());
+      q->works.pop_front();
     }
     w->Complete(true);  // while the caller computes: nothing may spin for this thread
   }

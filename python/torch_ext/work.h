@@ -1,6 +1,6 @@
 // HoopWork: torch.distributed's Work for a hoop nonblocking call (a hoop_request_t), and the
-// Completer that finishes the ones whose Future was asked for (DDP's communication hooks chain
-// on futures).
+// Completer whose threads finish the ones whose Future was asked for (DDP's communication hooks
+// chain on futures).
 //
 // A Work completes once, on whichever thread gets there first: wait() on the caller's thread,
 // or the completer's thread for a Work whose Future was taken. Completing waits for the request
@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "hoop/hoop.h"
 
@@ -64,40 +65,61 @@ class HoopWork : public c10d::Work {
   std::exception_ptr error_;
 };
 
-// One thread per process group, completing in order the Works whose Future was taken.
+// The threads of one process group that complete the Works whose Future was taken, each taking
+// the next in the order they were queued.
+//
+// A Future's callbacks run on the thread that completes it, and a callback may itself issue a
+// call and wait for that call's Future (PowerSGD's hook does: `all_reduce(...).get_future().wait()`
+// inside a `then`). So one thread is not enough: when every thread of the group is inside
+// callbacks and a Work is waiting, another thread is started (each stays, for the next time; at
+// most kMaxThreads). Most groups never need more than one.
 //
 // Completing a Work drops its tensors, and a tensor that Python also holds takes the GIL to drop
-// its Python object. So the thread must be gone before the interpreter finalizes (a thread that
+// its Python object. So the threads must be gone before the interpreter finalizes (a thread that
 // asks for the GIL then is ended inside a noexcept destructor: "terminate called without an
-// active exception"), and whoever stops it must not hold the GIL meanwhile (a deadlock). StopAll,
+// active exception"), and whoever stops them must not hold the GIL meanwhile (a deadlock). StopAll,
 // which hoop.torch registers with atexit, stops every Completer of the process while Python is
 // still whole; a Work whose Future is taken after that completes on the caller's thread.
 class Completer {
  public:
+  static constexpr int kMaxThreads = 16;
   static std::shared_ptr<Completer> Make();  // started, and known to StopAll
   ~Completer();                              // Stop()
-  // Completes what is queued, then ends the thread; releases the GIL while it waits if this thread
-  // holds it. Idempotent.
+  // Completes what is queued, then ends the threads; releases the GIL while it waits if this
+  // thread holds it. Idempotent.
   void Stop();
   // Every live Completer of this process, stopped (for atexit).
   static void StopAll();
   // Queues w; false once stopped (the caller completes it).
   bool Add(c10::intrusive_ptr<HoopWork> w);
 
+  // Around a Future's callbacks (HoopWork::Complete): on a Completer's thread, marks it as
+  // running them, so that Works queued meanwhile get another thread. Elsewhere, nothing.
+  class CallbackScope {
+   public:
+    CallbackScope();
+    ~CallbackScope();
+    CallbackScope(const CallbackScope&) = delete;
+    CallbackScope& operator=(const CallbackScope&) = delete;
+  };
+
  private:
-  // Shared with the thread, which may outlive *this: when the last reference to the Completer goes
-  // on its own thread (a Future's callback dropped the group), that thread is detached instead.
-  struct Queue {
+  // Shared with the threads, which may outlive *this: when the last reference to the Completer
+  // goes on one of its threads (a Future's callback dropped the group), that thread is detached.
+  struct Queue : std::enable_shared_from_this<Queue> {
     std::mutex mu;
     std::condition_variable cv;
     std::deque<c10::intrusive_ptr<HoopWork>> works;
     bool stop = false;
+    int in_callbacks = 0;              // threads inside a Future's callbacks
+    std::vector<std::thread> threads;  // guarded by mu; none started once stop is set
+    // Another thread, where every one is inside callbacks and a Work waits (mu held).
+    void GrowIfStuck();
   };
   Completer();
-  static void Loop(Queue& q);
+  static void Loop(const std::shared_ptr<Queue>& q);
   std::shared_ptr<Queue> q_ = std::make_shared<Queue>();
   std::mutex join_mu_;  // one Stop joins; the others wait for it
-  std::thread thread_;
 };
 
 }  // namespace hoop::torch_ext

@@ -9,7 +9,9 @@ parameters to OUT.
 HOOPTEST_DDP_DETERMINISTIC=1 turns hoop's deterministic mode on (hoop.torch.set_deterministic for
 "hoop" under DDP, hvd.init(deterministic=True) for "horovod"); HOOPTEST_DDP_BUCKET_MB sets DDP's
 bucket_cap_mb (how gradients are packed into allreduces); HOOPTEST_DDP_DEVICE=cuda trains on the GPU
-(local rank r on device r modulo the devices; the parameters are saved on the CPU).
+(local rank r on device r modulo the devices; the parameters are saved on the CPU);
+HOOPTEST_DDP_HOOK registers a DDP communication hook: "fp16" (fp16_compress_hook) or "powersgd"
+(PowerSGD at rank 2 from the third step, whose callbacks wait for further allreduces).
 
 Usage: ddp_rank.py BACKEND STEPS OUT [PASSES [COMPRESSION]]
 """
@@ -38,6 +40,18 @@ def batches(steps, passes):
                for _ in range(passes)]
 
 
+def register_hook(net, hook):
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+    if hook == "fp16":
+        net.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    elif hook == "powersgd":
+        state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=2, start_powerSGD_iter=2,
+                                            min_compression_rate=0.1)
+        net.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+    elif hook:
+        raise SystemExit(f"ddp_rank.py: HOOPTEST_DDP_HOOK={hook}: expected fp16 or powersgd")
+
+
 def main():
     backend, steps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     passes = int(sys.argv[4]) if len(sys.argv) > 4 else 1
@@ -63,6 +77,7 @@ def main():
             hvd.set_deterministic(True)
         bucket = float(os.environ.get("HOOPTEST_DDP_BUCKET_MB", "25"))
         net = nn.parallel.DistributedDataParallel(net, bucket_cap_mb=bucket)
+        register_hook(net, os.environ.get("HOOPTEST_DDP_HOOK"))
         opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
     share = GLOBAL_BATCH // size
     for micro in batches(steps, passes):

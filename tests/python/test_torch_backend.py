@@ -85,6 +85,25 @@ class Backend(unittest.TestCase):
                                     f"{backend} on cuda: {name} differs from one process by "
                                     f"{(got - want).abs().max().item()}")
 
+    def test_ddp_communication_hooks_match_gloo(self):
+        # DDP's fp16 compression hook, and PowerSGD, whose callbacks issue further allreduces and
+        # wait for them (on the thread that completed the first: hoop's Completer, which hung
+        # with one thread), against the same hooks over gloo.
+        script = os.path.join(HERE, "ddp_rank.py")
+        with tempfile.TemporaryDirectory(prefix="hoop-ddp-hooks-") as tmp:
+            for hook in ("fp16", "powersgd"):
+                params = {}
+                for backend in ("gloo", "hoop"):
+                    out = os.path.join(tmp, f"{backend}-{hook}.pt")
+                    r = hooprun(2, [sys.executable, script, backend, "8", out], env={"HOOPTEST_DDP_HOOK": hook},
+                                timeout=120)
+                    self.assertEqual(r.returncode, 0, f"{hook} over {backend}:\n{r.output}")
+                    params[backend] = torch.load(out)
+                for name, want in params["gloo"].items():
+                    got = params["hoop"][name]
+                    self.assertTrue(torch.allclose(got, want, rtol=1e-3, atol=1e-4),
+                                    f"{hook}: {name} differs from gloo's by {(got - want).abs().max().item()}")
+
     def test_ddp_matches_one_process_and_gloo(self):
         script = os.path.join(HERE, "ddp_rank.py")
         steps = 8
