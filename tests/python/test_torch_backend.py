@@ -1,7 +1,9 @@
 """The torch.distributed backend "hoop" (hoop.torch): every call through PyTorch's functions
 (torch_calls_rank.py) on 1 to 4 ranks over tcp and shm, joined through each kind of PyTorch
 store (env://, file://, tcp://); DistributedDataParallel ending with the parameters of one
-process on the global batch and of backend "gloo" (ddp_rank.py); DTensor's redistributions,
+process on the global batch and of backend "gloo" (ddp_rank.py), with DDP's communication hooks,
+join(), static_graph, no_sync(), ZeroRedundancyOptimizer and distributed checkpoints equal to
+gloo's (ddp_features_rank.py); DTensor's redistributions,
 tensor parallelism and pipelining against the model run whole, and FSDP2 training and state dicts
 equal to gloo's on 2 and 4 ranks (fsdp2_rank.py, PyTorch 2.6 and later); a lost rank, and shrink_group going on without it (PyTorch 2.10 and later); DDP and the
 Horovod-style optimizer in hoop's deterministic mode, bit-identical over transports, algorithms,
@@ -103,6 +105,24 @@ class Backend(unittest.TestCase):
                     got = params["hoop"][name]
                     self.assertTrue(torch.allclose(got, want, rtol=1e-3, atol=1e-4),
                                     f"{hook}: {name} differs from gloo's by {(got - want).abs().max().item()}")
+
+    def test_ddp_features_match_gloo(self):
+        # DDP's join() with uneven inputs, static_graph, no_sync(), ZeroRedundancyOptimizer and
+        # torch.distributed.checkpoint (ddp_features_rank.py), over hoop and over gloo, 3 ranks.
+        script = os.path.join(HERE, "ddp_features_rank.py")
+        with tempfile.TemporaryDirectory(prefix="hoop-ddp-features-") as tmp:
+            got = {}
+            for backend in ("gloo", "hoop"):
+                out = os.path.join(tmp, f"{backend}.pt")
+                r = hooprun(3, [sys.executable, script, backend, out, os.path.join(tmp, f"ckpt-{backend}")],
+                            timeout=180)
+                rank_lines_ok(self, r, 3, f"backend {backend}")
+                got[backend] = torch.load(out)
+            for part, want in got["gloo"].items():
+                for name, w in want.items():
+                    v = got["hoop"][part][name]
+                    self.assertTrue(torch.allclose(v, w, rtol=1e-5, atol=1e-6),
+                                    f"{part}: {name} differs from gloo's by {(v - w).abs().max().item()}")
 
     def test_ddp_matches_one_process_and_gloo(self):
         script = os.path.join(HERE, "ddp_rank.py")
