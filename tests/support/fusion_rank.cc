@@ -16,6 +16,7 @@
 // tests' marker) are ignored.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -71,7 +72,11 @@ std::vector<Tensor> MakeTensors(int n) {
   std::vector<Tensor> ts;
   const size_t counts[] = {0, 1, 7, 1000, 100003};
   int k = 0;
+  // i16, u16, u32 and u64 share every fusion path with i8, u8, i32 and i64 but the width: one of
+  // them per job, by the rank count (the kernels' own tests take each whole).
+  const DType late[] = {DType::kI16, DType::kU16, DType::kU32, DType::kU64};
   for (DType dt : kAllDTypes) {
+    if (std::find(std::begin(late), std::end(late), dt) != std::end(late) && dt != late[n % 4]) continue;
     bool fp = IsFloat(dt);
     for (ReduceOp op : kAllReduceOps) {
       if (!OpApplies(dt, op)) continue;
