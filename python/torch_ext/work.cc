@@ -133,27 +133,29 @@ std::shared_ptr<Completer> Completer::Make() {
   return c;
 }
 
-Completer::~Completer() { Stop(); }
+Completer::~Completer() { Stop(true); }
 
-void Completer::Stop() {
+void Completer::Stop() { Stop(false); }
+
+void Completer::Stop(bool destroying) {
+  // On one of its own threads (a Future's callback dropped the group): never wait there for its
+  // threads, nor for join_mu_, which a Stop on another thread may hold while joining this one.
+  const bool own = tls_queue == q_.get();
   std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(q_->mu);
     q_->stop = true;
-    threads.swap(q_->threads);
+    if (!own || destroying) threads.swap(q_->threads);  // else left for a later Stop to join
   }
   q_->cv.notify_all();
+  if (own) {
+    for (std::thread& t : threads) t.detach();  // *this goes: they end once the queue is drained
+    return;
+  }
   std::lock_guard<std::mutex> lock(join_mu_);
   // The threads may need the GIL to finish what is queued: not holding it while waiting.
-  PyThreadState* saved = nullptr;
-  for (std::thread& t : threads) {
-    if (t.get_id() == std::this_thread::get_id()) {  // the last reference went on this thread
-      t.detach();                                    // its Loop ends once this call returns
-      continue;
-    }
-    if (!saved && Py_IsInitialized() && PyGILState_Check()) saved = PyEval_SaveThread();
-    t.join();
-  }
+  PyThreadState* saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
+  for (std::thread& t : threads) t.join();
   if (saved) PyEval_RestoreThread(saved);
 }
 

@@ -86,7 +86,8 @@ class Completer {
   static std::shared_ptr<Completer> Make();  // started, and known to StopAll
   ~Completer();                              // Stop()
   // Completes what is queued, then ends the threads; releases the GIL while it waits if this
-  // thread holds it. Idempotent.
+  // thread holds it. Idempotent. On one of the Completer's own threads it only asks them to end
+  // (a later Stop, or StopAll, joins them).
   void Stop();
   // Every live Completer of this process, stopped (for atexit).
   static void StopAll();
@@ -117,6 +118,7 @@ class Completer {
     void GrowIfStuck();
   };
   Completer();
+  void Stop(bool destroying);
   static void Loop(const std::shared_ptr<Queue>& q);
   std::shared_ptr<Queue> q_ = std::make_shared<Queue>();
   std::mutex join_mu_;  // one Stop joins; the others wait for it
