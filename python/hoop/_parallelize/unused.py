@@ -33,21 +33,24 @@ class UnusedParams:
         values = [a.value for a in ast.walk(self.tree) if isinstance(a, ast.Assign) and a.lineno < stmt.lineno
                   and any(dotted(t) == model for t in a.targets)]
         for value in reversed(values):
-            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MOVERS:
-                value = value.func.value
-            name = call_name(value)
-            if name in classes:
-                return classes[name]
+            if self.model_class_of(value, classes) is not None:
+                return self.model_class_of(value, classes)
+            name = call_name(self.unmoved(value))
             if name in fns:  # get_model(): the class it returns
                 made = [self.model_class_of(r.value, classes) for r in ast.walk(fns[name])
                         if isinstance(r, ast.Return) and r.value is not None]
                 return next((c for c in made if c is not None), None)
         return None
 
-    def model_class_of(self, value, classes):
+    @staticmethod
+    def unmoved(value):
+        """`Net()` of `Net().to(device).cuda()`."""
         while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MOVERS:
             value = value.func.value
-        return classes.get(call_name(value))
+        return value
+
+    def model_class_of(self, value, classes):
+        return classes.get(call_name(self.unmoved(value)))
 
     def unused_layers(self, cls, seen=None):
         """["Class.attr"] for each layer that cls's __init__ keeps (self.attr = a call that may
