@@ -18,7 +18,8 @@
 #   the Python package (python/, its tests):  python3-dev pybind11-dev python3-numpy; its
 #           torch.distributed backend and the PyTorch comparisons (perf/torch_train.py,
 #           perf/train-bench):  python3-torch libtorch-dev (Debian's PyTorch, CPU); the
-#           hoop-parallelize corpus's progress bars:  python3-tqdm
+#           hoop-parallelize corpus's progress bars:  python3-tqdm; the Horovod-style API's process
+#           sets made from mpi4py communicators (their test, under mpirun):  python3-mpi4py
 #   pip's PyTorch 2.x, which the Python tests also run under:  python3-venv, then
 #           scripts/torch-venv.sh (a venv in /opt/hoop/torch-venv; --no-torch-venv skips it)
 #   trainer (hoop-train and its tests):  libopenblas-dev (GEMM), libdnnl-dev (oneDNN, --layers
@@ -30,7 +31,7 @@ packages=(g++ cmake make pkg-config nlohmann-json3-dev libcli11-dev clang libcla
           clang-format libucx-dev libfabric-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev
           iproute2 util-linux python3 gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist openssh-server
           openssh-client python3-dev pybind11-dev python3-numpy python3-torch libtorch-dev libdnnl-dev
-          python3-tqdm python3-venv)
+          python3-tqdm python3-venv python3-mpi4py)
 torch_venv=1
 for arg in "$@"; do
   case "$arg" in

@@ -3,14 +3,18 @@ DistributedOptimizer (ddp_rank.py "horovod") ending with the parameters of one p
 global batch, with backward_passes_per_step 1 and 2, and with fp16 wire compression close to them
 but not equal; a Horovod script run after `import horovod.torch as hvd` became
 `import hoop.torch as hvd`; a Horovod elastic script (elastic_horovod_rank.py) under elastic
-hooprun through a lost rank and its replacement. Skipped, saying so, without PyTorch."""
+hooprun through a lost rank and its replacement; process sets (horovod_sets_rank.py), and one made
+from an mpi4py communicator under OpenMPI's mpirun. Skipped, saying so, without PyTorch."""
 import os
 import re
+import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import unittest
 
-from support import HERE, drawn, hooprun
+from support import HERE, drawn, hooprun, python_env
 
 try:
     import torch
@@ -45,6 +49,19 @@ print(f"rank {hvd.rank()}: loss {first:.4f} -> {avg:.4f}, same weights: {bool((w
 hvd.shutdown()
 '''
 
+# Each rank gives the set of its own mpi4py communicator (evens, odds); init registers both, by
+# the order of their lowest ranks, on every rank.
+MPI_SETS_SCRIPT = '''
+from mpi4py import MPI
+import torch, hoop.torch as hvd
+world = MPI.COMM_WORLD
+mine = hvd.ProcessSet(world.Split(color=world.rank % 2, key=-world.rank))
+hvd.init(process_sets=[mine])
+total = hvd.allreduce(torch.tensor([float(hvd.rank())]), op=hvd.Sum, process_set=mine).item()
+print(f"rank {hvd.rank()}: set {mine.process_set_id} {mine.ranks} rank {mine.rank()} sum {total}", flush=True)
+hvd.shutdown()
+'''
+
 
 class Horovod(unittest.TestCase):
     def test_newer_calls_build_queries_and_sync_batch_norm(self):
@@ -56,6 +73,35 @@ class Horovod(unittest.TestCase):
                     self.assertEqual(r.returncode, 0, r.output)
                     for k in range(n):
                         self.assertIn(f"extras ok rank {k} of {n}", r.output)
+
+    def test_process_sets_run_side_by_side_and_refuse_the_ranks_outside(self):
+        script = os.path.join(HERE, "horovod_sets_rank.py")
+        for transport, n in (("tcp", 3), ("shm", 4)):
+            r = hooprun(n, [sys.executable, script, str(n)], env={"HOOP_TRANSPORT": transport}, timeout=120)
+            with self.subTest(transport=transport, ranks=n):
+                self.assertEqual(r.returncode, 0, r.output)
+                for k in range(n):
+                    self.assertIn(f"sets ok rank {k} of {n}", r.output)
+
+    def test_a_process_set_from_an_mpi4py_communicator(self):
+        if not shutil.which("mpirun"):
+            self.skipTest("mpirun is missing (scripts/setup.sh installs openmpi-bin)")
+        if subprocess.run([sys.executable, "-c", "import mpi4py"], capture_output=True).returncode:
+            self.skipTest(f"mpi4py is not importable by {sys.executable} (scripts/setup.sh installs Debian's "
+                          "python3-mpi4py, for Debian's Python)")
+        with tempfile.TemporaryDirectory(prefix="hoop-mpi-sets-") as tmp:
+            env = python_env({"HOOP_STORE": f"file://{tmp}"})
+            p = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", "-x", "PYTHONPATH",
+                                  "-x", "HOOP_STORE", sys.executable, "-c", MPI_SETS_SCRIPT], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            try:
+                out, _ = p.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                out = p.communicate()[0] + "\n(test: killed after 120 s)"
+        self.assertEqual(p.returncode, 0, out)
+        for r, (ps_id, ranks) in enumerate(((1, [0, 2]), (2, [1]), (1, [0, 2]))):
+            self.assertIn(f"rank {r}: set {ps_id} {ranks} rank {ranks.index(r)} sum {float(sum(ranks))}", out)
 
     def test_a_horovod_elastic_script_goes_on_through_a_lost_rank_and_takes_its_replacement(self):
         r = hooprun(3, [sys.executable, os.path.join(HERE, "elastic_horovod_rank.py")],

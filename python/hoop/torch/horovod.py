@@ -18,18 +18,22 @@ dimensions: fused on the device, after the work queued on the current stream bef
 with no host wait at the call); allgather of uneven first dimensions, alltoall and reducescatter
 stage them through host memory.
 
-Differences from Horovod, all stated in errors where they apply: no process
-sets or Adasum; join() waits for every rank and returns the last to join, but does not stand in
-for the allreduces of ranks that joined early (give every rank the same number of steps).
-"""
-import pickle
-import time
+Process sets (horovod_sets.py): hvd.init(process_sets=[...]) or hvd.add_process_set(...), then
+process_set= on every call, the optimizer and the object calls; each set has its own
+communicator and fusion runtime, so the sets' calls run side by side.
 
+Differences from Horovod, all stated in errors where they apply: no Adasum; join() waits for
+every rank and returns the last to join, but does not stand in for the allreduces of ranks that
+joined early (give every rank the same number of steps).
+"""
 import numpy as np
 import torch
 
 import hoop
 from hoop import _hoop
+
+from .horovod_sets import (ProcessSet, _Group, _group, _init_sets, _root, add_process_set,  # noqa: F401
+                           global_process_set, remove_process_set)
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "allreduce",
            "allreduce_", "allreduce_async", "allreduce_async_", "broadcast", "broadcast_", "broadcast_async",
@@ -41,7 +45,8 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "mpi_threads_supported", "reducescatter", "reducescatter_async", "grouped_allreduce",
            "grouped_allreduce_async", "grouped_allreduce_", "grouped_allreduce_async_", "grouped_allgather",
            "grouped_allgather_async", "grouped_reducescatter", "grouped_reducescatter_async", "start_timeline",
-           "stop_timeline", "SyncBatchNorm"]
+           "stop_timeline", "SyncBatchNorm", "ProcessSet", "global_process_set", "add_process_set",
+           "remove_process_set", "sparse_allreduce_async"]
 
 
 class _Op:
@@ -98,11 +103,12 @@ class _State:
         self.world = world if world is not None else hoop.init()
         if deterministic is not None:
             self.world.deterministic = bool(deterministic)
-        self.fusion_comm = self.world.dup()  # inherits the deterministic mode
-        self.fusion = _hoop.Fusion(self.fusion_comm)
+        # The process sets' runtimes by id (horovod_sets.py); 0, the global set: the world, with
+        # its fusion runtime on a duplicate of it.
+        self.groups = {0: _Group(list(range(self.world.size)), self.world, own_comm=False)}
+        self.next_set_id = 1
         self.handles = {}  # handle -> (kind, token, output, keep, finish)
         self.next_handle = 1
-        self.names = {}  # unnamed calls: a counter per kind, the same on every rank that calls in order
         # Every rank's local rank and local size, once: Horovod's cross rank is this rank's place
         # among the ranks with its local rank (one per host that has one), cross size their count.
         mine = np.array([self.world.local_rank, self.world.local_size], np.int64)
@@ -113,49 +119,64 @@ class _State:
         self.cross_rank = int((local[:self.world.rank] == self.world.local_rank).sum())
         self.homogeneous = bool((every[1::2] == every[1]).all())
 
+    @property
+    def fusion(self):
+        return self.groups[0].fusion
+
+    def stop(self, errors=()):
+        """Stops every set's runtime (the global set's last) and frees their communicators."""
+        for ps_id in sorted(self.groups, reverse=True):
+            self.groups.pop(ps_id).stop(errors)
+
 
 _state = None
 
 
-def init(comm=None, deterministic=None):
+def init(comm=None, process_sets=None, deterministic=None):
     """Joins the job (a second call does nothing). comm is accepted for Horovod's signature and
-    must be None: the job comes from the environment. deterministic=True (every rank alike; None:
-    HOOP_DETERMINISTIC decides) makes every allreduce, fused or not, give each element the bits of
-    the left fold over the ranks in rank order, whatever fuses beside it (hoop_comm_set_deterministic)."""
+    must be None: the job comes from the environment. process_sets: ProcessSets to register, in
+    order, as every rank does alike (or "dynamic", which changes nothing: hoop registers sets
+    later too, horovod_sets.py). deterministic=True (every rank alike; None: HOOP_DETERMINISTIC
+    decides) makes every allreduce, fused or not, give each element the bits of the left fold over
+    the ranks in rank order, whatever fuses beside it (hoop_comm_set_deterministic)."""
     global _state
     if comm is not None:
         raise ValueError("hoop.torch.init: comm= is not supported; the job comes from the environment")
     if _state is None:
-        _state = _State(deterministic=deterministic)
+        state = _State(deterministic=deterministic)
+        try:
+            _init_sets(state, process_sets)
+        except BaseException:
+            state.stop()
+            raise
+        _state = state
+    elif process_sets is not None:
+        raise ValueError("hoop.torch.init: already initialized; register more process sets with add_process_set")
 
 
 def _rebuild(world):
-    """The job's ranks changed (hoop.torch.elastic): stops the fusion runtime of the old world (an
-    error from a lost rank is expected, and dropped), frees the old communicators, and starts
+    """The job's ranks changed (hoop.torch.elastic): stops the fusion runtimes of the old world
+    (an error from a lost rank is expected, and dropped), frees the old communicators, and starts
     again on `world` as init() does, which every rank of it does alike (a newcomer in its
-    init())."""
+    init()). Only the global process set is left."""
     global _state
     old, _state = _state, None
     if old is not None:
-        try:
-            old.fusion.stop()
-        except hoop.HoopError:
-            pass
-        for comm in (old.fusion_comm, old.world):
-            if comm is not world and not comm.freed:
-                comm.free()
+        old.stop(hoop.HoopError)
+        if old.world is not world and not old.world.freed:
+            old.world.free()
     hoop._replace_world(world)
     _state = _State(world)
+    _init_sets(_state, None)
 
 
 def shutdown():
-    """Stops the fusion runtime (on every rank: call it on every rank) and frees the communicators."""
+    """Stops the fusion runtimes (on every rank: call it on every rank) and frees the communicators."""
     global _state
     if _state is None:
         return
     s, _state = _state, None
-    s.fusion.stop()
-    s.fusion_comm.free()
+    s.stop()
     hoop.shutdown()
 
 
@@ -298,12 +319,23 @@ def _host(t):
     return t.cpu() if t.is_cuda else t
 
 
-def _name(kind, name):
-    s = _s()
+def _numpy(t):
+    """t's memory as a NumPy array and the hoop dtype to read it as (bf16 and the fp8s have no
+    NumPy type)."""
+    row = _NOT_NUMPY.get(t.dtype)
+    if row is not None:
+        return t.view(_BITS[row["size"]]).numpy(), row["value"]
+    return t.numpy(), -1
+
+
+def _name(kind, name, group=None):
+    """A call's name in its set's runtime: the caller's, or the next of a counter per kind that
+    every rank of the set counts alike."""
     if name is not None:
         return f"{kind}.{name}"
-    s.names[kind] = s.names.get(kind, 0) + 1
-    return f"{kind}.noname.{s.names[kind]}"
+    names = (group or _s().groups[0]).names
+    names[kind] = names.get(kind, 0) + 1
+    return f"{kind}.noname.{names[kind]}"
 
 
 def _register(kind, token, output, keep, finish=None):
@@ -323,7 +355,7 @@ def poll(handle):
     kind, token, _, _, _ = _s().handles[handle]
     if kind == "group":
         return all(poll(h) for h in token)
-    return _s().fusion.test(token) if kind == "fusion" else token.test()
+    return token[0].test(token[1]) if kind == "fusion" else token.test()
 
 
 def synchronize(handle):
@@ -333,9 +365,10 @@ def synchronize(handle):
         raise ValueError(f"hoop.torch: rank {rank()}: synchronize: unknown or finished handle {handle}")
     kind, token, output, keep, finish = s.handles.pop(handle)
     if kind == "group":
-        return [synchronize(h) for h in token]
+        outs = [synchronize(h) for h in token]
+        return finish(outs) if finish else outs
     if kind == "fusion":
-        s.fusion.wait(token)
+        token[0].wait(token[1])
     elif token is not None:
         token.wait()
     return finish() if finish else output
@@ -354,232 +387,89 @@ def _op_of(average, op, call):
     return op
 
 
-def _allreduce_into(tensor, output, name, op, prescale, postscale, compression, call):
+def _allreduce_into(tensor, output, name, op, prescale, postscale, compression, process_set, call):
     dt = _check(tensor, call)
+    g = _group(process_set, call)
     src = _dense(tensor)
     dst = output if output.is_contiguous() else output.contiguous()
     wire = (compression or Compression.none).code
     _ready(src, dst)
-    token = _s().fusion.allreduce(_name("allreduce", name), src.data_ptr(), dst.data_ptr(), src.numel(), dt,
-                                  op.code, wire, float(prescale), float(postscale))
+    token = g.fusion.allreduce(_name("allreduce", name, g), src.data_ptr(), dst.data_ptr(), src.numel(), dt,
+                               op.code, wire, float(prescale), float(postscale))
     finish = None
     if dst is not output:
         def finish():
             output.copy_(dst)
             return output
-    return _register("fusion", token, output, (src, dst), finish)
+    return _register("fusion", (g.fusion, token), output, (src, dst), finish)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                    compression=Compression.none):
+                    process_set=global_process_set, compression=Compression.none):
     op = _op_of(average, op, "allreduce_async")
     return _allreduce_into(tensor, torch.empty_like(tensor, memory_format=torch.contiguous_format), name, op,
-                           prescale_factor, postscale_factor, compression, "allreduce_async")
+                           prescale_factor, postscale_factor, compression, process_set, "allreduce_async")
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                     compression=Compression.none):
+                     process_set=global_process_set, compression=Compression.none):
     op = _op_of(average, op, "allreduce_async_")
-    return _allreduce_into(tensor, tensor, name, op, prescale_factor, postscale_factor, compression,
+    return _allreduce_into(tensor, tensor, name, op, prescale_factor, postscale_factor, compression, process_set,
                            "allreduce_async_")
 
 
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None, prescale_factor=1.0,
-              postscale_factor=1.0):
-    """The reduction of tensor over the ranks (default: their average), as a new tensor."""
-    return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, compression))
+              postscale_factor=1.0, process_set=global_process_set):
+    """The reduction of tensor over the ranks of process_set (default: their average), as a new tensor."""
+    return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set,
+                                       compression))
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-               compression=Compression.none):
+               process_set=global_process_set, compression=Compression.none):
     """allreduce in place."""
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, compression))
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set,
+                                        compression))
 
 
 # ---- broadcast
 
-def broadcast_async_(tensor, root_rank, name=None):
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
     dt = _check(tensor, "broadcast_async_")
+    g = _group(process_set, "broadcast_async_")
+    root = _root(g, root_rank, "broadcast_async_")
     dst = _dense(tensor)
     _ready(dst)
-    token = _s().fusion.broadcast(_name("broadcast", name), dst.data_ptr(), dst.data_ptr(), dst.numel(), dt,
-                                  root_rank)
+    token = g.fusion.broadcast(_name("broadcast", name, g), dst.data_ptr(), dst.data_ptr(), dst.numel(), dt, root)
     finish = None
     if dst is not tensor:
         def finish():
             tensor.copy_(dst)
             return tensor
-    return _register("fusion", token, tensor, (dst,), finish)
+    return _register("fusion", (g.fusion, token), tensor, (dst,), finish)
 
 
-def broadcast_async(tensor, root_rank, name=None):
-    return broadcast_async_(tensor.clone(memory_format=torch.contiguous_format), root_rank, name)
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    return broadcast_async_(tensor.clone(memory_format=torch.contiguous_format), root_rank, name, process_set)
 
 
-def broadcast(tensor, root_rank, name=None):
-    """root_rank's tensor on every rank, as a new tensor."""
-    return synchronize(broadcast_async(tensor, root_rank, name))
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """root_rank's tensor (root_rank: a rank of the world, in process_set) on every rank of the
+    set, as a new tensor."""
+    return synchronize(broadcast_async(tensor, root_rank, name, process_set))
 
 
-def broadcast_(tensor, root_rank, name=None):
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     """broadcast in place."""
-    return synchronize(broadcast_async_(tensor, root_rank, name))
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
 
 
-# ---- allgather and alltoall (first dimensions may differ between ranks)
-
-def _numpy(t):
-    """t's memory as a NumPy array and the hoop dtype to read it as (bf16 and the fp8s have no
-    NumPy type)."""
-    row = _NOT_NUMPY.get(t.dtype)
-    if row is not None:
-        return t.view(_BITS[row["size"]]).numpy(), row["value"]
-    return t.numpy(), -1
-
-
-def allgather_async(tensor, name=None):
-    dt = _check(tensor, "allgather_async")
-    s = _s()
-    src = _dense(tensor)
-    rows = src.shape[0] if src.dim() > 0 else 1
-    counts = np.zeros(s.world.size, np.int64)
-    s.world.allgather(np.array([rows], np.int64), counts, -1, False)  # every rank's first dimension
-    rest = tuple(src.shape[1:]) if src.dim() > 0 else ()
-    out = torch.empty((int(counts.sum()),) + rest, dtype=src.dtype, device=src.device)
-    if (counts == rows).all():
-        _ready(src, out)
-        token = s.fusion.allgather(_name("allgather", name), src.data_ptr(), out.data_ptr(), src.numel(), dt)
-        return _register("fusion", token, out, (src,))
-    per_row = int(np.prod(rest, dtype=np.int64)) if rest else 1
-    host_src, host_out = _host(src), _host(out)
-    sa, override = _numpy(host_src)
-    oa, _ = _numpy(host_out)
-    req = s.world.allgatherv(sa.reshape(-1), oa.reshape(-1), [int(c) * per_row for c in counts], override, True)
-    return _register("request", req, out, (host_src,), None if host_out is out else lambda: out.copy_(host_out))
-
-
-def allgather(tensor, name=None):
-    """Every rank's tensor concatenated along the first dimension (which may differ), rank order."""
-    return synchronize(allgather_async(tensor, name))
-
-
-def alltoall_async(tensor, splits=None, name=None):
-    _check(tensor, "alltoall_async")
-    s = _s()
-    n = s.world.size
-    src = _dense(tensor)
-    rows = src.shape[0] if src.dim() > 0 else 1
-    if splits is None:
-        if rows % n:
-            raise ValueError(f"hoop.torch: rank {rank()}: alltoall: the first dimension ({rows}) does not split "
-                             f"into {n} equal parts; pass splits=")
-        send_rows = np.full(n, rows // n, np.int64)
-    else:
-        send_rows = np.asarray(splits.tolist() if isinstance(splits, torch.Tensor) else splits, np.int64)
-        if send_rows.shape != (n,) or send_rows.sum() != rows or (send_rows < 0).any():
-            raise ValueError(f"hoop.torch: rank {rank()}: alltoall: splits {send_rows.tolist()} must have one "
-                             f"entry per rank ({n}) adding up to the first dimension ({rows})")
-    recv_rows = np.zeros(n, np.int64)
-    s.world.alltoall(send_rows, recv_rows, -1, False)
-    rest = tuple(src.shape[1:]) if src.dim() > 0 else ()
-    per_row = int(np.prod(rest, dtype=np.int64)) if rest else 1
-    host_src = _host(src)
-    out = torch.empty((int(recv_rows.sum()),) + rest, dtype=src.dtype)
-    sa, override = _numpy(host_src)
-    oa, _ = _numpy(out)
-    req = s.world.alltoallv(sa.reshape(-1), [int(r) * per_row for r in send_rows], oa.reshape(-1),
-                            [int(r) * per_row for r in recv_rows], override, True)
-    received = torch.tensor(recv_rows.tolist(), dtype=torch.int32)
-
-    def finish():
-        result = out.to(src.device)
-        return result if splits is None else (result, received)
-    return _register("request", req, out, (host_src,), finish)
-
-
-def alltoall(tensor, splits=None, name=None):
-    """Block p of tensor (along the first dimension; splits= gives the sizes) to rank p; returns
-    the blocks received, in rank order, and with splits= also how many rows came from each rank."""
-    return synchronize(alltoall_async(tensor, splits, name))
-
-
-# ---- the rest
-
-def reducescatter_async(tensor, name=None, compression=Compression.none, op=Average, prescale_factor=1.0,
-                        postscale_factor=1.0):
-    """Reduces tensor over the ranks and gives each rank its block of the first dimension
-    (Horovod's split: the first size % ranks ranks get one row more). Each rank's tensor is
-    multiplied by prescale_factor first, the result by postscale_factor; compression= is taken
-    for Horovod's signature and not applied (the blocks travel in the tensor's dtype)."""
-    _check(tensor, "reducescatter_async")
-    s = _s()
-    code = _op_of(None, op, "reducescatter").code
-    src = _dense(tensor if prescale_factor == 1.0 else tensor * prescale_factor)
-    n = s.world.size
-    rows = src.shape[0] if src.dim() > 0 else 1
-    rest = tuple(src.shape[1:]) if src.dim() > 0 else ()
-    per_row = int(np.prod(rest, dtype=np.int64)) if rest else 1
-    mine = [rows // n + (1 if r < rows % n else 0) for r in range(n)]
-    host_src = _host(src)
-    out = torch.empty((mine[s.world.rank],) + rest, dtype=src.dtype)
-    sa, override = _numpy(host_src)
-    oa, _ = _numpy(out)
-    req = s.world.reduce_scatterv(sa.reshape(-1), oa.reshape(-1), [m * per_row for m in mine], code, override, True)
-
-    def finish():
-        result = out.to(src.device) if src.is_cuda else out
-        return result if postscale_factor == 1.0 else result.mul_(postscale_factor)
-    return _register("request", req, out, (host_src,), finish)
-
-
-def reducescatter(tensor, name=None, compression=Compression.none, op=Average, prescale_factor=1.0,
-                  postscale_factor=1.0):
-    return synchronize(reducescatter_async(tensor, name, compression, op, prescale_factor, postscale_factor))
-
-
-def barrier():
-    _s().world.barrier(False)
-
-
-def join():
-    """Waits until every rank has called join() (after its own tensors completed) and returns the
-    rank that joined last. Unlike Horovod's, it does not stand in for the allreduces of ranks that
-    have joined while others go on: every rank must run the same steps."""
-    s = _s()
-    s.fusion.synchronize()
-    arrived = np.zeros(s.world.size, np.float64)
-    s.world.allgather(np.array([time.time()], np.float64), arrived, -1, False)
-    return int(arrived.argmax())
-
-
-def broadcast_object(obj, root_rank=0, name=None):
-    """root_rank's obj (anything pickle takes) on every rank."""
-    s = _s()
-    payload = np.frombuffer(pickle.dumps(obj), np.uint8) if s.world.rank == root_rank else None
-    length = np.array([payload.size if payload is not None else 0], np.int64)
-    s.world.broadcast(length, root_rank, -1, False)
-    buf = payload.copy() if payload is not None else np.empty(int(length[0]), np.uint8)
-    s.world.broadcast(buf, root_rank, -1, False)
-    return obj if s.world.rank == root_rank else pickle.loads(buf.tobytes())
-
-
-def allgather_object(obj, name=None):
-    """Every rank's obj, in rank order."""
-    s = _s()
-    mine = np.frombuffer(pickle.dumps(obj), np.uint8)
-    lengths = np.zeros(s.world.size, np.int64)
-    s.world.allgather(np.array([mine.size], np.int64), lengths, -1, False)
-    out = np.empty(int(lengths.sum()), np.uint8)
-    s.world.allgatherv(mine.copy(), out, [int(x) for x in lengths], -1, False)
-    objs, at = [], 0
-    for n in lengths:
-        objs.append(pickle.loads(out[at:at + int(n)].tobytes()))
-        at += int(n)
-    return objs
-
-
-# The grouped calls (horovod_grouped.py), and broadcast_parameters, broadcast_optimizer_state,
+# allgather, alltoall, reducescatter, barrier, join and the object calls (horovod_calls.py), the
+# grouped calls (horovod_grouped.py), and broadcast_parameters, broadcast_optimizer_state,
 # DistributedOptimizer and SyncBatchNorm (horovod_training.py), over the calls above.
+from .horovod_calls import (allgather, allgather_async, allgather_object, alltoall, alltoall_async,  # noqa: E402
+                            barrier, broadcast_object, join, reducescatter, reducescatter_async,
+                            sparse_allreduce_async)
 from .horovod_grouped import (grouped_allgather, grouped_allgather_async, grouped_allreduce,  # noqa: E402
                               grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_,
                               grouped_reducescatter, grouped_reducescatter_async)

@@ -3,7 +3,8 @@
 broadcast_parameters and broadcast_optimizer_state start every rank from root_rank's state;
 DistributedOptimizer wraps an optimizer so that each gradient is submitted to the fusion runtime
 as soon as backward has produced it and step() waits for them (a newer DistributedOptimizer over
-the same parameters takes them over: the older one no longer submits them); SyncBatchNorm is batch norm over
+the same parameters takes them over: the older one no longer submits them; process_set= limits it
+to a process set's ranks, horovod_sets.py); SyncBatchNorm is batch norm over
 the whole job's batch. All use only the calls horovod.py offers.
 """
 import contextlib
@@ -39,7 +40,8 @@ def broadcast_optimizer_state(optimizer, root_rank):
 class _DistributedOptimizer:
     """Mixed into the wrapped optimizer's class (DistributedOptimizer below)."""
 
-    def _hoop_setup(self, named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor):
+    def _hoop_setup(self, named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor,
+                    sparse_as_dense, process_set):
         if op not in (_hvd.Average, _hvd.Sum):
             raise ValueError("hoop.torch: DistributedOptimizer: op must be Average or Sum")
         if gradient_predivide_factor != 1.0 and op is not _hvd.Average:
@@ -59,6 +61,10 @@ class _DistributedOptimizer:
         else:
             self._hoop_names = {p: f"noname.{i}" for i, p in enumerate(params)}
         self._hoop_compression = compression
+        self._hoop_sparse_as_dense = sparse_as_dense
+        # A rank outside process_set takes no part: its step() uses its own gradients (Horovod's).
+        self._hoop_set = process_set
+        self._hoop_included = bool(process_set.included())
         self._hoop_passes = backward_passes_per_step
         # Average with a predivide factor f: x / f summed, times f / size (Horovod's meaning; the
         # size when the gradient is submitted, which an elastic job changes).
@@ -74,7 +80,7 @@ class _DistributedOptimizer:
             # a script that builds a new optimizer for each fit() leaves the older ones' hooks
             # behind, which would otherwise submit the same gradient again, under the same name.
             p._hoop_optimizer = weakref.ref(self)
-            if p.requires_grad:
+            if p.requires_grad and self._hoop_included:
                 acc = p.expand_as(p).grad_fn.next_functions[0][0]
                 acc.register_hook(self._hoop_hook(p))
                 self._hoop_hooks.append(acc)  # keeps the accumulator, and its hook, alive
@@ -83,11 +89,15 @@ class _DistributedOptimizer:
         if p.grad is None:
             p.grad = torch.zeros_like(p)  # unused this step: it still takes part, as zeros
         if p.grad.is_sparse:
-            raise ValueError(f"hoop.torch: DistributedOptimizer: '{self._hoop_names[p]}' has a sparse gradient")
+            if not self._hoop_sparse_as_dense:
+                op = _hvd.Average if self._hoop_average else _hvd.Sum
+                return _hvd.sparse_allreduce_async(p.grad, self._hoop_names[p], op, self._hoop_set)
+            p.grad = p.grad.to_dense()
         pre = 1.0 / self._hoop_predivide
-        post = self._hoop_predivide / _hvd.size() if self._hoop_average else 1.0
+        post = self._hoop_predivide / self._hoop_set.size() if self._hoop_average else 1.0
         return _hvd.allreduce_async_(p.grad, name=self._hoop_names[p], op=self._hoop_op, prescale_factor=pre,
-                                postscale_factor=post, compression=self._hoop_compression)
+                                     postscale_factor=post, process_set=self._hoop_set,
+                                     compression=self._hoop_compression)
 
     def _hoop_hook(self, p):
         def hook(*_):
@@ -104,12 +114,16 @@ class _DistributedOptimizer:
 
     def synchronize(self):
         """Waits for every gradient's allreduce (submitting those whose hooks did not fire)."""
+        if not self._hoop_included:
+            return
         for p in self._hoop_delay:
             if p.requires_grad and self._hoop_handles.get(p) is None and self._hoop_delay[p] < self._hoop_passes:
                 self._hoop_handles[p] = self._hoop_submit(p)
         for p, h in list(self._hoop_handles.items()):
             if h is not None:
-                _hvd.synchronize(h)
+                out = _hvd.synchronize(h)
+                if out is not p.grad:  # a sparse gradient's sum, a new tensor
+                    p.grad = out
         self._hoop_handles.clear()
         for p in self._hoop_delay:
             self._hoop_delay[p] = self._hoop_passes
@@ -143,14 +157,28 @@ class _DistributedOptimizer:
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=_hvd.Compression.none,
-                         backward_passes_per_step=1, op=_hvd.Average, gradient_predivide_factor=1.0):
-    """optimizer, made to average (op=Sum: add) its gradients over the ranks before each step."""
+                         backward_passes_per_step=1, op=_hvd.Average, gradient_predivide_factor=1.0, num_groups=0,
+                         groups=None, sparse_as_dense=False, process_set=_hvd.global_process_set):
+    """optimizer, made to average (op=Sum: add) its gradients over the ranks of process_set before
+    each step. Sparse gradients are summed by allgather of their indices and values (or made
+    dense first: sparse_as_dense=True). num_groups and groups (Horovod's way to make the
+    allreduces of some parameters go together) are taken and change nothing: hoop's runtime fuses
+    whatever gradients are ready together anyway."""
     _hvd._s()
+    if groups is not None and not (isinstance(groups, list) and all(isinstance(g, list) for g in groups)):
+        raise ValueError("hoop.torch: DistributedOptimizer: groups must be a list of lists of parameters")
+    if num_groups < 0:
+        raise ValueError("hoop.torch: DistributedOptimizer: num_groups must be 0 or more")
+    if not isinstance(process_set, _hvd.ProcessSet):
+        raise ValueError(f"hoop.torch: DistributedOptimizer: process_set must be a ProcessSet, not "
+                         f"{type(process_set).__name__}")
+    process_set._registered()  # raises for a set not registered
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                {k: v for k, v in _DistributedOptimizer.__dict__.items() if not k.startswith("__")})
     dist_opt = cls.__new__(cls)
     dist_opt.__dict__.update(optimizer.__dict__)
-    dist_opt._hoop_setup(named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor)
+    dist_opt._hoop_setup(named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor,
+                         sparse_as_dense, process_set)
     return dist_opt
 
 
