@@ -3,11 +3,12 @@
 # scripts/sanitize.sh [asan] [tsan]). Both build with clang into their own trees.
 #   asan: AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer (build-asan, which
 #         also carries the fuzzers' coverage, so scripts/fuzz.sh reuses it): every unit test,
-#         then a time-boxed selection of the multi-process tests over tcp and shm, the C
+#         beside a time-boxed selection of the multi-process tests over tcp and shm; then the C
 #         API programs under hooprun, and cells of the failure matrix (a rank killed or
 #         stopped; the survivors revoke, shrink and go on: no leak in them).
 #   tsan: ThreadSanitizer (build-tsan): the unit tests of the tensor fusion runtime, splits,
-#         calls on (fake) streams and device runs on a fake device, the fusion multi-process tests, hooprun's threads included,
+#         calls on (fake) streams and device runs on a fake device, beside the fusion
+#         multi-process tests, hooprun's threads included,
 #         and the point-to-point C program (its calls' threads and the communicator's worker
 #         share the transport). UCX's memory hooks are turned off.
 # Any report fails the run, even in a rank whose test expects it to fail: every sanitizer writes
@@ -53,6 +54,21 @@ bounded_code() {
   fi
 }
 
+# Runs two functions side by side and waits for both: each sanitizer tree's unit tests are one
+# process on about one core, its multi-process selection ranks that wait on each other (about
+# one core more). Each one's output is shown whole after both end; either failing fails the pair.
+side_by_side() {  # log directory, function, function
+  local dir=$1 a=$2 b=$3 ra=0 rb=0
+  "$a" >"$dir/$a.log" 2>&1 &
+  local pa=$!
+  "$b" >"$dir/$b.log" 2>&1 &
+  local pb=$!
+  wait "$pa" || ra=$?
+  wait "$pb" || rb=$?
+  cat "$dir/$a.log" "$dir/$b.log"
+  [ "$ra" -eq 0 ] && [ "$rb" -eq 0 ]
+}
+
 reports_clean() {
   local dir=$1
   if compgen -G "$dir/*" >/dev/null; then
@@ -79,11 +95,14 @@ run_asan() {
   export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1:abort_on_error=0"
   export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1"
   export HOOPTEST_BACKENDS=tcp,shm
-  bounded 120 "$tree/bin/hoop-unit-tests"
+  asan_units() { bounded 240 "$tree/bin/hoop-unit-tests"; }
   # Not here: valgrind (it cannot run an ASan program) and the crash test (ASan reports the
   # crash it provokes on purpose).
-  bounded 600 "$tree/bin/hoop-multiproc-tests" \
-    "[hardening]~[valgrind]~[crash],[failure],[transport],[store],[fusion],[compression]"
+  asan_multiproc() {
+    bounded 600 "$tree/bin/hoop-multiproc-tests" \
+      "[hardening]~[valgrind]~[crash],[failure],[transport],[store],[fusion],[compression]"
+  }
+  side_by_side "$tree" asan_units asan_multiproc
   for n in 1 3; do
     bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-api-test"
     bounded 60 "$tree/bin/hooprun" -np $n "$tree/bin/hoop-c-nonblocking-test"
@@ -127,8 +146,9 @@ run_tsan() {
   # [stream]: calls on (fake) streams, whose host functions, the worker and the callers meet.
   # [device]: device runs on a fake device, its queue's work read across the ranks' threads.
   # [trace]: the flight recorder written from four threads while another reads it.
-  bounded 120 "$tree/bin/hoop-unit-tests" "[fusion],[split],[stream],[device],[trace]"
-  bounded 600 "$tree/bin/hoop-multiproc-tests" "[fusion]"
+  tsan_units() { bounded 240 "$tree/bin/hoop-unit-tests" "[fusion],[split],[stream],[device],[trace]"; }
+  tsan_multiproc() { bounded 600 "$tree/bin/hoop-multiproc-tests" "[fusion]"; }
+  side_by_side "$tree" tsan_units tsan_multiproc
   # Point-to-point: the caller's thread and the communicator's worker both drive the transport.
   bounded 120 "$tree/bin/hooprun" -np 3 "$tree/bin/hoop-c-p2p-test"
   bounded 120 "$tree/bin/hooprun" -np 3 "$tree/bin/hoop-c-split-test"
