@@ -4,7 +4,8 @@ global batch, with backward_passes_per_step 1 and 2, and with fp16 wire compress
 but not equal; a Horovod script run after `import horovod.torch as hvd` became
 `import hoop.torch as hvd`; a Horovod elastic script (elastic_horovod_rank.py) under elastic
 hooprun through a lost rank and its replacement; process sets (horovod_sets_rank.py), and one made
-from an mpi4py communicator under OpenMPI's mpirun. Skipped, saying so, without PyTorch."""
+from an mpi4py communicator under OpenMPI's mpirun; Adasum (horovod_adasum_rank.py) on 2, 3 and 4
+ranks. Skipped, saying so, without PyTorch."""
 import os
 import re
 import shutil
@@ -82,6 +83,15 @@ class Horovod(unittest.TestCase):
                 self.assertEqual(r.returncode, 0, r.output)
                 for k in range(n):
                     self.assertIn(f"sets ok rank {k} of {n}", r.output)
+
+    def test_adasum_matches_its_tree_on_any_number_of_ranks(self):
+        script = os.path.join(HERE, "horovod_adasum_rank.py")
+        for transport, n in (("tcp", 2), ("shm", 3), ("tcp", 4)):
+            r = hooprun(n, [sys.executable, script, str(n)], env={"HOOP_TRANSPORT": transport}, timeout=120)
+            with self.subTest(transport=transport, ranks=n):
+                self.assertEqual(r.returncode, 0, r.output)
+                for k in range(n):
+                    self.assertIn(f"adasum ok rank {k} of {n}", r.output)
 
     def test_a_process_set_from_an_mpi4py_communicator(self):
         if not shutil.which("mpirun"):

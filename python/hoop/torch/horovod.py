@@ -22,9 +22,12 @@ Process sets (horovod_sets.py): hvd.init(process_sets=[...]) or hvd.add_process_
 process_set= on every call, the optimizer and the object calls; each set has its own
 communicator and fusion runtime, so the sets' calls run side by side.
 
-Differences from Horovod, all stated in errors where they apply: no Adasum; join() waits for
-every rank and returns the last to join, but does not stand in for the allreduces of ranks that
-joined early (give every rank the same number of steps).
+op=Adasum (horovod_adasum.py) on allreduce and DistributedOptimizer: Horovod's adaptive summation,
+run at the call over the set's communicator, on any number of ranks.
+
+Differences from Horovod, all stated in errors where they apply: join() waits for every rank and
+returns the last to join, but does not stand in for the allreduces of ranks that joined early
+(give every rank the same number of steps).
 """
 import numpy as np
 import torch
@@ -32,6 +35,7 @@ import torch
 import hoop
 from hoop import _hoop
 
+from .horovod_adasum import allreduce_adasum
 from .horovod_sets import (ProcessSet, _Group, _group, _init_sets, _root, add_process_set,  # noqa: F401
                            global_process_set, remove_process_set)
 
@@ -40,7 +44,7 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "broadcast_async_", "allgather", "allgather_async", "alltoall", "alltoall_async", "poll", "synchronize",
            "join", "barrier", "broadcast_object", "allgather_object", "broadcast_parameters",
            "broadcast_optimizer_state", "DistributedOptimizer", "Compression", "Average", "Sum", "Min", "Max",
-           "Product", "cross_rank", "cross_size", "is_homogeneous", "mpi_built", "gloo_built", "nccl_built",
+           "Product", "Adasum", "cross_rank", "cross_size", "is_homogeneous", "mpi_built", "gloo_built", "nccl_built",
            "cuda_built", "rocm_built", "ccl_built", "ddl_built", "mpi_enabled", "gloo_enabled",
            "mpi_threads_supported", "reducescatter", "reducescatter_async", "grouped_allreduce",
            "grouped_allreduce_async", "grouped_allreduce_", "grouped_allreduce_async_", "grouped_allgather",
@@ -62,6 +66,7 @@ Sum = _Op("Sum", hoop.SUM)
 Min = _Op("Min", hoop.MIN)
 Max = _Op("Max", hoop.MAX)
 Product = _Op("Product", hoop.PROD)
+Adasum = _Op("Adasum", None)  # horovod_adasum.py: allreduce and DistributedOptimizer only
 
 
 class _Wire:
@@ -355,6 +360,8 @@ def poll(handle):
     kind, token, _, _, _ = _s().handles[handle]
     if kind == "group":
         return all(poll(h) for h in token)
+    if token is None:
+        return True
     return token[0].test(token[1]) if kind == "fusion" else token.test()
 
 
@@ -376,20 +383,27 @@ def synchronize(handle):
 
 # ---- allreduce
 
-def _op_of(average, op, call):
+def _op_of(average, op, call, adasum=False):
     if average is not None:
         if op is not None:
             raise ValueError(f"hoop.torch: {call}: give op= or the older average=, not both")
         return Average if average else Sum
     op = Average if op is None else op
     if not isinstance(op, _Op):
-        raise ValueError(f"hoop.torch: {call}: op must be hoop.torch.Average, Sum, Min, Max or Product, not {op!r}")
+        raise ValueError(f"hoop.torch: {call}: op must be hoop.torch.Average, Sum, Min, Max, Product or Adasum, not "
+                         f"{op!r}")
+    if op is Adasum and not adasum:
+        raise ValueError(f"hoop.torch: {call}: Adasum applies to allreduce and DistributedOptimizer only")
     return op
 
 
 def _allreduce_into(tensor, output, name, op, prescale, postscale, compression, process_set, call):
     dt = _check(tensor, call)
     g = _group(process_set, call)
+    if op is Adasum:  # at the call, on this thread (horovod_adasum.py)
+        _name("allreduce", name, g)  # counts as an unnamed call, as the others do
+        allreduce_adasum(tensor, output, g.comm, float(prescale), float(postscale), call)
+        return _register("done", None, output, (), None)
     src = _dense(tensor)
     dst = output if output.is_contiguous() else output.contiguous()
     wire = (compression or Compression.none).code
@@ -406,14 +420,14 @@ def _allreduce_into(tensor, output, name, op, prescale, postscale, compression, 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                     process_set=global_process_set, compression=Compression.none):
-    op = _op_of(average, op, "allreduce_async")
+    op = _op_of(average, op, "allreduce_async", adasum=True)
     return _allreduce_into(tensor, torch.empty_like(tensor, memory_format=torch.contiguous_format), name, op,
                            prescale_factor, postscale_factor, compression, process_set, "allreduce_async")
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                      process_set=global_process_set, compression=Compression.none):
-    op = _op_of(average, op, "allreduce_async_")
+    op = _op_of(average, op, "allreduce_async_", adasum=True)
     return _allreduce_into(tensor, tensor, name, op, prescale_factor, postscale_factor, compression, process_set,
                            "allreduce_async_")
 

@@ -14,6 +14,7 @@ import torch
 
 import hoop
 from . import horovod as _hvd
+from .horovod_adasum import _DistributedAdasumOptimizer
 
 
 def broadcast_parameters(params, root_rank):
@@ -43,7 +44,7 @@ class _DistributedOptimizer:
     def _hoop_setup(self, named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor,
                     sparse_as_dense, process_set):
         if op not in (_hvd.Average, _hvd.Sum):
-            raise ValueError("hoop.torch: DistributedOptimizer: op must be Average or Sum")
+            raise ValueError("hoop.torch: DistributedOptimizer: op must be Average, Sum or Adasum")
         if gradient_predivide_factor != 1.0 and op is not _hvd.Average:
             raise ValueError("hoop.torch: DistributedOptimizer: gradient_predivide_factor needs op=Average")
         params = [p for group in self.param_groups for p in group["params"]]
@@ -160,10 +161,11 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=_hvd.Comp
                          backward_passes_per_step=1, op=_hvd.Average, gradient_predivide_factor=1.0, num_groups=0,
                          groups=None, sparse_as_dense=False, process_set=_hvd.global_process_set):
     """optimizer, made to average (op=Sum: add) its gradients over the ranks of process_set before
-    each step. Sparse gradients are summed by allgather of their indices and values (or made
-    dense first: sparse_as_dense=True). num_groups and groups (Horovod's way to make the
-    allreduces of some parameters go together) are taken and change nothing: hoop's runtime fuses
-    whatever gradients are ready together anyway."""
+    each step; op=Adasum: Horovod's delta optimizer (horovod_adasum.py). Sparse gradients are
+    summed by allgather of their indices and values (or made dense first: sparse_as_dense=True).
+    num_groups and groups (Horovod's way to make the allreduces of some parameters go together)
+    are taken and change nothing: hoop's runtime fuses whatever gradients are ready together
+    anyway."""
     _hvd._s()
     if groups is not None and not (isinstance(groups, list) and all(isinstance(g, list) for g in groups)):
         raise ValueError("hoop.torch: DistributedOptimizer: groups must be a list of lists of parameters")
@@ -173,12 +175,19 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=_hvd.Comp
         raise ValueError(f"hoop.torch: DistributedOptimizer: process_set must be a ProcessSet, not "
                          f"{type(process_set).__name__}")
     process_set._registered()  # raises for a set not registered
+    adasum = op is _hvd.Adasum and process_set.included() and process_set.size() > 1
+    if op is _hvd.Adasum and not adasum:
+        op = _hvd.Average  # one rank, or a rank outside the set: its own step, as Horovod's
+    mixin = _DistributedAdasumOptimizer if adasum else _DistributedOptimizer
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
-               {k: v for k, v in _DistributedOptimizer.__dict__.items() if not k.startswith("__")})
+               {k: v for k, v in mixin.__dict__.items() if not k.startswith("__")})
     dist_opt = cls.__new__(cls)
     dist_opt.__dict__.update(optimizer.__dict__)
-    dist_opt._hoop_setup(named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor,
-                         sparse_as_dense, process_set)
+    if adasum:
+        dist_opt._hoop_adasum_setup(named_parameters, _hvd._group(process_set, "DistributedOptimizer").comm)
+    else:
+        dist_opt._hoop_setup(named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor,
+                             sparse_as_dense, process_set)
     return dist_opt
 
 
