@@ -68,7 +68,9 @@ def check_reference(ranks, process_set, r):
 
 def check_cases(r, n):
     v = torch.tensor([3.0, -1.0, 2.0], dtype=torch.float64)
-    close = lambda what, got, want: torch.allclose(got, want, rtol=1e-12, atol=1e-12) or fail(f"{what}: {got} != {want}")
+    def close(what, got, want):
+        if not torch.allclose(got, want, rtol=1e-12, atol=1e-12):
+            fail(f"{what}: {got} != {want}")
     close("equal vectors", hvd.allreduce(v, op=hvd.Adasum), v)
     if n == 2:
         e = torch.eye(2, dtype=torch.float64)[r] * (r + 1)

@@ -3,7 +3,8 @@ and size, is_homogeneous, reducescatter (even and uneven first dimensions, Avera
 the grouped calls (allreduce sync, async and in place, allgather, reducescatter), the timeline calls' errors, hoop.__version__, and
 SyncBatchNorm against torch's BatchNorm over the whole batch (output, input gradient, the
 ranks' summed weight gradients, running statistics), a second DistributedOptimizer over the same
-parameters. Prints "extras ok rank R of N"."""
+parameters, set_backward_passes_per_step, join(device), HorovodInternalError. Prints
+"extras ok rank R of N"."""
 import sys
 
 import torch
@@ -111,6 +112,19 @@ def main():
         opt.step()
         close(f"a second DistributedOptimizer's step (lr {lr})", model.weight,
               before - lr * sum(k + 1 for k in range(n)) / n)
+    # Horovod's other names: hvd.HorovodInternalError, join(device), broadcast_optimizer_state's
+    # model=, and set_backward_passes_per_step (2 passes: the gradients of both add up).
+    assert hvd.HorovodInternalError is hvd.elastic.HorovodInternalError
+    assert issubclass(hvd.HorovodInternalError, RuntimeError)
+    assert 0 <= hvd.join(device=-1) < n
+    hvd.broadcast_optimizer_state(opt, root_rank=0, model=model)
+    opt.set_backward_passes_per_step(2)
+    before = model.weight.detach().clone()
+    opt.zero_grad()
+    for _ in range(2):
+        model(torch.full((1, 3), float(r + 1))).sum().backward()
+    opt.step()
+    close("two backward passes per step", model.weight, before - 0.01 * 2 * sum(k + 1 for k in range(n)) / n)
     print(f"extras ok rank {r} of {n}")
     hvd.shutdown()
 

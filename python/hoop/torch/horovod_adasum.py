@@ -122,6 +122,11 @@ class _DistributedAdasumOptimizer:
     def synchronize(self):
         """Nothing to wait for: the Adasum of the changes runs in step()."""
 
+    def set_backward_passes_per_step(self, passes):
+        """Taken for Horovod's signature: gradients add up in .grad until step() anyway."""
+        if passes <= 0:
+            raise ValueError("hoop.torch: DistributedOptimizer: backward_passes_per_step must be > 0")
+
     def skip_synchronize(self):
         raise AssertionError("hoop.torch: DistributedOptimizer: skip_synchronize() does not apply with op=Adasum "
                              "(as with Horovod)")

@@ -158,10 +158,11 @@ def barrier(process_set=global_process_set):
     _group(process_set, "barrier").comm.barrier(False)
 
 
-def join():
+def join(device=-1):
     """Waits until every rank has called join() (after its own tensors completed) and returns the
     rank that joined last. Unlike Horovod's, it does not stand in for the allreduces of ranks that
-    have joined while others go on: every rank must run the same steps."""
+    have joined while others go on: every rank must run the same steps. device (Horovod's, where
+    its stand-in zeros would live) is taken and changes nothing."""
     s = _s()
     s.fusion.synchronize()
     arrived = np.zeros(s.world.size, np.float64)

@@ -31,8 +31,9 @@ def broadcast_parameters(params, root_rank):
         _hvd.synchronize(h)
 
 
-def broadcast_optimizer_state(optimizer, root_rank):
-    """Sets every rank's optimizer state (and hyperparameters) to root_rank's."""
+def broadcast_optimizer_state(optimizer, root_rank, model=None):
+    """Sets every rank's optimizer state (and hyperparameters) to root_rank's. model (Horovod's,
+    to find sparse parameters) is taken and not needed: the whole state travels as one object."""
     state = _hvd.broadcast_object(optimizer.state_dict(), root_rank, name="optimizer_state")
     if _hvd.rank() != root_rank:
         optimizer.load_state_dict(state)
@@ -128,6 +129,14 @@ class _DistributedOptimizer:
         self._hoop_handles.clear()
         for p in self._hoop_delay:
             self._hoop_delay[p] = self._hoop_passes
+
+    def set_backward_passes_per_step(self, passes):
+        """Horovod's: from now on, a gradient is submitted after every passes-th backward pass."""
+        if passes <= 0:
+            raise ValueError("hoop.torch: DistributedOptimizer: backward_passes_per_step must be > 0")
+        self._hoop_passes = passes
+        for p in self._hoop_delay:
+            self._hoop_delay[p] = passes
 
     def _hoop_reset(self):
         """Forgets the gradients in flight (hoop.torch.elastic: their runtime is gone with the old
