@@ -77,7 +77,7 @@ class Horovod(unittest.TestCase):
 
     def test_process_sets_run_side_by_side_and_refuse_the_ranks_outside(self):
         script = os.path.join(HERE, "horovod_sets_rank.py")
-        for transport, n in (("tcp", 3), ("shm", 4)):
+        for transport, n in drawn((("tcp", 3), ("shm", 4)), "process sets"):
             r = hooprun(n, [sys.executable, script, str(n)], env={"HOOP_TRANSPORT": transport}, timeout=120)
             with self.subTest(transport=transport, ranks=n):
                 self.assertEqual(r.returncode, 0, r.output)
@@ -86,7 +86,7 @@ class Horovod(unittest.TestCase):
 
     def test_adasum_matches_its_tree_on_any_number_of_ranks(self):
         script = os.path.join(HERE, "horovod_adasum_rank.py")
-        for transport, n in (("tcp", 2), ("shm", 3), ("tcp", 4)):
+        for transport, n in drawn((("tcp", 2), ("shm", 3), ("tcp", 4)), "Adasum", keep=(("shm", 3),)):
             r = hooprun(n, [sys.executable, script, str(n)], env={"HOOP_TRANSPORT": transport}, timeout=120)
             with self.subTest(transport=transport, ranks=n):
                 self.assertEqual(r.returncode, 0, r.output)
