@@ -91,28 +91,67 @@ class DdpWrap:
                           "no gradient would be averaged; call the model itself in the training loop, or try "
                           "--style horovod")
 
+    def module_read(self, a):
+        """The model expression node a reads other than by calling it or through nn.Module's own
+        methods, with how it reads it ("{}" for the model), or (None, None): an attribute (`model.fc`, its state_dict()),
+        an item (`model[0]` of a Sequential), its length, or its iteration (`for layer in model`)."""
+        if isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Load):
+            if a.attr not in MODULE_ATTRS or a.attr in ("state_dict", "load_state_dict"):
+                return a.value, "{}." + a.attr
+        elif isinstance(a, ast.Subscript) and isinstance(a.ctx, ast.Load):
+            return a.value, "{}[...]"
+        elif isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and a.func.id in ("len", "iter", "enumerate",
+                                                                                           "list", "reversed"):
+            if len(a.args) == 1:
+                return a.args[0], a.func.id + "({})"
+        elif isinstance(a, (ast.For, ast.comprehension)):
+            return a.iter, "iteration over {}"
+        return None, None
+
+    def run_before_wrap(self, line, scope):
+        """The names of the script's functions that run before the wrap: called in its scope before
+        line, or from such a function (by name)."""
+        functions = {f.name: f for f in ast.walk(self.tree) if isinstance(f, ast.FunctionDef)}
+        calls = lambda node: {c.func.id for c in ast.walk(node) if isinstance(c, ast.Call)  # noqa: E731
+                              and isinstance(c.func, ast.Name) and c.func.id in functions}
+        early = {c.func.id for c in ast.walk(scope or self.tree) if isinstance(c, ast.Call) and c.lineno <= line
+                 and isinstance(c.func, ast.Name) and c.func.id in functions
+                 and self.enclosing(c, (ast.FunctionDef,)) is scope}
+        todo = list(early)
+        while todo:
+            for name in calls(functions[todo.pop()]) - early:
+                early.add(name)
+                todo.append(name)
+        return early
+
     def ddp_module_access(self):
         """DDP: what the script reads from the model other than calling it or nn.Module's own
-        methods (its state_dict(), so the keys stay as they were; a method of its own, as a VAE's
-        decode(); an attribute) goes to the wrapped model's .module. Where the model was wrapped:
-        after the wrap; in other functions: everywhere (they run after it)."""
+        methods (module_read) goes to the wrapped model's .module. Where the model was wrapped:
+        after the wrap; in other functions: everywhere, as getattr(model, 'module', model) in
+        those that also run before the wrap (run_before_wrap)."""
         runs_forward = self.methods_running_forward()
+        before = {}
         for a in ast.walk(self.tree):
-            if not (isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Load)):
-                continue
-            owner = self.e.source(a.value)
-            if owner not in self.ddp_models or (a.attr in MODULE_ATTRS and a.attr not in ("state_dict",
-                                                                                           "load_state_dict")):
+            value, what = self.module_read(a)
+            owner = self.e.source(value) if value is not None else None
+            if owner not in self.ddp_models:
                 continue
             line, scope = self.ddp_models[owner]
-            if self.enclosing(a, (ast.FunctionDef,)) is scope and (a.lineno <= line or any(  # made again since
-                    line < b.lineno < a.lineno for b in self.assignments(owner, scope))):
+            within = self.enclosing(value, (ast.FunctionDef,))
+            if within is scope and (value.lineno <= line or any(  # made again since
+                    line < b.lineno < value.lineno for b in self.assignments(owner, scope))):
                 continue
             if owner.startswith("self.") and self.enclosing(scope, (ast.ClassDef,)) not in self.lineage(
-                    self.enclosing(a, (ast.ClassDef,))):
+                    self.enclosing(value, (ast.ClassDef,))):
                 continue  # another class's self (not the one that keeps it, nor a subclass)
-            self.refuse_forward_outside(a, owner, runs_forward)
-            self.e.replace(a.value, f"{owner}.module")
-            said = f"line {a.lineno}: {owner}.{a.attr} read from the wrapped model's .module"
+            if isinstance(a, ast.Attribute):
+                self.refuse_forward_outside(a, owner, runs_forward)
+            if (line, id(scope)) not in before:
+                before[line, id(scope)] = self.run_before_wrap(line, scope)
+            both = within is not scope and within is not None and within.name in before[line, id(scope)]
+            self.e.replace(value, f"getattr({owner}, 'module', {owner})" if both else f"{owner}.module")
+            said = (f"line {value.lineno}: {what.format(owner)} read from the wrapped model's .module"
+                    + (f" (in {within.name}(), which also runs before the wrap: from the model itself there)"
+                       if both else ""))
             if said not in self.changes:
                 self.changes.append(said)
