@@ -1,12 +1,12 @@
 """One rank of the Horovod-style API's process sets (test_horovod.py), on any number of ranks:
-static sets at init (evens, odds, the last rank alone, a copy of one that stays unregistered), every
-call with process_set= against a reference (allreduce sync, async and in place, broadcast from a
-world rank, allgather uneven, alltoall, reducescatter, the grouped calls, barrier, the object
-calls), calls on two overlapping sets in flight at once, the refusals (a rank outside the set, a
-root outside it, a set not registered, ranks that disagree), add_process_set and
-remove_process_set, DistributedOptimizer over a set (the others step on their own gradients), and
-sparse gradients (sparse_allreduce_async, an optimizer over a sparse embedding, sparse_as_dense).
-Prints "sets ok rank R of N"."""
+static sets at init (evens, odds, the last rank alone, a copy of one that stays unregistered, the
+global set given again), every call with process_set= against a reference (allreduce sync, async
+and in place, broadcast from a world rank, allgather uneven, alltoall, reducescatter, the grouped
+calls, barrier, the object calls), calls on two overlapping sets in flight at once, the refusals
+(a rank outside the set, a root outside it, a set not registered, ranks that disagree),
+add_process_set and remove_process_set, DistributedOptimizer over a set (the others step on their
+own gradients), and sparse gradients (sparse_allreduce_async, an optimizer over a sparse
+embedding, sparse_as_dense). Prints "sets ok rank R of N"."""
 import sys
 
 import torch
@@ -108,9 +108,10 @@ def main():
     odds = hvd.ProcessSet(range(1, n, 2))
     last = hvd.ProcessSet([n - 1])
     copy = hvd.ProcessSet(list(range(0, n, 2)))
-    hvd.init(process_sets=[evens, odds, last, copy])
+    hvd.init(process_sets=[evens, hvd.global_process_set, odds, last, copy])
     r = hvd.rank()
     assert hvd.size() == n and hvd.global_process_set.ranks == list(range(n)), hvd.global_process_set
+    assert hvd.global_process_set.process_set_id == 0, hvd.global_process_set
     assert (evens.process_set_id, copy.process_set_id) == (1, None), (evens, copy)
     assert last.process_set_id == 3 and hvd.global_process_set.size() == n
     mine = evens if r % 2 == 0 else odds

@@ -199,6 +199,8 @@ def _init_sets(s, process_sets):
     for ps in process_sets:
         if not isinstance(ps, ProcessSet):
             raise ValueError(f"hoop.torch.init: process_sets holds a {type(ps).__name__}, not a ProcessSet")
+        if ps is global_process_set:
+            continue  # registered already, as id 0
         before = set(s.groups)
         ps_id, ps.ranks = _register(s, ps, "init")
         if ps_id in before:
