@@ -75,23 +75,22 @@ class Horovod(unittest.TestCase):
                     for k in range(n):
                         self.assertIn(f"extras ok rank {k} of {n}", r.output)
 
-    def test_process_sets_run_side_by_side_and_refuse_the_ranks_outside(self):
-        script = os.path.join(HERE, "horovod_sets_rank.py")
-        for transport, n in drawn((("tcp", 3), ("shm", 4)), "process sets"):
-            r = hooprun(n, [sys.executable, script, str(n)], env={"HOOP_TRANSPORT": transport}, timeout=120)
+    def run_cells(self, script, cells, word):
+        """script on n ranks over each (transport, n) of cells, given n; every rank says "WORD ok"."""
+        for transport, n in cells:
+            r = hooprun(n, [sys.executable, os.path.join(HERE, script), str(n)], env={"HOOP_TRANSPORT": transport},
+                        timeout=120)
             with self.subTest(transport=transport, ranks=n):
                 self.assertEqual(r.returncode, 0, r.output)
                 for k in range(n):
-                    self.assertIn(f"sets ok rank {k} of {n}", r.output)
+                    self.assertIn(f"{word} ok rank {k} of {n}", r.output)
+
+    def test_process_sets_run_side_by_side_and_refuse_the_ranks_outside(self):
+        self.run_cells("horovod_sets_rank.py", drawn((("tcp", 3), ("shm", 4)), "process sets"), "sets")
 
     def test_adasum_matches_its_tree_on_any_number_of_ranks(self):
-        script = os.path.join(HERE, "horovod_adasum_rank.py")
-        for transport, n in drawn((("tcp", 2), ("shm", 3), ("tcp", 4)), "Adasum", keep=(("shm", 3),)):
-            r = hooprun(n, [sys.executable, script, str(n)], env={"HOOP_TRANSPORT": transport}, timeout=120)
-            with self.subTest(transport=transport, ranks=n):
-                self.assertEqual(r.returncode, 0, r.output)
-                for k in range(n):
-                    self.assertIn(f"adasum ok rank {k} of {n}", r.output)
+        self.run_cells("horovod_adasum_rank.py",
+                       drawn((("tcp", 2), ("shm", 3), ("tcp", 4)), "Adasum", keep=(("shm", 3),)), "adasum")
 
     def test_a_process_set_from_an_mpi4py_communicator(self):
         if not shutil.which("mpirun"):

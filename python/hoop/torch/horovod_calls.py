@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from .horovod import (Average, Compression, Sum, _check, _dense, _host, _name, _numpy, _op_of, _ready, _register, _s,
-                      rank)
+                      rank, synchronize)
 from .horovod_sets import _group, _root, global_process_set
 
 
@@ -42,7 +42,6 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
 def allgather(tensor, name=None, process_set=global_process_set):
     """Every rank's tensor concatenated along the first dimension (which may differ), in the
     order of the set's ranks."""
-    from .horovod import synchronize
     return synchronize(allgather_async(tensor, name, process_set))
 
 
@@ -88,7 +87,6 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Block p of tensor (along the first dimension; splits= gives the sizes) to the set's rank p;
     returns the blocks received, in the set's rank order, and with splits= also how many rows
     came from each rank."""
-    from .horovod import synchronize
     return synchronize(alltoall_async(tensor, splits, name, process_set))
 
 
@@ -146,7 +144,6 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
 
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average, process_set=global_process_set,
                   prescale_factor=1.0, postscale_factor=1.0):
-    from .horovod import synchronize
     return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor, postscale_factor,
                                            compression))
 
