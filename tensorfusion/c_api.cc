@@ -171,6 +171,24 @@ hoop_status_t hoop_fusion_allgather(hoop_fusion_t f, const char* name, const voi
   });
 }
 
+hoop_status_t hoop_fusion_join(hoop_fusion_t f, int* last_rank, hoop_callback_t cb, void* user, hoop_handle_t* handle) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckRunning(f, "hoop_fusion_join")) return bad;
+    if (!last_rank) return BadArg("rank " + std::to_string(f->comm->rank) + ": hoop_fusion_join: last_rank is NULL");
+    if (!cb && !handle) return BadArg("hoop_fusion_join: give a handle pointer, a callback, or both");
+    return Keep(f, f->rt->Join(last_rank), cb, user, handle);
+  });
+}
+
+hoop_status_t hoop_fusion_joined(hoop_fusion_t f, int* joined) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckRunning(f, "hoop_fusion_joined")) return bad;
+    if (!joined) return BadArg("hoop_fusion_joined: joined is NULL");
+    *joined = f->rt->SomeJoined() ? 1 : 0;
+    return HOOP_SUCCESS;
+  });
+}
+
 hoop_status_t hoop_fusion_wait(hoop_fusion_t f, hoop_handle_t handle) {
   return Guard([&] {
     if (hoop_status_t bad = CheckRunning(f, "hoop_fusion_wait")) return bad;

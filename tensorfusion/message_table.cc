@@ -30,7 +30,7 @@ std::string Number(double v) {
 
 }  // namespace
 
-std::string DescribeDisagreement(const std::vector<TensorParams>& by_rank) {
+std::string DescribeDisagreement(const std::vector<TensorParams>& by_rank, const std::vector<bool>& skip) {
   // Each field, shown as text; a field whose text differs between ranks is reported with the
   // ranks that hold each value, in the order the values first appear. Not the memory kind: ranks
   // may hold a tensor in different memory (request.h).
@@ -50,6 +50,7 @@ std::string DescribeDisagreement(const std::vector<TensorParams>& by_rank) {
   for (const auto& [label, show] : fields) {
     std::vector<std::pair<std::string, std::vector<int>>> values;
     for (size_t r = 0; r < by_rank.size(); ++r) {
+      if (r < skip.size() && skip[r]) continue;
       std::string v = show(by_rank[r]);
       auto it = std::find_if(values.begin(), values.end(), [&](const auto& x) { return x.first == v; });
       if (it == values.end())
@@ -67,6 +68,12 @@ std::string DescribeDisagreement(const std::vector<TensorParams>& by_rank) {
 }
 
 void MessageTable::Add(int rank, const Request& r, Clock::time_point now) {
+  if (r.join) {
+    if (!joined_[static_cast<size_t>(rank)]) ++joined_count_;
+    joined_[static_cast<size_t>(rank)] = true;
+    last_joined_ = rank;
+    return;
+  }
   auto [it, fresh] = entries_.try_emplace(r.name);
   Entry& e = it->second;
   Clock::time_point submitted = now - std::chrono::milliseconds(r.age_ms);
@@ -89,21 +96,53 @@ std::vector<int> MessageTable::Ranks(const Entry& e, bool submitted) const {
   return out;
 }
 
+Response MessageTable::Decide(const std::string& name, const Entry& e) const {
+  Response r;
+  r.name = name;
+  std::vector<TensorParams> all;
+  std::vector<bool> stand_in;
+  std::vector<int> joined;
+  bool reduces = true;
+  for (auto p = e.by_rank.rbegin(); p != e.by_rank.rend(); ++p)
+    if (*p) r.params = **p;  // the lowest reporting rank's: rank 0's where it reported
+  for (int rank = 0; rank < n_; ++rank) {
+    const auto& p = e.by_rank[static_cast<size_t>(rank)];
+    all.push_back(p ? *p : r.params);
+    stand_in.push_back(!p);
+    reduces = reduces && (!p || p->kind == CollKind::kAllreduce);
+    if (joined_[static_cast<size_t>(rank)]) joined.push_back(rank);
+  }
+  const bool stood_in = e.reported < n_;
+  if (stood_in && !reduces) {
+    r.error = "tensor '" + name + "': " + CollKindName(r.params.kind) + " cannot run while " + RankList(joined) +
+              (joined.size() == 1 ? " has" : " have") +
+              " joined (join: ranks that have joined stand in for allreduce only, until every rank has joined)";
+  } else if (std::string diff = DescribeDisagreement(all, stand_in); !diff.empty()) {
+    r.error = "tensor '" + name + "': ranks disagree: " + diff;
+  }
+  return r;
+}
+
 std::vector<Response> MessageTable::TakeDecided(Clock::time_point now, std::chrono::milliseconds timeout) {
   std::vector<std::pair<uint64_t, Response>> done;
   std::vector<Response> late;
   for (auto it = entries_.begin(); it != entries_.end();) {
     Entry& e = it->second;
-    Response r;
-    r.name = it->first;
+    if (!e.completed && joined_count_ > 0) {
+      bool covered = true;  // every rank has reported it or joined
+      bool reduces = true;  // only an allreduce can wait for the ranks still running
+      for (int rank = 0; rank < n_; ++rank) {
+        const auto& p = e.by_rank[static_cast<size_t>(rank)];
+        covered = covered && (p || joined_[static_cast<size_t>(rank)]);
+        reduces = reduces && (!p || p->kind == CollKind::kAllreduce);
+      }
+      if (covered || !reduces) e.completed = ++completions_;  // the latter fails at once (Decide)
+    }
     if (e.completed) {
-      std::vector<TensorParams> all;
-      for (auto& p : e.by_rank) all.push_back(*p);
-      r.params = all[0];
-      std::string diff = DescribeDisagreement(all);
-      if (!diff.empty()) r.error = "tensor '" + r.name + "': ranks disagree: " + diff;
-      done.push_back({e.completed, std::move(r)});
+      done.push_back({e.completed, Decide(it->first, e)});
     } else if (now - e.first >= timeout) {
+      Response r;
+      r.name = it->first;
       for (auto& p : e.by_rank)
         if (p) r.params = *p;
       auto secs = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count() / 1000.0;
@@ -121,6 +160,14 @@ std::vector<Response> MessageTable::TakeDecided(Clock::time_point now, std::chro
   std::vector<Response> out;
   for (auto& d : done) out.push_back(std::move(d.second));
   for (auto& l : late) out.push_back(std::move(l));
+  if (joined_count_ == n_) {  // nothing can wait on a rank now: every entry above was covered
+    Response r;
+    r.join_last = last_joined_;
+    out.push_back(std::move(r));
+    joined_.assign(static_cast<size_t>(n_), false);
+    joined_count_ = 0;
+    last_joined_ = -1;
+  }
   return out;
 }
 

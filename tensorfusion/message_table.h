@@ -7,6 +7,12 @@
 // 1"), which fails it on every rank. A name some ranks have not reported within the timeout gets
 // an error response that names the ranks missing, so no rank waits for ever. Stalled() gives
 // the stall inspector's warnings. Pure logic: time is passed in.
+//
+// Joined ranks (Horovod's join, Runtime::Join) have no more tensors of their own: a name counts
+// as reported by every rank that has joined without reporting it. An allreduce complete that way
+// runs, the joined ranks standing in with the op's identity; a broadcast or allgather fails with
+// an error naming them. Once every rank has joined, a join response (Response::join_last: the
+// rank that joined last) ends the join, and ranks count as not joined again.
 #pragma once
 
 #include <chrono>
@@ -23,14 +29,15 @@ using Clock = std::chrono::steady_clock;
 
 // "ranks 0, 2, 3" or "rank 1"
 std::string RankList(const std::vector<int>& ranks);
-// The differences between ranks' parameters for one tensor, or "" if they all agree.
-std::string DescribeDisagreement(const std::vector<TensorParams>& by_rank);
+// The differences between ranks' parameters for one tensor, or "" if they all agree. Ranks
+// marked in `skip` (joined ranks standing in) are left out.
+std::string DescribeDisagreement(const std::vector<TensorParams>& by_rank, const std::vector<bool>& skip = {});
 
 class MessageTable {
  public:
-  explicit MessageTable(int nranks) : n_(nranks) {}
+  explicit MessageTable(int nranks) : n_(nranks), joined_(static_cast<size_t>(nranks), false) {}
 
-  void Add(int rank, const Request& r, Clock::time_point now);
+  void Add(int rank, const Request& r, Clock::time_point now);  // a join request too
   // Names every rank has reported, in the order they became complete, then names waiting past
   // `timeout` since their first submission (errors); both leave the table.
   std::vector<Response> TakeDecided(Clock::time_point now, std::chrono::milliseconds timeout);
@@ -48,7 +55,11 @@ class MessageTable {
     uint64_t completed = 0;  // order in which it became complete; 0: not yet
   };
   std::vector<int> Ranks(const Entry& e, bool submitted) const;
+  // A completed entry's response: its parameters, or the error that fails it.
+  Response Decide(const std::string& name, const Entry& e) const;
   int n_;
+  std::vector<bool> joined_;  // by rank
+  int joined_count_ = 0, last_joined_ = -1;
   uint64_t completions_ = 0;
   std::map<std::string, Entry> entries_;
 };

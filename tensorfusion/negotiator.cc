@@ -8,7 +8,7 @@
 namespace hoop::fusion {
 
 namespace {
-constexpr size_t kHeader = 2;
+constexpr size_t kHeader = 3;
 
 Buffer Bytes(void* p, size_t n) { return Buffer{p, n, DType::kU8, MemKind::kHost}; }
 Buffer Int64s(int64_t* p, size_t n) { return Buffer{p, n, DType::kI64, MemKind::kHost}; }
@@ -21,17 +21,19 @@ Negotiator::Negotiator(Communicator& comm, std::chrono::milliseconds timeout, do
   blocking_.trace_name = "tensor fusion: negotiation";  // what the ranks are in, in a dump
 }
 
-StatusOr<Readiness> Negotiator::ExchangeReadiness(bool need_coordinator, bool shutdown,
+StatusOr<Readiness> Negotiator::ExchangeReadiness(bool need_coordinator, bool shutdown, bool joined,
                                                   const std::vector<uint8_t>& bits) {
   vec_.resize(kHeader + bits.size());
   vec_[0] = need_coordinator ? 0 : 1;
   vec_[1] = shutdown ? static_cast<uint8_t>(std::min(comm_.rank(), 254)) : 255;
+  vec_[2] = joined ? 0 : 1;
   if (!bits.empty()) std::memcpy(vec_.data() + kHeader, bits.data(), bits.size());
   Buffer b = Bytes(vec_.data(), vec_.size());
   HOOP_RETURN_IF_ERROR(comm_.Allreduce(b, b, ReduceOp::kMin, blocking_).Wait());
   Readiness r;
   r.need_coordinator = vec_[0] == 0;
   r.shutdown_by = vec_[1] == 255 ? -1 : vec_[1];
+  r.some_joined = vec_[2] == 0;
   for (size_t s = 0; s < bits.size(); ++s)
     if (vec_[kHeader + s]) r.ready_slots.push_back(s);
   return r;

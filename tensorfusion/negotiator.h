@@ -4,7 +4,8 @@
 //   [0]      0 if some rank needs the coordinator this cycle (an uncached request, or rank 0's
 //            table still holds undecided names), else 1
 //   [1]      the lowest rank that asked to shut down (255: none; ranks past 254 count as 254)
-//   [2 + s]  1 if this rank has the tensor of cache slot s ready (response_cache.h)
+//   [2]      0 if this rank has joined (Runtime::Join) and the join has not ended, else 1
+//   [3 + s]  1 if this rank has the tensor of cache slot s ready (response_cache.h)
 // The minimum over ranks is the AND of the readiness bits and, inverted, the OR of the flags, so
 // in steady state one tiny collective settles a whole cycle.
 //
@@ -26,6 +27,7 @@ namespace hoop::fusion {
 struct Readiness {
   bool need_coordinator = false;
   int shutdown_by = -1;             // the lowest rank that asked to shut down, or -1
+  bool some_joined = false;         // some rank has joined and not every rank has yet
   std::vector<size_t> ready_slots;  // cache slots every rank has ready, ascending
 };
 
@@ -37,7 +39,8 @@ class Negotiator {
              const std::atomic<int>* waiters);
 
   // The fast path. `bits` holds one byte per cache slot (1: ready here).
-  StatusOr<Readiness> ExchangeReadiness(bool need_coordinator, bool shutdown, const std::vector<uint8_t>& bits);
+  StatusOr<Readiness> ExchangeReadiness(bool need_coordinator, bool shutdown, bool joined,
+                                        const std::vector<uint8_t>& bits);
   // The slow path: this rank's requests in, the coordinator's responses (the same on every rank)
   // out. On rank 0 it also logs the stall inspector's warnings.
   StatusOr<std::vector<Response>> Coordinate(const std::vector<Request>& mine);

@@ -122,12 +122,17 @@ void EncodeRequests(const std::vector<Request>& list, std::vector<char>* out) {
     w.PutString(r.name);
     w.PutParams(r.params);
     w.Put<uint32_t>(r.age_ms);
+    w.Put<uint8_t>(r.join ? 1 : 0);
   }
 }
 
 StatusOr<std::vector<Request>> DecodeRequests(const char* data, size_t size) {
   return DecodeList<Request>(data, size, "request", [](Reader& r, Request* q) {
-    return r.GetString(&q->name) && r.GetParams(&q->params) && r.Get(&q->age_ms);
+    uint8_t join = 0;
+    if (!(r.GetString(&q->name) && r.GetParams(&q->params) && r.Get(&q->age_ms) && r.Get(&join)) || join > 1)
+      return false;
+    q->join = join == 1;
+    return true;
   });
 }
 
@@ -139,14 +144,16 @@ void EncodeResponses(const std::vector<Response>& list, std::vector<char>* out) 
     w.PutParams(r.params);
     w.PutString(r.error);
     w.Put<uint8_t>(r.timed_out ? 1 : 0);
+    w.Put<int32_t>(r.join_last);
   }
 }
 
 StatusOr<std::vector<Response>> DecodeResponses(const char* data, size_t size) {
   return DecodeList<Response>(data, size, "response", [](Reader& r, Response* q) {
     uint8_t timed_out = 0;
-    if (!(r.GetString(&q->name) && r.GetParams(&q->params) && r.GetString(&q->error) && r.Get(&timed_out)) ||
-        timed_out > 1)
+    if (!(r.GetString(&q->name) && r.GetParams(&q->params) && r.GetString(&q->error) && r.Get(&timed_out) &&
+          r.Get(&q->join_last)) ||
+        timed_out > 1 || q->join_last < -1)
       return false;
     q->timed_out = timed_out == 1;
     return true;

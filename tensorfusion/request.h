@@ -54,6 +54,8 @@ struct Request {
   std::string name;
   TensorParams params;
   uint32_t age_ms = 0;  // how long the tensor has waited on the sending rank
+  // Not a tensor: the sending rank has joined (Runtime::Join); name and params are unused.
+  bool join = false;
 };
 
 struct Response {
@@ -63,6 +65,8 @@ struct Response {
   // The error is a wait that ran out (some rank never submitted the tensor within HOOP_TIMEOUT:
   // DeadlineExceeded, HOOP_ERR_TIMEOUT), not a disagreement (FailedPrecondition, MISMATCH).
   bool timed_out = false;
+  // Not a tensor: every rank has joined; this is the rank that joined last (name, params unused).
+  int32_t join_last = -1;
 };
 
 void EncodeRequests(const std::vector<Request>& list, std::vector<char>* out);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "collectives/kernels/wire.h"
 #include "common/device.h"
@@ -9,6 +10,7 @@
 #include "common/logging.h"
 #include "tensorfusion/execute.h"
 #include "tensorfusion/fusion_planner.h"
+#include "tensorfusion/stand_in.h"
 
 namespace hoop::fusion {
 
@@ -187,6 +189,30 @@ Status Runtime::Synchronize(Deadline deadline) {
   return first;
 }
 
+Handle Runtime::Join(int* last_rank) {
+  auto state = std::make_shared<HandleState>("join", Callback{});
+  state->waiters = waiters_;
+  const std::string who = "rank " + std::to_string(comm_.rank()) + ": join";
+  Status s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!last_rank) {
+      s = InvalidArgument(who + ": last_rank is NULL");
+    } else if (stopped_ || shutdown_asked_) {
+      s = Aborted(who + " refused: " +
+                  (stopped_ ? stop_cause_.message() : std::string("the tensor fusion runtime is shutting down")));
+    } else if (join_pending_) {
+      s = InvalidArgument(who + " called again while this rank's earlier join is pending");
+    } else {
+      join_pending_ = true;
+      join_incoming_ = state;
+      join_last_incoming_ = last_rank;
+    }
+  }
+  if (!s.ok()) Complete(*state, s);
+  return Handle(state);
+}
+
 Status Runtime::Shutdown() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -241,6 +267,14 @@ void Runtime::Loop() {
   for (const std::string& name : left)
     Finish(name,
            Aborted("rank " + std::to_string(comm_.rank()) + ": tensor '" + name + "' did not run: " + cause.message()));
+  if (join_) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      join_pending_ = false;
+    }
+    Complete(*std::exchange(join_, nullptr),
+             Aborted("rank " + std::to_string(comm_.rank()) + ": join did not end: " + cause.message()));
+  }
   timeline_.Close();
 }
 
@@ -249,6 +283,11 @@ void Runtime::Drain() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     in.swap(incoming_);
+    if (join_incoming_) {
+      join_ = std::move(join_incoming_);
+      join_last_ = join_last_incoming_;
+      join_reported_ = false;
+    }
   }
   for (auto& [name, e] : in) {
     auto [it, fresh] = pending_.try_emplace(name, std::move(e));
@@ -267,7 +306,9 @@ Status Runtime::Cycle(int* shutdown_by) {
   }
   const auto now = Clock::now();
   bits_.assign(cache_.size(), 0);
-  bool need = comm_.rank() == 0 && negotiator_.Undecided();
+  // A joined rank keeps the coordinator on: the others' tensors, cached or not, go to it, which
+  // counts this rank as having every one of them.
+  bool need = (comm_.rank() == 0 && negotiator_.Undecided()) || join_ != nullptr;
   for (auto& [name, e] : pending_) {
     if (e.reported) continue;
     e.slot = now - e.submitted < report_after_ ? cache_.Find(name, e.params) : -1;
@@ -277,7 +318,8 @@ Status Runtime::Cycle(int* shutdown_by) {
       need = true;
   }
   const auto t0 = Clock::now();
-  HOOP_ASSIGN_OR_RETURN(Readiness ready, negotiator_.ExchangeReadiness(need, asked, bits_));
+  HOOP_ASSIGN_OR_RETURN(Readiness ready, negotiator_.ExchangeReadiness(need, asked, join_ != nullptr, bits_));
+  some_joined_ = ready.some_joined;
   auto agreed_at = Clock::now();
   exchanged_ = agreed_at;
   std::vector<Response> agreed;
@@ -289,16 +331,9 @@ Status Runtime::Cycle(int* shutdown_by) {
   }
   const bool coordinate = ready.need_coordinator && ready.shutdown_by < 0;
   if (coordinate) {
-    std::vector<Request> mine;
-    for (auto& [name, e] : pending_) {
-      if (e.reported || (e.slot >= 0 && slot_ready_[static_cast<size_t>(e.slot)])) continue;
-      auto age = std::chrono::duration_cast<std::chrono::milliseconds>(agreed_at - e.submitted).count();
-      mine.push_back({name, e.params, static_cast<uint32_t>(std::min<int64_t>(age, UINT32_MAX))});
-      e.reported = true;
-    }
-    HOOP_ASSIGN_OR_RETURN(auto decided, negotiator_.Coordinate(mine));
+    HOOP_ASSIGN_OR_RETURN(auto decided, negotiator_.Coordinate(Reports(agreed_at)));
     for (Response& d : decided) {
-      if (d.error.empty()) cache_.Put(d.name, d.params);
+      if (d.error.empty() && d.join_last < 0) cache_.Put(d.name, d.params);
       agreed.push_back(std::move(d));
     }
   }
@@ -317,13 +352,41 @@ Status Runtime::Cycle(int* shutdown_by) {
   return Status::Ok();
 }
 
+std::vector<Request> Runtime::Reports(Clock::time_point now) {
+  std::vector<Request> mine;
+  for (auto& [name, e] : pending_) {
+    if (e.reported || (e.slot >= 0 && slot_ready_[static_cast<size_t>(e.slot)])) continue;
+    auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - e.submitted).count();
+    mine.push_back({name, e.params, static_cast<uint32_t>(std::min<int64_t>(age, UINT32_MAX))});
+    e.reported = true;
+  }
+  if (join_ && !join_reported_) {
+    Request j;
+    j.join = true;
+    mine.push_back(std::move(j));
+    join_reported_ = true;
+  }
+  return mine;
+}
+
 Status Runtime::RunAgreed(const std::vector<Response>& agreed, Clock::time_point agreed_at) {
   std::vector<Member> members;
   std::vector<TensorParams> params;
+  stand_ins_.clear();
+  int join_last = -1;
   for (const Response& a : agreed) {
+    if (a.join_last >= 0) {
+      join_last = a.join_last;
+      continue;
+    }
     auto it = pending_.find(a.name);
     if (!a.error.empty()) {
       if (it != pending_.end()) Finish(a.name, a.timed_out ? DeadlineExceeded(a.error) : FailedPrecondition(a.error));
+      continue;
+    }
+    if (it == pending_.end() && join_ && a.params.kind == CollKind::kAllreduce) {
+      members.push_back(StandIn(a));
+      params.push_back(a.params);
       continue;
     }
     if (it == pending_.end())
@@ -333,7 +396,7 @@ Status Runtime::RunAgreed(const std::vector<Response>& agreed, Clock::time_point
     e.agreed = agreed_at;
     timeline_.Span(it->first, "NEGOTIATE", e.submitted, agreed_at);
     members.push_back({&it->first, &e.params, e.in, e.out, waiters_.get()});
-    params.push_back(e.params);
+    params.push_back(a.params);  // the agreed ones: every rank plans the same groups, whatever its memory
   }
   for (const FusionGroup& g : PlanFusion(params, opts_.fusion_threshold, comm_.size())) {
     std::vector<Member> group;
@@ -343,7 +406,9 @@ Status Runtime::RunAgreed(const std::vector<Response>& agreed, Clock::time_point
     if (timeline_.on()) {
       std::string args = "\"tensors\":" + std::to_string(group.size()) + ",\"bytes\":" + std::to_string(g.bytes);
       for (const Member& m : group) {
-        timeline_.Span(*m.name, "QUEUE", pending_.at(*m.name).agreed, t.start);
+        auto it = pending_.find(*m.name);
+        if (it == pending_.end()) continue;  // a stand-in of this joined rank's
+        timeline_.Span(*m.name, "QUEUE", it->second.agreed, t.start);
         if (group.size() > 1) timeline_.Span(*m.name, "MEMCPY_IN_FUSION_BUFFER", t.start, t.packed, args);
         std::string op = CollKindName(m.params->kind);
         std::transform(op.begin(), op.end(), op.begin(), ::toupper);
@@ -361,6 +426,32 @@ Status Runtime::RunAgreed(const std::vector<Response>& agreed, Clock::time_point
     Finish(names, s);
     if (!s.ok()) return s;
   }
+  stand_ins_.clear();
+  return join_last >= 0 ? EndJoin(join_last) : Status::Ok();
+}
+
+Member Runtime::StandIn(const Response& a) {
+  auto [it, fresh] = stand_ins_.try_emplace(a.name);
+  StandInBuffer& b = it->second;
+  b.params = a.params;
+  b.params.mem = MemKind::kHost;  // this rank's stand-in lives in host memory, whatever the others'
+  b.bytes.resize(a.params.count * DTypeSize(a.params.dtype));
+  FillIdentity(a.params.dtype, a.params.op, a.params.prescale, b.bytes.data(), a.params.count);
+  Buffer buf{b.bytes.data(), a.params.count, a.params.dtype, MemKind::kHost};
+  return {&it->first, &b.params, buf, buf, waiters_.get()};
+}
+
+Status Runtime::EndJoin(int last) {
+  if (!join_)
+    return Internal("rank " + std::to_string(comm_.rank()) +
+                    ": tensor fusion ended a join that this rank has not joined");
+  *join_last_ = last;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    join_pending_ = false;
+  }
+  some_joined_ = false;
+  Complete(*std::exchange(join_, nullptr), Status::Ok());
   return Status::Ok();
 }
 

@@ -20,12 +20,18 @@
 //  - Shutdown() on any rank: negotiated, so every rank stops after the same cycle; tensors not
 //    run by then fail with Aborted saying so.
 //
+// Join() is Horovod's join, for ranks whose data runs out before the others': a rank that has
+// joined stands in for every allreduce the others go on submitting (with the op's identity,
+// stand_in.h), until every rank has joined.
+//
 // The runtime drives the communicator from its own thread: while it runs, nothing else may call
 // collectives on that communicator (their order could not match across ranks). Once every rank
 // has shut it down, the communicator is free again.
 #pragma once
 
+#include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -84,6 +90,18 @@ class Runtime {
   Handle Broadcast(const std::string& name, const Buffer& in, const Buffer& out, int root, TensorOptions o = {});
   Handle Allgather(const std::string& name, const Buffer& in, const Buffer& out, TensorOptions o = {});
 
+  // This rank has no more tensors for now. Until every rank has joined, its runtime stands in for
+  // it in every allreduce the other ranks submit (stand_in.h: sum and avg see zeros, so avg
+  // divides by every rank, as Horovod's), while a broadcast or allgather submitted meanwhile fails
+  // on the ranks that submitted it, naming the joined ranks. The handle completes once every rank
+  // has joined, after `*last_rank` is set to the rank that joined last (the same on every rank);
+  // then the ranks submit as before. Tensors this rank submitted before joining run as usual. One
+  // join at a time (a second before the first completes is refused); Synchronize does not wait
+  // for it.
+  Handle Join(int* last_rank);
+  // Some rank has joined and not every rank has yet, as of this rank's latest cycle.
+  bool SomeJoined() const { return some_joined_.load(); }
+
   // Waits for every tensor this rank submitted before the call; the first failure among them,
   // or DeadlineExceeded.
   Status Synchronize(Deadline deadline = Deadline::Never());
@@ -110,7 +128,14 @@ class Runtime {
   void Loop();
   Status Cycle(int* shutdown_by);  // shutdown_by: the rank that asked, once agreed; else -1
   void Drain();
+  // What this rank sends the coordinator: its pending tensors no cache slot made ready, and its
+  // join, each once.
+  std::vector<Request> Reports(Clock::time_point now);
   Status RunAgreed(const std::vector<Response>& agreed, Clock::time_point agreed_at);
+  // A buffer of the op's identity standing in for this joined rank in tensor `a` (a response for
+  // a name it has not submitted); the member runs it with the others.
+  Member StandIn(const Response& a);
+  Status EndJoin(int last);                        // every rank has joined: completes this rank's join
   void Finish(const std::string& name, Status s);  // completes and forgets a pending tensor
   // The same for a group that ran together; a failure's message is prefixed with each name.
   void Finish(const std::vector<std::string>& names, const Status& s);
@@ -130,14 +155,27 @@ class Runtime {
   // unfinished is refused at the call, not at its wait.
   std::unordered_map<std::string, std::weak_ptr<HandleState>> latest_;
   bool shutdown_asked_ = false;
+  // A join submitted and not yet taken by the thread; whether one is pending at all.
+  std::shared_ptr<HandleState> join_incoming_;
+  int* join_last_incoming_ = nullptr;
+  bool join_pending_ = false;
   bool stopped_ = false;
   bool shut_down_ = false;  // stopped by an agreed Shutdown, not by an error
   Status stop_cause_;       // why the thread ended
   RuntimeStats stats_;
   std::mutex join_mu_;
   std::thread thread_;
+  std::atomic<bool> some_joined_{false};
 
   // The thread's own.
+  struct StandInBuffer {
+    TensorParams params;
+    std::vector<char> bytes;
+  };
+  std::shared_ptr<HandleState> join_;  // this rank's join, until every rank has joined
+  int* join_last_ = nullptr;
+  bool join_reported_ = false;
+  std::map<std::string, StandInBuffer> stand_ins_;  // this cycle's
   std::unordered_map<std::string, Entry> pending_;
   ResponseCache cache_;
   Negotiator negotiator_;

@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define HOOP_API_VERSION \
-  17 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
+  18 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
                               4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
                               6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
                               7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
@@ -55,13 +55,13 @@ extern "C" {
                               9: sub-communicators (hoop_comm_split, hoop_comm_dup, hoop_comm_free);
                               10: a store of the caller's (hoop_store_t, hoop_init_store);
                               11: HOOP_F8E4M3, HOOP_F8E5M2, hoop_dtype_info;
-                              12: hoop_wait_background;
-                              13: hoop_comm_revoke, HOOP_ERR_REVOKED;
+                              12: hoop_wait_background; 13: hoop_comm_revoke, HOOP_ERR_REVOKED;
                               14: hoop_comm_shrink, hoop_comm_shrink_excluding,
                                   hoop_comm_failed_ranks, hoop_comm_grow, hoop_init_join;
                               15: hoop_comm_newcomers, HOOP_JOIN;
                               16: the flight recorder (hoop_comm_trace, hoop_comm_dump_trace,
-                                  hoop_comm_set_trace_label, hoop_comm_set_trace_name); 17: HOOP_I16..HOOP_U64 */
+                                  hoop_comm_set_trace_label, hoop_comm_set_trace_name); 17: HOOP_I16..HOOP_U64;
+                              18: hoop_fusion_join, hoop_fusion_joined */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was

@@ -62,6 +62,23 @@ hoop_status_t hoop_fusion_broadcast(hoop_fusion_t fusion, const char* name, cons
 hoop_status_t hoop_fusion_allgather(hoop_fusion_t fusion, const char* name, const void* sendbuf, void* recvbuf,
                                     size_t sendcount, hoop_dtype_t dtype, hoop_callback_t callback, void* user_data,
                                     hoop_handle_t* handle);
+/* Horovod's join, for a rank whose data ran out before the others': this rank has no more
+ * tensors for now. Until every rank has joined, its runtime stands in for it in every allreduce
+ * the other ranks submit, with the op's identity: sum, band, bor and bxor give the result over
+ * the ranks that submitted the tensor, HOOP_AVG divides that sum by every rank (Horovod's joined
+ * zeros), min, max and prod ignore the joined ranks (a prescale is allowed for: prod's stand-in
+ * is 1/prescale). A broadcast or allgather submitted meanwhile fails on the ranks that submitted
+ * it (HOOP_ERR_MISMATCH, naming the joined ranks). The join's handle completes once every rank
+ * has joined, with *last_rank (which must stay valid until then) set to the rank that joined last,
+ * the same on every rank; then the ranks submit as before, and may join again. Tensors this rank
+ * submitted before joining run as usual. A second join before this rank's first completes is
+ * HOOP_ERR_INVALID_ARGUMENT; hoop_fusion_synchronize does not wait for a join. */
+hoop_status_t hoop_fusion_join(hoop_fusion_t fusion, int* last_rank, hoop_callback_t callback, void* user_data,
+                               hoop_handle_t* handle);
+/* *joined = 1 while some rank has joined and not every rank has yet (as of this rank's latest
+ * negotiation cycle), else 0: a caller about to make a direct collective that a joined rank would
+ * never enter can refuse it instead. */
+hoop_status_t hoop_fusion_joined(hoop_fusion_t fusion, int* joined);
 /* Blocks until the tensor completes; returns its status and frees the handle. */
 hoop_status_t hoop_fusion_wait(hoop_fusion_t fusion, hoop_handle_t handle);
 /* *done = 1 once the tensor completed (then hoop_fusion_wait returns at once), else 0. */

@@ -131,6 +131,33 @@ void RegisterFusion(pyb::module_& m) {
             if (s != HOOP_SUCCESS) Raise(s, message);
           },
           "Waits for every tensor submitted before the call.")
+      .def(
+          "join",
+          [](const Fusion& f) {
+            hoop_fusion_t fu = f.get();
+            int last = -1;
+            hoop_handle_t h = 0;
+            Check(hoop_fusion_join(fu, &last, nullptr, nullptr, &h));
+            hoop_status_t s;
+            std::string message;
+            {
+              pyb::gil_scoped_release nogil;
+              s = hoop_fusion_wait(fu, h);  // `last` is set before the handle completes
+              if (s != HOOP_SUCCESS) message = hoop_last_error();
+            }
+            if (s != HOOP_SUCCESS) Raise(s, message);
+            return last;
+          },
+          "Horovod's join (hoop_fusion_join): stands in for this rank in the others' allreduces until "
+          "every rank has joined; returns the rank that joined last.")
+      .def_property_readonly(
+          "joined",
+          [](const Fusion& f) {
+            int joined = 0;
+            Check(hoop_fusion_joined(f.get(), &joined));
+            return joined != 0;
+          },
+          "Whether some rank has joined and not every rank has yet (hoop_fusion_joined).")
       .def("stop", &Fusion::Stop, "Stops the runtime on every rank (call it on every rank).");
 }
 

@@ -1,8 +1,9 @@
 /* The tensor fusion runtime from C, including only <hoop/hoop.h>: allreduce (with scale factors),
  * broadcast and allgather submitted by name from two threads, completed through callbacks,
  * hoop_fusion_wait and hoop_fusion_test; synchronize; bad calls; direct collectives refused while
- * the runtime drives the communicator and accepted again once it is stopped. Run as every rank of
- * a job. Prints "c-fusion ok rank R of N". */
+ * the runtime drives the communicator and accepted again once it is stopped; a join after uneven
+ * steps (rank r runs r + 1 allreduces, then joins). Run as every rank of a job. Prints "c-fusion ok
+ * rank R of N". */
 #include <hoop/hoop.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -117,6 +118,22 @@ int main(void) {
   pthread_mutex_lock(&mu);
   CHECK(callbacks_failed == 0, "a refused call ran its callback");
   pthread_mutex_unlock(&mu);
+
+  /* Uneven steps: rank r runs r + 1 allreduces, then joins; the joined stand in with zeros. */
+  int last = -1, joined = -1;
+  for (int step = 0; step <= rank; ++step) {
+    float v[3] = {1, 1, (float)rank};
+    CHECK(hoop_fusion_allreduce(fusion, "uneven", v, v, 3, HOOP_F32, HOOP_SUM, NULL, NULL, NULL, &h) == HOOP_SUCCESS,
+          "uneven step %d", step);
+    CHECK(hoop_fusion_wait(fusion, h) == HOOP_SUCCESS, "uneven step %d result", step);
+    CHECK(v[0] == (float)(size - step), "uneven step %d: %g ranks, want %d", step, v[0], size - step);
+  }
+  CHECK(hoop_fusion_join(fusion, &last, NULL, NULL, NULL) == HOOP_ERR_INVALID_ARGUMENT, "join without a handle");
+  CHECK(hoop_fusion_join(fusion, NULL, NULL, NULL, &h) == HOOP_ERR_INVALID_ARGUMENT, "join without last_rank");
+  CHECK(hoop_fusion_join(fusion, &last, NULL, NULL, &h) == HOOP_SUCCESS, "join");
+  CHECK(hoop_fusion_wait(fusion, h) == HOOP_SUCCESS, "join result");
+  CHECK(last == size - 1, "join: last %d, want %d", last, size - 1);
+  CHECK(hoop_fusion_joined(fusion, &joined) == HOOP_SUCCESS && joined == 0, "joined after the join ended");
 
   CHECK(hoop_fusion_stop(fusion) == HOOP_SUCCESS, "stop");
   CHECK(hoop_allreduce(comm, x, x, 4, HOOP_F32, HOOP_SUM) == HOOP_SUCCESS, "direct call after stop");

@@ -1,7 +1,7 @@
 // The tensor fusion runtime in real hooprun jobs (hoop-fusion-rank): every rank submits in its
 // own order from several threads; mismatched submissions on each field; a rank killed with
 // tensors pending; shutdown with work in flight; stall warnings; names never submitted; the
-// timeline. Nothing may hang, and every failure must name what went wrong.
+// timeline; Horovod's join with uneven steps. Nothing may hang, and every failure must name what went wrong.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -54,6 +54,29 @@ TEST_CASE("fusion: ranks submitting in different orders from several threads get
       REQUIRE_FALSE(r.timed_out);
       CHECK(r.exit_code == 0);
       CHECK(Lines(r.output, "orders ok").size() == static_cast<size_t>(run.n));
+      CHECK(Lines(r.output, "FAIL").empty());
+      CHECK(WaitGone(marker, 5) == 0);
+    }
+  }
+}
+
+TEST_CASE("fusion: ranks that run out of steps first join, standing in for the others' allreduces",
+          "[multiproc][fusion]") {
+  struct Run {
+    std::string backend;
+    int n;
+  };
+  std::vector<Run> runs = {{"tcp", 1}, {"tcp", 2}, {"shm", 3}, {"tcp", 4}, {"shm", 5}};
+  for (const char* b : {"ucx/sm", "ofi/tcp"})
+    if (Selected(b)) runs.push_back({b, 3});
+  for (const Run& run : runs) {
+    DYNAMIC_SECTION(run.backend << " x " << run.n) {
+      std::string marker = NewMarker();
+      auto r = Fusion(Named(run.backend), run.n, {"join", "2"}, marker, 120);
+      INFO(r.output);
+      REQUIRE_FALSE(r.timed_out);
+      CHECK(r.exit_code == 0);
+      CHECK(Lines(r.output, "join ok").size() == static_cast<size_t>(run.n));
       CHECK(Lines(r.output, "FAIL").empty());
       CHECK(WaitGone(marker, 5) == 0);
     }

@@ -12,6 +12,12 @@
 //   shutdown         rank 0 stops the runtime with work in flight that the others keep submitting
 //   stall S          the last rank submits 'late' S seconds after the others (HOOP_STALL_WARNING_S)
 //   timeout          the last rank never submits 'never'; the others must fail it at HOOP_TIMEOUT
+//   join STEPS       uneven data (Horovod's join): rank r runs STEPS + r steps of allreduces of
+//                    every dtype and op, then joins; each result is checked against the ranks
+//                    still running (sum and avg with zeros for the joined); a broadcast submitted
+//                    while a rank has joined must fail naming it; the join must return the rank
+//                    that joined last on every rank; then a second round in the reverse order,
+//                    and a plain allreduce of every rank after it
 // Each mode prints its findings and exits non-zero on a wrong result. Extra arguments (the
 // tests' marker) are ignored.
 #include <signal.h>
@@ -367,6 +373,112 @@ int RunTimeout(Communicator& c, Runtime& rt) {
   return ok ? 0 : 1;
 }
 
+// Every dtype and op as an allreduce (the scaled ones too), each its own name.
+std::vector<Tensor> MakeAllreduces(int n) {
+  std::vector<Tensor> ts;
+  for (const Tensor& t : MakeTensors(n))
+    if (t.kind == CollKind::kAllreduce) ts.push_back(t);
+  return ts;
+}
+
+// t's input at `step` on rank `me`, and the result over the ranks still running (`running`):
+// the joined ones stand in with zeros for sum and avg (avg divides by every rank), not at all
+// for the other ops.
+void PrepareJoined(Tensor& t, uint64_t id, int me, int n, int step, const std::vector<bool>& running) {
+  const size_t es = DTypeSize(t.dtype);
+  std::vector<Bytes> all;
+  for (int r = 0; r < n; ++r) {
+    Bytes b = InputOf(t, r, step, id);
+    if (!running[static_cast<size_t>(r)]) std::fill(b.begin(), b.end(), 0);
+    all.push_back(std::move(b));
+  }
+  t.in = InputOf(t, me, step, id);
+  t.out_count = t.count;
+  t.out.assign(t.count * es + 1, 0x5a);
+  t.want.assign(t.count * es + 1, 0);
+  std::vector<const void*> ptrs;
+  for (int r = 0; r < n; ++r) {
+    Bytes& b = all[static_cast<size_t>(r)];
+    ScaledCopy(t.dtype, b.data(), b.data(), t.count, t.pre);
+    if (running[static_cast<size_t>(r)] || t.op == ReduceOp::kSum || t.op == ReduceOp::kAvg) ptrs.push_back(b.data());
+  }
+  ReferenceReduce(t.dtype, t.op, ptrs, t.want.data(), t.count);
+  ScaledCopy(t.dtype, t.want.data(), t.want.data(), t.count, t.post);
+}
+
+// One round: rank r runs steps_of[r] steps, then joins. The number of failures.
+int JoinRound(Communicator& c, Runtime& rt, std::vector<Tensor>& ts, const std::vector<int>& steps_of) {
+  const int n = c.size(), me = c.rank();
+  const int mine = steps_of[static_cast<size_t>(me)];
+  const int fewest = *std::min_element(steps_of.begin(), steps_of.end());
+  int failures = 0;
+  for (int step = 0; step < mine; ++step) {
+    std::vector<bool> running;
+    for (int r = 0; r < n; ++r) running.push_back(steps_of[static_cast<size_t>(r)] > step);
+    for (size_t i = 0; i < ts.size(); ++i) PrepareJoined(ts[i], i, me, n, step, running);
+    for (Tensor& t : ts) t.handle = SubmitTensor(rt, t);
+    if (step == fewest) {  // some rank has joined for good: a broadcast cannot run now
+      std::vector<char> x(40, 1);
+      Status s = rt.Broadcast("bc-while-joined", {x.data(), 10, DType::kF32}, {x.data(), 10, DType::kF32}, me).Wait();
+      if (s.ok() || s.message().find("cannot run while") == std::string::npos) {
+        ++failures;
+        std::printf("FAIL step %d: a broadcast while a rank has joined: %s\n", step, s.ToString().c_str());
+      }
+    }
+    for (Tensor& t : ts) {
+      Status s = t.handle.Wait();
+      size_t bad = s.ok() ? CountMismatches(t.dtype, t.out.data(), t.want.data(), t.count) : 0;
+      if (!s.ok() || bad) {
+        ++failures;
+        std::printf("FAIL step %d %s: %s, %zu of %zu wrong\n", step, t.name.c_str(), s.ToString().c_str(), bad,
+                    t.count);
+      }
+    }
+  }
+  int last = -1;
+  Status s = rt.Join(&last).Wait();
+  const int want = static_cast<int>(std::max_element(steps_of.begin(), steps_of.end()) - steps_of.begin());
+  if (!s.ok() || last != want) {
+    ++failures;
+    std::printf("FAIL join: %s, last %d, want %d\n", s.ToString().c_str(), last, want);
+  }
+  return failures;
+}
+
+int RunJoin(Communicator& c, Runtime& rt, int steps) {
+  const int n = c.size(), me = c.rank();
+  std::vector<Tensor> ts = MakeAllreduces(n);
+  std::vector<int> up, down;  // rank r runs steps + r steps, then steps + (n - 1 - r)
+  for (int r = 0; r < n; ++r) up.push_back(steps + r), down.push_back(steps + n - 1 - r);
+  int failures = JoinRound(c, rt, ts, up) + JoinRound(c, rt, ts, down);
+  int last = -1;
+  Handle all_at_once = rt.Join(&last);  // one pending at a time
+  int other = -1;
+  if (rt.Join(&other).Wait().code() != Code::kInvalidArgument) {
+    ++failures;
+    std::printf("FAIL: a second join while one is pending was not refused\n");
+  }
+  // Every rank joins at once: whichever is last, every rank names the same one.
+  std::vector<int32_t> lo(1, 0), hi(1, 0);
+  Status s = all_at_once.Wait();
+  lo[0] = hi[0] = last;
+  Status s2 = rt.Allreduce("last-lo", {lo.data(), 1, DType::kI32}, {lo.data(), 1, DType::kI32}, ReduceOp::kMin).Wait();
+  Status s3 = rt.Allreduce("last-hi", {hi.data(), 1, DType::kI32}, {hi.data(), 1, DType::kI32}, ReduceOp::kMax).Wait();
+  if (!s.ok() || !s2.ok() || !s3.ok() || last < 0 || last >= n || lo[0] != hi[0]) {
+    ++failures;
+    std::printf("FAIL: a join of every rank at once: %s, last %d (%d..%d over the ranks)\n", s.ToString().c_str(), last,
+                lo[0], hi[0]);
+  }
+  std::vector<float> x(10, static_cast<float>(me + 1));
+  Status after = rt.Allreduce("after", {x.data(), 10, DType::kF32}, {x.data(), 10, DType::kF32}, ReduceOp::kSum).Wait();
+  if (!after.ok() || x[9] != static_cast<float>(n * (n + 1) / 2)) {
+    ++failures;
+    std::printf("FAIL after the joins: %s, %g\n", after.ToString().c_str(), x[9]);
+  }
+  std::printf("rank %d: join %s: %zu tensors, %d failed\n", me, failures ? "FAILED" : "ok", ts.size(), failures);
+  return failures ? 1 : 0;
+}
+
 }  // namespace
 }  // namespace hoop::fusion
 
@@ -374,7 +486,8 @@ int main(int argc, char** argv) {
   using namespace hoop;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const char* usage =
-      "usage: hoop-fusion-rank orders STEPS | mismatch FIELD | kill VICTIM | shutdown | stall S | timeout\n";
+      "usage: hoop-fusion-rank orders STEPS | mismatch FIELD | kill VICTIM | shutdown | stall S | timeout | join "
+      "STEPS\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
     return 2;
@@ -398,6 +511,7 @@ int main(int argc, char** argv) {
   if (mode == "shutdown") return fusion::RunShutdown(c, r);
   if (mode == "stall") return fusion::RunStall(c, r, std::atoi(arg.c_str()));
   if (mode == "timeout") return fusion::RunTimeout(c, r);
+  if (mode == "join") return fusion::RunJoin(c, r, std::max(1, std::atoi(arg.c_str())));
   std::fputs(usage, stderr);
   return 2;
 }

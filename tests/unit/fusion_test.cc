@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "collectives/testing/reference.h"
 #include "common/config.h"
 #include "tensorfusion/fusion_planner.h"
 #include "tensorfusion/handle.h"
@@ -18,6 +20,7 @@
 #include "tensorfusion/request.h"
 #include "tensorfusion/response_cache.h"
 #include "tensorfusion/scale.h"
+#include "tensorfusion/stand_in.h"
 #include "tensorfusion/timeline.h"
 
 using namespace hoop;
@@ -50,14 +53,21 @@ TEST_CASE("requests and responses survive their encoding; malformed lists are re
   auto back = DecodeRequests(bytes.data(), bytes.size());
   REQUIRE(back.ok());
   REQUIRE(back->size() == reqs.size());
+  reqs[2].join = true;  // a rank's join travels as a request of its own
+  EncodeRequests(reqs, &bytes);
+  back = DecodeRequests(bytes.data(), bytes.size());
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == reqs.size());
   for (size_t i = 0; i < reqs.size(); ++i) {
     CHECK((*back)[i].name == reqs[i].name);
     CHECK((*back)[i].params == reqs[i].params);
     CHECK((*back)[i].age_ms == reqs[i].age_ms);
+    CHECK((*back)[i].join == (i == 2));
   }
   std::vector<Response> resp = {{"x", s, "", false},
                                 {"y", b, "tensor 'y': ranks disagree", false},
-                                {"z", s, "tensor 'z': rank 1 did not submit it", true}};
+                                {"z", s, "tensor 'z': rank 1 did not submit it", true},
+                                {"", Ar(0), "", false, 5}};
   EncodeResponses(resp, &bytes);
   auto rb = DecodeResponses(bytes.data(), bytes.size());
   REQUIRE(rb.ok());
@@ -65,6 +75,8 @@ TEST_CASE("requests and responses survive their encoding; malformed lists are re
   CHECK_FALSE((*rb)[1].timed_out);
   CHECK((*rb)[2].timed_out);  // a wait that ran out travels as one
   CHECK((*rb)[0].params == s);
+  CHECK((*rb)[0].join_last == -1);
+  CHECK((*rb)[3].join_last == 5);  // every rank has joined, rank 5 last
   // Truncated, padded, or carrying an impossible value: an error, never a crash.
   CHECK_FALSE(DecodeResponses(bytes.data(), bytes.size() - 1).ok());
   bytes.push_back(0);
@@ -141,6 +153,83 @@ TEST_CASE("the message table decides complete names in order and names disagreem
   std::vector<TensorParams> places = {Ar(4), Ar(4)};  // rank 0's on a GPU, rank 1's on the host
   places[0].mem = MemKind::kCuda;
   CHECK(DescribeDisagreement(places).empty());
+}
+
+TEST_CASE("the message table lets joined ranks stand in for allreduce and ends the join once all have joined",
+          "[fusion]") {
+  auto t0 = Clock::now();
+  const auto timeout = std::chrono::seconds(10);
+  Request join;
+  join.join = true;
+  MessageTable t(3);
+  t.Add(0, {"early", Ar(5), 0}, t0);  // reported before rank 2 joins: decided when it does
+  t.Add(1, {"early", Ar(5), 0}, t0);
+  CHECK(t.TakeDecided(t0, timeout).empty());
+  t.Add(2, join, t0);
+  auto d = t.TakeDecided(t0, timeout);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].name == "early");
+  CHECK(d[0].error.empty());
+  CHECK(d[0].join_last == -1);
+  // Rank 1's reports count; rank 2 stands in; rank 0 is still missing.
+  t.Add(1, {"late", Ar(7, DType::kI32, ReduceOp::kMax), 0}, t0);
+  CHECK(t.TakeDecided(t0, timeout).empty());
+  t.Add(0, {"late", Ar(7, DType::kI32, ReduceOp::kMax), 0}, t0);
+  d = t.TakeDecided(t0, timeout);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].params == Ar(7, DType::kI32, ReduceOp::kMax));
+  // A broadcast or allgather fails at once, on the first rank that submits it, naming the joined.
+  TensorParams bc = Ar(4);
+  bc.kind = CollKind::kBroadcast;
+  bc.root = 0;
+  t.Add(0, {"bc", bc, 0}, t0);
+  d = t.TakeDecided(t0, timeout);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].error ==
+        "tensor 'bc': broadcast cannot run while rank 2 has joined (join: ranks that have joined stand in for "
+        "allreduce only, until every rank has joined)");
+  // Disagreements among the ranks that did submit are still named.
+  t.Add(0, {"odd", Ar(4), 0}, t0);
+  t.Add(1, {"odd", Ar(5), 0}, t0);
+  d = t.TakeDecided(t0, timeout);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].error == "tensor 'odd': ranks disagree: count 4 on rank 0 vs 5 on rank 1");
+  // Rank 0 joins, then rank 1: the join ends with rank 1 last, after the tensor rank 1 sent
+  // along with its join.
+  t.Add(0, join, t0);
+  CHECK(t.TakeDecided(t0, timeout).empty());
+  t.Add(1, {"last", Ar(3), 0}, t0);
+  t.Add(1, join, t0);
+  d = t.TakeDecided(t0, timeout);
+  REQUIRE(d.size() == 2);
+  CHECK(d[0].name == "last");
+  CHECK(d[1].join_last == 1);
+  CHECK(t.empty());
+  // Nobody counts as joined any more: names wait for every rank again.
+  t.Add(0, {"after", Ar(3), 0}, t0);
+  CHECK(t.TakeDecided(t0, timeout).empty());
+}
+
+TEST_CASE("a joined rank's stand-in is the identity of every op on every dtype", "[fusion]") {
+  const size_t n = 257;
+  for (DType dt : kAllDTypes) {
+    for (ReduceOp op : kAllReduceOps) {
+      if (!OpApplies(dt, op) || op == ReduceOp::kAvg) continue;
+      const std::vector<double> scales = IsFloat(dt) ? std::vector<double>{1, 0.5, -2} : std::vector<double>{1};
+      for (double pre : scales) {
+        if (dt == DType::kF8E4M3 && pre != 1 && (op == ReduceOp::kMin || op == ReduceOp::kMax)) continue;  // no inf
+        INFO(DTypeName(dt) << " " << ReduceOpName(op) << " prescale " << pre);
+        const size_t es = DTypeSize(dt);
+        std::vector<char> x(n * es), id(n * es), got(n * es);
+        FillInput(dt, op, x.data(), n, 99);
+        FillIdentity(dt, op, pre, id.data(), n);
+        ScaledCopy(dt, id.data(), id.data(), n, pre);  // the stand-in is prescaled like any input
+        ReferenceReduce(dt, op, {x.data(), id.data()}, got.data(), n);
+        CHECK(CountMismatches(dt, got.data(), x.data(), n) == 0);
+        CHECK(std::memcmp(got.data(), x.data(), n * es) == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("the message table warns about stalls and times names out, naming the missing ranks", "[fusion]") {
