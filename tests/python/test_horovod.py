@@ -5,7 +5,8 @@ but not equal; a Horovod script run after `import horovod.torch as hvd` became
 `import hoop.torch as hvd`; a Horovod elastic script (elastic_horovod_rank.py) under elastic
 hooprun through a lost rank and its replacement; process sets (horovod_sets_rank.py), and one made
 from an mpi4py communicator under OpenMPI's mpirun; Adasum (horovod_adasum_rank.py) on 2, 3 and 4
-ranks. Skipped, saying so, without PyTorch."""
+ranks; join with uneven data (horovod_join_rank.py) on 1 to 4 ranks. Skipped, saying so, without
+PyTorch."""
 import os
 import re
 import shutil
@@ -91,6 +92,10 @@ class Horovod(unittest.TestCase):
     def test_adasum_matches_its_tree_on_any_number_of_ranks(self):
         self.run_cells("horovod_adasum_rank.py",
                        drawn((("tcp", 2), ("shm", 3), ("tcp", 4)), "Adasum", keep=(("shm", 3),)), "adasum")
+
+    def test_join_stands_in_for_ranks_whose_data_ran_out(self):
+        self.run_cells("horovod_join_rank.py",
+                       drawn((("tcp", 1), ("tcp", 2), ("shm", 3), ("tcp", 4)), "join", keep=(("shm", 3),)), "join")
 
     def test_a_process_set_from_an_mpi4py_communicator(self):
         if not shutil.which("mpirun"):

@@ -25,9 +25,10 @@ communicator and fusion runtime, so the sets' calls run side by side.
 op=Adasum (horovod_adasum.py) on allreduce and DistributedOptimizer: Horovod's adaptive summation,
 run at the call over the set's communicator, on any number of ranks.
 
-Differences from Horovod, all stated in errors where they apply: join() waits for every rank and
-returns the last to join, but does not stand in for the allreduces of ranks that joined early
-(give every rank the same number of steps).
+join() is Horovod's: a rank whose data ran out stands in for the others' allreduces (the runtime
+contributes the op's identity: zeros for Sum and Average, so Average divides by every rank) until
+every rank has joined; runtime broadcasts and allgathers fail meanwhile, and so do the calls that
+use the communicator directly (refused at the call once this rank knows some rank has joined).
 """
 import numpy as np
 import torch
@@ -399,7 +400,7 @@ def _op_of(average, op, call, adasum=False):
 
 def _allreduce_into(tensor, output, name, op, prescale, postscale, compression, process_set, call):
     dt = _check(tensor, call)
-    g = _group(process_set, call)
+    g = _group(process_set, call, direct=op is Adasum)
     if op is Adasum:  # at the call, on this thread (horovod_adasum.py)
         _name("allreduce", name, g)  # counts as an unnamed call, as the others do
         allreduce_adasum(tensor, output, g.comm, float(prescale), float(postscale), call)

@@ -1,14 +1,16 @@
 """The Horovod-style calls that run on a process set's communicator directly rather than through
 its fusion runtime (re-exported by horovod.py): allgather of first dimensions that differ (equal
-ones go to the runtime), alltoall, reducescatter, barrier, join and the object calls. Each takes
-process_set= (horovod_sets.py; default: the global set, the world) and runs among its ranks; CUDA
-tensors are staged through host memory where a call goes through NumPy.
+ones go to the runtime), alltoall, reducescatter, barrier and the object calls, all refused while
+a rank has joined; and join. Each takes process_set= (horovod_sets.py; default: the global set,
+the world) and runs among its ranks; CUDA tensors are staged through host memory where a call
+goes through NumPy.
 """
 import pickle
-import time
 
 import numpy as np
 import torch
+
+import hoop
 
 from .horovod import (Average, Compression, Sum, _check, _dense, _host, _name, _numpy, _op_of, _ready, _register, _s,
                       rank, synchronize)
@@ -23,13 +25,21 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     comm = g.comm
     src = _dense(tensor)
     rows = src.shape[0] if src.dim() > 0 else 1
-    counts = np.zeros(comm.size, np.int64)
-    comm.allgather(np.array([rows], np.int64), counts, -1, False)  # every rank's first dimension
+    base = _name("allgather", name, g)
+    # Every rank's first dimension, through the runtime: while a rank has joined (hvd.join) it
+    # fails there on every rank that calls it, as Horovod's allgather does.
+    mine, counts = np.array([rows], np.int64), np.zeros(comm.size, np.int64)
+    try:
+        g.fusion.wait(g.fusion.allgather(base + ".rows", mine.ctypes.data, counts.ctypes.data, 1, int(hoop.I64)))
+    except hoop.MismatchError:
+        if name is None:  # every rank that called it failed: they count it as the joined ranks do, not at all
+            g.names["allgather"] -= 1
+        raise
     rest = tuple(src.shape[1:]) if src.dim() > 0 else ()
     out = torch.empty((int(counts.sum()),) + rest, dtype=src.dtype, device=src.device)
     if (counts == rows).all():
         _ready(src, out)
-        token = g.fusion.allgather(_name("allgather", name, g), src.data_ptr(), out.data_ptr(), src.numel(), dt)
+        token = g.fusion.allgather(base, src.data_ptr(), out.data_ptr(), src.numel(), dt)
         return _register("fusion", (g.fusion, token), out, (src,))
     per_row = int(np.prod(rest, dtype=np.int64)) if rest else 1
     host_src, host_out = _host(src), _host(out)
@@ -60,7 +70,7 @@ def _splits(splits, rows, n):
 
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     _check(tensor, "alltoall_async")
-    comm = _group(process_set, "alltoall_async").comm
+    comm = _group(process_set, "alltoall_async", direct=True).comm
     n = comm.size
     src = _dense(tensor)
     rows = src.shape[0] if src.dim() > 0 else 1
@@ -122,7 +132,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     multiplied by prescale_factor first, the result by postscale_factor; compression= is taken
     for Horovod's signature and not applied (the blocks travel in the tensor's dtype)."""
     _check(tensor, "reducescatter_async")
-    comm = _group(process_set, "reducescatter_async").comm
+    comm = _group(process_set, "reducescatter_async", direct=True).comm
     code = _op_of(None, op, "reducescatter").code
     src = _dense(tensor if prescale_factor == 1.0 else tensor * prescale_factor)
     n = comm.size
@@ -152,24 +162,23 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average, p
 
 def barrier(process_set=global_process_set):
     """Returns once every rank of the set has called it."""
-    _group(process_set, "barrier").comm.barrier(False)
+    _group(process_set, "barrier", direct=True).comm.barrier(False)
 
 
 def join(device=-1):
-    """Waits until every rank has called join() (after its own tensors completed) and returns the
-    rank that joined last. Unlike Horovod's, it does not stand in for the allreduces of ranks that
-    have joined while others go on: every rank must run the same steps. device (Horovod's, where
-    its stand-in zeros would live) is taken and changes nothing."""
-    s = _s()
-    s.fusion.synchronize()
-    arrived = np.zeros(s.world.size, np.float64)
-    s.world.allgather(np.array([time.time()], np.float64), arrived, -1, False)
-    return int(arrived.argmax())
+    """Horovod's join, for a rank whose data ran out before the others': until every rank has
+    joined, this rank's runtime stands in for it in every allreduce the others make (the op's
+    identity: zeros for Sum and Average, so Average divides by every rank, as Horovod's), and the
+    others' broadcasts, allgathers and other calls fail. Blocks until every rank has joined;
+    returns the rank that joined last, the same on every rank. Tensors this rank submitted before
+    run as usual. device (where Horovod makes its stand-in zeros) is taken and changes nothing:
+    hoop's stand-ins live in host memory."""
+    return _s().fusion.join()
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     """root_rank's obj (anything pickle takes) on every rank of the set (root_rank: a world rank)."""
-    g = _group(process_set, "broadcast_object")
+    g = _group(process_set, "broadcast_object", direct=True)
     comm, root = g.comm, _root(g, root_rank, "broadcast_object")
     payload = np.frombuffer(pickle.dumps(obj), np.uint8) if comm.rank == root else None
     length = np.array([payload.size if payload is not None else 0], np.int64)
@@ -181,7 +190,7 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Every rank's obj, in the order of the set's ranks."""
-    comm = _group(process_set, "allgather_object").comm
+    comm = _group(process_set, "allgather_object", direct=True).comm
     mine = np.frombuffer(pickle.dumps(obj), np.uint8)
     lengths = np.zeros(comm.size, np.int64)
     comm.allgather(np.array([mine.size], np.int64), lengths, -1, False)

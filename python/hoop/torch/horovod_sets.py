@@ -238,10 +238,15 @@ def remove_process_set(process_set):
     return True
 
 
-def _group(process_set, call):
-    """The runtime of the set a call names, on a rank it includes."""
+def _group(process_set, call, direct=False):
+    """The runtime of the set a call names, on a rank it includes. direct: the call runs on the
+    set's communicator itself, which a rank that has joined (hvd.join) never enters: refused
+    while one has, as Horovod refuses all but allreduce then."""
     from . import horovod as _hvd
     s = _hvd._s()
+    if direct and s.groups[0].fusion.joined:
+        raise _hoop.MismatchError(f"hoop.torch: rank {s.world.rank}: {call} cannot run while a rank has joined "
+                                 "(hvd.join): until every rank has joined, only allreduce runs")
     if process_set is None or process_set is global_process_set:
         return s.groups[0]
     if not isinstance(process_set, ProcessSet):
