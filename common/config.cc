@@ -118,6 +118,15 @@ Status ReadDeterministic(const std::string& name, const std::string& text, Confi
   return Status::Ok();
 }
 
+// 0 or 1.
+auto Switch(bool Config::*field, std::string one_means) {
+  return [=](const std::string& name, const std::string& text, Config& c) {
+    if (text != "0" && text != "1") return Expected(name, text, "expected 1 (" + one_means + ") or 0");
+    c.*field = text == "1";
+    return Status::Ok();
+  };
+}
+
 Status ReadLogLevel(const std::string& name, const std::string& text, Config& c) {
   auto level = ParseLogLevel(text);
   if (!level)
@@ -159,6 +168,7 @@ const std::vector<Var>& Vars() {
       {"HOOP_STALL_WARNING_S",
        Amount(&Config::stall_warning_s, kMaxSeconds, "expected seconds in [0, 604800] (0: never warn)")},
       {"HOOP_TIMELINE", Text(&Config::timeline)},
+      {"HOOP_TIMELINE_MARK_CYCLES", Switch(&Config::timeline_mark_cycles, "mark each negotiation cycle")},
       {"HOOP_SHRINK_WAIT", Amount(&Config::shrink_wait_s, kMaxSeconds, "expected seconds in [0, 604800]")},
       {"HOOP_LOG_LEVEL", ReadLogLevel},
       {"HOOP_KERNEL_ISA",

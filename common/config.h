@@ -130,6 +130,7 @@ struct Config {
   size_t cache_capacity = 1024;
   double stall_warning_s = 60;
   std::string timeline;
+  bool timeline_mark_cycles = false;  // HOOP_TIMELINE_MARK_CYCLES: an instant event at each cycle's start
 
   // Parses a copy of the environment. Unknown HOOP_* names are an error (a typo should not be
   // silently ignored); malformed values are an error naming the variable.

@@ -189,6 +189,22 @@ hoop_status_t hoop_fusion_joined(hoop_fusion_t f, int* joined) {
   });
 }
 
+hoop_status_t hoop_fusion_start_timeline(hoop_fusion_t f, const char* path, int mark_cycles) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckRunning(f, "hoop_fusion_start_timeline")) return bad;
+    if (!path) return BadArg("hoop_fusion_start_timeline: path is NULL");
+    return Report(f->rt->StartTimeline(path, mark_cycles != 0));
+  });
+}
+
+hoop_status_t hoop_fusion_stop_timeline(hoop_fusion_t f) {
+  return Guard([&] {
+    if (hoop_status_t bad = CheckRunning(f, "hoop_fusion_stop_timeline")) return bad;
+    f->rt->StopTimeline();
+    return HOOP_SUCCESS;
+  });
+}
+
 hoop_status_t hoop_fusion_wait(hoop_fusion_t f, hoop_handle_t handle) {
   return Guard([&] {
     if (hoop_status_t bad = CheckRunning(f, "hoop_fusion_wait")) return bad;

@@ -21,13 +21,15 @@ FusionOptions FusionOptions::FromConfig(const Config& c) {
   o.cache_capacity = c.cache_capacity;
   o.stall_warning_s = c.stall_warning_s;
   o.timeline = c.timeline;
+  o.timeline_mark_cycles = c.timeline_mark_cycles;
   o.timeout = c.timeout;
   return o;
 }
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::Start(Communicator& comm, const FusionOptions& o) {
   std::unique_ptr<Runtime> rt(new Runtime(comm, o));
-  HOOP_RETURN_IF_ERROR(rt->timeline_.Open(o.timeline, comm.rank()));
+  HOOP_RETURN_IF_ERROR(
+      rt->timeline_.Open(o.timeline, comm.rank(), o.timeline_mark_cycles).WithContext("HOOP_TIMELINE"));
   rt->thread_ = std::thread([r = rt.get()] { r->Loop(); });
   return rt;
 }
@@ -241,7 +243,10 @@ void Runtime::Loop() {
   while (true) {
     int shutdown_by = -1;
     cause = Cycle(&shutdown_by);
-    timeline_.Flush();
+    {
+      std::lock_guard<std::mutex> lock(timeline_mu_);
+      timeline_.Flush();
+    }
     if (!cause.ok()) break;
     if (shutdown_by >= 0) {
       cause = Aborted("the tensor fusion runtime was shut down (asked by rank " + std::to_string(shutdown_by) + ")");
@@ -275,6 +280,7 @@ void Runtime::Loop() {
     Complete(*std::exchange(join_, nullptr),
              Aborted("rank " + std::to_string(comm_.rank()) + ": join did not end: " + cause.message()));
   }
+  std::lock_guard<std::mutex> lock(timeline_mu_);
   timeline_.Close();
 }
 
@@ -305,6 +311,10 @@ Status Runtime::Cycle(int* shutdown_by) {
     asked = shutdown_asked_;
   }
   const auto now = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(timeline_mu_);
+    timeline_.MarkCycle(now);
+  }
   bits_.assign(cache_.size(), 0);
   // A joined rank keeps the coordinator on: the others' tensors, cached or not, go to it, which
   // counts this rank as having every one of them.
@@ -394,7 +404,10 @@ Status Runtime::RunAgreed(const std::vector<Response>& agreed, Clock::time_point
                       "', which this rank has not submitted");
     Entry& e = it->second;
     e.agreed = agreed_at;
-    timeline_.Span(it->first, "NEGOTIATE", e.submitted, agreed_at);
+    {
+      std::lock_guard<std::mutex> lock(timeline_mu_);
+      timeline_.Span(it->first, "NEGOTIATE", e.submitted, agreed_at);
+    }
     members.push_back({&it->first, &e.params, e.in, e.out, waiters_.get()});
     params.push_back(a.params);  // the agreed ones: every rank plans the same groups, whatever its memory
   }
@@ -403,19 +416,7 @@ Status Runtime::RunAgreed(const std::vector<Response>& agreed, Clock::time_point
     for (size_t i : g.members) group.push_back(members[i]);
     GroupTimes t;
     Status s = RunGroup(comm_, group, fusion_, device_fusion_, &t);
-    if (timeline_.on()) {
-      std::string args = "\"tensors\":" + std::to_string(group.size()) + ",\"bytes\":" + std::to_string(g.bytes);
-      for (const Member& m : group) {
-        auto it = pending_.find(*m.name);
-        if (it == pending_.end()) continue;  // a stand-in of this joined rank's
-        timeline_.Span(*m.name, "QUEUE", it->second.agreed, t.start);
-        if (group.size() > 1) timeline_.Span(*m.name, "MEMCPY_IN_FUSION_BUFFER", t.start, t.packed, args);
-        std::string op = CollKindName(m.params->kind);
-        std::transform(op.begin(), op.end(), op.begin(), ::toupper);
-        timeline_.Span(*m.name, op.c_str(), t.packed, t.reduced, args);
-        if (group.size() > 1) timeline_.Span(*m.name, "MEMCPY_OUT_FUSION_BUFFER", t.reduced, t.end, args);
-      }
-    }
+    TimeGroup(group, g.bytes, t);
     {
       std::lock_guard<std::mutex> lock(mu_);
       stats_.tensors += group.size();
@@ -428,6 +429,35 @@ Status Runtime::RunAgreed(const std::vector<Response>& agreed, Clock::time_point
   }
   stand_ins_.clear();
   return join_last >= 0 ? EndJoin(join_last) : Status::Ok();
+}
+
+void Runtime::TimeGroup(const std::vector<Member>& group, uint64_t bytes, const GroupTimes& t) {
+  std::lock_guard<std::mutex> lock(timeline_mu_);
+  if (!timeline_.on()) return;
+  std::string args = "\"tensors\":" + std::to_string(group.size()) + ",\"bytes\":" + std::to_string(bytes);
+  for (const Member& m : group) {
+    auto it = pending_.find(*m.name);
+    if (it == pending_.end()) continue;  // a stand-in of this joined rank's
+    timeline_.Span(*m.name, "QUEUE", it->second.agreed, t.start);
+    if (group.size() > 1) timeline_.Span(*m.name, "MEMCPY_IN_FUSION_BUFFER", t.start, t.packed, args);
+    std::string op = CollKindName(m.params->kind);
+    std::transform(op.begin(), op.end(), op.begin(), ::toupper);
+    timeline_.Span(*m.name, op.c_str(), t.packed, t.reduced, args);
+    if (group.size() > 1) timeline_.Span(*m.name, "MEMCPY_OUT_FUSION_BUFFER", t.reduced, t.end, args);
+  }
+}
+
+Status Runtime::StartTimeline(const std::string& path, bool mark_cycles) {
+  if (path.empty())
+    return InvalidArgument("rank " + std::to_string(comm_.rank()) + ": start timeline: the file name is empty");
+  std::lock_guard<std::mutex> lock(timeline_mu_);
+  return timeline_.Open(path, comm_.rank(), mark_cycles)
+      .WithContext("rank " + std::to_string(comm_.rank()) + ": start timeline");
+}
+
+void Runtime::StopTimeline() {
+  std::lock_guard<std::mutex> lock(timeline_mu_);
+  timeline_.Close();
 }
 
 Member Runtime::StandIn(const Response& a) {

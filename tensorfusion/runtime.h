@@ -55,6 +55,7 @@ struct FusionOptions {
   size_t cache_capacity = 1024;               // HOOP_CACHE_CAPACITY (0: always ask rank 0)
   double stall_warning_s = 60;                // HOOP_STALL_WARNING_S (0: never warn)
   std::string timeline;                       // HOOP_TIMELINE (rank 0 writes it)
+  bool timeline_mark_cycles = false;          // HOOP_TIMELINE_MARK_CYCLES
   std::chrono::milliseconds timeout{300000};  // HOOP_TIMEOUT
   static FusionOptions FromConfig(const Config& c);
 };
@@ -102,6 +103,12 @@ class Runtime {
   // Some rank has joined and not every rank has yet, as of this rank's latest cycle.
   bool SomeJoined() const { return some_joined_.load(); }
 
+  // Horovod's start_timeline and stop_timeline, from any thread: (re)starts the timeline in a new
+  // file at `path` (rank 0 writes it; on the other ranks this does nothing), or ends it, leaving
+  // a complete file. Started at start-up by HOOP_TIMELINE.
+  Status StartTimeline(const std::string& path, bool mark_cycles);
+  void StopTimeline();
+
   // Waits for every tensor this rank submitted before the call; the first failure among them,
   // or DeadlineExceeded.
   Status Synchronize(Deadline deadline = Deadline::Never());
@@ -135,6 +142,7 @@ class Runtime {
   // A buffer of the op's identity standing in for this joined rank in tensor `a` (a response for
   // a name it has not submitted); the member runs it with the others.
   Member StandIn(const Response& a);
+  void TimeGroup(const std::vector<Member>& group, uint64_t bytes, const GroupTimes& t);  // its timeline spans
   Status EndJoin(int last);                        // every rank has joined: completes this rank's join
   void Finish(const std::string& name, Status s);  // completes and forgets a pending tensor
   // The same for a group that ran together; a failure's message is prefixed with each name.
@@ -179,6 +187,7 @@ class Runtime {
   std::unordered_map<std::string, Entry> pending_;
   ResponseCache cache_;
   Negotiator negotiator_;
+  std::mutex timeline_mu_;  // the timeline may be started and stopped from other threads
   Timeline timeline_;
   std::vector<uint8_t> bits_, slot_ready_;
   Clock::time_point exchanged_;  // when the last readiness exchange ended

@@ -8,14 +8,25 @@ namespace hoop::fusion {
 
 Timeline::~Timeline() { Close(); }
 
-Status Timeline::Open(const std::string& path, int rank) {
+Status Timeline::Open(const std::string& path, int rank, bool mark_cycles) {
+  Close();
   if (path.empty() || rank != 0) return Status::Ok();
   file_ = std::fopen(path.c_str(), "w");
-  if (!file_) return ErrnoStatus(Code::kInvalidArgument, "HOOP_TIMELINE: cannot write " + path, errno);
+  if (!file_) return ErrnoStatus(Code::kInvalidArgument, "timeline: cannot write " + path, errno);
   pid_ = rank;
+  mark_cycles_ = mark_cycles;
+  wrote_ = dirty_ = false;
+  rows_.clear();
   origin_ = Clock::now();
   std::fputs("[\n", file_);
   return Status::Ok();
+}
+
+void Timeline::MarkCycle(Clock::time_point t) {
+  if (!file_ || !mark_cycles_) return;
+  std::fprintf(file_, "%s{\"name\":\"CYCLE_START\",\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%.3f}",
+               wrote_ ? ",\n" : "", pid_, Micros(t));
+  wrote_ = dirty_ = true;
 }
 
 double Timeline::Micros(Clock::time_point t) const {

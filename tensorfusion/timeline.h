@@ -5,7 +5,8 @@
 //   MEMCPY_IN_FUSION_BUFFER  packing its group into the fusion buffer (fused groups only)
 //   ALLREDUCE / BROADCAST / ALLGATHER   the collective (args: the group's size and bytes)
 //   MEMCPY_OUT_FUSION_BUFFER unpacking into the callers' buffers (fused groups only)
-// Open it in chrome://tracing or Perfetto. Only rank 0 writes one, as in Horovod. Events are
+// With mark_cycles (HOOP_TIMELINE_MARK_CYCLES, Horovod's mark_cycles), an instant event
+// CYCLE_START marks each negotiation cycle. Open it in chrome://tracing or Perfetto. Only rank 0 writes one, as in Horovod. Events are
 // written by the runtime's thread alone, buffered, and flushed once per cycle that wrote any.
 #pragma once
 
@@ -27,11 +28,12 @@ class Timeline {
   Timeline& operator=(const Timeline&) = delete;
 
   // An empty path leaves the timeline off (every call below then does nothing).
-  Status Open(const std::string& path, int rank);
+  Status Open(const std::string& path, int rank, bool mark_cycles = false);
   bool on() const { return file_ != nullptr; }
   // `args` is a JSON object's members, e.g. "\"tensors\":12", or "".
   void Span(const std::string& tensor, const char* phase, Clock::time_point start, Clock::time_point end,
             const std::string& args = "");
+  void MarkCycle(Clock::time_point t);  // CYCLE_START, where asked for
   void Flush();
   void Close();
 
@@ -40,7 +42,7 @@ class Timeline {
   double Micros(Clock::time_point t) const;
   std::FILE* file_ = nullptr;
   int pid_ = 0;
-  bool wrote_ = false, dirty_ = false;
+  bool wrote_ = false, dirty_ = false, mark_cycles_ = false;
   Clock::time_point origin_;
   std::unordered_map<std::string, int> rows_;
 };

@@ -58,10 +58,10 @@ extern "C" {
                               12: hoop_wait_background; 13: hoop_comm_revoke, HOOP_ERR_REVOKED;
                               14: hoop_comm_shrink, hoop_comm_shrink_excluding,
                                   hoop_comm_failed_ranks, hoop_comm_grow, hoop_init_join;
-                              15: hoop_comm_newcomers, HOOP_JOIN;
-                              16: the flight recorder (hoop_comm_trace, hoop_comm_dump_trace,
-                                  hoop_comm_set_trace_label, hoop_comm_set_trace_name); 17: HOOP_I16..HOOP_U64;
-                              18: hoop_fusion_join, hoop_fusion_joined */
+                              15: hoop_comm_newcomers, HOOP_JOIN; 16: the flight recorder (hoop_comm_trace,
+                                  hoop_comm_dump_trace, hoop_comm_set_trace_label, hoop_comm_set_trace_name);
+                              17: HOOP_I16..HOOP_U64; 18: hoop_fusion_join, hoop_fusion_joined,
+                                  hoop_fusion_start_timeline, hoop_fusion_stop_timeline */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was

@@ -79,6 +79,13 @@ hoop_status_t hoop_fusion_join(hoop_fusion_t fusion, int* last_rank, hoop_callba
  * negotiation cycle), else 0: a caller about to make a direct collective that a joined rank would
  * never enter can refuse it instead. */
 hoop_status_t hoop_fusion_joined(hoop_fusion_t fusion, int* joined);
+/* Horovod's start_timeline and stop_timeline, on any rank, from any thread: rank 0 starts writing
+ * the timeline (as HOOP_TIMELINE does from start-up) to a new file at path, closing one it was
+ * writing, with each negotiation cycle marked where mark_cycles is non-zero
+ * (HOOP_TIMELINE_MARK_CYCLES); the other ranks do nothing. A file rank 0 cannot write is
+ * HOOP_ERR_INVALID_ARGUMENT. hoop_fusion_stop_timeline closes it, complete, before returning. */
+hoop_status_t hoop_fusion_start_timeline(hoop_fusion_t fusion, const char* path, int mark_cycles);
+hoop_status_t hoop_fusion_stop_timeline(hoop_fusion_t fusion);
 /* Blocks until the tensor completes; returns its status and frees the handle. */
 hoop_status_t hoop_fusion_wait(hoop_fusion_t fusion, hoop_handle_t handle);
 /* *done = 1 once the tensor completed (then hoop_fusion_wait returns at once), else 0. */

@@ -158,6 +158,16 @@ void RegisterFusion(pyb::module_& m) {
             return joined != 0;
           },
           "Whether some rank has joined and not every rank has yet (hoop_fusion_joined).")
+      .def(
+          "start_timeline",
+          [](const Fusion& f, const std::string& path, bool mark_cycles) {
+            Check(hoop_fusion_start_timeline(f.get(), path.c_str(), mark_cycles ? 1 : 0));
+          },
+          pyb::arg("path"), pyb::arg("mark_cycles") = false,
+          "Rank 0 writes the timeline to path from now on (hoop_fusion_start_timeline).")
+      .def(
+          "stop_timeline", [](const Fusion& f) { Check(hoop_fusion_stop_timeline(f.get())); },
+          "Ends the timeline, its file complete (hoop_fusion_stop_timeline).")
       .def("stop", &Fusion::Stop, "Stops the runtime on every rank (call it on every rank).");
 }
 

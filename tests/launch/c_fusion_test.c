@@ -2,13 +2,14 @@
  * broadcast and allgather submitted by name from two threads, completed through callbacks,
  * hoop_fusion_wait and hoop_fusion_test; synchronize; bad calls; direct collectives refused while
  * the runtime drives the communicator and accepted again once it is stopped; a join after uneven
- * steps (rank r runs r + 1 allreduces, then joins). Run as every rank of a job. Prints "c-fusion ok
+ * steps (rank r runs r + 1 allreduces, then joins); the timeline started and stopped. Run as every rank of a job. Prints "c-fusion ok
  * rank R of N". */
 #include <hoop/hoop.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECK_TAG "c-fusion"
 #include "tests/launch/c_check.h"
@@ -134,6 +135,28 @@ int main(void) {
   CHECK(hoop_fusion_wait(fusion, h) == HOOP_SUCCESS, "join result");
   CHECK(last == size - 1, "join: last %d, want %d", last, size - 1);
   CHECK(hoop_fusion_joined(fusion, &joined) == HOOP_SUCCESS && joined == 0, "joined after the join ended");
+
+  /* The timeline started and stopped at run time: rank 0's file is a complete trace. */
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/hoop-c-fusion-%d.json", (int)getpid());
+  CHECK(hoop_fusion_start_timeline(fusion, NULL, 0) == HOOP_ERR_INVALID_ARGUMENT, "timeline without a path");
+  CHECK(hoop_fusion_start_timeline(fusion, path, 1) == HOOP_SUCCESS, "start timeline");
+  float tv[2] = {1, 2};
+  CHECK(hoop_fusion_allreduce(fusion, "timed", tv, tv, 2, HOOP_F32, HOOP_SUM, NULL, NULL, NULL, &h) == HOOP_SUCCESS &&
+            hoop_fusion_wait(fusion, h) == HOOP_SUCCESS,
+        "timed allreduce");
+  CHECK(hoop_fusion_stop_timeline(fusion) == HOOP_SUCCESS, "stop timeline");
+  FILE* tf = fopen(path, "r");
+  CHECK((tf != NULL) == (rank == 0), "rank 0 alone writes the timeline");
+  if (tf) {
+    char text[1 << 14];
+    size_t got = fread(text, 1, sizeof text - 1, tf);
+    text[got] = 0;
+    fclose(tf);
+    remove(path);
+    CHECK(strstr(text, "\"timed\"") && strstr(text, "CYCLE_START") && got > 3 && !strcmp(text + got - 3, "\n]\n"),
+          "timeline content: %s", text);
+  }
 
   CHECK(hoop_fusion_stop(fusion) == HOOP_SUCCESS, "stop");
   CHECK(hoop_allreduce(comm, x, x, 4, HOOP_F32, HOOP_SUM) == HOOP_SUCCESS, "direct call after stop");

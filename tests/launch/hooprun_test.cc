@@ -134,14 +134,14 @@ TEST_CASE("more ranks than cores runs with a warning; what cannot work is refuse
 
 TEST_CASE("horovodrun's tensor fusion flags set the variables for every rank, checked first", "[hooprun]") {
   auto r = RunProc({Bin("hooprun"), "-np", "2", "--fusion-threshold-mb", "32", "--cycle-time-ms", "5",
-                    "--cache-capacity", "0", "--timeline-filename", "/tmp/tl.json",
+                    "--cache-capacity", "0", "--timeline-filename", "/tmp/tl.json", "--timeline-mark-cycles",
                     "--stall-check-warning-time-seconds", "10", "--log-level", "debug", "/bin/sh", "-c",
                     "echo $HOOP_FUSION_THRESHOLD $HOOP_CYCLE_TIME_MS $HOOP_CACHE_CAPACITY $HOOP_TIMELINE "
-                    "$HOOP_STALL_WARNING_S $HOOP_LOG_LEVEL"});
+                    "$HOOP_TIMELINE_MARK_CYCLES $HOOP_STALL_WARNING_S $HOOP_LOG_LEVEL"});
   INFO(r.output);
   CHECK(r.exit_code == 0);
-  CHECK(r.output.find("[0] 33554432 5 0 /tmp/tl.json 10 debug") != std::string::npos);
-  CHECK(r.output.find("[1] 33554432 5 0 /tmp/tl.json 10 debug") != std::string::npos);
+  CHECK(r.output.find("[0] 33554432 5 0 /tmp/tl.json 1 10 debug") != std::string::npos);
+  CHECK(r.output.find("[1] 33554432 5 0 /tmp/tl.json 1 10 debug") != std::string::npos);
   auto bad = RunProc({Bin("hooprun"), "-np", "2", "--log-level", "chatty", "/bin/true"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.output.find("--log-level 'chatty': HOOP_LOG_LEVEL='chatty': expected none, error, warn, info or debug") !=

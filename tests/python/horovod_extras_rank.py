@@ -1,11 +1,15 @@
 """One rank of the Horovod-style API's newer calls (test_horovod.py): the build queries, cross rank
 and size, is_homogeneous, reducescatter (even and uneven first dimensions, Average and Sum),
-the grouped calls (allreduce sync, async and in place, allgather, reducescatter), the timeline calls' errors, hoop.__version__, and
+the grouped calls (allreduce sync, async and in place, allgather, reducescatter), start_timeline and stop_timeline, hoop.__version__, and
 SyncBatchNorm against torch's BatchNorm over the whole batch (output, input gradient, the
 ranks' summed weight gradients, running statistics), a second DistributedOptimizer over the same
 parameters, set_backward_passes_per_step, join(device), HorovodInternalError. Prints
 "extras ok rank R of N"."""
+import json
+import os
+import shutil
 import sys
+import tempfile
 
 import torch
 
@@ -29,12 +33,27 @@ def main():
         assert q() is False, q.__name__
     assert isinstance(hvd.cuda_built(), bool)  # whether libhoop has CUDA (this build's choice)
     assert hoop.__version__ == ".".join(map(str, hoop.version()))
-    for fn, args in ((hvd.start_timeline, ("t.json",)), (hvd.stop_timeline, ())):
-        try:
-            fn(*args)
-            raise AssertionError(f"{fn.__name__} did not refuse")
-        except NotImplementedError as e:
-            assert "HOOP_TIMELINE" in str(e)
+    # The timeline started and stopped at run time, twice: rank 0 writes complete Chrome traces.
+    where = hvd.broadcast_object(tempfile.mkdtemp(prefix="hoop-timeline-") if r == 0 else None)
+    for k, marks in enumerate((True, False)):
+        path = os.path.join(where, f"t{k}.json")
+        hvd.start_timeline(path, mark_cycles=marks)
+        hvd.allreduce(torch.ones(5), name=f"timed.{k}")
+        hvd.stop_timeline()
+        if r == 0:
+            with open(path) as f:
+                events = json.load(f)
+            names = {e["name"] for e in events}
+            assert {"NEGOTIATE", "ALLREDUCE"} <= names, names
+            assert ("CYCLE_START" in names) == marks, names
+            assert any(e.get("args", {}).get("name") == f"allreduce.timed.{k}" for e in events), events[:3]
+    if r == 0:
+        shutil.rmtree(where)
+    try:
+        hvd.start_timeline("/nonexistent-dir/t.json")
+        assert r != 0, "an unwritable timeline was not refused on rank 0"
+    except ValueError as e:
+        assert r == 0 and "/nonexistent-dir/t.json" in str(e), e
     # reducescatter: rank k's tensor is k + 1 + row index; rows split as Horovod splits them.
     for rows in (2 * n, 2 * n + 1, 1):
         t = torch.arange(rows * 3, dtype=torch.float32).reshape(rows, 3) + r + 1

@@ -333,6 +333,33 @@ TEST_CASE("the timeline writes a Chrome trace with one row per tensor, names esc
   CHECK(other.Open(path, 1).ok());  // only rank 0 writes
   CHECK_FALSE(other.on());
   CHECK_FALSE(other.Open("/nonexistent-dir/x.json", 0).ok());
+  // Reopened with cycles marked: a new, complete file with CYCLE_START instants.
+  {
+    Timeline t;
+    REQUIRE(t.Open(path, 0, true).ok());
+    t.MarkCycle(Timeline::Clock::now());
+    t.Span("a", "ALLREDUCE", Timeline::Clock::now(), Timeline::Clock::now());
+    t.MarkCycle(Timeline::Clock::now());
+    std::string second = path + ".2";
+    REQUIRE(t.Open(second, 0, false).ok());  // closes the first
+    t.MarkCycle(Timeline::Clock::now());     // not asked for: nothing
+    t.Close();
+    std::ifstream in2(second);
+    std::stringstream s2;
+    s2 << in2.rdbuf();
+    CHECK(s2.str() == "[\n\n]\n");
+    std::remove(second.c_str());
+  }
+  std::ifstream in3(path);
+  std::stringstream s3;
+  s3 << in3.rdbuf();
+  std::string marked = s3.str();
+  std::remove(path.c_str());
+  CHECK(marked.rfind("[\n{\"name\":\"CYCLE_START\",\"ph\":\"i\",\"s\":\"g\"", 0) == 0);
+  CHECK(marked.substr(marked.size() - 3) == "\n]\n");
+  size_t marks = 0;
+  for (size_t p = 0; (p = marked.find("CYCLE_START", p)) != std::string::npos; ++p) ++marks;
+  CHECK(marks == 2);
 }
 
 TEST_CASE("Config reads the tensor fusion settings and refuses bad ones", "[fusion][common]") {
@@ -340,13 +367,15 @@ TEST_CASE("Config reads the tensor fusion settings and refuses bad ones", "[fusi
                             {"HOOP_FUSION_THRESHOLD", "16M"},
                             {"HOOP_CACHE_CAPACITY", "0"},
                             {"HOOP_STALL_WARNING_S", "0"},
-                            {"HOOP_TIMELINE", "/tmp/t.json"}});
+                            {"HOOP_TIMELINE", "/tmp/t.json"},
+                            {"HOOP_TIMELINE_MARK_CYCLES", "1"}});
   REQUIRE(c.ok());
   CHECK(c->cycle_time_ms == 0.5);
   CHECK(c->fusion_threshold == 16u << 20);
   CHECK(c->cache_capacity == 0);
   CHECK(c->stall_warning_s == 0);
   CHECK(c->timeline == "/tmp/t.json");
+  CHECK(c->timeline_mark_cycles);
   auto d = Config::FromEnv({});
   REQUIRE(d.ok());
   CHECK(d->cycle_time_ms == 1);
@@ -358,6 +387,9 @@ TEST_CASE("Config reads the tensor fusion settings and refuses bad ones", "[fusi
   CHECK_FALSE(Config::FromEnv({{"HOOP_FUSION_THRESHOLD", "lots"}}).ok());
   CHECK_FALSE(Config::FromEnv({{"HOOP_CACHE_CAPACITY", "-3"}}).ok());
   CHECK_FALSE(Config::FromEnv({{"HOOP_STALL_WARNING_S", "soon"}}).ok());
+  CHECK(Config::FromEnv({{"HOOP_TIMELINE_MARK_CYCLES", "yes"}}).status().message() ==
+        "HOOP_TIMELINE_MARK_CYCLES='yes': expected 1 (mark each negotiation cycle) or 0");
+  CHECK_FALSE(d->timeline_mark_cycles);
 }
 
 TEST_CASE("a handle's callback has finished when Wait returns; OnComplete after completion runs at once", "[fusion]") {

@@ -110,6 +110,8 @@ const char* const kUsage =
     "  --cycle-time-ms MS                     HOOP_CYCLE_TIME_MS (default 1)\n"
     "  --cache-capacity N                     HOOP_CACHE_CAPACITY (default 1024)\n"
     "  --timeline-filename FILE               HOOP_TIMELINE (a Chrome trace of rank 0)\n"
+    "  --timeline-mark-cycles                 HOOP_TIMELINE_MARK_CYCLES=1 (each negotiation cycle's\n"
+    "                                         start marked in it)\n"
     "  --stall-check-warning-time-seconds S   HOOP_STALL_WARNING_S (default 60; 0: never warn)\n"
     "  --log-level LEVEL                      HOOP_LOG_LEVEL: none, error, warn, info or debug (any\n"
     "                                         case; warning and trace too)\n"
@@ -228,6 +230,7 @@ void Declare(cli::Flags& f, Options& o) {
   f.Value("--network-interface", cli::Text(&o.network_interface));
   f.Switch("--status", &o.status);
   f.Value("--status-timeout", cli::Seconds(&o.status_timeout_s));
+  f.Switch("--timeline-mark-cycles", &o.timeline_mark_cycles);
   for (const Knob& k : kKnobs)
     f.Value(k.flag, [&o, &k](const std::string& flag, const std::string& v) -> Status {
       auto value = k.convert(v);
@@ -273,6 +276,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   HOOP_RETURN_IF_ERROR(f.Parse(argc, argv));
   if (o.help || o.version || o.agent) return o;
   o.command = f.rest();
+  if (o.timeline_mark_cycles) o.env.emplace_back("HOOP_TIMELINE_MARK_CYCLES", "1");
   if (o.status) {
     if (o.command.size() > 1 ||
         (o.command.size() == 1 && o.command[0].find_first_not_of("0123456789") != std::string::npos))

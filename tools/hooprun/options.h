@@ -38,12 +38,13 @@ struct Options {
   double elastic_timeout_s = 600;  // --elastic-timeout: how long below --min-np before giving up
   int reset_limit = 0;             // --reset-limit: changes of the ranks before giving up (0: none)
   bool elastic() const { return elastic_mode; }
-  SshOptions ssh;                 // -p, -i, --ssh-args, --start-timeout
-  std::string store_address;      // --store-address ADDR
-  std::string network_interface;  // --network-interface NAME
-  bool agent = false;             // --agent: run a remote host's share (remote.h)
-  bool status = false;            // --status [PID]: the live view of a running job (status.h)
-  double status_timeout_s = 3;    // --status-timeout: how long the ranks have to answer
+  SshOptions ssh;                     // -p, -i, --ssh-args, --start-timeout
+  std::string store_address;          // --store-address ADDR
+  std::string network_interface;      // --network-interface NAME
+  bool agent = false;                 // --agent: run a remote host's share (remote.h)
+  bool status = false;                // --status [PID]: the live view of a running job (status.h)
+  bool timeline_mark_cycles = false;  // --timeline-mark-cycles: HOOP_TIMELINE_MARK_CYCLES=1 for every rank
+  double status_timeout_s = 3;        // --status-timeout: how long the ranks have to answer
   bool help = false, version = false;
   std::vector<std::string> command;
 };

@@ -30,6 +30,8 @@ contributes the op's identity: zeros for Sum and Average, so Average divides by 
 every rank has joined; runtime broadcasts and allgathers fail meanwhile, and so do the calls that
 use the communicator directly (refused at the call once this rank knows some rank has joined).
 """
+import os
+
 import numpy as np
 import torch
 
@@ -273,14 +275,16 @@ def mpi_threads_supported():
 
 
 def start_timeline(file_path, mark_cycles=False):
-    """Horovod starts a timeline at run time; hoop's is chosen at start-up."""
-    raise NotImplementedError("hoop.torch.start_timeline: hoop's timeline is set when the job starts: "
-                              "HOOP_TIMELINE=FILE (hooprun --timeline-filename FILE); it cannot be started later")
+    """Horovod's: rank 0 writes a Chrome trace of the global set's tensors to file_path from now on
+    (a new file; one it was writing is closed first), each negotiation cycle marked with
+    mark_cycles. Any rank may call it; the others do nothing. HOOP_TIMELINE (hooprun
+    --timeline-filename) starts one at init instead."""
+    _s().fusion.start_timeline(os.fspath(file_path), bool(mark_cycles))
 
 
 def stop_timeline():
-    raise NotImplementedError("hoop.torch.stop_timeline: hoop's timeline runs from start-up to shutdown "
-                              "(HOOP_TIMELINE, hooprun --timeline-filename)")
+    """Horovod's: ends the timeline; its file is complete when this returns."""
+    _s().fusion.stop_timeline()
 
 
 def _dtype(t, call):
