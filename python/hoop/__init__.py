@@ -33,7 +33,7 @@ __all__ = [
     "locality", "allreduce", "iallreduce", "broadcast", "ibroadcast", "allgather", "iallgather", "allgatherv",
     "reduce_scatter", "ireduce_scatter", "reduce", "ireduce", "gather", "igather", "scatter", "iscatter",
     "alltoall", "ialltoall", "barrier", "ibarrier", "send", "isend", "recv", "irecv", "split", "dup", "join", "version",
-    "dtypes",
+    "dtypes", "run",
     "Comm", "Request", "HoopError", "SUM", "AVG", "MIN", "MAX", "PROD", "BAND", "BOR", "BXOR", "NONE", "FP16",
     "BF16_WIRE", "AUTO",
 ]
@@ -466,3 +466,6 @@ def recv(out, peer=ANY_SOURCE, tag=0, *, comm=None, dtype=-1):
 def irecv(out, peer=ANY_SOURCE, tag=0, *, comm=None, dtype=-1):
     """Request whose wait() returns (out, (source, tag, count))."""
     return _comm(comm).recv(_output(out, None, None, "recv"), peer, tag, dtype, True)
+
+
+from .runner import run  # noqa: E402  (horovod.run's counterpart: a function on every rank of a new job)

@@ -96,8 +96,14 @@ def free_ports(count=1):
 def hooprun(n, command, env=None, timeout=120, args=()):
     """Runs `hooprun -np n ARGS COMMAND` in its own process group; past `timeout` seconds kills
     the group and returns code -9 with the output so far and a line saying so."""
-    p = subprocess.Popen([HOOPRUN, "-np", str(n), "--oversubscribe", *args, *command], env=python_env(env),
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return in_group([HOOPRUN, "-np", str(n), "--oversubscribe", *args, *command], env, timeout)
+
+
+def in_group(command, env=None, timeout=120):
+    """Runs command (with python_env(env)) as hooprun() does: its own process group, killed past
+    `timeout` seconds."""
+    p = subprocess.Popen(command, env=python_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
     try:
         out, _ = p.communicate(timeout=timeout)
         return Result(p.returncode, out)

@@ -5,7 +5,7 @@ but not equal; a Horovod script run after `import horovod.torch as hvd` became
 `import hoop.torch as hvd`; a Horovod elastic script (elastic_horovod_rank.py) under elastic
 hooprun through a lost rank and its replacement; process sets (horovod_sets_rank.py), and one made
 from an mpi4py communicator under OpenMPI's mpirun; Adasum (horovod_adasum_rank.py) on 2, 3 and 4
-ranks; join with uneven data (horovod_join_rank.py) on 1 to 4 ranks. Skipped, saying so, without
+ranks; join with uneven data (horovod_join_rank.py) on 1 to 4 ranks; hoop.run (run_api_script.py). Skipped, saying so, without
 PyTorch."""
 import os
 import re
@@ -16,7 +16,7 @@ import sys
 import tempfile
 import unittest
 
-from support import HERE, drawn, hooprun, python_env
+from support import HERE, drawn, hooprun, in_group, python_env
 
 try:
     import torch
@@ -167,6 +167,13 @@ class Horovod(unittest.TestCase):
             diff = max((got[k] - v).abs().max().item() for k, v in one.items())
             self.assertLess(diff, 1e-2)
             self.assertGreater(diff, 0.0)
+
+    def test_hoop_run_returns_every_ranks_value_as_horovod_run(self):
+        r = in_group([sys.executable, os.path.join(HERE, "run_api_script.py")], timeout=120)
+        self.assertEqual(r.returncode, 0, r.output)
+        self.assertIn("run-api ok", r.output)
+        for rank in range(3):
+            self.assertIn(f"[{rank}] hello from {rank}", r.output)  # the ranks' own output passes through
 
     def test_a_horovod_script_runs_unchanged_but_its_import(self):
         r = hooprun(2, [sys.executable, "-c", HOROVOD_SCRIPT], timeout=120)
