@@ -3,7 +3,8 @@ and size, is_homogeneous, reducescatter (even and uneven first dimensions, Avera
 the grouped calls (allreduce sync, async and in place, allgather, reducescatter), start_timeline and stop_timeline, hoop.__version__, and
 SyncBatchNorm against torch's BatchNorm over the whole batch (output, input gradient, the
 ranks' summed weight gradients, running statistics), a second DistributedOptimizer over the same
-parameters, set_backward_passes_per_step, join(device), HorovodInternalError. Prints
+parameters, set_backward_passes_per_step, join(device), HorovodInternalError, compressors of one's
+own and hvd.compression's (Horovod's Compressor interface). Prints
 "extras ok rank R of N"."""
 import json
 import os
@@ -21,6 +22,51 @@ def close(what, got, want, tol=1e-5):
     if not torch.allclose(got.double(), want.double(), atol=tol, rtol=tol):
         print(f"extras FAIL rank {hvd.rank()}: {what}: {got} != {want}")
         sys.exit(1)
+
+
+class Halves(hvd.compression.Compressor):
+    """A compressor of one's own: what travels is half the tensor, in float64; counted."""
+    calls = 0
+
+    @staticmethod
+    def compress(tensor):
+        Halves.calls += 1
+        return tensor.double() / 2, tensor.dtype
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        return (tensor * 2).to(ctx)
+
+
+def compressors(r, n):
+    """Horovod's Compressor interface: one's own and hvd.compression's, on allreduce in every form
+    and DistributedOptimizer; anything else refused."""
+    assert hvd.compression.Compression is hvd.Compression
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3) + r
+    want = torch.arange(6, dtype=torch.float32).reshape(2, 3) + (n - 1) / 2
+    close("allreduce through a compressor of one's own", hvd.allreduce(x, compression=Halves), want)
+    y = x.clone()
+    hvd.synchronize(hvd.allreduce_async_(y, name="halves.inplace", compression=Halves, op=hvd.Sum))
+    close("allreduce_async_ through it, Sum", y, want * n)
+    assert y.dtype == torch.float32 and Halves.calls == 2, (y.dtype, Halves.calls)
+    got = hvd.allreduce(x, compression=hvd.compression.FP16Compressor)
+    assert got.dtype == torch.float32
+    close("FP16Compressor", got, want, tol=1e-3)
+    close("NoneCompressor", hvd.allreduce(x, compression=hvd.compression.NoneCompressor), want)
+    model = torch.nn.Linear(3, 1, bias=False)
+    torch.nn.init.constant_(model.weight, 1.0)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters(), compression=Halves)
+    model(torch.full((1, 3), float(r + 1))).sum().backward()
+    opt.step()
+    close("DistributedOptimizer through a compressor", model.weight,
+          torch.ones(1, 3) - 0.1 * sum(k + 1 for k in range(n)) / n)
+    assert Halves.calls == 3, Halves.calls
+    try:
+        hvd.allreduce(x, compression="fp16")
+        raise AssertionError("a string was taken as a compression")
+    except TypeError as e:
+        assert "Compressor" in str(e), e
 
 
 def main():
@@ -144,6 +190,7 @@ def main():
         model(torch.full((1, 3), float(r + 1))).sum().backward()
     opt.step()
     close("two backward passes per step", model.weight, before - 0.01 * 2 * sum(k + 1 for k in range(n)) / n)
+    compressors(r, n)
     print(f"extras ok rank {r} of {n}")
     hvd.shutdown()
 

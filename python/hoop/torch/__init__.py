@@ -87,7 +87,7 @@ from .horovod import __all__ as _horovod_all  # noqa: E402
 
 __all__ = ["BACKEND", "set_deterministic"] + _horovod_all
 
-from . import elastic  # noqa: E402,F401  (hvd.elastic: Horovod's elastic API)
+from . import compression, elastic  # noqa: E402,F401  (hvd.compression, hvd.elastic: Horovod's modules)
 from .elastic import HorovodInternalError  # noqa: E402  (hvd.HorovodInternalError, as Horovod's)
 
 __all__.append("HorovodInternalError")

@@ -402,7 +402,29 @@ def _op_of(average, op, call, adasum=False):
     return op
 
 
+def _codec(compression, call):
+    """A compressor of the caller's (Horovod's Compressor interface: compress and decompress), or
+    None for hoop's wire compression (Compression.none, .fp16, .bf16)."""
+    if compression is None or isinstance(compression, _Wire):
+        return None
+    if callable(getattr(compression, "compress", None)) and callable(getattr(compression, "decompress", None)):
+        return compression
+    raise TypeError(f"hoop.torch: {call}: compression must be hoop.torch.Compression.none, .fp16 or .bf16, or a "
+                    f"compressor with compress() and decompress() (Horovod's Compressor), not {compression!r}")
+
+
 def _allreduce_into(tensor, output, name, op, prescale, postscale, compression, process_set, call):
+    codec = _codec(compression, call)
+    if codec is not None and op is not Adasum:  # reduce the compressed tensor, decompress into output
+        packed, ctx = codec.compress(tensor)
+        inner = _allreduce_into(packed, torch.empty_like(packed, memory_format=torch.contiguous_format), name, op,
+                                prescale, postscale, None, process_set, call)
+
+        def finish(outs):
+            with torch.no_grad():
+                output.copy_(codec.decompress(outs[0], ctx))
+            return output
+        return _register("group", [inner], output, (tensor, packed), finish)
     dt = _check(tensor, call)
     g = _group(process_set, call, direct=op is Adasum)
     if op is Adasum:  # at the call, on this thread (horovod_adasum.py)
