@@ -132,6 +132,46 @@ TEST_CASE("more ranks than cores runs with a warning; what cannot work is refuse
          many.output.find("the shared-memory rings") != std::string::npos));
 }
 
+TEST_CASE("horovodrun's other flags: aliases, variables, changing nothing, or refused saying why", "[hooprun]") {
+  auto r = RunProc({Bin("hooprun"), "--num-proc", "2", "--gloo", "--disable-cache", "--no-stall-check",
+                    "--hierarchical-allreduce", "--tcp", "--gloo-timeout-seconds", "40", "--no-autotune",
+                    "--log-hide-timestamp", "--prefix-output-with-timestamp", "--network-interfaces", "lo,eth0",
+                    "/bin/sh", "-c", "echo got $HOOP_STALL_WARNING_S $HOOP_ALGO $HOOP_TRANSPORT $HOOP_TIMEOUT"},
+                   Within(60));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("[0] got 0 hierarchical tcp 40") != std::string::npos);
+  CHECK(r.output.find("[1] got 0 hierarchical tcp 40") != std::string::npos);
+  // 0 leaves HOOP_TIMEOUT alone (horovodrun's 0: no shutdown).
+  auto zero = RunProc({Bin("hooprun"), "-np", "1", "--stall-check-shutdown-time-seconds", "0", "/bin/sh", "-c",
+                       "echo timeout=${HOOP_TIMEOUT:-unset}"});
+  CHECK(zero.output.find("timeout=unset") != std::string::npos);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--mpi"}, "--mpi: hooprun starts the ranks itself and needs no MPI"},
+      {{"--mpi-args", "-x FOO"}, "--mpi-args: hoop has no MPI"},
+      {{"--config-file", "c.yaml"}, "--config-file: hooprun reads no YAML config"},
+      {{"--autotune"}, "--autotune: hoop does not tune its fusion settings"},
+      {{"--num-nccl-streams", "2"}, "--num-nccl-streams: hoop does not use NCCL"},
+      {{"--gloo-timeout-seconds", "soon"}, "--gloo-timeout-seconds 'soon': expected seconds"},
+  };
+  for (const auto& [flags, want] : refused) {
+    std::vector<std::string> args = {Bin("hooprun"), "-np", "1"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("/bin/true");
+    auto bad = RunProc(args);
+    INFO(bad.output);
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find("hooprun: " + want) == 0);
+  }
+  auto cb = RunProc({Bin("hooprun"), "--check-build"});
+  INFO(cb.output);
+  CHECK(cb.exit_code == 0);
+  CHECK(cb.output.find("Available Frameworks:") != std::string::npos);
+  CHECK(cb.output.find("[X] hoop (hooprun's store") != std::string::npos);
+  CHECK(cb.output.find("[X] tcp (transport)") != std::string::npos);
+  CHECK(RunProc({Bin("hooprun"), "-cb"}).output == cb.output);
+}
+
 TEST_CASE("horovodrun's tensor fusion flags set the variables for every rank, checked first", "[hooprun]") {
   auto r = RunProc({Bin("hooprun"), "-np", "2", "--fusion-threshold-mb", "32", "--cycle-time-ms", "5",
                     "--cache-capacity", "0", "--timeline-filename", "/tmp/tl.json", "--timeline-mark-cycles",

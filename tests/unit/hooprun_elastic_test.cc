@@ -29,6 +29,11 @@ TEST_CASE("hooprun --host-discovery-script output: HOST[:SLOTS] lines, comments,
   CHECK((*h)[1].slots == 1);
   CHECK((*h)[2].host == "10.0.0.3");
   CHECK((*h)[2].slots == 2);
+  auto four = ParseDiscovered("node1\nnode2:2\n", 4);  // --slots-per-host 4: for the lines that name none
+  REQUIRE(four.ok());
+  REQUIRE(four->size() == 2);
+  CHECK((*four)[0].slots == 4);
+  CHECK((*four)[1].slots == 2);
   auto none = ParseDiscovered("");
   REQUIRE(none.ok());
   CHECK(none->empty());

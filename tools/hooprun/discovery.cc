@@ -32,7 +32,7 @@ DiscoveryRun::~DiscoveryRun() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status DiscoveryRun::Start(const std::string& script) {
+Status DiscoveryRun::Start(const std::string& script, int default_slots) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return ErrnoStatus(Code::kInternal, "pipe", errno);
   const pid_t parent = ::getpid();
@@ -59,6 +59,7 @@ Status DiscoveryRun::Start(const std::string& script) {
   pid_ = pid;
   fd_ = out[0];
   script_ = script;
+  default_slots_ = default_slots;
   out_.clear();
   status_.reset();
   killed_ = false;
@@ -100,12 +101,12 @@ std::optional<StatusOr<std::vector<HostSlots>>> DiscoveryRun::Result() {
                             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kDiscoveryLimit).count()) +
                             " s; killed it"));
   if (!ExitedCleanly(*status_)) return StatusOr<std::vector<HostSlots>>(Failed(script_, DescribeExit(*status_)));
-  return ParseDiscovered(out_);
+  return ParseDiscovered(out_, default_slots_);
 }
 
-StatusOr<std::vector<HostSlots>> DiscoverNow(const std::string& script) {
+StatusOr<std::vector<HostSlots>> DiscoverNow(const std::string& script, int default_slots) {
   DiscoveryRun run;
-  HOOP_RETURN_IF_ERROR(run.Start(script));
+  HOOP_RETURN_IF_ERROR(run.Start(script, default_slots));
   while (true) {
     pollfd p{-1, 0, 0};
     ::poll(&p, 0, 20);

@@ -22,7 +22,8 @@ namespace hoop::run {
 inline constexpr auto kDiscoveryLimit = std::chrono::seconds(10);
 
 // Runs the script and waits for its hosts (before the job starts).
-StatusOr<std::vector<HostSlots>> DiscoverNow(const std::string& script);
+// default_slots: a listed host's slots where its line names none (--slots-per-host).
+StatusOr<std::vector<HostSlots>> DiscoverNow(const std::string& script, int default_slots = 1);
 
 // One run of the script while the job goes on.
 class DiscoveryRun {
@@ -33,7 +34,7 @@ class DiscoveryRun {
   ~DiscoveryRun();
 
   // Starts the script (its stdout to a pipe read here; stderr as hooprun's).
-  Status Start(const std::string& script);
+  Status Start(const std::string& script, int default_slots = 1);
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
   // Takes what the script wrote so far; kills it once it ran past kDiscoveryLimit.
@@ -47,6 +48,7 @@ class DiscoveryRun {
   pid_t pid_ = -1;
   int fd_ = -1;
   std::string script_, out_;
+  int default_slots_ = 1;
   std::optional<int> status_;
   bool killed_ = false;
   std::chrono::steady_clock::time_point started_;

@@ -58,7 +58,7 @@ StatusOr<std::vector<HostSlots>> ParseHostList(const std::string& spec) {
   return hosts;
 }
 
-StatusOr<std::vector<HostSlots>> ParseDiscovered(const std::string& text) {
+StatusOr<std::vector<HostSlots>> ParseDiscovered(const std::string& text, int default_slots) {
   std::vector<HostSlots> hosts;
   std::istringstream in(text);
   int n = 0;
@@ -70,7 +70,7 @@ StatusOr<std::vector<HostSlots>> ParseDiscovered(const std::string& text) {
     line = line.substr(first, last - first + 1);
     const std::string where = "--host-discovery-script printed, line " + std::to_string(n) + ", '" + line + "': ";
     const size_t colon = line.rfind(':');
-    int slots = 1;
+    int slots = default_slots;
     if (colon != std::string::npos) {
       HOOP_ASSIGN_OR_RETURN(slots, Slots(line.substr(colon + 1), where));
     }

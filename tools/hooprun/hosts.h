@@ -30,7 +30,7 @@ StatusOr<std::vector<HostSlots>> ParseHostfile(const std::string& text, const st
 
 // What a --host-discovery-script printed: one HOST[:SLOTS] per line (horovodrun's), '#'
 // comments and blank lines skipped; no line at all is no host.
-StatusOr<std::vector<HostSlots>> ParseDiscovered(const std::string& text);
+StatusOr<std::vector<HostSlots>> ParseDiscovered(const std::string& text, int default_slots = 1);
 
 enum class MapBy { kSlot, kNode };
 

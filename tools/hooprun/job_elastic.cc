@@ -60,7 +60,7 @@ void Job::Discover() {
   if (!discovery_.running()) {
     if (Clock::now() - last_discovery_ < kDiscoveryEvery) return;
     last_discovery_ = Clock::now();
-    if (Status s = discovery_.Start(o_.discovery_script); !s.ok()) DiscoveryFailed(s.message());
+    if (Status s = discovery_.Start(o_.discovery_script, o_.slots_per_host); !s.ok()) DiscoveryFailed(s.message());
     return;
   }
   discovery_.Read();

@@ -104,7 +104,7 @@ StatusOr<JobPlan> PlanRanks(Options& opts) {
   } else if (!opts.hosts.empty()) {
     HOOP_ASSIGN_OR_RETURN(hosts, ParseHostList(opts.hosts));
   } else if (!opts.discovery_script.empty()) {  // an elastic job's first hosts
-    HOOP_ASSIGN_OR_RETURN(hosts, DiscoverNow(opts.discovery_script));
+    HOOP_ASSIGN_OR_RETURN(hosts, DiscoverNow(opts.discovery_script, opts.slots_per_host));
     if (hosts.empty()) return InvalidArgument("--host-discovery-script '" + opts.discovery_script + "' listed no host");
     if (opts.np == 0) opts.np = AimedRanks(hosts, opts.max_np);
   } else {
@@ -317,6 +317,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n", hoop::VersionLine("hooprun").c_str());
     return 0;
   }
+  if (opts->check_build) return PrintCheckBuild();
   if (opts->agent) return RunAgent();
   if (opts->status) return ShowStatus(*opts, hoop::ProcessEnvironment());
   // Where every rank goes: -H or --hostfile, else -np ranks on this host.

@@ -23,7 +23,8 @@ const char* const kUsage =
     "MASTER_ADDR, MASTER_PORT (rank 0's host, a free port) and PYTHONUNBUFFERED=1 unless set\n"
     "already, so `hooprun -np 2 python3 train.py` runs a torchrun script unchanged.\n"
     "\n"
-    "  -np N, -n N, --np N  number of ranks (required without hosts; with them, at most the sum\n"
+    "  -np N, -n N, --np N, --num-proc N\n"
+    "                       number of ranks (required without hosts; with them, at most the sum\n"
     "                       of their slots, which is the default)\n"
     "  -H, --host, --hosts HOST[:SLOTS],...\n"
     "                       the hosts and their slots (default 1 each), as horovodrun's -H\n"
@@ -42,6 +43,7 @@ const char* const kUsage =
     "  --store-address ADDR the job's store listens on this address of this host (default, with\n"
     "                       other hosts: the address on the route to the first of them)\n"
     "  --network-interface NAME   the same, the address of this interface\n"
+    "  --network-interfaces NAME,...  horovodrun's: the first of them\n"
     "  --bind-to none|core|hwthread|numa|socket\n"
     "                       bind each rank to a core (rank i to core i), a hardware thread (the\n"
     "                       cores' first threads, then their second ones), or to the NUMA node or\n"
@@ -52,7 +54,8 @@ const char* const kUsage =
     "  -x VAR[=VAL]         set VAR for every rank (VAR alone: pass this shell's value)\n"
     "  --timeout SECONDS    stop the whole job if it runs longer (exit code 124)\n"
     "  --tag-output         prefix lines with [RANK]<stdout>: / [RANK]<stderr>: instead of [RANK]\n"
-    "  --timestamp-output   start every line with the time hooprun relayed it (mpirun's)\n"
+    "  --timestamp-output, --prefix-output-with-timestamp\n"
+    "                       start every line with the time hooprun relayed it (mpirun's)\n"
     "  --output-filename DIR  also write each rank's output, unprefixed, to DIR/rank.N/stdout\n"
     "                       and DIR/rank.N/stderr (N zero-padded; made or truncated at start)\n"
     "  --wdir DIR           the ranks' working folder (default: hooprun's); a relative PROGRAM\n"
@@ -79,13 +82,16 @@ const char* const kUsage =
     "that fails, where a host has a free slot, and ranks on hosts the discovery script adds, up to\n"
     "--max-np. A rank that fails is reported and the others go on (as --enable-recovery); the job\n"
     "exits 0 when its ranks end well. Each event is one line on stderr.\n"
-    "  --min-np N           the fewest ranks the job runs with (default with the flags below: -np)\n"
-    "  --max-np N           the most ranks at once (default: -np; with a discovery script, the\n"
+    "  --min-np N, --min-num-proc N\n"
+    "                       the fewest ranks the job runs with (default with the flags below: -np)\n"
+    "  --max-np N, --max-num-proc N\n"
+    "                       the most ranks at once (default: -np; with a discovery script, the\n"
     "                       slots it lists)\n"
     "  --host-discovery-script FILE\n"
     "                       run every second; prints the hosts the job may use, one HOST[:SLOTS]\n"
     "                       per line (default 1 slot). Replaces -H; a host no longer listed has its\n"
     "                       ranks stopped, a host added gets ranks while the job is under --max-np\n"
+    "  --slots-per-host N   the slots of a listed host that names none (default 1)\n"
     "  --elastic-timeout SECONDS  how long the job may stay under --min-np ranks, waiting for\n"
     "                       hosts, before it is stopped (default 600)\n"
     "  --reset-limit N      stop the job after N changes of its ranks (a loss, ranks added; default:\n"
@@ -115,6 +121,22 @@ const char* const kUsage =
     "  --stall-check-warning-time-seconds S   HOOP_STALL_WARNING_S (default 60; 0: never warn)\n"
     "  --log-level LEVEL                      HOOP_LOG_LEVEL: none, error, warn, info or debug (any\n"
     "                                         case; warning and trace too)\n"
+    "  --no-stall-check                       HOOP_STALL_WARNING_S=0\n"
+    "  --stall-check-shutdown-time-seconds S, --gloo-timeout-seconds S\n"
+    "                                         HOOP_TIMEOUT=S (0: unchanged): a tensor some ranks\n"
+    "                                         never submit fails after S seconds\n"
+    "  --hierarchical-allreduce, --hierarchical-allgather   HOOP_ALGO=hierarchical\n"
+    "  --tcp                                  HOOP_TRANSPORT=tcp\n"
+    "  --no-timeline-mark-cycles              HOOP_TIMELINE_MARK_CYCLES=0\n"
+    "horovodrun's others: -cb, --check-build prints what this hoop was built with; --gloo,\n"
+    "--disable-cache, --stall-check, --no-hierarchical-allreduce, --no-hierarchical-allgather,\n"
+    "--no-torus-allreduce, --no-autotune, --mpi-threads-disable, --no-mpi-threads-disable,\n"
+    "--log-without-timestamp and --log-hide-timestamp ask for what hoop does anyway and change\n"
+    "nothing; --mpi, --jsrun, --mpi-args, --config-file, --torus-allreduce, --autotune and its\n"
+    "--autotune-log-file, --autotune-warmup-samples, --autotune-steps-per-sample,\n"
+    "--autotune-bayes-opt-max-samples, --autotune-gaussian-process-noise, --blacklist-cooldown-range,\n"
+    "--binding-args, --num-nccl-streams, --thread-affinity, --log-with-timestamp and\n"
+    "--no-log-hide-timestamp are refused, saying what to use instead.\n"
     "\n"
     "Every output line is prefixed with its rank. If a rank dies or exits non-zero, the other\n"
     "ranks get a few seconds to report, are then stopped, and hooprun exits non-zero with one\n"
@@ -160,7 +182,7 @@ void Declare(cli::Flags& f, Options& o) {
   f.Early("--version", &o.version);
   f.Early("--agent", &o.agent);
   f.StopAtPositional();
-  f.Value("-np,-n,--np", cli::Int(&o.np, 1, 4096, "a rank count"));
+  f.Value("-np,-n,--np,--num-proc", cli::Int(&o.np, 1, 4096, "a rank count"));
   f.Value("-N,--npernode", cli::Int(&o.npernode, 1, 4096, "ranks per host"));
   f.Value("-H,--host,--hosts", cli::Text(&o.hosts));
   f.Value("--hostfile,-hostfile", cli::Text(&o.hostfile));
@@ -202,7 +224,7 @@ void Declare(cli::Flags& f, Options& o) {
   });
   f.Value("--timeout", cli::Seconds(&o.timeout_s));
   f.Switch("--tag-output", &o.tag_output);
-  f.Switch("--timestamp-output", &o.timestamp_output);
+  f.Switch("--timestamp-output,--prefix-output-with-timestamp", &o.timestamp_output);
   f.Switch("--oversubscribe", &o.oversubscribe);
   // mpirun's habits: --allow-run-as-root is accepted and does nothing (hooprun runs as root as
   // it runs as anyone); --mca is refused with what hoop reads instead.
@@ -213,8 +235,8 @@ void Declare(cli::Flags& f, Options& o) {
            "-x VAR=VALUE (README, Configuration)";
   });
   f.Switch("--enable-recovery", &o.enable_recovery);
-  f.Value("--min-np", cli::Int(&o.min_np, 1, 4096, "a rank count"));
-  f.Value("--max-np", cli::Int(&o.max_np, 1, 4096, "a rank count"));
+  f.Value("--min-np,--min-num-proc", cli::Int(&o.min_np, 1, 4096, "a rank count"));
+  f.Value("--max-np,--max-num-proc", cli::Int(&o.max_np, 1, 4096, "a rank count"));
   f.Value("--host-discovery-script", cli::NonEmpty(&o.discovery_script, "a program"));
   f.Value("--elastic-timeout", cli::Seconds(&o.elastic_timeout_s));
   f.Value("--reset-limit", cli::Int(&o.reset_limit, 0, 1 << 20, "a count"));
@@ -231,6 +253,7 @@ void Declare(cli::Flags& f, Options& o) {
   f.Switch("--status", &o.status);
   f.Value("--status-timeout", cli::Seconds(&o.status_timeout_s));
   f.Switch("--timeline-mark-cycles", &o.timeline_mark_cycles);
+  DeclareHorovodrunFlags(f, o);
   for (const Knob& k : kKnobs)
     f.Value(k.flag, [&o, &k](const std::string& flag, const std::string& v) -> Status {
       auto value = k.convert(v);
@@ -274,9 +297,10 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   cli::Flags f;
   Declare(f, o);
   HOOP_RETURN_IF_ERROR(f.Parse(argc, argv));
-  if (o.help || o.version || o.agent) return o;
+  if (o.help || o.version || o.agent || o.check_build) return o;
   o.command = f.rest();
   if (o.timeline_mark_cycles) o.env.emplace_back("HOOP_TIMELINE_MARK_CYCLES", "1");
+  HOOP_RETURN_IF_ERROR(ApplyHorovodrunSwitches(o));
   if (o.status) {
     if (o.command.size() > 1 ||
         (o.command.size() == 1 && o.command[0].find_first_not_of("0123456789") != std::string::npos))

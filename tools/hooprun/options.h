@@ -1,10 +1,12 @@
 // hooprun's command line.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/status.h"
 #include "common/topology.h"
 #include "tools/hooprun/hosts.h"
@@ -38,18 +40,26 @@ struct Options {
   double elastic_timeout_s = 600;  // --elastic-timeout: how long below --min-np before giving up
   int reset_limit = 0;             // --reset-limit: changes of the ranks before giving up (0: none)
   bool elastic() const { return elastic_mode; }
-  SshOptions ssh;                     // -p, -i, --ssh-args, --start-timeout
-  std::string store_address;          // --store-address ADDR
-  std::string network_interface;      // --network-interface NAME
-  bool agent = false;                 // --agent: run a remote host's share (remote.h)
-  bool status = false;                // --status [PID]: the live view of a running job (status.h)
-  bool timeline_mark_cycles = false;  // --timeline-mark-cycles: HOOP_TIMELINE_MARK_CYCLES=1 for every rank
-  double status_timeout_s = 3;        // --status-timeout: how long the ranks have to answer
+  SshOptions ssh;                                // -p, -i, --ssh-args, --start-timeout
+  std::string store_address;                     // --store-address ADDR
+  std::string network_interface;                 // --network-interface NAME
+  bool agent = false;                            // --agent: run a remote host's share (remote.h)
+  bool status = false;                           // --status [PID]: the live view of a running job (status.h)
+  bool timeline_mark_cycles = false;             // --timeline-mark-cycles: HOOP_TIMELINE_MARK_CYCLES=1 for every rank
+  double status_timeout_s = 3;                   // --status-timeout: how long the ranks have to answer
+  int slots_per_host = 1;                        // --slots-per-host: a discovered host's slots where it names none
+  bool check_build = false;                      // -cb, --check-build: what this hoop was built with (horovodrun's)
+  std::map<std::string, bool> horovod_switches;  // horovodrun's switches given (horovodrun_flags.cc)
   bool help = false, version = false;
   std::vector<std::string> command;
 };
 
 extern const char* const kUsage;
+// horovodrun's flags without a hooprun flag of their own (horovodrun_flags.cc): declared on f;
+// then, once parsed, the switches' variables set (or the refusal).
+void DeclareHorovodrunFlags(cli::Flags& f, Options& o);
+Status ApplyHorovodrunSwitches(Options& o);
+int PrintCheckBuild();  // --check-build (check_build.cc)
 StatusOr<Options> ParseOptions(int argc, char** argv);
 // Every flag ParseOptions reads, each alias (the usage test checks kUsage names them all).
 std::vector<std::string> FlagNames();
