@@ -2,7 +2,9 @@
 
 PAYLOAD is "b64:" and the pickled (script path, pickled call) inline, or a file holding them.
 The calling script, where func came from it, is run first under the name __mp_main__ and stands
-in for __main__ (as multiprocessing's "spawn" does), so pickle finds func there. The call's return
+in for __main__ (as multiprocessing's "spawn" does), so pickle finds func there; sys.argv and the
+working folder are the caller's while it runs, so a script that reads its arguments at the top
+level reads them again. The call's return
 value is printed pickled in marker lines, which the launcher takes out of the output.
 """
 import base64
@@ -30,7 +32,10 @@ def main():
     else:
         with open(where, "rb") as f:
             blob = f.read()
-    main_path, payload = pickle.loads(blob)
+    main_path, payload, argv, cwd = pickle.loads(blob)
+    sys.argv = argv
+    if os.path.isdir(cwd):
+        os.chdir(cwd)
     if main_path:
         sys.path.insert(0, os.path.dirname(main_path))
         _load_main(main_path)

@@ -103,7 +103,9 @@ def run(func, args=(), kwargs=None, num_proc=None, min_num_proc=None, max_num_pr
     payload, main_path = _pickled(func, args, kwargs)
     token = secrets.token_hex(8)
     with tempfile.TemporaryDirectory(prefix="hoop-run-") as tmp:
-        blob = pickle.dumps((main_path, payload))
+        # The caller's argv and folder go along, as multiprocessing's spawn sends them: a script
+        # that reads its arguments at the top level reads the caller's again when a rank loads it.
+        blob = pickle.dumps((main_path, payload, list(sys.argv), os.getcwd()))
         if len(blob) <= _INLINE:
             where = "b64:" + base64.b64encode(blob).decode()
         else:

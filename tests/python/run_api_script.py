@@ -2,16 +2,21 @@
 on 3 ranks returns each rank's values, one of them larger than hooprun passes on in one line; a
 rank that raises fails the call, naming its error; a lambda, without cloudpickle, is refused
 before anything starts. Prints "run-api ok" and what it checked."""
+import argparse
 import sys
 
 import torch
+
+# Read at the top level, as many scripts do: each rank that loads this script reads the caller's
+# arguments again (hoop.run sends them, as multiprocessing's spawn does).
+ARGS = argparse.ArgumentParser().parse_args()
 
 
 def train(scale, big=0):
     import hoop.torch as hvd
     hvd.init()
     total = hvd.allreduce(torch.tensor([float(hvd.rank())]), op=hvd.Sum).item()
-    print(f"hello from {hvd.rank()}", flush=True)
+    print(f"hello from {hvd.rank()} with {ARGS}", flush=True)
     return {"rank": hvd.rank(), "size": hvd.size(), "sum": total * scale, "big": bytes([hvd.rank()]) * big}
 
 

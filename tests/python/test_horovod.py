@@ -173,7 +173,7 @@ class Horovod(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.output)
         self.assertIn("run-api ok", r.output)
         for rank in range(3):
-            self.assertIn(f"[{rank}] hello from {rank}", r.output)  # the ranks' own output passes through
+            self.assertIn(f"[{rank}] hello from {rank} with Namespace()", r.output)  # the ranks' own output passes through
 
     def test_a_horovod_script_runs_unchanged_but_its_import(self):
         r = hooprun(2, [sys.executable, "-c", HOROVOD_SCRIPT], timeout=120)
