@@ -1,8 +1,8 @@
 """One rank of Horovod's join through hoop.torch (test_horovod.py), for ranks whose data runs out
-first: Horovod's own check (each rank in turn joins first while the others average two fused
-tensors of four dtypes, before and after the names are cached: the joined rank counts as zeros,
-so the average is (n - 1) / n of the tensor, and join returns the same rank, not the first, on
-every rank); Sum, Min, Max and Product with ranks joined (Min, Max and Product over the ranks
+first: Horovod's own check (the first rank, then the last, joins first while the others average
+two fused tensors, int32 and float64, before and after the names are cached: the joined rank
+counts as zeros, so the average is (n - 1) / n of the tensor, and join returns the same rank, not
+the first, on every rank); Sum, Min, Max and Product with ranks joined (Min, Max and Product over the ranks
 still running); allgather and broadcast refused while a rank has joined, named and unnamed, and
 an unnamed allgather working after it; the calls that run on the communicator directly refused
 once this rank knows some rank has joined; DistributedOptimizer trained on uneven data (rank r
@@ -33,8 +33,8 @@ def check_join(first, r, n):
 
 
 def horovods_check(r, n):
-    for first in range(n):
-        for dtype in (torch.int32, torch.int64, torch.float32, torch.float64):
+    for first in sorted({0, n - 1}):  # the first rank and the last (every one, on up to 2 ranks)
+        for dtype in (torch.int32, torch.float64):
             for caching in (False, True):
                 torch.manual_seed(1234)
                 a = torch.randint(-100, 100, (5, 5)).to(dtype)

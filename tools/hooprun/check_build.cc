@@ -31,8 +31,8 @@ std::string TorchPackage() {
     fs::path root = bin / ".." / more;
     if (!fs::is_directory(root, ec)) continue;
     for (const auto& d : fs::directory_iterator(root, ec)) {
-      places.push_back(d.path() / "python" / "hoop");                    // build/python-more/N/python/hoop
-      places.push_back(d.path() / "dist-packages" / "hoop");             // lib/python3.X/dist-packages/hoop
+      places.push_back(d.path() / "python" / "hoop");         // build/python-more/N/python/hoop
+      places.push_back(d.path() / "dist-packages" / "hoop");  // lib/python3.X/dist-packages/hoop
       places.push_back(d.path() / "site-packages" / "hoop");
     }
   }
@@ -51,9 +51,9 @@ void Row(bool on, const std::string& what) { std::printf("    [%c] %s\n", on ? '
 int PrintCheckBuild() {
   std::printf("%s:\n\nAvailable Frameworks:\n", VersionLine("hoop").c_str());
   const std::string torch = TorchPackage();
-  Row(!torch.empty(), torch.empty() ? "PyTorch (no hoop package with the torch.distributed backend next to this hooprun)"
-                                    : "PyTorch (torch.distributed backend \"hoop\" and hoop.torch, Horovod's API: " +
-                                          torch + ")");
+  Row(!torch.empty(),
+      torch.empty() ? "PyTorch (no hoop package with the torch.distributed backend next to this hooprun)"
+                    : "PyTorch (torch.distributed backend \"hoop\" and hoop.torch, Horovod's API: " + torch + ")");
   Row(false, "TensorFlow");
   Row(false, "MXNet");
   std::printf("\nAvailable Controllers:\n");

@@ -21,7 +21,7 @@ namespace {
 
 struct Switch {
   const char* flag;
-  const char* var;      // with value: the variable it sets; null: taken, changing nothing
+  const char* var;  // with value: the variable it sets; null: taken, changing nothing
   const char* value;
   const char* refusal;  // non-null: refused with this
 };
@@ -67,8 +67,7 @@ struct Refused {
 
 constexpr Refused kRefusedValues[] = {
     {"--mpi-args", "hoop has no MPI to pass arguments to; its settings are HOOP_* variables (-x VAR=VALUE)"},
-    {"--config-file",
-     "hooprun reads no YAML config; give its settings as flags or as HOOP_* variables (-x VAR=VALUE)"},
+    {"--config-file", "hooprun reads no YAML config; give its settings as flags or as HOOP_* variables (-x VAR=VALUE)"},
     {"--autotune-log-file,--autotune-warmup-samples,--autotune-steps-per-sample,--autotune-bayes-opt-max-samples,"
      "--autotune-gaussian-process-noise",
      kNoAutotune},

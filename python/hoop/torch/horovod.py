@@ -39,8 +39,8 @@ import hoop
 from hoop import _hoop
 
 from .horovod_adasum import allreduce_adasum
-from .horovod_sets import (ProcessSet, _Group, _group, _init_sets, _root, add_process_set,  # noqa: F401
-                           global_process_set, remove_process_set)
+from .horovod_sets import (ProcessSet, _Group, _group, _init_sets, _refuse_while_joined, _root,  # noqa: F401
+                           add_process_set, global_process_set, remove_process_set)
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "allreduce",
            "allreduce_", "allreduce_async", "allreduce_async_", "broadcast", "broadcast_", "broadcast_async",
@@ -426,8 +426,9 @@ def _allreduce_into(tensor, output, name, op, prescale, postscale, compression, 
             return output
         return _register("group", [inner], output, (tensor, packed), finish)
     dt = _check(tensor, call)
-    g = _group(process_set, call, direct=op is Adasum)
+    g = _group(process_set, call)
     if op is Adasum:  # at the call, on this thread (horovod_adasum.py)
+        _refuse_while_joined(call)
         _name("allreduce", name, g)  # counts as an unnamed call, as the others do
         allreduce_adasum(tensor, output, g.comm, float(prescale), float(postscale), call)
         return _register("done", None, output, (), None)

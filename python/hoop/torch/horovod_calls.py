@@ -14,7 +14,7 @@ import hoop
 
 from .horovod import (Average, Compression, Sum, _check, _dense, _host, _name, _numpy, _op_of, _ready, _register, _s,
                       rank, synchronize)
-from .horovod_sets import _group, _root, global_process_set
+from .horovod_sets import _group, _refuse_while_joined, _root, global_process_set
 
 
 # ---- allgather and alltoall (first dimensions may differ between ranks)
@@ -70,11 +70,12 @@ def _splits(splits, rows, n):
 
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     _check(tensor, "alltoall_async")
-    comm = _group(process_set, "alltoall_async", direct=True).comm
+    comm = _group(process_set, "alltoall_async").comm
     n = comm.size
     src = _dense(tensor)
     rows = src.shape[0] if src.dim() > 0 else 1
     send_rows = _splits(splits, rows, n)
+    _refuse_while_joined("alltoall")
     recv_rows = np.zeros(n, np.int64)
     comm.alltoall(send_rows, recv_rows, -1, False)
     rest = tuple(src.shape[1:]) if src.dim() > 0 else ()
@@ -132,8 +133,9 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     multiplied by prescale_factor first, the result by postscale_factor; compression= is taken
     for Horovod's signature and not applied (the blocks travel in the tensor's dtype)."""
     _check(tensor, "reducescatter_async")
-    comm = _group(process_set, "reducescatter_async", direct=True).comm
+    comm = _group(process_set, "reducescatter_async").comm
     code = _op_of(None, op, "reducescatter").code
+    _refuse_while_joined("reducescatter")
     src = _dense(tensor if prescale_factor == 1.0 else tensor * prescale_factor)
     n = comm.size
     rows = src.shape[0] if src.dim() > 0 else 1
@@ -162,7 +164,9 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average, p
 
 def barrier(process_set=global_process_set):
     """Returns once every rank of the set has called it."""
-    _group(process_set, "barrier", direct=True).comm.barrier(False)
+    comm = _group(process_set, "barrier").comm
+    _refuse_while_joined("barrier")
+    comm.barrier(False)
 
 
 def join(device=-1):
@@ -178,8 +182,9 @@ def join(device=-1):
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     """root_rank's obj (anything pickle takes) on every rank of the set (root_rank: a world rank)."""
-    g = _group(process_set, "broadcast_object", direct=True)
+    g = _group(process_set, "broadcast_object")
     comm, root = g.comm, _root(g, root_rank, "broadcast_object")
+    _refuse_while_joined("broadcast_object")
     payload = np.frombuffer(pickle.dumps(obj), np.uint8) if comm.rank == root else None
     length = np.array([payload.size if payload is not None else 0], np.int64)
     comm.broadcast(length, root, -1, False)
@@ -190,7 +195,8 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Every rank's obj, in the order of the set's ranks."""
-    comm = _group(process_set, "allgather_object", direct=True).comm
+    comm = _group(process_set, "allgather_object").comm
+    _refuse_while_joined("allgather_object")
     mine = np.frombuffer(pickle.dumps(obj), np.uint8)
     lengths = np.zeros(comm.size, np.int64)
     comm.allgather(np.array([mine.size], np.int64), lengths, -1, False)

@@ -238,15 +238,21 @@ def remove_process_set(process_set):
     return True
 
 
-def _group(process_set, call, direct=False):
-    """The runtime of the set a call names, on a rank it includes. direct: the call runs on the
-    set's communicator itself, which a rank that has joined (hvd.join) never enters: refused
-    while one has, as Horovod refuses all but allreduce then."""
+def _refuse_while_joined(call):
+    """Before a call on a communicator itself, which a rank that has joined (hvd.join) never
+    enters, once its arguments are checked: refused while a rank has joined, as Horovod refuses
+    all but allreduce then."""
     from . import horovod as _hvd
     s = _hvd._s()
-    if direct and s.groups[0].fusion.joined:
+    if s.groups[0].fusion.joined:
         raise _hoop.MismatchError(f"hoop.torch: rank {s.world.rank}: {call} cannot run while a rank has joined "
-                                 "(hvd.join): until every rank has joined, only allreduce runs")
+                                  "(hvd.join): until every rank has joined, only allreduce runs")
+
+
+def _group(process_set, call):
+    """The runtime of the set a call names, on a rank it includes."""
+    from . import horovod as _hvd
+    s = _hvd._s()
     if process_set is None or process_set is global_process_set:
         return s.groups[0]
     if not isinstance(process_set, ProcessSet):
