@@ -54,6 +54,20 @@ class Fusion {
 
 void* Addr(uintptr_t a) { return reinterpret_cast<void*>(a); }
 
+// Runs a C call that blocks (a wait, a synchronize) without the GIL, and raises its error; the
+// message is read on this thread before the GIL is taken back.
+template <class Call>
+void Blocking(Call call) {
+  hoop_status_t s;
+  std::string message;
+  {
+    pyb::gil_scoped_release nogil;
+    s = call();
+    if (s != HOOP_SUCCESS) message = hoop_last_error();
+  }
+  if (s != HOOP_SUCCESS) Raise(s, message);
+}
+
 }  // namespace
 
 void RegisterFusion(pyb::module_& m) {
@@ -99,14 +113,7 @@ void RegisterFusion(pyb::module_& m) {
           "wait",
           [](const Fusion& f, hoop_handle_t h) {
             hoop_fusion_t fu = f.get();
-            hoop_status_t s;
-            std::string message;
-            {
-              pyb::gil_scoped_release nogil;
-              s = hoop_fusion_wait(fu, h);
-              if (s != HOOP_SUCCESS) message = hoop_last_error();
-            }
-            if (s != HOOP_SUCCESS) Raise(s, message);
+            Blocking([&] { return hoop_fusion_wait(fu, h); });
           },
           "Blocks until the tensor completes; raises its error; frees the handle.")
       .def(
@@ -121,14 +128,7 @@ void RegisterFusion(pyb::module_& m) {
           "synchronize",
           [](const Fusion& f) {
             hoop_fusion_t fu = f.get();
-            hoop_status_t s;
-            std::string message;
-            {
-              pyb::gil_scoped_release nogil;
-              s = hoop_fusion_synchronize(fu);
-              if (s != HOOP_SUCCESS) message = hoop_last_error();
-            }
-            if (s != HOOP_SUCCESS) Raise(s, message);
+            Blocking([&] { return hoop_fusion_synchronize(fu); });
           },
           "Waits for every tensor submitted before the call.")
       .def(
@@ -138,14 +138,7 @@ void RegisterFusion(pyb::module_& m) {
             int last = -1;
             hoop_handle_t h = 0;
             Check(hoop_fusion_join(fu, &last, nullptr, nullptr, &h));
-            hoop_status_t s;
-            std::string message;
-            {
-              pyb::gil_scoped_release nogil;
-              s = hoop_fusion_wait(fu, h);  // `last` is set before the handle completes
-              if (s != HOOP_SUCCESS) message = hoop_last_error();
-            }
-            if (s != HOOP_SUCCESS) Raise(s, message);
+            Blocking([&] { return hoop_fusion_wait(fu, h); });  // `last` is set before the handle completes
             return last;
           },
           "Horovod's join (hoop_fusion_join): stands in for this rank in the others' allreduces until "
