@@ -257,3 +257,128 @@ TEST_CASE("shm: a frame taken where it lies is read whole though the next one la
   CHECK(in == std::vector<char>(1000, 7));
   CHECK(in2 == std::vector<char>(1000, 9));
 }
+
+namespace {
+// A link whose payload completions come late: while `hold` is on, the completions of payload
+// receives (op kind kDataIn, bits 56-62 = 3) are kept back and handed out by the first poll after
+// it is off, and the fast path takes nothing, so a peer's next frame (its goodbye) is read before
+// the payload that came ahead of it on the wire, as a poll of several links may order them.
+class DataLate : public Transport {
+ public:
+  explicit DataLate(Transport& base) : base_(base) {}
+  std::string Name() const override { return base_.Name(); }
+  bool CanConnect(const PeerInfo& s, const PeerInfo& p) const override { return base_.CanConnect(s, p); }
+  std::string Address() const override { return base_.Address(); }
+  Status Connect(int peer, const std::string& a, Deadline d) override { return base_.Connect(peer, a, d); }
+  StatusOr<Region> Register(void* p, size_t n, MemKind k) override { return base_.Register(p, n, k); }
+  Endpoint* endpoint(int peer) override { return base_.endpoint(peer); }
+  Status Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate) override {
+    if (!hold && !late_.empty()) {
+      out->insert(out->end(), late_.begin(), late_.end());
+      late_.clear();
+      return Status::Ok();
+    }
+    std::vector<Completion> got;
+    Status s = base_.Poll(&got, deadline, gate);
+    for (const Completion& c : got) {
+      if (hold && ((c.op_id >> 56) & 0x7f) == 3)
+        late_.push_back(c);
+      else
+        out->push_back(c);
+    }
+    return s;
+  }
+  void Abort(const std::string& cause) override { base_.Abort(cause); }
+  bool hold = true;
+  size_t held() const { return late_.size(); }
+
+ private:
+  Transport& base_;
+  std::vector<Completion> late_;
+};
+
+// Polls `m` for `ms` milliseconds, whatever comes.
+void PollFor(Mailbox& m, int ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) m.Progress(Deadline::After(std::chrono::milliseconds(5)));
+}
+
+// What freeing a communicator does to its mailbox while others go on over the link (CommCore).
+void Free(Mailbox& m) {
+  m.FailAll(Aborted("the communicator was destroyed with the call pending"));
+  m.Retire();
+  PollFor(m, 100);  // its frames out, a late CTS answered
+}
+}  // namespace
+
+TEST_CASE("shm: a message sent before its sender freed the communicator is received though the goodbye is read first",
+          "[transport]") {
+  auto pair = test::ConnectedShmPair("bye-before-payload");
+  DataLate late(*pair[1]);
+  Mailbox a(*pair[0], Box(0));
+  Mailbox b(late, Box(1));
+  REQUIRE(a.Start().ok());
+  REQUIRE(b.Start().ok());
+  // Two eager messages (frame, then payload): one whose receive is posted first, one received
+  // after the goodbye. The sends are done when the sender frees the communicator.
+  std::vector<char> out1(1000, 7), out2(3000, 9), in1(1000, 0), in2(3000, 0);
+  auto r1 = Receive(in1.data(), in1.size(), DType::kU8, 0, 6);
+  b.Post(r1);
+  REQUIRE(a.SendSmall(1, 6, out1.data(), out1.size(), DType::kU8));
+  REQUIRE(a.SendSmall(1, 7, out2.data(), out2.size(), DType::kU8));
+  Free(a);
+  PollFor(b, 200);  // both frames and the goodbye read; the payloads' completions held
+  REQUIRE(late.held() == 2);
+  CHECK_FALSE(r1->done);  // its payload is still landing: not failed by the goodbye
+  auto r2 = Receive(in2.data(), in2.size(), DType::kU8, 0, 7);
+  b.Post(r2);
+  late.hold = false;
+  REQUIRE(Await(b, *r1));
+  REQUIRE(Await(b, *r2));
+  CHECK(r1->status.ok());
+  CHECK(r2->status.ok());
+  CHECK(in1 == out1);
+  CHECK(in2 == out2);
+  // Anything else from the freed communicator fails at once, naming why.
+  std::vector<char> in3(8, 0);
+  auto r3 = Receive(in3.data(), in3.size(), DType::kU8, 0, 6);
+  b.Post(r3);
+  REQUIRE(Await(b, *r3));
+  CHECK_THAT(r3->status.message(), Catch::Contains("freed the communicator"));
+}
+
+TEST_CASE("shm: a rendezvous its sender gave up when freeing the communicator fails its receive, never takes zeros",
+          "[transport]") {
+  auto pair = test::ConnectedShmPair("bye-abandoned-rndv");
+  // The late CTS's NACK comes after the goodbye, and nothing receives it: set aside, as a link
+  // shared by several communicators does, so the zeros behind it reach their receive.
+  pair[1]->HoldEarly(1 << 20);
+  DataLate late(*pair[1]);
+  Mailbox a(*pair[0], Box(0));
+  Mailbox b(late, Box(1));
+  REQUIRE(a.Start().ok());
+  REQUIRE(b.Start().ok());
+  // A nonblocking send too large to go eagerly: its RTS reaches the receiver, whose receive
+  // sends the CTS; the sender frees the communicator before reading it (its send fails there).
+  std::vector<char> out(256 * 1024, 5), in(256 * 1024, 1);
+  auto s = Receive(out.data(), out.size(), DType::kU8, 1, 8);
+  s->is_send = true;
+  a.Post(s);
+  PollFor(a, 50);
+  PollFor(b, 100);  // the RTS, held unexpected
+  auto r = Receive(in.data(), in.size(), DType::kU8, 0, 8);
+  b.Post(r);  // the CTS goes out
+  Free(a);    // the send fails; its NACK, then the goodbye; the late CTS gets zeros
+  REQUIRE(s->done);
+  CHECK_FALSE(s->status.ok());
+  late.hold = false;
+  // The freed mailbox goes on answering (the hub polls it) until the receiver has its answer.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!r->done && std::chrono::steady_clock::now() < end) {
+    a.Progress(Deadline::After(std::chrono::milliseconds(2)));
+    b.Progress(Deadline::After(std::chrono::milliseconds(2)));
+  }
+  REQUIRE(r->done);
+  CHECK(r->status.code() != Code::kOk);
+  CHECK_THAT(r->status.message(), Catch::Contains("rank 0 freed the communicator before sending this message"));
+}

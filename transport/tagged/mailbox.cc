@@ -296,7 +296,7 @@ void Mailbox::OnFrame(int peer, const Frame& f) {
   TakeCredit(peer, f.credit);
   switch (f.kind) {
     case kCredit: return;
-    case kBye: return LosePeer(peer, FailedPrecondition("freed the communicator"));
+    case kBye: return LosePeer(peer, FailedPrecondition("freed the communicator"), true);
     case kEager:
     case kRts: {
       if (retiring_) return;  // sent to a communicator this rank freed: nobody will receive it
@@ -357,10 +357,15 @@ void Mailbox::OnFrame(int peer, const Frame& f) {
       auto it = rndv_by_msg_.find({peer, f.msg});
       if (it == rndv_by_msg_.end()) return;
       auto a = arrivals_.find(it->second);
-      if (a != arrivals_.end())
-        a->second->nack = DeadlineExceeded("rank " + std::to_string(peer) + " gave up its send (tag " +
-                                           std::to_string(a->second->tag) + ", " + std::to_string(a->second->bytes) +
-                                           " B) at its HOOP_TIMEOUT, before this receive was posted");
+      if (a == arrivals_.end()) return;
+      const std::string what =
+          " (tag " + std::to_string(a->second->tag) + ", " + std::to_string(a->second->bytes) + " B)";
+      a->second->nack = f.tag == kNackFreed
+                            ? FailedPrecondition("rank " + std::to_string(peer) +
+                                                 " freed the communicator before sending this message" + what +
+                                                 "; its send failed there")
+                            : DeadlineExceeded("rank " + std::to_string(peer) + " gave up its send" + what +
+                                               " at its HOOP_TIMEOUT, before this receive was posted");
       return;
     }
     default:

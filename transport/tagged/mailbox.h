@@ -162,9 +162,11 @@ class Mailbox : public Leftover {
   // The transport holds memory of a call: a payload is being sent or received.
   bool Moving() const;
   // After FailAll, its communicator freed while others go on over the same connections: says
-  // goodbye to every peer (a frame after all this rank sent it) and from then on only answers
-  // (a late CTS gets its NACK) and reposts frame receives, until Done(): every peer has said
-  // goodbye or is gone, and every frame and payload this rank sent is out.
+  // goodbye to every peer (a frame after all this rank sent it, preceded by a NACK for each
+  // rendezvous FailAll gave up, so the peer knows which of its CTS'd receives get no data) and
+  // from then on only answers (a late CTS gets its NACK and zeros) and reposts frame receives,
+  // until Done(): every peer has said goodbye or is gone, and every frame and payload this rank
+  // sent is out.
   void Retire();
   bool Done() const override;
 
@@ -222,7 +224,9 @@ class Mailbox : public Leftover {
   void Finish(uint64_t arrival);  // the payload is in: deliver once matched, return credit
   void ReturnCredit(int peer, uint64_t bytes);
   void Complete(const std::shared_ptr<P2pCall>& call, const Status& s);
-  void LosePeer(int peer, const Status& why);
+  // `bye`: the peer freed the communicator (its goodbye frame), its connection lives on.
+  void LosePeer(int peer, const Status& why, bool bye = false);
+  void DropArrival(uint64_t arrival, const Status& why);  // its payload will not land: the receive fails
   std::string Describe(const P2pCall& c) const;
 
   Transport& t_;
@@ -235,8 +239,9 @@ class Mailbox : public Leftover {
   std::vector<Region> frame_regions_;
   std::vector<uint64_t> free_frames_;
   uint64_t next_id_ = 1;
-  std::unordered_map<uint64_t, std::unique_ptr<Send>> sends_;        // by id: posted, not complete
-  std::map<std::pair<int, uint64_t>, uint64_t> awaiting_cts_;        // (peer, msg) -> send id
+  std::unordered_map<uint64_t, std::unique_ptr<Send>> sends_;  // by id: posted, not complete
+  std::map<std::pair<int, uint64_t>, uint64_t> awaiting_cts_;  // (peer, msg) -> send id
+  std::vector<std::pair<int, uint64_t>> abandoned_;  // (peer, msg): rendezvous FailAll gave up, for Retire's NACKs
   std::unordered_map<uint64_t, std::unique_ptr<Arrival>> arrivals_;  // by id: messages not delivered
   std::map<std::pair<int, uint64_t>, uint64_t> rndv_by_msg_;         // (peer, msg) -> arrival id
   std::list<uint64_t> unexpected_;                                   // arrivals no receive matched yet, in order

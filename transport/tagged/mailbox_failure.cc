@@ -17,13 +17,19 @@ std::string Seconds(std::chrono::milliseconds t) {
 }
 }  // namespace
 
-void Mailbox::LosePeer(int peer, const Status& why) {
+void Mailbox::LosePeer(int peer, const Status& why, bool bye) {
   PeerState& ps = *peers_[static_cast<size_t>(peer)];
   if (!ps.lost.ok()) return;
   ps.lost = Status(why.code(), "rank " + std::to_string(peer) + ": " + why.message());
   // Its frame receive is always posted, so a peer's exit always shows, also when it just ended
   // its job: only the calls that needed it fail (the transport has given back their memory);
   // messages it sent in full stay receivable. A collective that needs it fails on its own.
+  // After a goodbye the connection lives on: a payload whose receive is posted still lands (the
+  // peer said goodbye after all it sent was out, and answers a late CTS with a NACK and zeros),
+  // and the transport writes into its memory meanwhile, so that arrival stays and finishes as
+  // usual; its completion failing later fails it (Handle). Its frame may be read before its
+  // payload's completion: failing it then lost a message whose send had succeeded. A rendezvous
+  // the peer gave up has its NACK read before the goodbye, and fails when the zeros land.
   auto fail = [&](std::shared_ptr<P2pCall> call) {
     if (call) Complete(call, Status(ps.lost.code(), Describe(*call) + ": lost " + ps.lost.message()));
   };
@@ -49,7 +55,7 @@ void Mailbox::LosePeer(int peer, const Status& why) {
   }
   for (auto it = arrivals_.begin(); it != arrivals_.end();) {
     Arrival& a = *it->second;
-    if (a.peer != peer || a.landed) {
+    if (a.peer != peer || a.landed || (bye && a.posted)) {
       ++it;
       continue;
     }
@@ -59,6 +65,17 @@ void Mailbox::LosePeer(int peer, const Status& why) {
     it = arrivals_.erase(it);
     fail(std::move(call));
   }
+}
+
+void Mailbox::DropArrival(uint64_t id, const Status& why) {
+  auto it = arrivals_.find(id);
+  if (it == arrivals_.end()) return;
+  Arrival& a = *it->second;
+  unexpected_.remove(id);
+  if (a.rndv) rndv_by_msg_.erase({a.peer, a.msg});
+  auto call = std::move(a.call);
+  arrivals_.erase(it);
+  if (call) Complete(call, Status(why.code(), Describe(*call) + ": " + why.message()));
 }
 
 void Mailbox::Expire() {
@@ -113,8 +130,10 @@ void Mailbox::FailAll(const Status& why) {
   std::vector<std::shared_ptr<P2pCall>> calls;
   for (auto& c : posted_) calls.push_back(std::move(c));
   posted_.clear();
-  for (auto& [id, s] : sends_)
+  for (auto& [id, s] : sends_) {
+    if (s->state == Send::kAwaitingCts) abandoned_.emplace_back(s->peer, s->msg);
     if (s->call) calls.push_back(std::move(s->call));
+  }
   sends_.clear();
   awaiting_cts_.clear();
   for (auto& [id, a] : arrivals_) {
@@ -137,6 +156,16 @@ bool Mailbox::Moving() const {
 
 void Mailbox::Retire() {
   retiring_ = true;
+  for (const auto& [peer, msg] : abandoned_) {
+    const PeerState& ps = *peers_[static_cast<size_t>(peer)];
+    if (!ps.lost.ok()) continue;
+    Frame nack;
+    nack.kind = kNack;
+    nack.msg = msg;
+    nack.tag = kNackFreed;
+    SendFrame(peer, nack);
+  }
+  abandoned_.clear();
   for (int p = 0; p < o_.size; ++p) {
     const PeerState& ps = *peers_[static_cast<size_t>(p)];
     if (p == o_.rank || (!ps.lost.ok() && !ps.bye)) continue;  // gone; one that said goodbye first waits for ours

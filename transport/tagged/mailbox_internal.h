@@ -24,6 +24,8 @@ inline constexpr uint64_t kDataCheck = 0x6461746170327000;
 inline constexpr uint64_t kDataBit = uint64_t{1} << 54;
 inline constexpr uint64_t kIdMask = (uint64_t{1} << 48) - 1;
 enum FrameKind : uint32_t { kEager = 1, kRts, kCts, kCredit, kNack, kBye };
+// A NACK's tag: why the sender gave the message up (its HOOP_TIMEOUT, or it freed the communicator).
+enum NackWhy : int32_t { kNackExpired = 0, kNackFreed = 1 };
 }  // namespace mailbox_wire
 using namespace mailbox_wire;  // NOLINT: the mailbox's files only include this header
 

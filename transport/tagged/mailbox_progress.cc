@@ -15,7 +15,13 @@ void Mailbox::Handle(const Completion& c) {
     --frames_out_;
     free_frames_.push_back(id);
   }
-  if (!c.status.ok()) return LosePeer(c.peer, c.status);
+  if (!c.status.ok()) {
+    LosePeer(c.peer, c.status);
+    // A payload still landing after its sender's goodbye (LosePeer keeps it) whose connection
+    // then failed: the transport has given its memory back, so the receive fails now.
+    if (kind == Kind::kDataIn) DropArrival(id, c.status);
+    return;
+  }
   switch (kind) {
     case Kind::kFrameIn: return FrameIn(static_cast<int>(id), false);
     case Kind::kFrameOut: return;
