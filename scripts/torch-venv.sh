@@ -6,7 +6,8 @@
 #   Python 3.11, no GPU). The wheel is a CUDA build, so it is installed with --no-deps and only
 #   what `import torch` and torch.distributed need beside it: the pure-Python dependencies, NumPy,
 #   pybind11 (the version its headers match, for building hoop's backend against it), tqdm (the
-#   hoop-parallelize corpus's progress bars, as python3-tqdm is for Debian's), and four
+#   hoop-parallelize corpus's progress bars, as python3-tqdm is for Debian's), scikit-build-core
+#   with packaging and pathspec (pyproject.toml's build back end: ctest's pip-install), and four
 #   CUDA libraries its libtorch_cuda.so links without a guard (cuSPARSELt, NVSHMEM, cuFile, NCCL).
 #   The other CUDA wheels (cuBLAS, cuDNN, ...) are loaded only on a GPU and are left out: about
 #   2 GB in all instead of 5.
@@ -21,8 +22,8 @@ esac
 venv=${HOOP_TORCH_VENV:-/opt/hoop/torch-venv}
 torch_version=2.15.0
 deps=(filelock typing-extensions sympy mpmath networkx jinja2 markupsafe fsspec numpy setuptools pybind11 tqdm
-      nvidia-cusparselt-cu13 nvidia-nvshmem-cu13 nvidia-cufile nvidia-nccl-cu13)
-imports="import torch.distributed, numpy, pybind11, tqdm"
+      scikit-build-core==1.1.2 packaging==26.4 pathspec==1.1.1 nvidia-cusparselt-cu13 nvidia-nvshmem-cu13 nvidia-cufile nvidia-nccl-cu13)
+imports="import torch.distributed, numpy, pybind11, tqdm, scikit_build_core"
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps)
 have=$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
 if [ "$have" = "$torch_version" ]; then

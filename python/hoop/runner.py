@@ -27,9 +27,9 @@ _INLINE = 64 * 1024  # payloads up to this size travel in the command line; larg
 
 def _hooprun():
     here = os.path.dirname(os.path.abspath(__file__))
-    # The build tree (build/python/hoop -> build/bin), an install (lib/python3.X/dist-packages/hoop
-    # -> bin), then PATH.
-    for candidate in (os.path.join(here, "..", "..", "bin", "hooprun"),
+    # A pip install (hoop/bin), the build tree (build/python/hoop -> build/bin), an install
+    # (lib/python3.X/dist-packages/hoop -> bin), then PATH.
+    for candidate in (os.path.join(here, "bin", "hooprun"), os.path.join(here, "..", "..", "bin", "hooprun"),
                       os.path.join(here, "..", "..", "..", "..", "bin", "hooprun")):
         if os.access(candidate, os.X_OK):
             return os.path.normpath(candidate)

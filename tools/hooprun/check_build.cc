@@ -1,6 +1,7 @@
 // hooprun --check-build (horovodrun's -cb): what this hoop was built with, in horovodrun's
 // shape (frameworks, controllers, tensor operations), answered for hoop: the PyTorch package
-// where one was built next to this hooprun (the build tree's, or an install's), hoop's own
+// where one was built next to this hooprun (the build tree's, an install's, or the pip-installed
+// package this hooprun lies in), hoop's own
 // controller, CUDA, and the transport back ends built into libhoop. hoop-info says more.
 #include <unistd.h>
 
@@ -26,7 +27,8 @@ std::string TorchPackage() {
   std::error_code ec;
   const fs::path bin = fs::read_symlink("/proc/self/exe", ec).parent_path();
   if (ec) return "";
-  std::vector<fs::path> places = {bin / ".." / "python" / "hoop"};
+  // A pip install's hoop/bin lies in the package itself; a build tree's bin next to python/hoop.
+  std::vector<fs::path> places = {bin / "..", bin / ".." / "python" / "hoop"};
   for (const char* more : {"python-more", "lib"}) {
     fs::path root = bin / ".." / more;
     if (!fs::is_directory(root, ec)) continue;

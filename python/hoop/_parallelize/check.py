@@ -82,7 +82,10 @@ def package_root():
 
 def find_hooprun():
     here = os.path.dirname(os.path.abspath(sys.argv[0]))
-    for candidate in (os.path.join(here, "hooprun"), os.path.join(package_root(), "..", "bin", "hooprun")):
+    # Beside this tool (a build tree's or an install's bin), in the package (a pip install's
+    # hoop/bin), next to the build tree's python folder.
+    for candidate in (os.path.join(here, "hooprun"), os.path.join(package_root(), "hoop", "bin", "hooprun"),
+                      os.path.join(package_root(), "..", "bin", "hooprun")):
         if os.access(candidate, os.X_OK):
             return os.path.abspath(candidate)
     from shutil import which

@@ -41,8 +41,10 @@ from .. import _route_address
 try:
     from .. import _c10d
 except ImportError as e:  # built without libtorch, or against another PyTorch
-    raise ImportError(f"hoop.torch: the torch.distributed backend is not available ({e}); hoop builds it where "
-                      "libtorch-dev and python3-torch are installed, for the PyTorch it was built against") from e
+    raise ImportError(f"hoop.torch: the torch.distributed backend is not available ({e}); hoop builds it for the "
+                      "PyTorch its build imports (Debian's python3-torch with libtorch-dev, or pip's torch: "
+                      "`pip install --no-build-isolation .` in the environment that has it), and it runs "
+                      "with that PyTorch only") from e
 
 BACKEND = "hoop"
 
