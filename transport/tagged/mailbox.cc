@@ -353,26 +353,26 @@ void Mailbox::OnFrame(int peer, const Frame& f) {
       if (ref.pieces_left == 0) sends_.erase(ref.id);
       return;
     }
-    case kNack: {
-      auto it = rndv_by_msg_.find({peer, f.msg});
-      if (it == rndv_by_msg_.end()) return;
-      auto a = arrivals_.find(it->second);
-      if (a == arrivals_.end()) return;
-      const std::string what =
-          " (tag " + std::to_string(a->second->tag) + ", " + std::to_string(a->second->bytes) + " B)";
-      a->second->nack = f.tag == kNackFreed
-                            ? FailedPrecondition("rank " + std::to_string(peer) +
-                                                 " freed the communicator before sending this message" + what +
-                                                 "; its send failed there")
-                            : DeadlineExceeded("rank " + std::to_string(peer) + " gave up its send" + what +
-                                               " at its HOOP_TIMEOUT, before this receive was posted");
-      return;
-    }
+    case kNack: return OnNack(peer, f);
     default:
       if (fatal_.ok())
         fatal_ = Internal("rank " + std::to_string(o_.rank) + ": point-to-point: frame of unknown kind " +
                           std::to_string(f.kind) + " from rank " + std::to_string(peer));
   }
+}
+
+// A sender gave a rendezvous up: its receive fails when the zeros that drain it land.
+void Mailbox::OnNack(int peer, const Frame& f) {
+  auto it = rndv_by_msg_.find({peer, f.msg});
+  if (it == rndv_by_msg_.end()) return;
+  auto a = arrivals_.find(it->second);
+  if (a == arrivals_.end()) return;
+  const std::string what = " (tag " + std::to_string(a->second->tag) + ", " + std::to_string(a->second->bytes) + " B)";
+  a->second->nack = f.tag == kNackFreed ? FailedPrecondition("rank " + std::to_string(peer) +
+                                                             " freed the communicator before sending this message" +
+                                                             what + "; its send failed there")
+                                        : DeadlineExceeded("rank " + std::to_string(peer) + " gave up its send" + what +
+                                                           " at its HOOP_TIMEOUT, before this receive was posted");
 }
 
 void Mailbox::Arrive(std::unique_ptr<Arrival> a) {

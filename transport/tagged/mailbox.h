@@ -215,6 +215,7 @@ class Mailbox : public Leftover {
   // is the second.
   bool TakeNextFrame(int peer, unsigned spins);
   void OnFrame(int peer, const Frame& f);
+  void OnNack(int peer, const Frame& f);
   // A message has come (its frame, or a send to self): to the first posted receive it matches,
   // else to the unexpected list.
   void Arrive(std::unique_ptr<Arrival> a);
