@@ -24,24 +24,28 @@ PARALLELIZE = os.path.join(PYBUILD, "bin", "hoop-parallelize")
 Result = collections.namedtuple("Result", "returncode output")
 
 # HOOPTEST_SHARE=F (0 < F <= 1, default 1): the matrices that take drawn() run one window of
-# ceil(1/F) per run (tests/CMakeLists.txt sets 0.5 for the suite under a second PyTorch, whose
-# processes start slower); see drawn().
+# ceil(1/F) per run; HOOPTEST_SHARE_SHIFT=K moves the quarter-day's window on by K, so that two
+# suites with shifts 0 and 1 make complementary halves (tests/CMakeLists.txt: 0.5 for the suites
+# under Debian's PyTorch and pip's, shifted 1 and 0: every cell under one of them each run, under
+# both within half a day); see drawn().
 SHARE = float(os.environ.get("HOOPTEST_SHARE") or 1)
 if not 0 < SHARE <= 1:
     raise SystemExit(f"HOOPTEST_SHARE={SHARE}: expected a share in (0, 1]")
+SHARE_SHIFT = int(os.environ.get("HOOPTEST_SHARE_SHIFT") or 0)
 
 
 def drawn(cells, label, keep=()):
     """The cells of a test's matrix this run makes: every one, or under HOOPTEST_SHARE those of
     one window of ceil(1/SHARE) over a fixed shuffle, plus `keep` (cells every run needs, such as
     the one the others are compared with). The window is HOOPTEST_SHARE_WINDOW, else the quarter-day
-    (UTC) since 1970, so that runs over ceil(1/SHARE) quarter-days make every cell; printed, so
-    that a failure can be run again."""
+    (UTC) since 1970 plus HOOPTEST_SHARE_SHIFT, so that runs over ceil(1/SHARE) quarter-days make
+    every cell; printed, so that a failure can be run again."""
     cells = list(cells)
     windows = math.ceil(1 / SHARE - 1e-9)
     if windows <= 1:
         return cells
-    window = int(os.environ.get("HOOPTEST_SHARE_WINDOW") or time.time() // 21600) % windows
+    given = os.environ.get("HOOPTEST_SHARE_WINDOW")
+    window = (int(given) if given else int(time.time() // 21600) + SHARE_SHIFT) % windows
     order = [c for c in cells if c not in keep]
     random.Random(label).shuffle(order)
     chosen = {repr(c) for i, c in enumerate(order) if i % windows == window}
