@@ -13,8 +13,19 @@
 #         share the transport). UCX's memory hooks are turned off.
 # Any report fails the run, even in a rank whose test expects it to fail: every sanitizer writes
 # its reports to files under <tree>/sanitizer-reports/, which must be empty at the end.
+#   --build-only [asan] [tsan]: configure and build the trees and run nothing; scripts/test.sh
+#         does this at idle priority while the suite runs, so that the runs here find their
+#         programs built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+case "${1:-}" in
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
+esac
+if [ "${1:-}" = --build-only ]; then
+  build_only=1
+  shift
+fi
 runs=("$@")
 [ ${#runs[@]} -eq 0 ] && runs=(asan tsan)
 
@@ -82,14 +93,18 @@ reports_clean() {
   echo "sanitize: no sanitizer reports"
 }
 
-run_asan() {
-  local tree=build-asan reports
-  local start=$SECONDS
+build_asan() {
+  local tree=build-asan start=$SECONDS
   configure "$tree" address,undefined -DHOOP_BUILD_FUZZERS=ON
   cmake --build "$tree" -j2 --target hoop-unit-tests hoop-multiproc-tests hoop-test-rank hoop-probe-rank \
     hoop-fusion-rank hooprun hoop-c-api-test hoop-c-fusion-test hoop-c-nonblocking-test hoop-c-more-collectives-test \
     hoop-c-p2p-test hoop-c-split-test hoop-c-chaos-test
   echo "sanitize: built $tree ($((SECONDS - start)) s)"
+}
+
+run_asan() {
+  local tree=build-asan reports
+  build_asan
   reports=$PWD/$tree/sanitizer-reports
   rm -rf "$reports" && mkdir -p "$reports"
   export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1:abort_on_error=0"
@@ -130,13 +145,17 @@ run_asan() {
   reports_clean "$reports"
 }
 
-run_tsan() {
-  local tree=build-tsan reports
-  local start=$SECONDS
+build_tsan() {
+  local tree=build-tsan start=$SECONDS
   configure "$tree" thread
   cmake --build "$tree" -j2 --target hoop-unit-tests hoop-multiproc-tests hoop-fusion-rank hooprun hoop-c-p2p-test \
     hoop-c-split-test
   echo "sanitize: built $tree ($((SECONDS - start)) s)"
+}
+
+run_tsan() {
+  local tree=build-tsan reports
+  build_tsan
   reports=$PWD/$tree/sanitizer-reports
   rm -rf "$reports" && mkdir -p "$reports"
   export TSAN_OPTIONS="log_path=$reports/tsan:second_deadlock_stack=1"
@@ -158,8 +177,8 @@ run_tsan() {
 
 for r in "${runs[@]}"; do
   case "$r" in
-    asan) run_asan ;;
-    tsan) run_tsan ;;
+    asan) if [ "$build_only" -eq 1 ]; then build_asan; else run_asan; fi ;;
+    tsan) if [ "$build_only" -eq 1 ]; then build_tsan; else run_tsan; fi ;;
     *) echo "sanitize: unknown run '$r' (known: asan, tsan)" >&2; exit 2 ;;
   esac
 done
