@@ -155,18 +155,32 @@ TEST_CASE("shm: a blocking receive takes a message inside its frame at once, and
 }
 
 namespace {
-// The interleaving of two communicators' threads on one link (shared_transport.h), made certain:
-// right after a TakeNow that leaves its receive posted for the next message, another thread's
-// poll of the link lands whatever has come for it, before the taker reads what it took. The
-// completions it gets are handed out by the next Poll, as the hub's routing would.
-class PollAfterTake : public Transport {
+// A transport that hands every call to another; the two below change what they are about.
+class Forwarding : public Transport {
  public:
-  explicit PollAfterTake(Transport& base) : base_(base) {}
+  explicit Forwarding(Transport& base) : base_(base) {}
   std::string Name() const override { return base_.Name(); }
   bool CanConnect(const PeerInfo& s, const PeerInfo& p) const override { return base_.CanConnect(s, p); }
   std::string Address() const override { return base_.Address(); }
   Status Connect(int peer, const std::string& a, Deadline d) override { return base_.Connect(peer, a, d); }
   StatusOr<Region> Register(void* p, size_t n, MemKind k) override { return base_.Register(p, n, k); }
+  Endpoint* endpoint(int peer) override { return base_.endpoint(peer); }
+  Status Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate) override {
+    return base_.Poll(out, deadline, gate);
+  }
+  void Abort(const std::string& cause) override { base_.Abort(cause); }
+
+ protected:
+  Transport& base_;
+};
+
+// The interleaving of two communicators' threads on one link (shared_transport.h), made certain:
+// right after a TakeNow that leaves its receive posted for the next message, another thread's
+// poll of the link lands whatever has come for it, before the taker reads what it took. The
+// completions it gets are handed out by the next Poll, as the hub's routing would.
+class PollAfterTake : public Forwarding {
+ public:
+  using Forwarding::Forwarding;
   Endpoint* endpoint(int peer) override {
     if (!ep_) ep_ = std::make_unique<Ep>(*this, base_.endpoint(peer));
     return ep_.get();
@@ -177,7 +191,6 @@ class PollAfterTake : public Transport {
     stash_.clear();
     return Status::Ok();
   }
-  void Abort(const std::string& cause) override { base_.Abort(cause); }
   int interleaved = 0;  // polls made between a take and its read that brought something
 
  private:
@@ -211,7 +224,6 @@ class PollAfterTake : public Transport {
     PollAfterTake& t_;
     Endpoint* b_;
   };
-  Transport& base_;
   std::unique_ptr<Ep> ep_;
   std::vector<Completion> stash_;
 };
@@ -263,15 +275,9 @@ namespace {
 // receives (op kind kDataIn, bits 56-62 = 3) are kept back and handed out by the first poll after
 // it is off, and the fast path takes nothing, so a peer's next frame (its goodbye) is read before
 // the payload that came ahead of it on the wire, as a poll of several links may order them.
-class DataLate : public Transport {
+class DataLate : public Forwarding {
  public:
-  explicit DataLate(Transport& base) : base_(base) {}
-  std::string Name() const override { return base_.Name(); }
-  bool CanConnect(const PeerInfo& s, const PeerInfo& p) const override { return base_.CanConnect(s, p); }
-  std::string Address() const override { return base_.Address(); }
-  Status Connect(int peer, const std::string& a, Deadline d) override { return base_.Connect(peer, a, d); }
-  StatusOr<Region> Register(void* p, size_t n, MemKind k) override { return base_.Register(p, n, k); }
-  Endpoint* endpoint(int peer) override { return base_.endpoint(peer); }
+  using Forwarding::Forwarding;
   Status Poll(std::vector<Completion>* out, Deadline deadline, SpinGate gate) override {
     if (!hold && !late_.empty()) {
       out->insert(out->end(), late_.begin(), late_.end());
@@ -288,12 +294,10 @@ class DataLate : public Transport {
     }
     return s;
   }
-  void Abort(const std::string& cause) override { base_.Abort(cause); }
   bool hold = true;
   size_t held() const { return late_.size(); }
 
  private:
-  Transport& base_;
   std::vector<Completion> late_;
 };
 

@@ -53,18 +53,11 @@ void Mailbox::LosePeer(int peer, const Status& why, bool bye) {
     it = posted_.erase(it);
     fail(std::move(call));
   }
-  for (auto it = arrivals_.begin(); it != arrivals_.end();) {
-    Arrival& a = *it->second;
-    if (a.peer != peer || a.landed || (bye && a.posted)) {
-      ++it;
-      continue;
-    }
-    unexpected_.remove(a.id);
-    if (a.rndv) rndv_by_msg_.erase({a.peer, a.msg});
-    auto call = std::move(a.call);
-    it = arrivals_.erase(it);
-    fail(std::move(call));
-  }
+  std::vector<uint64_t> drop;  // by id: a completion's callback may post, and so add arrivals
+  for (const auto& [id, a] : arrivals_)
+    if (a->peer == peer && !a->landed && !(bye && a->posted)) drop.push_back(id);
+  const Status lost(ps.lost.code(), "lost " + ps.lost.message());
+  for (uint64_t id : drop) DropArrival(id, lost);
 }
 
 void Mailbox::DropArrival(uint64_t id, const Status& why) {
