@@ -6,6 +6,7 @@
 // any other order (a ring's rotation, a tree) fails here.
 #include <catch2/catch.hpp>
 
+#include "tests/support/sanitized.h"
 #include "tests/unit/schedule_sim.h"
 
 using namespace hoop;
@@ -22,7 +23,9 @@ Elem Canonical(int n) {
 }
 
 // Runs the schedules in order and in three random orders; every element of `check` (rank, index)
-// must be the canonical fold.
+// must be the canonical fold. Under a sanitizer one random order: the simulator, not the schedules
+// the library builds, is most of the time there (the other two orders add 26 of the ASan unit
+// run's 107 s), and the unsanitized suite runs all three.
 template <typename Check>
 void Expect(int n, const std::vector<Schedule>& s, size_t in_count, size_t out_count, size_t chunk, bool in_place,
             Check&& check) {
@@ -31,6 +34,7 @@ void Expect(int n, const std::vector<Schedule>& s, size_t in_count, size_t out_c
   REQUIRE(r.ok);
   check(r);
   for (uint32_t seed : {1u, 2u, 3u}) {
+    if (hoop::test::kSanitized && seed > 1) break;
     auto q = SimulateAnyOrder(n, s, Own(n, in_count), Unset(n, out_count), chunk, in_place, seed);
     INFO("any order, seed " << seed << ": " << q.error);
     REQUIRE(q.ok);

@@ -18,26 +18,14 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/sanitized.h"
 #include "tests/support/thread_ranks.h"
 
 using namespace hoop;
+using hoop::test::kSanitized;
 using hoop::test::ThreadRanks;
 
 namespace {
-
-// Under ASan or TSan the instrumentation's own cost swamps a CPU figure of tens of microseconds
-// (about 40 us per call here with no spin at all): the calls and their results are still checked.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
 
 int64_t CpuNs(clockid_t clock) {
   timespec ts{};
@@ -98,6 +86,8 @@ TEST_CASE("in-process: the worker does not spin while its caller computes", "[in
     REQUIRE(s.ok());
     UNSCOPED_INFO(transport << ": the worker's CPU per call: " << computing << " us while its caller computes, "
                             << waiting << " us while it waits");
+    // Under ASan or TSan the instrumentation's own cost swamps a CPU figure of tens of
+    // microseconds (about 40 us per call with no spin at all): the results are still checked.
     if (kSanitized)
       WARN(transport << ": built with a sanitizer: the worker's CPU per call is not checked (" << computing << " us)");
     else
