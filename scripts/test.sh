@@ -7,10 +7,12 @@
 #      selection of multi-process tests, TSan over the tensor fusion tests;
 #   3. the fuzzers (scripts/fuzz.sh), 30 s each from their seed corpora.
 # Any failure, sanitizer report or fuzzer crash fails the run. The sanitizer and fuzzer trees
-# build ahead, during step 1's tests, at idle priority (SCHED_IDLE, nice 19: they take only the
-# CPU the tests leave, about a core while the multi-process matrix runs alone), paused while the
-# unit tests' CPU-time checks run; log in build/ahead.log. Steps 2 and 3 then find them built
-# (what failed to build there is built again, in the open).
+# start building ahead while the multi-process matrix runs alone in step 1 (on about 1.2 of 2
+# cores), at idle priority (SCHED_IDLE, nice 19: only the CPU it leaves), and are paused after it
+# (not beside the other suites: ranks that outnumber the cores hand theirs over with sched_yield,
+# and an idle-priority compiler then keeps it for a whole time slice: the pip PyTorch suite took
+# 709 s instead of 447); they finish in step 2, alone. Log in build/ahead.log; what failed to build
+# there is built again in step 2, in the open.
 #   --quick     step 1 only          --sanitize  set-up and step 2 only
 #   --fuzz      set-up and step 3 only
 set -euo pipefail
@@ -54,21 +56,22 @@ wait_ahead() {
   local start=$SECONDS rc=0
   wait "$ahead" || rc=$?
   ahead=
-  echo "test: the build ahead ended (exit $rc; waited $((SECONDS - start)) s): $(grep -h '^sanitize: built' build/ahead.log | tr '\n' ' ')"
+  echo "test: the build ahead ended (exit $rc; finished in $((SECONDS - start)) s alone): $(grep -h '^sanitize: built' build/ahead.log | tr '\n' ' ')"
 }
+# ctest's own order (tests/CMakeLists.txt: the multi-process matrix alone first, the unit tests
+# alone last), in three calls so that the build ahead runs beside the first alone.
 suite_tests() {
-  (cd build && ctest --output-on-failure -j2 -E '^unit$')
-  # Alone, with the build ahead paused: spin_gate_test.cc checks the worker's CPU per call.
+  start_ahead
+  (cd build && ctest --output-on-failure -R '^multiproc$')
   signal_ahead STOP
+  (cd build && ctest --output-on-failure -j2 -E '^(multiproc|unit)$')
   (cd build && ctest --output-on-failure -R '^unit$')
-  signal_ahead CONT
 }
 
 for step in $steps; do
   case $step in
     suite)
       timed build bash -c 'cmake -S . -B build && cmake --build build -j2'
-      start_ahead
       # Two at a time, as tests/CMakeLists.txt arranges (the multi-process matrix alone).
       timed ctest suite_tests
       # The float-sensitive tests with the kernels other CPUs would choose (issue 48).
