@@ -9,9 +9,9 @@
 # Any failure, sanitizer report or fuzzer crash fails the run. The sanitizer and fuzzer trees
 # start building ahead while the multi-process matrix runs alone in step 1 (on about 1.2 of 2
 # cores), at idle priority (SCHED_IDLE, nice 19: only the CPU it leaves), and are paused after it
-# (not beside the other suites: ranks that outnumber the cores hand theirs over with sched_yield,
-# and an idle-priority compiler then keeps it for a whole time slice: the pip PyTorch suite took
-# 709 s instead of 447); they finish in step 2, alone. Log in build/ahead.log; what failed to build
+# (not beside the other suites: there the pip PyTorch suite took 709 s instead of 447; its ranks
+# outnumber the cores and give theirs away, at sched_yield for one, and idle priority does not
+# get it back at once); they finish in step 2, alone. Log in build/ahead.log; what failed to build
 # there is built again in step 2, in the open.
 #   --quick     step 1 only          --sanitize  set-up and step 2 only
 #   --fuzz      set-up and step 3 only
