@@ -14,8 +14,8 @@
 # Any report fails the run, even in a rank whose test expects it to fail: every sanitizer writes
 # its reports to files under <tree>/sanitizer-reports/, which must be empty at the end.
 #   --build-only [asan] [tsan]: configure and build the trees and run nothing; scripts/test.sh
-#         does this at idle priority while the suite runs, so that the runs here find their
-#         programs built.
+#         starts this at idle priority beside the multi-process matrix, so that the runs here
+#         find their programs (mostly) built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_only=0
