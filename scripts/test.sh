@@ -27,6 +27,10 @@ case "${1:-}" in
   *) echo "test: unknown option '$1' (known: --quick, --sanitize, --fuzz)" >&2; exit 2 ;;
 esac
 scripts/setup.sh
+# The test matrices shared out by the quarter-day (tests/python/support.py, the corpus, the failure
+# and deterministic matrices) count from the run's start, so that suites that split one matrix
+# between them take complementary windows even when the run crosses a quarter-day.
+export HOOPTEST_QUARTER_DAY=${HOOPTEST_QUARTER_DAY:-$(($(date +%s) / 21600))}
 timed() {  # name, command...
   local name=$1 start=$SECONDS
   shift

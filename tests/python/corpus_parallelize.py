@@ -28,8 +28,8 @@ run again; over runs both styles of every script are covered. HOOPTEST_CORPUS_ST
 both every time. HOOPTEST_CORPUS_PART=K/N runs, alone and on 2 ranks, only one of N parts of the
 scripts (every script is still converted and its conversion checked): part (K + window) mod N
 (K,L/N: parts (K + window) and (L + window) mod N),
-the window being HOOPTEST_SHARE_WINDOW, else the quarter-day (UTC) since 1970, as support.drawn()
-takes it. CI's two corpus entries, under Debian's PyTorch and pip's (tests/CMakeLists.txt), take
+the window being HOOPTEST_SHARE_WINDOW, else support.QUARTER_DAY (the quarter-day since 1970, or
+HOOPTEST_QUARTER_DAY, fixed once per CI run), as support.drawn() takes it. CI's two corpus entries, under Debian's PyTorch and pip's (tests/CMakeLists.txt), take
 0,1/3 and 2/3 (pip's PyTorch runs a script in about 2.5 times Debian's time): in each run every
 script runs under one of the two, and under both within 18 hours."""
 import os
@@ -42,7 +42,7 @@ import time
 import unittest
 import zlib
 
-from support import HERE, PARALLELIZE, hooprun, python_env
+from support import HERE, PARALLELIZE, QUARTER_DAY, hooprun, python_env
 
 try:
     import torch
@@ -59,7 +59,7 @@ ALL_STYLES = os.environ.get("HOOPTEST_CORPUS_STYLES") == "all"
 PART = os.environ.get("HOOPTEST_CORPUS_PART") or "0/1"
 if not re.fullmatch(r"\d+(,\d+)*/[1-9]\d*", PART):
     raise SystemExit(f"corpus: HOOPTEST_CORPUS_PART={PART}: expected K/N or K,L,.../N, as 0/2 or 0,1/3")
-WINDOW = int(os.environ.get("HOOPTEST_SHARE_WINDOW") or time.time() // 21600)
+WINDOW = int(os.environ.get("HOOPTEST_SHARE_WINDOW") or QUARTER_DAY)
 PARTS = int(PART.split("/")[1])
 TAKEN = sorted({(int(k) + WINDOW) % PARTS for k in PART.split("/")[0].split(",")})
 # Parts of (nearly) equal size: the scripts in a fixed shuffled order, dealt out in turn.

@@ -32,20 +32,24 @@ SHARE = float(os.environ.get("HOOPTEST_SHARE") or 1)
 if not 0 < SHARE <= 1:
     raise SystemExit(f"HOOPTEST_SHARE={SHARE}: expected a share in (0, 1]")
 SHARE_SHIFT = int(os.environ.get("HOOPTEST_SHARE_SHIFT") or 0)
+# The quarter-day (UTC) since 1970 that the windows turn by: HOOPTEST_QUARTER_DAY where given
+# (scripts/test.sh fixes it once per run, so that suites sharing a matrix out between them take
+# complementary windows even when the run crosses a quarter-day), else now.
+QUARTER_DAY = int(os.environ.get("HOOPTEST_QUARTER_DAY") or time.time() // 21600)
 
 
 def drawn(cells, label, keep=()):
     """The cells of a test's matrix this run makes: every one, or under HOOPTEST_SHARE those of
     one window of ceil(1/SHARE) over a fixed shuffle, plus `keep` (cells every run needs, such as
     the one the others are compared with). The window is HOOPTEST_SHARE_WINDOW, else the quarter-day
-    (UTC) since 1970 plus HOOPTEST_SHARE_SHIFT, so that runs over ceil(1/SHARE) quarter-days make
+    (QUARTER_DAY) plus HOOPTEST_SHARE_SHIFT, so that runs over ceil(1/SHARE) quarter-days make
     every cell; printed, so that a failure can be run again."""
     cells = list(cells)
     windows = math.ceil(1 / SHARE - 1e-9)
     if windows <= 1:
         return cells
     given = os.environ.get("HOOPTEST_SHARE_WINDOW")
-    window = (int(given) if given else int(time.time() // 21600) + SHARE_SHIFT) % windows
+    window = (int(given) if given else QUARTER_DAY + SHARE_SHIFT) % windows
     order = [c for c in cells if c not in keep]
     random.Random(label).shuffle(order)
     chosen = {repr(c) for i, c in enumerate(order) if i % windows == window}

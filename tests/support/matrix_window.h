@@ -19,6 +19,13 @@ inline long Since1970(std::chrono::hours unit) {
       unit.count());
 }
 
+// The quarter-day (UTC) since 1970 that the windows turn by: HOOPTEST_QUARTER_DAY where given
+// (scripts/test.sh fixes it once per run), else now.
+inline long QuarterDay() {
+  const char* env = std::getenv("HOOPTEST_QUARTER_DAY");
+  return env && *env ? std::atol(env) : Since1970(std::chrono::hours(6));
+}
+
 struct MatrixWindow {
   int windows = 24;
   const char* window_env = nullptr;  // repeats a window: HOOPTEST_..._WINDOW=K
@@ -32,7 +39,7 @@ struct MatrixWindow {
     const char* all_text = std::getenv(all_env);
     const bool all = all_text && std::string(all_text) == "all";
     const char* env = std::getenv(window_env);
-    const int w = env ? std::atoi(env) % windows : static_cast<int>(Since1970(std::chrono::hours(6)) % windows);
+    const int w = env ? std::atoi(env) % windows : static_cast<int>(QuarterDay() % windows);
     if (!all)
       std::fprintf(stderr, "hooptest: %s window %d of %d (%s=%d repeats it; %s=all runs every cell)\n", what, w,
                    windows, window_env, w, all_env);
