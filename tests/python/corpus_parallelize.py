@@ -29,9 +29,10 @@ both every time. HOOPTEST_CORPUS_PART=K/N runs, alone and on 2 ranks, only one o
 scripts (every script is still converted and its conversion checked): part (K + window) mod N
 (K,L/N: parts (K + window) and (L + window) mod N),
 the window being HOOPTEST_SHARE_WINDOW, else support.QUARTER_DAY (the quarter-day since 1970, or
-HOOPTEST_QUARTER_DAY, fixed once per CI run), as support.drawn() takes it. CI's two corpus entries, under Debian's PyTorch and pip's (tests/CMakeLists.txt), take
-0,1/3 and 2/3 (pip's PyTorch runs a script in about 2.5 times Debian's time): in each run every
-script runs under one of the two, and under both within 18 hours."""
+HOOPTEST_QUARTER_DAY, fixed once per CI run), as support.drawn() takes it. CI's two corpus
+entries, under Debian's PyTorch and pip's (tests/CMakeLists.txt), take 0,1/3 and 2/3 (pip's
+PyTorch runs a script in about 2.5 times Debian's time): in each run every script runs under one
+of the two, and under both within 18 hours."""
 import os
 import re
 import shlex
