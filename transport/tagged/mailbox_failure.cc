@@ -30,18 +30,17 @@ void Mailbox::LosePeer(int peer, const Status& why, bool bye) {
   // usual; its completion failing later fails it (Handle). Its frame may be read before its
   // payload's completion: failing it then lost a message whose send had succeeded. A rendezvous
   // the peer gave up has its NACK read before the goodbye, and fails when the zeros land.
-  auto fail = [&](std::shared_ptr<P2pCall> call) {
-    if (call) Complete(call, Status(ps.lost.code(), Describe(*call) + ": lost " + ps.lost.message()));
-  };
+  // Completed once both tables are walked: a completion's callback may post a send or receive,
+  // which would move what the loops walk (a rehash, a deque's growth).
+  std::vector<std::shared_ptr<P2pCall>> failed;
   for (auto it = sends_.begin(); it != sends_.end();) {
     if (it->second->peer != peer) {
       ++it;
       continue;
     }
     awaiting_cts_.erase({peer, it->second->msg});
-    auto call = std::move(it->second->call);
+    if (it->second->call) failed.push_back(std::move(it->second->call));
     it = sends_.erase(it);
-    fail(std::move(call));
   }
   ps.waiting.clear();
   for (auto it = posted_.begin(); it != posted_.end();) {
@@ -49,10 +48,10 @@ void Mailbox::LosePeer(int peer, const Status& why, bool bye) {
       ++it;
       continue;
     }
-    auto call = std::move(*it);
+    failed.push_back(std::move(*it));
     it = posted_.erase(it);
-    fail(std::move(call));
   }
+  for (auto& call : failed) Complete(call, Status(ps.lost.code(), Describe(*call) + ": lost " + ps.lost.message()));
   std::vector<uint64_t> drop;  // by id: a completion's callback may post, and so add arrivals
   for (const auto& [id, a] : arrivals_)
     if (a->peer == peer && !a->landed && !(bye && a->posted)) drop.push_back(id);
@@ -76,14 +75,16 @@ void Mailbox::Expire() {
   const auto now = Deadline::Clock::now();
   auto late = [&](const P2pCall& c) { return c.deadline.at() <= now; };
   const auto limit = [&] { return Seconds(o_.timeout) + " (HOOP_TIMEOUT)"; };
+  // Completed after the walks, as in LosePeer: a callback may post.
+  std::vector<std::pair<std::shared_ptr<P2pCall>, Status>> expired;
   for (auto it = posted_.begin(); it != posted_.end();) {
     if (!late(**it)) {
       ++it;
       continue;
     }
-    auto call = std::move(*it);
+    Status why = DeadlineExceeded(Describe(**it) + ": no matching message came within " + limit());
+    expired.emplace_back(std::move(*it), std::move(why));
     it = posted_.erase(it);
-    Complete(call, DeadlineExceeded(Describe(*call) + ": no matching message came within " + limit()));
   }
   for (auto it = sends_.begin(); it != sends_.end();) {
     Send& s = *it->second;
@@ -107,15 +108,15 @@ void Mailbox::Expire() {
                      : DeadlineExceeded(who + ": rank " + std::to_string(s.peer) +
                                         " posted no matching receive within " + limit());
     if (s.state == Send::kAwaitingCts) awaiting_cts_.erase({s.peer, s.msg});
-    auto call = std::move(s.call);
+    expired.emplace_back(std::move(s.call), std::move(why));
     it = sends_.erase(it);
-    Complete(call, why);
   }
   for (auto& [id, a] : arrivals_) {
     if (a->call && a->posted && !a->landed && late(*a->call) && fatal_.ok())
       fatal_ = DeadlineExceeded(Describe(*a->call) + ": its payload stopped moving for " + limit() + "; rank " +
                                 std::to_string(a->peer) + " stopped sending");
   }
+  for (auto& [call, why] : expired) Complete(call, why);
 }
 
 void Mailbox::FailAll(const Status& why) {
