@@ -172,7 +172,8 @@ void Completer::StopAll() {
 bool Completer::Add(c10::intrusive_ptr<HoopWork> w) {
   {
     std::lock_guard<std::mutex> lock(q_->mu);
-    if (q_->stop) return false;
+    // Stopped, or every thread inside callbacks and no more may start: the caller completes it.
+    if (q_->stop || q_->Full()) return false;
     q_->works.push_back(std::move(w));
     q_->GrowIfStuck();
   }
@@ -186,12 +187,23 @@ void Completer::Queue::GrowIfStuck() {
     threads.emplace_back([self = shared_from_this()] { Loop(self); });
 }
 
+bool Completer::Queue::Full() const {
+  const int n = static_cast<int>(threads.size());
+  return in_callbacks >= n && n >= kMaxThreads;
+}
+
 Completer::CallbackScope::CallbackScope() {
   auto* q = static_cast<Queue*>(tls_queue);
   if (!q) return;
-  std::lock_guard<std::mutex> lock(q->mu);
-  ++q->in_callbacks;
-  q->GrowIfStuck();  // Works queued before: the callbacks may wait for one of them
+  std::deque<c10::intrusive_ptr<HoopWork>> orphans;
+  {
+    std::lock_guard<std::mutex> lock(q->mu);
+    ++q->in_callbacks;
+    q->GrowIfStuck();  // Works queued before: the callbacks may wait for one of them
+    // No thread left to take them, and these callbacks may wait for one: taken here, first.
+    if (q->Full()) orphans.swap(q->works);
+  }
+  for (auto& w : orphans) w->Complete(true);
 }
 
 Completer::CallbackScope::~CallbackScope() {

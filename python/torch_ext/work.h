@@ -72,7 +72,10 @@ class HoopWork : public c10d::Work {
 // call and wait for that call's Future (PowerSGD's hook does: `all_reduce(...).get_future().wait()`
 // inside a `then`). So one thread is not enough: when every thread of the group is inside
 // callbacks and a Work is waiting, another thread is started (each stays, for the next time; at
-// most kMaxThreads). Most groups never need more than one.
+// most kMaxThreads). Most groups never need more than one. Past that (callbacks nested more than
+// kMaxThreads deep, each waiting for the next), a Work whose Future is taken completes on the
+// thread that took it, and one queued meanwhile on the thread entering the last callbacks, before
+// them: slower, never a hang.
 //
 // Completing a Work drops its tensors, and a tensor that Python also holds takes the GIL to drop
 // its Python object. So the threads must be gone before the interpreter finalizes (a thread that
@@ -116,6 +119,8 @@ class Completer {
     std::vector<std::thread> threads;  // guarded by mu; none started once stop is set
     // Another thread, where every one is inside callbacks and a Work waits (mu held).
     void GrowIfStuck();
+    // Every thread inside callbacks, and kMaxThreads started (mu held).
+    bool Full() const;
   };
   Completer();
   void Stop(bool destroying);

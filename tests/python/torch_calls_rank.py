@@ -399,6 +399,23 @@ def check_streams(me, n):
     same("wait with a timeout", y, torch.full((5,), float(n)))
 
 
+def check_nested_callbacks(me, n):
+    """A future's callback that issues a call and waits for its future, nested deeper than the
+    backend's completion threads (16, the most a group starts): each level runs on a thread the
+    level above waits on. Deeper than that, a level completes on the thread that takes its
+    future, never a hang (gloo hangs at the second level)."""
+    depth = 24
+
+    def level(d):
+        fut = dist.all_reduce(torch.ones(3), async_op=True).get_future()
+        if d == 0:
+            return fut.wait()[0]
+        return fut.then(lambda f: f.value()[0] + level(d - 1)).wait()
+
+    same(f"callbacks nested {depth} deep, each waiting for the next call", level(depth),
+         torch.full((3,), float(n * (depth + 1))))
+
+
 def odd_dtype():
     """A tensor of a dtype hoop has no row for (torch 2.x's fnuz fp8; 1.13's quantized uint8)."""
     if hasattr(torch, "float8_e4m3fnuz"):
@@ -453,6 +470,7 @@ def main():
         check_coalesced(me, n)
     check_layouts_and_groups(me, n)
     check_refusals(me, n)
+    check_nested_callbacks(me, n)
     if CUDA:
         check_streams(me, n)
     dist.barrier()
