@@ -1,6 +1,7 @@
-"""One rank of a hoop.run job (runner.py): python -m hoop._run_worker TOKEN PAYLOAD.
+"""One rank of a hoop.run job (runner.py): python -m hoop._run_worker TOKEN PAYLOAD...
 
-PAYLOAD is "b64:" and the pickled (script path, pickled call) inline, or a file holding them.
+PAYLOAD is "b64" followed by the pickled (script path, pickled call, argv, folder) in base64,
+in pieces (one argument each), or a file on the launching host holding them.
 The calling script, where func came from it, is run first under the name __mp_main__ and stands
 in for __main__ (as multiprocessing's "spawn" does), so pickle finds func there; sys.argv and the
 working folder are the caller's while it runs, so a script that reads its arguments at the top
@@ -24,14 +25,20 @@ def _load_main(path):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: python -m hoop._run_worker TOKEN PAYLOAD (hoop.run starts it)")
-    token, where = sys.argv[1], sys.argv[2]
-    if where.startswith("b64:"):
-        blob = base64.b64decode(where[4:])
+    if len(sys.argv) < 3:
+        sys.exit("usage: python -m hoop._run_worker TOKEN PAYLOAD... (hoop.run starts it)")
+    token, where = sys.argv[1], sys.argv[2:]
+    if where[0] == "b64":
+        blob = base64.b64decode("".join(where[1:]))
     else:
-        with open(where, "rb") as f:
-            blob = f.read()
+        try:
+            with open(where[0], "rb") as f:
+                blob = f.read()
+        except FileNotFoundError:
+            import socket
+            sys.exit(f"hoop.run: rank {os.environ.get('HOOP_RANK', '?')} on {socket.gethostname()}: the call's "
+                     f"file {where[0]} is not on this host (hoop.run writes calls over 1 MiB on the launching "
+                     "host only)")
     main_path, payload, argv, cwd = pickle.loads(blob)
     sys.argv = argv
     if os.path.isdir(cwd):

@@ -22,7 +22,13 @@ import tempfile
 
 __all__ = ["run"]
 
-_INLINE = 64 * 1024  # payloads up to this size travel in the command line; larger ones in a file
+# The call travels in the ranks' command lines, base64 in arguments of at most _PIECE characters
+# (Linux takes 128 KiB a string), up to _INLINE characters in all (the whole command line and
+# environment must stay within ARG_MAX, 2 MiB with the usual 8 MiB stack): so it reaches ranks on
+# every host (hooprun's plan goes to a remote host's agent on ssh's stdin). A larger one goes in
+# a file on this host, which only ranks on this host can read.
+_PIECE = 96 * 1024
+_INLINE = 1024 * 1024
 
 
 def _hooprun():
@@ -106,11 +112,17 @@ def run(func, args=(), kwargs=None, num_proc=None, min_num_proc=None, max_num_pr
         # The caller's argv and folder go along, as multiprocessing's spawn sends them: a script
         # that reads its arguments at the top level reads the caller's again when a rank loads it.
         blob = pickle.dumps((main_path, payload, list(sys.argv), os.getcwd()))
-        if len(blob) <= _INLINE:
-            where = "b64:" + base64.b64encode(blob).decode()
+        text = base64.b64encode(blob).decode()
+        if len(text) <= _INLINE:
+            where = ["b64"] + [text[i:i + _PIECE] for i in range(0, len(text), _PIECE)]
         else:
-            where = os.path.join(tmp, "payload")
-            with open(where, "wb") as f:
+            if hosts is not None or hostfile is not None or host_discovery_script is not None:
+                raise ValueError(f"hoop.run: the function and its arguments take {len(blob)} bytes pickled; "
+                                 f"over {_INLINE * 3 // 4} they cannot go in the ranks' command lines, "
+                                 "and ranks on other hosts cannot read a file on this one: pass large data "
+                                 "by path (a file every host has) or build it inside the function")
+            where = [os.path.join(tmp, "payload")]
+            with open(where[0], "wb") as f:
                 f.write(blob)
         flags = _flags(num_proc if num_proc is not None else 0, hosts, hostfile, ssh_port, ssh_identity_file,
                        start_timeout, output_filename, verbose, network_interface,
@@ -118,7 +130,7 @@ def run(func, args=(), kwargs=None, num_proc=None, min_num_proc=None, max_num_pr
                        max_num_proc if max_num_proc is not None else max_np, host_discovery_script, reset_limit)
         if num_proc is None:
             flags = flags[2:]
-        command = [_hooprun()] + flags + [executable or sys.executable, "-m", "hoop._run_worker", token, where]
+        command = [_hooprun()] + flags + [executable or sys.executable, "-m", "hoop._run_worker", token, *where]
         return _collect(command, token)
 
 

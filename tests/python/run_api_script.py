@@ -1,8 +1,12 @@
 """hoop.run (horovod.run's counterpart) from a script (test_horovod.py): a function of this script
-on 3 ranks returns each rank's values, one of them larger than hooprun passes on in one line; a
-rank that raises fails the call, naming its error; a lambda, without cloudpickle, is refused
+on 3 ranks returns each rank's values, one of them larger than hooprun passes on in one line;
+arguments of 500 KB (in the ranks' command lines, in pieces) and of 1.5 MB (in a file) reach
+every rank whole, and one of 1.5 MB for ranks on other hosts is refused before anything starts;
+a rank that raises fails the call, naming its error; a lambda, without cloudpickle, is refused
 before anything starts. Prints "run-api ok" and what it checked."""
 import argparse
+import hashlib
+import os
 import sys
 
 import torch
@@ -20,6 +24,12 @@ def train(scale, big=0):
     return {"rank": hvd.rank(), "size": hvd.size(), "sum": total * scale, "big": bytes([hvd.rank()]) * big}
 
 
+def digest(data):
+    import hoop
+    hoop.init()
+    return hoop.rank(), len(data), hashlib.sha256(data).hexdigest()
+
+
 def boom():
     import hoop
     hoop.init()
@@ -35,6 +45,17 @@ def main():
     want = [{"rank": r, "size": n, "sum": 2.0 * n * (n - 1) / 2, "big": bytes([r]) * big} for r in range(n)]
     if out != want:
         sys.exit(f"run-api FAIL: {[(o['rank'], o['size'], o['sum'], len(o['big'])) for o in out]}")
+    for size in (500000, 1500000):  # in the command lines; in a file on this host
+        data = os.urandom(size)
+        got = horovod.run(digest, args=(data,), np=2)
+        if got != [(r, size, hashlib.sha256(data).hexdigest()) for r in range(2)]:
+            sys.exit(f"run-api FAIL: {size} bytes of arguments arrived as {got}")
+    try:
+        horovod.run(digest, args=(os.urandom(1500000),), hosts="hoop-no-such-host-a:1,hoop-no-such-host-b:1")
+        sys.exit("run-api FAIL: 1.5 MB of arguments for other hosts was taken")
+    except ValueError as e:
+        if "bytes pickled" not in str(e) or "other hosts" not in str(e):
+            sys.exit(f"run-api FAIL: the refusal does not say why: {e}")
     try:
         horovod.run(boom, num_proc=2)
         sys.exit("run-api FAIL: a rank's error did not fail the call")
@@ -56,7 +77,7 @@ def main():
     except ValueError as e:
         if "slots=" not in str(e):
             sys.exit(f"run-api FAIL: {e}")
-    print("run-api ok: values of 3 ranks, a failing rank, refusals", flush=True)
+    print("run-api ok: values of 3 ranks, arguments of 500 KB and 1.5 MB, a failing rank, refusals", flush=True)
 
 
 if __name__ == "__main__":
