@@ -540,19 +540,22 @@ TEST_CASE("hooprun --output-filename writes every rank's output to its own files
 }
 
 // --wdir runs the ranks in a folder (a relative program found from there) and --verbose says
-// the plan, never the job token.
+// the plan, never the job token; a long argument by its start and length.
 TEST_CASE("hooprun --wdir and --verbose", "[hooprun][output]") {
   const std::string dir = "/tmp/hooprun-wdir-" + std::to_string(::getpid());
   ::mkdir(dir.c_str(), 0755);
-  { std::ofstream(dir + "/prog") << "#!/bin/sh\necho here: $(pwd) token: ${#HOOP_JOB_TOKEN}\n"; }
+  { std::ofstream(dir + "/prog") << "#!/bin/sh\necho here: $(pwd) token: ${#HOOP_JOB_TOKEN} args: $#\n"; }
   ::chmod((dir + "/prog").c_str(), 0755);
-  auto r = RunProc({Bin("hooprun"), "-np", "2", "--verbose", "--wdir", dir, "./prog"}, Within(60));
+  const std::string long_arg = "b64" + std::string(5000, 'x');
+  auto r = RunProc({Bin("hooprun"), "-np", "2", "--verbose", "--wdir", dir, "./prog", "short", long_arg}, Within(60));
   INFO(r.output);
   CHECK(r.exit_code == 0);
-  CHECK(r.output.find("[1] here: " + dir + " token: 32") != std::string::npos);
+  CHECK(r.output.find("[1] here: " + dir + " token: 32 args: 2") != std::string::npos);
   CHECK(r.output.find("hooprun: plan: 2 ranks on 1 host; store tcp://127.0.0.1:") != std::string::npos);
   CHECK(r.output.find("hooprun: rank 1: host localhost, local rank 1 of 2, cross rank 0 of 1, ") != std::string::npos);
-  CHECK(r.output.find("./prog in " + dir) != std::string::npos);
+  CHECK(r.output.find("./prog short b64" + std::string(45, 'x') + "...(5003 characters) in " + dir) !=
+        std::string::npos);
+  CHECK(r.output.find(std::string(100, 'x')) == std::string::npos);
   CHECK(r.output.find("hooprun: started rank 0 (pid ") != std::string::npos);
   // The token itself (32 hex digits) appears nowhere in what hooprun printed.
   const std::string text = r.output;

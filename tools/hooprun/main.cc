@@ -175,11 +175,19 @@ StatusOr<std::vector<std::pair<int, int>>> OutputFiles(const Options& opts, cons
   return fds;
 }
 
+// An argument as --verbose shows it: a long one (hoop.run's call travels base64 in pieces of
+// 96 KiB, once per rank line) by its start and its length.
+std::string Shown(const std::string& a) {
+  constexpr size_t kLong = 200, kKept = 48;
+  if (a.size() <= kLong) return a;
+  return a.substr(0, kKept) + "...(" + std::to_string(a.size()) + " characters)";
+}
+
 // --verbose: what hooprun is about to do, before it does it. The job token is never printed.
 void PrintPlan(const Options& opts, const JobPlan& plan, const std::vector<std::vector<int>>& bound,
                const std::string& store) {
   std::string command;
-  for (const std::string& a : opts.command) command += (command.empty() ? "" : " ") + a;
+  for (const std::string& a : opts.command) command += (command.empty() ? "" : " ") + Shown(a);
   std::map<std::string, int> per_host;
   for (const Placement& p : plan.placed) ++per_host[p.host];
   std::fprintf(stderr, "hooprun: plan: %d rank%s on %zu host%s; store %s (job token not shown)\n", opts.np,
