@@ -37,8 +37,8 @@ def main():
         except FileNotFoundError:
             import socket
             sys.exit(f"hoop.run: rank {os.environ.get('HOOP_RANK', '?')} on {socket.gethostname()}: the call's "
-                     f"file {where[0]} is not on this host (hoop.run writes calls over 1 MiB on the launching "
-                     "host only)")
+                     f"file {where[0]} is not on this host (hoop.run writes calls over 768 KiB pickled on the "
+                     "launching host only)")
     main_path, payload, argv, cwd = pickle.loads(blob)
     sys.argv = argv
     if os.path.isdir(cwd):

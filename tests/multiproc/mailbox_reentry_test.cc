@@ -19,12 +19,7 @@
 using namespace hoop;
 
 namespace {
-Mailbox::Options Box(int rank) {
-  Mailbox::Options o;
-  o.rank = rank;
-  o.size = 2;
-  return o;
-}
+Mailbox::Options Box(int rank) { return {.rank = rank, .size = 2}; }
 
 // Calls made by one test; each records its status, and the first ones post one receive more
 // (from `again_peer`, due at `again_by`) from inside their completion.
