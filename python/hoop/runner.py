@@ -67,11 +67,12 @@ def _pickled(func, args, kwargs):
     return payload, (os.path.abspath(main_path) if main_path else None)
 
 
-def _flags(num_proc, hosts, hostfile, ssh_port, ssh_identity_file, start_timeout, output_filename, verbose,
+def _flags(num_proc, hosts, hostfile, ssh_port, ssh_identity_file, ssh_args, start_timeout, output_filename, verbose,
            network_interface, min_num_proc, max_num_proc, host_discovery_script, reset_limit):
     flags = ["-np", str(int(num_proc))]
     for flag, value in (("-H", hosts), ("--hostfile", hostfile), ("--ssh-port", ssh_port),
-                        ("--ssh-identity-file", ssh_identity_file), ("--start-timeout", start_timeout),
+                        ("--ssh-identity-file", ssh_identity_file), ("--ssh-args", ssh_args),
+                        ("--start-timeout", start_timeout),
                         ("--output-filename", output_filename), ("--network-interface", network_interface),
                         ("--min-np", min_num_proc), ("--max-np", max_num_proc),
                         ("--host-discovery-script", host_discovery_script), ("--reset-limit", reset_limit)):
@@ -86,15 +87,16 @@ def _flags(num_proc, hosts, hostfile, ssh_port, ssh_identity_file, start_timeout
 
 def run(func, args=(), kwargs=None, num_proc=None, min_num_proc=None, max_num_proc=None, slots=None,
         reset_limit=None, cooldown_range=None, hosts=None, hostfile=None, host_discovery_script=None,
-        start_timeout=None, ssh_port=None, ssh_identity_file=None, disable_cache=None, output_filename=None,
+        start_timeout=None, ssh_port=None, ssh_identity_file=None, ssh_args=None, disable_cache=None, output_filename=None,
         verbose=None, use_gloo=None, use_mpi=None, mpi_args=None, network_interface=None, network_interfaces=None,
         executable=None, np=None, min_np=None, max_np=None):
     """Runs func(*args, **kwargs) on every rank of a new hooprun job and returns their return
     values in rank order (horovod.run's signature and meaning). num_proc (or np): the rank count;
-    hosts ("host1:2,host2:4"), hostfile, ssh_port, ssh_identity_file, start_timeout,
-    output_filename, verbose, network_interface(s) and the elastic min_num_proc, max_num_proc,
-    host_discovery_script and reset_limit become hooprun's flags; executable is the Python to run
-    (default: this one). use_gloo, use_mpi and disable_cache are taken and change nothing (hoop has
+    hosts ("host1:2,host2:4"), hostfile, ssh_port, ssh_identity_file, ssh_args (hoop's own: more
+    arguments for ssh, one string), start_timeout, output_filename, verbose, network_interface(s)
+    and the elastic min_num_proc, max_num_proc, host_discovery_script and reset_limit become
+    hooprun's flags; executable is the Python to run (default: this one, at the same path on every
+    host). Every rank gets this environment (as horovod.run gives it; _NOT_FORWARDED is left out). use_gloo, use_mpi and disable_cache are taken and change nothing (hoop has
     its own transports and no start-up checks to cache); slots, cooldown_range and mpi_args are
     refused."""
     for name, value in (("slots", slots), ("cooldown_range", cooldown_range), ("mpi_args", mpi_args)):
@@ -125,20 +127,45 @@ def run(func, args=(), kwargs=None, num_proc=None, min_num_proc=None, max_num_pr
             with open(where[0], "wb") as f:
                 f.write(blob)
         flags = _flags(num_proc if num_proc is not None else 0, hosts, hostfile, ssh_port, ssh_identity_file,
-                       start_timeout, output_filename, verbose, network_interface,
+                       ssh_args, start_timeout, output_filename, verbose, network_interface,
                        min_num_proc if min_num_proc is not None else min_np,
                        max_num_proc if max_num_proc is not None else max_np, host_discovery_script, reset_limit)
         if num_proc is None:
             flags = flags[2:]
         command = [_hooprun()] + flags + [executable or sys.executable, "-m", "hoop._run_worker", token, *where]
-        return _collect(command, token)
+        results = _collect(command, token)
+    elastic = min_num_proc is not None or min_np is not None or host_discovery_script is not None
+    missing = [r for r in range(num_proc or 0) if r not in results]
+    if missing and not elastic:  # an elastic job's ranks may be fewer at its end
+        raise RuntimeError(f"hoop.run: the job ended without the return values of ranks {missing} "
+                           f"(got {sorted(results)})")
+    return [results[r] for r in sorted(results)]
+
+
+# Not sent to the ranks on other hosts: what horovod.run leaves out (shell functions, OLDPWD,
+# *_SECRET_KEY), what describes this host or shell only, and what hooprun sets for each rank.
+_NOT_FORWARDED = re.compile(r"BASH_FUNC_.*|OLDPWD|PWD|SHLVL|_|HOSTNAME|SSH_.*|.*_SECRET_KEY|HOOP_JOIN|HOOP_RANK|"
+                            r"HOOP_SIZE|HOOP_(LOCAL|CROSS)_(RANK|SIZE)|HOOP_STORE|HOOP_JOB_TOKEN|RANK|WORLD_SIZE|"
+                            r"LOCAL_RANK|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT")
+
+
+def _forwarded(env):
+    """hooprun's -x flags that give every rank, on every host, this environment (as horovod.run
+    does): by name only, so values stay off command lines."""
+    flags = []
+    for name in sorted(env):
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and not _NOT_FORWARDED.fullmatch(name):
+            flags += ["-x", name]
+    return flags
 
 
 def _collect(command, token):
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    marker = re.compile(r"^(?:\[\d+\] )?HOOP-RUN-RESULT " + token + r" (\d+) (\d+) (\d+) (\S*)$")
+    command = command[:1] + _forwarded(env) + command[1:]
+    # hooprun's prefix is "[rank] " on one host and "[host:rank] " across hosts.
+    marker = re.compile(r"^(?:\[(?:[^\]\s]*:)?\d+\] )?HOOP-RUN-RESULT " + token + r" (\d+) (\d+) (\d+) (\S*)$")
     parts, results, tail = {}, {}, []
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
                             bufsize=1)
@@ -163,4 +190,4 @@ def _collect(command, token):
         raise
     if code != 0:
         raise RuntimeError(f"hoop.run: the job failed (hooprun exit code {code}):\n" + "\n".join(tail))
-    return [results[r] for r in sorted(results)]
+    return results

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -304,6 +305,30 @@ TEST_CASE("elastic hooprun across ssh hosts: a replacement on the lost rank's ho
   CHECK(r.output.find("[" + h.address(1) + ":2] c-elastic ok job rank 2: step ") != std::string::npos);
   CHECK(r.output.find(", size 2, ") != std::string::npos);
   CHECK(r.output.find("newcomer 1") != std::string::npos);
+}
+
+// hoop.run (Horovod's horovod.run) with hosts: the Python launcher on host 0 starts 2 ranks on
+// each host through hooprun and ssh (tests/python/run_api_hosts_script.py); every rank's return
+// value comes back, from the host it ran on, with the launcher's environment and a 500 KB
+// argument reaching the remote ranks.
+TEST_CASE("hoop.run across ssh hosts: every rank's value comes back, from its host", "[hooprun][ssh][python]") {
+  SshHosts h(2);
+  SKIP_WITHOUT(h);
+  const std::string python = "/usr/bin/python3", package = std::string(HOOP_BUILD_DIR) + "/python/hoop/__init__.py";
+  if (::access(python.c_str(), X_OK) != 0 || ::access(package.c_str(), R_OK) != 0) {
+    WARN("SKIPPED: no /usr/bin/python3 or no hoop package in the build (HOOP_WITH_PYTHON=OFF)");
+    return;
+  }
+  const auto flags = h.SshFlags();  // -i KEY --ssh-args ARGS
+  ProcOptions o = Within(120);
+  o.env["PYTHONPATH"] = std::string(HOOP_BUILD_DIR) + "/python";
+  auto r = RunProc(h.Run(0, {python, std::string(HOOP_SOURCE_DIR) + "/tests/python/run_api_hosts_script.py",
+                             h.name(0) + ":2," + h.address(1) + ":2", flags[1], flags[3], "4"}),
+                   o);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("run-api-hosts ok: 0@" + h.name(0) + " 1@" + h.name(0) + " 2@" + h.name(1) + " 3@" + h.name(1)) !=
+        std::string::npos);
 }
 
 // The live view across hosts (issue 55): rank 3, on the remote host, is stuck in its own code

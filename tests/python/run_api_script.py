@@ -2,7 +2,8 @@
 on 3 ranks returns each rank's values, one of them larger than hooprun passes on in one line;
 arguments of 500 KB (in the ranks' command lines, in pieces) and of 1.5 MB (in a file) reach
 every rank whole, and one of 1.5 MB for ranks on other hosts is refused before anything starts;
-a rank that raises fails the call, naming its error; a lambda, without cloudpickle, is refused
+a rank that raises fails the call, naming its error, and so does one that ends without a return
+value; a lambda, without cloudpickle, is refused
 before anything starts. Prints "run-api ok" and what it checked."""
 import argparse
 import hashlib
@@ -38,6 +39,15 @@ def boom():
     return 1
 
 
+def vanish():
+    import hoop
+    hoop.init()
+    if hoop.rank() == 1:
+        sys.stdout.flush()
+        os._exit(0)  # ends well without a return value
+    return 0
+
+
 def main():
     import hoop as horovod  # a Horovod script's `import horovod`, changed
     n, big = 3, 300000
@@ -63,6 +73,12 @@ def main():
         if "boom on rank 1" not in str(e) or "exit code 1" not in str(e):
             sys.exit(f"run-api FAIL: the error does not say what failed: {e}")
     try:
+        got = horovod.run(vanish, np=2)
+        sys.exit(f"run-api FAIL: a rank without a return value went unnoticed: {got}")
+    except RuntimeError as e:
+        if "without the return values of ranks [1]" not in str(e):
+            sys.exit(f"run-api FAIL: the error does not name the rank: {e}")
+    try:
         import cloudpickle  # noqa: F401
     except ImportError:
         try:
@@ -77,7 +93,7 @@ def main():
     except ValueError as e:
         if "slots=" not in str(e):
             sys.exit(f"run-api FAIL: {e}")
-    print("run-api ok: values of 3 ranks, arguments of 500 KB and 1.5 MB, a failing rank, refusals", flush=True)
+    print("run-api ok: values of 3 ranks, arguments of 500 KB and 1.5 MB, a failing rank, a missing value, refusals", flush=True)
 
 
 if __name__ == "__main__":
