@@ -13,7 +13,8 @@ nothing written) rather than write a script that runs but is silently wrong.
 The changes (--style horovod, the default, uses hoop.torch's Horovod-style API; --style ddp,
 DistributedDataParallel over the torch.distributed backend "hoop"):
   - hoop.torch imported and initialised after the script's imports;
-  - where the script uses CUDA, the device pinned to the local rank ("cuda:0" made "cuda"), and
+  - where the script uses CUDA, the device pinned to the local rank ("cuda:0" made "cuda", a GPU
+    the script picks by number, set_device(args.gpu), .cuda(args.gpu), made that rank's), and
     nn.DataParallel kept to that GPU (horovod) or dropped for the DDP wrap (ddp);
   - each torch.optim optimizer's learning rate scaled by the number of ranks (a parameter
     group's own "lr" too);

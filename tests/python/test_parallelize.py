@@ -453,6 +453,87 @@ class Net(nn.Module):
                     if unused:
                         self.assertIn(f"finding unused parameters ({unused} not used by forward)", r.stderr)
 
+    def test_gpus_named_by_number_become_each_ranks_own(self):
+        # PyTorch's ImageNet example picks its GPU by --gpu: set_device(args.gpu),
+        # model.cuda(args.gpu), images.cuda(args.gpu, non_blocking=True), and the rest of the
+        # ways to say "GPU i". Converted, each means this rank's GPU (else every rank of a host
+        # crowds onto GPU args.gpu); a script that names several GPUs is left as written.
+        script = """
+import argparse
+import os
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--gpu", type=int, default=0)
+args = parser.parse_args()
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0,1")
+torch.cuda.set_device(args.gpu)
+dev = torch.device("cuda", args.gpu)
+named = torch.device(type="cuda", index=args.gpu)
+strings = [f"cuda:{args.gpu}", "cuda:{}".format(args.gpu), "cuda:%d" % args.gpu, "cuda:" + str(args.gpu)]
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 2)), batch_size=8, shuffle=True)
+model = nn.DataParallel(nn.Linear(4, 2)).cuda(args.gpu)
+state = torch.load("m.pt", map_location=lambda storage, loc: storage.cuda(args.gpu)) if False else None
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+    for xb, yb in loader:
+        xb, yb = xb.cuda(args.gpu, non_blocking=True), yb.to(args.gpu)
+        with torch.cuda.device(args.gpu):
+            loss = ((model(xb) - yb.cuda(device=args.gpu)) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print(f"epoch {epoch} on cuda:{args.gpu} loss {loss.item()}")
+"""
+        several = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, shuffle=True)
+first, second = torch.nn.Linear(4, 4).to("cuda:0"), torch.nn.Linear(4, 1).cuda(1)
+opt = torch.optim.SGD(first.parameters(), lr=0.1)
+for epoch in range(2):
+    for (xb,) in loader:
+        opt.zero_grad()
+        second(first(xb.cuda(0)).to("cuda:1")).sum().backward()
+        opt.step()
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            ddp_local = "int(__import__('os').environ.get('LOCAL_RANK', 0))"
+            for style, local in (("horovod", "hvd.local_rank()"), ("ddp", ddp_local)):
+                with self.subTest(style=style):
+                    src, out = os.path.join(tmp, "gpu.py"), os.path.join(tmp, f"gpu_{style}.py")
+                    with open(src, "w") as f:
+                        f.write(script)
+                    r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    compile(text, out, "exec")
+                    code = [line.split("#")[0] for line in text.splitlines()]
+                    # Only the argument's definition and the message still name args.gpu.
+                    self.assertEqual([c.strip()[:21] for c in code if "args.gpu" in c], ["_hoop_on_rank0(print)"], text)
+                    for want in ('dev = torch.device("cuda")', 'named = torch.device(type="cuda")',
+                                 'strings = ["cuda", "cuda", "cuda", "cuda"]', ".cuda()\n",
+                                 "storage.cuda())", "xb.cuda(non_blocking=True), yb.to(\"cuda\")",
+                                 "yb.cuda()", f"torch.cuda.set_device({local})", f"torch.cuda.device({local})"):
+                        self.assertIn(want, text)
+                    self.assertEqual(r.stderr.count("made this rank's GPU"), 12, r.stderr)
+                    self.assertIn('.to(args.gpu) made .to("cuda")', r.stderr)
+                    self.assertIn("sets CUDA_VISIBLE_DEVICES", r.stderr)
+                    src, out = os.path.join(tmp, "several.py"), os.path.join(tmp, f"several_{style}.py")
+                    with open(src, "w") as f:
+                        f.write(several)
+                    r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("names GPUs [0, 1] by number", r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    for kept in ('.to("cuda:0")', ".cuda(1)", "xb.cuda(0)", '.to("cuda:1")'):
+                        self.assertIn(kept, text)
+
     def test_refusals_write_nothing(self):
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             for what, (text, why, *style) in REFUSED.items():
