@@ -70,7 +70,9 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     `with` block (a CSV log) made on rank 0 only (the others get a stand-in that does nothing), a
     logging FileHandler a NullHandler elsewhere; where rank 0 writes files, torch.load waits for
     it first (a barrier), so every rank loads the checkpoint it saved; writes into a temporary
-    directory of the process's own (TemporaryDirectory, mkdtemp) stay on every rank.
+    directory of the process's own (TemporaryDirectory, mkdtemp) stay on every rank;
+  - experiment trackers (wandb, mlflow, comet_ml, neptune, aim, clearml, dvclive, swanlab) are
+    rank 0's: what their imports bind is the same stand-in on the other ranks;
 It refuses, naming the line, a script that is already distributed (or trains through Accelerate,
 Lightning or DeepSpeed, which distribute it themselves), trains nothing (no
 .backward()), updates its parameters without a torch.optim optimizer (by hand, as
@@ -97,16 +99,17 @@ from hoop._parallelize.optimizers import Optimizers
 from hoop._parallelize.rank0 import RankZero
 from hoop._parallelize.scopes import Scopes
 from hoop._parallelize.seeds import Seeds
+from hoop._parallelize.trackers import Trackers
 from hoop._parallelize.unused import UnusedParams
 
 
-class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Devices, DdpWrap, UnusedParams):
+class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Trackers, Devices, DdpWrap, UnusedParams):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
     gradients' synchronisation here; beside, in _parallelize/: what names and calls mean
     (Scopes, scopes.py), which calls build optimizers and from what model (Optimizers,
     optimizers.py), the data's split (DataSplitting, data.py), what each rank draws at
     random (Seeds, seeds.py), what rank 0 alone does or every rank averages (RankZero, rank0.py),
-    one GPU per rank (Devices, devices.py) and the DDP wrap (DdpWrap, ddp.py)."""
+    experiment trackers (Trackers, trackers.py), one GPU per rank (Devices, devices.py) and the DDP wrap (DdpWrap, ddp.py)."""
 
     def __init__(self, text, style):
         self.text, self.style = text, style
@@ -203,6 +206,8 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Devices, Ddp
         seeds, seeded = self.same_draws()
         lines += seeds
         lines += self.rank0_helpers()
+        top = {s for s in body[:body.index(last) + 1] if isinstance(s, (ast.Import, ast.ImportFrom))}
+        lines += self.trackers_rank0(top)
         if self.metric_blocks or self.dataset_ratios:
             lines += self.metric_helper()
         self.e.insert_after(last, lines, "")
@@ -372,6 +377,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Devices, Ddp
         self.find_loaders()
         self.find_metric_blocks()
         self.find_side_effects()
+        self.find_trackers()
         train = self.training_loaders()
         manual = False
         if not train:

@@ -534,6 +534,88 @@ for epoch in range(2):
                     for kept in ('.to("cuda:0")', ".cuda(1)", "xb.cuda(0)", '.to("cuda:1")'):
                         self.assertIn(kept, text)
 
+    def test_experiment_trackers_log_from_rank_0_only(self):
+        # Weights & Biases and MLflow (stand-ins here, on PYTHONPATH: each call is written down
+        # with the rank that made it): imported at the top and inside main(), a run object, a
+        # context manager. Converted and run on 2 ranks, only rank 0 makes a run and logs.
+        stubs = {
+            "_tracker_record.py": "import os\n"
+                                  "def record(what):\n"
+                                  "    with open(os.environ['TRACKER_LOG'], 'a') as f:\n"
+                                  "        f.write(os.environ.get('HOOP_RANK', '-') + ' ' + what + '\\n')\n",
+            "wandb/__init__.py": "from _tracker_record import record\n"
+                                 "config = {}\n"
+                                 "class Run:\n"
+                                 "    def log(self, d): record('run.log')\n"
+                                 "def init(**kw): record('init'); return Run()\n"
+                                 "def log(d, **kw): record('log')\n"
+                                 "def watch(m, **kw): record('watch')\n"
+                                 "def finish(): record('finish')\n",
+            "mlflow/__init__.py": "import contextlib\n"
+                                  "from _tracker_record import record\n"
+                                  "@contextlib.contextmanager\n"
+                                  "def start_run(**kw):\n"
+                                  "    record('start_run'); yield None\n"
+                                  "def log_metric(k, v, step=None): record('log_metric')\n",
+        }
+        script = """
+import torch
+import torch.nn.functional as F
+import wandb
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def main():
+    import mlflow
+    run = wandb.init(project="demo", config={"lr": 0.1})
+    lr = wandb.config.get("lr", 0.1)
+    loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+    model = torch.nn.Linear(4, 1)
+    wandb.watch(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with mlflow.start_run():
+        for epoch in range(2):
+            for xb, yb in loader:
+                opt.zero_grad()
+                loss = F.mse_loss(model(xb), yb)
+                loss.backward()
+                opt.step()
+                run.log({"loss": loss.item()})
+            wandb.log({"epoch": epoch})
+            mlflow.log_metric("loss", loss.item(), step=epoch)
+    wandb.finish()
+
+
+if __name__ == "__main__":
+    main()
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for name, text in stubs.items():
+                os.makedirs(os.path.dirname(os.path.join(tmp, "stubs", name)), exist_ok=True)
+                with open(os.path.join(tmp, "stubs", name), "w") as f:
+                    f.write(text)
+            src = os.path.join(tmp, "track.py")
+            with open(src, "w") as f:
+                f.write(script)
+            for style in ("horovod", "ddp"):
+                with self.subTest(style=style):
+                    out, log = os.path.join(tmp, f"track_{style}.py"), os.path.join(tmp, f"{style}.log")
+                    r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("line 4: experiment tracking (wandb) made rank 0's", r.stderr)
+                    self.assertIn("line 9: experiment tracking (mlflow) made rank 0's", r.stderr)
+                    self.assertIn("line 11: wandb.config read", r.stderr)
+                    env = {"TRACKER_LOG": log,
+                           "PYTHONPATH": os.path.join(tmp, "stubs") + os.pathsep + python_env()["PYTHONPATH"]}
+                    run = hooprun(2, [sys.executable, out], env=env, timeout=120)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    with open(log) as f:
+                        calls = f.read().split()
+                    self.assertEqual(sorted(calls[1::2]), sorted(["init", "watch", "start_run", "log", "log",
+                                                                  "log_metric", "log_metric", "finish"]
+                                                                 + ["run.log"] * 8), calls)
+                    self.assertEqual(set(calls[0::2]), {"0"}, calls)
+
     def test_refusals_write_nothing(self):
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             for what, (text, why, *style) in REFUSED.items():

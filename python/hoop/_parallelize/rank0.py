@@ -29,7 +29,7 @@ class RankZero:
         """The converted script's _hoop_on_rank0 (and its stand-in), and _hoop_saved where loads
         wait for rank 0's writes."""
         lines = []
-        if self.rank0_calls or self.rank0_makers:
+        if self.rank0_calls or self.rank0_makers or self.trackers:
             lines += ["", "", "class _HoopNothing:  " + MARK + " what rank-0-only calls give the other ranks: every use "
                       "of it does nothing",
                       "    def __getattr__(self, name):",
@@ -46,6 +46,12 @@ class RankZero:
                       "",
                       "    def __iter__(self):",
                       "        return iter(())",
+                      "",
+                      "    def __getitem__(self, key):",
+                      "        return self",
+                      "",
+                      "    def __setitem__(self, key, value):",
+                      "        pass",
                       "", "",
                       "def _hoop_on_rank0(fn):  " + MARK + " fn on rank 0; elsewhere nothing (arguments are still "
                       "evaluated)",
