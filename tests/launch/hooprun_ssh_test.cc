@@ -307,6 +307,23 @@ TEST_CASE("elastic hooprun across ssh hosts: a replacement on the lost rank's ho
   CHECK(r.output.find("newcomer 1") != std::string::npos);
 }
 
+// What a rank leaves running in its process group on another host: its agent stops it when the
+// job ends and says so, under the host's name.
+TEST_CASE("hooprun over ssh: what a remote rank leaves running is stopped with the job", "[hooprun][ssh]") {
+  SshHosts h(2);
+  SKIP_WITHOUT(h);
+  std::string marker = NewMarker();
+  auto r = RunProc(Hooprun(h, {"-H", h.name(0) + ":1," + h.address(1) + ":1", "/bin/sh", "-c",
+                               "/bin/sh -c 'sleep 300; : " + marker + "' & sleep 0.2; echo started"}),
+                   Within(60));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("hooprun: rank 0 (pid ") != std::string::npos);
+  CHECK(r.output.find("[" + h.address(1) + "] rank 1 left 2 processes running (") != std::string::npos);
+  CHECK(WaitGone(marker, 5) == 0);
+  CHECK(h.ProcessesLeftOn(1, 1, 5).find(marker) == std::string::npos);
+}
+
 // hoop.run (Horovod's horovod.run) with hosts: the Python launcher on host 0 starts 2 ranks on
 // each host through hooprun and ssh (tests/python/run_api_hosts_script.py); every rank's return
 // value comes back, from the host it ran on, with the launcher's environment and a 500 KB

@@ -22,6 +22,7 @@
 #include "common/config.h"
 #include "tools/hooprun/ranks.h"
 #include "tools/hooprun/remote.h"
+#include "tools/hooprun/group_leftovers.h"
 #include "tools/hooprun/sentinel.h"
 #include "tools/hooprun/shm_leftovers.h"
 
@@ -263,6 +264,9 @@ int RunAgent() {
       killed = true;
     }
   }
+  std::vector<std::pair<std::string, pid_t>> groups;
+  for (const auto& p : procs) groups.emplace_back("rank " + std::to_string(p.rank), p.pid);
+  for (const auto& line : StopLeftovers(groups)) WriteOut(STDERR_FILENO, line + "\n");
   for (auto& p : procs) {
     if (p.out_copy >= 0) ::close(p.out_copy);
     if (p.err_copy >= 0) ::close(p.err_copy);

@@ -27,6 +27,7 @@
 #include "collectives/core/stall.h"
 #include "tools/hooprun/discovery.h"
 #include "tools/hooprun/elastic.h"
+#include "tools/hooprun/group_leftovers.h"
 #include "tools/hooprun/options.h"
 #include "tools/hooprun/output.h"
 #include "tools/hooprun/ranks.h"
@@ -109,6 +110,7 @@ class Job {
       }
       Escalate();
     }
+    StopLeftovers();
     ExplainFailure();
     if (!reason_.empty()) err_.Write("hooprun: " + reason_ + "\n");
     return exit_code_;
@@ -141,6 +143,14 @@ class Job {
     p.append("]");
     p.append(o_.tag_output ? stream : " ");
     return p;
+  }
+
+  // What the ranks here left running in their process groups (group_leftovers.h).
+  void StopLeftovers() {
+    std::vector<std::pair<std::string, pid_t>> groups;
+    for (const auto& r : ranks_)
+      if (!r.remote && r.pid > 0) groups.emplace_back(Who(r), r.pid);
+    for (const auto& line : run::StopLeftovers(groups)) err_.Write("hooprun: " + line + "\n");
   }
 
   bool AllDone() {
