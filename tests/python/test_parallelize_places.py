@@ -1,0 +1,188 @@
+"""hoop-parallelize on what places and reports a script's work: GPUs the script names by number
+(each made the rank's own; several left as written) and experiment trackers (W&B, MLflow:
+rank 0's only, run on 2 ranks with recording stand-ins). Skipped, saying so, without PyTorch."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from support import PARALLELIZE, hooprun, python_env
+
+try:
+    import torch  # noqa: F401
+except ImportError:
+    raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
+
+
+def parallelize(args, cwd):
+    return subprocess.run([PARALLELIZE, *args], cwd=cwd, env=python_env(), capture_output=True, text=True, timeout=60)
+
+
+class PlacesAndReports(unittest.TestCase):
+    def test_gpus_named_by_number_become_each_ranks_own(self):
+        # PyTorch's ImageNet example picks its GPU by --gpu: set_device(args.gpu),
+        # model.cuda(args.gpu), images.cuda(args.gpu, non_blocking=True), and the rest of the
+        # ways to say "GPU i". Converted, each means this rank's GPU (else every rank of a host
+        # crowds onto GPU args.gpu); a script that names several GPUs is left as written.
+        script = """
+import argparse
+import os
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--gpu", type=int, default=0)
+args = parser.parse_args()
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0,1")
+torch.cuda.set_device(args.gpu)
+dev = torch.device("cuda", args.gpu)
+named = torch.device(type="cuda", index=args.gpu)
+strings = [f"cuda:{args.gpu}", "cuda:{}".format(args.gpu), "cuda:%d" % args.gpu, "cuda:" + str(args.gpu)]
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 2)), batch_size=8, shuffle=True)
+model = nn.DataParallel(nn.Linear(4, 2)).cuda(args.gpu)
+state = torch.load("m.pt", map_location=lambda storage, loc: storage.cuda(args.gpu)) if False else None
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+    for xb, yb in loader:
+        xb, yb = xb.cuda(args.gpu, non_blocking=True), yb.to(args.gpu)
+        with torch.cuda.device(args.gpu):
+            loss = ((model(xb) - yb.cuda(device=args.gpu)) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print(f"epoch {epoch} on cuda:{args.gpu} loss {loss.item()}")
+"""
+        several = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, shuffle=True)
+first, second = torch.nn.Linear(4, 4).to("cuda:0"), torch.nn.Linear(4, 1).cuda(1)
+opt = torch.optim.SGD(first.parameters(), lr=0.1)
+for epoch in range(2):
+    for (xb,) in loader:
+        opt.zero_grad()
+        second(first(xb.cuda(0)).to("cuda:1")).sum().backward()
+        opt.step()
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            ddp_local = "int(__import__('os').environ.get('LOCAL_RANK', 0))"
+            for style, local in (("horovod", "hvd.local_rank()"), ("ddp", ddp_local)):
+                with self.subTest(style=style):
+                    src, out = os.path.join(tmp, "gpu.py"), os.path.join(tmp, f"gpu_{style}.py")
+                    with open(src, "w") as f:
+                        f.write(script)
+                    r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    compile(text, out, "exec")
+                    code = [line.split("#")[0] for line in text.splitlines()]
+                    # Only the argument's definition and the message still name args.gpu.
+                    self.assertEqual([c.strip()[:21] for c in code if "args.gpu" in c], ["_hoop_on_rank0(print)"], text)
+                    for want in ('dev = torch.device("cuda")', 'named = torch.device(type="cuda")',
+                                 'strings = ["cuda", "cuda", "cuda", "cuda"]', ".cuda()\n",
+                                 "storage.cuda())", "xb.cuda(non_blocking=True), yb.to(\"cuda\")",
+                                 "yb.cuda()", f"torch.cuda.set_device({local})", f"torch.cuda.device({local})"):
+                        self.assertIn(want, text)
+                    self.assertEqual(r.stderr.count("made this rank's GPU"), 12, r.stderr)
+                    self.assertIn('.to(args.gpu) made .to("cuda")', r.stderr)
+                    self.assertIn("sets CUDA_VISIBLE_DEVICES", r.stderr)
+                    src, out = os.path.join(tmp, "several.py"), os.path.join(tmp, f"several_{style}.py")
+                    with open(src, "w") as f:
+                        f.write(several)
+                    r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("names GPUs [0, 1] by number", r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    for kept in ('.to("cuda:0")', ".cuda(1)", "xb.cuda(0)", '.to("cuda:1")'):
+                        self.assertIn(kept, text)
+
+    def test_experiment_trackers_log_from_rank_0_only(self):
+        # Weights & Biases and MLflow (stand-ins here, on PYTHONPATH: each call is written down
+        # with the rank that made it): imported at the top and inside main(), a run object, a
+        # context manager. Converted and run on 2 ranks, only rank 0 makes a run and logs.
+        stubs = {
+            "_tracker_record.py": "import os\n"
+                                  "def record(what):\n"
+                                  "    with open(os.environ['TRACKER_LOG'], 'a') as f:\n"
+                                  "        f.write(os.environ.get('HOOP_RANK', '-') + ' ' + what + '\\n')\n",
+            "wandb/__init__.py": "from _tracker_record import record\n"
+                                 "config = {}\n"
+                                 "class Run:\n"
+                                 "    def log(self, d): record('run.log')\n"
+                                 "def init(**kw): record('init'); return Run()\n"
+                                 "def log(d, **kw): record('log')\n"
+                                 "def watch(m, **kw): record('watch')\n"
+                                 "def finish(): record('finish')\n",
+            "mlflow/__init__.py": "import contextlib\n"
+                                  "from _tracker_record import record\n"
+                                  "@contextlib.contextmanager\n"
+                                  "def start_run(**kw):\n"
+                                  "    record('start_run'); yield None\n"
+                                  "def log_metric(k, v, step=None): record('log_metric')\n",
+        }
+        script = """
+import torch
+import torch.nn.functional as F
+import wandb
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def main():
+    import mlflow
+    run = wandb.init(project="demo", config={"lr": 0.1})
+    lr = wandb.config.get("lr", 0.1)
+    loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+    model = torch.nn.Linear(4, 1)
+    wandb.watch(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with mlflow.start_run():
+        for epoch in range(2):
+            for xb, yb in loader:
+                opt.zero_grad()
+                loss = F.mse_loss(model(xb), yb)
+                loss.backward()
+                opt.step()
+                run.log({"loss": loss.item()})
+            wandb.log({"epoch": epoch})
+            mlflow.log_metric("loss", loss.item(), step=epoch)
+    wandb.finish()
+
+
+if __name__ == "__main__":
+    main()
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for name, text in stubs.items():
+                os.makedirs(os.path.dirname(os.path.join(tmp, "stubs", name)), exist_ok=True)
+                with open(os.path.join(tmp, "stubs", name), "w") as f:
+                    f.write(text)
+            src = os.path.join(tmp, "track.py")
+            with open(src, "w") as f:
+                f.write(script)
+            for style in ("horovod", "ddp"):
+                with self.subTest(style=style):
+                    out, log = os.path.join(tmp, f"track_{style}.py"), os.path.join(tmp, f"{style}.log")
+                    r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("line 4: experiment tracking (wandb) made rank 0's", r.stderr)
+                    self.assertIn("line 9: experiment tracking (mlflow) made rank 0's", r.stderr)
+                    self.assertIn("line 11: wandb.config read", r.stderr)
+                    env = {"TRACKER_LOG": log,
+                           "PYTHONPATH": os.path.join(tmp, "stubs") + os.pathsep + python_env()["PYTHONPATH"]}
+                    run = hooprun(2, [sys.executable, out], env=env, timeout=120)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    with open(log) as f:
+                        calls = f.read().split()
+                    self.assertEqual(sorted(calls[1::2]), sorted(["init", "watch", "start_run", "log", "log",
+                                                                  "log_metric", "log_metric", "finish"]
+                                                                 + ["run.log"] * 8), calls)
+                    self.assertEqual(set(calls[0::2]), {"0"}, calls)
+
+
+if __name__ == "__main__":
+    unittest.main()
