@@ -453,6 +453,53 @@ class Net(nn.Module):
                     if unused:
                         self.assertIn(f"finding unused parameters ({unused} not used by forward)", r.stderr)
 
+    def test_optimizer_classes_chosen_by_name_condition_or_table(self):
+        # Configurable scripts pick the optimizer's class at run time: by name from torch.optim,
+        # by a condition, from a table of classes (at the top level, used in a function). Each is
+        # a torch.optim optimizer: its rate scaled, wrapped or its model wrapped, and --check finds
+        # the same parameters on 2 ranks. The DDP wrap inside main() of the top level's model
+        # declares it global (else `model = DDP(model)` makes it main()'s, unbound at first).
+        head = """
+import argparse
+import torch
+import torch.optim as optim
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+TABLE = {"sgd": optim.SGD, "adam": optim.Adam}
+parser = argparse.ArgumentParser()
+parser.add_argument("--optimizer", default="Adam")
+args = parser.parse_args()
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+model = torch.nn.Linear(4, 1)
+
+
+def main():
+    {make}
+    for epoch in range(2):
+        for xb, yb in loader:
+            opt.zero_grad()
+            F.mse_loss(model(xb), yb).backward()
+            opt.step()
+
+
+main()
+"""
+        makes = {"getattr": "opt = getattr(torch.optim, args.optimizer)(model.parameters(), lr=0.01)",
+                 "condition": "cls = optim.Adam if args.optimizer == 'Adam' else optim.SGD\n"
+                              "    opt = cls(model.parameters(), lr=0.01)",
+                 "table": "opt = TABLE[args.optimizer.lower()](model.parameters(), lr=0.01)"}
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for (what, make), style in zip(makes.items(), ("horovod", "ddp", "horovod")):
+                with self.subTest(chosen_by=what, style=style):
+                    src, out = os.path.join(tmp, f"{what}.py"), os.path.join(tmp, f"{what}_{style}.py")
+                    with open(src, "w") as f:
+                        f.write(head.replace("{make}", make))
+                    r = parallelize([src, "-o", out, "--style", style, "-q", "--check"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("learning rate scaled by the number of ranks", r.stderr)
+                    self.assertIn("--check: passed", r.stderr)
+
     def test_refusals_write_nothing(self):
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             for what, (text, why, *style) in REFUSED.items():

@@ -58,6 +58,7 @@ class DdpWrap:
             self.e.insert_after(stmt, lines)
         else:
             self.e.insert_before(stmt.lineno, lines, self.e.indent_of(stmt))
+        self.declare_outer(scope, model)
         for name in [model] + held:
             self.ddp_models.setdefault(name, (stmt.end_lineno if after else stmt.lineno - 1, scope))
         for attr, init in objects:  # the object's own methods see it as self.attr, after its __init__
@@ -66,6 +67,39 @@ class DdpWrap:
                             + (f" (and kept as {', '.join(held)})" if held else "")
                             + (f", finding unused parameters ({', '.join(unused)} not used by forward)" if unused
                                else ""))
+
+    def declare_outer(self, fn, model):
+        """Where the model is a name of the top level (or of a function around fn) that fn only
+        reads, the wrap's assignment would make it fn's own and its first read fail
+        (UnboundLocalError): fn declares it global (nonlocal), so the wrapped model is the
+        script's model everywhere, as the plain one was."""
+        if fn is None or not model.isidentifier():
+            return
+        args = fn.args
+        if model in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}:
+            return
+        inner = [n for n in ast.walk(fn) if self.enclosing(n, (ast.FunctionDef, ast.Lambda)) is fn]
+        if any(isinstance(n, ast.Name) and n.id == model and isinstance(n.ctx, (ast.Store, ast.Del)) for n in inner) \
+                or any(isinstance(n, (ast.Global, ast.Nonlocal)) and model in n.names for n in inner):
+            return
+        outer = self.enclosing(fn, (ast.FunctionDef,))
+        assigns = lambda scope: any(  # noqa: E731
+            isinstance(n, ast.Name) and n.id == model and isinstance(n.ctx, ast.Store)
+            and self.enclosing(n, (ast.FunctionDef,)) is scope for n in ast.walk(scope or self.tree))
+        while outer is not None and not assigns(outer):
+            outer = self.enclosing(outer, (ast.FunctionDef,))
+        if outer is None and not assigns(None):
+            return
+        body = fn.body
+        first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(
+            body[0].value, ast.Constant) and isinstance(body[0].value.value, str) else body[0]
+        if first.lineno == fn.lineno:
+            return  # `def f(): ...` on one line
+        word = "global" if outer is None else "nonlocal"
+        self.e.insert_before(first.lineno, [f"{word} {model}  {MARK} the wrapped model is the script's model "
+                                            "everywhere"], self.e.indent_of(first))
+        self.changes.append(f"line {fn.lineno}: {fn.name}() declares {word} {model} (the wrap assigns the "
+                            f"{'top level' if outer is None else outer.name + '()'}'s model)")
 
     def methods_running_forward(self):
         """The names of the script's methods (but forward) that call self(...) or self.forward()."""

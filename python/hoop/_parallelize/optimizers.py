@@ -1,6 +1,7 @@
 """hoop-parallelize: the script's optimizers. Which calls build a torch.optim optimizer (by its
-name, or through a parameter whose default and arguments are torch.optim classes, as a
-`fit(..., opt_func=torch.optim.SGD)` does), what parameters it is given (a list filled first,
+name, through a parameter whose default and arguments are torch.optim classes, as a
+`fit(..., opt_func=torch.optim.SGD)` does, or through a class chosen from torch.optim by name,
+condition or table), what parameters it is given (a list filled first,
 parameter groups), the model they come from (its parts', the whole model the script calls), and
 the places its result is assigned (`opt = SGD(...)`, or where a function that returns it, alone
 or in a tuple, is called). A mixin of Converter (hoop/parallelize.py): it uses the converter's
@@ -17,7 +18,7 @@ class Optimizers:
         SGD imported from torch.optim), or through a parameter of the function around it whose
         default and every argument given for it are such classes (`def fit(..., opt_func=
         torch.optim.SGD): optimizer = opt_func(model.parameters(), lr)`)."""
-        if self.is_optimizer_class(call_name(call)):
+        if self.is_optimizer_class(call_name(call)) or self.optimizer_class_expr(call.func, call):
             return True
         fn = self.enclosing(call, (ast.FunctionDef,))
         if fn is None or not isinstance(call.func, ast.Name):
@@ -32,6 +33,53 @@ class Optimizers:
             return False
         given = [a[name] for _, a in self.calls_of(fn) if name in a]
         return all(self.is_optimizer_class(dotted(v)) for v in [defaults[name]] + given)
+
+    def optimizer_class_expr(self, node, at, depth=0):
+        """Whether node is an expression whose every value is a torch.optim class, as
+        configurable scripts choose one: `getattr(torch.optim, args.optimizer)`, `torch.optim.Adam
+        if args.adam else torch.optim.SGD`, `{"sgd": optim.SGD, "adam": optim.Adam}[name]` (or a
+        name given such a dict), or a name every assignment of which (in the function around
+        `at`, else at the top level) is one of these."""
+        if depth > 4 or node is None:
+            return False
+        if self.is_optimizer_class(dotted(node)):
+            return True
+        if isinstance(node, ast.IfExp):
+            return all(self.optimizer_class_expr(b, at, depth + 1) for b in (node.body, node.orelse))
+        if isinstance(node, ast.Call) and call_name(node) == "getattr" and len(node.args) >= 2:
+            return self.is_optim_module(dotted(node.args[0]))
+        if isinstance(node, ast.Subscript):
+            tables = [node.value] if isinstance(node.value, ast.Dict) else self.values_of(node.value, at)
+            return bool(tables) and all(isinstance(t, ast.Dict) and t.values and all(
+                self.optimizer_class_expr(v, at, depth + 1) for v in t.values) for t in tables)
+        if isinstance(node, ast.Name):
+            values = self.values_of(node, at)
+            return bool(values) and all(self.optimizer_class_expr(v, at, depth + 1) for v in values)
+        return False
+
+    def values_of(self, name, at):
+        """The values assigned to the plain name `name` in the function around `at` or, where it
+        assigns none, at the top level ([] for anything else)."""
+        if not isinstance(name, ast.Name):
+            return []
+        for scope in (self.enclosing(at, (ast.FunctionDef,)), self.tree):
+            if scope is None:
+                continue
+            found = [a.value for a in ast.walk(scope) if isinstance(a, ast.Assign)
+                     and any(isinstance(t, ast.Name) and t.id == name.id for t in a.targets)]
+            if found:
+                return found
+        return []
+
+    def is_optim_module(self, name):
+        """torch.optim, or a name bound to it (`import torch.optim as optim`, `from torch import optim`)."""
+        if name == "torch.optim":
+            return True
+        return bool(name) and "." not in name and any(
+            (isinstance(n, ast.Import) and any(a.name == "torch.optim" and a.asname == name for a in n.names))
+            or (isinstance(n, ast.ImportFrom) and n.module == "torch"
+                and any(a.name == "optim" and (a.asname or a.name) == name for a in n.names))
+            for n in ast.walk(self.tree))
 
     def is_optimizer_class(self, name):
         if not name:
