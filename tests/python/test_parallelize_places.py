@@ -1,6 +1,8 @@
-"""hoop-parallelize on what places and reports a script's work: GPUs the script names by number
-(each made the rank's own; several left as written) and experiment trackers (W&B, MLflow:
-rank 0's only, run on 2 ranks with recording stand-ins). Skipped, saying so, without PyTorch."""
+"""hoop-parallelize on what places, reports and keeps a script's work: GPUs the script names by
+number (each made the rank's own; several left as written), experiment trackers (W&B, MLflow:
+rank 0's only, run on 2 ranks with recording stand-ins), and copies of the model (an SWA average,
+a deepcopy) made of the plain model under DDP, so what they save is what one process saves.
+Skipped, saying so, without PyTorch."""
 import os
 import subprocess
 import sys
@@ -10,7 +12,7 @@ import unittest
 from support import PARALLELIZE, hooprun, python_env
 
 try:
-    import torch  # noqa: F401
+    import torch
 except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
 
@@ -182,6 +184,48 @@ if __name__ == "__main__":
                                                                   "log_metric", "log_metric", "finish"]
                                                                  + ["run.log"] * 8), calls)
                     self.assertEqual(set(calls[0::2]), {"0"}, calls)
+
+
+    def test_ddp_copies_of_the_model_are_of_the_plain_model(self):
+        # torch.optim.swa_utils.AveragedModel(model) and copy.deepcopy(model) after the DDP wrap
+        # would copy the wrapper: the averaged model's checkpoint would read module.module.0.weight.
+        script = """
+import copy
+import sys
+import torch
+import torch.nn.functional as F
+from torch.optim.swa_utils import AveragedModel
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+swa_model = AveragedModel(model)
+best = copy.deepcopy(model)
+for epoch in range(2):
+    for xb, yb in loader:
+        opt.zero_grad()
+        F.mse_loss(model(xb), yb).backward()
+        opt.step()
+    swa_model.update_parameters(model)
+torch.save({"swa": swa_model.state_dict(), "best": best.state_dict()}, sys.argv[1])
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src, out = os.path.join(tmp, "swa.py"), os.path.join(tmp, "swa_ddp.py")
+            with open(src, "w") as f:
+                f.write(script)
+            r = parallelize([src, "-o", out, "--style", "ddp", "-q"], tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("AveragedModel(model) read from the wrapped model's .module", r.stderr)
+            self.assertIn("copy.deepcopy(model) read from the wrapped model's .module", r.stderr)
+            alone = subprocess.run([sys.executable, src, os.path.join(tmp, "alone.pt")], env=python_env(),
+                                   capture_output=True, text=True, timeout=120)
+            self.assertEqual(alone.returncode, 0, alone.stderr)
+            run = hooprun(2, [sys.executable, out, os.path.join(tmp, "ranks.pt")], timeout=120)
+            self.assertEqual(run.returncode, 0, run.output)
+            keys = {name: {k: sorted(v) for k, v in torch.load(os.path.join(tmp, name)).items()}
+                    for name in ("alone.pt", "ranks.pt")}
+            self.assertEqual(keys["ranks.pt"], keys["alone.pt"])
 
 
 if __name__ == "__main__":

@@ -8,9 +8,13 @@ wrapped model's .module. A mixin of Converter: it uses the converter's tree, par
 changes, and DataSplitting's scope helpers."""
 import ast
 
-from hoop._parallelize.edits import MARK, MODULE_ATTRS, Refused, dotted
+from hoop._parallelize.edits import MARK, MODULE_ATTRS, Refused, call_name, dotted
 
 MOVERS = ("to", "cuda", "cpu", "train")  # model.to(device) and the like give the model back
+# Calls that copy or export the model they are given: given the plain model, so that what they
+# make (an averaged model's checkpoint, a traced module) is what the script made alone.
+COPIERS = {"AveragedModel", "deepcopy", "ModelEma", "ModelEmaV2", "ModelEmaV3"}
+EXPORTERS = {"torch.jit.trace", "torch.jit.script", "torch.onnx.export", "torch.export.export"}
 
 
 class DdpWrap:
@@ -128,7 +132,8 @@ class DdpWrap:
     def module_read(self, a):
         """The model expression node a reads other than by calling it or through nn.Module's own
         methods, with how it reads it ("{}" for the model), or (None, None): an attribute (`model.fc`, its state_dict()),
-        an item (`model[0]` of a Sequential), its length, or its iteration (`for layer in model`)."""
+        an item (`model[0]` of a Sequential), its length, its iteration (`for layer in model`), or
+        a copy or export of it (`AveragedModel(model)`, `copy.deepcopy(model)`, torch.jit.trace)."""
         if isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Load):
             if a.attr not in MODULE_ATTRS or a.attr in ("state_dict", "load_state_dict"):
                 return a.value, "{}." + a.attr
@@ -140,6 +145,9 @@ class DdpWrap:
                 return a.args[0], a.func.id + "({})"
         elif isinstance(a, (ast.For, ast.comprehension)):
             return a.iter, "iteration over {}"
+        elif isinstance(a, ast.Call) and a.args and (
+                (call_name(a) or "").split(".")[-1] in COPIERS or call_name(a) in EXPORTERS):
+            return a.args[0], call_name(a) + "({})"
         return None, None
 
     def run_before_wrap(self, line, scope):
