@@ -65,7 +65,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     scaler.step(opt), which read the gradients;
   - OneCycleLR/CyclicLR: its max_lr (and base_lr) scaled like the optimizer's rate, which it
     overrides;
-  - print, logging (basicConfig too), torch.save and other file writes done on rank 0 only;
+  - print, logging (basicConfig too), torch.save and other file writes (to_csv, savefig,
+    write_text too), shutil.rmtree and os.remove done on rank 0 only;
     tqdm's bars drawn by rank 0 only; a SummaryWriter or a file opened for writing outside a
     `with` block (a CSV log) made on rank 0 only (the others get a stand-in that does nothing), a
     logging FileHandler a NullHandler elsewhere; where rank 0 writes files, torch.load waits for

@@ -1,6 +1,7 @@
 """hoop-parallelize on what places, reports and keeps a script's work: GPUs the script names by
 number (each made the rank's own; several left as written), experiment trackers (W&B, MLflow:
-rank 0's only, run on 2 ranks with recording stand-ins), and copies of the model (an SWA average,
+rank 0's only, run on 2 ranks with recording stand-ins), files written through methods (to_csv,
+write_text) or removed (shutil.rmtree) by rank 0 alone, and copies of the model (an SWA average,
 a deepcopy) made of the plain model under DDP, so what they save is what one process saves.
 Skipped, saying so, without PyTorch."""
 import os
@@ -226,6 +227,65 @@ torch.save({"swa": swa_model.state_dict(), "best": best.state_dict()}, sys.argv[
             keys = {name: {k: sorted(v) for k, v in torch.load(os.path.join(tmp, name)).items()}
                     for name in ("alone.pt", "ranks.pt")}
             self.assertEqual(keys["ranks.pt"], keys["alone.pt"])
+
+
+    def test_method_writers_are_rank_0s(self):
+        # Files written through methods (a DataFrame's to_csv, a Path's write_text) and a results
+        # folder emptied with shutil.rmtree at the start: rank 0 alone, so each line is written
+        # once and no rank removes what rank 0 has just written.
+        script = """
+import os
+import pathlib
+import shutil
+import sys
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Table:
+    def __init__(self, row):
+        self.row = row
+
+    def to_csv(self, path):  # as a library would write it: nothing here tells a file is written
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        os.write(fd, (self.row + "\\n").encode())
+        os.close(fd)
+
+
+out = sys.argv[1]
+if os.path.exists(out):
+    shutil.rmtree(out)
+os.makedirs(out, exist_ok=True)
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for epoch in range(3):
+    for xb, yb in loader:
+        opt.zero_grad()
+        F.mse_loss(model(xb), yb).backward()
+        opt.step()
+    Table(f"epoch {epoch}").to_csv(os.path.join(out, "log.csv"))
+pathlib.Path(out, "done.txt").write_text("done\\n")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src = os.path.join(tmp, "writes.py")
+            with open(src, "w") as f:
+                f.write(script)
+            for style in ("horovod", "ddp"):
+                with self.subTest(style=style):
+                    out, results = os.path.join(tmp, f"writes_{style}.py"), os.path.join(tmp, f"results_{style}")
+                    r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("(lines 23, 24, 33, 34)", r.stderr)
+                    os.makedirs(results)
+                    with open(os.path.join(results, "old.txt"), "w") as f:
+                        f.write("from before\n")
+                    run = hooprun(2, [sys.executable, out, results], timeout=120)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    self.assertEqual(sorted(os.listdir(results)), ["done.txt", "log.csv"])
+                    with open(os.path.join(results, "log.csv")) as f:
+                        self.assertEqual(f.read(), "epoch 0\nepoch 1\nepoch 2\n")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,13 @@ OPTIMIZERS = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax"
               "Rprop", "LBFGS", "SparseAdam"}
 WRITERS = {"torch.save", "np.save", "numpy.save", "np.savetxt", "numpy.savetxt", "np.savez", "numpy.savez", "json.dump",
            "pickle.dump", "plt.savefig", "shutil.copy", "shutil.copyfile", "shutil.copy2", "shutil.move", "os.makedirs",
-           "os.mkdir", "os.replace", "os.rename"}
+           "os.mkdir", "os.replace", "os.rename", "os.remove", "os.unlink", "shutil.rmtree", "shutil.copytree",
+           "np.savez_compressed", "numpy.savez_compressed", "torch.jit.save", "joblib.dump", "yaml.dump",
+           "yaml.safe_dump", "torchvision.utils.save_image", "vutils.save_image", "utils.save_image", "save_image"}
+# Methods that write files, whatever they are called on (a DataFrame's to_csv, a figure's
+# savefig, a Hugging Face model's save_pretrained, a pathlib.Path's write_text).
+METHOD_WRITERS = {"to_csv", "to_parquet", "to_json", "to_pickle", "to_excel", "to_feather", "savefig",
+                  "save_pretrained", "write_text", "write_bytes"}
 # Objects that write files as soon as they are made: made on rank 0 only (elsewhere a stand-in that
 # does nothing, whatever is called on it).
 MAKERS = {"SummaryWriter"}

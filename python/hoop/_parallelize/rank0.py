@@ -7,7 +7,8 @@ write files as they are made run on rank 0 only. A mixin of Converter (hoop/para
 import ast
 
 from hoop._parallelize.data import ITEM, ref
-from hoop._parallelize.edits import FILE_HANDLERS, LOGGING, MAKERS, MARK, WRITERS, Refused, call_name, dotted
+from hoop._parallelize.edits import (FILE_HANDLERS, LOGGING, MAKERS, MARK, METHOD_WRITERS, WRITERS, Refused, call_name,
+                                    dotted)
 
 
 class RankZero:
@@ -231,10 +232,12 @@ class RankZero:
             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 name = call_name(stmt.value) or ""
                 last = name.split(".")[-1]
-                if name in WRITERS and self.private(stmt.value):
+                writes = name in WRITERS or (isinstance(stmt.value.func, ast.Attribute)
+                                             and stmt.value.func.attr in METHOD_WRITERS)
+                if writes and self.private(stmt.value):
                     self.kept_private.append(stmt.lineno)
-                elif name == "print" or name in WRITERS or (name.split(".")[0] in ("logging", "logger", "log", "LOG")
-                                                            and last in LOGGING) or last == "add_scalar":
+                elif name == "print" or writes or (name.split(".")[0] in ("logging", "logger", "log", "LOG")
+                                                   and last in LOGGING) or last == "add_scalar":
                     self.rank0_calls.append(stmt.value)
             elif isinstance(stmt, ast.With) and any(self.opens_for_writing(i.context_expr) for i in stmt.items) \
                     and any(self.private(i.context_expr) for i in stmt.items):
