@@ -88,10 +88,14 @@ class DataSplitting:
         return found
 
     def iterated_names(self, expr):
-        """The names a loop's iterable reads, but for wrappers: enumerate(tqdm(loader)) -> loader."""
+        """The names a loop's iterable reads, but for wrappers: enumerate(tqdm(loader)) -> loader;
+        every loader a zip() or chain() takes, wrapped or not (zip(labeled, cycle(unlabeled)),
+        semi-supervised training's pair of loaders) -> each of them."""
         while isinstance(expr, ast.Call) and expr.args and (call_name(expr) or "").split(".")[-1] in (
-                "enumerate", "tqdm", "iter", "zip", "islice", "trange"):
+                "enumerate", "tqdm", "iter", "islice", "trange", "cycle"):
             expr = expr.args[0]
+        if isinstance(expr, ast.Call) and (call_name(expr) or "").split(".")[-1] in ("zip", "chain"):
+            return [n for a in expr.args for n in self.iterated_names(a)]
         name = ref(expr)
         return [name] if name else []
 
