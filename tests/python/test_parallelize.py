@@ -364,47 +364,6 @@ for epoch in range(2):
                 self.assertIn("DataLoader 'fit_dl' given a DistributedSampler", r.stderr)
                 self.assertNotIn("'check_dl'", r.stderr)
 
-    def test_loaders_zipped_in_a_training_loop_are_all_split(self):
-        # Semi-supervised and multi-task loops draw from several loaders at once: zip(labeled,
-        # cycle(unlabeled)), chain(a, b). Each is split, else every rank takes the same unlabeled
-        # batches; the evaluation loader beside stays whole.
-        script = """
-import itertools
-import torch
-import torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
-
-labeled = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
-unlabeled = DataLoader(TensorDataset(torch.randn(128, 4)), batch_size=16, shuffle=True)
-extra = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8, shuffle=True)
-held_out = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
-model = torch.nn.Linear(4, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-for epoch in range(2):
-    for i, ((xb, yb), (ub,)) in enumerate(zip(labeled, itertools.cycle(unlabeled))):
-        opt.zero_grad()
-        (F.mse_loss(model(xb), yb) + 0.1 * model(ub).pow(2).mean()).backward()
-        opt.step()
-    for xb, yb in itertools.chain(extra, labeled):
-        opt.zero_grad()
-        F.mse_loss(model(xb), yb).backward()
-        opt.step()
-    with torch.no_grad():
-        for (xb, yb), (ub,) in zip(held_out, unlabeled):
-            model(xb)
-"""
-        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            src = os.path.join(tmp, "zipped.py")
-            with open(src, "w") as f:
-                f.write(script)
-            r = parallelize([src, "-o", os.path.join(tmp, "out.py"), "-q", "--check"], tmp)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            for name in ("labeled", "unlabeled", "extra"):
-                self.assertIn(f"DataLoader '{name}' given a DistributedSampler", r.stderr)
-                self.assertIn(f"{name}.sampler.set_epoch(epoch) each epoch", r.stderr)
-            self.assertNotIn("'held_out'", r.stderr)
-            self.assertIn("--check: passed", r.stderr)
-
     def test_ddp_finds_unused_parameters_only_where_forward_leaves_layers_out(self):
         # Each model is trained by the same loop; DDP is asked to find unused parameters exactly
         # where forward() (with the methods of self it calls) never reaches a layer that may hold

@@ -25,6 +25,9 @@ class Trail(set):
         self.record = record  # whether what it passes is noted (factories, iterators): not for a look-up
 
 
+_DATA = "\0dataset\0"  # where the sampler's dataset goes in its text
+
+
 def assigned_name(stmt, value):
     """'loader' or 'self.loader' where stmt is `that = value`, else None."""
     if isinstance(stmt, ast.Assign) and stmt.value is value and len(stmt.targets) == 1:
@@ -228,8 +231,8 @@ class DataSplitting:
             raise Refused(f"line {call.lineno}: the training DataLoader {what} reads an IterableDataset, which takes "
                           "no sampler: give each rank its own part of the stream in its __iter__ (by "
                           f"{self.RANK} and {self.SIZE}), with as many batches on every rank")
-        shuffle = next((k for k in call.keywords if k.arg == "shuffle"), None)
-        shuffle_src = self.e.source(shuffle.value) if shuffle else "False"
+        self.star_texts = {}
+        shuffle, shuffle_src = self.shuffle_of(call, what)
         own = next((k for k in call.keywords if k.arg == "sampler"), None)
         if any(k.arg == "batch_sampler" for k in call.keywords):
             raise Refused(f"line {call.lineno}: the training DataLoader {what} has a batch sampler of its own; give "
@@ -238,7 +241,7 @@ class DataSplitting:
         if own is not None:
             shuffle_src, own_kind, subset = self.plain_sampler_order(call, own.value, what)
         others = self.other_uses(call)
-        if others and (own is not None or shuffle is None or isinstance(shuffle.value, ast.Constant)):
+        if others and (own is not None or shuffle is None or isinstance(getattr(shuffle, "value", shuffle), ast.Constant)):
             raise Refused(f"line {call.lineno}: the DataLoader {what} makes the training loader and also "
                           f"{', '.join(others)}, which no training loop iterates (an evaluation loader, say): a "
                           "DistributedSampler here would split those too; give the training loader a DataLoader "
@@ -250,7 +253,10 @@ class DataSplitting:
         elif shuffle:
             self.e.replace(shuffle, f"sampler={sampler}")
         elif last is not dataset:
-            self.e.replace(last, f"{self.e.source(last)}, sampler={sampler}")
+            self.e.replace(last, f"{self.star_texts.pop(id(last), self.e.source(last))}, sampler={sampler}")
+        for k in call.keywords:
+            if id(k) in self.star_texts:
+                self.e.replace(k, self.star_texts[id(k)])
         if last is dataset and not shuffle and own is None:
             self.e.replace(dataset, f"{data}, sampler={sampler}")
         elif data != self.e.source(dataset):
@@ -264,6 +270,29 @@ class DataSplitting:
                             + (f", over Subset(dataset, {subset})" if subset else ""))
         self.set_epochs(call, sampler if dotted_source(sampler) else "its sampler", shuffle_src, stmt)
 
+    def shuffle_of(self, call, what):
+        """(the node that says shuffle - its keyword, or the third positional argument,
+        DataLoader(ds, 64, True) - or None, and the expression the sampler's shuffle= takes). A
+        shuffle= that may come in a ** mapping (pytorch/examples' mnist: **train_kwargs, with
+        'shuffle': True added on CUDA) is read from there, and left out of what the call gets:
+        DataLoader takes no shuffle beside a sampler."""
+        shuffle = next((k for k in call.keywords if k.arg == "shuffle"), None)
+        if shuffle is None and len(call.args) > 2:
+            if len(call.args) > 3:
+                raise Refused(f"line {call.lineno}: the training DataLoader {what} gives a sampler by position: "
+                              "name its arguments (sampler=...)")
+            shuffle = call.args[2]
+            return shuffle, self.e.source(shuffle)
+        if shuffle is not None:
+            return shuffle, self.e.source(shuffle.value)
+        stars = [k for k in call.keywords if k.arg is None]
+        for k in stars:  # the sampler may be put after the last of them (shard_loader): one edit each
+            self.star_texts[id(k)] = f"**{{k: v for k, v in ({self.e.source(k.value)}).items() if k != 'shuffle'}}"
+        if not stars:
+            return None, "False"
+        merged = ", ".join(f"**{self.e.source(k.value)}" for k in stars)
+        return None, f"{{{merged}}}.get('shuffle', False)"
+
     def place_sampler(self, call, stmt, base, what, dataset, shuffle_src, others, subset=None):
         """(the sampler as the loader's call will name it, the dataset as it will): a variable made
         on the lines before the statement, or, for a loader made in a comprehension (one call for
@@ -272,7 +301,7 @@ class DataSplitting:
         data = self.e.source(dataset)
         if subset is not None:
             data, dataset = f"torch.utils.data.Subset({data}, {subset})", None
-        made = f"DistributedSampler({{}}, num_replicas={self.SIZE}, rank={self.RANK}, shuffle={shuffle_src})"
+        made = "DistributedSampler(" + _DATA + f", num_replicas={self.SIZE}, rank={self.RANK}, shuffle={shuffle_src})"
         if others:  # the shuffled loaders this line makes train: only those are split
             made = made.replace(f"shuffle={shuffle_src})", f"shuffle=True) if ({shuffle_src}) else None")
             self.changes.append(f"line {call.lineno}: the DataLoader made here serves training and "
@@ -282,7 +311,7 @@ class DataSplitting:
                     dataset) and isinstance(dataset.slice, (ast.Name, ast.Constant)))) or "\n" in data:
                 raise Refused(f"line {call.lineno}: the DataLoader {what} is made in a comprehension and builds its "
                               "dataset in place: make the datasets first (a dict of them, say) and index it there")
-            return f"({made.format(data)})" if others else made.format(data), data
+            return f"({made.replace(_DATA, data)})" if others else made.replace(_DATA, data), data
         before = []
         if not isinstance(dataset, (ast.Name, ast.Attribute)):
             # Built in place: made once, beside the sampler, so both see the same dataset.
@@ -292,7 +321,7 @@ class DataSplitting:
             before.append(f"{base}_dataset = {data}  {MARK} shared with the sampler")
             data = f"{base}_dataset"
         note = "this rank's share of a shuffled (training) loader; the others whole" if others else "this rank's share"
-        before.append(f"{base}_sampler = {made.format(data)}  {MARK} {note}")
+        before.append(f"{base}_sampler = {made.replace(_DATA, data)}  {MARK} {note}")
         self.e.insert_before(stmt.lineno, before, self.e.indent_of(stmt))
         return f"{base}_sampler", data
 

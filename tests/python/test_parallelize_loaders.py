@@ -1,0 +1,104 @@
+"""hoop-parallelize on how training loaders are written: several drawn from at once (zip, chain,
+itertools.cycle: each split), and shuffle given by position or in a ** mapping (pytorch/examples'
+mnist): the sampler takes it, the loader no longer does. Each conversion passes --check on 2
+ranks. Skipped, saying so, without PyTorch."""
+import os
+import subprocess
+import tempfile
+import unittest
+
+from support import PARALLELIZE, python_env
+
+try:
+    import torch  # noqa: F401
+except ImportError:
+    raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
+
+
+def parallelize(args, cwd):
+    return subprocess.run([PARALLELIZE, *args], cwd=cwd, env=python_env(), capture_output=True, text=True, timeout=300)
+
+
+class Loaders(unittest.TestCase):
+    def test_loaders_zipped_in_a_training_loop_are_all_split(self):
+        # Semi-supervised and multi-task loops draw from several loaders at once: zip(labeled,
+        # cycle(unlabeled)), chain(a, b). Each is split, else every rank takes the same unlabeled
+        # batches; the evaluation loader beside stays whole.
+        script = """
+import itertools
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+labeled = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+unlabeled = DataLoader(TensorDataset(torch.randn(128, 4)), batch_size=16, shuffle=True)
+extra = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8, shuffle=True)
+held_out = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for epoch in range(2):
+    for i, ((xb, yb), (ub,)) in enumerate(zip(labeled, itertools.cycle(unlabeled))):
+        opt.zero_grad()
+        (F.mse_loss(model(xb), yb) + 0.1 * model(ub).pow(2).mean()).backward()
+        opt.step()
+    for xb, yb in itertools.chain(extra, labeled):
+        opt.zero_grad()
+        F.mse_loss(model(xb), yb).backward()
+        opt.step()
+    with torch.no_grad():
+        for (xb, yb), (ub,) in zip(held_out, unlabeled):
+            model(xb)
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src = os.path.join(tmp, "zipped.py")
+            with open(src, "w") as f:
+                f.write(script)
+            r = parallelize([src, "-o", os.path.join(tmp, "out.py"), "-q", "--check"], tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for name in ("labeled", "unlabeled", "extra"):
+                self.assertIn(f"DataLoader '{name}' given a DistributedSampler", r.stderr)
+                self.assertIn(f"{name}.sampler.set_epoch(epoch) each epoch", r.stderr)
+            self.assertNotIn("'held_out'", r.stderr)
+            self.assertIn("--check: passed", r.stderr)
+
+    def test_loader_arguments_by_position_or_in_a_mapping(self):
+        # DataLoader(ds, 8, True) shuffles by position; pytorch/examples' mnist passes
+        # **train_kwargs, where 'shuffle': True arrives with the CUDA options. The sampler takes
+        # the shuffle either way, and the loader no longer gets one (DataLoader refuses both).
+        loaders = {
+            "position": "loader = DataLoader(data, 8, True)",
+            "mapping": "train_kwargs = {'batch_size': 8}\n"
+                       "cuda_kwargs = {'num_workers': 0, 'pin_memory': False, 'shuffle': True}\n"
+                       "train_kwargs.update(cuda_kwargs)\n"
+                       "loader = DataLoader(data, **train_kwargs)",
+            "mapping, then more": "loader = DataLoader(data, **{'batch_size': 8, 'shuffle': True}, drop_last=True)",
+        }
+        loop = """
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for epoch in range(2):
+    for xb, yb in loader:
+        opt.zero_grad()
+        F.mse_loss(model(xb), yb).backward()
+        opt.step()
+"""
+        head = ("import torch\nimport torch.nn.functional as F\nfrom torch.utils.data import DataLoader, "
+                "TensorDataset\n\ndata = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))\n")
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for (what, make), style in zip(loaders.items(), ("horovod", "ddp", "horovod")):
+                with self.subTest(shuffle_by=what, style=style):
+                    src, out = os.path.join(tmp, "loader.py"), os.path.join(tmp, "out.py")
+                    with open(src, "w") as f:
+                        f.write(head + make + "\n" + loop)
+                    r = parallelize([src, "-o", out, "--style", style, "-q", "--check"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("DataLoader 'loader' given a DistributedSampler", r.stderr)
+                    self.assertIn("loader.sampler.set_epoch(epoch) each epoch", r.stderr)
+                    self.assertIn("--check: passed", r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    self.assertIn("shuffle=True" if what == "position" else ".get('shuffle', False))", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
