@@ -107,6 +107,12 @@ def hooprun(n, command, env=None, timeout=120, args=()):
     return in_group([HOOPRUN, "-np", str(n), "--oversubscribe", *args, *command], env, timeout)
 
 
+def parallelize(args, cwd, timeout=300):
+    """hoop-parallelize ARGS in cwd (its --check runs 2 ranks: the bound leaves room for them)."""
+    return subprocess.run([PARALLELIZE, *args], cwd=cwd, env=python_env(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
 def in_group(command, env=None, timeout=120):
     """Runs command (with python_env(env)) as hooprun() does: its own process group, killed past
     `timeout` seconds."""

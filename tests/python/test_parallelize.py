@@ -6,19 +6,17 @@ comment of the original kept; --check; and the refusals (nothing written). Skipp
 without PyTorch."""
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import unittest
 
-from support import HERE, PARALLELIZE, drawn, hooprun, python_env
+from support import HERE, drawn, hooprun, parallelize
 
 try:
     import torch  # noqa: F401
 except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
 
-TOOL = PARALLELIZE
 EXAMPLES = os.path.join(HERE, "..", "..", "examples", "pytorch")
 # example: (the metric its last line reports, what "learned" means for it)
 LEARNS = {
@@ -200,9 +198,6 @@ for i in range(0, 100, 10):
 """, "trains itself through its own methods", "ddp"),  # horovod style converts it
 }
 
-
-def parallelize(args, cwd):
-    return subprocess.run([TOOL, *args], cwd=cwd, env=python_env(), capture_output=True, text=True, timeout=60)
 
 
 class Parallelize(unittest.TestCase):

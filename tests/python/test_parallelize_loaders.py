@@ -3,20 +3,16 @@ itertools.cycle: each split), and shuffle given by position or in a ** mapping (
 mnist): the sampler takes it, the loader no longer does. Each conversion passes --check on 2
 ranks. Skipped, saying so, without PyTorch."""
 import os
-import subprocess
 import tempfile
 import unittest
 
-from support import PARALLELIZE, python_env
+from support import parallelize
 
 try:
     import torch  # noqa: F401
 except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
 
-
-def parallelize(args, cwd):
-    return subprocess.run([PARALLELIZE, *args], cwd=cwd, env=python_env(), capture_output=True, text=True, timeout=300)
 
 
 class Loaders(unittest.TestCase):

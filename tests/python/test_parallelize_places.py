@@ -10,16 +10,13 @@ import sys
 import tempfile
 import unittest
 
-from support import PARALLELIZE, hooprun, python_env
+from support import hooprun, parallelize, python_env
 
 try:
     import torch
 except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
 
-
-def parallelize(args, cwd):
-    return subprocess.run([PARALLELIZE, *args], cwd=cwd, env=python_env(), capture_output=True, text=True, timeout=60)
 
 
 class PlacesAndReports(unittest.TestCase):
