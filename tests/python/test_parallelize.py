@@ -485,7 +485,7 @@ main()
                               "    opt = cls(model.parameters(), lr=0.01)",
                  "table": "opt = TABLE[args.optimizer.lower()](model.parameters(), lr=0.01)"}
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            for (what, make), style in zip(makes.items(), ("horovod", "ddp", "horovod")):
+            for (what, make), style in drawn(zip(makes.items(), ("horovod", "ddp", "horovod")), "optimizer classes"):
                 with self.subTest(chosen_by=what, style=style):
                     src, out = os.path.join(tmp, f"{what}.py"), os.path.join(tmp, f"{what}_{style}.py")
                     with open(src, "w") as f:

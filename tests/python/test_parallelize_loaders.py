@@ -1,12 +1,12 @@
 """hoop-parallelize on how training loaders are written: several drawn from at once (zip, chain,
 itertools.cycle: each split), and shuffle given by position or in a ** mapping (pytorch/examples'
 mnist): the sampler takes it, the loader no longer does. Each conversion passes --check on 2
-ranks. Skipped, saying so, without PyTorch."""
+ranks (the cells under HOOPTEST_SHARE: support.drawn). Skipped, saying so, without PyTorch."""
 import os
 import tempfile
 import unittest
 
-from support import parallelize
+from support import drawn, parallelize
 
 try:
     import torch  # noqa: F401
@@ -81,7 +81,7 @@ for epoch in range(2):
         head = ("import torch\nimport torch.nn.functional as F\nfrom torch.utils.data import DataLoader, "
                 "TensorDataset\n\ndata = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))\n")
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            for (what, make), style in zip(loaders.items(), ("horovod", "ddp", "horovod")):
+            for (what, make), style in drawn(zip(loaders.items(), ("horovod", "ddp", "horovod")), "loader shuffle"):
                 with self.subTest(shuffle_by=what, style=style):
                     src, out = os.path.join(tmp, "loader.py"), os.path.join(tmp, "out.py")
                     with open(src, "w") as f:

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import unittest
 
-from support import hooprun, parallelize, python_env
+from support import drawn, hooprun, parallelize, python_env
 
 try:
     import torch
@@ -164,7 +164,7 @@ if __name__ == "__main__":
             src = os.path.join(tmp, "track.py")
             with open(src, "w") as f:
                 f.write(script)
-            for style in ("horovod", "ddp"):
+            for style in drawn(("horovod", "ddp"), "trackers"):
                 with self.subTest(style=style):
                     out, log = os.path.join(tmp, f"track_{style}.py"), os.path.join(tmp, f"{style}.log")
                     r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
@@ -269,7 +269,7 @@ pathlib.Path(out, "done.txt").write_text("done\\n")
             src = os.path.join(tmp, "writes.py")
             with open(src, "w") as f:
                 f.write(script)
-            for style in ("horovod", "ddp"):
+            for style in drawn(("horovod", "ddp"), "method writers"):
                 with self.subTest(style=style):
                     out, results = os.path.join(tmp, f"writes_{style}.py"), os.path.join(tmp, f"results_{style}")
                     r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
