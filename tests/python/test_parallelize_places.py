@@ -186,7 +186,8 @@ if __name__ == "__main__":
 
     def test_ddp_copies_of_the_model_are_of_the_plain_model(self):
         # torch.optim.swa_utils.AveragedModel(model) and copy.deepcopy(model) after the DDP wrap
-        # would copy the wrapper: the averaged model's checkpoint would read module.module.0.weight.
+        # would copy the wrapper: the averaged model's checkpoint would read module.module.0.weight;
+        # torch.save(model) would pickle the wrapper, which loads only where a process group is.
         script = """
 import copy
 import sys
@@ -207,6 +208,8 @@ for epoch in range(2):
         opt.step()
     swa_model.update_parameters(model)
 torch.save({"swa": swa_model.state_dict(), "best": best.state_dict()}, sys.argv[1])
+torch.save(model, sys.argv[1] + ".whole")
+torch.save({"model": model, "epochs": 2}, sys.argv[1] + ".dict")
 """
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             src, out = os.path.join(tmp, "swa.py"), os.path.join(tmp, "swa_ddp.py")
@@ -216,6 +219,8 @@ torch.save({"swa": swa_model.state_dict(), "best": best.state_dict()}, sys.argv[
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("AveragedModel(model) read from the wrapped model's .module", r.stderr)
             self.assertIn("copy.deepcopy(model) read from the wrapped model's .module", r.stderr)
+            self.assertIn("torch.save(model) read from the wrapped model's .module", r.stderr)
+            self.assertIn("torch.save(... model ...) read from the wrapped model's .module", r.stderr)
             alone = subprocess.run([sys.executable, src, os.path.join(tmp, "alone.pt")], env=python_env(),
                                    capture_output=True, text=True, timeout=120)
             self.assertEqual(alone.returncode, 0, alone.stderr)
@@ -224,6 +229,10 @@ torch.save({"swa": swa_model.state_dict(), "best": best.state_dict()}, sys.argv[
             keys = {name: {k: sorted(v) for k, v in torch.load(os.path.join(tmp, name)).items()}
                     for name in ("alone.pt", "ranks.pt")}
             self.assertEqual(keys["ranks.pt"], keys["alone.pt"])
+            # Saved whole, the plain model: this process, with no process group, loads it.
+            for saved in ("ranks.pt.whole", "ranks.pt.dict"):
+                got = torch.load(os.path.join(tmp, saved), weights_only=False)
+                self.assertIsInstance(got if saved.endswith("whole") else got["model"], torch.nn.Sequential)
 
 
     def test_method_writers_are_rank_0s(self):

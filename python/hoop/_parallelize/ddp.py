@@ -15,6 +15,7 @@ MOVERS = ("to", "cuda", "cpu", "train")  # model.to(device) and the like give th
 # make (an averaged model's checkpoint, a traced module) is what the script made alone.
 COPIERS = {"AveragedModel", "deepcopy", "ModelEma", "ModelEmaV2", "ModelEmaV3"}
 EXPORTERS = {"torch.jit.trace", "torch.jit.script", "torch.onnx.export", "torch.export.export"}
+PICKLERS = {"torch.save", "pickle.dump", "joblib.dump", "dill.dump"}
 
 
 class DdpWrap:
@@ -150,6 +151,19 @@ class DdpWrap:
             return a.args[0], call_name(a) + "({})"
         return None, None
 
+    def module_reads(self, a):
+        """module_read's, and the model saved whole (`torch.save(model, path)`, or as a value of the
+        dict, list or tuple saved: a checkpoint's {"model": model}): pickled, the wrapper would need
+        a process group to load again."""
+        out = [self.module_read(a)]
+        if isinstance(a, ast.Call) and call_name(a) in PICKLERS and a.args:
+            saved = a.args[0]
+            items = saved.values if isinstance(saved, ast.Dict) else saved.elts if isinstance(
+                saved, (ast.List, ast.Tuple)) else [saved]
+            out += [(v, f"{call_name(a)}(... {{}} ...)" if v is not saved else f"{call_name(a)}({{}})")
+                    for v in items if dotted(v)]
+        return [r for r in out if r[0] is not None]
+
     def run_before_wrap(self, line, scope):
         """The names of the script's functions that run before the wrap: called in its scope before
         line, or from such a function (by name)."""
@@ -173,8 +187,7 @@ class DdpWrap:
         those that also run before the wrap (run_before_wrap)."""
         runs_forward = self.methods_running_forward()
         before = {}
-        for a in ast.walk(self.tree):
-            value, what = self.module_read(a)
+        for a, value, what in ((a, *r) for a in ast.walk(self.tree) for r in self.module_reads(a)):
             owner = self.e.source(value) if value is not None else None
             if owner not in self.ddp_models:
                 continue
