@@ -1,6 +1,6 @@
 """hoop-parallelize on what places, reports and keeps a script's work: GPUs the script names by
 number (each made the rank's own; several left as written), experiment trackers (W&B, MLflow:
-rank 0's only, run on 2 ranks with recording stand-ins), files written through methods (to_csv,
+rank 0's only, run on 2 ranks with recording stand-ins), loggers under any name, files written through methods (to_csv,
 write_text) or removed (shutil.rmtree) by rank 0 alone, and copies of the model (an SWA average,
 a deepcopy) made of the plain model under DDP, so what they save is what one process saves.
 Skipped, saying so, without PyTorch."""
@@ -292,6 +292,55 @@ pathlib.Path(out, "done.txt").write_text("done\\n")
                     self.assertEqual(sorted(os.listdir(results)), ["done.txt", "log.csv"])
                     with open(os.path.join(results, "log.csv")) as f:
                         self.assertEqual(f.read(), "epoch 0\nepoch 1\nepoch 2\n")
+
+
+    def test_loggers_under_any_name_log_from_rank_0(self):
+        # A logger kept as _LOG or self.logger (pytorch-template's trainers), or called straight
+        # from logging.getLogger(...): its records come from rank 0 alone. (Elsewhere basicConfig
+        # is rank 0's too, and logging's last-resort handler would still print warnings.)
+        script = """
+import logging
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+_LOG = logging.getLogger("train")
+logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s")
+
+
+class Trainer:
+    def __init__(self, model, loader):
+        self.model, self.loader = model, loader
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        self.logger = logging.getLogger(type(self).__name__)
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            for xb, yb in self.loader:
+                self.opt.zero_grad()
+                loss = F.mse_loss(self.model(xb), yb)
+                loss.backward()
+                self.opt.step()
+            self.logger.info("epoch %d", epoch)
+            _LOG.warning("warned %d", epoch)
+            logging.getLogger("direct").warning("direct %d", epoch)
+
+
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+Trainer(torch.nn.Linear(4, 1), loader).fit(2)
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src, out = os.path.join(tmp, "logs.py"), os.path.join(tmp, "logs_dist.py")
+            with open(src, "w") as f:
+                f.write(script)
+            r = parallelize([src, "-o", out, "-q"], tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("4 print/log/save/write statement(s) made rank 0 only (lines 8, 24, 25, 26)", r.stderr)
+            run = hooprun(2, [sys.executable, out], timeout=120)
+            self.assertEqual(run.returncode, 0, run.output)
+            lines = [line for line in run.output.splitlines() if line.startswith("[")]
+            self.assertEqual(sorted(lines), sorted(f"[0] {what} {e}" for e in range(2) for what in (
+                "Trainer epoch", "train warned", "direct direct")), run.output)
 
 
 if __name__ == "__main__":

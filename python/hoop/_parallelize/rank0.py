@@ -227,17 +227,20 @@ class RankZero:
         'w')` blocks: what rank 0 alone should do."""
         self.rank0_calls, self.rank0_blocks = [], []
         defined = {n.name for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        loggers = self.logger_names()
         self.find_private_paths()
         for stmt in ast.walk(self.tree):
             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 name = call_name(stmt.value) or ""
-                last = name.split(".")[-1]
+                func = stmt.value.func
+                last = name.split(".")[-1] or (func.attr if isinstance(func, ast.Attribute) else "")
                 writes = name in WRITERS or (isinstance(stmt.value.func, ast.Attribute)
                                              and stmt.value.func.attr in METHOD_WRITERS)
                 if writes and self.private(stmt.value):
                     self.kept_private.append(stmt.lineno)
-                elif name == "print" or writes or (name.split(".")[0] in ("logging", "logger", "log", "LOG")
-                                                   and last in LOGGING) or last == "add_scalar":
+                elif name == "print" or writes or (last in LOGGING and (
+                        name.split(".")[0] in ("logging", "logger", "log", "LOG") or name.rsplit(".", 1)[0] in loggers
+                        or self.called_logger(stmt.value.func))) or last == "add_scalar":
                     self.rank0_calls.append(stmt.value)
             elif isinstance(stmt, ast.With) and any(self.opens_for_writing(i.context_expr) for i in stmt.items) \
                     and any(self.private(i.context_expr) for i in stmt.items):
@@ -257,6 +260,19 @@ class RankZero:
         self.rank0_calls = [c for c in self.rank0_calls if not any(
             b.lineno <= c.lineno and c.end_lineno <= b.end_lineno for b in self.rank0_blocks)]
         self.find_makers()
+
+    def logger_names(self):
+        """What the script keeps a logger in, whatever its name (`_LOG = logging.getLogger(...)`,
+        `self.logger = logging.getLogger(cls)`, a get_logger() helper's result)."""
+        return {self.e.source(t) for a in ast.walk(self.tree) if isinstance(a, ast.Assign)
+                and isinstance(a.value, ast.Call) and self.called_logger(a.value, call=True)
+                for t in a.targets if dotted(t)}
+
+    @staticmethod
+    def called_logger(node, call=False):
+        """Whether node is (call: calls) getLogger/get_logger: `logging.getLogger(__name__).info`."""
+        target = node if call else getattr(node, "value", None)
+        return isinstance(target, ast.Call) and (call_name(target) or "").split(".")[-1] in ("getLogger", "get_logger")
 
     def find_private_paths(self):
         """The names that hold a temporary directory or file of the process's own
