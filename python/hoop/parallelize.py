@@ -222,6 +222,14 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Trackers, De
             self.changes.append(f"line {group.lineno}: a parameter group's learning rate scaled by the number of ranks")
         lr = next((k for k in call.keywords if k.arg == "lr"), None)
         target = lr.value if lr is not None else (call.args[1] if len(call.args) > 1 else None)
+        stars = [k for k in call.keywords if k.arg is None]
+        if target is None and stars:  # SGD(params, **config["optimizer"]): the rate is the mapping's
+            for k in stars:
+                m = self.e.source(k.value)
+                self.e.replace(k.value, f"({{**({m}), 'lr': ({m})['lr'] * {self.SIZE}}} if 'lr' in ({m}) else ({m}))")
+            self.changes.append(f"line {call.lineno}: learning rate scaled by the number of ranks (the 'lr' of "
+                                f"{', '.join('**' + self.e.source(k.value) for k in stars)})")
+            return
         if target is None:
             stmt = self.stmt_of(call)
             self.e.insert_before(stmt.lineno, [f"{MARK} the learning rate is {call_name(call)}'s default: not "

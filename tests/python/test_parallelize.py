@@ -450,7 +450,8 @@ class Net(nn.Module):
 
     def test_optimizer_classes_chosen_by_name_condition_or_table(self):
         # Configurable scripts pick the optimizer's class at run time: by name from torch.optim,
-        # by a condition, from a table of classes (at the top level, used in a function). Each is
+        # by a condition, from a table of classes (at the top level, used in a function), or give
+        # its settings in a mapping (**settings['optimizer'], its 'lr' scaled). Each is
         # a torch.optim optimizer: its rate scaled, wrapped or its model wrapped, and --check finds
         # the same parameters on 2 ranks. The DDP wrap inside main() of the top level's model
         # declares it global (else `model = DDP(model)` makes it main()'s, unbound at first).
@@ -483,9 +484,12 @@ main()
         makes = {"getattr": "opt = getattr(torch.optim, args.optimizer)(model.parameters(), lr=0.01)",
                  "condition": "cls = optim.Adam if args.optimizer == 'Adam' else optim.SGD\n"
                               "    opt = cls(model.parameters(), lr=0.01)",
-                 "table": "opt = TABLE[args.optimizer.lower()](model.parameters(), lr=0.01)"}
+                 "table": "opt = TABLE[args.optimizer.lower()](model.parameters(), lr=0.01)",
+                 "rate in a mapping": "settings = {'optimizer': {'lr': 0.01, 'momentum': 0.9}}\n"
+                                      "    opt = optim.SGD(model.parameters(), **settings['optimizer'])"}
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            for (what, make), style in drawn(zip(makes.items(), ("horovod", "ddp", "horovod")), "optimizer classes"):
+            for (what, make), style in drawn(zip(makes.items(), ("horovod", "ddp", "horovod", "ddp")),
+                                             "optimizer classes"):
                 with self.subTest(chosen_by=what, style=style):
                     src, out = os.path.join(tmp, f"{what}.py"), os.path.join(tmp, f"{what}_{style}.py")
                     with open(src, "w") as f:
