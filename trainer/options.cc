@@ -25,7 +25,8 @@ const char* Usage() {
          "  --model NAME            the network: lenet (default), resnet (small, with batch norm),\n"
          "                          resnet18 or resnet34 (32x32 inputs: Fashion-MNIST is padded)\n"
          "  --epochs N              passes over the training set (default: lenet 2, resnet 4)\n"
-         "  --batch N               images per rank per step (default: lenet 32, resnet 64)\n"
+         "  --batch N               images per rank per step (default: lenet 32, resnet 64);\n"
+         "                          --batch-size N is the same\n"
          "  --lr X                  learning rate per rank; the rate used is X times the number of\n"
          "                          ranks, reached by linear warm-up (default: lenet 0.025, resnet 0.05)\n"
          "  --momentum X            (default 0.9)\n"
@@ -233,7 +234,7 @@ void Declare(cli::Flags& f, Options& o, GivenFlags& g) {
   };
   f.Value("--model", one_of(&o.model, {"lenet", "resnet", "resnet18", "resnet34"}, kModelNames));
   f.Value("--epochs", count(&o.epochs, 1, 1000));
-  f.Value("--batch", count(&o.batch, 1, 65536));
+  f.Value("--batch,--batch-size", count(&o.batch, 1, 65536));  // --batch-size: PyTorch examples' name
   f.Value("--lr", num(&o.lr, 0, 100, true));
   f.Value("--momentum", num(&o.momentum, 0, 0.9999));
   f.Value("--weight-decay", num(&o.weight_decay, 0, 1));

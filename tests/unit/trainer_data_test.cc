@@ -444,6 +444,7 @@ TEST_CASE("hoop-train options: defaults per model, refusals", "[trainer]") {
   };
   e({"--model", "vgg"}, "--model 'vgg': expected lenet, resnet, resnet18 or resnet34");
   e({"--batch", "0"}, "--batch '0': expected an integer in [1, 65536]");
+  CHECK(parse({"--batch-size", "48"})->batch == 48);  // PyTorch examples' name for it
   e({"--balance", "fast"}, "--balance 'fast': expected equal or speed");
   e({"--shares", "4,4", "--balance", "speed"}, "--shares fixes the split; --balance speed measures it: give one");
   CHECK(parse({"--shares", "40,24"})->shares == std::vector<int>{40, 24});
