@@ -1,6 +1,7 @@
 """hoop-parallelize on how training loaders are written: several drawn from at once (zip, chain,
 itertools.cycle: each split), and shuffle given by position or in a ** mapping (pytorch/examples'
-mnist): the sampler takes it, the loader no longer does. Each conversion passes --check on 2
+mnist): the sampler takes it, the loader no longer does; a loader made anew each epoch sets its
+sampler's epoch as it is made. Each conversion passes --check on 2
 ranks (the cells under HOOPTEST_SHARE: support.drawn). Skipped, saying so, without PyTorch."""
 import os
 import tempfile
@@ -94,6 +95,38 @@ for epoch in range(2):
                     with open(out) as f:
                         text = f.read()
                     self.assertIn("shuffle=True" if what == "position" else ".get('shuffle', False))", text)
+
+
+    def test_a_loader_made_in_each_epoch_takes_the_epoch(self):
+        # A loader made anew in every pass of the epoch loop (its batch size grows): its sampler,
+        # new too, would start each epoch at epoch 0, the same order every time.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for epoch in range(3):
+    loader = DataLoader(data, batch_size=8 * (epoch + 1), shuffle=True)
+    for xb, yb in loader:
+        opt.zero_grad()
+        F.mse_loss(model(xb), yb).backward()
+        opt.step()
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src, out = os.path.join(tmp, "each_epoch.py"), os.path.join(tmp, "out.py")
+            with open(src, "w") as f:
+                f.write(script)
+            r = parallelize([src, "-o", out, "-q"], tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("line 10: loader_sampler.set_epoch(epoch) as the loader is made, each epoch", r.stderr)
+            self.assertNotIn("no epoch loop", r.stderr)
+            with open(out) as f:
+                text = f.read()
+            made = text.index("loader = DataLoader(data, batch_size=8 * (epoch + 1), sampler=loader_sampler)")
+            self.assertLess(made, text.index("    loader_sampler.set_epoch(epoch)"))
 
 
 if __name__ == "__main__":

@@ -398,6 +398,8 @@ class DataSplitting:
             if hit:
                 loops.append((l, hit[0]))
         loops = [(l, n) for l, n in loops if not any(o is not l and l in list(ast.walk(o)) for o, _ in loops)]
+        if not loops and shuffle_src != "False" and self.set_epoch_where_made(call, sampler, stmt):
+            return
         if not loops and shuffle_src != "False" and not self.set_epoch_on_new_iterators(names):
             self.e.insert_before(stmt.lineno, [f"{MARK} call {sampler}.set_epoch(epoch) at the start of every epoch "
                                                "(no epoch loop was recognised)"], self.e.indent_of(stmt))
@@ -420,6 +422,19 @@ class DataSplitting:
             said = f"sampler.set_epoch({epoch}) on each loader of {name[:-len(ITEM)]}" if name.endswith(ITEM) else \
                 f"{name}.sampler.set_epoch({epoch})" + (f" (the loader under its wrapper's .{held})" if held else "")
             self.changes.append(f"line {loop.lineno}: {said} each epoch")
+
+    def set_epoch_where_made(self, call, sampler, stmt):
+        """A loader made anew in each pass of an epoch loop (`for epoch in ...: loader =
+        DataLoader(...)`, a batch size that grows): its sampler, new too, takes the epoch as it is
+        made. True where done."""
+        loop = self.enclosing(call, (ast.For, ast.While, ast.FunctionDef, ast.ClassDef))
+        if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and dotted_source(sampler)
+                and self.e.alone_on_lines(stmt)):
+            return False
+        self.e.insert_after(stmt, [f"{sampler}.set_epoch({loop.target.id})  {MARK} a new order each epoch"])
+        self.changes.append(f"line {stmt.lineno}: {sampler}.set_epoch({loop.target.id}) as the loader is made, "
+                            "each epoch")
+        return True
 
     def wrapper_attr(self, names):
         """'dl' where the script wraps the loader in an object of a class of its own under one of
