@@ -1,7 +1,7 @@
 """hoop-parallelize on how training loaders are written: several drawn from at once (zip, chain,
 itertools.cycle: each split), and shuffle given by position or in a ** mapping (pytorch/examples'
 mnist): the sampler takes it, the loader no longer does; a loader made anew each epoch sets its
-sampler's epoch as it is made. Each conversion passes --check on 2
+sampler's epoch as it is made; batches taken by index (x[i * bs:...]) split by index. Each conversion passes --check on 2
 ranks (the cells under HOOPTEST_SHARE: support.drawn). Skipped, saying so, without PyTorch."""
 import os
 import tempfile
@@ -127,6 +127,65 @@ for epoch in range(3):
                 text = f.read()
             made = text.index("loader = DataLoader(data, batch_size=8 * (epoch + 1), sampler=loader_sampler)")
             self.assertLess(made, text.index("    loader_sampler.set_epoch(epoch)"))
+
+
+    def test_batches_taken_by_index_are_split(self):
+        # "What is torch.nn really?" batches by hand: for i in range((n - 1) // bs + 1), slicing
+        # x_train[start_i:end_i] with start_i = i * bs. Each rank takes every size()-th batch.
+        # A step loop that only scales by its index (a warm-up) and draws its batches at random
+        # is not a batch-index loop: its draws are seeded apart instead.
+        by_index = """
+import torch
+import torch.nn.functional as F
+
+x_train, y_train = torch.randn(200, 4), torch.randn(200, 1)
+n, bs = x_train.shape[0], 16
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for epoch in range(2):
+    for i in range((n - 1) // bs + 1):
+        start_i = i * bs
+        end_i = start_i + bs
+        xb, yb = x_train[start_i:end_i], y_train[start_i:end_i]
+        loss = F.mse_loss(model(xb), yb)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+"""
+        at_random = """
+import torch
+import torch.nn.functional as F
+
+x_train, y_train = torch.randn(200, 4), torch.randn(200, 1)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for step in range(20):
+    for group in opt.param_groups:
+        group["lr"] = 0.05 * min(1.0, step * 0.1)
+    ix = torch.randint(0, 200, (16,))
+    loss = F.mse_loss(model(x_train[ix]), y_train[ix][:, :1])
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for name, script in (("by_index", by_index), ("at_random", at_random)):
+                src, out = os.path.join(tmp, f"{name}.py"), os.path.join(tmp, f"{name}_out.py")
+                with open(src, "w") as f:
+                    f.write(script)
+                r = parallelize([src, "-o", out, "-q"] + (["--check"] if name == "by_index" else []), tmp)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(out) as f:
+                    text = f.read()
+                if name == "by_index":
+                    self.assertIn("line 10: batches split between the ranks (every hvd.size()-th batch index", r.stderr)
+                    self.assertIn("for i in range(hvd.rank(), ((n - 1) // bs + 1) // hvd.size() * hvd.size(), "
+                                  "hvd.size()):", text)
+                    self.assertIn("--check: passed", r.stderr)
+                else:
+                    self.assertNotIn("batches split", r.stderr)
+                    self.assertIn("for step in range(20):", text)
+                    self.assertIn("batches drawn at random", r.stderr)
 
 
 if __name__ == "__main__":

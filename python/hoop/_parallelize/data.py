@@ -423,6 +423,34 @@ class DataSplitting:
                 f"{name}.sampler.set_epoch({epoch})" + (f" (the loader under its wrapper's .{held})" if held else "")
             self.changes.append(f"line {loop.lineno}: {said} each epoch")
 
+    def slices_by_index(self, loop):
+        """Whether the loop's body slices with its index times a batch size: `x[i * bs:(i + 1) *
+        bs]`, or through names made from it (`start_i = i * bs`, `end_i = start_i + bs`, as
+        "What is torch.nn really?" writes it): the loop takes batch i of the data."""
+        if not isinstance(loop.target, ast.Name):
+            return False
+        i = loop.target.id
+        scaled = lambda e: any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mult) and any(  # noqa: E731
+            isinstance(x, ast.Name) and x.id == i for x in (b.left, b.right)) for b in ast.walk(e))
+        names = set()
+        for _ in range(3):  # names made from names made from it
+            for a in ast.walk(loop):
+                if isinstance(a, ast.Assign) and (scaled(a.value) or names & refs_loaded(a.value)):
+                    names |= {t.id for t in a.targets if isinstance(t, ast.Name)}
+        return any(isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Slice)
+                   and (scaled(sub.slice) or names & refs_loaded(sub.slice)) for sub in ast.walk(loop))
+
+    def shard_batch_indices(self, loop, rng):
+        """for i in range(K) (or range(0, K)) taking batch i: each rank takes every size()-th,
+        as many on every rank (the last incomplete round dropped)."""
+        if len(rng.args) == 2 and self.e.source(rng.args[0]) != "0":
+            raise Refused(f"line {loop.lineno}: a batch loop over range({self.e.source(rng.args[0])}, ...): only "
+                          "range(K) and range(0, K) are split between ranks")
+        k = self.e.source(rng.args[-1])
+        self.e.replace(rng, f"range({self.RANK}, ({k}) // {self.SIZE} * {self.SIZE}, {self.SIZE})")
+        self.changes.append(f"line {loop.lineno}: batches split between the ranks (every {self.SIZE}-th batch index; "
+                            "the last incomplete round is dropped so every rank takes as many steps)")
+
     def set_epoch_where_made(self, call, sampler, stmt):
         """A loader made anew in each pass of an epoch loop (`for epoch in ...: loader =
         DataLoader(...)`, a batch size that grows): its sampler, new too, takes the epoch as it is
@@ -491,10 +519,13 @@ class DataSplitting:
             rng = loop.iter
             if isinstance(rng, ast.Call) and call_name(rng) == "enumerate" and len(rng.args) == 1:
                 rng = rng.args[0]
-            if not (isinstance(rng, ast.Call) and call_name(rng) == "range" and len(rng.args) == 3
-                    and not rng.keywords):
+            if not (isinstance(rng, ast.Call) and call_name(rng) == "range" and not rng.keywords):
                 continue
-            if not self.trains(loop):
+            if len(rng.args) in (1, 2) and self.trains(loop) and self.slices_by_index(loop):
+                self.shard_batch_indices(loop, rng)
+                done = True
+                continue
+            if len(rng.args) != 3 or not self.trains(loop):
                 continue
             start, stop, step = (self.e.source(a) for a in rng.args)
             if start != "0":
