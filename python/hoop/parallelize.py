@@ -393,7 +393,8 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Trackers, De
             manual = self.shard_manual_batches() or self.reseed_random_batches()
             if not manual:
                 raise Refused("no training loop was recognised: neither a DataLoader iterated where backward runs, "
-                              "batches taken by `for i in range(0, N, B)`, nor batches drawn at random; split the data "
+                              "batches taken by `for i in range(0, N, B)` or by index (x[i * bs:...]), nor batches drawn "
+                              "at random; split the data "
                               "between ranks by hand")
         self.find_dataset_ratios(train)
         self.imports_and_init()
