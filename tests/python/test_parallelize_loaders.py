@@ -2,8 +2,8 @@
 itertools.cycle: each split), and shuffle given by position or in a ** mapping (pytorch/examples'
 mnist): the sampler takes it, the loader no longer does; a loader made anew each epoch sets its
 sampler's epoch as it is made; batches taken by index (x[i * bs:...]) split by index. Each
-conversion passes --check on 2
-ranks (the cells under HOOPTEST_SHARE: support.drawn). Skipped, saying so, without PyTorch."""
+conversion run passes --check on 2 ranks (the cells under HOOPTEST_SHARE: support.drawn). Skipped,
+saying so, without PyTorch."""
 import os
 import tempfile
 import unittest
