@@ -1,9 +1,9 @@
 """hoop-parallelize on how training loaders are written: several drawn from at once (zip, chain,
 itertools.cycle: each split), and shuffle given by position or in a ** mapping (pytorch/examples'
 mnist): the sampler takes it, the loader no longer does; a loader made anew each epoch sets its
-sampler's epoch as it is made; batches taken by index (x[i * bs:...]) split by index. Each
-conversion run passes --check on 2 ranks (the cells under HOOPTEST_SHARE: support.drawn). Skipped,
-saying so, without PyTorch."""
+sampler's epoch as it is made, and a `while` epoch loop sets it too; batches taken by index
+(x[i * bs:...]) split by index. Each conversion run passes --check on 2 ranks (the cells under
+HOOPTEST_SHARE: support.drawn). Skipped, saying so, without PyTorch."""
 import os
 import tempfile
 import unittest
@@ -187,6 +187,41 @@ for step in range(20):
                     self.assertNotIn("batches split", r.stderr)
                     self.assertIn("for step in range(20):", text)
                     self.assertIn("batches drawn at random", r.stderr)
+
+
+    def test_while_epoch_loops_set_the_epoch(self):
+        # An epoch loop written as `while epoch < N: ... epoch += 1`, or `while True:` with a
+        # break: set_epoch at the top of each pass, with the counter, else one past the sampler's.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+epoch = 0
+{head}
+    for xb, yb in loader:
+        opt.zero_grad()
+        F.mse_loss(model(xb), yb).backward()
+        opt.step()
+    {tail}
+"""
+        cases = {"counter": ("while epoch < 3:", "epoch += 1", "loader.sampler.set_epoch(epoch)"),
+                 "break": ("while True:", "if epoch == 0: break", "loader.sampler.set_epoch(loader.sampler.epoch + 1)")}
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for what, (head, tail, want) in cases.items():
+                with self.subTest(loop=what):
+                    src, out = os.path.join(tmp, f"{what}.py"), os.path.join(tmp, f"{what}_out.py")
+                    with open(src, "w") as f:
+                        f.write(script.replace("{head}", head).replace("{tail}", tail))
+                    r = parallelize([src, "-o", out, "-q"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn(f"line 10: {want} each epoch", r.stderr)
+                    self.assertNotIn("no epoch loop", r.stderr)
+                    with open(out) as f:
+                        self.assertIn(f"{head}\n    {want}  # hoop-parallelize: a new order each epoch", f.read())
 
 
 if __name__ == "__main__":

@@ -387,14 +387,18 @@ class DataSplitting:
         names = self.aliases.get(call, set()) - self.iterators
         loops = []
         for l in ast.walk(self.tree):
-            if not (isinstance(l, ast.For) and isinstance(l.target, ast.Name)) or call in ast.walk(l):
+            if not ((isinstance(l, ast.For) and isinstance(l.target, ast.Name)) or isinstance(l, ast.While)) \
+                    or call in ast.walk(l):
                 continue  # not a plain loop variable, or the loop that makes the loader(s)
             used = refs_loaded(ast.Module(body=l.body, type_ignores=[])) | self.refs_read_by_calls(l)
-            used -= refs_loaded(l.iter)
+            used -= refs_loaded(l.iter) if isinstance(l, ast.For) else set()
             hit = sorted(n for n in names if n.removesuffix(ITEM) in used) or sorted(  # obj.attr: obj = C(...)
                 r for r in used - names if r.count(".") == 1 and r not in self.iterators
                 and self.instance_class(r.split(".")[0], l) is not None
                 and call in [c for c, _ in self.resolve_loader(r, l, Trail())])
+            if hit and isinstance(l, ast.While) and not any(  # an epoch loop: a `for` over the loader inside
+                    isinstance(f, ast.For) and hit[0].removesuffix(ITEM) in refs_loaded(f.iter) for f in ast.walk(l)):
+                continue
             if hit:
                 loops.append((l, hit[0]))
         loops = [(l, n) for l, n in loops if not any(o is not l and l in list(ast.walk(o)) for o, _ in loops)]
@@ -409,9 +413,9 @@ class DataSplitting:
             if (id(loop), name) in self.epochs_set:
                 continue  # another loader of the same container
             self.epochs_set.add((id(loop), name))
-            first, epoch = loop.body[0], loop.target.id
             held = self.wrapper_attr(names)  # train_dl = DeviceDataLoader(train_dl, device): its .dl
             reach = f"getattr({name}, {held!r}, {name})" if held and not name.endswith(ITEM) else name
+            first, epoch = loop.body[0], self.epoch_of(loop, f"{reach}.sampler")
             lines = [f"{reach}.sampler.set_epoch({epoch})  {MARK} a new order each epoch"]
             if name.endswith(ITEM):
                 items = name[:-len(ITEM)] + (".values()" if self.item_kinds.get(id(call)) == "dict" else "")
@@ -450,6 +454,16 @@ class DataSplitting:
         self.e.replace(rng, f"range({self.RANK}, ({k}) // {self.SIZE} * {self.SIZE}, {self.SIZE})")
         self.changes.append(f"line {loop.lineno}: batches split between the ranks (every {self.SIZE}-th batch index; "
                             "the last incomplete round is dropped so every rank takes as many steps)")
+
+    @staticmethod
+    def epoch_of(loop, sampler):
+        """The epoch a loop's pass is: a `for`'s variable; a `while`'s counter (`epoch += 1` in its
+        body), else one more than the sampler's own (`while True:` with a break)."""
+        if isinstance(loop, ast.For):
+            return loop.target.id
+        counters = [s.target.id for s in loop.body if isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add)
+                    and isinstance(s.target, ast.Name)]
+        return counters[0] if len(counters) == 1 else f"{sampler}.epoch + 1"
 
     def set_epoch_where_made(self, call, sampler, stmt):
         """A loader made anew in each pass of an epoch loop (`for epoch in ...: loader =
