@@ -192,6 +192,7 @@ for step in range(20):
     def test_while_epoch_loops_set_the_epoch(self):
         # An epoch loop written as `while epoch < N: ... epoch += 1`, or `while True:` with a
         # break: set_epoch at the top of each pass, with the counter, else one past the sampler's.
+        # (The break case imports DataLoader under another name: it is a DataLoader still.)
         script = """
 import torch
 import torch.nn.functional as F
@@ -214,8 +215,12 @@ epoch = 0
             for what, (head, tail, want) in cases.items():
                 with self.subTest(loop=what):
                     src, out = os.path.join(tmp, f"{what}.py"), os.path.join(tmp, f"{what}_out.py")
+                    text = script.replace("{head}", head).replace("{tail}", tail)
+                    if what == "break":
+                        text = text.replace("import DataLoader,", "import DataLoader as DL,").replace(
+                            "loader = DataLoader(", "loader = DL(")
                     with open(src, "w") as f:
-                        f.write(script.replace("{head}", head).replace("{tail}", tail))
+                        f.write(text)
                     r = parallelize([src, "-o", out, "-q"], tmp)
                     self.assertEqual(r.returncode, 0, r.stderr)
                     self.assertIn(f"line 10: {want} each epoch", r.stderr)

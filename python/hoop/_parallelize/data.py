@@ -52,12 +52,20 @@ def refs_loaded(node):
 
 
 class DataSplitting:
+    def kind_of(self, call):
+        """The last part of the name a call makes (DataLoader, RandomSampler), through the names the
+        script imported it under (`from torch.utils.data import DataLoader as DL`)."""
+        last = (call_name(call) or "").split(".")[-1]
+        if not hasattr(self, "import_aliases"):
+            self.import_aliases = {a.asname: a.name for n in ast.walk(self.tree) if isinstance(n, ast.ImportFrom)
+                                   for a in n.names if a.asname}
+        return self.import_aliases.get(last, last) if last == (call_name(call) or "") else last
+
     def find_loaders(self):
         """(call, statement, variable) of each DataLoader built by `name = DataLoader(...)`."""
         self.loaders = []
         for c in ast.walk(self.tree):
-            name = call_name(c)
-            if name and name.split(".")[-1] == "DataLoader":
+            if self.kind_of(c) == "DataLoader":
                 stmt = self.stmt_of(c)
                 self.loaders.append((c, stmt, assigned_name(stmt, c)))
 
@@ -192,7 +200,7 @@ class DataSplitting:
 
     def loaders_from(self, value, index, seen):
         """The DataLoader calls an assigned value is (index: its place in a returned tuple)."""
-        if index is None and isinstance(value, ast.Call) and (call_name(value) or "").split(".")[-1] in seen.kinds:
+        if index is None and isinstance(value, ast.Call) and self.kind_of(value) in seen.kinds:
             return [(value, set())]
         if index is not None and isinstance(value, ast.Tuple) and index < len(value.elts):
             return self.loaders_from(value.elts[index], None, seen)
