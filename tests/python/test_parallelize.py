@@ -486,9 +486,11 @@ main()
                               "    opt = cls(model.parameters(), lr=0.01)",
                  "table": "opt = TABLE[args.optimizer.lower()](model.parameters(), lr=0.01)",
                  "rate in a mapping": "settings = {'optimizer': {'lr': 0.01, 'momentum': 0.9}}\n"
-                                      "    opt = optim.SGD(model.parameters(), **settings['optimizer'])"}
+                                      "    opt = optim.SGD(model.parameters(), **settings['optimizer'])",
+                 "torch.optim under another name": "import torch.optim as topt\n"
+                                                   "    opt = topt.Adam(model.parameters(), lr=0.01)"}
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            for (what, make), style in drawn(zip(makes.items(), ("horovod", "ddp", "horovod", "ddp")),
+            for (what, make), style in drawn(zip(makes.items(), ("horovod", "ddp", "horovod", "ddp", "horovod")),
                                              "optimizer classes"):
                 with self.subTest(chosen_by=what, style=style):
                     src, out = os.path.join(tmp, f"{what}.py"), os.path.join(tmp, f"{what}_{style}.py")

@@ -90,7 +90,7 @@ class Optimizers:
         if len(parts) == 1:  # from torch.optim import SGD
             return any(isinstance(n, ast.ImportFrom) and (n.module or "").startswith("torch.optim")
                        and any((a.asname or a.name) == parts[0] for a in n.names) for n in ast.walk(self.tree))
-        return parts[-2] == "optim"
+        return parts[-2] == "optim" or self.is_optim_module(".".join(parts[:-1]))  # import torch.optim as topt
 
     def params_exprs(self, call):
         """The expressions an optimizer's parameters come from: its first argument, or, for a name,
