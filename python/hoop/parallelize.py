@@ -91,6 +91,7 @@ import difflib
 import os
 import sys
 
+from hoop._parallelize.agree import Agreement
 from hoop._parallelize.data import DataSplitting
 from hoop._parallelize.ddp import DdpWrap
 from hoop._parallelize.devices import Devices
@@ -104,13 +105,15 @@ from hoop._parallelize.trackers import Trackers
 from hoop._parallelize.unused import UnusedParams
 
 
-class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Trackers, Devices, DdpWrap, UnusedParams):
+class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Trackers, Agreement, Devices, DdpWrap,
+                UnusedParams):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
     gradients' synchronisation here; beside, in _parallelize/: what names and calls mean
     (Scopes, scopes.py), which calls build optimizers and from what model (Optimizers,
     optimizers.py), the data's split (DataSplitting, data.py), what each rank draws at
     random (Seeds, seeds.py), what rank 0 alone does or every rank averages (RankZero, rank0.py),
-    experiment trackers (Trackers, trackers.py), one GPU per rank (Devices, devices.py) and the DDP wrap (DdpWrap, ddp.py)."""
+    experiment trackers (Trackers, trackers.py), leaving training together (Agreement, agree.py),
+    one GPU per rank (Devices, devices.py) and the DDP wrap (DdpWrap, ddp.py)."""
 
     def __init__(self, text, style):
         self.text, self.style = text, style
@@ -209,6 +212,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Trackers, De
         lines += self.rank0_helpers()
         top = {s for s in body[:body.index(last) + 1] if isinstance(s, (ast.Import, ast.ImportFrom))}
         lines += self.trackers_rank0(top)
+        lines += self.agree_helper()
         if self.metric_blocks or self.dataset_ratios:
             lines += self.metric_helper()
         self.e.insert_after(last, lines, "")
@@ -387,6 +391,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Trackers, De
         self.find_metric_blocks()
         self.find_side_effects()
         self.find_trackers()
+        self.find_exits()
         train = self.training_loaders()
         manual = False
         if not train:
@@ -412,6 +417,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Trackers, De
         if self.style == "ddp":
             self.ddp_module_access()
         self.average_metrics()
+        self.agree_on_exits()
         self.rank0_side_effects()
         return self.e.apply()
 

@@ -1,9 +1,10 @@
-"""hoop-parallelize on what places, reports and keeps a script's work: GPUs the script names by
-number (each made the rank's own; several left as written), experiment trackers (W&B, MLflow:
-rank 0's only, run on 2 ranks with recording stand-ins), loggers under any name, files written through methods (to_csv,
-write_text) or removed (shutil.rmtree) by rank 0 alone, and copies of the model (an SWA average,
-a deepcopy) made of the plain model under DDP, so what they save is what one process saves.
-Skipped, saying so, without PyTorch."""
+"""hoop-parallelize on what places, reports, keeps and ends a script's work: a `break` out of
+training taken on one rank's own numbers (rank 0's decision, on every rank); GPUs the script
+names by number (each made the rank's own; several left as written); experiment trackers (W&B,
+MLflow: rank 0's only, run on 2 ranks with recording stand-ins); loggers under any name; files
+written through methods (to_csv, write_text) or removed (shutil.rmtree) by rank 0 alone; copies of
+the model (an SWA average, a deepcopy, torch.save of it) made of the plain model under DDP, so
+what they save is what one process saves. Skipped, saying so, without PyTorch."""
 import os
 import subprocess
 import sys
@@ -341,6 +342,45 @@ Trainer(torch.nn.Linear(4, 1), loader).fit(2)
             lines = [line for line in run.output.splitlines() if line.startswith("[")]
             self.assertEqual(sorted(lines), sorted(f"[0] {what} {e}" for e in range(2) for what in (
                 "Trainer epoch", "train warned", "direct direct")), run.output)
+
+
+    def test_ranks_leave_training_together(self):
+        # A break taken on what each rank computed alone: here the running sum of its own labels
+        # (rank 1's share is larger, so alone it would stop an epoch before rank 0 and leave
+        # rank 0 waiting in its next allreduce). Converted, rank 0's decision holds on every rank.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+data = TensorDataset(torch.randn(64, 4), torch.arange(64, dtype=torch.float32).unsqueeze(1))
+loader = DataLoader(data, batch_size=8)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+seen = 0.0
+for epoch in range(1, 20):
+    for xb, yb in loader:
+        opt.zero_grad()
+        F.mse_loss(model(xb), yb).backward()
+        opt.step()
+        seen += yb.sum().item()
+    if seen > 3000:
+        break
+print(f"stopped after epoch {epoch}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src = os.path.join(tmp, "stop.py")
+            with open(src, "w") as f:
+                f.write(script)
+            for style in drawn(("horovod", "ddp"), "leaving together"):
+                with self.subTest(style=style):
+                    out = os.path.join(tmp, f"stop_{style}.py")
+                    r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("line 17: the way out of the training loop at line 11 is rank 0's decision", r.stderr)
+                    run = hooprun(2, [sys.executable, out], env={"HOOP_TIMEOUT": "30"}, timeout=120)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    self.assertIn("[0] stopped after epoch 4", run.output)
 
 
 if __name__ == "__main__":
