@@ -365,7 +365,7 @@ TEST_CASE("perf/train-bench and perf/train-plot draw their PNGs", "[train][perf]
   auto bad = RunProc({HOOP_SOURCE_DIR "/perf/train-plot", "accuracy", out + "/none.csv", "--out", out + "/x.png"});
   CHECK(bad.exit_code != 0);
   CHECK(bad.output.find("no such file") != std::string::npos);
-  RunProc({"rm", "-rf", out});
+  std::filesystem::remove_all(out);
 }
 
 TEST_CASE("--precision bf16: oneDNN's bf16 convolutions train as fp32 does; the gradients bf16 on the wire or f32",

@@ -143,6 +143,7 @@ class Launch(unittest.TestCase):
                 f.write(script)
             env = python_env({"OMP_NUM_THREADS": "1", "HOOP_TIMEOUT": "60"})
             env["PYTHONPATH"] = tmp + os.pathsep + env["PYTHONPATH"]
+            env["TMPDIR"] = tmp  # torchrun's log folder (torchelastic_*), which it leaves behind
             p = subprocess.Popen(cmd, env=env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                  start_new_session=True)
             try:
