@@ -30,9 +30,9 @@ scripts (every script is still converted and its conversion checked): part (K + 
 (K,L/N: parts (K + window) and (L + window) mod N),
 the window being HOOPTEST_SHARE_WINDOW, else support.QUARTER_DAY (the quarter-day since 1970, or
 HOOPTEST_QUARTER_DAY, fixed once per CI run), as support.drawn() takes it. CI's two corpus
-entries, under Debian's PyTorch and pip's (tests/CMakeLists.txt), take 0,1/3 and 2/3 (pip's
-PyTorch runs a script in about 2.5 times Debian's time): in each run every script runs under one
-of the two, and under both within 18 hours."""
+entries, under Debian's PyTorch and pip's (tests/CMakeLists.txt), take 0,1/6 and 5/6 (pip's
+PyTorch runs a script in about 2.5 times Debian's time): in each run half the scripts run, each
+under one of the two; every script at least once a day, under both within a day and a half."""
 import os
 import re
 import shlex

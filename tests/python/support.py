@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import unittest
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.abspath(os.environ.get("HOOPTEST_BUILD_DIR", os.path.join(HERE, "..", "..", "build")))
@@ -38,6 +39,36 @@ SHARE_SHIFT = int(os.environ.get("HOOPTEST_SHARE_SHIFT") or 0)
 QUARTER_DAY = int(os.environ.get("HOOPTEST_QUARTER_DAY") or time.time() // 21600)
 
 
+def share_window():
+    """(windows, this run's window) of HOOPTEST_SHARE: (1, 0) where every cell runs."""
+    windows = math.ceil(1 / SHARE - 1e-9)
+    given = os.environ.get("HOOPTEST_SHARE_WINDOW")
+    return windows, (int(given) if given else QUARTER_DAY + SHARE_SHIFT) % windows
+
+
+def alternating(test):
+    """A test method taken as one cell of drawn(): under HOOPTEST_SHARE it runs in one window of
+    ceil(1/SHARE), picked by its name (so the suites sharing the matrices split such tests between
+    them, each run under one, under every one over the windows), and is skipped, saying so, in
+    the others. For tests whose cost is their runs on 2 ranks, not the checks around them."""
+    windows, window = share_window()
+    mine = zlib.crc32(test.__qualname__.encode()) % windows
+    if windows <= 1 or mine == window:
+        return test
+    return unittest.skip(f"this run's HOOPTEST_SHARE={SHARE} window is {window}: this test runs in window {mine} "
+                         f"(HOOPTEST_SHARE_WINDOW={mine} runs it here)")(test)
+
+
+def torch_free_module():
+    """Skips the calling module where HOOPTEST_SAME_PYTHON_AS names another ctest entry that runs
+    it under this same CPython (tests/CMakeLists.txt: the suite under pip's PyTorch, whose
+    interpreter is Debian's): nothing in it uses PyTorch, so a second run tests nothing new."""
+    entry = os.environ.get("HOOPTEST_SAME_PYTHON_AS")
+    if entry:
+        raise unittest.SkipTest(f"nothing here uses PyTorch; ctest's '{entry}' entry runs it under this CPython "
+                                f"({sys.version.split()[0]})")
+
+
 def drawn(cells, label, keep=()):
     """The cells of a test's matrix this run makes: every one, or under HOOPTEST_SHARE those of
     one window of ceil(1/SHARE) over a fixed shuffle, plus `keep` (cells every run needs, such as
@@ -45,11 +76,9 @@ def drawn(cells, label, keep=()):
     (QUARTER_DAY) plus HOOPTEST_SHARE_SHIFT, so that runs over ceil(1/SHARE) quarter-days make
     every cell; printed, so that a failure can be run again."""
     cells = list(cells)
-    windows = math.ceil(1 / SHARE - 1e-9)
+    windows, window = share_window()
     if windows <= 1:
         return cells
-    given = os.environ.get("HOOPTEST_SHARE_WINDOW")
-    window = (int(given) if given else QUARTER_DAY + SHARE_SHIFT) % windows
     order = [c for c in cells if c not in keep]
     random.Random(label).shuffle(order)
     chosen = {repr(c) for i, c in enumerate(order) if i % windows == window}

@@ -14,7 +14,9 @@ import subprocess
 import sys
 import unittest
 
-from support import HERE, hooprun, python_env
+from support import HERE, hooprun, python_env, torch_free_module
+
+torch_free_module()
 
 
 class Collectives(unittest.TestCase):

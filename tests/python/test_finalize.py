@@ -4,7 +4,9 @@ import os
 import sys
 import unittest
 
-from support import HERE, hooprun
+from support import HERE, hooprun, torch_free_module
+
+torch_free_module()
 
 
 class LateReceiver(unittest.TestCase):

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import unittest
 
-from support import HERE, drawn, hooprun, parallelize
+from support import HERE, alternating, drawn, hooprun, parallelize
 
 try:
     import torch  # noqa: F401
@@ -237,6 +237,7 @@ class Parallelize(unittest.TestCase):
             with self.subTest(example=name, style=style):
                 self.convert_and_run(name, style)
 
+    @alternating
     def test_check_runs_a_few_steps_on_two_ranks(self):
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             src = os.path.abspath(os.path.join(EXAMPLES, "manual_batches.py"))
@@ -247,6 +248,7 @@ class Parallelize(unittest.TestCase):
             self.assertIn("hoop-parallelize --check: passed", r.stderr)
             self.assertIn("bitwise the same", r.stderr)
 
+    @alternating
     def test_check_compares_the_ranks_parameters(self):
         # Noise from a per-process seed after each step: it runs, and the ranks drift apart.
         drifting = """
@@ -318,6 +320,7 @@ for x, y in loader:
                         self.assertEqual(a.read(), b.read(), "the ranks drew different splits")
                     self.assertIn("seeded alike on every rank", r.stderr)
 
+    @alternating
     def test_only_loops_that_train_are_split(self):
         # The training loop's backward runs in a helper it calls; the evaluation loop calls the
         # same helper without an optimizer, under no_grad(): that loader stays whole.
@@ -359,6 +362,7 @@ for epoch in range(2):
                 self.assertIn("DataLoader 'fit_dl' given a DistributedSampler", r.stderr)
                 self.assertNotIn("'check_dl'", r.stderr)
 
+    @alternating
     def test_ddp_finds_unused_parameters_only_where_forward_leaves_layers_out(self):
         # Each model is trained by the same loop; DDP is asked to find unused parameters exactly
         # where forward() (with the methods of self it calls) never reaches a layer that may hold
@@ -501,6 +505,7 @@ main()
                     self.assertIn("learning rate scaled by the number of ranks", r.stderr)
                     self.assertIn("--check: passed", r.stderr)
 
+    @alternating
     def test_refusals_write_nothing(self):
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             for what, (text, why, *style) in REFUSED.items():

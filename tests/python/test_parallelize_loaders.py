@@ -8,7 +8,7 @@ import os
 import tempfile
 import unittest
 
-from support import drawn, parallelize
+from support import alternating, drawn, parallelize
 
 try:
     import torch  # noqa: F401
@@ -18,6 +18,7 @@ except ImportError:
 
 
 class Loaders(unittest.TestCase):
+    @alternating
     def test_loaders_zipped_in_a_training_loop_are_all_split(self):
         # Semi-supervised and multi-task loops draw from several loaders at once: zip(labeled,
         # cycle(unlabeled)), chain(a, b). Each is split, else every rank takes the same unlabeled
@@ -98,6 +99,7 @@ for epoch in range(2):
                     self.assertIn("shuffle=True" if what == "position" else ".get('shuffle', False))", text)
 
 
+    @alternating
     def test_a_loader_made_in_each_epoch_takes_the_epoch(self):
         # A loader made anew in every pass of the epoch loop (its batch size grows): its sampler,
         # new too, would start each epoch at epoch 0, the same order every time.
@@ -130,6 +132,7 @@ for epoch in range(3):
             self.assertLess(made, text.index("    loader_sampler.set_epoch(epoch)"))
 
 
+    @alternating
     def test_batches_taken_by_index_are_split(self):
         # "What is torch.nn really?" batches by hand: for i in range((n - 1) // bs + 1), slicing
         # x_train[start_i:end_i] with start_i = i * bs. Each rank takes every size()-th batch.
@@ -189,6 +192,7 @@ for step in range(20):
                     self.assertIn("batches drawn at random", r.stderr)
 
 
+    @alternating
     def test_while_epoch_loops_set_the_epoch(self):
         # An epoch loop written as `while epoch < N: ... epoch += 1`, or `while True:` with a
         # break: set_epoch at the top of each pass, with the counter, else one past the sampler's.

@@ -11,7 +11,7 @@ import sys
 import tempfile
 import unittest
 
-from support import drawn, hooprun, parallelize, python_env
+from support import alternating, drawn, hooprun, parallelize, python_env
 
 try:
     import torch
@@ -21,6 +21,7 @@ except ImportError:
 
 
 class PlacesAndReports(unittest.TestCase):
+    @alternating
     def test_gpus_named_by_number_become_each_ranks_own(self):
         # PyTorch's ImageNet example picks its GPU by --gpu: set_device(args.gpu),
         # model.cuda(args.gpu), images.cuda(args.gpu, non_blocking=True), and the rest of the
@@ -185,6 +186,7 @@ if __name__ == "__main__":
                     self.assertEqual(set(calls[0::2]), {"0"}, calls)
 
 
+    @alternating
     def test_ddp_copies_of_the_model_are_of_the_plain_model(self):
         # torch.optim.swa_utils.AveragedModel(model) and copy.deepcopy(model) after the DDP wrap
         # would copy the wrapper: the averaged model's checkpoint would read module.module.0.weight;
@@ -295,6 +297,7 @@ pathlib.Path(out, "done.txt").write_text("done\\n")
                         self.assertEqual(f.read(), "epoch 0\nepoch 1\nepoch 2\n")
 
 
+    @alternating
     def test_loggers_under_any_name_log_from_rank_0(self):
         # A logger kept as _LOG or self.logger (pytorch-template's trainers), or called straight
         # from logging.getLogger(...): its records come from rank 0 alone. (Elsewhere basicConfig

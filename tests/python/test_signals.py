@@ -8,7 +8,9 @@ import subprocess
 import sys
 import unittest
 
-from support import hooprun, python_env
+from support import hooprun, python_env, torch_free_module
+
+torch_free_module()
 
 SCRIPT = """
 import os, signal, sys, time
