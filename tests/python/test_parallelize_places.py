@@ -1,10 +1,11 @@
 """hoop-parallelize on what places, reports, keeps and ends a script's work: a `break` out of
-training taken on one rank's own numbers (rank 0's decision, on every rank); GPUs the script
-names by number (each made the rank's own; several left as written); experiment trackers (W&B,
-MLflow: rank 0's only, run on 2 ranks with recording stand-ins); loggers under any name; files
-written through methods (to_csv, write_text) or removed (shutil.rmtree) by rank 0 alone; copies of
-the model (an SWA average, a deepcopy, torch.save of it) made of the plain model under DDP, so
-what they save is what one process saves. Skipped, saying so, without PyTorch."""
+training taken on one rank's own numbers (rank 0's decision, on every rank), and a pass skipped on
+them (skipped on every rank where any rank skips it); GPUs the script names by number (each made
+the rank's own; several left as written); experiment trackers (W&B, MLflow: rank 0's only, run on
+2 ranks with recording stand-ins); loggers under any name; files written through methods (to_csv,
+write_text) or removed (shutil.rmtree) by rank 0 alone; copies of the model (an SWA average, a
+deepcopy, torch.save of it) made of the plain model under DDP, so what they save is what one
+process saves. Skipped, saying so, without PyTorch."""
 import os
 import subprocess
 import sys
@@ -384,6 +385,73 @@ print(f"stopped after epoch {epoch}")
                     run = hooprun(2, [sys.executable, out], env={"HOOP_TIMEOUT": "30"}, timeout=120)
                     self.assertEqual(run.returncode, 0, run.output)
                     self.assertIn("[0] stopped after epoch 4", run.output)
+
+
+    @alternating
+    def test_ranks_skip_a_pass_together(self):
+        # A pass skipped on what this rank alone computed (a non-finite loss: sample 9, in rank 1's
+        # first batch of each epoch) would leave the ranks a pass apart: rank 0 waiting in an
+        # allreduce rank 1 never makes. Converted, every rank skips the pass where any rank skips
+        # it, as one process that saw the whole batch would; the else-branch form and a skip that
+        # leaves nothing of training undone (after the step) are converted as they should be; one
+        # taken on an exception is listed for the user (the ranks cannot agree on what one raises).
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+x = torch.randn(64, 4)
+x[9] = float("nan")
+loader = DataLoader(TensorDataset(x, torch.randn(64, 1)), batch_size=8)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+skipped = 0
+for epoch in range(3):
+    for xb, yb in loader:
+        opt.zero_grad()
+        try:
+            loss = F.mse_loss(model(xb), yb)
+        except RuntimeError:
+            continue
+        if not torch.isfinite(loss):
+            skipped += 1
+            continue
+        if loss.item() < 1e9:
+            loss.backward()
+        else:
+            continue
+        opt.step()
+        if loss.item() > 1e6:
+            continue
+        print(f"pass")
+    print(f"epoch {epoch} skipped {skipped} finite {all(torch.isfinite(p).all().item() for p in model.parameters())}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src = os.path.join(tmp, "skip.py")
+            with open(src, "w") as f:
+                f.write(script)
+            for style in ("horovod", "ddp"):
+                out = os.path.join(tmp, f"skip_{style}.py")
+                r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                for line in (19, 22):
+                    self.assertIn(f"line {line}: a pass of the training loop at line 13 is skipped on every rank where "
+                                  "any rank skips it", r.stderr)
+                self.assertNotIn("line 27:", r.stderr)  # after the step: nothing of training skipped
+                self.assertIn("line 18: a way out of (or past) a pass of the training loop at line 13 taken on an "
+                              "exception: left as written", r.stderr)
+                with open(out) as f:
+                    text = f.read()
+                self.assertIn("if _hoop_any(not torch.isfinite(loss)):", text)
+                self.assertIn("if not _hoop_any(not (loss.item() < 1e9)):", text)
+                self.assertIn("if loss.item() > 1e6:", text)
+            style = drawn(("horovod", "ddp"), "skipping together")[0]
+            run = hooprun(2, [sys.executable, os.path.join(tmp, f"skip_{style}.py")], env={"HOOP_TIMEOUT": "30"},
+                          timeout=120)
+            self.assertEqual(run.returncode, 0, run.output)
+            for epoch in range(3):  # rank 1's first batch of each epoch: skipped on both ranks
+                self.assertIn(f"[0] epoch {epoch} skipped {epoch + 1} finite True", run.output)
+            self.assertEqual(run.output.count("[0] pass"), 9, run.output)
 
 
 if __name__ == "__main__":
