@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,8 +28,31 @@ using train::NamedTensors;
 using train::Param;
 using train::Sgd;
 
+// This test process's own folder under /tmp, removed with all in it when the process exits: also
+// after a failed REQUIRE, which ends the test case before its own clean-up. (Not by a forked
+// child: only the process that made it removes it.)
+class ScratchDir {
+ public:
+  ScratchDir() : owner_(::getpid()), path_("/tmp/hoop-train-test-" + std::to_string(owner_)) {
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (::getpid() == owner_) std::filesystem::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  pid_t owner_;
+  std::string path_;
+};
+
+// A scratch path for `tag` in the process's ScratchDir.
 inline std::string Tmp(const std::string& tag) {
-  return "/tmp/hoop-train-test-" + std::to_string(::getpid()) + "-" + tag;
+  static ScratchDir dir;
+  return dir.path() + "/" + tag;
 }
 
 // Everything a checkpoint holds, in the trainer's order, filled from `path`.
