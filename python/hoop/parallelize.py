@@ -416,6 +416,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Trackers, Ag
             self.sync_before_clipping()
         if self.style == "ddp":
             self.ddp_module_access()
+            self.grads_set_by_hand()
         self.average_metrics()
         self.agree_on_exits()
         self.rank0_side_effects()

@@ -69,6 +69,44 @@ def compressors(r, n):
         assert "Compressor" in str(e), e
 
 
+def gradients_beyond_backward(r, n):
+    """DistributedOptimizer as Horovod's, on gradients no single backward pass made: set by hand
+    from torch.autograd.grad (averaged at step()); a layer only some ranks' pass reaches (every
+    rank submits it at step(), zeros where unused: no rank waits for a tensor the others never
+    send); and an optimizer none of whose parameters got anything (its synchronize() submits
+    nothing, leaving the gradients None, as the converter's GAN loops need)."""
+    x = torch.full((1, 3), float(r + 1))
+    net = torch.nn.Linear(3, 1, bias=False)
+    with torch.no_grad():
+        net.weight.fill_(1.0)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                   named_parameters=[("byhand." + k, v) for k, v in net.named_parameters()])
+    for step in range(2):
+        before = net.weight.detach().clone()
+        (g,) = torch.autograd.grad((net(x) ** 2).sum(), [net.weight])
+        net.weight.grad = g
+        opt.step()
+        want = sum(2 * float(before[0].sum()) * (k + 1) * (k + 1) for k in range(n)) / n
+        close(f"a gradient set by hand, step {step}", net.weight, before - 0.1 * want)
+    heads = torch.nn.ModuleDict({"a": torch.nn.Linear(3, 1), "b": torch.nn.Linear(3, 1)})
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(heads.parameters(), lr=1.0),
+                                   named_parameters=[("heads." + k, v) for k, v in heads.named_parameters()])
+    hvd.broadcast_parameters(heads.state_dict(), root_rank=0)
+    before = heads["b"].bias.detach().clone()
+    opt.zero_grad(set_to_none=True)
+    loss = heads["a"](x).sum() + (heads["b"](x).sum() if r % 2 == 1 else 0)
+    loss.backward()
+    opt.step()
+    users = sum(1 for k in range(n) if k % 2 == 1)
+    close("a head some ranks' pass did not reach", heads["b"].bias, before - users / n)
+    assert heads["b"].bias.grad is not None
+    idle = torch.nn.Linear(3, 1)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(idle.parameters(), lr=1.0),
+                                   named_parameters=[("idle." + k, v) for k, v in idle.named_parameters()])
+    opt.synchronize()
+    assert idle.weight.grad is None and idle.bias.grad is None, "nothing added, yet something was submitted"
+
+
 def main():
     hvd.init()
     r, n = hvd.rank(), hvd.size()
@@ -191,6 +229,7 @@ def main():
     opt.step()
     close("two backward passes per step", model.weight, before - 0.01 * 2 * sum(k + 1 for k in range(n)) / n)
     compressors(r, n)
+    gradients_beyond_backward(r, n)
     print(f"extras ok rank {r} of {n}")
     hvd.shutdown()
 

@@ -5,7 +5,7 @@ the rank's own; several left as written); experiment trackers (W&B, MLflow: rank
 2 ranks with recording stand-ins); loggers under any name; files written through methods (to_csv,
 write_text) or removed (shutil.rmtree) by rank 0 alone; copies of the model (an SWA average, a
 deepcopy, torch.save of it) made of the plain model under DDP, so what they save is what one
-process saves. Skipped, saying so, without PyTorch."""
+process saves; a gradient set by hand, listed under DDP. Skipped, saying so, without PyTorch."""
 import os
 import subprocess
 import sys
@@ -19,6 +19,19 @@ try:
 except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
 
+
+
+def convert_both(tmp, name, script):
+    """{style: (hoop-parallelize's result, the output's path)} for script, written as NAME.py in
+    tmp and converted in both styles to NAME_STYLE.py."""
+    src = os.path.join(tmp, f"{name}.py")
+    with open(src, "w") as f:
+        f.write(script)
+    done = {}
+    for style in ("horovod", "ddp"):
+        out = os.path.join(tmp, f"{name}_{style}.py")
+        done[style] = (parallelize([src, "-o", out, "--style", style, "-q"], tmp), out)
+    return done
 
 
 class PlacesAndReports(unittest.TestCase):
@@ -427,12 +440,7 @@ for epoch in range(3):
     print(f"epoch {epoch} skipped {skipped} finite {all(torch.isfinite(p).all().item() for p in model.parameters())}")
 """
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            src = os.path.join(tmp, "skip.py")
-            with open(src, "w") as f:
-                f.write(script)
-            for style in ("horovod", "ddp"):
-                out = os.path.join(tmp, f"skip_{style}.py")
-                r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
+            for style, (r, out) in convert_both(tmp, "skip", script).items():
                 self.assertEqual(r.returncode, 0, r.stderr)
                 for line in (19, 22):
                     self.assertIn(f"line {line}: a pass of the training loop at line 13 is skipped on every rank where "
@@ -452,6 +460,43 @@ for epoch in range(3):
             for epoch in range(3):  # rank 1's first batch of each epoch: skipped on both ranks
                 self.assertIn(f"[0] epoch {epoch} skipped {epoch + 1} finite True", run.output)
             self.assertEqual(run.output.count("[0] pass"), 9, run.output)
+
+
+    def test_gradients_set_by_hand_are_listed_under_ddp(self):
+        # DDP averages only what backward() makes; a gradient the script sets from
+        # torch.autograd.grad stays this rank's own, so --style ddp marks and lists it (Horovod
+        # style's optimizer averages it at step(): horovod_extras_rank.py). Clearing a gradient or
+        # scaling the one backward made is no such thing.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for epoch in range(2):
+    for xb, yb in loader:
+        for p in model.parameters():
+            p.grad = None
+        loss = F.mse_loss(model(xb), yb)
+        if epoch == 0:
+            loss.backward()
+            model.weight.grad = model.weight.grad / 2
+        else:
+            grads = torch.autograd.grad(loss, list(model.parameters()))
+            for p, g in zip(model.parameters(), grads):
+                p.grad = g
+        opt.step()
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, (r, _) in convert_both(tmp, "by_hand", script).items():
+                self.assertEqual(r.returncode, 0, r.stderr)
+                listed = [line for line in r.stderr.splitlines() if "a gradient set by hand" in line]
+                self.assertEqual(listed, ["  left for you: line 20: a gradient set by hand: DistributedDataParallel "
+                                          "averages only what backward() computes, so this rank's own stays (average "
+                                          "it with dist.all_reduce, or use --style horovod)"] if style == "ddp" else [],
+                                 r.stderr)
 
 
 if __name__ == "__main__":

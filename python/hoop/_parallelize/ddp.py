@@ -4,8 +4,9 @@ so every place the script kept the model before the wrap gets the wrapped model 
 name in the same function (`self.model = model`) and an object of the script's own classes that
 stored it (`runner = Runner(model)` whose __init__ does `self.model = model`). What the script
 reads from the model other than calling it (its state_dict(), a method of its own) goes to the
-wrapped model's .module. A mixin of Converter: it uses the converter's tree, parents, edits and
-changes, and DataSplitting's scope helpers."""
+wrapped model's .module. A gradient the script sets by hand (DDP never averages it) is listed.
+A mixin of Converter: it uses the converter's tree, parents, edits and changes, and
+DataSplitting's scope helpers."""
 import ast
 
 from hoop._parallelize.edits import MARK, MODULE_ATTRS, Refused, call_name, dotted
@@ -210,3 +211,22 @@ class DdpWrap:
                        if both else ""))
             if said not in self.changes:
                 self.changes.append(said)
+
+    def grads_set_by_hand(self):
+        """DDP averages what backward() computes, in its own hooks: a gradient the script sets
+        itself (`p.grad = g` from torch.autograd.grad) is this rank's alone, and the ranks'
+        parameters drift apart. Listed and marked (Horovod style's optimizer averages every
+        gradient at step(), however it was made); `p.grad = None` and values made from the
+        gradient itself (`p.grad = p.grad / n`) are left alone."""
+        for n in ast.walk(self.tree):
+            if not (isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "grad"
+                                                       for t in n.targets)):
+                continue
+            if isinstance(n.value, ast.Constant) or any(isinstance(a, ast.Attribute) and a.attr == "grad"
+                                                        for a in ast.walk(n.value)):
+                continue
+            self.notes.append(f"line {n.lineno}: a gradient set by hand: DistributedDataParallel averages only what "
+                              "backward() computes, so this rank's own stays (average it with dist.all_reduce, or "
+                              "use --style horovod)")
+            self.e.insert_before(n.lineno, [f"{MARK} a gradient set by hand is not averaged by DDP: average it, or "
+                                            "use --style horovod"], self.e.indent_of(n))

@@ -75,6 +75,7 @@ class _DistributedOptimizer:
         self._hoop_predivide = gradient_predivide_factor if op is _hvd.Average else 1.0
         self._hoop_handles = {}
         self._hoop_delay = {p: backward_passes_per_step for p in params}
+        self._hoop_left = {}  # p -> weakref to the gradient the last synchronize() left it
         self._hoop_sync = True
         self._hoop_hooks = []
         for p in params:
@@ -114,13 +115,24 @@ class _DistributedOptimizer:
                 self._hoop_handles[p] = self._hoop_submit(p)
         return hook
 
+    def _hoop_set_by_hand(self, p):
+        """Whether p's gradient is a tensor other than the one the last synchronize() left it, with
+        no backward pass through it since: set by the script (`p.grad = g` from torch.autograd.grad)."""
+        left = self._hoop_left.get(p)
+        return p.grad is not None and self._hoop_delay[p] == self._hoop_passes and (left is None or left() is not p.grad)
+
     def synchronize(self):
-        """Waits for every gradient's allreduce (submitting those whose hooks did not fire)."""
+        """Waits for every gradient's allreduce. Where anything was added since the last one (a
+        backward pass through some of the parameters, or a gradient set by hand), every parameter
+        not yet submitted is submitted now, as Horovod does: one that a rank's pass did not reach
+        (a branch of the model taken on some ranks only) as zeros. Where nothing was added (a GAN's
+        generator after the discriminator's pass), nothing is."""
         if not self._hoop_included:
             return
-        for p in self._hoop_delay:
-            if p.requires_grad and self._hoop_handles.get(p) is None and self._hoop_delay[p] < self._hoop_passes:
-                self._hoop_handles[p] = self._hoop_submit(p)
+        if any(self._hoop_delay[p] < self._hoop_passes or self._hoop_set_by_hand(p) for p in self._hoop_delay):
+            for p in self._hoop_delay:
+                if p.requires_grad and self._hoop_handles.get(p) is None:
+                    self._hoop_handles[p] = self._hoop_submit(p)
         for p, h in list(self._hoop_handles.items()):
             if h is not None:
                 out = _hvd.synchronize(h)
@@ -129,6 +141,7 @@ class _DistributedOptimizer:
         self._hoop_handles.clear()
         for p in self._hoop_delay:
             self._hoop_delay[p] = self._hoop_passes
+            self._hoop_left[p] = weakref.ref(p.grad) if p.grad is not None else None
 
     def set_backward_passes_per_step(self, passes):
         """Horovod's: from now on, a gradient is submitted after every passes-th backward pass."""
@@ -142,6 +155,7 @@ class _DistributedOptimizer:
         """Forgets the gradients in flight (hoop.torch.elastic: their runtime is gone with the old
         ranks; the step they belonged to runs again)."""
         self._hoop_handles.clear()
+        self._hoop_left.clear()
         for p in self._hoop_delay:
             self._hoop_delay[p] = self._hoop_passes
 
