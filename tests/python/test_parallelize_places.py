@@ -398,6 +398,12 @@ print(f"stopped after epoch {epoch}")
                     run = hooprun(2, [sys.executable, out], env={"HOOP_TIMEOUT": "30"}, timeout=120)
                     self.assertEqual(run.returncode, 0, run.output)
                     self.assertIn("[0] stopped after epoch 4", run.output)
+            # The same way out by sys.exit() (or exit(), quit(), os._exit()): agreed alike.
+            ended = script.replace("        break", "        sys.exit(0)").replace("import torch\n",
+                                                                          "import sys\nimport torch\n", 1)
+            for style, (r, _) in convert_both(tmp, "exits", ended).items():
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("line 18: the way out of the training loop at line 12 is rank 0's decision", r.stderr)
 
 
     @alternating

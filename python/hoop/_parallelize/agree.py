@@ -1,18 +1,19 @@
 """hoop-parallelize: the ranks leave a training loop, and skip a pass of it, together. A `break`
-(or `return`) out of a loop that trains, taken on what this rank alone computed (`if
-avg_train_loss < target: break`, a NaN check on the rank's own loss, a `while` on it), would end
-one rank's training while the others wait in their next collective: a hang, or a failed job. The
-condition that decides it becomes rank 0's decision, broadcast (_hoop_agree), so every rank takes
-the same way. A `continue` that skips the rest of a training pass (its backward or its step) on
-such a condition (`if not torch.isfinite(loss): continue`, a loss spike, a batch the collate
+(or `return`, or `sys.exit()`) out of a loop that trains, taken on what this rank alone computed
+(`if avg_train_loss < target: break`, a NaN check on the rank's own loss, a `while` on it), would
+end one rank's training while the others wait in their next collective: a hang, or a failed job.
+The condition that decides it becomes rank 0's decision, broadcast (_hoop_agree), so every rank
+takes the same way. A `continue` that skips the rest of a training pass (its backward or its step)
+on such a condition (`if not torch.isfinite(loss): continue`, a loss spike, a batch the collate
 function gave up on) would leave one rank a pass behind the others; there every rank skips the
 pass where any rank skips it (_hoop_any), as one process seeing the whole batch would. A condition
 that reads only loop counters and what no training loop changes (settings, constants) is the same
 on every rank already and is left as it is. A mixin of Converter (hoop/parallelize.py)."""
 import ast
 
-from hoop._parallelize.edits import MARK
+from hoop._parallelize.edits import MARK, dotted
 
+EXITS = {"sys.exit", "exit", "quit", "os._exit"}  # a way out of training, as a break is
 PURE = {"len", "int", "float", "bool", "abs", "min", "max", "round", "str", "isinstance"}  # same on every rank
 
 
@@ -24,7 +25,7 @@ class Agreement:
         for n in ast.walk(self.tree):
             if isinstance(n, ast.While) and not isinstance(n.test, ast.Constant) and self.trains(n):
                 tests[id(n.test)] = (n.test, n, "rank0")
-            if not isinstance(n, (ast.Break, ast.Return, ast.Continue)):
+            if not isinstance(n, (ast.Break, ast.Return, ast.Continue)) and not self.ends_process(n):
                 continue
             loop = self.enclosing(n, (ast.For, ast.While, ast.FunctionDef, ast.Lambda, ast.ClassDef))
             if not isinstance(loop, (ast.For, ast.While)) or not self.trains(loop):
@@ -47,6 +48,10 @@ class Agreement:
                         tests[id(node.test)] = (node.test, loop, how)
                 child, node = node, self.parent.get(node)
         self.exit_tests = [(t, loop, how) for t, loop, how in tests.values() if self.rank_local(t, loop)]
+
+    def ends_process(self, n):
+        """Whether n is a statement that ends the process: sys.exit(...), exit(), quit(), os._exit()."""
+        return isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and dotted(n.value.func) in EXITS
 
     def skips_training(self, cont, loop):
         """Whether the pass a `continue` ends would still run backward or a step after it: the
