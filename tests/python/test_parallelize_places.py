@@ -1,11 +1,10 @@
-"""hoop-parallelize on what places, reports, keeps and ends a script's work: a `break` out of
-training taken on one rank's own numbers (rank 0's decision, on every rank), and a pass skipped on
-them (skipped on every rank where any rank skips it); GPUs the script names by number (each made
-the rank's own; several left as written); experiment trackers (W&B, MLflow: rank 0's only, run on
-2 ranks with recording stand-ins); loggers under any name; files written through methods (to_csv,
-write_text) or removed (shutil.rmtree) by rank 0 alone; copies of the model (an SWA average, a
-deepcopy, torch.save of it) made of the plain model under DDP, so what they save is what one
-process saves; a gradient set by hand, listed under DDP. Skipped, saying so, without PyTorch."""
+"""hoop-parallelize on what places, reports and keeps a script's work: GPUs the script names by
+number (each made the rank's own; several left as written); experiment trackers (W&B, MLflow:
+rank 0's only, run on 2 ranks with recording stand-ins); loggers under any name; files written
+through methods (to_csv, write_text) or removed (shutil.rmtree) by rank 0 alone; copies of the
+model (an SWA average, a deepcopy, torch.save of it) made of the plain model under DDP, so what
+they save is what one process saves. How the ranks take decisions together:
+test_parallelize_agree.py. Skipped, saying so, without PyTorch."""
 import os
 import subprocess
 import sys
@@ -18,20 +17,6 @@ try:
     import torch
 except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
-
-
-
-def convert_both(tmp, name, script):
-    """{style: (hoop-parallelize's result, the output's path)} for script, written as NAME.py in
-    tmp and converted in both styles to NAME_STYLE.py."""
-    src = os.path.join(tmp, f"{name}.py")
-    with open(src, "w") as f:
-        f.write(script)
-    done = {}
-    for style in ("horovod", "ddp"):
-        out = os.path.join(tmp, f"{name}_{style}.py")
-        done[style] = (parallelize([src, "-o", out, "--style", style, "-q"], tmp), out)
-    return done
 
 
 class PlacesAndReports(unittest.TestCase):
@@ -359,150 +344,6 @@ Trainer(torch.nn.Linear(4, 1), loader).fit(2)
             lines = [line for line in run.output.splitlines() if line.startswith("[")]
             self.assertEqual(sorted(lines), sorted(f"[0] {what} {e}" for e in range(2) for what in (
                 "Trainer epoch", "train warned", "direct direct")), run.output)
-
-
-    def test_ranks_leave_training_together(self):
-        # A break taken on what each rank computed alone: here the running sum of its own labels
-        # (rank 1's share is larger, so alone it would stop an epoch before rank 0 and leave
-        # rank 0 waiting in its next allreduce). Converted, rank 0's decision holds on every rank.
-        script = """
-import torch
-import torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
-
-data = TensorDataset(torch.randn(64, 4), torch.arange(64, dtype=torch.float32).unsqueeze(1))
-loader = DataLoader(data, batch_size=8)
-model = torch.nn.Linear(4, 1)
-opt = torch.optim.SGD(model.parameters(), lr=1e-4)
-seen = 0.0
-for epoch in range(1, 20):
-    for xb, yb in loader:
-        opt.zero_grad()
-        F.mse_loss(model(xb), yb).backward()
-        opt.step()
-        seen += yb.sum().item()
-    if seen > 3000:
-        break
-print(f"stopped after epoch {epoch}")
-"""
-        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            src = os.path.join(tmp, "stop.py")
-            with open(src, "w") as f:
-                f.write(script)
-            for style in drawn(("horovod", "ddp"), "leaving together"):
-                with self.subTest(style=style):
-                    out = os.path.join(tmp, f"stop_{style}.py")
-                    r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
-                    self.assertEqual(r.returncode, 0, r.stderr)
-                    self.assertIn("line 17: the way out of the training loop at line 11 is rank 0's decision", r.stderr)
-                    run = hooprun(2, [sys.executable, out], env={"HOOP_TIMEOUT": "30"}, timeout=120)
-                    self.assertEqual(run.returncode, 0, run.output)
-                    self.assertIn("[0] stopped after epoch 4", run.output)
-            # The same way out by sys.exit() (or exit(), quit(), os._exit()): agreed alike.
-            ended = script.replace("        break", "        sys.exit(0)").replace("import torch\n",
-                                                                          "import sys\nimport torch\n", 1)
-            for style, (r, _) in convert_both(tmp, "exits", ended).items():
-                self.assertEqual(r.returncode, 0, r.stderr)
-                self.assertIn("line 18: the way out of the training loop at line 12 is rank 0's decision", r.stderr)
-
-
-    @alternating
-    def test_ranks_skip_a_pass_together(self):
-        # A pass skipped on what this rank alone computed (a non-finite loss: sample 9, in rank 1's
-        # first batch of each epoch) would leave the ranks a pass apart: rank 0 waiting in an
-        # allreduce rank 1 never makes. Converted, every rank skips the pass where any rank skips
-        # it, as one process that saw the whole batch would; the else-branch form and a skip that
-        # leaves nothing of training undone (after the step) are converted as they should be; one
-        # taken on an exception is listed for the user (the ranks cannot agree on what one raises).
-        script = """
-import torch
-import torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
-
-x = torch.randn(64, 4)
-x[9] = float("nan")
-loader = DataLoader(TensorDataset(x, torch.randn(64, 1)), batch_size=8)
-model = torch.nn.Linear(4, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-skipped = 0
-for epoch in range(3):
-    for xb, yb in loader:
-        opt.zero_grad()
-        try:
-            loss = F.mse_loss(model(xb), yb)
-        except RuntimeError:
-            continue
-        if not torch.isfinite(loss):
-            skipped += 1
-            continue
-        if loss.item() < 1e9:
-            loss.backward()
-        else:
-            continue
-        opt.step()
-        if loss.item() > 1e6:
-            continue
-        print(f"pass")
-    print(f"epoch {epoch} skipped {skipped} finite {all(torch.isfinite(p).all().item() for p in model.parameters())}")
-"""
-        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            for style, (r, out) in convert_both(tmp, "skip", script).items():
-                self.assertEqual(r.returncode, 0, r.stderr)
-                for line in (19, 22):
-                    self.assertIn(f"line {line}: a pass of the training loop at line 13 is skipped on every rank where "
-                                  "any rank skips it", r.stderr)
-                self.assertNotIn("line 27:", r.stderr)  # after the step: nothing of training skipped
-                self.assertIn("line 18: a way out of (or past) a pass of the training loop at line 13 taken on an "
-                              "exception: left as written", r.stderr)
-                with open(out) as f:
-                    text = f.read()
-                self.assertIn("if _hoop_any(not torch.isfinite(loss)):", text)
-                self.assertIn("if not _hoop_any(not (loss.item() < 1e9)):", text)
-                self.assertIn("if loss.item() > 1e6:", text)
-            style = drawn(("horovod", "ddp"), "skipping together")[0]
-            run = hooprun(2, [sys.executable, os.path.join(tmp, f"skip_{style}.py")], env={"HOOP_TIMEOUT": "30"},
-                          timeout=120)
-            self.assertEqual(run.returncode, 0, run.output)
-            for epoch in range(3):  # rank 1's first batch of each epoch: skipped on both ranks
-                self.assertIn(f"[0] epoch {epoch} skipped {epoch + 1} finite True", run.output)
-            self.assertEqual(run.output.count("[0] pass"), 9, run.output)
-
-
-    def test_gradients_set_by_hand_are_listed_under_ddp(self):
-        # DDP averages only what backward() makes; a gradient the script sets from
-        # torch.autograd.grad stays this rank's own, so --style ddp marks and lists it (Horovod
-        # style's optimizer averages it at step(): horovod_extras_rank.py). Clearing a gradient or
-        # scaling the one backward made is no such thing.
-        script = """
-import torch
-import torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
-
-loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
-model = torch.nn.Linear(4, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-for epoch in range(2):
-    for xb, yb in loader:
-        for p in model.parameters():
-            p.grad = None
-        loss = F.mse_loss(model(xb), yb)
-        if epoch == 0:
-            loss.backward()
-            model.weight.grad = model.weight.grad / 2
-        else:
-            grads = torch.autograd.grad(loss, list(model.parameters()))
-            for p, g in zip(model.parameters(), grads):
-                p.grad = g
-        opt.step()
-"""
-        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            for style, (r, _) in convert_both(tmp, "by_hand", script).items():
-                self.assertEqual(r.returncode, 0, r.stderr)
-                listed = [line for line in r.stderr.splitlines() if "a gradient set by hand" in line]
-                self.assertEqual(listed, ["  left for you: line 20: a gradient set by hand: DistributedDataParallel "
-                                          "averages only what backward() computes, so this rank's own stays (average "
-                                          "it with dist.all_reduce, or use --style horovod)"] if style == "ddp" else [],
-                                 r.stderr)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ class Agreement:
         tests = {}
         for n in ast.walk(self.tree):
             if isinstance(n, ast.While) and not isinstance(n.test, ast.Constant) and self.trains(n):
-                tests[id(n.test)] = (n.test, n, "rank0")
+                tests[id(n.test)] = (n.test, n, "rank0", "exit")
             if not isinstance(n, (ast.Break, ast.Return, ast.Continue)) and not self.ends_process(n):
                 continue
             loop = self.enclosing(n, (ast.For, ast.While, ast.FunctionDef, ast.Lambda, ast.ClassDef))
@@ -45,9 +45,10 @@ class Agreement:
                     how = "rank0" if not isinstance(n, ast.Continue) else \
                         "all" if any(child is s for s in node.orelse) else "any"
                     if tests.get(id(node.test), (0, 0, ""))[2] != "rank0":
-                        tests[id(node.test)] = (node.test, loop, how)
+                        tests[id(node.test)] = (node.test, loop, how, "exit")
                 child, node = node, self.parent.get(node)
-        self.exit_tests = [(t, loop, how) for t, loop, how in tests.values() if self.rank_local(t, loop)]
+        self.find_branches(tests)
+        self.exit_tests = [t for t in tests.values() if self.rank_local(t[0], t[1])]
 
     def ends_process(self, n):
         """Whether n is a statement that ends the process: sys.exit(...), exit(), quit(), os._exit()."""
@@ -65,25 +66,59 @@ class Agreement:
         after = loop.body[[id(s) for s in loop.body].index(id(top)) + 1:]
         if not (isinstance(top, ast.If) and any(cont is s for s in top.body + top.orelse)):
             after = [top] + after
-        rest = ast.For(target=ast.Name(id="_", ctx=ast.Store()), iter=ast.Constant(value=()), body=after, orelse=[])
-        self.parent[rest] = self.parent.get(loop)
+        return self.communicates(after, loop) == "train"
+
+    def communicates(self, stmts, where):
+        """What the statements (at `where`), or the script's functions they call, do that every
+        rank must do alike in the converted script: "train" (a backward pass, an optimizer's
+        step), "other" (a metric averaged after a no_grad block, a torch.load that waits for rank
+        0's writes), or None."""
+        if not stmts:
+            return None
+        rest = ast.For(target=ast.Name(id="_", ctx=ast.Store()), iter=ast.Constant(value=()), body=stmts, orelse=[])
+        self.parent[rest] = self.parent.get(where)
         try:
-            return bool(after) and (self.trains(rest) or any(
-                isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "step"
-                for s in after for c in ast.walk(s)))
+            if self.trains(rest) or any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr
+                                        == "step" and "sched" not in self.e.source(c.func.value).lower()
+                                        for s in stmts for c in ast.walk(s)):
+                return "train"
+            reached = [n for s in stmts + [f for f, _ in self.reached(rest)] for n in ast.walk(s)]
         finally:
             del self.parent[rest]
+        blocks = {id(w) for w, _ in self.metric_blocks} | {id(c) for c in self.loads_after_saves}
+        return "other" if any(id(n) in blocks for n in reached) else None
+
+    def find_branches(self, tests):
+        """The ifs in a loop that trains whose ways differ in what every rank must do alike (a
+        backward pass or a step in one, an averaged metric or a load after rank 0's save):
+        taken on what a rank computed alone, they would leave the ranks out of step. Training
+        runs only where every rank takes its way ("all" where it is in the body, "any" in the
+        else), as a skipped pass is; for the rest, rank 0 decides ("rank0")."""
+        for node in ast.walk(self.tree):
+            if not isinstance(node, ast.If) or id(node.test) in tests:
+                continue
+            loop = self.enclosing(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda, ast.ClassDef))
+            if not isinstance(loop, (ast.For, ast.While)) or not self.trains(loop):
+                continue
+            body, other = self.communicates(node.body, node), self.communicates(node.orelse, node)
+            if body != other:
+                how = "all" if body == "train" else "any" if other == "train" else "rank0"
+                tests[id(node.test)] = (node.test, loop, how, "branch")
 
     def rank_local(self, test, loop):
         """Whether test may read what differs between ranks: a name the training loops around it
         change (a loss, a meter, a batch) other than their counters (`for epoch in range(...)`,
-        the index of `enumerate(...)`, a `step += 1`), or a call but plain arithmetic ones (time.time(): each
-        rank's own clock)."""
+        the index of `enumerate(...)`, a `step += 1`, `for phase in ["train", "val"]`, and names
+        made of them alone), or a call but plain arithmetic ones (time.time(): each rank's own
+        clock)."""
         outer = loop
         while isinstance(up := self.enclosing(outer, (ast.For, ast.While, ast.FunctionDef, ast.Lambda,
                                                       ast.ClassDef)), (ast.For, ast.While)):
             outer = up
         counters = set()
+        for f in (x for x in ast.walk(outer) if isinstance(x, ast.For) and isinstance(x.target, ast.Name)
+                  and isinstance(x.iter, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in x.iter.elts)):
+            counters.add(f.target.id)  # for phase in ["train", "val"]: the same on every rank
         for f in (x for x in ast.walk(outer) if isinstance(x, ast.For) and isinstance(x.iter, ast.Call)):
             kind = getattr(f.iter.func, "id", "")
             if kind in ("range", "trange") and isinstance(f.target, ast.Name):
@@ -96,12 +131,22 @@ class Agreement:
         counters |= {name for name in changed if all(
             isinstance(p := self.parent.get(n), ast.AugAssign) and p.target is n and isinstance(p.value, ast.Constant)
             for n in stores if n.id == name)}
-        read = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
-        calls = {getattr(c.func, "id", None) for c in ast.walk(test) if isinstance(c, ast.Call)}
-        return bool(read & (changed - counters)) or bool(calls - PURE)
+        # `step = epoch * len(loader) + i`: made of counters and what no loop changes.
+        while more := {name for name in changed - counters if all(
+                isinstance(p := self.parent.get(n), ast.Assign) and p.targets == [n] and
+                not self.differs(p.value, changed - counters) for n in stores if n.id == name)}:
+            counters |= more
+        return self.differs(test, changed - counters)
+
+    def differs(self, expr, changed):
+        """Whether expr may differ between ranks: it reads a name in `changed`, or calls anything
+        but PURE's functions."""
+        read = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+        calls = {getattr(c.func, "id", None) for c in ast.walk(expr) if isinstance(c, ast.Call)}
+        return bool(read & changed) or bool(calls - PURE)
 
     def agree_helper(self):
-        hows = {how for _, _, how in self.exit_tests}
+        hows = {t[2] for t in self.exit_tests}
         lines = []
         if "rank0" in hows:
             if self.style == "horovod":
@@ -121,13 +166,19 @@ class Agreement:
         return lines
 
     def agree_on_exits(self):
-        for test, loop, how in self.exit_tests:
+        for test, loop, how, kind in self.exit_tests:
             src = self.e.source(test)
-            if how == "rank0":
-                self.e.replace(test, f"_hoop_agree({src})")
+            self.e.replace(test, f"_hoop_agree({src})" if how == "rank0" else f"_hoop_any({src})" if how == "any"
+                           else f"not _hoop_any(not ({src}))")
+            if kind == "branch":
+                self.changes.append(f"line {test.lineno}: the branch on what each rank computed alone, whose ways "
+                                    "differ in what every rank must do alike, is " + (
+                                        "rank 0's decision on every rank" if how == "rank0" else
+                                        "taken together: its training runs only where every rank's test lets it"))
+            elif how == "rank0":
                 self.changes.append(f"line {test.lineno}: the way out of the training loop at line {loop.lineno} is "
                                     "rank 0's decision on every rank (it reads what each rank computed alone)")
-                continue
-            self.e.replace(test, f"_hoop_any({src})" if how == "any" else f"not _hoop_any(not ({src}))")
-            self.changes.append(f"line {test.lineno}: a pass of the training loop at line {loop.lineno} is skipped on "
-                                "every rank where any rank skips it (it reads what each rank computed alone)")
+            else:
+                self.changes.append(f"line {test.lineno}: a pass of the training loop at line {loop.lineno} is "
+                                    "skipped on every rank where any rank skips it (it reads what each rank computed "
+                                    "alone)")

@@ -1,0 +1,238 @@
+"""hoop-parallelize: the ranks take together the decisions a script makes on what each computed
+alone. A `break` (or sys.exit()) out of training: rank 0's decision, on every rank; a pass skipped
+(`continue`): skipped on every rank where any rank skips it; a branch whose ways differ in what
+every rank must do alike (a backward or step in one way only: run only where every rank's test lets
+it; an averaged evaluation in one way only: rank 0's decision); one taken on an exception: listed;
+a gradient set by hand: listed under DDP. Skipped, saying so, without PyTorch."""
+import importlib.util
+import os
+import sys
+import tempfile
+import unittest
+
+from support import alternating, drawn, hooprun, parallelize
+
+if importlib.util.find_spec("torch") is None:
+    raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
+
+
+def convert_both(tmp, name, script):
+    """{style: (hoop-parallelize's result, the output's path)} for script, written as NAME.py in
+    tmp and converted in both styles to NAME_STYLE.py."""
+    src = os.path.join(tmp, f"{name}.py")
+    with open(src, "w") as f:
+        f.write(script)
+    done = {}
+    for style in ("horovod", "ddp"):
+        out = os.path.join(tmp, f"{name}_{style}.py")
+        done[style] = (parallelize([src, "-o", out, "--style", style, "-q"], tmp), out)
+    return done
+
+
+class TakenTogether(unittest.TestCase):
+    def run_drawn(self, tmp, name, label, check):
+        """Each drawn style's conversion of NAME (convert_both's) run on 2 ranks: exit 0, and
+        check(its output)."""
+        for style in drawn(("horovod", "ddp"), label):
+            with self.subTest(style=style):
+                run = hooprun(2, [sys.executable, os.path.join(tmp, f"{name}_{style}.py")], env={"HOOP_TIMEOUT": "30"},
+                              timeout=120)
+                self.assertEqual(run.returncode, 0, run.output)
+                check(run.output)
+
+    def test_ranks_leave_training_together(self):
+        # A break taken on what each rank computed alone: here the running sum of its own labels
+        # (rank 1's share is larger, so alone it would stop an epoch before rank 0 and leave
+        # rank 0 waiting in its next allreduce). Converted, rank 0's decision holds on every rank.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+data = TensorDataset(torch.randn(64, 4), torch.arange(64, dtype=torch.float32).unsqueeze(1))
+loader = DataLoader(data, batch_size=8)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+seen = 0.0
+for epoch in range(1, 20):
+    for xb, yb in loader:
+        opt.zero_grad()
+        F.mse_loss(model(xb), yb).backward()
+        opt.step()
+        seen += yb.sum().item()
+    if seen > 3000:
+        break
+print(f"stopped after epoch {epoch}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, (r, _) in convert_both(tmp, "stop", script).items():
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("line 17: the way out of the training loop at line 11 is rank 0's decision", r.stderr)
+            self.run_drawn(tmp, "stop", "leaving together", lambda out: self.assertIn("[0] stopped after epoch 4", out))
+            # The same way out by sys.exit() (or exit(), quit(), os._exit()): agreed alike.
+            ended = script.replace("        break", "        sys.exit(0)").replace("import torch\n",
+                                                                          "import sys\nimport torch\n", 1)
+            for style, (r, _) in convert_both(tmp, "exits", ended).items():
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("line 18: the way out of the training loop at line 12 is rank 0's decision", r.stderr)
+
+    @alternating
+    def test_ranks_skip_a_pass_together(self):
+        # A pass skipped on what this rank alone computed (a non-finite loss: sample 9, in rank 1's
+        # first batch of each epoch) would leave the ranks a pass apart: rank 0 waiting in an
+        # allreduce rank 1 never makes. Converted, every rank skips the pass where any rank skips
+        # it, as one process that saw the whole batch would; the else-branch form and a skip that
+        # leaves nothing of training undone (after the step) are converted as they should be; one
+        # taken on an exception is listed for the user (the ranks cannot agree on what one raises).
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+x = torch.randn(64, 4)
+x[9] = float("nan")
+loader = DataLoader(TensorDataset(x, torch.randn(64, 1)), batch_size=8)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+skipped = 0
+for epoch in range(3):
+    for xb, yb in loader:
+        opt.zero_grad()
+        try:
+            loss = F.mse_loss(model(xb), yb)
+        except RuntimeError:
+            continue
+        if not torch.isfinite(loss):
+            skipped += 1
+            continue
+        if loss.item() < 1e9:
+            loss.backward()
+        else:
+            continue
+        opt.step()
+        if loss.item() > 1e6:
+            continue
+        print(f"pass")
+    print(f"epoch {epoch} skipped {skipped} finite {all(torch.isfinite(p).all().item() for p in model.parameters())}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, (r, out) in convert_both(tmp, "skip", script).items():
+                self.assertEqual(r.returncode, 0, r.stderr)
+                for line in (19, 22):
+                    self.assertIn(f"line {line}: a pass of the training loop at line 13 is skipped on every rank where "
+                                  "any rank skips it", r.stderr)
+                self.assertNotIn("line 27:", r.stderr)  # after the step: nothing of training skipped
+                self.assertIn("line 18: a way out of (or past) a pass of the training loop at line 13 taken on an "
+                              "exception: left as written", r.stderr)
+                with open(out) as f:
+                    text = f.read()
+                self.assertIn("if _hoop_any(not torch.isfinite(loss)):", text)
+                self.assertIn("if not _hoop_any(not (loss.item() < 1e9)):", text)
+                self.assertIn("if loss.item() > 1e6:", text)
+            self.run_drawn(tmp, "skip", "skipping together", self.skipped_together)
+
+    def skipped_together(self, out):
+        for epoch in range(3):  # rank 1's first batch of each epoch: skipped on both ranks
+            self.assertIn(f"[0] epoch {epoch} skipped {epoch + 1} finite True", out)
+        self.assertEqual(out.count("[0] pass"), 9, out)
+
+
+    def test_gradients_set_by_hand_are_listed_under_ddp(self):
+        # DDP averages only what backward() makes; a gradient the script sets from
+        # torch.autograd.grad stays this rank's own, so --style ddp marks and lists it (Horovod
+        # style's optimizer averages it at step(): horovod_extras_rank.py). Clearing a gradient or
+        # scaling the one backward made is no such thing.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for epoch in range(2):
+    for xb, yb in loader:
+        for p in model.parameters():
+            p.grad = None
+        loss = F.mse_loss(model(xb), yb)
+        if epoch == 0:
+            loss.backward()
+            model.weight.grad = model.weight.grad / 2
+        else:
+            grads = torch.autograd.grad(loss, list(model.parameters()))
+            for p, g in zip(model.parameters(), grads):
+                p.grad = g
+        opt.step()
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, (r, _) in convert_both(tmp, "by_hand", script).items():
+                self.assertEqual(r.returncode, 0, r.stderr)
+                listed = [line for line in r.stderr.splitlines() if "a gradient set by hand" in line]
+                self.assertEqual(listed, ["  left for you: line 20: a gradient set by hand: DistributedDataParallel "
+                                          "averages only what backward() computes, so this rank's own stays (average "
+                                          "it with dist.all_reduce, or use --style horovod)"] if style == "ddp" else [],
+                                 r.stderr)
+
+
+    @alternating
+    def test_branches_that_communicate_are_taken_together(self):
+        # Two branches on what each rank computed alone (its own labels), each with something
+        # every rank must do alike in one way only: a backward and step (without agreement one
+        # rank's allreduce meets the other's next), an evaluation whose metric is averaged (one
+        # rank's average meets the other's gradients: "ranks disagree: count 1 here, 5 on rank 1").
+        # Converted, training runs only where every rank's test lets it; rank 0 decides the other.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+loader = DataLoader(TensorDataset(torch.randn(256, 4), torch.randn(256, 1)), batch_size=8, shuffle=True)
+val = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=16)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+
+def evaluate():
+    total = 0.0
+    with torch.no_grad():
+        for xb, yb in val:
+            total += F.mse_loss(model(xb), yb).item()
+    return total / len(val)
+
+
+seen, next_eval, evals, steps = 0.0, 40.0, 0, 0
+for epoch in range(2):
+    for xb, yb in loader:
+        opt.zero_grad()
+        loss = F.mse_loss(model(xb), yb)
+        if yb.mean().item() > -0.3:
+            loss.backward()
+            opt.step()
+            steps += 1
+        seen += yb.abs().sum().item()
+        if seen > next_eval:
+            evals += 1
+            print(f"val {evaluate():.4f}")
+            next_eval += 40.0
+        if epoch > 5:
+            print("never")
+print(f"evals {evals} steps {steps}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, (r, out) in convert_both(tmp, "branches", script).items():
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("line 26: the branch on what each rank computed alone, whose ways differ in what every "
+                              "rank must do alike, is taken together", r.stderr)
+                self.assertIn("line 31: the branch on what each rank computed alone, whose ways differ in what every "
+                              "rank must do alike, is rank 0's decision", r.stderr)
+                self.assertNotIn("line 35:", r.stderr)  # a counter, and nothing to do alike
+                with open(out) as f:
+                    text = f.read()
+                self.assertIn("if not _hoop_any(not (yb.mean().item() > -0.3)):", text)
+                self.assertIn("if _hoop_agree(seen > next_eval):", text)
+            self.run_drawn(tmp, "branches", "branches together", lambda out: self.assertRegex(
+                out, r"\[0\] val [\d.]+\n(.|\n)*\[0\] evals [1-9]\d* steps [1-9]\d*\n"))
+
+if __name__ == "__main__":
+    unittest.main()
