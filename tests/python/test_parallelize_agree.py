@@ -130,6 +130,15 @@ for epoch in range(3):
                 self.assertIn("if not _hoop_any(not (loss.item() < 1e9)):", text)
                 self.assertIn("if loss.item() > 1e6:", text)
             self.run_drawn(tmp, "skip", "skipping together", self.skipped_together)
+            # A loader run out (StopIteration) is met at the same pass on every rank: not listed.
+            steps = script.replace("    for xb, yb in loader:\n", "    it = iter(loader)\n    while True:\n").replace(
+                "        try:\n            loss = F.mse_loss(model(xb), yb)\n        except RuntimeError:\n",
+                "        try:\n            xb, yb = next(it)\n        except StopIteration:\n            break\n"
+                "        try:\n            loss = F.mse_loss(model(xb), yb)\n        except RuntimeError:\n")
+            self.assertIn("except StopIteration", steps)
+            for style, (r, _) in convert_both(tmp, "steps", steps).items():
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(r.stderr.count("taken on an exception"), 1, r.stderr)  # the RuntimeError's only
 
     def skipped_together(self, out):
         for epoch in range(3):  # rank 1's first batch of each epoch: skipped on both ranks

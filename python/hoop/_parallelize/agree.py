@@ -34,6 +34,8 @@ class Agreement:
                 continue
             child, node = n, self.parent.get(n)
             while node is not None and node is not loop:
+                if isinstance(node, ast.ExceptHandler) and dotted(node.type) == "StopIteration":
+                    break  # a loader run out: at the same pass on every rank (their shares are equal)
                 if isinstance(node, ast.ExceptHandler):
                     self.notes.append(f"line {n.lineno}: a way out of (or past) a pass of the training loop at line "
                                       f"{loop.lineno} taken on an exception: left as written; where one rank alone "
