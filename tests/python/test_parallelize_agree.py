@@ -3,7 +3,8 @@ alone. A `break` (or sys.exit()) out of training: rank 0's decision, on every ra
 (`continue`): skipped on every rank where any rank skips it; a branch whose ways differ in what
 every rank must do alike (a backward or step in one way only: run only where every rank's test lets
 it; an averaged evaluation in one way only: rank 0's decision); one taken on an exception: listed;
-a gradient set by hand: listed under DDP. Skipped, saying so, without PyTorch."""
+a gradient set by hand: listed under DDP; an object the loop calls (an EarlyStopping) counts as
+what a rank computed alone. Skipped, saying so, without PyTorch."""
 import importlib.util
 import os
 import sys
@@ -242,6 +243,51 @@ print(f"evals {evals} steps {steps}")
                 self.assertIn("if _hoop_agree(seen > next_eval):", text)
             self.run_drawn(tmp, "branches", "branches together", lambda out: self.assertRegex(
                 out, r"\[0\] val [\d.]+\n(.|\n)*\[0\] evals [1-9]\d* steps [1-9]\d*\n"))
+
+    def test_an_early_stopping_object_decides_together(self):
+        # The tutorials' EarlyStopping class, called with each epoch's training loss (this rank's
+        # own), sets its own early_stop, which the loop then reads: the object's state differs
+        # between ranks though no name in the test is assigned in the loop.
+        script = """
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class EarlyStopping:
+    def __init__(self, patience=2):
+        self.patience, self.counter, self.best, self.early_stop = patience, 0, None, False
+
+    def __call__(self, loss):
+        if self.best is None or loss < self.best:
+            self.best, self.counter = loss, 0
+        else:
+            self.counter += 1
+            self.early_stop = self.counter >= self.patience
+
+
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.5)
+early_stopping = EarlyStopping()
+for epoch in range(50):
+    losses = []
+    for xb, yb in loader:
+        opt.zero_grad()
+        loss = F.mse_loss(model(xb), yb)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    early_stopping(np.average(losses))
+    if early_stopping.early_stop:
+        print("early stop at", epoch)
+        break
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, (r, _) in convert_both(tmp, "stopper", script).items():
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("line 33: the way out of the training loop at line 24 is rank 0's decision", r.stderr)
 
 if __name__ == "__main__":
     unittest.main()

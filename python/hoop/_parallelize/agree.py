@@ -109,7 +109,7 @@ class Agreement:
 
     def rank_local(self, test, loop):
         """Whether test may read what differs between ranks: a name the training loops around it
-        change (a loss, a meter, a batch) other than their counters (`for epoch in range(...)`,
+        change (a loss, a meter, a batch, an object they call) other than their counters (`for epoch in range(...)`,
         the index of `enumerate(...)`, a `step += 1`, `for phase in ["train", "val"]`, and names
         made of them alone), or a call but plain arithmetic ones (time.time(): each rank's own
         clock)."""
@@ -128,17 +128,31 @@ class Agreement:
             elif kind == "enumerate" and isinstance(f.target, ast.Tuple) and isinstance(f.target.elts[0], ast.Name):
                 counters.add(f.target.elts[0].id)
         stores = [n for n in ast.walk(outer) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
-        changed = {n.id for n in stores}
+        objects = self.objects_called(outer)
+        plain = {n.id for n in stores} - objects
+        changed = plain | objects
         # `step += 1` and nothing else: a count of passes, the same on every rank.
-        counters |= {name for name in changed if all(
+        counters |= {name for name in plain if all(
             isinstance(p := self.parent.get(n), ast.AugAssign) and p.target is n and isinstance(p.value, ast.Constant)
             for n in stores if n.id == name)}
         # `step = epoch * len(loader) + i`: made of counters and what no loop changes.
-        while more := {name for name in changed - counters if all(
+        while more := {name for name in plain - counters if all(
                 isinstance(p := self.parent.get(n), ast.Assign) and p.targets == [n] and
                 not self.differs(p.value, changed - counters) for n in stores if n.id == name)}:
             counters |= more
         return self.differs(test, changed - counters)
+
+    def objects_called(self, outer):
+        """The names of objects whose state the loop may change by calling them: through a method
+        (`stopper.update(loss)`) or, an object of the script's own classes, itself (the common
+        `early_stopping(val_loss, model)` whose `early_stop` the loop then reads)."""
+        found = set()
+        for c in (c for c in ast.walk(outer) if isinstance(c, ast.Call)):
+            if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name):
+                found.add(c.func.value.id)
+            elif isinstance(c.func, ast.Name) and self.instance_class(c.func.id, outer) is not None:
+                found.add(c.func.id)
+        return found
 
     def differs(self, expr, changed):
         """Whether expr may differ between ranks: it reads a name in `changed`, or calls anything
