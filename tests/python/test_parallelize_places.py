@@ -189,7 +189,8 @@ if __name__ == "__main__":
     def test_ddp_copies_of_the_model_are_of_the_plain_model(self):
         # torch.optim.swa_utils.AveragedModel(model) and copy.deepcopy(model) after the DDP wrap
         # would copy the wrapper: the averaged model's checkpoint would read module.module.0.weight;
-        # torch.save(model) would pickle the wrapper, which loads only where a process group is.
+        # torch.save(model) would pickle the wrapper, which loads only where a process group is;
+        # named_parameters() (a TensorBoard histogram's tags) would read module.0.weight.
         script = """
 import copy
 import sys
@@ -209,7 +210,8 @@ for epoch in range(2):
         F.mse_loss(model(xb), yb).backward()
         opt.step()
     swa_model.update_parameters(model)
-torch.save({"swa": swa_model.state_dict(), "best": best.state_dict()}, sys.argv[1])
+torch.save({"swa": swa_model.state_dict(), "best": best.state_dict(),
+            "names": dict.fromkeys(name for name, _ in model.named_parameters())}, sys.argv[1])
 torch.save(model, sys.argv[1] + ".whole")
 torch.save({"model": model, "epochs": 2}, sys.argv[1] + ".dict")
 """
@@ -223,6 +225,7 @@ torch.save({"model": model, "epochs": 2}, sys.argv[1] + ".dict")
             self.assertIn("copy.deepcopy(model) read from the wrapped model's .module", r.stderr)
             self.assertIn("torch.save(model) read from the wrapped model's .module", r.stderr)
             self.assertIn("torch.save(... model ...) read from the wrapped model's .module", r.stderr)
+            self.assertIn("model.named_parameters read from the wrapped model's .module", r.stderr)
             alone = subprocess.run([sys.executable, src, os.path.join(tmp, "alone.pt")], env=python_env(),
                                    capture_output=True, text=True, timeout=120)
             self.assertEqual(alone.returncode, 0, alone.stderr)

@@ -17,6 +17,9 @@ MOVERS = ("to", "cuda", "cpu", "train")  # model.to(device) and the like give th
 COPIERS = {"AveragedModel", "deepcopy", "ModelEma", "ModelEmaV2", "ModelEmaV3"}
 EXPORTERS = {"torch.jit.trace", "torch.jit.script", "torch.onnx.export", "torch.export.export"}
 PICKLERS = {"torch.save", "pickle.dump", "joblib.dump", "dill.dump"}
+# nn.Module's methods whose answers name the parts ("module." before every name, from the wrapper):
+# from the plain model, so a checkpoint's keys and a TensorBoard histogram's tags are one process's.
+NAMED = {"state_dict", "load_state_dict", "named_parameters", "named_buffers", "named_modules", "named_children"}
 
 
 class DdpWrap:
@@ -137,7 +140,7 @@ class DdpWrap:
         an item (`model[0]` of a Sequential), its length, its iteration (`for layer in model`), or
         a copy or export of it (`AveragedModel(model)`, `copy.deepcopy(model)`, torch.jit.trace)."""
         if isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Load):
-            if a.attr not in MODULE_ATTRS or a.attr in ("state_dict", "load_state_dict"):
+            if a.attr not in MODULE_ATTRS or a.attr in NAMED:
                 return a.value, "{}." + a.attr
         elif isinstance(a, ast.Subscript) and isinstance(a.ctx, ast.Load):
             return a.value, "{}[...]"
