@@ -190,7 +190,11 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Trackers, Ag
         if last is None:
             raise Refused("no imports at the top of the script (it cannot use torch without them)")
         uses_cuda = "cuda" in self.text
-        lines = []
+        heading = body[:body.index(last) + 1]
+        # What hoop adds says torch.…; a script of `from torch import nn, optim` lines alone has no `torch`.
+        lines = [] if any(isinstance(s, ast.Import) and any(a.asname is None and a.name.split(".")[0] == "torch"
+                                                             for a in s.names) for s in heading) else [
+            f"import torch  {MARK} for what hoop-parallelize adds"]
         if self.style == "horovod":
             lines += [f"import hoop.torch as hvd  {MARK} the Horovod-style API"]
             if self.loaders:

@@ -142,6 +142,19 @@ def parallelize(args, cwd, timeout=300):
                           timeout=timeout)
 
 
+def convert_script(tmp, name, script, styles=("horovod", "ddp")):
+    """[(style, hoop-parallelize's result, the output's path)] for script, written as NAME.py in
+    tmp and converted in each style to NAME_STYLE.py."""
+    src = os.path.join(tmp, f"{name}.py")
+    with open(src, "w") as f:
+        f.write(script)
+    done = []
+    for style in styles:
+        out = os.path.join(tmp, f"{name}_{style}.py")
+        done.append((style, parallelize([src, "-o", out, "--style", style, "-q"], tmp), out))
+    return done
+
+
 def in_group(command, env=None, timeout=120):
     """Runs command (with python_env(env)) as hooprun() does: its own process group, killed past
     `timeout` seconds."""

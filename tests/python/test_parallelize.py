@@ -10,7 +10,7 @@ import sys
 import tempfile
 import unittest
 
-from support import HERE, alternating, drawn, hooprun, parallelize
+from support import HERE, alternating, convert_script, drawn, hooprun, parallelize
 
 try:
     import torch  # noqa: F401
@@ -299,13 +299,9 @@ for x, y in loader:
     opt.step()
 """
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            src = os.path.join(tmp, "split.py")
-            with open(src, "w") as f:
-                f.write(unseeded)
-            for style in drawn(["horovod", "ddp"], "hoop-parallelize split alike"):
+            for style, r, out in convert_script(tmp, "split", unseeded, drawn(["horovod", "ddp"],
+                                                                              "hoop-parallelize split alike")):
                 with self.subTest(style=style):
-                    out = os.path.join(tmp, f"split_{style}.py")
-                    r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
                     self.assertEqual(r.returncode, 0, r.stderr)
                     with open(out, "a") as f:  # each rank writes what it drew
                         f.write("\nwith open(f'drawn.{os.environ[\"RANK\"]}', 'w') as f:\n"
@@ -319,6 +315,37 @@ for x, y in loader:
                     with open(os.path.join(tmp, "drawn.0")) as a, open(os.path.join(tmp, "drawn.1")) as b:
                         self.assertEqual(a.read(), b.read(), "the ranks drew different splits")
                     self.assertIn("seeded alike on every rank", r.stderr)
+
+    @alternating
+    def test_a_script_that_never_binds_torch_gets_it(self):
+        # `from torch import nn, optim` lines alone bind no `torch`, which the converted script's
+        # own lines (seeding, the DDP wrap, the skip agreement) use: a NameError on every rank.
+        script = """
+from torch import isfinite, nn, optim, randn
+from torch.nn import functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(randn(64, 4), randn(64, 1)), batch_size=8, shuffle=True)
+model = nn.Linear(4, 1)
+opt = optim.SGD(model.parameters(), lr=0.01)
+for epoch in range(2):
+    for xb, yb in loader:
+        opt.zero_grad()
+        loss = F.mse_loss(model(xb), yb)
+        if not isfinite(loss):
+            continue
+        loss.backward()
+        opt.step()
+print("trained")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, r, out in convert_script(tmp, "from_torch", script, drawn(["horovod", "ddp"],
+                                                                                 "hoop-parallelize binds torch")):
+                with self.subTest(style=style):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    run = hooprun(2, [sys.executable, out], timeout=120)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    self.assertIn("[0] trained", run.output)
 
     @alternating
     def test_only_loops_that_train_are_split(self):

@@ -11,28 +11,15 @@ import sys
 import tempfile
 import unittest
 
-from support import alternating, drawn, hooprun, parallelize
+from support import alternating, convert_script, drawn, hooprun
 
 if importlib.util.find_spec("torch") is None:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
 
 
-def convert_both(tmp, name, script):
-    """{style: (hoop-parallelize's result, the output's path)} for script, written as NAME.py in
-    tmp and converted in both styles to NAME_STYLE.py."""
-    src = os.path.join(tmp, f"{name}.py")
-    with open(src, "w") as f:
-        f.write(script)
-    done = {}
-    for style in ("horovod", "ddp"):
-        out = os.path.join(tmp, f"{name}_{style}.py")
-        done[style] = (parallelize([src, "-o", out, "--style", style, "-q"], tmp), out)
-    return done
-
-
 class TakenTogether(unittest.TestCase):
     def run_drawn(self, tmp, name, label, check):
-        """Each drawn style's conversion of NAME (convert_both's) run on 2 ranks: exit 0, and
+        """Each drawn style's conversion of NAME (convert_script's) run on 2 ranks: exit 0, and
         check(its output)."""
         for style in drawn(("horovod", "ddp"), label):
             with self.subTest(style=style):
@@ -66,14 +53,14 @@ for epoch in range(1, 20):
 print(f"stopped after epoch {epoch}")
 """
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            for style, (r, _) in convert_both(tmp, "stop", script).items():
+            for style, r, _ in convert_script(tmp, "stop", script):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn("line 17: the way out of the training loop at line 11 is rank 0's decision", r.stderr)
             self.run_drawn(tmp, "stop", "leaving together", lambda out: self.assertIn("[0] stopped after epoch 4", out))
             # The same way out by sys.exit() (or exit(), quit(), os._exit()): agreed alike.
             ended = script.replace("        break", "        sys.exit(0)").replace("import torch\n",
                                                                           "import sys\nimport torch\n", 1)
-            for style, (r, _) in convert_both(tmp, "exits", ended).items():
+            for style, r, _ in convert_script(tmp, "exits", ended):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn("line 18: the way out of the training loop at line 12 is rank 0's decision", r.stderr)
 
@@ -117,7 +104,7 @@ for epoch in range(3):
     print(f"epoch {epoch} skipped {skipped} finite {all(torch.isfinite(p).all().item() for p in model.parameters())}")
 """
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            for style, (r, out) in convert_both(tmp, "skip", script).items():
+            for style, r, out in convert_script(tmp, "skip", script):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 for line in (19, 22):
                     self.assertIn(f"line {line}: a pass of the training loop at line 13 is skipped on every rank where "
@@ -137,7 +124,7 @@ for epoch in range(3):
                 "        try:\n            xb, yb = next(it)\n        except StopIteration:\n            break\n"
                 "        try:\n            loss = F.mse_loss(model(xb), yb)\n        except RuntimeError:\n")
             self.assertIn("except StopIteration", steps)
-            for style, (r, _) in convert_both(tmp, "steps", steps).items():
+            for style, r, _ in convert_script(tmp, "steps", steps):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertEqual(r.stderr.count("taken on an exception"), 1, r.stderr)  # the RuntimeError's only
 
@@ -175,7 +162,7 @@ for epoch in range(2):
         opt.step()
 """
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            for style, (r, _) in convert_both(tmp, "by_hand", script).items():
+            for style, r, _ in convert_script(tmp, "by_hand", script):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 listed = [line for line in r.stderr.splitlines() if "a gradient set by hand" in line]
                 self.assertEqual(listed, ["  left for you: line 20: a gradient set by hand: DistributedDataParallel "
@@ -230,7 +217,7 @@ for epoch in range(2):
 print(f"evals {evals} steps {steps}")
 """
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            for style, (r, out) in convert_both(tmp, "branches", script).items():
+            for style, r, out in convert_script(tmp, "branches", script):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn("line 26: the branch on what each rank computed alone, whose ways differ in what every "
                               "rank must do alike, is taken together", r.stderr)
@@ -285,7 +272,7 @@ for epoch in range(50):
         break
 """
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            for style, (r, _) in convert_both(tmp, "stopper", script).items():
+            for style, r, _ in convert_script(tmp, "stopper", script):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn("line 33: the way out of the training loop at line 24 is rank 0's decision", r.stderr)
 

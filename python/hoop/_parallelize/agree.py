@@ -172,11 +172,13 @@ class Agreement:
             lines += ["", "", f"def _hoop_agree(decision):  {MARK} rank 0's decision on every rank (a way out of "
                       "training: all ranks take it together)"] + body
         if hows & {"any", "all"}:
+            # One small allreduce (a pass may ask it every step), not an object collective.
             if self.style == "horovod":
-                body = ["    return any(hvd.allgather_object(bool(decision)))"]
+                body = ["    flag = torch.tensor([1 if decision else 0])",
+                        "    return bool(hvd.allreduce(flag, op=hvd.Max, name='hoop_any').item())"]
             else:
-                body = ["    box = [False] * dist.get_world_size()", "    dist.all_gather_object(box, bool(decision))",
-                        "    return any(box)"]
+                body = ["    flag = torch.tensor([1 if decision else 0])", "    dist.all_reduce(flag, op=dist.ReduceOp.MAX)",
+                        "    return bool(flag.item())"]
             lines += ["", "", f"def _hoop_any(decision):  {MARK} whether any rank decided so (a training pass "
                       "skipped: all ranks skip it together)"] + body
         return lines
