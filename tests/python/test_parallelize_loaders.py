@@ -3,12 +3,17 @@ itertools.cycle: each split), and shuffle given by position or in a ** mapping (
 mnist): the sampler takes it, the loader no longer does; a loader made anew each epoch sets its
 sampler's epoch as it is made, and a `while` epoch loop sets it too; batches taken by index
 (x[i * bs:...]) split by index. Each conversion run passes --check on 2 ranks (the cells under
-HOOPTEST_SHARE: support.drawn). Skipped, saying so, without PyTorch."""
+HOOPTEST_SHARE: support.drawn). Metrics counted in an evaluation function over the loader it is
+given (the training loader: a share per rank; the validation loader: whole) print as one process
+prints them. Skipped, saying so, without PyTorch."""
 import os
+import re
+import subprocess
+import sys
 import tempfile
 import unittest
 
-from support import alternating, drawn, parallelize
+from support import alternating, convert_script, drawn, hooprun, parallelize, python_env
 
 try:
     import torch  # noqa: F401
@@ -232,6 +237,70 @@ epoch = 0
                     with open(out) as f:
                         self.assertIn(f"{head}\n    {want}  # hoop-parallelize: a new order each epoch", f.read())
 
+
+    @alternating
+    def test_metrics_over_a_loader_given_to_an_evaluation_function(self):
+        # accuracy(loader) under @torch.no_grad() and mean_loss(loader) with a no_grad block, each
+        # called with the training loader (split: each rank counts its share) and the validation
+        # loader (whole on every rank). Not halved, not doubled: with lr 0 the model stays as
+        # made, and the 2 ranks print exactly what one process prints.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+x, xv = torch.randn(256, 4), torch.randn(100, 4)
+train_loader = DataLoader(TensorDataset(x, (x.sum(1) > 0).long()), batch_size=16, shuffle=True)
+val_loader = DataLoader(TensorDataset(xv, (xv.sum(1) > 0).long()), batch_size=16)
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.0)
+
+
+@torch.no_grad()
+def accuracy(loader):
+    correct = 0
+    for xb, yb in loader:
+        correct += (model(xb).argmax(1) == yb).sum().item()
+    return correct / len(loader.dataset)
+
+
+def mean_loss(loader):
+    total = 0.0
+    with torch.no_grad():
+        for xb, yb in loader:
+            total += F.cross_entropy(model(xb), yb).item()
+    return total / len(loader)
+
+
+for epoch in range(2):
+    for xb, yb in train_loader:
+        opt.zero_grad()
+        F.cross_entropy(model(xb), yb).backward()
+        opt.step()
+    print(f"train {accuracy(train_loader):.4f} {mean_loss(train_loader):.4f} "
+          f"val {accuracy(val_loader):.4f} {mean_loss(val_loader):.4f}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src = os.path.join(tmp, "metrics.py")
+            with open(src, "w") as f:
+                f.write(script)
+            alone = subprocess.run([sys.executable, src], env=python_env(), capture_output=True, text=True, timeout=120)
+            self.assertEqual(alone.returncode, 0, alone.stderr)
+            want = [[float(v) for v in re.findall(r"\d+\.\d+", line)] for line in alone.stdout.splitlines()]
+            for style, r, out in convert_script(tmp, "metrics", script, drawn(["horovod", "ddp"], "evaluation functions")):
+                with self.subTest(style=style):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("line 17: correct averaged over the ranks after the metric block (counted over a "
+                                  "split loader)", r.stderr)
+                    run = hooprun(2, [sys.executable, out], timeout=120)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    got = [[float(v) for v in re.findall(r"\d+\.\d+", line)] for line in run.output.splitlines()
+                           if line.startswith("[0] train")]
+                    self.assertEqual(len(got), 2, run.output)
+                    for g, w in zip(got, want):
+                        for a, b in zip(g, w):
+                            self.assertAlmostEqual(a, b, delta=2e-4, msg=run.output)
 
 if __name__ == "__main__":
     unittest.main()

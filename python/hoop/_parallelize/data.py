@@ -111,10 +111,13 @@ class DataSplitting:
         return [name] if name else []
 
     def is_split_ref(self, name, where):
-        """Whether `name`, read at `where`, is one of the loaders being split: by its names, then
-        resolved from there (a function's parameter to what its callers pass: train(loader) and
-        test(loader) name different loaders alike)."""
-        if name not in self.split_refs[0]:
+        """Whether `name`, read at `where`, is one of the loaders being split: by its names, or a
+        parameter of the function around it (an `evaluate(loader)` given the training loader),
+        then resolved from there (a function's parameter to what its callers pass: train(loader)
+        and test(loader) name different loaders alike)."""
+        fn = self.enclosing(where, (ast.FunctionDef,))
+        params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs} if fn is not None else set()
+        if name not in self.split_refs[0] and name not in params:
             return False
         return any(c in self.split_calls for c, _ in self.resolve_loader(name, where, Trail(record=False)))
 

@@ -14,17 +14,21 @@ from hoop._parallelize.edits import (FILE_HANDLERS, LOGGING, MAKERS, MARK, METHO
 class RankZero:
     def find_metric_blocks(self):
         """`with torch.no_grad():` (or inference_mode(), set_grad_enabled(False)) blocks and the
-        names they accumulate with +=."""
+        names they accumulate with +=; in a function under such a decorator (`@torch.no_grad()
+        def evaluate(loader)`), each loop of its body is such a block."""
         self.metric_blocks = []
-        for w in ast.walk(self.tree):
-            if isinstance(w, ast.With) and any(self.grad_off(i.context_expr) for i in w.items):
-                names = []
-                for n in ast.walk(w):
-                    if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name) \
-                            and n.target.id not in names:
-                        names.append(n.target.id)
-                if names and self.e.alone_on_lines(w):
-                    self.metric_blocks.append((w, names))
+        blocks = [w for w in ast.walk(self.tree) if isinstance(w, ast.With) and any(
+            self.grad_off(i.context_expr) for i in w.items)]
+        blocks += [s for f in ast.walk(self.tree) if isinstance(f, ast.FunctionDef) and any(
+            self.grad_off(d) for d in f.decorator_list) for s in f.body if isinstance(s, (ast.For, ast.While))]
+        for w in blocks:
+            names = []
+            for n in ast.walk(w):
+                if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name) \
+                        and n.target.id not in names:
+                    names.append(n.target.id)
+            if names and self.e.alone_on_lines(w):
+                self.metric_blocks.append((w, names))
 
     def rank0_helpers(self):
         """The converted script's _hoop_on_rank0 (and its stand-in), and _hoop_saved where loads
