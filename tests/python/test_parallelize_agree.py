@@ -16,6 +16,26 @@ from support import alternating, convert_script, drawn, hooprun
 if importlib.util.find_spec("torch") is None:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
 
+PHASES = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+sets = {x: TensorDataset(torch.randn(64, 4), torch.randn(64, 1)) for x in ["train", "val"]}
+loaders = {x: DataLoader(sets[x], batch_size=8, shuffle=(x == "train")) for x in ["train", "val"]}
+phases = ["train", "val"]
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for epoch in range(2):
+    for phase in phases:
+        for xb, yb in loaders[phase]:
+            loss = F.mse_loss(model(xb), yb)
+            if phase == "train":
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+"""
+
 
 class TakenTogether(unittest.TestCase):
     def run_drawn(self, tmp, name, label, check):
@@ -228,6 +248,11 @@ print(f"evals {evals} steps {steps}")
                     text = f.read()
                 self.assertIn("if not _hoop_any(not (yb.mean().item() > -0.3)):", text)
                 self.assertIn("if _hoop_agree(seen > next_eval):", text)
+            # A phase from a list of constants (in place, or through a name so made) is the same on
+            # every rank: its branch needs no agreement (else one small collective per batch).
+            for style, r, _ in convert_script(tmp, "phases", PHASES):
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertNotIn("the branch", r.stderr)
             self.run_drawn(tmp, "branches", "branches together", lambda out: self.assertRegex(
                 out, r"\[0\] val [\d.]+\n(.|\n)*\[0\] evals [1-9]\d* steps [1-9]\d*\n"))
 

@@ -119,8 +119,8 @@ class Agreement:
             outer = up
         counters = set()
         for f in (x for x in ast.walk(outer) if isinstance(x, ast.For) and isinstance(x.target, ast.Name)
-                  and isinstance(x.iter, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in x.iter.elts)):
-            counters.add(f.target.id)  # for phase in ["train", "val"]: the same on every rank
+                  and self.constant_items(x.iter)):
+            counters.add(f.target.id)  # for phase in ["train", "val"] (or in phases, so made): the same on every rank
         for f in (x for x in ast.walk(outer) if isinstance(x, ast.For) and isinstance(x.iter, ast.Call)):
             kind = getattr(f.iter.func, "id", "")
             if kind in ("range", "trange") and isinstance(f.target, ast.Name):
@@ -141,6 +141,19 @@ class Agreement:
                 not self.differs(p.value, changed - counters) for n in stores if n.id == name)}:
             counters |= more
         return self.differs(test, changed - counters)
+
+    def constant_items(self, expr):
+        """Whether expr is a list or tuple of constants, or a name the script binds only to one."""
+        literal = lambda e: isinstance(e, (ast.List, ast.Tuple)) and all(  # noqa: E731
+            isinstance(x, ast.Constant) for x in e.elts)
+        if literal(expr):
+            return True
+        if not isinstance(expr, ast.Name):
+            return False
+        binds = [n for n in ast.walk(self.tree) if isinstance(n, ast.Name) and n.id == expr.id
+                 and not isinstance(n.ctx, ast.Load)]
+        return bool(binds) and all(isinstance(a := self.parent.get(n), ast.Assign) and a.targets == [n]
+                                   and literal(a.value) for n in binds)
 
     def objects_called(self, outer):
         """The names of objects whose state the loop may change by calling them: through a method
@@ -177,8 +190,8 @@ class Agreement:
                 body = ["    flag = torch.tensor([1 if decision else 0])",
                         "    return bool(hvd.allreduce(flag, op=hvd.Max, name='hoop_any').item())"]
             else:
-                body = ["    flag = torch.tensor([1 if decision else 0])", "    dist.all_reduce(flag, op=dist.ReduceOp.MAX)",
-                        "    return bool(flag.item())"]
+                body = ["    flag = torch.tensor([1 if decision else 0])",
+                        "    dist.all_reduce(flag, op=dist.ReduceOp.MAX)", "    return bool(flag.item())"]
             lines += ["", "", f"def _hoop_any(decision):  {MARK} whether any rank decided so (a training pass "
                       "skipped: all ranks skip it together)"] + body
         return lines
