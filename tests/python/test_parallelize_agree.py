@@ -1,6 +1,7 @@
 """hoop-parallelize: the ranks take together the decisions a script makes on what each computed
-alone. A `break` (or sys.exit()) out of training: rank 0's decision, on every rank; a pass skipped
-(`continue`): skipped on every rank where any rank skips it; a branch whose ways differ in what
+alone. A `break` (or sys.exit()) out of training: rank 0's decision, on every rank, but taken where
+any rank takes it ahead of the pass's backward (a NaN check); a pass skipped (`continue`): skipped on
+every rank where any rank skips it; a branch whose ways differ in what
 every rank must do alike (a backward or step in one way only: run only where every rank's test lets
 it; an averaged evaluation in one way only: rank 0's decision); one taken on an exception: listed;
 a gradient set by hand: listed under DDP; an object the loop calls (an EarlyStopping) counts as
@@ -147,6 +148,51 @@ for epoch in range(3):
             for style, r, _ in convert_script(tmp, "steps", steps):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertEqual(r.stderr.count("taken on an exception"), 1, r.stderr)  # the RuntimeError's only
+
+    @alternating
+    def test_ranks_leave_before_a_nan_reaches_the_gradients(self):
+        # A break ahead of the backward on this rank's own loss (sample 41, NaN, is in rank 1's
+        # third batch): taken as rank 0's decision, rank 1 would go on to the backward and the
+        # averaged gradients would make every rank's parameters NaN. Every rank leaves where any
+        # rank's loss is NaN, as one process whose whole-batch loss would be NaN does.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+x = torch.randn(64, 4)
+x[41] = float("nan")
+loader = DataLoader(TensorDataset(x, torch.randn(64, 1)), batch_size=8)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+steps = 0
+for epoch in range(3):
+    for xb, yb in loader:
+        opt.zero_grad()
+        loss = F.mse_loss(model(xb), yb)
+        if torch.isnan(loss):
+            break
+        loss.backward()
+        opt.step()
+        steps += 1
+        if loss.item() < 1e-9:
+            break
+    else:
+        continue
+    break
+print(f"steps {steps} finite {all(torch.isfinite(p).all().item() for p in model.parameters())}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, r, out in convert_script(tmp, "nan_break", script):
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("line 16: the way out of the training loop at line 13, before its pass trains, is taken "
+                              "on every rank where any rank takes it", r.stderr)
+                # After the step nothing of training is left undone: rank 0 decides, as before.
+                self.assertIn("line 21: the way out of the training loop at line 13 is rank 0's decision", r.stderr)
+                with open(out) as f:
+                    self.assertIn("if _hoop_any(torch.isnan(loss)):", f.read())
+            self.run_drawn(tmp, "nan_break", "leaving before a NaN",
+                           lambda out: self.assertIn("[0] steps 2 finite True", out))
 
     def skipped_together(self, out):
         for epoch in range(3):  # rank 1's first batch of each epoch: skipped on both ranks

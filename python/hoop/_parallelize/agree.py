@@ -6,7 +6,9 @@ The condition that decides it becomes rank 0's decision, broadcast (_hoop_agree)
 takes the same way. A `continue` that skips the rest of a training pass (its backward or its step)
 on such a condition (`if not torch.isfinite(loss): continue`, a loss spike, a batch the collate
 function gave up on) would leave one rank a pass behind the others; there every rank skips the
-pass where any rank skips it (_hoop_any), as one process seeing the whole batch would. A condition
+pass where any rank skips it (_hoop_any), as one process seeing the whole batch would. So too a
+way out taken before the pass trains (`if torch.isnan(loss): break` ahead of the backward): every
+rank leaves where any rank's loss is NaN, before a NaN reaches the averaged gradients. A condition
 that reads only loop counters and what no training loop changes (settings, constants) is the same
 on every rank already and is left as it is. A mixin of Converter (hoop/parallelize.py)."""
 import ast
@@ -30,7 +32,8 @@ class Agreement:
             loop = self.enclosing(n, (ast.For, ast.While, ast.FunctionDef, ast.Lambda, ast.ClassDef))
             if not isinstance(loop, (ast.For, ast.While)) or not self.trains(loop):
                 continue
-            if isinstance(n, ast.Continue) and not self.skips_training(n, loop):
+            skips = self.skips_training(n, loop)  # the rest of this pass would still train
+            if isinstance(n, ast.Continue) and not skips:
                 continue
             child, node = n, self.parent.get(n)
             while node is not None and node is not loop:
@@ -44,10 +47,10 @@ class Agreement:
                                                     "step: make every rank take it, or none"], self.e.indent_of(n))
                     break
                 if isinstance(node, ast.If):
-                    how = "rank0" if not isinstance(n, ast.Continue) else \
-                        "all" if any(child is s for s in node.orelse) else "any"
+                    how = "rank0" if not skips else "all" if any(child is s for s in node.orelse) else "any"
+                    kind = "skip" if isinstance(n, ast.Continue) else "exit"
                     if tests.get(id(node.test), (0, 0, ""))[2] != "rank0":
-                        tests[id(node.test)] = (node.test, loop, how, "exit")
+                        tests[id(node.test)] = (node.test, loop, how, kind)
                 child, node = node, self.parent.get(node)
         self.find_branches(tests)
         self.exit_tests = [t for t in tests.values() if self.rank_local(t[0], t[1])]
@@ -193,7 +196,7 @@ class Agreement:
                 body = ["    flag = torch.tensor([1 if decision else 0])",
                         "    dist.all_reduce(flag, op=dist.ReduceOp.MAX)", "    return bool(flag.item())"]
             lines += ["", "", f"def _hoop_any(decision):  {MARK} whether any rank decided so (a training pass "
-                      "skipped: all ranks skip it together)"] + body
+                      "skipped or left: all ranks take that way together)"] + body
         return lines
 
     def agree_on_exits(self):
@@ -209,6 +212,10 @@ class Agreement:
             elif how == "rank0":
                 self.changes.append(f"line {test.lineno}: the way out of the training loop at line {loop.lineno} is "
                                     "rank 0's decision on every rank (it reads what each rank computed alone)")
+            elif kind == "exit":
+                self.changes.append(f"line {test.lineno}: the way out of the training loop at line {loop.lineno}, "
+                                    "before its pass trains, is taken on every rank where any rank takes it (it "
+                                    "reads what each rank computed alone)")
             else:
                 self.changes.append(f"line {test.lineno}: a pass of the training loop at line {loop.lineno} is "
                                     "skipped on every rank where any rank skips it (it reads what each rank computed "
