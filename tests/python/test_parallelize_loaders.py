@@ -5,7 +5,7 @@ sampler's epoch as it is made, and a `while` epoch loop sets it too; batches tak
 (x[i * bs:...]) split by index. Each conversion run passes --check on 2 ranks (the cells under
 HOOPTEST_SHARE: support.drawn). Metrics counted in an evaluation function over the loader it is
 given (the training loader: a share per rank; the validation loader: whole) print as one process
-prints them. Skipped, saying so, without PyTorch."""
+prints them; a progress print counts against the rank's share. Skipped, saying so, without PyTorch."""
 import os
 import re
 import subprocess
@@ -301,6 +301,48 @@ for epoch in range(2):
                     for g, w in zip(got, want):
                         for a, b in zip(g, w):
                             self.assertAlmostEqual(a, b, delta=2e-4, msg=run.output)
+
+    @alternating
+    def test_progress_prints_count_against_the_share(self):
+        # pytorch/examples' mnist prints [batch_idx * len(data)/len(train_loader.dataset)]: this
+        # rank's count against the whole set, which would end at 1/N of it. Inside a loop over the
+        # split loader its len(loader.dataset) is the share (len(loader.sampler)); outside such a
+        # loop, over a loader not split, and in a ratio (averaged instead) it is left alone.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
+val_loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=8)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+print(f"training on {len(loader.dataset)} samples")
+for epoch in range(2):
+    for i, (xb, yb) in enumerate(loader):
+        opt.zero_grad()
+        loss = F.mse_loss(model(xb), yb)
+        loss.backward()
+        opt.step()
+        print(f"epoch {epoch} [{(i + 1) * len(xb)}/{len(loader.dataset)}]")
+    for xb, yb in val_loader:
+        print(f"val {len(xb)}/{len(val_loader.dataset)}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, r, out in convert_script(tmp, "progress", script):
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("line 17: the progress print's len(loader.dataset) is this rank's share", r.stderr)
+                with open(out) as f:
+                    text = f.read()
+                self.assertIn('[{(i + 1) * len(xb)}/{len(loader.sampler)}]', text)
+                self.assertIn('training on {len(loader.dataset)} samples', text)
+                self.assertIn('val {len(xb)}/{len(val_loader.dataset)}', text)
+            for style in drawn(("horovod", "ddp"), "progress against the share"):
+                run = hooprun(2, [sys.executable, os.path.join(tmp, f"progress_{style}.py")],
+                              env={"HOOP_TIMEOUT": "30"}, timeout=120)
+                self.assertEqual(run.returncode, 0, run.output)
+                self.assertIn("[0] epoch 1 [32/32]", run.output)
+
 
 if __name__ == "__main__":
     unittest.main()

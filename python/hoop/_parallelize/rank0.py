@@ -336,10 +336,33 @@ class RankZero:
             self.e.replace(last, f"{self.e.source(last)}, disable={self.RANK} != 0")
             self.changes.append(f"line {c.lineno}: the progress bar drawn by rank 0 only")
 
+    def progress_over_shares(self):
+        """A progress print in a loop over a split loader (`[{batch_idx * len(data)}/{len(loader.dataset)}]`)
+        counts this rank's samples against the whole set, so it would end at 1/N of it: there
+        len(loader.dataset) becomes this rank's share, len(loader.sampler) (as Horovod's examples
+        print it). Ratios an evaluation averages are left to average_dataset_ratios."""
+        ratios = {id(x) for n, _, _ in self.dataset_ratios for x in ast.walk(n)}
+        for c in self.rank0_calls:
+            loops, node = set(), self.parent.get(c)
+            while node is not None:
+                if isinstance(node, ast.For):
+                    loops.update(self.iterated_names(node.iter))
+                node = self.parent.get(node)
+            for n in ast.walk(c):
+                if not (call_name(n) == "len" and len(n.args) == 1 and isinstance(n.args[0], ast.Attribute)
+                        and n.args[0].attr == "dataset" and id(n) not in ratios):
+                    continue
+                of = n.args[0].value
+                if ref(of) in loops and self.is_split_ref(ref(of), of):
+                    self.e.replace(n, f"len({self.e.source(of)}.sampler)")
+                    self.changes.append(f"line {n.lineno}: the progress print's {self.e.source(n)} is this rank's "
+                                        f"share (len({self.e.source(of)}.sampler)), as the count beside it is")
+
     def rank0_side_effects(self):
         # A call keeps its arguments evaluated on every rank (they may communicate: a metric
         # computed by a function that averages over ranks); only the call itself is rank 0's.
         self.quiet_progress_bars()
+        self.progress_over_shares()
         for c in self.rank0_calls:
             self.e.replace(c.func, f"_hoop_on_rank0({self.e.source(c.func)})")
         for b in self.rank0_blocks:
