@@ -172,11 +172,12 @@ for epoch in range(3):
         loss = F.mse_loss(model(xb), yb)
         if torch.isnan(loss):
             break
-        loss.backward()
-        opt.step()
-        steps += 1
-        if loss.item() < 1e-9:
-            break
+        with torch.enable_grad():
+            loss.backward()
+            opt.step()
+            steps += 1
+            if loss.item() < 1e-9:
+                break
     else:
         continue
     break
@@ -187,8 +188,9 @@ print(f"steps {steps} finite {all(torch.isfinite(p).all().item() for p in model.
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn("line 16: the way out of the training loop at line 13, before its pass trains, is taken "
                               "on every rank where any rank takes it", r.stderr)
-                # After the step nothing of training is left undone: rank 0 decides, as before.
-                self.assertIn("line 21: the way out of the training loop at line 13 is rank 0's decision", r.stderr)
+                # After the step (in the same block) nothing of training is left undone: rank 0
+                # decides, as for any way out.
+                self.assertIn("line 22: the way out of the training loop at line 13 is rank 0's decision", r.stderr)
                 with open(out) as f:
                     self.assertIn("if _hoop_any(torch.isnan(loss)):", f.read())
             self.run_drawn(tmp, "nan_break", "leaving before a NaN",

@@ -59,19 +59,33 @@ class Agreement:
         """Whether n is a statement that ends the process: sys.exit(...), exit(), quit(), os._exit()."""
         return isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and dotted(n.value.func) in EXITS
 
-    def skips_training(self, cont, loop):
-        """Whether the pass a `continue` ends would still run backward or a step after it: the
-        statements of the loop's body after the one holding it (that one too, unless it is the
-        `if` around the continue itself)."""
-        top = cont
-        while self.parent.get(top) is not loop:
-            top = self.parent.get(top)
-        if not any(top is s for s in loop.body):
+    def skips_training(self, stop, loop):
+        """Whether the pass that `stop` (a continue, break, return or exit) ends would still run
+        backward or a step after it: the statements that follow it at each level up to the loop's
+        body (the rest of an if's way, a with's body, a try's body, else and finally)."""
+        after, child, node = [], stop, self.parent.get(stop)
+        while node is not None and node is not loop:
+            after += self.following(node, child)
+            child, node = node, self.parent.get(node)
+        if node is None or not any(child is s for s in loop.body):
             return False  # in the loop's else
-        after = loop.body[[id(s) for s in loop.body].index(id(top)) + 1:]
-        if not (isinstance(top, ast.If) and any(cont is s for s in top.body + top.orelse)):
-            after = [top] + after
+        after += loop.body[[id(s) for s in loop.body].index(id(child)) + 1:]
         return self.communicates(after, loop) == "train"
+
+    @staticmethod
+    def following(node, child):
+        """The statements of node that run after its child statement (or except handler)."""
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list) or not any(child is s for s in block):
+                continue
+            rest = [] if field == "handlers" else block[[id(s) for s in block].index(id(child)) + 1:]
+            if isinstance(node, ast.Try) and field == "body":
+                rest += node.orelse
+            if isinstance(node, ast.Try) and field != "finalbody":
+                rest += node.finalbody
+            return rest
+        return []
 
     def communicates(self, stmts, where):
         """What the statements (at `where`), or the script's functions they call, do that every
