@@ -22,7 +22,8 @@ PURE = {"len", "int", "float", "bool", "abs", "min", "max", "round", "str", "isi
 class Agreement:
     def find_exits(self):
         """The tests (of ifs and whiles) that decide a way out of a loop that trains, each with how
-        the ranks agree on it: "rank0" (leaving), "any" (a skip in its body), "all" (in its else)."""
+        the ranks agree on it: "rank0" (leaving once the pass has trained), "any" (a skip, or a
+        way out before the pass trains, in its body), "all" (the same in its else)."""
         tests = {}
         for n in ast.walk(self.tree):
             if isinstance(n, ast.While) and not isinstance(n.test, ast.Constant) and self.trains(n):
@@ -126,10 +127,10 @@ class Agreement:
 
     def rank_local(self, test, loop):
         """Whether test may read what differs between ranks: a name the training loops around it
-        change (a loss, a meter, a batch, an object they call) other than their counters (`for epoch in range(...)`,
-        the index of `enumerate(...)`, a `step += 1`, `for phase in ["train", "val"]`, and names
-        made of them alone), or a call but plain arithmetic ones (time.time(): each rank's own
-        clock)."""
+        change (a loss, a meter, a batch, an object they call) other than their counters (`for
+        epoch in range(...)`, the index of `enumerate(...)`, a `step += 1`, `for phase in
+        ["train", "val"]`, and names made of them alone), or a call but plain arithmetic ones
+        (time.time(): each rank's own clock)."""
         outer = loop
         while isinstance(up := self.enclosing(outer, (ast.For, ast.While, ast.FunctionDef, ast.Lambda,
                                                       ast.ClassDef)), (ast.For, ast.While)):

@@ -337,10 +337,11 @@ class RankZero:
             self.changes.append(f"line {c.lineno}: the progress bar drawn by rank 0 only")
 
     def progress_over_shares(self):
-        """A progress print in a loop over a split loader (`[{batch_idx * len(data)}/{len(loader.dataset)}]`)
-        counts this rank's samples against the whole set, so it would end at 1/N of it: there
-        len(loader.dataset) becomes this rank's share, len(loader.sampler) (as Horovod's examples
-        print it). Ratios an evaluation averages are left to average_dataset_ratios."""
+        """A progress print in a loop over a split loader (`[{batch_idx * len(data)}/{len(loader.
+        dataset)}]`) counts this rank's samples against the whole set, so it would end at 1/N of
+        it: there len(loader.dataset) becomes this rank's share, len(loader.sampler) (as
+        Horovod's examples print it). Ratios an evaluation averages are left to
+        average_dataset_ratios."""
         ratios = {id(x) for n, _, _ in self.dataset_ratios for x in ast.walk(n)}
         for c in self.rank0_calls:
             loops, node = set(), self.parent.get(c)
