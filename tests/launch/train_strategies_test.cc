@@ -53,7 +53,12 @@ TEST_CASE("--strategy hogwild: one rank is sync SGD; two ranks share one model a
 
 TEST_CASE("--strategy ps: staleness 0 is sync SGD; asynchronous workers learn; bad splits are refused", "[train]") {
   // 1 server and 2 workers summing each step's gradients: the updates of sync on 2 ranks.
-  const std::vector<std::string> small = {"--epochs",   "1", "--train-limit", "640", "--test-limit", "100",
+  // 320 images: 10 steps of 32. Micro-batches run oneDNN's kernels for another batch size, whose
+  // rounding differs; over 20 steps that can flip a ReLU's or a max-pool's choice and grow from
+  // there (seen: 3% apart at step 20 with oneDNN held to SSE4.1 on an AMD EPYC, while both
+  // schedules matched one rank to 1e-6 over 5 and 10 steps for 8 seeds at SSE4.1, AVX2 and the
+  // machine's own ISA), which would be no error of the pipeline's.
+  const std::vector<std::string> small = {"--epochs",   "1", "--train-limit", "320", "--test-limit", "100",
                                           "--progress", "0", "--threads",     "1"};
   const std::string a = Tmp("ps-sync"), b = Tmp("ps-s0");
   auto args = small;
@@ -154,7 +159,12 @@ TEST_CASE("--strategy ps: a killed worker is left out and the job goes on; a kil
 }
 
 TEST_CASE("--strategy pipeline: 2 and 3 stages reach one rank's parameters; 2 x 2 reaches sync's on 2", "[train]") {
-  const std::vector<std::string> small = {"--epochs",   "1", "--train-limit", "640", "--test-limit", "100",
+  // 320 images: 10 steps of 32. Micro-batches run oneDNN's kernels for another batch size, whose
+  // rounding differs; over 20 steps that can flip a ReLU's or a max-pool's choice and grow from
+  // there (seen: 3% apart at step 20 with oneDNN held to SSE4.1 on an AMD EPYC, while both
+  // schedules matched one rank to 1e-6 over 5 and 10 steps for 8 seeds at SSE4.1, AVX2 and the
+  // machine's own ISA), which would be no error of the pipeline's.
+  const std::vector<std::string> small = {"--epochs",   "1", "--train-limit", "320", "--test-limit", "100",
                                           "--progress", "0", "--threads",     "1"};
   auto run = [&](int np, std::vector<std::string> extra, const std::string& ck) {
     auto args = small;
@@ -171,8 +181,8 @@ TEST_CASE("--strategy pipeline: 2 and 3 stages reach one rank's parameters; 2 x 
   auto p22 = run(4, {"--strategy", "pipeline", "--stages", "2"}, s22);
   INFO(r1.output << r2.output << p2.output << p3.output << p22.output);
   REQUIRE((r1.exit_code == 0 && r2.exit_code == 0 && p2.exit_code == 0 && p3.exit_code == 0 && p22.exit_code == 0));
-  // 640 images in steps of 32: 20 steps, the same sums in other orders (micro-batches).
-  const double bound = SgdRoundingBound(20);
+  // 10 steps, the same sums in other orders (micro-batches).
+  const double bound = SgdRoundingBound(10);
   std::string where;
   const double d2 = RelDiff(Load(one, "lenet"), Load(s2, "lenet")), d3 = RelDiff(Load(one, "lenet"), Load(s3, "lenet")),
                d22 = RelDiff(Load(two, "lenet"), Load(s22, "lenet"), &where);
