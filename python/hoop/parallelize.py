@@ -41,6 +41,7 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     it, or calls a function or method that does), else where a step loop makes a new iterator
     over it (the epoch goes up by one), on the loader under a wrapper of the script's own
     (`DeviceDataLoader(train_dl, device)` keeping self.dl); manual batching over range(0, N, B) (or enumerate of it)
+    or over a tensor's batches (zip(X.split(B), Y.split(B)))
     split so that each rank takes every size()-th batch, the same count on each; batches drawn at
     random (torch.randint in a get_batch()) drawn apart: the generators seeded by rank before the
     training loop; torch's (NumPy's, random's) global generator seeded alike on every rank at
@@ -402,7 +403,8 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Trackers, Ag
             manual = self.shard_manual_batches() or self.reseed_random_batches()
             if not manual:
                 raise Refused("no training loop was recognised: neither a DataLoader iterated where backward runs, "
-                              "batches taken by `for i in range(0, N, B)` or by index (x[i * bs:...]), nor batches drawn "
+                              "batches taken by `for i in range(0, N, B)`, by index (x[i * bs:...]) or as a tensor's "
+                              "batches (zip(X.split(B), Y.split(B))), nor batches drawn "
                               "at random; split the data "
                               "between ranks by hand")
         self.find_dataset_ratios(train)

@@ -109,16 +109,6 @@ for step in range(5):
     model(data[ix]).sum().backward()
     opt.step()
 """, "a generator of their own"),
-    "batches from a permutation iterated through": ("""
-import torch
-data = torch.ones(100, 2)
-model = torch.nn.Linear(2, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for epoch in range(2):
-    for ix in torch.randperm(100).split(10):  # an epoch's order: seeding the ranks apart would not split it
-        model(data[ix]).sum().backward()
-        opt.step()
-""", "no training loop was recognised"),
     "a loader method that makes the evaluation loader too": ("""
 import torch
 from torch.utils.data import DataLoader, TensorDataset

@@ -2,10 +2,11 @@
 itertools.cycle: each split), and shuffle given by position or in a ** mapping (pytorch/examples'
 mnist): the sampler takes it, the loader no longer does; a loader made anew each epoch sets its
 sampler's epoch as it is made, and a `while` epoch loop sets it too; batches taken by index
-(x[i * bs:...]) split by index. Each conversion run passes --check on 2 ranks (the cells under
-HOOPTEST_SHARE: support.drawn). Metrics counted in an evaluation function over the loader it is
-given (the training loader: a share per rank; the validation loader: whole) print as one process
-prints them; a progress print counts against the rank's share. Skipped, saying so, without PyTorch."""
+(x[i * bs:...]) split by index, and a tensor's batches (X.split(B)) split by piece. Each conversion run
+passes --check on 2 ranks (the cells under HOOPTEST_SHARE: support.drawn). Metrics counted in an
+evaluation function over the loader it is given (the training loader: a share per rank; the
+validation loader: whole) print as one process prints them; a progress print counts against the
+rank's share. Skipped, saying so, without PyTorch."""
 import os
 import re
 import subprocess
@@ -301,6 +302,60 @@ for epoch in range(2):
                     for g, w in zip(got, want):
                         for a, b in zip(g, w):
                             self.assertAlmostEqual(a, b, delta=2e-4, msg=run.output)
+
+    @alternating
+    def test_a_tensors_batches_are_split(self):
+        # Batches as a tensor's pieces, no DataLoader: zip(X[perm].split(B), Y[perm].split(B)),
+        # torch.chunk, tensor_split. Each rank takes every size()-th piece, as many on every rank
+        # (9 pieces on 2 ranks: 4 each). A loop over str.split() pieces is no such loop.
+        script = """
+import torch
+import torch.nn.functional as F
+
+X, Y = torch.randn(72, 4), torch.randn(72, 1)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for epoch in range(2):
+    perm = torch.randperm(len(X))
+    count = 0
+    for xb, yb in BATCHES:
+        opt.zero_grad()
+        F.mse_loss(model(xb), yb).backward()
+        opt.step()
+        count += 1
+    print(f"epoch {epoch} batches {count}")
+"""
+        shapes = {"split": "zip(X[perm].split(8), Y[perm].split(8))",
+                  "torch.chunk": "enumerate(zip(torch.chunk(X, 9), torch.chunk(Y, 9)))",
+                  "tensor_split": "zip(torch.tensor_split(X, 9), Y.tensor_split(9))"}
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for (what, batches), style in zip(shapes.items(), ("horovod", "ddp", "horovod")):
+                text = script.replace("BATCHES", batches)
+                if what == "torch.chunk":
+                    text = text.replace("for xb, yb in", "for i, (xb, yb) in")
+                for style, r, out in convert_script(tmp, what.replace(".", "_"), text, (style,)):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("line 11: batches split between the ranks (every", r.stderr)
+                    inner = batches[len("enumerate("):-1] if batches.startswith("enumerate(") else batches
+                    with open(out) as f:
+                        self.assertIn(f"(list({inner}))", f.read())
+            # An epoch's order as index pieces: split alike on every rank, torch seeded alike.
+            perm = script.replace("for xb, yb in BATCHES:", "for ix in torch.randperm(len(X)).split(8):\n"
+                                  "        xb, yb = X[ix], Y[ix]")
+            for style, r, out in convert_script(tmp, "perm", perm, ("ddp",)):
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("line 11: batches split between the ranks (every", r.stderr)
+                self.assertIn("seeded alike on every rank (rank 0's seed)", r.stderr)
+            words = script.replace("BATCHES", "zip('a b c'.split(), [(X, Y)] * 3)").replace("xb, yb in",
+                                                                                           "w, (xb, yb) in")
+            for style, r, out in convert_script(tmp, "words", words, ("ddp",)):
+                self.assertNotEqual(r.returncode, 0, r.stderr)
+                self.assertIn("no training loop was recognised", r.stderr)
+            for what, style in drawn(zip(shapes, ("horovod", "ddp", "horovod")), "a tensor's batches"):
+                run = hooprun(2, [sys.executable, os.path.join(tmp, f"{what.replace('.', '_')}_{style}.py")],
+                              env={"HOOP_TIMEOUT": "30"}, timeout=120)
+                self.assertEqual(run.returncode, 0, run.output)
+                self.assertIn("[0] epoch 1 batches 4", run.output)
 
     @alternating
     def test_progress_prints_count_against_the_share(self):

@@ -1,7 +1,8 @@
 """hoop-parallelize: splitting the data between the ranks. The DataLoaders a training loop
 iterates (a `for` over it, or `next()` of an iterator made from it, in a `for` or a `while`) get a
 DistributedSampler (and set_epoch at the top of the epoch loop, or where the iterator is made
-again); manual batching over range(0, N, B) takes every size()-th batch; batches drawn at random
+again); manual batching over range(0, N, B), or over a tensor's batches (zip(X.split(B),
+Y.split(B)), torch.chunk), takes every size()-th batch; batches drawn at random
 (torch.randint in a get_batch()) are drawn apart, the generators seeded by rank before the loop.
 A loader is followed by name: a variable, an attribute (`self.train_loader`, made in one method of
 a class and iterated in another), an item of a container (`dataloaders[phase]`), through the
@@ -534,12 +535,44 @@ class DataSplitting:
             out |= {receiver + r[4:] for r in read if r.startswith("self.")}
         return out
 
+    @staticmethod
+    def tensor_batches(e):
+        """Whether e makes a tensor's batches: X.split(B), torch.split(X, B), .chunk(K),
+        torch.chunk(X, K), tensor_split, or a zip() of them (inputs beside their targets)."""
+        if isinstance(e, ast.Call) and call_name(e) == "zip":
+            return bool(e.args) and all(DataSplitting.tensor_batches(a) for a in e.args)
+        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.args
+                and e.func.attr in ("split", "chunk", "tensor_split")):
+            return False  # str.split() takes no size, or a separator
+        own = dotted(e.func.value) == "torch"  # torch.split(X, B): the tensor comes first
+        return len(e.args) >= (2 if own else 1) and not any(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                                                            for a in e.args + [e.func.value])
+
+    def shard_tensor_batches(self, loop):
+        """for xb, yb in zip(X.split(B), Y.split(B)) (or torch.chunk, enumerate() of them) that
+        trains: each rank takes every size()-th batch, as many on every rank (the last incomplete
+        round dropped)."""
+        it = loop.iter
+        while isinstance(it, ast.Call) and (call_name(it) or "").split(".")[-1] in ("enumerate", "tqdm") and it.args:
+            it = it.args[0]
+        if not (self.tensor_batches(it) and self.trains(loop)):
+            return False
+        self.e.replace(it, f"(lambda _b: _b[{self.RANK}:len(_b) // {self.SIZE} * {self.SIZE}:{self.SIZE}])"
+                           f"(list({self.e.source(it)}))")
+        self.changes.append(f"line {loop.lineno}: batches split between the ranks (every {self.SIZE}-th of the "
+                            "tensor's batches; the last incomplete round is dropped so every rank takes as many steps)")
+        return True
+
     def shard_manual_batches(self):
         """for i in range(0, N, B) loops that train (or enumerate(range(0, N, B)), as
-        word_language_model's get_batch loop): each rank takes every size()-th batch."""
+        word_language_model's get_batch loop), and loops over a tensor's batches (X.split(B)):
+        each rank takes every size()-th batch."""
         done = False
         for loop in ast.walk(self.tree):
             if not isinstance(loop, ast.For):
+                continue
+            if self.shard_tensor_batches(loop):
+                done = True
                 continue
             rng = loop.iter
             if isinstance(rng, ast.Call) and call_name(rng) == "enumerate" and len(rng.args) == 1:
