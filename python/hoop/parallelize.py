@@ -53,7 +53,9 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     divided by this rank's share afterwards (a count, or one over the set's size); a ratio over a
     split loader's len(loader.dataset), its dataset's len(dataset), a name or dict holding those
     (n_val, dataset_sizes[phase]), as `/` or `/=` (a count of this rank's share over the whole
-    set), taken over this rank's share and averaged;
+    set), taken over this rank's share and averaged; so is one after a loop batched by hand of
+    what it accumulated over the whole data's size or batch count (`total / n_batches`,
+    `correct / len(X)`);
   - gradient clipping (clip_grad_norm_, clip_grad_value_): horovod: optimizer.synchronize() first,
     so the averaged gradients are clipped (step() then has nothing left to wait for); ddp: as is
     (the gradients are averaged by the end of backward);
@@ -102,12 +104,13 @@ from hoop._parallelize.optimizers import Optimizers
 from hoop._parallelize.rank0 import RankZero
 from hoop._parallelize.scopes import Scopes
 from hoop._parallelize.seeds import Seeds
+from hoop._parallelize.shares import ManualShares
 from hoop._parallelize.trackers import Trackers
 from hoop._parallelize.unused import UnusedParams
 
 
-class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, Trackers, Agreement, Devices, DdpWrap,
-                UnusedParams):
+class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares, Trackers, Agreement, Devices,
+                DdpWrap, UnusedParams):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
     gradients' synchronisation here; beside, in _parallelize/: what names and calls mean
     (Scopes, scopes.py), which calls build optimizers and from what model (Optimizers,

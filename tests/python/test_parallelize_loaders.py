@@ -398,6 +398,103 @@ for epoch in range(2):
                 self.assertEqual(run.returncode, 0, run.output)
                 self.assertIn("[0] epoch 1 [32/32]", run.output)
 
+    @alternating
+    def test_ratios_over_the_whole_data_batched_by_hand(self):
+        # Batches by hand (range(0, N, B), range(K) by index, X.split(B), a permutation's pieces):
+        # a loss summed over the rank's batches and divided by the whole data's batch count, an
+        # accuracy divided by its size, print as one process prints them (lr 0: the same model on
+        # every rank and in one process), not halved. The denominators are recognised by value:
+        # N // B, a name holding it, the ceiling written two ways. A count made again
+        # after the loop (an evaluation over the whole data) and a ratio over what the rank
+        # counted itself are left as they are.
+        script = """
+import math
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+X = torch.randn(256, 4)
+Y = (X.sum(1) > 0).long()
+R = torch.randn(250, 4)
+S = (R.sum(1) > 0).long()
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.0)
+B = 32
+n_batches = len(X) // B
+
+
+def step(xb, yb):
+    out = model(xb)
+    loss = F.cross_entropy(out, yb)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss.item(), (out.argmax(1) == yb).sum().item()
+
+
+for epoch in range(2):
+    total, correct = 0.0, 0
+    for i in range(0, len(X), B):
+        loss, right = step(X[i:i + B], Y[i:i + B])
+        total += loss
+        correct += right
+    print(f"range {total / n_batches:.5f} {total / (len(X) // B):.5f} {correct / len(X):.5f}")
+    total, seen = 0.0, 0
+    for i in range(n_batches):
+        start = i * B
+        loss, right = step(X[start:start + B], Y[start:start + B])
+        total += loss
+        seen += B
+    print(f"index {total / n_batches:.5f} {total * B / seen:.5f}")
+    total, correct = 0.0, 0
+    for xb, yb in zip(R.split(16), S.split(16)):
+        loss, right = step(xb, yb)
+        total += loss
+        correct += right
+    total /= math.ceil(len(R) / 16)
+    print(f"split {total:.5f} {correct / len(R):.5f}")
+    total, correct = 0.0, 0
+    for ix in torch.randperm(len(R)).split(16):
+        loss, right = step(R[ix], S[ix])
+        total += loss
+        correct += right
+    print(f"perm {total / ((len(R) + 15) // 16):.5f} {correct / len(R):.5f}")
+    correct = 0
+    with torch.no_grad():
+        for i in range(0, len(X), B):
+            correct += (model(X[i:i + B]).argmax(1) == Y[i:i + B]).sum().item()
+    print(f"whole {correct / len(X):.5f}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            src = os.path.join(tmp, "by_hand.py")
+            with open(src, "w") as f:
+                f.write(script)
+            alone = subprocess.run([sys.executable, src], env=python_env(), capture_output=True, text=True, timeout=120)
+            self.assertEqual(alone.returncode, 0, alone.stderr)
+            want = alone.stdout.splitlines()
+            for style, r, out in convert_script(tmp, "by_hand", script, drawn(["horovod", "ddp"], "ratios by hand")):
+                with self.subTest(style=style):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    for line, over in ((32, "n_batches"), (32, "len(X) // B"), (32, "len(X)"), (39, "n_batches"),
+                                       (45, "math.ceil(len(R) / 16)"), (46, "len(R)"), (52, "(len(R) + 15) // 16"),
+                                       (52, "len(R)")):
+                        self.assertIn(f"line {line}: a ratio over {over} taken over this rank's share and averaged "
+                                      "over the ranks", r.stderr)
+                    self.assertNotIn("ratio over seen", r.stderr)
+                    self.assertNotIn("line 57: a ratio", r.stderr)
+                    run = hooprun(2, [sys.executable, out], env={"HOOP_TIMEOUT": "30"}, timeout=120)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    got = [line[len("[0] "):] for line in run.output.splitlines() if line.startswith("[0] ")]
+                    self.assertEqual([g.split()[0] for g in got], [w.split()[0] for w in want], run.output)
+                    # the split's last, short, batch falls to one rank: its ratio's mean differs
+                    # from one process's by a little; `total * B / seen` is rank 0's own mean
+                    delta = {"split": 2e-3, "perm": 2e-3, "index": (2e-5, 0.02)}
+                    for g, w in zip(got, want):
+                        for k, (a, b) in enumerate(zip(g.split()[1:], w.split()[1:])):
+                            d = delta.get(g.split()[0], 2e-5)
+                            self.assertAlmostEqual(float(a), float(b), delta=d[k] if isinstance(d, tuple) else d,
+                                                   msg=f"{g} on 2 ranks, {w} in one process")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -463,6 +463,7 @@ class DataSplitting:
             raise Refused(f"line {loop.lineno}: a batch loop over range({self.e.source(rng.args[0])}, ...): only "
                           "range(K) and range(0, K) are split between ranks")
         k = self.e.source(rng.args[-1])
+        self.note_manual_split(loop, count=rng.args[-1])
         self.e.replace(rng, f"range({self.RANK}, ({k}) // {self.SIZE} * {self.SIZE}, {self.SIZE})")
         self.changes.append(f"line {loop.lineno}: batches split between the ranks (every {self.SIZE}-th batch index; "
                             "the last incomplete round is dropped so every rank takes as many steps)")
@@ -557,6 +558,7 @@ class DataSplitting:
             it = it.args[0]
         if not (self.tensor_batches(it) and self.trains(loop)):
             return False
+        self.note_tensor_split(loop, it.args[0] if call_name(it) == "zip" else it)
         self.e.replace(it, f"(lambda _b: _b[{self.RANK}:len(_b) // {self.SIZE} * {self.SIZE}:{self.SIZE}])"
                            f"(list({self.e.source(it)}))")
         self.changes.append(f"line {loop.lineno}: batches split between the ranks (every {self.SIZE}-th of the "
@@ -586,6 +588,7 @@ class DataSplitting:
             if len(rng.args) != 3 or not self.trains(loop):
                 continue
             start, stop, step = (self.e.source(a) for a in rng.args)
+            self.note_manual_split(loop, whole=rng.args[1], step=rng.args[2])
             if start != "0":
                 raise Refused(f"line {loop.lineno}: a batch loop over range({start}, ...): only range(0, N, B) is "
                               "split between ranks")

@@ -94,7 +94,8 @@ class RankZero:
         """`x / len(loader.dataset)`, `x / len(dataset)`, `x / n` where n = len(dataset) (or a
         dict of those, `sizes[phase]`), and `x /= ...` for a training loader about to be sharded
         (by its names, or its dataset's): x counts this rank's share only, so the ratio would come
-        out divided by the number of ranks."""
+        out divided by the number of ranks. Where batches are taken by hand, the ratios over the
+        whole data's size or batch count after the split loop (shares.py)."""
         names, datasets = set(), {}
         for c, _, _ in train:
             names |= self.aliases.get(c, set()) - self.iterators
@@ -104,7 +105,7 @@ class RankZero:
         self.split_calls, self.split_refs = [c for c, _, _ in train], (names, datasets, {})
         sizes = self.dataset_sizes(names, datasets)
         self.split_refs = (names, datasets, sizes)
-        self.dataset_ratios = []
+        ratios = []
         for n in ast.walk(self.tree):
             if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
                 denominator = n.right
@@ -113,15 +114,17 @@ class RankZero:
             else:
                 continue
             share = self.share_of(denominator, names, datasets, sizes)
-            if share is None:
-                continue
+            if share is not None:
+                ratios.append((n, share, self.e.source(denominator)))
+        self.dataset_ratios = []
+        for n, share, of in ratios + self.manual_ratios():
             if self.in_rank0_block(n):
                 raise Refused(f"line {n.lineno}: a metric over the training set's length in a block only rank 0 "
                               "will run: compute it before the block (it must be averaged over the ranks)")
             if isinstance(n, ast.AugAssign) and (not self.e.alone_on_lines(n) or self.on_header_line(n)):
                 raise Refused(f"line {n.lineno}: a metric divided by the training set's length shares its line with "
                               "other code: give it a line of its own")
-            self.dataset_ratios.append((n, share, self.e.source(denominator)))
+            self.dataset_ratios.append((n, share, of))
 
     def is_dataset_len(self, expr, names, datasets):
         """Whether expr is len(D) of a split loader's dataset (`len(loader.dataset)` too), D the
