@@ -24,6 +24,15 @@ except ImportError:
 
 
 class Loaders(unittest.TestCase):
+    def printed_alone(self, tmp, name, script):
+        """The lines script prints run as one process, written as NAME.py in tmp."""
+        src = os.path.join(tmp, f"{name}.py")
+        with open(src, "w") as f:
+            f.write(script)
+        alone = subprocess.run([sys.executable, src], env=python_env(), capture_output=True, text=True, timeout=120)
+        self.assertEqual(alone.returncode, 0, alone.stderr)
+        return alone.stdout.splitlines()
+
     @alternating
     def test_loaders_zipped_in_a_training_loop_are_all_split(self):
         # Semi-supervised and multi-task loops draw from several loaders at once: zip(labeled,
@@ -283,12 +292,8 @@ for epoch in range(2):
           f"val {accuracy(val_loader):.4f} {mean_loss(val_loader):.4f}")
 """
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            src = os.path.join(tmp, "metrics.py")
-            with open(src, "w") as f:
-                f.write(script)
-            alone = subprocess.run([sys.executable, src], env=python_env(), capture_output=True, text=True, timeout=120)
-            self.assertEqual(alone.returncode, 0, alone.stderr)
-            want = [[float(v) for v in re.findall(r"\d+\.\d+", line)] for line in alone.stdout.splitlines()]
+            alone = self.printed_alone(tmp, "metrics", script)
+            want = [[float(v) for v in re.findall(r"\d+\.\d+", line)] for line in alone]
             for style, r, out in convert_script(tmp, "metrics", script, drawn(["horovod", "ddp"], "evaluation functions")):
                 with self.subTest(style=style):
                     self.assertEqual(r.returncode, 0, r.stderr)
@@ -466,12 +471,7 @@ for epoch in range(2):
     print(f"whole {correct / len(X):.5f}")
 """
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
-            src = os.path.join(tmp, "by_hand.py")
-            with open(src, "w") as f:
-                f.write(script)
-            alone = subprocess.run([sys.executable, src], env=python_env(), capture_output=True, text=True, timeout=120)
-            self.assertEqual(alone.returncode, 0, alone.stderr)
-            want = alone.stdout.splitlines()
+            want = self.printed_alone(tmp, "by_hand", script)
             for style, r, out in convert_script(tmp, "by_hand", script, drawn(["horovod", "ddp"], "ratios by hand")):
                 with self.subTest(style=style):
                     self.assertEqual(r.returncode, 0, r.stderr)
