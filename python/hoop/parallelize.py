@@ -17,7 +17,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     the script picks by number, set_device(args.gpu), .cuda(args.gpu), made that rank's), and
     nn.DataParallel kept to that GPU (horovod) or dropped for the DDP wrap (ddp);
   - each torch.optim optimizer's learning rate scaled by the number of ranks (a parameter
-    group's own "lr" too);
+    group's own "lr" too), but LBFGS's, whose closure's loss is averaged at each evaluation so
+    that its line search takes the same steps on every rank;
   - horovod: the optimizer wrapped in hvd.DistributedOptimizer, the model's parameters and the
     optimizer's state broadcast from rank 0 (the model found through model.parameters() or
     parameter groups made from its named_parameters(), its parts' parameters() or its tensors,
@@ -221,14 +222,19 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
         top = {s for s in body[:body.index(last) + 1] if isinstance(s, (ast.Import, ast.ImportFrom))}
         lines += self.trackers_rank0(top)
         lines += self.agree_helper()
-        if self.metric_blocks or self.dataset_ratios:
+        if self.metric_blocks or self.dataset_ratios or self.closure_helper():
             lines += self.metric_helper()
+        lines += self.closure_helper()
         self.e.insert_after(last, lines, "")
         self.changes.append(f"hoop.torch imported and initialised after line {last.end_lineno}"
                             + (" (the device pinned to the local rank)" if uses_cuda else ""))
         self.changes += [seeded] if seeded else []
 
     def scale_lr(self, call):
+        if (call_name(call) or "").split(".")[-1] == "LBFGS":
+            self.changes.append(f"line {call.lineno}: LBFGS's learning rate left as it is (the length of a "
+                                "quasi-Newton step along the averaged gradients, not a rate per sample)")
+            return
         for group in self.group_rates(call):  # parameter groups' own rates: {"params": ..., "lr": 1e-3}
             self.e.replace(group, f"({self.e.source(group)}) * {self.SIZE}")
             self.changes.append(f"line {group.lineno}: a parameter group's learning rate scaled by the number of ranks")
@@ -420,6 +426,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
             self.scale_lr(opt)
             self.wrap_optimizer(opt)
         self.scale_cyclic_lr()
+        self.average_closure_losses()
         if self.style == "horovod":
             self.sync_each_pass()
             self.sync_before_clipping()

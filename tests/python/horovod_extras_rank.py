@@ -4,7 +4,7 @@ the grouped calls (allreduce sync, async and in place, allgather, reducescatter)
 SyncBatchNorm against torch's BatchNorm over the whole batch (output, input gradient, the
 ranks' summed weight gradients, running statistics), a second DistributedOptimizer over the same
 parameters, set_backward_passes_per_step, join(device), HorovodInternalError, compressors of one's
-own and hvd.compression's (Horovod's Compressor interface). Prints
+own and hvd.compression's (Horovod's Compressor interface), step(closure) (LBFGS). Prints
 "extras ok rank R of N"."""
 import json
 import os
@@ -105,6 +105,61 @@ def gradients_beyond_backward(r, n):
                                    named_parameters=[("idle." + k, v) for k, v in idle.named_parameters()])
     opt.synchronize()
     assert idle.weight.grad is None and idle.bias.grad is None, "nothing added, yet something was submitted"
+
+
+def closure_steps(r, n):
+    """A closure-taking optimizer (LBFGS with its strong-Wolfe line search) through
+    DistributedOptimizer, each rank on data of its own (rank k: k + 3 samples): every evaluation's
+    gradients and loss averaged, so the ranks take the same steps, bitwise, and land where one
+    process lands minimising the ranks' average loss; SGD.step(closure) gives the averaged loss,
+    a closure returning a float gets a float."""
+    g = torch.Generator().manual_seed(11)
+    data = [(torch.randn(k + 3, 4, generator=g, dtype=torch.float64),
+             torch.randn(k + 3, 1, generator=g, dtype=torch.float64)) for k in range(n)]
+
+    def objective(net, parts):
+        return lambda: sum(torch.nn.functional.mse_loss(net(x), y) for x, y in parts) / len(parts)
+
+    nets = [torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 1)).double() for _ in (0, 1)]
+    hvd.broadcast_parameters(nets[0].state_dict(), root_rank=0)
+    nets[1].load_state_dict(nets[0].state_dict())
+    ref = torch.optim.LBFGS(nets[1].parameters(), max_iter=10, line_search_fn="strong_wolfe")
+    opt = hvd.DistributedOptimizer(torch.optim.LBFGS(nets[0].parameters(), max_iter=10, line_search_fn="strong_wolfe"),
+                                   named_parameters=[("lbfgs." + k, v) for k, v in nets[0].named_parameters()])
+    evals = [0, 0]
+
+    def closure_of(k, o, f):
+        def closure():
+            evals[k] += 1
+            o.zero_grad()
+            loss = f()
+            loss.backward()
+            return loss
+        return closure
+
+    mine, whole = objective(nets[0], [data[r]]), objective(nets[1], data)
+    for _ in range(3):
+        got = opt.step(closure_of(0, opt, mine))
+        want = ref.step(closure_of(1, ref, whole))
+        close("LBFGS's loss (the ranks' average)", got, want, tol=1e-9)
+    assert evals[0] == evals[1], f"LBFGS evaluated {evals[0]} times on rank {r}, {evals[1]} in one process"
+    flat = torch.cat([p.detach().flatten() for p in nets[0].parameters()])
+    close("LBFGS's parameters against one process", flat, torch.cat([p.detach().flatten() for p in nets[1].parameters()]),
+          tol=1e-8)
+    every = hvd.allgather(flat.unsqueeze(0), name="lbfgs.params")
+    assert bool((every == every[0]).all()), "LBFGS's parameters differ between the ranks"
+    w = torch.nn.Parameter(torch.tensor([1.0]))
+    sgd = hvd.DistributedOptimizer(torch.optim.SGD([w], lr=0.1), named_parameters=[("closure.w", w)])
+
+    def sgd_closure():
+        sgd.zero_grad()
+        loss = (w * (r + 1)).sum()
+        loss.backward()
+        return loss
+    close("SGD.step(closure)'s loss", sgd.step(sgd_closure), torch.tensor([sum(k + 1 for k in range(n)) / n]))
+    close("SGD.step(closure)'s step", w.detach(), torch.tensor([1.0 - 0.1 * sum(k + 1 for k in range(n)) / n]))
+    got = sgd.step(lambda: float(r))
+    assert isinstance(got, float) and abs(got - (n - 1) / 2) < 1e-12, got
 
 
 def main():
@@ -230,6 +285,7 @@ def main():
     close("two backward passes per step", model.weight, before - 0.01 * 2 * sum(k + 1 for k in range(n)) / n)
     compressors(r, n)
     gradients_beyond_backward(r, n)
+    closure_steps(r, n)
     print(f"extras ok rank {r} of {n}")
     hvd.shutdown()
 

@@ -18,6 +18,7 @@ except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
 
 EXAMPLES = os.path.join(HERE, "..", "..", "examples", "pytorch")
+PROBE = os.path.join(HERE, "parallelize_probe.py")  # what each rank's optimizers ended with
 # example: (the metric its last line reports, what "learned" means for it)
 LEARNS = {
     "dataloader_argparse.py": ("accuracy", 85.0),
@@ -521,6 +522,53 @@ main()
                     self.assertEqual(r.returncode, 0, r.stderr)
                     self.assertIn("learning rate scaled by the number of ranks", r.stderr)
                     self.assertIn("--check: passed", r.stderr)
+
+    @alternating
+    def test_a_closure_taking_optimizer_stays_in_step(self):
+        # LBFGS evaluates the loss itself through a closure, as often as its line search needs.
+        # Each rank's own loss would have the ranks take different step lengths and stop after
+        # different numbers of evaluations (DDP: the parameters drift apart, then a rank waits for
+        # an allreduce the others never make; Horovod style: zero_grad() in the closure with
+        # gradients in flight). The closure's loss is averaged (DDP: _hoop_closure; Horovod style:
+        # step() does it), its rate left as it is, and the ranks end bitwise alike, stopping together.
+        script = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+X = torch.randn(256, 8)
+Y = X @ torch.randn(8, 1) + 0.1 * torch.randn(256, 1)
+loader = DataLoader(TensorDataset(X, Y), batch_size=64, shuffle=True)
+model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+optimizer = torch.optim.LBFGS(model.parameters(), lr=1, line_search_fn="strong_wolfe")
+for epoch in range(3):
+    for xb, yb in loader:
+        def closure():
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(xb), yb)
+            loss.backward()
+            return loss
+        loss = optimizer.step(closure)
+    print(f"epoch {epoch} loss {loss.item():.5f}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, r, out in convert_script(tmp, "lbfgs", script, drawn(("horovod", "ddp"), "LBFGS")):
+                with self.subTest(style=style):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("line 10: LBFGS's learning rate left as it is", r.stderr)
+                    self.assertIn("line 18: the closure's loss (and gradients) averaged over the ranks at each "
+                                  "evaluation", r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    self.assertIn("lr=1,", text)
+                    self.assertEqual("optimizer.step(_hoop_closure(closure))" in text, style == "ddp")
+                    run = hooprun(2, [sys.executable, PROBE, os.path.join(tmp, f"probe-{style}"), out],
+                                  env={"HOOP_TIMEOUT": "30"}, timeout=180)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    self.assertEqual(run.output.count("[0] epoch "), 3, run.output)
+                    a, b = (torch.load(os.path.join(tmp, f"probe-{style}.{k}.pt")) for k in (0, 1))
+                    for k in a:
+                        self.assertTrue(torch.equal(a[k], b[k]), f"{k} differs between the ranks")
 
     @alternating
     def test_refusals_write_nothing(self):

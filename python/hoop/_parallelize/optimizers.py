@@ -9,7 +9,7 @@ tree, parents and edits, and Scopes' look-ups."""
 import ast
 import itertools
 
-from hoop._parallelize.edits import OPTIMIZERS, call_name, dotted, dotted_source
+from hoop._parallelize.edits import MARK, OPTIMIZERS, call_name, dotted, dotted_source
 
 
 class Optimizers:
@@ -180,3 +180,39 @@ class Optimizers:
                 there = self.e.source(site.targets[0].elts[at]) if at is not None else there
             sites.append((site, there + dot + rest if model and there and dotted_source(there) else None, target))
         return sites
+
+    def closure_steps(self):
+        """[(call, closure)] for `opt.step(closure)` (or closure=): LBFGS's way, the optimizer
+        evaluating the loss and its gradients itself, as often as its line search needs. The
+        closure a function of the script's (a nested def, a method) or a lambda; `scaler.step(opt)`
+        is no such call."""
+        fns = {f.name for f in ast.walk(self.tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        out = []
+        for c in ast.walk(self.tree):
+            if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "step"):
+                continue
+            arg = next((k.value for k in c.keywords if k.arg == "closure"),
+                       c.args[0] if len(c.args) == 1 and not c.keywords else None)
+            if isinstance(arg, ast.Lambda) or (isinstance(arg, (ast.Name, ast.Attribute)) and (
+                    arg.id if isinstance(arg, ast.Name) else arg.attr) in fns):
+                out.append((c, arg))
+        return out
+
+    def closure_helper(self):
+        """DDP: the converted script's _hoop_closure(closure): the loss it returns averaged (the
+        gradients DDP averages already), so that every rank's line search sees the same numbers."""
+        if self.style != "ddp" or not self.closure_steps():
+            return []
+        return ["", "", f"def _hoop_closure(closure):  {MARK} the loss a closure-taking optimizer (LBFGS) sees, averaged "
+                "over the ranks: its line search and stopping tests agree on every rank",
+                "    return lambda: _hoop_mean(closure())"]
+
+    def average_closure_losses(self):
+        """The closures given to step(): DDP averages each evaluation's gradients, and the loss is
+        averaged by _hoop_closure; Horovod style's DistributedOptimizer.step() does both itself."""
+        for c, arg in self.closure_steps():
+            if self.style == "ddp":
+                self.e.replace(arg, f"_hoop_closure({self.e.source(arg)})")
+            self.changes.append(f"line {c.lineno}: the closure's loss (and gradients) averaged over the ranks at each "
+                                f"evaluation {'by _hoop_closure' if self.style == 'ddp' else 'by step()'}, so that a "
+                                "line search takes the same steps on every rank")

@@ -171,7 +171,25 @@ class _DistributedOptimizer:
     def step(self, closure=None):
         if self._hoop_sync:
             self.synchronize()
-        return super(self.__class__, self).step(closure)
+        return super(self.__class__, self).step(None if closure is None else self._hoop_closure(closure))
+
+    def _hoop_closure(self, closure):
+        """A closure-taking optimizer (LBFGS) evaluates the loss and its gradients itself, as often
+        as its line search needs: each evaluation's gradients are averaged (summed, op=Sum) before
+        it goes on, and so is the loss it returns, so that every rank's line search and stopping
+        tests see the same numbers and the ranks stay in step (one rank's own loss would have them
+        take different step lengths, or stop after different numbers of evaluations)."""
+        def evaluate():
+            loss = closure()
+            self.synchronize()
+            number = isinstance(loss, (int, float)) and not isinstance(loss, bool)
+            if not self._hoop_included or not (number or isinstance(loss, torch.Tensor) and loss.numel() == 1):
+                return loss  # not one number: handed on as it is
+            value = loss.detach() if isinstance(loss, torch.Tensor) else torch.tensor(float(loss), dtype=torch.float64)
+            op = _hvd.Average if self._hoop_average else _hvd.Sum
+            total = _hvd.allreduce(value, name="DistributedOptimizer.closure_loss", op=op, process_set=self._hoop_set)
+            return total if isinstance(loss, torch.Tensor) else type(loss)(total.item())
+        return evaluate
 
     def zero_grad(self, *args, **kwargs):
         if any(h is not None for h in self._hoop_handles.values()):
