@@ -17,7 +17,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     the script picks by number, set_device(args.gpu), .cuda(args.gpu), made that rank's), and
     nn.DataParallel kept to that GPU (horovod) or dropped for the DDP wrap (ddp);
   - each torch.optim optimizer's learning rate scaled by the number of ranks (a parameter
-    group's own "lr" too), but LBFGS's, whose closure's loss is averaged at each evaluation so
+    group's own "lr" too, and schedulers' own rates: OneCycleLR/CyclicLR's bounds, SWALR's
+    swa_lr, eta_min, min_lr), but LBFGS's, whose closure's loss is averaged at each evaluation so
     that its line search takes the same steps on every rank;
   - horovod: the optimizer wrapped in hvd.DistributedOptimizer, the model's parameters and the
     optimizer's state broadcast from rank 0 (the model found through model.parameters() or
@@ -56,7 +57,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     (n_val, dataset_sizes[phase]), as `/` or `/=` (a count of this rank's share over the whole
     set), taken over this rank's share and averaged; so is one after a loop batched by hand of
     what it accumulated over the whole data's size or batch count (`total / n_batches`,
-    `correct / len(X)`);
+    `correct / len(X)`); SWA's update_bn over the split loader: the batch-norm statistics averaged
+    over the ranks after it;
   - gradient clipping (clip_grad_norm_, clip_grad_value_): horovod: optimizer.synchronize() first,
     so the averaged gradients are clipped (step() then has nothing left to wait for); ddp: as is
     (the gradients are averaged by the end of backward);
@@ -106,12 +108,13 @@ from hoop._parallelize.rank0 import RankZero
 from hoop._parallelize.scopes import Scopes
 from hoop._parallelize.seeds import Seeds
 from hoop._parallelize.shares import ManualShares
+from hoop._parallelize.stats import BatchStats
 from hoop._parallelize.trackers import Trackers
 from hoop._parallelize.unused import UnusedParams
 
 
-class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares, Trackers, Agreement, Devices,
-                DdpWrap, UnusedParams):
+class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares, BatchStats, Trackers, Agreement,
+                Devices, DdpWrap, UnusedParams):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
     gradients' synchronisation here; beside, in _parallelize/: what names and calls mean
     (Scopes, scopes.py), which calls build optimizers and from what model (Optimizers,
@@ -225,6 +228,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
         if self.metric_blocks or self.dataset_ratios or self.closure_helper():
             lines += self.metric_helper()
         lines += self.closure_helper()
+        lines += self.stats_helper()
         self.e.insert_after(last, lines, "")
         self.changes.append(f"hoop.torch imported and initialised after line {last.end_lineno}"
                             + (" (the device pinned to the local rank)" if uses_cuda else ""))
@@ -380,16 +384,18 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
             self.changes.append(f"line {c.lineno}: {opt}.synchronize() before the gradients are {what}")
 
     def scale_cyclic_lr(self):
-        """OneCycleLR/CyclicLR set the rate themselves: their bounds are scaled like the optimizer's."""
+        """Schedulers that set rates of their own (OneCycleLR/CyclicLR's bounds, SWALR's target, a
+        cosine schedule's floor, a plateau's least rate): scaled like the optimizer's (a rate of
+        0 left as it is)."""
         for c in ast.walk(self.tree):
             name = call_name(c) if isinstance(c, ast.Call) else None
             if not name or name.split(".")[-1] not in CYCLIC:
                 continue
             kind = name.split(".")[-1]
-            for i, arg in enumerate(CYCLIC[kind]):
+            for arg, at in CYCLIC[kind]:
                 kw = next((k for k in c.keywords if k.arg == arg), None)
-                target = kw.value if kw is not None else (c.args[1 + i] if len(c.args) > 1 + i else None)
-                if target is None:
+                target = kw.value if kw is not None else (c.args[at] if len(c.args) > at else None)
+                if target is None or (isinstance(target, ast.Constant) and target.value == 0):
                     continue
                 src = self.e.source(target)
                 if isinstance(target, (ast.List, ast.Tuple)):  # one per parameter group
@@ -417,6 +423,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
                               "at random; split the data "
                               "between ranks by hand")
         self.find_dataset_ratios(train)
+        self.find_stats_passes()
         self.imports_and_init()
         for c, stmt, var in train:
             self.shard_loader(c, stmt, var)
@@ -434,6 +441,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
             self.ddp_module_access()
             self.grads_set_by_hand()
         self.average_metrics()
+        self.average_stats()
         self.agree_on_exits()
         self.rank0_side_effects()
         return self.e.apply()

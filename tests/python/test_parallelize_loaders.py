@@ -495,6 +495,60 @@ for epoch in range(2):
                             self.assertAlmostEqual(float(a), float(b), delta=d[k] if isinstance(d, tuple) else d,
                                                    msg=f"{g} on 2 ranks, {w} in one process")
 
+    @alternating
+    def test_swa_statistics_cover_every_rank_share(self):
+        # SWA (torch.optim.swa_utils): update_bn over the split training loader averages each
+        # rank's own batches; the converted script averages those over the ranks, so rank 0 holds
+        # the statistics of every batch (lr 0: one process's model, whose mean over 16 batches of
+        # 32 is the data's mean whatever the batches). SWALR's target rate and the cosine floor
+        # are rates of their own: scaled like the optimizer's.
+        script = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.optim.swa_utils import AveragedModel, SWALR, update_bn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+X = torch.randn(512, 8) * 3 + 1
+Y = (X[:, 0] + X[:, 1] > 0).long()
+loader = DataLoader(TensorDataset(X, Y), batch_size=32, shuffle=True)
+model = nn.Sequential(nn.Linear(8, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+swa_model = AveragedModel(model)
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=10, eta_min=1e-4)
+swa_scheduler = SWALR(optimizer, swa_lr=0.01)
+for epoch in range(3):
+    for xb, yb in loader:
+        optimizer.zero_grad()
+        F.cross_entropy(model(xb), yb).backward()
+        optimizer.step()
+    if epoch > 0:
+        swa_model.update_parameters(model)
+        swa_scheduler.step()
+    else:
+        scheduler.step()
+update_bn(loader, swa_model)
+bn = swa_model.module[1]
+print(f"stats {bn.running_mean.sum().item():.6f} {bn.running_var.sum().item():.6f}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            want = [float(v) for v in self.printed_alone(tmp, "swa", script)[0].split()[1:]]
+            for style, r, out in convert_script(tmp, "swa", script, drawn(["horovod", "ddp"], "SWA statistics")):
+                with self.subTest(style=style):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("line 27: the batch-norm statistics update_bn took over this rank's share averaged "
+                                  "over the ranks", r.stderr)
+                    self.assertIn("line 15: CosineAnnealingLR's eta_min scaled by the number of ranks", r.stderr)
+                    self.assertIn("line 16: SWALR's swa_lr scaled by the number of ranks", r.stderr)
+                    run = hooprun(2, [sys.executable, out], env={"HOOP_TIMEOUT": "30"}, timeout=120)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    got = [float(v) for line in run.output.splitlines() if line.startswith("[0] stats")
+                           for v in line.split()[2:]]
+                    self.assertEqual(len(got), 2, run.output)
+                    self.assertAlmostEqual(got[0], want[0], delta=1e-4, msg=run.output)
+                    self.assertAlmostEqual(got[1], want[1], delta=0.02 * abs(want[1]), msg=run.output)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -27,7 +27,11 @@ MODULE_ATTRS = {"train", "eval", "training", "parameters", "named_parameters", "
                 "register_comm_hook", "__class__", "__dict__"}
 FILE_HANDLERS = {"FileHandler", "RotatingFileHandler", "TimedRotatingFileHandler", "WatchedFileHandler"}
 CLIPPERS = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"}
-CYCLIC = {"OneCycleLR": ("max_lr",), "CyclicLR": ("base_lr", "max_lr")}
+# Schedulers given learning rates of their own, not factors of the optimizer's: each such argument
+# by name and position (SWALR's target rate, a cosine schedule's floor, a plateau's least rate).
+CYCLIC = {"OneCycleLR": (("max_lr", 1),), "CyclicLR": (("base_lr", 1), ("max_lr", 2)), "SWALR": (("swa_lr", 1),),
+          "CosineAnnealingLR": (("eta_min", 2),), "CosineAnnealingWarmRestarts": (("eta_min", 3),),
+          "ReduceLROnPlateau": (("min_lr", 7),)}
 LOGGING = {"debug", "info", "warning", "error", "critical", "exception", "log", "basicConfig"}
 # Training frameworks that split the work between processes themselves: a script on them is refused.
 FRAMEWORKS = {"accelerate", "lightning", "pytorch_lightning", "deepspeed", "fairscale", "colossalai"}
