@@ -136,8 +136,11 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
             for child in ast.iter_child_nodes(node):
                 self.parent[child] = node
         h = style == "horovod"
-        self.RANK = "hvd.rank()" if h else "dist.get_rank()"
-        self.SIZE = "hvd.size()" if h else "dist.get_world_size()"
+        # torch.distributed's name in a DDP script: `dist` unless the script binds it itself (a
+        # Categorical in RL code, a distance), then _hoop_dist
+        self.DIST = "_hoop_dist" if not h and "dist" in self.bound_names() else "dist"
+        self.RANK = "hvd.rank()" if h else f"{self.DIST}.get_rank()"
+        self.SIZE = "hvd.size()" if h else f"{self.DIST}.get_world_size()"
         self.RANK0 = f"if {self.RANK} == 0:  {MARK} rank 0 only"
 
     # ---- helpers
@@ -179,9 +182,19 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
                           "parameters updated by hand, or by a custom optimizer factory): use a torch.optim optimizer, "
                           "or average the gradients yourself before the update (hvd.allreduce_ on each p.grad, or "
                           "DistributedDataParallel on the model)")
-        for name in ("hvd", "dist", "DistributedSampler"):
-            if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(self.tree)):
-                raise Refused(f"the script assigns the name '{name}', which the converted script needs")
+        needed = ("hvd", "DistributedSampler") if self.style == "horovod" else (self.DIST, "DistributedSampler")
+        clash = sorted(self.bound_names() & set(needed))
+        if clash:
+            raise Refused(f"the script binds the name '{clash[0]}', which the converted script needs")
+
+    def bound_names(self):
+        """Every name the script binds: assigned, a parameter, imported, a def or class."""
+        tree = self.tree
+        return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))} | {
+            a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)} | {
+            (a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+            for a in n.names} | {
+            d.name for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
     # ---- the changes
 
@@ -210,10 +223,10 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
             lines += ["", "hvd.init()  " + MARK + " join the job (hooprun, mpirun, Slurm or torchrun)"]
             local = "hvd.local_rank()"
         else:
-            lines += ["import torch.distributed as dist", "import hoop.torch  " + MARK + " registers the backend 'hoop'"]
+            lines += [f"import torch.distributed as {self.DIST}", "import hoop.torch  " + MARK + " registers the backend 'hoop'"]
             if self.loaders:
                 lines += ["from torch.utils.data.distributed import DistributedSampler"]
-            lines += ["", "dist.init_process_group('hoop')  " + MARK + " env:// (hooprun and torchrun set it)"]
+            lines += ["", f"{self.DIST}.init_process_group('hoop')  " + MARK + " env:// (hooprun and torchrun set it)"]
             local = "int(__import__('os').environ.get('LOCAL_RANK', 0))"
         if uses_cuda:
             lines += ["if torch.cuda.is_available():  " + MARK + " one GPU per local rank",

@@ -571,6 +571,56 @@ for epoch in range(3):
                         self.assertTrue(torch.equal(a[k], b[k]), f"{k} differs between the ranks")
 
     @alternating
+    def test_names_the_script_binds_are_not_taken(self):
+        # `dist` is a distance or a torch.distributions object in many scripts (a parameter, a
+        # loop's variable). Horovod style never needs the name; DDP style imports torch.distributed
+        # as _hoop_dist there. A script binding `hvd` is refused in Horovod style only.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+A, B = torch.randn(64, 8), torch.randn(64, 8)
+loader = DataLoader(TensorDataset(A, B, (torch.rand(64) > 0.5).float()), batch_size=8, shuffle=True)
+net = torch.nn.Linear(8, 4)
+opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+
+
+def contrastive(dist, label, margin=1.0):
+    return (label * dist.pow(2) + (1 - label) * F.relu(margin - dist).pow(2)).mean()
+
+
+for epoch in range(2):
+    for a, b, label in loader:
+        dist = F.pairwise_distance(net(a), net(b))
+        loss = contrastive(dist, label)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print(f"epoch {epoch} loss {loss.item():.4f}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style in drawn(("horovod", "ddp"), "names bound by the script"):
+                with self.subTest(style=style):
+                    src, out = os.path.join(tmp, "contrastive.py"), os.path.join(tmp, f"contrastive_{style}.py")
+                    with open(src, "w") as f:
+                        f.write(script)
+                    r = parallelize([src, "-o", out, "--style", style, "-q", "--check"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("--check: passed", r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    self.assertEqual("import torch.distributed as _hoop_dist" in text, style == "ddp")
+            with_hvd = script.replace("dist = F.pairwise", "hvd = F.pairwise").replace("contrastive(dist,", "contrastive(hvd,")
+            for style, r, out in convert_script(tmp, "with_hvd", with_hvd):
+                with self.subTest(binds="hvd", style=style):
+                    if style == "horovod":
+                        self.assertNotEqual(r.returncode, 0)
+                        self.assertIn("the script binds the name 'hvd', which the converted script needs", r.stderr)
+                    else:
+                        self.assertEqual(r.returncode, 0, r.stderr)
+
+    @alternating
     def test_refusals_write_nothing(self):
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             for what, (text, why, *style) in REFUSED.items():

@@ -199,7 +199,7 @@ class Agreement:
             if self.style == "horovod":
                 body = ["    return bool(hvd.broadcast_object(bool(decision), root_rank=0))"]
             else:
-                body = ["    box = [bool(decision)]", "    dist.broadcast_object_list(box, src=0)", "    return box[0]"]
+                body = ["    box = [bool(decision)]", f"    {self.DIST}.broadcast_object_list(box, src=0)", "    return box[0]"]
             lines += ["", "", f"def _hoop_agree(decision):  {MARK} rank 0's decision on every rank (a way out of "
                       "training: all ranks take it together)"] + body
         if hows & {"any", "all"}:
@@ -209,7 +209,7 @@ class Agreement:
                         "    return bool(hvd.allreduce(flag, op=hvd.Max, name='hoop_any').item())"]
             else:
                 body = ["    flag = torch.tensor([1 if decision else 0])",
-                        "    dist.all_reduce(flag, op=dist.ReduceOp.MAX)", "    return bool(flag.item())"]
+                        f"    {self.DIST}.all_reduce(flag, op={self.DIST}.ReduceOp.MAX)", "    return bool(flag.item())"]
             lines += ["", "", f"def _hoop_any(decision):  {MARK} whether any rank decided so (a training pass "
                       "skipped or left: all ranks take that way together)"] + body
         return lines

@@ -229,7 +229,7 @@ class DdpWrap:
                                                         for a in ast.walk(n.value)):
                 continue
             self.notes.append(f"line {n.lineno}: a gradient set by hand: DistributedDataParallel averages only what "
-                              "backward() computes, so this rank's own stays (average it with dist.all_reduce, or "
+                              f"backward() computes, so this rank's own stays (average it with {self.DIST}.all_reduce, or "
                               "use --style horovod)")
             self.e.insert_before(n.lineno, [f"{MARK} a gradient set by hand is not averaged by DDP: average it, or "
                                             "use --style horovod"], self.e.indent_of(n))

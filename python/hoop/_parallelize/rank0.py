@@ -62,7 +62,7 @@ class RankZero:
                       "evaluated)",
                       f"    return fn if {self.RANK} == 0 else (lambda *args, **kwargs: _HoopNothing())"]
         if self.loads_after_saves:
-            barrier = "hvd.barrier()" if self.style == "horovod" else "dist.barrier()"
+            barrier = "hvd.barrier()" if self.style == "horovod" else f"{self.DIST}.barrier()"
             lines += ["", "", "def _hoop_saved(load):  " + MARK + " rank 0 writes the files: every rank waits for it "
                       "before it reads one",
                       "    def after_saves(*args, **kwargs):",
@@ -75,7 +75,8 @@ class RankZero:
         """The converted script's _hoop_mean(value, total=False): a number or one-element tensor
         averaged (or summed) over the ranks, its type kept."""
         op = ("hvd.Sum if total else hvd.Average", "hvd.allreduce(t, op={}, name='metric')") if self.style == "horovod" \
-            else ("dist.ReduceOp.SUM if total else dist.ReduceOp.AVG", "dist.all_reduce(t, op={})")
+            else (f"{self.DIST}.ReduceOp.SUM if total else {self.DIST}.ReduceOp.AVG",
+                  f"{self.DIST}.all_reduce(t, op={{}})")
         return ["", "", "def _hoop_mean(value, total=False):  " + MARK + " a metric averaged (or summed) over the ranks "
                 "(its type kept: an int stays one where the result is whole)",
                 "    if isinstance(value, torch.Tensor) and value.numel() == 1:",

@@ -56,7 +56,7 @@ class Seeds:
                      f"{MARK} rank 0's seed"]
         else:
             lines = ["_hoop_seed = [torch.initial_seed() % 2**63]  " + f"{MARK} rank 0's seed",
-                     "dist.broadcast_object_list(_hoop_seed, src=0)", "_hoop_seed = _hoop_seed[0]"]
+                     f"{self.DIST}.broadcast_object_list(_hoop_seed, src=0)", "_hoop_seed = _hoop_seed[0]"]
         seed = {"torch": "torch.manual_seed(_hoop_seed)", "numpy": f"{names['numpy']}.random.seed(_hoop_seed % 2**32)",
                 "random": f"{names['random']}.seed(_hoop_seed)"}
         lines += [seed[m] + f"  {MARK} every rank draws as rank 0 does (a random_split, shuffled indices)"

@@ -40,7 +40,7 @@ class BatchStats:
         if self.style == "horovod":
             reduce = "hvd.allreduce_(stat, op=hvd.Average, name=f'batch_stats.{i}.{which}')"
         else:
-            reduce = "dist.all_reduce(stat, op=dist.ReduceOp.AVG)"
+            reduce = f"{self.DIST}.all_reduce(stat, op={self.DIST}.ReduceOp.AVG)"
         return ["", "", f"def _hoop_batch_stats(model):  {MARK} batch-norm statistics of this rank's share, "
                 "averaged over the ranks: those of every batch",
                 "    for i, m in enumerate(model.modules()):",

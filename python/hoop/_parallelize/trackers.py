@@ -68,7 +68,7 @@ class Trackers:
             if isinstance(p, ast.Attribute) and isinstance(p.ctx, ast.Store) \
                     or isinstance(p, ast.Subscript) and isinstance(p.ctx, ast.Store):
                 continue  # wandb.config.lr = ... / wandb.config["lr"] = ...: a write
-            share = "hvd.broadcast_object" if self.style == "horovod" else "dist.broadcast_object_list"
+            share = "hvd.broadcast_object" if self.style == "horovod" else f"{self.DIST}.broadcast_object_list"
             self.notes.append(f"line {n.lineno}: {n.value.id}.config read: on ranks other than 0 it is a stand-in (a "
                               f"sweep's settings reach rank 0 only): send what the ranks need from rank 0 ({share})")
             return
