@@ -1,0 +1,120 @@
+"""hoop-parallelize on scripts outside the plain shape of batches, a loss and step(): an optimizer
+that evaluates the loss itself through a closure (LBFGS: its line search takes the same steps on
+every rank), names the script binds that the converted script would use (`dist` as a distance or
+a torch.distributions object). Skipped, saying so, without PyTorch."""
+import os
+import sys
+import tempfile
+import unittest
+
+from support import HERE, alternating, convert_script, drawn, hooprun, parallelize
+
+try:
+    import torch
+except ImportError:
+    raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
+
+PROBE = os.path.join(HERE, "parallelize_probe.py")  # what each rank's optimizers ended with
+
+
+class Shapes(unittest.TestCase):
+    @alternating
+    def test_a_closure_taking_optimizer_stays_in_step(self):
+        # LBFGS evaluates the loss itself through a closure, as often as its line search needs.
+        # Each rank's own loss would have the ranks take different step lengths and stop after
+        # different numbers of evaluations (DDP: the parameters drift apart, then a rank waits for
+        # an allreduce the others never make; Horovod style: zero_grad() in the closure with
+        # gradients in flight). The closure's loss is averaged (DDP: _hoop_closure; Horovod style:
+        # step() does it), its rate left as it is, and the ranks end bitwise alike, stopping together.
+        script = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+X = torch.randn(256, 8)
+Y = X @ torch.randn(8, 1) + 0.1 * torch.randn(256, 1)
+loader = DataLoader(TensorDataset(X, Y), batch_size=64, shuffle=True)
+model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+optimizer = torch.optim.LBFGS(model.parameters(), lr=1, line_search_fn="strong_wolfe")
+for epoch in range(3):
+    for xb, yb in loader:
+        def closure():
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(xb), yb)
+            loss.backward()
+            return loss
+        loss = optimizer.step(closure)
+    print(f"epoch {epoch} loss {loss.item():.5f}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, r, out in convert_script(tmp, "lbfgs", script, drawn(("horovod", "ddp"), "LBFGS")):
+                with self.subTest(style=style):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("line 10: LBFGS's learning rate left as it is", r.stderr)
+                    self.assertIn("line 18: the closure's loss (and gradients) averaged over the ranks at each "
+                                  "evaluation", r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    self.assertIn("lr=1,", text)
+                    self.assertEqual("optimizer.step(_hoop_closure(closure))" in text, style == "ddp")
+                    run = hooprun(2, [sys.executable, PROBE, os.path.join(tmp, f"probe-{style}"), out],
+                                  env={"HOOP_TIMEOUT": "30"}, timeout=180)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    self.assertEqual(run.output.count("[0] epoch "), 3, run.output)
+                    a, b = (torch.load(os.path.join(tmp, f"probe-{style}.{k}.pt")) for k in (0, 1))
+                    for k in a:
+                        self.assertTrue(torch.equal(a[k], b[k]), f"{k} differs between the ranks")
+
+    @alternating
+    def test_names_the_script_binds_are_not_taken(self):
+        # `dist` is a distance or a torch.distributions object in many scripts (a parameter, a
+        # loop's variable). Horovod style never needs the name; DDP style imports torch.distributed
+        # as _hoop_dist there. A script binding `hvd` is refused in Horovod style only.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+A, B = torch.randn(64, 8), torch.randn(64, 8)
+loader = DataLoader(TensorDataset(A, B, (torch.rand(64) > 0.5).float()), batch_size=8, shuffle=True)
+net = torch.nn.Linear(8, 4)
+opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+
+
+def contrastive(dist, label, margin=1.0):
+    return (label * dist.pow(2) + (1 - label) * F.relu(margin - dist).pow(2)).mean()
+
+
+for epoch in range(2):
+    for a, b, label in loader:
+        dist = F.pairwise_distance(net(a), net(b))
+        loss = contrastive(dist, label)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print(f"epoch {epoch} loss {loss.item():.4f}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style in drawn(("horovod", "ddp"), "names bound by the script"):
+                with self.subTest(style=style):
+                    src, out = os.path.join(tmp, "contrastive.py"), os.path.join(tmp, f"contrastive_{style}.py")
+                    with open(src, "w") as f:
+                        f.write(script)
+                    r = parallelize([src, "-o", out, "--style", style, "-q", "--check"], tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("--check: passed", r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    self.assertEqual("import torch.distributed as _hoop_dist" in text, style == "ddp")
+            with_hvd = script.replace("dist = F.pairwise", "hvd = F.pairwise").replace("contrastive(dist,", "contrastive(hvd,")
+            for style, r, out in convert_script(tmp, "with_hvd", with_hvd):
+                with self.subTest(binds="hvd", style=style):
+                    if style == "horovod":
+                        self.assertNotEqual(r.returncode, 0)
+                        self.assertIn("the script binds the name 'hvd', which the converted script needs", r.stderr)
+                    else:
+                        self.assertEqual(r.returncode, 0, r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
