@@ -174,6 +174,12 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
                           "or on hoop's torch.distributed backend")
         if not any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in calls):
             raise Refused("no .backward() call: this does not look like a training script")
+        starter = self.own_processes(calls)
+        if starter is not None:
+            raise Refused(f"line {starter.lineno}: the script trains in processes it starts itself "
+                          f"({call_name(starter) or starter.func.attr}: Hogwild, or a process per GPU); it converts "
+                          "scripts that train in one process: train in the process itself, and start the ranks with "
+                          "hooprun")
         self.optimizers = [c for c in calls if self.is_optimizer(c)]
         if not self.optimizers:
             first = min((c for c in calls if isinstance(c.func, ast.Attribute) and c.func.attr == "backward"),
@@ -186,6 +192,25 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
         clash = sorted(self.bound_names() & set(needed))
         if clash:
             raise Refused(f"the script binds the name '{clash[0]}', which the converted script needs")
+
+    def own_processes(self, calls):
+        """The call that starts processes running a function of the script that trains
+        (multiprocessing's Process(target=f), torch.multiprocessing.spawn(f), a pool's or an
+        executor's map/submit of f), else None. A DataLoader's workers are not the script's."""
+        fns = self.functions()
+        for c in calls:
+            last = (call_name(c) or (c.func.attr if isinstance(c.func, ast.Attribute) else "")).split(".")[-1]
+            if last == "Process":
+                target = next((k.value for k in c.keywords if k.arg == "target"), None)
+            elif last in ("spawn", "start_processes") or (isinstance(c.func, ast.Attribute) and last in (
+                    "map", "starmap", "imap", "imap_unordered", "map_async", "starmap_async", "apply", "apply_async",
+                    "submit")):
+                target = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg in ("fn", "func")), None)
+            else:
+                continue
+            if isinstance(target, ast.Name) and target.id in fns and self.trains(fns[target.id]):
+                return c
+        return None
 
     def bound_names(self):
         """Every name the script binds: assigned, a parameter, imported, a def or class."""

@@ -186,6 +186,30 @@ net = Net()
 for i in range(0, 100, 10):
     net.learn(torch.ones(10, 2))
 """, "trains itself through its own methods", "ddp"),  # horovod style converts it
+    "Hogwild: training in processes the script starts": ("""
+import torch
+import torch.multiprocessing as mp
+from multiprocessing import Pool
+
+
+def prepare(i):
+    return i * 2
+
+
+def train(model):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(0, 100, 10):
+        model(torch.ones(10, 2)).sum().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    with Pool(2) as pool:
+        sizes = pool.map(prepare, range(4))  # preparing data in a pool is no reason to refuse
+    model = torch.nn.Linear(2, 1)
+    model.share_memory()
+    workers = [mp.Process(target=train, args=(model,)) for _ in range(2)]
+""", "line 23: the script trains in processes it starts itself (mp.Process"),
 }
 
 
