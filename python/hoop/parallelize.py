@@ -455,11 +455,16 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
         if not train:
             manual = self.shard_manual_batches() or self.reseed_random_batches()
             if not manual:
-                raise Refused("no training loop was recognised: neither a DataLoader iterated where backward runs, "
+                loop = next((l for l in ast.walk(self.tree) if isinstance(l, (ast.For, ast.While)) and self.trains(l)),
+                            None)
+                where = f"line {loop.lineno}: the loop that trains takes " if loop else ""
+                raise Refused("no training loop was recognised: " + where +
+                              "neither a DataLoader iterated where backward runs, "
                               "batches taken by `for i in range(0, N, B)`, by index (x[i * bs:...]) or as a tensor's "
-                              "batches (zip(X.split(B), Y.split(B))), nor batches drawn "
-                              "at random; split the data "
-                              "between ranks by hand")
+                              "batches (zip(X.split(B), Y.split(B))), nor batches drawn at random"
+                              + ("; where each step trains on the whole data (full-batch, as a GCN on its graph), "
+                                 "data parallelism has nothing to share out" if loop else "")
+                              + "; split the data between ranks by hand")
         self.find_dataset_ratios(train)
         self.find_stats_passes()
         self.imports_and_init()

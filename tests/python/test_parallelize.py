@@ -98,6 +98,16 @@ for x in batches():
     model(x).sum().backward()
     opt.step()
 """, "no training loop was recognised"),
+    "full-batch training (a GCN on its whole graph)": ("""
+import torch
+features, labels = torch.randn(30, 4), torch.randint(0, 2, (30,))
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.Adam(model.parameters(), lr=0.01)
+for epoch in range(20):
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(model(features)[:20], labels[:20]).backward()
+    opt.step()
+""", "line 6: the loop that trains takes neither a DataLoader"),
     "random batches from a generator of their own": ("""
 import torch
 data = torch.ones(100, 2)
