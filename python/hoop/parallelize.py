@@ -482,7 +482,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
             self.sync_before_clipping()
         if self.style == "ddp":
             self.ddp_module_access()
-            self.grads_set_by_hand()
+        self.grads_set_by_hand()
         self.average_metrics()
         self.average_stats()
         self.agree_on_exits()

@@ -4,7 +4,7 @@ any rank takes it ahead of the pass's backward (a NaN check); a pass skipped (`c
 every rank where any rank skips it; a branch whose ways differ in what
 every rank must do alike (a backward or step in one way only: run only where every rank's test lets
 it; an averaged evaluation in one way only: rank 0's decision); one taken on an exception: listed;
-a gradient set by hand: listed under DDP; an object the loop calls (an EarlyStopping) counts as
+a gradient set by hand: listed under DDP (written in place: under Horovod style too); an object the loop calls (an EarlyStopping) counts as
 what a rank computed alone. Skipped, saying so, without PyTorch."""
 import importlib.util
 import os
@@ -205,8 +205,10 @@ print(f"steps {steps} finite {all(torch.isfinite(p).all().item() for p in model.
     def test_gradients_set_by_hand_are_listed_under_ddp(self):
         # DDP averages only what backward() makes; a gradient the script sets from
         # torch.autograd.grad stays this rank's own, so --style ddp marks and lists it (Horovod
-        # style's optimizer averages it at step(): horovod_extras_rank.py). Clearing a gradient or
-        # scaling the one backward made is no such thing.
+        # style's optimizer averages one assigned anew at step(): horovod_extras_rank.py; one
+        # written into the old tensor, p.grad.copy_(g), it cannot tell from the one it averaged,
+        # so both styles list that). Clearing a gradient or scaling the one backward made is no
+        # such thing.
         script = """
 import torch
 import torch.nn.functional as F
@@ -223,20 +225,25 @@ for epoch in range(2):
         if epoch == 0:
             loss.backward()
             model.weight.grad = model.weight.grad / 2
-        else:
+        elif epoch == 1:
             grads = torch.autograd.grad(loss, list(model.parameters()))
             for p, g in zip(model.parameters(), grads):
                 p.grad = g
+        else:
+            for p, g in zip(model.parameters(), torch.autograd.grad(loss, list(model.parameters()))):
+                p.grad.copy_(g)
         opt.step()
 """
+        ddp = ("a gradient set by hand: DistributedDataParallel averages only what backward() computes, so this "
+               "rank's own stays (average it with dist.all_reduce, or use --style horovod)")
+        horovod = ("a gradient set by hand: written into the old tensor, hvd.DistributedOptimizer cannot tell it from "
+                   "the one it averaged last, so this rank's own stays (assign a new tensor instead: p.grad = g)")
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             for style, r, _ in convert_script(tmp, "by_hand", script):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 listed = [line for line in r.stderr.splitlines() if "a gradient set by hand" in line]
-                self.assertEqual(listed, ["  left for you: line 20: a gradient set by hand: DistributedDataParallel "
-                                          "averages only what backward() computes, so this rank's own stays (average "
-                                          "it with dist.all_reduce, or use --style horovod)"] if style == "ddp" else [],
-                                 r.stderr)
+                self.assertEqual(listed, [f"  left for you: line 20: {ddp}", f"  left for you: line 23: {ddp}"]
+                                 if style == "ddp" else [f"  left for you: line 23: {horovod}"], r.stderr)
 
 
     @alternating
