@@ -213,12 +213,15 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
         return None
 
     def bound_names(self):
-        """Every name the script binds: assigned, a parameter, imported, a def or class."""
+        """Every name the script binds: assigned, a parameter, imported (but to what the converted
+        script imports under it: torch.distributed as dist, DistributedSampler), a def or class."""
         tree = self.tree
+        same = {("torch.distributed", "dist"), ("torch.utils.data.distributed.DistributedSampler", "DistributedSampler")}
         return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))} | {
             a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)} | {
             (a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
-            for a in n.names} | {
+            for a in n.names if (f"{n.module}.{a.name}" if isinstance(n, ast.ImportFrom) else a.name,
+                                 a.asname or a.name) not in same} | {
             d.name for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
     # ---- the changes
@@ -267,7 +270,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
             lines += self.metric_helper()
         lines += self.closure_helper()
         lines += self.stats_helper()
-        self.e.insert_after(last, lines, "")
+        self.e.insert_after(last, lines, "", first=True)  # before a loader on the next line is given its sampler
         self.changes.append(f"hoop.torch imported and initialised after line {last.end_lineno}"
                             + (" (the device pinned to the local rank)" if uses_cuda else ""))
         self.changes += [seeded] if seeded else []

@@ -1,7 +1,8 @@
 """hoop-parallelize on scripts outside the plain shape of batches, a loss and step(): an optimizer
 that evaluates the loss itself through a closure (LBFGS: its line search takes the same steps on
 every rank), names the script binds that the converted script would use (`dist` as a distance or
-a torch.distributions object). Skipped, saying so, without PyTorch."""
+a torch.distributions object), a loader on the line right after the imports. Skipped, saying so,
+without PyTorch."""
 import os
 import sys
 import tempfile
@@ -18,6 +19,16 @@ PROBE = os.path.join(HERE, "parallelize_probe.py")  # what each rank's optimizer
 
 
 class Shapes(unittest.TestCase):
+    def checked(self, tmp, name, script, style):
+        """The path of script (written as NAME.py in tmp) converted in style, its --check passed."""
+        src, out = os.path.join(tmp, f"{name}.py"), os.path.join(tmp, f"{name}_{style}.py")
+        with open(src, "w") as f:
+            f.write(script)
+        r = parallelize([src, "-o", out, "--style", style, "-q", "--check"], tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--check: passed", r.stderr)
+        return out
+
     @alternating
     def test_a_closure_taking_optimizer_stays_in_step(self):
         # LBFGS evaluates the loss itself through a closure, as often as its line search needs.
@@ -97,13 +108,7 @@ for epoch in range(2):
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             for style in drawn(("horovod", "ddp"), "names bound by the script"):
                 with self.subTest(style=style):
-                    src, out = os.path.join(tmp, "contrastive.py"), os.path.join(tmp, f"contrastive_{style}.py")
-                    with open(src, "w") as f:
-                        f.write(script)
-                    r = parallelize([src, "-o", out, "--style", style, "-q", "--check"], tmp)
-                    self.assertEqual(r.returncode, 0, r.stderr)
-                    self.assertIn("--check: passed", r.stderr)
-                    with open(out) as f:
+                    with open(self.checked(tmp, "contrastive", script, style)) as f:
                         text = f.read()
                     self.assertEqual("import torch.distributed as _hoop_dist" in text, style == "ddp")
             with_hvd = script.replace("dist = F.pairwise", "hvd = F.pairwise").replace("contrastive(dist,", "contrastive(hvd,")
@@ -114,6 +119,31 @@ for epoch in range(2):
                         self.assertIn("the script binds the name 'hvd', which the converted script needs", r.stderr)
                     else:
                         self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_a_loader_right_after_the_imports_is_split_after_the_set_up(self):
+        # No blank line between the imports and the DataLoader: its sampler, made on that line,
+        # needs the process group the set-up starts after the imports, so the set-up goes first.
+        # A script importing what the converted script imports (torch.distributed as dist, to ask
+        # is_initialized(); DistributedSampler) keeps those names.
+        script = """import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8, shuffle=True)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+    for x, y in loader:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+print("distributed" if dist.is_initialized() else "alone")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style in drawn(("horovod", "ddp"), "a loader right after the imports"):
+                with self.subTest(style=style):
+                    with open(self.checked(tmp, "first", script, style)) as f:
+                        self.assertNotIn("_hoop_dist", f.read())
 
 
 if __name__ == "__main__":

@@ -105,11 +105,13 @@ class Edits:
     def replace(self, node, text):
         self.spans.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text))
 
-    def insert_before(self, line, text_lines, indent):
-        self.ops.append((line, 1, "insert", [indent + t + "\n" if t else "\n" for t in text_lines]))
+    def insert_before(self, line, text_lines, indent, first=False):
+        """text_lines before line; first: above anything else put there (the set-up every later
+        line needs), else above what was put there before it."""
+        self.ops.append((line, -1 if first else 1, "insert", [indent + t + "\n" if t else "\n" for t in text_lines]))
 
-    def insert_after(self, node, text_lines, indent=None):
-        self.insert_before(node.end_lineno + 1, text_lines, self.indent_of(node) if indent is None else indent)
+    def insert_after(self, node, text_lines, indent=None, first=False):
+        self.insert_before(node.end_lineno + 1, text_lines, self.indent_of(node) if indent is None else indent, first)
 
     def wrap(self, node, condition):
         self.ops.append((node.lineno, 0, "wrap", (node.end_lineno, self.indent_of(node), condition)))

@@ -14,8 +14,8 @@ from hoop._parallelize.edits import MARK, Refused, call_name
 
 class BatchStats:
     def find_stats_passes(self):
-        """[(call, its statement)] of update_bn(loader, model) over a split loader; the loader
-        (first argument, or loader=) followed as the converter follows training loaders."""
+        """[(call, its statement, the model)] of update_bn(loader, model) over a split loader; the
+        loader (first argument, or loader=) followed as the converter follows training loaders."""
         self.stats_passes = []
         for c in ast.walk(self.tree):
             if not (isinstance(c, ast.Call) and (call_name(c) or "").split(".")[-1] == "update_bn"):
@@ -50,6 +50,7 @@ class BatchStats:
                 f"                {reduce}"]
 
     def average_stats(self):
+        """_hoop_batch_stats(model) on the line after each such update_bn."""
         for c, stmt, model in self.stats_passes:
             self.e.insert_after(stmt, [f"_hoop_batch_stats({self.e.source(model)})  {MARK} over every rank's share"])
             self.changes.append(f"line {c.lineno}: the batch-norm statistics update_bn took over this rank's share "
