@@ -166,13 +166,24 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
         if any(x.endswith("init_process_group") or x in ("hvd.init", "hoop.init") for x in names) or \
                 any(m.startswith(("horovod", "hoop")) for m in imported):
             raise Refused("the script is distributed already (it initialises torch.distributed, Horovod or hoop)")
+        called = {x.split(".")[-1] for x in names}
         own = sorted({m.split(".")[0] for m in imported if m.split(".")[0] in FRAMEWORKS} | {
-            "DistributedDataParallel" for x in names if x.endswith("DistributedDataParallel")})
+            "DistributedDataParallel" for x in names if x.endswith("DistributedDataParallel")} | {
+            ("transformers'" if n.module.startswith("transformers") else "trl's") + " " + a.name
+            for n in ast.walk(self.tree) if isinstance(n, ast.ImportFrom)
+            and (n.module or "").split(".")[0] in ("transformers", "trl")
+            for a in n.names if a.name.endswith("Trainer") and a.name in called} | {
+            f"transformers' {x.split('.')[-1]}" for x in names if x.startswith("transformers.") and x.endswith("Trainer")})
         if own:
             raise Refused(f"the script trains through {', '.join(own)}, which runs data-parallel by itself: launch it "
-                          "the way that documents (accelerate launch, a Trainer's strategy, the deepspeed launcher), "
-                          "or on hoop's torch.distributed backend")
+                          "the way that documents (accelerate launch or torchrun, a Trainer's strategy, the deepspeed "
+                          "launcher), or on hoop's torch.distributed backend")
         if not any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in calls):
+            grads = sorted(c.lineno for c in calls if (call_name(c) or "").endswith("autograd.grad"))
+            if grads and self.gradient_writes():
+                raise Refused(f"line {grads[0]}: no .backward() call: the gradients come from torch.autograd.grad "
+                              "and are set by hand; it converts scripts whose backward() passes make them (average "
+                              "such gradients yourself: hvd.DistributedOptimizer does at step())")
             raise Refused("no .backward() call: this does not look like a training script")
         starter = self.own_processes(calls)
         if starter is not None:

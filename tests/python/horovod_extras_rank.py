@@ -71,7 +71,8 @@ def compressors(r, n):
 
 def gradients_beyond_backward(r, n):
     """DistributedOptimizer as Horovod's, on gradients no single backward pass made: set by hand
-    from torch.autograd.grad (averaged at step()); a layer only some ranks' pass reaches (every
+    from torch.autograd.grad or written into the old tensor (averaged at step()), but not again where
+    changed between synchronize() and step(); a layer only some ranks' pass reaches (every
     rank submits it at step(), zeros where unused: no rank waits for a tensor the others never
     send); and an optimizer none of whose parameters got anything (its synchronize() submits
     nothing, leaving the gradients None, as the converter's GAN loops need)."""
@@ -88,6 +89,29 @@ def gradients_beyond_backward(r, n):
         opt.step()
         want = sum(2 * float(before[0].sum()) * (k + 1) * (k + 1) for k in range(n)) / n
         close(f"a gradient set by hand, step {step}", net.weight, before - 0.1 * want)
+    for step, how in enumerate(("copy_", "data", "copy_")):  # written into the tensor the last step used
+        before = net.weight.detach().clone()
+        (g,) = torch.autograd.grad((net(x) ** 2).sum(), [net.weight])
+        if how == "copy_":
+            net.weight.grad.copy_(g)
+        else:
+            net.weight.grad.data = g.clone()
+        opt.step()
+        want = sum(2 * float(before[0].sum()) * (k + 1) * (k + 1) for k in range(n)) / n
+        close(f"a gradient written in place ({how}), step {step}", net.weight, before - 0.1 * want)
+    # Changed in place between synchronize() and step() (clipped, zeroed): the script's own work on
+    # the sum, not a new gradient to sum again.
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1), op=hvd.Sum,
+                                   named_parameters=[("clipped." + k, v) for k, v in net.named_parameters()])
+    for step in range(2):
+        before = net.weight.detach().clone()
+        opt.zero_grad(set_to_none=False)
+        (net(x) ** 2).sum().backward()
+        opt.synchronize()
+        net.weight.grad.mul_(0.5)
+        opt.step()
+        want = 0.5 * sum(2 * float(before[0].sum()) * (k + 1) * (k + 1) for k in range(n))
+        close(f"a summed gradient halved before step(), step {step}", net.weight, before - 0.1 * want)
     heads = torch.nn.ModuleDict({"a": torch.nn.Linear(3, 1), "b": torch.nn.Linear(3, 1)})
     opt = hvd.DistributedOptimizer(torch.optim.SGD(heads.parameters(), lr=1.0),
                                    named_parameters=[("heads." + k, v) for k, v in heads.named_parameters()])

@@ -74,6 +74,22 @@ import torch
 model = torch.nn.Linear(2, 1)
 print(model(torch.ones(1, 2)))
 """, "no .backward()"),
+    "transformers' Trainer": ("""
+import torch
+from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+Trainer(model=model, args=TrainingArguments("out"), train_dataset=None).train()
+""", "the script trains through transformers' Trainer, which runs data-parallel by itself"),
+    "gradients from autograd.grad only": ("""
+import torch
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    loss = model(torch.ones(1, 2)).sum()
+    for p, g in zip(model.parameters(), torch.autograd.grad(loss, list(model.parameters()))):
+        p.grad = g
+    opt.step()
+""", "line 7: no .backward() call: the gradients come from torch.autograd.grad and are set by hand"),
     "already distributed": ("""
 import torch
 import torch.distributed as dist

@@ -216,43 +216,37 @@ class DdpWrap:
                 self.changes.append(said)
 
     def grads_set_by_hand(self):
-        """A gradient the script sets itself (`p.grad = g` from torch.autograd.grad) is this rank's
-        alone where nothing averages it: DDP averages what backward() computes, in its own hooks;
-        Horovod style's optimizer averages a gradient assigned anew at step(), but not one written
-        into the old tensor (`p.grad.copy_(g)`, `p.grad.data = g`), which it cannot tell from the
-        one it averaged last. Listed and marked; `p.grad = None` and values made from the gradient
-        itself (`p.grad = p.grad / n`) are left alone."""
-        for n, in_place in self.gradient_writes():
-            if self.style == "horovod" and not in_place:
-                continue
-            if self.style == "ddp":
-                why = (f"DistributedDataParallel averages only what backward() computes, so this rank's own stays "
-                       f"(average it with {self.DIST}.all_reduce, or use --style horovod)")
-                mark = "a gradient set by hand is not averaged by DDP: average it, or use --style horovod"
-            else:
-                why = ("written into the old tensor, hvd.DistributedOptimizer cannot tell it from the one it averaged "
-                       "last, so this rank's own stays (assign a new tensor instead: p.grad = g)")
-                mark = "a gradient written in place is not averaged: assign it (p.grad = g)"
+        """A gradient the script sets itself (`p.grad = g` from torch.autograd.grad, or written into
+        the old tensor: `p.grad.copy_(g)`, `p.grad.data = g`) is this rank's alone under DDP, which
+        averages what backward() computes, in its own hooks: listed and marked. Horovod style's
+        optimizer averages it at step(), assigned anew or written in place. `p.grad = None` and
+        values made from the gradient itself (`p.grad = p.grad / n`) are left alone."""
+        if self.style != "ddp":
+            return
+        for n in self.gradient_writes():
+            why = (f"DistributedDataParallel averages only what backward() computes, so this rank's own stays "
+                   f"(average it with {self.DIST}.all_reduce, or use --style horovod)")
+            mark = "a gradient set by hand is not averaged by DDP: average it, or use --style horovod"
             self.notes.append(f"line {n.lineno}: a gradient set by hand: {why}")
             self.e.insert_before(n.lineno, [f"{MARK} {mark}"], self.e.indent_of(self.stmt_of(n)))
 
     def gradient_writes(self):
-        """[(node, in place)] where the script writes a parameter's gradient other than from the
-        gradient itself: `p.grad = g`, `p.grad.data = g` and `p.grad.copy_(g)` (in place)."""
+        """The nodes where the script writes a parameter's gradient other than from the gradient
+        itself: `p.grad = g`, `p.grad.data = g` and `p.grad.copy_(g)`."""
         out = []
         for n in ast.walk(self.tree):
             if isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in n.targets):
-                value, in_place = n.value, False
+                value = n.value
             elif isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "data" and isinstance(
                     t.value, ast.Attribute) and t.value.attr == "grad" for t in n.targets):
-                value, in_place = n.value, True
+                value = n.value
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "copy_" and n.args \
                     and any(isinstance(a, ast.Attribute) and a.attr == "grad" for a in ast.walk(n.func.value)):
-                value, in_place = n.args[0], True
+                value = n.args[0]
             else:
                 continue
             if isinstance(value, ast.Constant) or any(isinstance(a, ast.Attribute) and a.attr == "grad"
                                                       for a in ast.walk(value)):
                 continue
-            out.append((n, in_place))
+            out.append(n)
         return out

@@ -39,6 +39,12 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None):
         optimizer.load_state_dict(state)
 
 
+def _written(grad):
+    """What changes when a gradient tensor is written: its version (in-place ops, copy_) and its
+    storage (`p.grad.data = g`, which leaves the version alone)."""
+    return grad._version, (0 if grad.is_sparse else grad.data_ptr())
+
+
 class _DistributedOptimizer:
     """Mixed into the wrapped optimizer's class (DistributedOptimizer below)."""
 
@@ -76,6 +82,8 @@ class _DistributedOptimizer:
         self._hoop_handles = {}
         self._hoop_delay = {p: backward_passes_per_step for p in params}
         self._hoop_left = {}  # p -> weakref to the gradient the last synchronize() left it
+        self._hoop_versions = {}  # p -> _written(p.grad) after the last step() or zero_grad()
+        self._hoop_stepped = False  # step() since the last synchronize()
         self._hoop_sync = True
         self._hoop_hooks = []
         for p in params:
@@ -116,10 +124,20 @@ class _DistributedOptimizer:
         return hook
 
     def _hoop_set_by_hand(self, p):
-        """Whether p's gradient is a tensor other than the one the last synchronize() left it, with
-        no backward pass through it since: set by the script (`p.grad = g` from torch.autograd.grad)."""
+        """Whether p's gradient was set by the script, with no backward pass through it since the
+        last synchronize(): a tensor other than the one that synchronize() left (`p.grad = g` from
+        torch.autograd.grad), or that one written into after a step() (`p.grad.copy_(g)`,
+        `p.grad.data = g`; the tensor's version tells). A write between synchronize() and step() is
+        the script's own work on the averaged gradient (clipping it), not a new gradient."""
         left = self._hoop_left.get(p)
-        return p.grad is not None and self._hoop_delay[p] == self._hoop_passes and (left is None or left() is not p.grad)
+        if p.grad is None or self._hoop_delay[p] != self._hoop_passes:
+            return False
+        if left is None or left() is not p.grad:
+            return True
+        return self._hoop_stepped and _written(p.grad) != self._hoop_versions.get(p)
+
+    def _hoop_note_versions(self):
+        self._hoop_versions = {p: _written(p.grad) for p in self._hoop_delay if p.grad is not None}
 
     def synchronize(self):
         """Waits for every gradient's allreduce. Where anything was added since the last one (a
@@ -142,6 +160,7 @@ class _DistributedOptimizer:
         for p in self._hoop_delay:
             self._hoop_delay[p] = self._hoop_passes
             self._hoop_left[p] = weakref.ref(p.grad) if p.grad is not None else None
+        self._hoop_stepped = False
 
     def set_backward_passes_per_step(self, passes):
         """Horovod's: from now on, a gradient is submitted after every passes-th backward pass."""
@@ -156,6 +175,7 @@ class _DistributedOptimizer:
         ranks; the step they belonged to runs again)."""
         self._hoop_handles.clear()
         self._hoop_left.clear()
+        self._hoop_versions.clear()
         for p in self._hoop_delay:
             self._hoop_delay[p] = self._hoop_passes
 
@@ -171,7 +191,11 @@ class _DistributedOptimizer:
     def step(self, closure=None):
         if self._hoop_sync:
             self.synchronize()
-        return super(self.__class__, self).step(None if closure is None else self._hoop_closure(closure))
+        out = super(self.__class__, self).step(None if closure is None else self._hoop_closure(closure))
+        # The gradients' versions as the step leaves them: a later write into one is a new gradient.
+        self._hoop_note_versions()
+        self._hoop_stepped = True
+        return out
 
     def _hoop_closure(self, closure):
         """A closure-taking optimizer (LBFGS) evaluates the loss and its gradients itself, as often
@@ -195,7 +219,9 @@ class _DistributedOptimizer:
         if any(h is not None for h in self._hoop_handles.values()):
             raise AssertionError("hoop.torch: DistributedOptimizer: zero_grad() with gradients still being reduced; "
                                  "call step() or synchronize() first")
-        return super(self.__class__, self).zero_grad(*args, **kwargs)
+        out = super(self.__class__, self).zero_grad(*args, **kwargs)
+        self._hoop_note_versions()  # zeros written in place are no gradient set by hand
+        return out
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=_hvd.Compression.none,
