@@ -59,6 +59,10 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     what it accumulated over the whole data's size or batch count (`total / n_batches`,
     `correct / len(X)`); SWA's update_bn over the split loader: the batch-norm statistics averaged
     over the ranks after it;
+  - parameters updated by hand, without an optimizer (`for p in model.parameters():
+    p.data.add_(p.grad, alpha=-lr)`, word_language_model's): the model wrapped in DDP (ddp) or
+    broadcast from rank 0 (horovod, which also averages its gradients right after the backward
+    before the update); the rate beside p.grad scaled by the number of ranks;
   - gradient clipping (clip_grad_norm_, clip_grad_value_): horovod: optimizer.synchronize() first,
     so the averaged gradients are clipped (step() then has nothing left to wait for); ddp: as is
     (the gradients are averaged by the end of backward);
@@ -81,15 +85,16 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
   - experiment trackers (wandb, mlflow, comet_ml, neptune, aim, clearml, dvclive, swanlab) are
     rank 0's: what their imports bind is the same stand-in on the other ranks;
 It refuses, naming the line, a script that is already distributed (or trains through Accelerate,
-Lightning or DeepSpeed, which distribute it themselves), trains nothing (no
-.backward()), updates its parameters without a torch.optim optimizer (by hand, as
-word_language_model does, or through a custom factory), or gives a training DataLoader a sampler
+Lightning, DeepSpeed or transformers' Trainer, which distribute it themselves), trains nothing (no
+.backward()), updates its parameters without a torch.optim optimizer other than in a loop over a
+model's parameters() (through a custom factory, or on tensors of its own), or gives a training DataLoader a sampler
 of its own other than a RandomSampler or SequentialSampler over its dataset (which a
 DistributedSampler replaces, in the same order) or a SubsetRandomSampler: a
 WeightedRandomSampler, say, or a batch sampler, or reads an IterableDataset (a stream, which
 takes no sampler).
---check runs the result on 2 ranks under hooprun for a few optimizer steps and compares the ranks'
-parameters then (bitwise); a failed check leaves the script at OUTPUT.failed instead.
+--check runs the result on 2 ranks under hooprun for a few optimizer steps (updates by hand, where
+there is no optimizer) and compares the ranks' parameters then (bitwise); a failed check leaves the
+script at OUTPUT.failed instead.
 """
 import argparse
 import ast
@@ -103,6 +108,7 @@ from hoop._parallelize.ddp import DdpWrap
 from hoop._parallelize.devices import Devices
 from hoop._parallelize.edits import CLIPPERS, CYCLIC, FRAMEWORKS, MARK, Edits, Refused, call_name
 from hoop._parallelize.check import check, find_hooprun
+from hoop._parallelize.manual import ManualUpdates
 from hoop._parallelize.optimizers import Optimizers
 from hoop._parallelize.rank0 import RankZero
 from hoop._parallelize.scopes import Scopes
@@ -113,8 +119,8 @@ from hoop._parallelize.trackers import Trackers
 from hoop._parallelize.unused import UnusedParams
 
 
-class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares, BatchStats, Trackers, Agreement,
-                Devices, DdpWrap, UnusedParams):
+class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares, BatchStats, ManualUpdates, Trackers,
+                Agreement, Devices, DdpWrap, UnusedParams):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
     gradients' synchronisation here; beside, in _parallelize/: what names and calls mean
     (Scopes, scopes.py), which calls build optimizers and from what model (Optimizers,
@@ -192,11 +198,13 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
                           "scripts that train in one process: train in the process itself, and start the ranks with "
                           "hooprun")
         self.optimizers = [c for c in calls if self.is_optimizer(c)]
-        if not self.optimizers:
+        self.manual_updates = [] if self.optimizers else self.find_manual_updates()
+        if not self.optimizers and not self.manual_updates:
             first = min((c for c in calls if isinstance(c.func, ast.Attribute) and c.func.attr == "backward"),
                         key=lambda c: c.lineno)
             raise Refused(f"line {first.lineno}: backward() runs but no torch.optim optimizer is constructed (the "
-                          "parameters updated by hand, or by a custom optimizer factory): use a torch.optim optimizer, "
+                          "parameters updated by a custom optimizer factory, or by hand other than in a loop over "
+                          "model.parameters()): use a torch.optim optimizer, "
                           "or average the gradients yourself before the update (hvd.allreduce_ on each p.grad, or "
                           "DistributedDataParallel on the model)")
         needed = ("hvd", "DistributedSampler") if self.style == "horovod" else (self.DIST, "DistributedSampler")
@@ -280,7 +288,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
         if self.metric_blocks or self.dataset_ratios or self.closure_helper():
             lines += self.metric_helper()
         lines += self.closure_helper()
-        lines += self.stats_helper()
+        lines += self.stats_helper() + self.manual_helper()
         self.e.insert_after(last, lines, "", first=True)  # before a loader on the next line is given its sampler
         self.changes.append(f"hoop.torch imported and initialised after line {last.end_lineno}"
                             + (" (the device pinned to the local rank)" if uses_cuda else ""))
@@ -401,7 +409,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
                 continue
             name = call_name(c) or ""
             last = name.split(".")[-1]
-            if last in CLIPPERS:
+            if last in CLIPPERS and self.opt_names:  # none: updates by hand, averaged before the clipping
                 opts = self.opt_names if len(self.opt_names) == 1 else [
                     o for o in self.opt_names if any(s.lineno > c.lineno for s in self.steps_of(o))][:1]
                 if not opts:
@@ -489,6 +497,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
         for opt in self.optimizers:
             self.scale_lr(opt)
             self.wrap_optimizer(opt)
+        self.convert_manual_updates()
         self.scale_cyclic_lr()
         self.average_closure_losses()
         if self.style == "horovod":
@@ -527,7 +536,7 @@ def main(argv=None):
                     help="hoop.torch's Horovod-style API (default) or DistributedDataParallel over backend 'hoop'")
     ap.add_argument("--check", action="store_true", help="run the result on 2 ranks for a few optimizer steps and compare the ranks' parameters "
                          "(a failure moves the output to OUTPUT.failed)")
-    ap.add_argument("--check-steps", type=int, default=3, help="optimizer steps --check runs (default 3)")
+    ap.add_argument("--check-steps", type=int, default=3, help="optimizer steps (or updates by hand) --check runs (default 3)")
     ap.add_argument("--check-timeout", type=float, default=300, help="seconds --check may take (default 300)")
     ap.add_argument("--check-args", default="", help="arguments for the script under --check (one string)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no diff, only the summary")
@@ -568,7 +577,7 @@ def main(argv=None):
             return 2
         code, why = check(a.output, hooprun, a.check_steps, a.check_args.split(), a.check_timeout)
         if code == 0:
-            print(f"hoop-parallelize --check: passed ({a.check_steps} optimizer steps on 2 ranks, their parameters "
+            print(f"hoop-parallelize --check: passed ({a.check_steps} steps on 2 ranks, their parameters "
                   "bitwise the same)", file=sys.stderr)
             return 0
         failed = a.output + ".failed"

@@ -1,7 +1,8 @@
 """Runs a training script (argv[2:]) as __main__, then writes what this rank did beside argv[1]:
   - argv[1].RANK.pt: the parameters of every torch.optim optimizer the script built (found by
-    wrapping Optimizer.__init__, so a model local to main() counts), and of every torch.nn.Module
-    left in the script's globals (a DistributedDataParallel's inner module's), by name;
+    wrapping Optimizer.__init__, so a model local to main() counts; where it built none, those of
+    every torch.nn.Module it built: parameters updated by hand), and of every torch.nn.Module left
+    in the script's globals (a DistributedDataParallel's inner module's), by name;
   - argv[1].RANK.writes: the files this rank opened for writing, made, moved or copied (Python's
     audit hooks), one absolute path per line.
 A test compares the ranks through these, not through what the script prints or saves. The
@@ -12,7 +13,7 @@ import sys
 
 import torch
 
-writes, optimizers = [], []
+writes, optimizers, modules = [], [], []
 
 
 def audit(event, args):
@@ -27,9 +28,9 @@ def audit(event, args):
             writes.append(os.path.abspath(os.fsdecode(target)))
 
 
-def recording(init):
+def recording(init, into):
     def wrapper(self, *args, **kwargs):
-        optimizers.append(self)
+        into.append(self)
         return init(self, *args, **kwargs)
     return wrapper
 
@@ -42,6 +43,11 @@ def parameters(scope):
                 if id(p) not in seen:
                     seen.add(id(p))
                     params[f"optimizer{i}.group{g}.{k}"] = p.detach().cpu().clone()
+    for i, m in enumerate(modules if not optimizers else []):
+        for k, p in m.named_parameters():
+            if id(p) not in seen:
+                seen.add(id(p))
+                params[f"module{i}.{k}"] = p.detach().cpu().clone()
     for name, obj in sorted(scope.items()):
         if isinstance(obj, torch.nn.parallel.DistributedDataParallel):
             obj = obj.module
@@ -54,7 +60,8 @@ def parameters(scope):
 def main():
     out = sys.argv[1]
     sys.argv = sys.argv[2:]
-    torch.optim.Optimizer.__init__ = recording(torch.optim.Optimizer.__init__)
+    torch.optim.Optimizer.__init__ = recording(torch.optim.Optimizer.__init__, optimizers)
+    torch.nn.Module.__init__ = recording(torch.nn.Module.__init__, modules)
     sys.addaudithook(audit)
     code, scope = 0, {}
     try:

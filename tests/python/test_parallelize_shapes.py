@@ -1,9 +1,11 @@
 """hoop-parallelize on scripts outside the plain shape of batches, a loss and step(): an optimizer
 that evaluates the loss itself through a closure (LBFGS: its line search takes the same steps on
-every rank), names the script binds that the converted script would use (`dist` as a distance or
+every rank), parameters updated by hand without an optimizer, names the script binds that the converted script would use (`dist` as a distance or
 a torch.distributions object), a loader on the line right after the imports. Skipped, saying so,
 without PyTorch."""
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -19,6 +21,15 @@ PROBE = os.path.join(HERE, "parallelize_probe.py")  # what each rank's optimizer
 
 
 class Shapes(unittest.TestCase):
+    def run_alone(self, tmp, script):
+        """What the script prints run as one process, in tmp."""
+        src = os.path.join(tmp, "alone.py")
+        with open(src, "w") as f:
+            f.write(script)
+        r = subprocess.run([sys.executable, src], cwd=tmp, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
     def checked(self, tmp, name, script, style):
         """The path of script (written as NAME.py in tmp) converted in style, its --check passed."""
         src, out = os.path.join(tmp, f"{name}.py"), os.path.join(tmp, f"{name}_{style}.py")
@@ -145,6 +156,80 @@ print("distributed" if dist.is_initialized() else "alone")
                     with open(self.checked(tmp, "first", script, style)) as f:
                         self.assertNotIn("_hoop_dist", f.read())
 
+
+    @alternating
+    def test_parameters_updated_by_hand(self):
+        # No optimizer: each parameter updated in a loop over the model's parameters() (the
+        # tutorials before torch.optim; word_language_model, in the corpus), here in a function
+        # given the model (train(net)). DDP style wraps the model where it is made (net, not the
+        # function's parameter); Horovod style broadcasts it there and averages the gradients after
+        # backward. The rate beside p.grad is scaled by the number of ranks, as an optimizer's is.
+        # --check counts the updates; the ranks end bitwise alike, the losses near one process's.
+        script = """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+X = torch.randn(512, 6)
+Y = (X @ torch.randn(6, 1)).tanh()
+loader = DataLoader(TensorDataset(X, Y), batch_size=32, shuffle=True)
+learning_rate = 0.05
+
+
+def train(model):
+    total = 0.0
+    for xb, yb in loader:
+        loss = F.mse_loss(model(xb), yb)
+        loss.backward()
+        with torch.no_grad():
+            for param in model.parameters():
+                param -= learning_rate * param.grad
+                param.grad.zero_()
+        total += loss.item()
+    return total / len(loader)
+
+
+def main():
+    net = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    for epoch in range(3):
+        print(f"epoch {epoch} loss {train(net):.5f}")
+
+
+if __name__ == "__main__":
+    main()
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            alone = [float(v) for v in re.findall(r"loss ([\d.]+)", self.run_alone(tmp, script))]
+            for style in drawn(("horovod", "ddp"), "updates by hand"):
+                with self.subTest(style=style):
+                    out = self.checked(tmp, "by_hand", script, style)
+                    with open(out) as f:
+                        text = f.read()
+                    size = "hvd.size()" if style == "horovod" else "dist.get_world_size()"
+                    self.assertIn(f"param -= (learning_rate) * {size} * param.grad", text)
+                    self.assertEqual("net = torch.nn.parallel.DistributedDataParallel(net)" in text, style == "ddp")
+                    self.assertEqual("_hoop_average_gradients(model)" in text, style == "horovod")
+                    run = hooprun(2, [sys.executable, PROBE, os.path.join(tmp, f"probe-{style}"), out],
+                                  env={"HOOP_TIMEOUT": "30"}, timeout=180)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    a, b = (torch.load(os.path.join(tmp, f"probe-{style}.{k}.pt")) for k in (0, 1))
+                    self.assertTrue(a and all(torch.equal(a[k], b[k]) for k in a), "the ranks differ")
+                    both = [float(v) for v in re.findall(r"\[0\] epoch \d loss ([\d.]+)", run.output)]
+                    self.assertEqual(len(both), 3, run.output)
+                    for x, y in zip(both, alone):
+                        self.assertLess(abs(x - y), 0.1 * y, (both, alone))
+            old = script.replace("param -= learning_rate * param.grad", "param.data.add_(-learning_rate, param.grad)")
+            momentum = script.replace("param -= learning_rate * param.grad", "param.sub_(velocity(param))")
+            for name, variant, said in (("old_add", old, "the rate of the update by hand of 'model' scaled"),
+                                        ("momentum", momentum, "with no rate found beside p.grad: it is not scaled")):
+                for style, r, out in convert_script(tmp, name, variant):
+                    with self.subTest(variant=name, style=style):
+                        self.assertEqual(r.returncode, 0, r.stderr)
+                        self.assertIn(said, r.stderr)
+                        if name == "old_add":
+                            with open(out) as f:
+                                self.assertIn("param.data.add_((-learning_rate) * ", f.read())
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,6 +1,6 @@
 """hoop-parallelize --check: the converted script run on 2 ranks under hooprun for a few
-optimizer steps (every torch.optim optimizer's step counted), then the ranks' parameters compared
-bit for bit."""
+optimizer steps (every torch.optim optimizer's step counted; without an optimizer, the updates by
+hand, as the backward passes between them), then the ranks' parameters compared bit for bit."""
 import os
 import subprocess
 import sys
@@ -30,6 +30,31 @@ for name in dir(torch.optim):
     cls = getattr(torch.optim, name)
     if isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer) and "step" in cls.__dict__:
         cls.step = counted(cls.step)
+# A script that updates its parameters by hand has no optimizer: its updates are counted as the
+# backward passes that start after them, and its parameters are every module's.
+modules, built, backward, passes = [], [], torch.Tensor.backward, [0]
+def recorded(init, into):
+    def wrapper(self, *args, **kwargs):
+        into.append(self)
+        return init(self, *args, **kwargs)
+    return wrapper
+torch.nn.Module.__init__ = recorded(torch.nn.Module.__init__, modules)
+torch.optim.Optimizer.__init__ = recorded(torch.optim.Optimizer.__init__, built)
+def counted_backward(self, *args, **kwargs):
+    if not built:
+        if passes[0] >= limit:
+            seen, params = set(), []
+            for m in modules:
+                for p in m.parameters():
+                    if id(p) not in seen:
+                        seen.add(id(p))
+                        params.append(p.detach().cpu().clone())
+            torch.save(params, f"{prefix}.{os.environ.get('HOOP_RANK', '0')}.pt")
+            print(f"hoop-parallelize --check: {limit} updates by hand ran", flush=True)
+            os._exit(0)
+        passes[0] += 1
+    return backward(self, *args, **kwargs)
+torch.Tensor.backward = counted_backward
 sys.argv = sys.argv[3:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 '''
