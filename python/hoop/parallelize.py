@@ -87,9 +87,9 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
 It refuses, naming the line, a script that is already distributed (or trains through Accelerate,
 Lightning, DeepSpeed or transformers' Trainer, which distribute it themselves), trains nothing (no
 .backward()), updates its parameters without a torch.optim optimizer other than in a loop over a
-model's parameters() (through a custom factory, or on tensors of its own), or gives a training DataLoader a sampler
-of its own other than a RandomSampler or SequentialSampler over its dataset (which a
-DistributedSampler replaces, in the same order) or a SubsetRandomSampler: a
+model's parameters() (through a custom factory, or on tensors of its own), or gives a training
+DataLoader a sampler of its own other than a RandomSampler or SequentialSampler over its dataset
+(which a DistributedSampler replaces, in the same order) or a SubsetRandomSampler: a
 WeightedRandomSampler, say, or a batch sampler, or reads an IterableDataset (a stream, which
 takes no sampler).
 --check runs the result on 2 ranks under hooprun for a few optimizer steps (updates by hand, where
