@@ -111,6 +111,7 @@ from hoop._parallelize.check import check, find_hooprun
 from hoop._parallelize.manual import ManualUpdates
 from hoop._parallelize.optimizers import Optimizers
 from hoop._parallelize.rank0 import RankZero
+from hoop._parallelize.samplers import Samplers
 from hoop._parallelize.scopes import Scopes
 from hoop._parallelize.seeds import Seeds
 from hoop._parallelize.shares import ManualShares
@@ -119,8 +120,8 @@ from hoop._parallelize.trackers import Trackers
 from hoop._parallelize.unused import UnusedParams
 
 
-class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares, BatchStats, ManualUpdates, Trackers,
-                Agreement, Devices, DdpWrap, UnusedParams):
+class Converter(Scopes, Optimizers, DataSplitting, Samplers, Seeds, RankZero, ManualShares, BatchStats, ManualUpdates,
+                Trackers, Agreement, Devices, DdpWrap, UnusedParams):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
     gradients' synchronisation here; beside, in _parallelize/: what names and calls mean
     (Scopes, scopes.py), which calls build optimizers and from what model (Optimizers,
@@ -288,7 +289,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
         if self.metric_blocks or self.dataset_ratios or self.closure_helper():
             lines += self.metric_helper()
         lines += self.closure_helper()
-        lines += self.stats_helper() + self.manual_helper()
+        lines += self.stats_helper() + self.manual_helper() + self.drawn_helper()
         self.e.insert_after(last, lines, "", first=True)  # before a loader on the next line is given its sampler
         self.changes.append(f"hoop.torch imported and initialised after line {last.end_lineno}"
                             + (" (the device pinned to the local rank)" if uses_cuda else ""))
@@ -472,7 +473,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Seeds, RankZero, ManualShares
         self.find_side_effects()
         self.find_trackers()
         self.find_exits()
-        train = self.training_loaders()
+        train = self.train_loaders = self.training_loaders()
         manual = False
         if not train:
             manual = self.shard_manual_batches() or self.reseed_random_batches()

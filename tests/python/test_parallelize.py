@@ -42,9 +42,9 @@ for i in range(0, 100, 10):
 """, "no torch.optim optimizer"),
     "a sampler already set": ("""
 import torch
-from torch.utils.data import DataLoader, RandomSampler, TensorDataset
+from torch.utils.data import DataLoader, TensorDataset
 data = TensorDataset(torch.ones(10, 2))
-train_loader = DataLoader(data, sampler=RandomSampler(data, replacement=True))  # a plain one is replaced
+train_loader = DataLoader(data, sampler=list(range(9, -1, -1)))  # a plain or drawing one is replaced or shared
 model = torch.nn.Linear(2, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for (x,) in train_loader:

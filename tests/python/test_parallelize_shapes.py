@@ -1,8 +1,10 @@
 """hoop-parallelize on scripts outside the plain shape of batches, a loss and step(): an optimizer
 that evaluates the loss itself through a closure (LBFGS: its line search takes the same steps on
-every rank), parameters updated by hand without an optimizer, names the script binds that the converted script would use (`dist` as a distance or
+every rank), parameters updated by hand without an optimizer, a sampler that draws (weighted),
+names the script binds that the converted script would use (`dist` as a distance or
 a torch.distributions object), a loader on the line right after the imports. Skipped, saying so,
 without PyTorch."""
+import itertools
 import os
 import re
 import subprocess
@@ -18,6 +20,25 @@ except ImportError:
     raise unittest.SkipTest("PyTorch is missing (scripts/setup.sh installs Debian's)")
 
 PROBE = os.path.join(HERE, "parallelize_probe.py")  # what each rank's optimizers ended with
+
+
+class _Rank:
+    """hvd's (and torch.distributed's) rank and size, for the helper's logic run outside a job."""
+
+    def __init__(self, rank, size):
+        self._rank, self._size = rank, size
+
+    def rank(self):
+        return self._rank
+
+    def size(self):
+        return self._size
+
+    def get_rank(self):
+        return self._rank
+
+    def get_world_size(self):
+        return self._size
 
 
 class Shapes(unittest.TestCase):
@@ -230,6 +251,60 @@ if __name__ == "__main__":
                         if name == "old_add":
                             with open(out) as f:
                                 self.assertIn("param.data.add_((-learning_rate) * ", f.read())
+
+    @alternating
+    def test_a_sampler_that_draws_is_shared_between_the_ranks(self):
+        # WeightedRandomSampler (class imbalance) has no DistributedSampler to stand in for it: the
+        # script's sampler is kept, and each epoch every rank makes the same draw and takes every
+        # size()-th index of it, so the ranks together train on what one process draws: the same
+        # generator's draw (seeded from the script's own generator's seed, plus the epoch), split
+        # without overlap, as many on each rank, a new draw each epoch.
+        script = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
+
+x = torch.randn(101, 4)
+y = (x[:, 0] > 1.0).long()
+weights = torch.where(y == 1, 5.0, 1.0)
+loader = DataLoader(TensorDataset(x, y), batch_size=10,
+                    sampler=WeightedRandomSampler(weights, 101, generator=torch.Generator().manual_seed(5)))
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+    for xb, yb in loader:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(xb), yb).backward()
+        opt.step()
+"""
+        weights = torch.where(torch.arange(101) % 7 == 0, 5.0, 1.0)
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style in drawn(("horovod", "ddp"), "a sampler that draws"):
+                with self.subTest(style=style):
+                    with open(self.checked(tmp, "weighted", script, style)) as f:
+                        text = f.read()
+                    self.assertIn("sampler=_HoopDrawnShare(WeightedRandomSampler(weights, 101", text)
+                    self.assertIn("loader.sampler.set_epoch(epoch)", text)
+                    lines = text[text.index("class _HoopDrawnShare"):].splitlines()
+                    helper = "\n".join([lines[0]] + list(itertools.takewhile(
+                        lambda line: not line or line.startswith(" "), lines[1:])))
+                    for epoch in range(2):
+                        shares = []
+                        for rank in range(2):  # the class's own logic, for each rank of 2
+                            scope = {"torch": torch, "hvd": _Rank(rank, 2), "dist": _Rank(rank, 2)}
+                            exec(helper, scope)
+                            sampler = torch.utils.data.WeightedRandomSampler(
+                                weights, 101, generator=torch.Generator().manual_seed(5))
+                            share = scope["_HoopDrawnShare"](sampler)
+                            share.set_epoch(epoch)
+                            shares.append(list(share))
+                            self.assertEqual(len(share), 50)
+                        one = list(torch.utils.data.WeightedRandomSampler(
+                            weights, 101, generator=torch.Generator().manual_seed(5 + epoch)))[:100]
+                        self.assertEqual(shares[0], one[0::2])
+                        self.assertEqual(shares[1], one[1::2])
+                        if epoch == 0:
+                            first = shares[0]
+                    self.assertNotEqual(first, shares[0], "the same draw in every epoch")
 
 if __name__ == "__main__":
     unittest.main()

@@ -249,7 +249,9 @@ class DataSplitting:
         if any(k.arg == "batch_sampler" for k in call.keywords):
             raise Refused(f"line {call.lineno}: the training DataLoader {what} has a batch sampler of its own; give "
                           "it a DistributedSampler by hand")
-        subset = None
+        subset, made = None, own is not None and self.drawn_sampler(call, own.value)
+        if made:  # weighted, or with replacement: its draws dealt out (samplers.py)
+            return self.share_drawn_sampler(call, stmt, own, made, what)
         if own is not None:
             shuffle_src, own_kind, subset = self.plain_sampler_order(call, own.value, what)
         others = self.other_uses(call)
@@ -337,21 +339,6 @@ class DataSplitting:
         self.e.insert_before(stmt.lineno, before, self.e.indent_of(stmt))
         return f"{base}_sampler", data
 
-    def iterable_dataset(self, dataset, call):
-        """Whether the dataset is a stream (no len(), no sampler): made by a class of the script
-        derived from IterableDataset or IterDataPipe, a WebDataset, or load_dataset(...,
-        streaming=True), in place or assigned to the name given."""
-        kinds = {c.name for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef) and any(
-            (dotted(b) or "").split(".")[-1] in ("IterableDataset", "IterDataPipe") for b in c.bases)}
-        kinds |= {"WebDataset", "IterableDataset"}
-        made = [dataset] if isinstance(dataset, ast.Call) else [
-            c for c, _ in self.resolve_loader(dotted(dataset), call, Trail(tuple(kinds) + ("load_dataset",), False))
-        ] if dotted(dataset) else []
-        return any((call_name(m) or "").split(".")[-1] in kinds or (
-            (call_name(m) or "").split(".")[-1] == "load_dataset" and any(
-                k.arg == "streaming" and isinstance(k.value, ast.Constant) and k.value.value for k in m.keywords))
-            for m in made)
-
     def other_uses(self, call):
         """Where the function that returns this training loader is called for something else: the
         names (or lines) its other calls' results go to, none of them found feeding a training loop."""
@@ -367,8 +354,9 @@ class DataSplitting:
         function): ('True', 'RandomSampler', None) or ('False', 'SequentialSampler', None) over
         its whole dataset, ('True', 'SubsetRandomSampler', 'train_idx') for SubsetRandomSampler
         (train_idx) made in the same function (a DistributedSampler over Subset(dataset,
-        train_idx) takes its place). Any other sampler (weighted, with replacement) is refused:
-        the ranks' shares of it are the script's to define."""
+        train_idx) takes its place). Any other sampler is refused: the ranks' shares of it are the
+        script's to define (one that draws, weighted or with replacement, is shared before this:
+        samplers.py)."""
         found = [expr] if isinstance(expr, ast.Call) else []
         if not found and dotted(expr):
             trail = Trail(("RandomSampler", "SequentialSampler", "SubsetRandomSampler"))
