@@ -35,7 +35,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     never reaches (an auxiliary head, a decoder only generate() runs);
   - each training DataLoader (of a loop that runs backward, itself or through the functions and
     methods it calls) given a DistributedSampler (its shuffle= moved to the sampler; over
-    Subset(dataset, idx) in place of a SubsetRandomSampler(idx)),
+    Subset(dataset, idx) in place of a SubsetRandomSampler(idx); a WeightedRandomSampler, or a
+    RandomSampler with replacement, kept: each epoch one draw, the same on every rank, dealt out),
     followed through names, returns, arguments and attributes (a trainer class's
     self.data_loader, an object's dm.train_loader) and containers (dataloaders[phase] of a dict
     of loaders: every loader in it split), iterated by `for` or by next() on iter() of it; the
@@ -88,10 +89,8 @@ It refuses, naming the line, a script that is already distributed (or trains thr
 Lightning, DeepSpeed or transformers' Trainer, which distribute it themselves), trains nothing (no
 .backward()), updates its parameters without a torch.optim optimizer other than in a loop over a
 model's parameters() (through a custom factory, or on tensors of its own), or gives a training
-DataLoader a sampler of its own other than a RandomSampler or SequentialSampler over its dataset
-(which a DistributedSampler replaces, in the same order) or a SubsetRandomSampler: a
-WeightedRandomSampler, say, or a batch sampler, or reads an IterableDataset (a stream, which
-takes no sampler).
+DataLoader a sampler of its own other than those above (one of the script's own classes, say) or
+a batch sampler, or reads an IterableDataset (a stream, which takes no sampler).
 --check runs the result on 2 ranks under hooprun for a few optimizer steps (updates by hand, where
 there is no optimizer) and compares the ranks' parameters then (bitwise); a failed check leaves the
 script at OUTPUT.failed instead.
