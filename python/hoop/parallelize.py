@@ -432,8 +432,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Samplers, Seeds, RankZero, Ma
             if not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
                 raise Refused(f"line {c.lineno}: the gradients are {what.split()[0]} on a line shared with other "
                               f"code: give it a line of its own, or call {opt}.synchronize() before it by hand")
-            body = next((getattr(self.parent.get(stmt), f) for f in ("body", "orelse", "finalbody")
-                         if stmt in getattr(self.parent.get(stmt), f, [])), [])
+            body = self.block_of(stmt)
             i = body.index(stmt) if stmt in body else 0
             if i > 0 and id(body[i - 1]) in stmts:
                 continue  # the statement before it synchronized already

@@ -103,9 +103,7 @@ class ManualUpdates:
         """The first statement after the model is first made, in the same block, that trains."""
         assigned = sorted(self.assignments(made, scope), key=lambda a: a.lineno)
         if assigned:
-            parent = self.parent.get(assigned[0])
-            block = next((getattr(parent, f) for f in ("body", "orelse", "finalbody")
-                          if assigned[0] in getattr(parent, f, [])), [])
+            block = self.block_of(assigned[0])
             for stmt in block[block.index(assigned[0]) + 1:]:
                 if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
                         self.trains(ast.If(test=ast.Constant(True), body=[stmt], orelse=[])):
@@ -129,8 +127,7 @@ class ManualUpdates:
             self.e.insert_after(stmt, [line])
             where = stmt.end_lineno
         else:
-            parent = self.parent.get(loop)
-            block = next(getattr(parent, f) for f in ("body", "orelse", "finalbody") if loop in getattr(parent, f, []))
+            block = self.block_of(loop)
             first = block.index(loop)
             while first > 0 and isinstance(block[first - 1], ast.Expr) and isinstance(block[first - 1].value, ast.Call) \
                     and (call_name(block[first - 1].value) or "").split(".")[-1] in CLIPPERS:

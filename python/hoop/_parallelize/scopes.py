@@ -31,6 +31,12 @@ class Scopes:
             return True
         return base not in self.locals_of(fm) and base not in self.locals_of(fu)
 
+    def block_of(self, stmt):
+        """The statement list that holds stmt: its parent's body, orelse or finalbody ([] if none)."""
+        parent = self.parent.get(stmt)
+        return next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody"))
+                     if isinstance(b, list) and any(s is stmt for s in b)), [])
+
     def functions(self):
         return {f.name: f for f in ast.walk(self.tree) if isinstance(f, ast.FunctionDef)}
 
