@@ -36,7 +36,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
   - each training DataLoader (of a loop that runs backward, itself or through the functions and
     methods it calls) given a DistributedSampler (its shuffle= moved to the sampler; over
     Subset(dataset, idx) in place of a SubsetRandomSampler(idx); a WeightedRandomSampler, or a
-    RandomSampler with replacement, kept: each epoch one draw, the same on every rank, dealt out),
+    RandomSampler with replacement, kept: each epoch one draw, the same on every rank, dealt out;
+    the sampler a batch_sampler=BatchSampler(sampler, ...) batches, alike),
     followed through names, returns, arguments and attributes (a trainer class's
     self.data_loader, an object's dm.train_loader) and containers (dataloaders[phase] of a dict
     of loaders: every loader in it split), iterated by `for` or by next() on iter() of it; the
@@ -90,7 +91,7 @@ Lightning, DeepSpeed or transformers' Trainer, which distribute it themselves), 
 .backward()), updates its parameters without a torch.optim optimizer other than in a loop over a
 model's parameters() (through a custom factory, or on tensors of its own), or gives a training
 DataLoader a sampler of its own other than those above (one of the script's own classes, say) or
-a batch sampler, or reads an IterableDataset (a stream, which takes no sampler).
+a batch sampler other than a BatchSampler over one of them, or reads an IterableDataset (a stream, which takes no sampler).
 --check runs the result on 2 ranks under hooprun for a few optimizer steps (updates by hand, where
 there is no optimizer) and compares the ranks' parameters then (bitwise); a failed check leaves the
 script at OUTPUT.failed instead.

@@ -1,6 +1,7 @@
 """hoop-parallelize on scripts outside the plain shape of batches, a loss and step(): an optimizer
 that evaluates the loss itself through a closure (LBFGS: its line search takes the same steps on
-every rank), parameters updated by hand without an optimizer, a sampler that draws (weighted),
+every rank), parameters updated by hand without an optimizer, a sampler that draws (weighted), a
+loader given batch_sampler=BatchSampler(sampler, ...),
 names the script binds that the converted script would use (`dist` as a distance or
 a torch.distributions object), a loader on the line right after the imports. Skipped, saying so,
 without PyTorch."""
@@ -305,6 +306,66 @@ for epoch in range(2):
                         if epoch == 0:
                             first = shares[0]
                     self.assertNotEqual(first, shares[0], "the same draw in every epoch")
+
+    @alternating
+    def test_a_batch_sampler_batches_this_ranks_share(self):
+        # DataLoader(ds, batch_sampler=BatchSampler(sampler, B, drop_last)), or sampler= it with
+        # batch_size=None: the BatchSampler is kept and the sampler it batches (here by name)
+        # becomes a DistributedSampler over the same dataset, its epoch set through
+        # loader.batch_sampler.sampler (the loader's own .sampler is a SequentialSampler over the
+        # whole set then, and would be the wrong share for a ratio), or loader.sampler.sampler.
+        # A batch sampler of the script's own stays refused.
+        script = """
+import torch
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler, TensorDataset
+
+torch.manual_seed(1)
+x = torch.randn(101, 4)
+y = x @ torch.randn(4, 1)
+ds = TensorDataset(x, y)
+order = RandomSampler(ds)
+loader = DataLoader(ds, batch_sampler=BatchSampler(order, batch_size=10, drop_last=False))
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for epoch in range(3):
+    total = 0.0
+    for xb, yb in loader:
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(xb), yb)
+        loss.backward()
+        opt.step()
+        total += loss.item() * len(xb)
+    print(f"epoch {epoch} loss {total / len(loader.dataset):.4f}")
+"""
+        forms = {"batch_sampler": script, "sampler": script.replace(  # a dataset that reads a batch at once
+            "batch_sampler=BatchSampler(order, batch_size=10, drop_last=False)",
+            "sampler=BatchSampler(order, batch_size=10, drop_last=False), batch_size=None")}
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, form in drawn(itertools.product(("horovod", "ddp"), forms), "a batch sampler"):
+                with self.subTest(style=style, form=form):
+                    with open(self.checked(tmp, "batches", forms[form], style)) as f:
+                        text = f.read()
+                    self.assertIn(f"loader.{form}.sampler.set_epoch(epoch)", text)
+                    self.assertIn(f"total / len(loader.{form}.sampler)", text)
+                    made = [line for line in text.splitlines() if line.startswith(("order = ", "loader = "))]
+                    self.assertIn("order = DistributedSampler(ds, num_replicas=", made[0])
+                    seen = {}
+                    for rank in range(2):  # the converted lines, for each rank of 2
+                        scope = {"hvd": _Rank(rank, 2), "dist": _Rank(rank, 2), "ds": torch.utils.data.TensorDataset(
+                            torch.arange(101)), "DistributedSampler": torch.utils.data.DistributedSampler}
+                        exec("from torch.utils.data import BatchSampler, DataLoader\n" + "\n".join(made), scope)
+                        for epoch in range(3):
+                            getattr(scope["loader"], form).sampler.set_epoch(epoch)
+                            seen[rank, epoch] = [int(i) for (b,) in scope["loader"] for i in b]
+                    for epoch in range(3):
+                        self.assertEqual([len(seen[r, epoch]) for r in range(2)], [51, 51])
+                        self.assertEqual(set(seen[0, epoch]) | set(seen[1, epoch]), set(range(101)))
+                    self.assertNotEqual(seen[0, 0], seen[0, 1], "the same order in every epoch")
+            own = script.replace("BatchSampler(order, batch_size=10, drop_last=False)",
+                                 "[list(range(i, min(i + 10, 101))) for i in range(0, 101, 10)]")
+            for style, r, _ in convert_script(tmp, "own", own):
+                self.assertEqual(r.returncode, 2, r.stdout)
+                self.assertIn("line 10: the training DataLoader 'loader' has a batch sampler of its own", r.stderr)
 
 if __name__ == "__main__":
     unittest.main()

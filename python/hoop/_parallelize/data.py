@@ -243,12 +243,11 @@ class DataSplitting:
             raise Refused(f"line {call.lineno}: the training DataLoader {what} reads an IterableDataset, which takes "
                           "no sampler: give each rank its own part of the stream in its __iter__ (by "
                           f"{self.RANK} and {self.SIZE}), with as many batches on every rank")
+        if any(k.arg == "batch_sampler" for k in call.keywords) or self.batch_sampler_of(call):
+            return self.share_batch_sampler(call, stmt, what)  # samplers.py
         self.star_texts = {}
         shuffle, shuffle_src = self.shuffle_of(call, what)
         own = next((k for k in call.keywords if k.arg == "sampler"), None)
-        if any(k.arg == "batch_sampler" for k in call.keywords):
-            raise Refused(f"line {call.lineno}: the training DataLoader {what} has a batch sampler of its own; give "
-                          "it a DistributedSampler by hand")
         subset, made = None, own is not None and self.drawn_sampler(call, own.value)
         if made:  # weighted, or with replacement: its draws dealt out (samplers.py)
             return self.share_drawn_sampler(call, stmt, own, made, what)
@@ -404,7 +403,7 @@ class DataSplitting:
         loops = [(l, n) for l, n in loops if not any(o is not l and l in list(ast.walk(o)) for o, _ in loops)]
         if not loops and shuffle_src != "False" and self.set_epoch_where_made(call, sampler, stmt):
             return
-        if not loops and shuffle_src != "False" and not self.set_epoch_on_new_iterators(names):
+        if not loops and shuffle_src != "False" and not self.set_epoch_on_new_iterators(names, call):
             self.e.insert_before(stmt.lineno, [f"{MARK} call {sampler}.set_epoch(epoch) at the start of every epoch "
                                                "(no epoch loop was recognised)"], self.e.indent_of(stmt))
             self.notes.append(f"line {stmt.lineno}: no epoch loop found around the training loader: "
@@ -415,8 +414,9 @@ class DataSplitting:
             self.epochs_set.add((id(loop), name))
             held = self.wrapper_attr(names)  # train_dl = DeviceDataLoader(train_dl, device): its .dl
             reach = f"getattr({name}, {held!r}, {name})" if held and not name.endswith(ITEM) else name
-            first, epoch = loop.body[0], self.epoch_of(loop, f"{reach}.sampler")
-            lines = [f"{reach}.sampler.set_epoch({epoch})  {MARK} a new order each epoch"]
+            path = self.sampler_path([call])
+            first, epoch = loop.body[0], self.epoch_of(loop, f"{reach}.{path}")
+            lines = [f"{reach}.{path}.set_epoch({epoch})  {MARK} a new order each epoch"]
             if name.endswith(ITEM):
                 items = name[:-len(ITEM)] + (".values()" if self.item_kinds.get(id(call)) == "dict" else "")
                 lines = [f"for _hoop_loader in {items}:  {MARK} a new order each epoch, for each loader split",
@@ -424,7 +424,7 @@ class DataSplitting:
                          f"{self.e.unit * 2}_hoop_loader.sampler.set_epoch({epoch})"]
             self.e.insert_before(first.lineno, lines, self.e.indent_of(first))
             said = f"sampler.set_epoch({epoch}) on each loader of {name[:-len(ITEM)]}" if name.endswith(ITEM) else \
-                f"{name}.sampler.set_epoch({epoch})" + (f" (the loader under its wrapper's .{held})" if held else "")
+                f"{name}.{path}.set_epoch({epoch})" + (f" (the loader under its wrapper's .{held})" if held else "")
             self.changes.append(f"line {loop.lineno}: {said} each epoch")
 
     def slices_by_index(self, loop):
@@ -491,7 +491,7 @@ class DataSplitting:
                     return kept[0][0]
         return None
 
-    def set_epoch_on_new_iterators(self, names):
+    def set_epoch_on_new_iterators(self, names, call):
         """`it = iter(loader)` inside a loop (a step loop starting the data over when it ran out):
         the sampler's epoch goes up by one just before, on every rank alike. Whether any was found."""
         done = False
@@ -499,12 +499,12 @@ class DataSplitting:
             if not (isinstance(c, ast.Call) and call_name(c) == "iter" and len(c.args) == 1
                     and dotted(c.args[0]) in names and self.enclosing(c, (ast.For, ast.While)) is not None):
                 continue
-            stmt, name = self.stmt_of(c), dotted(c.args[0])
+            stmt, name = self.stmt_of(c), f"{dotted(c.args[0])}.{self.sampler_path([call])}"
             if not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
                 continue
-            self.e.insert_before(stmt.lineno, [f"{name}.sampler.set_epoch({name}.sampler.epoch + 1)  {MARK} a new "
+            self.e.insert_before(stmt.lineno, [f"{name}.set_epoch({name}.epoch + 1)  {MARK} a new "
                                                "order each pass over the data"], self.e.indent_of(stmt))
-            self.changes.append(f"line {stmt.lineno}: {name}.sampler's epoch advanced each time the loop starts "
+            self.changes.append(f"line {stmt.lineno}: {name}'s epoch advanced each time the loop starts "
                                 "the data over")
             done = True
         return done

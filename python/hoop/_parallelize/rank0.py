@@ -158,7 +158,7 @@ class RankZero:
         if isinstance(d, ast.Call) and self.is_dataset_len(d, names, datasets):
             of = d.args[0]
             if isinstance(of, ast.Attribute) and of.attr == "dataset" and self.is_split_ref(ref(of.value), of):
-                return f"len({self.e.source(of.value)}.sampler)"
+                return f"len({self.loader_sampler(of.value)})"
         elif not any(self.same_binding(ref(d), d, a) for a in sizes.get(ref(d), [])):
             return None
         return f"(({self.e.source(d)} + {self.SIZE} - 1) // {self.SIZE})"  # a DistributedSampler's share
@@ -359,9 +359,9 @@ class RankZero:
                     continue
                 of = n.args[0].value
                 if ref(of) in loops and self.is_split_ref(ref(of), of):
-                    self.e.replace(n, f"len({self.e.source(of)}.sampler)")
+                    self.e.replace(n, f"len({self.loader_sampler(of)})")
                     self.changes.append(f"line {n.lineno}: the progress print's {self.e.source(n)} is this rank's "
-                                        f"share (len({self.e.source(of)}.sampler)), as the count beside it is")
+                                        f"share (len({self.loader_sampler(of)})), as the count beside it is")
 
     def rank0_side_effects(self):
         # A call keeps its arguments evaluated on every rank (they may communicate: a metric
