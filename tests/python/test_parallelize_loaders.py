@@ -146,6 +146,25 @@ for epoch in range(3):
             made = text.index("loader = DataLoader(data, batch_size=8 * (epoch + 1), sampler=loader_sampler)")
             self.assertLess(made, text.index("    loader_sampler.set_epoch(epoch)"))
 
+    def test_a_loader_iterated_once_has_no_epoch_to_set(self):
+        # One pass over the loader (one epoch, at the top level or in a function called once from
+        # there) has one order and no epoch to set: no note says it lacks one. Called from a loop
+        # not recognised as the epoch loop (its target a tuple), the note stays.
+        head = ("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\n"
+                "loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)\n"
+                "model = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.05)\n\n\n"
+                "def train():\n    for xb, yb in loader:\n        opt.zero_grad()\n"
+                "        torch.nn.functional.mse_loss(model(xb), yb).backward()\n        opt.step()\n\n\n")
+        callers = {"main()": (False, "def main():\n    train()\n\n\nif __name__ == '__main__':\n    main()\n"),
+                   "top": (False, "train()\n"),
+                   "tuple loop": (True, "for i, lr in enumerate([0.1, 0.05]):\n    train()\n")}
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for what, (noted, tail) in callers.items():
+                with self.subTest(called_by=what):
+                    (_, r, _), = convert_script(tmp, "once", head + tail, styles=("horovod",))
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertEqual("no epoch loop" in r.stderr, noted, r.stderr)
+
 
     @alternating
     def test_batches_taken_by_index_are_split(self):

@@ -403,7 +403,8 @@ class DataSplitting:
         loops = [(l, n) for l, n in loops if not any(o is not l and l in list(ast.walk(o)) for o, _ in loops)]
         if not loops and shuffle_src != "False" and self.set_epoch_where_made(call, sampler, stmt):
             return
-        if not loops and shuffle_src != "False" and not self.set_epoch_on_new_iterators(names, call):
+        if not loops and shuffle_src != "False" and not self.set_epoch_on_new_iterators(names, call) \
+                and not self.one_pass(names):
             self.e.insert_before(stmt.lineno, [f"{MARK} call {sampler}.set_epoch(epoch) at the start of every epoch "
                                                "(no epoch loop was recognised)"], self.e.indent_of(stmt))
             self.notes.append(f"line {stmt.lineno}: no epoch loop found around the training loader: "

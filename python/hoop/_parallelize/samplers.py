@@ -15,7 +15,7 @@ SequentialSampler over the whole set), or `loader.sampler.sampler`. A mixin of C
 (hoop/parallelize.py), beside DataSplitting."""
 import ast
 
-from hoop._parallelize.data import Trail
+from hoop._parallelize.data import ITEM, Trail
 from hoop._parallelize.edits import MARK, Refused, call_name, dotted
 
 DRAWN = ("WeightedRandomSampler", "RandomSampler")
@@ -113,6 +113,22 @@ class Samplers:
         self.changes.append(f"line {call.lineno}: DataLoader {what}: its {kind}'s draws dealt out between the ranks "
                             f"(each epoch one draw, the same on every rank, each taking every {self.SIZE}-th index)")
         self.set_epochs(call, "its sampler", "True", stmt)
+
+    def one_pass(self, names):
+        """Whether the loader (by these names) is iterated once in all: by `for` loops that no
+        loop runs again, at the top level or in a function called only from there (one epoch, or a
+        warm-up pass): one order, and no epoch to set."""
+        fors = [f for f in ast.walk(self.tree) if isinstance(f, ast.For) and any(
+            n in names or n + ITEM in names for n in self.iterated_names(f.iter))]
+
+        def again(node, depth=2):
+            if self.enclosing(node, (ast.For, ast.While, ast.ListComp, ast.GeneratorExp)) is not None:
+                return True
+            fn = self.enclosing(node, (ast.FunctionDef,))
+            calls = self.calls_of(fn) if fn is not None else []
+            return fn is not None and (not depth or not calls or any(again(c, depth - 1) for c, _ in calls))
+
+        return len(fors) == 1 and not again(fors[0])
 
     def drawn_helper(self):
         """The converted script's _HoopDrawnShare, where a training loader draws."""
