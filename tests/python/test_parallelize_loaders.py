@@ -148,8 +148,8 @@ for epoch in range(3):
 
     def test_a_loader_iterated_once_has_no_epoch_to_set(self):
         # One pass over the loader (one epoch, at the top level or in a function called once from
-        # there) has one order and no epoch to set: no note says it lacks one. Called from a loop
-        # not recognised as the epoch loop (its target a tuple), the note stays.
+        # there) has one order and no epoch to set: no note says it lacks one. Called twice, or
+        # from a loop not recognised as the epoch loop (its target a tuple), the note stays.
         head = ("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\n"
                 "loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)\n"
                 "model = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.05)\n\n\n"
@@ -157,7 +157,8 @@ for epoch in range(3):
                 "        torch.nn.functional.mse_loss(model(xb), yb).backward()\n        opt.step()\n\n\n")
         callers = {"main()": (False, "def main():\n    train()\n\n\nif __name__ == '__main__':\n    main()\n"),
                    "top": (False, "train()\n"),
-                   "tuple loop": (True, "for i, lr in enumerate([0.1, 0.05]):\n    train()\n")}
+                   "tuple loop": (True, "for i, lr in enumerate([0.1, 0.05]):\n    train()\n"),
+                   "twice": (True, "train()\ntrain()\n")}
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             for what, (noted, tail) in callers.items():
                 with self.subTest(called_by=what):

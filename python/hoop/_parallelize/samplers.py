@@ -115,8 +115,8 @@ class Samplers:
         self.set_epochs(call, "its sampler", "True", stmt)
 
     def one_pass(self, names):
-        """Whether the loader (by these names) is iterated once in all: by `for` loops that no
-        loop runs again, at the top level or in a function called only from there (one epoch, or a
+        """Whether the loader (by these names) is iterated once in all: by one `for` loop that no
+        loop runs again, at the top level or in a function called once from there (one epoch, or a
         warm-up pass): one order, and no epoch to set."""
         fors = [f for f in ast.walk(self.tree) if isinstance(f, ast.For) and any(
             n in names or n + ITEM in names for n in self.iterated_names(f.iter))]
@@ -126,7 +126,7 @@ class Samplers:
                 return True
             fn = self.enclosing(node, (ast.FunctionDef,))
             calls = self.calls_of(fn) if fn is not None else []
-            return fn is not None and (not depth or not calls or any(again(c, depth - 1) for c, _ in calls))
+            return fn is not None and (not depth or len(calls) != 1 or again(calls[0][0], depth - 1))
 
         return len(fors) == 1 and not again(fors[0])
 
