@@ -46,7 +46,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     over it (the epoch goes up by one), on the loader under a wrapper of the script's own
     (`DeviceDataLoader(train_dl, device)` keeping self.dl); manual batching over range(0, N, B) (or enumerate of it)
     or over a tensor's batches (zip(X.split(B), Y.split(B)))
-    split so that each rank takes every size()-th batch, the same count on each; batches drawn at
+    split so that each rank takes every size()-th batch, the same count on each, in rank 0's order
+    (a permutation drawn for it broadcast, a shuffle in place from rank 0's state); batches drawn at
     random (torch.randint in a get_batch()) drawn apart: the generators seeded by rank before the
     training loop; torch's (NumPy's, random's) global generator seeded alike on every rank at
     start-up where the script does not seed it at the top level, so that every rank makes the same
@@ -110,6 +111,7 @@ from hoop._parallelize.edits import CLIPPERS, CYCLIC, FRAMEWORKS, MARK, Edits, R
 from hoop._parallelize.check import check, find_hooprun
 from hoop._parallelize.manual import ManualUpdates
 from hoop._parallelize.optimizers import Optimizers
+from hoop._parallelize.orders import Orders
 from hoop._parallelize.rank0 import RankZero
 from hoop._parallelize.samplers import Samplers
 from hoop._parallelize.scopes import Scopes
@@ -120,8 +122,8 @@ from hoop._parallelize.trackers import Trackers
 from hoop._parallelize.unused import UnusedParams
 
 
-class Converter(Scopes, Optimizers, DataSplitting, Samplers, Seeds, RankZero, ManualShares, BatchStats, ManualUpdates,
-                Trackers, Agreement, Devices, DdpWrap, UnusedParams):
+class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, RankZero, ManualShares, BatchStats,
+                ManualUpdates, Trackers, Agreement, Devices, DdpWrap, UnusedParams):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
     gradients' synchronisation here; beside, in _parallelize/: what names and calls mean
     (Scopes, scopes.py), which calls build optimizers and from what model (Optimizers,
@@ -289,7 +291,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Samplers, Seeds, RankZero, Ma
         if self.metric_blocks or self.dataset_ratios or self.closure_helper():
             lines += self.metric_helper()
         lines += self.closure_helper()
-        lines += self.stats_helper() + self.manual_helper() + self.drawn_helper()
+        lines += self.stats_helper() + self.manual_helper() + self.drawn_helper() + self.order_helper()
         self.e.insert_after(last, lines, "", first=True)  # before a loader on the next line is given its sampler
         self.changes.append(f"hoop.torch imported and initialised after line {last.end_lineno}"
                             + (" (the device pinned to the local rank)" if uses_cuda else ""))

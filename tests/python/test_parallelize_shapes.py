@@ -367,5 +367,72 @@ for epoch in range(3):
                 self.assertEqual(r.returncode, 2, r.stdout)
                 self.assertIn("line 10: the training DataLoader 'loader' has a batch sampler of its own", r.stderr)
 
+    @alternating
+    def test_an_order_split_by_hand_is_rank_0s(self):
+        # Batches taken by hand follow an order drawn each epoch: a permutation reordering the
+        # data, a list or index array shuffled in place, torch.randperm(n).split(B). Seeded alike,
+        # the ranks draw the same order at first, but what each draws as often as its own batches
+        # say (here on purpose; dropout on the short last batch does it too) takes the generators
+        # apart, and from the next epoch each rank would split an order of its own. Each order is
+        # rank 0's on every rank instead.
+        script = """
+import random
+import numpy as np
+import torch
+
+X = torch.randn(90, 4)
+Y = X @ torch.randn(4, 1)
+pairs = list(range(90))
+idx = np.arange(90)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for epoch in range(3):
+    perm = torch.randperm(len(X))
+    Xs, Ys = X[perm], Y[perm]
+    for i in range(0, len(Xs), 10):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(Xs[i:i + 10]), Ys[i:i + 10]).backward()
+        opt.step()
+    random.shuffle(pairs)
+    for i in range(0, len(pairs), 10):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(X[pairs[i:i + 10]]), Y[pairs[i:i + 10]]).backward()
+        opt.step()
+    np.random.shuffle(idx)
+    for i in range(0, len(idx), 10):
+        b = torch.as_tensor(idx[i:i + 10])
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(X[b]), Y[b]).backward()
+        opt.step()
+    for b in torch.randperm(len(X)).split(10):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(X[b]), Y[b]).backward()
+        opt.step()
+        last = int(b[0])
+    torch.rand(1 + last % 5)
+    np.random.rand(1 + last % 3)
+    random.random() if last % 2 else None
+    pass  # probe
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style in drawn(("horovod", "ddp"), "an order split by hand"):
+                with self.subTest(style=style):
+                    with open(self.checked(tmp, "orders", script, style)) as f:
+                        text = f.read()
+                    self.assertIn("perm = _hoop_rank0s(torch.randperm(len(X)))", text)
+                    self.assertIn("_hoop_align(random)", text)
+                    self.assertIn("_hoop_align(np.random)", text)
+                    self.assertIn("(list(_hoop_rank0s(torch.randperm(len(X))).split(10)))", text)
+                    probe = os.path.join(tmp, f"probe_{style}.py")
+                    with open(probe, "w") as f:
+                        f.write(text.replace("pass  # probe", "print('order', perm[:4].tolist(), pairs[:4], "
+                                                               "idx[:4].tolist(), flush=True)"))
+                    run = hooprun(2, [sys.executable, probe], env={"HOOP_TIMEOUT": "30"}, timeout=120)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    orders = [[line[4:] for line in run.output.splitlines() if line.startswith(f"[{r}] order")]
+                              for r in range(2)]
+                    self.assertEqual(len(orders[0]), 3, run.output)
+                    self.assertEqual(orders[0], orders[1], run.output)
+
 if __name__ == "__main__":
     unittest.main()

@@ -549,7 +549,7 @@ class DataSplitting:
             return False
         self.note_tensor_split(loop, it.args[0] if call_name(it) == "zip" else it)
         self.e.replace(it, f"(lambda _b: _b[{self.RANK}:len(_b) // {self.SIZE} * {self.SIZE}:{self.SIZE}])"
-                           f"(list({self.e.source(it)}))")
+                           f"(list({self.rank0_text(it, loop)}))")
         self.changes.append(f"line {loop.lineno}: batches split between the ranks (every {self.SIZE}-th of the "
                             "tensor's batches; the last incomplete round is dropped so every rank takes as many steps)")
         return True
@@ -558,12 +558,12 @@ class DataSplitting:
         """for i in range(0, N, B) loops that train (or enumerate(range(0, N, B)), as
         word_language_model's get_batch loop), and loops over a tensor's batches (X.split(B)):
         each rank takes every size()-th batch."""
-        done = False
+        done = []
         for loop in ast.walk(self.tree):
             if not isinstance(loop, ast.For):
                 continue
             if self.shard_tensor_batches(loop):
-                done = True
+                done.append(loop)
                 continue
             rng = loop.iter
             if isinstance(rng, ast.Call) and call_name(rng) == "enumerate" and len(rng.args) == 1:
@@ -572,7 +572,7 @@ class DataSplitting:
                 continue
             if len(rng.args) in (1, 2) and self.trains(loop) and self.slices_by_index(loop):
                 self.shard_batch_indices(loop, rng)
-                done = True
+                done.append(loop)
                 continue
             if len(rng.args) != 3 or not self.trains(loop):
                 continue
@@ -585,5 +585,6 @@ class DataSplitting:
                                       f"{self.SIZE}, ({step}) * {self.SIZE})")
             self.changes.append(f"line {loop.lineno}: batches split between the ranks (every {self.SIZE}-th batch; the "
                                 "last incomplete round is dropped so every rank takes as many steps)")
-            done = True
-        return done
+            done.append(loop)
+        self.same_orders(done)  # orders.py: rank 0's order on every rank
+        return bool(done)
