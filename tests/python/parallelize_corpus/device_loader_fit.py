@@ -10,7 +10,9 @@
 # corpus-says: torch random generator(s) seeded alike on every rank
 # corpus-refused-ddp: runs the model's forward inside a method of its own
 # corpus-metric: val_loss: ([\d.]+)
-# corpus-tolerance: 0.3 0.03
+#   Wide: the split and the model's start are unseeded by design, and the last val_loss spreads
+#   0.32-0.52 alone and 0.29-0.47 on 2 ranks over runs (pip's 2.15); an untrained model's is 1.1.
+# corpus-tolerance: 0.5 0.03
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
