@@ -519,7 +519,11 @@ def parallelize(text, style="horovod"):
     """(converted text, changes, notes) for a script's text; raises Refused."""
     c = Converter(text, style)
     out = c.convert()
-    compile(out, "<converted>", "exec")  # never write what does not parse
+    try:
+        compile(out, "<converted>", "exec")  # never write what does not parse
+    except SyntaxError as e:
+        raise Refused(f"the converted script would not parse (its line {e.lineno}: {e.msg}; a limit of "
+                      "hoop-parallelize: please report it with the script)") from None
     return out, c.changes, c.notes
 
 

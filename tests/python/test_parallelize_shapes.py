@@ -13,7 +13,7 @@ import sys
 import tempfile
 import unittest
 
-from support import HERE, alternating, convert_script, drawn, hooprun, parallelize
+from support import HERE, alternating, convert_script, drawn, hooprun, parallelize, python_env
 
 try:
     import torch
@@ -433,6 +433,32 @@ for epoch in range(3):
                               for r in range(2)]
                     self.assertEqual(len(orders[0]), 3, run.output)
                     self.assertEqual(orders[0], orders[1], run.output)
+
+    def test_overlapping_changes_are_refused_not_written(self):
+        # Two of the converter's replacements where one holds the other would write broken text:
+        # the edits refuse them (the converter then writes nothing and says so). The same change
+        # made twice is made once.
+        code = """
+import ast
+from hoop._parallelize.edits import Edits, Refused
+text = "y = f(g(1))\\n"
+call = ast.parse(text).body[0].value
+e = Edits(text)
+e.replace(call.args[0], "h(2)")
+e.replace(call.args[0], "h(2)")
+print(e.apply(), end="")
+e.replace(call, "F")
+try:
+    e.apply()
+except Refused as r:
+    print("refused:", r)
+"""
+        r = subprocess.run([sys.executable, "-c", code], env=python_env(), capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0], "y = f(h(2))", r.stdout)
+        self.assertTrue(lines[1].startswith("refused: lines 1 and 1: two of hoop-parallelize's changes overlap"),
+                        r.stdout)
 
 if __name__ == "__main__":
     unittest.main()

@@ -117,8 +117,13 @@ class Edits:
         self.ops.append((node.lineno, 0, "wrap", (node.end_lineno, self.indent_of(node), condition)))
 
     def apply(self):
+        spans = sorted(set(self.spans), reverse=True)  # the same change made twice is made once
+        for later, earlier in zip(spans, spans[1:]):
+            if earlier[2:4] > later[0:2]:  # it ends after the later one starts: one text would break the other
+                raise Refused(f"lines {earlier[0]} and {later[0]}: two of hoop-parallelize's changes overlap there "
+                              "(a limit of hoop-parallelize: please report it with the script)")
         lines = list(self.lines)
-        for (l0, c0, l1, c1, text) in sorted(self.spans, reverse=True):
+        for (l0, c0, l1, c1, text) in spans:
             a, b = lines[l0 - 1].encode(), lines[l1 - 1].encode()
             merged = (a[:c0] + text.encode() + b[c1:]).decode()
             lines[l0 - 1:l1] = [merged]
