@@ -12,7 +12,11 @@
 #define CHECK_TAG "c-api"
 #include "tests/launch/c_check.h"
 
-int main(void) {
+int main(int argc, char** argv) {
+  CheckUsage(argc, argv,
+             "\n  (no arguments) the C API from C: collectives on small data, compression, bad arguments, error\n  "
+             "strings, locality. Run as every rank of a job (hooprun -np N hoop-c-api-test); with\n  C_API_EXPLICIT=1 "
+             "it calls hoop_init with hooprun's rank, size, store and token itself.");
   hoop_comm_t comm = NULL;
   hoop_status_t s;
   int version = -1;

@@ -380,6 +380,11 @@ static int InitFails(const char* v) {
 }
 
 int main(int argc, char** argv) {
+  CheckUsage(argc, argv,
+             "kill|stop VICTIM WHERE [MARKER] | join [MARKER]\n  one cell of the failure matrix: VICTIM (a rank, "
+             "first, middle or last) is killed or stopped at\n  WHERE (init, start, allreduce, broadcast, allgather, "
+             "reduce_scatter, alltoall, barrier, p2p,\n  fusion, shrink, grow); the others recover. Run as every rank "
+             "of a job under\n  hooprun --enable-recovery.");
   if (getenv("HOOP_TIMEOUT")) g_timeout = atof(getenv("HOOP_TIMEOUT"));
   if (argc >= 2 && strcmp(argv[1], "join") == 0) return Newcomer();
   CHECK(argc == 4 || argc == 5, "usage: hoop-c-chaos-test kill|stop VICTIM WHERE [MARKER] | join [MARKER]");

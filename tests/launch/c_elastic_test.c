@@ -50,6 +50,9 @@ static hoop_comm_t Recover(hoop_comm_t comm) {
 }
 
 int main(int argc, char** argv) {
+  CheckUsage(argc, argv,
+             "STEPS SIZE [kill R at S] [newcomers-die] [no-grow]\n  an elastic loop of STEPS checked allreduces that "
+             "ends with SIZE ranks. Run under elastic hooprun\n  (--min-np/--max-np).");
   const char* job_rank = getenv("HOOP_RANK");
   g_rank = job_rank ? atoi(job_rank) : -1;
   CHECK(argc >= 3, "usage: hoop-c-elastic-test STEPS SIZE [kill R at S] [newcomers-die] [no-grow]");

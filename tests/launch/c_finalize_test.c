@@ -69,6 +69,9 @@ static size_t Bytes(int i) {
 static unsigned char Byte(int i, size_t j) { return (unsigned char)(i * 31 + j * 7 + 1); }
 
 int main(int argc, char** argv) {
+  CheckUsage(argc, argv,
+             "[K] [small|mixed|waitall|left]\n  rank 0 sends K messages (default 1000), waits, finalizes and exits; "
+             "rank 1 must receive them\n  all. Run as 2 ranks (hooprun -np 2).");
   const int k = argc > 1 ? atoi(argv[1]) : 1000;
   g_small = argc > 2 && strcmp(argv[2], "small") == 0;
   g_left = argc > 2 && strcmp(argv[2], "left") == 0;

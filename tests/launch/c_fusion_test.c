@@ -47,7 +47,10 @@ static void* submit(void* arg) {
   return NULL;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  CheckUsage(argc, argv,
+             "\n  (no arguments) the tensor fusion runtime from C, from two threads. Run as every rank of a job\n  "
+             "(hooprun -np N hoop-c-fusion-test).");
   hoop_comm_t comm = NULL;
   CHECK(hoop_init_from_env(&comm) == HOOP_SUCCESS, "init");
   hoop_rank(comm, &rank);

@@ -104,6 +104,10 @@ static hoop_comm_t Survive(hoop_comm_t world, int victim) {
 }
 
 int main(int argc, char** argv) {
+  CheckUsage(argc, argv,
+             "add K | replace | join\n  add: the job's ranks admit K newcomers; replace: the middle rank kills itself, "
+             "the survivors\n  shrink and admit one in its place (hooprun --enable-recovery); join: a newcomer "
+             "(started by the\n  program itself).");
   CHECK(argc >= 2, "usage: hoop-c-grow-test add K | replace | join");
   if (strcmp(argv[1], "join") == 0) return Join();
   hoop_comm_t world = NULL;

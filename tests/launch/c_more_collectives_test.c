@@ -85,7 +85,10 @@ static void Alltoall(hoop_comm_t comm, int rank, int size, size_t n, int c) {
   free(out);
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  CheckUsage(argc, argv,
+             "\n  (no arguments) reduce, gather, scatter, alltoall and the v-collectives from C at every root and\n  "
+             "odd counts. Run as every rank of a job (hooprun -np N hoop-c-more-collectives-test).");
   hoop_comm_t comm = NULL;
   CHECK(hoop_init_from_env(&comm) == HOOP_SUCCESS, "init");
   int rank = -1, size = -1;

@@ -18,7 +18,10 @@ enum { kInFlight = 16 };
  * dtype used here. */
 static int Value(int rank, size_t i, int call) { return (int)((rank * 7 + (int)(i % 13) + call) % 5) - 2; }
 
-int main(void) {
+int main(int argc, char** argv) {
+  CheckUsage(argc, argv,
+             "\n  (no arguments) the nonblocking calls from C. Run as every rank of a job\n  (hooprun -np N "
+             "hoop-c-nonblocking-test).");
   hoop_comm_t comm = NULL;
   CHECK(hoop_init_from_env(&comm) == HOOP_SUCCESS, "init");
   int rank = -1, size = -1;

@@ -304,6 +304,10 @@ static void Timeout(hoop_comm_t comm, int rank, int size) {
 }
 
 int main(int argc, char** argv) {
+  CheckUsage(
+      argc, argv,
+      "[all|credit|timeout]\n  point-to-point from C (default all); credit: meant for a tiny HOOP_UNEXPECTED_BYTES; "
+      "timeout: a\n  receive nobody sends to, meant for a short HOOP_TIMEOUT. Run as every rank of a job (hooprun).");
   const char* mode = argc > 1 ? argv[1] : "all";
   hoop_comm_t comm = NULL;
   CHECK(hoop_init_from_env(&comm) == HOOP_SUCCESS, "init");

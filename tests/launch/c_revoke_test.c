@@ -34,7 +34,10 @@ static void CheckNamed(int revoker, const char* what) {
         what, revoker);
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  CheckUsage(argc, argv,
+             "\n  (no arguments) hoop_comm_revoke from C: the middle rank revokes while the others are inside an\n  "
+             "allreduce. Run as every rank of a job (hooprun -np N hoop-c-revoke-test), HOOP_TIMEOUT=60.");
   hoop_comm_t world = NULL, dup = NULL, half = NULL;
   CHECK(hoop_init_from_env(&world) == HOOP_SUCCESS, "init");
   int size = -1;

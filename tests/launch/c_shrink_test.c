@@ -121,6 +121,10 @@ static hoop_status_t Checked(hoop_comm_t comm, int n, const int* job_ranks, int 
 }
 
 int main(int argc, char** argv) {
+  CheckUsage(argc, argv,
+             "VICTIM [INSIDE] | stop [VICTIM] | exclude [RANK]\n  VICTIM (a rank, or last) kills itself after a first "
+             "allreduce (INSIDE: another rank dies inside\n  the shrink); the others shrink and go on. Run as every "
+             "rank of a job under\n  hooprun --enable-recovery, HOOP_TIMEOUT=60.");
   hoop_comm_t world = NULL;
   CHECK(hoop_init_from_env(&world) == HOOP_SUCCESS, "init");
   int size = -1;

@@ -6,6 +6,7 @@
  * program's handler. argv[1]: the path of libhoop.so. Run as every rank of a job (hooprun).
  * Prints "c-signals ok rank R of N". */
 #include <dlfcn.h>
+#include <hoop/hoop.h> /* the version macros only: libhoop itself is loaded by dlopen */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +39,20 @@ static int Check(const char* when) {
 }
 
 int main(int argc, char** argv) {
+  const char* usage =
+      "usage: hoop-c-signals-test LIBHOOP\n"
+      "  loads LIBHOOP (the path of libhoop.so) with dlopen and checks that the program's signal\n"
+      "  actions survive it and hoop_init. Run as every rank of a job (hooprun).\n";
+  if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    fputs(usage, stdout);
+    return 0;
+  }
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    printf("hoop-c-signals-test (hoop) %d.%d.%d\n", HOOP_VERSION_MAJOR, HOOP_VERSION_MINOR, HOOP_VERSION_PATCH);
+    return 0;
+  }
   if (argc < 2) {
-    fprintf(stderr, "usage: hoop-c-signals-test LIBHOOP\n");
+    fputs(usage, stderr);
     return 2;
   }
   signal(SIGINT, Mine);

@@ -233,6 +233,9 @@ static void Missing(hoop_comm_t world, int rank, int size) {
 }
 
 int main(int argc, char** argv) {
+  CheckUsage(argc, argv,
+             "[all|missing]\n  sub-communicators from C (default all); missing: one rank calls a barrier where the "
+             "others\n  split. Run as every rank of a job (hooprun).");
   const char* mode = argc > 1 ? argv[1] : "all";
   hoop_comm_t world = NULL;
   CHECK(hoop_init_from_env(&world) == HOOP_SUCCESS, "init");

@@ -29,6 +29,9 @@ static void Expect(const float* v, size_t n, int size, int salt, const char* wha
 }
 
 int main(int argc, char** argv) {
+  CheckUsage(argc, argv,
+             "[COUNT]\n  a communicator and its dup in opposite orders on even and odd ranks, allreduces of COUNT "
+             "f32\n  elements (default 1); none may hold up the other. Run as every rank of a job (hooprun).");
   const size_t n = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : 1;
   hoop_comm_t world = NULL, dup = NULL;
   int size = 0;

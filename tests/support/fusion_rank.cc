@@ -37,6 +37,7 @@
 #include "tensorfusion/runtime.h"
 #include "tensorfusion/scale.h"
 #include "tests/support/rank_support.h"
+#include "tests/support/usage_answer.h"
 
 namespace hoop::fusion {
 namespace {
@@ -487,11 +488,9 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const char* usage =
       "usage: hoop-fusion-rank orders STEPS | mismatch FIELD | kill VICTIM | shutdown | stall S | timeout | join "
-      "STEPS\n";
-  if (argc < 2) {
-    std::fputs(usage, stderr);
-    return 2;
-  }
+      "STEPS\n"
+      "  one rank of a tensor fusion runtime test, run under hooprun\n";
+  if (int code = test::AnswerUsage(argc, argv, "hoop-fusion-rank", usage); code >= 0) return code;
   std::string mode = argv[1];
   std::string arg = argc > 2 ? argv[2] : "";
   Config cfg;

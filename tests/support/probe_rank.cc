@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/usage_answer.h"
+
 namespace {
 
 int g_rank = -1;  // for messages only; set once init succeeded
@@ -237,12 +239,15 @@ int Stop(hoop_comm_t c, int who) {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  const std::string mode = argc > 1 ? argv[1] : "";
+  const char* usage =
+      "usage: hoop-probe-rank init_finalize | counts | roots R0,R1,... N | two_comms | after_finalize"
+      " | fusion_misuse | crash segv|abort | stop RANK\n"
+      "  one rank of a hardening test of the C API, run under hooprun\n";
+  if (int code = hoop::test::AnswerUsage(argc, argv, "hoop-probe-rank", usage); code >= 0) return code;
+  const std::string mode = argv[1];
   if (mode == "two_comms") return TwoComms();
-  if (mode.empty() || (mode == "roots" && argc < 4) || ((mode == "crash" || mode == "stop") && argc < 3)) {
-    std::fprintf(stderr,
-                 "usage: hoop-probe-rank init_finalize | counts | roots R0,R1,... N | two_comms | after_finalize"
-                 " | fusion_misuse | crash segv|abort | stop RANK\n");
+  if ((mode == "roots" && argc < 4) || ((mode == "crash" || mode == "stop") && argc < 3)) {
+    std::fputs(usage, stderr);
     return 2;
   }
   hoop_comm_t c = Init();

@@ -46,6 +46,7 @@
 #include "transport/ofi/shm_lock_rescue.h"
 #endif
 #include "tests/support/rank_support.h"
+#include "tests/support/usage_answer.h"
 
 namespace hoop {
 namespace {
@@ -443,15 +444,13 @@ int RunHang(Communicator& c, const std::string& kind, int culprit);             
 int main(int argc, char** argv) {
   using namespace hoop;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  if (argc < 2) {
-    std::fprintf(
-        stderr,
-        "usage: hoop-test-rank matrix | kill VICTIM | lock_kill VICTIM own|peers | mismatch | straggler SECONDS | idle "
-        "SECONDS | compress "
-        "| compress_mismatch | device_ipc | deterministic [SEED] | strangers | fd_flood | trace DIR [skip] | hang "
-        "KIND RANK\n");
-    return 2;
-  }
+  const char* usage =
+      "usage: hoop-test-rank MODE [ARGS]\n"
+      "  one rank of a multi-process test, run under hooprun; MODE is one of: matrix | kill VICTIM |\n"
+      "  device_kill VICTIM | lock_kill VICTIM own|peers | split_kill VICTIM | mismatch | straggler SECONDS |\n"
+      "  idle SECONDS | compress | compress_mismatch | device_ipc | deterministic [SEED] [off] | strangers |\n"
+      "  fd_flood | trace DIR [skip] | hang KIND RANK\n";
+  if (int code = test::AnswerUsage(argc, argv, "hoop-test-rank", usage); code >= 0) return code;
   std::string mode = argv[1];
   if (mode == "idle" && argc > 2) {
     std::this_thread::sleep_for(std::chrono::seconds(std::atoi(argv[2])));
