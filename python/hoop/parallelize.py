@@ -51,7 +51,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     random (torch.randint in a get_batch()) drawn apart: the generators seeded by rank before the
     training loop; torch's (NumPy's, random's) global generator seeded alike on every rank at
     start-up where the script does not seed it at the top level, so that every rank makes the same
-    random_split or shuffled index list;
+    random_split or shuffled index list; files listed (os.listdir, glob, pathlib's glob, rglob,
+    iterdir) sorted where their order is read, so that every host's copy lists alike;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():` or
     inference_mode()) averaged over the ranks after the block (numbers and one-element tensors,
     their type kept), or summed where the block iterates a split loader and the name is not
@@ -107,7 +108,8 @@ from hoop._parallelize.agree import Agreement
 from hoop._parallelize.data import DataSplitting
 from hoop._parallelize.ddp import DdpWrap
 from hoop._parallelize.devices import Devices
-from hoop._parallelize.edits import CLIPPERS, CYCLIC, FRAMEWORKS, MARK, Edits, Refused, call_name
+from hoop._parallelize.listings import Listings
+from hoop._parallelize.edits import CLIPPERS, CYCLIC, FRAMEWORKS, MARK, Edits, Refused, call_name, last_name
 from hoop._parallelize.check import check, find_hooprun
 from hoop._parallelize.manual import ManualUpdates
 from hoop._parallelize.optimizers import Optimizers
@@ -123,14 +125,14 @@ from hoop._parallelize.unused import UnusedParams
 
 
 class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, RankZero, ManualShares, BatchStats,
-                ManualUpdates, Trackers, Agreement, Devices, DdpWrap, UnusedParams):
+                ManualUpdates, Trackers, Agreement, Devices, DdpWrap, UnusedParams, Listings):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
     gradients' synchronisation here; beside, in _parallelize/: what names and calls mean
     (Scopes, scopes.py), which calls build optimizers and from what model (Optimizers,
     optimizers.py), the data's split (DataSplitting, data.py), what each rank draws at
     random (Seeds, seeds.py), what rank 0 alone does or every rank averages (RankZero, rank0.py),
     experiment trackers (Trackers, trackers.py), leaving training together (Agreement, agree.py),
-    one GPU per rank (Devices, devices.py) and the DDP wrap (DdpWrap, ddp.py)."""
+    one GPU per rank (Devices, devices.py), the DDP wrap (DdpWrap, ddp.py), listed files (Listings)."""
 
     def __init__(self, text, style):
         self.text, self.style = text, style
@@ -298,7 +300,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, Rank
         self.changes += [seeded] if seeded else []
 
     def scale_lr(self, call):
-        if (call_name(call) or "").split(".")[-1] == "LBFGS":
+        if last_name(call) == "LBFGS":
             self.changes.append(f"line {call.lineno}: LBFGS's learning rate left as it is (the length of a "
                                 "quasi-Newton step along the averaged gradients, not a rate per sample)")
             return
@@ -512,6 +514,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, Rank
         self.average_stats()
         self.agree_on_exits()
         self.rank0_side_effects()
+        self.sort_listings()  # last: it leaves alone what another change rewrites
         return self.e.apply()
 
 

@@ -5,6 +5,7 @@ loader given batch_sampler=BatchSampler(sampler, ...),
 names the script binds that the converted script would use (`dist` as a distance or
 a torch.distributions object), a loader on the line right after the imports. Skipped, saying so,
 without PyTorch."""
+import ast
 import itertools
 import os
 import re
@@ -433,6 +434,86 @@ for epoch in range(3):
                               for r in range(2)]
                     self.assertEqual(len(orders[0]), 3, run.output)
                     self.assertEqual(orders[0], orders[1], run.output)
+
+    @alternating
+    def test_listed_files_come_in_one_order_on_every_host(self):
+        # A dataset built from os.listdir (glob, pathlib's iterdir) indexes the files in the
+        # filesystem's order, which another host's copy of the data need not share: the ranks'
+        # DistributedSampler indices would then name different files, some trained on twice and
+        # others skipped. Each rank here reads a copy of its own, made in another order on tmpfs
+        # (which lists in the order files were made), as two hosts' copies may be; converted, the
+        # listing is sorted and every file is taken once per epoch. Listings whose order nothing
+        # reads (len, a membership test, a list sorted in place) are left as they are.
+        script = """
+import os
+from pathlib import Path
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Files(Dataset):
+    def __init__(self, root):
+        self.paths = [os.path.join(root, f) for f in os.listdir(root) if f.endswith(".txt")]
+        self.kinds = [p.name for p in Path(root).iterdir() if p.is_dir()]
+        assert len(os.listdir(root)) >= len(self.paths) and "x.txt" not in os.listdir(root)
+        names = os.listdir(root)
+        names.sort()
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        with open(self.paths[i]) as f:
+            v = float(f.read())
+        return torch.tensor([v]), torch.tensor([2 * v])
+
+
+loader = DataLoader(Files(os.environ["FILES"]), batch_size=4, shuffle=True)
+model = torch.nn.Linear(1, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.0001)
+for epoch in range(2):
+    seen = []
+    for x, y in loader:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        seen += x.flatten().tolist()
+    pass  # probe
+"""
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp, \
+                tempfile.TemporaryDirectory(prefix="hoop-par-", dir=shm) as copies:
+            for rank, order in enumerate((range(24), reversed(range(24)))):
+                os.makedirs(os.path.join(copies, f"copy{rank}"))
+                for i in order:
+                    with open(os.path.join(copies, f"copy{rank}", f"{i:02d}.txt"), "w") as f:
+                        f.write(str(i))
+            apart = os.listdir(os.path.join(copies, "copy0")) != os.listdir(os.path.join(copies, "copy1"))
+            for style, r, out in convert_script(tmp, "listed", script, drawn(("horovod", "ddp"), "listed files")):
+                with self.subTest(style=style):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    self.assertIn("for f in sorted(os.listdir(root)) if", text)
+                    self.assertIn("for p in sorted(Path(root).iterdir()) if", text)
+                    self.assertIn("assert len(os.listdir(root)) >= len(self.paths) and \"x.txt\" not in "
+                                  "os.listdir(root)", text)
+                    self.assertIn("names = os.listdir(root)", text)
+                    self.assertIn("os.listdir's files sorted", r.stderr)
+                    if not apart:
+                        self.skipTest(f"{copies} lists the two copies alike (not tmpfs): nothing to tell apart")
+                    probe = os.path.join(tmp, f"probe_{style}.py")
+                    with open(probe, "w") as f:
+                        f.write(text.replace("pass  # probe", "print('seen', sorted(int(v) for v in seen), "
+                                                               "flush=True)"))
+                    run = hooprun(2, ["/bin/sh", "-c", f'FILES={copies}/copy$HOOP_RANK exec "$0" "$1"',
+                                      sys.executable, probe], env={"HOOP_TIMEOUT": "30"}, timeout=120)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    seen = [[ast.literal_eval(line.split("seen", 1)[1].strip()) for line in run.output.splitlines()
+                             if line.startswith(f"[{r}] seen")] for r in range(2)]
+                    self.assertEqual([len(s) for s in seen], [2, 2], run.output)
+                    for epoch in range(2):
+                        self.assertEqual(sorted(seen[0][epoch] + seen[1][epoch]), list(range(24)), run.output)
 
     def test_overlapping_changes_are_refused_not_written(self):
         # Two of the converter's replacements where one holds the other would write broken text:
