@@ -10,7 +10,7 @@ functions and methods that return it or are given it. A mixin of Converter (hoop
 it uses the converter's tree, parents, edits and notes."""
 import ast
 
-from hoop._parallelize.edits import MARK, Refused, call_name, dotted, dotted_source
+from hoop._parallelize.edits import MARK, Refused, call_name, dotted, dotted_source, last_name
 
 ITERATORS = ("iter", "cycle", "itertools.cycle")  # it = iter(loader): batches taken by next(it)
 ITEM = "[]"  # a name's suffix for an item of it: `loaders[]` is any of the loaders in the dict `loaders`
@@ -56,7 +56,7 @@ class DataSplitting:
     def kind_of(self, call):
         """The last part of the name a call makes (DataLoader, RandomSampler), through the names the
         script imported it under (`from torch.utils.data import DataLoader as DL`)."""
-        last = (call_name(call) or "").split(".")[-1]
+        last = last_name(call)
         if not hasattr(self, "import_aliases"):
             self.import_aliases = {a.asname: a.name for n in ast.walk(self.tree) if isinstance(n, ast.ImportFrom)
                                    for a in n.names if a.asname}
@@ -103,10 +103,10 @@ class DataSplitting:
         """The names a loop's iterable reads, but for wrappers: enumerate(tqdm(loader)) -> loader;
         every loader a zip() or chain() takes, wrapped or not (zip(labeled, cycle(unlabeled)),
         semi-supervised training's pair of loaders) -> each of them."""
-        while isinstance(expr, ast.Call) and expr.args and (call_name(expr) or "").split(".")[-1] in (
+        while isinstance(expr, ast.Call) and expr.args and last_name(expr) in (
                 "enumerate", "tqdm", "iter", "islice", "trange", "cycle"):
             expr = expr.args[0]
-        if isinstance(expr, ast.Call) and (call_name(expr) or "").split(".")[-1] in ("zip", "chain"):
+        if isinstance(expr, ast.Call) and last_name(expr) in ("zip", "chain"):
             return [n for a in expr.args for n in self.iterated_names(a)]
         name = ref(expr)
         return [name] if name else []
@@ -360,7 +360,7 @@ class DataSplitting:
         if not found and dotted(expr):
             trail = Trail(("RandomSampler", "SequentialSampler", "SubsetRandomSampler"))
             found = [c for c, _ in self.resolve_loader(dotted(expr), call, trail)]
-        kind = (call_name(found[0]) or "").split(".")[-1] if len(found) == 1 else ""
+        kind = last_name(found[0]) if len(found) == 1 else ""
         keys = {"SubsetRandomSampler": ("indices", "generator")}.get(kind, ("data_source", "generator"))
         plain = kind in ("RandomSampler", "SequentialSampler", "SubsetRandomSampler") and len(
             found[0].args) <= 1 and all(k.arg in keys for k in found[0].keywords)
@@ -543,7 +543,7 @@ class DataSplitting:
         trains: each rank takes every size()-th batch, as many on every rank (the last incomplete
         round dropped)."""
         it = loop.iter
-        while isinstance(it, ast.Call) and (call_name(it) or "").split(".")[-1] in ("enumerate", "tqdm") and it.args:
+        while isinstance(it, ast.Call) and last_name(it) in ("enumerate", "tqdm") and it.args:
             it = it.args[0]
         if not (self.tensor_batches(it) and self.trains(loop)):
             return False

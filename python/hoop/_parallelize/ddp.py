@@ -9,7 +9,7 @@ A mixin of Converter: it uses the converter's tree, parents, edits and changes, 
 DataSplitting's scope helpers."""
 import ast
 
-from hoop._parallelize.edits import MARK, MODULE_ATTRS, Refused, call_name, dotted
+from hoop._parallelize.edits import MARK, MODULE_ATTRS, Refused, call_name, dotted, last_name
 
 MOVERS = ("to", "cuda", "cpu", "train")  # model.to(device) and the like give the model back
 # Calls that copy or export the model they are given: given the plain model, so that what they
@@ -151,7 +151,7 @@ class DdpWrap:
         elif isinstance(a, (ast.For, ast.comprehension)):
             return a.iter, "iteration over {}"
         elif isinstance(a, ast.Call) and a.args and (
-                (call_name(a) or "").split(".")[-1] in COPIERS or call_name(a) in EXPORTERS):
+                last_name(a) in COPIERS or call_name(a) in EXPORTERS):
             return a.args[0], call_name(a) + "({})"
         return None, None
 

@@ -6,7 +6,7 @@ import ast
 import re
 import types
 
-from hoop._parallelize.edits import MARK, call_name
+from hoop._parallelize.edits import MARK, call_name, last_name
 
 _CUDA_N = re.compile(r"cuda:(\d+)")
 # A device string made from an index: f"cuda:{i}", "cuda:{}".format(i), "cuda:%d" % i, "cuda:" + str(i).
@@ -48,7 +48,7 @@ class Devices:
                     and len(numbers) < 2:
                 self.e.replace(c, self.e.source(c).replace(":0", ""))
                 self.changes.append(f"line {c.lineno}: 'cuda:0' made 'cuda', this rank's GPU (its local rank's)")
-            elif isinstance(c, ast.Call) and (call_name(c) or "").split(".")[-1] == "DataParallel" and c.args \
+            elif isinstance(c, ast.Call) and last_name(c) == "DataParallel" and c.args \
                     and "\n" not in self.e.source(c):
                 inner, stmt = self.e.source(c.args[0]), self.stmt_of(c)
                 if self.style == "ddp" and isinstance(stmt, ast.Assign) and stmt.value is c and self.e.alone_on_lines(

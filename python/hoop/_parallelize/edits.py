@@ -63,6 +63,11 @@ def call_name(node):
     return dotted(node.func) if isinstance(node, ast.Call) else None
 
 
+def last_name(node):
+    """The last part of the name a call makes ('SGD' for torch.optim.SGD(...)); '' for none."""
+    return (call_name(node) or "").split(".")[-1]
+
+
 class Edits:
     """Edits to the original text: replacements inside lines (no newlines), then whole-line
     insertions and statement wraps, applied from the bottom up so positions stay valid."""

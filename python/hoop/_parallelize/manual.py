@@ -12,7 +12,7 @@ update is scaled by the number of ranks, as an optimizer's is; where there is no
 (momentum kept by hand), that is listed. A mixin of Converter (hoop/parallelize.py)."""
 import ast
 
-from hoop._parallelize.edits import CLIPPERS, MARK, Refused, call_name
+from hoop._parallelize.edits import CLIPPERS, MARK, Refused, last_name
 
 
 class ManualUpdates:
@@ -130,7 +130,7 @@ class ManualUpdates:
             block = self.block_of(loop)
             first = block.index(loop)
             while first > 0 and isinstance(block[first - 1], ast.Expr) and isinstance(block[first - 1].value, ast.Call) \
-                    and (call_name(block[first - 1].value) or "").split(".")[-1] in CLIPPERS:
+                    and last_name(block[first - 1].value) in CLIPPERS:
                 first -= 1
             self.e.insert_before(block[first].lineno, [line], self.e.indent_of(block[first]))
             where = block[first].lineno - 1

@@ -13,7 +13,7 @@ generator to rank 0's state (`_hoop_align`). A mixin of Converter (hoop/parallel
 import ast
 
 from hoop._parallelize.data import refs_loaded
-from hoop._parallelize.edits import MARK, Refused, call_name, dotted
+from hoop._parallelize.edits import MARK, Refused, dotted, last_name
 
 PERMUTATIONS = ("randperm", "permutation")
 
@@ -26,7 +26,7 @@ def stored(stmt):
 
 class Orders:
     def is_permutation(self, node):
-        return isinstance(node, ast.Call) and (call_name(node) or "").split(".")[-1] in PERMUTATIONS
+        return isinstance(node, ast.Call) and last_name(node) in PERMUTATIONS
 
     def order_sources(self, loop):
         """(the permutation calls, the in-place shuffle calls) the loop's order comes from: in its
@@ -37,7 +37,7 @@ class Orders:
         shuffles, node, fn = [], loop, self.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef))
         while node is not None and node is not fn and not isinstance(node, ast.Module):
             block = self.block_of(node)
-            before = block[:[id(s) for s in block].index(id(node))] if any(s is node for s in block) else []
+            before = block[:next(i for i, s in enumerate(block) if s is node)] if block else []
             for stmt in reversed(before):
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     continue
@@ -53,43 +53,44 @@ class Orders:
     def rank0_text(self, it, loop):
         """The split loop's iterable as text, each permutation in it made rank 0's (the split
         replaces the iterable whole: torch.randperm(n).split(B))."""
-        text, done = self.e.source(it), self.rank0_orders_done()
+        text = self.e.source(it)
         for d in sorted((n for n in ast.walk(it) if self.is_permutation(n)), key=lambda n: -len(self.e.source(n))):
-            if id(d) not in done:
-                done.add(id(d))
+            if self.first_rank0(d, loop):
                 text = text.replace(self.e.source(d), f"_hoop_rank0s({self.e.source(d)})", 1)
-                self.changes.append(f"line {d.lineno}: the order drawn here (for the batches split at line "
-                                    f"{loop.lineno}) is rank 0's on every rank")
         return text
 
-    def rank0_orders_done(self):
+    def first_rank0(self, draw, loop):
+        """Whether a call the split loop's order comes from is yet to be made rank 0's; if so, it is
+        now counted done and its change said."""
         self.rank0_orders = getattr(self, "rank0_orders", set())
-        return self.rank0_orders
+        if id(draw) in self.rank0_orders:
+            return False
+        self.rank0_orders.add(id(draw))
+        if self.is_permutation(draw):
+            self.changes.append(f"line {draw.lineno}: the order drawn here (for the batches split at line "
+                                f"{loop.lineno}) is rank 0's on every rank")
+        else:
+            self.changes.append(f"line {draw.lineno}: {self.e.source(draw.func.value)}'s shuffle (for the batches "
+                                f"split at line {loop.lineno}) made from rank 0's state on every rank")
+        return True
 
     def same_orders(self, loops):
         """Each permutation the split loops' batches follow made rank 0's (see the module's text)."""
-        done = self.rank0_orders_done()
         for loop in loops:
             draws, shuffles = self.order_sources(loop)
             for d in draws:
-                if id(d) not in done:
-                    done.add(id(d))
+                if self.first_rank0(d, loop):
                     self.e.replace(d, f"_hoop_rank0s({self.e.source(d)})")
-                    self.changes.append(f"line {d.lineno}: the order drawn here (for the batches split at line "
-                                        f"{loop.lineno}) is rank 0's on every rank")
             for c in shuffles:
                 stmt = self.stmt_of(c)
-                if id(c) in done:
+                if id(c) in getattr(self, "rank0_orders", ()):
                     continue
                 if not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
                     raise Refused(f"line {c.lineno}: what the split loop at line {loop.lineno} reads is shuffled "
                                   "on a line shared with other code: give the shuffle a line of its own")
-                done.add(id(c))
-                gen = self.e.source(c.func.value)
-                self.e.insert_before(stmt.lineno, [f"_hoop_align({gen})  {MARK} rank 0's state: the same shuffle on "
-                                                   "every rank"], self.e.indent_of(stmt))
-                self.changes.append(f"line {c.lineno}: {gen}'s shuffle (for the batches split at line {loop.lineno}) "
-                                    "made from rank 0's state on every rank")
+                self.first_rank0(c, loop)
+                self.e.insert_before(stmt.lineno, [f"_hoop_align({self.e.source(c.func.value)})  {MARK} rank 0's "
+                                                   "state: the same shuffle on every rank"], self.e.indent_of(stmt))
 
     def order_helper(self):
         """The converted script's _hoop_rank0s and _hoop_align, where a split loop's order needs them."""

@@ -8,7 +8,7 @@ import ast
 
 from hoop._parallelize.data import ITEM, ref
 from hoop._parallelize.edits import (FILE_HANDLERS, LOGGING, MAKERS, MARK, METHOD_WRITERS, WRITERS, Refused, call_name,
-                                    dotted)
+                                    dotted, last_name)
 
 
 class RankZero:
@@ -280,7 +280,7 @@ class RankZero:
     def called_logger(node, call=False):
         """Whether node is (call: calls) getLogger/get_logger: `logging.getLogger(__name__).info`."""
         target = node if call else getattr(node, "value", None)
-        return isinstance(target, ast.Call) and (call_name(target) or "").split(".")[-1] in ("getLogger", "get_logger")
+        return isinstance(target, ast.Call) and last_name(target) in ("getLogger", "get_logger")
 
     def find_private_paths(self):
         """The names that hold a temporary directory or file of the process's own
@@ -291,12 +291,12 @@ class RankZero:
         makers = ("TemporaryDirectory", "mkdtemp", "NamedTemporaryFile", "mkstemp")
         for w in ast.walk(self.tree):
             for i in (w.items if isinstance(w, ast.With) else []):
-                if (call_name(i.context_expr) or "").split(".")[-1] in makers and isinstance(i.optional_vars, ast.Name):
+                if last_name(i.context_expr) in makers and isinstance(i.optional_vars, ast.Name):
                     self.private_names.add(i.optional_vars.id)
         for _ in range(3):  # paths made from paths made from one
             for a in ast.walk(self.tree):
                 if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) and (
-                        any((call_name(c) or "").split(".")[-1] in makers for c in ast.walk(a.value)
+                        any(last_name(c) in makers for c in ast.walk(a.value)
                             if isinstance(c, ast.Call)) or self.private(a.value)):
                     self.private_names.add(a.targets[0].id)
 
@@ -316,7 +316,7 @@ class RankZero:
         for c in ast.walk(self.tree):
             if not isinstance(c, ast.Call) or self.in_rank0_block(c) or c in self.rank0_calls:
                 continue
-            last = (call_name(c) or "").split(".")[-1]
+            last = last_name(c)
             if last in MAKERS or (self.opens_for_writing(c) and id(c) not in in_with):
                 self.rank0_makers.append(c)
             elif last in FILE_HANDLERS:
@@ -330,7 +330,7 @@ class RankZero:
         """tqdm/trange bars drawn by rank 0 only (disable= on the others), unless the script
         decides disable= itself."""
         for c in ast.walk(self.tree):
-            if not (isinstance(c, ast.Call) and (call_name(c) or "").split(".")[-1] in ("tqdm", "trange")):
+            if not (isinstance(c, ast.Call) and last_name(c) in ("tqdm", "trange")):
                 continue
             if any(k.arg == "disable" or k.arg is None for k in c.keywords) or not (c.args or c.keywords):
                 continue

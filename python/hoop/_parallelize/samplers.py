@@ -16,14 +16,10 @@ SequentialSampler over the whole set), or `loader.sampler.sampler`. A mixin of C
 import ast
 
 from hoop._parallelize.data import ITEM, Trail
-from hoop._parallelize.edits import MARK, Refused, call_name, dotted
+from hoop._parallelize.edits import MARK, Refused, dotted, last_name
 
 DRAWN = ("WeightedRandomSampler", "RandomSampler")
 PLAIN = ("RandomSampler", "SequentialSampler")
-
-
-def kind_of_call(c):
-    return (call_name(c) or "").split(".")[-1]
 
 
 class Samplers:
@@ -31,13 +27,13 @@ class Samplers:
         """The one call of one of `kinds` that expr is, in place or by a name read at `at`; else None."""
         found = [expr] if isinstance(expr, ast.Call) else [
             c for c, _ in self.resolve_loader(dotted(expr), at, Trail(kinds, False))] if dotted(expr) else []
-        return found[0] if len(found) == 1 and kind_of_call(found[0]) in kinds else None
+        return found[0] if len(found) == 1 and last_name(found[0]) in kinds else None
 
     def drawn_sampler(self, call, expr):
         """The sampler call the loader's sampler= comes from (in place or by name) where it draws
         (WeightedRandomSampler; RandomSampler with replacement or num_samples), else None."""
         found = self.sampler_call(expr, call, DRAWN)
-        if found is not None and (kind_of_call(found) == "WeightedRandomSampler" or len(found.args) > 1 or any(
+        if found is not None and (last_name(found) == "WeightedRandomSampler" or len(found.args) > 1 or any(
                 k.arg in ("replacement", "num_samples") for k in found.keywords)):
             return found
         return None
@@ -86,16 +82,16 @@ class Samplers:
                                                               if k.arg == "data_source"), None))
         if drawn is not None:
             self.e.replace(inner, f"_HoopDrawnShare({self.e.source(inner)})")
-            how, order = f"its {kind_of_call(drawn)}'s draws dealt out between the ranks", "True"
+            how, order = f"its {last_name(drawn)}'s draws dealt out between the ranks", "True"
         elif made is None or data is None or len(made.args) > 1 or any(
                 k.arg not in ("data_source", "generator") for k in made.keywords):
             raise Refused(f"{whose} batches a sampler other than a RandomSampler or SequentialSampler over its "
                           "dataset: give it a DistributedSampler by hand")
         else:
-            order = "False" if kind_of_call(made) == "SequentialSampler" else "True"
+            order = "False" if last_name(made) == "SequentialSampler" else "True"
             self.e.replace(made, f"DistributedSampler({self.e.source(data)}, num_replicas={self.SIZE}, "
                                  f"rank={self.RANK}, shuffle={order})")
-            how = f"the {kind_of_call(made)} its BatchSampler batches made a DistributedSampler"
+            how = f"the {last_name(made)} its BatchSampler batches made a DistributedSampler"
         self.changes.append(f"line {call.lineno}: DataLoader {what}: {how}")
         self.set_epochs(call, "its sampler", order, stmt)
 
@@ -109,7 +105,7 @@ class Samplers:
             raise Refused(f"line {call.lineno}: the training DataLoader {what} shares its line with other code: "
                           "give it a line of its own")
         self.e.replace(own.value, f"_HoopDrawnShare({self.e.source(own.value)})")
-        kind = (call_name(made) or "").split(".")[-1]
+        kind = last_name(made)
         self.changes.append(f"line {call.lineno}: DataLoader {what}: its {kind}'s draws dealt out between the ranks "
                             f"(each epoch one draw, the same on every rank, each taking every {self.SIZE}-th index)")
         self.set_epochs(call, "its sampler", "True", stmt)
@@ -164,7 +160,7 @@ class Samplers:
         made = [dataset] if isinstance(dataset, ast.Call) else [
             c for c, _ in self.resolve_loader(dotted(dataset), call, Trail(tuple(kinds) + ("load_dataset",), False))
         ] if dotted(dataset) else []
-        return any((call_name(m) or "").split(".")[-1] in kinds or (
-            (call_name(m) or "").split(".")[-1] == "load_dataset" and any(
+        return any(last_name(m) in kinds or (
+            last_name(m) == "load_dataset" and any(
                 k.arg == "streaming" and isinstance(k.value, ast.Constant) and k.value.value for k in m.keywords))
             for m in made)

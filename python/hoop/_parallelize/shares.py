@@ -11,7 +11,7 @@ N, N // B and the ceiling. A mixin of Converter (hoop/parallelize.py)."""
 import ast
 import math
 
-from hoop._parallelize.edits import call_name, dotted
+from hoop._parallelize.edits import call_name, dotted, last_name
 
 _SIZES = (1000, 1001, 64, 50, 777)  # N for the probe; B (or K) runs through _STEPS
 _STEPS = (32, 7, 64, 3, 10)
@@ -26,7 +26,7 @@ class ManualShares:
         while tensor is not None and (isinstance(tensor, ast.Subscript) and not isinstance(tensor.slice, ast.Slice) or (
                 isinstance(tensor, ast.Call) and isinstance(tensor.func, ast.Attribute) and tensor.func.attr in _SAME_ROWS)):
             tensor = tensor.value if isinstance(tensor, ast.Subscript) else tensor.func.value  # X[perm]: len(X) rows
-        if tensor is not None and (call_name(tensor) or "").split(".")[-1] == "randperm" and tensor.args:
+        if tensor is not None and last_name(tensor) == "randperm" and tensor.args:
             whole = tensor.args[0]  # torch.randperm(n).split(B): n indices
         elif tensor is not None:
             whole = ast.Call(func=ast.Name(id="len", ctx=ast.Load()), args=[tensor], keywords=[])

@@ -9,7 +9,7 @@ Converter (hoop/parallelize.py)."""
 import ast
 
 from hoop._parallelize.data import ref
-from hoop._parallelize.edits import MARK, Refused, call_name
+from hoop._parallelize.edits import MARK, Refused, last_name
 
 
 class BatchStats:
@@ -18,7 +18,7 @@ class BatchStats:
         loader (first argument, or loader=) followed as the converter follows training loaders."""
         self.stats_passes = []
         for c in ast.walk(self.tree):
-            if not (isinstance(c, ast.Call) and (call_name(c) or "").split(".")[-1] == "update_bn"):
+            if not (isinstance(c, ast.Call) and last_name(c) == "update_bn"):
                 continue
             loader = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "loader"), None)
             model = c.args[1] if len(c.args) > 1 else next((k.value for k in c.keywords if k.arg == "model"), None)
