@@ -570,5 +570,29 @@ print(f"stats {bn.running_mean.sum().item():.6f} {bn.running_var.sum().item():.6
                     self.assertAlmostEqual(got[1], want[1], delta=0.02 * abs(want[1]), msg=run.output)
 
 
+    def test_check_leaves_no_loader_workers_behind(self):
+        # --check ends each rank after its steps (os._exit): a loader's worker processes were left
+        # for hooprun to stop ("left 2 processes running"). They are ended first.
+        script = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True,
+                    num_workers=2, persistent_workers=True)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    for xb, yb in loader:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(xb), yb).backward()
+        opt.step()
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            with open(os.path.join(tmp, "workers.py"), "w") as f:
+                f.write(script)
+            r = parallelize(["workers.py", "-o", "out.py", "-q", "--check"], tmp)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("--check: passed", r.stderr)
+            self.assertNotIn("processes running", r.stdout + r.stderr)
+
 if __name__ == "__main__":
     unittest.main()

@@ -9,6 +9,14 @@ import tempfile
 CHECK_RUNNER = r'''
 import os, runpy, sys, torch
 limit, prefix, count, depth, stepped = int(sys.argv[1]), sys.argv[2], [0], [0], {}
+def finish():
+    import multiprocessing
+    children = multiprocessing.active_children()  # a DataLoader's workers, which os._exit leaves behind
+    for child in children:
+        child.terminate()
+    for child in children:
+        child.join(5)
+    os._exit(0)
 def counted(step):
     def wrapper(self, *args, **kwargs):
         depth[0] += 1  # a subclass's step calling its base's counts once
@@ -23,7 +31,7 @@ def counted(step):
                 params = [p.detach().cpu().clone() for o in stepped.values() for g in o.param_groups for p in g["params"]]
                 torch.save(params, f"{prefix}.{os.environ.get('HOOP_RANK', '0')}.pt")
                 print(f"hoop-parallelize --check: {limit} optimizer steps ran", flush=True)
-                os._exit(0)
+                finish()
         return result
     return wrapper
 for name in dir(torch.optim):
@@ -51,7 +59,7 @@ def counted_backward(self, *args, **kwargs):
                         params.append(p.detach().cpu().clone())
             torch.save(params, f"{prefix}.{os.environ.get('HOOP_RANK', '0')}.pt")
             print(f"hoop-parallelize --check: {limit} updates by hand ran", flush=True)
-            os._exit(0)
+            finish()
         passes[0] += 1
     return backward(self, *args, **kwargs)
 torch.Tensor.backward = counted_backward
