@@ -52,7 +52,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     training loop; torch's (NumPy's, random's) global generator seeded alike on every rank at
     start-up where the script does not seed it at the top level, so that every rank makes the same
     random_split or shuffled index list; files listed (os.listdir, glob, pathlib's glob, rglob,
-    iterdir) sorted where their order is read, so that every host's copy lists alike;
+    iterdir) sorted where their order is read, so that every host's copy lists alike; a dataset
+    that downloads itself (download=True) made by one rank at a time, rank 0 first;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():` or
     inference_mode()) averaged over the ranks after the block (numbers and one-element tensors,
     their type kept), or summed where the block iterates a split loader and the name is not
@@ -108,6 +109,7 @@ from hoop._parallelize.agree import Agreement
 from hoop._parallelize.data import DataSplitting
 from hoop._parallelize.ddp import DdpWrap
 from hoop._parallelize.devices import Devices
+from hoop._parallelize.downloads import Downloads
 from hoop._parallelize.listings import Listings
 from hoop._parallelize.edits import CLIPPERS, CYCLIC, FRAMEWORKS, MARK, Edits, Refused, call_name, last_name
 from hoop._parallelize.check import check, find_hooprun
@@ -125,7 +127,7 @@ from hoop._parallelize.unused import UnusedParams
 
 
 class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, RankZero, ManualShares, BatchStats,
-                ManualUpdates, Trackers, Agreement, Devices, DdpWrap, UnusedParams, Listings):
+                ManualUpdates, Trackers, Agreement, Devices, DdpWrap, UnusedParams, Listings, Downloads):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
     gradients' synchronisation here; beside, in _parallelize/: what names and calls mean
     (Scopes, scopes.py), which calls build optimizers and from what model (Optimizers,
@@ -294,6 +296,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, Rank
             lines += self.metric_helper()
         lines += self.closure_helper()
         lines += self.stats_helper() + self.manual_helper() + self.drawn_helper() + self.order_helper()
+        lines += self.download_helper()
         self.e.insert_after(last, lines, "", first=True)  # before a loader on the next line is given its sampler
         self.changes.append(f"hoop.torch imported and initialised after line {last.end_lineno}"
                             + (" (the device pinned to the local rank)" if uses_cuda else ""))
@@ -472,6 +475,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, Rank
         self.refuse_if_not_convertible()
         self.ddp_models = {}
         self.find_loaders()
+        self.find_downloads()
         self.find_metric_blocks()
         self.find_side_effects()
         self.find_trackers()
@@ -515,6 +519,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, Rank
         self.agree_on_exits()
         self.rank0_side_effects()
         self.sort_listings()  # last: it leaves alone what another change rewrites
+        self.downloads_in_turn()  # last: its lines go next to the statement
         return self.e.apply()
 
 
@@ -530,13 +535,8 @@ def parallelize(text, style="horovod"):
     return out, c.changes, c.notes
 
 
-def _package_version():
-    """The hoop package's version (the loaded library's), as every hoop tool prints it."""
-    from hoop import __version__
-    return __version__
-
-
 def main(argv=None):
+    from hoop import __version__  # the loaded library's, as every hoop tool prints it
     ap = argparse.ArgumentParser(prog="hoop-parallelize", description=__doc__.split("\n", 1)[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("script", help="the single-process training script")
@@ -549,7 +549,7 @@ def main(argv=None):
     ap.add_argument("--check-timeout", type=float, default=300, help="seconds --check may take (default 300)")
     ap.add_argument("--check-args", default="", help="arguments for the script under --check (one string)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no diff, only the summary")
-    ap.add_argument("--version", action="version", version=f"hoop-parallelize (hoop) {_package_version()}")
+    ap.add_argument("--version", action="version", version=f"hoop-parallelize (hoop) {__version__}")
     a = ap.parse_args(argv)
     if os.path.abspath(a.script) == os.path.abspath(a.output):
         print("hoop-parallelize: the output would overwrite the script; choose another -o", file=sys.stderr)

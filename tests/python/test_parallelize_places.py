@@ -6,12 +6,13 @@ model (an SWA average, a deepcopy, torch.save of it) made of the plain model und
 they save is what one process saves. How the ranks take decisions together:
 test_parallelize_agree.py. Skipped, saying so, without PyTorch."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import unittest
 
-from support import alternating, drawn, hooprun, parallelize, python_env
+from support import alternating, convert_script, drawn, hooprun, parallelize, python_env
 
 try:
     import torch
@@ -348,6 +349,86 @@ Trainer(torch.nn.Linear(4, 1), loader).fit(2)
             self.assertEqual(sorted(lines), sorted(f"[0] {what} {e}" for e in range(2) for what in (
                 "Trainer epoch", "train warned", "direct direct")), run.output)
 
+
+    @alternating
+    def test_a_dataset_that_downloads_itself_is_fetched_once(self):
+        # torchvision's datasets download themselves into the root they are given (download=True):
+        # on the ranks of one host all at once, each would write the same files while the others
+        # read them. Converted, rank 0 makes the dataset first (it downloads), then the rest, who
+        # find the files in place: a training loader's dataset (which the sampler shares) and one
+        # returned by a helper. The stand-in downloads as torchvision does, into root unless the
+        # file is there, and logs each fetch with its process id.
+        remote = """
+import os
+import time
+import torch
+from torch.utils.data import Dataset
+
+
+class Remote(Dataset):
+    def __init__(self, root, train=True, download=False):
+        path = os.path.join(root, "train.pt" if train else "test.pt")
+        if download and not os.path.exists(path):
+            os.makedirs(root, exist_ok=True)
+            x = torch.randn(96 if train else 32, 4, generator=torch.Generator().manual_seed(int(train)))
+            torch.save((x, x.sum(1, keepdim=True)), f"{path}.{os.getpid()}")
+            time.sleep(0.5)
+            os.replace(f"{path}.{os.getpid()}", path)
+            with open(os.path.join(root, "fetches"), "a") as f:
+                f.write(f"{os.getpid()} {path}\\n")
+        self.x, self.y = torch.load(path)
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+"""
+        script = """
+import torch
+from torch.utils.data import DataLoader
+from remote_data import Remote
+
+
+def test_loader(root):
+    return DataLoader(Remote(root, train=False, download=True), batch_size=16)
+
+
+train_loader = DataLoader(Remote("data", download=True), batch_size=8, shuffle=True)
+val_loader = test_loader("data")
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for epoch in range(2):
+    for x, y in train_loader:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    with torch.no_grad():
+        loss = sum(torch.nn.functional.mse_loss(model(x), y).item() for x, y in val_loader)
+    print(f"epoch {epoch} val {loss:.4f}")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            with open(os.path.join(tmp, "remote_data.py"), "w") as f:
+                f.write(remote)
+            for style, r, out in convert_script(tmp, "fetch", script, drawn(("horovod", "ddp"), "downloads")):
+                with self.subTest(style=style):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertEqual(r.stderr.count("made by one rank at a time (rank 0 first)"), 2, r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    self.assertIn("DataLoader(_hoop_made_in_turn(lambda: Remote(root, train=False, download=True)), "
+                                  "batch_size=16)", text)
+                    turn = text.index("_hoop_in_turn(start=True)  # hoop-parallelize")
+                    self.assertLess(turn, text.index("train_loader_dataset = Remote(\"data\", download=True)"))
+                    self.assertIn("sampler=train_loader_sampler)\n_hoop_in_turn(start=False)\n", text)
+                    shutil.rmtree(os.path.join(tmp, "data"), ignore_errors=True)
+                    run = hooprun(3, [sys.executable, out], env={"HOOP_TIMEOUT": "30"}, timeout=180, args=("--wdir", tmp))
+                    self.assertEqual(run.returncode, 0, run.output)
+                    self.assertIn("epoch 1 val", run.output)
+                    with open(os.path.join(tmp, "data", "fetches")) as f:
+                        fetches = [line.split() for line in f.read().splitlines()]
+                    self.assertEqual(sorted(p for _, p in fetches), ["data/test.pt", "data/train.pt"], fetches)
+                    self.assertEqual(len({pid for pid, _ in fetches}), 1, fetches)
 
 if __name__ == "__main__":
     unittest.main()

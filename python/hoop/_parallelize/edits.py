@@ -110,13 +110,21 @@ class Edits:
     def replace(self, node, text):
         self.spans.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text))
 
-    def insert_before(self, line, text_lines, indent, first=False):
-        """text_lines before line; first: above anything else put there (the set-up every later
-        line needs), else above what was put there before it."""
-        self.ops.append((line, -1 if first else 1, "insert", [indent + t + "\n" if t else "\n" for t in text_lines]))
+    def overlaps(self, node):
+        """Whether a replacement made so far overlaps the node's text (holds it, lies in it, or crosses it)."""
+        start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+        return any((l0, c0) < end and start < (l1, c1) for (l0, c0, l1, c1, _) in self.spans)
 
-    def insert_after(self, node, text_lines, indent=None, first=False):
-        self.insert_before(node.end_lineno + 1, text_lines, self.indent_of(node) if indent is None else indent, first)
+    def insert_before(self, line, text_lines, indent, first=False, closing=False):
+        """text_lines before line; first: above anything else put there (the set-up every later
+        line needs), else above what was put there before it; closing: above even those (what
+        ends the statement just above, such as the second half of a pair around it)."""
+        order = -2 if closing else -1 if first else 1
+        self.ops.append((line, order, "insert", [indent + t + "\n" if t else "\n" for t in text_lines]))
+
+    def insert_after(self, node, text_lines, indent=None, first=False, closing=False):
+        self.insert_before(node.end_lineno + 1, text_lines, self.indent_of(node) if indent is None else indent, first,
+                           closing)
 
     def wrap(self, node, condition):
         self.ops.append((node.lineno, 0, "wrap", (node.end_lineno, self.indent_of(node), condition)))

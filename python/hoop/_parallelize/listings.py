@@ -84,11 +84,6 @@ class Listings:
         return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "sort"
                    and dotted(c.func.value) == name for c in ast.walk(self.tree))
 
-    def inside_a_change(self, node):
-        """Whether another change already rewrites the text the node stands in."""
-        return any((l0, c0) <= (node.lineno, node.col_offset) and (node.end_lineno, node.end_col_offset) <= (l1, c1)
-                   for (l0, c0, l1, c1, _) in self.e.spans)
-
     def sort_listings(self):
         """Each directory listing whose order can reach the data sorted (see the module's text)."""
         names = self.imported_as()
@@ -102,7 +97,7 @@ class Listings:
                 self.notes.append(f"line {call.lineno}: {what} lists in the filesystem's order, which can differ "
                                   "between hosts' copies of the data; sort what is built from it if the ranks split "
                                   "it by index")
-            elif self.inside_a_change(call):
+            elif self.e.overlaps(call):
                 self.notes.append(f"line {call.lineno}: {what}'s order is the filesystem's, which can differ between "
                                   "hosts' copies of the data: sort it (sorted(...)) if the ranks split it by index")
             else:
