@@ -52,8 +52,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     training loop; torch's (NumPy's, random's) global generator seeded alike on every rank at
     start-up where the script does not seed it at the top level, so that every rank makes the same
     random_split or shuffled index list; files listed (os.listdir, glob, pathlib's glob, rglob,
-    iterdir) sorted where their order is read, so that every host's copy lists alike; a dataset
-    that downloads itself (download=True) made by one rank at a time, rank 0 first;
+    iterdir) sorted where their order is read, so that every host's copy lists alike; data fetched
+    (download=True, urlretrieve, extractall, ...) by one rank at a time, rank 0 first;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():` or
     inference_mode()) averaged over the ranks after the block (numbers and one-element tensors,
     their type kept), or summed where the block iterates a split loader and the name is not

@@ -351,13 +351,14 @@ Trainer(torch.nn.Linear(4, 1), loader).fit(2)
 
 
     @alternating
-    def test_a_dataset_that_downloads_itself_is_fetched_once(self):
+    def test_data_the_script_fetches_is_fetched_once(self):
         # torchvision's datasets download themselves into the root they are given (download=True):
         # on the ranks of one host all at once, each would write the same files while the others
-        # read them. Converted, rank 0 makes the dataset first (it downloads), then the rest, who
-        # find the files in place: a training loader's dataset (which the sampler shares) and one
-        # returned by a helper. The stand-in downloads as torchvision does, into root unless the
-        # file is there, and logs each fetch with its process id.
+        # read them; so would a download under `if not os.path.exists(...)`, whose test every rank
+        # passes before any has fetched. Converted, rank 0 fetches first, then the rest, who find
+        # the files in place: a training loader's dataset (which the sampler shares), one returned
+        # by a helper, and the guarded download (the whole `if` takes its turn). The stand-ins
+        # fetch as torchvision does, into root unless the file is there, and log each fetch.
         remote = """
 import os
 import time
@@ -383,11 +384,19 @@ class Remote(Dataset):
 
     def __getitem__(self, i):
         return self.x[i], self.y[i]
+
+
+def download_url(url, root, filename):
+    with open(os.path.join(root, filename), "w") as f:
+        f.write(url)
+    with open(os.path.join(root, "fetches"), "a") as f:
+        f.write(f"{os.getpid()} {root}/{filename}\\n")
 """
         script = """
+import os
 import torch
 from torch.utils.data import DataLoader
-from remote_data import Remote
+from remote_data import Remote, download_url
 
 
 def test_loader(root):
@@ -396,6 +405,8 @@ def test_loader(root):
 
 train_loader = DataLoader(Remote("data", download=True), batch_size=8, shuffle=True)
 val_loader = test_loader("data")
+if not os.path.exists("data/notes.txt"):
+    download_url("https://example.org/notes.txt", "data", "notes.txt")
 model = torch.nn.Linear(4, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
 for epoch in range(2):
@@ -413,7 +424,7 @@ for epoch in range(2):
             for style, r, out in convert_script(tmp, "fetch", script, drawn(("horovod", "ddp"), "downloads")):
                 with self.subTest(style=style):
                     self.assertEqual(r.returncode, 0, r.stderr)
-                    self.assertEqual(r.stderr.count("made by one rank at a time (rank 0 first)"), 2, r.stderr)
+                    self.assertEqual(r.stderr.count("run by one rank at a time (rank 0 first)"), 3, r.stderr)
                     with open(out) as f:
                         text = f.read()
                     self.assertIn("DataLoader(_hoop_made_in_turn(lambda: Remote(root, train=False, download=True)), "
@@ -421,13 +432,16 @@ for epoch in range(2):
                     turn = text.index("_hoop_in_turn(start=True)  # hoop-parallelize")
                     self.assertLess(turn, text.index("train_loader_dataset = Remote(\"data\", download=True)"))
                     self.assertIn("sampler=train_loader_sampler)\n_hoop_in_turn(start=False)\n", text)
+                    self.assertIn("_hoop_in_turn(start=True)  # hoop-parallelize: one rank at a time: rank 0 fetches "
+                                  "first\nif not os.path.exists", text)
                     shutil.rmtree(os.path.join(tmp, "data"), ignore_errors=True)
                     run = hooprun(3, [sys.executable, out], env={"HOOP_TIMEOUT": "30"}, timeout=180, args=("--wdir", tmp))
                     self.assertEqual(run.returncode, 0, run.output)
                     self.assertIn("epoch 1 val", run.output)
                     with open(os.path.join(tmp, "data", "fetches")) as f:
                         fetches = [line.split() for line in f.read().splitlines()]
-                    self.assertEqual(sorted(p for _, p in fetches), ["data/test.pt", "data/train.pt"], fetches)
+                    self.assertEqual(sorted(p for _, p in fetches), ["data/notes.txt", "data/test.pt", "data/train.pt"],
+                                     fetches)
                     self.assertEqual(len({pid for pid, _ in fetches}), 1, fetches)
 
 if __name__ == "__main__":

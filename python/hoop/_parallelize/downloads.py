@@ -1,43 +1,54 @@
-"""hoop-parallelize: a dataset that downloads itself (torchvision's, torchaudio's, torchtext's:
-download=True) is made by one rank at a time. Every rank of a host runs the script in the same
-directory: all at once, each would download into the same files while the others read and
-extract them (a truncated archive, "File not found or corrupted"). As Horovod's examples do with
-a file lock, the converted script makes rank 0's first (it downloads), then the first rank of
-each other host (a disk of its own, or the files are there already), then the rest, who find the
-files in place: the call is made `_hoop_made_in_turn(lambda: CALL)`, which waits for the turns
-before this rank's, makes it, and then waits for those after (two barriers on every rank in all).
-Where another change rewrites text around the call or in it (a training loader's dataset, which
-the sampler shares), the statement gets `_hoop_in_turn(start=True)` before it and
-`_hoop_in_turn(start=False)` after it instead, or a note where it is not a plain statement alone
-on its lines. A mixin of Converter (hoop/parallelize.py)."""
+"""hoop-parallelize: data fetched or unpacked by the script (a dataset made with download=True,
+as torchvision's and torchaudio's are; urlretrieve, download_url, extract_archive, a zip's or
+tar's extractall, gdown/wget/nltk downloads) is fetched by one rank at a time. Every rank of a
+host runs the script in the same directory: all at once, each would write the same files while
+the others read them (a truncated archive, "File not found or corrupted"). As Horovod's examples
+do with a file lock, the converted script runs it on rank 0 first, then on the first rank of each
+other host (a disk of its own, or the files are there already), then on the rest, and no rank
+goes on before all are done (three barriers on every rank). A fetch that skips what is there
+(torchvision's datasets check their files) then fetches once per disk; so does a fetch under an
+`if not os.path.exists(...)` (isfile, isdir, a Path's exists), for which the whole `if` takes
+its turn (the test is made in turn too). The call is made `_hoop_made_in_turn(lambda: CALL)`;
+an `if` (or a statement another change rewrites, as a training loader's dataset that the
+sampler shares) gets `_hoop_in_turn(start=True)` before it and `_hoop_in_turn(start=False)`
+after it; what can be neither (an `elif` that skips a fetch, a statement on a loop's header
+line) is noted. A mixin of Converter (hoop/parallelize.py)."""
 import ast
 
-from hoop._parallelize.edits import MARK
+from hoop._parallelize.edits import MARK, call_name, last_name
 
-PLAIN = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)
+PLAIN = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.If)
+FETCHERS = {"urlretrieve", "download_url", "download_and_extract_archive", "extract_archive", "extractall",
+            "download_file_from_google_drive", "dataset_download_files"}
+FETCHERS_BY_NAME = {"gdown.download", "wget.download", "nltk.download"}
+GUARDS = {"exists", "isfile", "isdir", "is_file", "is_dir", "listdir"}  # what a test that skips a fetch asks
 
 
-def downloads(call):
-    """Whether a call may download: download= given anything but a constant false."""
-    return isinstance(call, ast.Call) and any(
+def fetches(call):
+    """Whether a call may fetch or unpack data into files: download= given anything but a
+    constant false, or a fetcher named above."""
+    if not isinstance(call, ast.Call):
+        return False
+    method = call.func.attr if isinstance(call.func, ast.Attribute) else last_name(call)  # tarfile.open(p).extractall
+    return method in FETCHERS or call_name(call) in FETCHERS_BY_NAME or any(
         k.arg == "download" and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in call.keywords)
 
 
 class Downloads:
     def find_downloads(self):
-        self.downloads = sorted((c for c in ast.walk(self.tree) if downloads(c)), key=lambda c: c.lineno)
+        self.downloads = sorted((c for c in ast.walk(self.tree) if fetches(c)), key=lambda c: c.lineno)
 
     def download_helper(self):
-        """The converted script's _hoop_in_turn, where a dataset downloads itself."""
+        """The converted script's _hoop_in_turn and _hoop_made_in_turn, where the script fetches."""
         if not self.downloads:
             return []
         h = self.style == "horovod"
         local = "hvd.local_rank()" if h else "int(__import__('os').environ.get('LOCAL_RANK', 0))"
         barrier = "hvd.barrier()" if h else f"{self.DIST}.barrier()"
-        return ["", "", f"def _hoop_in_turn(start):  {MARK} downloads made by one rank at a time: rank 0, each "
-                "host's first rank, then the rest",
+        return ["", "", f"def _hoop_in_turn(start):  {MARK} data fetched by one rank at a time: rank 0, each "
+                "host's first rank, then the rest; none goes on before all are done",
                 f"    turn = 0 if {self.RANK} == 0 else 1 if {local} == 0 else 2",
-                "    for _ in range(turn if start else 2 - turn):",
+                "    for _ in range(turn if start else 3 - turn):",
                 f"        {barrier}",
                 "", "", f"def _hoop_made_in_turn(make):  {MARK} make() in this rank's turn",
                 "    _hoop_in_turn(start=True)",
@@ -46,28 +57,51 @@ class Downloads:
                 "    finally:",
                 "        _hoop_in_turn(start=False)"]
 
+    def guarding_if(self, call):
+        """The `if not os.path.exists(...)` (or isfile, isdir, a Path's exists) whose body the
+        fetch is in, if its nearest enclosing `if` is one."""
+        node = self.stmt_of(call)
+        while not isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            up = self.parent.get(node)
+            if isinstance(up, ast.If):
+                guarded = any(isinstance(c, ast.Call) and isinstance(c.func, (ast.Attribute, ast.Name))
+                              and last_name(c) in GUARDS for c in ast.walk(up.test))
+                return up if guarded and any(s is node for s in up.body) else None
+            node = up
+        return None
+
+    def turn_around(self, stmt):
+        """The pair of lines around a statement; False where it cannot have them."""
+        elif_ = isinstance(self.parent.get(stmt), ast.If) and self.e.source(stmt).startswith("elif")
+        if not isinstance(stmt, PLAIN) or elif_ or not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
+            return False
+        indent = self.e.indent_of(stmt)
+        self.e.insert_before(stmt.lineno, [f"_hoop_in_turn(start=True)  {MARK} one rank at a time: rank 0 fetches "
+                                           "first"], indent, first=True)
+        self.e.insert_after(stmt, ["_hoop_in_turn(start=False)"], indent, closing=True)
+        return True
+
     def downloads_in_turn(self):
-        """Each statement making a dataset that downloads itself run by one rank at a time (see
-        the module's text). Last of the converter's changes: its lines go next to the statement,
-        inside what the others put around it."""
+        """Each fetch run by one rank at a time (see the module's text). Last of the converter's
+        changes: its lines go next to the statement, inside what the others put around it."""
         done = set()
         for call in self.downloads:
-            said = (f"line {call.lineno}: the dataset that downloads itself made by one rank at a time (rank 0 "
-                    "first), so that no two write its files at once")
-            if not self.e.overlaps(call):
+            what = f"line {call.lineno}: {call_name(call) or self.e.source(call.func)} fetches data"
+            said = "run by one rank at a time (rank 0 first), so that no two write its files at once"
+            guard, stmt = self.guarding_if(call), self.stmt_of(call)
+            if guard is not None:  # the test takes its turn too: a rank must not skip the barriers of a fetch
+                if id(guard) in done or self.turn_around(guard):
+                    done.add(id(guard))
+                    self.changes.append(f"{what}: with the `if` at line {guard.lineno} that skips it, {said}")
+                else:
+                    self.notes.append(f"{what} under the `elif` (or one-line `if`) at line {guard.lineno}, on every "
+                                      "rank at once: make it an `if` of its own, on lines of its own")
+            elif not self.e.overlaps(call):
                 self.e.replace(call, f"_hoop_made_in_turn(lambda: {self.e.source(call)})")
-                self.changes.append(said)
-                continue
-            stmt = self.stmt_of(call)
-            if id(stmt) in done:
-                continue
-            done.add(id(stmt))
-            if not isinstance(stmt, PLAIN) or not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
-                self.notes.append(f"line {call.lineno}: every rank downloads here at once (download=True): make the "
-                                  "dataset in a statement of its own, rank 0 first (a barrier), so one downloads")
-                continue
-            indent = self.e.indent_of(stmt)
-            self.e.insert_before(stmt.lineno, [f"_hoop_in_turn(start=True)  {MARK} one rank at a time: rank 0 "
-                                               "downloads first"], indent, first=True)
-            self.e.insert_after(stmt, ["_hoop_in_turn(start=False)"], indent, closing=True)
-            self.changes.append(said)
+                self.changes.append(f"{what}: {said}")
+            elif id(stmt) in done or self.turn_around(stmt):
+                done.add(id(stmt))
+                self.changes.append(f"{what}: {said}")
+            else:
+                self.notes.append(f"{what}, on every rank at once: give its statement a line of its own (then rank 0 "
+                                  "fetches first, and the others after)")
