@@ -81,6 +81,13 @@ class Downloads:
         self.e.insert_after(stmt, ["_hoop_in_turn(start=False)"], indent, closing=True)
         return True
 
+    def turned(self, stmt, done):
+        """Whether a statement has its turn (given now, or before: `done`)."""
+        if id(stmt) not in done and not self.turn_around(stmt):
+            return False
+        done.add(id(stmt))
+        return True
+
     def downloads_in_turn(self):
         """Each fetch run by one rank at a time (see the module's text). Last of the converter's
         changes: its lines go next to the statement, inside what the others put around it."""
@@ -90,8 +97,7 @@ class Downloads:
             said = "run by one rank at a time (rank 0 first), so that no two write its files at once"
             guard, stmt = self.guarding_if(call), self.stmt_of(call)
             if guard is not None:  # the test takes its turn too: a rank must not skip the barriers of a fetch
-                if id(guard) in done or self.turn_around(guard):
-                    done.add(id(guard))
+                if self.turned(guard, done):
                     self.changes.append(f"{what}: with the `if` at line {guard.lineno} that skips it, {said}")
                 else:
                     self.notes.append(f"{what} under the `elif` (or one-line `if`) at line {guard.lineno}, on every "
@@ -99,8 +105,7 @@ class Downloads:
             elif not self.e.overlaps(call):
                 self.e.replace(call, f"_hoop_made_in_turn(lambda: {self.e.source(call)})")
                 self.changes.append(f"{what}: {said}")
-            elif id(stmt) in done or self.turn_around(stmt):
-                done.add(id(stmt))
+            elif self.turned(stmt, done):
                 self.changes.append(f"{what}: {said}")
             else:
                 self.notes.append(f"{what}, on every rank at once: give its statement a line of its own (then rank 0 "
