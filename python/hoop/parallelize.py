@@ -51,7 +51,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     random (torch.randint in a get_batch()) drawn apart: the generators seeded by rank before the
     training loop; torch's (NumPy's, random's) global generator seeded alike on every rank at
     start-up where the script does not seed it at the top level, so that every rank makes the same
-    random_split or shuffled index list; files listed (os.listdir, glob, pathlib's glob, rglob,
+    random_split or shuffled index list, and drawing a split again in the loop that trains (a
+    k-fold loop's) from rank 0's generator state; files listed (os.listdir, glob, pathlib's glob, rglob,
     iterdir) sorted where their order is read, so that every host's copy lists alike; data fetched
     (download=True, urlretrieve, extractall, ...) by one rank at a time, rank 0 first;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():` or
@@ -110,6 +111,7 @@ from hoop._parallelize.data import DataSplitting
 from hoop._parallelize.ddp import DdpWrap
 from hoop._parallelize.devices import Devices
 from hoop._parallelize.downloads import Downloads
+from hoop._parallelize.folds import Folds
 from hoop._parallelize.listings import Listings
 from hoop._parallelize.edits import CLIPPERS, CYCLIC, FRAMEWORKS, MARK, Edits, Refused, call_name, last_name
 from hoop._parallelize.check import check, find_hooprun
@@ -127,7 +129,8 @@ from hoop._parallelize.unused import UnusedParams
 
 
 class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, RankZero, ManualShares, BatchStats,
-                ManualUpdates, Trackers, Agreement, Devices, DdpWrap, UnusedParams, Listings, Downloads):
+                ManualUpdates, Trackers, Agreement, Devices, DdpWrap, UnusedParams, Listings, Downloads,
+                Folds):
     """One script's conversion (convert()): the distributed setup, the optimizers and the
     gradients' synchronisation here; beside, in _parallelize/: what names and calls mean
     (Scopes, scopes.py), which calls build optimizers and from what model (Optimizers,
@@ -485,18 +488,10 @@ class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, Rank
         if not train:
             manual = self.shard_manual_batches() or self.reseed_random_batches()
             if not manual:
-                loop = next((l for l in ast.walk(self.tree) if isinstance(l, (ast.For, ast.While)) and self.trains(l)),
-                            None)
-                where = f"line {loop.lineno}: the loop that trains takes " if loop else ""
-                raise Refused("no training loop was recognised: " + where +
-                              "neither a DataLoader iterated where backward runs, "
-                              "batches taken by `for i in range(0, N, B)`, by index (x[i * bs:...]) or as a tensor's "
-                              "batches (zip(X.split(B), Y.split(B))), nor batches drawn at random"
-                              + ("; where each step trains on the whole data (full-batch, as a GCN on its graph), "
-                                 "data parallelism has nothing to share out" if loop else "")
-                              + "; split the data between ranks by hand")
+                self.refuse_no_training_loop()
         self.find_dataset_ratios(train)
         self.find_stats_passes()
+        self.find_fold_draws()
         self.imports_and_init()
         for c, stmt, var in train:
             self.shard_loader(c, stmt, var)
@@ -519,6 +514,7 @@ class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, Rank
         self.agree_on_exits()
         self.rank0_side_effects()
         self.sort_listings()  # last: it leaves alone what another change rewrites
+        self.align_fold_draws()
         self.downloads_in_turn()  # last: its lines go next to the statement
         return self.e.apply()
 

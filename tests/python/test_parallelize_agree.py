@@ -5,7 +5,8 @@ every rank where any rank skips it; a branch whose ways differ in what
 every rank must do alike (a backward or step in one way only: run only where every rank's test lets
 it; an averaged evaluation in one way only: rank 0's decision); one taken on an exception: listed;
 a gradient set by hand: listed under DDP (written in place: under Horovod style too); an object the loop calls (an EarlyStopping) counts as
-what a rank computed alone. Skipped, saying so, without PyTorch."""
+what a rank computed alone; a split drawn again while training (a k-fold loop's) is drawn from rank
+0's generator state. Skipped, saying so, without PyTorch."""
 import importlib.util
 import os
 import sys
@@ -352,6 +353,60 @@ for epoch in range(50):
             for style, r, _ in convert_script(tmp, "stopper", script):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn("line 33: the way out of the training loop at line 24 is rank 0's decision", r.stderr)
+
+    @alternating
+    def test_a_split_drawn_again_while_training_is_rank_0s(self):
+        # A k-fold loop draws a new split for each fold (random_split, a generator's permutation,
+        # torch.randperm for a subset). Seeded alike at start-up, the ranks' generators part during
+        # training (here on purpose: draws as many as each rank's own data says; an unseeded
+        # default_rng even at the first fold), and each rank would split the next fold its own
+        # way: one rank's validation set holding samples another trains on. Each such draw takes
+        # rank 0's generator state first; the step loop's own permutation (mixup's) is left alone.
+        script = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Subset, TensorDataset, random_split
+
+X = torch.randn(120, 4)
+Y = X @ torch.randn(4, 1)
+ds = TensorDataset(X, Y)
+rng = np.random.default_rng()
+for fold in range(3):
+    train_set, val_set = random_split(ds, [90, 30])
+    picked = rng.permutation(120)[:60]
+    extra = Subset(ds, torch.randperm(120)[:40].tolist())
+    loader = DataLoader(train_set, batch_size=8, shuffle=True)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for epoch in range(2):
+        for x, y in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            mix = torch.randperm(len(x))
+            torch.rand(1 + int(x[0, 0] > 0))
+    pass  # probe
+"""
+        probe = "print('split', list(val_set.indices), picked.tolist(), extra.indices, flush=True)"
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, r, out in convert_script(tmp, "folds", script, drawn(("horovod", "ddp"), "fold splits")):
+                with self.subTest(style=style):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    for gen, line in (("torch.default_generator", "train_set, val_set"), ("rng", "picked ="),
+                                      ("torch.default_generator", "extra =")):
+                        self.assertIn(f"    _hoop_align({gen})  # hoop-parallelize: rank 0's state: the same split on "
+                                      f"every rank\n    {line}", text)
+                    self.assertIn("            opt.step()\n            mix = torch.randperm(len(x))", text)
+                    with open(out, "w") as f:
+                        f.write(text.replace("pass  # probe", probe))
+                    run = hooprun(2, [sys.executable, out], env={"HOOP_TIMEOUT": "30"}, timeout=120)
+                    self.assertEqual(run.returncode, 0, run.output)
+                    splits = [[line[4:] for line in run.output.splitlines() if line.startswith(f"[{r}] split")]
+                              for r in range(2)]
+                    self.assertEqual(len(splits[0]), 3, run.output)
+                    self.assertEqual(splits[0], splits[1], run.output)
 
 if __name__ == "__main__":
     unittest.main()

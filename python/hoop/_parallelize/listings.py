@@ -55,7 +55,9 @@ class Listings:
                 return False
             if isinstance(up, ast.Compare) and node in up.comparators and isinstance(up.ops[0], (ast.In, ast.NotIn)):
                 return False
-            if isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not) or isinstance(up, ast.IfExp) and up.test is node:
+            if isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):
+                return False
+            if isinstance(up, ast.IfExp) and up.test is node:
                 return False
             node, up = up, self.parent.get(up)
         if isinstance(up, (ast.If, ast.While, ast.Assert)) and up.test is node:

@@ -93,8 +93,9 @@ class Orders:
                                                    "state: the same shuffle on every rank"], self.e.indent_of(stmt))
 
     def order_helper(self):
-        """The converted script's _hoop_rank0s and _hoop_align, where a split loop's order needs them."""
-        if not getattr(self, "rank0_orders", None):
+        """The converted script's _hoop_rank0s and _hoop_align, where a split loop's order (or a fold's
+        split, folds.py) needs them."""
+        if not getattr(self, "rank0_orders", None) and not getattr(self, "fold_draws", None):
             return []
         if self.style == "horovod":
             send = ["    if isinstance(value, torch.Tensor):",

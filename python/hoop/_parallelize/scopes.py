@@ -5,7 +5,7 @@ methods too), with what arguments, and what a loop reaches through them (does it
 mixin of Converter (hoop/parallelize.py): it uses the converter's tree and parents."""
 import ast
 
-from hoop._parallelize.edits import call_name, dotted
+from hoop._parallelize.edits import Refused, call_name, dotted
 
 
 class Scopes:
@@ -131,6 +131,17 @@ class Scopes:
             todo = [t for t in called if (id(t[0]), t[1]) not in seen]
             seen.update({(id(t[0]), t[1]): t for t in todo})
         return [(f, receiver) for f, receiver, _ in seen.values()]
+
+    def refuse_no_training_loop(self):
+        loop = next((l for l in ast.walk(self.tree) if isinstance(l, (ast.For, ast.While)) and self.trains(l)), None)
+        where = f"line {loop.lineno}: the loop that trains takes " if loop else ""
+        raise Refused("no training loop was recognised: " + where +
+                      "neither a DataLoader iterated where backward runs, "
+                      "batches taken by `for i in range(0, N, B)`, by index (x[i * bs:...]) or as a tensor's "
+                      "batches (zip(X.split(B), Y.split(B))), nor batches drawn at random"
+                      + ("; where each step trains on the whole data (full-batch, as a GCN on its graph), "
+                         "data parallelism has nothing to share out" if loop else "")
+                      + "; split the data between ranks by hand")
 
     def trains(self, loop):
         """Whether the loop runs backward: in its body or in the script's functions and methods it
