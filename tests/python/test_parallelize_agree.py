@@ -407,6 +407,17 @@ for fold in range(3):
                               for r in range(2)]
                     self.assertEqual(len(splits[0]), 3, run.output)
                     self.assertEqual(splits[0], splits[1], run.output)
+            # Batches drawn at random (nanoGPT's get_batch) are each rank's own on purpose: an
+            # epoch's pool drawn there is not made rank 0's, which would have every rank draw alike.
+            pool = script.replace("    picked = rng.permutation(120)[:60]\n", "").replace(
+                "        for x, y in loader:\n", "        for it in range(8):\n"
+                "            ix = torch.randint(len(extra), (8,))\n"
+                "            x, y = X[ix], Y[ix]\n")
+            for style, r, out in convert_script(tmp, "pool", pool, ("horovod",)):
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("seeded apart on each rank", r.stderr)
+                with open(out) as f:
+                    self.assertNotIn("_hoop_align(", f.read())
 
 if __name__ == "__main__":
     unittest.main()

@@ -10,7 +10,8 @@ draws a split from a shared generator, that generator is set to rank 0's state (
 one small broadcast per fold): torch's default generator for random_split and torch.randperm
 given no generator=, NumPy's global one for scikit-learn's train_test_split given no
 random_state=, and the module or generator object a permutation or shuffle is called on. The
-loops split by hand have their orders made rank 0's already (orders.py). A mixin of Converter
+loops split by hand have their orders made rank 0's already (orders.py); where batches are drawn
+at random (seeds.py), the ranks draw apart on purpose and nothing is aligned. A mixin of Converter
 (hoop/parallelize.py)."""
 import ast
 
@@ -53,6 +54,8 @@ class Folds:
     def find_fold_draws(self):
         """[(statement, generator text)] of the splits drawn at a training loop's fold level."""
         self.fold_draws, done, cache = [], getattr(self, "rank0_orders", set()), {}
+        if getattr(self, "reseeded", False):
+            return  # batches drawn at random: the ranks' generators are seeded apart on purpose (seeds.py)
         for call in (n for n in ast.walk(self.tree) if isinstance(n, ast.Call)):
             gen = self.drawn_from(call)
             if gen is None or id(call) in done:

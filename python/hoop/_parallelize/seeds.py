@@ -93,7 +93,8 @@ class Seeds:
             self.changes.append(f"line {loop.lineno}: batches drawn at random (line {draws[0].lineno}): the "
                                 f"random generators seeded apart on each rank before the training loop, so each "
                                 f"draws its own")
-        return bool(loops)
+        self.reseeded = bool(loops)  # folds.py aligns no generator then: the ranks draw apart on purpose
+        return self.reseeded
 
     def random_draws(self, loop):
         """The random index draws (RANDOM_DRAWS) made in the loop or in the script's functions and
