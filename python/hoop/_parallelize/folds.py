@@ -26,7 +26,8 @@ class Folds:
     def drawn_from(self, call):
         """The text of the shared generator a call draws a split from, else None."""
         kind, kw = last_name(call), {k.arg: k.value for k in call.keywords}
-        if kind in ("random_split", "randperm") and "generator" not in kw and (
+        default = "generator" not in kw or isinstance(kw["generator"], ast.Constant) and kw["generator"].value is None
+        if kind in ("random_split", "randperm") and default and (
                 kind == "random_split" or (call_name(call) or "").startswith("torch")):
             return "torch.default_generator"
         if kind == "train_test_split" and "random_state" not in kw and not (
@@ -71,13 +72,14 @@ class Folds:
 
     def align_fold_draws(self):
         """_hoop_align(generator) before each statement find_fold_draws found."""
-        for stmt, gen in self.fold_draws:
+        for stmt in dict.fromkeys(stmt for stmt, _ in self.fold_draws):
+            gens = [gen for s, gen in self.fold_draws if s is stmt]
             if not self.e.alone_on_lines(stmt) or self.on_header_line(stmt):
                 self.notes.append(f"line {stmt.lineno}: a split drawn again in the loop that trains, on a line shared "
-                                  f"with other code: give it a line of its own, after _hoop_align({gen})")
+                                  f"with other code: give it a line of its own, after "
+                                  + "; ".join(f"_hoop_align({gen})" for gen in gens))
                 continue
             self.e.insert_before(stmt.lineno, [f"_hoop_align({gen})  {MARK} rank 0's state: the same split on every "
-                                               "rank"], self.e.indent_of(stmt), first=True)
+                                               "rank" for gen in gens], self.e.indent_of(stmt), first=True)
             self.changes.append(f"line {stmt.lineno}: the split drawn here in the loop that trains is drawn from rank "
-                                f"0's state of {gen} on every rank")
-
+                                f"0's state of {' and '.join(gens)} on every rank")
