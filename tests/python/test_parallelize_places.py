@@ -357,7 +357,8 @@ Trainer(torch.nn.Linear(4, 1), loader).fit(2)
         # read them; so would a download under `if not os.path.exists(...)`, whose test every rank
         # passes before any has fetched. Converted, rank 0 fetches first, then the rest, who find
         # the files in place: a training loader's dataset (which the sampler shares), one returned
-        # by a helper, and the guarded download (the whole `if` takes its turn). The stand-ins
+        # by a helper, and the guarded download (the whole `if` takes its turn, and the folder it
+        # makes is made by whichever rank takes it, not rank 0 alone). The stand-ins
         # fetch as torchvision does, into root unless the file is there, and log each fetch.
         remote = """
 import os
@@ -406,6 +407,7 @@ def test_loader(root):
 train_loader = DataLoader(Remote("data", download=True), batch_size=8, shuffle=True)
 val_loader = test_loader("data")
 if not os.path.exists("data/notes.txt"):
+    os.makedirs("data", exist_ok=True)
     download_url("https://example.org/notes.txt", "data", "notes.txt")
 model = torch.nn.Linear(4, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -434,6 +436,8 @@ for epoch in range(2):
                     self.assertIn("sampler=train_loader_sampler)\n_hoop_in_turn(start=False)\n", text)
                     self.assertIn("_hoop_in_turn(start=True)  # hoop-parallelize: one rank at a time: rank 0 fetches "
                                   "first\nif not os.path.exists", text)
+                    # each rank that takes the `if` makes the folder it fetches into (another host's too)
+                    self.assertIn('    os.makedirs("data", exist_ok=True)\n    download_url(', text)
                     shutil.rmtree(os.path.join(tmp, "data"), ignore_errors=True)
                     run = hooprun(3, [sys.executable, out], env={"HOOP_TIMEOUT": "30"}, timeout=180, args=("--wdir", tmp))
                     self.assertEqual(run.returncode, 0, run.output)

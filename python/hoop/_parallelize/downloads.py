@@ -8,14 +8,15 @@ other host (a disk of its own, or the files are there already), then on the rest
 goes on before all are done (three barriers on every rank). A fetch that skips what is there
 (torchvision's datasets check their files) then fetches once per disk; so does a fetch under an
 `if not os.path.exists(...)` (isfile, isdir, a Path's exists), for which the whole `if` takes
-its turn (the test is made in turn too). The call is made `_hoop_made_in_turn(lambda: CALL)`;
-an `if` (or a statement another change rewrites, as a training loader's dataset that the
-sampler shares) gets `_hoop_in_turn(start=True)` before it and `_hoop_in_turn(start=False)`
-after it; what can be neither (an `elif` that skips a fetch, a statement on a loop's header
-line) is noted. A mixin of Converter (hoop/parallelize.py)."""
+its turn (the test is made in turn too), and what it writes (the folder it fetches into) is
+written by each rank that takes it, not by rank 0 alone (rank0.py). The call is made
+`_hoop_made_in_turn(lambda: CALL)`; an `if` (or a statement another change rewrites, as a
+training loader's dataset that the sampler shares) gets `_hoop_in_turn(start=True)` before it
+and `_hoop_in_turn(start=False)` after it; what can be neither (an `elif` that skips a fetch, a
+statement on a loop's header line) is noted. A mixin of Converter (hoop/parallelize.py)."""
 import ast
 
-from hoop._parallelize.edits import MARK, call_name, last_name
+from hoop._parallelize.edits import MARK, METHOD_WRITERS, WRITERS, call_name, last_name
 
 PLAIN = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.If)
 FETCHERS = {"urlretrieve", "download_url", "download_and_extract_archive", "extract_archive", "extractall",
@@ -56,6 +57,22 @@ class Downloads:
                 "        return make()",
                 "    finally:",
                 "        _hoop_in_turn(start=False)"]
+
+    def writes_left_to_fetchers(self):
+        """Files written inside an `if` that skips a fetch (the folder it fetches into, say) are
+        written by each rank that takes that `if` in its turn, not by rank 0 alone: another host's
+        first rank fetches into a disk of its own. Called once rank0.py has found its writes."""
+        units = [g for g in (self.guarding_if(c) for c in self.downloads) if g is not None]
+
+        def fetching(node):
+            return any(u.lineno <= node.lineno and node.end_lineno <= u.end_lineno for u in units)
+
+        def writes(c):
+            return call_name(c) in WRITERS or isinstance(c.func, ast.Attribute) and c.func.attr in METHOD_WRITERS
+
+        self.rank0_calls = [c for c in self.rank0_calls if not (fetching(c) and writes(c))]
+        self.rank0_blocks = [b for b in self.rank0_blocks if not fetching(b)]
+        self.rank0_makers = [c for c in self.rank0_makers if not (fetching(c) and call_name(c) == "open")]
 
     def guarding_if(self, call):
         """The `if not os.path.exists(...)` (or isfile, isdir, a Path's exists) whose body the

@@ -268,6 +268,7 @@ class RankZero:
         self.rank0_calls = [c for c in self.rank0_calls if not any(
             b.lineno <= c.lineno and c.end_lineno <= b.end_lineno for b in self.rank0_blocks)]
         self.find_makers()
+        self.writes_left_to_fetchers()  # downloads.py
 
     def logger_names(self):
         """What the script keeps a logger in, whatever its name (`_LOG = logging.getLogger(...)`,
