@@ -156,6 +156,8 @@ class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, Rank
         # Categorical in RL code, a distance), then _hoop_dist
         self.DIST = "_hoop_dist" if not h and "dist" in self.bound_names() else "dist"
         self.RANK = "hvd.rank()" if h else f"{self.DIST}.get_rank()"
+        self.LOCAL_RANK = "hvd.local_rank()" if h else "int(__import__('os').environ.get('LOCAL_RANK', 0))"
+        self.BARRIER = "hvd.barrier()" if h else f"{self.DIST}.barrier()"
         self.SIZE = "hvd.size()" if h else f"{self.DIST}.get_world_size()"
         self.RANK0 = f"if {self.RANK} == 0:  {MARK} rank 0 only"
 
@@ -278,17 +280,15 @@ class Converter(Scopes, Optimizers, DataSplitting, Samplers, Orders, Seeds, Rank
             if self.loaders:
                 lines += ["from torch.utils.data.distributed import DistributedSampler"]
             lines += ["", "hvd.init()  " + MARK + " join the job (hooprun, mpirun, Slurm or torchrun)"]
-            local = "hvd.local_rank()"
         else:
             lines += [f"import torch.distributed as {self.DIST}", "import hoop.torch  " + MARK + " registers the backend 'hoop'"]
             if self.loaders:
                 lines += ["from torch.utils.data.distributed import DistributedSampler"]
             lines += ["", f"{self.DIST}.init_process_group('hoop')  " + MARK + " env:// (hooprun and torchrun set it)"]
-            local = "int(__import__('os').environ.get('LOCAL_RANK', 0))"
         if uses_cuda:
             lines += ["if torch.cuda.is_available():  " + MARK + " one GPU per local rank",
-                      f"    torch.cuda.set_device({local})"]
-        self.one_gpu_per_rank(local)
+                      f"    torch.cuda.set_device({self.LOCAL_RANK})"]
+        self.one_gpu_per_rank(self.LOCAL_RANK)
         seeds, seeded = self.same_draws()
         lines += seeds
         lines += self.rank0_helpers()

@@ -43,14 +43,11 @@ class Downloads:
         """The converted script's _hoop_in_turn and _hoop_made_in_turn, where the script fetches."""
         if not self.downloads:
             return []
-        h = self.style == "horovod"
-        local = "hvd.local_rank()" if h else "int(__import__('os').environ.get('LOCAL_RANK', 0))"
-        barrier = "hvd.barrier()" if h else f"{self.DIST}.barrier()"
         return ["", "", f"def _hoop_in_turn(start):  {MARK} data fetched by one rank at a time: rank 0, each "
                 "host's first rank, then the rest; none goes on before all are done",
-                f"    turn = 0 if {self.RANK} == 0 else 1 if {local} == 0 else 2",
+                f"    turn = 0 if {self.RANK} == 0 else 1 if {self.LOCAL_RANK} == 0 else 2",
                 "    for _ in range(turn if start else 3 - turn):",
-                f"        {barrier}",
+                f"        {self.BARRIER}",
                 "", "", f"def _hoop_made_in_turn(make):  {MARK} make() in this rank's turn",
                 "    _hoop_in_turn(start=True)",
                 "    try:",

@@ -62,11 +62,10 @@ class RankZero:
                       "evaluated)",
                       f"    return fn if {self.RANK} == 0 else (lambda *args, **kwargs: _HoopNothing())"]
         if self.loads_after_saves:
-            barrier = "hvd.barrier()" if self.style == "horovod" else f"{self.DIST}.barrier()"
             lines += ["", "", "def _hoop_saved(load):  " + MARK + " rank 0 writes the files: every rank waits for it "
                       "before it reads one",
                       "    def after_saves(*args, **kwargs):",
-                      f"        {barrier}",
+                      f"        {self.BARRIER}",
                       "        return load(*args, **kwargs)",
                       "    return after_saves"]
         return lines
