@@ -91,7 +91,8 @@ TEST_CASE("bytes a finished peer has not taken yet are waited for, then delivere
   LoopbackPair p(4096);
   std::vector<char> big(2 << 20, 'y');
   p.Send(big);  // more than the small buffers take: the peer's window shuts
-  REQUIRE(::shutdown(p.raw, SHUT_WR) == 0);  // finished sending, still reading (its own Close)
+  // The peer finished sending and still reads (its own Close).
+  REQUIRE(::shutdown(p.raw, SHUT_WR) == 0);
   std::string why;
   CHECK_FALSE(p.DeliveredWithin(std::chrono::milliseconds(200), &why));
   CHECK(why.find("peer 7 (test-peer) has not taken") != std::string::npos);
