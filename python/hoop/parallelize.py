@@ -54,7 +54,8 @@ DistributedDataParallel over the torch.distributed backend "hoop"):
     random_split or shuffled index list, and drawing a split again in the loop that trains (a
     k-fold loop's) from rank 0's generator state; files listed (os.listdir, glob, pathlib's glob, rglob,
     iterdir) sorted where their order is read, so that every host's copy lists alike; data fetched
-    (download=True, urlretrieve, extractall, ...) by one rank at a time, rank 0 first;
+    (download=True, urlretrieve, extractall, ...), and a file made where an `if` finds it missing
+    (`if not os.path.exists(p): torch.save(x, p)`), by one rank at a time, rank 0 first;
   - evaluation metrics (names accumulated with += inside `with torch.no_grad():` or
     inference_mode()) averaged over the ranks after the block (numbers and one-element tensors,
     their type kept), or summed where the block iterates a split loader and the name is not

@@ -289,7 +289,7 @@ pathlib.Path(out, "done.txt").write_text("done\\n")
                     out, results = os.path.join(tmp, f"writes_{style}.py"), os.path.join(tmp, f"results_{style}")
                     r = parallelize([src, "-o", out, "--style", style, "-q"], tmp)
                     self.assertEqual(r.returncode, 0, r.stderr)
-                    self.assertIn("(lines 23, 24, 33, 34)", r.stderr)
+                    self.assertIn("(lines 23, 33, 34)", r.stderr)  # the folder, made with exist_ok, on every rank
                     os.makedirs(results)
                     with open(os.path.join(results, "old.txt"), "w") as f:
                         f.write("from before\n")
@@ -447,6 +447,141 @@ for epoch in range(2):
                     self.assertEqual(sorted(p for _, p in fetches), ["data/notes.txt", "data/test.pt", "data/train.pt"],
                                      fetches)
                     self.assertEqual(len({pid for pid, _ in fetches}), 1, fetches)
+
+    def test_a_file_the_script_makes_where_it_is_missing_is_made_once_per_disk(self):
+        # A cache the script makes when it is not there (`if not os.path.exists(CACHE): ...
+        # torch.save`), or an `if exists: load, else: make and save`: rank 0 alone wrote it, so on
+        # another host's disk it was never made (FileNotFoundError there), and on one host a rank
+        # could read it half written. Converted, the whole `if` takes its turn as a fetch does:
+        # rank 0 makes it, then the first rank of each other host, then the rest find it there.
+        # Two hosts are played by four ranks, two in each of two folders with local ranks 0, 1.
+        script = """
+import io
+import json
+import os
+import time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+os.makedirs("cache", exist_ok=True)
+CACHE = os.path.join("cache", "features.pt")
+if not os.path.exists(CACHE):
+    x = torch.randn(96, 4, generator=torch.Generator().manual_seed(0))
+    buf = io.BytesIO()
+    torch.save((x, x.sum(1, keepdim=True)), buf)
+    with open(CACHE, "wb") as f:  # slowly, as a big one is written
+        f.write(buf.getvalue()[:100])
+        f.flush()
+        time.sleep(0.5)
+        f.write(buf.getvalue()[100:])
+    with open("cache/made.log", "a") as f:
+        f.write(f"{os.getpid()} features\\n")
+x, y = torch.load(CACHE)
+VOCAB = "cache/vocab.json"
+if os.path.isfile(VOCAB):
+    with open(VOCAB) as f:
+        vocab = json.load(f)
+else:
+    vocab = {"n": len(x)}
+    with open(VOCAB, "w") as f:
+        f.write('{"n"')
+        f.flush()
+        time.sleep(0.5)
+        f.write(f': {len(x)}}}')
+    with open("cache/made.log", "a") as f:
+        f.write(f"{os.getpid()} vocab\\n")
+loader = DataLoader(TensorDataset(x, y), batch_size=8, shuffle=True)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for epoch in range(2):
+    for xb, yb in loader:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(xb), yb).backward()
+        opt.step()
+    print(f"epoch {epoch} vocab {vocab['n']}")
+"""
+        hosts = """
+# ranks 0, 1 on host h0, ranks 2, 3 on host h1: each host's folder is its disk
+h=h$((HOOP_RANK / 2))
+cd "$1/$h" || exit 1
+shift
+export HOOP_LOCAL_RANK=$((HOOP_RANK % 2)) LOCAL_RANK=$((HOOP_RANK % 2)) HOOP_LOCAL_SIZE=2 LOCAL_WORLD_SIZE=2
+export HOOP_CROSS_RANK=$((HOOP_RANK / 2)) HOOP_CROSS_SIZE=2
+exec "$@"
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            with open(os.path.join(tmp, "hosts.sh"), "w") as f:
+                f.write(hosts)
+            for style, r, out in convert_script(tmp, "made", script, drawn(("horovod", "ddp"), "made in turn")):
+                with self.subTest(style=style):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertEqual(r.stderr.count("the `if` that writes what it finds missing"), 2, r.stderr)
+                    with open(out) as f:
+                        text = f.read()
+                    self.assertIn("_hoop_in_turn(start=True)  # hoop-parallelize: one rank at a time: rank 0 makes it "
+                                  "first\nif not os.path.exists(CACHE):", text)
+                    self.assertIn("_hoop_in_turn(start=False)\nx, y = torch.load(CACHE)", text)  # no barrier of its own
+                    self.assertIn('\n    with open(CACHE, "wb") as f:', text)  # by whoever takes the `if`
+                    for run_no in range(2):  # the second finds the files made
+                        for h in ("h0", "h1"):
+                            os.makedirs(os.path.join(tmp, h), exist_ok=True)
+                        run = hooprun(4, ["/bin/sh", os.path.join(tmp, "hosts.sh"), tmp, sys.executable, out],
+                                      env={"HOOP_TIMEOUT": "60"}, timeout=240)
+                        self.assertEqual(run.returncode, 0, run.output)
+                        self.assertIn("epoch 1 vocab 96", run.output)
+                        for h in ("h0", "h1"):
+                            with open(os.path.join(tmp, h, "cache", "made.log")) as f:
+                                made = [line.split() for line in f.read().splitlines()]
+                            self.assertEqual(sorted(what for _, what in made), ["features", "vocab"], (h, made))
+                            self.assertEqual(len({pid for pid, _ in made}), 1, (h, made))
+                    for h in ("h0", "h1"):
+                        shutil.rmtree(os.path.join(tmp, h))
+
+
+    def test_samples_a_dataset_caches_are_cached_by_the_rank_that_reads_them(self):
+        # A dataset that caches each sample it makes (`if not os.path.exists(p): torch.save(...)`
+        # in __getitem__) runs on each rank's share, often in a loader's workers: made rank 0's,
+        # the other ranks' samples were never written, and their loads failed (FileNotFoundError).
+        script = """
+import os
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Cached(Dataset):
+    def __len__(self):
+        return 48
+
+    def __getitem__(self, i):
+        p = f"cache/{i}.pt"
+        if not os.path.exists(p):
+            torch.save(torch.full((4,), float(i)), p)
+        x = torch.load(p)
+        return x, x.sum(0, keepdim=True)
+
+
+os.makedirs("cache", exist_ok=True)
+loader = DataLoader(Cached(), batch_size=8, shuffle=True, num_workers=1)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.001)
+for epoch in range(2):
+    for x, y in loader:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    print(f"epoch {epoch} done")
+"""
+        with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
+            for style, r, out in convert_script(tmp, "cached", script, drawn(("horovod", "ddp"), "per sample")):
+                with self.subTest(style=style):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("left on every rank: the write(s) in a function run for each sample", r.stderr)
+                    shutil.rmtree(os.path.join(tmp, "cache"), ignore_errors=True)
+                    run = hooprun(2, [sys.executable, out], timeout=180, args=("--wdir", tmp))
+                    self.assertEqual(run.returncode, 0, run.output)
+                    self.assertIn("epoch 1 done", run.output)
+                    self.assertEqual(len(os.listdir(os.path.join(tmp, "cache"))), 48)
+
 
 if __name__ == "__main__":
     unittest.main()

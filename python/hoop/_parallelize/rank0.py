@@ -2,8 +2,12 @@
 metrics accumulated under torch.no_grad() (or inference_mode()) are averaged over the ranks, or
 summed where they were counted over a split loader and are not divided by the rank's share;
 ratios over a split set's length are taken over the share and averaged; prints, logging, file
-writes (but those into a process's own temporary directory), progress bars and objects that
-write files as they are made run on rank 0 only. A mixin of Converter (hoop/parallelize.py)."""
+writes (but those into a process's own temporary directory, those in a function run for each
+sample, a dataset's __getitem__ or a collate_fn, where each rank makes its own share's, and
+folders made with os.makedirs(..., exist_ok=True), which every rank makes: another host's ranks
+may write there),
+progress bars and objects that write files as they are made run on rank 0 only. A mixin of
+Converter (hoop/parallelize.py)."""
 import ast
 
 from hoop._parallelize.data import ITEM, ref
@@ -229,10 +233,29 @@ class RankZero:
                           "everywhere")
         return kinds.pop() if kinds else "total"
 
+    def per_sample(self, node):
+        """Whether node is in a function run for each sample (a dataset's __getitem__ or __iter__,
+        a loader's collate_fn, a transform given as transform= or in a Compose, its class's
+        __call__): each rank runs it on its own share, often in a loader's worker processes, so
+        what it writes (a cache of samples) is every rank's."""
+        if not hasattr(self, "per_sample_names"):
+            given = [k.value for c in ast.walk(self.tree) if isinstance(c, ast.Call) for k in c.keywords
+                     if k.arg in ("collate_fn", "worker_init_fn", "transform", "target_transform", "transforms")]
+            given += [e for c in ast.walk(self.tree) if isinstance(c, ast.Call) and last_name(c) == "Compose"
+                      for a in c.args[:1] if isinstance(a, (ast.List, ast.Tuple)) for e in a.elts]
+            self.per_sample_names = {"__getitem__", "__getitems__", "__iter__", "__next__"} | {
+                g.id for g in given if isinstance(g, ast.Name)}
+            self.transform_classes = {last_name(g) for g in given if isinstance(g, ast.Call)}
+        outer = self.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        while outer is not None and outer.name not in self.per_sample_names and not (
+                outer.name == "__call__" and getattr(self.parent.get(outer), "name", None) in self.transform_classes):
+            outer = self.enclosing(outer, (ast.FunctionDef, ast.AsyncFunctionDef))
+        return outer is not None
+
     def find_side_effects(self):
         """Calls to print, logging, torch.save and other writers (as statements), and `with open(...,
-        'w')` blocks: what rank 0 alone should do."""
-        self.rank0_calls, self.rank0_blocks = [], []
+        'w')` blocks: what rank 0 alone should do (not in a function run for each sample)."""
+        self.rank0_calls, self.rank0_blocks, self.kept_per_sample = [], [], []
         defined = {n.name for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         loggers = self.logger_names()
         self.find_private_paths()
@@ -243,8 +266,13 @@ class RankZero:
                 last = name.split(".")[-1] or (func.attr if isinstance(func, ast.Attribute) else "")
                 writes = name in WRITERS or (isinstance(stmt.value.func, ast.Attribute)
                                              and stmt.value.func.attr in METHOD_WRITERS)
+                if name == "os.makedirs" and any(k.arg == "exist_ok" and isinstance(k.value, ast.Constant)
+                                                 and k.value.value for k in stmt.value.keywords):
+                    continue  # a folder made where it is missing: on every rank (another host's writes go there)
                 if writes and self.private(stmt.value):
                     self.kept_private.append(stmt.lineno)
+                elif writes and self.per_sample(stmt):
+                    self.kept_per_sample.append(stmt.lineno)
                 elif name == "print" or writes or (last in LOGGING and (
                         name.split(".")[0] in ("logging", "logger", "log", "LOG") or name.rsplit(".", 1)[0] in loggers
                         or self.called_logger(stmt.value.func))) or last == "add_scalar":
@@ -252,6 +280,9 @@ class RankZero:
             elif isinstance(stmt, ast.With) and any(self.opens_for_writing(i.context_expr) for i in stmt.items) \
                     and any(self.private(i.context_expr) for i in stmt.items):
                 self.kept_private.append(stmt.lineno)
+            elif isinstance(stmt, ast.With) and any(self.opens_for_writing(i.context_expr) for i in stmt.items) \
+                    and self.per_sample(stmt):
+                self.kept_per_sample.append(stmt.lineno)
             elif isinstance(stmt, ast.With) and any(self.opens_for_writing(i.context_expr) for i in stmt.items):
                 calls = {call_name(c) for c in ast.walk(stmt) if isinstance(c, ast.Call)}
                 if calls & defined or any(c and c.startswith(("hvd.", "dist.")) for c in calls):
@@ -317,13 +348,16 @@ class RankZero:
             if not isinstance(c, ast.Call) or self.in_rank0_block(c) or c in self.rank0_calls:
                 continue
             last = last_name(c)
-            if last in MAKERS or (self.opens_for_writing(c) and id(c) not in in_with):
+            if last in MAKERS or (self.opens_for_writing(c) and id(c) not in in_with and not self.per_sample(c)):
                 self.rank0_makers.append(c)
+            elif self.opens_for_writing(c) and id(c) not in in_with:
+                self.kept_per_sample.append(c.lineno)
             elif last in FILE_HANDLERS:
                 self.file_handlers.append(c)
         saves = self.rank0_blocks or self.rank0_makers or any(call_name(c) in WRITERS for c in self.rank0_calls)
         self.loads_after_saves = [c for c in ast.walk(self.tree) if saves and isinstance(c, ast.Call)
                                   and call_name(c) == "torch.load" and not self.in_rank0_block(c) and not self.private(c)
+                                  and not self.per_sample(c)
                                   and self.enclosing(c, (ast.ClassDef,)) is None]
 
     def quiet_progress_bars(self):
@@ -389,6 +423,10 @@ class RankZero:
             self.changes.append(f"left on every rank: the write(s) to a temporary directory or file of the process's "
                                 f"own (lines {', '.join(map(str, sorted(self.kept_private)))}): each rank reads back "
                                 "its own")
+        if self.kept_per_sample:
+            self.changes.append(f"left on every rank: the write(s) in a function run for each sample (a dataset's "
+                                f"__getitem__, a collate_fn; lines {', '.join(map(str, sorted(self.kept_per_sample)))})"
+                                ": each rank makes its own share's")
         if self.rank0_calls or self.rank0_blocks:
             lines = sorted([c.lineno for c in self.rank0_calls] + [b.lineno for b in self.rank0_blocks])
             self.changes.append(f"{len(lines)} print/log/save/write statement(s) made rank 0 only (lines "
