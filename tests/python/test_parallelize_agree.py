@@ -361,7 +361,8 @@ for epoch in range(50):
         # training (here on purpose: draws as many as each rank's own data says; an unseeded
         # default_rng even at the first fold), and each rank would split the next fold its own
         # way: one rank's validation set holding samples another trains on. Each such draw takes
-        # rank 0's generator state first; the step loop's own permutation (mixup's) is left alone.
+        # rank 0's generator state first, also in a function the fold calls; the step loop's own
+        # permutation (mixup's, also through a function) is left alone.
         script = """
 import numpy as np
 import torch
@@ -371,10 +372,20 @@ X = torch.randn(120, 4)
 Y = X @ torch.randn(4, 1)
 ds = TensorDataset(X, Y)
 rng = np.random.default_rng()
+
+
+def subset_of(data):
+    return Subset(data, torch.randperm(120)[:40].tolist())
+
+
+def shuffled(n):
+    return torch.randperm(n)
+
+
 for fold in range(3):
     train_set, val_set = random_split(ds, [90, 30])
     picked = rng.permutation(120)[:60]
-    extra = Subset(ds, torch.randperm(120)[:40].tolist())
+    extra = subset_of(ds)
     loader = DataLoader(train_set, batch_size=8, shuffle=True)
     model = torch.nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -384,6 +395,7 @@ for fold in range(3):
             torch.nn.functional.mse_loss(model(x), y).backward()
             opt.step()
             mix = torch.randperm(len(x))
+            mix = shuffled(len(x))
             torch.rand(1 + int(x[0, 0] > 0))
     pass  # probe
 """
@@ -395,10 +407,11 @@ for fold in range(3):
                     with open(out) as f:
                         text = f.read()
                     for gen, line in (("torch.default_generator", "train_set, val_set"), ("rng", "picked ="),
-                                      ("torch.default_generator", "extra =")):
+                                      ("torch.default_generator", "return Subset(data")):  # in what the fold calls
                         self.assertIn(f"    _hoop_align({gen})  # hoop-parallelize: rank 0's state: the same split on "
                                       f"every rank\n    {line}", text)
                     self.assertIn("            opt.step()\n            mix = torch.randperm(len(x))", text)
+                    self.assertIn("def shuffled(n):\n    return torch.randperm(n)", text)  # called by the step loop
                     with open(out, "w") as f:
                         f.write(text.replace("pass  # probe", probe))
                     run = hooprun(2, [sys.executable, out], env={"HOOP_TIMEOUT": "30"}, timeout=120)

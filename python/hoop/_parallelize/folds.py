@@ -4,15 +4,15 @@ the same on every rank. The ranks split the data alike only where they draw alik
 at start-up (seeds.py) they do at first, but what each draws by its own data (dropout on a short
 last batch, augmentations that draw as often as the sample says) takes the generators apart
 during training, and the next fold's split would differ between the ranks: one rank's
-validation set would hold samples another trains on. So before each statement at the level of
-such a loop (not inside the step loop, where a permutation is a batch's own, as mixup's) that
-draws a split from a shared generator, that generator is set to rank 0's state (`_hoop_align`,
-one small broadcast per fold): torch's default generator for random_split and torch.randperm
-given no generator=, NumPy's global one for scikit-learn's train_test_split given no
-random_state=, and the module or generator object a permutation or shuffle is called on. The
-loops split by hand have their orders made rank 0's already (orders.py); where batches are drawn
-at random (seeds.py), the ranks draw apart on purpose and nothing is aligned. A mixin of Converter
-(hoop/parallelize.py)."""
+validation set would hold samples another trains on. So before each statement at the level of such
+a loop (not inside the step loop, where a permutation is a batch's own, as mixup's), or in a
+function such a loop calls there (`make_split()`), that draws a split from a shared generator, that
+generator is set to rank 0's state (`_hoop_align`, one small broadcast per fold): torch's default
+generator for random_split and torch.randperm given no generator=, NumPy's global one for
+scikit-learn's train_test_split given no random_state=, and the module or generator object a
+permutation or shuffle is called on. The loops split by hand have their orders made rank 0's already
+(orders.py); where batches are drawn at random (seeds.py), the ranks draw apart on purpose and
+nothing is aligned. A mixin of Converter (hoop/parallelize.py)."""
 import ast
 
 from hoop._parallelize.edits import MARK, call_name, dotted, last_name
@@ -63,12 +63,32 @@ class Folds:
                 continue
             stmt = self.stmt_of(call)
             loop = self.enclosing(stmt, LOOPS)
-            if loop is None:
+            if loop is None and not self.helper_called_by_folds(stmt, cache):
                 continue
-            if id(loop) not in cache:
+            if loop is not None and id(loop) not in cache:
                 cache[id(loop)] = self.trains(loop) and self.trains_within(loop)
-            if cache[id(loop)] and (stmt, gen) not in self.fold_draws:
+            if (loop is None or cache[id(loop)]) and (stmt, gen) not in self.fold_draws:
                 self.fold_draws.append((stmt, gen))
+
+    def helper_called_by_folds(self, stmt, cache):
+        """Whether stmt is in a function (not in a loop of it) that a training loop's fold level
+        calls by name (`train_set, val_set = make_split(data)` in a k-fold loop), not its step loop."""
+        fn = self.enclosing(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if fn is None:
+            return False
+        if "folds_calls" not in cache:
+            calls = []
+            for loop in (n for n in ast.walk(self.tree) if isinstance(n, LOOPS)):
+                if self.trains(loop) and self.trains_within(loop):
+                    todo = list(loop.body)
+                    while todo:
+                        n = todo.pop()
+                        if isinstance(n, LOOPS) and self.trains(n):
+                            continue  # the step loop: a draw there is a batch's own
+                        calls += [last_name(n)] if isinstance(n, ast.Call) else []
+                        todo.extend(ast.iter_child_nodes(n))
+            cache["folds_calls"] = set(calls)
+        return fn.name in cache["folds_calls"]
 
     def align_fold_draws(self):
         """_hoop_align(generator) before each statement find_fold_draws found."""
@@ -81,5 +101,7 @@ class Folds:
                 continue
             self.e.insert_before(stmt.lineno, [f"_hoop_align({gen})  {MARK} rank 0's state: the same split on every "
                                                "rank" for gen in gens], self.e.indent_of(stmt), first=True)
-            self.changes.append(f"line {stmt.lineno}: the split drawn here in the loop that trains is drawn from rank "
+            where = "in the loop that trains" if self.enclosing(stmt, LOOPS) else \
+                "in a function the loop that trains calls for each fold"
+            self.changes.append(f"line {stmt.lineno}: the split drawn here {where} is drawn from rank "
                                 f"0's state of {' and '.join(gens)} on every rank")
