@@ -361,8 +361,9 @@ for epoch in range(50):
         # training (here on purpose: draws as many as each rank's own data says; an unseeded
         # default_rng even at the first fold), and each rank would split the next fold its own
         # way: one rank's validation set holding samples another trains on. Each such draw takes
-        # rank 0's generator state first, also in a function the fold calls; the step loop's own
-        # permutation (mixup's, also through a function) is left alone.
+        # rank 0's generator state first, also in a function the fold calls, and the device's for a
+        # randperm on a device; the step loop's own permutation (mixup's, also through a function)
+        # is left alone.
         script = """
 import numpy as np
 import torch
@@ -372,6 +373,7 @@ X = torch.randn(120, 4)
 Y = X @ torch.randn(4, 1)
 ds = TensorDataset(X, Y)
 rng = np.random.default_rng()
+dev = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def subset_of(data):
@@ -386,6 +388,7 @@ for fold in range(3):
     train_set, val_set = random_split(ds, [90, 30])
     picked = rng.permutation(120)[:60]
     extra = subset_of(ds)
+    held = torch.randperm(120, device=dev)[:30].tolist()
     loader = DataLoader(train_set, batch_size=8, shuffle=True)
     model = torch.nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -399,7 +402,7 @@ for fold in range(3):
             torch.rand(1 + int(x[0, 0] > 0))
     pass  # probe
 """
-        probe = "print('split', list(val_set.indices), picked.tolist(), extra.indices, flush=True)"
+        probe = "print('split', list(val_set.indices), picked.tolist(), extra.indices, held, flush=True)"
         with tempfile.TemporaryDirectory(prefix="hoop-par-") as tmp:
             for style, r, out in convert_script(tmp, "folds", script, drawn(("horovod", "ddp"), "fold splits")):
                 with self.subTest(style=style):
@@ -407,7 +410,9 @@ for fold in range(3):
                     with open(out) as f:
                         text = f.read()
                     for gen, line in (("torch.default_generator", "train_set, val_set"), ("rng", "picked ="),
-                                      ("torch.default_generator", "return Subset(data")):  # in what the fold calls
+                                      ("torch.default_generator", "return Subset(data"),  # in what the fold calls
+                                      ("torch.cuda.default_generators[torch.cuda.current_device()] if "
+                                       "torch.cuda.is_available() else torch.default_generator", "held =")):
                         self.assertIn(f"    _hoop_align({gen})  # hoop-parallelize: rank 0's state: the same split on "
                                       f"every rank\n    {line}", text)
                     self.assertIn("            opt.step()\n            mix = torch.randperm(len(x))", text)

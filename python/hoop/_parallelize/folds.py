@@ -8,10 +8,11 @@ validation set would hold samples another trains on. So before each statement at
 a loop (not inside the step loop, where a permutation is a batch's own, as mixup's), or in a
 function such a loop calls there (`make_split()`), that draws a split from a shared generator, that
 generator is set to rank 0's state (`_hoop_align`, one small broadcast per fold): torch's default
-generator for random_split and torch.randperm given no generator=, NumPy's global one for
+generator for random_split and torch.randperm given no generator= (the GPU's for a randperm on
+device="cuda", both for a device known only when it runs), NumPy's global one for
 scikit-learn's train_test_split given no random_state=, and the module or generator object a
-permutation or shuffle is called on. The loops split by hand have their orders made rank 0's already
-(orders.py); where batches are drawn at random (seeds.py), the ranks draw apart on purpose and
+permutation or shuffle is called on. The loops split by hand have their orders made rank 0's
+already (orders.py); where batches are drawn at random (seeds.py), the ranks draw apart on purpose and
 nothing is aligned. A mixin of Converter (hoop/parallelize.py)."""
 import ast
 
@@ -24,18 +25,30 @@ MAKERS = {"default_rng", "RandomState", "Random"}  # what a generator of the scr
 
 class Folds:
     def drawn_from(self, call):
-        """The text of the shared generator a call draws a split from, else None."""
+        """The texts of the shared generators a call draws a split from (none: [])."""
         kind, kw = last_name(call), {k.arg: k.value for k in call.keywords}
         default = "generator" not in kw or isinstance(kw["generator"], ast.Constant) and kw["generator"].value is None
-        if kind in ("random_split", "randperm") and default and (
-                kind == "random_split" or (call_name(call) or "").startswith("torch")):
-            return "torch.default_generator"
+        if kind == "random_split" and default:
+            return ["torch.default_generator"]
+        if kind == "randperm" and default and (call_name(call) or "").startswith("torch"):
+            return self.device_generators(kw.get("device"))
         if kind == "train_test_split" and "random_state" not in kw and not (
                 isinstance(kw.get("shuffle"), ast.Constant) and not kw["shuffle"].value):
-            return "__import__('numpy').random"
+            return ["__import__('numpy').random"]
         gen = dotted(call.func.value) if kind in ("permutation", "shuffle") and isinstance(call.func, ast.Attribute) \
             else None
-        return gen if gen in MODULES or gen in self.generators() else None
+        return [gen] if gen in MODULES or gen in self.generators() else []
+
+    @staticmethod
+    def device_generators(device):
+        """torch.randperm(n, device=...) draws from that device's default generator: the CPU's,
+        the current GPU's for "cuda", both where the device is known only when it runs."""
+        cpu = "torch.default_generator"
+        gpu = "torch.cuda.default_generators[torch.cuda.current_device()] if torch.cuda.is_available() else " + cpu
+        text = device.value if isinstance(device, ast.Constant) and isinstance(device.value, str) else None
+        if device is None or text == "cpu":
+            return [cpu]
+        return [gpu] if text is not None and text.startswith("cuda") else [cpu, gpu]
 
     def generators(self):
         """The names the script binds to a generator of its own (rng = np.random.default_rng(0))."""
@@ -58,8 +71,8 @@ class Folds:
         if getattr(self, "reseeded", False):
             return  # batches drawn at random: the ranks' generators are seeded apart on purpose (seeds.py)
         for call in (n for n in ast.walk(self.tree) if isinstance(n, ast.Call)):
-            gen = self.drawn_from(call)
-            if gen is None or id(call) in done:
+            gens = self.drawn_from(call)
+            if not gens or id(call) in done:
                 continue
             stmt = self.stmt_of(call)
             loop = self.enclosing(stmt, LOOPS)
@@ -67,8 +80,8 @@ class Folds:
                 continue
             if loop is not None and id(loop) not in cache:
                 cache[id(loop)] = self.trains(loop) and self.trains_within(loop)
-            if (loop is None or cache[id(loop)]) and (stmt, gen) not in self.fold_draws:
-                self.fold_draws.append((stmt, gen))
+            if loop is None or cache[id(loop)]:
+                self.fold_draws += [(stmt, gen) for gen in gens if (stmt, gen) not in self.fold_draws]
 
     def helper_called_by_folds(self, stmt, cache):
         """Whether stmt is in a function (not in a loop of it) that a training loop's fold level
