@@ -88,12 +88,40 @@ class Downloads:
             return call_name(c) in WRITERS or isinstance(c.func, ast.Attribute) and c.func.attr in METHOD_WRITERS
 
         self.rank0_calls = [c for c in self.rank0_calls if not (fetching(c) and writes(c))]
+        self.folders_for_every_rank(fetching)
         self.rank0_blocks = [b for b in self.rank0_blocks if not fetching(b)]
         self.rank0_makers = [c for c in self.rank0_makers if not (fetching(c) and call_name(c) == "open")]
         # A load in such an `if` comes after the writes in turn; one in a branch rank 0 never takes
         # must not wait in a barrier of its own. With no write left to rank 0, none waits.
         saves = self.rank0_blocks or self.rank0_makers or any(call_name(c) in WRITERS for c in self.rank0_calls)
         self.loads_after_saves = [c for c in self.loads_after_saves if saves and not fetching(c)]
+
+    def folders_for_every_rank(self, fetching):
+        """os.makedirs(folder, exist_ok=True) made on every rank where what is written in turn or
+        for each sample goes into that folder (another host's ranks write there); nothing races."""
+        needed = set()
+        for c in ast.walk(self.tree):
+            if isinstance(c, ast.Call) and (fetching(c) or self.per_sample(c)) and self.is_write(c):
+                needed |= self.written_parts(c)
+        assigned = {}  # best = f"ckpt/best_{epoch}.pt": what a name's path is made of
+        for a in ast.walk(self.tree):
+            if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name):
+                assigned.setdefault(a.targets[0].id, set()).update(path_parts(a.value))
+        for _ in range(2):
+            needed |= set().union(*(assigned.get(p, set()) for p in needed))
+
+        def holds(folder):
+            return folder & needed or any(isinstance(f, str) and isinstance(w, str) and w.startswith(
+                f.rstrip("/") + "/") for f in folder for w in needed)
+
+        made = [c for c in self.rank0_calls if call_name(c) == "os.makedirs" and c.args and any(
+            k.arg == "exist_ok" and isinstance(k.value, ast.Constant) and k.value.value for k in c.keywords)
+            and holds(path_parts(c.args[0]))]
+        self.rank0_calls = [c for c in self.rank0_calls if c not in made]
+        if made:
+            self.changes.append(f"left on every rank: the folder(s) made with exist_ok=True at line(s) "
+                                f"{', '.join(str(c.lineno) for c in made)}, which what is written in turn or for each "
+                                "sample goes into (another host's ranks write there too)")
 
     def find_made_in_turn(self, fetch_units):
         """(if, write) for each outermost `if` that tests whether a path is there (exists, isfile,
@@ -126,6 +154,11 @@ class Downloads:
         """'torch.save(...)', 'df.to_csv(...)': a call, short."""
         return f"{call_name(call) or self.e.source(call.func)}(...)"
 
+    def is_write(self, n):
+        """Whether n is a call that makes or writes a file (not one that removes one)."""
+        return isinstance(n, ast.Call) and (call_name(n) in WRITERS - REMOVERS or self.opens_for_writing(n) or (
+            isinstance(n.func, ast.Attribute) and n.func.attr in METHOD_WRITERS))
+
     def writes_in(self, node):
         """The calls in node's branches (not in a function defined there) that write a file."""
         todo, found = list(node.body) + list(node.orelse), []
@@ -133,8 +166,7 @@ class Downloads:
             n = todo.pop(0)
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 continue
-            if isinstance(n, ast.Call) and (call_name(n) in WRITERS - REMOVERS or self.opens_for_writing(n) or (
-                    isinstance(n.func, ast.Attribute) and n.func.attr in METHOD_WRITERS)):
+            if self.is_write(n):
                 found.append(n)
             todo.extend(ast.iter_child_nodes(n))
         return found

@@ -2,10 +2,8 @@
 metrics accumulated under torch.no_grad() (or inference_mode()) are averaged over the ranks, or
 summed where they were counted over a split loader and are not divided by the rank's share;
 ratios over a split set's length are taken over the share and averaged; prints, logging, file
-writes (but those into a process's own temporary directory, those in a function run for each
-sample, a dataset's __getitem__ or a collate_fn, where each rank makes its own share's, and
-folders made with os.makedirs(..., exist_ok=True), which every rank makes: another host's ranks
-may write there),
+writes (but those into a process's own temporary directory, and those in a function run for
+each sample, a dataset's __getitem__ or a collate_fn, where each rank makes its own share's),
 progress bars and objects that write files as they are made run on rank 0 only. A mixin of
 Converter (hoop/parallelize.py)."""
 import ast
@@ -266,9 +264,6 @@ class RankZero:
                 last = name.split(".")[-1] or (func.attr if isinstance(func, ast.Attribute) else "")
                 writes = name in WRITERS or (isinstance(stmt.value.func, ast.Attribute)
                                              and stmt.value.func.attr in METHOD_WRITERS)
-                if name == "os.makedirs" and any(k.arg == "exist_ok" and isinstance(k.value, ast.Constant)
-                                                 and k.value.value for k in stmt.value.keywords):
-                    continue  # a folder made where it is missing: on every rank (another host's writes go there)
                 if writes and self.private(stmt.value):
                     self.kept_private.append(stmt.lineno)
                 elif writes and self.per_sample(stmt):
