@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -176,4 +178,46 @@ TEST_CASE("a flood of strangers at the store: the first ten refusals said, the r
     ++full;
   CHECK(full == RefusalLog::kBurst);
   CHECK(log.find("store: refused 90 more connection(s) within 10 s of a burst") != std::string::npos);
+}
+
+TEST_CASE("a store answer that comes late costs that call only, not the connection", "[store]") {
+  // The server in a child process, stopped (SIGSTOP) past the client's wait, as a rank stopped
+  // inside a shrink finds its own requests answered after it gave up on them.
+  int ports[2];
+  REQUIRE(::pipe(ports) == 0);
+  const pid_t server_pid = ::fork();
+  if (server_pid == 0) {
+    auto server = TcpStoreServer::Start("127.0.0.1", 0, "t");
+    const int port = server.ok() ? (*server)->port() : -1;
+    (void)!::write(ports[1], &port, sizeof port);
+    ::pause();
+    ::_exit(0);
+  }
+  int port = -1;
+  REQUIRE(::read(ports[0], &port, sizeof port) == static_cast<ssize_t>(sizeof port));
+  ::close(ports[0]);
+  ::close(ports[1]);
+  REQUIRE(port > 0);
+  auto store = OpenStore("tcp://127.0.0.1:" + std::to_string(port), "t", Deadline::After(std::chrono::seconds(5)));
+  REQUIRE(store.ok());
+  Store& s = **store;
+  REQUIRE(s.Set("a", "1").ok());
+  ::kill(server_pid, SIGSTOP);
+  int how = 0;
+  REQUIRE(::waitpid(server_pid, &how, WUNTRACED) == server_pid);  // stopped, not just signalled
+  REQUIRE(WIFSTOPPED(how));
+  // A look without waiting: its answer is owed once the client's slack (5 s) has passed.
+  auto late = s.Get("a", Deadline::After(std::chrono::milliseconds(0)));
+  CHECK(late.status().code() == Code::kDeadlineExceeded);
+  CHECK(late.status().message().find("no answer in time") != std::string::npos);
+  ::kill(server_pid, SIGCONT);
+  // The late answer ("1") is dropped; every call after it gets its own.
+  CHECK(s.Set("b", "2").ok());
+  auto b = s.Get("b", Deadline::After(std::chrono::seconds(5)));
+  CHECK((b.ok() ? *b : b.status().message()) == "2");
+  CHECK(*s.Add("n", 5) == 5);
+  auto a = s.Get("a", Deadline::After(std::chrono::seconds(5)));
+  CHECK((a.ok() ? *a : a.status().message()) == "1");
+  ::kill(server_pid, SIGKILL);
+  ::waitpid(server_pid, nullptr, 0);
 }

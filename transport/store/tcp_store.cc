@@ -272,29 +272,54 @@ StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(const HostPort
   }
 }
 
+Status TcpStoreClient::ReadAnswer(uint8_t* status, std::string* data, Deadline deadline) {
+  RespHeader r{};
+  auto* bytes = reinterpret_cast<char*>(&r);
+  Status s = RecvAll(fd_.get(), bytes, 1, deadline);
+  if (s.code() == Code::kDeadlineExceeded) return s;
+  const Deadline rest = Deadline::After(std::chrono::seconds(5));
+  if (s.ok()) s = RecvAll(fd_.get(), bytes + 1, sizeof(r) - 1, rest);
+  const uint64_t len = r.len;
+  if (s.ok() && len > kMaxValue) s = Internal("a reply of " + std::to_string(len) + " bytes");
+  if (s.ok()) data->assign(len, '\0');
+  if (s.ok()) s = RecvAll(fd_.get(), data->data(), data->size(), rest);
+  if (!s.ok()) return Unavailable("store " + server_ + ": " + s.message());
+  *status = r.status;
+  return Status::Ok();
+}
+
 StatusOr<std::string> TcpStoreClient::Call(uint8_t op, const std::string& key, uint64_t arg, const std::string& value,
                                            Deadline deadline) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!fd_.valid()) return Unavailable("store " + server_ + ": connection lost earlier");
-  ReqHeader h{op, static_cast<uint32_t>(key.size()), arg};
-  std::string buf(reinterpret_cast<const char*>(&h), sizeof(h));
-  buf += key;
-  buf += value;
-  RespHeader r{};
-  Status s = SendAll(fd_.get(), buf.data(), buf.size(), deadline);
-  if (s.ok()) s = RecvAll(fd_.get(), &r, sizeof(r), deadline);
-  const uint64_t len = r.len;
-  if (s.ok() && len > kMaxValue) s = Internal("a reply of " + std::to_string(len) + " bytes");
-  std::string data(s.ok() ? len : 0, '\0');
-  if (s.ok()) s = RecvAll(fd_.get(), data.data(), data.size(), deadline);
+  uint8_t status = kOk;
+  std::string data;
+  Status s = Status::Ok();
+  while (owed_ > 0 && s.ok()) {  // late answers to earlier calls, dropped
+    s = ReadAnswer(&status, &data, deadline);
+    if (s.ok()) --owed_;
+  }
+  if (s.ok()) {
+    ReqHeader h{op, static_cast<uint32_t>(key.size()), arg};
+    std::string buf(reinterpret_cast<const char*>(&h), sizeof(h));
+    buf += key;
+    buf += value;
+    s = SendAll(fd_.get(), buf.data(), buf.size(), deadline);
+    owed_ += s.ok() ? 1 : 0;
+    if (!s.ok()) s = Unavailable("store " + server_ + ": " + s.message());  // perhaps sent in part
+  }
+  if (s.ok()) s = ReadAnswer(&status, &data, deadline);
+  if (s.code() == Code::kDeadlineExceeded)
+    return DeadlineExceeded("store " + server_ + ": no answer in time (the server, or this process, was held up)");
   if (!s.ok()) {
     fd_.reset();  // the stream is out of step now; never reuse it
-    return Unavailable("store " + server_ + ": " + s.message());
+    return s;
   }
-  if (r.status == kTimeout) return DeadlineExceeded("store: key '" + key + "' did not appear in time");
-  if (r.status == kBad)
+  --owed_;
+  if (status == kTimeout) return DeadlineExceeded("store: key '" + key + "' did not appear in time");
+  if (status == kBad)
     return InvalidArgument("store " + server_ + ": refused the request on '" + key + "' (a counter would overflow)");
-  if (r.status != kOk) return Internal("store " + server_ + ": bad reply");
+  if (status != kOk) return Internal("store " + server_ + ": bad reply");
   return data;
 }
 

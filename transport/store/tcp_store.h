@@ -80,8 +80,16 @@ class TcpStoreClient : public Store {
       : fd_(std::move(fd)), server_(std::move(server)), local_address_(LocalAddressOf(fd_.get())) {}
   StatusOr<std::string> Call(uint8_t op, const std::string& key, uint64_t arg, const std::string& value,
                              Deadline deadline);
+  // One answer: its first byte by `deadline` (else kDeadlineExceeded, nothing of it read), the
+  // rest at once (the server writes an answer whole); any other failure leaves the stream out of
+  // step.
+  Status ReadAnswer(uint8_t* status, std::string* data, Deadline deadline);
   std::mutex mu_;
   Fd fd_;
+  // Answers to requests whose caller stopped waiting (the server, or this process, was held up
+  // past the deadline: a SIGSTOP, a loaded host): read and dropped before the next request, so
+  // that one late answer costs that call only, not the connection.
+  int owed_ = 0;
   std::string server_;
   std::string local_address_;
 };
