@@ -1,9 +1,10 @@
 // The C API's start and end of a job (include/hoop/hoop.h): hoop_init_from_env, hoop_init,
-// hoop_init_store, hoop_init_join (a newcomer of elastic hooprun), hoop_finalize; the version;
+// hoop_init_store(_timeout), hoop_init_join (a newcomer of elastic hooprun), hoop_finalize; the version;
 // what a handle says of its rank (rank, size, local rank and size, device, locality). c_api.cc has
 // the collectives, c_comms.cc the sub-communicators.
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "collectives/api/c_api_internal.h"
@@ -48,6 +49,29 @@ hoop_status_t Init(hoop_comm_t* out, const hoop::Config& cfg) {
   if (!out) return BadArg("hoop_init: comm pointer is NULL");
   *out = nullptr;
   return MakeHandle(out, hoop::JoinJob(cfg), cfg);
+}
+
+// hoop_init_store and hoop_init_store_timeout (timeout_s: seconds in place of HOOP_TIMEOUT).
+hoop_status_t InitStore(const char* fn, hoop_comm_t* comm, int rank, int size, const hoop_store_t* store,
+                        const char* host, std::optional<double> timeout_s) {
+  if (!comm) return BadArg(std::string(fn) + ": comm pointer is NULL");
+  *comm = nullptr;
+  if (!store || !store->set || !store->get || !store->add)
+    return BadArg(std::string(fn) + ": the store (or one of its set, get and add functions) is NULL");
+  auto cfg = ExplicitConfig(fn, rank, size);
+  if (!cfg.ok()) return Report(cfg.status());
+  if (timeout_s) {
+    // Within HOOP_TIMEOUT's bounds, so that every deadline (now + timeout) is representable.
+    if (!(*timeout_s >= 0.001 && *timeout_s <= 604800))
+      return BadArg("rank " + std::to_string(rank) + ": " + fn + ": timeout " + std::to_string(*timeout_s) +
+                    " s is not in [0.001, 604800] seconds (a week)");
+    cfg->timeout = std::chrono::milliseconds(static_cast<long long>(*timeout_s * 1000));
+  }
+  cfg->store.clear();
+  if (host && *host) cfg->host = host;
+  auto job = hoop::JoinJobOnStore(*cfg, std::make_unique<hoop::CallbackStore>(*store));
+  if (!job.ok()) return Report(job.status().WithContext(fn));
+  return MakeHandle(comm, std::move(job), *cfg);
 }
 
 }  // namespace
@@ -110,19 +134,12 @@ hoop_status_t hoop_init(hoop_comm_t* comm, int rank, int size, const char* store
 }
 
 hoop_status_t hoop_init_store(hoop_comm_t* comm, int rank, int size, const hoop_store_t* store, const char* host) {
-  return Guard([&] {
-    if (!comm) return BadArg("hoop_init_store: comm pointer is NULL");
-    *comm = nullptr;
-    if (!store || !store->set || !store->get || !store->add)
-      return BadArg("hoop_init_store: the store (or one of its set, get and add functions) is NULL");
-    auto cfg = ExplicitConfig("hoop_init_store", rank, size);
-    if (!cfg.ok()) return Report(cfg.status());
-    cfg->store.clear();
-    if (host && *host) cfg->host = host;
-    auto job = hoop::JoinJobOnStore(*cfg, std::make_unique<hoop::CallbackStore>(*store));
-    if (!job.ok()) return Report(job.status().WithContext("hoop_init_store"));
-    return MakeHandle(comm, std::move(job), *cfg);
-  });
+  return Guard([&] { return InitStore("hoop_init_store", comm, rank, size, store, host, std::nullopt); });
+}
+
+hoop_status_t hoop_init_store_timeout(hoop_comm_t* comm, int rank, int size, const hoop_store_t* store,
+                                      const char* host, double timeout_s) {
+  return Guard([&] { return InitStore("hoop_init_store_timeout", comm, rank, size, store, host, timeout_s); });
 }
 
 hoop_status_t hoop_finalize(hoop_comm_t comm) { return hoop::capi::Finalize(comm, "hoop_finalize"); }

@@ -46,22 +46,20 @@ extern "C" {
 #endif
 
 #define HOOP_API_VERSION \
-  18 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*);
-                              4: hoop_get_version; 5: nonblocking calls (hoop_i*, hoop_wait);
-                              6: hoop_reduce, hoop_gather, hoop_scatter, hoop_alltoall;
-                              7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR, hoop_allgatherv,
-                                 hoop_reduce_scatterv, hoop_alltoallv;
+  19 /* 2: hoop_allreduce_ex, wire compression; 3: tensor fusion (hoop_fusion_*); 4: hoop_get_version;
+                              5: nonblocking calls (hoop_i*, hoop_wait); 6: hoop_reduce, hoop_gather, hoop_scatter,
+                                 hoop_alltoall; 7: HOOP_I8, HOOP_BOOL, HOOP_BAND, HOOP_BOR, HOOP_BXOR,
+                                 hoop_allgatherv, hoop_reduce_scatterv, hoop_alltoallv;
                               8: point-to-point (hoop_send, hoop_recv, hoop_isend, hoop_irecv);
                               9: sub-communicators (hoop_comm_split, hoop_comm_dup, hoop_comm_free);
                               10: a store of the caller's (hoop_store_t, hoop_init_store);
-                              11: HOOP_F8E4M3, HOOP_F8E5M2, hoop_dtype_info;
-                              12: hoop_wait_background; 13: hoop_comm_revoke, HOOP_ERR_REVOKED;
-                              14: hoop_comm_shrink, hoop_comm_shrink_excluding,
+                              11: HOOP_F8E4M3, HOOP_F8E5M2, hoop_dtype_info; 12: hoop_wait_background;
+                              13: hoop_comm_revoke, HOOP_ERR_REVOKED; 14: hoop_comm_shrink, hoop_comm_shrink_excluding,
                                   hoop_comm_failed_ranks, hoop_comm_grow, hoop_init_join;
                               15: hoop_comm_newcomers, HOOP_JOIN; 16: the flight recorder (hoop_comm_trace,
                                   hoop_comm_dump_trace, hoop_comm_set_trace_label, hoop_comm_set_trace_name);
                               17: HOOP_I16..HOOP_U64; 18: hoop_fusion_join, hoop_fusion_joined,
-                                  hoop_fusion_start_timeline, hoop_fusion_stop_timeline */
+                                  hoop_fusion_start_timeline, hoop_fusion_stop_timeline; 19: hoop_init_store_timeout */
 
 /* The release this header belongs to (CMake's project version; the build checks they agree).
  * hoop_get_version() gives the library's, which may be newer than the header a program was
@@ -164,10 +162,12 @@ typedef struct {
   void* ctx;
 } hoop_store_t;
 
-/* hoop_init over the caller's store (above). host: the address this rank advertises to its peers
- * (NULL: HOOP_HOST, else 127.0.0.1, which serves one host only). Every other setting comes from
- * HOOP_* variables, as for hoop_init. */
+/* hoop_init over the caller's store (above). host: the address this rank advertises to its peers (NULL: HOOP_HOST,
+ * else 127.0.0.1, which serves one host only). Every other setting comes from HOOP_* variables, as for hoop_init; the
+ * _timeout form waits timeout_s seconds (0.001 to 604800) where HOOP_TIMEOUT says, for comm and its splits and dups. */
 hoop_status_t hoop_init_store(hoop_comm_t* comm, int rank, int size, const hoop_store_t* store, const char* host);
+hoop_status_t hoop_init_store_timeout(hoop_comm_t* comm, int rank, int size, const hoop_store_t* store,
+                                      const char* host, double timeout_s);
 
 hoop_status_t hoop_finalize(hoop_comm_t comm);
 

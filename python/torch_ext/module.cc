@@ -16,12 +16,14 @@ PYBIND11_MODULE(_c10d, m) {
   m.doc() = "hoop's torch.distributed backend (use hoop.torch, which registers it)";
   py::module_::import("torch.distributed");  // the base classes this module's derive from
   py::class_<ProcessGroupHoop, GroupBase, c10::intrusive_ptr<ProcessGroupHoop>>(m, "ProcessGroupHoop")
-      .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, const std::string& host) {
-             return c10::make_intrusive<ProcessGroupHoop>(store, rank, size, host);
+      .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, const std::string& host,
+                       double timeout_s) {
+             return c10::make_intrusive<ProcessGroupHoop>(store, rank, size, host, timeout_s);
            }),
-           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("host") = "",
+           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("host") = "", py::arg("timeout_s") = 0.0,
            py::call_guard<py::gil_scoped_release>(),
-           "Joins the group's ranks through `store` (hoop_init_store); host: the address to advertise.")
+           "Joins the group's ranks through `store` (hoop_init_store); host: the address to advertise; "
+           "timeout_s: how long its calls may wait (0: HOOP_TIMEOUT).")
       .def_property("deterministic", &ProcessGroupHoop::deterministic, &ProcessGroupHoop::SetDeterministic,
                     "hoop's deterministic mode on this group (hoop_comm_set_deterministic): every reduction "
                     "gives the bits of the left fold over the ranks in rank order.");

@@ -12,11 +12,13 @@
 namespace hoop::torch_ext {
 
 ProcessGroupHoop::ProcessGroupHoop(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                   const std::string& host)
+                                   const std::string& host, double timeout_s)
     : GroupBase(rank, size), store_(std::make_shared<StoreBridge>(store)) {
   hoop_store_t cb = store_->Callbacks();
-  if (hoop_init_store(&comm_, rank, size, &cb, host.empty() ? nullptr : host.c_str()) != HOOP_SUCCESS)
-    throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
+  const char* at = host.empty() ? nullptr : host.c_str();
+  const hoop_status_t s = timeout_s > 0 ? hoop_init_store_timeout(&comm_, rank, size, &cb, at, timeout_s)
+                                        : hoop_init_store(&comm_, rank, size, &cb, at);
+  if (s != HOOP_SUCCESS) throw std::runtime_error(std::string("hoop: ") + hoop_last_error());
   completer_ = Completer::Make();
 }
 

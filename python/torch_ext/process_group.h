@@ -73,8 +73,10 @@ struct PeerCall {
 
 class ProcessGroupHoop : public GroupBase {
  public:
-  // host: the address this rank advertises (empty: HOOP_HOST, else 127.0.0.1).
-  ProcessGroupHoop(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, const std::string& host);
+  // host: the address this rank advertises (empty: HOOP_HOST, else 127.0.0.1); timeout_s: how
+  // long its calls may wait (PyTorch's timeout=; 0: HOOP_TIMEOUT's).
+  ProcessGroupHoop(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, const std::string& host,
+                   double timeout_s = 0);
   // A group that a shrink made (shrink below): over `comm`, which it frees, sharing its parent's
   // store.
   ProcessGroupHoop(hoop_comm_t comm, std::shared_ptr<StoreBridge> store, int rank, int size);

@@ -5,7 +5,8 @@ process on the global batch and of backend "gloo" (ddp_rank.py), with DDP's comm
 join(), static_graph, no_sync(), ZeroRedundancyOptimizer and distributed checkpoints equal to
 gloo's (ddp_features_rank.py); DTensor's redistributions,
 tensor parallelism and pipelining against the model run whole, and FSDP2 training and state dicts
-equal to gloo's on 2 and 4 ranks (fsdp2_rank.py, PyTorch 2.6 and later); a lost rank, and shrink_group going on without it (PyTorch 2.10 and later); DDP and the
+equal to gloo's on 2 and 4 ranks (fsdp2_rank.py, PyTorch 2.6 and later); a lost rank, and shrink_group going on without it (PyTorch 2.10 and later); timeout= bounding a
+group's calls; DDP and the
 Horovod-style optimizer in hoop's deterministic mode, bit-identical over transports, algorithms,
 buckets and fusion; a group destroyed, or a script ended, with a future's call still pending
 (late_future_rank.py); monitored_barrier naming the ranks that did not arrive, where PyTorch
@@ -282,6 +283,40 @@ class Backend(unittest.TestCase):
             line = [l for l in r.output.splitlines() if l.startswith(f"[{rank}] rank {rank}: raised")]
             self.assertTrue(line, f"rank {rank} raised nothing:\n{r.output}")
             self.assertRegex(line[0], r"hoop: .*(lost peer 2|rank 2)")
+
+    def test_timeout_argument_bounds_the_groups_calls(self):
+        # init_process_group's and new_group's timeout= bound the group's calls in HOOP_TIMEOUT's
+        # place; none given, PyTorch passes its default (30 min) and HOOP_TIMEOUT holds. Rank 1 is
+        # late to the second allreduce by 8 s: rank 0's fails after the timeout, naming rank 1.
+        code = ("import datetime, sys, time, torch, torch.distributed as dist, hoop.torch\n"
+                "kind = sys.argv[1]\n"
+                "two = datetime.timedelta(seconds=2)\n"
+                "dist.init_process_group('hoop', **({'timeout': two} if kind == 'given' else {}))\n"
+                "group = dist.new_group([0, 1], timeout=two) if kind == 'group' else None\n"
+                "t = torch.ones(4)\n"
+                "dist.all_reduce(t, group=group)\n"
+                "if dist.get_rank() == 1: time.sleep(8)\n"
+                "else:\n"
+                "    start = time.monotonic()\n"
+                "    try:\n"
+                "        dist.all_reduce(t, group=group)\n"
+                "        print('rank 0: no error', flush=True)\n"
+                "    except RuntimeError as e:\n"
+                "        print(f'rank 0: raised after {time.monotonic() - start:.1f} s: {e}', flush=True)\n")
+        for kind, hoop_timeout, limit in (("given", "60", 2), ("group", "60", 2), ("default", "3", 3)):
+            with self.subTest(kind=kind):
+                r = hooprun(2, [sys.executable, "-c", code, kind], env={"HOOP_TIMEOUT": hoop_timeout}, timeout=60)
+                line = [l for l in r.output.splitlines() if l.startswith("[0] rank 0: ")]
+                self.assertTrue(line, r.output)
+                self.assertRegex(line[0], rf"raised after [\d.]+ s: .*HOOP_TIMEOUT {limit} s.*waiting for rank 1")
+                self.assertLess(float(line[0].split("after ")[1].split(" s")[0]), limit + 2.5, line[0])
+        code = ("import datetime, torch.distributed as dist, hoop.torch\n"
+                "dist.init_process_group('hoop')\n"
+                "try: dist.new_group([0], timeout=datetime.timedelta(0))\n"
+                "except ValueError as e: print(f'raised: {e}', flush=True)\n")
+        r = hooprun(1, [sys.executable, "-c", code], timeout=60)
+        self.assertIn("raised: hoop: rank 0: creating a process group: timeout=datetime.timedelta(0) is under a "
+                      "millisecond", r.output)
 
     def test_group_ends_cleanly_with_a_future_pending(self):
         # Rank 0 takes a Work's future, drops it, and destroys the group (or ends) while rank 1 is

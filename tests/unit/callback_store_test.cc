@@ -4,6 +4,7 @@
 // store's own message.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -105,4 +106,41 @@ TEST_CASE("hoop_init_store: bad stores and arguments are refused with the cause"
   CHECK(why.find("the test's store refuses gets") != std::string::npos);
   CHECK(why.find("get '") != std::string::npos);
   CHECK(comm == nullptr);
+}
+
+TEST_CASE("hoop_init_store_timeout: the given timeout bounds the rendezvous and the calls", "[capi][store]") {
+  Ctx ctx;
+  hoop_store_t store{Set, Get, Add, &ctx};
+  hoop_comm_t comm = nullptr;
+  for (double bad : {0.0, -1.0, 0.0005, 604801.0}) {
+    CHECK(hoop_init_store_timeout(&comm, 0, 2, &store, nullptr, bad) == HOOP_ERR_INVALID_ARGUMENT);
+    const std::string why = hoop_last_error();
+    INFO(why);
+    CHECK(why.find("rank 0: hoop_init_store_timeout: timeout") != std::string::npos);
+    CHECK(why.find("is not in [0.001, 604800] seconds") != std::string::npos);
+  }
+  // Rank 1 never comes: the rendezvous gives up at the given timeout (HOOP_TIMEOUT is 300 s).
+  auto started = std::chrono::steady_clock::now();
+  CHECK(hoop_init_store_timeout(&comm, 0, 2, &store, "127.0.0.1", 0.5) != HOOP_SUCCESS);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+  CHECK(comm == nullptr);
+  // Both come; rank 1 is then late to the allreduce: rank 0's call fails at about 1 s.
+  Ctx joined;
+  hoop_store_t both{Set, Get, Add, &joined};
+  std::vector<hoop_comm_t> comms(2, nullptr);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] { hoop_init_store_timeout(&comms[r], r, 2, &both, "127.0.0.1", 1.0); });
+  for (auto& t : ranks) t.join();
+  REQUIRE(comms[0] != nullptr);
+  REQUIRE(comms[1] != nullptr);
+  float x = 1, y = 0;
+  started = std::chrono::steady_clock::now();
+  CHECK(hoop_allreduce(comms[0], &x, &y, 1, HOOP_F32, HOOP_SUM) == HOOP_ERR_TIMEOUT);
+  const auto took = std::chrono::steady_clock::now() - started;
+  INFO(hoop_last_error());
+  CHECK(took < std::chrono::seconds(5));
+  CHECK(std::string(hoop_last_error()).find("HOOP_TIMEOUT 1 s") != std::string::npos);
+  hoop_finalize(comms[0]);
+  hoop_finalize(comms[1]);
 }

@@ -27,7 +27,9 @@ and float64, uint16, uint32 and uint64 where torch has them (2.3 and later), and
 float8_e5m2 where torch has them (sum, avg, min, max, prod; results past the largest finite
 saturate, as NCCL's do), and complex ones as their real and imaginary parts (SUM, AVG, PREMUL_SUM);
 anything else raises, naming the rank, the
-call and the cause. HOOP_* variables tune it as any hoop job (HOOP_TRANSPORT, HOOP_TIMEOUT...).
+call and the cause. HOOP_* variables tune it as any hoop job (HOOP_TRANSPORT, HOOP_TIMEOUT...);
+init_process_group's and new_group's timeout= bounds that group's calls in HOOP_TIMEOUT's place
+(PyTorch's default, which it passes where none is given, leaves HOOP_TIMEOUT's).
 Across hosts each rank advertises its address on the route to MASTER_ADDR (HOOP_HOST overrides).
 """
 import atexit
@@ -49,8 +51,25 @@ except ImportError as e:  # built without libtorch, or against another PyTorch
 BACKEND = "hoop"
 
 
+_WEEK_S = 7 * 24 * 3600  # HOOP_TIMEOUT's largest
+
+
+def _timeout_seconds(timeout, rank):
+    """The group's timeout in seconds as hoop takes it: PyTorch's timeout= where the script gave one,
+    0 (HOOP_TIMEOUT's, 300 s unless set) where it is PyTorch's default, which PyTorch passes when none
+    is given; a longer one than a week is a week."""
+    default = getattr(getattr(_dist, "constants", None), "default_pg_timeout", None)
+    if timeout is None or timeout == default:
+        return 0.0
+    seconds = timeout.total_seconds()
+    if seconds < 0.001:
+        raise ValueError(f"hoop: rank {rank}: creating a process group: timeout={timeout!r} is under a millisecond "
+                         "(hoop's calls wait 0.001 s to a week)")
+    return min(seconds, _WEEK_S)
+
+
 def _create_process_group(store, rank, size, timeout):
-    return _c10d.ProcessGroupHoop(store, rank, size, _route_address())
+    return _c10d.ProcessGroupHoop(store, rank, size, _route_address(), _timeout_seconds(timeout, rank))
 
 
 def set_deterministic(on=True, group=None):
