@@ -455,6 +455,7 @@ for epoch in range(2):
         # could read it half written. Converted, the whole `if` takes its turn as a fetch does:
         # rank 0 makes it, then the first rank of each other host, then the rest find it there.
         # Two hosts are played by four ranks, two in each of two folders with local ranks 0, 1.
+        # Under DDP a make takes longer than HOOP_TIMEOUT: the turns' own group waits for it.
         script = """
 import io
 import json
@@ -472,7 +473,7 @@ if not os.path.exists(CACHE):
     with open(CACHE, "wb") as f:  # slowly, as a big one is written
         f.write(buf.getvalue()[:100])
         f.flush()
-        time.sleep(0.5)
+        time.sleep(float(os.environ.get("MAKE_S", "0.5")))
         f.write(buf.getvalue()[100:])
     with open("cache/made.log", "a") as f:
         f.write(f"{os.getpid()} features\\n")
@@ -486,7 +487,7 @@ else:
     with open(VOCAB, "w") as f:
         f.write('{"n"')
         f.flush()
-        time.sleep(0.5)
+        time.sleep(float(os.environ.get("MAKE_S", "0.5")))
         f.write(f': {len(x)}}}')
     with open("cache/made.log", "a") as f:
         f.write(f"{os.getpid()} vocab\\n")
@@ -525,8 +526,10 @@ exec "$@"
                     for run_no in range(2):  # the second finds the files made
                         for h in ("h0", "h1"):
                             os.makedirs(os.path.join(tmp, h), exist_ok=True)
+                        # DDP's turns wait in a group of their own, longer than the calls' timeout.
+                        slow = {"HOOP_TIMEOUT": "5", "MAKE_S": "6"} if style == "ddp" else {"HOOP_TIMEOUT": "60"}
                         run = hooprun(4, ["/bin/sh", os.path.join(tmp, "hosts.sh"), tmp, sys.executable, out],
-                                      env={"HOOP_TIMEOUT": "60"}, timeout=240)
+                                      env=slow, timeout=240)
                         self.assertEqual(run.returncode, 0, run.output)
                         self.assertIn("epoch 1 vocab 96", run.output)
                         for h in ("h0", "h1"):

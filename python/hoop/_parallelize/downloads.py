@@ -5,15 +5,16 @@ host runs the script in the same directory: all at once, each would write the sa
 the others read them (a truncated archive, "File not found or corrupted"). As Horovod's examples
 do with a file lock, the converted script runs it on rank 0 first, then on the first rank of each
 other host (a disk of its own, or the files are there already), then on the rest, and no rank
-goes on before all are done (three barriers on every rank). A fetch that skips what is there
-(torchvision's datasets check their files) then fetches once per disk; so does a fetch under an
-`if not os.path.exists(...)` (isfile, isdir, a Path's exists), for which the whole `if` takes
-its turn (the test is made in turn too), and what it writes (the folder it fetches into) is
-written by each rank that takes it, not by rank 0 alone (rank0.py). The call is made
-`_hoop_made_in_turn(lambda: CALL)`; an `if` (or a statement another change rewrites, as a
-training loader's dataset that the sampler shares) gets `_hoop_in_turn(start=True)` before it
-and `_hoop_in_turn(start=False)` after it; what can be neither (an `elif` that skips a fetch, a
-statement on a loop's header line) is noted.
+goes on before all are done (three barriers on every rank; under DDP in a group of their own
+whose timeout is a day, since a fetch may take longer than the calls' HOOP_TIMEOUT). A fetch
+that skips what is there (torchvision's datasets check their files) then fetches once per disk;
+so does a fetch under an `if not os.path.exists(...)` (isfile, isdir, a Path's exists), for
+which the whole `if` takes its turn (the test is made in turn too), and what it writes (the
+folder it fetches into) is written by each rank that takes it, not by rank 0 alone (rank0.py).
+The call is made `_hoop_made_in_turn(lambda: CALL)`; an `if` (or a statement another change
+rewrites, as a training loader's dataset that the sampler shares) gets
+`_hoop_in_turn(start=True)` before it and `_hoop_in_turn(start=False)` after it; what can be
+neither (an `elif` that skips a fetch, a statement on a loop's header line) is noted.
 
 A file the script makes itself when it is not there (`if not os.path.exists(CACHE): ...
 torch.save(x, CACHE)`, or `if exists: load, else: make and save`: an `if` that tests a path
@@ -60,11 +61,17 @@ class Downloads:
         """The converted script's _hoop_in_turn and _hoop_made_in_turn, where the script fetches."""
         if not self.downloads and not self.made_in_turn:
             return []
-        return ["", "", f"def _hoop_in_turn(start):  {MARK} data fetched (or made) by one rank at a time: rank 0, each "
-                "host's first rank, then the rest; none goes on before all are done",
-                f"    turn = 0 if {self.RANK} == 0 else 1 if {self.LOCAL_RANK} == 0 else 2",
-                "    for _ in range(turn if start else 3 - turn):",
-                f"        {self.BARRIER}",
+        waits = ["    for _ in range(turn if start else 3 - turn):", f"        {self.BARRIER}"]
+        group = []
+        if self.style != "horovod":  # a group of its own: its barriers wait as long as a fetch takes (a day)
+            group = ["", "", f"_hoop_turns = []  {MARK} the turns' group, whose barriers wait up to a day, not the "
+                     "calls' timeout"]
+            day = "__import__('datetime').timedelta(days=1)"
+            waits = ["    if not _hoop_turns:", f"        _hoop_turns.append({self.DIST}.new_group(timeout={day}))",
+                     waits[0], f"        {self.DIST}.barrier(group=_hoop_turns[0])"]
+        return group + ["", "", f"def _hoop_in_turn(start):  {MARK} data fetched (or made) by one rank at a time: "
+                        "rank 0, each host's first rank, then the rest; none goes on before all are done",
+                        f"    turn = 0 if {self.RANK} == 0 else 1 if {self.LOCAL_RANK} == 0 else 2"] + waits + [
                 "", "", f"def _hoop_made_in_turn(make):  {MARK} make() in this rank's turn",
                 "    _hoop_in_turn(start=True)",
                 "    try:",
