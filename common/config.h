@@ -103,6 +103,7 @@ struct Config {
   std::string store;
   std::string token;
   std::chrono::milliseconds timeout{300000};
+  std::string timeout_name = "HOOP_TIMEOUT";  // what set it, as its errors say ("timeout": the caller's)
   // HOOP_SHRINK_WAIT: how long a shrink waits for a member neither in it nor known to be gone
   // (a stopped process, a host that went silent) before it goes on without it.
   double shrink_wait_s = 10;

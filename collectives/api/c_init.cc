@@ -66,6 +66,7 @@ hoop_status_t InitStore(const char* fn, hoop_comm_t* comm, int rank, int size, c
       return BadArg("rank " + std::to_string(rank) + ": " + fn + ": timeout " + std::to_string(*timeout_s) +
                     " s is not in [0.001, 604800] seconds (a week)");
     cfg->timeout = std::chrono::milliseconds(static_cast<long long>(*timeout_s * 1000));
+    cfg->timeout_name = "timeout";  // the caller's, not HOOP_TIMEOUT: its errors say so
   }
   cfg->store.clear();
   if (host && *host) cfg->host = host;

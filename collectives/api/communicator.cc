@@ -20,6 +20,7 @@ CommOptions CommOptions::FromConfig(const Config& c) {
   o.token = c.token;
   o.transport = c.transport;
   o.timeout = c.timeout;
+  o.timeout_name = c.timeout_name;
   o.shrink_wait = std::chrono::milliseconds(static_cast<long long>(c.shrink_wait_s * 1000));
   o.algo = ParseAlgo(c.algo).value_or(Algo::kAuto);
   o.chunk_bytes = c.chunk_bytes;

@@ -78,6 +78,7 @@ struct CommOptions {
   std::string token;
   std::string transport;  // empty: first registered back end that can reach every peer
   std::chrono::milliseconds timeout{300000};
+  std::string timeout_name = "HOOP_TIMEOUT";     // what set timeout, as its errors say
   std::chrono::milliseconds shrink_wait{10000};  // HOOP_SHRINK_WAIT (shrink.cc)
   Algo algo = Algo::kAuto;                       // default when a call says auto
   size_t chunk_bytes = 0;                        // 0: the transport's preferred chunk

@@ -231,7 +231,7 @@ class CommCore::BlockingRun {
     c_.waiting_for_.assign(waiting.begin(), waiting.end());
     std::ostringstream os;
     os << c_.Describe(*k_.op, k_.seq, k_.algo) << ": ";
-    SayTimedOut(os, static_cast<double>(c_.opts_.timeout.count()) / 1000.0);
+    SayTimedOut(os, static_cast<double>(c_.opts_.timeout.count()) / 1000.0, c_.opts_.timeout_name);
     os << " ";
     if (waiting.empty())
       os << "with sends still queued";

@@ -125,6 +125,7 @@ CommCore::CommCore(CommOptions opts, Store* store, Membership m, std::unique_ptr
   mo.unexpected_bytes = opts_.unexpected_bytes;
   mo.piece_bytes = ChunkBytes();
   mo.timeout = opts_.timeout;
+  mo.timeout_name = opts_.timeout_name;
   mailbox_ = std::make_unique<Mailbox>(*transport_, mo);
   WarnUnevenHierarchical();
   worker_ = std::thread([this] { WorkerLoop(); });

@@ -140,6 +140,7 @@ Status CommCore::ExecutePlan(const Op& op, const Plan& plan, const OpDesc& desc,
   a.interrupt = &interrupted_;
   a.look = kInterruptLook;
   a.timeout_s = static_cast<double>(opts_.timeout.count()) / 1000.0;
+  a.timeout_name = opts_.timeout_name;
   a.waiting_for = &waiting_for_;
   if (recorder_->on()) a.waits = [this, algo](uint32_t step, uint32_t chunk) { TraceWaits(step, chunk, algo); };
   a.memory = memory;

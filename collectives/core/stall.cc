@@ -23,10 +23,10 @@ std::chrono::milliseconds StallGrace(std::chrono::milliseconds timeout) {
   return std::clamp(timeout / 4, least, std::chrono::milliseconds(10000));
 }
 
-void SayTimedOut(std::ostream& os, double timeout_s) {
+void SayTimedOut(std::ostream& os, double timeout_s, std::string_view name) {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0 + 0.5));
   const double grace = static_cast<double>(StallGrace(timeout).count()) / 1000.0;
-  os << "timed out after " << timeout_s - grace << " s (HOOP_TIMEOUT " << timeout_s << " s, less " << grace
+  os << "timed out after " << timeout_s - grace << " s (" << name << " " << timeout_s << " s, less " << grace
      << " s to find who stopped)";
 }
 

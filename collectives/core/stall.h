@@ -18,6 +18,7 @@
 #include <chrono>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/deadline.h"
@@ -38,8 +39,8 @@ StallVerdict FindStalledRanks(Store& store, const std::string& prefix, int rank,
 // How long the search may take, out of `timeout` (HOOP_TIMEOUT).
 std::chrono::milliseconds StallGrace(std::chrono::milliseconds timeout);
 // "timed out after 2.25 s (HOOP_TIMEOUT 3 s, less 0.75 s to find who stopped)": the words of a
-// collective's timeout; `timeout_s` is HOOP_TIMEOUT.
-void SayTimedOut(std::ostream& os, double timeout_s);
+// collective's timeout; `timeout_s` is HOOP_TIMEOUT, or what `name` says set it.
+void SayTimedOut(std::ostream& os, double timeout_s, std::string_view name = "HOOP_TIMEOUT");
 
 // What a StallVerdict's record holds, for hooprun: "1,3" -> {1, 3}; false if malformed.
 bool ParseRankList(const std::string& text, std::vector<int>* ranks);

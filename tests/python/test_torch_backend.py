@@ -303,12 +303,13 @@ class Backend(unittest.TestCase):
                 "        print('rank 0: no error', flush=True)\n"
                 "    except RuntimeError as e:\n"
                 "        print(f'rank 0: raised after {time.monotonic() - start:.1f} s: {e}', flush=True)\n")
-        for kind, hoop_timeout, limit in (("given", "60", 2), ("group", "60", 2), ("default", "3", 3)):
+        for kind, hoop_timeout, limit, name in (("given", "60", 2, "timeout"), ("group", "60", 2, "timeout"),
+                                                ("default", "3", 3, "HOOP_TIMEOUT")):
             with self.subTest(kind=kind):
                 r = hooprun(2, [sys.executable, "-c", code, kind], env={"HOOP_TIMEOUT": hoop_timeout}, timeout=60)
                 line = [l for l in r.output.splitlines() if l.startswith("[0] rank 0: ")]
                 self.assertTrue(line, r.output)
-                self.assertRegex(line[0], rf"raised after [\d.]+ s: .*HOOP_TIMEOUT {limit} s.*waiting for rank 1")
+                self.assertRegex(line[0], rf"raised after [\d.]+ s: .*\({name} {limit} s, .*waiting for rank 1")
                 self.assertLess(float(line[0].split("after ")[1].split(" s")[0]), limit + 2.5, line[0])
         code = ("import datetime, torch.distributed as dist, hoop.torch\n"
                 "dist.init_process_group('hoop')\n"

@@ -100,6 +100,7 @@ class Mailbox : public Leftover {
     size_t unexpected_bytes = 64u << 20;  // HOOP_UNEXPECTED_BYTES
     size_t piece_bytes = 512 * 1024;      // payload pieces this rank sends
     std::chrono::milliseconds timeout{300000};
+    std::string timeout_name = "HOOP_TIMEOUT";  // what set it, as its errors say
   };
   Mailbox(Transport& t, Options o);
   ~Mailbox() override;

@@ -74,7 +74,7 @@ void Mailbox::Expire() {
   if (live_ == 0) return;
   const auto now = Deadline::Clock::now();
   auto late = [&](const P2pCall& c) { return c.deadline.at() <= now; };
-  const auto limit = [&] { return Seconds(o_.timeout) + " (HOOP_TIMEOUT)"; };
+  const auto limit = [&] { return Seconds(o_.timeout) + " (" + o_.timeout_name + ")"; };
   // Completed after the walks, as in LosePeer: a callback may post.
   std::vector<std::pair<std::shared_ptr<P2pCall>, Status>> expired;
   for (auto it = posted_.begin(); it != posted_.end();) {
