@@ -194,7 +194,7 @@ CommCore::~CommCore() {
   }
   if (mailbox_->Moving()) {  // a peer stopped halfway: the connections cannot be trusted
     Poison(Aborted("rank " + std::to_string(opts_.rank) + ": freeing communicator '" + opts_.name +
-                   "': point-to-point payloads stopped moving (HOOP_TIMEOUT)"));
+                   "': point-to-point payloads stopped moving (" + opts_.timeout_name + ")"));
     mailbox_->FailAll(pending);
     return;
   }

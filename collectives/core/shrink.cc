@@ -87,7 +87,8 @@ StatusOr<std::vector<int>> CommCore::AgreeMembers(const std::string& at, Deadlin
     if (settled) break;
     // Out of HOOP_TIMEOUT (earlier rounds took it): fail, rather than propose the few there now
     // and leave the others out for coming late through no fault of theirs.
-    if (deadline.Expired()) return DeadlineExceeded("HOOP_TIMEOUT passed before the survivors agreed (" + at + ")");
+    if (deadline.Expired())
+      return DeadlineExceeded(opts_.timeout_name + " passed before the survivors agreed (" + at + ")");
     if (wait.Expired()) break;
     std::this_thread::sleep_for(kLook);
   }

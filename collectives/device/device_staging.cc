@@ -193,7 +193,8 @@ Status CommCore::WaitStreamInput(const StreamTicket& t) {
   while (!StreamOrder::InputReady(t)) {
     if (Interrupted()) return RevokedAt("rank " + std::to_string(opts_.rank) + ": waiting for the CUDA stream");
     if (deadline.Expired())
-      return DeadlineExceeded("the CUDA stream's work queued before the call did not finish in time (HOOP_TIMEOUT)");
+      return DeadlineExceeded("the CUDA stream's work queued before the call did not finish in time (" +
+                              opts_.timeout_name + ")");
     if (mailbox_->Busy()) {
       // A receive this stream waits for (queued before the call) completes only if driven.
       mailbox_->Progress(Deadline::At(Deadline::Clock::now() + std::chrono::microseconds(200)).Earlier(deadline));

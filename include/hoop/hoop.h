@@ -18,9 +18,9 @@
  * order a collective on a CUDA stream instead (below).
  * The tensor fusion calls (hoop_fusion_*, in hoop/hoop_fusion.h, which this header includes) may
  * be made from any threads at once.
- * Every call without an i (hoop_allreduce) blocks until the operation is complete on this rank,
- * or fails; no operation takes longer than HOOP_TIMEOUT seconds (default 300). The nonblocking
- * forms (hoop_iallreduce, below) return a request at once.
+ * Every call without an i (hoop_allreduce) blocks until the operation is complete on this rank, or fails; no
+ * operation takes longer than HOOP_TIMEOUT seconds (default 300; hoop_init_store_timeout gives a communicator its
+ * own). The nonblocking forms (hoop_iallreduce, below) return a request at once.
  *
  * Bad calls are refused with HOOP_ERR_INVALID_ARGUMENT and a message naming rank, call and
  * argument, and nothing is sent: counts whose size in bytes (or count x ranks) does not fit in
@@ -525,12 +525,12 @@ hoop_status_t hoop_comm_shrink_excluding(hoop_comm_t comm, const int* excluded, 
  * comm is known gone, else at HOOP_TIMEOUT), no one keeps *newcomm, and its newcomers queue
  * again for the next grow: shrink comm if a rank is gone, then grow again.
  *
- * hoop_init_join: a new process (a replacement a launcher started, say) joins the running job
- * whose store the environment names (HOOP_STORE and HOOP_JOB_TOKEN; HOOP_SIZE is not read, and a
- * HOOP_RANK from a launcher is its number in the job, which must be no other process's), admitted
- * by the next hoop_comm_grow; *comm is that grown communicator, and the newcomer's rank in it is
- * hoop_rank's. Waits up to HOOP_TIMEOUT to be admitted (and again after a grow given up). What a newcomer needs to take part (a
- * model's parameters, a step count) its new peers send it, with a broadcast say. */
+ * hoop_init_join: a new process (a replacement a launcher started, say) joins the running job whose store the
+ * environment names (HOOP_STORE and HOOP_JOB_TOKEN; HOOP_SIZE is not read, and a HOOP_RANK from a launcher is its
+ * number in the job, which must be no other process's), admitted by the next hoop_comm_grow; *comm is that grown
+ * communicator, and the newcomer's rank in it is hoop_rank's. Waits up to HOOP_TIMEOUT to be admitted (and again after
+ * a grow given up). What a newcomer needs to take part (a model's parameters, a step count) its new peers send it, with
+ * a broadcast say. */
 hoop_status_t hoop_comm_grow(hoop_comm_t comm, int count, hoop_comm_t* newcomm);
 hoop_status_t hoop_init_join(hoop_comm_t* comm);
 /* How many new processes wait at the job to be admitted (*count; 0: none): those that called
