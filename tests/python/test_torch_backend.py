@@ -238,6 +238,13 @@ class Backend(unittest.TestCase):
             self.assertIn("| the same steps, no gradient exchanged (the ceiling) |", table)
             with open(os.path.join(tmp, "runs.jsonl")) as f:
                 runs = [json.loads(line) for line in f.read().splitlines()]
+            # A run that failed once (gloo's rare abort at exit) is recorded and run again: the
+            # benchmark went on (exit 0 above), so its measured runs are the rest.
+            failed = [r for r in runs if "failed" in r]
+            for r in failed:
+                print(f"\ntorch-ddp: a run failed once and ran again: {r['failed']}: {r['why'][-600:]}",
+                      file=sys.stderr)
+            runs = [r for r in runs if "failed" not in r]
             # train and one size for each backend, and the steps without DDP once
             self.assertEqual(sorted((r["backend"], r["mode"]) for r in runs),
                              [("gloo", "allreduce"), ("gloo", "train"), ("hoop", "allreduce"), ("hoop", "train"),
