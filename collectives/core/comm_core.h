@@ -186,6 +186,7 @@ class CommCore {
   // A shrink's round `at` (shrink.cc): the members the store keeps; whether to keep what was made.
   StatusOr<std::vector<int>> AgreeMembers(const std::string& at, Deadline deadline, const std::vector<int>& excluded);
   StatusOr<bool> AgreeMade(const std::string& at, const std::vector<int>& members, bool made, Deadline deadline);
+  void NoteNamedGone(const std::string& at, const std::vector<int>& members);
   // A grow's offers to the newcomers it admits (grow.cc); one place in line of a newcomer.
   Status OfferPlaces(const std::string& base, const CommOptions& o, int count, Deadline deadline,
                      const std::function<Status()>& give_up);
@@ -431,6 +432,7 @@ class CommCore {
   uint32_t shrinks_ = 0;          // shrinks of this communicator, which name the new ones
   uint32_t grows_ = 0;            // grows of this communicator, which name the new ones
   std::vector<int> waiting_for_;  // the last operation's peers still awaited when it timed out
+  std::vector<int> shrink_gone_;  // ranks a shrink's members named gone at check-in (under label_mu_)
   // Shared with point-to-point completions, which may run after the communicator is gone.
   std::shared_ptr<FlightRecorder> recorder_ = std::make_shared<FlightRecorder>(opts_.trace_ops);
   std::unique_ptr<Mailbox> mailbox_;      // destroyed after the transport that holds its memory

@@ -21,8 +21,9 @@
 //
 // Gone (FailedRanks): a peer the connections saw lost; a process on this host that exited (by
 // the pid and start time each rank published when the communicator was made); a rank the
-// launcher saw exit (hooprun --enable-recovery writes their job ranks to hoop/exited); and, in a
-// shrink, the ranks another survivor named so at check-in.
+// launcher saw exit (hooprun --enable-recovery writes their job ranks to hoop/exited); and the
+// ranks any member of an agreed shrink round named so at check-in: every member of a shrink goes
+// on knowing at least the failures that shaped it, whichever survivor saw them.
 #include <algorithm>
 #include <functional>
 #include <sstream>
@@ -54,10 +55,28 @@ std::vector<int> CommCore::FailedRanks() {
     gone[i] = Has(lost, membership_.members[i]) || (p.job_rank >= 0 && Has(exited, p.job_rank)) ||
               (membership_.hosts[i] == my_host && ProcessGone(p.pid, p.start));
   }
+  {
+    std::lock_guard<std::mutex> lock(label_mu_);
+    for (int r : shrink_gone_) gone[static_cast<size_t>(r)] = true;
+  }
   std::vector<int> out;
   for (int r = 0; r < n; ++r)
     if (gone[static_cast<size_t>(r)]) out.push_back(r);
   return out;
+}
+
+// The ranks the members of round `at` named gone when they checked in (each did: only ranks
+// checked in are proposed) or, for the one whose proposal was taken, when it proposed: kept for
+// FailedRanks.
+void CommCore::NoteNamedGone(const std::string& at, const std::vector<int>& members) {
+  std::vector<int> named;
+  for (int m : members)
+    if (auto said = Peek(*store_, at + "in/" + std::to_string(m)))
+      for (int g : ParseList(*said))
+        if (g >= 0 && g < opts_.size && !Has(members, g)) named.push_back(g);
+  std::lock_guard<std::mutex> lock(label_mu_);
+  for (int g : named)
+    if (!Has(shrink_gone_, g)) shrink_gone_.push_back(g);
 }
 
 // Step 1 and 2 of a round (above): the members, as the store keeps them for round `at`.
@@ -65,10 +84,12 @@ StatusOr<std::vector<int>> CommCore::AgreeMembers(const std::string& at, Deadlin
                                                   const std::vector<int>& excluded) {
   Store& store = *store_;
   const int n = opts_.size;
-  HOOP_RETURN_IF_ERROR(store.Set(at + "in/" + std::to_string(opts_.rank), ListText(FailedRanks())));
+  const std::string mine = at + "in/" + std::to_string(opts_.rank);
+  const std::vector<int> first = FailedRanks();
+  HOOP_RETURN_IF_ERROR(store.Set(mine, ListText(first)));
   std::vector<bool> in(static_cast<size_t>(n), false);
   in[static_cast<size_t>(opts_.rank)] = true;
-  std::vector<int> told = excluded;  // gone, as the caller and the ranks checked in say
+  std::vector<int> heard;  // gone, as the ranks checked in say
   const Deadline wait = Earlier(deadline, Deadline::After(opts_.shrink_wait));
   std::vector<int> failed;
   while (true) {
@@ -79,11 +100,12 @@ StatusOr<std::vector<int>> CommCore::AgreeMembers(const std::string& at, Deadlin
       if (!said) continue;
       in[static_cast<size_t>(r)] = true;
       for (int g : ParseList(*said))
-        if (!Has(told, g)) told.push_back(g);
+        if (!Has(heard, g)) heard.push_back(g);
     }
     failed = FailedRanks();
     bool settled = true;
-    for (int r = 0; r < n; ++r) settled &= in[static_cast<size_t>(r)] || Has(failed, r) || Has(told, r);
+    for (int r = 0; r < n; ++r)
+      settled &= in[static_cast<size_t>(r)] || Has(failed, r) || Has(heard, r) || Has(excluded, r);
     if (settled) break;
     // Out of HOOP_TIMEOUT (earlier rounds took it): fail, rather than propose the few there now
     // and leave the others out for coming late through no fault of theirs.
@@ -94,7 +116,14 @@ StatusOr<std::vector<int>> CommCore::AgreeMembers(const std::string& at, Deadlin
   }
   std::vector<int> proposal;
   for (int r = 0; r < n; ++r)
-    if (in[static_cast<size_t>(r)] && (r == opts_.rank || (!Has(failed, r) && !Has(told, r)))) proposal.push_back(r);
+    if (in[static_cast<size_t>(r)] && (r == opts_.rank || (!Has(failed, r) && !Has(heard, r) && !Has(excluded, r))))
+      proposal.push_back(r);
+  // The losses behind this proposal, published before it: whoever takes it reads the members'
+  // check-ins (NoteNamedGone) and so learns every one, whichever survivor saw it.
+  for (int g : heard)
+    if (g != opts_.rank && !Has(failed, g)) failed.push_back(g);
+  std::sort(failed.begin(), failed.end());
+  if (failed != first) HOOP_RETURN_IF_ERROR(store.Set(mine, ListText(failed)));
   HOOP_ASSIGN_OR_RETURN(std::string agreed, store.SetIfAbsent(at + "members", ListText(proposal), deadline));
   return ParseList(agreed);
 }
@@ -127,6 +156,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Shrink(const std::vector<int>& exc
                          " (the survivors agree through the job's store; where rank 0 served it, as under mpirun, "
                          "Slurm or torchrun, its loss cannot be survived: README, \"What survives which loss\")");
     if (!members.ok()) return members.status().WithContext(who);
+    NoteNamedGone(at, *members);
     const auto me = std::find(members->begin(), members->end(), opts_.rank);
     if (me == members->end())
       return Unavailable(who + ": left out: ranks " + ListText(*members) +

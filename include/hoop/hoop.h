@@ -490,9 +490,9 @@ hoop_status_t hoop_comm_revoke(hoop_comm_t comm, const char* reason);
 /* ---- Going on without lost ranks (MPI ULFM's MPIX_Comm_shrink, NCCL's ncclCommShrink) ----
  *
  * hoop_comm_failed_ranks: the ranks of comm this rank knows to have failed, ascending: peers its
- * connections lost, processes on this host that exited, ranks hooprun saw exit (with
- * --enable-recovery). Writes up to `capacity` of them into `ranks` (NULL with capacity 0: count
- * only) and their number into *count. Another rank may know of more or fewer; a shrink agrees.
+ * connections lost, processes on this host that exited, ranks hooprun saw exit (--enable-recovery),
+ * ranks any member of a shrink of comm named so. Writes up to `capacity` of them into `ranks` (NULL
+ * with capacity 0: count only), their number into *count. Another rank may know more or fewer.
  *
  * hoop_comm_shrink: every live rank of comm calls it, typically after a call failed because a
  * rank was lost or comm was revoked (revoke first where some rank may still be inside a call
