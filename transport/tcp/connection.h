@@ -167,6 +167,7 @@ class Connection : public Endpoint {
   bool peer_closed_ = false;
   bool send_ok_ = true;
   bool socket_error_ = false;
+  bool fin_read_ = false;  // Delivered (close.cc) read the peer's FIN: it closed, all its calls done
   Status failure_;
 };
 
