@@ -98,10 +98,10 @@ auto Amount(double Config::*field, double hi, std::string what) {
 }
 
 Status ReadTimeout(const std::string& name, const std::string& text, Config& c) {
-  // Bounded so that every deadline (now + timeout, in nanoseconds) is representable.
   auto s = ParseSeconds(text);
-  if (!s || *s < 0.001 || *s > kMaxSeconds) return Expected(name, text, "expected seconds in [0.001, 604800] (a week)");
-  c.timeout = std::chrono::milliseconds(static_cast<long long>(*s * 1000));
+  auto t = s ? TimeoutFromSeconds(*s) : std::nullopt;
+  if (!t) return Expected(name, text, std::string("expected ") + kTimeoutBounds);
+  c.timeout = *t;
   return Status::Ok();
 }
 
@@ -310,6 +310,11 @@ std::map<std::string, std::string> ProcessEnvironment() {
 }
 
 StatusOr<Config> Config::FromProcessEnv() { return FromEnv(ProcessEnvironment()); }
+
+std::optional<std::chrono::milliseconds> TimeoutFromSeconds(double seconds) {
+  if (!(seconds >= 0.001 && seconds <= kMaxSeconds)) return std::nullopt;  // (NaN too)
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
 
 std::optional<LogLevel> ParseLogLevel(const std::string& text) {
   std::string v;

@@ -139,6 +139,11 @@ struct Config {
   static StatusOr<Config> FromProcessEnv();
 };
 
+// A timeout in seconds as HOOP_TIMEOUT bounds it (0.001 to a week, so that every deadline, now +
+// timeout in nanoseconds, stays representable), however it was given; nullopt outside them.
+std::optional<std::chrono::milliseconds> TimeoutFromSeconds(double seconds);
+inline constexpr const char* kTimeoutBounds = "seconds in [0.001, 604800] (a week)";
+
 // HOOP_LOG_LEVEL's value (any case; "warning", "trace" and "fatal" as horovodrun and mpirun
 // users write them); nullopt if it names no level.
 std::optional<LogLevel> ParseLogLevel(const std::string& text);

@@ -61,11 +61,11 @@ hoop_status_t InitStore(const char* fn, hoop_comm_t* comm, int rank, int size, c
   auto cfg = ExplicitConfig(fn, rank, size);
   if (!cfg.ok()) return Report(cfg.status());
   if (timeout_s) {
-    // Within HOOP_TIMEOUT's bounds, so that every deadline (now + timeout) is representable.
-    if (!(*timeout_s >= 0.001 && *timeout_s <= 604800))
+    const auto timeout = hoop::TimeoutFromSeconds(*timeout_s);  // HOOP_TIMEOUT's bounds
+    if (!timeout)
       return BadArg("rank " + std::to_string(rank) + ": " + fn + ": timeout " + std::to_string(*timeout_s) +
-                    " s is not in [0.001, 604800] seconds (a week)");
-    cfg->timeout = std::chrono::milliseconds(static_cast<long long>(*timeout_s * 1000));
+                    " s: expected " + hoop::kTimeoutBounds);
+    cfg->timeout = *timeout;
     cfg->timeout_name = "timeout";  // the caller's, not HOOP_TIMEOUT: its errors say so
   }
   cfg->store.clear();

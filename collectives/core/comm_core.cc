@@ -167,7 +167,7 @@ Status CommCore::Close() {
   if (!mailbox_->fatal().ok()) return mailbox_->fatal().WithContext(me);
   if (!healthy()) return Status::Ok();  // a peer's abort came in meanwhile: nothing to deliver to
   if (mailbox_->FramesOut())
-    return DeadlineExceeded(me + ": messages already sent were not taken by their peers within HOOP_TIMEOUT");
+    return DeadlineExceeded(me + ": messages already sent were not taken by their peers within " + opts_.timeout_name);
   Status s = transport_->Close(deadline);
   return s.ok() ? s : s.WithContext(me);
 }

@@ -452,7 +452,7 @@ class Run {
       if (!s_.recv_done[u]) waiting.insert(StepOf(u).recv_peer);
     std::ostringstream os;
     os << a_.what() << ": ";
-    SayTimedOut(os, a_.timeout_s, a_.timeout_name.empty() ? "HOOP_TIMEOUT" : a_.timeout_name);
+    SayTimedOut(os, a_.timeout_s, a_.timeout_name);
     if (!waiting.empty()) {
       os << " waiting for rank";
       if (waiting.size() > 1) os << "s";

@@ -136,8 +136,8 @@ struct ExecArgs {
   const std::atomic<bool>* interrupt = nullptr;
   std::chrono::milliseconds look{20};
   std::function<Status()> revoked;
-  double timeout_s = 0;           // for the timeout message
-  std::string_view timeout_name;  // what set it (the communicator's options hold the text)
+  double timeout_s = 0;                            // for the timeout message
+  std::string_view timeout_name = "HOOP_TIMEOUT";  // what set it (the communicator's options hold the text)
   // On a timeout: the peers whose messages this rank was still waiting for (collectives/core/stall.h
   // follows them to the rank that stopped).
   std::vector<int>* waiting_for = nullptr;

@@ -140,8 +140,8 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::JoinOnce(Store& store, const CommO
   const Deadline deadline = Deadline::After(options.timeout);
   auto offer = store.Get(SlotKey(mine), deadline);
   if (!offer.ok())
-    return offer.status().WithContext(ctx +
-                                      ": no grow admitted it within HOOP_TIMEOUT (its ranks call hoop_comm_grow)");
+    return offer.status().WithContext(ctx + ": no grow admitted it within " + options.timeout_name +
+                                      " (its ranks call hoop_comm_grow)");
   CommOptions o = options;
   char name[1024] = {0}, base[1100] = {0};
   if (std::sscanf(offer->c_str(), "%1023[^\t]\t%d\t%d\t%1099s", name, &o.size, &o.rank, base) != 4)
