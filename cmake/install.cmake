@@ -1,4 +1,4 @@
-# `cmake --install BUILD --prefix P`: libhoop.so, the public headers (hoop/hoop.h with hoop/hoop_fusion.h, hoop/hoop.hpp),
+# `cmake --install BUILD --prefix P`: libhoop.so, the public headers (hoop/hoop.h with hoop/hoop_elastic.h and hoop/hoop_fusion.h, hoop/hoop.hpp),
 # hooprun, hoop-perf, hoop-info and hoop-doctor (and hoop-train where built), a CMake package (find_package(hoop) gives hoop::hoop) and
 # hoop.pc for pkg-config. Both the package and hoop.pc find the prefix from where they lie, so
 # the tree works wherever it is installed. Included from the top CMakeLists.txt after the targets.
@@ -12,7 +12,7 @@ set_target_properties(hoop PROPERTIES INSTALL_RPATH "$ORIGIN")
 target_compile_features(hoop INTERFACE cxx_std_20)
 install(TARGETS hoop hoop_signals EXPORT hoopTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(FILES include/hoop/hoop.h include/hoop/hoop_fusion.h include/hoop/hoop.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hoop)
+install(FILES include/hoop/hoop.h include/hoop/hoop_elastic.h include/hoop/hoop_fusion.h include/hoop/hoop.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hoop)
 # The tools are in the package too (hoop::hooprun, ...): the Python package built standalone puts
 # hooprun beside its hoop-parallelize.
 install(TARGETS hooprun hoop-perf hoop-info hoop-doctor EXPORT hoopTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
