@@ -47,8 +47,8 @@ Status ConfirmConnections(Transport& t, const TransportOptions& opts, Deadline d
       for (int r = 0; r < opts.size; ++r)
         if (r != opts.rank && !heard[static_cast<size_t>(r)])
           missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      return DeadlineExceeded("no word over the new connections from rank(s) " + missing +
-                              " before the deadline (HOOP_TIMEOUT): did they fail to start?");
+      return DeadlineExceeded("no word over the new connections from rank(s) " + missing + " before the deadline (" +
+                              opts.timeout_name + "): did they fail to start?");
     }
     for (const Completion& c : done) {
       if (!c.status.ok())

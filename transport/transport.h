@@ -200,6 +200,7 @@ struct TransportOptions {
   // Set: asked between the waits of Connect (at least every 20 ms); an error stops the
   // connecting with it, before the deadline (a shrink's, once a member is gone).
   std::function<Status()> give_up;
+  std::string timeout_name = "HOOP_TIMEOUT";  // what set the deadline, as its errors say
 };
 
 // More ranks on this rank's host than cores this process may run on (with no host list, every

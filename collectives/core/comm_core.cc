@@ -75,6 +75,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Create(Store& kept, const CommOpti
   else if (o.cuda_ipc)
     device = CudaDeviceAccess();
   TransportOptions topts{o.rank, o.size, o.host, o.token, o.name, peers, device, meeting.give_up};
+  topts.timeout_name = meeting.deadline_name.empty() ? o.timeout_name : meeting.deadline_name;
   auto transport = ConnectPeers(store, prefix, topts, o.transport, deadline);
   if (!transport.ok()) return transport.status().WithContext(ctx);
   HOOP_LOG(kInfo, "communicator '" << o.name << "' up: " << o.size << " ranks over " << (*transport)->Label()

@@ -176,7 +176,8 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Shrink(const std::vector<int>& exc
       return Status::Ok();
     };
     WatchfulStore watchful(*store_, give_up);
-    Meeting meeting{Earlier(deadline, Deadline::After(limit)), &watchful, give_up};
+    Meeting meeting{Earlier(deadline, Deadline::After(limit)), &watchful, give_up,
+                    "HOOP_SHRINK_WAIT (at least 2 s) or " + opts_.timeout_name};
     auto made = Create(*store_, o, meeting);
     auto keep = AgreeMade(at, *members, made.ok(), deadline);
     // Given up, or no verdict: what this rank made is aborted, not closed, since a close waits

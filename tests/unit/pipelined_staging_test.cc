@@ -285,7 +285,7 @@ Status RunAll(const std::string& transport, int n, const std::vector<Case>& case
       for (int h = 0; h < n; ++h) me.hosts.push_back(n % 2 == 0 ? h / 2 : h);
       std::vector<PeerInfo> peers;
       for (int p = 0; p < n; ++p) peers.push_back({p, "stagehost"});
-      TransportOptions o{r, n, "127.0.0.1", "", "stage", peers, {}, {}};
+      TransportOptions o{r, n, "127.0.0.1", "", "stage", peers, {}, {}, "HOOP_TIMEOUT"};
       auto t = ConnectPeers(store, "stage/", o, transport, Deadline::After(std::chrono::seconds(20)));
       if (!t.ok()) {
         result[static_cast<size_t>(r)] = t.status();

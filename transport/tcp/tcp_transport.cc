@@ -122,7 +122,8 @@ Status TcpTransport::Connect(int peer, const std::string& address, Deadline dead
       return Adopt(peer, std::move(fd), addr);
     }
     if (deadline.Expired())
-      return DeadlineExceeded("waiting for rank " + std::to_string(peer) + " to connect: timed out (HOOP_TIMEOUT)");
+      return DeadlineExceeded("waiting for rank " + std::to_string(peer) + " to connect: timed out (" +
+                              opts_.timeout_name + ")");
     if (opts_.give_up)
       if (Status stop = opts_.give_up(); !stop.ok())
         return stop.WithContext("waiting for rank " + std::to_string(peer) + " to connect");
