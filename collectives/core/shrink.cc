@@ -56,7 +56,7 @@ std::vector<int> CommCore::FailedRanks() {
               (membership_.hosts[i] == my_host && ProcessGone(p.pid, p.start));
   }
   {
-    std::lock_guard<std::mutex> lock(label_mu_);
+    std::lock_guard<std::mutex> lock(gone_mu_);
     for (int r : shrink_gone_) gone[static_cast<size_t>(r)] = true;
   }
   std::vector<int> out;
@@ -74,7 +74,7 @@ void CommCore::NoteNamedGone(const std::string& at, const std::vector<int>& memb
     if (auto said = Peek(*store_, at + "in/" + std::to_string(m)))
       for (int g : ParseList(*said))
         if (g >= 0 && g < opts_.size && !Has(members, g)) named.push_back(g);
-  std::lock_guard<std::mutex> lock(label_mu_);
+  std::lock_guard<std::mutex> lock(gone_mu_);
   for (int g : named)
     if (!Has(shrink_gone_, g)) shrink_gone_.push_back(g);
 }
