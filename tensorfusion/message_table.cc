@@ -123,7 +123,8 @@ Response MessageTable::Decide(const std::string& name, const Entry& e) const {
   return r;
 }
 
-std::vector<Response> MessageTable::TakeDecided(Clock::time_point now, std::chrono::milliseconds timeout) {
+std::vector<Response> MessageTable::TakeDecided(Clock::time_point now, std::chrono::milliseconds timeout,
+                                                std::string_view timeout_name) {
   std::vector<std::pair<uint64_t, Response>> done;
   std::vector<Response> late;
   for (auto it = entries_.begin(); it != entries_.end();) {
@@ -146,8 +147,8 @@ std::vector<Response> MessageTable::TakeDecided(Clock::time_point now, std::chro
       for (auto& p : e.by_rank)
         if (p) r.params = *p;
       auto secs = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count() / 1000.0;
-      r.error = "tensor '" + r.name + "': " + RankList(Ranks(e, false)) + " did not submit it within HOOP_TIMEOUT (" +
-                Number(secs) + " s); submitted by " + RankList(Ranks(e, true));
+      r.error = "tensor '" + r.name + "': " + RankList(Ranks(e, false)) + " did not submit it within " +
+                std::string(timeout_name) + " (" + Number(secs) + " s); submitted by " + RankList(Ranks(e, true));
       r.timed_out = true;
       late.push_back(std::move(r));
     } else {

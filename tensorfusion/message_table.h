@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tensorfusion/request.h"
@@ -40,7 +41,8 @@ class MessageTable {
   void Add(int rank, const Request& r, Clock::time_point now);  // a join request too
   // Names every rank has reported, in the order they became complete, then names waiting past
   // `timeout` since their first submission (errors); both leave the table.
-  std::vector<Response> TakeDecided(Clock::time_point now, std::chrono::milliseconds timeout);
+  std::vector<Response> TakeDecided(Clock::time_point now, std::chrono::milliseconds timeout,
+                                    std::string_view timeout_name = "HOOP_TIMEOUT");
   // One line per name waiting longer than `after` (each name at most once per `after`): how long,
   // who submitted it, who has not.
   std::vector<std::string> Stalled(Clock::time_point now, std::chrono::duration<double> after);

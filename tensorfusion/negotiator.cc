@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "common/logging.h"
 
@@ -14,9 +15,13 @@ Buffer Bytes(void* p, size_t n) { return Buffer{p, n, DType::kU8, MemKind::kHost
 Buffer Int64s(int64_t* p, size_t n) { return Buffer{p, n, DType::kI64, MemKind::kHost}; }
 }  // namespace
 
-Negotiator::Negotiator(Communicator& comm, std::chrono::milliseconds timeout, double stall_warning_s,
-                       const std::atomic<int>* waiters)
-    : comm_(comm), timeout_(timeout), stall_warning_s_(stall_warning_s), table_(comm.size()) {
+Negotiator::Negotiator(Communicator& comm, std::chrono::milliseconds timeout, std::string timeout_name,
+                       double stall_warning_s, const std::atomic<int>* waiters)
+    : comm_(comm),
+      timeout_(timeout),
+      timeout_name_(std::move(timeout_name)),
+      stall_warning_s_(stall_warning_s),
+      table_(comm.size()) {
   blocking_.waiters = waiters;
   blocking_.trace_name = "tensor fusion: negotiation";  // what the ranks are in, in a dump
 }
@@ -75,7 +80,7 @@ StatusOr<std::vector<Response>> Negotiator::Coordinate(const std::vector<Request
       HOOP_ASSIGN_OR_RETURN(auto requests, DecodeRequests(all[r].data(), all[r].size()));
       for (const Request& q : requests) table_.Add(static_cast<int>(r), q, now);
     }
-    std::vector<Response> decided = table_.TakeDecided(now, timeout_);
+    std::vector<Response> decided = table_.TakeDecided(now, timeout_, timeout_name_);
     if (stall_warning_s_ > 0)
       for (const std::string& line : table_.Stalled(now, std::chrono::duration<double>(stall_warning_s_)))
         HOOP_LOG(kWarn, "tensor fusion stall: " << line);

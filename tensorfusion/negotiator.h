@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "collectives/api/communicator.h"
@@ -35,7 +36,8 @@ class Negotiator {
  public:
   // `waiters`: the runtime's callers blocked on a Handle; its calls spin only while there are
   // any (CallOptions::waiters): the readiness exchange goes on while the callers compute.
-  Negotiator(Communicator& comm, std::chrono::milliseconds timeout, double stall_warning_s,
+  // `timeout_name`: what set `timeout`, as the errors say.
+  Negotiator(Communicator& comm, std::chrono::milliseconds timeout, std::string timeout_name, double stall_warning_s,
              const std::atomic<int>* waiters);
 
   // The fast path. `bits` holds one byte per cache slot (1: ready here).
@@ -53,6 +55,7 @@ class Negotiator {
 
   Communicator& comm_;
   std::chrono::milliseconds timeout_;
+  std::string timeout_name_;
   double stall_warning_s_;
   MessageTable table_;  // used on rank 0 only
   std::vector<uint8_t> vec_;

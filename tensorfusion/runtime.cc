@@ -23,6 +23,7 @@ FusionOptions FusionOptions::FromConfig(const Config& c) {
   o.timeline = c.timeline;
   o.timeline_mark_cycles = c.timeline_mark_cycles;
   o.timeout = c.timeout;
+  o.timeout_name = c.timeout_name;
   return o;
 }
 
@@ -35,7 +36,10 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::Start(Communicator& comm, const Fusi
 }
 
 Runtime::Runtime(Communicator& comm, const FusionOptions& o)
-    : comm_(comm), opts_(o), cache_(o.cache_capacity), negotiator_(comm, o.timeout, o.stall_warning_s, waiters_.get()) {
+    : comm_(comm),
+      opts_(o),
+      cache_(o.cache_capacity),
+      negotiator_(comm, o.timeout, o.timeout_name, o.stall_warning_s, waiters_.get()) {
   // Half the stall warning (or of the timeout): early enough for rank 0 to name the missing
   // ranks on time, late enough that ranks a little out of step never leave the fast path.
   double s = std::chrono::duration<double>(o.timeout).count();

@@ -57,6 +57,7 @@ struct FusionOptions {
   std::string timeline;                       // HOOP_TIMELINE (rank 0 writes it)
   bool timeline_mark_cycles = false;          // HOOP_TIMELINE_MARK_CYCLES
   std::chrono::milliseconds timeout{300000};  // HOOP_TIMEOUT
+  std::string timeout_name = "HOOP_TIMEOUT";  // what set timeout, as its errors say
   static FusionOptions FromConfig(const Config& c);
 };
 

@@ -86,7 +86,7 @@ Status StreamOrder::WaitInput(const StreamTicket& t, Deadline deadline) {
     return Status::Ok();
   }
   if (!t.signal->cv.wait_until(lock, deadline.at(), [&] { return t.signal->input_ready; }))
-    return DeadlineExceeded("the CUDA stream's work queued before the call did not finish in time (HOOP_TIMEOUT)");
+    return DeadlineExceeded("the CUDA stream's work queued before the call did not finish in time");
   return Status::Ok();
 }
 

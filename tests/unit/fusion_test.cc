@@ -248,6 +248,11 @@ TEST_CASE("the message table warns about stalls and times names out, naming the 
   CHECK(d[0].error == "tensor 'w': ranks 1, 3 did not submit it within HOOP_TIMEOUT (3 s); submitted by ranks 0, 2");
   CHECK(d[0].timed_out);
   CHECK(t.empty());
+  // A timeout given through the C API is named so, not as HOOP_TIMEOUT.
+  t.Add(1, {"v", Ar(5), 0}, t0);
+  d = t.TakeDecided(t0 + std::chrono::seconds(4), std::chrono::seconds(3), "timeout");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].error == "tensor 'v': ranks 0, 2, 3 did not submit it within timeout (3 s); submitted by rank 1");
 }
 
 TEST_CASE("fusion groups tensors one collective can serve, up to the threshold, in order", "[fusion]") {

@@ -93,7 +93,8 @@ Status TcpTransport::Close(Deadline deadline) {
       }
     }
     if (fds.empty()) break;
-    if (deadline.Expired()) return DeadlineExceeded("closing the connections: " + why + " within HOOP_TIMEOUT");
+    if (deadline.Expired())
+      return DeadlineExceeded("closing the connections: " + why + " within " + opts_.timeout_name);
     // Input wakes the poll; the acknowledgements do not, so look again every millisecond.
     ::poll(fds.data(), fds.size(), deadline.RemainingMs(1));
   }
