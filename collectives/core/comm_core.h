@@ -50,7 +50,7 @@ class CommCore {
     std::optional<Deadline> by;  // unset: HOOP_TIMEOUT from now
     Store* store = nullptr;
     std::function<Status()> give_up;
-    std::string deadline_name;  // what set `by`, as the errors say; empty: the options' timeout_name
+    std::string deadline_name = {};  // what set `by`, as the errors say; empty: the options' timeout_name
   };
   // Meets the other ranks through the store and connects them.
   static StatusOr<std::unique_ptr<CommCore>> Create(Store& store, const CommOptions& options, const Meeting& meeting);

@@ -96,7 +96,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Grow(int count) {
   };
   HOOP_RETURN_IF_ERROR(OfferPlaces(base, o, count, deadline, give_up).WithContext(who));
   WatchfulStore watchful(*store_, give_up);
-  auto made = Create(*store_, o, Meeting{deadline, &watchful, give_up, ""});
+  auto made = Create(*store_, o, Meeting{deadline, &watchful, give_up});
   std::vector<int> members(static_cast<size_t>(o.size));
   for (int r = 0; r < o.size; ++r) members[static_cast<size_t>(r)] = r;
   auto keep =
@@ -153,7 +153,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::JoinOnce(Store& store, const CommO
     return Peek(store, at + "outcome") ? Unavailable("the grow was given up") : Status::Ok();
   };
   WatchfulStore watchful(store, give_up);
-  auto made = Create(store, o, Meeting{deadline, &watchful, give_up, ""});
+  auto made = Create(store, o, Meeting{deadline, &watchful, give_up});
   std::vector<int> members(static_cast<size_t>(o.size));
   for (int r = 0; r < o.size; ++r) members[static_cast<size_t>(r)] = r;
   auto keep =

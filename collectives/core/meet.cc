@@ -21,7 +21,7 @@ StatusOr<std::unique_ptr<CommCore>> CommCore::Create(Store& store, const CommOpt
     return Status::Ok();
   };
   WatchfulStore watchful(store, give_up);
-  return Create(store, options, Meeting{std::nullopt, &watchful, give_up, ""});
+  return Create(store, options, Meeting{std::nullopt, &watchful, give_up});
 }
 
 }  // namespace hoop

@@ -28,7 +28,8 @@ extern "C" {
  * given; otherwise wait on every handle, which frees it. Until a tensor completes its buffers
  * belong to the runtime. A tensor fails, on every rank that submitted it, when the ranks passed
  * different parameters for its name (HOOP_ERR_MISMATCH, naming the ranks and values), when some
- * rank did not submit it within HOOP_TIMEOUT (HOOP_ERR_TIMEOUT, naming them), when a peer is lost
+ * rank did not submit it within the communicator's timeout (HOOP_TIMEOUT, or the timeout given
+ * to hoop_init_store_timeout; HOOP_ERR_TIMEOUT, naming them), when a peer is lost
  * (HOOP_ERR_UNAVAILABLE for the
  * tensors of the failing collective, HOOP_ERR_ABORTED for every other), or when the runtime is
  * stopped first (HOOP_ERR_ABORTED). A name submitted again while its earlier submission is
