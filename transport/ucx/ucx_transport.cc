@@ -104,6 +104,12 @@ UcxTransport::~UcxTransport() {
   // an endpoint still holds requests fails UCX's assertion and aborts the process (seen when a
   // rank on another host was killed mid-allreduce: a rank here died of SIGABRT on its way out).
   const bool failing = aborted_ || !losses_.empty();
+  // An abort notice (a revocation's) not sent yet: the peer may be slow, not gone, and the force
+  // below would cancel it, so a revocation that returned would not reach it (seen on a loaded
+  // machine: the peer then saw this process exit instead). Bounded (1 s): a peer that is gone
+  // may never take it.
+  Settle(&abort_sends_, std::chrono::seconds(1));
+  for (void* r : abort_sends_) ucp_request_free(r);  // released when UCX is done with it
   std::vector<void*> closing;
   for (auto& ps : peers_) {
     if (!ps.ep) continue;
@@ -411,6 +417,7 @@ void UcxTransport::Abort(const std::string& cause) {
     if (r && !UCS_PTR_IS_ERR(r)) pending.push_back(r);
   }
   Settle(&pending, std::chrono::milliseconds(200));
+  abort_sends_.insert(abort_sends_.end(), pending.begin(), pending.end());
 }
 
 std::string UcxTransport::Describe() {

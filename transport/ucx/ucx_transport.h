@@ -132,7 +132,10 @@ class UcxTransport : public Transport {
   std::vector<Completion> completed_;            // filled by callbacks, drained by Poll
   std::map<const void*, ucp_mem_h> staging_;
   PeerWatch watch_;
-  bool aborted_ = false;   // Abort() was called: the endpoints close by force
+  bool aborted_ = false;  // Abort() was called: the endpoints close by force
+  // Abort's notices still on their way after its own wait: given more time before the endpoints
+  // close by force (which would cancel them), so a revocation reaches a slow peer.
+  std::vector<void*> abort_sends_;
   DeferredLosses losses_;  // a lost peer fails after its abort notice has had time to arrive
 };
 
