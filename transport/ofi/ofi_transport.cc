@@ -134,6 +134,12 @@ void OfiTransport::AllConnected() {
 }
 
 OfiTransport::~OfiTransport() {
+  // Abort's notices still on their way after its own 200 ms (a loaded machine): closing the
+  // endpoint would cancel them, and a revocation that returned would not reach a slow peer (it
+  // would see this process exit instead; UCX's back end does the same). Bounded: 1 s more.
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+       std::chrono::steady_clock::now() < until && AbortNoticePending();)
+    DrainCq();
   rescue_.reset();  // its thread looks into regions that closing the endpoint unmaps
   // A peer that died after this transport last looked (as it made another communicator).
   for (size_t p = 0; p < peers_.size(); ++p)
@@ -514,6 +520,21 @@ void OfiTransport::Abort(const std::string& cause) {
     if (!pending && std::chrono::steady_clock::now() + std::chrono::milliseconds(150) >= until) break;
   }
   completed_.clear();
+}
+
+bool OfiTransport::AbortNoticePending() {
+  auto waiting = [this](const Op* op) {
+    if (!op->is_send || !op->is_abort) return false;
+    // Not for a peer gone or stopped since: the shm provider's progress may wait on its lock.
+    const int pid = watch_.pid_of(op->peer);
+    return !ProcessGone(pid, 0) && !ProcessStopped(pid);
+  };
+  for (const Op* op : again_)
+    if (waiting(op)) return true;
+  for (const auto& ps : peers_)
+    for (const Op* op : ps.posted)
+      if (waiting(op)) return true;
+  return false;
 }
 
 std::string OfiTransport::Describe() {

@@ -128,6 +128,8 @@ class OfiTransport : public Transport {
   std::vector<int> Departed();
   void RemoveRegionsOf(int peer);
   void DrainCq();
+  // An abort notice is still in the provider's hands, to a peer neither gone nor stopped.
+  bool AbortNoticePending();
 
   TransportOptions opts_;
   fi_info* info_;
