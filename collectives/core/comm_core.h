@@ -433,7 +433,7 @@ class CommCore {
   uint32_t shrinks_ = 0;          // shrinks of this communicator, which name the new ones
   uint32_t grows_ = 0;            // grows of this communicator, which name the new ones
   std::vector<int> waiting_for_;  // the last operation's peers still awaited when it timed out
-  mutable std::mutex gone_mu_;    // guards shrink_gone_ (held for a copy only)
+  std::mutex gone_mu_;            // guards shrink_gone_ (held for a copy only)
   std::vector<int> shrink_gone_;  // ranks a shrink's members named gone at check-in
   // Shared with point-to-point completions, which may run after the communicator is gone.
   std::shared_ptr<FlightRecorder> recorder_ = std::make_shared<FlightRecorder>(opts_.trace_ops);
