@@ -47,7 +47,13 @@ std::string DescribeTransport(const std::string& name) {
     for (auto& e : r.entries)
       if (e.name == name) d = e.describe;
   }
-  return d ? d() : "";
+  if (!d) return "";
+  // A back end's library may be loaded only now (libfabric: transport/ofi/libfabric.h), and its
+  // constructors take signals as they would in CreateTransport.
+  const SignalActions before = SaveSignalActions();
+  std::string text = d();
+  RestoreBackEndSignals(before);
+  return text;
 }
 
 StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& name, const TransportOptions& opts) {

@@ -31,10 +31,12 @@ constexpr size_t kAbortBytes = 1024;
 constexpr const char* kShmScheme = "fi_shm://";
 constexpr auto kSpin = std::chrono::microseconds(50);
 
-Status FiError(const std::string& what, int rc) { return Unavailable(what + ": " + fi_strerror(rc < 0 ? -rc : rc)); }
+Status FiError(const Libfabric& fi, const std::string& what, int rc) {
+  return Unavailable(what + ": " + fi.strerror(rc < 0 ? -rc : rc));
+}
 
-fi_info* Hints() {
-  fi_info* h = fi_allocinfo();
+fi_info* Hints(const Libfabric& fi) {
+  fi_info* h = fi.dupinfo(nullptr);  // fi_allocinfo()
   h->caps = FI_TAGGED | FI_DIRECTED_RECV;
   h->mode = FI_CONTEXT;
   h->ep_attr->type = FI_EP_RDM;
@@ -52,20 +54,21 @@ bool Usable(const fi_info* i) {
 
 StatusOr<std::unique_ptr<Transport>> OfiTransport::Create(const TransportOptions& opts) {
   (void)kRegistered;
-  fi_info* hints = Hints();
+  HOOP_ASSIGN_OR_RETURN(const Libfabric fi, LoadLibfabric());
+  fi_info* hints = Hints(fi);
   fi_info* list = nullptr;
   // The provider that reaches this rank's own address (loopback on one host, the right
   // interface across hosts); providers with no IP addressing (shm) answer without a node.
-  int rc = fi_getinfo(FI_VERSION(1, 9), opts.host.c_str(), nullptr, 0, hints, &list);
+  int rc = fi.getinfo(FI_VERSION(1, 9), opts.host.c_str(), nullptr, 0, hints, &list);
   bool any = false;
   for (fi_info* i = rc == 0 ? list : nullptr; i; i = i->next) any |= Usable(i);
   if (!any) {
-    if (list) fi_freeinfo(list);
+    if (list) fi.freeinfo(list);
     list = nullptr;
-    rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &list);
+    rc = fi.getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &list);
   }
-  fi_freeinfo(hints);
-  if (rc != 0) return FiError("ofi: no RDM provider with tagged messages (FI_PROVIDER picks one)", rc);
+  fi.freeinfo(hints);
+  if (rc != 0) return FiError(fi, "ofi: no RDM provider with tagged messages (FI_PROVIDER picks one)", rc);
   fi_info* pick = nullptr;
   std::string refused;
   for (fi_info* i = list; i && !pick; i = i->next) {
@@ -75,52 +78,53 @@ StatusOr<std::unique_ptr<Transport>> OfiTransport::Create(const TransportOptions
       refused = i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "?";
   }
   if (!pick) {
-    fi_freeinfo(list);
+    fi.freeinfo(list);
     if (refused == "sockets")
       return FailedPrecondition(
           "ofi: libfabric's sockets provider hangs on this machine and is refused; "
           "choose another with FI_PROVIDER ('tcp;ofi_rxm' or 'shm')");
     return Unavailable("ofi: no usable provider (found only " + refused + ")");
   }
-  fi_info* mine = fi_dupinfo(pick);
-  fi_freeinfo(list);
-  std::unique_ptr<OfiTransport> t(new OfiTransport(opts, mine));
+  fi_info* mine = fi.dupinfo(pick);
+  fi.freeinfo(list);
+  std::unique_ptr<OfiTransport> t(new OfiTransport(fi, opts, mine));
   HOOP_RETURN_IF_ERROR(t->Open().WithContext("ofi (" + t->provider_ + ")"));
   return std::unique_ptr<Transport>(std::move(t));
 }
 
-OfiTransport::OfiTransport(TransportOptions opts, fi_info* info) : opts_(std::move(opts)), info_(info) {
+OfiTransport::OfiTransport(const Libfabric& fi, TransportOptions opts, fi_info* info)
+    : fi_(fi), opts_(std::move(opts)), info_(info) {
   provider_ = info_->fabric_attr->prov_name ? info_->fabric_attr->prov_name : "?";
   shm_only_ = provider_ == "shm";
   peers_.resize(static_cast<size_t>(opts_.size));
 }
 
 Status OfiTransport::Open() {
-  int rc = fi_fabric(info_->fabric_attr, &fabric_, nullptr);
-  if (rc) return FiError("fi_fabric", rc);
-  if ((rc = fi_domain(fabric_, info_, &domain_, nullptr))) return FiError("fi_domain", rc);
+  int rc = fi_.fabric(info_->fabric_attr, &fabric_, nullptr);
+  if (rc) return FiError(fi_, "fi_fabric", rc);
+  if ((rc = fi_domain(fabric_, info_, &domain_, nullptr))) return FiError(fi_, "fi_domain", rc);
   fi_av_attr av{};
   av.type = FI_AV_TABLE;
-  if ((rc = fi_av_open(domain_, &av, &av_, nullptr))) return FiError("fi_av_open", rc);
+  if ((rc = fi_av_open(domain_, &av, &av_, nullptr))) return FiError(fi_, "fi_av_open", rc);
   fi_cq_attr cq{};
   cq.format = FI_CQ_FORMAT_TAGGED;
   cq.wait_obj = FI_WAIT_NONE;
   cq.size = 1024;
-  if ((rc = fi_cq_open(domain_, &cq, &cq_, nullptr))) return FiError("fi_cq_open", rc);
-  if ((rc = fi_endpoint(domain_, info_, &ep_, nullptr))) return FiError("fi_endpoint", rc);
-  if ((rc = fi_ep_bind(ep_, &av_->fid, 0))) return FiError("binding the address vector", rc);
-  if ((rc = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV))) return FiError("binding the completion queue", rc);
-  if ((rc = fi_enable(ep_))) return FiError("fi_enable", rc);
+  if ((rc = fi_cq_open(domain_, &cq, &cq_, nullptr))) return FiError(fi_, "fi_cq_open", rc);
+  if ((rc = fi_endpoint(domain_, info_, &ep_, nullptr))) return FiError(fi_, "fi_endpoint", rc);
+  if ((rc = fi_ep_bind(ep_, &av_->fid, 0))) return FiError(fi_, "binding the address vector", rc);
+  if ((rc = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV))) return FiError(fi_, "binding the completion queue", rc);
+  if ((rc = fi_enable(ep_))) return FiError(fi_, "fi_enable", rc);
   char name[256];
   size_t len = sizeof(name);
-  if ((rc = fi_getname(&ep_->fid, name, &len))) return FiError("fi_getname", rc);
+  if ((rc = fi_getname(&ep_->fid, name, &len))) return FiError(fi_, "fi_getname", rc);
   address_ = std::to_string(::getpid()) + ":" + Hex(name, len);
   // Flow control's window (ofi_transport.h): half the receive queue, shared among the peers.
   if (info_->tx_attr->inject_size >= sizeof(uint64_t) && opts_.size > 1)
     window_ = std::max(kMinWindow, info_->rx_attr->size / 2 / static_cast<size_t>(opts_.size - 1));
   const std::string text(name, strnlen(name, len));
   if (text.rfind(kShmScheme, 0) == 0) own_shm_region_ = text.substr(std::strlen(kShmScheme));
-  if (shm_only_ && !own_shm_region_.empty()) rescue_ = ShmLockRescue::Start(own_shm_region_);
+  if (shm_only_ && !own_shm_region_.empty()) rescue_ = ShmLockRescue::Start(own_shm_region_, fi_.version());
   return Status::Ok();
 }
 
@@ -149,7 +153,7 @@ OfiTransport::~OfiTransport() {
   if (av_) fi_close(&av_->fid);
   if (domain_) fi_close(&domain_->fid);
   if (fabric_) fi_close(&fabric_->fid);
-  fi_freeinfo(info_);
+  fi_.freeinfo(info_);
 }
 
 Status OfiTransport::Connect(int peer, const std::string& address, Deadline) {
@@ -163,7 +167,7 @@ Status OfiTransport::Connect(int peer, const std::string& address, Deadline) {
     raw[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   PeerState& ps = peers_[static_cast<size_t>(peer)];
   int n = fi_av_insert(av_, raw.data(), 1, &ps.addr, 0, nullptr);
-  if (n != 1) return FiError(ctx + ": fi_av_insert", n < 0 ? n : -FI_EINVAL);
+  if (n != 1) return FiError(fi_, ctx + ": fi_av_insert", n < 0 ? n : -FI_EINVAL);
   // The shm provider's address is the name of the peer's region: "fi_shm://<pid>:<n>:<m>".
   const auto* text = reinterpret_cast<const char*>(raw.data());
   const std::string name(text, strnlen(text, raw.size()));
@@ -254,8 +258,9 @@ void OfiTransport::Issue(Op* op) {
   }
   if (rc != 0)
     return Complete(
-        op, FiError(std::string(op->is_send ? "sending to" : "receiving from") + " rank " + std::to_string(op->peer),
-                    static_cast<int>(rc)));
+        op,
+        FiError(fi_, std::string(op->is_send ? "sending to" : "receiving from") + " rank " + std::to_string(op->peer),
+                static_cast<int>(rc)));
   op->posted = true;
   ps.posted.push_back(op);
 }
@@ -309,7 +314,7 @@ void OfiTransport::ReturnCredit(int peer) {
     return;
   }
   if (rc != 0)
-    return losses_.Add(peer, FiError("returning credit to rank " + std::to_string(peer), static_cast<int>(rc)));
+    return losses_.Add(peer, FiError(fi_, "returning credit to rank " + std::to_string(peer), static_cast<int>(rc)));
   ps.taken = 0;
 }
 
@@ -538,19 +543,23 @@ bool OfiTransport::AbortNoticePending() {
 }
 
 std::string OfiTransport::Describe() {
-  std::string s = "libfabric " + std::to_string(FI_MAJOR(fi_version())) + "." + std::to_string(FI_MINOR(fi_version()));
-  fi_info* hints = Hints();
+  auto loaded = LoadLibfabric();
+  if (!loaded.ok()) return loaded.status().message();
+  const Libfabric& fi = loaded.value();
+  const uint32_t v = fi.version();
+  std::string s = "libfabric " + std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v));
+  fi_info* hints = Hints(fi);
   fi_info* list = nullptr;
-  int rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &list);
-  fi_freeinfo(hints);
-  if (rc != 0) return s + "; no RDM provider with tagged messages: " + fi_strerror(-rc);
+  int rc = fi.getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &list);
+  fi.freeinfo(hints);
+  if (rc != 0) return s + "; no RDM provider with tagged messages: " + fi.strerror(-rc);
   std::vector<std::string> seen;
   for (fi_info* i = list; i; i = i->next) {
     std::string p = i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "?";
     if (!Usable(i)) p += " (refused)";
     if (std::find(seen.begin(), seen.end(), p) == seen.end()) seen.push_back(p);
   }
-  fi_freeinfo(list);
+  fi.freeinfo(list);
   std::string ps;
   for (auto& p : seen) {
     if (!ps.empty()) ps += ", ";

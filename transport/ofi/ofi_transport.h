@@ -34,6 +34,7 @@
 #include <memory>
 #include <vector>
 
+#include "transport/ofi/libfabric.h"
 #include "transport/ofi/shm_lock_rescue.h"
 #include "transport/peer_watch.h"
 #include "transport/progress_loop.h"
@@ -111,7 +112,7 @@ class OfiTransport : public Transport {
     uint64_t credit_in = 0;
   };
 
-  OfiTransport(TransportOptions opts, fi_info* info);
+  OfiTransport(const Libfabric& fi, TransportOptions opts, fi_info* info);
   Status Open();
   Op* NewOp(int peer, bool is_send, uint64_t op_id, char* data, size_t len, Tag tag);
   void Issue(Op* op);  // posts to the provider, or queues it when the provider says "again"
@@ -131,6 +132,7 @@ class OfiTransport : public Transport {
   // An abort notice is still in the provider's hands, to a peer neither gone nor stopped.
   bool AbortNoticePending();
 
+  Libfabric fi_;  // libfabric's exported calls (loaded, not linked: libfabric.h)
   TransportOptions opts_;
   fi_info* info_;
   std::string provider_;

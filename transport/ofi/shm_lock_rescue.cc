@@ -29,10 +29,7 @@ struct Header117 {
 static_assert(offsetof(Header117, lock) == 24, "libfabric 1.17's smr_region puts its lock at byte 24");
 constexpr uint8_t kSmrVersion117 = 4;  // SMR_VERSION in 1.17
 
-bool KnownLayout() {
-  const uint32_t v = fi_version();
-  return FI_MAJOR(v) == 1 && FI_MINOR(v) == 17;
-}
+bool KnownLayout(uint32_t v) { return FI_MAJOR(v) == 1 && FI_MINOR(v) == 17; }
 
 constexpr auto kPeerHeld = std::chrono::milliseconds(200);
 constexpr auto kOwnHeld = std::chrono::milliseconds(500);
@@ -62,9 +59,9 @@ pthread_spinlock_t* ShmLockRescue::LockOf(const std::string& region, int pid) {
   return nullptr;
 }
 
-std::unique_ptr<ShmLockRescue> ShmLockRescue::Start(const std::string& own_region) {
-  if (!KnownLayout()) {
-    HOOP_LOG(kDebug, "ofi: libfabric " << FI_MAJOR(fi_version()) << "." << FI_MINOR(fi_version())
+std::unique_ptr<ShmLockRescue> ShmLockRescue::Start(const std::string& own_region, uint32_t fabric_version) {
+  if (!KnownLayout(fabric_version)) {
+    HOOP_LOG(kDebug, "ofi: libfabric " << FI_MAJOR(fabric_version) << "." << FI_MINOR(fabric_version)
                                        << ": no rescue of shm locks a dead rank held (its layout is known for 1.17)");
     return nullptr;
   }

@@ -19,6 +19,7 @@
 #include <pthread.h>
 
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,8 +33,8 @@ namespace hoop {
 class ShmLockRescue {
  public:
   // Watches on behalf of the endpoint whose region is `own_region` (its name in /dev/shm); null
-  // where this libfabric's layout is not known.
-  static std::unique_ptr<ShmLockRescue> Start(const std::string& own_region);
+  // where the layout of libfabric `fabric_version` (fi_version()) is not known.
+  static std::unique_ptr<ShmLockRescue> Start(const std::string& own_region, uint32_t fabric_version);
   ~ShmLockRescue();
   // Watches rank `peer`, process `pid` on this host, whose region is `region`.
   void Watch(int peer, int pid, const std::string& region);
