@@ -11,8 +11,9 @@
 # cores), at idle priority (SCHED_IDLE, nice 19: only the CPU it leaves), and are paused after it
 # (not beside the other suites: there the pip PyTorch suite took 709 s instead of 447; its ranks
 # outnumber the cores and give theirs away, at sched_yield for one, and idle priority does not
-# get it back at once); they finish in step 2, alone. Log in build/ahead.log; what failed to build
-# there is built again in step 2, in the open.
+# get it back at once); they go on beside the ISA passes (one process at a time: about one core
+# idle; the passes took 86 s beside two idle-priority loops, 84 s alone) and finish in step 2,
+# alone. Log in build/ahead.log; what failed to build there is built again in step 2, in the open.
 #   --quick     step 1 only          --sanitize  set-up and step 2 only
 #   --fuzz      set-up and step 3 only
 set -euo pipefail
@@ -78,6 +79,7 @@ for step in $steps; do
       timed build bash -c 'cmake -S . -B build && cmake --build build -j2'
       # Two at a time, as tests/CMakeLists.txt arranges (the multi-process matrix alone).
       timed ctest suite_tests
+      signal_ahead CONT  # the build ahead takes the core the ISA passes leave
       # The float-sensitive tests with the kernels other CPUs would choose (issue 48).
       timed isa-check scripts/isa-check.sh build ;;
     sanitize)
