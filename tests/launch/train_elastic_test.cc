@@ -25,8 +25,12 @@ std::vector<double> Accuracies(const std::string& out) {
 }  // namespace
 
 TEST_CASE("hoop-train --elastic through a lost rank and its replacement trains as an undisturbed run", "[train]") {
+  // The whole test set (10000 images): on 1000, which images near the boundary flip with the order
+  // of the sums alone moved the accuracy up to 0.8 points (85.1% undisturbed, 85.9% elastic, the
+  // parameters no further apart than 2 ranks alone make them); on 10000, 84.79% against 84.81 to
+  // 84.93%.
   const std::vector<std::string> common = {"--model",      "lenet", "--epochs", "3", "--train-limit",   "9000",
-                                           "--test-limit", "1000",  "--seed",   "3", "--warmup-epochs", "0",
+                                           "--test-limit", "10000", "--seed",   "3", "--warmup-epochs", "0",
                                            "--threads",    "1"};
   const std::string plain_ck = Tmp("elastic-plain"), two_ck = Tmp("elastic-two"), elastic_ck = Tmp("elastic"),
                     metrics = Tmp("elastic.json");
